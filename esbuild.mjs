@@ -1,0 +1,57 @@
+// Bundles the three outputs of AgentKeep:
+//   out/extension.js   the VS Code extension (CommonJS, `vscode` external)
+//   out/sidecar.js     the sidecar, a Node program with a shebang (`agentkeep` bin)
+//   out/webview.js     the webview bundle (browser IIFE)
+// plus out/test/exthost/index.js, the mocha suite that runs inside a real extension host.
+// Flags: --watch (rebuild on change), --production (minify, no source maps).
+import * as esbuild from 'esbuild';
+import { chmodSync } from 'node:fs';
+
+const production = process.argv.includes('--production');
+const watch = process.argv.includes('--watch');
+
+/** Prints errors as `✘ [ERROR] file:line:col` so a VS Code watch task can match them. */
+const problemMatcher = {
+  name: 'problem-matcher',
+  setup(build) {
+    build.onStart(() => console.log(`[watch] build started: ${build.initialOptions.outfile}`));
+    build.onEnd((result) => {
+      for (const { text, location } of result.errors) {
+        console.error(`✘ [ERROR] ${text}`);
+        if (location) console.error(`    ${location.file}:${location.line}:${location.column}:`);
+      }
+      if (build.initialOptions.outfile?.endsWith('sidecar.js') && result.errors.length === 0) {
+        try { chmodSync(build.initialOptions.outfile, 0o755); } catch { /* first build in watch */ }
+      }
+      console.log(`[watch] build finished: ${build.initialOptions.outfile}`);
+    });
+  },
+};
+
+const common = {
+  bundle: true,
+  minify: production,
+  sourcemap: !production,
+  sourcesContent: false,
+  logLevel: 'warning',
+  plugins: [problemMatcher],
+};
+
+const node = { ...common, platform: 'node', target: 'node20', format: 'cjs' };
+
+const builds = [
+  { ...node, entryPoints: ['extension/extension.ts'], outfile: 'out/extension.js', external: ['vscode'] },
+  { ...node, entryPoints: ['sidecar/main.ts'], outfile: 'out/sidecar.js', banner: { js: '#!/usr/bin/env node' } },
+  { ...common, entryPoints: ['webview-ui/main.ts'], outfile: 'out/webview.js', platform: 'browser', format: 'iife', target: 'es2022' },
+  { ...node, entryPoints: ['test/exthost/index.ts'], outfile: 'out/test/exthost/index.js', external: ['vscode', 'mocha'] },
+];
+
+if (watch) {
+  for (const b of builds) {
+    const ctx = await esbuild.context(b);
+    await ctx.watch();
+  }
+} else {
+  await Promise.all(builds.map((b) => esbuild.build(b)));
+  chmodSync('out/sidecar.js', 0o755);
+}

@@ -1,0 +1,323 @@
+/**
+ * The AgentKeep protocol: every JSON-RPC method between the extension (or any client) and the
+ * sidecar, as zod schemas. This module is the single source of truth; `npm run build` exports it as
+ * JSON Schema to `sidecar/protocol/protocol.schema.json` (committed; a unit test fails when stale).
+ *
+ * Wire: JSON-RPC 2.0. Over stdio the sidecar is an LSP server (vscode-languageserver) and these are
+ * custom requests next to the standard LSP ones; over WebSocket the same messages, one JSON-RPC
+ * message per WebSocket text frame. Method names on the wire are `agentkeep/<name>`.
+ *
+ * Conventions: times are ISO 8601 strings in UTC; sizes are bytes; paths are absolute POSIX paths;
+ * a `target` is a URI-like string (`dir:/abs/path`, later `btrfs:`, `qemu:`, `proxmox://`); a `store`
+ * is `<kind>:/abs/path` (`hermes:/abs/home`).
+ */
+import { z } from 'zod';
+
+/** Prefix of every AgentKeep method on the wire. */
+export const METHOD_PREFIX = 'agentkeep/';
+
+// ---------------------------------------------------------------------------------------------
+// Error codes (JSON-RPC `error.code`; the CLI prints them as `error.code` strings in --json mode)
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Error codes. Numeric codes live in the JSON-RPC server-defined range (-32099..-32000 is reserved by
+ * JSON-RPC for implementation errors, so we use -33xxx). The string name is what the CLI prints.
+ */
+export const ErrorCodes = {
+  /** Params failed schema validation; message names the field. */
+  InvalidParams: { code: -32602, name: 'invalid_params' },
+  /** The target string does not parse or names an unknown backend. */
+  BadTarget: { code: -33001, name: 'bad_target' },
+  /** The target exists in syntax but not on disk / not reachable. */
+  TargetNotFound: { code: -33002, name: 'target_not_found' },
+  /** No restore point with that id for that target. */
+  RestorePointNotFound: { code: -33003, name: 'restore_point_not_found' },
+  /** Another create/restore holds the target's lock and did not release it in time. */
+  TargetBusy: { code: -33004, name: 'target_busy' },
+  /** The store string does not parse or names an unknown store kind. */
+  BadStore: { code: -33005, name: 'bad_store' },
+  /** The store path is not a store of that kind (e.g. no memories/ in a Hermes home). */
+  StoreNotFound: { code: -33006, name: 'store_not_found' },
+  /** A destructive action needs confirmation (CLI: pass --yes). */
+  ConfirmationRequired: { code: -33007, name: 'confirmation_required' },
+  /** The state dir is unusable (inside the target, not writable, ...). */
+  BadStateDir: { code: -33008, name: 'bad_state_dir' },
+  /** A file could not be read (risk scan, memory). */
+  FileError: { code: -33009, name: 'file_error' },
+  /** The stored snapshot data is damaged (missing object, bad manifest). */
+  CorruptSnapshot: { code: -33010, name: 'corrupt_snapshot' },
+  /** The workspace is not trusted; the action needs trust. */
+  Untrusted: { code: -33011, name: 'untrusted' },
+  /** Anything else; the message says what happened. */
+  Internal: { code: -33099, name: 'internal' },
+} as const;
+export type ErrorName = (typeof ErrorCodes)[keyof typeof ErrorCodes]['name'];
+
+/** `error.data` of every AgentKeep JSON-RPC error: the string code, and a hint naming the fix. */
+export const ErrorData = z.object({
+  code: z.string().describe('Stable string code, e.g. "target_busy"'),
+  hint: z.string().optional().describe('What the user can do about it'),
+});
+export type ErrorData = z.infer<typeof ErrorData>;
+
+// ---------------------------------------------------------------------------------------------
+// Shared shapes
+// ---------------------------------------------------------------------------------------------
+
+export const Target = z
+  .string()
+  .min(1)
+  .describe('Target URI: dir:/abs/path (embedded default); later btrfs:, qemu:, proxmox://');
+export const Store = z.string().min(1).describe('Memory store: <kind>:/abs/path, e.g. hermes:/home/me/.hermes');
+export const Scope = z.enum(['machine', 'agent', 'both']).describe(
+  'What a restore puts back: machine (files/packages, keeping current agent state), agent (only agent-state files), both',
+);
+export type Scope = z.infer<typeof Scope>;
+
+export const RestorePointStatus = z
+  .enum(['ready', 'kept', 'rolled-back', 'failed'])
+  .describe('ready: usable; kept: the change after it was kept; rolled-back: it was restored; failed: creation failed');
+
+export const RestorePointKind = z
+  .enum(['manual', 'pre', 'post', 'pre-restore'])
+  .describe('manual; pre/post around a command; pre-restore: automatic capture taken before a restore');
+
+export const Reason = z
+  .object({
+    command: z.string().optional().describe('The command that was about to run, exactly as in the file'),
+    file: z.string().optional().describe('Absolute path of the file that holds the command'),
+    line: z.number().int().positive().optional().describe('1-based line of the command'),
+    class: z.string().optional().describe('Risk class: deps | toolchain | system | remote-code'),
+    text: z.string().optional().describe('Free-form reason'),
+  })
+  .describe('Why the restore point was taken');
+
+export const AgentCapture = z.object({
+  store: Store,
+  files: z
+    .array(z.object({ path: z.string().describe('Path relative to the store root'), size: z.number().int(), hash: z.string() }))
+    .describe('Agent-state files captured'),
+});
+
+export const RestorePoint = z.object({
+  id: z.string().describe('Stable id, ^[A-Za-z][A-Za-z0-9_]+$, at most 40 chars (fits a Proxmox snapname)'),
+  target: Target,
+  label: z.string(),
+  createdAt: z.string().describe('ISO 8601, UTC'),
+  status: RestorePointStatus,
+  kind: RestorePointKind,
+  reason: Reason.optional(),
+  machine: z
+    .object({
+      backend: z.string().describe('Backend name: dir'),
+      files: z.number().int().describe('Entries in the snapshot (files, dirs, symlinks)'),
+      bytes: z.number().int().describe('Logical size of the snapshot in bytes'),
+      newBytes: z.number().int().describe('Bytes newly stored by this snapshot (the rest was deduplicated)'),
+      durationMs: z.number().describe('How long the snapshot took, in milliseconds'),
+    })
+    .describe('The machine snapshot'),
+  agent: z.array(AgentCapture).describe('Agent-state captures, one per store'),
+  pairOf: z.string().optional().describe('For a post restore point: the id of its pre'),
+  restoredFrom: z.string().optional().describe('For pre-restore: the id that was being restored'),
+});
+export type RestorePoint = z.infer<typeof RestorePoint>;
+
+export const ChangeSummary = z
+  .object({
+    added: z.array(z.string()).describe('Paths that exist now but not in the restore point (a restore removes them)'),
+    removed: z.array(z.string()).describe('Paths in the restore point that are gone now (a restore brings them back)'),
+    changed: z.array(z.string()).describe('Paths whose content, mode, type or link target differ'),
+    agentChanged: z.array(z.string()).describe('Agent-state files (store-relative, prefixed by store) that differ'),
+  })
+  .describe('Differences between a restore point and the current state (relative paths)');
+export type ChangeSummary = z.infer<typeof ChangeSummary>;
+
+export const MemoryEntry = z.object({
+  id: z.string().describe('Stable id; for Hermes derived from the entry text (sha256, first 12 hex chars)'),
+  text: z.string(),
+});
+export const MemoryFile = z.object({
+  kind: z.string().describe('hermes-memory (MEMORY.md) | hermes-user (USER.md)'),
+  file: z.string().describe('Absolute path of the file'),
+  entries: z.array(MemoryEntry),
+  usage: z.object({
+    chars: z.number().int().describe('len("\\n§\\n".join(entries)), as Hermes counts it'),
+    limit: z.number().int().describe('Char limit from config.yaml (memory.memory_char_limit / user_char_limit)'),
+  }),
+});
+export type MemoryFile = z.infer<typeof MemoryFile>;
+
+// ---------------------------------------------------------------------------------------------
+// Methods
+// ---------------------------------------------------------------------------------------------
+
+/** A method: params and result schemas plus a one-line description. */
+export interface MethodDef<P extends z.ZodTypeAny, R extends z.ZodTypeAny> {
+  method: string;
+  description: string;
+  params: P;
+  result: R;
+}
+function method<P extends z.ZodTypeAny, R extends z.ZodTypeAny>(
+  name: string,
+  description: string,
+  params: P,
+  result: R,
+): MethodDef<P, R> {
+  return { method: METHOD_PREFIX + name, description, params, result };
+}
+
+const ProgressToken = z.string().optional().describe('If set, progress notifications carry this token');
+
+export const Methods = {
+  restorePointCreate: method(
+    'restorePoint.create',
+    'Create a restore point: machine snapshot of the target + capture of each store. Waits for the target lock.',
+    z.object({
+      target: Target,
+      label: z.string().optional(),
+      kind: RestorePointKind.optional(),
+      reason: Reason.optional(),
+      stores: z.array(Store).optional().describe('Stores whose agent state is captured'),
+      pairOf: z.string().optional(),
+      progressToken: ProgressToken,
+    }),
+    RestorePoint,
+  ),
+  restorePointList: method(
+    'restorePoint.list',
+    'List the restore points of a target, newest first.',
+    z.object({ target: Target }),
+    z.array(RestorePoint),
+  ),
+  restorePointDiff: method(
+    'restorePoint.diff',
+    'What differs between a restore point and now, i.e. what a restore would undo.',
+    z.object({ target: Target, id: z.string(), stores: z.array(Store).optional() }),
+    ChangeSummary,
+  ),
+  restorePointRestore: method(
+    'restorePoint.restore',
+    'Restore a restore point with a scope. Captures the current state first (kind pre-restore) so the restore can be undone.',
+    z.object({
+      target: Target,
+      id: z.string(),
+      scope: Scope,
+      stores: z.array(Store).optional(),
+      progressToken: ProgressToken,
+    }),
+    z.object({
+      restored: RestorePoint,
+      undo: RestorePoint.describe('The pre-restore capture; restore it to undo this restore'),
+      changes: ChangeSummary,
+    }),
+  ),
+  restorePointDelete: method(
+    'restorePoint.delete',
+    'Delete a restore point (objects still used by others are kept).',
+    z.object({ target: Target, id: z.string() }),
+    z.object({ deleted: z.string(), freedBytes: z.number().int() }),
+  ),
+  restorePointKeep: method(
+    'restorePoint.keep',
+    'Record that the change after this restore point is kept (status kept). The restore point stays available.',
+    z.object({ target: Target, id: z.string() }),
+    RestorePoint,
+  ),
+  memoryList: method(
+    'memory.list',
+    'List the entries of memory stores with their usage against the char limits.',
+    z.object({ stores: z.array(Store) }),
+    z.object({ stores: z.array(MemoryFile) }),
+  ),
+  agentStatus: method(
+    'agent.status',
+    'Status of an agent: its target, whether it is reachable, restore point count and the newest one.',
+    z.object({ target: Target, stores: z.array(Store).optional() }),
+    z.object({
+      target: Target,
+      backend: z.string(),
+      reachable: z.boolean(),
+      message: z.string().optional().describe('Why it is not reachable'),
+      restorePoints: z.number().int(),
+      latest: RestorePoint.optional(),
+      stores: z.array(z.object({ store: Store, ok: z.boolean(), message: z.string().optional() })),
+      version: z.string().describe('Sidecar version'),
+    }),
+  ),
+  riskScan: method(
+    'risk.scan',
+    'Find risky commands in a text (pure; no I/O). Lines are 1-based.',
+    z.object({ file: z.string().describe('File name or path (used to pick the file kind)'), text: z.string() }),
+    z.array(
+      z.object({
+        file: z.string(),
+        line: z.number().int().positive(),
+        endLine: z.number().int().positive(),
+        command: z.string(),
+        class: z.enum(['deps', 'toolchain', 'system', 'remote-code']),
+      }),
+    ),
+  ),
+} as const;
+
+// ---------------------------------------------------------------------------------------------
+// Notifications (sidecar -> client)
+// ---------------------------------------------------------------------------------------------
+
+export const Notifications = {
+  progress: {
+    method: METHOD_PREFIX + 'progress',
+    description: 'Progress of a long operation started with a progressToken.',
+    params: z.object({
+      token: z.string(),
+      stage: z.string().describe('scan | store | capture | restore | done'),
+      message: z.string(),
+      done: z.number().int().optional().describe('Units done (files)'),
+      total: z.number().int().optional().describe('Units total (files), when known'),
+    }),
+  },
+  changed: {
+    method: METHOD_PREFIX + 'changed',
+    description: 'Restore points or memory of a target changed; clients refresh their views.',
+    params: z.object({
+      target: Target.optional(),
+      what: z.enum(['restorePoints', 'memory']),
+    }),
+  },
+} as const;
+
+export type MethodName = keyof typeof Methods;
+export type ParamsOf<K extends MethodName> = z.input<(typeof Methods)[K]['params']>;
+export type ResultOf<K extends MethodName> = z.infer<(typeof Methods)[K]['result']>;
+export type ProgressParams = z.infer<typeof Notifications.progress.params>;
+export type ChangedParams = z.infer<typeof Notifications.changed.params>;
+export type RiskFinding = ResultOf<'riskScan'>[number];
+
+/**
+ * The whole protocol as one JSON Schema document (draft 2020-12): `methods.<wire name>` with
+ * `params`/`result`, `notifications.<wire name>` with `params`, and `errors` (code table).
+ */
+export function protocolJsonSchema(): Record<string, unknown> {
+  const methods: Record<string, unknown> = {};
+  for (const def of Object.values(Methods)) {
+    methods[def.method] = {
+      description: def.description,
+      params: z.toJSONSchema(def.params, { io: 'input' }),
+      result: z.toJSONSchema(def.result),
+    };
+  }
+  const notifications: Record<string, unknown> = {};
+  for (const def of Object.values(Notifications)) {
+    notifications[def.method] = { description: def.description, params: z.toJSONSchema(def.params) };
+  }
+  return {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    title: 'AgentKeep sidecar protocol (JSON-RPC 2.0)',
+    methodPrefix: METHOD_PREFIX,
+    methods,
+    notifications,
+    errors: Object.values(ErrorCodes),
+  };
+}
