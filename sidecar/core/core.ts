@@ -1,0 +1,571 @@
+/**
+ * Core: the restore-point services behind the CLI and both servers (CoreApi). Orchestrates a target's
+ * machine backend (sidecar/machine), the agent-state capture of memory stores (sidecar/memory), the
+ * journal, the shared object store, locks and garbage collection. See sidecar/core/state.ts for the
+ * state-dir layout.
+ */
+import { randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { z } from 'zod';
+import { version as packageVersion } from '../../package.json';
+import { Methods, type ChangeSummary, type ParamsOf, type ProgressParams, type ResultOf, type RestorePoint, type Scope } from '../protocol';
+import { backendFor, backends, type MachineBackend, type PathFilter } from '../machine';
+import { openStore, type MemoryStoreAdapter } from '../memory';
+import { AgentKeepError, asAgentKeepError } from './errors';
+import { isErrno, mapLimit, tempNameFor } from './fsutil';
+import { Journal, isValidId, newRestorePointId } from './journal';
+import { acquireLock, isStale, pidAlive, type HeldLock, type LockInfo } from './lock';
+import { ObjectStore, hashFile } from './objects';
+import { StateLayout, checkStateDirVsTarget, ensureStateDir, isInside, resolveStateDir } from './state';
+import { checkTargetExists, parseTarget, type ParsedTarget } from './target';
+import type { CoreApi, CoreOptions } from './service';
+
+/** The sidecar version (from package.json, inlined by the bundler). */
+export const VERSION: string = packageVersion;
+
+/** Default wait for a busy target (ms). */
+export const DEFAULT_LOCK_TIMEOUT_MS = 30_000;
+
+type AgentCapture = RestorePoint['agent'][number];
+
+/** Everything an operation on one target needs. */
+interface TargetCtx {
+  target: ParsedTarget;
+  backend: MachineBackend;
+  journal: Journal;
+}
+
+/** Validate params against the protocol schema. @throws AgentKeepError InvalidParams naming the field. */
+function validate<S extends z.ZodTypeAny>(schema: S, p: unknown, method: string): z.infer<S> {
+  const r = schema.safeParse(p);
+  if (!r.success) {
+    const issue = r.error.issues[0];
+    const field = issue?.path?.length ? issue.path.join('.') : 'params';
+    throw new AgentKeepError('InvalidParams', `Invalid ${field} for ${method}: ${issue?.message ?? 'bad value'}.`, `See the ${method} params in sidecar/protocol/protocol.schema.json.`);
+  }
+  return r.data;
+}
+
+/** Throttled progress for one token: at most ~10 notifications a second, stage changes and the end always. */
+class Progress {
+  private last = 0;
+  private stage = '';
+  constructor(
+    private readonly token: string | undefined,
+    private readonly sink: ((p: ProgressParams) => void) | undefined,
+  ) {}
+  report(stage: string, message: string, done?: number, total?: number): void {
+    if (!this.token || !this.sink) return;
+    const now = Date.now();
+    const final = stage === 'done' || (total !== undefined && done === total);
+    if (stage === this.stage && !final && now - this.last < 100) return;
+    this.stage = stage;
+    this.last = now;
+    try {
+      this.sink({ token: this.token, stage, message, done, total });
+    } catch {
+      /* a failing listener must not break the operation */
+    }
+  }
+}
+
+const STAGE_TEXT: Record<string, string> = { scan: 'Scanning files', store: 'Storing new contents', restore: 'Restoring files' };
+
+/** The core services. One instance per process is enough; instances share nothing but the state dir. */
+export class Core implements CoreApi {
+  /** Absolute state dir in use. */
+  readonly stateDir: string;
+  readonly layout: StateLayout;
+  readonly objects: ObjectStore;
+  private readonly lockTimeoutMs: number;
+  /** Target key -> id of the last snapshot this instance made (the next create's stat cache). */
+  private readonly lastSnapshot = new Map<string, string>();
+
+  /** @throws AgentKeepError BadStateDir for a relative state dir. */
+  constructor(private readonly opts: CoreOptions = {}) {
+    this.stateDir = resolveStateDir(opts.stateDir);
+    this.layout = new StateLayout(this.stateDir);
+    this.objects = new ObjectStore(this.layout.objectsDir);
+    this.lockTimeoutMs = opts.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // plumbing
+
+  /** Parse the target, refuse a state dir inside it, create the state dir, bind backend and journal. */
+  private async open(targetSpec: string, mustExist = true): Promise<TargetCtx> {
+    const target = parseTarget(targetSpec);
+    await checkStateDirVsTarget(this.stateDir, target.path);
+    if (mustExist) await checkTargetExists(target);
+    await ensureStateDir(this.layout);
+    await this.objects.init();
+    const backend = backendFor({ target, layout: this.layout, objects: this.objects });
+    return { target, backend, journal: new Journal(this.layout.journalDir(target.key), target.spec) };
+  }
+
+  private changed(target: string, what: 'restorePoints' | 'memory'): void {
+    try {
+      this.opts.onChanged?.({ target, what });
+    } catch {
+      /* listeners must not break the operation */
+    }
+  }
+
+  /**
+   * Run `fn` holding the target's lock. `writesObjects` also registers an in-flight marker and waits
+   * for a running garbage collection, so GC never removes an object this operation is about to use.
+   */
+  private async withTarget<T>(t: TargetCtx, op: string, writesObjects: boolean, fn: () => Promise<T>): Promise<T> {
+    const lock = await acquireLock(this.layout.targetLock(t.target.key), { op, what: `Target ${t.target.spec}`, timeoutMs: this.lockTimeoutMs });
+    let marker: string | undefined;
+    try {
+      if (writesObjects) {
+        marker = path.join(this.layout.inflightDir, `${process.pid}-${randomBytes(6).toString('hex')}`);
+        await fs.writeFile(marker, JSON.stringify({ pid: process.pid, host: os.hostname(), op, target: t.target.spec }));
+        await this.waitForGc();
+      }
+      return await fn();
+    } finally {
+      if (marker) await fs.rm(marker, { force: true }).catch(() => undefined);
+      await lock.release();
+    }
+  }
+
+  /** Wait while a live garbage collection holds the GC lock. */
+  private async waitForGc(): Promise<void> {
+    const deadline = Date.now() + this.lockTimeoutMs;
+    for (;;) {
+      let info: LockInfo | undefined;
+      try {
+        info = JSON.parse(await fs.readFile(this.layout.gcLock, 'utf8')) as LockInfo;
+      } catch (e) {
+        if (isErrno(e, 'ENOENT')) return;
+      }
+      if (info && isStale(info)) return;
+      if (Date.now() > deadline) {
+        throw new AgentKeepError('TargetBusy', 'A garbage collection of the object store is still running.', 'Try again in a moment.');
+      }
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+
+  /** Whether a create or restore is running anywhere on this state dir (live in-flight markers). */
+  private async othersInFlight(): Promise<boolean> {
+    let names: string[];
+    try {
+      names = await fs.readdir(this.layout.inflightDir);
+    } catch {
+      return false;
+    }
+    for (const n of names) {
+      const p = path.join(this.layout.inflightDir, n);
+      try {
+        const info = JSON.parse(await fs.readFile(p, 'utf8')) as { pid: number; host: string };
+        if (info.host !== os.hostname() || pidAlive(info.pid)) return true;
+        await fs.rm(p, { force: true }); // left by a dead process
+      } catch {
+        /* vanished or half-written: its owner is running */
+        if (await fs.stat(p).then(() => true, () => false)) return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Mark & sweep: delete objects no restore point of any target references (machine manifests of
+   * every backend + agent captures of every journal). Skipped (0 freed) while a create or restore is
+   * in flight; the next delete collects what was left.
+   */
+  async collectGarbage(): Promise<{ freedBytes: number; removed: number }> {
+    let gc: HeldLock;
+    try {
+      gc = await acquireLock(this.layout.gcLock, { op: 'garbage collection', what: 'The object store', timeoutMs: this.lockTimeoutMs });
+    } catch {
+      return { freedBytes: 0, removed: 0 };
+    }
+    try {
+      if (await this.othersInFlight()) return { freedBytes: 0, removed: 0 };
+      const keep = new Set<string>();
+      for (const f of backends()) for (const h of (await f.referencedObjects?.(this.layout)) ?? []) keep.add(h);
+      let keys: string[] = [];
+      try {
+        keys = await fs.readdir(this.layout.journalRoot);
+      } catch {
+        /* no journals */
+      }
+      for (const k of keys) {
+        const dir = this.layout.journalDir(k);
+        for (const n of await fs.readdir(dir).catch(() => [] as string[])) {
+          if (!n.endsWith('.json') || n === 'target.json' || n.startsWith('.')) continue;
+          try {
+            const rp = JSON.parse(await fs.readFile(path.join(dir, n), 'utf8')) as RestorePoint;
+            for (const a of rp.agent ?? []) for (const f of a.files ?? []) keep.add(f.hash);
+          } catch {
+            // A damaged journal entry: keep everything rather than risk deleting what it references.
+            return { freedBytes: 0, removed: 0 };
+          }
+        }
+      }
+      return await this.objects.sweep(keep);
+    } finally {
+      await gc.release();
+    }
+  }
+
+  /** Stores whose root lies inside the target, as a filter of target-relative paths that are their agent state. */
+  private agentStateFilter(t: ParsedTarget, stores: MemoryStoreAdapter[]): PathFilter | undefined {
+    const inside = stores
+      .filter((s) => isInside(s.root, t.path))
+      .map((s) => ({ s, prefix: path.relative(t.path, s.root).split(path.sep).join('/') }));
+    if (!inside.length) return undefined;
+    return (rel: string) =>
+      inside.some(({ s, prefix }) => {
+        if (!prefix) return s.isAgentStatePath(rel);
+        return rel.startsWith(prefix + '/') && s.isAgentStatePath(rel.slice(prefix.length + 1));
+      });
+  }
+
+  /** Capture the agent-state files of each store into the object store. */
+  private async captureStores(stores: MemoryStoreAdapter[], progress: Progress): Promise<AgentCapture[]> {
+    const out: AgentCapture[] = [];
+    for (const s of stores) {
+      await s.check();
+      const files = await s.agentStateFiles();
+      progress.report('capture', `Capturing agent state of ${s.spec}`, 0, files.length);
+      const captured = await mapLimit(files, 8, async (rel) => {
+        try {
+          const r = await this.objects.putFile(path.join(s.root, ...rel.split('/')));
+          return { path: rel, size: r.size, hash: r.hash };
+        } catch (e) {
+          if (isErrno(e, 'ENOENT')) return undefined; // vanished meanwhile
+          throw new AgentKeepError('FileError', `Cannot read agent-state file ${path.join(s.root, rel)}: ${(e as Error).message}.`, 'Fix its permissions so the sidecar can read it.');
+        }
+      });
+      out.push({ store: s.spec, files: captured.filter((f): f is NonNullable<typeof f> => !!f) });
+    }
+    return out;
+  }
+
+  private openStores(specs: readonly string[] | undefined): MemoryStoreAdapter[] {
+    return (specs ?? []).map((s) => openStore(s));
+  }
+
+  /** Create a restore point; the caller holds the target lock. */
+  private async createLocked(
+    t: TargetCtx,
+    p: { label?: string; kind?: RestorePoint['kind']; reason?: RestorePoint['reason']; stores: MemoryStoreAdapter[]; pairOf?: string; restoredFrom?: string },
+    progress: Progress,
+  ): Promise<RestorePoint> {
+    const started = Date.now();
+    let id = newRestorePointId();
+    while (await t.journal.has(id)) id = newRestorePointId();
+    // Parent (stat cache): the last snapshot this process made of the target, else the newest in the journal.
+    const last = this.lastSnapshot.get(t.target.key);
+    const parentId =
+      last && (await t.journal.has(last))
+        ? last
+        : (await t.journal.list()).find((r) => r.machine.backend === t.backend.name && r.status !== 'failed')?.id;
+    progress.report('scan', STAGE_TEXT.scan, 0);
+    const info = await t.backend.create(id, {
+      parentId,
+      progress: (stage, done, total) => progress.report(stage, STAGE_TEXT[stage] ?? stage, done, total),
+    });
+    let agent: AgentCapture[];
+    try {
+      agent = await this.captureStores(p.stores, progress);
+    } catch (e) {
+      await t.backend.delete(id).catch(() => undefined);
+      throw e;
+    }
+    const createdAt = new Date().toISOString();
+    const kind = p.kind ?? 'manual';
+    const rp: RestorePoint = {
+      id,
+      target: t.target.spec,
+      label: p.label ?? (kind === 'pre-restore' ? `Before restoring ${p.restoredFrom}` : `Restore point ${createdAt.slice(0, 19).replace('T', ' ')} UTC`),
+      createdAt,
+      status: 'ready',
+      kind,
+      ...(p.reason ? { reason: p.reason } : {}),
+      machine: { backend: t.backend.name, files: info.files, bytes: info.bytes, newBytes: info.newBytes + 0, durationMs: Date.now() - started },
+      agent,
+      ...(p.pairOf ? { pairOf: p.pairOf } : {}),
+      ...(p.restoredFrom ? { restoredFrom: p.restoredFrom } : {}),
+    };
+    try {
+      await t.journal.put(rp);
+    } catch (e) {
+      await t.backend.delete(id).catch(() => undefined);
+      throw e;
+    }
+    this.lastSnapshot.set(t.target.key, id);
+    progress.report('done', `Restore point ${id} created`, info.files, info.files);
+    return rp;
+  }
+
+  /** Restore the captured agent-state files of `stores`; returns changed paths as `<store>:<rel>`. */
+  private async restoreAgent(rp: RestorePoint, stores: MemoryStoreAdapter[]): Promise<string[]> {
+    const changed: string[] = [];
+    const plans: Array<{ s: MemoryStoreAdapter; cap: AgentCapture; current: string[] }> = [];
+    for (const s of stores) {
+      const cap = findCapture(rp, s);
+      if (!cap) throw noCapture(rp, s);
+      const current = await s.agentStateFiles().catch(() => [] as string[]);
+      for (const f of cap.files) if (!(await this.objects.has(f.hash))) throw this.objects.missing(f.hash);
+      plans.push({ s, cap, current });
+    }
+    for (const { s, cap, current } of plans) {
+      const want = new Map(cap.files.map((f) => [f.path, f]));
+      for (const f of cap.files) {
+        const abs = path.join(s.root, ...f.path.split('/'));
+        const st = await fs.lstat(abs).catch(() => undefined);
+        if (st?.isFile() && (await hashFile(abs)) === f.hash) continue;
+        await fs.mkdir(path.dirname(abs), { recursive: true });
+        if (st?.isDirectory()) await fs.rm(abs, { recursive: true, force: true });
+        const tmp = tempNameFor(abs);
+        try {
+          await this.objects.copyOut(f.hash, tmp);
+          await fs.chmod(tmp, st?.isFile() ? st.mode & 0o7777 : 0o644);
+          await fs.rename(tmp, abs);
+        } catch (e) {
+          await fs.rm(tmp, { force: true }).catch(() => undefined);
+          throw e;
+        }
+        changed.push(`${s.spec}:${f.path}`);
+      }
+      for (const rel of current) {
+        if (want.has(rel)) continue;
+        const abs = path.join(s.root, ...rel.split('/'));
+        await fs.rm(abs, { force: true });
+        changed.push(`${s.spec}:${rel}`);
+        // Prune directories emptied by the removal, up to the store root.
+        let dir = path.dirname(abs);
+        while (dir.length > s.root.length && isInside(dir, s.root)) {
+          try {
+            await fs.rmdir(dir);
+          } catch {
+            break;
+          }
+          dir = path.dirname(dir);
+        }
+      }
+    }
+    return changed.sort();
+  }
+
+  /** Agent-state differences between a restore point's captures and now (`<store>:<rel>`). */
+  private async agentDiff(rp: RestorePoint, stores: MemoryStoreAdapter[]): Promise<string[]> {
+    const out: string[] = [];
+    for (const s of stores) {
+      const cap = findCapture(rp, s);
+      if (!cap) continue;
+      const current = new Set(await s.agentStateFiles().catch(() => [] as string[]));
+      for (const f of cap.files) {
+        const abs = path.join(s.root, ...f.path.split('/'));
+        const h = current.has(f.path) ? await hashFile(abs).catch(() => undefined) : undefined;
+        if (h !== f.hash) out.push(`${s.spec}:${f.path}`);
+        current.delete(f.path);
+      }
+      for (const rel of current) out.push(`${s.spec}:${rel}`);
+    }
+    return out.sort();
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // CoreApi
+
+  /**
+   * Create a restore point: machine snapshot of the target + capture of each store's agent-state
+   * files. Waits up to lockTimeoutMs for another create/restore of the same target.
+   * @throws BadTarget, TargetNotFound, BadStateDir, BadStore, StoreNotFound, TargetBusy, FileError
+   */
+  async createRestorePoint(params: ParamsOf<'restorePointCreate'>): Promise<RestorePoint> {
+    const p = validate(Methods.restorePointCreate.params, params, 'restorePoint.create');
+    const t = await this.open(p.target);
+    const stores = this.openStores(p.stores);
+    const progress = new Progress(p.progressToken, this.opts.onProgress);
+    const rp = await this.withTarget(t, 'create restore point', true, () =>
+      this.createLocked(t, { label: p.label, kind: p.kind, reason: p.reason, stores, pairOf: p.pairOf }, progress),
+    );
+    this.changed(t.target.spec, 'restorePoints');
+    return rp;
+  }
+
+  /** Restore points of a target, newest first (an unknown target has none). @throws BadTarget, BadStateDir */
+  async listRestorePoints(params: ParamsOf<'restorePointList'>): Promise<RestorePoint[]> {
+    const p = validate(Methods.restorePointList.params, params, 'restorePoint.list');
+    const t = await this.open(p.target, false);
+    return t.journal.list();
+  }
+
+  /**
+   * What differs between a restore point and now (what a restore would undo). Agent-state changes
+   * are given for `stores`, default: the stores the restore point captured.
+   * @throws RestorePointNotFound, CorruptSnapshot, TargetNotFound
+   */
+  async diffRestorePoint(params: ParamsOf<'restorePointDiff'>): Promise<ChangeSummary> {
+    const p = validate(Methods.restorePointDiff.params, params, 'restorePoint.diff');
+    const t = await this.open(p.target);
+    const rp = await t.journal.get(p.id);
+    const latest = (await t.journal.list()).find((r) => r.id !== rp.id);
+    const m = await t.backend.diff(rp.id, { cacheIds: latest ? [latest.id] : [] });
+    const stores = p.stores ? this.openStores(p.stores) : this.openStores(rp.agent.map((a) => a.store));
+    return { ...m, agentChanged: await this.agentDiff(rp, stores) };
+  }
+
+  /**
+   * Restore a restore point with a scope, after capturing the current state as a `pre-restore`
+   * restore point (returned as `undo`). Scopes: `both` = the whole tree, then the agent-state
+   * captures of the stores; `agent` = only the stores' agent-state files; `machine` = the tree except
+   * the agent-state paths of the stores that live inside it. `stores` defaults to the stores the
+   * restore point captured.
+   * @throws RestorePointNotFound, CorruptSnapshot (nothing touched), TargetBusy, BadStore, Internal
+   *   (failed halfway; the message names the pre-restore id to go back to)
+   */
+  async restoreRestorePoint(params: ParamsOf<'restorePointRestore'>): Promise<ResultOf<'restorePointRestore'>> {
+    const p = validate(Methods.restorePointRestore.params, params, 'restorePoint.restore');
+    const t = await this.open(p.target);
+    const progress = new Progress(p.progressToken, this.opts.onProgress);
+    const result = await this.withTarget(t, `restore ${p.id}`, true, async () => {
+      const rp = await t.journal.get(p.id);
+      const scope: Scope = p.scope;
+      const stores = this.openStores(p.stores ?? rp.agent.map((a) => a.store));
+      if (scope !== 'machine') for (const s of stores) if (!findCapture(rp, s)) throw noCapture(rp, s);
+      if (rp.machine.backend !== t.backend.name) {
+        throw new AgentKeepError('CorruptSnapshot', `Restore point ${rp.id} was made by backend "${rp.machine.backend}", not "${t.backend.name}".`, 'Restore it with the target it was made for.');
+      }
+      // Capture what we are about to replace, so the restore can be undone.
+      const capturable: MemoryStoreAdapter[] = [];
+      for (const s of stores) if (await s.check().then(() => true, () => false)) capturable.push(s);
+      const undo = await this.createLocked(t, { kind: 'pre-restore', restoredFrom: rp.id, stores: capturable }, progress);
+      let changes: ChangeSummary = { added: [], removed: [], changed: [], agentChanged: [] };
+      try {
+        if (scope !== 'agent') {
+          const skip = scope === 'machine' ? this.agentStateFilter(t.target, stores) : undefined;
+          const m = await t.backend.restore(rp.id, {
+            currentId: undo.id,
+            skip,
+            progress: (stage, done, total) => progress.report(stage, STAGE_TEXT[stage] ?? stage, done, total),
+          });
+          changes = { ...m, agentChanged: [] };
+        }
+        if (scope !== 'machine') changes.agentChanged = await this.restoreAgent(rp, stores);
+      } catch (e) {
+        const err = asAgentKeepError(e);
+        throw new AgentKeepError(
+          err.kind === 'CorruptSnapshot' ? 'CorruptSnapshot' : err.kind === 'FileError' ? 'FileError' : 'Internal',
+          `Restore of ${rp.id} stopped: ${err.message} The state before the restore was saved as restore point ${undo.id}.`,
+          `To go back to it: agentkeep restore-point restore ${undo.id} --target ${t.target.spec} --scope both`,
+        );
+      }
+      const restored: RestorePoint = { ...rp, status: 'rolled-back' };
+      await t.journal.put(restored);
+      progress.report('done', `Restored ${rp.id} (${scope})`);
+      return { restored, undo, changes };
+    });
+    this.changed(t.target.spec, 'restorePoints');
+    if (p.scope !== 'machine') this.changed(t.target.spec, 'memory');
+    return result;
+  }
+
+  /**
+   * Delete a restore point, then garbage-collect objects no restore point references any more.
+   * @returns freedBytes: bytes of objects removed (0 while another create/restore is running).
+   * @throws RestorePointNotFound, TargetBusy
+   */
+  async deleteRestorePoint(params: ParamsOf<'restorePointDelete'>): Promise<ResultOf<'restorePointDelete'>> {
+    const p = validate(Methods.restorePointDelete.params, params, 'restorePoint.delete');
+    const t = await this.open(p.target, false);
+    if (!isValidId(p.id)) await t.journal.get(p.id); // throws the clear error
+    const res = await this.withTarget(t, `delete ${p.id}`, false, async () => {
+      await t.journal.remove(p.id);
+      await t.backend.delete(p.id);
+      const gc = await this.collectGarbage();
+      return { deleted: p.id, freedBytes: gc.freedBytes };
+    });
+    this.changed(t.target.spec, 'restorePoints');
+    return res;
+  }
+
+  /** Mark the change after a restore point as kept (status `kept`). @throws RestorePointNotFound, TargetBusy */
+  async keepRestorePoint(params: ParamsOf<'restorePointKeep'>): Promise<RestorePoint> {
+    const p = validate(Methods.restorePointKeep.params, params, 'restorePoint.keep');
+    const t = await this.open(p.target, false);
+    const rp = await this.withTarget(t, `keep ${p.id}`, false, async () => {
+      const cur = await t.journal.get(p.id);
+      const kept: RestorePoint = { ...cur, status: 'kept' };
+      await t.journal.put(kept);
+      return kept;
+    });
+    this.changed(t.target.spec, 'restorePoints');
+    return rp;
+  }
+
+  /** Entries and usage of each store's memory files. @throws BadStore, StoreNotFound, FileError */
+  async listMemory(params: ParamsOf<'memoryList'>): Promise<ResultOf<'memoryList'>> {
+    const p = validate(Methods.memoryList.params, params, 'memory.list');
+    const out: ResultOf<'memoryList'>['stores'] = [];
+    for (const s of this.openStores(p.stores)) out.push(...(await s.list()));
+    return { stores: out };
+  }
+
+  /**
+   * Status of an agent: whether its target is reachable, its restore points, its stores, the
+   * sidecar version. Never throws for an unreachable target or a broken store (reported instead).
+   * @throws BadTarget for a target string that does not parse.
+   */
+  async agentStatus(params: ParamsOf<'agentStatus'>): Promise<ResultOf<'agentStatus'>> {
+    const p = validate(Methods.agentStatus.params, params, 'agent.status');
+    const target = parseTarget(p.target);
+    let reachable = true;
+    let message: string | undefined;
+    try {
+      await checkTargetExists(target);
+    } catch (e) {
+      reachable = false;
+      message = asAgentKeepError(e).oneLine();
+    }
+    const journal = new Journal(this.layout.journalDir(target.key), target.spec);
+    const rps = await journal.list().catch(() => [] as RestorePoint[]);
+    const stores: ResultOf<'agentStatus'>['stores'] = [];
+    for (const spec of p.stores ?? []) {
+      try {
+        await openStore(spec).check();
+        stores.push({ store: spec, ok: true });
+      } catch (e) {
+        stores.push({ store: spec, ok: false, message: asAgentKeepError(e).oneLine() });
+      }
+    }
+    return {
+      target: target.spec,
+      backend: target.backend,
+      reachable,
+      ...(message ? { message } : {}),
+      restorePoints: rps.length,
+      ...(rps[0] ? { latest: rps[0] } : {}),
+      stores,
+      version: VERSION,
+    };
+  }
+}
+
+function sameStore(a: string, s: MemoryStoreAdapter): boolean {
+  if (a === s.spec) return true;
+  try {
+    const o = openStore(a);
+    return o.kind === s.kind && o.root === s.root;
+  } catch {
+    return false;
+  }
+}
+
+function findCapture(rp: RestorePoint, s: MemoryStoreAdapter): AgentCapture | undefined {
+  return rp.agent.find((a) => sameStore(a.store, s));
+}
+
+function noCapture(rp: RestorePoint, s: MemoryStoreAdapter): AgentKeepError {
+  const have = rp.agent.map((a) => a.store).join(', ') || 'none';
+  return new AgentKeepError('BadStore', `Restore point ${rp.id} has no agent-state capture of ${s.spec} (captured: ${have}).`, 'Restore with --scope machine, or name a store it captured.');
+}

@@ -1,0 +1,205 @@
+/**
+ * The content-addressed object store shared by every target: `objects/<hh>/<sha256 hex>`, one file
+ * per distinct content, read-only (0444). New objects are written to `objects/tmp/` and renamed into
+ * place, so an object path either holds the full content or does not exist.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream, existsSync, mkdirSync, promises as fs, readFileSync, renameSync, rmSync, writeFileSync, constants as fsc } from 'node:fs';
+import * as path from 'node:path';
+import { AgentKeepError } from './errors';
+import { isErrno } from './fsutil';
+
+/** Files up to this size are read into memory once (hash + write); larger ones are copied then hashed as a stream. */
+export const SMALL_FILE_LIMIT = 1 << 20;
+
+/** Result of storing one file. */
+export interface PutResult {
+  /** sha256 hex of the stored content. */
+  hash: string;
+  /** Size of the stored content in bytes. */
+  size: number;
+  /** Bytes newly written to the store (0 when the object already existed). */
+  newBytes: number;
+}
+
+/** sha256 of a file, streamed (never the whole file in memory). */
+export async function hashFile(file: string): Promise<string> {
+  const h = createHash('sha256');
+  for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 })) h.update(chunk as Buffer);
+  return h.digest('hex');
+}
+
+/** The object store under `dir`. */
+export class ObjectStore {
+  private readonly fanouts = new Set<string>();
+  /** Objects being committed right now (two identical large files stored concurrently count once). */
+  private readonly committing = new Set<string>();
+  constructor(readonly dir: string) {}
+
+  /** Path of an object. */
+  pathOf(hash: string): string {
+    return path.join(this.dir, hash.slice(0, 2), hash);
+  }
+
+  private get tmpDir(): string {
+    return path.join(this.dir, 'tmp');
+  }
+
+  private tmpPath(): string {
+    return path.join(this.tmpDir, `${Date.now()}-${randomBytes(6).toString('hex')}`);
+  }
+
+  private async ensureFanout(hash: string): Promise<void> {
+    const fo = hash.slice(0, 2);
+    if (this.fanouts.has(fo)) return;
+    await fs.mkdir(path.join(this.dir, fo), { recursive: true });
+    this.fanouts.add(fo);
+  }
+
+  /** Create the store directories. */
+  async init(): Promise<void> {
+    await fs.mkdir(this.tmpDir, { recursive: true });
+  }
+
+  /** Whether the object exists. */
+  async has(hash: string): Promise<boolean> {
+    try {
+      await fs.access(this.pathOf(hash));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Move a finished temp file into place as object `hash` (or drop it if the object exists). Returns new bytes. */
+  private async commit(tmp: string, hash: string, size: number): Promise<number> {
+    if (this.committing.has(hash) || existsSync(this.pathOf(hash))) {
+      await fs.rm(tmp, { force: true });
+      return 0;
+    }
+    this.committing.add(hash);
+    try {
+      await this.ensureFanout(hash);
+      await fs.chmod(tmp, 0o444);
+      await fs.rename(tmp, this.pathOf(hash));
+    } finally {
+      this.committing.delete(hash);
+    }
+    return size;
+  }
+
+  /**
+   * Store bytes. Synchronous I/O inside: for small contents the thread-pool round trips of async
+   * calls cost more than the work (one call blocks for well under a millisecond).
+   */
+  async putBuffer(buf: Uint8Array): Promise<PutResult> {
+    const hash = createHash('sha256').update(buf).digest('hex');
+    const dest = this.pathOf(hash);
+    if (existsSync(dest)) return { hash, size: buf.length, newBytes: 0 };
+    const tmp = this.tmpPath();
+    try {
+      writeFileSync(tmp, buf, { mode: 0o444, flag: 'wx' });
+      const fo = hash.slice(0, 2);
+      if (!this.fanouts.has(fo)) {
+        mkdirSync(path.join(this.dir, fo), { recursive: true });
+        this.fanouts.add(fo);
+      }
+      renameSync(tmp, dest);
+      return { hash, size: buf.length, newBytes: buf.length };
+    } catch (e) {
+      rmSync(tmp, { force: true });
+      throw e;
+    }
+  }
+
+  /**
+   * Store the content of `file` (regular file; symlinks are followed). Small files are read once;
+   * large ones are copied (reflink where the file system can) to a temp file that is then hashed, so
+   * the stored bytes are exactly the hashed bytes even if the source changes meanwhile.
+   * @param sizeHint the size from lstat, to pick the strategy
+   */
+  async putFile(file: string, sizeHint?: number): Promise<PutResult> {
+    const size = sizeHint ?? (await fs.stat(file)).size;
+    if (size <= SMALL_FILE_LIMIT) return this.putBuffer(readFileSync(file));
+    const tmp = this.tmpPath();
+    try {
+      await fs.copyFile(file, tmp, fsc.COPYFILE_FICLONE);
+      const hash = await hashFile(tmp);
+      const real = (await fs.stat(tmp)).size;
+      return { hash, size: real, newBytes: await this.commit(tmp, hash, real) };
+    } catch (e) {
+      await fs.rm(tmp, { force: true }).catch(() => undefined);
+      throw e;
+    }
+  }
+
+  /**
+   * Copy object `hash` to `dest` (which must not exist; the caller renames it into place).
+   * @throws AgentKeepError CorruptSnapshot when the object is missing.
+   */
+  async copyOut(hash: string, dest: string): Promise<void> {
+    try {
+      await fs.copyFile(this.pathOf(hash), dest, fsc.COPYFILE_EXCL | fsc.COPYFILE_FICLONE);
+    } catch (e) {
+      if (isErrno(e, 'ENOENT') && !(await this.has(hash))) throw this.missing(hash);
+      throw e;
+    }
+  }
+
+  /** Read a whole object. @throws CorruptSnapshot when missing. */
+  async read(hash: string): Promise<Buffer> {
+    try {
+      return await fs.readFile(this.pathOf(hash));
+    } catch (e) {
+      if (isErrno(e, 'ENOENT')) throw this.missing(hash);
+      throw e;
+    }
+  }
+
+  /** The error for a missing object. */
+  missing(hash: string): AgentKeepError {
+    return new AgentKeepError(
+      'CorruptSnapshot',
+      `Stored object ${hash.slice(0, 12)}… is missing from ${this.dir}; the restore point is damaged.`,
+      'Pick another restore point (agentkeep restore-point list), or delete this one.',
+    );
+  }
+
+  /**
+   * Delete every object not in `keep`; returns bytes freed. Temp files older than an hour (left by a
+   * crash) are removed too.
+   */
+  async sweep(keep: Set<string>): Promise<{ freedBytes: number; removed: number }> {
+    let freedBytes = 0;
+    let removed = 0;
+    let fanouts: string[];
+    try {
+      fanouts = await fs.readdir(this.dir);
+    } catch (e) {
+      if (isErrno(e, 'ENOENT')) return { freedBytes, removed };
+      throw e;
+    }
+    for (const fo of fanouts) {
+      if (fo === 'tmp') {
+        for (const n of await fs.readdir(this.tmpDir).catch(() => [] as string[])) {
+          const p = path.join(this.tmpDir, n);
+          const st = await fs.lstat(p).catch(() => undefined);
+          if (st && Date.now() - st.mtimeMs > 3600_000) await fs.rm(p, { force: true });
+        }
+        continue;
+      }
+      if (!/^[0-9a-f]{2}$/.test(fo)) continue;
+      for (const n of await fs.readdir(path.join(this.dir, fo))) {
+        if (keep.has(n)) continue;
+        const p = path.join(this.dir, fo, n);
+        const st = await fs.lstat(p).catch(() => undefined);
+        await fs.rm(p, { force: true });
+        if (st) {
+          freedBytes += st.size;
+          removed++;
+        }
+      }
+    }
+    return { freedBytes, removed };
+  }
+}

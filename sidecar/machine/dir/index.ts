@@ -1,0 +1,328 @@
+/**
+ * The `dir` backend (embedded default): restore points of a directory tree, content-addressed and
+ * deduplicated in the state dir's shared object store. Each snapshot is a manifest (see manifest.ts);
+ * file contents are objects (sha256). Restore rewrites only what differs, each file as temp + rename
+ * in its own directory; symlinks are restored as links (never followed), modes and mtimes are set.
+ */
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import { createHash } from 'node:crypto';
+import { AgentKeepError } from '../../core/errors';
+import { isErrno, mapLimit, tempNameFor } from '../../core/fsutil';
+import { checkTargetExists } from '../../core/target';
+import type { StateLayout } from '../../core/state';
+import { hashFile, SMALL_FILE_LIMIT } from '../../core/objects';
+import type { BackendContext, BackendFactory, BackendProgress, MachineBackend, MachineChanges, PathFilter, SnapshotInfo } from '../types';
+import { forgetManifest, readManifest, writeManifest, type Entry, type Manifest } from './manifest';
+import { scanTree, statCacheOf } from './scan';
+
+const CONCURRENCY = 8;
+
+/** Whether two entries are the same for a restore (type, content, link target, mode). */
+export function sameEntry(a: Entry, b: Entry): boolean {
+  if (a.t !== b.t || a.m !== b.m) return false;
+  if (a.t === 'f') return a.h === b.h;
+  if (a.t === 'l') return a.l === b.l;
+  return true;
+}
+
+/** Compare a snapshot's entries with the current ones. */
+export function compareEntries(
+  snap: Entry[],
+  cur: Entry[],
+  s: Map<string, Entry> = new Map(snap.map((e) => [e.p, e])),
+  c: Map<string, Entry> = new Map(cur.map((e) => [e.p, e])),
+): MachineChanges {
+  const added: string[] = [];
+  const removed: string[] = [];
+  const changed: string[] = [];
+  for (const e of cur) {
+    const o = s.get(e.p);
+    if (!o) added.push(e.p);
+    else if (o !== e && !sameEntry(o, e)) changed.push(e.p);
+  }
+  for (const e of snap) if (!c.has(e.p)) removed.push(e.p);
+  return { added: added.sort(), removed: removed.sort(), changed: changed.sort() };
+}
+
+/** The dir backend for one target. */
+export class DirBackend implements MachineBackend {
+  readonly name = 'dir';
+  readonly capabilities = { ramState: false, speedClass: 'fast', canRunWhileRunning: true, diff: true } as const;
+  private readonly root: string;
+  private readonly manifestDir: string;
+
+  constructor(private readonly ctx: BackendContext) {
+    this.root = ctx.target.path;
+    this.manifestDir = path.join(ctx.layout.dirBackendRoot, ctx.target.key);
+  }
+
+  /** Path of a snapshot's manifest. */
+  manifestPath(id: string): string {
+    return path.join(this.manifestDir, `${id}.json`);
+  }
+
+  async check(): Promise<void> {
+    await checkTargetExists(this.ctx.target);
+  }
+
+  /**
+   * Read a snapshot's manifest.
+   * @throws AgentKeepError CorruptSnapshot when it is missing or damaged.
+   */
+  async manifest(id: string): Promise<Manifest> {
+    const m = await readManifest(this.manifestPath(id));
+    if (!m) {
+      throw new AgentKeepError('CorruptSnapshot', `The snapshot data of ${id} is missing (${this.manifestPath(id)}).`, 'Pick another restore point (agentkeep restore-point list), or delete this one.');
+    }
+    return m;
+  }
+
+  private async manifestOrUndefined(id?: string): Promise<Manifest | undefined> {
+    if (!id) return undefined;
+    try {
+      return await readManifest(this.manifestPath(id));
+    } catch {
+      return undefined; // a damaged parent only costs speed
+    }
+  }
+
+  /** Scan the tree, storing new contents as objects. */
+  private async scanAndStore(caches: Manifest[], skip: PathFilter | undefined, progress?: BackendProgress) {
+    return scanTree(this.root, {
+      caches: statCacheOf(...caches),
+      skip,
+      concurrency: CONCURRENCY,
+      hashFile: (abs, size) => this.ctx.objects.putFile(abs, size),
+      onScan: (n) => progress?.('scan', n),
+      onHash: (d, t) => progress?.('store', d, t),
+    });
+  }
+
+  async create(snapshotId: string, opts: { parentId?: string; progress?: BackendProgress }): Promise<SnapshotInfo> {
+    await this.check();
+    const parent = await this.manifestOrUndefined(opts.parentId);
+    const r = await this.scanAndStore(parent ? [parent] : [], undefined, opts.progress);
+    const m: Manifest = {
+      v: 1,
+      backend: 'dir',
+      target: this.ctx.target.spec,
+      id: snapshotId,
+      createdAt: new Date().toISOString(),
+      scanStartMs: r.scanStartMs,
+      rootMode: r.rootMode,
+      bytes: r.bytes,
+      entries: r.entries,
+    };
+    await writeManifest(this.manifestPath(snapshotId), m);
+    return { files: r.entries.length, bytes: r.bytes, newBytes: r.newBytes };
+  }
+
+  async list(): Promise<string[]> {
+    try {
+      return (await fs.readdir(this.manifestDir)).filter((n) => n.endsWith('.json') && !n.startsWith('.')).map((n) => n.slice(0, -5));
+    } catch (e) {
+      if (isErrno(e, 'ENOENT')) return [];
+      throw e;
+    }
+  }
+
+  async delete(snapshotId: string): Promise<void> {
+    const f = this.manifestPath(snapshotId);
+    forgetManifest(f);
+    await fs.rm(f, { force: true });
+  }
+
+  async diff(snapshotId: string, opts: { skip?: PathFilter; cacheIds?: string[] }): Promise<MachineChanges> {
+    await this.check();
+    const snap = await this.manifest(snapshotId);
+    const caches: Manifest[] = [snap];
+    for (const id of opts.cacheIds ?? []) {
+      const m = await this.manifestOrUndefined(id);
+      if (m) caches.push(m);
+    }
+    const r = await scanTree(this.root, {
+      caches: statCacheOf(...caches),
+      skip: opts.skip,
+      concurrency: CONCURRENCY,
+      hashFile: async (abs) => ({ hash: await hashFileAny(abs), newBytes: 0 }),
+    });
+    const skip = opts.skip;
+    return compareEntries(skip ? snap.entries.filter((e) => !underSkip(e.p, skip)) : snap.entries, r.entries);
+  }
+
+  async restore(snapshotId: string, opts: { currentId?: string; skip?: PathFilter; progress?: BackendProgress }): Promise<MachineChanges> {
+    await this.check();
+    const snap = await this.manifest(snapshotId);
+    const skip = opts.skip;
+    const want = skip ? snap.entries.filter((e) => !underSkip(e.p, skip)) : snap.entries;
+    // The current state: the snapshot taken just before (pre-restore), else a fresh scan.
+    const curManifest = await this.manifestOrUndefined(opts.currentId);
+    const cur: Entry[] = curManifest
+      ? skip
+        ? curManifest.entries.filter((e) => !underSkip(e.p, skip))
+        : curManifest.entries
+      : (
+          await scanTree(this.root, {
+            caches: statCacheOf(snap),
+            skip,
+            concurrency: CONCURRENCY,
+            hashFile: async (abs) => ({ hash: await hashFileAny(abs), newBytes: 0 }),
+          })
+        ).entries;
+    const wantMap = new Map(want.map((e) => [e.p, e]));
+    const curMap = new Map(cur.map((e) => [e.p, e]));
+    const changes = compareEntries(want, cur, wantMap, curMap);
+
+    // Check every object needed exists before touching anything.
+    const writes = want.filter((e) => {
+      const c = curMap.get(e.p);
+      return !c || (c !== e && !sameEntry(c, e));
+    });
+    await mapLimit(
+      writes.filter((e) => e.t === 'f' && !(curMap.get(e.p)?.t === 'f' && curMap.get(e.p)?.h === e.h)),
+      CONCURRENCY,
+      async (e) => {
+        if (!(await this.ctx.objects.has(e.h as string))) throw this.ctx.objects.missing(e.h as string);
+      },
+    );
+
+    const total = writes.length + changes.added.length;
+    let done = 0;
+    const tick = (): void => opts.progress?.('restore', ++done, total);
+    const abs = (p: string): string => path.join(this.root, ...p.split('/'));
+
+    // Directories we write into must be writable during the restore; final modes are set at the end.
+    const relaxed = new Map<string, number>();
+    const relax = async (dirRel: string): Promise<void> => {
+      if (relaxed.has(dirRel)) return;
+      const d = dirRel ? abs(dirRel) : this.root;
+      const st = await fs.lstat(d).catch(() => undefined);
+      if (st && st.isDirectory() && (st.mode & 0o700) !== 0o700) {
+        relaxed.set(dirRel, st.mode & 0o7777);
+        await fs.chmod(d, (st.mode & 0o7777) | 0o700);
+      } else relaxed.set(dirRel, -1);
+    };
+    const parentOf = (p: string): string => (p.includes('/') ? p.slice(0, p.lastIndexOf('/')) : '');
+
+    // 1. Remove what the snapshot does not have (or has with another type), deepest first.
+    const removals = cur.filter((e) => {
+      const w = wantMap.get(e.p);
+      return !w || w.t !== e.t;
+    });
+    removals.sort((a, b) => (a.p < b.p ? 1 : a.p > b.p ? -1 : 0));
+    for (const e of removals) {
+      await relax(parentOf(e.p));
+      const a = abs(e.p);
+      if (e.t === 'd') {
+        const w = wantMap.get(e.p);
+        if (w) await fs.rm(a, { recursive: true, force: true });
+        else {
+          try {
+            await fs.rmdir(a);
+          } catch (err) {
+            // Not empty: it still holds paths spared by the scope (or created since); leave it.
+            if (!isErrno(err, 'ENOTEMPTY', 'EEXIST', 'ENOENT')) throw err;
+          }
+        }
+      } else await fs.rm(a, { force: true });
+      tick();
+    }
+
+    // 2. Directories of the snapshot, shallowest first.
+    const dirs = want.filter((e) => e.t === 'd');
+    for (const e of dirs) {
+      const c = curMap.get(e.p);
+      if (c && c.t === 'd') continue;
+      await relax(parentOf(e.p));
+      await fs.mkdir(abs(e.p), { recursive: true, mode: 0o700 });
+      relaxed.set(e.p, -1);
+    }
+
+    // 3. Files and symlinks that differ: temp + rename inside their directory.
+    const temps = new Set<string>();
+    const fileWrites = writes.filter((e) => e.t !== 'd');
+    for (const e of fileWrites) await relax(parentOf(e.p));
+    try {
+      await mapLimit(fileWrites, CONCURRENCY, async (e) => {
+        const a = abs(e.p);
+        const c = curMap.get(e.p);
+        if (e.t === 'f' && c && c.t === 'f' && c.h === e.h) {
+          await fs.chmod(a, e.m); // only the mode differs
+          tick();
+          return;
+        }
+        const tmp = tempNameFor(a);
+        temps.add(tmp);
+        if (e.t === 'l') {
+          await fs.symlink(e.l as string, tmp);
+        } else {
+          await this.ctx.objects.copyOut(e.h as string, tmp);
+          await fs.chmod(tmp, e.m);
+          const t = new Date(e.mt);
+          await fs.utimes(tmp, t, t);
+        }
+        await fs.rename(tmp, a);
+        temps.delete(tmp);
+        tick();
+      });
+    } catch (err) {
+      await Promise.all([...temps].map((t) => fs.rm(t, { force: true }).catch(() => undefined)));
+      throw err;
+    }
+
+    // 4. Directory modes (deepest first), then the root's.
+    const finalModes = new Map<string, number>();
+    for (const e of dirs) {
+      const c = curMap.get(e.p);
+      if (!c || c.t !== 'd' || c.m !== e.m || relaxed.has(e.p)) finalModes.set(e.p, e.m);
+    }
+    for (const [d, m] of relaxed) if (m >= 0 && !finalModes.has(d) && d !== '') finalModes.set(d, m);
+    for (const d of [...finalModes.keys()].sort().reverse()) await fs.chmod(abs(d), finalModes.get(d) as number).catch(() => undefined);
+    await fs.chmod(this.root, snap.rootMode).catch(() => undefined);
+    return changes;
+  }
+}
+
+/** Whether `p` or one of its ancestors is accepted by `skip`. */
+function underSkip(p: string, skip: PathFilter): boolean {
+  if (skip(p)) return true;
+  let i = p.indexOf('/');
+  while (i > 0) {
+    if (skip(p.slice(0, i))) return true;
+    i = p.indexOf('/', i + 1);
+  }
+  return false;
+}
+
+async function hashFileAny(abs: string): Promise<string> {
+  const st = await fs.stat(abs);
+  if (st.size <= SMALL_FILE_LIMIT) return createHash('sha256').update(await fs.readFile(abs)).digest('hex');
+  return hashFile(abs);
+}
+
+/** The factory registered in sidecar/machine/index.ts. */
+export const dirBackend: BackendFactory = {
+  scheme: 'dir',
+  create: (ctx) => new DirBackend(ctx),
+  /** Every object hash named by any dir manifest of any target. @throws CorruptSnapshot for a damaged manifest. */
+  async referencedObjects(layout: StateLayout): Promise<Set<string>> {
+    const out = new Set<string>();
+    let keys: string[];
+    try {
+      keys = await fs.readdir(layout.dirBackendRoot);
+    } catch (e) {
+      if (isErrno(e, 'ENOENT')) return out;
+      throw e;
+    }
+    for (const k of keys) {
+      const dir = path.join(layout.dirBackendRoot, k);
+      for (const n of await fs.readdir(dir).catch(() => [] as string[])) {
+        if (!n.endsWith('.json') || n.startsWith('.')) continue;
+        const m = await readManifest(path.join(dir, n));
+        for (const e of m?.entries ?? []) if (e.h) out.add(e.h);
+      }
+    }
+    return out;
+  },
+};

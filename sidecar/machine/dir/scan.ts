@@ -1,0 +1,225 @@
+/**
+ * Walk a directory tree into manifest entries, reusing hashes from a previous manifest when a file's
+ * (size, mtime, ctime, inode) match (git's index stat cache), and hashing the rest with bounded
+ * parallelism. Symlinks are recorded, never followed. Sockets, FIFOs and devices are skipped.
+ *
+ * The walk goes level by level: names come from synchronous readdir (in slices that yield to the
+ * event loop), or from the previous scan for a directory whose own stat did not change; then lstat
+ * runs in parallel on worker threads plus the main thread (statpool.ts). On a warm cache this is
+ * several times faster than one promise per lstat (libuv's thread-pool round trip dominates).
+ */
+import * as fs from 'node:fs';
+import { AgentKeepError } from '../../core/errors';
+import { isErrno, mapLimit } from '../../core/fsutil';
+import type { PathFilter } from '../types';
+import { RACY_MS, type Entry, type Manifest } from './manifest';
+import { lstatMany, STAT_FIELDS } from './statpool';
+
+/** A stat cache: path -> entry, with the time its manifest's scan started. */
+export interface StatCache {
+  entries: Map<string, Entry>;
+  scanStartMs: number;
+  /** Lazily built: directory -> child names. */
+  children?: Map<string, string[]>;
+}
+
+/** Build a stat cache from manifests (later ones win). */
+export function statCacheOf(...ms: Array<Manifest | undefined>): StatCache[] {
+  return ms.filter((m): m is Manifest => !!m).map((m) => {
+    let c = built.get(m);
+    if (!c) {
+      c = { entries: new Map(m.entries.map((e) => [e.p, e])), scanStartMs: m.scanStartMs };
+      built.set(m, c);
+    }
+    return c;
+  });
+}
+const built = new WeakMap<Manifest, StatCache>();
+
+/** Names of each directory's children in a previous scan (`''` = the root), in manifest order. */
+function childrenOf(c: StatCache): Map<string, string[]> {
+  if (c.children) return c.children;
+  const m = new Map<string, string[]>();
+  for (const p of c.entries.keys()) {
+    const i = p.lastIndexOf('/');
+    const dir = i < 0 ? '' : p.slice(0, i);
+    const name = i < 0 ? p : p.slice(i + 1);
+    const list = m.get(dir);
+    if (list) list.push(name);
+    else m.set(dir, [name]);
+  }
+  c.children = m;
+  return m;
+}
+
+function cachedHash(caches: StatCache[], e: Entry): string | undefined {
+  for (const c of caches) {
+    const o = c.entries.get(e.p);
+    if (o && o.t === 'f' && o.h && o.s === e.s && o.mt === e.mt && o.ct === e.ct && o.i === e.i && o.mt < c.scanStartMs - RACY_MS) return o.h;
+  }
+  return undefined;
+}
+
+/**
+ * The previous entry itself when nothing about the path changed (type, mode, size, times, inode;
+ * for files also outside the racy window). Reusing it avoids allocating 20,000 objects per scan.
+ */
+function unchanged(c: StatCache | undefined, p: string, st: Float64Array, o: number): Entry | undefined {
+  const e = c?.entries.get(p);
+  if (!e || e.mt !== st[o + 2] || e.ct !== st[o + 3] || e.i !== st[o + 4] || e.m !== (st[o] & 0o7777)) return undefined;
+  const fmt = st[o] & 0o170000;
+  if (e.t === 'f') return fmt === 0o100000 && e.s === st[o + 1] && e.mt < (c as StatCache).scanStartMs - RACY_MS ? e : undefined;
+  if (e.t === 'd') return fmt === 0o040000 ? e : undefined;
+  return fmt === 0o120000 && e.s === st[o + 1] ? e : undefined;
+}
+
+/** Options of scanTree. */
+export interface ScanOptions {
+  /** Stat caches (previous manifests), consulted in order. */
+  caches?: StatCache[];
+  /** Paths to leave out entirely (and, for directories, everything below). */
+  skip?: PathFilter;
+  /** Hash (and maybe store) a file that the cache does not cover. Returns its hash and bytes newly stored. */
+  hashFile: (abs: string, size: number) => Promise<{ hash: string; newBytes: number; size?: number }>;
+  /** Parallel hash jobs (default 8). */
+  concurrency?: number;
+  onScan?: (done: number) => void;
+  onHash?: (done: number, total: number) => void;
+}
+
+/** Result of a scan. */
+export interface ScanResult {
+  entries: Entry[];
+  rootMode: number;
+  scanStartMs: number;
+  bytes: number;
+  newBytes: number;
+  hashed: number;
+}
+
+const yieldNow = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+function fileError(abs: string, e: unknown): AgentKeepError {
+  return new AgentKeepError('FileError', `Cannot read ${abs}: ${(e as Error).message}.`, 'Fix the permissions of that path (the sidecar must be able to read the whole target).');
+}
+
+/**
+ * Walk `root` (level by level, names sorted per directory) into entries; files not covered by the stat cache are
+ * hashed with `opts.hashFile`. Entries vanishing during the walk are skipped.
+ * @throws AgentKeepError FileError for an unreadable directory or file, TargetNotFound for a missing root.
+ */
+export async function scanTree(root: string, opts: ScanOptions): Promise<ScanResult> {
+  const scanStartMs = Date.now();
+  const caches = opts.caches ?? [];
+  let rootMode: number;
+  try {
+    rootMode = fs.statSync(root).mode & 0o7777;
+  } catch (e) {
+    throw new AgentKeepError('TargetNotFound', `Target directory ${root} does not exist.`, `Create it or pick an existing directory (${(e as Error).message}).`);
+  }
+  // Level by level: names of each directory (readdir, or the previous scan's names when the
+  // directory's own stat is unchanged: entries are only added, removed or renamed by changing the
+  // directory's mtime, as git's untracked cache relies on), then lstat of all of them, in parallel.
+  const prev = opts.skip ? undefined : caches[0];
+  const kids = prev ? childrenOf(prev) : undefined;
+  const entries: Entry[] = [];
+  const toHash: Entry[] = [];
+  let level: Array<{ rel: string; reuse: boolean }> = [{ rel: '', reuse: false }];
+  let sliceStart = Date.now();
+  while (level.length) {
+    const rels: string[] = [];
+    const abss: string[] = [];
+    for (const { rel, reuse } of level) {
+      const absDir = rel ? root + '/' + rel : root;
+      let names: string[];
+      if (reuse && kids) names = kids.get(rel) ?? [];
+      else {
+        try {
+          names = fs.readdirSync(absDir);
+        } catch (e) {
+          if (isErrno(e, 'ENOENT', 'ENOTDIR')) continue;
+          throw fileError(absDir, e);
+        }
+        names.sort();
+      }
+      for (const n of names) {
+        const p = rel ? rel + '/' + n : n;
+        if (opts.skip?.(p)) continue;
+        rels.push(p);
+        abss.push(absDir + '/' + n);
+      }
+      if (Date.now() - sliceStart > 8) {
+        opts.onScan?.(entries.length + rels.length);
+        await yieldNow();
+        sliceStart = Date.now();
+      }
+    }
+    const st = await lstatMany(abss);
+    const next: Array<{ rel: string; reuse: boolean }> = [];
+    for (let k = 0; k < rels.length; k++) {
+      const o = k * STAT_FIELDS;
+      if (st[o + 5] === 1) continue; // vanished
+      if (st[o + 5] === 2) {
+        try {
+          fs.lstatSync(abss[k]);
+        } catch (err) {
+          if (isErrno(err, 'ENOENT')) continue;
+          throw fileError(abss[k], err);
+        }
+      }
+      const same = unchanged(prev, rels[k], st, o);
+      if (same) {
+        entries.push(same);
+        if (same.t === 'd') next.push({ rel: same.p, reuse: same.mt < (prev as StatCache).scanStartMs - RACY_MS });
+        continue;
+      }
+      const mode = st[o];
+      const fmt = mode & 0o170000;
+      const e: Entry = { p: rels[k], t: 'f', m: mode & 0o7777, s: 0, mt: st[o + 2], ct: st[o + 3], i: st[o + 4] };
+      if (fmt === 0o040000) {
+        e.t = 'd';
+        next.push({ rel: e.p, reuse: false });
+      } else if (fmt === 0o120000) {
+        e.t = 'l';
+        try {
+          e.l = fs.readlinkSync(abss[k]);
+        } catch (err) {
+          if (isErrno(err, 'ENOENT', 'EINVAL')) continue;
+          throw fileError(abss[k], err);
+        }
+        e.s = st[o + 1];
+      } else if (fmt === 0o100000) {
+        e.s = st[o + 1];
+        const h = cachedHash(caches, e);
+        if (h) e.h = h;
+        else toHash.push(e);
+      } else continue; // socket, fifo, device
+      entries.push(e);
+    }
+    level = next;
+    opts.onScan?.(entries.length);
+  }
+  opts.onScan?.(entries.length);
+
+  let newBytes = 0;
+  let done = 0;
+  const gone = new Set<Entry>();
+  await mapLimit(toHash, opts.concurrency ?? 8, async (e) => {
+    const abs = root + '/' + e.p;
+    try {
+      const r = await opts.hashFile(abs, e.s);
+      e.h = r.hash;
+      if (r.size !== undefined) e.s = r.size;
+      newBytes += r.newBytes;
+    } catch (err) {
+      if (isErrno(err, 'ENOENT')) gone.add(e);
+      else if (err instanceof AgentKeepError) throw err;
+      else throw fileError(abs, err);
+    }
+    opts.onHash?.(++done, toHash.length);
+  });
+  const out = gone.size ? entries.filter((e) => !gone.has(e)) : entries;
+  let bytes = 0;
+  for (const e of out) if (e.t === 'f') bytes += e.s;
+  return { entries: out, rootMode, scanStartMs, bytes, newBytes, hashed: toHash.length };
+}

@@ -1,0 +1,132 @@
+/**
+ * Parallel lstat for large trees: a small pool of worker threads (inline code, so it works both
+ * from the TypeScript sources and from the esbuild bundle) lstat slices of a path list while the main
+ * thread does its own slice. Results come back as a transferred Float64Array (no per-entry cloning).
+ * Workers are created on first use, kept for later scans, and never keep the process alive.
+ * AGENTKEEP_STAT_WORKERS=0 turns the workers off (everything on the main thread).
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import { Worker } from 'node:worker_threads';
+
+/** Numbers per path in a result: mode, size, mtimeMs, ctimeMs, ino, status (0 ok, 1 missing, 2 error). */
+export const STAT_FIELDS = 6;
+
+const WORKER_CODE = `
+const { parentPort } = require('node:worker_threads');
+const fs = require('node:fs');
+parentPort.on('message', ({ id, paths }) => {
+  const out = new Float64Array(paths.length * ${STAT_FIELDS});
+  for (let i = 0; i < paths.length; i++) {
+    const o = i * ${STAT_FIELDS};
+    let st;
+    try { st = fs.lstatSync(paths[i], { throwIfNoEntry: false }); } catch { out[o + 5] = 2; continue; }
+    if (!st) { out[o + 5] = 1; continue; }
+    out[o] = st.mode; out[o + 1] = st.size; out[o + 2] = st.mtimeMs; out[o + 3] = st.ctimeMs; out[o + 4] = st.ino;
+  }
+  parentPort.postMessage({ id, out }, [out.buffer]);
+});
+`;
+
+/** Below this many paths the main thread does everything (a worker round trip would cost more). */
+export const PARALLEL_MIN = 4000;
+
+interface PoolWorker {
+  w: Worker;
+  pending: Map<number, { resolve: (a: Float64Array) => void; reject: (e: Error) => void }>;
+}
+
+let pool: PoolWorker[] | undefined;
+let nextId = 1;
+
+function workers(): PoolWorker[] {
+  if (pool) return pool;
+  const n = Math.max(1, Math.min(3, (os.availableParallelism?.() ?? os.cpus().length) - 1));
+  pool = [];
+  for (let i = 0; i < n; i++) {
+    const w = new Worker(WORKER_CODE, { eval: true });
+    const pw: PoolWorker = { w, pending: new Map() };
+    w.on('message', (m: { id: number; out: Float64Array }) => {
+      const p = pw.pending.get(m.id);
+      pw.pending.delete(m.id);
+      p?.resolve(m.out);
+    });
+    w.on('error', (e) => {
+      for (const p of pw.pending.values()) p.reject(e);
+      pw.pending.clear();
+      pool = undefined; // rebuild next time
+    });
+    w.unref();
+    pool.push(pw);
+  }
+  return pool;
+}
+
+/** lstat one slice on this thread into `out` at `offset` (in paths). */
+function statSlice(paths: string[], from: number, to: number, out: Float64Array): void {
+  for (let i = from; i < to; i++) {
+    const o = i * STAT_FIELDS;
+    let st: fs.Stats | undefined;
+    try {
+      st = fs.lstatSync(paths[i], { throwIfNoEntry: false });
+    } catch {
+      out[o + 5] = 2;
+      continue;
+    }
+    if (!st) {
+      out[o + 5] = 1;
+      continue;
+    }
+    out[o] = st.mode;
+    out[o + 1] = st.size;
+    out[o + 2] = st.mtimeMs;
+    out[o + 3] = st.ctimeMs;
+    out[o + 4] = st.ino;
+  }
+}
+
+/**
+ * lstat every path (absolute). Returns STAT_FIELDS numbers per path: mode, size, mtimeMs, ctimeMs,
+ * ino, status (0 ok, 1 missing, 2 error: the caller lstats again to get the error).
+ */
+export async function lstatMany(paths: string[]): Promise<Float64Array> {
+  const out = new Float64Array(paths.length * STAT_FIELDS);
+  if (paths.length < PARALLEL_MIN || process.env.AGENTKEEP_STAT_WORKERS === '0') {
+    statSlice(paths, 0, paths.length, out);
+    return out;
+  }
+  let ws: PoolWorker[];
+  try {
+    ws = workers();
+  } catch {
+    statSlice(paths, 0, paths.length, out);
+    return out;
+  }
+  const parts = ws.length + 1;
+  const per = Math.ceil(paths.length / parts);
+  const jobs = ws.map((pw, k) => {
+    const from = (k + 1) * per;
+    const to = Math.min(paths.length, from + per);
+    const id = nextId++;
+    return new Promise<void>((resolve, reject) => {
+      if (from >= to) return resolve();
+      pw.pending.set(id, {
+        resolve: (a) => {
+          out.set(a, from * STAT_FIELDS);
+          resolve();
+        },
+        reject,
+      });
+      pw.w.ref();
+      pw.w.postMessage({ id, paths: paths.slice(from, to) });
+    }).finally(() => pw.w.unref());
+  });
+  statSlice(paths, 0, Math.min(per, paths.length), out);
+  try {
+    await Promise.all(jobs);
+  } catch {
+    // A worker failed: do its part here.
+    statSlice(paths, per, paths.length, out);
+  }
+  return out;
+}

@@ -1,0 +1,95 @@
+/**
+ * The dir backend's scan and stat cache on real trees: changes are found even when size and mtime
+ * are kept, directory-name reuse notices added and removed entries, the worker-thread lstat path
+ * (large trees) gives the same result, and manifests round-trip through their JSON.
+ */
+import * as assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { Core } from '../../sidecar/core/core';
+import { manifestJson, readManifest, type Manifest } from '../../sidecar/machine/dir/manifest';
+import { scanTree, statCacheOf } from '../../sidecar/machine/dir/scan';
+import { PARALLEL_MIN } from '../../sidecar/machine/dir/statpool';
+import { put, tempSetup } from './dir-fixtures';
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+describe('dir backend: scan and stat cache', function () {
+  let s: ReturnType<typeof tempSetup>;
+  let core: Core;
+  beforeEach(() => {
+    s = tempSetup();
+    core = new Core({ stateDir: s.state });
+  });
+  afterEach(() => s.cleanup());
+
+  it('finds a same-size change whose mtime was put back (ctime differs)', async () => {
+    put(s.tree, 'dir/a.txt', 'AAAA');
+    const p = path.join(s.tree, 'dir/a.txt');
+    fs.utimesSync(p, 1_700_000_000, 1_700_000_000);
+    const rp = await core.createRestorePoint({ target: s.target });
+    await sleep(20);
+    fs.writeFileSync(p, 'BBBB');
+    fs.utimesSync(p, 1_700_000_000, 1_700_000_000);
+    assert.equal(fs.statSync(p).mtimeMs, 1_700_000_000_000);
+    const d = await core.diffRestorePoint({ target: s.target, id: rp.id });
+    assert.deepEqual(d.changed, ['dir/a.txt']);
+    const second = await core.createRestorePoint({ target: s.target });
+    assert.equal(second.machine.newBytes, 4, 'the new content was stored');
+  });
+
+  it('notices entries added to and removed from directories whose names were reused', async () => {
+    for (let i = 0; i < 20; i++) put(s.tree, `d${i % 4}/f${i}.txt`, `v${i}`);
+    await sleep(80);
+    const a = await core.createRestorePoint({ target: s.target });
+    await sleep(80);
+    const b = await core.createRestorePoint({ target: s.target }); // names reused from a
+    assert.equal(b.machine.files, a.machine.files);
+    put(s.tree, 'd1/new.txt', 'new');
+    fs.rmSync(path.join(s.tree, 'd2/f2.txt'));
+    fs.renameSync(path.join(s.tree, 'd3/f3.txt'), path.join(s.tree, 'd3/f3-renamed.txt'));
+    const c = await core.createRestorePoint({ target: s.target });
+    assert.equal(c.machine.files, a.machine.files);
+    const d = await core.diffRestorePoint({ target: s.target, id: b.id });
+    assert.deepEqual(d.added, ['d1/new.txt', 'd3/f3-renamed.txt']);
+    assert.deepEqual(d.removed, ['d2/f2.txt', 'd3/f3.txt']);
+    await core.restoreRestorePoint({ target: s.target, id: b.id, scope: 'both' });
+    assert.ok(!fs.existsSync(path.join(s.tree, 'd1/new.txt')));
+    assert.ok(fs.existsSync(path.join(s.tree, 'd3/f3.txt')));
+  });
+
+  it('large trees (worker-thread lstat) give the same entries as the main thread alone', async () => {
+    const n = PARALLEL_MIN + 600;
+    for (let i = 0; i < n; i++) put(s.tree, `p${i % 7}/q${i % 13}/f${i}.txt`, `file ${i}`);
+    fs.symlinkSync('p0', path.join(s.tree, 'link'));
+    const hashFile = async (abs: string): Promise<{ hash: string; newBytes: number }> => ({ hash: 'h:' + fs.readFileSync(abs, 'utf8'), newBytes: 0 });
+    const withWorkers = await scanTree(s.tree, { hashFile });
+    process.env.AGENTKEEP_STAT_WORKERS = '0';
+    try {
+      const mainOnly = await scanTree(s.tree, { hashFile });
+      assert.deepEqual(withWorkers.entries, mainOnly.entries);
+    } finally {
+      delete process.env.AGENTKEEP_STAT_WORKERS;
+    }
+    assert.equal(withWorkers.entries.filter((e) => e.t === 'f').length, n);
+    assert.equal(withWorkers.entries.find((e) => e.p === 'link')?.l, 'p0');
+    // and with a stat cache: nothing is re-hashed, unchanged entries are the cached objects
+    await sleep(80);
+    const m: Manifest = { v: 1, backend: 'dir', target: 'x', id: 'x', createdAt: '', scanStartMs: Date.now(), rootMode: 0o755, bytes: 0, entries: withWorkers.entries };
+    const again = await scanTree(s.tree, { hashFile, caches: statCacheOf(m) });
+    assert.equal(again.hashed, 0);
+    assert.equal(again.entries.length, withWorkers.entries.length);
+  });
+
+  it('manifests round-trip through their JSON', async () => {
+    put(s.tree, 'a "quoted" ✓.txt', 'x');
+    fs.symlinkSync('a "quoted" ✓.txt', path.join(s.tree, 'l'));
+    const rp = await core.createRestorePoint({ target: s.target });
+    const dir = path.join(s.state, 'dir');
+    const file = path.join(dir, fs.readdirSync(dir)[0], `${rp.id}.json`);
+    const m = (await readManifest(file)) as Manifest;
+    assert.deepEqual(JSON.parse(manifestJson(m)), JSON.parse(JSON.stringify(m)));
+    assert.deepEqual(JSON.parse(fs.readFileSync(file, 'utf8')), JSON.parse(JSON.stringify(m)));
+    assert.deepEqual(m.entries.map((e) => [e.p, e.t]), [['a "quoted" ✓.txt', 'f'], ['l', 'l']]);
+  });
+});
