@@ -257,6 +257,11 @@ export const Methods = {
         endLine: z.number().int().positive(),
         command: z.string(),
         class: z.enum(['deps', 'toolchain', 'system', 'remote-code']),
+        kind: z
+          .string()
+          .optional()
+          .describe('File kind the scanner read the file as: shell | markdown | powershell | dockerfile | makefile | justfile | compose | workflow | notebook | notebook-cell | package-json | devcontainer | vscode-tasks'),
+        risk: z.string().optional().describe('Reason text naming the risky part(s) of the command and what they change'),
       }),
     ),
   ),

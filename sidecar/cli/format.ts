@@ -1,0 +1,98 @@
+/** Human output of the CLI: tables, ages, sizes. Pure functions. */
+import type { ChangeSummary, MemoryFile, RestorePoint, RiskFinding } from '../protocol';
+
+/** "just now", "42s ago", "3m ago", "5h ago", "2d ago" (from an ISO time, relative to `now`). */
+export function age(iso: string, now = Date.now()): string {
+  const s = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
+  if (!Number.isFinite(s)) return '?';
+  if (s < 5) return 'just now';
+  if (s < 60) return `${s}s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h ago`;
+  return `${Math.floor(s / 86400)}d ago`;
+}
+
+/** Bytes as "512 B", "1.5 KB", "12.0 MB". */
+export function size(n: number): string {
+  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+  let v = n;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return i === 0 ? `${v} B` : `${v.toFixed(1)} ${units[i]}`;
+}
+
+/** Left-aligned columns separated by two spaces; the last column is not padded. */
+export function table(rows: string[][]): string {
+  const widths: number[] = [];
+  for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, [...c].length)));
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c + ' '.repeat(widths[i] - [...c].length))).join('  ').trimEnd()).join('\n');
+}
+
+function reasonText(rp: RestorePoint): string {
+  const r = rp.reason;
+  if (!r) return '';
+  if (r.command) return r.command;
+  return r.text ?? '';
+}
+
+/** Restore points, newest first: ID, AGE, STATUS, KIND, LABEL, REASON. */
+export function restorePointTable(points: RestorePoint[], now = Date.now()): string {
+  if (!points.length) return 'No restore points yet. Create one: agentkeep restore-point create --target T';
+  const sorted = [...points].sort((a, b) => Date.parse(b.createdAt) - Date.parse(a.createdAt));
+  return table([['ID', 'AGE', 'STATUS', 'KIND', 'LABEL', 'REASON'], ...sorted.map((p) => [p.id, age(p.createdAt, now), p.status, p.kind, p.label, reasonText(p)])]);
+}
+
+/** One line about a created restore point. */
+export function createdLine(rp: RestorePoint): string {
+  const m = rp.machine;
+  const agent = rp.agent.reduce((n, a) => n + a.files.length, 0);
+  return (
+    `Created restore point ${rp.id} "${rp.label}": ${m.files} entries, ${size(m.bytes)} (${size(m.newBytes)} new) in ${Math.round(m.durationMs)} ms` +
+    (rp.agent.length ? `; agent state: ${agent} files from ${rp.agent.length} store(s)` : '')
+  );
+}
+
+function list(title: string, paths: string[], max = 10): string[] {
+  if (!paths.length) return [];
+  const shown = paths.slice(0, max).map((p) => `    ${p}`);
+  if (paths.length > max) shown.push(`    … and ${paths.length - max} more`);
+  return [`  ${title} (${paths.length}):`, ...shown];
+}
+
+/** What a restore will do / did, for the confirmation and the result (only the parts the scope touches). */
+export function changeSummary(c: ChangeSummary, future: boolean, scope: 'machine' | 'agent' | 'both' = 'both'): string {
+  const w = future ? 'will be' : 'were';
+  const machine = scope !== 'agent';
+  const agent = scope !== 'machine';
+  const lines = [
+    ...(machine ? list(`created since the restore point, ${w} removed`, c.added) : []),
+    ...(machine ? list(`deleted since the restore point, ${w} brought back`, c.removed) : []),
+    ...(machine ? list(`changed since the restore point, ${w} reverted`, c.changed) : []),
+    ...(agent ? list(`agent-state files that ${w} put back`, c.agentChanged) : []),
+  ];
+  return lines.length ? lines.join('\n') : '  No differences: the tree already matches the restore point.';
+}
+
+/** Memory stores: per file a header with usage, then one line per entry (id, first line of text). */
+export function memoryTable(files: MemoryFile[]): string {
+  const out: string[] = [];
+  for (const f of files) {
+    const pct = f.usage.limit ? Math.round((100 * f.usage.chars) / f.usage.limit) : 0;
+    out.push(`${f.file} (${f.kind}): ${f.entries.length} entries, ${f.usage.chars}/${f.usage.limit} chars (${pct}%)${f.usage.chars > f.usage.limit ? ' OVER LIMIT' : ''}`);
+    for (const e of f.entries) {
+      const first = e.text.split('\n')[0];
+      const more = e.text.includes('\n') ? ' …' : '';
+      out.push(`  ${e.id}  ${first.length > 100 ? first.slice(0, 99) + '…' : first}${more}`);
+    }
+  }
+  return out.join('\n');
+}
+
+/** Findings as `file:line[-endLine]  class  command`. */
+export function findingsTable(findings: RiskFinding[]): string {
+  if (!findings.length) return 'No risky commands found.';
+  return table(findings.map((f) => [`${f.file}:${f.line}${f.endLine !== f.line ? '-' + f.endLine : ''}`, f.class, f.command]));
+}

@@ -1,0 +1,322 @@
+/**
+ * The `agentkeep` command line (commander). Same core as the servers, no RPC.
+ *
+ *     agentkeep --version
+ *     agentkeep restore-point create --target T [--label TEXT] [--store S ...] [--json]
+ *     agentkeep restore-point list --target T [--json]
+ *     agentkeep restore-point restore ID --target T --scope machine|agent|both [--store S ...] [--yes] [--json]
+ *     agentkeep restore-point delete ID --target T [--yes] [--json]
+ *     agentkeep memory list --store S [--store S ...] [--json]
+ *     agentkeep risk scan FILE... [--json]
+ *     agentkeep risk eval DIR LABELS.json [--json]
+ *     agentkeep serve --stdio | --ws HOST:PORT --token-file FILE
+ *     global: --state-dir DIR (also AGENTKEEP_STATE_DIR)
+ *
+ * Output: human tables, or with --json ONE JSON document on stdout. Errors: one line on stderr
+ * naming the problem and the fix; with --json also `{"error":{code,message,hint}}` on stdout.
+ * Exit codes: 0 ok, 1 failure, 2 usage error (unknown command/option, missing or bad argument).
+ */
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import { createInterface } from 'node:readline/promises';
+import { Command, CommanderError, Option } from 'commander';
+import type { RiskFinding } from '../protocol';
+import { AgentKeepError, asAgentKeepError } from '../core/errors';
+import type { CoreApi, CoreOptions } from '../core/service';
+import { evaluate, formatEval, scanText, type EvalLabel } from '../risk';
+import { serveStdio } from '../server/stdio';
+import { parseHostPort, readTokenFile, serveWs } from '../server/ws';
+import type { CoreFactory } from '../server/session';
+import { changeSummary, createdLine, findingsTable, memoryTable, restorePointTable } from './format';
+import { VERSION } from './version';
+
+/** Where the CLI writes; replaceable for tests. */
+export interface CliIO {
+  out: (s: string) => void;
+  err: (s: string) => void;
+  /** Whether stdin is an interactive terminal (confirmation prompts). */
+  isTTY: boolean;
+  /** Ask a yes/no question on the terminal; resolves true for y/yes. */
+  confirm: (question: string) => Promise<boolean>;
+}
+
+/** The process's own stdio. */
+export function processIO(): CliIO {
+  return {
+    out: (s) => process.stdout.write(s.endsWith('\n') ? s : s + '\n'),
+    err: (s) => process.stderr.write(s.endsWith('\n') ? s : s + '\n'),
+    isTTY: Boolean(process.stdin.isTTY),
+    confirm: async (q) => {
+      const rl = createInterface({ input: process.stdin, output: process.stderr });
+      try {
+        const a = await rl.question(`${q} [y/N] `);
+        return /^y(es)?$/i.test(a.trim());
+      } finally {
+        rl.close();
+      }
+    },
+  };
+}
+
+function collect(v: string, prev: string[]): string[] {
+  return [...prev, v];
+}
+
+/** Exit code carried by a usage error. */
+class UsageError extends AgentKeepError {}
+
+interface Ctx {
+  io: CliIO;
+  makeCore: CoreFactory;
+  /** Set once the command is known to run in --json mode (so errors are JSON too). */
+  json: boolean;
+  /** `serve` keeps the process alive: do not report an exit code. */
+  serving: boolean;
+}
+
+function coreOpts(cmd: Command): CoreOptions {
+  const g = cmd.optsWithGlobals<{ stateDir?: string }>();
+  return { stateDir: g.stateDir ?? process.env.AGENTKEEP_STATE_DIR ?? undefined };
+}
+
+function printJson(ctx: Ctx, v: unknown): void {
+  ctx.io.out(JSON.stringify(v, null, 2));
+}
+
+function program(ctx: Ctx): Command {
+  const core = (cmd: Command): CoreApi => ctx.makeCore(coreOpts(cmd));
+  const json = (cmd: Command): boolean => {
+    ctx.json = Boolean(cmd.opts<{ json?: boolean }>().json);
+    return ctx.json;
+  };
+
+  const root = new Command('agentkeep')
+    .description('Restore points for persistent AI agents: machine state + agent memory.')
+    .version(VERSION, '--version', 'print the version')
+    .option('--state-dir <dir>', 'where the journal and snapshots live (default: $AGENTKEEP_STATE_DIR, else $XDG_STATE_HOME/agentkeep)')
+    .showSuggestionAfterError(true)
+    .allowExcessArguments(false);
+
+  const rp = root.command('restore-point').description('create, list, restore and delete restore points');
+
+  rp.command('create')
+    .description('take a restore point of a target (and capture the agent state of each --store)')
+    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .option('--label <text>', 'a label for the restore point')
+    .option('--store <store>', 'memory store whose agent state is captured, e.g. hermes:/home/me/.hermes (repeatable)', collect, [])
+    .option('--json', 'print the restore point as JSON')
+    .action(async (o: { target: string; label?: string; store: string[] }, cmd: Command) => {
+      const asJson = json(cmd);
+      const rpnt = await core(cmd).createRestorePoint({ target: o.target, label: o.label, stores: o.store.length ? o.store : undefined, kind: 'manual' });
+      if (asJson) printJson(ctx, rpnt);
+      else ctx.io.out(createdLine(rpnt));
+    });
+
+  rp.command('list')
+    .description('list the restore points of a target, newest first')
+    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .option('--json', 'print a JSON array')
+    .action(async (o: { target: string }, cmd: Command) => {
+      const asJson = json(cmd);
+      const points = await core(cmd).listRestorePoints({ target: o.target });
+      if (asJson) printJson(ctx, points);
+      else ctx.io.out(restorePointTable(points));
+    });
+
+  rp.command('restore')
+    .description('make the target identical to a restore point again (the current state is captured first)')
+    .argument('<id>', 'restore point id (see: restore-point list)')
+    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .addOption(new Option('--scope <scope>', 'what to put back').choices(['machine', 'agent', 'both']).makeOptionMandatory())
+    .option('--store <store>', 'memory store (repeatable); default: the stores captured in the restore point', collect, [])
+    .option('--yes', 'do not ask for confirmation')
+    .option('--json', 'print the result as JSON')
+    .action(async (id: string, o: { target: string; scope: 'machine' | 'agent' | 'both'; store: string[]; yes?: boolean }, cmd: Command) => {
+      const asJson = json(cmd);
+      const c = core(cmd);
+      const stores = o.store.length ? o.store : undefined;
+      if (!o.yes) {
+        if (!ctx.io.isTTY) {
+          throw new AgentKeepError(
+            'ConfirmationRequired',
+            `Restoring ${id} replaces the current state of ${o.target} and needs confirmation.`,
+            'Pass --yes (the current state is captured first, so the restore can be undone).',
+          );
+        }
+        const diff = await c.diffRestorePoint({ target: o.target, id, stores });
+        ctx.io.err(`Restoring ${id} (scope ${o.scope}) on ${o.target}:\n${changeSummary(diff, true, o.scope)}\nThe current state is captured first, so this can be undone.`);
+        if (!(await ctx.io.confirm('Restore?'))) {
+          throw new AgentKeepError('ConfirmationRequired', 'Restore cancelled; nothing was changed.', 'Answer y to restore, or pass --yes.');
+        }
+      }
+      const r = await c.restoreRestorePoint({ target: o.target, id, scope: o.scope, stores });
+      if (asJson) {
+        const { id: rid, label, createdAt, status, kind, target } = r.restored;
+        printJson(ctx, { id: rid, label, createdAt, status, kind, target, scope: o.scope, restored: r.restored, undo: r.undo, changes: r.changes });
+      } else {
+        ctx.io.out(`Restored ${r.restored.id} "${r.restored.label}" (scope ${o.scope}).\n${changeSummary(r.changes, false, o.scope)}\nUndo: agentkeep restore-point restore ${r.undo.id} --target ${o.target} --scope ${o.scope}`);
+      }
+    });
+
+  rp.command('delete')
+    .description('delete a restore point (contents still used by others are kept)')
+    .argument('<id>', 'restore point id')
+    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .option('--yes', 'do not ask for confirmation')
+    .option('--json', 'print the result as JSON')
+    .action(async (id: string, o: { target: string; yes?: boolean }, cmd: Command) => {
+      const asJson = json(cmd);
+      if (!o.yes) {
+        if (!ctx.io.isTTY) {
+          throw new AgentKeepError('ConfirmationRequired', `Deleting restore point ${id} cannot be undone and needs confirmation.`, 'Pass --yes.');
+        }
+        if (!(await ctx.io.confirm(`Delete restore point ${id} of ${o.target}? This cannot be undone.`))) {
+          throw new AgentKeepError('ConfirmationRequired', 'Delete cancelled; nothing was changed.', 'Answer y to delete, or pass --yes.');
+        }
+      }
+      const r = await core(cmd).deleteRestorePoint({ target: o.target, id });
+      if (asJson) printJson(ctx, r);
+      else ctx.io.out(`Deleted restore point ${r.deleted}; freed ${r.freedBytes} bytes.`);
+    });
+
+  const mem = root.command('memory').description('inspect agent memory stores');
+  mem
+    .command('list')
+    .description('list the entries of memory stores with their usage')
+    .requiredOption('--store <store>', 'memory store, e.g. hermes:/home/me/.hermes (repeatable)', collect, [])
+    .option('--json', 'print {stores: [...]} as JSON')
+    .action(async (o: { store: string[] }, cmd: Command) => {
+      const asJson = json(cmd);
+      const r = await core(cmd).listMemory({ stores: o.store });
+      if (asJson) printJson(ctx, r);
+      else ctx.io.out(memoryTable(r.stores));
+    });
+
+  const risk = root.command('risk').description('find risky commands in files');
+  risk
+    .command('scan')
+    .description('list package installs and other risky commands in shell scripts, Markdown, Dockerfiles, Makefiles')
+    .argument('<files...>', 'files to scan')
+    .option('--json', 'print a JSON array of {file, line, endLine, command, class, kind, risk}')
+    .action(async (files: string[], _o: unknown, cmd: Command) => {
+      const asJson = json(cmd);
+      const findings: RiskFinding[] = [];
+      for (const f of files) {
+        let text: string;
+        try {
+          text = await fs.readFile(f, 'utf8');
+        } catch (e) {
+          const code = (e as NodeJS.ErrnoException).code;
+          throw new AgentKeepError('FileError', `Cannot read ${f}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : (e as Error).message}.`, 'Pass existing text files.');
+        }
+        findings.push(...scanText(f, text));
+      }
+      if (asJson) printJson(ctx, findings);
+      else ctx.io.out(findingsTable(findings));
+    });
+
+  risk
+    .command('eval')
+    .description('measure the scanner on a labelled corpus: precision and recall overall, per class and per file kind, with misses and false positives')
+    .argument('<dir>', 'corpus directory (files listed in DIR/FILES.txt, else the files named in the labels)')
+    .argument('<labels>', 'labels.json: [{file, line, end_line, command, class}], file relative to DIR')
+    .option('--json', 'print the evaluation as JSON')
+    .action(async (dir: string, labelsFile: string, _o: unknown, cmd: Command) => {
+      const asJson = json(cmd);
+      const read = async (f: string, what: string): Promise<string> => {
+        try {
+          return await fs.readFile(f, 'utf8');
+        } catch (e) {
+          const code = (e as NodeJS.ErrnoException).code;
+          throw new AgentKeepError('FileError', `Cannot read ${what} ${f}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : (e as Error).message}.`, 'Pass the corpus directory and its labels.json.');
+        }
+      };
+      let labels: EvalLabel[];
+      try {
+        labels = JSON.parse(await read(labelsFile, 'labels')) as EvalLabel[];
+        if (!Array.isArray(labels) || labels.some((l) => typeof l?.file !== 'string' || typeof l?.line !== 'number' || typeof l?.class !== 'string')) throw new Error('shape');
+      } catch (e) {
+        if (e instanceof AgentKeepError) throw e;
+        throw new AgentKeepError('InvalidParams', `${labelsFile} is not a labels file: expected a JSON array of {file, line, class}.`, 'Pass the corpus labels.json (see test/fixtures/risk-corpus/README.md).');
+      }
+      let names: string[];
+      try {
+        names = (await fs.readFile(path.join(dir, 'FILES.txt'), 'utf8')).split(/\r?\n/).map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+      } catch {
+        names = [...new Set(labels.map((l) => l.file))];
+      }
+      const files: Array<{ file: string; text: string }> = [];
+      for (const file of names) files.push({ file, text: await read(path.join(dir, file), 'corpus file') });
+      const r = evaluate(files, labels);
+      if (asJson) printJson(ctx, r);
+      else ctx.io.out(formatEval(r));
+    });
+
+  root
+    .command('serve')
+    .description('run the language server: over stdio (for an editor) or WebSocket (for a remote client)')
+    .option('--stdio', 'LSP + agentkeep/* over stdin/stdout')
+    .option('--ws <host:port>', 'LSP + agentkeep/* over WebSocket (bind 127.0.0.1 unless a host is given; port 0 = any free port)')
+    .option('--token-file <file>', 'file holding the bearer token clients must send (mode 600)')
+    // vscode-languageclient appends --clientProcessId=<pid> when it starts a `module` server;
+    // vscode-languageserver reads it from argv itself and exits when that process dies.
+    .addOption(new Option('--clientProcessId <pid>', 'exit when this process ends (set by LSP clients)').hideHelp())
+    .action(async (o: { stdio?: boolean; ws?: string; tokenFile?: string }, cmd: Command) => {
+      if (Boolean(o.stdio) === Boolean(o.ws)) {
+        throw new UsageError('InvalidParams', 'serve needs exactly one transport.', 'Use serve --stdio, or serve --ws HOST:PORT --token-file FILE.');
+      }
+      if (o.ws && !o.tokenFile) throw new UsageError('InvalidParams', 'serve --ws needs --token-file.', 'Add --token-file FILE (a file with a random secret, mode 600).');
+      if (o.tokenFile && !o.ws) throw new UsageError('InvalidParams', '--token-file is only for serve --ws.', 'Drop --token-file, or use --ws HOST:PORT.');
+      const base = coreOpts(cmd);
+      if (o.stdio) {
+        ctx.serving = true;
+        serveStdio(ctx.makeCore, base);
+        return;
+      }
+      const hp = parseHostPort(o.ws!);
+      const token = await readTokenFile(o.tokenFile!);
+      await serveWs(ctx.makeCore, base, hp, token, (m) => ctx.io.err(m));
+      ctx.serving = true;
+    });
+
+  return root;
+}
+
+function applyExit(cmd: Command, ctx: Ctx): void {
+  cmd.exitOverride();
+  cmd.configureOutput({
+    writeOut: (s) => ctx.io.out(s.replace(/\n$/, '')),
+    writeErr: (s) => ctx.io.err(s.replace(/\n$/, '')),
+    outputError: (s, write) => write(`agentkeep: ${s.replace(/^error: /, '').trim().replace(/\s*\n\s*/g, ' ').replace(/\.+$/, '')}. Run agentkeep --help for usage.`),
+  });
+  for (const sub of cmd.commands) applyExit(sub, ctx);
+}
+
+/**
+ * Run the CLI.
+ * @param argv arguments after `node script` (process.argv.slice(2))
+ * @param makeCore creates the core with the given options
+ * @param io where output goes (default: the process's stdio)
+ * @returns the exit code (0 ok, 1 failure, 2 usage error), or null when a server keeps running
+ */
+export async function runCli(argv: string[], makeCore: CoreFactory, io: CliIO = processIO()): Promise<number | null> {
+  const ctx: Ctx = { io, makeCore, json: argv.includes('--json'), serving: false };
+  const root = program(ctx);
+  applyExit(root, ctx);
+  try {
+    await root.parseAsync(argv, { from: 'user' });
+    return ctx.serving ? null : 0;
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      if (e.code === 'commander.version' || e.code === 'commander.helpDisplayed') return 0;
+      if (ctx.json) io.out(JSON.stringify({ error: { code: 'usage', message: e.message.replace(/^error: /, ''), hint: 'Run agentkeep --help for usage.' } }));
+      // a bare command group (`agentkeep memory`) prints its help and exits 1 in commander: usage error
+      return 2;
+    }
+    const err = asAgentKeepError(e);
+    io.err(`agentkeep: ${err.oneLine()}`);
+    if (ctx.json) io.out(JSON.stringify({ error: { code: err.code, message: err.message, ...(err.hint ? { hint: err.hint } : {}) } }));
+    if (err.kind === 'Internal' && process.env.AGENTKEEP_DEBUG && e instanceof Error && e.stack) io.err(e.stack);
+    return e instanceof UsageError ? 2 : 1;
+  }
+}

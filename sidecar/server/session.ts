@@ -1,0 +1,241 @@
+/**
+ * One AgentKeep language-server session on a vscode-languageserver connection, whatever the
+ * transport (stdio or one WebSocket): LSP initialize with full text sync and CodeLens, every
+ * `agentkeep/*` method routed through dispatch, and core notifications forwarded.
+ */
+import { fileURLToPath } from 'node:url';
+import {
+  CodeLens,
+  TextDocuments,
+  TextDocumentSyncKind,
+  type Connection,
+  type InitializeResult,
+} from 'vscode-languageserver';
+import { TextDocument } from 'vscode-languageserver-textdocument';
+import { Notifications, type ChangedParams, type ProgressParams } from '../protocol';
+import { dispatch, toResponseError, wireMethods } from '../core/dispatch';
+import type { CoreApi, CoreOptions } from '../core/service';
+import { fileKind, scanCommands, type FileKind, type RiskyCommand } from '../risk';
+import { VERSION } from '../cli/version';
+
+/** Command ids of the two lenses (contributed by the extension). */
+export const SNAPSHOT_AND_RUN_COMMAND = 'agentkeep.snapshotAndRun';
+export const RUN_COMMAND = 'agentkeep.run';
+
+/** The one argument of both lens commands. */
+export interface LensArgument {
+  /**
+   * What the terminal should run: the logical command as written (continuations joined); for a block of
+   * risky commands on consecutive lines, their commands joined by "\n".
+   */
+  command: string;
+  /** File system path of the document (from a file: URI; the URI path otherwise). */
+  file: string;
+  /** The document URI as the client sent it. */
+  uri: string;
+  /** 1-based first line (of the block). */
+  line: number;
+  /** 1-based last line (of the block). */
+  endLine: number;
+  /** Highest risk class of the command (block): deps | toolchain | system | remote-code. */
+  class: string;
+}
+
+/** Creates the core for a server; the server passes hooks that forward notifications. */
+export type CoreFactory = (opts: CoreOptions) => CoreApi;
+
+/**
+ * Fans core notifications out to every live connection (one for stdio, one per socket for WS).
+ * The core is shared by all connections of one server process.
+ */
+export class ConnectionHub {
+  private readonly conns = new Set<Connection>();
+
+  add(c: Connection): void {
+    this.conns.add(c);
+  }
+  delete(c: Connection): void {
+    this.conns.delete(c);
+  }
+  get size(): number {
+    return this.conns.size;
+  }
+  progress(p: ProgressParams): void {
+    for (const c of this.conns) void c.sendNotification(Notifications.progress.method, p).catch(() => undefined);
+  }
+  changed(p: ChangedParams): void {
+    for (const c of this.conns) void c.sendNotification(Notifications.changed.method, p).catch(() => undefined);
+  }
+  /** Core options whose onProgress/onChanged go to this hub. */
+  coreOptions(base: CoreOptions): CoreOptions {
+    return { ...base, onProgress: (p) => this.progress(p), onChanged: (c) => this.changed(c) };
+  }
+}
+
+function fsPathOf(uri: string): string {
+  try {
+    if (uri.startsWith('file:')) return fileURLToPath(uri);
+    return decodeURIComponent(new URL(uri).pathname);
+  } catch {
+    return uri;
+  }
+}
+
+/** File kind of a document whose name does not decide it (untitled, oddly named), from its languageId. */
+const LANGUAGE_KIND: Record<string, FileKind> = {
+  shellscript: 'shell',
+  markdown: 'markdown',
+  dockerfile: 'dockerfile',
+  makefile: 'makefile',
+  powershell: 'powershell',
+  dockercompose: 'compose',
+  'github-actions-workflow': 'workflow',
+  just: 'justfile',
+};
+
+/** Which lenses to show: every class, none, or only the listed classes (deps | toolchain | system | remote-code). */
+export type CodeLensFilter = 'all' | 'off' | string[];
+
+/** Read a lens filter from client settings (`'all' | 'off' | string[]`, or `{enabled: false}`); anything else is 'all'. */
+export function parseCodeLensFilter(v: unknown): CodeLensFilter {
+  if (v === 'off' || v === false) return 'off';
+  if (Array.isArray(v)) return v.filter((x): x is string => typeof x === 'string');
+  if (v && typeof v === 'object') {
+    const o = v as { enabled?: unknown; classes?: unknown };
+    if (o.enabled === false) return 'off';
+    if (o.classes !== undefined) return parseCodeLensFilter(o.classes);
+  }
+  return 'all';
+}
+
+/** Risky commands of a document: its file kind from the URI (notebook cells, file name) or else its languageId. */
+export function riskyCommandsOf(doc: TextDocument): RiskyCommand[] {
+  const file = fsPathOf(doc.uri);
+  const text = doc.getText();
+  if (doc.uri.startsWith('vscode-notebook-cell:')) return scanCommands(file, text, 'notebook-cell');
+  const byName = fileKind(file, text);
+  const kind = byName === 'unknown' ? (LANGUAGE_KIND[doc.languageId] ?? 'unknown') : byName;
+  return scanCommands(file, text, kind);
+}
+
+const PRIORITY: Record<string, number> = { deps: 1, toolchain: 2, system: 3, 'remote-code': 4 };
+
+/**
+ * Group risky commands into blocks: commands on consecutive lines (the next starts on the line after the
+ * previous one ends) form one block. A block's command is its commands joined by "\n", its class the
+ * highest of them.
+ */
+export function lensBlocks(cmds: RiskyCommand[]): Array<{ line: number; endLine: number; command: string; class: string }> {
+  const out: Array<{ line: number; endLine: number; command: string; class: string }> = [];
+  for (const c of cmds) {
+    const last = out.at(-1);
+    if (last && c.line === last.endLine + 1) {
+      last.endLine = c.endLine;
+      last.command += `\n${c.text}`;
+      if (PRIORITY[c.class] > PRIORITY[last.class]) last.class = c.class;
+    } else out.push({ line: c.line, endLine: c.endLine, command: c.text, class: c.class });
+  }
+  return out;
+}
+
+/**
+ * CodeLenses of a document: one "Snapshot & run" + "Run" pair per block of risky commands on consecutive
+ * lines, on the block's first line. Commands of classes the filter leaves out are dropped before grouping.
+ * @param cmds the document's risky commands (cached by the caller per document version)
+ */
+export function codeLensesFor(doc: TextDocument, filter: CodeLensFilter = 'all', cmds: RiskyCommand[] = riskyCommandsOf(doc)): CodeLens[] {
+  if (filter === 'off') return [];
+  const file = fsPathOf(doc.uri);
+  const shown = filter === 'all' ? cmds : cmds.filter((c) => filter.includes(c.class));
+  const lenses: CodeLens[] = [];
+  for (const b of lensBlocks(shown)) {
+    const arg: LensArgument = { command: b.command, file, uri: doc.uri, line: b.line, endLine: b.endLine, class: b.class };
+    const lineText = doc.getText({ start: { line: b.line - 1, character: 0 }, end: { line: b.line, character: 0 } }).replace(/\r?\n$/, '');
+    const range = { start: { line: b.line - 1, character: 0 }, end: { line: b.line - 1, character: lineText.length } };
+    // commands are filled in right away (they cost nothing once the scan is done); `data` lets a client
+    // that drops them (range-only lenses) get them back from codeLens/resolve
+    lenses.push({ range, command: { title: '$(history) Snapshot & run', command: SNAPSHOT_AND_RUN_COMMAND, arguments: [arg] }, data: { kind: 'snapshot', arg } });
+    lenses.push({ range, command: { title: '$(play) Run', command: RUN_COMMAND, arguments: [arg] }, data: { kind: 'run', arg } });
+  }
+  return lenses;
+}
+
+/**
+ * Wire one connection: LSP lifecycle, documents, CodeLens, agentkeep/* requests. Calls
+ * `connection.listen()`. The caller adds the connection to the hub (for notifications).
+ * @param log where diagnostics go (never stdout for stdio)
+ */
+export function serveConnection(connection: Connection, core: CoreApi, log: (msg: string) => void): void {
+  const documents = new TextDocuments(TextDocument);
+  // per document: the scan of one version, and the lenses of that version under the current filter
+  const cache = new Map<string, { version: number; cmds: RiskyCommand[]; filterKey?: string; lenses?: CodeLens[] }>();
+  let filter: CodeLensFilter = 'all';
+  let canRefresh = false;
+
+  connection.onInitialize((params): InitializeResult => {
+    const init = params.initializationOptions as { codeLens?: unknown } | undefined;
+    if (init && 'codeLens' in init) filter = parseCodeLensFilter(init.codeLens);
+    canRefresh = Boolean(params.capabilities.workspace?.codeLens?.refreshSupport);
+    return {
+      capabilities: {
+        textDocumentSync: TextDocumentSyncKind.Full,
+        codeLensProvider: { resolveProvider: true },
+      },
+      serverInfo: { name: 'agentkeep', version: VERSION },
+    };
+  });
+
+  // settings push: {agentkeep: {codeLens: 'all' | 'off' | [classes]}} (or {codeLens: …})
+  connection.onDidChangeConfiguration((p) => {
+    const settings = p.settings as { agentkeep?: { codeLens?: unknown }; codeLens?: unknown } | undefined;
+    const v = settings?.agentkeep && 'codeLens' in settings.agentkeep ? settings.agentkeep.codeLens : settings && 'codeLens' in settings ? settings.codeLens : undefined;
+    if (v === undefined) return;
+    filter = parseCodeLensFilter(v);
+    if (canRefresh) void connection.sendRequest('workspace/codeLens/refresh').catch(() => undefined);
+  });
+
+  connection.onCodeLens((params) => {
+    const doc = documents.get(params.textDocument.uri);
+    if (!doc) return [];
+    let hit = cache.get(doc.uri);
+    if (!hit || hit.version !== doc.version) {
+      hit = { version: doc.version, cmds: riskyCommandsOf(doc) };
+      cache.set(doc.uri, hit);
+    }
+    const key = JSON.stringify(filter);
+    if (hit.filterKey !== key || !hit.lenses) {
+      hit.lenses = codeLensesFor(doc, filter, hit.cmds);
+      hit.filterKey = key;
+    }
+    return hit.lenses;
+  });
+
+  connection.onCodeLensResolve((lens) => {
+    if (lens.command) return lens;
+    const data = lens.data as { kind?: string; arg?: LensArgument } | undefined;
+    if (data?.arg) {
+      lens.command =
+        data.kind === 'run'
+          ? { title: '$(play) Run', command: RUN_COMMAND, arguments: [data.arg] }
+          : { title: '$(history) Snapshot & run', command: SNAPSHOT_AND_RUN_COMMAND, arguments: [data.arg] };
+    }
+    return lens;
+  });
+
+  documents.onDidClose((e) => cache.delete(e.document.uri));
+
+  for (const wire of wireMethods()) {
+    connection.onRequest(wire, async (params: unknown) => {
+      try {
+        return await dispatch(core, wire, params);
+      } catch (e) {
+        const err = toResponseError(e);
+        if (err.data?.code === 'internal') log(`agentkeep: ${wire} failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+        throw err;
+      }
+    });
+  }
+
+  documents.listen(connection);
+  connection.listen();
+}

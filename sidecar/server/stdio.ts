@@ -1,0 +1,33 @@
+/**
+ * `agentkeep serve --stdio`: the LSP server over stdin/stdout (what vscode-languageclient starts).
+ * stdout is the LSP channel: everything else goes to stderr or the connection console.
+ */
+import { inspect } from 'node:util';
+import { createConnection, ProposedFeatures } from 'vscode-languageserver/node';
+import type { CoreOptions } from '../core/service';
+import { ConnectionHub, serveConnection, type CoreFactory } from './session';
+
+/**
+ * Start the stdio server; returns once listening (the process then lives until the client exits).
+ * @param makeCore creates the core (called once)
+ * @param base core options (state dir, lock timeout)
+ */
+export function serveStdio(makeCore: CoreFactory, base: CoreOptions): void {
+  // stdout carries LSP frames only: anything printed through console goes to stderr instead.
+  const toErr = (...args: unknown[]): void => {
+    process.stderr.write(args.map((a) => (typeof a === 'string' ? a : inspect(a))).join(' ') + '\n');
+  };
+  console.log = toErr;
+  console.info = toErr;
+  console.debug = toErr;
+  console.warn = toErr;
+  console.error = toErr;
+  const connection = createConnection(ProposedFeatures.all, process.stdin, process.stdout);
+  const hub = new ConnectionHub();
+  hub.add(connection);
+  const core = makeCore(hub.coreOptions(base));
+  const log = (m: string): void => {
+    process.stderr.write(m.endsWith('\n') ? m : m + '\n');
+  };
+  serveConnection(connection, core, log);
+}

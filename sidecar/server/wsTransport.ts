@@ -1,0 +1,81 @@
+/**
+ * JSON-RPC over one WebSocket: one JSON-RPC message per text frame. A MessageReader/MessageWriter
+ * pair for vscode-jsonrpc on top of a `ws` socket.
+ */
+import { AbstractMessageReader, AbstractMessageWriter, Disposable, type DataCallback, type Message, type MessageReader, type MessageWriter } from 'vscode-languageserver';
+import type { RawData, WebSocket } from 'ws';
+
+function text(data: RawData): string {
+  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
+  if (data instanceof ArrayBuffer) return Buffer.from(data).toString('utf8');
+  return data.toString('utf8');
+}
+
+/** Reads one JSON-RPC message per WebSocket frame. */
+export class WebSocketMessageReader extends AbstractMessageReader implements MessageReader {
+  private callback: DataCallback | undefined;
+  private readonly queue: Message[] = [];
+
+  /**
+   * @param socket the open socket
+   * @param rewrite optional hook to adjust an incoming message before it is dispatched
+   */
+  constructor(
+    socket: WebSocket,
+    private readonly rewrite?: (m: Message) => Message,
+  ) {
+    super();
+    socket.on('message', (data: RawData, isBinary: boolean) => {
+      let msg: Message;
+      try {
+        if (isBinary) throw new Error('binary frames are not JSON-RPC messages');
+        msg = JSON.parse(text(data)) as Message;
+      } catch (e) {
+        this.fireError(e);
+        return;
+      }
+      if (this.rewrite) msg = this.rewrite(msg);
+      if (this.callback) this.callback(msg);
+      else this.queue.push(msg);
+    });
+    socket.on('error', (e) => this.fireError(e));
+    socket.on('close', () => this.fireClose());
+  }
+
+  listen(callback: DataCallback): Disposable {
+    this.callback = callback;
+    while (this.queue.length) callback(this.queue.shift()!);
+    return Disposable.create(() => {
+      this.callback = undefined;
+    });
+  }
+}
+
+/** Writes one JSON-RPC message per WebSocket text frame. */
+export class WebSocketMessageWriter extends AbstractMessageWriter implements MessageWriter {
+  private errorCount = 0;
+
+  constructor(private readonly socket: WebSocket) {
+    super();
+    socket.on('close', () => this.fireClose());
+  }
+
+  write(msg: Message): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.socket.send(JSON.stringify(msg), (err) => {
+        if (err) {
+          this.errorCount++;
+          this.fireError(err, msg, this.errorCount);
+          reject(err);
+        } else {
+          this.errorCount = 0;
+          resolve();
+        }
+      });
+    });
+  }
+
+  end(): void {
+    /* the socket is closed by its owner */
+  }
+}

@@ -1,0 +1,242 @@
+import * as assert from 'node:assert/strict';
+import { promises as fs } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { spawn } from 'node:child_process';
+import { buildSidecar, runSidecar, SIDECAR, type RunResult } from './helpers/sidecar';
+import { FIXTURES } from './helpers/paths';
+
+/** The one-line error contract: non-zero exit, exactly one line on stderr. */
+function assertOneLineError(r: RunResult, code: number, re: RegExp): void {
+  assert.equal(r.code, code, `exit code; stderr: ${r.stderr}`);
+  const lines = r.stderr.trimEnd().split('\n');
+  assert.equal(lines.length, 1, `one line on stderr, got: ${r.stderr}`);
+  assert.match(lines[0], re);
+}
+
+describe('agentkeep CLI (real bin on real trees)', function () {
+  let tmp: string;
+  let agent: string;
+  let state: string;
+  let target: string;
+  let store: string;
+  const ak = (...args: string[]): Promise<RunResult> => runSidecar(['--state-dir', state, ...args]);
+  const json = async (...args: string[]): Promise<any> => {
+    const r = await ak(...args, '--json');
+    assert.equal(r.code, 0, `agentkeep ${args.join(' ')} failed: ${r.stderr}${r.stdout}`);
+    return JSON.parse(r.stdout);
+  };
+
+  before(async function () {
+    this.timeout(120000);
+    await buildSidecar();
+  });
+
+  beforeEach(async () => {
+    tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'ak-cli-'));
+    agent = path.join(tmp, 'agent');
+    state = path.join(tmp, 'state');
+    await fs.mkdir(path.join(agent, 'memories'), { recursive: true });
+    await fs.mkdir(path.join(agent, 'workspace'), { recursive: true });
+    for (const f of ['MEMORY.md', 'USER.md']) await fs.copyFile(path.join(FIXTURES, 'memory/hermes/memories', f), path.join(agent, 'memories', f));
+    await fs.writeFile(path.join(agent, 'config.yaml'), 'memory:\n  memory_char_limit: 2200\n  user_char_limit: 1375\n');
+    await fs.writeFile(path.join(agent, 'workspace', 'setup.sh'), '#!/bin/sh\nnpm install left-pad\n');
+    await fs.writeFile(path.join(agent, '.env'), 'KEY=secret\n', { mode: 0o600 });
+    target = `dir:${agent}`;
+    store = `hermes:${agent}`;
+  });
+
+  afterEach(async () => {
+    await fs.rm(tmp, { recursive: true, force: true });
+  });
+
+  it('--version prints the package version', async () => {
+    const r = await runSidecar(['--version']);
+    assert.equal(r.code, 0);
+    const pkg = JSON.parse(await fs.readFile(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string };
+    assert.equal(r.stdout.trim(), pkg.version);
+  });
+
+  it('create / list / restore / delete round trip with --json shapes', async () => {
+    const rp = await json('restore-point', 'create', '--target', target, '--label', 'before install', '--store', store);
+    for (const k of ['id', 'label', 'createdAt', 'status']) assert.ok(k in rp, `create --json has ${k}`);
+    assert.equal(rp.label, 'before install');
+    assert.equal(rp.status, 'ready');
+    assert.ok(!Number.isNaN(Date.parse(rp.createdAt)) && rp.createdAt.endsWith('Z'), 'createdAt is ISO 8601 UTC');
+    assert.match(rp.id, /^[A-Za-z][A-Za-z0-9_]+$/);
+
+    // change the tree: edit, add, delete, and change agent memory
+    await fs.writeFile(path.join(agent, 'workspace', 'setup.sh'), 'changed\n');
+    await fs.writeFile(path.join(agent, 'workspace', 'new.txt'), 'new\n');
+    await fs.rm(path.join(agent, '.env'));
+    await fs.appendFile(path.join(agent, 'memories', 'USER.md'), '\n§\nLikes tea.');
+
+    const list = await json('restore-point', 'list', '--target', target);
+    assert.ok(Array.isArray(list));
+    assert.equal(list.length, 1);
+    assert.equal(list[0].id, rp.id);
+
+    // human list: a table with the id and an age
+    const human = await ak('restore-point', 'list', '--target', target);
+    assert.equal(human.code, 0);
+    assert.match(human.stdout, /ID\s+AGE\s+STATUS/);
+    assert.match(human.stdout, new RegExp(`${rp.id}\\s+(just now|\\d+s ago)\\s+ready`));
+
+    const restored = await json('restore-point', 'restore', rp.id, '--target', target, '--scope', 'both', '--yes');
+    for (const k of ['id', 'label', 'createdAt', 'status', 'restored', 'undo', 'changes']) assert.ok(k in restored, `restore --json has ${k}`);
+    assert.equal(restored.id, rp.id);
+    assert.equal(restored.label, 'before install');
+    assert.ok(restored.undo.id && restored.undo.id !== rp.id);
+    assert.equal(await fs.readFile(path.join(agent, 'workspace', 'setup.sh'), 'utf8'), '#!/bin/sh\nnpm install left-pad\n');
+    await assert.rejects(fs.stat(path.join(agent, 'workspace', 'new.txt')));
+    const env = await fs.stat(path.join(agent, '.env'));
+    assert.equal(env.mode & 0o777, 0o600);
+    assert.doesNotMatch(await fs.readFile(path.join(agent, 'memories', 'USER.md'), 'utf8'), /Likes tea/);
+
+    const afterRestore = await json('restore-point', 'list', '--target', target);
+    assert.ok(afterRestore.length >= 2, 'the pre-restore capture is listed');
+    assert.ok(afterRestore.some((p: { id: string }) => p.id === restored.undo.id));
+
+    const del = await json('restore-point', 'delete', rp.id, '--target', target, '--yes');
+    assert.equal(del.deleted, rp.id);
+    assert.equal(typeof del.freedBytes, 'number');
+    const finalList = await json('restore-point', 'list', '--target', target);
+    assert.ok(!finalList.some((p: { id: string }) => p.id === rp.id));
+  });
+
+  it('scope agent restores only agent-state files', async () => {
+    const rp = await json('restore-point', 'create', '--target', target, '--store', store);
+    await fs.writeFile(path.join(agent, 'workspace', 'setup.sh'), 'machine change\n');
+    await fs.writeFile(path.join(agent, 'memories', 'MEMORY.md'), 'agent change');
+    await json('restore-point', 'restore', rp.id, '--target', target, '--scope', 'agent', '--store', store, '--yes');
+    assert.equal(await fs.readFile(path.join(agent, 'workspace', 'setup.sh'), 'utf8'), 'machine change\n');
+    assert.notEqual(await fs.readFile(path.join(agent, 'memories', 'MEMORY.md'), 'utf8'), 'agent change');
+  });
+
+  it('state dir from AGENTKEEP_STATE_DIR', async () => {
+    const r = await runSidecar(['restore-point', 'create', '--target', target, '--json'], { AGENTKEEP_STATE_DIR: state });
+    assert.equal(r.code, 0, r.stderr);
+    const id = JSON.parse(r.stdout).id as string;
+    const list = await json('restore-point', 'list', '--target', target);
+    assert.equal(list[0].id, id);
+  });
+
+  it('memory list --json: stores with kind, file, entries {id, text}, usage {chars, limit}', async () => {
+    const r = await json('memory', 'list', '--store', store);
+    assert.ok(Array.isArray(r.stores));
+    assert.deepEqual(r.stores.map((s: { kind: string }) => s.kind), ['hermes-memory', 'hermes-user']);
+    const mem = r.stores[0];
+    assert.equal(mem.file, path.join(agent, 'memories', 'MEMORY.md'));
+    assert.equal(mem.entries.length, 4);
+    assert.match(mem.entries[0].id, /^[0-9a-f]{12}$/);
+    assert.equal(typeof mem.entries[0].text, 'string');
+    assert.deepEqual(Object.keys(mem.usage).sort(), ['chars', 'limit']);
+    assert.equal(mem.usage.limit, 2200);
+    const human = await ak('memory', 'list', '--store', store);
+    assert.match(human.stdout, /MEMORY\.md \(hermes-memory\): 4 entries, \d+\/2200 chars/);
+  });
+
+  it('risk scan --json: findings with 1-based lines', async () => {
+    const f = path.join(agent, 'workspace', 'setup.sh');
+    const md = path.join(agent, 'workspace', 'README.md');
+    await fs.writeFile(md, '# x\n\n```bash\nsudo apt-get install -y jq \\\n  curl\n```\n');
+    const r = await json('risk', 'scan', f, md);
+    assert.deepEqual(r, [
+      { file: f, line: 2, endLine: 2, command: 'npm install left-pad', class: 'deps', kind: 'shell', risk: 'npm install left-pad (deps: changes project dependencies)' },
+      { file: md, line: 4, endLine: 5, command: 'sudo apt-get install -y jq curl', class: 'system', kind: 'markdown', risk: 'sudo apt-get install -y jq curl (system: changes OS packages, persistent services or containers)' },
+    ]);
+    const human = await ak('risk', 'scan', f);
+    assert.match(human.stdout, /setup\.sh:2\s+deps\s+npm install left-pad/);
+  });
+
+  it('errors: bad target, missing target, bad store, unknown id; one line, exit 1, JSON error with --json', async () => {
+    let r = await ak('restore-point', 'list', '--target', 'nope:/x');
+    assertOneLineError(r, 1, /^agentkeep: .*dir:/);
+
+    r = await ak('restore-point', 'create', '--target', `dir:${path.join(tmp, 'missing')}`, '--json');
+    assertOneLineError(r, 1, /^agentkeep: /);
+    const err = JSON.parse(r.stdout).error;
+    assert.equal(err.code, 'target_not_found');
+    assert.ok(err.message && err.hint);
+
+    r = await ak('memory', 'list', '--store', 'hermes:relative/path', '--json');
+    assertOneLineError(r, 1, /not absolute.*hermes:\/abs/);
+    assert.equal(JSON.parse(r.stdout).error.code, 'bad_store');
+
+    r = await ak('memory', 'list', '--store', `hermes:${path.join(agent, 'workspace')}`, '--json');
+    assertOneLineError(r, 1, /not a Hermes home/i);
+    assert.equal(JSON.parse(r.stdout).error.code, 'store_not_found');
+
+    r = await ak('restore-point', 'restore', 'ak_nope', '--target', target, '--scope', 'both', '--yes', '--json');
+    assertOneLineError(r, 1, /ak_nope/);
+    assert.equal(JSON.parse(r.stdout).error.code, 'restore_point_not_found');
+
+    r = await ak('restore-point', 'delete', 'ak_nope', '--target', target, '--yes');
+    assertOneLineError(r, 1, /ak_nope/);
+
+    r = await ak('risk', 'scan', path.join(tmp, 'none.sh'), '--json');
+    assertOneLineError(r, 1, /Cannot read .*none\.sh/);
+    assert.equal(JSON.parse(r.stdout).error.code, 'file_error');
+  });
+
+  it('restore and delete without --yes on a non-TTY stdin fail with confirmation_required and change nothing', async () => {
+    const rp = await json('restore-point', 'create', '--target', target);
+    await fs.writeFile(path.join(agent, 'workspace', 'setup.sh'), 'after\n');
+    let r = await ak('restore-point', 'restore', rp.id, '--target', target, '--scope', 'both', '--json');
+    assertOneLineError(r, 1, /--yes/);
+    assert.equal(JSON.parse(r.stdout).error.code, 'confirmation_required');
+    assert.equal(await fs.readFile(path.join(agent, 'workspace', 'setup.sh'), 'utf8'), 'after\n');
+    r = await ak('restore-point', 'delete', rp.id, '--target', target);
+    assertOneLineError(r, 1, /--yes/);
+    assert.equal((await json('restore-point', 'list', '--target', target)).length, 1);
+  });
+
+  it('usage errors exit 2 with one line: unknown command, unknown option, bad scope, missing argument', async () => {
+    assertOneLineError(await ak('frobnicate'), 2, /unknown command 'frobnicate'/);
+    assertOneLineError(await ak('restore-point', 'list', '--target', target, '--bogus'), 2, /unknown option '--bogus'/);
+    assertOneLineError(await ak('restore-point', 'restore', 'x', '--target', target, '--scope', 'all', '--yes'), 2, /machine, agent, both/);
+    assertOneLineError(await ak('restore-point', 'list'), 2, /--target/);
+    assertOneLineError(await ak('risk', 'scan'), 2, /files/);
+    assertOneLineError(await ak('serve'), 2, /--stdio.*--ws/);
+    const r = await ak('restore-point', 'list', '--json', '--bogus');
+    assert.equal(r.code, 2);
+    assert.ok(JSON.parse(r.stdout).error.message);
+  });
+
+  /** Run the bin on a real pseudo-terminal (util-linux `script`), answering the y/N prompt. */
+  function onTty(args: string[], answer: string): Promise<{ code: number | null; output: string }> {
+    const quote = (a: string): string => `'${a.replace(/'/g, `'\\''`)}'`;
+    const cmd = [process.execPath, SIDECAR, '--state-dir', state, ...args].map(quote).join(' ');
+    return new Promise((resolve, reject) => {
+      const child = spawn('script', ['-qec', cmd, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'] });
+      let output = '';
+      let answered = false;
+      child.stdout.on('data', (d: Buffer) => {
+        output += d.toString();
+        if (!answered && output.includes('[y/N]')) {
+          answered = true;
+          child.stdin.write(answer + '\n');
+        }
+      });
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, output }));
+    });
+  }
+
+  it('on a TTY, restore shows what will be lost and asks; n changes nothing, y restores', async () => {
+    const rp = await json('restore-point', 'create', '--target', target);
+    await fs.writeFile(path.join(agent, 'workspace', 'setup.sh'), 'after\n');
+    await fs.writeFile(path.join(agent, 'workspace', 'added.txt'), 'x');
+    let r = await onTty(['restore-point', 'restore', rp.id, '--target', target, '--scope', 'both'], 'n');
+    assert.equal(r.code, 1, r.output);
+    assert.match(r.output, /created since the restore point, will be removed \(1\):\s+workspace\/added\.txt/);
+    assert.match(r.output, /changed since the restore point, will be reverted \(1\):\s+workspace\/setup\.sh/);
+    assert.match(r.output, /cancelled/);
+    assert.equal(await fs.readFile(path.join(agent, 'workspace', 'setup.sh'), 'utf8'), 'after\n');
+    r = await onTty(['restore-point', 'restore', rp.id, '--target', target, '--scope', 'both'], 'y');
+    assert.equal(r.code, 0, r.output);
+    assert.match(r.output, /Restored /);
+    assert.equal(await fs.readFile(path.join(agent, 'workspace', 'setup.sh'), 'utf8'), '#!/bin/sh\nnpm install left-pad\n');
+    await assert.rejects(fs.stat(path.join(agent, 'workspace', 'added.txt')));
+  });
+});

@@ -1,0 +1,79 @@
+/**
+ * Test helpers: build the real sidecar bundle once (out/sidecar.js, same options as esbuild.mjs) and
+ * run it as a real process.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync } from 'node:fs';
+import * as path from 'node:path';
+import { build } from 'esbuild';
+import { REPO } from './paths';
+
+export const SIDECAR = path.join(REPO, 'out', 'sidecar.js');
+
+let built: Promise<void> | undefined;
+
+/** Bundle sidecar/main.ts to out/sidecar.js (once per test run). Only the sidecar, so a broken extension build does not block these tests. */
+export function buildSidecar(): Promise<void> {
+  built ??= build({
+    absWorkingDir: REPO,
+    entryPoints: ['sidecar/main.ts'],
+    outfile: SIDECAR,
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    sourcemap: true,
+    sourcesContent: false,
+    logLevel: 'error',
+    banner: { js: '#!/usr/bin/env node' },
+  }).then(() => chmodSync(SIDECAR, 0o755));
+  return built;
+}
+
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Run `node out/sidecar.js ...args` to completion (stdin is /dev/null, i.e. not a TTY). */
+export function runSidecar(args: string[], env: NodeJS.ProcessEnv = {}, input?: string): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [SIDECAR, ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(input ?? '');
+  });
+}
+
+/** Start a long-running sidecar process (server); the caller kills it. */
+export function startSidecar(args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
+  return spawn(process.execPath, [SIDECAR, ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+}
+
+/** Wait for a line on the child's stderr matching `re`; rejects on exit or timeout. */
+export function waitForStderr(child: ChildProcess, re: RegExp, timeoutMs = 15000): Promise<RegExpMatchArray> {
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    const timer = setTimeout(() => done(new Error(`timed out waiting for ${re} on stderr; got: ${buf}`)), timeoutMs);
+    const onData = (d: Buffer): void => {
+      buf += d.toString();
+      const m = buf.match(re);
+      if (m) done(undefined, m);
+    };
+    const onExit = (code: number | null): void => done(new Error(`sidecar exited (${code}) before ${re}; stderr: ${buf}`));
+    const done = (err?: Error, m?: RegExpMatchArray): void => {
+      clearTimeout(timer);
+      child.stderr!.off('data', onData);
+      child.off('exit', onExit);
+      if (err) reject(err);
+      else resolve(m!);
+    };
+    child.stderr!.on('data', onData);
+    child.on('exit', onExit);
+  });
+}

@@ -1,0 +1,86 @@
+import * as assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { Methods, Notifications, ErrorCodes, protocolJsonSchema } from '../../sidecar/protocol';
+import { SCHEMA_FILE, schemaText } from '../../scripts/write-protocol-schema';
+import { dispatch, toResponseError, wireMethods } from '../../sidecar/core/dispatch';
+import { AgentKeepError } from '../../sidecar/core/errors';
+import type { CoreApi } from '../../sidecar/core/service';
+
+describe('protocol', () => {
+  it('the committed protocol.schema.json is up to date', () => {
+    let committed = '';
+    try {
+      committed = readFileSync(SCHEMA_FILE, 'utf8');
+    } catch {
+      assert.fail(`${SCHEMA_FILE} is missing: run npm run build`);
+    }
+    assert.ok(committed === schemaText(), 'sidecar/protocol/protocol.schema.json is stale: run npm run build');
+  });
+
+  it('the schema covers every method, notification and error code', () => {
+    const s = protocolJsonSchema() as { methods: Record<string, { params: unknown; result: unknown }>; notifications: Record<string, unknown>; errors: unknown[] };
+    for (const d of Object.values(Methods)) {
+      assert.ok(s.methods[d.method], d.method);
+      assert.ok(s.methods[d.method].params && s.methods[d.method].result);
+    }
+    for (const n of Object.values(Notifications)) assert.ok(s.notifications[n.method], n.method);
+    assert.equal(s.errors.length, Object.keys(ErrorCodes).length);
+    assert.deepEqual(wireMethods().sort(), Object.values(Methods).map((d) => d.method).sort());
+  });
+
+  describe('dispatch', () => {
+    // A recording core: dispatch must route each method to its core call with validated params.
+    const calls: Array<[string, unknown]> = [];
+    const rec =
+      (name: string, result: unknown = { ok: name }) =>
+      async (p: unknown): Promise<never> => {
+        calls.push([name, p]);
+        return result as never;
+      };
+    const core: CoreApi = {
+      createRestorePoint: rec('createRestorePoint'),
+      listRestorePoints: rec('listRestorePoints'),
+      diffRestorePoint: rec('diffRestorePoint'),
+      restoreRestorePoint: rec('restoreRestorePoint'),
+      deleteRestorePoint: rec('deleteRestorePoint'),
+      keepRestorePoint: rec('keepRestorePoint'),
+      listMemory: rec('listMemory'),
+      agentStatus: rec('agentStatus'),
+    };
+
+    it('routes each method to the core and risk.scan to scanText', async () => {
+      assert.deepEqual(await dispatch(core, 'agentkeep/restorePoint.list', { target: 'dir:/x' }), { ok: 'listRestorePoints' });
+      assert.deepEqual(calls.at(-1), ['listRestorePoints', { target: 'dir:/x' }]);
+      await dispatch(core, 'agentkeep/restorePoint.keep', { target: 'dir:/x', id: 'a1' });
+      assert.equal(calls.at(-1)![0], 'keepRestorePoint');
+      await dispatch(core, 'agentkeep/memory.list', { stores: ['hermes:/h'] });
+      assert.equal(calls.at(-1)![0], 'listMemory');
+      const n = calls.length;
+      const found = await dispatch(core, 'agentkeep/risk.scan', { file: 'a.sh', text: 'echo\npip install x\n' });
+      assert.deepEqual(found, [{ file: 'a.sh', line: 2, endLine: 2, command: 'pip install x', class: 'deps', kind: 'shell', risk: 'pip install x (deps: changes project dependencies)' }]);
+      assert.equal(calls.length, n, 'risk.scan does not touch the core');
+    });
+
+    it('rejects bad params with InvalidParams naming the field path', async () => {
+      await assert.rejects(dispatch(core, 'agentkeep/restorePoint.restore', { target: 'dir:/x', id: 'a', scope: 'all' }), (e: unknown) => {
+        assert.ok(e instanceof AgentKeepError);
+        assert.equal(e.kind, 'InvalidParams');
+        assert.match(e.message, /params\.scope/);
+        assert.match(e.hint ?? '', /target, id, scope/);
+        return true;
+      });
+      await assert.rejects(dispatch(core, 'agentkeep/restorePoint.list', {}), /params\.target/);
+      await assert.rejects(dispatch(core, 'agentkeep/nope', {}), (e: unknown) => e instanceof AgentKeepError && /Unknown method/.test(e.message));
+    });
+
+    it('turns errors into JSON-RPC errors with {code, hint}', () => {
+      const r = toResponseError(new AgentKeepError('TargetBusy', 'busy', 'wait'));
+      assert.equal(r.code, ErrorCodes.TargetBusy.code);
+      assert.equal(r.message, 'busy');
+      assert.deepEqual(r.data, { code: 'target_busy', hint: 'wait' });
+      const i = toResponseError(new Error('boom'));
+      assert.equal(i.code, ErrorCodes.Internal.code);
+      assert.deepEqual(i.data, { code: 'internal' });
+    });
+  });
+});
