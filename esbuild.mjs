@@ -34,7 +34,7 @@ const common = {
   sourcemap: !production,
   sourcesContent: false,
   logLevel: 'warning',
-  plugins: [problemMatcher],
+  plugins: watch ? [problemMatcher] : [],
 };
 
 const node = { ...common, platform: 'node', target: 'node20', format: 'cjs' };

@@ -1,0 +1,97 @@
+/**
+ * AgentKeep extension entry point. Thin: views, commands, status bar, terminal, trust gating; all
+ * work happens in the sidecar (out/sidecar.js), started lazily over stdio through
+ * vscode-languageclient. Activation (onStartupFinished) is cheap: the sidecar starts only when an
+ * agent is configured (agentkeep.target) or a view/command needs it.
+ *
+ * activate() returns AgentKeepApi, used by the extension-host tests.
+ */
+import * as vscode from 'vscode';
+import type { RestorePoint } from '../sidecar/protocol';
+import { registerCommands, type Ctx } from './commands';
+import { codeLensEnabled, readAgentConfig, readStateDir, setSimulateUntrusted } from './config';
+import { DetailsPanel } from './details';
+import { Sidecar } from './sidecar';
+import { AgentStatusBar } from './statusBar';
+import { AgentTreeProvider } from './tree';
+
+/** What activate() returns (for tests and other extensions). */
+export interface AgentKeepApi {
+  /** Current status bar text, e.g. "$(history) 5m ago". */
+  getStatusBarText(): string;
+  /** Restore points shown by the tree at its last refresh (newest first). */
+  getTreeRestorePoints(): RestorePoint[];
+  /** The tree provider (tests walk it with getChildren/getTreeItem). */
+  tree: AgentTreeProvider;
+  /** Refresh the tree and status bar and wait for the status bar to update. */
+  refresh(): Promise<void>;
+  /** The last error a command showed (code, message, hint), or undefined. */
+  lastError(): { code: string; message: string; hint?: string } | undefined;
+  /** Test hook: act as if the workspace were untrusted. */
+  simulateUntrusted(v: boolean): void;
+  /** Whether the sidecar process runs. */
+  sidecarRunning(): boolean;
+  /** Id shown in the details panel, if open. */
+  detailsShownId(): string | undefined;
+}
+
+let ctxRef: Ctx | undefined;
+
+export function activate(context: vscode.ExtensionContext): AgentKeepApi {
+  const output = vscode.window.createOutputChannel('AgentKeep', { log: true });
+  const sidecar = new Sidecar(context, output, readStateDir, codeLensEnabled);
+  const tree = new AgentTreeProvider(sidecar);
+  const statusBar = new AgentStatusBar(sidecar);
+  const details = new DetailsPanel(context, sidecar);
+  const ctx: Ctx = { context, sidecar, tree, statusBar, output, showDetails: (id) => details.show(id) };
+  ctxRef = ctx;
+
+  const view = vscode.window.createTreeView('agentkeep.agent', { treeDataProvider: tree, showCollapseAll: true });
+  context.subscriptions.push(output, sidecar, statusBar, details, view, ...registerCommands(ctx));
+
+  const applyConfig = async () => {
+    const config = readAgentConfig();
+    await vscode.commands.executeCommand('setContext', 'agentkeep.configured', !!config);
+    tree.refresh();
+    if (config) {
+      // An agent is configured: start the sidecar (CodeLens comes from it) and show the status bar.
+      await statusBar.update();
+    } else {
+      statusBar.item.hide();
+    }
+  };
+
+  context.subscriptions.push(
+    vscode.workspace.onDidChangeConfiguration(async (e) => {
+      if (!e.affectsConfiguration('agentkeep')) return;
+      if (e.affectsConfiguration('agentkeep.stateDir')) await sidecar.restart();
+      await applyConfig();
+    }),
+    vscode.workspace.onDidGrantWorkspaceTrust(() => void applyConfig()),
+    sidecar.onDidChange(() => {
+      tree.refresh();
+      void statusBar.update();
+      void details.refresh();
+    }),
+  );
+  void applyConfig().catch((e) => output.appendLine(`[extension] activation: ${String(e)}`));
+
+  return {
+    getStatusBarText: () => statusBar.text,
+    getTreeRestorePoints: () => tree.lastRestorePoints,
+    tree,
+    refresh: async () => {
+      tree.refresh();
+      await statusBar.update();
+    },
+    lastError: () => ctx.lastError,
+    simulateUntrusted: (v) => setSimulateUntrusted(v),
+    sidecarRunning: () => sidecar.running,
+    detailsShownId: () => details.shownId,
+  };
+}
+
+export async function deactivate(): Promise<void> {
+  await ctxRef?.sidecar.stop();
+  ctxRef = undefined;
+}

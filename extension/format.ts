@@ -1,0 +1,154 @@
+/**
+ * Pure formatting helpers of the extension (no `vscode` import, unit-tested on Node): ages, reasons,
+ * what a restore will undo, status bar text. Input shapes come from sidecar/protocol.
+ */
+import * as path from 'node:path';
+import type { ChangeSummary, RestorePoint, Scope } from '../sidecar/protocol';
+
+/**
+ * Short age of an ISO 8601 time relative to `now` (ms since epoch): "just now", "42s ago", "5m ago",
+ * "3h ago", "2d ago". Future times (clock skew) read "just now". Unparseable input returns "".
+ */
+export function formatAge(iso: string, now: number = Date.now()): string {
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return '';
+  const s = Math.floor((now - t) / 1000);
+  if (s < 10) return 'just now';
+  if (s < 60) return `${s}s ago`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ago`;
+  const h = Math.floor(m / 60);
+  if (h < 48) return `${h}h ago`;
+  return `${Math.floor(h / 24)}d ago`;
+}
+
+/**
+ * One-line reason of a restore point: `npm install left-pad` from setup.sh:3, "before restore of X",
+ * or the free-form text. Empty string when there is no reason.
+ */
+export function formatReason(rp: Pick<RestorePoint, 'reason' | 'kind' | 'restoredFrom'>): string {
+  const r = rp.reason;
+  if (r?.command) {
+    const where = r.file ? ` from ${path.basename(r.file)}${r.line ? `:${r.line}` : ''}` : '';
+    return `\`${r.command}\`${where}`;
+  }
+  if (r?.text) return r.text;
+  if (rp.kind === 'pre-restore') return rp.restoredFrom ? `before restoring ${rp.restoredFrom}` : 'before a restore';
+  return '';
+}
+
+/**
+ * The reason without repeating the label: when the label is the command itself (Snapshot & run),
+ * only where it came from ("from setup.sh:5"); otherwise formatReason without backticks.
+ */
+export function shortReason(rp: Pick<RestorePoint, 'reason' | 'kind' | 'restoredFrom' | 'label'>): string {
+  const r = rp.reason;
+  if (r?.command && r.command === rp.label) return r.file ? `from ${path.basename(r.file)}${r.line ? `:${r.line}` : ''}` : '';
+  return formatReason(rp).replace(/`/g, '');
+}
+
+/** Bytes for humans: 512 B, 1.2 KB, 3.4 MB, 1.1 GB (powers of 1024). */
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ['KB', 'MB', 'GB', 'TB'];
+  let v = n;
+  let i = -1;
+  do {
+    v /= 1024;
+    i++;
+  } while (v >= 1024 && i < units.length - 1);
+  return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[i]}`;
+}
+
+/** Status bar text for the newest restore point (undefined = none yet). Codicon syntax. */
+export function statusBarText(latest: Pick<RestorePoint, 'createdAt'> | undefined, now: number = Date.now()): string {
+  return latest ? `$(history) ${formatAge(latest.createdAt, now)}` : '$(history) no restore point';
+}
+
+/** "3 files", "1 file"; `pluralWord` for irregular plurals. */
+export function plural(n: number, word: string, pluralWord = `${word}s`): string {
+  return `${n} ${n === 1 ? word : pluralWord}`;
+}
+
+/**
+ * Up to `max` paths, then "and N more". Paths whose ancestor is also listed fold into it, with a
+ * count: ["a/nm", "a/nm/x", "a/nm/x/y", "a/p.json"] -> "a/nm/ (+2 inside), a/p.json".
+ */
+export function samplePaths(paths: readonly string[], max = 3): string {
+  const set = new Set(paths);
+  const inside = new Map<string, number>();
+  const roots: string[] = [];
+  for (const p of paths) {
+    const parts = p.split('/');
+    let root: string | undefined;
+    for (let i = 1; i < parts.length; i++) {
+      const anc = parts.slice(0, i).join('/');
+      if (set.has(anc)) {
+        root = anc;
+        break;
+      }
+    }
+    if (root) inside.set(root, (inside.get(root) ?? 0) + 1);
+    else roots.push(p);
+  }
+  const show = (r: string) => (inside.has(r) ? `${r}/ (+${inside.get(r)} inside)` : r);
+  const shown = roots.slice(0, max).map(show).join(', ');
+  return roots.length > max ? `${shown} and ${roots.length - max} more` : shown;
+}
+
+/**
+ * What a restore with `scope` will undo, as sentences for a confirmation dialog. Machine changes are
+ * listed unless scope is `agent`; agent-state changes unless scope is `machine`. Always ends with the
+ * reminder that snapshots do not undo effects outside the machine.
+ */
+export function describeLoss(changes: ChangeSummary, scope: Scope): string[] {
+  const lines: string[] = [];
+  if (scope !== 'agent') {
+    if (changes.added.length) lines.push(`${plural(changes.added.length, 'new file or folder', 'new files and folders')} will be removed: ${samplePaths(changes.added)}.`);
+    if (changes.changed.length) lines.push(`${plural(changes.changed.length, 'changed file')} will be reverted: ${samplePaths(changes.changed)}.`);
+    if (changes.removed.length) lines.push(`${plural(changes.removed.length, 'deleted file')} will come back: ${samplePaths(changes.removed)}.`);
+  }
+  if (scope !== 'machine' && changes.agentChanged.length) {
+    lines.push(`Agent state will be put back: ${samplePaths(changes.agentChanged)} (entries added since are lost).`);
+  }
+  if (!lines.length) lines.push('Nothing changed since this restore point.');
+  lines.push('Snapshots do not undo what the agent did outside this machine (emails sent, issues opened, payments).');
+  return lines;
+}
+
+/** Human names of the restore scopes, for pickers and messages. */
+export const SCOPE_LABELS: Record<Scope, string> = {
+  both: 'Machine + agent state',
+  machine: 'Machine only (keep current memory)',
+  agent: 'Agent state only',
+};
+
+/** First line of a memory entry, cut to `max` characters with an ellipsis. */
+export function entryTitle(text: string, max = 80): string {
+  const first = text.split('\n').find((l) => l.trim()) ?? '';
+  const t = first.trim();
+  return t.length > max ? `${t.slice(0, max - 1)}…` : t;
+}
+
+/** The path of a `dir:` target, or undefined for other target kinds. */
+export function dirTargetPath(target: string): string | undefined {
+  return target.startsWith('dir:') ? target.slice(4) : undefined;
+}
+
+/** Short name of a target for the tree: the folder name of `dir:/a/b`, else the target string. */
+export function targetName(target: string): string {
+  const p = dirTargetPath(target);
+  return p ? path.basename(p) || p : target;
+}
+
+/**
+ * Label to show for a restore point. A pre-restore point whose label is the sidecar's default
+ * ("Before restoring <id>") names the restored point by its label instead of its id, when known.
+ */
+export function displayLabel(rp: Pick<RestorePoint, 'label' | 'id' | 'kind' | 'restoredFrom'>, labelsById: ReadonlyMap<string, string>): string {
+  if (rp.kind === 'pre-restore' && rp.restoredFrom && rp.label === `Before restoring ${rp.restoredFrom}`) {
+    const from = labelsById.get(rp.restoredFrom);
+    if (from) return `Before restoring "${from}"`;
+  }
+  return rp.label || rp.id;
+}

@@ -1,0 +1,156 @@
+/**
+ * The connection to the sidecar (`out/sidecar.js serve --stdio`), started lazily through
+ * vscode-languageclient: the sidecar is both the LSP server (CodeLens on risky commands) and the
+ * AgentKeep JSON-RPC service (agentkeep/* requests from sidecar/protocol).
+ */
+import * as vscode from 'vscode';
+import { LanguageClient, ResponseError, TransportKind, type NodeModule, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
+import {
+  Methods,
+  Notifications,
+  type ChangedParams,
+  type MethodName,
+  type ParamsOf,
+  type ProgressParams,
+  type ResultOf,
+} from '../sidecar/protocol';
+
+/** An error from the sidecar, with the protocol's string code and the hint that names the fix. */
+export class SidecarError extends Error {
+  constructor(
+    message: string,
+    readonly code: string,
+    readonly hint?: string,
+  ) {
+    super(message);
+    this.name = 'SidecarError';
+  }
+  /** Message and hint on one line, for notifications. */
+  full(): string {
+    return this.hint ? `${this.message} ${this.hint}` : this.message;
+  }
+}
+
+/** Turn anything thrown by a request into a SidecarError (JSON-RPC errors carry data {code, hint}). */
+export function toSidecarError(e: unknown): SidecarError {
+  if (e instanceof SidecarError) return e;
+  if (e instanceof ResponseError) {
+    const data = (e.data ?? {}) as { code?: unknown; hint?: unknown };
+    return new SidecarError(e.message, typeof data.code === 'string' ? data.code : String(e.code), typeof data.hint === 'string' ? data.hint : undefined);
+  }
+  const msg = e instanceof Error ? e.message : String(e);
+  return new SidecarError(msg, 'internal');
+}
+
+/** Lazily started sidecar client. `request()` starts it on first use. */
+export class Sidecar implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private starting: Promise<LanguageClient> | undefined;
+  private readonly progressListeners = new Map<string, (p: ProgressParams) => void>();
+  private readonly changedEmitter = new vscode.EventEmitter<ChangedParams>();
+  /** Fires on `agentkeep/changed` from the sidecar. */
+  readonly onDidChange = this.changedEmitter.event;
+
+  constructor(
+    private readonly context: vscode.ExtensionContext,
+    readonly output: vscode.LogOutputChannel,
+    private readonly stateDir: () => string | undefined,
+    private readonly codeLensEnabled: () => boolean,
+  ) {}
+
+  /** True once the client runs. */
+  get running(): boolean {
+    return !!this.client?.isRunning();
+  }
+
+  /** Start the sidecar if it is not running (idempotent; concurrent callers share one start). */
+  async start(): Promise<LanguageClient> {
+    if (this.client) return this.client;
+    if (!this.starting) {
+      this.starting = this.doStart().then(
+        (c) => {
+          this.client = c;
+          return c;
+        },
+        (e) => {
+          this.starting = undefined;
+          throw e;
+        },
+      );
+    }
+    return this.starting;
+  }
+
+  private async doStart(): Promise<LanguageClient> {
+    const module = this.context.asAbsolutePath('out/sidecar.js');
+    const stateDir = this.stateDir();
+    // `module` form: vscode-languageclient forks the bundled sidecar with the extension host's Node
+    // (Electron run as Node in desktop VS Code) and appends --stdio --clientProcessId=<pid>, so the
+    // sidecar exits when the extension host does.
+    const args = ['serve', ...(stateDir ? ['--state-dir', stateDir] : [])];
+    const run: NodeModule = { module, args, transport: TransportKind.stdio };
+    const debug: NodeModule = { ...run, options: { execArgv: ['--nolazy', '--inspect=6019'] } };
+    const serverOptions: ServerOptions = { run, debug };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [{ scheme: 'file' }],
+      outputChannel: this.output,
+      middleware: {
+        provideCodeLenses: (doc, token, next) => (this.codeLensEnabled() ? next(doc, token) : []),
+      },
+    };
+    const client = new LanguageClient('agentkeep', 'AgentKeep', serverOptions, clientOptions);
+    this.output.appendLine(`[extension] starting sidecar: ${module} ${args.join(' ')}`);
+    await client.start();
+    client.onNotification(Notifications.progress.method, (p: ProgressParams) => this.progressListeners.get(p.token)?.(p));
+    client.onNotification(Notifications.changed.method, (c: ChangedParams) => this.changedEmitter.fire(c));
+    return client;
+  }
+
+  /**
+   * Send an agentkeep/* request. Params and result are typed by the protocol; the result is
+   * validated against its zod schema. Throws SidecarError (message + hint from the sidecar).
+   * `onProgress` receives `agentkeep/progress` notifications of this call.
+   */
+  async request<K extends MethodName>(name: K, params: ParamsOf<K>, onProgress?: (p: ProgressParams) => void, token?: vscode.CancellationToken): Promise<ResultOf<K>> {
+    const def = Methods[name];
+    let progressToken: string | undefined;
+    if (onProgress) {
+      progressToken = `ak-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+      this.progressListeners.set(progressToken, onProgress);
+      (params as { progressToken?: string }).progressToken = progressToken;
+    }
+    try {
+      const client = await this.start();
+      const raw = await client.sendRequest(def.method, params, token);
+      const parsed = def.result.safeParse(raw);
+      if (!parsed.success) {
+        throw new SidecarError(`The sidecar answered ${def.method} with an unexpected shape: ${parsed.error.issues[0]?.message ?? 'invalid'}.`, 'internal', 'Rebuild both halves with `node esbuild.mjs` so the extension and the sidecar use the same protocol.');
+      }
+      return parsed.data as ResultOf<K>;
+    } catch (e) {
+      throw toSidecarError(e);
+    } finally {
+      if (progressToken) this.progressListeners.delete(progressToken);
+    }
+  }
+
+  /** Stop and restart (e.g. when agentkeep.stateDir changes). No-op if never started. */
+  async restart(): Promise<void> {
+    if (!this.client && !this.starting) return;
+    await this.stop();
+    await this.start();
+  }
+
+  /** Stop the sidecar process. */
+  async stop(): Promise<void> {
+    const c = this.client ?? (await this.starting?.catch(() => undefined));
+    this.client = undefined;
+    this.starting = undefined;
+    if (c) await c.stop().catch(() => undefined);
+  }
+
+  dispose(): void {
+    void this.stop();
+    this.changedEmitter.dispose();
+  }
+}

@@ -1,0 +1,19 @@
+/**
+ * Mocha entry point inside the real VS Code extension host (code-server, started by
+ * scripts/test-exthost.ts with the smoke-test-driver payload). VS Code calls run(); a rejection
+ * makes the workbench report a non-zero exit code. The suites are imported statically so esbuild
+ * bundles them into out/test/exthost/index.js; mocha itself stays external (the project's
+ * node_modules).
+ */
+import Mocha from 'mocha';
+import { registerAgentSuite } from './agent.test';
+
+export function run(): Promise<void> {
+  const mocha = new Mocha({ ui: 'bdd', timeout: 60000, color: false, reporter: 'spec' });
+  // Define describe/it/before/... as globals, then let the suites register their tests.
+  mocha.suite.emit('pre-require', globalThis, 'agentkeep-exthost', mocha);
+  registerAgentSuite();
+  return new Promise((resolve, reject) => {
+    mocha.run((failures) => (failures ? reject(new Error(`${failures} extension-host test(s) failed`)) : resolve()));
+  });
+}
