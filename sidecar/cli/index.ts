@@ -195,7 +195,7 @@ function program(ctx: Ctx): Command {
   const risk = root.command('risk').description('find risky commands in files');
   risk
     .command('scan')
-    .description('list package installs and other risky commands in shell scripts, Markdown, Dockerfiles, Makefiles')
+    .description('list package installs and other risky commands in shell scripts, Markdown, Dockerfiles, Makefiles, justfiles, compose files, workflows, notebooks, package.json, devcontainer.json and tasks.json')
     .argument('<files...>', 'files to scan')
     .option('--json', 'print a JSON array of {file, line, endLine, command, class, kind, risk}')
     .action(async (files: string[], _o: unknown, cmd: Command) => {

@@ -34,7 +34,9 @@ export const COMMAND_NAMES = [
   'hermes', 'install-module', 'install-package', 'install-script', 'launchctl', 'make', 'mamba', 'microdnf', 'micromamba', 'mise', 'mix',
   'nerdctl', 'nix', 'nix-env', 'npm', 'npx', 'nvm', 'pacman', 'paru', 'pdm', 'pip', 'pipx', 'playwright', 'pnpm', 'podman', 'podman-compose',
   'poetry', 'pub', 'rpm', 'rtx', 'rustup', 'scoop', 'snap', 'stack', 'systemctl', 'tdnf', 'update-module', 'update-rc.d', 'uv', 'uvx', 'volta',
-  'winget', 'wsl', 'yarn', 'yay', 'yum', 'zypper',
+  'winget', 'wsl', 'yarn', 'yay', 'yum', 'zypper', 'pwsh', 'powershell', 'pyenv', 'rbenv', 'nodenv', 'goenv', 'sdk', 'pixi', 'port', 'mas', 'gh',
+  'code', 'code-insiders', 'codium', 'cmake', 'ninja', 'meson', 'install', 'emerge', 'xbps-install', 'opkg', 'nala', 'pkg', 'eopkg', 'swupd',
+  'softwareupdate',
   // fetchers: curl … | sh, bash <(curl …), irm … | iex, (New-Object Net.WebClient).DownloadString(…)
   'curl', 'wget', 'irm', 'iwr', 'invoke-restmethod', 'invoke-webrequest', 'downloadstring',
 ];
@@ -152,6 +154,8 @@ const SHELLS = new Set(['sh', 'bash', 'zsh', 'dash', 'ksh', 'ash', 'fish']);
 const INTERPRETERS = new Set([...SHELLS, 'python', 'python3', 'python2', 'perl', 'ruby', 'node', 'iex', 'invoke-expression', 'pwsh', 'powershell']);
 const FETCHERS = new Set(['curl', 'wget', 'irm', 'iwr', 'invoke-restmethod', 'invoke-webrequest', 'fetch']);
 const AGENT_IMAGE = /(agent0ai|frdel)\/agent-zero|nousresearch\/hermes/i;
+/** A directory on PATH where installed tools live (for `install`, `curl -o`, `| tar -C`). */
+const BIN_DIR = /^(\/usr(\/local)?\/s?bin|\/opt\/[^/]+\/bin|\/bin|\/sbin|(~|\$HOME|\$\{HOME\})\/(\.local\/)?bin)(\/|$)/;
 const FETCH_SUBST = /(\$\(|<\(|`)\s*(curl|wget|irm|iwr|invoke-restmethod|invoke-webrequest)\b/i;
 /** Local devDependency binaries that `npx` runs without fetching (heuristic; not I/O). */
 const LOCAL_BINS = new Set(['tsc', 'tsx', 'ts-node', 'eslint', 'prettier', 'mocha', 'jest', 'vitest', 'esbuild', 'vite', 'webpack', 'rollup', 'nodemon', 'vsce', 'playwright', 'changeset', 'lerna', 'nx', 'turbo']);
@@ -277,6 +281,8 @@ export function classifyWords(input: string[], depth = 0, ctx: ClassifyContext =
       if (report) return null;
       const global = has(args, '-g', '--global', '--location=global');
       if (['exec', 'x'].includes(sub)) return 'remote-code';
+      // npm create x / npm init x: fetch and run the create-x initializer (bare `npm init` only writes package.json)
+      if (['create', 'init', 'innit'].includes(sub) && sub2) return 'remote-code';
       if (['link', 'ln'].includes(sub)) return 'toolchain';
       if (['install', 'i', 'in', 'ins', 'inst', 'insta', 'instal', 'isnt', 'isntall', 'add', 'ci', 'clean-install', 'install-clean', 'update', 'up', 'upgrade', 'udpate', 'uninstall', 'un', 'unlink', 'remove', 'rm', 'r'].includes(sub)) {
         return global ? 'toolchain' : 'deps';
@@ -339,6 +345,7 @@ export function classifyWords(input: string[], depth = 0, ctx: ClassifyContext =
       if (sub === 'tool' && ['install', 'upgrade', 'uninstall'].includes(sub2)) return 'toolchain';
       if (sub === 'tool' && sub2 === 'run') return 'remote-code';
       if (sub === 'self' && sub2 === 'update') return 'toolchain';
+      if (sub === 'python' && ['install', 'uninstall', 'upgrade'].includes(sub2)) return 'toolchain';
       return null;
     }
     case 'poetry':
@@ -398,6 +405,60 @@ export function classifyWords(input: string[], depth = 0, ctx: ClassifyContext =
     case 'update-module':
     case 'install-script':
       return 'toolchain';
+    case 'pwsh':
+    case 'powershell': {
+      // powershell -c "irm … | iex" / -Command …: classify the command text
+      const ci = args.findIndex((a) => /^-(c|command|encodedcommand)$/i.test(a));
+      return ci >= 0 && args[ci + 1] !== undefined && !/^-encodedcommand$/i.test(args[ci]) ? classifyText(args.slice(ci + 1).join(' '), depth + 1, ctx) : null;
+    }
+    case 'pyenv':
+    case 'rbenv':
+    case 'nodenv':
+    case 'goenv':
+    case 'sdk':
+      return ['install', 'uninstall'].includes(sub) || (name === 'sdk' && ['upgrade', 'selfupdate'].includes(sub)) ? 'toolchain' : null;
+    case 'pixi':
+      if (sub === 'global') return ['install', 'upgrade', 'remove', 'uninstall', 'add'].includes(sub2) ? 'toolchain' : null;
+      return ['add', 'install', 'update', 'upgrade', 'remove'].includes(sub) ? 'deps' : sub === 'self-update' ? 'toolchain' : null;
+    case 'port':
+    case 'mas':
+      return ['install', 'upgrade', 'uninstall', 'selfupdate'].includes(sub) ? 'toolchain' : null;
+    case 'gh':
+      return sub === 'extension' && ['install', 'upgrade', 'remove'].includes(sub2) ? 'toolchain' : null;
+    case 'code':
+    case 'code-insiders':
+    case 'codium':
+      return has(args, '--install-extension', '--uninstall-extension') ? 'toolchain' : null;
+    case 'cmake':
+      return has(args, '--install') ? 'toolchain' : null;
+    case 'ninja':
+    case 'meson':
+      return pos.includes('install') ? 'toolchain' : null;
+    case 'install': {
+      // install(1) into a directory on PATH: sudo install -m 755 x /usr/local/bin/
+      const dest = pos.at(-1) ?? '';
+      return pos.length >= 2 && BIN_DIR.test(dest) ? 'toolchain' : null;
+    }
+    case 'emerge':
+    case 'xbps-install':
+    case 'opkg':
+    case 'nala':
+    case 'pkg':
+    case 'eopkg':
+    case 'swupd':
+      if (report || has(args, '-p', '--pretend', '--noop')) return null;
+      if (name === 'emerge' || name === 'xbps-install') return pos.length || has(args, '-u', '--update', '-S', '-Su') ? 'system' : null;
+      return ['install', 'add', 'upgrade', 'update', 'remove', 'delete', 'purge', 'autoremove', 'full-upgrade', 'bundle-add', 'it', 'rm'].includes(sub) && !(sub === 'update' && ['nala', 'opkg', 'pkg'].includes(name) && !sub2) ? 'system' : null;
+    case 'softwareupdate':
+      return has(args, '-i', '--install', '-a', '--all') ? 'system' : null;
+    case 'curl':
+    case 'wget': {
+      // a download straight into a directory on PATH installs a tool: curl -Lo /usr/local/bin/x URL
+      const oi = args.findIndex((a) => (name === 'curl' ? a === '-o' || a === '--output' || /^-[a-zA-Z]*o$/.test(a) : a === '-O' || a === '--output-document' || /^-[a-zA-Z]*O$/.test(a)));
+      const eq = args.find((a) => a.startsWith('--output=') || a.startsWith('--output-document='));
+      const out = oi >= 0 ? args[oi + 1] : eq?.slice(eq.indexOf('=') + 1);
+      return out && BIN_DIR.test(out) ? 'toolchain' : null;
+    }
     case 'make':
     case 'gmake':
       return pos.some((p) => p === 'install' || p === 'uninstall') && !has(args, '-n', '--dry-run', '--just-print') ? 'toolchain' : null;

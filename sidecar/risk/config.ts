@@ -58,17 +58,20 @@ const LOCKFILES = new Set([
  * Whether a file is a risky config file, and why.
  * @param path absolute or relative path, `/` or `\` separators (case of the base name is ignored
  *   where the tools ignore it)
+ * @param agentHomes agent home folders configured by the user (e.g. the path of a `hermes:/…` store,
+ *   a HERMES_HOME not named `.hermes`); files under them count as the agent's own
  * @returns `{kind, reason}`, or undefined when an edit of the file is not risky for the agent
  */
-export function riskyConfigFile(path: string): RiskyConfig | undefined {
+export function riskyConfigFile(path: string, agentHomes: string[] = []): RiskyConfig | undefined {
   const p = path.replace(/\\/g, '/');
+  const homes = agentHomes.map((h) => h.replace(/\\/g, '/').replace(/\/+$/, '')).filter(Boolean);
   const base = p.replace(/^.*\//, '');
   const lower = base.toLowerCase();
   const segs = p.split('/');
   const inDir = (name: string): boolean => segs.slice(0, -1).some((s) => s === name);
 
   // Hermes: ~/.hermes (or a HERMES_HOME named hermes) config, secrets, personality, skills
-  const hermes = segs.slice(0, -1).some((s) => s === '.hermes' || s === 'hermes-home');
+  const hermes = segs.slice(0, -1).some((s) => s === '.hermes' || s === 'hermes-home') || homes.some((h) => p.startsWith(h + '/'));
   if (segs.some((s, i) => s === 'skills' && i < segs.length - 1) && (hermes || /(^|\/)skills\/.*\/SKILL\.md$/i.test(p) || lower === 'skill.md')) {
     return { kind: 'agent', reason: 'An agent skill: the agent loads and may run it; a broken skill changes what the agent does.' };
   }

@@ -21,6 +21,7 @@ export interface Pipeline {
  * @returns the text before the comment, right-trimmed
  */
 export function stripComment(s: string): string {
+  if (!s.includes('#')) return s.trimEnd();
   let q: string | null = null;
   let depth = 0;
   for (let i = 0; i < s.length; i++) {

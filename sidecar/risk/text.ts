@@ -35,12 +35,36 @@ export function lines(text: string): string[] {
   return text.split(/\r?\n/);
 }
 
+/** Collapse runs of whitespace to one space and trim (fast when there are none). */
+function collapse(s: string): string {
+  return /\s\s|[\t\r\n\f\v]/.test(s) ? s.replace(/\s+/g, ' ').trim() : s.trim();
+}
+
 /** Number lines 1-based. */
 export function numbered(all: string[], first = 1): NumberedLine[] {
   return all.map((s, k) => ({ n: k + first, s }));
 }
 
 const HEREDOC = /<<(-?)\s*(['"]?)([A-Za-z_][A-Za-z0-9_]*)\2/;
+/** How far a quoted string may run over lines before the line is taken on its own (a stray `'` in prose). */
+const MAX_QUOTED_LINES = 40;
+
+/** Whether shell text ends inside an unterminated '…' or "…" (a `#` comment outside quotes ends the check). */
+export function unterminatedQuote(s: string): boolean {
+  let q: string | null = null;
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i];
+    if (q) {
+      if (c === '\\' && q === '"') i++;
+      else if (c === q) q = null;
+      continue;
+    }
+    if (c === '\\') i++;
+    else if (c === "'" || c === '"') q = c;
+    else if (c === '#' && (i === 0 || /\s/.test(s[i - 1]))) return false;
+  }
+  return q !== null;
+}
 const SHELL_NAMES = new Set(['sh', 'bash', 'zsh', 'dash', 'ksh', 'ash']);
 
 /**
@@ -81,8 +105,8 @@ export function shellCommands(src: NumberedLine[], prefix?: (s: string, continui
     const parts: string[] = [];
     let endN = startN;
     for (;;) {
-      const t = raw.replace(/\s+$/, '');
-      const cont = /(^|[^\\])(\\\\)*\\$/.test(t);
+      const t = raw.trimEnd();
+      const cont = t.endsWith('\\') && /(^|[^\\])(\\\\)*\\$/.test(t);
       if (!t.trim().startsWith('#') || parts.length === 0) parts.push(cont ? t.slice(0, -1) : t);
       i++;
       if (!cont || i >= src.length) break;
@@ -91,8 +115,24 @@ export function shellCommands(src: NumberedLine[], prefix?: (s: string, continui
       endN = src[i].n;
       raw = next;
     }
-    const text = stripComment(parts.map((p) => p.trim()).join(' ')).replace(/\s+/g, ' ').trim();
-    const hd = HEREDOC.exec(text);
+    let joined = parts.length === 1 ? parts[0].trim() : parts.map((p) => p.trim()).join(' ');
+    // a quoted string that goes on over the next lines (`echo "Run:` … `npm i -g x"`) is one command
+    if ((joined.includes('"') || joined.includes("'")) && !joined.startsWith('#') && unterminatedQuote(joined)) {
+      let acc = joined;
+      for (let k = i; k < src.length && k < i + MAX_QUOTED_LINES; k++) {
+        const next = prefix ? prefix(src[k].s, true) : src[k].s;
+        if (next === null) break;
+        acc += '\n' + next;
+        if (!unterminatedQuote(acc)) {
+          joined = acc;
+          endN = src[k].n;
+          i = k + 1;
+          break;
+        }
+      }
+    }
+    const text = collapse(stripComment(joined));
+    const hd = text.includes('<<') ? HEREDOC.exec(text) : null;
     if (hd && !/^\s*#/.test(text)) {
       const term = hd[3];
       const dash = hd[1] === '-';
@@ -140,6 +180,7 @@ export function markdownCommands(all: string[]): LogicalCommand[] {
       continue;
     }
     const indent = m[1].length;
+    const quoted = m[1].includes('>'); // a fence inside a > blockquote
     const fence = m[2];
     const lang = fenceLang(m[3]);
     const body: NumberedLine[] = [];
@@ -150,8 +191,8 @@ export function markdownCommands(all: string[]): LogicalCommand[] {
         i++;
         break;
       }
-      const l = all[i];
-      body.push({ n: i + 1, s: l.slice(Math.min(indent, l.length - l.trimStart().length)) });
+      const l = quoted ? all[i].replace(/^\s*>\s?/, '') : all[i];
+      body.push({ n: i + 1, s: quoted ? l : l.slice(Math.min(indent, l.length - l.trimStart().length)) });
       i++;
     }
     if (CONSOLE_FENCES.has(lang)) out.push(...shellCommands(body, consolePrompt));

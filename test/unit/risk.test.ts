@@ -225,6 +225,24 @@ describe('risk scan', () => {
       ['hermes skills install official/research/arxiv', 'remote-code'],
       ['docker pull agent0ai/agent-zero:latest', 'remote-code'],
       ['docker compose -p hermes pull hermes', 'remote-code'],
+      ['powershell -ExecutionPolicy ByPass -c "irm https://example.com/install.ps1 | iex"', 'remote-code'],
+      ['sh <(curl -L https://example.com/nix/install) --daemon', 'remote-code'],
+      ['wget -qO- https://example.com/install.sh | ENV="$HOME/.bashrc" SHELL="$(which bash)" bash -', 'remote-code'],
+      ['npm create vite@latest my-app', 'remote-code'],
+      ['npm init playwright@latest', 'remote-code'],
+      ['uv python install 3.12', 'toolchain'],
+      ['pyenv install 3.12.4', 'toolchain'],
+      ['pixi add numpy', 'deps'],
+      ['code --install-extension ms-python.python', 'toolchain'],
+      ['gh extension install github/gh-copilot', 'toolchain'],
+      ['sudo cmake --install build', 'toolchain'],
+      ['sudo install -m 755 hermes /usr/local/bin/', 'toolchain'],
+      ['sudo curl -fsSLo /usr/local/bin/docker-compose https://example.com/dc', 'toolchain'],
+      ['wget -qO ~/.local/bin/jq https://example.com/jq', 'toolchain'],
+      ['softwareupdate -i -a', 'system'],
+      ['launchctl load ~/Library/LaunchAgents/x.plist', 'system'],
+      ['hermes skills tap add owner/repo', 'remote-code'],
+      ['hermes uninstall', 'system'],
       // chains: one command, the highest class
       ['apt-get install -y x && pip install y', 'system'],
       ['pip install -r r.txt && npm install -g y', 'toolchain'],
@@ -291,6 +309,15 @@ describe('risk scan', () => {
       ['pre-commit install', null],
       ['usermod -aG docker "$USER"', null],
       ['Set-ExecutionPolicy RemoteSigned -Scope CurrentUser', null],
+      ['npm init -y', null],
+      ['install -d ~/.config/x', null],
+      ['curl -fsSL -o /tmp/x.tgz https://example.com/x.tgz', null],
+      ['sudo add-apt-repository -y ppa:deadsnakes/ppa', null],
+      ["sudo sh -c 'echo \"deb https://example.com stable main\" > /etc/apt/sources.list.d/x.list'", null],
+      ['conda activate env', null],
+      ['docker run -it --rm -p 8080:80 agent0ai/agent-zero', null],
+      ['alias ni="npm install"', null],
+      ['grep -q "pip install" README.md', null],
     ];
     const wrong: string[] = [];
     for (const [cmd, want] of cases) {
@@ -384,6 +411,15 @@ describe('risk scan', () => {
     ]);
   });
 
+  it('keeps a quoted string that runs over several lines in one command (help text is not a command)', () => {
+    const text = ['usage() {', '  echo "Install the CLI first:', '    npm install -g example-cli', '  then run it"', '}', "python3 -c '", 'import os', 'os.system("pip install x")', "'", 'brew install jq'].join('\n');
+    assert.deepEqual(f('u.sh', text), [[10, 10, 'toolchain', 'brew install jq']]);
+    // a stray apostrophe in a fence does not swallow the rest of the block
+    assert.deepEqual(f('a.md', "```bash\nDon't run this twice\npip install x\n```\n"), [[3, 3, 'deps', 'pip install x']]);
+    // a quoted argument spanning lines belongs to the command that starts it
+    assert.deepEqual(f('c.sh', 'docker run -d --name x -e "A=1\nB=2" redis\n'), [[1, 2, 'system', 'docker run -d --name x -e "A=1 B=2" redis']]);
+  });
+
   it('handles CRLF line endings', () => {
     assert.deepEqual(f('w.sh', 'echo hi\r\nnpm install \\\r\n  left-pad\r\n'), [[2, 3, 'deps', 'npm install left-pad']]);
   });
@@ -430,6 +466,9 @@ describe('risk scan', () => {
       '```bash title="install.sh"', // 38
       'uv tool install x', // 39
       '```', // 40
+      '> ```sh', // 41
+      '> sudo snap install jq', // 42
+      '> ```', // 43
     ].join('\n');
     assert.deepEqual(f('README.md', md), [
       [4, 4, 'deps', 'npm install left-pad'],
@@ -442,6 +481,7 @@ describe('risk scan', () => {
       [31, 31, 'remote-code', 'irm https://example.com/i.ps1 | iex'],
       [32, 32, 'toolchain', 'winget install Git.Git'],
       [39, 39, 'toolchain', 'uv tool install x'],
+      [42, 42, 'system', 'sudo snap install jq'],
     ]);
   });
 

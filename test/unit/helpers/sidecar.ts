@@ -22,6 +22,7 @@ export function buildSidecar(): Promise<void> {
     platform: 'node',
     target: 'node20',
     format: 'cjs',
+    mainFields: ['module', 'main'], // as esbuild.mjs: jsonc-parser's UMD main does not bundle
     sourcemap: true,
     sourcesContent: false,
     logLevel: 'error',
