@@ -37,7 +37,8 @@ const common = {
   plugins: watch ? [problemMatcher] : [],
 };
 
-const node = { ...common, platform: 'node', target: 'node20', format: 'cjs' };
+// mainFields: prefer ESM entries (jsonc-parser's UMD `main` does not bundle).
+const node = { ...common, platform: 'node', target: 'node20', format: 'cjs', mainFields: ['module', 'main'] };
 
 const builds = [
   { ...node, entryPoints: ['extension/extension.ts'], outfile: 'out/extension.js', external: ['vscode'] },
