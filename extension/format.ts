@@ -152,3 +152,13 @@ export function displayLabel(rp: Pick<RestorePoint, 'label' | 'id' | 'kind' | 'r
   }
   return rp.label || rp.id;
 }
+
+/**
+ * One terminal command line for a CodeLens command. A lens over a block of consecutive risky lines
+ * carries the block's commands joined by "\n": they run as `a && b && c`, so the first failure
+ * stops the block (as `set -e` would) and its exit code is the one reported.
+ */
+export function commandLine(text: string): string {
+  const parts = text.split('\n').map((s) => s.trim()).filter(Boolean);
+  return parts.join(' && ');
+}

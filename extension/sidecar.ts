@@ -92,7 +92,7 @@ export class Sidecar implements vscode.Disposable {
     const debug: NodeModule = { ...run, options: { execArgv: ['--nolazy', '--inspect=6019'] } };
     const serverOptions: ServerOptions = { run, debug };
     const clientOptions: LanguageClientOptions = {
-      documentSelector: [{ scheme: 'file' }],
+      documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }, { scheme: 'vscode-notebook-cell' }],
       outputChannel: this.output,
       middleware: {
         provideCodeLenses: (doc, token, next) => (this.codeLensEnabled() ? next(doc, token) : []),

@@ -6,6 +6,7 @@
  * is asked whether it finished.
  */
 import * as vscode from 'vscode';
+import { commandLine } from './format';
 
 interface ShellExecution {
   readonly commandLine?: { value: string };
@@ -53,12 +54,14 @@ export interface RunOptions {
   assumeFinished?: boolean;
 }
 
+
 /**
  * Create a terminal in `cwd`, run `command`, resolve when it ends. Rejects on timeoutMs.
  * Source of the exit code: shell integration when available; otherwise a modal "Did the command
  * finish?" (exit code unknown).
  */
-export async function runInTerminal(command: string, opts: RunOptions): Promise<RunOutcome> {
+export async function runInTerminal(commandText: string, opts: RunOptions): Promise<RunOutcome> {
+  const command = commandLine(commandText);
   const w = vscode.window as WindowWithShellIntegration;
   const terminal = vscode.window.createTerminal({ name: opts.name ?? 'AgentKeep', cwd: opts.cwd }) as TerminalWithShellIntegration;
   terminal.show(true);

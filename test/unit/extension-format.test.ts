@@ -1,6 +1,6 @@
 /** Pure formatting helpers of the extension (extension/format.ts). */
 import * as assert from 'node:assert/strict';
-import { describeLoss, displayLabel, entryTitle, formatAge, formatBytes, formatReason, samplePaths, shortReason, statusBarText } from '../../extension/format';
+import { commandLine, describeLoss, displayLabel, entryTitle, formatAge, formatBytes, formatReason, samplePaths, shortReason, statusBarText } from '../../extension/format';
 
 const NOW = Date.parse('2026-11-30T12:00:00Z');
 const ago = (s: number) => new Date(NOW - s * 1000).toISOString();
@@ -59,5 +59,10 @@ describe('extension/format', () => {
     assert.equal(formatBytes(300 * 1024 * 1024), '300 MB');
     assert.equal(entryTitle('\n  first line  \nsecond'), 'first line');
     assert.equal(entryTitle('x'.repeat(100), 10), `${'x'.repeat(9)}…`);
+  });
+  it('runs a CodeLens block of several commands as one && chain, a single command as it is', () => {
+    assert.equal(commandLine('npm install --no-audit left-pad@1.3.0'), 'npm install --no-audit left-pad@1.3.0');
+    assert.equal(commandLine('apt-get install -y jq\n  pip install requests\n'), 'apt-get install -y jq && pip install requests');
+    assert.equal(commandLine('cd web || exit 1\nnpm ci'), 'cd web || exit 1 && npm ci');
   });
 });
