@@ -26,7 +26,7 @@ stage() { # name, command...
 stage lint npm run --silent lint
 stage build npm run --silent build
 stage unit npx mocha
-stage host bash scripts/setup-host.sh
+stage host bash scripts/setup-host.sh --with-chromium
 stage exthost bash scripts/test-exthost.sh
 stage e2e bash scripts/test-e2e.sh
 echo "tests: $passed passed, $failed failed"

@@ -3,5 +3,5 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 node esbuild.mjs
-bash scripts/setup-host.sh
+bash scripts/setup-host.sh --with-chromium
 exec npx tsx scripts/test-e2e.ts

@@ -25,7 +25,9 @@ export function size(n: number): string {
 }
 
 /** Left-aligned columns separated by two spaces; the last column is not padded. */
-export function table(rows: string[][]): string {
+export function table(input: string[][]): string {
+  // one row per line: control characters (a newline in a label) would break the columns
+  const rows = input.map((r) => r.map((c) => c.replace(/[\u0000-\u001f\u007f]+/g, ' ')));
   const widths: number[] = [];
   for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, [...c].length)));
   return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c + ' '.repeat(widths[i] - [...c].length))).join('  ').trimEnd()).join('\n');

@@ -127,11 +127,14 @@ function program(ctx: Ctx): Command {
     .description('make the target identical to a restore point again (the current state is captured first)')
     .argument('<id>', 'restore point id (see: restore-point list)')
     .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
-    .addOption(new Option('--scope <scope>', 'what to put back').choices(['machine', 'agent', 'both']).makeOptionMandatory())
+    .addOption(new Option('--scope <scope>', 'what to put back').choices(['machine', 'agent', 'both']))
     .option('--store <store>', 'memory store (repeatable); default: the stores captured in the restore point', collect, [])
     .option('--yes', 'do not ask for confirmation')
     .option('--json', 'print the result as JSON')
     .action(async (id: string, o: { target: string; scope: 'machine' | 'agent' | 'both'; store: string[]; yes?: boolean }, cmd: Command) => {
+      if (!o.scope) {
+        throw new UsageError('InvalidParams', 'restore needs --scope.', 'Choose --scope both (files and agent memory), machine (files, keeping the current memory) or agent (memory only).');
+      }
       const asJson = json(cmd);
       const c = core(cmd);
       const stores = o.store.length ? o.store : undefined;
@@ -187,6 +190,7 @@ function program(ctx: Ctx): Command {
     .option('--json', 'print {stores: [...]} as JSON')
     .action(async (o: { store: string[] }, cmd: Command) => {
       const asJson = json(cmd);
+      if (o.store.length === 0) throw new UsageError('InvalidParams', 'memory list needs a store.', 'Add --store hermes:/abs/path/to/.hermes (repeatable).');
       const r = await core(cmd).listMemory({ stores: o.store });
       if (asJson) printJson(ctx, r);
       else ctx.io.out(memoryTable(r.stores));
@@ -204,6 +208,10 @@ function program(ctx: Ctx): Command {
       for (const f of files) {
         let text: string;
         try {
+          // stat first: reading a FIFO or a device would block or never end
+          const st = await fs.stat(f);
+          if (st.isDirectory()) throw Object.assign(new Error('is a directory'), { code: 'EISDIR' });
+          if (!st.isFile()) throw Object.assign(new Error('it is not a regular file (a FIFO, socket or device)'), { code: 'ENOTREG' });
           text = await fs.readFile(f, 'utf8');
         } catch (e) {
           const code = (e as NodeJS.ErrnoException).code;

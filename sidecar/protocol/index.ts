@@ -67,9 +67,9 @@ export type ErrorData = z.infer<typeof ErrorData>;
 
 export const Target = z
   .string()
-  .min(1)
+  .min(1, 'the target is empty: give one such as dir:/abs/path')
   .describe('Target URI: dir:/abs/path (embedded default); later btrfs:, qemu:, proxmox://');
-export const Store = z.string().min(1).describe('Memory store: <kind>:/abs/path, e.g. hermes:/home/me/.hermes');
+export const Store = z.string().min(1, 'the store is empty: give one such as hermes:/abs/path/to/.hermes').describe('Memory store: <kind>:/abs/path, e.g. hermes:/home/me/.hermes');
 export const Scope = z.enum(['machine', 'agent', 'both']).describe(
   'What a restore puts back: machine (files/packages, keeping current agent state), agent (only agent-state files), both',
 );

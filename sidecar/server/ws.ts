@@ -39,9 +39,12 @@ export function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host) || host === '::ffff:127.0.0.1';
 }
 
+/** Shortest bearer token accepted: a guessable token on a listening socket is no protection. */
+export const MIN_TOKEN_CHARS = 16;
+
 /**
- * Read the bearer token: the trimmed content of `file`.
- * @throws AgentKeepError FileError when the file is missing, unreadable, empty, or readable by
+ * Read the bearer token: the trimmed content of `file`, at least MIN_TOKEN_CHARS characters.
+ * @throws AgentKeepError FileError when the file is missing, unreadable, empty, too short, or readable by
  *   group/others (hint: chmod 600).
  */
 export async function readTokenFile(file: string): Promise<string> {
@@ -62,6 +65,9 @@ export async function readTokenFile(file: string): Promise<string> {
   }
   if (!token) {
     throw new AgentKeepError('FileError', `Token file ${file} is empty.`, `Write a random secret into it: openssl rand -hex 32 > ${file}`);
+  }
+  if (token.length < MIN_TOKEN_CHARS) {
+    throw new AgentKeepError('FileError', `The token in ${file} is too short (${token.length} characters; at least ${MIN_TOKEN_CHARS} needed).`, `Write a random secret into it: openssl rand -hex 32 > ${file}`);
   }
   return token;
 }

@@ -203,6 +203,18 @@ describe('agentkeep CLI (real bin on real trees)', function () {
     assert.ok(JSON.parse(r.stdout).error.message);
   });
 
+  it('names the choices when --scope is missing, and the fix when memory list has no --store', async () => {
+    assertOneLineError(await ak('restore-point', 'restore', 'x', '--target', target, '--yes'), 2, /needs --scope.*both.*machine.*agent/);
+    assertOneLineError(await ak('memory', 'list'), 2, /needs a store.*--store hermes:/);
+  });
+
+  it('risk scan refuses a FIFO and a directory at once instead of blocking', async () => {
+    const fifo = path.join(tmp, 'pipe');
+    await new Promise<void>((resolve, reject) => spawn('mkfifo', [fifo]).on('close', (c) => (c === 0 ? resolve() : reject(new Error('mkfifo failed')))));
+    assertOneLineError(await ak('risk', 'scan', fifo), 1, /not a regular file/);
+    assertOneLineError(await ak('risk', 'scan', tmp), 1, /directory/);
+  });
+
   /** Run the bin on a real pseudo-terminal (util-linux `script`), answering the y/N prompt. */
   function onTty(args: string[], answer: string): Promise<{ code: number | null; output: string }> {
     const quote = (a: string): string => `'${a.replace(/'/g, `'\\''`)}'`;

@@ -135,7 +135,7 @@ describe('agentkeep serve --ws (WebSocket)', function () {
     assert.equal(await connectStatus(url, { Authorization: `Bearer ${token}` }), 101);
   });
 
-  it('refuses a missing, empty or world-readable token file with one clear line', async () => {
+  it('refuses a missing, empty, too short or world-readable token file with one clear line', async () => {
     let r = await runSidecar(['serve', '--ws', '127.0.0.1:0', '--token-file', path.join(tmp, 'none')]);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /^agentkeep: Token file .*none does not exist\. .*\n$/);
@@ -143,6 +143,10 @@ describe('agentkeep serve --ws (WebSocket)', function () {
     r = await runSidecar(['serve', '--ws', '127.0.0.1:0', '--token-file', path.join(tmp, 'empty')]);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /is empty/);
+    await fs.writeFile(path.join(tmp, 'short'), 'abc\n', { mode: 0o600 });
+    r = await runSidecar(['serve', '--ws', '127.0.0.1:0', '--token-file', path.join(tmp, 'short')]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /too short \(3 characters; at least 16 needed\).*openssl rand/);
     await fs.chmod(tokenFile, 0o644);
     r = await runSidecar(['serve', '--ws', '127.0.0.1:0', '--token-file', tokenFile]);
     assert.equal(r.code, 1);
