@@ -41,8 +41,8 @@ function reasonText(rp: RestorePoint): string {
 }
 
 /** Restore points, newest first: ID, AGE, STATUS, KIND, LABEL, REASON. */
-export function restorePointTable(points: RestorePoint[], now = Date.now()): string {
-  if (!points.length) return 'No restore points yet. Create one: agentkeep restore-point create --target T';
+export function restorePointTable(points: RestorePoint[], target: string, now = Date.now()): string {
+  if (!points.length) return `No restore points of ${target} yet. Create one: agentkeep restore-point create --target ${target}`;
   const sorted = [...points].sort((a, b) => Date.parse(b.createdAt) - Date.parse(a.createdAt));
   return table([['ID', 'AGE', 'STATUS', 'KIND', 'LABEL', 'REASON'], ...sorted.map((p) => [p.id, age(p.createdAt, now), p.status, p.kind, p.label, reasonText(p)])]);
 }

@@ -28,6 +28,7 @@ import { serveStdio } from '../server/stdio';
 import { parseHostPort, readTokenFile, serveWs } from '../server/ws';
 import type { CoreFactory } from '../server/session';
 import { changeSummary, createdLine, findingsTable, memoryTable, restorePointTable } from './format';
+import { guardSignals } from './signals';
 import { VERSION } from './version';
 
 /** Where the CLI writes; replaceable for tests. */
@@ -103,13 +104,23 @@ function program(ctx: Ctx): Command {
     .description('take a restore point of a target (and capture the agent state of each --store)')
     .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
     .option('--label <text>', 'a label for the restore point')
-    .option('--store <store>', 'memory store whose agent state is captured, e.g. hermes:/home/me/.hermes (repeatable)', collect, [])
+    .option('--store <store>', 'memory store whose agent state is captured, e.g. hermes:/home/me/.hermes (repeatable; default: the Hermes homes found in the target)', collect, [])
     .option('--json', 'print the restore point as JSON')
     .action(async (o: { target: string; label?: string; store: string[] }, cmd: Command) => {
       const asJson = json(cmd);
-      const rpnt = await core(cmd).createRestorePoint({ target: o.target, label: o.label, stores: o.store.length ? o.store : undefined, kind: 'manual' });
+      const guard = guardSignals('create', ctx.io, o.target);
+      let rpnt;
+      try {
+        rpnt = await ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal }).createRestorePoint({ target: o.target, label: o.label, stores: o.store.length ? o.store : undefined, kind: 'manual' });
+      } finally {
+        guard.dispose();
+      }
       if (asJson) printJson(ctx, rpnt);
-      else ctx.io.out(createdLine(rpnt));
+      else {
+        ctx.io.out(createdLine(rpnt));
+        const n = rpnt.machine.skipped ?? 0;
+        if (n) ctx.io.out(`Skipped ${n} socket/FIFO/device ${n === 1 ? 'entry' : 'entries'} (not captured; see docs/dir-backend.md).`);
+      }
     });
 
   rp.command('list')
@@ -120,7 +131,7 @@ function program(ctx: Ctx): Command {
       const asJson = json(cmd);
       const points = await core(cmd).listRestorePoints({ target: o.target });
       if (asJson) printJson(ctx, points);
-      else ctx.io.out(restorePointTable(points));
+      else ctx.io.out(restorePointTable(points, o.target));
     });
 
   rp.command('restore')
@@ -152,7 +163,14 @@ function program(ctx: Ctx): Command {
           throw new AgentKeepError('ConfirmationRequired', 'Restore cancelled; nothing was changed.', 'Answer y to restore, or pass --yes.');
         }
       }
-      const r = await c.restoreRestorePoint({ target: o.target, id, scope: o.scope, stores });
+      const guard = guardSignals('restore', ctx.io, o.target);
+      let r;
+      try {
+        const rc = ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal, onRestoreWriting: (u) => guard.writing(u.id) });
+        r = await rc.restoreRestorePoint({ target: o.target, id, scope: o.scope, stores });
+      } finally {
+        guard.dispose();
+      }
       if (asJson) {
         const { id: rid, label, createdAt, status, kind, target } = r.restored;
         printJson(ctx, { id: rid, label, createdAt, status, kind, target, scope: o.scope, restored: r.restored, undo: r.undo, changes: r.changes });

@@ -14,13 +14,14 @@ import { Methods, type ChangeSummary, type ParamsOf, type ProgressParams, type R
 import { backendFor, backends, type MachineBackend, type PathFilter } from '../machine';
 import { openStore, type MemoryStoreAdapter } from '../memory';
 import { AgentKeepError, asAgentKeepError } from './errors';
-import { isErrno, mapLimit, tempNameFor } from './fsutil';
+import { abortedError, isAbortedError, isErrno, mapLimit, tempNameFor, throwIfAborted } from './fsutil';
 import { Journal, isValidId, newRestorePointId } from './journal';
 import { acquireLock, isStale, pidAlive, type HeldLock, type LockInfo } from './lock';
 import { ObjectStore, hashFile } from './objects';
 import { StateLayout, checkStateDirVsTarget, ensureStateDir, isInside, resolveStateDir } from './state';
-import { checkTargetExists, parseTarget, type ParsedTarget } from './target';
+import { checkTargetExists, resolveTarget, type ParsedTarget } from './target';
 import type { CoreApi, CoreOptions } from './service';
+import { compareCaptures, DEFAULT_READ_MAX_BYTES, encodeContent, normalizeRelPath, tooLarge } from './compare';
 
 /** The sidecar version (from package.json, inlined by the bundler). */
 export const VERSION: string = packageVersion;
@@ -94,13 +95,18 @@ export class Core implements CoreApi {
   // ------------------------------------------------------------------------------------------
   // plumbing
 
-  /** Parse the target, refuse a state dir inside it, create the state dir, bind backend and journal. */
-  private async open(targetSpec: string, mustExist = true): Promise<TargetCtx> {
-    const target = parseTarget(targetSpec);
+  /**
+   * Parse the target (keyed by the realpath of its directory), refuse a state dir inside it, create
+   * the state dir, bind backend and journal. `sweep` removes temp objects of dead writers first
+   * (create, restore and delete do).
+   */
+  private async open(targetSpec: string, mustExist = true, sweep = false): Promise<TargetCtx> {
+    const target = await resolveTarget(targetSpec);
     await checkStateDirVsTarget(this.stateDir, target.path);
     if (mustExist) await checkTargetExists(target);
     await ensureStateDir(this.layout);
     await this.objects.init();
+    if (sweep) await this.objects.sweepTemps();
     const backend = backendFor({ target, layout: this.layout, objects: this.objects });
     return { target, backend, journal: new Journal(this.layout.journalDir(target.key), target.spec) };
   }
@@ -118,7 +124,7 @@ export class Core implements CoreApi {
    * for a running garbage collection, so GC never removes an object this operation is about to use.
    */
   private async withTarget<T>(t: TargetCtx, op: string, writesObjects: boolean, fn: () => Promise<T>): Promise<T> {
-    const lock = await acquireLock(this.layout.targetLock(t.target.key), { op, what: `Target ${t.target.spec}`, timeoutMs: this.lockTimeoutMs });
+    const lock = await acquireLock(this.layout.targetLock(t.target.key), { op, what: `Target ${t.target.spec}`, timeoutMs: this.lockTimeoutMs, signal: this.opts.signal });
     let marker: string | undefined;
     try {
       if (writesObjects) {
@@ -228,13 +234,14 @@ export class Core implements CoreApi {
   }
 
   /** Capture the agent-state files of each store into the object store. */
-  private async captureStores(stores: MemoryStoreAdapter[], progress: Progress): Promise<AgentCapture[]> {
+  private async captureStores(stores: MemoryStoreAdapter[], progress: Progress, abortWhat: string): Promise<AgentCapture[]> {
     const out: AgentCapture[] = [];
     for (const s of stores) {
       await s.check();
       const files = await s.agentStateFiles();
       progress.report('capture', `Capturing agent state of ${s.spec}`, 0, files.length);
       const captured = await mapLimit(files, 8, async (rel) => {
+        throwIfAborted(this.opts.signal, abortWhat);
         try {
           const r = await this.objects.putFile(path.join(s.root, ...rel.split('/')));
           return { path: rel, size: r.size, hash: r.hash };
@@ -252,12 +259,45 @@ export class Core implements CoreApi {
     return (specs ?? []).map((s) => openStore(s));
   }
 
+  /**
+   * Hermes homes found in a target, for a create that names no stores: the target itself when it is
+   * a Hermes home (memories/, or config.yaml and SOUL.md), `<target>/.hermes`, and every
+   * `<target>/.hermes/profiles/<name>` that is one (HermesStore.check passes).
+   */
+  async detectStores(targetPath: string): Promise<MemoryStoreAdapter[]> {
+    const out: MemoryStoreAdapter[] = [];
+    const isDir = (p: string): Promise<boolean> => fs.stat(p).then((st) => st.isDirectory(), () => false);
+    const exists = (p: string): Promise<boolean> => fs.lstat(p).then(() => true, () => false);
+    const ok = async (home: string): Promise<MemoryStoreAdapter | undefined> => {
+      const s = openStore(`hermes:${home}`);
+      return (await s.check().then(() => true, () => false)) ? s : undefined;
+    };
+    const rootLooksHermes =
+      (await isDir(path.join(targetPath, 'memories'))) || ((await exists(path.join(targetPath, 'config.yaml'))) && (await exists(path.join(targetPath, 'SOUL.md'))));
+    const candidates = rootLooksHermes ? [targetPath] : [];
+    const dot = path.join(targetPath, '.hermes');
+    if (await isDir(dot)) {
+      candidates.push(dot);
+      const profiles = path.join(dot, 'profiles');
+      const names = await fs.readdir(profiles).catch(() => [] as string[]);
+      for (const n of names.sort()) candidates.push(path.join(profiles, n));
+    }
+    for (const c of candidates) {
+      const s = await ok(c);
+      if (s) out.push(s);
+    }
+    return out;
+  }
+
   /** Create a restore point; the caller holds the target lock. */
   private async createLocked(
     t: TargetCtx,
     p: { label?: string; kind?: RestorePoint['kind']; reason?: RestorePoint['reason']; stores: MemoryStoreAdapter[]; pairOf?: string; restoredFrom?: string },
     progress: Progress,
+    abortWhat = 'the restore point was not created; nothing in the target was changed',
   ): Promise<RestorePoint> {
+    const signal = this.opts.signal;
+    throwIfAborted(signal, abortWhat);
     const started = Date.now();
     let id = newRestorePointId();
     while (await t.journal.has(id)) id = newRestorePointId();
@@ -268,15 +308,27 @@ export class Core implements CoreApi {
         ? last
         : (await t.journal.list()).find((r) => r.machine.backend === t.backend.name && r.status !== 'failed')?.id;
     progress.report('scan', STAGE_TEXT.scan, 0);
-    const info = await t.backend.create(id, {
-      parentId,
-      progress: (stage, done, total) => progress.report(stage, STAGE_TEXT[stage] ?? stage, done, total),
-    });
+    let info: Awaited<ReturnType<MachineBackend['create']>>;
+    try {
+      info = await t.backend.create(id, {
+        parentId,
+        signal,
+        progress: (stage, done, total) => progress.report(stage, STAGE_TEXT[stage] ?? stage, done, total),
+      });
+    } catch (e) {
+      if (!isAbortedError(e)) throw e;
+      // Interrupted (CLI signal): drop temp objects of this instance (a server never aborts, so
+      // concurrent creates of other targets on this instance are not affected).
+      await this.objects.removeOwnTemps();
+      throw abortedError(abortWhat);
+    }
     let agent: AgentCapture[];
     try {
-      agent = await this.captureStores(p.stores, progress);
+      agent = await this.captureStores(p.stores, progress, abortWhat);
+      throwIfAborted(signal, abortWhat);
     } catch (e) {
       await t.backend.delete(id).catch(() => undefined);
+      if (isAbortedError(e)) await this.objects.removeOwnTemps();
       throw e;
     }
     const createdAt = new Date().toISOString();
@@ -289,7 +341,14 @@ export class Core implements CoreApi {
       status: 'ready',
       kind,
       ...(p.reason ? { reason: p.reason } : {}),
-      machine: { backend: t.backend.name, files: info.files, bytes: info.bytes, newBytes: info.newBytes + 0, durationMs: Date.now() - started },
+      machine: {
+        backend: t.backend.name,
+        files: info.files,
+        bytes: info.bytes,
+        newBytes: info.newBytes + 0,
+        durationMs: Date.now() - started,
+        ...(info.skipped ? { skipped: info.skipped } : {}),
+      },
       agent,
       ...(p.pairOf ? { pairOf: p.pairOf } : {}),
       ...(p.restoredFrom ? { restoredFrom: p.restoredFrom } : {}),
@@ -319,6 +378,7 @@ export class Core implements CoreApi {
     for (const { s, cap, current } of plans) {
       const want = new Map(cap.files.map((f) => [f.path, f]));
       for (const f of cap.files) {
+        throwIfAborted(this.opts.signal, 'the restore was stopped part-way');
         const abs = path.join(s.root, ...f.path.split('/'));
         const st = await fs.lstat(abs).catch(() => undefined);
         if (st?.isFile() && (await hashFile(abs)) === f.hash) continue;
@@ -337,6 +397,7 @@ export class Core implements CoreApi {
       }
       for (const rel of current) {
         if (want.has(rel)) continue;
+        throwIfAborted(this.opts.signal, 'the restore was stopped part-way');
         const abs = path.join(s.root, ...rel.split('/'));
         await fs.rm(abs, { force: true });
         changed.push(`${s.spec}:${rel}`);
@@ -378,13 +439,15 @@ export class Core implements CoreApi {
 
   /**
    * Create a restore point: machine snapshot of the target + capture of each store's agent-state
-   * files. Waits up to lockTimeoutMs for another create/restore of the same target.
+   * files. Without `stores` (absent, not `[]`) the Hermes homes found in the target are captured
+   * (detectStores), so a later restore with scope machine spares their memory. Waits up to
+   * lockTimeoutMs for another create/restore of the same target. CoreOptions.signal stops it.
    * @throws BadTarget, TargetNotFound, BadStateDir, BadStore, StoreNotFound, TargetBusy, FileError
    */
   async createRestorePoint(params: ParamsOf<'restorePointCreate'>): Promise<RestorePoint> {
     const p = validate(Methods.restorePointCreate.params, params, 'restorePoint.create');
-    const t = await this.open(p.target);
-    const stores = this.openStores(p.stores);
+    const t = await this.open(p.target, true, true);
+    const stores = p.stores ? this.openStores(p.stores) : await this.detectStores(t.target.path);
     const progress = new Progress(p.progressToken, this.opts.onProgress);
     const rp = await this.withTarget(t, 'create restore point', true, () =>
       this.createLocked(t, { label: p.label, kind: p.kind, reason: p.reason, stores, pairOf: p.pairOf }, progress),
@@ -416,6 +479,64 @@ export class Core implements CoreApi {
   }
 
   /**
+   * What changed from restore point `from` to restore point `to` of one target: the machine
+   * snapshots compared with each other (no scan of the live tree) and the agent-state captures of the
+   * stores both hold. Needs no lock: manifests and journal entries are written atomically.
+   * @throws RestorePointNotFound, CorruptSnapshot, BadTarget, Internal (backend cannot compare)
+   */
+  async compareRestorePoints(params: ParamsOf<'restorePointCompare'>): Promise<ChangeSummary> {
+    const p = validate(Methods.restorePointCompare.params, params, 'restorePoint.compare');
+    const t = await this.open(p.target, false);
+    const [a, b] = await Promise.all([t.journal.get(p.from), t.journal.get(p.to)]);
+    for (const rp of [a, b]) {
+      if (rp.machine.backend !== t.backend.name) {
+        throw new AgentKeepError('CorruptSnapshot', `Restore point ${rp.id} was made by backend "${rp.machine.backend}", not "${t.backend.name}".`, 'Compare restore points of the same target and backend.');
+      }
+    }
+    if (!t.backend.compare) {
+      throw new AgentKeepError('Internal', `The ${t.backend.name} backend cannot compare two snapshots.`, 'Use restorePoint.diff (compare with now) instead.');
+    }
+    const m = await t.backend.compare(a.id, b.id);
+    const same = (x: string, y: string): boolean => {
+      try {
+        return sameStore(x, openStore(y));
+      } catch {
+        return x === y;
+      }
+    };
+    return { ...m, agentChanged: compareCaptures(a.agent, b.agent, same) };
+  }
+
+  /**
+   * One file as it was at a restore point: `<store>:<rel>` from an agent-state capture, else a
+   * target-relative path of the machine snapshot. Content is utf8 text, or base64 for binary data.
+   * @throws RestorePointNotFound, InvalidParams (path with ".."), FileError (above maxBytes, default
+   *   2 MB), CorruptSnapshot (object missing), Internal (backend cannot read snapshots)
+   */
+  async readRestorePointFile(params: ParamsOf<'restorePointReadFile'>): Promise<ResultOf<'restorePointReadFile'>> {
+    const p = validate(Methods.restorePointReadFile.params, params, 'restorePoint.readFile');
+    const t = await this.open(p.target, false);
+    const rp = await t.journal.get(p.id);
+    const max = p.maxBytes ?? DEFAULT_READ_MAX_BYTES;
+    const cap = rp.agent.find((a) => p.path.startsWith(`${a.store}:`));
+    let file: { type: 'file' | 'symlink' | 'directory' | 'none'; size: number; data?: Buffer };
+    if (cap) {
+      const rel = normalizeRelPath(p.path.slice(cap.store.length + 1));
+      const f = cap.files.find((x) => x.path === rel);
+      if (!f) file = { type: 'none', size: 0 };
+      else if (f.size > max) throw tooLarge(p.path, f.size, max);
+      else file = { type: 'file', size: f.size, data: await this.objects.read(f.hash) };
+    } else {
+      if (!t.backend.readFile) {
+        throw new AgentKeepError('Internal', `The ${t.backend.name} backend cannot read files of a snapshot.`, 'Restore the restore point to see its files.');
+      }
+      file = await t.backend.readFile(rp.id, normalizeRelPath(p.path), max);
+    }
+    const enc = file.data ? encodeContent(file.data) : { encoding: 'utf8' as const, content: '' };
+    return { path: p.path, type: file.type, size: file.size, ...enc };
+  }
+
+  /**
    * Restore a restore point with a scope, after capturing the current state as a `pre-restore`
    * restore point (returned as `undo`). Scopes: `both` = the whole tree, then the agent-state
    * captures of the stores; `agent` = only the stores' agent-state files; `machine` = the tree except
@@ -426,12 +547,19 @@ export class Core implements CoreApi {
    */
   async restoreRestorePoint(params: ParamsOf<'restorePointRestore'>): Promise<ResultOf<'restorePointRestore'>> {
     const p = validate(Methods.restorePointRestore.params, params, 'restorePoint.restore');
-    const t = await this.open(p.target);
+    const t = await this.open(p.target, true, true);
     const progress = new Progress(p.progressToken, this.opts.onProgress);
     const result = await this.withTarget(t, `restore ${p.id}`, true, async () => {
       const rp = await t.journal.get(p.id);
       const scope: Scope = p.scope;
       const stores = this.openStores(p.stores ?? rp.agent.map((a) => a.store));
+      if (scope === 'agent' && !stores.length) {
+        throw new AgentKeepError(
+          'BadStore',
+          `Restore point ${rp.id} has no agent-state capture, so scope agent has nothing to restore (nothing was changed).`,
+          `Restore it with --scope machine or --scope both, or pick a restore point that captured a store (agentkeep restore-point list --target ${t.target.spec}).`,
+        );
+      }
       if (scope !== 'machine') for (const s of stores) if (!findCapture(rp, s)) throw noCapture(rp, s);
       if (rp.machine.backend !== t.backend.name) {
         throw new AgentKeepError('CorruptSnapshot', `Restore point ${rp.id} was made by backend "${rp.machine.backend}", not "${t.backend.name}".`, 'Restore it with the target it was made for.');
@@ -439,7 +567,13 @@ export class Core implements CoreApi {
       // Capture what we are about to replace, so the restore can be undone.
       const capturable: MemoryStoreAdapter[] = [];
       for (const s of stores) if (await s.check().then(() => true, () => false)) capturable.push(s);
-      const undo = await this.createLocked(t, { kind: 'pre-restore', restoredFrom: rp.id, stores: capturable }, progress);
+      if (!capturable.length && !p.stores) capturable.push(...(await this.detectStores(t.target.path)));
+      const undo = await this.createLocked(t, { kind: 'pre-restore', restoredFrom: rp.id, stores: capturable }, progress, `the restore of ${rp.id} did not start; nothing in the target was changed`);
+      try {
+        this.opts.onRestoreWriting?.(undo);
+      } catch {
+        /* a failing listener must not break the restore */
+      }
       let changes: ChangeSummary = { added: [], removed: [], changed: [], agentChanged: [] };
       try {
         if (scope !== 'agent') {
@@ -447,12 +581,21 @@ export class Core implements CoreApi {
           const m = await t.backend.restore(rp.id, {
             currentId: undo.id,
             skip,
+            signal: this.opts.signal,
             progress: (stage, done, total) => progress.report(stage, STAGE_TEXT[stage] ?? stage, done, total),
           });
           changes = { ...m, agentChanged: [] };
         }
         if (scope !== 'machine') changes.agentChanged = await this.restoreAgent(rp, stores);
       } catch (e) {
+        const undoCmd = `agentkeep restore-point restore ${undo.id} --target ${t.target.spec} --scope both --yes`;
+        if (isAbortedError(e)) {
+          throw new AgentKeepError(
+            'Internal',
+            `Interrupted: the restore of ${rp.id} was stopped part-way, so ${t.target.path} is partly restored. The state before the restore was saved as restore point ${undo.id}.`,
+            `Undo with: ${undoCmd} (or run the restore of ${rp.id} again to finish it).`,
+          );
+        }
         const err = asAgentKeepError(e);
         throw new AgentKeepError(
           err.kind === 'CorruptSnapshot' ? 'CorruptSnapshot' : err.kind === 'FileError' ? 'FileError' : 'Internal',
@@ -477,7 +620,7 @@ export class Core implements CoreApi {
    */
   async deleteRestorePoint(params: ParamsOf<'restorePointDelete'>): Promise<ResultOf<'restorePointDelete'>> {
     const p = validate(Methods.restorePointDelete.params, params, 'restorePoint.delete');
-    const t = await this.open(p.target, false);
+    const t = await this.open(p.target, false, true);
     if (!isValidId(p.id)) await t.journal.get(p.id); // throws the clear error
     const res = await this.withTarget(t, `delete ${p.id}`, false, async () => {
       await t.journal.remove(p.id);
@@ -518,7 +661,7 @@ export class Core implements CoreApi {
    */
   async agentStatus(params: ParamsOf<'agentStatus'>): Promise<ResultOf<'agentStatus'>> {
     const p = validate(Methods.agentStatus.params, params, 'agent.status');
-    const target = parseTarget(p.target);
+    const target = await resolveTarget(p.target);
     let reachable = true;
     let message: string | undefined;
     try {

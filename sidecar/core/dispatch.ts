@@ -17,6 +17,8 @@ const HANDLERS: { [K in MethodName]: (core: CoreApi, p: z.infer<(typeof Methods)
   restorePointCreate: (c, p) => c.createRestorePoint(p),
   restorePointList: (c, p) => c.listRestorePoints(p),
   restorePointDiff: (c, p) => c.diffRestorePoint(p),
+  restorePointCompare: (c, p) => c.compareRestorePoints(p),
+  restorePointReadFile: (c, p) => c.readRestorePointFile(p),
   restorePointRestore: (c, p) => c.restoreRestorePoint(p),
   restorePointDelete: (c, p) => c.deleteRestorePoint(p),
   restorePointKeep: (c, p) => c.keepRestorePoint(p),

@@ -5,15 +5,19 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
+import { AgentKeepError } from './errors';
 
 /** A temp name next to `file`: `.<base>.ak-tmp-<hex>` (hidden, same directory, so rename is atomic). */
 export function tempNameFor(file: string): string {
   return path.join(path.dirname(file), `.${path.basename(file)}.ak-tmp-${randomBytes(6).toString('hex')}`);
 }
 
-/** Whether a name is one of our temp names (left over by a crash). */
+/** The exact shape of tempNameFor's base names: `.<base>.ak-tmp-<12 hex>`. */
+export const TEMP_NAME_PATTERN = /^\..+\.ak-tmp-[0-9a-f]{12}$/s;
+
+/** Whether a base name is one of our temp names (tempNameFor; left over by a crash or an interrupt). */
 export function isTempName(name: string): boolean {
-  return /\.ak-tmp-[0-9a-f]{12}$/.test(name);
+  return TEMP_NAME_PATTERN.test(name);
 }
 
 /** fsync a directory so a rename inside it is durable (ignored where the platform refuses). */
@@ -81,16 +85,44 @@ export function isErrno(e: unknown, ...codes: string[]): boolean {
   return typeof e === 'object' && e !== null && codes.includes((e as NodeJS.ErrnoException).code ?? '');
 }
 
-/** Run `fn` over `items` with at most `limit` promises in flight; results in input order. */
+/**
+ * Run `fn` over `items` with at most `limit` promises in flight; results in input order. After the
+ * first failure no new item is started, and the call settles only once the calls in flight have
+ * settled (so a caller's cleanup never races a call still writing); then the first error is thrown.
+ */
 export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
   const out = new Array<R>(items.length);
   let next = 0;
+  let failed: { e: unknown } | undefined;
   const worker = async (): Promise<void> => {
-    while (next < items.length) {
+    while (!failed && next < items.length) {
       const i = next++;
-      out[i] = await fn(items[i], i);
+      try {
+        out[i] = await fn(items[i], i);
+      } catch (e) {
+        failed ??= { e };
+      }
     }
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  if (failed) throw failed.e;
   return out;
+}
+
+/**
+ * The error for an operation stopped by an AbortSignal (Ctrl+C / SIGTERM in the CLI).
+ * @param what what was stopped and what that means for the target, e.g. "nothing in the target was changed"
+ */
+export function abortedError(what: string): AgentKeepError {
+  return new AgentKeepError('Internal', `Interrupted: ${what}.`);
+}
+
+/** Throw abortedError(what) when `signal` is aborted. */
+export function throwIfAborted(signal: AbortSignal | undefined, what: string): void {
+  if (signal?.aborted) throw abortedError(what);
+}
+
+/** Whether an error is the one abortedError makes. */
+export function isAbortedError(e: unknown): boolean {
+  return e instanceof AgentKeepError && e.message.startsWith('Interrupted: ');
 }

@@ -8,7 +8,7 @@ import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { AgentKeepError } from './errors';
-import { isErrno } from './fsutil';
+import { isErrno, throwIfAborted } from './fsutil';
 
 /** Content of a lock file. */
 export interface LockInfo {
@@ -120,12 +120,14 @@ export async function tryLock(file: string, op: string): Promise<HeldLock | { ho
 /**
  * Take the lock `file`, waiting up to `timeoutMs` for another holder to release it.
  * @param what the locked thing for messages, e.g. "target dir:/x"
+ * @param signal stops the wait (abortedError)
  * @throws AgentKeepError TargetBusy naming the holder when the timeout passes.
  */
-export async function acquireLock(file: string, opts: { op: string; what: string; timeoutMs: number; pollMs?: number }): Promise<HeldLock> {
+export async function acquireLock(file: string, opts: { op: string; what: string; timeoutMs: number; pollMs?: number; signal?: AbortSignal }): Promise<HeldLock> {
   const deadline = Date.now() + opts.timeoutMs;
   let delay = Math.min(opts.pollMs ?? 25, 200);
   for (;;) {
+    throwIfAborted(opts.signal, `stopped while waiting for the lock of ${opts.what}; nothing was changed`);
     const r = await tryLock(file, opts.op);
     if ('release' in r) return r;
     if (Date.now() >= deadline) {

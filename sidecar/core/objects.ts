@@ -8,6 +8,12 @@ import { createReadStream, existsSync, mkdirSync, promises as fs, readFileSync, 
 import * as path from 'node:path';
 import { AgentKeepError } from './errors';
 import { isErrno } from './fsutil';
+import { pidAlive } from './lock';
+
+/** Temp objects older than this are removed even if their writer's pid is alive (pid reuse, another host). */
+export const TEMP_MAX_AGE_MS = 24 * 3600_000;
+/** Largest pid Linux hands out (pid_max limit); larger numbers in a temp name are not pids. */
+const MAX_PID = 4_194_304;
 
 /** Files up to this size are read into memory once (hash + write); larger ones are copied then hashed as a stream. */
 export const SMALL_FILE_LIMIT = 1 << 20;
@@ -34,6 +40,8 @@ export class ObjectStore {
   private readonly fanouts = new Set<string>();
   /** Objects being committed right now (two identical large files stored concurrently count once). */
   private readonly committing = new Set<string>();
+  /** Temp files of this instance that may exist (written, not yet renamed or removed). */
+  private readonly temps = new Set<string>();
   constructor(readonly dir: string) {}
 
   /** Path of an object. */
@@ -45,8 +53,51 @@ export class ObjectStore {
     return path.join(this.dir, 'tmp');
   }
 
+  /** A new temp path `objects/tmp/<pid>-<12 hex>` (the pid tells sweepTemps whether its writer is alive); tracked until released. */
   private tmpPath(): string {
-    return path.join(this.tmpDir, `${Date.now()}-${randomBytes(6).toString('hex')}`);
+    const p = path.join(this.tmpDir, `${process.pid}-${randomBytes(6).toString('hex')}`);
+    this.temps.add(p);
+    return p;
+  }
+
+  /**
+   * Remove the temp files this instance is still writing or left behind (after an interrupt). Writes
+   * in flight fail afterwards and clean up after themselves.
+   */
+  async removeOwnTemps(): Promise<void> {
+    const all = [...this.temps];
+    this.temps.clear();
+    await Promise.all(all.map((t) => fs.rm(t, { force: true }).catch(() => undefined)));
+  }
+
+  /**
+   * Remove temp files left by writers that are gone: `<pid>-<hex>` whose pid is not a live process
+   * on this host, any name of another shape (an older version's), and anything older than 24 h.
+   * Called at the start of every create, restore and delete. Returns how many were removed.
+   */
+  async sweepTemps(now = Date.now()): Promise<number> {
+    let names: string[];
+    try {
+      names = await fs.readdir(this.tmpDir);
+    } catch {
+      return 0;
+    }
+    let n = 0;
+    for (const name of names) {
+      const p = path.join(this.tmpDir, name);
+      if (this.temps.has(p)) continue;
+      const m = /^(\d+)-[0-9a-f]+$/.exec(name);
+      const pid = m ? Number(m[1]) : NaN;
+      let dead = !(pid > 0 && pid <= MAX_PID) || !pidAlive(pid);
+      if (!dead) {
+        const st = await fs.lstat(p).catch(() => undefined);
+        dead = !!st && now - st.mtimeMs > TEMP_MAX_AGE_MS;
+      }
+      if (!dead) continue;
+      await fs.rm(p, { force: true, recursive: true }).catch(() => undefined);
+      n++;
+    }
+    return n;
   }
 
   private async ensureFanout(hash: string): Promise<void> {
@@ -109,6 +160,8 @@ export class ObjectStore {
     } catch (e) {
       rmSync(tmp, { force: true });
       throw e;
+    } finally {
+      this.temps.delete(tmp);
     }
   }
 
@@ -130,6 +183,8 @@ export class ObjectStore {
     } catch (e) {
       await fs.rm(tmp, { force: true }).catch(() => undefined);
       throw e;
+    } finally {
+      this.temps.delete(tmp);
     }
   }
 
@@ -166,8 +221,8 @@ export class ObjectStore {
   }
 
   /**
-   * Delete every object not in `keep`; returns bytes freed. Temp files older than an hour (left by a
-   * crash) are removed too.
+   * Delete every object not in `keep`; returns bytes freed. Temp files of dead writers are removed
+   * too (sweepTemps).
    */
   async sweep(keep: Set<string>): Promise<{ freedBytes: number; removed: number }> {
     let freedBytes = 0;
@@ -181,11 +236,7 @@ export class ObjectStore {
     }
     for (const fo of fanouts) {
       if (fo === 'tmp') {
-        for (const n of await fs.readdir(this.tmpDir).catch(() => [] as string[])) {
-          const p = path.join(this.tmpDir, n);
-          const st = await fs.lstat(p).catch(() => undefined);
-          if (st && Date.now() - st.mtimeMs > 3600_000) await fs.rm(p, { force: true });
-        }
+        await this.sweepTemps();
         continue;
       }
       if (!/^[0-9a-f]{2}$/.test(fo)) continue;

@@ -13,6 +13,20 @@ export interface CoreOptions {
   onProgress?: (p: ProgressParams) => void;
   /** Restore points or memory changed (after create/restore/delete/keep). */
   onChanged?: (c: ChangedParams) => void;
+  /**
+   * Stops a create or restore of this instance (the CLI aborts it on Ctrl+C / SIGTERM). A create
+   * stops, removes its temp objects, writes no journal entry and releases the lock: the target is
+   * untouched. A restore stopped before the target is touched changes nothing; stopped while writing,
+   * it finishes no more files, removes its temp files in the target and throws an error whose hint is
+   * the command that restores the pre-restore point. Either way the error message starts with
+   * "Interrupted: " (kind Internal).
+   */
+  signal?: AbortSignal;
+  /**
+   * Called by a restore once its pre-restore point exists, just before the target is changed
+   * (the CLI prints the undo command from it when interrupted).
+   */
+  onRestoreWriting?: (undo: RestorePoint) => void;
 }
 
 /**
@@ -24,6 +38,8 @@ export interface CoreApi {
   createRestorePoint(p: ParamsOf<'restorePointCreate'>): Promise<RestorePoint>;
   listRestorePoints(p: ParamsOf<'restorePointList'>): Promise<RestorePoint[]>;
   diffRestorePoint(p: ParamsOf<'restorePointDiff'>): Promise<ChangeSummary>;
+  compareRestorePoints(p: ParamsOf<'restorePointCompare'>): Promise<ChangeSummary>;
+  readRestorePointFile(p: ParamsOf<'restorePointReadFile'>): Promise<ResultOf<'restorePointReadFile'>>;
   restoreRestorePoint(p: ParamsOf<'restorePointRestore'>): Promise<ResultOf<'restorePointRestore'>>;
   deleteRestorePoint(p: ParamsOf<'restorePointDelete'>): Promise<ResultOf<'restorePointDelete'>>;
   keepRestorePoint(p: ParamsOf<'restorePointKeep'>): Promise<RestorePoint>;

@@ -1,10 +1,11 @@
 /**
  * The sidecar's state dir: where the journal, the object store, the dir-backend manifests and the
- * locks live. Layout (all below the state dir):
+ * locks live. <targetKey> = first 16 hex chars of sha256("dir:" + realpath of the target directory).
+ * Layout (all below the state dir):
  *   journal/<targetKey>/target.json        {target} of this journal
  *   journal/<targetKey>/<id>.json          one restore point (RestorePoint JSON)
  *   objects/<hh>/<sha256>                  content-addressed objects, shared by every target
- *   objects/tmp/                           temp files of objects being written
+ *   objects/tmp/<pid>-<hex>                temp files of objects being written (swept when <pid> is dead or after 24 h)
  *   dir/<targetKey>/<snapshotId>.json      dir-backend manifests
  *   locks/<targetKey>.lock                 target lock (create/restore/delete)
  *   locks/gc.lock, locks/inflight/         garbage-collection handshake

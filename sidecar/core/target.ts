@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { AgentKeepError } from './errors';
+import { realpathLoose } from './state';
 
 /** A parsed target. */
 export interface ParsedTarget {
@@ -29,9 +30,9 @@ export function targetKey(spec: string): string {
 
 /**
  * Parse a target string (no I/O).
- * @param spec e.g. `dir:/home/me/.hermes` (`dir:///abs` is accepted too)
+ * @param spec e.g. `dir:/home/me/.hermes` (the URL forms `dir:///abs` and `dir://localhost/abs` are accepted too)
  * @throws AgentKeepError BadTarget for an empty or relative path, a missing scheme, or an unknown or
- *   not-yet-supported scheme; the hint shows the correct form.
+ *   not-yet-supported scheme, or a host (`dir://host/x`); the hint shows the correct form.
  */
 export function parseTarget(spec: string): ParsedTarget {
   const s = typeof spec === 'string' ? spec.trim() : '';
@@ -53,7 +54,17 @@ export function parseTarget(spec: string): ParsedTarget {
     }
     throw new AgentKeepError('BadTarget', `Unknown target scheme "${scheme}:" in "${s}".`, FORM);
   }
-  if (rest.startsWith('//')) rest = rest.slice(2);
+  if (rest.startsWith('//')) {
+    // URL form: dir:///abs (empty host) or dir://localhost/abs; any other host is a mistake.
+    const slash = rest.indexOf('/', 2);
+    const host = slash < 0 ? rest.slice(2) : rest.slice(2, slash);
+    const tail = slash < 0 ? '' : rest.slice(slash);
+    if (host && host.toLowerCase() !== 'localhost') {
+      const guess = `/${rest.slice(2)}`.replace(/\/+$/, '') || '/';
+      throw new AgentKeepError('BadTarget', `dir: takes a path, not a host ("${host}" in "${s}").`, `Use dir:${guess} (one slash), or dir:///abs/path.`);
+    }
+    rest = tail;
+  }
   if (!rest) throw new AgentKeepError('BadTarget', `Target "${s}" has an empty path.`, FORM);
   if (rest.startsWith('~')) {
     throw new AgentKeepError('BadTarget', `Target path "${rest}" uses "~", which is not expanded.`, `Write the absolute path, e.g. dir:${path.join('/home/me', rest.slice(1))}.`);
@@ -65,6 +76,20 @@ export function parseTarget(spec: string): ParsedTarget {
   if (p.length > 1 && p.endsWith(path.sep)) p = p.slice(0, -1);
   const norm = `dir:${p}`;
   return { backend: 'dir', path: p, spec: norm, key: targetKey(norm) };
+}
+
+/**
+ * Parse a target string and key it by the real path of its directory: two spellings of the same
+ * directory (a symlinked path, a bind of the same path through a symlinked parent) share one journal,
+ * one lock and one set of snapshots. `spec` and `path` stay as the user wrote them (for display and
+ * for the operations); only `key` comes from the realpath. A path that does not exist yet is keyed by
+ * the realpath of its nearest existing ancestor joined with the rest.
+ * @throws AgentKeepError BadTarget as parseTarget.
+ */
+export async function resolveTarget(spec: string): Promise<ParsedTarget> {
+  const t = parseTarget(spec);
+  const real = await realpathLoose(t.path);
+  return real === t.path ? t : { ...t, key: targetKey(`dir:${real}`) };
 }
 
 /**

@@ -36,6 +36,8 @@ export interface SnapshotInfo {
   bytes: number;
   /** Bytes newly stored (the rest was deduplicated). */
   newBytes: number;
+  /** Entries found but not captured (dir: sockets, FIFOs, device files). */
+  skipped?: number;
 }
 
 /** Differences between a snapshot and now, as target-relative POSIX paths (sorted). */
@@ -46,6 +48,16 @@ export interface MachineChanges {
   removed: string[];
   /** Content, mode, type or link target differ. */
   changed: string[];
+}
+
+/** One path of a snapshot as restorePoint.readFile sees it. */
+export interface SnapshotFile {
+  /** none: the snapshot does not hold the path. */
+  type: 'file' | 'symlink' | 'directory' | 'none';
+  /** Bytes of the content (0 for directory and none). */
+  size: number;
+  /** The content of a file, the link text of a symlink. */
+  data?: Buffer;
 }
 
 /** Context every backend gets. */
@@ -64,19 +76,32 @@ export interface MachineBackend {
   check(): Promise<void>;
   /**
    * Take snapshot `snapshotId` of the target (the restore point id). `parentId` is a previous
-   * snapshot of the same target whose metadata may be reused (stat cache).
+   * snapshot of the same target whose metadata may be reused (stat cache). `signal` stops it (no
+   * snapshot is recorded; fsutil's abortedError is thrown).
    */
-  create(snapshotId: string, opts: { parentId?: string; progress?: BackendProgress }): Promise<SnapshotInfo>;
+  create(snapshotId: string, opts: { parentId?: string; progress?: BackendProgress; signal?: AbortSignal }): Promise<SnapshotInfo>;
   /** Ids of the snapshots this backend holds for the target. */
   list(): Promise<string[]>;
   /**
    * Make the target identical to the snapshot (rollback), except for paths `skip` accepts.
    * `currentId` names a snapshot of the current state taken just before (used as stat cache).
+   * `signal` stops the restore between entries (the backend removes its partial writes, e.g. temp
+   * files, and throws fsutil's abortedError); what was already restored stays.
    * @throws AgentKeepError CorruptSnapshot when the snapshot is damaged.
    */
-  restore(snapshotId: string, opts: { currentId?: string; skip?: PathFilter; progress?: BackendProgress }): Promise<MachineChanges>;
+  restore(snapshotId: string, opts: { currentId?: string; skip?: PathFilter; progress?: BackendProgress; signal?: AbortSignal }): Promise<MachineChanges>;
   /** What differs between the snapshot and now (except paths `skip` accepts). */
   diff(snapshotId: string, opts: { skip?: PathFilter; cacheIds?: string[] }): Promise<MachineChanges>;
+  /**
+   * What changed from snapshot `fromId` to snapshot `toId` (added = only in `to`). Optional: a backend
+   * that cannot tell leaves it out and restorePoint.compare says so.
+   */
+  compare?(fromId: string, toId: string): Promise<MachineChanges>;
+  /**
+   * One path of a snapshot (target-relative POSIX path). Optional like compare.
+   * @throws AgentKeepError FileError when the file is larger than maxBytes, CorruptSnapshot when damaged.
+   */
+  readFile?(snapshotId: string, rel: string, maxBytes: number): Promise<SnapshotFile>;
   /** Delete a snapshot (not its shared objects; the core garbage-collects those). */
   delete(snapshotId: string): Promise<void>;
 }

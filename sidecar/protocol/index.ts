@@ -115,6 +115,11 @@ export const RestorePoint = z.object({
       bytes: z.number().int().describe('Logical size of the snapshot in bytes'),
       newBytes: z.number().int().describe('Bytes newly stored by this snapshot (the rest was deduplicated)'),
       durationMs: z.number().describe('How long the snapshot took, in milliseconds'),
+      skipped: z
+        .number()
+        .int()
+        .optional()
+        .describe('Entries found but not captured (dir backend: sockets, FIFOs, device files); absent when none'),
     })
     .describe('The machine snapshot'),
   agent: z.array(AgentCapture).describe('Agent-state captures, one per store'),
@@ -224,6 +229,33 @@ export const Methods = {
     'Record that the change after this restore point is kept (status kept). The restore point stays available.',
     z.object({ target: Target, id: z.string() }),
     RestorePoint,
+  ),
+  restorePointCompare: method(
+    'restorePoint.compare',
+    'What changed between two restore points of one target (e.g. the pre and post of a command): `added` = paths in `to` but not in `from`, `removed` = in `from` but not in `to`, `changed` = content, mode, type or link target differ; `agentChanged` = agent-state files (`<store>:<rel>`) that differ between their captures, for stores both captured.',
+    z.object({
+      target: Target,
+      from: z.string().describe('Id of the older restore point (the "before" side)'),
+      to: z.string().describe('Id of the newer restore point (the "after" side)'),
+    }),
+    ChangeSummary,
+  ),
+  restorePointReadFile: method(
+    'restorePoint.readFile',
+    'One file as it was at a restore point: a target-relative POSIX path from the machine snapshot, or `<store>:<rel>` (as in ChangeSummary.agentChanged) from an agent-state capture. A path the restore point does not hold answers type "none". Files larger than maxBytes are refused (file_error).',
+    z.object({
+      target: Target,
+      id: z.string(),
+      path: z.string().min(1, 'the path is empty: give a target-relative path such as workspace/package.json'),
+      maxBytes: z.number().int().positive().max(64 * 1024 * 1024).optional().describe('Largest content returned, in bytes (default 2 MB = 2097152)'),
+    }),
+    z.object({
+      path: z.string().describe('The path as asked'),
+      type: z.enum(['file', 'symlink', 'directory', 'none']).describe('none: the restore point does not hold this path'),
+      size: z.number().int().describe('Size in bytes (0 for directory and none; the link text length for a symlink)'),
+      encoding: z.enum(['utf8', 'base64']).describe('utf8 for valid UTF-8 text without NUL bytes; base64 otherwise'),
+      content: z.string().describe('The file content (a symlink: its target; directory/none: empty)'),
+    }),
   ),
   memoryList: method(
     'memory.list',

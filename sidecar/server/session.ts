@@ -141,6 +141,8 @@ export function lensBlocks(cmds: RiskyCommand[]): Array<{ line: number; endLine:
 /**
  * CodeLenses of a document: one "Snapshot & run" + "Run" pair per block of risky commands on consecutive
  * lines, on the block's first line. Commands of classes the filter leaves out are dropped before grouping.
+ * Lenses carry only a range and `data` ({kind: 'snapshot' | 'run', arg}); resolveCodeLens (below,
+ * `lensCommand`) fills in the command, so a client pays for commands only on the lenses it shows.
  * @param cmds the document's risky commands (cached by the caller per document version)
  */
 export function codeLensesFor(doc: TextDocument, filter: CodeLensFilter = 'all', cmds: RiskyCommand[] = riskyCommandsOf(doc)): CodeLens[] {
@@ -152,12 +154,27 @@ export function codeLensesFor(doc: TextDocument, filter: CodeLensFilter = 'all',
     const arg: LensArgument = { command: b.command, file, uri: doc.uri, line: b.line, endLine: b.endLine, class: b.class };
     const lineText = doc.getText({ start: { line: b.line - 1, character: 0 }, end: { line: b.line, character: 0 } }).replace(/\r?\n$/, '');
     const range = { start: { line: b.line - 1, character: 0 }, end: { line: b.line - 1, character: lineText.length } };
-    // commands are filled in right away (they cost nothing once the scan is done); `data` lets a client
-    // that drops them (range-only lenses) get them back from codeLens/resolve
-    lenses.push({ range, command: { title: '$(history) Snapshot & run', command: SNAPSHOT_AND_RUN_COMMAND, arguments: [arg] }, data: { kind: 'snapshot', arg } });
-    lenses.push({ range, command: { title: '$(play) Run', command: RUN_COMMAND, arguments: [arg] }, data: { kind: 'run', arg } });
+    // range-only lenses: the client asks codeLens/resolve for the command of each visible lens
+    lenses.push({ range, data: { kind: 'snapshot', arg } });
+    lenses.push({ range, data: { kind: 'run', arg } });
   }
   return lenses;
+}
+
+/**
+ * codeLens/resolve: fill in the command of a lens from codeLensesFor ("$(history) Snapshot & run" →
+ * agentkeep.snapshotAndRun, "$(play) Run" → agentkeep.run, one LensArgument). A lens without our
+ * `data` is returned unchanged.
+ */
+export function resolveLens(lens: CodeLens): CodeLens {
+  if (lens.command) return lens;
+  const data = lens.data as { kind?: string; arg?: LensArgument } | undefined;
+  if (!data?.arg) return lens;
+  const command =
+    data.kind === 'run'
+      ? { title: '$(play) Run', command: RUN_COMMAND, arguments: [data.arg] }
+      : { title: '$(history) Snapshot & run', command: SNAPSHOT_AND_RUN_COMMAND, arguments: [data.arg] };
+  return { ...lens, command };
 }
 
 /**
@@ -210,17 +227,7 @@ export function serveConnection(connection: Connection, core: CoreApi, log: (msg
     return hit.lenses;
   });
 
-  connection.onCodeLensResolve((lens) => {
-    if (lens.command) return lens;
-    const data = lens.data as { kind?: string; arg?: LensArgument } | undefined;
-    if (data?.arg) {
-      lens.command =
-        data.kind === 'run'
-          ? { title: '$(play) Run', command: RUN_COMMAND, arguments: [data.arg] }
-          : { title: '$(history) Snapshot & run', command: SNAPSHOT_AND_RUN_COMMAND, arguments: [data.arg] };
-    }
-    return lens;
-  });
+  connection.onCodeLensResolve((lens) => resolveLens(lens));
 
   documents.onDidClose((e) => cache.delete(e.document.uri));
 

@@ -114,7 +114,7 @@ describe('core: restore scopes with a Hermes home inside the target', function (
   });
 
   it('scope agent with a store the restore point did not capture fails before touching anything', async () => {
-    const rp = await core.createRestorePoint({ target: s.target });
+    const rp = await core.createRestorePoint({ target: s.target, stores: [] }); // explicitly no store (no auto-detection)
     changeBoth();
     const now = describeTree(s.tree);
     await assert.rejects(core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'agent', stores: [store] }), (e: AgentKeepError) => {

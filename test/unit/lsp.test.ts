@@ -63,7 +63,8 @@ describe('agentkeep serve --stdio (LSP)', function () {
     await conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'shellscript', version: 1, text } });
     const lenses = (await conn.sendRequest('textDocument/codeLens', { textDocument: { uri } })) as CodeLens[];
     assert.equal(lenses.length, 2);
-    const resolved = await Promise.all(lenses.map((l) => (l.command ? l : (conn.sendRequest('codeLens/resolve', l) as Promise<CodeLens>))));
+    assert.ok(lenses.every((l) => !l.command), 'range-only lenses; commands come from codeLens/resolve');
+    const resolved = await Promise.all(lenses.map((l) => conn.sendRequest('codeLens/resolve', l) as Promise<CodeLens>));
     const arg = { command: 'npm install left-pad', file, uri, line: 3, endLine: 3, class: 'deps' };
     assert.deepEqual(
       resolved.map((l) => [l.range.start.line, l.command?.title, l.command?.command, l.command?.arguments]),
@@ -85,7 +86,8 @@ describe('agentkeep serve --stdio (LSP)', function () {
     // an untitled document gets its file kind from the languageId
     const untitled = 'untitled:Untitled-1';
     await conn.sendNotification('textDocument/didOpen', { textDocument: { uri: untitled, languageId: 'shellscript', version: 1, text: 'pip install requests\n' } });
-    const u = (await conn.sendRequest('textDocument/codeLens', { textDocument: { uri: untitled } })) as CodeLens[];
+    const uRanged = (await conn.sendRequest('textDocument/codeLens', { textDocument: { uri: untitled } })) as CodeLens[];
+    const u = await Promise.all(uRanged.map((l) => conn.sendRequest('codeLens/resolve', l) as Promise<CodeLens>));
     assert.equal(u.length, 2);
     assert.equal(u[0].command?.arguments?.[0].command, 'pip install requests');
     assert.equal(u[0].command?.arguments?.[0].uri, untitled);

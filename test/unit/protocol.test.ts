@@ -41,6 +41,8 @@ describe('protocol', () => {
       createRestorePoint: rec('createRestorePoint'),
       listRestorePoints: rec('listRestorePoints'),
       diffRestorePoint: rec('diffRestorePoint'),
+      compareRestorePoints: rec('compareRestorePoints'),
+      readRestorePointFile: rec('readRestorePointFile'),
       restoreRestorePoint: rec('restoreRestorePoint'),
       deleteRestorePoint: rec('deleteRestorePoint'),
       keepRestorePoint: rec('keepRestorePoint'),

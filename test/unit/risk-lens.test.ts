@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type CodeLens, type MessageConnection } from 'vscode-languageserver/node';
 import { TextDocument } from 'vscode-languageserver-textdocument';
-import { codeLensesFor, lensBlocks, parseCodeLensFilter } from '../../sidecar/server/session';
+import { codeLensesFor, lensBlocks, parseCodeLensFilter, resolveLens } from '../../sidecar/server/session';
 import { scanCommands } from '../../sidecar/risk';
 import { buildSidecar, startSidecar } from './helpers/sidecar';
 
@@ -65,7 +65,9 @@ describe('risk CodeLens (LSP)', function () {
   async function lensesOf(name: string, languageId: string, text: string, uri = pathToFileURL(path.join(tmp, name)).href): Promise<Array<[number, string, Arg]>> {
     await conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId, version: version++, text } });
     const lenses = (await conn.sendRequest('textDocument/codeLens', { textDocument: { uri } })) as CodeLens[];
-    const resolved = await Promise.all(lenses.map((l) => (l.command ? l : (conn.sendRequest('codeLens/resolve', l) as Promise<CodeLens>))));
+    // range-only lenses: the commands come from codeLens/resolve, as in VS Code
+    assert.ok(lenses.every((l) => l.command === undefined && l.data), 'lenses are resolved lazily');
+    const resolved = await Promise.all(lenses.map((l) => conn.sendRequest('codeLens/resolve', l) as Promise<CodeLens>));
     return resolved.map((l) => [l.range.start.line, l.command!.title, l.command!.arguments![0] as Arg]);
   }
 
@@ -117,11 +119,10 @@ describe('risk CodeLens (LSP)', function () {
     assert.deepEqual([...new Set(got.map(([, , a]) => a.line))], [5]);
 
     await conn.sendNotification('workspace/didChangeConfiguration', { settings: { agentkeep: { codeLens: 'off' } } });
-    got = ((await conn.sendRequest('textDocument/codeLens', { textDocument: { uri } })) as CodeLens[]).map((l) => [l.range.start.line, '', l.command!.arguments![0] as Arg]);
-    assert.deepEqual(got, []);
+    assert.deepEqual(await conn.sendRequest('textDocument/codeLens', { textDocument: { uri } }), []);
     await conn.sendNotification('workspace/didChangeConfiguration', { settings: { agentkeep: { codeLens: 'all' } } });
     const all = (await conn.sendRequest('textDocument/codeLens', { textDocument: { uri } })) as CodeLens[];
-    assert.deepEqual([...new Set(all.map((l) => (l.command!.arguments![0] as Arg).line))], [1, 3, 5]);
+    assert.deepEqual([...new Set(all.map((l) => (l.data as { arg: Arg }).arg.line))], [1, 3, 5]);
     // the extension's boolean setting shape also works
     await conn.sendNotification('workspace/didChangeConfiguration', { settings: { agentkeep: { codeLens: { enabled: false } } } });
     assert.deepEqual(await conn.sendRequest('textDocument/codeLens', { textDocument: { uri } }), []);
@@ -182,7 +183,7 @@ describe('risk CodeLens helpers', () => {
       lensBlocks(scanCommands('a.sh', text)).map((b) => [b.line, b.endLine, b.class]),
       [[1, 3, 'toolchain']],
     );
-    const lenses = codeLensesFor(doc, ['deps']);
+    const lenses = codeLensesFor(doc, ['deps']).map(resolveLens);
     assert.deepEqual(
       lenses.map((l) => (l.command!.arguments![0] as Arg).line),
       [1, 1, 3, 3],

@@ -107,7 +107,8 @@ describe('agentkeep serve --ws (WebSocket)', function () {
     await conn.sendNotification('textDocument/didOpen', {
       textDocument: { uri, languageId: 'markdown', version: 1, text: '# Setup\n\n```bash\ncurl -fsSL https://example.com/i.sh | bash\n```\n' },
     });
-    const lenses = (await conn.sendRequest('textDocument/codeLens', { textDocument: { uri } })) as CodeLens[];
+    const ranged = (await conn.sendRequest('textDocument/codeLens', { textDocument: { uri } })) as CodeLens[];
+    const lenses = await Promise.all(ranged.map((l) => conn.sendRequest('codeLens/resolve', l) as Promise<CodeLens>));
     assert.deepEqual(
       lenses.map((l) => [l.range.start.line, l.command?.command, l.command?.arguments?.[0].class]),
       [

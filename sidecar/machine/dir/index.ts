@@ -3,16 +3,19 @@
  * deduplicated in the state dir's shared object store. Each snapshot is a manifest (see manifest.ts);
  * file contents are objects (sha256). Restore rewrites only what differs, each file as temp + rename
  * in its own directory; symlinks are restored as links (never followed), modes and mtimes are set.
+ * Temp files of an interrupted restore are never captured and are removed by the next restore.
+ * See docs/dir-backend.md.
  */
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { createHash } from 'node:crypto';
 import { AgentKeepError } from '../../core/errors';
-import { isErrno, mapLimit, tempNameFor } from '../../core/fsutil';
+import { isErrno, mapLimit, tempNameFor, throwIfAborted } from '../../core/fsutil';
 import { checkTargetExists } from '../../core/target';
 import type { StateLayout } from '../../core/state';
 import { hashFile, SMALL_FILE_LIMIT } from '../../core/objects';
-import type { BackendContext, BackendFactory, BackendProgress, MachineBackend, MachineChanges, PathFilter, SnapshotInfo } from '../types';
+import type { BackendContext, BackendFactory, BackendProgress, MachineBackend, MachineChanges, PathFilter, SnapshotFile, SnapshotInfo } from '../types';
+import { tooLarge } from '../../core/compare';
 import { forgetManifest, readManifest, writeManifest, type Entry, type Manifest } from './manifest';
 import { scanTree, statCacheOf } from './scan';
 
@@ -87,8 +90,11 @@ export class DirBackend implements MachineBackend {
     }
   }
 
+  /** Our temp files found in the target by the last create (snapshot id -> target-relative paths); a restore removes them. */
+  private strayTemps: { id: string; temps: string[] } | undefined;
+
   /** Scan the tree, storing new contents as objects. */
-  private async scanAndStore(caches: Manifest[], skip: PathFilter | undefined, progress?: BackendProgress) {
+  private async scanAndStore(caches: Manifest[], skip: PathFilter | undefined, progress?: BackendProgress, signal?: AbortSignal) {
     return scanTree(this.root, {
       caches: statCacheOf(...caches),
       skip,
@@ -96,13 +102,16 @@ export class DirBackend implements MachineBackend {
       hashFile: (abs, size) => this.ctx.objects.putFile(abs, size),
       onScan: (n) => progress?.('scan', n),
       onHash: (d, t) => progress?.('store', d, t),
+      signal,
+      abortWhat: 'the restore point was not created; nothing in the target was changed',
     });
   }
 
-  async create(snapshotId: string, opts: { parentId?: string; progress?: BackendProgress }): Promise<SnapshotInfo> {
+  async create(snapshotId: string, opts: { parentId?: string; progress?: BackendProgress; signal?: AbortSignal }): Promise<SnapshotInfo> {
     await this.check();
     const parent = await this.manifestOrUndefined(opts.parentId);
-    const r = await this.scanAndStore(parent ? [parent] : [], undefined, opts.progress);
+    const r = await this.scanAndStore(parent ? [parent] : [], undefined, opts.progress, opts.signal);
+    this.strayTemps = { id: snapshotId, temps: r.temps };
     const m: Manifest = {
       v: 1,
       backend: 'dir',
@@ -114,8 +123,9 @@ export class DirBackend implements MachineBackend {
       bytes: r.bytes,
       entries: r.entries,
     };
+    throwIfAborted(opts.signal, 'the restore point was not created; nothing in the target was changed');
     await writeManifest(this.manifestPath(snapshotId), m);
-    return { files: r.entries.length, bytes: r.bytes, newBytes: r.newBytes };
+    return { files: r.entries.length, bytes: r.bytes, newBytes: r.newBytes, skipped: r.skipped };
   }
 
   async list(): Promise<string[]> {
@@ -151,25 +161,51 @@ export class DirBackend implements MachineBackend {
     return compareEntries(skip ? snap.entries.filter((e) => !underSkip(e.p, skip)) : snap.entries, r.entries);
   }
 
-  async restore(snapshotId: string, opts: { currentId?: string; skip?: PathFilter; progress?: BackendProgress }): Promise<MachineChanges> {
+  /** Manifest-to-manifest comparison (no scan of the tree). @throws CorruptSnapshot when a manifest is missing. */
+  async compare(fromId: string, toId: string): Promise<MachineChanges> {
+    const [a, b] = await Promise.all([this.manifest(fromId), this.manifest(toId)]);
+    return compareEntries(a.entries, b.entries);
+  }
+
+  /** A path of a snapshot: its manifest entry, the content read from the object store by hash. */
+  async readFile(snapshotId: string, rel: string, maxBytes: number): Promise<SnapshotFile> {
+    const m = await this.manifest(snapshotId);
+    const e = m.entries.find((x) => x.p === rel);
+    if (!e) return { type: 'none', size: 0 };
+    if (e.t === 'd') return { type: 'directory', size: 0 };
+    if (e.t === 'l') {
+      const data = Buffer.from(e.l as string);
+      return { type: 'symlink', size: data.length, data };
+    }
+    if (e.s > maxBytes) throw tooLarge(rel, e.s, maxBytes);
+    return { type: 'file', size: e.s, data: await this.ctx.objects.read(e.h as string) };
+  }
+
+  async restore(snapshotId: string, opts: { currentId?: string; skip?: PathFilter; progress?: BackendProgress; signal?: AbortSignal }): Promise<MachineChanges> {
     await this.check();
     const snap = await this.manifest(snapshotId);
     const skip = opts.skip;
+    const signal = opts.signal;
+    const stopped = 'the restore was stopped part-way';
     const want = skip ? snap.entries.filter((e) => !underSkip(e.p, skip)) : snap.entries;
     // The current state: the snapshot taken just before (pre-restore), else a fresh scan.
     const curManifest = await this.manifestOrUndefined(opts.currentId);
-    const cur: Entry[] = curManifest
-      ? skip
-        ? curManifest.entries.filter((e) => !underSkip(e.p, skip))
-        : curManifest.entries
-      : (
-          await scanTree(this.root, {
-            caches: statCacheOf(snap),
-            skip,
-            concurrency: CONCURRENCY,
-            hashFile: async (abs) => ({ hash: await hashFileAny(abs), newBytes: 0 }),
-          })
-        ).entries;
+    let cur: Entry[];
+    let stray: string[];
+    if (curManifest) {
+      cur = skip ? curManifest.entries.filter((e) => !underSkip(e.p, skip)) : curManifest.entries;
+      const last = this.strayTemps;
+      stray = last && last.id === opts.currentId ? last.temps : [];
+    } else {
+      const r = await scanTree(this.root, {
+        caches: statCacheOf(snap),
+        skip,
+        concurrency: CONCURRENCY,
+        hashFile: async (abs) => ({ hash: await hashFileAny(abs), newBytes: 0 }),
+      });
+      cur = r.entries;
+      stray = r.temps;
+    }
     const wantMap = new Map(want.map((e) => [e.p, e]));
     const curMap = new Map(cur.map((e) => [e.p, e]));
     const changes = compareEntries(want, cur, wantMap, curMap);
@@ -205,46 +241,55 @@ export class DirBackend implements MachineBackend {
     };
     const parentOf = (p: string): string => (p.includes('/') ? p.slice(0, p.lastIndexOf('/')) : '');
 
-    // 1. Remove what the snapshot does not have (or has with another type), deepest first.
-    const removals = cur.filter((e) => {
-      const w = wantMap.get(e.p);
-      return !w || w.t !== e.t;
-    });
-    removals.sort((a, b) => (a.p < b.p ? 1 : a.p > b.p ? -1 : 0));
-    for (const e of removals) {
-      await relax(parentOf(e.p));
-      const a = abs(e.p);
-      if (e.t === 'd') {
-        const w = wantMap.get(e.p);
-        if (w) await fs.rm(a, { recursive: true, force: true });
-        else {
-          try {
-            await fs.rmdir(a);
-          } catch (err) {
-            // Not empty: it still holds paths spared by the scope (or created since); leave it.
-            if (!isErrno(err, 'ENOTEMPTY', 'EEXIST', 'ENOENT')) throw err;
-          }
-        }
-      } else await fs.rm(a, { force: true });
-      tick();
-    }
-
-    // 2. Directories of the snapshot, shallowest first.
     const dirs = want.filter((e) => e.t === 'd');
-    for (const e of dirs) {
-      const c = curMap.get(e.p);
-      if (c && c.t === 'd') continue;
-      await relax(parentOf(e.p));
-      await fs.mkdir(abs(e.p), { recursive: true, mode: 0o700 });
-      relaxed.set(e.p, -1);
-    }
-
-    // 3. Files and symlinks that differ: temp + rename inside their directory.
     const temps = new Set<string>();
-    const fileWrites = writes.filter((e) => e.t !== 'd');
-    for (const e of fileWrites) await relax(parentOf(e.p));
     try {
+      // 0. Temp files a previous interrupted restore left behind (never part of any snapshot).
+      for (const t of stray) {
+        await relax(parentOf(t));
+        await fs.rm(abs(t), { force: true });
+      }
+
+      // 1. Remove what the snapshot does not have (or has with another type), deepest first.
+      const removals = cur.filter((e) => {
+        const w = wantMap.get(e.p);
+        return !w || w.t !== e.t;
+      });
+      removals.sort((a, b) => (a.p < b.p ? 1 : a.p > b.p ? -1 : 0));
+      for (const e of removals) {
+        throwIfAborted(signal, stopped);
+        await relax(parentOf(e.p));
+        const a = abs(e.p);
+        if (e.t === 'd') {
+          const w = wantMap.get(e.p);
+          if (w) await fs.rm(a, { recursive: true, force: true });
+          else {
+            try {
+              await fs.rmdir(a);
+            } catch (err) {
+              // Not empty: it still holds paths spared by the scope (or created since); leave it.
+              if (!isErrno(err, 'ENOTEMPTY', 'EEXIST', 'ENOENT')) throw err;
+            }
+          }
+        } else await fs.rm(a, { force: true });
+        tick();
+      }
+
+      // 2. Directories of the snapshot, shallowest first.
+      for (const e of dirs) {
+        const c = curMap.get(e.p);
+        if (c && c.t === 'd') continue;
+        throwIfAborted(signal, stopped);
+        await relax(parentOf(e.p));
+        await fs.mkdir(abs(e.p), { recursive: true, mode: 0o700 });
+        relaxed.set(e.p, -1);
+      }
+
+      // 3. Files and symlinks that differ: temp + rename inside their directory.
+      const fileWrites = writes.filter((e) => e.t !== 'd');
+      for (const e of fileWrites) await relax(parentOf(e.p));
       await mapLimit(fileWrites, CONCURRENCY, async (e) => {
+        throwIfAborted(signal, stopped);
         const a = abs(e.p);
         const c = curMap.get(e.p);
         if (e.t === 'f' && c && c.t === 'f' && c.h === e.h) {
@@ -267,7 +312,10 @@ export class DirBackend implements MachineBackend {
         tick();
       });
     } catch (err) {
+      // mapLimit settles only after the writes in flight, so every temp file is known here.
       await Promise.all([...temps].map((t) => fs.rm(t, { force: true }).catch(() => undefined)));
+      // Put back the directory modes relaxed for writing (what is restored so far stays).
+      for (const [d, m] of relaxed) if (m >= 0) await fs.chmod(d ? abs(d) : this.root, m).catch(() => undefined);
       throw err;
     }
 

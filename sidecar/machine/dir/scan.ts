@@ -1,7 +1,10 @@
 /**
  * Walk a directory tree into manifest entries, reusing hashes from a previous manifest when a file's
  * (size, mtime, ctime, inode) match (git's index stat cache), and hashing the rest with bounded
- * parallelism. Symlinks are recorded, never followed. Sockets, FIFOs and devices are skipped.
+ * parallelism. Symlinks are recorded, never followed. Sockets, FIFOs and devices are left out and
+ * counted (`skipped`); our own temp files (`.<name>.ak-tmp-<hex>`) are left out and listed (`temps`).
+ * A name that is not valid UTF-8 fails the scan (FileError naming it); an entry is treated as
+ * vanished only when a fresh listing of its directory no longer holds it.
  *
  * The walk goes level by level: names come from synchronous readdir (in slices that yield to the
  * event loop), or from the previous scan for a directory whose own stat did not change; then lstat
@@ -9,8 +12,9 @@
  * several times faster than one promise per lstat (libuv's thread-pool round trip dominates).
  */
 import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { AgentKeepError } from '../../core/errors';
-import { isErrno, mapLimit } from '../../core/fsutil';
+import { isErrno, isTempName, mapLimit, throwIfAborted } from '../../core/fsutil';
 import type { PathFilter } from '../types';
 import { RACY_MS, type Entry, type Manifest } from './manifest';
 import { lstatMany, STAT_FIELDS } from './statpool';
@@ -85,6 +89,10 @@ export interface ScanOptions {
   concurrency?: number;
   onScan?: (done: number) => void;
   onHash?: (done: number, total: number) => void;
+  /** Stops the scan between directories and between files (throws abortedError(abortWhat)). */
+  signal?: AbortSignal;
+  /** What an abort means for the caller, for the error message (default "the scan was stopped"). */
+  abortWhat?: string;
 }
 
 /** Result of a scan. */
@@ -95,6 +103,10 @@ export interface ScanResult {
   bytes: number;
   newBytes: number;
   hashed: number;
+  /** Sockets, FIFOs and device files found and left out (not captured). */
+  skipped: number;
+  /** Our own temp files (fsutil tempNameFor: `.<name>.ak-tmp-<12 hex>`) found and left out, target-relative. */
+  temps: string[];
 }
 
 const yieldNow = (): Promise<void> => new Promise((r) => setImmediate(r));
@@ -103,10 +115,78 @@ function fileError(abs: string, e: unknown): AgentKeepError {
   return new AgentKeepError('FileError', `Cannot read ${abs}: ${(e as Error).message}.`, 'Fix the permissions of that path (the sidecar must be able to read the whole target).');
 }
 
+/** A name as a bash $'...' string: printable ASCII as is, every other byte as \xNN. */
+export function shellEscapeBytes(b: Buffer): string {
+  let out = '';
+  for (const c of b) {
+    if (c === 0x27 || c === 0x5c) out += '\\' + String.fromCharCode(c);
+    else if (c >= 0x20 && c < 0x7f) out += String.fromCharCode(c);
+    else out += '\\x' + c.toString(16).padStart(2, '0');
+  }
+  return `$'${out}'`;
+}
+
+/** Whether bytes are valid UTF-8 (decoding and re-encoding gives them back). */
+function isUtf8(b: Buffer): boolean {
+  return Buffer.from(b.toString('utf8'), 'utf8').equals(b);
+}
+
+/**
+ * Fail on names that are not valid UTF-8 (Node decodes them lossily to U+FFFD, so they could be
+ * neither read nor restored). Only called for a listing that holds U+FFFD.
+ * @throws AgentKeepError FileError naming the directory, the escaped name and the fix.
+ */
+function checkNamesUtf8(absDir: string): void {
+  let raw: Buffer[];
+  try {
+    raw = fs.readdirSync(absDir, { encoding: 'buffer' });
+  } catch (e) {
+    throw fileError(absDir, e);
+  }
+  const bad = raw.filter((b) => !isUtf8(b));
+  if (!bad.length) return;
+  const name = shellEscapeBytes(bad[0]);
+  const q = (t: string): string => `'${t.replace(/'/g, `'\\''`)}'`;
+  // A likely intended name: the bytes read as Latin-1 (the usual source of such names).
+  const suggestion = q(path.join(absDir, bad[0].toString('latin1')));
+  throw new AgentKeepError(
+    'FileError',
+    `Cannot capture ${absDir}: the name ${name} in it is not valid UTF-8${bad.length > 1 ? ` (and ${bad.length - 1} more)` : ''}, so it could not be restored.`,
+    `Rename it to a UTF-8 name, e.g.: mv ${q(absDir)}/${name} ${suggestion}; then try again.`,
+  );
+}
+
+/**
+ * Whether `name` is really gone from `absDir`: a listing made after the failure does not hold it, or
+ * the directory itself is gone. Listings are kept in `seen` (many entries of one directory vanishing
+ * together cost one listing); a kept listing that still holds the name is made afresh once.
+ */
+function goneFromDir(seen: Map<string, Set<string> | undefined>, absDir: string, name: string): boolean {
+  const kept = seen.get(absDir);
+  if (seen.has(absDir) && (!kept || !kept.has(name))) return true;
+  try {
+    const names = new Set(fs.readdirSync(absDir));
+    seen.set(absDir, names);
+    return !names.has(name);
+  } catch (e) {
+    if (!isErrno(e, 'ENOENT', 'ENOTDIR')) return false;
+    seen.set(absDir, undefined);
+    return true;
+  }
+}
+
+/** Split an absolute path into its directory and base name. */
+function splitAbs(abs: string): [string, string] {
+  const i = abs.lastIndexOf('/');
+  return [abs.slice(0, i), abs.slice(i + 1)];
+}
+
 /**
  * Walk `root` (level by level, names sorted per directory) into entries; files not covered by the stat cache are
- * hashed with `opts.hashFile`. Entries vanishing during the walk are skipped.
- * @throws AgentKeepError FileError for an unreadable directory or file, TargetNotFound for a missing root.
+ * hashed with `opts.hashFile`. Entries vanishing during the walk (confirmed by a re-listing of their
+ * directory) are skipped.
+ * @throws AgentKeepError FileError for an unreadable directory or file or a name that is not UTF-8,
+ *   TargetNotFound for a missing root, abortedError(opts.abortWhat) when opts.signal is aborted.
  */
 export async function scanTree(root: string, opts: ScanOptions): Promise<ScanResult> {
   const scanStartMs = Date.now();
@@ -124,6 +204,10 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
   const kids = prev ? childrenOf(prev) : undefined;
   const entries: Entry[] = [];
   const toHash: Entry[] = [];
+  const temps: string[] = [];
+  let skipped = 0;
+  const abortWhat = opts.abortWhat ?? 'the scan was stopped';
+  const relisted = new Map<string, Set<string> | undefined>();
   let level: Array<{ rel: string; reuse: boolean }> = [{ rel: '', reuse: false }];
   let sliceStart = Date.now();
   while (level.length) {
@@ -140,6 +224,7 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
           if (isErrno(e, 'ENOENT', 'ENOTDIR')) continue;
           throw fileError(absDir, e);
         }
+        if (names.some((n) => n.includes('\uFFFD'))) checkNamesUtf8(absDir);
         names.sort();
       }
       for (const n of names) {
@@ -151,21 +236,34 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
       if (Date.now() - sliceStart > 8) {
         opts.onScan?.(entries.length + rels.length);
         await yieldNow();
+        throwIfAborted(opts.signal, abortWhat);
         sliceStart = Date.now();
       }
     }
+    throwIfAborted(opts.signal, abortWhat);
     const st = await lstatMany(abss);
     const next: Array<{ rel: string; reuse: boolean }> = [];
     for (let k = 0; k < rels.length; k++) {
       const o = k * STAT_FIELDS;
-      if (st[o + 5] === 1) continue; // vanished
-      if (st[o + 5] === 2) {
+      if (st[o + 5] !== 0) {
+        // Missing or failed: lstat again here. Skip it only when its directory no longer lists it.
+        let again: fs.Stats;
         try {
-          fs.lstatSync(abss[k]);
+          again = fs.lstatSync(abss[k]);
         } catch (err) {
-          if (isErrno(err, 'ENOENT')) continue;
+          if (isErrno(err, 'ENOENT') && goneFromDir(relisted, ...splitAbs(abss[k]))) continue; // vanished during the walk
           throw fileError(abss[k], err);
         }
+        st[o] = again.mode;
+        st[o + 1] = again.size;
+        st[o + 2] = again.mtimeMs;
+        st[o + 3] = again.ctimeMs;
+        st[o + 4] = again.ino;
+        st[o + 5] = 0;
+      }
+      if ((st[o] & 0o170000) !== 0o040000 && isTempName(rels[k].slice(rels[k].lastIndexOf('/') + 1))) {
+        temps.push(rels[k]); // our own temp file (a restore or a state write in progress or interrupted)
+        continue;
       }
       const same = unchanged(prev, rels[k], st, o);
       if (same) {
@@ -184,8 +282,8 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
         try {
           e.l = fs.readlinkSync(abss[k]);
         } catch (err) {
-          if (isErrno(err, 'ENOENT', 'EINVAL')) continue;
-          throw fileError(abss[k], err);
+          if (isErrno(err, 'ENOENT') && goneFromDir(relisted, ...splitAbs(abss[k]))) continue; // vanished during the walk
+          throw fileError(abss[k], isErrno(err, 'EINVAL') ? new Error('it stopped being a symlink during the scan; try again') : err);
         }
         e.s = st[o + 1];
       } else if (fmt === 0o100000) {
@@ -193,7 +291,10 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
         const h = cachedHash(caches, e);
         if (h) e.h = h;
         else toHash.push(e);
-      } else continue; // socket, fifo, device
+      } else {
+        skipped++; // socket, fifo, device: not captured (docs/dir-backend.md)
+        continue;
+      }
       entries.push(e);
     }
     level = next;
@@ -205,6 +306,7 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
   let done = 0;
   const gone = new Set<Entry>();
   await mapLimit(toHash, opts.concurrency ?? 8, async (e) => {
+    throwIfAborted(opts.signal, abortWhat);
     const abs = root + '/' + e.p;
     try {
       const r = await opts.hashFile(abs, e.s);
@@ -212,7 +314,7 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
       if (r.size !== undefined) e.s = r.size;
       newBytes += r.newBytes;
     } catch (err) {
-      if (isErrno(err, 'ENOENT')) gone.add(e);
+      if (isErrno(err, 'ENOENT') && goneFromDir(relisted, ...splitAbs(abs))) gone.add(e); // deleted during the scan
       else if (err instanceof AgentKeepError) throw err;
       else throw fileError(abs, err);
     }
@@ -221,5 +323,5 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
   const out = gone.size ? entries.filter((e) => !gone.has(e)) : entries;
   let bytes = 0;
   for (const e of out) if (e.t === 'f') bytes += e.s;
-  return { entries: out, rootMode, scanStartMs, bytes, newBytes, hashed: toHash.length };
+  return { entries: out, rootMode, scanStartMs, bytes, newBytes, hashed: toHash.length, skipped, temps };
 }

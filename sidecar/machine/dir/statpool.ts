@@ -51,11 +51,13 @@ function workers(): PoolWorker[] {
       pw.pending.delete(m.id);
       p?.resolve(m.out);
     });
-    w.on('error', (e) => {
+    const fail = (e: Error): void => {
       for (const p of pw.pending.values()) p.reject(e);
       pw.pending.clear();
       pool = undefined; // rebuild next time
-    });
+    };
+    w.on('error', fail);
+    w.on('exit', () => fail(new Error('stat worker exited')));
     w.unref();
     pool.push(pw);
   }
@@ -110,16 +112,24 @@ export async function lstatMany(paths: string[]): Promise<Float64Array> {
     const id = nextId++;
     return new Promise<void>((resolve, reject) => {
       if (from >= to) return resolve();
+      // Keep the process alive only while this worker has work (a ref count via pending.size).
+      if (pw.pending.size === 0) pw.w.ref();
+      const settle = (): void => {
+        if (pw.pending.size === 0) pw.w.unref();
+      };
       pw.pending.set(id, {
         resolve: (a) => {
           out.set(a, from * STAT_FIELDS);
+          settle();
           resolve();
         },
-        reject,
+        reject: (e) => {
+          settle();
+          reject(e);
+        },
       });
-      pw.w.ref();
       pw.w.postMessage({ id, paths: paths.slice(from, to) });
-    }).finally(() => pw.w.unref());
+    });
   });
   statSlice(paths, 0, Math.min(per, paths.length), out);
   try {
