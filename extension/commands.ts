@@ -6,8 +6,11 @@
  *   agentkeep.restore(id | treeNode | {id}, scope?, {confirm?: boolean})  -> restore result
  *   agentkeep.deleteRestorePoint(id | treeNode, {confirm?: boolean})      -> {deleted, freedBytes}
  *   agentkeep.keep(id | treeNode)                                          -> RestorePoint
- *   agentkeep.snapshotAndRun(lensArg, {decision?, timeoutMs?, shellIntegrationTimeoutMs?}) -> SnapshotAndRunResult
+ *   agentkeep.snapshotAndRun(lensArg, {decision?, fresh?, timeoutMs?, shellIntegrationTimeoutMs?}) -> SnapshotAndRunResult
  *   agentkeep.run(lensArg)                                                 -> RunOutcome-like
+ *   agentkeep.compare(id | treeNode, toId?)                                -> CompareResult (pre/post pair, or two ids)
+ *   agentkeep.compareWithNow(id | treeNode)                                -> CompareResult
+ *   agentkeep.restorePointBeforeEdit({file}, {fresh?})                     -> {restorePoint, reused}
  *   agentkeep.setupDemo({open?: boolean, root?: string})                   -> DemoAgent
  *   agentkeep.pickFolder(folder?: string)                                  -> {target, stores}
  * Errors are shown as a notification (message + hint) and the command resolves undefined; the last
@@ -17,9 +20,11 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { ChangeSummary, ProgressParams, RestorePoint, ResultOf, Scope } from '../sidecar/protocol';
+import { compareRestorePoints, compareWithNow, type CompareResult } from './compare';
 import { readAgentConfig, requireTrust, UntrustedError, type AgentConfig } from './config';
+import type { ConfigFiles } from './configFiles';
 import { createDemoAgent, type DemoAgent } from './demo';
-import { describeLoss, displayLabel, formatAge, plural, SCOPE_LABELS, shortReason } from './format';
+import { describeLoss, displayLabel, formatAge, plural, SCOPE_LABELS, shortCommand, shortReason } from './format';
 import type { Sidecar } from './sidecar';
 import { SidecarError, toSidecarError } from './sidecar';
 import type { AgentStatusBar } from './statusBar';
@@ -38,8 +43,10 @@ export interface LensArg {
 
 /** Test/automation options of agentkeep.snapshotAndRun. */
 export interface SnapshotAndRunOptions {
-  /** Skip the Keep / Roll back prompt and do this. */
+  /** Skip the Keep / Roll back / Compare prompt and do this (rollback then skips its confirmation). */
   decision?: 'keep' | 'rollback';
+  /** Always take a new pre restore point (no reuse of one taken in the last 60 s). */
+  fresh?: boolean;
   /** Give up waiting for the command after this many ms. */
   timeoutMs?: number;
   /** How long to wait for terminal shell integration (ms, default 5000). */
@@ -48,13 +55,25 @@ export interface SnapshotAndRunOptions {
 
 /** What agentkeep.snapshotAndRun did. */
 export interface SnapshotAndRunResult {
+  /** The pre restore point (taken, or reused when one of the last 60 s still matches the target). */
   restorePoint: RestorePoint;
+  /** True when the pre restore point was reused (see REUSE_WINDOW_MS). */
+  reused: boolean;
+  /** The post restore point (kind post, pairOf = the pre's id); absent when cancelled. */
+  post?: RestorePoint;
   exitCode: number | undefined;
   viaShellIntegration: boolean;
   decision: 'keep' | 'rollback' | 'none' | 'cancelled';
+  /** After Keep: the pre and post restore points, both with status kept. */
   kept?: RestorePoint;
+  keptPost?: RestorePoint;
   restore?: ResultOf<'restorePointRestore'>;
+  /** Compare views opened from the notification. */
+  compared?: CompareResult[];
 }
+
+/** An automatic restore point younger than this (ms) is reused when the target has not changed since. */
+export const REUSE_WINDOW_MS = 60_000;
 
 /** State shared by the commands. */
 export interface Ctx {
@@ -65,6 +84,8 @@ export interface Ctx {
   output: vscode.OutputChannel;
   showDetails(id: string): Promise<void>;
   lastError?: { code: string; message: string; hint?: string };
+  /** The config-file lenses and prompt (told when a restore point is taken before an edit). */
+  configFiles?: ConfigFiles;
 }
 
 /** A user-facing error raised by the extension itself (message names the problem, hint the fix). */
@@ -114,6 +135,14 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
     reg('agentkeep.pickFolder', (folder?: string) => pickFolder(folder)),
     reg('agentkeep.showLog', async () => ctx.output.show()),
     reg('agentkeep.snapshotAndRun', (arg: LensArg, opts?: SnapshotAndRunOptions) => snapshotAndRun(ctx, arg, opts)),
+    reg('agentkeep.compare', (arg?: unknown, to?: unknown) => compareCommand(ctx, arg, to)),
+    reg('agentkeep.compareWithNow', async (arg?: unknown) => {
+      const config = requireConfig();
+      const id = await resolveId(ctx, config, arg, 'Compare which restore point with now?');
+      if (!id) return undefined;
+      return compareWithNow(ctx.sidecar, await findRestorePoint(ctx, config, id), config.stores);
+    }),
+    reg('agentkeep.restorePointBeforeEdit', (arg?: { file?: string }, opts?: { fresh?: boolean }) => restorePointBeforeEdit(ctx, arg, opts)),
     reg('agentkeep.run', async (arg: LensArg) => {
       requireTrust('Running a command');
       const lens = checkLens(arg);
@@ -174,7 +203,7 @@ async function createRestorePoint(ctx: Ctx, opts?: { label?: string; reason?: { 
 
 async function afterChange(ctx: Ctx): Promise<void> {
   ctx.tree.refresh();
-  await ctx.statusBar.update();
+  await Promise.all([ctx.statusBar.update(), ctx.configFiles?.refresh()]);
 }
 
 /** Resolve an id from a string, a tree node or {id}; otherwise ask with a quick pick. */
@@ -306,58 +335,152 @@ async function keep(ctx: Ctx, arg?: unknown): Promise<RestorePoint | undefined> 
   }
 }
 
-/** Snapshot & run: restore point (kind pre) > run in a terminal > Keep / Roll back. */
+/**
+ * A restore point for an automatic moment (before a command, before a config edit): the newest
+ * restore point of the target is reused when it is younger than REUSE_WINDOW_MS, captured the
+ * configured stores, and restorePoint.diff against it is empty (nothing changed since); otherwise a
+ * new one is created (kind pre). `fresh` always creates one.
+ */
+async function takeOrReuse(
+  ctx: Ctx,
+  config: AgentConfig,
+  p: { label: string; reason: RestorePoint['reason']; title: string; fresh?: boolean },
+): Promise<{ restorePoint: RestorePoint; reused: boolean; cancelled: boolean }> {
+  if (!p.fresh) {
+    const newest = (await ctx.sidecar.request('restorePointList', { target: config.target })).find((r) => r.status !== 'failed');
+    const age = newest ? Date.now() - Date.parse(newest.createdAt) : Infinity;
+    const covers = newest && config.stores.every((s) => newest.agent.some((a) => a.store === s));
+    if (newest && covers && age >= 0 && age < REUSE_WINDOW_MS) {
+      const d = await ctx.sidecar.request('restorePointDiff', { target: config.target, id: newest.id, stores: config.stores });
+      if (!d.added.length && !d.removed.length && !d.changed.length && !d.agentChanged.length) {
+        ctx.output.appendLine(`[extension] reusing restore point ${newest.id} (${formatAge(newest.createdAt)}, nothing changed since)`);
+        return { restorePoint: newest, reused: true, cancelled: false };
+      }
+    }
+  }
+  const done = ctx.statusBar.setBusy('Creating restore point…');
+  let cancelled = false;
+  try {
+    const rp = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: p.title, cancellable: true }, async (progress, token) => {
+      const r = await ctx.sidecar.request('restorePointCreate', { target: config.target, stores: config.stores, label: p.label, kind: 'pre', reason: p.reason }, progressReporter(progress));
+      cancelled = token.isCancellationRequested;
+      return r;
+    });
+    return { restorePoint: rp, reused: false, cancelled };
+  } finally {
+    done();
+    await afterChange(ctx);
+  }
+}
+
+/**
+ * Snapshot & run, a pre/post pair as snap-pac makes them: pre restore point (or a reused one of the
+ * last minute) > the command in a terminal (exit code through shell integration) > post restore point
+ * (kind post, pairOf = pre) > "`cmd` exited N" with Keep / Roll back / Compare (Roll back first when
+ * the command failed). Keep marks both kept; Roll back restores the pre with scope both after showing
+ * what will be undone; Compare opens the pre-to-post changes and asks again.
+ */
 async function snapshotAndRun(ctx: Ctx, arg: LensArg, opts: SnapshotAndRunOptions = {}): Promise<SnapshotAndRunResult | undefined> {
   requireTrust('Snapshot & run');
   const lens = checkLens(arg);
   const config = requireConfig();
   const reason = { command: lens.command, file: lens.file, line: lens.line, class: lens.class };
-  const done = ctx.statusBar.setBusy('Creating restore point…');
-  let rp: RestorePoint;
-  let cancelled = false;
-  try {
-    rp = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: `Creating restore point before ${lens.command}`, cancellable: true },
-      async (progress, token) => {
-        const r = await ctx.sidecar.request('restorePointCreate', { target: config.target, stores: config.stores, label: lens.command, kind: 'pre', reason }, progressReporter(progress));
-        cancelled = token.isCancellationRequested;
-        return r;
-      },
-    );
-  } finally {
-    done();
-    await afterChange(ctx);
-  }
-  if (cancelled) {
-    void vscode.window.showInformationMessage(`Cancelled: ${lens.command} did not run. The restore point "${rp.label}" was created.`);
-    return { restorePoint: rp, exitCode: undefined, viaShellIntegration: false, decision: 'cancelled' };
+  const shown = shortCommand(lens.command);
+  const pre = await takeOrReuse(ctx, config, { label: lens.command, reason, title: `Creating restore point before ${shown}`, fresh: opts.fresh });
+  const rp = pre.restorePoint;
+  if (pre.cancelled) {
+    void vscode.window.showInformationMessage(`Cancelled: ${shown} did not run. The restore point "${rp.label}" was created.`);
+    return { restorePoint: rp, reused: pre.reused, exitCode: undefined, viaShellIntegration: false, decision: 'cancelled' };
   }
   const outcome = await runInTerminal(lens.command, {
     cwd: path.dirname(lens.file),
-    name: `AgentKeep: ${lens.command}`,
+    name: `AgentKeep: ${shown}`,
     timeoutMs: opts.timeoutMs,
     shellIntegrationTimeoutMs: opts.shellIntegrationTimeoutMs,
     assumeFinished: opts.decision !== undefined,
   });
-  const result: SnapshotAndRunResult = { restorePoint: rp, exitCode: outcome.exitCode, viaShellIntegration: outcome.viaShellIntegration, decision: 'none' };
+  const doneBusy = ctx.statusBar.setBusy('Creating restore point…');
+  let post: RestorePoint;
+  try {
+    post = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Creating restore point after ${shown}` }, (progress) =>
+      ctx.sidecar.request('restorePointCreate', { target: config.target, stores: config.stores, label: `after: ${lens.command}`, kind: 'post', pairOf: rp.id, reason }, progressReporter(progress)),
+    );
+  } finally {
+    doneBusy();
+    await afterChange(ctx);
+  }
+  const result: SnapshotAndRunResult = { restorePoint: rp, reused: pre.reused, post, exitCode: outcome.exitCode, viaShellIntegration: outcome.viaShellIntegration, decision: 'none' };
   let decision = opts.decision;
   if (!decision) {
     const failed = outcome.exitCode !== undefined && outcome.exitCode !== 0;
     const how = outcome.exitCode === undefined ? (outcome.finished ? 'finished' : 'may still be running') : `exited ${outcome.exitCode}`;
-    const buttons = failed ? ['Roll back', 'Keep'] : ['Keep', 'Roll back'];
+    const buttons = failed ? ['Roll back', 'Keep', 'Compare'] : ['Keep', 'Roll back', 'Compare'];
     const show = failed ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
-    const answer = await show(`${lens.command} ${how}. Keep the change, or roll back to the restore point taken ${formatAge(rp.createdAt)}?`, ...buttons);
-    decision = answer === 'Keep' ? 'keep' : answer === 'Roll back' ? 'rollback' : undefined;
+    const before = pre.reused ? `using the restore point taken ${formatAge(rp.createdAt)} (nothing changed since)` : `restore point taken ${formatAge(rp.createdAt)}`;
+    for (;;) {
+      const answer = await show(`\`${shown}\` ${how} · ${before}. Keep the change, roll back, or compare before and after?`, ...buttons);
+      if (answer === 'Compare') {
+        (result.compared ??= []).push(await compareRestorePoints(ctx.sidecar, rp, post, `${shown}: before ↔ after`));
+        continue;
+      }
+      decision = answer === 'Keep' ? 'keep' : answer === 'Roll back' ? 'rollback' : undefined;
+      break;
+    }
   }
   if (decision === 'keep') {
     result.decision = 'keep';
     result.kept = await ctx.sidecar.request('restorePointKeep', { target: config.target, id: rp.id });
+    result.keptPost = await ctx.sidecar.request('restorePointKeep', { target: config.target, id: post.id });
     await afterChange(ctx);
   } else if (decision === 'rollback') {
+    if (!opts.decision) {
+      const changes = await ctx.sidecar.request('restorePointDiff', { target: config.target, id: rp.id, stores: config.stores });
+      const answer = await vscode.window.showWarningMessage(
+        `Roll back ${shown}: restore "${rp.label}" (${formatAge(rp.createdAt)}), machine + agent state?`,
+        { modal: true, detail: describeLoss(changes, 'both').join('\n') + '\n\nThe current state is captured first, so this can be undone.' },
+        'Roll back',
+      );
+      if (answer !== 'Roll back') return result;
+    }
     result.decision = 'rollback';
     result.restore = await doRestore(ctx, config, rp, 'both');
   }
   return result;
+}
+
+/**
+ * Compare: a restore point of a pre/post pair against its partner (pre -> post), or `arg` against
+ * `to` when both are given; a restore point without a partner is compared with now.
+ */
+async function compareCommand(ctx: Ctx, arg?: unknown, to?: unknown): Promise<CompareResult | undefined> {
+  const config = requireConfig();
+  const id = await resolveId(ctx, config, arg, 'Compare which restore point?');
+  if (!id) return undefined;
+  const rps = await ctx.sidecar.request('restorePointList', { target: config.target });
+  const find = (x: string): RestorePoint => {
+    const r = rps.find((p) => p.id === x);
+    if (!r) throw new UserError(`No restore point "${x}" for ${config.target}.`, 'restore_point_not_found', 'Refresh the Agent view and pick one from the list.');
+    return r;
+  };
+  const rp = find(id);
+  if (typeof to === 'string' && to) return compareRestorePoints(ctx.sidecar, rp, find(to));
+  if (rp.kind === 'post' && rp.pairOf) return compareRestorePoints(ctx.sidecar, find(rp.pairOf), rp, `${rp.reason?.command ? shortCommand(rp.reason.command) : rp.label}: before ↔ after`);
+  const post = rps.find((p) => p.kind === 'post' && p.pairOf === rp.id);
+  if (post) return compareRestorePoints(ctx.sidecar, rp, post, `${rp.reason?.command ? shortCommand(rp.reason.command) : rp.label}: before ↔ after`);
+  return compareWithNow(ctx.sidecar, rp, config.stores);
+}
+
+/** "Restore point before editing" (config-file lens and prompt): take one, or reuse one of the last minute. */
+async function restorePointBeforeEdit(ctx: Ctx, arg?: { file?: string }, opts?: { fresh?: boolean }): Promise<{ restorePoint: RestorePoint; reused: boolean } | undefined> {
+  requireTrust('Creating a restore point');
+  const config = requireConfig();
+  const file = arg?.file ?? vscode.window.activeTextEditor?.document.uri.fsPath;
+  if (!file) throw new UserError('No file to take a restore point for.', 'invalid_params', 'Use the "Restore point before editing" lens at the top of a config file.');
+  const base = path.basename(file);
+  const r = await takeOrReuse(ctx, config, { label: `before editing ${base}`, reason: { file, text: `before editing ${base}` }, title: `Creating restore point before editing ${base}`, fresh: opts?.fresh });
+  ctx.configFiles?.noteTaken(file, r.restorePoint);
+  void vscode.window.setStatusBarMessage(r.reused ? `AgentKeep: using the restore point taken ${formatAge(r.restorePoint.createdAt)} (nothing changed since)` : `AgentKeep: restore point taken before editing ${base}`, 5000);
+  return { restorePoint: r.restorePoint, reused: r.reused };
 }
 
 /** Create the demo agent under global storage and open its workspace (unless open: false). */

@@ -26,9 +26,37 @@ export function readStateDir(): string | undefined {
   return (vscode.workspace.getConfiguration('agentkeep').get<string>('stateDir') ?? '').trim() || undefined;
 }
 
-/** agentkeep.codeLens.enabled (default true). */
-export function codeLensEnabled(): boolean {
-  return vscode.workspace.getConfiguration('agentkeep').get<boolean>('codeLens.enabled', true);
+/** The risk classes a CodeLens filter can name. */
+export const RISK_CLASSES = ['deps', 'toolchain', 'system', 'remote-code'] as const;
+
+/** Which "Snapshot & run" lenses to show: every class, none, or the listed classes. */
+export type CodeLensFilter = 'all' | 'off' | string[];
+
+/**
+ * agentkeep.codeLens: `"all"` (default), `"off"`, or a list of classes (deps, toolchain, system,
+ * remote-code). The setting that came before it, `"agentkeep.codeLens.enabled": false` in a
+ * settings.json, reads as `{enabled: false}` under the same key and still means "off".
+ */
+export function codeLensFilter(): CodeLensFilter {
+  return parseCodeLensSetting(vscode.workspace.getConfiguration('agentkeep').get<unknown>('codeLens'));
+}
+
+/** See codeLensFilter. Unknown class names are dropped; anything unreadable is "all". */
+export function parseCodeLensSetting(v: unknown): CodeLensFilter {
+  if (v === 'off' || v === false) return 'off';
+  if (Array.isArray(v)) return v.filter((x): x is string => typeof x === 'string' && (RISK_CLASSES as readonly string[]).includes(x));
+  if (v && typeof v === 'object' && (v as { enabled?: unknown }).enabled === false) return 'off';
+  return 'all';
+}
+
+/** agentkeep.configFiles.codeLens: "Restore point before editing" on risky config files (default true). */
+export function configFilesCodeLens(): boolean {
+  return vscode.workspace.getConfiguration('agentkeep').get<boolean>('configFiles.codeLens', true);
+}
+
+/** agentkeep.configFiles.prompt: ask for a restore point on the first change of a risky config file (default true). */
+export function configFilesPrompt(): boolean {
+  return vscode.workspace.getConfiguration('agentkeep').get<boolean>('configFiles.prompt', true);
 }
 
 let simulateUntrusted = false;

@@ -9,7 +9,9 @@
 import * as vscode from 'vscode';
 import type { RestorePoint } from '../sidecar/protocol';
 import { registerCommands, type Ctx } from './commands';
-import { codeLensEnabled, readAgentConfig, readStateDir, setSimulateUntrusted } from './config';
+import { SNAPSHOT_SCHEME, SnapshotContentProvider } from './compare';
+import { codeLensFilter, readAgentConfig, readStateDir, setSimulateUntrusted } from './config';
+import { ConfigFiles, type ConfigPromptRecord } from './configFiles';
 import { DetailsPanel } from './details';
 import { Sidecar } from './sidecar';
 import { AgentStatusBar } from './statusBar';
@@ -33,18 +35,28 @@ export interface AgentKeepApi {
   sidecarRunning(): boolean;
   /** Id shown in the details panel, if open. */
   detailsShownId(): string | undefined;
+  /** Config-file prompts shown so far (file, message, answer, restore point taken). */
+  configPrompts(): ConfigPromptRecord[];
+  /**
+   * Test hook: answer config-file prompts with `answer` (a button label, or undefined = dismissed)
+   * instead of showing a notification; `null` restores the notification.
+   */
+  answerConfigPrompts(answer: string | undefined | null): void;
 }
 
 let ctxRef: Ctx | undefined;
 
 export function activate(context: vscode.ExtensionContext): AgentKeepApi {
   const output = vscode.window.createOutputChannel('AgentKeep', { log: true });
-  const sidecar = new Sidecar(context, output, readStateDir, codeLensEnabled);
+  const sidecar = new Sidecar(context, output, readStateDir, codeLensFilter);
   const tree = new AgentTreeProvider(sidecar);
   const statusBar = new AgentStatusBar(sidecar);
   const details = new DetailsPanel(context, sidecar);
   const ctx: Ctx = { context, sidecar, tree, statusBar, output, showDetails: (id) => details.show(id) };
   ctxRef = ctx;
+  const configFiles = new ConfigFiles(sidecar, (file) => Promise.resolve(vscode.commands.executeCommand<{ restorePoint: RestorePoint; reused: boolean } | undefined>('agentkeep.restorePointBeforeEdit', { file })));
+  ctx.configFiles = configFiles;
+  context.subscriptions.push(configFiles, vscode.workspace.registerTextDocumentContentProvider(SNAPSHOT_SCHEME, new SnapshotContentProvider(sidecar)));
 
   const view = vscode.window.createTreeView('agentkeep.agent', { treeDataProvider: tree, showCollapseAll: true });
   context.subscriptions.push(output, sidecar, statusBar, details, view, ...registerCommands(ctx));
@@ -65,9 +77,15 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
     vscode.workspace.onDidChangeConfiguration(async (e) => {
       if (!e.affectsConfiguration('agentkeep')) return;
       if (e.affectsConfiguration('agentkeep.stateDir')) await sidecar.restart();
+      if (e.affectsConfiguration('agentkeep.codeLens')) await sidecar.pushSettings().catch((err) => output.appendLine(`[extension] codeLens setting: ${String(err)}`));
       await applyConfig();
+      void configFiles.refresh();
     }),
-    vscode.workspace.onDidGrantWorkspaceTrust(() => void applyConfig()),
+    vscode.workspace.onDidGrantWorkspaceTrust(() => {
+      void applyConfig();
+      void sidecar.pushSettings(); // the sidecar asks the editor to refresh its lenses
+      void configFiles.refresh();
+    }),
     sidecar.onDidChange(() => {
       tree.refresh();
       void statusBar.update();
@@ -88,6 +106,10 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
     simulateUntrusted: (v) => setSimulateUntrusted(v),
     sidecarRunning: () => sidecar.running,
     detailsShownId: () => details.shownId,
+    configPrompts: () => configFiles.prompts,
+    answerConfigPrompts: (answer) => {
+      configFiles.answer = answer === null ? undefined : async () => answer;
+    },
   };
 }
 

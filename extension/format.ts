@@ -43,7 +43,7 @@ export function formatReason(rp: Pick<RestorePoint, 'reason' | 'kind' | 'restore
  */
 export function shortReason(rp: Pick<RestorePoint, 'reason' | 'kind' | 'restoredFrom' | 'label'>): string {
   const r = rp.reason;
-  if (r?.command && r.command === rp.label) return r.file ? `from ${path.basename(r.file)}${r.line ? `:${r.line}` : ''}` : '';
+  if (r?.command && (r.command === rp.label || rp.label === `after: ${r.command}`)) return r.file ? `from ${path.basename(r.file)}${r.line ? `:${r.line}` : ''}` : '';
   return formatReason(rp).replace(/`/g, '');
 }
 
@@ -161,4 +161,76 @@ export function displayLabel(rp: Pick<RestorePoint, 'label' | 'id' | 'kind' | 'r
 export function commandLine(text: string): string {
   const parts = text.split('\n').map((s) => s.trim()).filter(Boolean);
   return parts.join(' && ');
+}
+
+/** One file of a compare view: a machine path (target-relative) or an agent-state file of a store. */
+export interface CompareItem {
+  /** As in ChangeSummary: target-relative path, or `<store>:<rel>` for agent state. */
+  path: string;
+  status: 'added' | 'removed' | 'changed';
+  /** For agent state: the store string and the store-relative path. */
+  agent?: { store: string; rel: string };
+}
+
+/** The absolute folder of a store string `<kind>:/abs/path`, or undefined when it does not parse. */
+export function storeRoot(store: string): string | undefined {
+  const i = store.indexOf(':');
+  const p = i > 0 ? store.slice(i + 1) : '';
+  return p.startsWith('/') || /^[A-Za-z]:[\\/]/.test(p) ? p.replace(/[\\/]+$/, '') || '/' : undefined;
+}
+
+/**
+ * The files a compare view shows for a ChangeSummary, at most `max` (default 200) of `total`.
+ * Directories (a path that is the ancestor of another listed path) are left out; agent-state files
+ * come first (changed, added, removed), then machine files (changed, added, removed); a machine path
+ * that is the same file as a listed agent-state file (a store inside a `dir:` target) is shown once,
+ * as agent state. `stores` are the store strings the restore points captured (to split `<store>:<rel>`).
+ */
+export function compareItems(changes: ChangeSummary, opts: { target: string; stores: readonly string[]; max?: number }): { items: CompareItem[]; total: number } {
+  const all = [...changes.added, ...changes.removed, ...changes.changed];
+  const sorted = [...all].sort();
+  const dirs = new Set<string>();
+  for (let i = 0; i + 1 < sorted.length; i++) {
+    // in sorted order, a directory's descendants follow it (possibly after siblings like "a.txt" < "a/")
+    for (let j = i + 1; j < sorted.length; j++) {
+      if (sorted[j]!.startsWith(sorted[i]! + '/')) {
+        dirs.add(sorted[i]!);
+        break;
+      }
+      if (!sorted[j]!.startsWith(sorted[i]!)) break;
+    }
+  }
+  const root = dirTargetPath(opts.target);
+  const agentItems: CompareItem[] = [];
+  const sameFile = new Set<string>();
+  const byLength = [...opts.stores].sort((a, b) => b.length - a.length);
+  const status = (p: string): CompareItem['status'] => (changes.added.includes(p) ? 'added' : changes.removed.includes(p) ? 'removed' : 'changed');
+  for (const p of changes.agentChanged) {
+    const store = byLength.find((s) => p.startsWith(`${s}:`));
+    if (!store) continue;
+    const rel = p.slice(store.length + 1);
+    const sr = storeRoot(store);
+    let st: CompareItem['status'] = 'changed';
+    if (root && sr && (sr === root || sr.startsWith(root + '/'))) {
+      const machinePath = [path.posix.relative(root.replace(/\\/g, '/'), sr.replace(/\\/g, '/')), rel].filter(Boolean).join('/');
+      sameFile.add(machinePath);
+      if (all.includes(machinePath)) st = status(machinePath);
+    }
+    agentItems.push({ path: p, status: st, agent: { store, rel } });
+  }
+  const order = { changed: 0, added: 1, removed: 2 } as const;
+  agentItems.sort((a, b) => order[a.status] - order[b.status] || a.path.localeCompare(b.path));
+  const machine: CompareItem[] = [];
+  for (const [list, st] of [[changes.changed, 'changed'], [changes.added, 'added'], [changes.removed, 'removed']] as const) {
+    for (const p of list) if (!dirs.has(p) && !sameFile.has(p)) machine.push({ path: p, status: st });
+  }
+  const items = [...agentItems, ...machine];
+  const max = opts.max ?? 200;
+  return { items: items.slice(0, max), total: items.length };
+}
+
+/** A command for a notification: the one-line chain, cut to `max` characters with an ellipsis. */
+export function shortCommand(text: string, max = 60): string {
+  const line = commandLine(text);
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }

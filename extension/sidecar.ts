@@ -4,7 +4,8 @@
  * AgentKeep JSON-RPC service (agentkeep/* requests from sidecar/protocol).
  */
 import * as vscode from 'vscode';
-import { LanguageClient, ResponseError, TransportKind, type NodeModule, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
+import { DidChangeConfigurationNotification, LanguageClient, ResponseError, TransportKind, type NodeModule, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
+import { isTrusted, type CodeLensFilter } from './config';
 import {
   Methods,
   Notifications,
@@ -55,7 +56,7 @@ export class Sidecar implements vscode.Disposable {
     private readonly context: vscode.ExtensionContext,
     readonly output: vscode.LogOutputChannel,
     private readonly stateDir: () => string | undefined,
-    private readonly codeLensEnabled: () => boolean,
+    private readonly codeLensFilter: () => CodeLensFilter,
   ) {}
 
   /** True once the client runs. */
@@ -94,8 +95,11 @@ export class Sidecar implements vscode.Disposable {
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }, { scheme: 'vscode-notebook-cell' }],
       outputChannel: this.output,
+      // the sidecar filters by class (agentkeep.codeLens); pushed again on change by pushSettings()
+      initializationOptions: { codeLens: this.codeLensFilter() },
       middleware: {
-        provideCodeLenses: (doc, token, next) => (this.codeLensEnabled() ? next(doc, token) : []),
+        // running commands needs trust: no lenses in an untrusted workspace, none when switched off
+        provideCodeLenses: (doc, token, next) => (isTrusted() && this.codeLensFilter() !== 'off' ? next(doc, token) : []),
       },
     };
     const client = new LanguageClient('agentkeep', 'AgentKeep', serverOptions, clientOptions);
@@ -132,6 +136,16 @@ export class Sidecar implements vscode.Disposable {
     } finally {
       if (progressToken) this.progressListeners.delete(progressToken);
     }
+  }
+
+  /**
+   * Send the CodeLens filter to a running sidecar (workspace/didChangeConfiguration
+   * `{agentkeep: {codeLens}}`); the sidecar then asks the editor to refresh its lenses. No-op when
+   * the sidecar is not running (it gets the filter in initializationOptions when it starts).
+   */
+  async pushSettings(): Promise<void> {
+    if (!this.client?.isRunning()) return;
+    await this.client.sendNotification(DidChangeConfigurationNotification.type, { settings: { agentkeep: { codeLens: this.codeLensFilter() } } });
   }
 
   /** Stop and restart (e.g. when agentkeep.stateDir changes). No-op if never started. */

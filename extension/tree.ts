@@ -77,7 +77,7 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         item.id = `rp:${rp.id}`;
         const reason = shortReason(rp);
         item.description = [formatAge(rp.createdAt), reason].filter(Boolean).join(' · ');
-        item.contextValue = `restorePoint.${rp.status}`;
+        item.contextValue = `restorePoint.${rp.status}.${rp.kind}`; // e.g. restorePoint.ready.pre (package.json menus match on it)
         item.iconPath = new vscode.ThemeIcon(rpIcon(rp));
         item.tooltip = rpTooltip(rp);
         item.command = { command: 'agentkeep.showDetails', title: 'Show details', arguments: [rp.id] };

@@ -1,12 +1,14 @@
 /**
  * End-to-end check in a real browser VS Code (code-server + Debian chromium via playwright-core):
  * opens the demo workspace with the extension loaded, opens setup.sh, waits for the "Snapshot & run"
- * CodeLens, clicks it (a real restore point, a real `npm install` in the terminal, Keep), opens the
+ * CodeLens, clicks it (a pre restore point, a real `npm install` in the terminal, a post restore point,
+ * then the notification: Compare opens the multi-file diff of pre vs post, then Keep), opens the
  * Agent view (restore point and memory rows), hovers the status bar item, restores through the
  * status bar (quick pick > scope > confirmation > restore), opens the details webview, and finally
  * opens a folder without an agent: welcome view > "Set up demo agent". Every step asserts that its element is
  * there and takes a screenshot into test-results/screenshots/ (agent-view.png, codelens.png,
- * statusbar.png, restore-quickpick.png, restore-scope.png, restore-confirm.png, after-restore.png,
+ * keep-or-rollback.png, compare.png, statusbar.png, restore-quickpick.png, restore-scope.png,
+ * restore-confirm.png, after-restore.png,
  * details.png, welcome.png);
  * on failure, failure.png. Exit code 0 = all present.
  *
@@ -90,15 +92,39 @@ async function main(): Promise<number> {
     step(`codelens: ${JSON.stringify(await page.locator('.codelens-decoration').allInnerTexts())}`);
     await shot(page, 'codelens.png');
 
-    // Snapshot & run for real: restore point, npm install in a terminal, Keep.
+    // Snapshot & run for real: pre restore point, npm install in a terminal, post restore point, then
+    // Compare (the multi-file diff of pre vs post) and Keep.
     await lens.click();
     step('clicked Snapshot & run');
     const keep = page.locator('.notification-toast .monaco-button', { hasText: /^Keep$/ }).first();
     const toastShown = await keep.waitFor({ state: 'visible', timeout: 90000 }).then(() => true, () => false);
     if (toastShown) {
+      await expectVisible(page, '.notification-toast', 'The "exited 0" notification', { hasText: /exited 0/ });
+      await expectVisible(page, '.notification-toast .monaco-button', 'The Roll back button', { hasText: /^Roll back$/ });
       await shot(page, 'keep-or-rollback.png');
-      await keep.click();
+      await (await expectVisible(page, '.notification-toast .monaco-button', 'The Compare button', { hasText: /^Compare$/ })).click();
+      step('clicked Compare');
+      await expectVisible(page, '.monaco-component.multiDiffEditor', 'The multi-file diff editor (pre vs post)', { timeout: 30000 });
+      await expectVisible(page, '.monaco-component.multiDiffEditor .multiDiffEntry', 'The package.json entry of the diff', { hasText: 'package.json' });
+      await expectVisible(page, '.tab', 'The compare editor tab', { hasText: /before ↔ after/ });
+      await page.mouse.move(1000, 700);
+      await page.waitForTimeout(1200); // let the diff editors render
+      await shot(page, 'compare.png');
+      // the notification comes back after Compare
+      const keepAgain = await expectVisible(page, '.notification-toast .monaco-button', 'The Keep button after Compare', { hasText: /^Keep$/, timeout: 30000 });
+      await keepAgain.click();
       step('clicked Keep');
+      // close the diff for the following screenshots (command palette: Ctrl+W would close the browser tab)
+      await page.keyboard.press('F1');
+      await expectVisible(page, '.quick-input-widget input', 'The command palette');
+      await page.keyboard.type('View: Close All Editors');
+      await expectVisible(page, '.quick-input-widget .monaco-list-row', 'The "Close All Editors" command', { hasText: 'Close All Editors' });
+      await page.keyboard.press('Enter');
+      await page.waitForTimeout(300);
+      await page.keyboard.press('Control+P');
+      await page.keyboard.type('setup.sh');
+      await page.waitForTimeout(500);
+      await page.keyboard.press('Enter');
     } else {
       // In the smoke-test-driver mode toasts may stay in the notification centre; open it.
       step('no toast; opening the notification centre');
@@ -130,6 +156,7 @@ async function main(): Promise<number> {
       await page.waitForTimeout(800);
     }
     await expectVisible(page, '.monaco-list-row', 'The restore point row', { hasText: 'npm install --no-audit --no-fund left-pad@1.3.0' });
+    await expectVisible(page, '.monaco-list-row', 'The post restore point row', { hasText: 'after: npm install --no-audit --no-fund left-pad@1.3.0' });
     await expectVisible(page, '.monaco-list-row', 'The MEMORY.md row', { hasText: 'MEMORY.md' });
     await expectVisible(page, '.monaco-list-row', 'A memory entry row', { hasText: 'staging server is staging.example.internal' });
     await shot(page, 'agent-view.png');
@@ -144,7 +171,8 @@ async function main(): Promise<number> {
     await item.click();
     await expectVisible(page, '.quick-input-widget .monaco-list-row', 'The restore-point quick pick', { hasText: 'left-pad@1.3.0' });
     await shot(page, 'restore-quickpick.png');
-    await page.keyboard.press('Enter');
+    // the pre restore point (the newest is the post, taken after the install)
+    await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'left-pad@1.3.0' }).filter({ hasNotText: 'after:' }).first().click();
     await expectVisible(page, '.quick-input-widget .monaco-list-row', 'The scope quick pick', { hasText: 'Machine + agent state' });
     await shot(page, 'restore-scope.png');
     await page.keyboard.press('Enter');
@@ -158,7 +186,7 @@ async function main(): Promise<number> {
     await shot(page, 'after-restore.png');
 
     // The details webview of the restore point (click its row).
-    await page.locator('.monaco-list-row', { hasText: 'from setup.sh:5' }).first().click();
+    await page.locator('.monaco-list-row', { hasText: 'from setup.sh:5' }).filter({ hasNotText: 'after:' }).first().click();
     const webview = page.frameLocator('iframe.webview').frameLocator('iframe#active-frame');
     try {
       await webview.locator('h1', { hasText: 'npm install --no-audit --no-fund left-pad@1.3.0' }).waitFor({ timeout: 20000 });

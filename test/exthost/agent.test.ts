@@ -10,13 +10,14 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { AgentKeepApi } from '../../extension/extension';
 import type { LensArg, SnapshotAndRunResult } from '../../extension/commands';
+import type { CompareResult } from '../../extension/compare';
 import { DEMO_MEMORY_ENTRIES, DEMO_USER_ENTRIES } from '../../extension/demo';
 import type { AgentNode } from '../../extension/tree';
 import type { RestorePoint, ResultOf } from '../../sidecar/protocol';
 
 const log = (...a: unknown[]) => console.log('    [agentkeep-test]', ...a);
 
-async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 30000, everyMs = 250): Promise<T> {
+export async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 30000, everyMs = 250): Promise<T> {
   const end = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -32,7 +33,7 @@ async function until<T>(what: string, fn: () => Promise<T | undefined> | T | und
 }
 
 /** Walk the tree from the root, picking the child whose label matches each step. */
-async function treePath(api: AgentKeepApi, ...labels: (string | RegExp)[]): Promise<AgentNode[]> {
+export async function treePath(api: AgentKeepApi, ...labels: (string | RegExp)[]): Promise<AgentNode[]> {
   let children = await api.tree.getChildren();
   for (const l of labels) {
     const next = children.find((c) => {
@@ -45,7 +46,7 @@ async function treePath(api: AgentKeepApi, ...labels: (string | RegExp)[]): Prom
   return children;
 }
 
-function labels(api: AgentKeepApi, nodes: AgentNode[]): string[] {
+export function labels(api: AgentKeepApi, nodes: AgentNode[]): string[] {
   return nodes.map((n) => String(api.tree.getTreeItem(n).label ?? ''));
 }
 
@@ -124,6 +125,8 @@ export function registerAgentSuite(): void {
         const r2 = await vscode.commands.executeCommand('agentkeep.snapshotAndRun', lensArg, { decision: 'keep' });
         assert.equal(r2, undefined);
         assert.equal(api.lastError()?.code, 'untrusted');
+        const ls = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', vscode.Uri.file(lensArg.file), 10);
+        assert.deepEqual(ls.filter((l) => l.command?.command?.startsWith('agentkeep.')).map((l) => l.command?.title), [], 'no lenses in an untrusted workspace');
       } finally {
         api.simulateUntrusted(false);
       }
@@ -131,7 +134,7 @@ export function registerAgentSuite(): void {
       assert.equal(api.getStatusBarText(), '$(history) no restore point');
     });
 
-    it('Snapshot & run: takes a restore point, really runs npm install, keeps the change', async function () {
+    it('Snapshot & run: a pre/post pair around a real npm install, both kept, and Compare shows node_modules/left-pad added', async function () {
       this.timeout(180000);
       const r = await vscode.commands.executeCommand<SnapshotAndRunResult>('agentkeep.snapshotAndRun', lensArg, { decision: 'keep', timeoutMs: 150000, shellIntegrationTimeoutMs: 15000 });
       assert.ok(r, `snapshotAndRun returned a result (last error: ${JSON.stringify(api.lastError())})`);
@@ -145,14 +148,38 @@ export function registerAgentSuite(): void {
       assert.equal(r.exitCode, 0);
       assert.ok(fs.existsSync(path.join(workspace, 'node_modules', 'left-pad', 'package.json')), 'npm really installed left-pad');
       assert.equal(r.decision, 'keep');
+      assert.equal(r.reused, false, 'the first restore point of the agent is new');
+      assert.equal(r.restorePoint.reason?.class, 'deps');
+      assert.ok(r.post, 'a post restore point was taken after the command');
+      assert.equal(r.post.kind, 'post');
+      assert.equal(r.post.pairOf, r.restorePoint.id);
+      assert.equal(r.post.label, `after: ${lensArg.command}`);
       assert.equal(r.kept?.status, 'kept');
+      assert.equal(r.keptPost?.status, 'kept', 'Keep marks both restore points of the pair');
       await api.refresh();
       const rows = await treePath(api, 'agent-home', 'Restore points');
-      assert.equal(rows.length, 1);
-      const item = api.tree.getTreeItem(rows[0]!);
-      assert.equal(item.label, lensArg.command);
-      assert.match(String(item.description), /^(just now|\d+s ago) · from setup\.sh:5$/);
+      assert.deepEqual(labels(api, rows), [`after: ${lensArg.command}`, lensArg.command], 'post (newest) and pre');
+      for (const row of rows) assert.match(String(api.tree.getTreeItem(row).description), /^(just now|\d+s ago) · from setup\.sh:5$/);
+      assert.equal(api.tree.getTreeItem(rows[0]!).contextValue, 'restorePoint.kept.post');
       assert.match(api.getStatusBarText(), /^\$\(history\) (just now|\d+s ago)$/);
+
+      // Compare (as the notification's button does): pre -> post in the multi-file diff editor.
+      const cmp = await vscode.commands.executeCommand<CompareResult>('agentkeep.compare', r.post.id);
+      assert.ok(cmp, `compare returned a result (last error: ${JSON.stringify(api.lastError())})`);
+      log(`compare: ${cmp.title}; ${cmp.rows.length} rows of ${cmp.total}; changed ${JSON.stringify(cmp.changes.changed)}`);
+      assert.ok(cmp.changes.added.includes('workspace/node_modules/left-pad'), 'node_modules/left-pad added');
+      assert.ok(cmp.changes.added.includes('workspace/node_modules/left-pad/package.json'));
+      assert.ok(cmp.changes.changed.includes('workspace/package.json'), 'package.json changed');
+      const pkgRow = cmp.rows.find(([res]) => res.endsWith('/workspace/package.json'));
+      assert.ok(pkgRow && pkgRow[1] && pkgRow[2], 'package.json is shown before and after');
+      const leftPadRow = cmp.rows.find(([res]) => res.endsWith('/node_modules/left-pad/package.json'));
+      assert.ok(leftPadRow && !leftPadRow[1] && leftPadRow[2], 'an added file has no "before" side');
+      assert.ok(!cmp.rows.some(([res]) => res.endsWith('/node_modules/left-pad')), 'directories are not shown as files');
+      const before = await vscode.workspace.openTextDocument(vscode.Uri.parse(pkgRow[1]!));
+      assert.deepEqual(JSON.parse(before.getText()), { name: 'demo-agent-tools', private: true }, 'the pre side is package.json as it was');
+      const after = await vscode.workspace.openTextDocument(vscode.Uri.parse(pkgRow[2]!));
+      assert.match(after.getText(), /"left-pad"/, 'the post side has the dependency');
+      await vscode.commands.executeCommand('workbench.action.closeAllEditors');
     });
 
     it('restores the restore point (scope both): node_modules is gone, and the restore can be undone', async function () {
@@ -169,7 +196,7 @@ export function registerAgentSuite(): void {
       await api.refresh();
       const rows = await treePath(api, 'agent-home', 'Restore points');
       const rps = api.getTreeRestorePoints();
-      assert.equal(rows.length, 2);
+      assert.equal(rows.length, 3, 'pre, post and the pre-restore point');
       assert.ok(rps.some((p: RestorePoint) => p.kind === 'pre-restore' && p.id === res.undo.id), 'the tree shows the pre-restore point');
       assert.equal(rps[0]!.id, res.undo.id, 'newest first');
 
@@ -211,15 +238,22 @@ export function registerAgentSuite(): void {
       assert.ok(api.lastError()?.hint, 'errors carry a hint');
     });
 
-    it('hides the CodeLenses when agentkeep.codeLens.enabled is false', async function () {
+    it('hides the CodeLenses when agentkeep.codeLens is "off", and shows only the classes listed', async function () {
       const uri = vscode.Uri.file(path.join(workspace, 'setup.sh'));
       const c = vscode.workspace.getConfiguration('agentkeep');
-      await c.update('codeLens.enabled', false, vscode.ConfigurationTarget.Workspace);
+      const snapLenses = async () => (await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', uri, 10)).filter((l) => l.command?.command === 'agentkeep.snapshotAndRun');
+      await c.update('codeLens', 'off', vscode.ConfigurationTarget.Workspace);
       try {
         const ls = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', uri, 10);
         assert.deepEqual(ls.filter((l) => l.command?.command?.startsWith('agentkeep.')), []);
+        // setup.sh's npm install is deps: a filter of other classes hides it (in the sidecar), deps shows it
+        await c.update('codeLens', ['system', 'remote-code'], vscode.ConfigurationTarget.Workspace);
+        await until('no deps lens under ["system", "remote-code"]', async () => ((await snapLenses()).length === 0 ? true : undefined), 15000);
+        await c.update('codeLens', ['deps'], vscode.ConfigurationTarget.Workspace);
+        const deps = await until('the deps lens under ["deps"]', async () => ((await snapLenses()).length ? snapLenses() : undefined), 15000);
+        assert.equal((deps[0]!.command!.arguments![0] as LensArg).class, 'deps');
       } finally {
-        await c.update('codeLens.enabled', undefined, vscode.ConfigurationTarget.Workspace);
+        await c.update('codeLens', undefined, vscode.ConfigurationTarget.Workspace);
       }
       const back = await until('lenses back', async () => {
         const ls = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', uri, 10);

@@ -7,12 +7,14 @@
  */
 import Mocha from 'mocha';
 import { registerAgentSuite } from './agent.test';
+import { registerFlowSuite } from './flow.test';
 
 export function run(): Promise<void> {
   const mocha = new Mocha({ ui: 'bdd', timeout: 60000, color: false, reporter: 'spec' });
   // Define describe/it/before/... as globals, then let the suites register their tests.
   mocha.suite.emit('pre-require', globalThis, 'agentkeep-exthost', mocha);
   registerAgentSuite();
+  registerFlowSuite();
   return new Promise((resolve, reject) => {
     mocha.run((failures) => (failures ? reject(new Error(`${failures} extension-host test(s) failed`)) : resolve()));
   });
