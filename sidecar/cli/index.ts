@@ -29,6 +29,7 @@ import { parseHostPort, readTokenFile, serveWs } from '../server/ws';
 import type { CoreFactory } from '../server/session';
 import { changeSummary, createdLine, findingsTable, memoryTable, restorePointTable } from './format';
 import { guardSignals } from './signals';
+import { cliTargetArgs, resolveStateDir } from '../core/state';
 import { VERSION } from './version';
 
 /** Where the CLI writes; replaceable for tests. */
@@ -108,7 +109,7 @@ function program(ctx: Ctx): Command {
     .option('--json', 'print the restore point as JSON')
     .action(async (o: { target: string; label?: string; store: string[] }, cmd: Command) => {
       const asJson = json(cmd);
-      const guard = guardSignals('create', ctx.io, o.target);
+      const guard = guardSignals('create', ctx.io, cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir)));
       let rpnt;
       try {
         rpnt = await ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal }).createRestorePoint({ target: o.target, label: o.label, stores: o.store.length ? o.store : undefined, kind: 'manual' });
@@ -163,7 +164,7 @@ function program(ctx: Ctx): Command {
           throw new AgentKeepError('ConfirmationRequired', 'Restore cancelled; nothing was changed.', 'Answer y to restore, or pass --yes.');
         }
       }
-      const guard = guardSignals('restore', ctx.io, o.target);
+      const guard = guardSignals('restore', ctx.io, cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir)));
       let r;
       try {
         const rc = ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal, onRestoreWriting: (u) => guard.writing(u.id) });
@@ -175,7 +176,7 @@ function program(ctx: Ctx): Command {
         const { id: rid, label, createdAt, status, kind, target } = r.restored;
         printJson(ctx, { id: rid, label, createdAt, status, kind, target, scope: o.scope, restored: r.restored, undo: r.undo, changes: r.changes });
       } else {
-        ctx.io.out(`Restored ${r.restored.id} "${r.restored.label}" (scope ${o.scope}).\n${changeSummary(r.changes, false, o.scope)}\nUndo: agentkeep restore-point restore ${r.undo.id} --target ${o.target} --scope ${o.scope}`);
+        ctx.io.out(`Restored ${r.restored.id} "${r.restored.label}" (scope ${o.scope}).\n${changeSummary(r.changes, false, o.scope)}\nUndo: agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}`);
       }
     });
 

@@ -29,10 +29,10 @@ export interface SignalGuard {
  * Install SIGINT/SIGTERM handlers for one create or restore.
  * @param mode which operation runs (see the module comment for what each does)
  * @param io where the one-line notices go (stderr)
- * @param target the target as the user wrote it (for the undo command)
+ * @param targetArgs the `--target … [--state-dir …]` arguments of the undo command (state.ts cliTargetArgs)
  * @param proc the process to listen on (default: this process; replaceable for tests)
  */
-export function guardSignals(mode: 'create' | 'restore', io: Pick<CliIO, 'err'>, target: string, proc: NodeJS.Process = process): SignalGuard {
+export function guardSignals(mode: 'create' | 'restore', io: Pick<CliIO, 'err'>, targetArgs: string, proc: NodeJS.Process = process): SignalGuard {
   const ctl = new AbortController();
   let undoId: string | undefined;
   let count = 0;
@@ -46,7 +46,7 @@ export function guardSignals(mode: 'create' | 'restore', io: Pick<CliIO, 'err'>,
     }
     if (mode === 'restore' && undoId && count === 1) {
       io.err(
-        `agentkeep: finishing the restore so the tree is not left half-written (Ctrl+C again to stop now; undo with: agentkeep restore-point restore ${undoId} --target ${target} --scope both --yes)`,
+        `agentkeep: finishing the restore so the tree is not left half-written (Ctrl+C again to stop now; undo with: agentkeep restore-point restore ${undoId} ${targetArgs} --scope both --yes)`,
       );
       return;
     }

@@ -33,12 +33,13 @@ export function compareCaptures(from: AgentCapture[], to: AgentCapture[], sameSt
 /**
  * A target-relative POSIX path as the manifests store it: `./` and leading or trailing `/` dropped,
  * `\` read as `/`.
- * @throws AgentKeepError InvalidParams for an empty path or one with `..` segments.
+ * @throws AgentKeepError InvalidParams for an empty or absolute path, or one with `..` segments.
  */
 export function normalizeRelPath(p: string): string {
-  const parts = p.replace(/\\/g, '/').split('/').filter((s) => s && s !== '.');
-  if (!parts.length || parts.includes('..')) {
-    throw new AgentKeepError('InvalidParams', `"${p}" is not a path inside the target.`, 'Give a target-relative path such as workspace/package.json (no "..").');
+  const slashed = p.replace(/\\/g, '/');
+  const parts = slashed.split('/').filter((s) => s && s !== '.');
+  if (!parts.length || parts.includes('..') || slashed.startsWith('/')) {
+    throw new AgentKeepError('InvalidParams', `"${p}" is not a path inside the target.`, 'Give a target-relative path such as workspace/package.json (no leading "/", no "..").');
   }
   return parts.join('/');
 }

@@ -18,7 +18,7 @@ import { abortedError, isAbortedError, isErrno, mapLimit, tempNameFor, throwIfAb
 import { Journal, isValidId, newRestorePointId } from './journal';
 import { acquireLock, isStale, pidAlive, type HeldLock, type LockInfo } from './lock';
 import { ObjectStore, hashFile } from './objects';
-import { StateLayout, checkStateDirVsTarget, ensureStateDir, isInside, resolveStateDir } from './state';
+import { StateLayout, checkStateDirVsTarget, cliTargetArgs, ensureStateDir, isInside, resolveStateDir } from './state';
 import { checkTargetExists, resolveTarget, type ParsedTarget } from './target';
 import type { CoreApi, CoreOptions } from './service';
 import { compareCaptures, DEFAULT_READ_MAX_BYTES, encodeContent, normalizeRelPath, tooLarge } from './compare';
@@ -108,7 +108,7 @@ export class Core implements CoreApi {
     await this.objects.init();
     if (sweep) await this.objects.sweepTemps();
     const backend = backendFor({ target, layout: this.layout, objects: this.objects });
-    return { target, backend, journal: new Journal(this.layout.journalDir(target.key), target.spec) };
+    return { target, backend, journal: new Journal(this.layout.journalDir(target.key), target.spec, cliTargetArgs(target.spec, this.stateDir)) };
   }
 
   private changed(target: string, what: 'restorePoints' | 'memory'): void {
@@ -557,7 +557,7 @@ export class Core implements CoreApi {
         throw new AgentKeepError(
           'BadStore',
           `Restore point ${rp.id} has no agent-state capture, so scope agent has nothing to restore (nothing was changed).`,
-          `Restore it with --scope machine or --scope both, or pick a restore point that captured a store (agentkeep restore-point list --target ${t.target.spec}).`,
+          `Restore it with --scope machine or --scope both, or pick a restore point that captured a store (agentkeep restore-point list ${cliTargetArgs(t.target.spec, this.stateDir)}).`,
         );
       }
       if (scope !== 'machine') for (const s of stores) if (!findCapture(rp, s)) throw noCapture(rp, s);
@@ -588,7 +588,7 @@ export class Core implements CoreApi {
         }
         if (scope !== 'machine') changes.agentChanged = await this.restoreAgent(rp, stores);
       } catch (e) {
-        const undoCmd = `agentkeep restore-point restore ${undo.id} --target ${t.target.spec} --scope both --yes`;
+        const undoCmd = `agentkeep restore-point restore ${undo.id} ${cliTargetArgs(t.target.spec, this.stateDir)} --scope both --yes`;
         if (isAbortedError(e)) {
           throw new AgentKeepError(
             'Internal',
@@ -600,7 +600,7 @@ export class Core implements CoreApi {
         throw new AgentKeepError(
           err.kind === 'CorruptSnapshot' ? 'CorruptSnapshot' : err.kind === 'FileError' ? 'FileError' : 'Internal',
           `Restore of ${rp.id} stopped: ${err.message} The state before the restore was saved as restore point ${undo.id}.`,
-          `To go back to it: agentkeep restore-point restore ${undo.id} --target ${t.target.spec} --scope both`,
+          `To go back to it: agentkeep restore-point restore ${undo.id} ${cliTargetArgs(t.target.spec, this.stateDir)} --scope both`,
         );
       }
       const restored: RestorePoint = { ...rp, status: 'rolled-back' };
@@ -670,7 +670,7 @@ export class Core implements CoreApi {
       reachable = false;
       message = asAgentKeepError(e).oneLine();
     }
-    const journal = new Journal(this.layout.journalDir(target.key), target.spec);
+    const journal = new Journal(this.layout.journalDir(target.key), target.spec, cliTargetArgs(target.spec, this.stateDir));
     const rps = await journal.list().catch(() => [] as RestorePoint[]);
     const stores: ResultOf<'agentStatus'>['stores'] = [];
     for (const spec of p.stores ?? []) {

@@ -28,9 +28,15 @@ export function isValidId(id: string): boolean {
 
 /** Journal of one target. */
 export class Journal {
+  /**
+   * @param dir the journal directory of this target
+   * @param target the target as the user gave it
+   * @param cli the `--target … [--state-dir …]` arguments for CLI hints (state.ts cliTargetArgs)
+   */
   constructor(
     readonly dir: string,
     readonly target: string,
+    readonly cli: string = `--target ${target}`,
   ) {}
 
   private file(id: string): string {
@@ -56,20 +62,20 @@ export class Journal {
    */
   async get(id: string): Promise<RestorePoint> {
     if (!isValidId(id)) {
-      throw new AgentKeepError('RestorePointNotFound', `"${id}" is not a restore point id.`, `Ids look like ak_20260101_120000_ab12; list them with: agentkeep restore-point list --target ${this.target}`);
+      throw new AgentKeepError('RestorePointNotFound', `"${id}" is not a restore point id.`, `Ids look like ak_20260101_120000_ab12; list them with: agentkeep restore-point list ${this.cli}`);
     }
     let raw: unknown;
     try {
       raw = await readJsonIfExists(this.file(id));
     } catch (e) {
-      throw new AgentKeepError('CorruptSnapshot', `The journal entry of ${id} is damaged: ${(e as Error).message}.`, `Delete it with: agentkeep restore-point delete ${id} --target ${this.target}`);
+      throw new AgentKeepError('CorruptSnapshot', `The journal entry of ${id} is damaged: ${(e as Error).message}.`, `Delete it with: agentkeep restore-point delete ${id} ${this.cli}`);
     }
     if (raw === undefined) {
-      throw new AgentKeepError('RestorePointNotFound', `No restore point ${id} for ${this.target}.`, `List them with: agentkeep restore-point list --target ${this.target}`);
+      throw new AgentKeepError('RestorePointNotFound', `No restore point ${id} for ${this.target}.`, `List them with: agentkeep restore-point list ${this.cli}`);
     }
     const parsed = RestorePoint.safeParse(raw);
     if (!parsed.success) {
-      throw new AgentKeepError('CorruptSnapshot', `The journal entry of ${id} is damaged: ${parsed.error.issues[0]?.message ?? 'bad shape'}.`, `Delete it with: agentkeep restore-point delete ${id} --target ${this.target}`);
+      throw new AgentKeepError('CorruptSnapshot', `The journal entry of ${id} is damaged: ${parsed.error.issues[0]?.message ?? 'bad shape'}.`, `Delete it with: agentkeep restore-point delete ${id} ${this.cli}`);
     }
     return parsed.data;
   }

@@ -43,10 +43,18 @@ function convert(n: Node): JsonNode | undefined {
   }
 }
 
-/** Parse JSONC text into a tree with offsets; undefined when it does not parse cleanly. */
+/**
+ * Parse JSONC text into a tree with offsets; undefined when it does not parse cleanly, or nests so
+ * deep (thousands of levels) that the recursive parse runs out of stack.
+ */
 export function parseJsonc(text: string): JsonNode | undefined {
-  const errors: ParseError[] = [];
-  const root = parseTree(text, errors, { allowTrailingComma: true, disallowComments: false });
-  if (!root || errors.length > 0) return undefined;
-  return convert(root);
+  try {
+    const errors: ParseError[] = [];
+    const root = parseTree(text, errors, { allowTrailingComma: true, disallowComments: false });
+    if (!root || errors.length > 0) return undefined;
+    return convert(root);
+  } catch (e) {
+    if (e instanceof RangeError) return undefined; // Maximum call stack size exceeded
+    throw e;
+  }
 }

@@ -107,6 +107,9 @@ describe('core: compare two restore points and read files of a restore point', f
     const ok = await core.readRestorePointFile({ target: s.target, id: rp.id, path: 'big.dat', maxBytes: 4 * 1024 * 1024 });
     assert.equal(ok.size, 3 * 1024 * 1024);
     await assert.rejects(core.readRestorePointFile({ target: s.target, id: rp.id, path: '../etc/passwd' }), (e: unknown) => e instanceof AgentKeepError && e.code === 'invalid_params' && /not a path inside the target/.test(e.message));
+    for (const abs of ['/etc/passwd', path.join(s.tree, 'a.txt')]) {
+      await assert.rejects(core.readRestorePointFile({ target: s.target, id: rp.id, path: abs }), (e: unknown) => e instanceof AgentKeepError && e.code === 'invalid_params' && /no leading "\/"/.test(e.hint ?? ''));
+    }
     await assert.rejects(core.compareRestorePoints({ target: s.target, from: rp.id, to: 'ak_20990101_000000_zzzz' }), (e: unknown) => e instanceof AgentKeepError && e.code === 'restore_point_not_found' && !!e.hint);
     // A damaged snapshot (object gone) is reported as such, not as an empty file.
     const h = rp.agent[0]!.files.find((f) => f.path === 'SOUL.md')!.hash;
@@ -134,7 +137,8 @@ describe('core: compare two restore points and read files of a restore point', f
       ['hermes:/h:b', 'hermes:/h:c'],
     );
     assert.deepEqual(compareCaptures([cap('hermes:/h', [['a', '1']])], [cap('hermes:/h', [])], same), ['hermes:/h:a']);
-    assert.equal(normalizeRelPath('/workspace//a/./b/'), 'workspace/a/b');
+    assert.equal(normalizeRelPath('workspace//a/./b/'), 'workspace/a/b');
+    assert.throws(() => normalizeRelPath('/workspace/a'), /not a path inside the target/);
     assert.equal(normalizeRelPath('workspace\\a.txt'), 'workspace/a.txt');
     assert.throws(() => normalizeRelPath('./'), /not a path inside the target/);
     assert.deepEqual(encodeContent(Buffer.from('héllo\n')), { encoding: 'utf8', content: 'héllo\n' });

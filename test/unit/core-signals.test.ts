@@ -102,7 +102,7 @@ describe('CLI: Ctrl+C and SIGTERM during create and restore (real process, real 
     assert.equal(res.code, 0, res.stderr);
     assert.match(
       res.stderr,
-      /agentkeep: finishing the restore so the tree is not left half-written \(Ctrl\+C again to stop now; undo with: agentkeep restore-point restore ak_\w+ --target \S+ --scope both --yes\)/,
+      /agentkeep: finishing the restore so the tree is not left half-written \(Ctrl\+C again to stop now; undo with: agentkeep restore-point restore ak_\w+ --target \S+ --state-dir \S+ --scope both --yes\)/,
     );
     assert.match(res.stdout, new RegExp(`Restored ${id}`));
     assert.deepEqual(describeTree(s.tree), v1);
@@ -119,12 +119,13 @@ describe('CLI: Ctrl+C and SIGTERM during create and restore (real process, real 
     const res = await r.done;
     assert.equal(res.code, 1, res.stderr);
     assert.match(res.stderr, new RegExp(`Interrupted: the restore of ${id} was stopped part-way`));
-    const undo = /Undo with: (agentkeep restore-point restore (ak_\w+) --target \S+ --scope both --yes)/.exec(res.stderr);
+    // the printed command names the non-default state dir, so it works as printed
+    const undo = /Undo with: (agentkeep restore-point restore (ak_\w+) --target \S+ --state-dir \S+ --scope both --yes)/.exec(res.stderr);
     assert.ok(undo, res.stderr);
     assert.deepEqual(tempLeftovers(s.tree), [], 'no .ak-tmp- files left in the target');
     assert.deepEqual(lockFiles(), []);
     // a create now does not capture anything of ours, and the undo command restores the state before
-    const back = await runSidecar([...undo[1].split(' ').slice(1), '--state-dir', s.state]);
+    const back = await runSidecar(undo[1].split(' ').slice(1));
     assert.equal(back.code, 0, back.stderr);
     assert.deepEqual(describeTree(s.tree), v2);
   });

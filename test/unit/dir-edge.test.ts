@@ -36,6 +36,8 @@ function canMakeLatin1Name(dir: string): boolean {
   }
 }
 
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
 describe('dir backend: edge cases', function () {
   let s: ReturnType<typeof tempSetup>;
   let core: Core;
@@ -47,7 +49,7 @@ describe('dir backend: edge cases', function () {
 
   it('a name that is not UTF-8 fails create with the directory, the escaped name and the fix (never skipped)', async function () {
     put(s.tree, 't4/ok.txt', 'fine');
-    if (!canMakeLatin1Name(path.join(s.tree, 't4'))) this.skip(); // the file system itself refuses such names
+    assert.ok(canMakeLatin1Name(path.join(s.tree, 't4')), 'the test file system accepts non-UTF-8 names (ext4, tmpfs and btrfs do)');
     fs.writeFileSync(Buffer.concat([Buffer.from(path.join(s.tree, 't4') + '/'), Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x2e, 0x74, 0x78, 0x74])]), 'x');
     await assert.rejects(
       core.createRestorePoint({ target: s.target }),
@@ -76,6 +78,20 @@ describe('dir backend: edge cases', function () {
     await core.restoreRestorePoint({ target: s.target, id: rp1.id, scope: 'machine' });
     assert.deepEqual(tempLeftovers(s.tree), []);
     assert.deepEqual(Object.keys(describeTree(s.tree)).sort(), ['a', 'a/data.txt']);
+  });
+
+  it('temp files a killed restore left are still seen and removed after later creates reuse the listing', async () => {
+    put(s.tree, 'keep.txt', 'k');
+    const p0 = await core.createRestorePoint({ target: s.target });
+    // what SIGKILL in the middle of a restore leaves: a new directory holding only our temp file
+    put(s.tree, 'X/.f.ak-tmp-0123456789ab', 'partial');
+    await sleep(150); // older than the racy window: later scans may reuse X's listing
+    await core.createRestorePoint({ target: s.target });
+    await core.createRestorePoint({ target: s.target });
+    const r = await core.restoreRestorePoint({ target: s.target, id: p0.id, scope: 'both' });
+    assert.deepEqual(tempLeftovers(s.tree), [], 'the temp file is removed');
+    assert.deepEqual(Object.keys(describeTree(s.tree)).sort(), ['keep.txt']);
+    assert.deepEqual(r.changes.added, ['X']);
   });
 
   it('FIFOs and sockets are not captured and are counted as skipped', async () => {
@@ -192,6 +208,19 @@ describe('core: Hermes homes found without --store', function () {
     await core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'machine' });
     assert.equal(fs.readFileSync(path.join(s.tree, 'workspace/a.txt'), 'utf8'), 'v1');
     assert.equal(fs.readFileSync(path.join(home, 'memories/MEMORY.md'), 'utf8'), mem, 'memory not rolled back');
+  });
+
+  it('--scope machine reports only what it removed: a folder kept for new agent state is not listed', async () => {
+    const home = path.join(s.tree, '.hermes');
+    makeHermesHome(home);
+    const rp = await core.createRestorePoint({ target: s.target });
+    put(home, 'skills/new-skill/SKILL.md', '---\nname: new-skill\n---\nbody\n');
+    put(s.tree, 'workspace/tmp/new.txt', 'gone after the restore');
+    const r = await core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'machine' });
+    assert.ok(fs.existsSync(path.join(home, 'skills/new-skill/SKILL.md')), 'agent state kept');
+    assert.ok(!fs.existsSync(path.join(s.tree, 'workspace')), 'machine state rolled back');
+    for (const p of r.changes.added) assert.ok(!fs.existsSync(path.join(s.tree, p)), `reported as removed but still there: ${p}`);
+    assert.ok(r.changes.added.includes('workspace/tmp/new.txt'));
   });
 
   it('the target itself as a Hermes home is found; a plain config.yaml is not enough', async () => {

@@ -26,6 +26,13 @@ function corpusFiles(): Array<{ file: string; text: string }> {
 }
 
 describe('risk scan', () => {
+  it('treats JSON nested thousands of levels deep as unreadable instead of crashing', () => {
+    const deep = '{"cells": ' + '['.repeat(20000) + ']'.repeat(20000) + '}';
+    for (const f of ['deep.ipynb', 'package.json', '.vscode/tasks.json', '.devcontainer/devcontainer.json']) {
+      assert.deepEqual(scanText(f, deep), [], f);
+    }
+  });
+
   describe('labelled corpus (shared/cases/risk-corpus)', () => {
     const labels = JSON.parse(readFileSync(path.join(CORPUS, 'labels.json'), 'utf8')) as EvalLabel[];
 

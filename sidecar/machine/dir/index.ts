@@ -243,6 +243,7 @@ export class DirBackend implements MachineBackend {
 
     const dirs = want.filter((e) => e.t === 'd');
     const temps = new Set<string>();
+    const spared = new Set<string>();
     try {
       // 0. Temp files a previous interrupted restore left behind (never part of any snapshot).
       for (const t of stray) {
@@ -267,8 +268,10 @@ export class DirBackend implements MachineBackend {
             try {
               await fs.rmdir(a);
             } catch (err) {
-              // Not empty: it still holds paths spared by the scope (or created since); leave it.
+              // Not empty: it still holds paths spared by the scope (or created since); leave it,
+              // and do not report it as removed.
               if (!isErrno(err, 'ENOTEMPTY', 'EEXIST', 'ENOENT')) throw err;
+              if (!isErrno(err, 'ENOENT')) spared.add(e.p);
             }
           }
         } else await fs.rm(a, { force: true });
@@ -328,6 +331,7 @@ export class DirBackend implements MachineBackend {
     for (const [d, m] of relaxed) if (m >= 0 && !finalModes.has(d) && d !== '') finalModes.set(d, m);
     for (const d of [...finalModes.keys()].sort().reverse()) await fs.chmod(abs(d), finalModes.get(d) as number).catch(() => undefined);
     await fs.chmod(this.root, snap.rootMode).catch(() => undefined);
+    if (spared.size) changes.added = changes.added.filter((p) => !spared.has(p));
     return changes;
   }
 }

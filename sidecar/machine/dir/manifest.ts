@@ -26,6 +26,11 @@ export interface Entry {
   i: number;
   h?: string;
   l?: string;
+  /**
+   * Directories only: 1 when its listing held entries the snapshot leaves out (our temp files,
+   * sockets, FIFOs, devices), so the next scan re-reads it instead of reusing the listing.
+   */
+  x?: 1;
 }
 
 /** A snapshot manifest. */

@@ -181,6 +181,12 @@ function splitAbs(abs: string): [string, string] {
   return [abs.slice(0, i), abs.slice(i + 1)];
 }
 
+/** The parent of a target-relative path ('' for a top-level name). */
+function parentOf(rel: string): string {
+  const i = rel.lastIndexOf('/');
+  return i < 0 ? '' : rel.slice(0, i);
+}
+
 /**
  * Walk `root` (level by level, names sorted per directory) into entries; files not covered by the stat cache are
  * hashed with `opts.hashFile`. Entries vanishing during the walk (confirmed by a re-listing of their
@@ -206,6 +212,10 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
   const toHash: Entry[] = [];
   const temps: string[] = [];
   let skipped = 0;
+  // directories whose listing held entries left out of the snapshot (temps, sockets, ...): marked
+  // `x` so the next scan lists them again and still sees (and a restore removes) those entries
+  const partial = new Set<string>();
+  const dirIndex = new Map<string, number>();
   const abortWhat = opts.abortWhat ?? 'the scan was stopped';
   const relisted = new Map<string, Set<string> | undefined>();
   let level: Array<{ rel: string; reuse: boolean }> = [{ rel: '', reuse: false }];
@@ -263,12 +273,21 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
       }
       if ((st[o] & 0o170000) !== 0o040000 && isTempName(rels[k].slice(rels[k].lastIndexOf('/') + 1))) {
         temps.push(rels[k]); // our own temp file (a restore or a state write in progress or interrupted)
+        partial.add(parentOf(rels[k]));
         continue;
       }
       const same = unchanged(prev, rels[k], st, o);
       if (same) {
         entries.push(same);
-        if (same.t === 'd') next.push({ rel: same.p, reuse: same.mt < (prev as StatCache).scanStartMs - RACY_MS });
+        if (same.t === 'd') {
+          if (same.x) {
+            // listed again below; marked again only if it still holds left-out entries
+            const { x: _x, ...rest } = same;
+            entries[entries.length - 1] = rest;
+          }
+          dirIndex.set(same.p, entries.length - 1);
+          next.push({ rel: same.p, reuse: !same.x && same.mt < (prev as StatCache).scanStartMs - RACY_MS });
+        }
         continue;
       }
       const mode = st[o];
@@ -276,6 +295,7 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
       const e: Entry = { p: rels[k], t: 'f', m: mode & 0o7777, s: 0, mt: st[o + 2], ct: st[o + 3], i: st[o + 4] };
       if (fmt === 0o040000) {
         e.t = 'd';
+        dirIndex.set(e.p, entries.length);
         next.push({ rel: e.p, reuse: false });
       } else if (fmt === 0o120000) {
         e.t = 'l';
@@ -293,6 +313,7 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
         else toHash.push(e);
       } else {
         skipped++; // socket, fifo, device: not captured (docs/dir-backend.md)
+        partial.add(parentOf(rels[k]));
         continue;
       }
       entries.push(e);
@@ -301,6 +322,10 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
     opts.onScan?.(entries.length);
   }
   opts.onScan?.(entries.length);
+  for (const rel of partial) {
+    const k = dirIndex.get(rel);
+    if (k !== undefined && !entries[k].x) entries[k] = { ...entries[k], x: 1 }; // a copy: entries of the previous manifest are shared
+  }
 
   let newBytes = 0;
   let done = 0;
