@@ -40,11 +40,21 @@ function reasonText(rp: RestorePoint): string {
   return r.text ?? '';
 }
 
-/** Restore points, newest first: ID, AGE, STATUS, KIND, LABEL, REASON. */
+/** Restore points, newest first: ID, AGE, STATUS, KIND, SIZE (bytes this restore point newly stored), LABEL, REASON. */
 export function restorePointTable(points: RestorePoint[], target: string, now = Date.now()): string {
   if (!points.length) return `No restore points of ${target} yet. Create one: agentkeep restore-point create --target ${target}`;
   const sorted = [...points].sort((a, b) => Date.parse(b.createdAt) - Date.parse(a.createdAt));
-  return table([['ID', 'AGE', 'STATUS', 'KIND', 'LABEL', 'REASON'], ...sorted.map((p) => [p.id, age(p.createdAt, now), p.status, p.kind, p.label, reasonText(p)])]);
+  return table([['ID', 'AGE', 'STATUS', 'KIND', 'SIZE', 'LABEL', 'REASON'], ...sorted.map((p) => [p.id, age(p.createdAt, now), p.status, p.kind + (p.important ? ', important' : ''), size(p.machine.newBytes), p.label, reasonText(p)])]);
+}
+
+/** Prune result, one line per restore point: "deleted|kept  ID  reason" (dry run: "would delete"). */
+export function pruneReport(r: { deleted: Array<{ id: string; reason: string }>; kept: Array<{ id: string; reason: string }>; freedBytes: number }, dryRun: boolean): string {
+  const del = dryRun ? 'would delete' : 'deleted';
+  const rows = [...r.deleted.map((d) => [del, d.id, d.reason]), ...r.kept.map((k) => ['kept', k.id, k.reason])];
+  const head = dryRun
+    ? `Dry run: ${r.deleted.length} restore point(s) would be deleted, ${r.kept.length} kept; nothing was changed.`
+    : `Deleted ${r.deleted.length} restore point(s), kept ${r.kept.length}; freed ${size(r.freedBytes)}.`;
+  return rows.length ? `${head}\n${table(rows)}` : head;
 }
 
 /** One line about a created restore point. */

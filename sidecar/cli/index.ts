@@ -2,10 +2,11 @@
  * The `agentkeep` command line (commander). Same core as the servers, no RPC.
  *
  *     agentkeep --version
- *     agentkeep restore-point create --target T [--label TEXT] [--store S ...] [--json]
+ *     agentkeep restore-point create --target T [--label TEXT] [--store S ...] [--important] [--json]
  *     agentkeep restore-point list --target T [--json]
  *     agentkeep restore-point restore ID --target T --scope machine|agent|both [--store S ...] [--yes] [--json]
  *     agentkeep restore-point delete ID --target T [--yes] [--json]
+ *     agentkeep restore-point prune --target T [--dry-run] [--keep N] [--keep-important N] [--json]
  *     agentkeep memory list --store S [--store S ...] [--json]
  *     agentkeep risk scan FILE... [--json]
  *     agentkeep risk eval DIR LABELS.json [--json]
@@ -27,7 +28,7 @@ import { evaluate, fileKind, formatEval, parseJsonc, scanText, type EvalLabel } 
 import { serveStdio } from '../server/stdio';
 import { parseHostPort, readTokenFile, serveWs } from '../server/ws';
 import type { CoreFactory } from '../server/session';
-import { changeSummary, createdLine, findingsTable, memoryTable, restorePointTable } from './format';
+import { changeSummary, createdLine, findingsTable, memoryTable, pruneReport, restorePointTable } from './format';
 import { guardSignals } from './signals';
 import { cliTargetArgs, resolveStateDir } from '../core/state';
 import { VERSION } from './version';
@@ -66,6 +67,14 @@ function collect(v: string, prev: string[]): string[] {
 
 /** Exit code carried by a usage error. */
 class UsageError extends AgentKeepError {}
+
+/** Option parser for a whole number >= 0. @throws UsageError (exit 2) naming the option. */
+function wholeNumber(opt: string): (v: string) => number {
+  return (v: string) => {
+    if (!/^\d+$/.test(v.trim())) throw new UsageError('InvalidParams', `${opt} must be a whole number >= 0, got "${v}".`, `Give e.g. ${opt} 20.`);
+    return Number(v.trim());
+  };
+}
 
 interface Ctx {
   io: CliIO;
@@ -106,13 +115,14 @@ function program(ctx: Ctx): Command {
     .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
     .option('--label <text>', 'a label for the restore point')
     .option('--store <store>', 'memory store whose agent state is captured, e.g. hermes:/home/me/.hermes (repeatable; default: the Hermes homes found in the target)', collect, [])
+    .option('--important', 'mark it important (retention keeps the newest 10 important restore points)')
     .option('--json', 'print the restore point as JSON')
-    .action(async (o: { target: string; label?: string; store: string[] }, cmd: Command) => {
+    .action(async (o: { target: string; label?: string; store: string[]; important?: boolean }, cmd: Command) => {
       const asJson = json(cmd);
       const guard = guardSignals('create', ctx.io, cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir)));
       let rpnt;
       try {
-        rpnt = await ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal }).createRestorePoint({ target: o.target, label: o.label, stores: o.store.length ? o.store : undefined, kind: 'manual' });
+        rpnt = await ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal }).createRestorePoint({ target: o.target, label: o.label, stores: o.store.length ? o.store : undefined, kind: 'manual', ...(o.important ? { important: true } : {}) });
       } finally {
         guard.dispose();
       }
@@ -199,6 +209,20 @@ function program(ctx: Ctx): Command {
       const r = await core(cmd).deleteRestorePoint({ target: o.target, id });
       if (asJson) printJson(ctx, r);
       else ctx.io.out(`Deleted restore point ${r.deleted}; freed ${r.freedBytes} bytes.`);
+    });
+
+  rp.command('prune')
+    .description('apply retention: keep the newest N and the newest N important restore points, delete the rest (never one younger than an hour, the newest, or half of a pre/post pair)')
+    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .option('--dry-run', 'only show what would be deleted')
+    .option('--keep <n>', 'newest restore points to keep (default 20)', wholeNumber('--keep'))
+    .option('--keep-important <n>', 'newest important restore points to keep (default 10)', wholeNumber('--keep-important'))
+    .option('--json', 'print {deleted, kept, freedBytes} as JSON')
+    .action(async (o: { target: string; dryRun?: boolean; keep?: number; keepImportant?: number }, cmd: Command) => {
+      const asJson = json(cmd);
+      const r = await core(cmd).pruneRestorePoints({ target: o.target, dryRun: Boolean(o.dryRun), keep: o.keep, keepImportant: o.keepImportant });
+      if (asJson) printJson(ctx, o.dryRun ? { dryRun: true, ...r } : r);
+      else ctx.io.out(pruneReport(r, Boolean(o.dryRun)));
     });
 
   const mem = root.command('memory').description('inspect agent memory stores');

@@ -21,6 +21,7 @@ import { ObjectStore, hashFile } from './objects';
 import { StateLayout, checkStateDirVsTarget, cliTargetArgs, ensureStateDir, isInside, resolveStateDir } from './state';
 import { checkTargetExists, resolveTarget, type ParsedTarget } from './target';
 import type { CoreApi, CoreOptions } from './service';
+import { DEFAULT_MIN_AGE_MS, planPrune, type PruneOptions } from './retention';
 import { compareCaptures, DEFAULT_READ_MAX_BYTES, encodeContent, normalizeRelPath, tooLarge } from './compare';
 
 /** The sidecar version (from package.json, inlined by the bundler). */
@@ -83,6 +84,8 @@ export class Core implements CoreApi {
   private readonly lockTimeoutMs: number;
   /** Target key -> id of the last snapshot this instance made (the next create's stat cache). */
   private readonly lastSnapshot = new Map<string, string>();
+  /** `<targetKey>/<postId>` -> whether that post and its pre do not differ (immutable once both exist). */
+  private readonly pairSame = new Map<string, boolean>();
 
   /** @throws AgentKeepError BadStateDir for a relative state dir. */
   constructor(private readonly opts: CoreOptions = {}) {
@@ -123,8 +126,8 @@ export class Core implements CoreApi {
    * Run `fn` holding the target's lock. `writesObjects` also registers an in-flight marker and waits
    * for a running garbage collection, so GC never removes an object this operation is about to use.
    */
-  private async withTarget<T>(t: TargetCtx, op: string, writesObjects: boolean, fn: () => Promise<T>): Promise<T> {
-    const lock = await acquireLock(this.layout.targetLock(t.target.key), { op, what: `Target ${t.target.spec}`, timeoutMs: this.lockTimeoutMs, signal: this.opts.signal });
+  private async withTarget<T>(t: TargetCtx, op: string, writesObjects: boolean, fn: () => Promise<T>, timeoutMs = this.lockTimeoutMs): Promise<T> {
+    const lock = await acquireLock(this.layout.targetLock(t.target.key), { op, what: `Target ${t.target.spec}`, timeoutMs, signal: this.opts.signal });
     let marker: string | undefined;
     try {
       if (writesObjects) {
@@ -292,7 +295,7 @@ export class Core implements CoreApi {
   /** Create a restore point; the caller holds the target lock. */
   private async createLocked(
     t: TargetCtx,
-    p: { label?: string; kind?: RestorePoint['kind']; reason?: RestorePoint['reason']; stores: MemoryStoreAdapter[]; pairOf?: string; restoredFrom?: string },
+    p: { label?: string; kind?: RestorePoint['kind']; reason?: RestorePoint['reason']; stores: MemoryStoreAdapter[]; pairOf?: string; restoredFrom?: string; important?: boolean },
     progress: Progress,
     abortWhat = 'the restore point was not created; nothing in the target was changed',
   ): Promise<RestorePoint> {
@@ -351,6 +354,7 @@ export class Core implements CoreApi {
       },
       agent,
       ...(p.pairOf ? { pairOf: p.pairOf } : {}),
+      ...(p.important ? { important: true } : {}),
       ...(p.restoredFrom ? { restoredFrom: p.restoredFrom } : {}),
     };
     try {
@@ -442,6 +446,8 @@ export class Core implements CoreApi {
    * files. Without `stores` (absent, not `[]`) the Hermes homes found in the target are captured
    * (detectStores), so a later restore with scope machine spares their memory. Waits up to
    * lockTimeoutMs for another create/restore of the same target. CoreOptions.signal stops it.
+   * Afterwards retention is applied with its defaults (pruneRestorePoints); a failing prune does
+   * not fail the create.
    * @throws BadTarget, TargetNotFound, BadStateDir, BadStore, StoreNotFound, TargetBusy, FileError
    */
   async createRestorePoint(params: ParamsOf<'restorePointCreate'>): Promise<RestorePoint> {
@@ -450,9 +456,12 @@ export class Core implements CoreApi {
     const stores = p.stores ? this.openStores(p.stores) : await this.detectStores(t.target.path);
     const progress = new Progress(p.progressToken, this.opts.onProgress);
     const rp = await this.withTarget(t, 'create restore point', true, () =>
-      this.createLocked(t, { label: p.label, kind: p.kind, reason: p.reason, stores, pairOf: p.pairOf }, progress),
+      this.createLocked(t, { label: p.label, kind: p.kind, reason: p.reason, stores, pairOf: p.pairOf, important: p.important }, progress),
     );
     this.changed(t.target.spec, 'restorePoints');
+    // Retention with the defaults; it never deletes the one just made (newest, younger than an hour).
+    // A busy target is not waited for long: the next create or an explicit prune catches up.
+    await this.pruneTarget(t, {}, false, Math.min(this.lockTimeoutMs, 2000)).catch(() => undefined);
     return rp;
   }
 
@@ -630,6 +639,73 @@ export class Core implements CoreApi {
     });
     this.changed(t.target.spec, 'restorePoints');
     return res;
+  }
+
+  /**
+   * Apply retention (sidecar/core/retention.ts planPrune) to one opened target, holding its lock:
+   * delete the planned restore points (journal entry first, then the backend snapshot), then
+   * garbage-collect once. A dry run only plans.
+   */
+  private async pruneTarget(t: TargetCtx, opts: Pick<PruneOptions, 'keep' | 'keepImportant'>, dryRun: boolean, lockTimeoutMs = this.lockTimeoutMs): Promise<ResultOf<'restorePointPrune'>> {
+    const res = await this.withTarget(t, dryRun ? 'prune (dry run)' : 'prune', false, async () => {
+      const points = await t.journal.list();
+      const plan = planPrune(points, { keep: opts.keep, keepImportant: opts.keepImportant }, await this.identicalPairs(t, points));
+      if (dryRun || !plan.delete.length) return { deleted: plan.delete, kept: plan.keep, freedBytes: 0 };
+      for (const d of plan.delete) {
+        await t.journal.remove(d.id);
+        await t.backend.delete(d.id);
+      }
+      const gc = await this.collectGarbage();
+      return { deleted: plan.delete, kept: plan.keep, freedBytes: gc.freedBytes };
+    }, lockTimeoutMs);
+    if (res.deleted.length && !dryRun) this.changed(t.target.spec, 'restorePoints');
+    return res;
+  }
+
+  /**
+   * Ids of the post restore points (both sides older than an hour, neither the newest) whose pre does
+   * not differ from them, by the backend's compare of the two snapshots and the agent-state captures.
+   * Results are cached per instance (the snapshots never change); a failing compare counts as "differs".
+   */
+  private async identicalPairs(t: TargetCtx, points: RestorePoint[]): Promise<Set<string>> {
+    const out = new Set<string>();
+    const compare = t.backend.compare?.bind(t.backend);
+    if (!compare) return out;
+    const byId = new Map(points.map((r) => [r.id, r]));
+    const old = (r: RestorePoint): boolean => Date.now() - Date.parse(r.createdAt) >= DEFAULT_MIN_AGE_MS && r.id !== points[0]?.id;
+    for (const post of points) {
+      const pre = post.pairOf ? byId.get(post.pairOf) : undefined;
+      if (!pre || !old(post) || !old(pre)) continue;
+      if (pre.machine.backend !== t.backend.name || post.machine.backend !== t.backend.name) continue;
+      const key = `${t.target.key}/${post.id}`;
+      let same = this.pairSame.get(key);
+      if (same === undefined) {
+        try {
+          const m = await compare(pre.id, post.id);
+          const agent = compareCaptures(pre.agent, post.agent, (x, y) => x === y);
+          const sameStores = pre.agent.length === post.agent.length && pre.agent.every((a) => post.agent.some((b) => b.store === a.store));
+          same = sameStores && !m.added.length && !m.removed.length && !m.changed.length && !agent.length;
+        } catch {
+          same = false;
+        }
+        this.pairSame.set(key, same);
+      }
+      if (same) out.add(post.id);
+    }
+    return out;
+  }
+
+  /**
+   * Apply retention to a target: keep the newest `keep` (default 20) and newest `keepImportant`
+   * (default 10) important restore points, never delete one younger than an hour, the newest one, or
+   * half of a pre/post pair; delete the rest (not with dryRun) and garbage-collect.
+   * @returns deleted / kept, each `{id, reason}` newest first; freedBytes (0 for a dry run).
+   * @throws InvalidParams, BadTarget, BadStateDir, TargetBusy
+   */
+  async pruneRestorePoints(params: ParamsOf<'restorePointPrune'>): Promise<ResultOf<'restorePointPrune'>> {
+    const p = validate(Methods.restorePointPrune.params, params, 'restorePoint.prune');
+    const t = await this.open(p.target, false, !p.dryRun);
+    return this.pruneTarget(t, { keep: p.keep, keepImportant: p.keepImportant }, p.dryRun ?? false);
   }
 
   /** Mark the change after a restore point as kept (status `kept`). @throws RestorePointNotFound, TargetBusy */

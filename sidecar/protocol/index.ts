@@ -124,6 +124,7 @@ export const RestorePoint = z.object({
     .describe('The machine snapshot'),
   agent: z.array(AgentCapture).describe('Agent-state captures, one per store'),
   pairOf: z.string().optional().describe('For a post restore point: the id of its pre'),
+  important: z.boolean().optional().describe('Marked important: retention keeps the newest important ones longer (absent = false)'),
   restoredFrom: z.string().optional().describe('For pre-restore: the id that was being restored'),
 });
 export type RestorePoint = z.infer<typeof RestorePoint>;
@@ -186,6 +187,7 @@ export const Methods = {
       reason: Reason.optional(),
       stores: z.array(Store).optional().describe('Stores whose agent state is captured'),
       pairOf: z.string().optional(),
+      important: z.boolean().optional().describe('Mark the restore point important (retention keeps the newest 10 important ones)'),
       progressToken: ProgressToken,
     }),
     RestorePoint,
@@ -223,6 +225,21 @@ export const Methods = {
     'Delete a restore point (objects still used by others are kept).',
     z.object({ target: Target, id: z.string() }),
     z.object({ deleted: z.string(), freedBytes: z.number().int() }),
+  ),
+  restorePointPrune: method(
+    'restorePoint.prune',
+    'Apply retention to a target: keep the newest `keep` (default 20) and the newest `keepImportant` (default 10) important restore points; never delete one younger than an hour, the newest one, or half of a pre/post pair; a pre/post pair whose sides do not differ does not count toward `keep`. Deletes the rest (unless dryRun), then garbage-collects. Also run with the defaults after every restorePoint.create. Takes the target lock.',
+    z.object({
+      target: Target,
+      dryRun: z.boolean().optional().describe('Only report what would be deleted; change nothing'),
+      keep: z.number().int().min(0).optional().describe('Newest restore points to keep (default 20)'),
+      keepImportant: z.number().int().min(0).optional().describe('Newest important restore points to keep (default 10)'),
+    }),
+    z.object({
+      deleted: z.array(z.object({ id: z.string(), reason: z.string() })).describe('Deleted (or, with dryRun, to be deleted), newest first, with why'),
+      kept: z.array(z.object({ id: z.string(), reason: z.string() })).describe('Kept, newest first, with why'),
+      freedBytes: z.number().int().describe('Bytes of objects removed by the garbage collection (0 for dryRun, or while another create/restore runs)'),
+    }),
   ),
   restorePointKeep: method(
     'restorePoint.keep',

@@ -46,6 +46,7 @@ describe('protocol', () => {
       restoreRestorePoint: rec('restoreRestorePoint'),
       deleteRestorePoint: rec('deleteRestorePoint'),
       keepRestorePoint: rec('keepRestorePoint'),
+      pruneRestorePoints: rec('pruneRestorePoints'),
       listMemory: rec('listMemory'),
       agentStatus: rec('agentStatus'),
     };
