@@ -12,6 +12,7 @@ import { displayLabel, formatAge, formatReason } from './format';
 import type { Sidecar } from './sidecar';
 import { toSidecarError } from './sidecar';
 
+/** The single "Restore point details" webview panel (see the module comment). */
 export class DetailsPanel implements vscode.Disposable {
   private panel: vscode.WebviewPanel | undefined;
   private id: string | undefined;

@@ -46,6 +46,7 @@ export interface AgentKeepApi {
 
 let ctxRef: Ctx | undefined;
 
+/** VS Code entry point: registers views, commands, CodeLens and the status bar; returns the test API. */
 export function activate(context: vscode.ExtensionContext): AgentKeepApi {
   const output = vscode.window.createOutputChannel('AgentKeep', { log: true });
   const sidecar = new Sidecar(context, output, readStateDir, codeLensFilter);
@@ -113,6 +114,7 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
   };
 }
 
+/** VS Code exit point: disposes the views and stops the sidecar (resolves when it has exited). */
 export async function deactivate(): Promise<void> {
   await ctxRef?.sidecar.stop();
   ctxRef = undefined;

@@ -10,6 +10,7 @@ import { formatAge, shortReason, statusBarText } from './format';
 import type { Sidecar } from './sidecar';
 import { toSidecarError } from './sidecar';
 
+/** The status bar item (see the module comment); update() re-reads the newest restore point. */
 export class AgentStatusBar implements vscode.Disposable {
   readonly item: vscode.StatusBarItem;
   private latest: RestorePoint | undefined;
