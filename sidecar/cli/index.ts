@@ -94,6 +94,26 @@ function printJson(ctx: Ctx, v: unknown): void {
   ctx.io.out(JSON.stringify(v, null, 2));
 }
 
+/**
+ * Read a regular file as UTF-8 for `risk scan` / `risk eval`. It is stat'ed first, so a FIFO or a
+ * device fails at once instead of blocking.
+ * @param what how the message names the file ("file", "labels", "corpus file")
+ * @param hint the fix the message names
+ * @throws AgentKeepError FileError: no such file, a directory, not a regular file, or unreadable
+ */
+async function readTextFile(f: string, what: string, hint: string): Promise<string> {
+  let why: string;
+  try {
+    const st = await fs.stat(f);
+    if (st.isDirectory()) why = 'it is a directory';
+    else if (!st.isFile()) why = 'it is not a regular file (a FIFO, socket or device)';
+    else return await fs.readFile(f, 'utf8');
+  } catch (e) {
+    why = (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message;
+  }
+  throw new AgentKeepError('FileError', `Cannot read ${what} ${f}: ${why}.`, hint);
+}
+
 function program(ctx: Ctx): Command {
   const core = (cmd: Command): CoreApi => ctx.makeCore(coreOpts(cmd));
   const json = (cmd: Command): boolean => {
@@ -249,17 +269,7 @@ function program(ctx: Ctx): Command {
       const asJson = json(cmd);
       const findings: RiskFinding[] = [];
       for (const f of files) {
-        let text: string;
-        try {
-          // stat first: reading a FIFO or a device would block or never end
-          const st = await fs.stat(f);
-          if (st.isDirectory()) throw Object.assign(new Error('is a directory'), { code: 'EISDIR' });
-          if (!st.isFile()) throw Object.assign(new Error('it is not a regular file (a FIFO, socket or device)'), { code: 'ENOTREG' });
-          text = await fs.readFile(f, 'utf8');
-        } catch (e) {
-          const code = (e as NodeJS.ErrnoException).code;
-          throw new AgentKeepError('FileError', `Cannot read ${f}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : (e as Error).message}.`, 'Pass existing text files.');
-        }
+        const text = await readTextFile(f, 'file', 'Pass existing text files.');
         findings.push(...scanText(f, text));
         const kind = fileKind(f, text);
         if ((kind === 'package-json' || kind === 'notebook' || kind === 'devcontainer' || kind === 'vscode-tasks') && text.trim() && !parseJsonc(text)) {
@@ -278,14 +288,7 @@ function program(ctx: Ctx): Command {
     .option('--json', 'print the evaluation as JSON')
     .action(async (dir: string, labelsFile: string, _o: unknown, cmd: Command) => {
       const asJson = json(cmd);
-      const read = async (f: string, what: string): Promise<string> => {
-        try {
-          return await fs.readFile(f, 'utf8');
-        } catch (e) {
-          const code = (e as NodeJS.ErrnoException).code;
-          throw new AgentKeepError('FileError', `Cannot read ${what} ${f}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : (e as Error).message}.`, 'Pass the corpus directory and its labels.json.');
-        }
-      };
+      const read = (f: string, what: string): Promise<string> => readTextFile(f, what, 'Pass the corpus directory and its labels.json.');
       let labels: EvalLabel[];
       try {
         labels = JSON.parse(await read(labelsFile, 'labels')) as EvalLabel[];

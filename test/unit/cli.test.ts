@@ -220,10 +220,11 @@ describe('agentkeep CLI (real bin on real trees)', function () {
     assert.deepEqual((JSON.parse(r.stdout) as Array<{ file: string }>).map((f) => f.file), [good]);
   });
 
-  it('risk scan refuses a FIFO and a directory at once instead of blocking', async () => {
+  it('risk scan and risk eval refuse a FIFO and a directory at once instead of blocking', async () => {
     const fifo = path.join(tmp, 'pipe');
     await new Promise<void>((resolve, reject) => spawn('mkfifo', [fifo]).on('close', (c) => (c === 0 ? resolve() : reject(new Error('mkfifo failed')))));
     assertOneLineError(await ak('risk', 'scan', fifo), 1, /not a regular file/);
+    assertOneLineError(await ak('risk', 'eval', tmp, fifo), 1, /Cannot read labels .*not a regular file/);
     assertOneLineError(await ak('risk', 'scan', tmp), 1, /directory/);
   });
 
