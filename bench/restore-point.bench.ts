@@ -19,6 +19,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Core } from '../sidecar/core/core';
+import { rng } from './lib';
 
 const FILES = Number(process.env.BENCH_FILES ?? 20000);
 const MB = Number(process.env.BENCH_MB ?? 300);
@@ -32,17 +33,6 @@ const stateDir = path.join(BASE, 'state');
 const gitDir = path.join(BASE, 'shadow.git');
 const tarDir = path.join(BASE, 'tar');
 
-/** Deterministic PRNG (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const WORDS = 'agent memory restore point snapshot install package node python venv cache config skill session tool call file tree hash object manifest lock journal'.split(' ');
 
 function textOf(rand: () => number, bytes: number): string {

@@ -22,6 +22,7 @@ import { pathToFileURL } from 'node:url';
 import { TextDocument } from 'vscode-languageserver-textdocument';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type CodeLens } from 'vscode-languageserver/node';
 import { scanText } from '../sidecar/risk';
+import { rng } from './lib';
 import { setRiskMemo } from '../sidecar/risk/scan';
 import { codeLensesFor } from '../sidecar/server/session';
 import { buildSidecar, startSidecar } from '../test/unit/helpers/sidecar';
@@ -39,17 +40,6 @@ const CORPUS = path.join(__dirname, '..', 'test', 'fixtures', 'risk-corpus');
 const RG_PATTERN =
   '(^|[\\s;&|(`!%$"\'/])(sudo\\s+)?(apt-get|apt|dpkg|snap|dnf|yum|pacman|zypper|apk|brew|pip3?|pipx|uv|uvx|poetry|conda|mamba|npm|pnpm|yarn|bun|bunx|npx|cargo|go|gem|rustup|corepack|docker|podman|systemctl|crontab|hermes|winget|scoop|choco|playwright|make|wsl|Install-Module)\\s+(-\\S+\\s+)*(install|i|add|ci|sync|update|upgrade|remove|uninstall|rm|dlx|run|pull|compose|enable|disable|link|prepare|bundle|skills|gateway|get|tool|inject|image|env|-[gy]|-S\\w*|-U|--install|--yes|-Name|only-allow|\\S+@)|(curl|wget|irm|iwr|Invoke-RestMethod)\\b.*\\|\\s*(sudo\\s+)?((ba|z)?sh|iex|Invoke-Expression|crontab)\\b|\\$\\((curl|wget)\\b|\\|\\s*crontab\\b';
 
-/** Deterministic PRNG (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const FILLER_SH = ['echo "step $i done"', 'cd "$ROOT" && ls -la', 'export PATH="$HOME/.local/bin:$PATH"', 'if [ -f .env ]; then . ./.env; fi', 'log "building $TARGET"', 'mkdir -p "$OUT" && cp -r dist/* "$OUT"', '# check the version before continuing', 'git status --short'];
 const FILLER_MD = ['The agent keeps its state in the home folder; see the configuration page for details.', 'Run the tests before opening a pull request.', '', '## Notes', '- keep the API key in `.env`, not in the config', 'Use `npm run build` to produce the bundle.'];
