@@ -12,6 +12,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { runTests } from '@vscode/test-electron';
 import { createDemoAgent } from '../extension/demo';
+import { runMain } from './lib/host';
 
 const REPO = path.resolve(__dirname, '..');
 
@@ -39,4 +40,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then((code) => process.exit(code));
+runMain('test-desktop', main);

@@ -20,7 +20,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { chromium, type Page } from 'playwright-core';
 import { createDemoAgent } from '../extension/demo';
-import { CHROMIUM, CHROMIUM_ARGS, checkHost, checkSidecar, freePort, installExtensionCopy, onExit, REPO, startCodeServer, type CodeServer } from './lib/host';
+import { CHROMIUM, CHROMIUM_ARGS, checkHost, checkSidecar, freePort, installExtensionCopy, onExit, REPO, startCodeServer, type CodeServer, runMain } from './lib/host';
 
 const SHOTS = path.resolve(process.env.SHOTS ?? path.join(REPO, 'test-results', 'screenshots'));
 const t0 = Date.now();
@@ -230,10 +230,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (e) => {
-    console.error(`test-e2e: ${e instanceof Error ? e.message : String(e)}`);
-    process.exit(1);
-  },
-);
+runMain('test-e2e', main);

@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import * as util from 'node:util';
 import { chromium } from 'playwright-core';
 import { createDemoAgent } from '../extension/demo';
-import { CHROMIUM, CHROMIUM_ARGS, checkHost, checkSidecar, freePort, onExit, REPO, startCodeServer, workbenchUrl, type CodeServer } from './lib/host';
+import { CHROMIUM, CHROMIUM_ARGS, checkHost, checkSidecar, freePort, onExit, REPO, startCodeServer, workbenchUrl, type CodeServer, runMain } from './lib/host';
 
 async function main(): Promise<number> {
   checkHost();
@@ -58,10 +58,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (e) => {
-    console.error(`test-exthost: ${e instanceof Error ? e.message : String(e)}`);
-    process.exit(1);
-  },
-);
+runMain('test-exthost', main);

@@ -219,6 +219,20 @@ export const CHROMIUM_ARGS = [
   '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage',
 ];
 
+/**
+ * Run a script's `main` and exit with the code it resolves to; a rejection prints one line
+ * `<name>: <message>` and exits 1.
+ */
+export function runMain(name: string, main: () => Promise<number>): void {
+  main().then(
+    (code) => process.exit(code),
+    (e) => {
+      console.error(`${name}: ${e instanceof Error ? e.message : String(e)}`);
+      process.exit(1);
+    },
+  );
+}
+
 /** Kill `cs` and run `fn` on SIGINT/SIGTERM/exit, once. */
 export function onExit(fn: () => void): void {
   let done = false;

@@ -11,18 +11,11 @@ import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type CodeLens, type MessageConnection } from 'vscode-languageserver/node';
 import { TextDocument } from 'vscode-languageserver-textdocument';
-import { codeLensesFor, lensBlocks, parseCodeLensFilter, resolveLens } from '../../sidecar/server/session';
+import { codeLensesFor, lensBlocks, parseCodeLensFilter, resolveLens, type LensArgument } from '../../sidecar/server/session';
 import { scanCommands } from '../../sidecar/risk';
 import { buildSidecar, startSidecar } from './helpers/sidecar';
 
-interface Arg {
-  command: string;
-  file: string;
-  uri: string;
-  line: number;
-  endLine: number;
-  class: string;
-}
+type Arg = LensArgument;
 
 describe('risk CodeLens (LSP)', function () {
   let tmp: string;
