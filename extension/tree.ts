@@ -104,10 +104,11 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         const state = f.kind === 'hermes-memory' ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed;
         const item = new vscode.TreeItem(path.basename(f.file), state);
         item.id = `mf:${f.file}`;
-        item.description = `${f.usage.chars}/${f.usage.limit} chars · ${f.entries.length} entries`;
-        item.iconPath = new vscode.ThemeIcon(f.usage.chars > f.usage.limit ? 'warning' : 'file-text');
+        const u = f.usage;
+        item.description = u ? `${u.chars}/${u.limit} chars · ${f.entries.length} entries` : `${f.entries.length} entries`;
+        item.iconPath = new vscode.ThemeIcon(u && u.chars > u.limit ? 'warning' : 'file-text');
         item.resourceUri = vscode.Uri.file(f.file);
-        item.tooltip = `${f.file}\n${f.kind}: ${f.usage.chars} of ${f.usage.limit} characters used`;
+        item.tooltip = u ? `${f.file}\n${f.kind}: ${u.chars} of ${u.limit} characters used` : `${f.file}\n${f.kind}`;
         item.command = { command: 'vscode.open', title: 'Open', arguments: [vscode.Uri.file(f.file)] };
         return item;
       }

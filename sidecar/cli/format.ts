@@ -92,8 +92,10 @@ export function changeSummary(c: ChangeSummary, future: boolean, scope: 'machine
 export function memoryTable(files: MemoryFile[]): string {
   const out: string[] = [];
   for (const f of files) {
-    const pct = f.usage.limit ? Math.round((100 * f.usage.chars) / f.usage.limit) : 0;
-    out.push(`${f.file} (${f.kind}): ${f.entries.length} entries, ${f.usage.chars}/${f.usage.limit} chars (${pct}%)${f.usage.chars > f.usage.limit ? ' OVER LIMIT' : ''}`);
+    const u = f.usage;
+    const pct = u?.limit ? Math.round((100 * u.chars) / u.limit) : 0;
+    const use = u ? `, ${u.chars}/${u.limit} chars (${pct}%)${u.chars > u.limit ? ' OVER LIMIT' : ''}` : '';
+    out.push(`${f.file} (${f.kind}): ${f.entries.length} entries${use}${f.readOnly ? ` [read-only: ${f.readOnly}]` : ''}`);
     for (const e of f.entries) {
       const first = e.text.split('\n')[0];
       const more = e.text.includes('\n') ? ' …' : '';

@@ -13,13 +13,14 @@ import { version as packageVersion } from '../../package.json';
 import { Methods, type ChangeSummary, type ParamsOf, type ProgressParams, type ResultOf, type RestorePoint, type Scope } from '../protocol';
 import { backendFor, backends, type MachineBackend, type PathFilter } from '../machine';
 import { openStore, type MemoryStoreAdapter } from '../memory';
+import * as memoryOps from '../memory/ops';
 import { AgentKeepError, asAgentKeepError } from './errors';
 import { abortedError, isAbortedError, isErrno, mapLimit, tempNameFor, throwIfAborted } from './fsutil';
 import { Journal, isValidId, newRestorePointId } from './journal';
 import { acquireLock, isStale, pidAlive, type HeldLock, type LockInfo } from './lock';
 import { ObjectStore, hashFile } from './objects';
 import { StateLayout, checkStateDirVsTarget, cliTargetArgs, ensureStateDir, isInside, resolveStateDir } from './state';
-import { checkTargetExists, resolveTarget, type ParsedTarget } from './target';
+import { resolveTarget, type ParsedTarget } from './target';
 import type { CoreApi, CoreOptions } from './service';
 import { DEFAULT_MIN_AGE_MS, planPrune, type PruneOptions } from './retention';
 import { compareCaptures, DEFAULT_READ_MAX_BYTES, encodeContent, normalizeRelPath, tooLarge } from './compare';
@@ -105,12 +106,12 @@ export class Core implements CoreApi {
    */
   private async open(targetSpec: string, mustExist = true, sweep = false): Promise<TargetCtx> {
     const target = await resolveTarget(targetSpec);
-    await checkStateDirVsTarget(this.stateDir, target.path);
-    if (mustExist) await checkTargetExists(target);
+    if (target.path) await checkStateDirVsTarget(this.stateDir, target.path);
+    const backend = backendFor({ target, layout: this.layout, objects: this.objects });
+    if (mustExist) await backend.check();
     await ensureStateDir(this.layout);
     await this.objects.init();
     if (sweep) await this.objects.sweepTemps();
-    const backend = backendFor({ target, layout: this.layout, objects: this.objects });
     return { target, backend, journal: new Journal(this.layout.journalDir(target.key), target.spec, cliTargetArgs(target.spec, this.stateDir)) };
   }
 
@@ -269,6 +270,8 @@ export class Core implements CoreApi {
    */
   async detectStores(targetPath: string): Promise<MemoryStoreAdapter[]> {
     const out: MemoryStoreAdapter[] = [];
+    // Only targets that are a local directory tree (dir, btrfs) can hold stores we read directly.
+    if (!targetPath || !(await fs.stat(targetPath).then((st) => st.isDirectory(), () => false))) return out;
     const isDir = (p: string): Promise<boolean> => fs.stat(p).then((st) => st.isDirectory(), () => false);
     const exists = (p: string): Promise<boolean> => fs.lstat(p).then(() => true, () => false);
     const ok = async (home: string): Promise<MemoryStoreAdapter | undefined> => {
@@ -295,7 +298,7 @@ export class Core implements CoreApi {
   /** Create a restore point; the caller holds the target lock. */
   private async createLocked(
     t: TargetCtx,
-    p: { label?: string; kind?: RestorePoint['kind']; reason?: RestorePoint['reason']; stores: MemoryStoreAdapter[]; pairOf?: string; restoredFrom?: string; important?: boolean },
+    p: { label?: string; kind?: RestorePoint['kind']; reason?: RestorePoint['reason']; stores: MemoryStoreAdapter[]; pairOf?: string; restoredFrom?: string; important?: boolean; vmstate?: boolean },
     progress: Progress,
     abortWhat = 'the restore point was not created; nothing in the target was changed',
   ): Promise<RestorePoint> {
@@ -311,11 +314,16 @@ export class Core implements CoreApi {
         ? last
         : (await t.journal.list()).find((r) => r.machine.backend === t.backend.name && r.status !== 'failed')?.id;
     progress.report('scan', STAGE_TEXT.scan, 0);
+    const kind = p.kind ?? 'manual';
+    const startedAt = new Date(started).toISOString();
+    const label = p.label ?? (kind === 'pre-restore' ? `Before restoring ${p.restoredFrom}` : `Restore point ${startedAt.slice(0, 19).replace('T', ' ')} UTC`);
     let info: Awaited<ReturnType<MachineBackend['create']>>;
     try {
       info = await t.backend.create(id, {
         parentId,
         signal,
+        vmstate: p.vmstate,
+        meta: { label, kind, createdAt: startedAt, ...(p.reason ? { reason: p.reason } : {}), ...(p.important ? { important: true } : {}), ...(p.pairOf ? { pairOf: p.pairOf } : {}) },
         progress: (stage, done, total) => progress.report(stage, STAGE_TEXT[stage] ?? stage, done, total),
       });
     } catch (e) {
@@ -335,11 +343,10 @@ export class Core implements CoreApi {
       throw e;
     }
     const createdAt = new Date().toISOString();
-    const kind = p.kind ?? 'manual';
     const rp: RestorePoint = {
       id,
       target: t.target.spec,
-      label: p.label ?? (kind === 'pre-restore' ? `Before restoring ${p.restoredFrom}` : `Restore point ${createdAt.slice(0, 19).replace('T', ' ')} UTC`),
+      label,
       createdAt,
       status: 'ready',
       kind,
@@ -351,6 +358,10 @@ export class Core implements CoreApi {
         newBytes: info.newBytes + 0,
         durationMs: Date.now() - started,
         ...(info.skipped ? { skipped: info.skipped } : {}),
+        ...(info.snapname ? { snapname: info.snapname } : {}),
+        ...(info.vmstate ? { vmstate: true } : {}),
+        ...(info.parent ? { parent: info.parent } : {}),
+        ...(info.warnings?.length ? { warnings: info.warnings } : {}),
       },
       agent,
       ...(p.pairOf ? { pairOf: p.pairOf } : {}),
@@ -456,7 +467,7 @@ export class Core implements CoreApi {
     const stores = p.stores ? this.openStores(p.stores) : await this.detectStores(t.target.path);
     const progress = new Progress(p.progressToken, this.opts.onProgress);
     const rp = await this.withTarget(t, 'create restore point', true, () =>
-      this.createLocked(t, { label: p.label, kind: p.kind, reason: p.reason, stores, pairOf: p.pairOf, important: p.important }, progress),
+      this.createLocked(t, { label: p.label, kind: p.kind, reason: p.reason, stores, pairOf: p.pairOf, important: p.important, vmstate: p.vmstate }, progress),
     );
     this.changed(t.target.spec, 'restorePoints');
     // Retention with the defaults; it never deletes the one just made (newest, younger than an hour).
@@ -482,6 +493,9 @@ export class Core implements CoreApi {
     const t = await this.open(p.target);
     const rp = await t.journal.get(p.id);
     const latest = (await t.journal.list()).find((r) => r.id !== rp.id);
+    if (!t.backend.diff) {
+      throw new AgentKeepError('Unsupported', `The ${t.backend.name} backend cannot list file changes of a snapshot (its snapshots are whole-disk or whole-VM).`, 'Compare the agent state with memory diff, or roll back and look.');
+    }
     const m = await t.backend.diff(rp.id, { cacheIds: latest ? [latest.id] : [] });
     const stores = p.stores ? this.openStores(p.stores) : this.openStores(rp.agent.map((a) => a.store));
     return { ...m, agentChanged: await this.agentDiff(rp, stores) };
@@ -584,16 +598,21 @@ export class Core implements CoreApi {
         /* a failing listener must not break the restore */
       }
       let changes: ChangeSummary = { added: [], removed: [], changed: [], agentChanged: [] };
+      let machineState: string | undefined;
+      let warnings: string[] | undefined;
       try {
         if (scope !== 'agent') {
           const skip = scope === 'machine' ? this.agentStateFilter(t.target, stores) : undefined;
           const m = await t.backend.restore(rp.id, {
             currentId: undo.id,
             skip,
+            start: p.start,
             signal: this.opts.signal,
             progress: (stage, done, total) => progress.report(stage, STAGE_TEXT[stage] ?? stage, done, total),
           });
-          changes = { ...m, agentChanged: [] };
+          changes = { added: m.added, removed: m.removed, changed: m.changed, agentChanged: [] };
+          machineState = m.machineState;
+          warnings = m.warnings?.length ? m.warnings : undefined;
         }
         if (scope !== 'machine') changes.agentChanged = await this.restoreAgent(rp, stores);
       } catch (e) {
@@ -615,7 +634,7 @@ export class Core implements CoreApi {
       const restored: RestorePoint = { ...rp, status: 'rolled-back' };
       await t.journal.put(restored);
       progress.report('done', `Restored ${rp.id} (${scope})`);
-      return { restored, undo, changes };
+      return { restored, undo, changes, ...(machineState ? { machineState } : {}), ...(warnings ? { warnings } : {}) };
     });
     this.changed(t.target.spec, 'restorePoints');
     if (p.scope !== 'machine') this.changed(t.target.spec, 'memory');
@@ -741,7 +760,7 @@ export class Core implements CoreApi {
     let reachable = true;
     let message: string | undefined;
     try {
-      await checkTargetExists(target);
+      await backendFor({ target, layout: this.layout, objects: this.objects }).check();
     } catch (e) {
       reachable = false;
       message = asAgentKeepError(e).oneLine();
@@ -767,6 +786,57 @@ export class Core implements CoreApi {
       stores,
       version: VERSION,
     };
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Memory operations (sidecar/memory/ops) and agent discovery (machine backends)
+
+  /** See Methods.memoryShow; implemented in sidecar/memory/ops. */
+  showMemory(p: ParamsOf<'memoryShow'>): Promise<ResultOf<'memoryShow'>> {
+    return memoryOps.showMemory(this.memoryCtx(), validate(Methods.memoryShow.params, p, 'memory.show'));
+  }
+  /** See Methods.memoryEdit; implemented in sidecar/memory/ops. */
+  async editMemory(p: ParamsOf<'memoryEdit'>): Promise<ResultOf<'memoryEdit'>> {
+    const r = await memoryOps.editMemory(this.memoryCtx(), validate(Methods.memoryEdit.params, p, 'memory.edit'));
+    this.changed('', 'memory');
+    return r;
+  }
+  /** See Methods.memoryRemove; implemented in sidecar/memory/ops. */
+  async removeMemory(p: ParamsOf<'memoryRemove'>): Promise<ResultOf<'memoryRemove'>> {
+    const r = await memoryOps.removeMemory(this.memoryCtx(), validate(Methods.memoryRemove.params, p, 'memory.remove'));
+    this.changed('', 'memory');
+    return r;
+  }
+  /** See Methods.memoryAdd; implemented in sidecar/memory/ops. */
+  async addMemory(p: ParamsOf<'memoryAdd'>): Promise<ResultOf<'memoryAdd'>> {
+    const r = await memoryOps.addMemory(this.memoryCtx(), validate(Methods.memoryAdd.params, p, 'memory.add'));
+    this.changed('', 'memory');
+    return r;
+  }
+  /** See Methods.memoryLint; implemented in sidecar/memory/ops. */
+  lintMemory(p: ParamsOf<'memoryLint'>): Promise<ResultOf<'memoryLint'>> {
+    return memoryOps.lintMemory(this.memoryCtx(), validate(Methods.memoryLint.params, p, 'memory.lint'));
+  }
+  /**
+   * See Methods.memoryDiff: entries added/removed/changed between a restore point's agent-state
+   * capture and now (or another restore point).
+   * @throws RestorePointNotFound, BadStore, Unsupported
+   */
+  async diffMemory(p: ParamsOf<'memoryDiff'>): Promise<ResultOf<'memoryDiff'>> {
+    validate(Methods.memoryDiff.params, p, 'memory.diff');
+    throw new AgentKeepError('Unsupported', 'memory diff is not available in this version.', 'Use restore-point diff.');
+  }
+  /**
+   * See Methods.agentDiscover: agents the credentials can see (Proxmox: guests with a tag).
+   * @throws BadTarget, Unsupported (backends without discovery), AuthFailed, Hypervisor
+   */
+  async discoverAgents(p: ParamsOf<'agentDiscover'>): Promise<ResultOf<'agentDiscover'>> {
+    validate(Methods.agentDiscover.params, p, 'agent.discover');
+    throw new AgentKeepError('Unsupported', 'Agent discovery needs a proxmox:// target.', 'Give proxmox://HOST[:PORT].');
+  }
+
+  private memoryCtx(): memoryOps.MemoryOpsContext {
+    return { stateDir: this.stateDir };
   }
 }
 

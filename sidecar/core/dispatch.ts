@@ -25,6 +25,13 @@ const HANDLERS: { [K in MethodName]: (core: CoreApi, p: z.infer<(typeof Methods)
   restorePointKeep: (c, p) => c.keepRestorePoint(p),
   memoryList: (c, p) => c.listMemory(p),
   agentStatus: (c, p) => c.agentStatus(p),
+  memoryShow: (c, p) => c.showMemory(p),
+  memoryEdit: (c, p) => c.editMemory(p),
+  memoryRemove: (c, p) => c.removeMemory(p),
+  memoryAdd: (c, p) => c.addMemory(p),
+  memoryLint: (c, p) => c.lintMemory(p),
+  memoryDiff: (c, p) => c.diffMemory(p),
+  agentDiscover: (c, p) => c.discoverAgents(p),
   riskScan: async (_c, p) => scanText(p.file, p.text),
 };
 

@@ -47,4 +47,18 @@ export interface CoreApi {
   keepRestorePoint(p: ParamsOf<'restorePointKeep'>): Promise<RestorePoint>;
   listMemory(p: ParamsOf<'memoryList'>): Promise<ResultOf<'memoryList'>>;
   agentStatus(p: ParamsOf<'agentStatus'>): Promise<ResultOf<'agentStatus'>>;
+  /** See Methods.memoryShow. */
+  showMemory(p: ParamsOf<'memoryShow'>): Promise<ResultOf<'memoryShow'>>;
+  /** See Methods.memoryEdit. */
+  editMemory(p: ParamsOf<'memoryEdit'>): Promise<ResultOf<'memoryEdit'>>;
+  /** See Methods.memoryRemove. */
+  removeMemory(p: ParamsOf<'memoryRemove'>): Promise<ResultOf<'memoryRemove'>>;
+  /** See Methods.memoryAdd. */
+  addMemory(p: ParamsOf<'memoryAdd'>): Promise<ResultOf<'memoryAdd'>>;
+  /** See Methods.memoryLint. */
+  lintMemory(p: ParamsOf<'memoryLint'>): Promise<ResultOf<'memoryLint'>>;
+  /** See Methods.memoryDiff. */
+  diffMemory(p: ParamsOf<'memoryDiff'>): Promise<ResultOf<'memoryDiff'>>;
+  /** See Methods.agentDiscover. */
+  discoverAgents(p: ParamsOf<'agentDiscover'>): Promise<ResultOf<'agentDiscover'>>;
 }

@@ -1,6 +1,10 @@
 /**
- * Target strings: which machine an agent runs on. Now: `dir:/abs/path` (the embedded default, a
- * directory tree). Recognised but not yet supported: `btrfs:`, `qemu:`, `proxmox://`.
+ * Target strings: which machine an agent runs on.
+ * - `dir:/abs/path`: a directory tree (the embedded default);
+ * - `btrfs:/abs/path/to/subvolume`: a btrfs subvolume;
+ * - `qemu:/abs/path/to/qmp.sock`: a plain QEMU VM through its QMP unix socket;
+ * - `proxmox://HOST[:PORT]/NODE/qemu|lxc/VMID`: a Proxmox VE guest (NODE `-`: found via
+ *   /cluster/resources). Default port 8006.
  */
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
@@ -10,18 +14,78 @@ import { realpathLoose } from './state';
 
 /** A parsed target. */
 export interface ParsedTarget {
-  /** Backend name (the scheme): `dir`. */
+  /** Backend name (the scheme): `dir` | `btrfs` | `qemu` | `proxmox`. */
   backend: string;
-  /** Absolute, normalised path of the target (no trailing slash, no `..`). */
+  /**
+   * Absolute, normalised path of the target (no trailing slash, no `..`): the directory, the
+   * subvolume, the QMP socket. Empty for proxmox (a remote guest has no local path).
+   */
   path: string;
+  /** proxmox only: where the guest is. */
+  proxmox?: ProxmoxTarget;
   /** Normalised target string, e.g. `dir:/home/me/.hermes`; the journal key is derived from it. */
   spec: string;
   /** Journal key: first 16 hex chars of sha256(spec). */
   key: string;
 }
 
-const LATER = ['btrfs', 'qemu', 'proxmox'];
+/** A Proxmox VE guest as named by `proxmox://HOST[:PORT]/NODE/qemu|lxc/VMID`. */
+export interface ProxmoxTarget {
+  /** Host name or IP (IPv6 without brackets). */
+  host: string;
+  /** API port (default 8006). */
+  port: number;
+  /** Node name, or `-` for "find it via /cluster/resources". */
+  node: string;
+  /** Guest type: `qemu` (VM) or `lxc` (container). */
+  type: 'qemu' | 'lxc';
+  /** Guest id (100 ..= 999999999). */
+  vmid: number;
+}
+
+const PATH_SCHEMES = ['dir', 'btrfs', 'qemu'];
 const FORM = 'Write the target as dir:/abs/path, e.g. dir:/home/me/.hermes.';
+const FORMS: Record<string, string> = {
+  dir: FORM,
+  btrfs: 'Write the target as btrfs:/abs/path/to/subvolume, e.g. btrfs:/srv/agent.',
+  qemu: 'Write the target as qemu:/abs/path/to/qmp.sock (the socket of -qmp unix:PATH,server,nowait).',
+  proxmox: 'Write the target as proxmox://HOST[:PORT]/NODE/qemu|lxc/VMID, e.g. proxmox://pve.lan/pve1/qemu/101 (NODE "-" to look it up).',
+};
+
+/**
+ * Parse `proxmox://HOST[:PORT]/NODE/qemu|lxc/VMID` (the part after `proxmox:`).
+ * @throws AgentKeepError BadTarget naming the wrong part.
+ */
+function parseProxmox(s: string, rest: string): ParsedTarget {
+  const form = FORMS.proxmox;
+  if (!rest.startsWith('//')) throw new AgentKeepError('BadTarget', `Proxmox target "${s}" has no host.`, form);
+  const m = /^\/\/(\[[0-9A-Fa-f:.]+\]|[^/:\s]+)(?::(\d+))?(?:\/(.*))?$/s.exec(rest);
+  if (!m) throw new AgentKeepError('BadTarget', `Proxmox target "${s}" does not parse.`, form);
+  const host = m[1].replace(/^\[|\]$/g, '');
+  const port = m[2] ? Number(m[2]) : 8006;
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new AgentKeepError('BadTarget', `Port ${m[2]} in "${s}" is out of range.`, form);
+  const parts = (m[3] ?? '').replace(/\/+$/, '').split('/').filter((x) => x.length > 0);
+  if (parts.length !== 3) {
+    throw new AgentKeepError('BadTarget', `Proxmox target "${s}" must name NODE/TYPE/VMID after the host.`, form);
+  }
+  const [node, typeRaw, vmidRaw] = parts;
+  if (node !== '-' && !/^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?$/.test(node)) {
+    throw new AgentKeepError('BadTarget', `"${node}" is not a Proxmox node name.`, form);
+  }
+  const type = typeRaw.toLowerCase();
+  if (type !== 'qemu' && type !== 'lxc') {
+    throw new AgentKeepError('BadTarget', `Guest type "${typeRaw}" in "${s}" must be qemu (VM) or lxc (container).`, form);
+  }
+  const vmid = /^\d+$/.test(vmidRaw) ? Number(vmidRaw) : NaN;
+  if (!Number.isInteger(vmid) || vmid < 100 || vmid > 999_999_999) {
+    throw new AgentKeepError('BadTarget', `"${vmidRaw}" is not a Proxmox VMID (100 to 999999999).`, form);
+  }
+  const hostPart = host.includes(':') ? `[${host}]` : host.toLowerCase();
+  const norm = `proxmox://${hostPart}${port === 8006 ? '' : `:${port}`}/${node}/${type}/${vmid}`;
+  // The key ignores the node: a guest that migrates, or is named with "-", keeps its journal.
+  const keySpec = `proxmox://${hostPart}:${port}/${type}/${vmid}`;
+  return { backend: 'proxmox', path: '', spec: norm, key: targetKey(keySpec), proxmox: { host: hostPart.replace(/^\[|\]$/g, ''), port, node, type, vmid } };
+}
 
 /** The journal key of a normalised target string (sha256, 16 hex chars). */
 export function targetKey(spec: string): string {
@@ -44,16 +108,11 @@ export function parseTarget(spec: string): ParsedTarget {
   }
   const scheme = m[1].toLowerCase();
   let rest = m[2];
-  if (scheme !== 'dir') {
-    if (LATER.includes(scheme)) {
-      throw new AgentKeepError(
-        'BadTarget',
-        `Target scheme "${scheme}:" is not yet supported in this version.`,
-        `Use a directory target for now: ${FORM.slice(FORM.indexOf('dir:'))}`,
-      );
-    }
-    throw new AgentKeepError('BadTarget', `Unknown target scheme "${scheme}:" in "${s}".`, FORM);
+  if (scheme === 'proxmox') return parseProxmox(s, rest);
+  if (!PATH_SCHEMES.includes(scheme)) {
+    throw new AgentKeepError('BadTarget', `Unknown target scheme "${scheme}:" in "${s}".`, `Use dir:, btrfs:, qemu: or proxmox://. ${FORM}`);
   }
+  const form = FORMS[scheme];
   if (rest.startsWith('//')) {
     // URL form: dir:///abs (empty host) or dir://localhost/abs; any other host is a mistake.
     const slash = rest.indexOf('/', 2);
@@ -61,21 +120,21 @@ export function parseTarget(spec: string): ParsedTarget {
     const tail = slash < 0 ? '' : rest.slice(slash);
     if (host && host.toLowerCase() !== 'localhost') {
       const guess = `/${rest.slice(2)}`.replace(/\/+$/, '') || '/';
-      throw new AgentKeepError('BadTarget', `dir: takes a path, not a host ("${host}" in "${s}").`, `Use dir:${guess} (one slash), or dir:///abs/path.`);
+      throw new AgentKeepError('BadTarget', `${scheme}: takes a local path, not a host ("${host}" in "${s}").`, `Use ${scheme}:${guess} (one slash), or ${scheme}:///abs/path.`);
     }
     rest = tail;
   }
-  if (!rest) throw new AgentKeepError('BadTarget', `Target "${s}" has an empty path.`, FORM);
+  if (!rest) throw new AgentKeepError('BadTarget', `Target "${s}" has an empty path.`, form);
   if (rest.startsWith('~')) {
-    throw new AgentKeepError('BadTarget', `Target path "${rest}" uses "~", which is not expanded.`, `Write the absolute path, e.g. dir:${path.join('/home/me', rest.slice(1))}.`);
+    throw new AgentKeepError('BadTarget', `Target path "${rest}" uses "~", which is not expanded.`, `Write the absolute path, e.g. ${scheme}:${path.join('/home/me', rest.slice(1))}.`);
   }
   if (!path.isAbsolute(rest)) {
-    throw new AgentKeepError('BadTarget', `Target path "${rest}" is relative.`, `Use an absolute path: dir:${path.resolve(rest)}.`);
+    throw new AgentKeepError('BadTarget', `Target path "${rest}" is relative.`, `Use an absolute path: ${scheme}:${path.resolve(rest)}.`);
   }
   let p = path.resolve(rest);
   if (p.length > 1 && p.endsWith(path.sep)) p = p.slice(0, -1);
-  const norm = `dir:${p}`;
-  return { backend: 'dir', path: p, spec: norm, key: targetKey(norm) };
+  const norm = `${scheme}:${p}`;
+  return { backend: scheme, path: p, spec: norm, key: targetKey(norm) };
 }
 
 /**
@@ -88,8 +147,9 @@ export function parseTarget(spec: string): ParsedTarget {
  */
 export async function resolveTarget(spec: string): Promise<ParsedTarget> {
   const t = parseTarget(spec);
+  if (!t.path) return t;
   const real = await realpathLoose(t.path);
-  return real === t.path ? t : { ...t, key: targetKey(`dir:${real}`) };
+  return real === t.path ? t : { ...t, key: targetKey(`${t.backend}:${real}`) };
 }
 
 /**

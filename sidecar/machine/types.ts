@@ -6,6 +6,7 @@
 import type { ObjectStore } from '../core/objects';
 import type { StateLayout } from '../core/state';
 import type { ParsedTarget } from '../core/target';
+import type { RestorePoint } from '../protocol';
 
 /** What a backend can do. */
 export interface BackendCapabilities {
@@ -38,6 +39,33 @@ export interface SnapshotInfo {
   newBytes: number;
   /** Entries found but not captured (dir: sockets, FIFOs, device files). */
   skipped?: number;
+  /** Name of the snapshot on the hypervisor/filesystem when it is not the restore-point id. */
+  snapname?: string;
+  /** The snapshot holds RAM state (VM backends). */
+  vmstate?: boolean;
+  /** Parent snapshot on the hypervisor (Proxmox `parent`). */
+  parent?: string;
+  /** Warnings the hypervisor reported (task log lines of a "WARNINGS: n" task). */
+  warnings?: string[];
+}
+
+/** What a backend gets to describe a snapshot (Proxmox writes it into the snapshot description). */
+export interface SnapshotMeta {
+  label: string;
+  kind: RestorePoint['kind'];
+  reason?: RestorePoint['reason'];
+  important?: boolean;
+  pairOf?: string;
+  /** ISO 8601 UTC. */
+  createdAt: string;
+}
+
+/** Result of a machine restore (rollback). */
+export interface RestoreOutcome extends MachineChanges {
+  /** VM backends: guest state after the rollback (running | stopped | paused). */
+  machineState?: string;
+  /** What the user must know (the VM was stopped by the rollback, warnings of the task). */
+  warnings?: string[];
 }
 
 /** Differences between a snapshot and now, as target-relative POSIX paths (sorted). */
@@ -79,7 +107,10 @@ export interface MachineBackend {
    * snapshot of the same target whose metadata may be reused (stat cache). `signal` stops it (no
    * snapshot is recorded; fsutil's abortedError is thrown).
    */
-  create(snapshotId: string, opts: { parentId?: string; progress?: BackendProgress; signal?: AbortSignal }): Promise<SnapshotInfo>;
+  create(
+    snapshotId: string,
+    opts: { parentId?: string; progress?: BackendProgress; signal?: AbortSignal; meta?: SnapshotMeta; vmstate?: boolean },
+  ): Promise<SnapshotInfo>;
   /** Ids of the snapshots this backend holds for the target. */
   list(): Promise<string[]>;
   /**
@@ -89,9 +120,15 @@ export interface MachineBackend {
    * files, and throws fsutil's abortedError); what was already restored stays.
    * @throws AgentKeepError CorruptSnapshot when the snapshot is damaged.
    */
-  restore(snapshotId: string, opts: { currentId?: string; skip?: PathFilter; progress?: BackendProgress; signal?: AbortSignal }): Promise<MachineChanges>;
-  /** What differs between the snapshot and now (except paths `skip` accepts). */
-  diff(snapshotId: string, opts: { skip?: PathFilter; cacheIds?: string[] }): Promise<MachineChanges>;
+  restore(
+    snapshotId: string,
+    opts: { currentId?: string; skip?: PathFilter; progress?: BackendProgress; signal?: AbortSignal; start?: boolean },
+  ): Promise<RestoreOutcome>;
+  /**
+   * What differs between the snapshot and now (except paths `skip` accepts). Optional: backends
+   * whose snapshots are opaque (a VM disk) leave it out, and restorePoint.diff answers Unsupported.
+   */
+  diff?(snapshotId: string, opts: { skip?: PathFilter; cacheIds?: string[] }): Promise<MachineChanges>;
   /**
    * What changed from snapshot `fromId` to snapshot `toId` (added = only in `to`). Optional: a backend
    * that cannot tell leaves it out and restorePoint.compare says so.

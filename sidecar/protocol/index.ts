@@ -49,6 +49,20 @@ export const ErrorCodes = {
   CorruptSnapshot: { code: -33010, name: 'corrupt_snapshot' },
   /** The workspace is not trusted; the action needs trust. */
   Untrusted: { code: -33011, name: 'untrusted' },
+  /** The backend or store cannot do this (e.g. a file diff of a VM snapshot, an edit of a read-only store). */
+  Unsupported: { code: -33012, name: 'unsupported' },
+  /** No memory entry with that id in the store(s). */
+  EntryNotFound: { code: -33013, name: 'entry_not_found' },
+  /** The store changed since it was read (compare-and-swap failed), or an id prefix is ambiguous; nothing was written. */
+  Conflict: { code: -33014, name: 'conflict' },
+  /** The edit would exceed the store's char limit (Hermes memory_char_limit / user_char_limit); nothing was written. */
+  OverBudget: { code: -33015, name: 'over_budget' },
+  /** The hypervisor refused or failed (Proxmox API error, failed task, QMP error); the message carries its text and log tail. */
+  Hypervisor: { code: -33016, name: 'hypervisor' },
+  /** Authentication with the hypervisor failed (bad or expired token/ticket, wrong TLS fingerprint). */
+  AuthFailed: { code: -33017, name: 'auth_failed' },
+  /** The guest is locked (Proxmox `lock`: backup, snapshot, snapshot-delete, ...) or the VM is busy; AgentKeep never unlocks by itself. */
+  GuestLocked: { code: -33018, name: 'guest_locked' },
   /** Anything else; the message says what happened. */
   Internal: { code: -33099, name: 'internal' },
 } as const;
@@ -68,7 +82,7 @@ export type ErrorData = z.infer<typeof ErrorData>;
 export const Target = z
   .string()
   .min(1, 'the target is empty: give one such as dir:/abs/path')
-  .describe('Target URI: dir:/abs/path (embedded default); later btrfs:, qemu:, proxmox://');
+  .describe('Target URI: dir:/abs/path (embedded default), btrfs:/abs/subvolume, qemu:/abs/qmp.sock, proxmox://HOST[:PORT]/NODE/qemu|lxc/VMID (NODE "-": find it via /cluster/resources)');
 export const Store = z.string().min(1, 'the store is empty: give one such as hermes:/abs/path/to/.hermes').describe('Memory store: <kind>:/abs/path, e.g. hermes:/home/me/.hermes');
 export const Scope = z.enum(['machine', 'agent', 'both']).describe(
   'What a restore puts back: machine (files/packages, keeping current agent state), agent (only agent-state files), both',
@@ -80,8 +94,8 @@ export const RestorePointStatus = z
   .describe('ready: usable; kept: the change after it was kept; rolled-back: it was restored; failed: creation failed');
 
 export const RestorePointKind = z
-  .enum(['manual', 'pre', 'post', 'pre-restore'])
-  .describe('manual; pre/post around a command; pre-restore: automatic capture taken before a restore');
+  .enum(['manual', 'pre', 'post', 'pre-restore', 'config-edit', 'update', 'hook'])
+  .describe('manual; pre/post around a command; pre-restore: automatic capture taken before a restore; config-edit: before editing a risky config file; update: before updating the agent; hook: taken by a script or git hook');
 
 export const Reason = z
   .object({
@@ -120,6 +134,10 @@ export const RestorePoint = z.object({
         .int()
         .optional()
         .describe('Entries found but not captured (dir backend: sockets, FIFOs, device files); absent when none'),
+      snapname: z.string().optional().describe('Name of the snapshot on the hypervisor/filesystem when it differs from the id (Proxmox snapname, QEMU tag, btrfs snapshot dir name)'),
+      vmstate: z.boolean().optional().describe('The snapshot includes RAM state (a rollback resumes the VM where it was); absent = no'),
+      parent: z.string().optional().describe('Parent snapshot name on the hypervisor (Proxmox `parent`)'),
+      warnings: z.array(z.string()).optional().describe('Warnings the hypervisor reported while taking it (Proxmox task "WARNINGS: n" lines)'),
     })
     .describe('The machine snapshot'),
   agent: z.array(AgentCapture).describe('Agent-state captures, one per store'),
@@ -140,19 +158,65 @@ export const ChangeSummary = z
 export type ChangeSummary = z.infer<typeof ChangeSummary>;
 
 export const MemoryEntry = z.object({
-  id: z.string().describe('Stable id; for Hermes derived from the entry text (sha256, first 12 hex chars)'),
+  id: z.string().describe('Stable id; for Hermes derived from the entry text (sha256, first 12 hex chars); Agent Zero / mem0: the store\'s own id'),
   text: z.string(),
+  store: Store.optional().describe('The store that holds it (set when several stores are listed together)'),
+  file: z.string().optional().describe('Absolute path of the file that holds it, where there is one'),
+  area: z.string().optional().describe('Agent Zero area (main | fragments | solutions | instruments); Hermes: memory | user | soul | skill | archive'),
+  createdAt: z.string().optional().describe('ISO 8601 UTC, where the store keeps time'),
+  updatedAt: z.string().optional().describe('ISO 8601 UTC, where the store keeps time'),
+  source: z.string().optional().describe('Where it came from, in the store\'s words (Agent Zero knowledge_source, mem0 actor, Hermes session source)'),
+  meta: z.record(z.string(), z.unknown()).optional().describe('Other store metadata (consolidation, hashes, user_id, ...)'),
 });
+export type MemoryEntry = z.infer<typeof MemoryEntry>;
 export const MemoryFile = z.object({
-  kind: z.string().describe('hermes-memory (MEMORY.md) | hermes-user (USER.md)'),
-  file: z.string().describe('Absolute path of the file'),
+  kind: z.string().describe('hermes-memory (MEMORY.md) | hermes-user (USER.md) | hermes-soul | hermes-skill | hermes-archive | agent-zero-<area> | mem0'),
+  file: z.string().describe('Absolute path of the file (or database) that holds the entries'),
+  store: Store.optional().describe('The store this file belongs to'),
   entries: z.array(MemoryEntry),
-  usage: z.object({
-    chars: z.number().int().describe('len("\\n§\\n".join(entries)), as Hermes counts it'),
-    limit: z.number().int().describe('Char limit from config.yaml (memory.memory_char_limit / user_char_limit)'),
-  }),
+  usage: z
+    .object({
+      chars: z.number().int().describe('len("\\n§\\n".join(entries)), as Hermes counts it'),
+      limit: z.number().int().describe('Char limit from config.yaml (memory.memory_char_limit / user_char_limit)'),
+    })
+    .optional()
+    .describe('Hermes MEMORY.md/USER.md only: usage against the char limit'),
+  readOnly: z.string().optional().describe('Why entries here cannot be edited from AgentKeep (absent = editable)'),
+  warnings: z.array(z.string()).optional().describe('Problems found while reading (e.g. embedding model mismatch, non-durable mem0 config)'),
 });
 export type MemoryFile = z.infer<typeof MemoryFile>;
+
+export const ProvenanceTrace = z.object({
+  action: z.enum(['add', 'replace', 'remove', 'update', 'none', 'consolidate']).describe('What the tool call / history row did to the entry'),
+  time: z.string().optional().describe('ISO 8601 UTC'),
+  session: z.string().optional().describe('Session id (Hermes sessions.id, mem0 run id)'),
+  source: z.string().optional().describe('Session source: cli | telegram | discord | ...'),
+  message: z.string().optional().describe('The tool call arguments or message text that did it (truncated to 2000 chars)'),
+  messageId: z.union([z.string(), z.number()]).optional().describe('Id of the message in the session history'),
+  previous: z.string().optional().describe('For replace/update: the text before'),
+});
+export const Provenance = z.object({
+  traces: z.array(ProvenanceTrace).describe('Oldest first'),
+  note: z.string().optional().describe('Said plainly when no trace exists, and why (no state.db, rows pruned, hand-edited, ...)'),
+});
+export type Provenance = z.infer<typeof Provenance>;
+
+export const LintFinding = z.object({
+  kind: z.enum(['duplicate', 'near-duplicate', 'contradiction', 'over-budget', 'drift', 'untraceable', 'stale', 'age', 'store']).describe('What is wrong'),
+  severity: z.enum(['error', 'warning', 'info']),
+  entries: z.array(z.string()).describe('Ids of the entries involved (newest last where known)'),
+  stores: z.array(Store).optional().describe('Stores involved'),
+  message: z.string().describe('One sentence that explains the finding to a person'),
+  evidence: z.array(z.string()).optional().describe('The facts behind it: quoted entry texts, the path/version on the machine, dates'),
+  suggestion: z.string().optional().describe('What to do about it'),
+});
+export type LintFinding = z.infer<typeof LintFinding>;
+
+export const MemoryEntryChange = z.object({
+  store: Store,
+  before: MemoryEntry.optional().describe('Absent for added'),
+  after: MemoryEntry.optional().describe('Absent for removed'),
+});
 
 // ---------------------------------------------------------------------------------------------
 // Methods
@@ -188,6 +252,7 @@ export const Methods = {
       stores: z.array(Store).optional().describe('Stores whose agent state is captured'),
       pairOf: z.string().optional(),
       important: z.boolean().optional().describe('Mark the restore point important (retention keeps the newest 10 important ones)'),
+      vmstate: z.boolean().optional().describe('Include RAM state (qemu and Proxmox qemu targets; QEMU always does). Ignored elsewhere'),
       progressToken: ProgressToken,
     }),
     RestorePoint,
@@ -212,12 +277,15 @@ export const Methods = {
       id: z.string(),
       scope: Scope,
       stores: z.array(Store).optional(),
+      start: z.boolean().optional().describe('VM targets: start the guest after a rollback to a snapshot without RAM state (Proxmox `start`)'),
       progressToken: ProgressToken,
     }),
     z.object({
       restored: RestorePoint,
       undo: RestorePoint.describe('The pre-restore capture; restore it to undo this restore'),
       changes: ChangeSummary,
+      machineState: z.string().optional().describe('VM targets: guest state after the rollback (running | stopped | paused)'),
+      warnings: z.array(z.string()).optional().describe('What the user must know (e.g. "the VM was stopped by the rollback; start it")'),
     }),
   ),
   restorePointDelete: method(
@@ -279,6 +347,59 @@ export const Methods = {
     'List the entries of memory stores with their usage against the char limits.',
     z.object({ stores: z.array(Store) }),
     z.object({ stores: z.array(MemoryFile) }),
+  ),
+  memoryShow: method(
+    'memory.show',
+    'One memory entry with its provenance (Hermes: the `memory` tool calls in state.db that added or replaced it). The id may be a unique prefix (at least 4 chars).',
+    z.object({ stores: z.array(Store).min(1), entry: z.string().min(1) }),
+    z.object({ store: Store, file: MemoryFile.omit({ entries: true }), entry: MemoryEntry, contentHash: z.string().describe('sha256 of the file as read (pass it back to edit/remove)'), provenance: Provenance }),
+  ),
+  memoryEdit: method(
+    'memory.edit',
+    'Replace the text of one entry, under the store\'s own lock, temp file + rename, refusing when the file no longer parses back to its entries (drift: a .bak is kept) or when its content hash is no longer `expectedHash`. A failed edit leaves the store byte-identical. The replaced state is captured first (undo).',
+    z.object({ store: Store, entry: z.string().min(1), text: z.string().min(1), expectedHash: z.string().optional() }),
+    z.object({ entry: MemoryEntry.describe('The entry as written (new id for Hermes)'), previous: MemoryEntry, contentHash: z.string(), undo: z.object({ store: Store, entry: z.string(), text: z.string() }).describe('memory.edit params that undo this edit') }),
+  ),
+  memoryRemove: method(
+    'memory.remove',
+    'Delete one entry, with the same safety as memory.edit (Agent Zero: through its own HTTP API when configured).',
+    z.object({ store: Store, entry: z.string().min(1), expectedHash: z.string().optional() }),
+    z.object({ removed: MemoryEntry, contentHash: z.string(), undo: z.object({ store: Store, text: z.string(), file: z.string().optional() }).describe('What to add back to undo') }),
+  ),
+  memoryAdd: method(
+    'memory.add',
+    'Add an entry (used by undo of remove). Hermes: appended to MEMORY.md (file memory) or USER.md (file user).',
+    z.object({ store: Store, text: z.string().min(1), file: z.string().optional().describe('hermes: memory | user (default memory)'), expectedHash: z.string().optional() }),
+    z.object({ entry: MemoryEntry, contentHash: z.string() }),
+  ),
+  memoryLint: method(
+    'memory.lint',
+    'Findings across the stores: duplicates, near-duplicates, contradictions, over budget, hand-edit drift, untraceable entries, stale claims that disagree with the machine (checked against `target` when given), age.',
+    z.object({ stores: z.array(Store).min(1), target: Target.optional() }),
+    z.object({ findings: z.array(LintFinding) }),
+  ),
+  memoryDiff: method(
+    'memory.diff',
+    'Entries added, removed and changed between a restore point\'s agent-state capture and now (or another restore point).',
+    z.object({ target: Target, stores: z.array(Store).optional(), from: z.string().describe('Restore point id'), to: z.string().optional().describe('Restore point id, or "now" (default)') }),
+    z.object({ added: z.array(MemoryEntryChange), removed: z.array(MemoryEntryChange), changed: z.array(MemoryEntryChange), actions: z.array(ProvenanceTrace).optional().describe('Agent actions since `from` that a rollback cannot undo (messages sent, web requests, git pushes ...), from the session history') }),
+  ),
+  agentDiscover: method(
+    'agent.discover',
+    'Agents the credentials can see: Proxmox guests in the cluster with the tag (GET /cluster/resources?type=vm), as targets.',
+    z.object({ target: Target.describe('Any target on the host, or proxmox://HOST[:PORT]'), tag: z.string().optional().describe('Proxmox tag (default "agent"); "" lists every guest') }),
+    z.array(
+      z.object({
+        target: Target,
+        name: z.string().optional(),
+        node: z.string(),
+        vmid: z.number().int(),
+        type: z.enum(['qemu', 'lxc']),
+        status: z.string().describe('running | stopped | paused ...'),
+        lock: z.string().optional().describe('Proxmox lock (backup, snapshot, snapshot-delete, ...)'),
+        tags: z.array(z.string()),
+      }),
+    ),
   ),
   agentStatus: method(
     'agent.status',

@@ -40,9 +40,26 @@ describe('core: targets', function () {
     assert.throws(() => parseTarget('/abs/no/scheme'), isErr('BadTarget', /no scheme/, /dir:\/abs\/no\/scheme/));
     assert.throws(() => parseTarget('dir:~/x'), isErr('BadTarget', /~/, /absolute/));
     assert.throws(() => parseTarget('ftp:/x'), isErr('BadTarget', /Unknown target scheme/, /dir:\/abs\/path/));
-    for (const t of ['btrfs:/mnt/sub', 'qemu:/vm.qcow2', 'proxmox://host/100']) {
-      assert.throws(() => parseTarget(t), isErr('BadTarget', /not yet supported in this version/, /dir:/));
+    for (const t of ['proxmox://host/100', 'proxmox:/pve/qemu/100', 'proxmox://host/pve/vm/100', 'proxmox://host/pve/qemu/99', 'proxmox://host:70000/pve/qemu/100']) {
+      assert.throws(() => parseTarget(t), isErr('BadTarget', /./, /proxmox:\/\/HOST/));
     }
+  });
+
+  it('parses btrfs:, qemu: and proxmox:// targets; the proxmox key ignores the node', () => {
+    const b = parseTarget('btrfs:/srv/agent/');
+    assert.deepEqual([b.backend, b.path, b.spec], ['btrfs', '/srv/agent', 'btrfs:/srv/agent']);
+    const q = parseTarget('qemu:///run/vm/qmp.sock');
+    assert.deepEqual([q.backend, q.path, q.spec], ['qemu', '/run/vm/qmp.sock', 'qemu:/run/vm/qmp.sock']);
+    assert.throws(() => parseTarget('qemu://host/x.sock'), isErr('BadTarget', /local path/, /qemu:\/host\/x\.sock/));
+    const p = parseTarget('proxmox://PVE.lan/pve1/QEMU/101/');
+    assert.equal(p.spec, 'proxmox://pve.lan/pve1/qemu/101');
+    assert.deepEqual(p.proxmox, { host: 'pve.lan', port: 8006, node: 'pve1', type: 'qemu', vmid: 101 });
+    assert.equal(p.path, '');
+    assert.equal(parseTarget('proxmox://pve.lan/-/qemu/101').key, p.key);
+    assert.notEqual(parseTarget('proxmox://pve.lan/pve1/lxc/101').key, p.key);
+    const v6 = parseTarget('proxmox://[fd00::1]:8443/pve1/lxc/200');
+    assert.deepEqual(v6.proxmox, { host: 'fd00::1', port: 8443, node: 'pve1', type: 'lxc', vmid: 200 });
+    assert.equal(v6.spec, 'proxmox://[fd00::1]:8443/pve1/lxc/200');
   });
 
   it('a missing target directory or a file is TargetNotFound', async () => {

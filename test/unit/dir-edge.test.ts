@@ -180,7 +180,7 @@ describe('dir backend: edge cases', function () {
   it('dir:///abs and dir://localhost/abs are absolute paths; dir://host/x names the fix', () => {
     assert.equal(parseTarget('dir:///tmp/x').path, '/tmp/x');
     assert.equal(parseTarget('dir://localhost/tmp/x').spec, 'dir:/tmp/x');
-    assert.throws(() => parseTarget('dir://tmp/x'), isErr('BadTarget', /takes a path, not a host/, /dir:\/tmp\/x/));
+    assert.throws(() => parseTarget('dir://tmp/x'), isErr('BadTarget', /takes a local path, not a host/, /dir:\/tmp\/x/));
     assert.throws(() => parseTarget('dir://'), isErr('BadTarget', /empty path/));
   });
 });

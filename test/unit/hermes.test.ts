@@ -69,10 +69,10 @@ describe('hermes memory store', () => {
     // last entry is multi-line
     assert.equal(mem.entries[3].text, 'Project uses tabs, 120-char lines; run tests with `pnpm test`.\nCI is GitHub Actions (workflow ci.yml).');
     const raw = await fs.readFile(mem.file, 'utf8');
-    assert.equal(mem.usage.chars, [...raw.trim()].length);
-    assert.equal(mem.usage.limit, 2200);
+    assert.equal(mem.usage!.chars, [...raw.trim()].length);
+    assert.equal(mem.usage!.limit, 2200);
     assert.equal(user.entries.length, 3);
-    assert.equal(user.usage.limit, 1375);
+    assert.equal(user.usage!.limit, 1375);
     assert.equal(user.entries[2].text, 'Uses VS Code with Vim keybindings.');
     const expectedId = createHash('sha256').update(user.entries[0].text).digest('hex').slice(0, 12);
     assert.equal(user.entries[0].id, expectedId);
@@ -102,12 +102,12 @@ describe('hermes memory store', () => {
     });
     const [mem, user] = await openStore(`hermes:${h}`).list();
     assert.equal(mem.entries.length, 30);
-    assert.equal(mem.usage.limit, 500);
-    assert.ok(mem.usage.chars > mem.usage.limit);
-    assert.equal(mem.usage.chars, big.length);
+    assert.equal(mem.usage!.limit, 500);
+    assert.ok(mem.usage!.chars > mem.usage!.limit);
+    assert.equal(mem.usage!.chars, big.length);
     assert.equal(user.entries.length, 0);
-    assert.equal(user.usage.chars, 0);
-    assert.equal(user.usage.limit, 300);
+    assert.equal(user.usage!.chars, 0);
+    assert.equal(user.usage!.limit, 300);
 
     await fs.writeFile(path.join(h, 'memories', 'USER.md'), '');
     const [, user2] = await openStore(`hermes:${h}`).list();
@@ -117,12 +117,12 @@ describe('hermes memory store', () => {
   it('a broken or missing config.yaml falls back to the defaults', async () => {
     const h = await home({ 'config.yaml': 'memory: [unclosed\n  : :', 'memories/USER.md': 'u' });
     const [mem, user] = await openStore(`hermes:${h}`).list();
-    assert.equal(mem.usage.limit, 2200);
-    assert.equal(user.usage.limit, 1375);
+    assert.equal(mem.usage!.limit, 2200);
+    assert.equal(user.usage!.limit, 1375);
     await fs.rm(path.join(h, 'config.yaml'));
     await fs.writeFile(path.join(h, 'config.yaml'), 'memory:\n  memory_char_limit: "lots"\n');
     const [mem2] = await openStore(`hermes:${h}`).list();
-    assert.equal(mem2.usage.limit, 2200);
+    assert.equal(mem2.usage!.limit, 2200);
   });
 
   it('a home without memories/ and config.yaml is StoreNotFound; a missing home too', async () => {

@@ -49,6 +49,13 @@ describe('protocol', () => {
       pruneRestorePoints: rec('pruneRestorePoints'),
       listMemory: rec('listMemory'),
       agentStatus: rec('agentStatus'),
+      showMemory: rec('showMemory'),
+      editMemory: rec('editMemory'),
+      removeMemory: rec('removeMemory'),
+      addMemory: rec('addMemory'),
+      lintMemory: rec('lintMemory'),
+      diffMemory: rec('diffMemory'),
+      discoverAgents: rec('discoverAgents'),
     };
 
     it('routes each method to the core and risk.scan to scanText', async () => {
@@ -58,6 +65,10 @@ describe('protocol', () => {
       assert.equal(calls.at(-1)![0], 'keepRestorePoint');
       await dispatch(core, 'agentkeep/memory.list', { stores: ['hermes:/h'] });
       assert.equal(calls.at(-1)![0], 'listMemory');
+      await dispatch(core, 'agentkeep/memory.lint', { stores: ['hermes:/h'] });
+      assert.equal(calls.at(-1)![0], 'lintMemory');
+      await dispatch(core, 'agentkeep/agent.discover', { target: 'proxmox://pve.example:8006' });
+      assert.equal(calls.at(-1)![0], 'discoverAgents');
       const n = calls.length;
       const found = await dispatch(core, 'agentkeep/risk.scan', { file: 'a.sh', text: 'echo\npip install x\n' });
       assert.deepEqual(found, [{ file: 'a.sh', line: 2, endLine: 2, command: 'pip install x', class: 'deps', kind: 'shell', risk: 'pip install x (deps: changes project dependencies)' }]);
