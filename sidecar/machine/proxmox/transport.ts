@@ -246,8 +246,8 @@ export class PveTransport implements ApiRequestable {
     try {
       return await this.raw(method, path, q, MUTATING.has(method));
     } catch (e) {
-      // GETs change nothing: one retry after a network error (not after an HTTP answer).
-      if (method === 'GET' && e instanceof PveError && e.status === 0 && e.reason !== 'fingerprint mismatch' && e.kind === 'Hypervisor') {
+      // GETs change nothing: one retry after a network error or a 595-599 from pveproxy's proxy hop.
+      if (method === 'GET' && e instanceof PveError && e.kind === 'Hypervisor' && (e.status === 0 || (e.status >= 595 && e.status <= 599))) {
         return this.raw(method, path, q, false);
       }
       throw e;
