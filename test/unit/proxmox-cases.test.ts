@@ -205,6 +205,7 @@ const scenarios: Scenario[] = [
     name: 'case 15: a slow RAM snapshot is waited for with backoff (few polls)',
     setup: (sim) => (sim.faults.taskMsByType = { qmsnapshot: 600 }),
     run: async (b, sim) => {
+      Object.assign(b.client.opts, { pollMinMs: 50, pollMaxMs: 1000 }); // the defaults
       const info = await b.create('ak_slow', { meta: meta('slow'), vmstate: true });
       assert.equal(info.vmstate, true);
       const polls = sim.requests.filter((r) => r.path.endsWith('/status') && r.path.includes('qmsnapshot')).length;
