@@ -123,7 +123,7 @@ export class PveTransport implements ApiRequestable {
         self.connect(o as tls.ConnectionOptions, (err, s) => cb?.(err, s as Duplex));
         return undefined;
       }
-    })({ keepAlive: true, maxSockets: 4 });
+    })({ keepAlive: true, maxSockets: 4, timeout: 15_000 }); // idle kept-alive sockets close after 15 s
   }
 
   /** Close idle connections. */
