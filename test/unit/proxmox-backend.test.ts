@@ -245,6 +245,27 @@ describe('proxmox backend (simulator over HTTPS)', function () {
     });
   });
 
+  it('containers: create, rollback and delete run as vz* tasks', async () => {
+    const b = backend(102, { type: 'lxc' });
+    const info = await b.create('ak_ct1', { meta: meta('ct') });
+    assert.equal(info.vmstate, undefined);
+    const r = await b.restore('ak_ct1', { start: true });
+    assert.equal(r.machineState, 'running');
+    await b.delete('ak_ct1');
+    const types = [...sim.tasks.values()].map((t) => t.type);
+    assert.deepEqual(types.filter((t) => t.startsWith('vz')).sort(), ['vzdelsnapshot', 'vzrollback', 'vzsnapshot']);
+    assert.ok([...sim.tasks.keys()].every((u) => /^UPID:pve2:[0-9A-F]{8}:[0-9A-F]{8}:[0-9A-F]{8}:vz\w+:102:agentkeep@pve!ak:$/.test(u)));
+  });
+
+  it('an abort while waiting stops the waiting and says the task continues on the host', async () => {
+    sim.faults.taskMsByType = { qmsnapshot: Infinity };
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 150);
+    const e = await rejection(backend(101).create('ak_abort', { meta: meta('abort'), signal: ac.signal }));
+    assert.match(e.message, /^Interrupted: stopped waiting for snapshot ak_abort .* continues on the host/);
+    assert.equal(sim.guests.get(101)!.snapshots.get('ak_abort')?.snapstate, 'prepare');
+  });
+
   it('finds the owning node with node "-" and reports a missing guest as TargetNotFound', async () => {
     await backend(102, { type: 'lxc' }).check();
     assert.ok(sim.requests.some((r) => r.path === '/cluster/resources'));
