@@ -112,6 +112,14 @@ describe('proxmox backend (simulator over HTTPS)', function () {
   });
 
   describe('no duplicate mutations', () => {
+    it('GETs share kept-alive connections; every POST/DELETE gets a fresh one', async () => {
+      const b = backend(101);
+      await b.create('ak_c1', { meta: meta('c1') });
+      await b.delete('ak_c1');
+      const gets = sim.requests.filter((r) => r.method === 'GET').map((r) => r.remotePort);
+      assert.ok(new Set(gets).size < gets.length / 2, 'GETs reuse connections');
+      for (const m of sim.mutations()) assert.equal(sim.requests.filter((r) => r.remotePort === m.remotePort).length, 1, `${m.method} ${m.path} had its own connection`);
+    });
     it('a connection dropped after the create was acted on yields exactly one snapshot and success', async () => {
       sim.faults.drop = { method: 'POST', match: /\/snapshot$/, act: true };
       const b = backend(101);
