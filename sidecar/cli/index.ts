@@ -151,6 +151,7 @@ function program(ctx: Ctx): Command {
         ctx.io.out(createdLine(rpnt));
         const n = rpnt.machine.skipped ?? 0;
         if (n) ctx.io.out(`Skipped ${n} socket/FIFO/device ${n === 1 ? 'entry' : 'entries'} (not captured; see docs/dir-backend.md).`);
+        for (const w of rpnt.machine.warnings ?? []) ctx.io.out(`Note: ${w}`);
       }
     });
 
@@ -188,8 +189,13 @@ function program(ctx: Ctx): Command {
             'Pass --yes (the current state is captured first, so the restore can be undone).',
           );
         }
-        const diff = await c.diffRestorePoint({ target: o.target, id, stores });
-        ctx.io.err(`Restoring ${id} (scope ${o.scope}) on ${o.target}:\n${changeSummary(diff, true, o.scope)}\nThe current state is captured first, so this can be undone.`);
+        // VM backends (qemu) have no file list: their snapshots are whole-VM.
+        const diff = await c.diffRestorePoint({ target: o.target, id, stores }).catch((e: unknown) => {
+          if (e instanceof AgentKeepError && e.kind === 'Unsupported') return undefined;
+          throw e;
+        });
+        const what = diff ? changeSummary(diff, true, o.scope) : '  The whole VM (disks and RAM) goes back to the restore point.';
+        ctx.io.err(`Restoring ${id} (scope ${o.scope}) on ${o.target}:\n${what}\nThe current state is captured first, so this can be undone.`);
         if (!(await ctx.io.confirm('Restore?'))) {
           throw new AgentKeepError('ConfirmationRequired', 'Restore cancelled; nothing was changed.', 'Answer y to restore, or pass --yes.');
         }
@@ -204,9 +210,11 @@ function program(ctx: Ctx): Command {
       }
       if (asJson) {
         const { id: rid, label, createdAt, status, kind, target } = r.restored;
-        printJson(ctx, { id: rid, label, createdAt, status, kind, target, scope: o.scope, restored: r.restored, undo: r.undo, changes: r.changes });
+        printJson(ctx, { id: rid, label, createdAt, status, kind, target, scope: o.scope, restored: r.restored, undo: r.undo, changes: r.changes, ...(r.machineState ? { machineState: r.machineState } : {}), ...(r.warnings ? { warnings: r.warnings } : {}) });
       } else {
         ctx.io.out(`Restored ${r.restored.id} "${r.restored.label}" (scope ${o.scope}).\n${changeSummary(r.changes, false, o.scope)}\nUndo: agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}`);
+        if (r.machineState) ctx.io.out(`VM: ${r.machineState}.`);
+        for (const w of r.warnings ?? []) ctx.io.out(`Note: ${w}`);
       }
     });
 

@@ -13,6 +13,7 @@ import { StateLayout } from '../../sidecar/core/state';
 import { parseTarget } from '../../sidecar/core/target';
 import { QemuBackend, QmpClient, loadSnapshot, vmStatus } from '../../sidecar/machine/qemu';
 import { imageSnapshots } from '../../sidecar/machine/qemu/images';
+import type { MachineBackend } from '../../sidecar/machine/types';
 import { serialSize, startVm, stopAllVms, stopVm, ticks, waitFor, type Vm } from './helpers/qemu';
 
 describe('qemu backend (real QEMU, tiny Linux guest under TCG)', function () {
@@ -40,7 +41,7 @@ describe('qemu backend (real QEMU, tiny Linux guest under TCG)', function () {
 
   it('says what it can do: RAM state, not while running, no file diff', () => {
     assert.deepEqual(backend.capabilities, { ramState: true, speedClass: 'fast', canRunWhileRunning: false, diff: false });
-    assert.equal(backend.diff, undefined);
+    assert.equal((backend as MachineBackend).diff, undefined);
   });
 
   it('rolls the guest back: the tick counter goes back to its value at save time', async () => {
