@@ -212,8 +212,9 @@ function program(ctx: Ctx): Command {
         const { id: rid, label, createdAt, status, kind, target } = r.restored;
         printJson(ctx, { id: rid, label, createdAt, status, kind, target, scope: o.scope, restored: r.restored, undo: r.undo, changes: r.changes, ...(r.machineState ? { machineState: r.machineState } : {}), ...(r.warnings ? { warnings: r.warnings } : {}) });
       } else {
-        ctx.io.out(`Restored ${r.restored.id} "${r.restored.label}" (scope ${o.scope}).\n${changeSummary(r.changes, false, o.scope)}\nUndo: agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}`);
-        if (r.machineState) ctx.io.out(`VM: ${r.machineState}.`);
+        // VM backends: no file list; the whole VM went back, and it is running or paused now.
+        const what = r.machineState ? `  The VM's disks and RAM are back at the restore point; the VM is ${r.machineState}.` : changeSummary(r.changes, false, o.scope);
+        ctx.io.out(`Restored ${r.restored.id} "${r.restored.label}" (scope ${o.scope}).\n${what}\nUndo: agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}`);
         for (const w of r.warnings ?? []) ctx.io.out(`Note: ${w}`);
       }
     });

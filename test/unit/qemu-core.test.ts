@@ -111,7 +111,7 @@ describe('qemu: targets (real QEMU, firmware-only guests): core, CLI, clear erro
     assert.equal(rj.machineState, 'running');
     const t = await ak('restore-point', 'restore', id, '--target', target, '--scope', 'machine', '--yes');
     assert.equal(t.code, 0, t.stderr);
-    assert.match(t.stdout, /^VM: running\.$/m);
+    assert.match(t.stdout, /The VM.s disks and RAM are back at the restore point; the VM is running\./);
     for (const x of [id, rj.undo.id]) {
       const d = await ak('restore-point', 'delete', x, '--target', target, '--yes');
       assert.equal(d.code, 0, d.stderr);
