@@ -11,7 +11,7 @@ import { AgentKeepError } from '../../sidecar/core/errors';
 import { ObjectStore } from '../../sidecar/core/objects';
 import { StateLayout } from '../../sidecar/core/state';
 import { parseTarget } from '../../sidecar/core/target';
-import { QemuBackend, QmpClient, loadSnapshot, vmStatus } from '../../sidecar/machine/qemu';
+import { QemuBackend, QmpClient, loadFailedBeforeChanges, loadSnapshot, vmStatus } from '../../sidecar/machine/qemu';
 import { imageSnapshots } from '../../sidecar/machine/qemu/images';
 import type { MachineBackend } from '../../sidecar/machine/types';
 import { serialSize, startVm, stopAllVms, stopVm, ticks, waitFor, type Vm } from './helpers/qemu';
@@ -55,6 +55,7 @@ describe('qemu backend (real QEMU, tiny Linux guest under TCG)', function () {
     assert.match(info.warnings?.[0] ?? '', /paused the VM for \d+ ms .*not live/);
     await tickPast(atSave + 4);
     const before = serialSize(vm!);
+    const atLoad = Math.max(...ticks(vm!));
     const out = await backend.restore(id, {});
     assert.equal(out.machineState, 'running');
     assert.deepEqual([out.added, out.removed, out.changed], [[], [], []]);
@@ -62,7 +63,8 @@ describe('qemu backend (real QEMU, tiny Linux guest under TCG)', function () {
     const after = ticks(vm!, before);
     // The guest resumes from the snapshot point: its next tick is the one after the last tick printed
     // before the save (allow one tick printed during the save's pause), far below where it was.
-    assert.ok(after[0] <= atSave + 1, `first tick after the load ${after[0]} <= ${atSave + 1} (was at ${Math.max(...ticks(vm!, 0).slice(0, -after.length))})`);
+    assert.ok(atLoad >= atSave + 4, `the guest had moved on (tick ${atLoad} at the load, ${atSave} at the save)`);
+    assert.ok(after[0] <= atSave + 1, `first tick after the load ${after[0]} is back at the save point (${atSave}), not after ${atLoad}`);
     assert.ok(after[0] >= atSave - 1, `first tick after the load ${after[0]} near ${atSave}`);
     assert.ok((await backend.list()).includes(id));
   });
@@ -77,6 +79,14 @@ describe('qemu backend (real QEMU, tiny Linux guest under TCG)', function () {
     });
     const tags = await backend.list();
     assert.equal(tags.filter((t) => t === id).length, 1, 'still one snapshot with that name');
+  });
+
+  it('resumes after a failed load only when QEMU failed before changing anything', () => {
+    assert.equal(loadFailedBeforeChanges("Snapshot 'x' does not exist in one or more devices"), true);
+    assert.equal(loadFailedBeforeChanges('This is a disk-only snapshot. Revert to it offline using qemu-img'), true);
+    assert.equal(loadFailedBeforeChanges('Error -22 while loading VM state'), false);
+    assert.equal(loadFailedBeforeChanges("Could not load snapshot 'x' on 'disk0': Input/output error"), false);
+    assert.equal(loadFailedBeforeChanges("Could not load snapshot 'x' on 'disk0': snapshot not found"), false);
   });
 
   it('refuses an id that is not a valid QEMU tag', async () => {

@@ -57,6 +57,22 @@ describe('qemu: targets (real QEMU, firmware-only guests): core, CLI, clear erro
     await assert.rejects(QmpClient.connect(sock), (e: AgentKeepError) => e.kind === 'TargetNotFound' && /refuses connections \(QEMU is not running/.test(e.message));
   });
 
+  it('a socket another QMP client holds: no greeting, and the error says so', async () => {
+    const first = await QmpClient.connect(vm.socket);
+    try {
+      await assert.rejects(QmpClient.connect(vm.socket, { timeoutMs: 1500 }), (e: AgentKeepError) => {
+        assert.equal(e.kind, 'TargetNotFound');
+        assert.match(e.message, /did not greet .* another QMP client is probably connected/);
+        assert.match(e.hint ?? '', /second QMP socket for AgentKeep/);
+        return true;
+      });
+    } finally {
+      first.close();
+    }
+    const again = await QmpClient.connect(vm.socket);
+    again.close();
+  });
+
   it('a raw disk is refused with the reason and the qemu-img convert fix', async () => {
     const core = new Core({ stateDir: state });
     await assert.rejects(core.createRestorePoint({ target: `qemu:${raw.socket}` }), (e: AgentKeepError) => {

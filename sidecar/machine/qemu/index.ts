@@ -105,6 +105,9 @@ export async function vmStatus(qmp: QmpClient): Promise<VmStatus> {
  * migration/savevm.c load_snapshot). Only then is it safe to resume the VM.
  */
 export function loadFailedBeforeChanges(error: string): boolean {
+  // After the disks were switched: bdrv_all_goto_snapshot ("Could not load snapshot ... on ...") or
+  // qemu_loadvm_state ("Error -N while loading VM state").
+  if (/Could not load snapshot|while loading VM state/i.test(error)) return false;
   return /does not exist in one or more devices|disk-only snapshot|not found|can't (be )?snapshot|does not support|No block device/i.test(error);
 }
 

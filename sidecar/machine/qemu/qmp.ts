@@ -12,6 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import * as net from 'node:net';
+import * as path from 'node:path';
 import { AgentKeepError } from '../../core/errors';
 
 /** Default time to connect, get the greeting and negotiate (ms). */
@@ -79,6 +80,8 @@ export class QmpClient {
   private closedError?: Error;
   private readonly eventWaiters = new Set<(e: QmpEvent) => void>();
   private greeting?: { resolve: () => void; reject: (e: Error) => void };
+  /** The socket connected (errors before that are connect errors: missing, refused, ...). */
+  private connected = false;
 
   private constructor(
     private readonly sock: net.Socket,
@@ -87,7 +90,10 @@ export class QmpClient {
     sock.setEncoding('utf8');
     sock.on('data', (d: string) => this.onData(d));
     sock.on('close', () => this.fail(new AgentKeepError('Hypervisor', `QEMU closed the QMP connection on ${socketPath} (did the VM quit?).`, startHint(socketPath))));
-    sock.on('error', (e) => this.fail(new AgentKeepError('Hypervisor', `QMP connection to ${socketPath} failed: ${e.message}.`, startHint(socketPath))));
+    sock.once('connect', () => (this.connected = true));
+    sock.on('error', (e: NodeJS.ErrnoException) =>
+      this.fail(this.connected ? new AgentKeepError('Hypervisor', `QMP connection to ${socketPath} failed: ${e.message}.`, startHint(socketPath)) : connectError(socketPath, e)),
+    );
   }
 
   /**
@@ -98,37 +104,20 @@ export class QmpClient {
    */
   static async connect(socketPath: string, opts: { timeoutMs?: number } = {}): Promise<QmpClient> {
     const timeoutMs = opts.timeoutMs ?? QMP_CONNECT_TIMEOUT_MS;
-    const hint = startHint(socketPath);
-    const sock = await new Promise<net.Socket>((resolve, reject) => {
-      const s = net.createConnection({ path: socketPath });
-      const timer = setTimeout(() => {
-        s.destroy();
-        reject(new AgentKeepError('TargetNotFound', `Connecting to the QMP socket ${socketPath} timed out after ${timeoutMs} ms.`, hint));
-      }, timeoutMs);
-      s.once('connect', () => {
-        clearTimeout(timer);
-        s.removeAllListeners('error');
-        resolve(s);
-      });
-      s.once('error', (e: NodeJS.ErrnoException) => {
-        clearTimeout(timer);
-        reject(connectError(socketPath, e));
-      });
-    });
-    const c = new QmpClient(sock, socketPath);
+    const c = new QmpClient(net.createConnection({ path: socketPath }), socketPath);
     try {
       await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(
-          () =>
-            reject(
-              new AgentKeepError(
-                'TargetNotFound',
-                `QEMU did not greet on ${socketPath} within ${timeoutMs} ms: another QMP client is probably connected (a -qmp socket serves one client at a time).`,
-                `Disconnect the other client, or give QEMU a second monitor for AgentKeep (-qmp unix:${socketPath},server=on,wait=off).`,
-              ),
-            ),
-          timeoutMs,
-        );
+        const timer = setTimeout(() => {
+          reject(
+            c.connected
+              ? new AgentKeepError(
+                  'TargetNotFound',
+                  `QEMU did not greet on ${socketPath} within ${timeoutMs} ms: another QMP client is probably connected (a -qmp socket serves one client at a time).`,
+                  `Disconnect the other client, or give QEMU a second QMP socket for AgentKeep (-qmp unix:${path.join(path.dirname(socketPath), 'agentkeep-qmp.sock')},server=on,wait=off) and use that as the target.`,
+                )
+              : new AgentKeepError('TargetNotFound', `Connecting to the QMP socket ${socketPath} timed out after ${timeoutMs} ms.`, startHint(socketPath)),
+          );
+        }, timeoutMs);
         c.greeting = {
           resolve: () => {
             clearTimeout(timer);
@@ -139,7 +128,6 @@ export class QmpClient {
             reject(e);
           },
         };
-        if (c.closedError) c.greeting.reject(c.closedError);
       });
       await c.execute('qmp_capabilities', undefined, { timeoutMs });
     } catch (e) {
