@@ -21,13 +21,18 @@ if [ -z "$bb" ] || ! file -L "$bb" 2>/dev/null | grep -q 'statically linked'; th
 fi
 [ -n "$bb" ] || { echo "qemu-guest.sh: busybox not found: apt-get install busybox-static" >&2; exit 1; }
 work="$(mktemp -d)"
+chmod 755 "$work" # apt-get download runs as _apt when it can
 trap 'rm -rf "$work"' EXIT
 if [ ! -s "$out/vmlinuz" ]; then
   # The kernel the cloud metapackage currently points at (falls back to the newest one apt lists).
-  pkg="$(apt-cache depends linux-image-cloud-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')"
-  if [ -z "$pkg" ]; then
-    pkg="$(apt-cache search --names-only '^linux-image-[0-9.]+-[0-9]+-cloud-amd64$' | awk '{print $1}' | sort -V | tail -n1)"
-  fi
+  pick() {
+    pkg="$(apt-cache depends linux-image-cloud-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')"
+    if [ -z "$pkg" ]; then
+      pkg="$(apt-cache search --names-only '^linux-image-[0-9.]+-[0-9]+-cloud-amd64$' | awk '{print $1}' | sort -V | tail -n1)"
+    fi
+  }
+  pick
+  if [ -z "$pkg" ]; then apt-get update -qq >&2 || true; pick; fi
   [ -n "$pkg" ] || { echo "qemu-guest.sh: no linux-image-*-cloud-amd64 package known to apt: run apt-get update" >&2; exit 1; }
   (cd "$work" && apt-get download "$pkg" >&2) || {
     apt-get update -qq >&2 && (cd "$work" && apt-get download "$pkg" >&2)
