@@ -21,7 +21,6 @@ if [ -z "$bb" ] || ! file -L "$bb" 2>/dev/null | grep -q 'statically linked'; th
 fi
 [ -n "$bb" ] || { echo "qemu-guest.sh: busybox not found: apt-get install busybox-static" >&2; exit 1; }
 work="$(mktemp -d)"
-chmod 755 "$work" # apt-get download runs as _apt when it can
 trap 'rm -rf "$work"' EXIT
 if [ ! -s "$out/vmlinuz" ]; then
   # The kernel the cloud metapackage currently points at (falls back to the newest one apt lists).
