@@ -116,7 +116,8 @@ export function parseDocstore(buf: Uint8Array, file: string): A0Docstore {
       warnings.push(`${file}: docstore entry ${key} has no page_content (${cls ?? typeof raw}); skipped.`);
       continue;
     }
-    const md = plain(st?.metadata);
+    // pickleparser's default (object mode) gives plain objects already; only a Map needs converting
+    const md = st?.metadata instanceof Map ? plain(st.metadata) : st?.metadata;
     docs.push({ key, text, metadata: isObj(md) ? md : {}, ...(cls ? { className: cls } : {}) });
   }
   for (const c of unknownClasses) warnings.push(`${file}: unknown document class ${c}; read its page_content and metadata leniently.`);

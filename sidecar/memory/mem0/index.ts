@@ -261,7 +261,7 @@ export class Mem0Store implements MemoryStoreAdapter {
           );
         }
         const entries = await this.readPoints(c.db, c.name, c.db, warnings);
-        entries.sort((a, b) => (a.createdAt ?? '').localeCompare(b.createdAt ?? '') || a.id.localeCompare(b.id));
+        entries.sort((a, b) => ((a.createdAt ?? '') < (b.createdAt ?? '') ? -1 : (a.createdAt ?? '') > (b.createdAt ?? '') ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
         files.push({ kind: 'mem0', file: c.db, store: this.spec, entries, readOnly });
       }
     }
