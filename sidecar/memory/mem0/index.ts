@@ -76,6 +76,13 @@ export function mem0TimeToIso(v: unknown): string | undefined {
   return Number.isNaN(d.getTime()) ? undefined : d.toISOString();
 }
 
+/** Oldest first (ISO strings compare in code-unit order), then by id. */
+function byCreatedThenId(a: MemoryEntry, b: MemoryEntry): number {
+  const x = `${a.createdAt ?? ''}\0${a.id}`;
+  const y = `${b.createdAt ?? ''}\0${b.id}`;
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
 const EVENT_ACTION: Record<string, Provenance['traces'][number]['action']> = { ADD: 'add', UPDATE: 'update', DELETE: 'remove', NONE: 'none' };
 
 /** The mem0 store adapter (read-only). */
@@ -261,7 +268,7 @@ export class Mem0Store implements MemoryStoreAdapter {
           );
         }
         const entries = await this.readPoints(c.db, c.name, c.db, warnings);
-        entries.sort((a, b) => ((a.createdAt ?? '') < (b.createdAt ?? '') ? -1 : (a.createdAt ?? '') > (b.createdAt ?? '') ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+        entries.sort(byCreatedThenId);
         files.push({ kind: 'mem0', file: c.db, store: this.spec, entries, readOnly });
       }
     }
