@@ -13,23 +13,12 @@ import { AgentKeepError } from '../../sidecar/core/errors';
 import { openStore, AgentZeroStore } from '../../sidecar/memory';
 import { a0TimeToIso } from '../../sidecar/memory/agent-zero';
 import { a0Pickle, startA0Stub, type A0Stub } from './helpers/agent-zero-stub';
+import { expectAgentKeepError as expectError } from './helpers/errors';
 import { FIXTURES } from './helpers/paths';
 import { buildSidecar, runSidecar } from './helpers/sidecar';
 
 const FIXTURE = path.join(FIXTURES, 'memory', 'agent-zero');
 
-async function expectError(p: Promise<unknown>, kind: string, re?: RegExp): Promise<AgentKeepError> {
-  try {
-    await p;
-  } catch (e) {
-    assert.ok(e instanceof AgentKeepError, `expected AgentKeepError, got ${String(e)}`);
-    assert.equal(e.kind, kind, e.message);
-    if (re) assert.match(`${e.message} ${e.hint ?? ''}`, re);
-    assert.ok(e.hint, 'error has a hint');
-    return e;
-  }
-  assert.fail(`expected ${kind} error`);
-}
 
 function python(code: string): Promise<void> {
   return new Promise((resolve, reject) => execFile('python3', ['-c', code], (err, _o, stderr) => (err ? reject(new Error(stderr)) : resolve())));

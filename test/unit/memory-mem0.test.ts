@@ -13,6 +13,7 @@ import { AgentKeepError } from '../../sidecar/core/errors';
 import { openStore, Mem0Store } from '../../sidecar/memory';
 import { isEphemeralPath, mem0TimeToIso } from '../../sidecar/memory/mem0';
 import { withSqliteSnapshot } from '../../sidecar/memory/mem0/sqlite';
+import { expectAgentKeepError as expectError } from './helpers/errors';
 import { FIXTURES } from './helpers/paths';
 import { buildSidecar, runSidecar } from './helpers/sidecar';
 
@@ -30,18 +31,6 @@ function metaJson(onDisk: boolean | undefined): string {
   return JSON.stringify({ collections: { mem0: { vectors, shard_number: null, on_disk_payload: null } }, aliases: {} });
 }
 
-async function expectError(p: Promise<unknown>, kind: string, re?: RegExp): Promise<void> {
-  try {
-    await p;
-  } catch (e) {
-    assert.ok(e instanceof AgentKeepError, `expected AgentKeepError, got ${String(e)}`);
-    assert.equal(e.kind, kind, e.message);
-    if (re) assert.match(`${e.message} ${e.hint ?? ''}`, re);
-    assert.ok(e.hint);
-    return;
-  }
-  assert.fail(`expected ${kind}`);
-}
 
 describe('mem0 memory store', function () {
   this.timeout(60_000);
