@@ -47,7 +47,7 @@ const builds = [
   { ...node, entryPoints: ['test/exthost/index.ts'], outfile: 'out/test/exthost/index.js', external: ['vscode', 'mocha'] },
 ];
 
-// node-sqlite3-wasm loads its .wasm from the directory of the script that bundles it (out/).
+// node-sqlite3-wasm loads its .wasm from the directory of the running script (out/ once bundled).
 mkdirSync('out', { recursive: true });
 copyFileSync('node_modules/node-sqlite3-wasm/dist/node-sqlite3-wasm.wasm', 'out/node-sqlite3-wasm.wasm');
 

@@ -29,7 +29,7 @@ export function buildSidecar(): Promise<void> {
     banner: { js: '#!/usr/bin/env node' },
   }).then(() => {
     chmodSync(SIDECAR, 0o755);
-    // node-sqlite3-wasm loads its .wasm from the bundle's directory (as esbuild.mjs copies it)
+    // node-sqlite3-wasm loads its .wasm next to the bundle (as esbuild.mjs copies it)
     copyFileSync(path.join(REPO, 'node_modules', 'node-sqlite3-wasm', 'dist', 'node-sqlite3-wasm.wasm'), path.join(REPO, 'out', 'node-sqlite3-wasm.wasm'));
   });
   return built;
