@@ -252,6 +252,30 @@ pickle.dump((Store(d), {0: "a1", 1: "b2", 2: "gone"}), open(${JSON.stringify(pkl
     assert.deepEqual(j.stores.flatMap((f) => f.entries.map((e) => e.id)).sort(), ['Q0r8TtY6uE', 'Xk3P9aQ2mZ', 'b7Lq2Wv0cN', 'kN5sH1jD3f']);
   });
 
+  it('through the core: show (prefix id), edit with a backup of index.pkl, and diff against a restore point', async () => {
+    stub = await startA0Stub(path.join(root, 'usr', 'memory'));
+    const state = path.join(tmp, 'state');
+    const core = new Core({ stateDir: state });
+    const spec = `agent-zero:${root}?url=${encodeURIComponent(stub.url)}`;
+    const rp = await core.createRestorePoint({ target: `dir:${root}`, stores: [spec], label: 'before' });
+    assert.deepEqual(rp.agent[0].files.map((f) => f.path).sort(), ['usr/memory/default/embedding.json', 'usr/memory/default/index.faiss', 'usr/memory/default/index.pkl', 'usr/memory/default/knowledge_import.json']);
+    const shown = await core.showMemory({ stores: [spec], entry: 'xk3p' });
+    assert.equal(shown.entry.id, 'Xk3P9aQ2mZ');
+    assert.deepEqual(shown.provenance.traces.map((t) => t.action), ['add']);
+    const before = await fs.readFile(pkl());
+    const ed = await core.editMemory({ store: spec, entry: 'Xk3P9aQ2mZ', text: 'Staging SSH is on port 2200.', expectedHash: shown.contentHash });
+    assert.equal(ed.entry.id, 'Xk3P9aQ2mZ');
+    assert.deepEqual(ed.undo, { store: spec, entry: 'Xk3P9aQ2mZ', text: "User's staging server listens for SSH on port 2222 (not 22)." });
+    // the core kept the replaced index.pkl bytes
+    const bdir = path.join(state, 'memory-backups');
+    const backups = (await fs.readdir(bdir, { recursive: true })).map(String).filter((f) => f.endsWith('index.pkl'));
+    assert.equal(backups.length, 1);
+    assert.deepEqual(await fs.readFile(path.join(bdir, backups[0])), before);
+    const d = await core.diffMemory({ target: `dir:${root}`, from: rp.id });
+    assert.deepEqual(d.changed.map((c) => [c.before?.id, c.before?.text, c.after?.text]), [['Xk3P9aQ2mZ', "User's staging server listens for SSH on port 2222 (not 22).", 'Staging SSH is on port 2200.']]);
+    assert.deepEqual([d.added.length, d.removed.length], [0, 0]);
+  });
+
   it('reads Agent Zero timestamps as UTC and rejects junk', () => {
     assert.equal(a0TimeToIso('2026-01-02 09:01:13'), '2026-01-02T09:01:13.000Z');
     assert.equal(a0TimeToIso('yesterday'), undefined);

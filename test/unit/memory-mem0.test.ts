@@ -12,7 +12,7 @@ import { Core } from '../../sidecar/core/core';
 import { AgentKeepError } from '../../sidecar/core/errors';
 import { openStore, Mem0Store } from '../../sidecar/memory';
 import { isEphemeralPath, mem0TimeToIso } from '../../sidecar/memory/mem0';
-import { withSqliteSnapshot } from '../../sidecar/memory/mem0/sqlite';
+import { withReadOnlyDb } from '../../sidecar/memory/sqlite';
 import { expectAgentKeepError as expectError } from './helpers/errors';
 import { FIXTURES } from './helpers/paths';
 import { buildSidecar, runSidecar } from './helpers/sidecar';
@@ -155,17 +155,17 @@ sys.stdin.readline()
       assert.equal(p.traces[2].source, 'agent-7');
       assert.equal(p.traces[2].previous, 'Likes Chinese food, especially Sichuan');
       assert.deepEqual(await s.agentStateFiles(), ['history.db', 'history.db-wal', 'qdrant/collection/mem0/storage.sqlite', 'qdrant/meta.json']);
-      // capture: one self-contained db with the WAL row; the -wal is captured empty
+      // capture: one self-contained db with the WAL row; the -wal is not captured on its own
       const cap = path.join(ephemeral, 'cap.db');
-      await s.captureFile!('history.db', cap);
-      await s.captureFile!('history.db-wal', path.join(ephemeral, 'cap.db-wal'));
-      assert.equal((await fs.stat(path.join(ephemeral, 'cap.db-wal'))).size, 0);
-      const n = await withSqliteSnapshot(cap, (d) => d.get("SELECT count(*) AS n FROM history WHERE id = 'h5'") as { n: number });
+      assert.equal(await s.captureFile!('history.db', cap), true);
+      assert.equal(await s.captureFile!('history.db-wal', path.join(ephemeral, 'cap.db-wal')), false);
+      await assert.rejects(fs.stat(path.join(ephemeral, 'cap.db-wal')));
+      const n = await withReadOnlyDb(cap, (d) => d.get("SELECT count(*) AS n FROM history WHERE id = 'h5'") as { n: number });
       assert.equal(n.n, 1);
       assert.deepEqual(await fs.readFile(db), before, 'the original db file is never written');
       const qcap = path.join(ephemeral, 'q.sqlite');
       await s.captureFile!('qdrant/collection/mem0/storage.sqlite', qcap);
-      assert.equal((await withSqliteSnapshot(qcap, (d) => d.get('SELECT count(*) AS n FROM points') as { n: number })).n, 1);
+      assert.equal((await withReadOnlyDb(qcap, (d) => d.get('SELECT count(*) AS n FROM points') as { n: number })).n, 1);
     } finally {
       child.stdin!.end('\n');
       await new Promise((r) => (child.exitCode !== null ? r(undefined) : child.on('exit', r)));
@@ -199,6 +199,25 @@ sys.stdin.readline()
     assert.equal(cli.code, 0, cli.stderr);
     const j = JSON.parse(cli.stdout) as { stores: Array<{ kind: string; entries: Array<{ id: string; text: string }> }> };
     assert.deepEqual(j.stores.flatMap((f) => f.entries.map((e) => [e.id, e.text])), [[MID, 'Likes Chinese food, especially Sichuan']]);
+  });
+
+  it('memory diff against a restore point: a memory mem0 changed since shows as changed, a deleted one as removed', async () => {
+    const core = new Core({ stateDir: path.join(ephemeral, 'state') });
+    const spec = `mem0:${dir}`;
+    const rp = await core.createRestorePoint({ target: `dir:${durable}`, stores: [spec], label: 'before' });
+    const cap = rp.agent.find((a) => a.store === spec)!;
+    assert.deepEqual(cap.files.map((f) => f.path).sort(), ['history.db', 'qdrant/collection/mem0/storage.sqlite', 'qdrant/meta.json']);
+    // rewrite the point's text in place (same length, so the pickled PointStruct stays valid), as an UPDATE would
+    const q = path.join(dir, 'qdrant', 'collection', 'mem0', 'storage.sqlite');
+    const sql = (stmt: string): Promise<string> =>
+      python(`import sqlite3\nc = sqlite3.connect(${JSON.stringify(q)})\n${stmt}\nc.commit()`);
+    await sql(`raw = bytes(c.execute("SELECT point FROM points").fetchone()[0]).replace(b"Likes Chinese", b"Hates Chinese")\nc.execute("UPDATE points SET point = ?", (raw,))`);
+    let d = await core.diffMemory({ target: `dir:${durable}`, from: rp.id });
+    assert.deepEqual(d.changed.map((c) => [c.before?.id, c.before?.text, c.after?.text]), [[MID, 'Likes Chinese food, especially Sichuan', 'Hates Chinese food, especially Sichuan']]);
+    assert.deepEqual([d.added.length, d.removed.length], [0, 0]);
+    await sql('c.execute("DELETE FROM points")');
+    d = await core.diffMemory({ target: `dir:${durable}`, from: rp.id });
+    assert.deepEqual(d.removed.map((c) => c.before?.id), [MID]);
   });
 
   it('helpers: ephemeral paths and mem0 times', async () => {

@@ -19,7 +19,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { MemoryEntry, MemoryFile, Provenance } from '../../protocol';
 import { AgentKeepError } from '../../core/errors';
-import type { MemoryStoreAdapter } from '../types';
+import type { CaptureSource, MemoryStoreAdapter, WriteOptions } from '../types';
 import { AgentZeroApi, type A0Credentials } from './api';
 import { parseDocstore, type A0Document } from './docstore';
 
@@ -234,6 +234,32 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     return w;
   }
 
+  /**
+   * MemoryFiles of one subdir from its parsed docstore: one per area (canonical order), entries
+   * oldest first; `warnings` go on the first file only, so they are not repeated.
+   */
+  private filesOf(dir: A0MemoryDir, docs: A0Document[], file: string, warnings: string[], readOnly: string | undefined, located: Located[]): MemoryFile[] {
+    const byArea = new Map<string, MemoryEntry[]>();
+    for (const doc of docs) {
+      const entry = this.toEntry(doc, dir, file);
+      located.push({ entry, dir, doc });
+      const a = entry.area ?? 'main';
+      if (!byArea.has(a)) byArea.set(a, []);
+      byArea.get(a)!.push(entry);
+    }
+    const rank = (a: string): number => (A0_AREAS.indexOf(a) < 0 ? 99 : A0_AREAS.indexOf(a));
+    const areas = [...byArea.keys()].sort((a, b) => rank(a) - rank(b) || cmp(a, b));
+    if (areas.length === 0) areas.push('main');
+    return areas.map((a, i) => ({
+      kind: `agent-zero-${a}`,
+      file,
+      store: this.spec,
+      entries: (byArea.get(a) ?? []).sort((x, y) => cmp(x.createdAt ?? '', y.createdAt ?? '') || cmp(x.id, y.id)),
+      ...(readOnly ? { readOnly } : {}),
+      ...(i === 0 && warnings.length ? { warnings } : {}),
+    }));
+  }
+
   private async readAll(): Promise<{ files: MemoryFile[]; located: Located[] }> {
     await this.check();
     const readOnly = await this.readOnlyReason();
@@ -254,35 +280,32 @@ export class AgentZeroStore implements MemoryStoreAdapter {
       }
       const docs = buf ? parseDocstore(buf, pkl) : { docs: [], warnings: [] as string[] };
       warnings.push(...docs.warnings);
-      const byArea = new Map<string, MemoryEntry[]>();
-      for (const doc of docs.docs) {
-        const entry = this.toEntry(doc, dir, pkl);
-        located.push({ entry, dir, doc });
-        const a = entry.area ?? 'main';
-        if (!byArea.has(a)) byArea.set(a, []);
-        byArea.get(a)!.push(entry);
-      }
       warnings.push(...(await this.dirWarnings(dir, dirs, new Set(docs.docs.map((d) => (typeof d.metadata.id === 'string' && d.metadata.id ? d.metadata.id : d.key))))));
-      const areas = [...byArea.keys()].sort((a, b) => {
-        const ia = A0_AREAS.indexOf(a) < 0 ? 99 : A0_AREAS.indexOf(a);
-        const ib = A0_AREAS.indexOf(b) < 0 ? 99 : A0_AREAS.indexOf(b);
-        return ia - ib || cmp(a, b);
-      });
-      if (areas.length === 0) areas.push('main');
-      // subdir-wide warnings go on the first file of the subdir only, so they are not repeated
-      areas.forEach((a, i) => {
-        const entries = (byArea.get(a) ?? []).sort((x, y) => cmp(x.createdAt ?? '', y.createdAt ?? '') || cmp(x.id, y.id));
-        files.push({
-          kind: `agent-zero-${a}`,
-          file: pkl,
-          store: this.spec,
-          entries,
-          ...(readOnly ? { readOnly } : {}),
-          ...(i === 0 && warnings.length ? { warnings } : {}),
-        });
-      });
+      files.push(...this.filesOf(dir, docs.docs, pkl, warnings, readOnly, located));
     }
     return { files, located };
+  }
+
+  /**
+   * The memories as captured in a restore point (memory.diff): every captured
+   * `[usr/]memory/<subdir>/index.pkl`, parsed like list() (file = the capture's display name;
+   * pickle warnings only). @throws FileError for a captured file that is not a docstore pickle
+   */
+  async listCapture(src: CaptureSource): Promise<MemoryFile[]> {
+    const readOnly = await this.readOnlyReason();
+    const files: MemoryFile[] = [];
+    const located: Located[] = [];
+    const pkls = src.files.filter((f) => /^(?:usr\/)?memory\/[^/]+\/index\.pkl$/.test(f) && this.isAgentStatePath(f));
+    pkls.sort((a, b) => (a.startsWith('usr/') === b.startsWith('usr/') ? cmp(a, b) : a.startsWith('usr/') ? -1 : 1));
+    for (const rel of pkls) {
+      const buf = await src.read(rel);
+      if (!buf) continue;
+      const parts = rel.split('/');
+      const dir: A0MemoryDir = { subdir: parts[parts.length - 2], rel: parts.slice(0, -1).join('/'), layout: rel.startsWith('usr/') ? 'current' : 'legacy' };
+      const docs = parseDocstore(buf, src.display(rel));
+      files.push(...this.filesOf(dir, docs.docs, src.display(rel), docs.warnings, readOnly, located));
+    }
+    return files;
   }
 
   /**
@@ -372,16 +395,33 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     return new AgentZeroApi(this.url, this.credentials);
   }
 
+  /** Hand the current index.pkl bytes to opts.beforeWrite (the core's backup) before an API change. */
+  private async backup(rel: string, opts?: WriteOptions): Promise<void> {
+    if (!opts?.beforeWrite) return;
+    const file = path.join(this.root, rel, 'index.pkl');
+    const prev = await fs.readFile(file).catch(() => undefined);
+    if (prev) await opts.beforeWrite(file, prev);
+  }
+
+  /** Find an entry by id, or by a unique id prefix (>= 4 chars, any case), after the CAS check. */
   private async locate(entryId: string, expectedHash?: string): Promise<{ target: Located; hash: string }> {
     const hash = await this.contentHash();
     if (expectedHash !== undefined && expectedHash !== hash) {
       throw new AgentKeepError('Conflict', `Agent Zero memory in ${this.root} changed since it was read.`, 'List the store again and retry; nothing was changed.');
     }
     const { located } = await this.readAll();
-    const hits = located.filter((l) => l.entry.id === entryId);
+    let hits = located.filter((l) => l.entry.id === entryId);
+    if (!hits.length && entryId.trim().length >= 4) {
+      const want = entryId.trim().toLowerCase();
+      hits = located.filter((l) => l.entry.id.toLowerCase().startsWith(want));
+    }
     if (hits.length === 0) throw new AgentKeepError('EntryNotFound', `No Agent Zero memory with id ${entryId} in ${this.root}.`, 'List the store for the ids (agentkeep memory list --store ...).');
     if (hits.length > 1) {
-      throw new AgentKeepError('Conflict', `Id ${entryId} exists in several memory subdirs (${hits.map((h) => h.dir.rel).join(', ')}).`, 'Agent Zero ids are unique per subdir only; edit it in the Agent Zero dashboard of the right subdir.');
+      throw new AgentKeepError(
+        'Conflict',
+        `Id ${entryId} is ambiguous: ${hits.slice(0, 8).map((h) => `${h.entry.id} in ${h.dir.rel}`).join(', ')}.`,
+        'Give more characters of the id; an id in several subdirs (ids are unique per subdir only) is edited in the Agent Zero dashboard of that subdir.',
+      );
     }
     return { target: hits[0], hash };
   }
@@ -408,10 +448,11 @@ export class AgentZeroStore implements MemoryStoreAdapter {
    * save by the agent in the instant between is not detected.
    * @throws Unsupported (no URL), EntryNotFound, Conflict, AuthFailed, Internal (API refused or unreachable)
    */
-  async edit(entryId: string, text: string, expectedHash?: string): Promise<{ entry: MemoryEntry; previous: MemoryEntry; contentHash: string }> {
+  async edit(entryId: string, text: string, expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; previous: MemoryEntry; contentHash: string }> {
     const api = this.api();
     if (!text.trim()) throw new AgentKeepError('InvalidParams', 'The new text is empty.', 'Give the new text, or remove the entry instead.');
     const { target } = await this.locate(entryId, expectedHash);
+    await this.backup(target.dir.rel, opts);
     const md = { ...target.doc.metadata, id: target.entry.id };
     const original = this.dashboardFormat(target.doc.text, md);
     await api.dashboard('update', { memory_subdir: target.dir.subdir, original, edited: { ...original, content_full: text } });
@@ -420,10 +461,11 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     return { entry: after.entry, previous: target.entry, contentHash: after.hash };
   }
 
-  /** Delete an entry through the dashboard `delete` action. @throws as edit */
-  async remove(entryId: string, expectedHash?: string): Promise<{ removed: MemoryEntry; contentHash: string; file?: string }> {
+  /** Delete an entry through the dashboard `delete` action; the area is returned as `file` (for add). @throws as edit */
+  async remove(entryId: string, expectedHash?: string, opts?: WriteOptions): Promise<{ removed: MemoryEntry; contentHash: string; file?: string }> {
     const api = this.api();
     const { target } = await this.locate(entryId, expectedHash);
+    await this.backup(target.dir.rel, opts);
     await api.dashboard('delete', { memory_subdir: target.dir.subdir, memory_id: target.entry.id });
     const after = await this.reread(target.dir.rel, target.entry.id);
     if (after.entry) throw this.notReflected('delete');
@@ -436,7 +478,7 @@ export class AgentZeroStore implements MemoryStoreAdapter {
    * @param file the area (main | fragments | solutions; default main), optionally `<subdir>/<area>`
    * @throws as edit
    */
-  async add(text: string, file?: string, expectedHash?: string): Promise<{ entry: MemoryEntry; contentHash: string }> {
+  async add(text: string, file?: string, expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; contentHash: string }> {
     const api = this.api();
     if (!text.trim()) throw new AgentKeepError('InvalidParams', 'The text is empty.', 'Give the text of the memory.');
     const hash = await this.contentHash();
@@ -450,6 +492,7 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     const area = areaPart || 'main';
     const id = newA0Id();
     const md = { id, area, timestamp: a0Now() };
+    await this.backup(dir.rel, opts);
     await api.dashboard('update', { memory_subdir: dir.subdir, original: this.dashboardFormat(text, md), edited: this.dashboardFormat(text, md) });
     const after = await this.reread(dir.rel, id);
     if (!after.entry) throw this.notReflected('add');

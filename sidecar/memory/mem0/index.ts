@@ -19,8 +19,8 @@ import * as path from 'node:path';
 import { Parser } from 'pickleparser';
 import type { MemoryEntry, MemoryFile, Provenance } from '../../protocol';
 import { AgentKeepError } from '../../core/errors';
-import type { MemoryStoreAdapter } from '../types';
-import { columns, sqliteConsistentCopy, withSqliteSnapshot } from './sqlite';
+import { captureSqlite, tableColumns as columns, withReadOnlyDb } from '../sqlite';
+import type { CaptureSource, MemoryStoreAdapter } from '../types';
 
 /** mem0's default local Qdrant path (mem0/configs/vector_stores/qdrant.py). */
 export const MEM0_DEFAULT_QDRANT = '/tmp/qdrant';
@@ -148,9 +148,9 @@ export class Mem0Store implements MemoryStoreAdapter {
   }
 
   /** All history.db rows, oldest first (empty when history.db is missing). @throws FileError */
-  async history(): Promise<Mem0HistoryRow[]> {
-    if (!(await exists(this.historyDb))) return [];
-    return withSqliteSnapshot(this.historyDb, (db) => {
+  async history(dbPath = this.historyDb): Promise<Mem0HistoryRow[]> {
+    if (!(await exists(dbPath))) return [];
+    return withReadOnlyDb(dbPath, (db) => {
       const cols = new Set(columns(db, 'history'));
       if (!cols.size) return [];
       const pick = (c: string): string => (cols.has(c) ? c : `NULL AS ${c}`);
@@ -161,7 +161,7 @@ export class Mem0Store implements MemoryStoreAdapter {
   }
 
   private readPoints(dbPath: string, collection: string, file: string, warnings: string[]): Promise<MemoryEntry[]> {
-    return withSqliteSnapshot(dbPath, (db) => {
+    return withReadOnlyDb(dbPath, (db) => {
       if (!columns(db, 'points').length) {
         warnings.push(`${dbPath} has no points table; not a Qdrant local collection.`);
         return [];
@@ -202,7 +202,7 @@ export class Mem0Store implements MemoryStoreAdapter {
   }
 
   /** Entries reconstructed from history.db: the last state of every memory whose last event is not DELETE. */
-  private fromHistory(rows: Mem0HistoryRow[]): MemoryEntry[] {
+  private fromHistory(rows: Mem0HistoryRow[], file = this.historyDb): MemoryEntry[] {
     const last = new Map<string, { text: string | null; created?: string; updated?: string; deleted: boolean; actor?: string }>();
     for (const r of rows) {
       const prev = last.get(r.memory_id);
@@ -219,7 +219,7 @@ export class Mem0Store implements MemoryStoreAdapter {
     const out: MemoryEntry[] = [];
     for (const [id, s] of last) {
       if (s.deleted || s.text == null) continue;
-      out.push({ id, text: s.text, store: this.spec, file: this.historyDb, ...(s.created ? { createdAt: s.created } : {}), ...(s.updated ? { updatedAt: s.updated } : {}), ...(s.actor ? { source: s.actor } : {}), meta: { reconstructedFromHistory: true } });
+      out.push({ id, text: s.text, store: this.spec, file, ...(s.created ? { createdAt: s.created } : {}), ...(s.updated ? { updatedAt: s.updated } : {}), ...(s.actor ? { source: s.actor } : {}), meta: { reconstructedFromHistory: true } });
     }
     return out;
   }
@@ -347,19 +347,50 @@ export class Mem0Store implements MemoryStoreAdapter {
   }
 
   /**
-   * Consistent capture: SQLite files (history.db, storage.sqlite) are copied with VACUUM INTO from a
-   * consistent snapshot (WAL content included); `history.db-wal` is captured empty, since its frames
-   * are already in the captured history.db (restoring an old WAL next to a restored db would corrupt
-   * it); other files are copied as they are.
+   * Consistent capture: SQLite files (history.db, storage.sqlite) are copied consistently with their
+   * WAL checkpointed into the copy (sidecar/memory/sqlite.ts captureSqlite); `history.db-wal` is not
+   * captured on its own (resolves false: its frames are in the captured history.db, and a restore
+   * removes the current -wal instead of putting an old one next to the restored db); other files
+   * are copied as they are.
    */
-  async captureFile(rel: string, dest: string): Promise<void> {
+  async captureFile(rel: string, dest: string): Promise<boolean> {
     const src = path.join(this.root, ...rel.split('/'));
-    if (rel.endsWith('-wal') || rel.endsWith('-journal')) {
-      await fs.writeFile(dest, '');
-    } else if (rel === 'history.db' || rel.endsWith('.sqlite')) {
-      await sqliteConsistentCopy(src, dest);
-    } else {
-      await fs.copyFile(src, dest);
+    if (rel.endsWith('-wal') || rel.endsWith('-journal')) return false;
+    if (rel === 'history.db' || rel.endsWith('.sqlite')) await captureSqlite(src, dest);
+    else await fs.copyFile(src, dest);
+    return true;
+  }
+
+  /**
+   * The memories as captured in a restore point (memory.diff): the captured Qdrant collections'
+   * points, else entries reconstructed from the captured history.db. No durability warnings.
+   * @throws FileError (a captured database that does not read)
+   */
+  async listCapture(src: CaptureSource): Promise<MemoryFile[]> {
+    const readOnly = await this.readOnlyReason();
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'agentkeep-mem0-cap-'));
+    try {
+      const files: MemoryFile[] = [];
+      for (const rel of src.files.filter((f) => /(^|\/)collection\/[^/]+\/storage\.sqlite$/.test(f)).sort()) {
+        const buf = await src.read(rel);
+        if (!buf) continue;
+        const name = rel.split('/').slice(-2)[0];
+        const tmp = path.join(dir, `${files.length}.sqlite`);
+        await fs.writeFile(tmp, buf);
+        const warnings: string[] = [];
+        const entries = (await this.readPoints(tmp, name, src.display(rel), warnings)).sort(byCreatedThenId);
+        files.push({ kind: 'mem0', file: src.display(rel), store: this.spec, entries, readOnly, ...(warnings.length ? { warnings } : {}) });
+      }
+      if (!files.length) {
+        const buf = src.files.includes('history.db') ? await src.read('history.db') : undefined;
+        const tmp = path.join(dir, 'history.db');
+        if (buf) await fs.writeFile(tmp, buf);
+        const entries = buf ? this.fromHistory(await this.history(tmp), src.display('history.db')) : [];
+        files.push({ kind: 'mem0', file: src.display('history.db'), store: this.spec, entries, readOnly });
+      }
+      return files;
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
     }
   }
 }

@@ -158,6 +158,12 @@ export function diffEntries(spec: string, before: MemoryFile[], after: MemoryFil
       } else out.removed.push({ store: spec, before: clean(strip(g.e)) });
     }
     for (const f of fresh) if (!used.has(f.i)) out.added.push({ store: spec, after: clean(strip(f.e)) });
+    // stores with stable ids (Agent Zero, mem0): the same id with another text is a change
+    const aById = new Map(a.map((e) => [e.id, e]));
+    for (const e of b) {
+      const x = aById.get(e.id);
+      if (x && x.text !== e.text) out.changed.push({ store: spec, before: clean(strip(e)), after: clean(strip(x)) });
+    }
   }
   return out;
 }
