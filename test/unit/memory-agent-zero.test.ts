@@ -250,6 +250,18 @@ pickle.dump((Store(d), {0: "a1", 1: "b2", 2: "gone"}), open(${JSON.stringify(pkl
     const j = JSON.parse(cli.stdout) as { stores: Array<{ kind: string; entries: Array<{ id: string; area: string }> }> };
     assert.deepEqual(j.stores.map((f) => f.kind), ['agent-zero-main', 'agent-zero-fragments', 'agent-zero-solutions']);
     assert.deepEqual(j.stores.flatMap((f) => f.entries.map((e) => e.id)).sort(), ['Q0r8TtY6uE', 'Xk3P9aQ2mZ', 'b7Lq2Wv0cN', 'kN5sH1jD3f']);
+    // read-only without a URL: edit exits non-zero, names the setting, leaves index.pkl byte-identical
+    const before = await fs.readFile(pkl());
+    const ro = await runSidecar(['--state-dir', path.join(tmp, 'state'), 'memory', 'edit', '--store', spec, '--entry', 'Xk3P', '--text', 'x', '--json']);
+    assert.notEqual(ro.code, 0);
+    assert.match(ro.stdout + ro.stderr, /AGENTKEEP_A0_URL/);
+    assert.deepEqual(await fs.readFile(pkl()), before);
+    // with AGENTKEEP_A0_URL: the edit goes through the (stub) API
+    stub = await startA0Stub(path.join(root, 'usr', 'memory'));
+    const ok = await runSidecar(['--state-dir', path.join(tmp, 'state'), 'memory', 'edit', '--store', spec, '--entry', 'Xk3P', '--text', 'SSH on 2200.', '--json'], { AGENTKEEP_A0_URL: stub.url });
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.equal((JSON.parse(ok.stdout) as { entry: { id: string; text: string } }).entry.text, 'SSH on 2200.');
+    assert.deepEqual(stub.log, ['GET /api/csrf_token', 'POST /api/plugins/_memory/memory_dashboard update']);
   });
 
   it('through the core: show (prefix id), edit with a backup of index.pkl, and diff against a restore point', async () => {
