@@ -288,6 +288,21 @@ pickle.dump((Store(d), {0: "a1", 1: "b2", 2: "gone"}), open(${JSON.stringify(pkl
     assert.deepEqual([d.added.length, d.removed.length], [0, 0]);
   });
 
+  it('captures index.pkl untorn: a half-written pickle is retried until Agent Zero finished writing it', async () => {
+    const s = openStore(`agent-zero:${root}`);
+    const full = await fs.readFile(pkl());
+    await fs.writeFile(pkl(), full.subarray(0, Math.floor(full.length / 2))); // save_local in progress
+    const dest = path.join(tmp, 'cap.pkl');
+    const finish = new Promise<void>((r) => setTimeout(() => void fs.writeFile(pkl(), full).then(() => r()), 60));
+    assert.equal(await s.captureFile!('usr/memory/default/index.pkl', dest), true);
+    await finish;
+    assert.deepEqual(await fs.readFile(dest), full);
+    // a pickle that stays damaged is captured as it is (the restore point keeps what is there)
+    await fs.writeFile(pkl(), 'damaged');
+    assert.equal(await s.captureFile!('usr/memory/default/index.pkl', dest), true);
+    assert.equal(await fs.readFile(dest, 'utf8'), 'damaged');
+  });
+
   it('reads Agent Zero timestamps as UTC and rejects junk', () => {
     assert.equal(a0TimeToIso('2026-01-02 09:01:13'), '2026-01-02T09:01:13.000Z');
     assert.equal(a0TimeToIso('yesterday'), undefined);

@@ -340,6 +340,36 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     return !!m && m[1] !== '..' && !NOT_SUBDIRS.has(m[1]) && A0_STATE_FILES.includes(m[2]);
   }
 
+  /**
+   * Capture one agent-state file without tearing it: Agent Zero's save (FAISS.save_local) rewrites
+   * index.faiss and index.pkl in place, so the copy is retried while size/mtime change across it
+   * and, for index.pkl, while the copy does not unpickle (a write in progress). A pickle that stays
+   * unreadable after the retries is captured as it is (the restore point keeps what is there).
+   */
+  async captureFile(rel: string, dest: string): Promise<boolean> {
+    const src = path.join(this.root, ...rel.split('/'));
+    const stamp = async (): Promise<string> => {
+      const st = await fs.stat(src, { bigint: true });
+      return `${st.ino}:${st.size}:${st.mtimeNs}`;
+    };
+    for (let attempt = 0; ; attempt++) {
+      const before = await stamp();
+      await fs.copyFile(src, dest);
+      const stable = before === (await stamp());
+      let ok = stable;
+      if (stable && rel.endsWith('/index.pkl')) {
+        try {
+          parseDocstore(await fs.readFile(dest), src);
+        } catch {
+          ok = false;
+        }
+      }
+      if (ok || (stable && attempt >= 5)) return true;
+      if (attempt >= 10) throw new AgentKeepError('FileError', `${src} kept changing while it was captured.`, 'Agent Zero is saving memory right now; try again in a moment.');
+      await new Promise((r) => setTimeout(r, 25 * (attempt + 1)));
+    }
+  }
+
   /** sha256 (hex) over every subdir's index.pkl (path + content hash), as read now. */
   async contentHash(): Promise<string> {
     const h = createHash('sha256');
