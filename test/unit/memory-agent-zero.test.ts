@@ -91,7 +91,7 @@ describe('agent-zero memory store', function () {
     await fs.mkdir(path.join(root, 'memory', 'embeddings'), { recursive: true }); // old cache dir: not a subdir
     await fs.copyFile(path.join(FIXTURE, 'usr', 'memory', 'default', 'embedding.json'), path.join(legacy, 'embedding.json'));
     await python(`
-import sys; sys.path.insert(0, ${JSON.stringify(path.dirname(path.join(FIXTURES, 'memory', 'a0_pickle.py')))})
+import sys; sys.path.insert(0, ${JSON.stringify(path.join(FIXTURES, 'memory'))})
 import a0_pickle as a
 import uuid
 d = {"5d2c0a3e-1111-4a3b-8c2d-000000000001": a.Document("Use the snake tool in instruments/snake.md", {"area": "instruments", "id": "5d2c0a3e-1111-4a3b-8c2d-000000000001", "timestamp": "2024-06-01 08:00:00"})}
@@ -111,6 +111,32 @@ a.save(${JSON.stringify(path.join(legacy, 'index.pkl'))}, a.InMemoryDocstore(d),
     const only = await openStore(`agent-zero:${root}`).list();
     assert.deepEqual(only.flatMap((f) => f.entries.map((e) => e.id)), ['5d2c0a3e-1111-4a3b-8c2d-000000000001']);
     assert.equal(only[0].warnings, undefined);
+  });
+
+  it('lists project memory (usr/projects/<p>/.a0proj/memory = subdir projects/<p>) and edits it through the API', async () => {
+    const proj = path.join(root, 'usr', 'projects', 'web', '.a0proj', 'memory');
+    await fs.mkdir(proj, { recursive: true });
+    await fs.copyFile(path.join(FIXTURE, 'usr', 'memory', 'default', 'embedding.json'), path.join(proj, 'embedding.json'));
+    await python(`
+import sys; sys.path.insert(0, ${JSON.stringify(path.join(FIXTURES, 'memory'))})
+import a0_pickle as a
+d = {"pW1eb00001": a.Document("The web project deploys with pnpm run deploy.", {"area": "main", "id": "pW1eb00001", "timestamp": "2026-02-01 12:00:00"})}
+a.save(${JSON.stringify(path.join(proj, 'index.pkl'))}, a.InMemoryDocstore(d), {0: "pW1eb00001"})
+`);
+    stub = await startA0Stub(path.join(root, 'usr', 'memory'));
+    const s = new AgentZeroStore(root, undefined, { url: stub.url });
+    const files = await s.list();
+    const pf = files.filter((f) => f.file === path.join(proj, 'index.pkl'));
+    assert.equal(pf.length, 1);
+    assert.equal(pf[0].entries[0].meta?.subdir, 'projects/web');
+    assert.ok((await s.agentStateFiles()).includes('usr/projects/web/.a0proj/memory/index.pkl'));
+    assert.ok(s.isAgentStatePath('usr/projects/web/.a0proj/memory/index.faiss'));
+    assert.ok(!s.isAgentStatePath('usr/projects/web/.a0proj/project.json'));
+    const rm = await s.remove!('pW1eb00001');
+    assert.equal(rm.file, 'projects/web/main');
+    const back = await s.add!(rm.removed.text, rm.file);
+    assert.equal(back.entry.meta?.subdir, 'projects/web');
+    assert.equal(back.entry.file, path.join(proj, 'index.pkl'));
   });
 
   it('reports an embedding model mismatch (plugin config and older settings.json)', async () => {

@@ -29,8 +29,10 @@ export const A0_STATE_FILES = ['index.pkl', 'index.faiss', 'embedding.json', 'kn
 export const A0_AREAS = ['main', 'fragments', 'solutions', 'instruments'];
 /** Agent Zero's default embedding model (plugins/_model_config/default_config.yaml). */
 export const A0_DEFAULT_EMBEDDING = { provider: 'huggingface', name: 'sentence-transformers/all-MiniLM-L6-v2' };
-/** The two layouts: current `usr/memory`, older `memory`. */
+/** The two layouts: current `usr/memory`, older `memory` (project memory is found under usr/projects). */
 const LAYOUTS = ['usr/memory', 'memory'];
+/** Where project memory lives: `usr/projects/<name>/.a0proj/memory` = subdir `projects/<name>` (helpers/projects.py). */
+const PROJECTS = 'usr/projects';
 /** Directories under a memory dir that are not memory subdirs (older embeddings cache). */
 const NOT_SUBDIRS = new Set(['embeddings']);
 
@@ -49,7 +51,21 @@ export interface A0MemoryDir {
   /** Root-relative POSIX path of the directory, e.g. usr/memory/default. */
   rel: string;
   /** current (usr/memory) or legacy (memory). */
-  layout: 'current' | 'legacy';
+  layout: 'current' | 'legacy' | 'project';
+}
+
+/**
+ * The memory dir a root-relative POSIX directory path denotes: `usr/memory/<s>`, `memory/<s>`, or
+ * `usr/projects/<p>/.a0proj/memory` (subdir `projects/<p>`, as Agent Zero's abs_db_dir maps it).
+ */
+export function memoryDirOf(relDir: string): A0MemoryDir | undefined {
+  let m = /^usr\/memory\/([^/]+)$/.exec(relDir);
+  if (m && m[1] !== '..' && !NOT_SUBDIRS.has(m[1])) return { subdir: m[1], rel: relDir, layout: 'current' };
+  m = /^memory\/([^/]+)$/.exec(relDir);
+  if (m && m[1] !== '..' && !NOT_SUBDIRS.has(m[1])) return { subdir: m[1], rel: relDir, layout: 'legacy' };
+  m = /^usr\/projects\/([^/]+)\/\.a0proj\/memory$/.exec(relDir);
+  if (m && m[1] !== '..') return { subdir: `projects/${m[1]}`, rel: relDir, layout: 'project' };
+  return undefined;
 }
 
 /** A parsed entry with the subdir it lives in. */
@@ -163,22 +179,26 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     );
   }
 
-  /** Memory subdirs of both layouts (sorted: current layout first, then by name). */
+  /**
+   * Memory subdirs that hold at least one memory file: current layout, project memory
+   * (`usr/projects/<p>/.a0proj/memory`), then the older layout; each by name.
+   */
   async memoryDirs(): Promise<A0MemoryDir[]> {
+    const candidates: string[] = [];
+    const sub = async (d: string): Promise<string[]> =>
+      (await fs.readdir(path.join(this.root, d), { withFileTypes: true }).catch(() => [] as import('node:fs').Dirent[]))
+        .filter((n) => n.isDirectory())
+        .map((n) => n.name)
+        .sort(cmp);
+    for (const n of await sub(LAYOUTS[0])) candidates.push(`${LAYOUTS[0]}/${n}`);
+    for (const n of await sub(PROJECTS)) candidates.push(`${PROJECTS}/${n}/.a0proj/memory`);
+    for (const n of await sub(LAYOUTS[1])) candidates.push(`${LAYOUTS[1]}/${n}`);
     const out: A0MemoryDir[] = [];
-    for (const l of LAYOUTS) {
-      let names: import('node:fs').Dirent[] = [];
-      try {
-        names = await fs.readdir(path.join(this.root, l), { withFileTypes: true });
-      } catch {
-        continue;
-      }
-      for (const d of names.filter((n) => n.isDirectory() && !NOT_SUBDIRS.has(n.name)).sort((a, b) => (a.name < b.name ? -1 : 1))) {
-        const rel = `${l}/${d.name}`;
-        const files = await fs.readdir(path.join(this.root, rel)).catch(() => [] as string[]);
-        if (!files.some((f) => A0_STATE_FILES.includes(f))) continue;
-        out.push({ subdir: d.name, rel, layout: l === 'usr/memory' ? 'current' : 'legacy' });
-      }
+    for (const rel of candidates) {
+      const dir = memoryDirOf(rel);
+      if (!dir) continue;
+      const files = await fs.readdir(path.join(this.root, rel)).catch(() => [] as string[]);
+      if (files.some((f) => A0_STATE_FILES.includes(f))) out.push(dir);
     }
     return out;
   }
@@ -295,13 +315,15 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     const readOnly = await this.readOnlyReason();
     const files: MemoryFile[] = [];
     const located: Located[] = [];
-    const pkls = src.files.filter((f) => /^(?:usr\/)?memory\/[^/]+\/index\.pkl$/.test(f) && this.isAgentStatePath(f));
-    pkls.sort((a, b) => (a.startsWith('usr/') === b.startsWith('usr/') ? cmp(a, b) : a.startsWith('usr/') ? -1 : 1));
-    for (const rel of pkls) {
+    const order = { current: 0, project: 1, legacy: 2 };
+    const pkls = src.files
+      .filter((f) => f.endsWith('/index.pkl'))
+      .map((f) => ({ rel: f, dir: memoryDirOf(f.slice(0, -'/index.pkl'.length)) }))
+      .filter((x): x is { rel: string; dir: A0MemoryDir } => !!x.dir)
+      .sort((a, b) => order[a.dir.layout] - order[b.dir.layout] || cmp(a.rel, b.rel));
+    for (const { rel, dir } of pkls) {
       const buf = await src.read(rel);
       if (!buf) continue;
-      const parts = rel.split('/');
-      const dir: A0MemoryDir = { subdir: parts[parts.length - 2], rel: parts.slice(0, -1).join('/'), layout: rel.startsWith('usr/') ? 'current' : 'legacy' };
       const docs = parseDocstore(buf, src.display(rel));
       files.push(...this.filesOf(dir, docs.docs, src.display(rel), docs.warnings, readOnly, located));
     }
@@ -333,11 +355,14 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     return out.sort();
   }
 
-  /** Whether `rel` is `[usr/]memory/<subdir>/<index.pkl|index.faiss|embedding.json|knowledge_import.json>`. */
+  /**
+   * Whether `rel` is one of the memory files (index.pkl, index.faiss, embedding.json,
+   * knowledge_import.json) in `usr/memory/<s>/`, `memory/<s>/` or `usr/projects/<p>/.a0proj/memory/`.
+   */
   isAgentStatePath(rel: string): boolean {
     const p = path.posix.normalize(rel.replace(/\\/g, '/')).replace(/^\.\//, '');
-    const m = /^(?:usr\/)?memory\/([^/]+)\/([^/]+)$/.exec(p);
-    return !!m && m[1] !== '..' && !NOT_SUBDIRS.has(m[1]) && A0_STATE_FILES.includes(m[2]);
+    const i = p.lastIndexOf('/');
+    return i > 0 && A0_STATE_FILES.includes(p.slice(i + 1)) && !!memoryDirOf(p.slice(0, i));
   }
 
   /**
@@ -499,13 +524,15 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     await api.dashboard('delete', { memory_subdir: target.dir.subdir, memory_id: target.entry.id });
     const after = await this.reread(target.dir.rel, target.entry.id);
     if (after.entry) throw this.notReflected('delete');
-    return { removed: target.entry, contentHash: after.hash, file: target.entry.area };
+    const area = target.entry.area ?? 'main';
+    return { removed: target.entry, contentHash: after.hash, file: target.dir.subdir === 'default' ? area : `${target.dir.subdir}/${area}` };
   }
 
   /**
    * Add a memory (e.g. undo of remove) through the dashboard `update` action with a new id: Agent
    * Zero's update deletes the id (absent) and adds the document, so it inserts.
    * @param file the area (main | fragments | solutions; default main), optionally `<subdir>/<area>`
+   *   (e.g. `projects/web/main`); default subdir: `default`
    * @throws as edit
    */
   async add(text: string, file?: string, expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; contentHash: string }> {
@@ -515,7 +542,8 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     if (expectedHash !== undefined && expectedHash !== hash) {
       throw new AgentKeepError('Conflict', `Agent Zero memory in ${this.root} changed since it was read.`, 'List the store again and retry; nothing was changed.');
     }
-    const [subdirPart, areaPart] = file && file.includes('/') ? file.split('/', 2) : [undefined, file];
+    const cut = file ? file.lastIndexOf('/') : -1;
+    const [subdirPart, areaPart] = file && cut > 0 ? [file.slice(0, cut), file.slice(cut + 1)] : [undefined, file];
     const dirs = await this.memoryDirs();
     const dir = subdirPart ? dirs.find((d) => d.subdir === subdirPart) : (dirs.find((d) => d.layout === 'current' && d.subdir === 'default') ?? dirs[0]);
     if (!dir) throw new AgentKeepError('EntryNotFound', `No memory subdir ${subdirPart ?? 'default'} in ${this.root}.`, `Use one of: ${dirs.map((d) => d.subdir).join(', ') || '(none: let Agent Zero save a first memory)'}.`);

@@ -32,7 +32,8 @@ export interface A0Stub {
 
 /**
  * Start the stub on 127.0.0.1 (random port).
- * @param memoryRoot the directory holding `<subdir>/index.pkl` (e.g. <root>/usr/memory)
+ * @param memoryRoot the directory holding `<subdir>/index.pkl` (e.g. <root>/usr/memory); project
+ *   memory `projects/<p>` is read from `<memoryRoot>/../projects/<p>/.a0proj/memory`
  * @param login AUTH_LOGIN / AUTH_PASSWORD, when the instance has login enabled
  * @param legacy serve the older routes (/csrf_token, /memory_dashboard) only
  */
@@ -103,7 +104,10 @@ export async function startA0Stub(memoryRoot: string, login?: { user: string; pa
         const input = JSON.parse(text || '{}') as Record<string, unknown>;
         log.push(`POST ${dashPath} ${String(input.action)}`);
         const subdir = String(input.memory_subdir ?? 'default');
-        const pkl = path.join(memoryRoot, subdir, 'index.pkl');
+        // abs_db_dir: projects/<p> -> usr/projects/<p>/.a0proj/memory, else usr/memory/<subdir>
+        const pkl = subdir.startsWith('projects/')
+          ? path.join(memoryRoot, '..', 'projects', subdir.slice('projects/'.length), '.a0proj', 'memory', 'index.pkl')
+          : path.join(memoryRoot, subdir, 'index.pkl');
         try {
           if (input.action === 'delete') {
             if (!input.memory_id) return json(res, { success: false, error: 'Memory ID is required for deletion' });
