@@ -10,6 +10,7 @@ import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
+import { findHermesHomes } from '../../sidecar/memory/hermes';
 import { AgentKeepError } from '../../sidecar/core/errors';
 import { FIXTURES } from './helpers/paths';
 import { hashTree } from './helpers/hermes-db';
@@ -228,5 +229,45 @@ describe('memory show/edit/remove/add (Hermes, real files)', () => {
     } finally {
       py.kill('SIGKILL');
     }
+  });
+});
+
+describe('Hermes homes, archive and skills (real files)', () => {
+  let tmp: string;
+  beforeEach(async () => {
+    tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'ak-homes-'));
+  });
+  afterEach(async () => {
+    await fs.rm(tmp, { recursive: true, force: true });
+  });
+
+  it('findHermesHomes: HERMES_HOME, ~/.hermes and their profiles that are homes', async () => {
+    const user = path.join(tmp, 'user');
+    const custom = path.join(tmp, 'custom');
+    await fs.mkdir(path.join(user, '.hermes', 'memories'), { recursive: true });
+    await fs.mkdir(path.join(user, '.hermes', 'profiles', 'work', 'memories'), { recursive: true });
+    await fs.mkdir(path.join(user, '.hermes', 'profiles', 'empty'), { recursive: true });
+    await fs.mkdir(custom, { recursive: true });
+    await fs.writeFile(path.join(custom, 'config.yaml'), 'model: x\n');
+    assert.deepEqual(await findHermesHomes({ HERMES_HOME: custom }, user), [custom, path.join(user, '.hermes'), path.join(user, '.hermes', 'profiles', 'work')]);
+    assert.deepEqual(await findHermesHomes({}, path.join(tmp, 'nobody')), []);
+  });
+
+  it('ARCHIVE.jsonl is read leniently; skills without front matter are named by their directory', async () => {
+    const h = path.join(tmp, 'h');
+    await fs.mkdir(path.join(h, 'memories'), { recursive: true });
+    await fs.mkdir(path.join(h, 'skills', 'ops', 'no-fm'), { recursive: true });
+    await fs.writeFile(path.join(h, 'memories', 'ARCHIVE.jsonl'), '{"content":"Old fact","evicted_at":1767000000}\nnot json\n"bare string entry"\n{"other":1}\n\n');
+    await fs.writeFile(path.join(h, 'skills', 'ops', 'no-fm', 'SKILL.md'), '# Just a body\n');
+    const core = new Core({ stateDir: path.join(tmp, 'state') });
+    const files = (await core.listMemory({ stores: [`hermes:${h}`] })).stores;
+    const arch = files.find((f) => f.kind === 'hermes-archive')!;
+    assert.deepEqual(arch.entries.map((e) => e.text), ['Old fact', 'bare string entry']);
+    assert.equal(arch.entries[0].updatedAt, new Date(1767000000 * 1000).toISOString());
+    assert.equal(arch.warnings?.length, 2);
+    assert.match(arch.warnings![0], /line 2 is not JSON/);
+    const sk = files.find((f) => f.kind === 'hermes-skill')!;
+    assert.equal(sk.entries[0].text, 'no-fm');
+    assert.match(sk.warnings![0], /no YAML front matter/);
   });
 });
