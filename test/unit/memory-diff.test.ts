@@ -12,21 +12,8 @@ import { runCli, type CliIO } from '../../sidecar/cli';
 import { Core } from '../../sidecar/core/core';
 import { withReadOnlyDb } from '../../sidecar/memory/sqlite';
 import { FIXTURES } from './helpers/paths';
-import { hashTree, holdWalWriter, makeStateDb, memoryCall, toolCall } from './helpers/hermes-db';
+import { hashTree, holdWalWriter, makeStateDb, memoryCall, toolCall, copyFixture } from './helpers/hermes-db';
 import { buildSidecar, runSidecar } from './helpers/sidecar';
-
-async function copyDir(src: string, dst: string): Promise<void> {
-  await fs.cp(src, dst, { recursive: true });
-  const walk = async (d: string): Promise<void> => {
-    await fs.chmod(d, 0o755);
-    for (const e of await fs.readdir(d, { withFileTypes: true })) {
-      const p = path.join(d, e.name);
-      if (e.isDirectory()) await walk(p);
-      else await fs.chmod(p, 0o644);
-    }
-  };
-  await walk(dst);
-}
 
 describe('memory diff, agent state in restore points, memory CLI', function () {
   this.timeout(120_000);
@@ -39,7 +26,7 @@ describe('memory diff, agent state in restore points, memory CLI', function () {
   beforeEach(async () => {
     tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'ak-memdiff-'));
     home = path.join(tmp, 'hermes');
-    await copyDir(path.join(FIXTURES, 'memory', 'hermes'), home);
+    await copyFixture(path.join(FIXTURES, 'memory', 'hermes'), home);
     await fs.rm(path.join(home, 'state.db'));
     store = `hermes:${home}`;
     target = `dir:${home}`;

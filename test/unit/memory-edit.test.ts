@@ -13,23 +13,10 @@ import { Core } from '../../sidecar/core/core';
 import { findHermesHomes } from '../../sidecar/memory/hermes';
 import { AgentKeepError } from '../../sidecar/core/errors';
 import { FIXTURES } from './helpers/paths';
-import { hashTree } from './helpers/hermes-db';
+import { hashTree, copyFixture } from './helpers/hermes-db';
 
 const FIXTURE = path.join(FIXTURES, 'memory', 'hermes');
 const ISSUES = path.join(FIXTURES, 'memory', 'issues');
-
-async function copyDir(src: string, dst: string): Promise<void> {
-  await fs.cp(src, dst, { recursive: true });
-  const walk = async (d: string): Promise<void> => {
-    await fs.chmod(d, 0o755);
-    for (const e of await fs.readdir(d, { withFileTypes: true })) {
-      const p = path.join(d, e.name);
-      if (e.isDirectory()) await walk(p);
-      else await fs.chmod(p, 0o644);
-    }
-  };
-  await walk(dst);
-}
 
 async function rejectsKind(p: Promise<unknown>, kind: string, re?: RegExp): Promise<AgentKeepError> {
   try {
@@ -52,7 +39,7 @@ describe('memory show/edit/remove/add (Hermes, real files)', () => {
   beforeEach(async () => {
     tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'ak-memedit-'));
     home = path.join(tmp, 'hermes');
-    await copyDir(FIXTURE, home);
+    await copyFixture(FIXTURE, home);
     store = `hermes:${home}`;
     core = new Core({ stateDir: path.join(tmp, 'state') });
   });
