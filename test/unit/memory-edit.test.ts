@@ -4,13 +4,14 @@
  * backups and undo. Every refused write is checked byte-for-byte against the whole home.
  */
 import * as assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
 import { findHermesHomes } from '../../sidecar/memory/hermes';
+import { lockHermesFile } from '../../sidecar/memory/hermes/lock';
 import { AgentKeepError } from '../../sidecar/core/errors';
 import { FIXTURES } from './helpers/paths';
 import { hashTree, copyFixture } from './helpers/hermes-db';
@@ -215,6 +216,27 @@ describe('memory show/edit/remove/add (Hermes, real files)', () => {
       assert.match(await fs.readFile(memFile(), 'utf8'), /Staging SSH port 2224/);
     } finally {
       py.kill('SIGKILL');
+    }
+  });
+});
+
+describe('Hermes memory lock (real flock)', () => {
+  it('a holder that keeps the lock past the wait is TargetBusy; our lock blocks a python fcntl.flock until released', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'ak-lock-'));
+    const lockFile = path.join(dir, 'MEMORY.md.lock');
+    const mine = await lockHermesFile(lockFile);
+    try {
+      assert.equal(mine.held, true);
+      await rejectsKind(lockHermesFile(lockFile, 1), 'TargetBusy', /Hermes holds the memory lock/);
+      // python (as Hermes) cannot take it without blocking while we hold it
+      const r = spawnSync('python3', ['-c', 'import fcntl,sys\nf=open(sys.argv[1],"a")\ntry:\n  fcntl.flock(f,fcntl.LOCK_EX|fcntl.LOCK_NB); print("got")\nexcept BlockingIOError: print("blocked")', lockFile]);
+      assert.equal(r.stdout.toString().trim(), 'blocked');
+      await mine.release();
+      const r2 = spawnSync('python3', ['-c', 'import fcntl,sys\nf=open(sys.argv[1],"a")\nfcntl.flock(f,fcntl.LOCK_EX|fcntl.LOCK_NB); print("got")', lockFile]);
+      assert.equal(r2.stdout.toString().trim(), 'got');
+    } finally {
+      await mine.release();
+      await fs.rm(dir, { recursive: true, force: true });
     }
   });
 });
