@@ -109,7 +109,7 @@ sys.stdin.read()
   return {
     child,
     kill: async () => {
-      if (child.exitCode !== null) return;
+      if (child.exitCode !== null || child.signalCode !== null) return;
       const done = new Promise((r) => child.once('exit', r));
       child.kill('SIGKILL');
       await done;
@@ -129,4 +129,18 @@ export async function hashTree(dir: string): Promise<Record<string, string>> {
   };
   await walk(dir);
   return out;
+}
+
+/** Copy a (read-only) fixture tree to `dst` and make the copy writable (dirs 755, files 644). */
+export async function copyFixture(src: string, dst: string): Promise<void> {
+  await fs.cp(src, dst, { recursive: true });
+  const walk = async (d: string): Promise<void> => {
+    await fs.chmod(d, 0o755);
+    for (const e of await fs.readdir(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) await walk(p);
+      else await fs.chmod(p, 0o644);
+    }
+  };
+  await walk(dst);
 }
