@@ -199,35 +199,59 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   return undefined;
 }
 
-/** Pairs of indices [i, j] (i < j into `items`) whose masked sets have Jaccard >= t (prefix-filtered join). */
-export function candidatePairs(items: Prepared[], t: number): Array<[number, number]> {
+/**
+ * Pairs of indices [i, j] (i < j into `items`) whose masked token sets have IDF-weighted Jaccard >= t
+ * (a token's weight is ln(1 + n/df), so words every entry shares, such as a template's "user prefers",
+ * weigh little and the rare words that name a subject weigh a lot). Weighted prefix filtering: tokens
+ * ordered rarest first; a set indexes its tokens until the weight left after them is below t·W (W its
+ * total weight), because a pair with weighted Jaccard >= t shares more than t·W of weight and so
+ * shares a token in that prefix; partners lighter than t·W are skipped (length filter).
+ * Tokens in more than `maxDf` entries (default max(100, 2% of n)) are not indexed, like a search
+ * engine's stop words: a pair that shares only such tokens is not a candidate. This bounds the work
+ * on template-like stores (10,000 "Staging host for X is IP" lines), at the cost of that guarantee.
+ */
+export function candidatePairs(items: Prepared[], t: number, maxDf = Math.max(100, Math.ceil(items.length * 0.02))): Array<[number, number]> {
+  const n = items.length;
   const df = new Map<string, number>();
   for (const it of items) for (const k of it.masked) df.set(k, (df.get(k) ?? 0) + 1);
+  const weight = new Map<string, number>();
+  for (const [k, d] of df) weight.set(k, Math.log(1 + n / d));
   const order = (x: string, y: string): number => df.get(x)! - df.get(y)! || (x < y ? -1 : x > y ? 1 : 0);
   const sorted = items.map((it) => [...it.masked].sort(order));
-  const sets = items.map((it) => new Set(it.masked));
-  // Process by size so the partner's size is known to be >= t·|x| when x is larger (length filter).
-  const bySize = items.map((_, i) => i).sort((x, y) => sorted[x].length - sorted[y].length);
+  const total = sorted.map((s) => s.reduce((a, k) => a + weight.get(k)!, 0));
+  const wsets = items.map((it) => new Set(it.masked));
+  const prefixLen = sorted.map((s, i) => {
+    let rest = total[i];
+    let p = 0;
+    while (p < s.length && rest >= t * total[i] - 1e-12) rest -= weight.get(s[p++])!;
+    return p;
+  });
+  const byWeight = items.map((_, i) => i).sort((x, y) => total[x] - total[y]);
   const index = new Map<string, number[]>();
   const out: Array<[number, number]> = [];
-  const seen = new Map<number, number>();
-  for (const x of bySize) {
+  const seen = new Set<number>();
+  const wj = (x: number, y: number): number => {
+    let inter = 0;
+    for (const k of wsets[x]) if (wsets[y].has(k)) inter += weight.get(k)!;
+    return inter / (total[x] + total[y] - inter);
+  };
+  for (const x of byWeight) {
     const sx = sorted[x];
-    const n = sx.length;
-    if (n === 0) continue;
-    const prefix = n - Math.ceil(t * n) + 1;
-    const minSize = Math.ceil(t * n);
+    if (sx.length === 0) continue;
+    const minW = t * total[x] - 1e-12;
     seen.clear();
-    for (let p = 0; p < prefix; p++) {
+    for (let p = 0; p < prefixLen[x]; p++) {
+      if (df.get(sx[p])! > maxDf) continue;
       const list = index.get(sx[p]);
       if (!list) continue;
       for (const y of list) {
-        if (seen.has(y) || sorted[y].length < minSize) continue;
-        seen.set(y, 1);
-        if (jaccard(sets[x], sets[y]) >= t) out.push(x < y ? [x, y] : [y, x]);
+        if (seen.has(y) || total[y] < minW) continue;
+        seen.add(y);
+        if (wj(x, y) >= t - 1e-12) out.push(x < y ? [x, y] : [y, x]);
       }
     }
-    for (let p = 0; p < prefix; p++) {
+    for (let p = 0; p < prefixLen[x]; p++) {
+      if (df.get(sx[p])! > maxDf) continue;
       const list = index.get(sx[p]);
       if (list) list.push(x);
       else index.set(sx[p], [x]);
