@@ -11,6 +11,7 @@
  * Run: npm run bench:memory-lint   (= npx tsx bench/memory-lint.bench.ts)
  * Env: BENCH_ENTRIES (10000), BENCH_ROUNDS (5), BENCH_NAIVE=0 skips the naive scan.
  */
+import * as os from 'node:os';
 import { lintEntries, type LintInput } from '../sidecar/memory/lint';
 import { tokens } from '../sidecar/memory/lint/text';
 import { rng } from './lib';
@@ -83,24 +84,36 @@ function median(xs: number[]): number {
 function main(): void {
   const input = generate(N);
   const lintTimes: number[] = [];
+  const lintCpu: number[] = [];
   let findings = 0;
   let byKind: Record<string, number> = {};
   for (let i = 0; i < ROUNDS; i++) {
+    const c0 = process.cpuUsage();
     const t0 = performance.now();
     const f = lintEntries(input);
     lintTimes.push(performance.now() - t0);
+    const c1 = process.cpuUsage(c0);
+    lintCpu.push((c1.user + c1.system) / 1000);
     findings = f.length;
     byKind = {};
     for (const x of f) byKind[x.kind] = (byKind[x.kind] ?? 0) + 1;
   }
   const lint = median(lintTimes);
-  process.stdout.write(`entries: ${N}; lintEntries median of ${ROUNDS}: ${lint.toFixed(0)} ms (rounds ${lintTimes.map((t) => t.toFixed(0)).join(', ')}); findings ${findings} ${JSON.stringify(byKind)}\n`);
+  const lintC = median(lintCpu);
+  process.stdout.write(`load average before: ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} CPUs\n`);
+  process.stdout.write(`entries: ${N}; lintEntries median of ${ROUNDS}: wall ${lint.toFixed(0)} ms (rounds ${lintTimes.map((t) => t.toFixed(0)).join(', ')}), CPU ${lintC.toFixed(0)} ms (rounds ${lintCpu.map((t) => t.toFixed(0)).join(', ')}); findings ${findings} ${JSON.stringify(byKind)}\n`);
   if (process.env.BENCH_NAIVE === '0') return;
+  const c0 = process.cpuUsage();
   const t0 = performance.now();
   const flagged = naive(input);
   const nv = performance.now() - t0;
-  process.stdout.write(`naive all-pairs Jaccard (${((N * (N - 1)) / 2).toLocaleString('en-US')} pairs, one run): ${nv.toFixed(0)} ms; pairs >= 0.5: ${flagged}\n`);
-  process.stdout.write(`\n| step | AgentKeep lint | naive all-pairs | ratio |\n|---|---:|---:|---:|\n| ${N.toLocaleString('en-US')} entries | ${lint.toFixed(0)} ms | ${nv.toFixed(0)} ms | ${(lint / nv).toFixed(3)}× |\n`);
+  const c1 = process.cpuUsage(c0);
+  const nvC = (c1.user + c1.system) / 1000;
+  process.stdout.write(`naive all-pairs Jaccard (${((N * (N - 1)) / 2).toLocaleString('en-US')} pairs, one run): wall ${nv.toFixed(0)} ms, CPU ${nvC.toFixed(0)} ms; pairs >= 0.5: ${flagged}\n`);
+  process.stdout.write(`load average after: ${os.loadavg()[0].toFixed(1)}\n`);
+  process.stdout.write(
+    `\n| ${N.toLocaleString('en-US')} entries | AgentKeep lint (all rules) | naive all-pairs Jaccard | ratio |\n|---|---:|---:|---:|\n| wall | ${lint.toFixed(0)} ms | ${nv.toFixed(0)} ms | ${(lint / nv).toFixed(3)}× |\n| CPU | ${lintC.toFixed(0)} ms | ${nvC.toFixed(0)} ms | ${(lintC / nvC).toFixed(3)}× |\n`,
+  );
 }
 
 if (require.main === module) main();
