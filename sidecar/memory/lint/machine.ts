@@ -28,14 +28,11 @@ export interface MachineProbe {
   os(): Promise<MachineFacts['os'] | undefined>;
 }
 
-async function exists(p: string): Promise<boolean> {
-  try {
-    await fs.lstat(p);
-    return true;
-  } catch {
-    return false;
-  }
-}
+/** Whether anything (file, dir, dangling symlink) is at `p`. */
+const exists = (p: string): Promise<boolean> => fs.lstat(p).then(
+  () => true,
+  () => false,
+);
 
 async function readOsRelease(file: string): Promise<MachineFacts['os'] | undefined> {
   let text: string;
