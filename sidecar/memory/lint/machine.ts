@@ -90,7 +90,7 @@ export function localProbe(opts: { home?: string; env?: NodeJS.ProcessEnv; timeo
       return { exists: await exists(checked), checked };
     },
     command(name, withVersion) {
-      return cached(`local:${name}:${withVersion}`, async () => {
+      return cached(`local:${env.PATH ?? ''}:${name}:${withVersion}`, async () => {
         const found = await onPath(name, env);
         if (!found) return { found: false, detail: 'not on PATH' };
         const argv = Object.values(VERSION_COMMANDS).find((a) => a[0] === name) ?? [name, '--version'];
