@@ -24,6 +24,7 @@
  * naming the problem and the fix; with --json also `{"error":{code,message,hint}}` on stdout.
  * Exit codes: 0 ok, 1 failure, 2 usage error (unknown command/option, missing or bad argument).
  */
+import { formatFindings } from '../memory/lint/format';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline/promises';
@@ -380,7 +381,7 @@ function program(ctx: Ctx): Command {
       needStore(o, 'lint');
       const r = await core(cmd).lintMemory({ stores: o.store, ...(o.target ? { target: o.target } : {}) });
       if (asJson) printJson(ctx, r);
-      else ctx.io.out(r.findings.length ? r.findings.map((f) => `${f.severity.toUpperCase()}  ${f.kind}  ${f.entries.join(', ')}  ${f.message}`).join('\n') : 'No findings.');
+      else ctx.io.out(formatFindings(r.findings));
     });
 
   storeOpt(mem.command('diff').description('entries added, removed and changed since a restore point, and the agent\'s outside-world actions since then'))
