@@ -102,6 +102,31 @@ describe('memory diff, agent state in restore points, memory CLI', function () {
     }
   });
 
+  it('restore scope machine keeps the current state.db, its WAL and the memory files; scope both puts the captured ones back', async () => {
+    const db = path.join(home, 'state.db');
+    const now = Date.now() / 1000;
+    makeStateDb(db, { wal: true, messages: [toolCall('send_message', { text: 'one' }, now)] });
+    const core = new Core({ stateDir });
+    const rp = await core.createRestorePoint({ target, stores: [store] });
+    await fs.writeFile(path.join(home, 'setup.sh'), 'npm install left-pad\n'); // machine change
+    const w = await holdWalWriter(db, [toolCall('send_message', { text: 'two' }, now + 5)]);
+    try {
+      await core.addMemory({ store, text: 'Learned after the restore point' });
+      const walBefore = await fs.readFile(db + '-wal');
+      await core.restoreRestorePoint({ target, id: rp.id, scope: 'machine' });
+      await assert.rejects(fs.stat(path.join(home, 'setup.sh')), 'the machine change was rolled back');
+      assert.deepEqual(await fs.readFile(db + '-wal'), walBefore, 'state.db-wal untouched');
+      assert.equal(await withReadOnlyDb(db, (d) => d.get('SELECT count(*) AS n FROM messages')!.n), 2);
+      assert.match(await fs.readFile(path.join(home, 'memories', 'MEMORY.md'), 'utf8'), /Learned after the restore point/);
+    } finally {
+      await w.kill();
+    }
+    await core.restoreRestorePoint({ target, id: rp.id, scope: 'both' });
+    assert.equal(await withReadOnlyDb(db, (d) => d.get('SELECT count(*) AS n FROM messages')!.n), 1);
+    await assert.rejects(fs.stat(db + '-wal'));
+    assert.doesNotMatch(await fs.readFile(path.join(home, 'memories', 'MEMORY.md'), 'utf8'), /Learned after/);
+  });
+
   it('CLI (real binary): show --json, edit, failed edits exit non-zero and leave the home byte-identical, diff', async () => {
     makeStateDb(path.join(home, 'state.db'), { sessions: [{ id: 's9', source: 'cli', started: 1767000000 }], messages: [memoryCall({ action: 'add', target: 'user', content: 'Uses VS Code with Vim keybindings.' }, 1767000000, 's9')] });
     const env = { AGENTKEEP_STATE_DIR: stateDir };
