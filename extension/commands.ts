@@ -33,7 +33,7 @@ import { SidecarError, toSidecarError } from './sidecar';
 import type { AgentStatusBar } from './statusBar';
 import { runInTerminal } from './terminal';
 import type { AgentNode, AgentTreeProvider } from './tree';
-import { canRamState, chooseAgent, clearProxmoxToken, continuesMessage, isVmTarget, proxmoxOf, setProxmoxToken } from './proxmox';
+import { canRamState, chooseAgent, clearProxmoxToken, continuesMessage, isVmTarget, ROLLBACK_AND_START, setProxmoxToken, vmRestoreOutcome, vmRollbackButtons, vmRollbackDetail, vmRollbackQuestion } from './proxmox';
 import { CANCELLED } from './sidecar';
 
 /** The argument of the CodeLens commands (from the sidecar's LSP CodeLens). Lines are 1-based. */
@@ -373,54 +373,6 @@ async function doRestore(ctx: Ctx, config: AgentConfig, rp: RestorePoint, scope:
     done();
     await afterChange(ctx);
   }
-}
-
-const ROLLBACK = 'Roll back';
-const ROLLBACK_AND_START = 'Roll back and start VM';
-
-function guestWord(target: string): string {
-  return proxmoxOf(target)?.type === 'lxc' ? 'container' : 'VM';
-}
-
-/** Question of the rollback confirmation of a VM target. */
-function vmRollbackQuestion(target: string, rp: RestorePoint, scope: Scope): string {
-  const p = proxmoxOf(target);
-  const what = p ? `${guestWord(target)} ${p.vmid}` : 'the VM';
-  return `Roll back ${what} to "${rp.label}" (${formatAge(rp.createdAt)})${scope === 'both' ? ', machine + agent state' : ''}?`;
-}
-
-/** Detail of that confirmation: hard stop, RAM state or not, the outside world, undo. */
-export function vmRollbackDetail(target: string, rp: RestorePoint): string {
-  const vm = guestWord(target);
-  const lines = [`If the ${vm} is running it is hard-stopped (no clean shutdown: unsaved work in it is lost), then its disks go back to the snapshot.`];
-  lines.push(
-    rp.machine.vmstate
-      ? `The snapshot has RAM state: the ${vm} resumes running where it was when the snapshot was taken.`
-      : `The snapshot has no RAM state: the ${vm} stays stopped after the rollback unless you choose "${ROLLBACK_AND_START}".`,
-  );
-  lines.push('Snapshots do not undo the outside world: messages and emails sent, API calls, payments, git pushes and changes on other machines stay done.');
-  lines.push('The current state is captured first (a restore point), so this rollback can be undone.');
-  return lines.join('\n\n');
-}
-
-/** Buttons of that confirmation: start afterwards is offered only when the snapshot has no RAM state. */
-function vmRollbackButtons(rp: RestorePoint): string[] {
-  return rp.machine.vmstate ? [ROLLBACK] : [ROLLBACK, ROLLBACK_AND_START];
-}
-
-/** What a VM rollback left: the guest state (running / stopped) in words, plus the sidecar's warnings. */
-export function vmRestoreOutcome(target: string, rp: RestorePoint, res: Pick<ResultOf<'restorePointRestore'>, 'machineState' | 'warnings'>): string {
-  const vm = guestWord(target);
-  const p = proxmoxOf(target);
-  const parts = [`Rolled back to "${rp.label}".`];
-  if (res.machineState === 'stopped') {
-    const how = p ? ` Start it in Proxmox or with \`${p.type === 'lxc' ? 'pct' : 'qm'} start ${p.vmid}\` on the node.` : '';
-    parts.push(`The ${vm} is stopped: the snapshot has no RAM state.${how}`);
-  } else if (res.machineState) {
-    parts.push(`The ${vm} is ${res.machineState}.`);
-  }
-  for (const w of res.warnings ?? []) if (!parts.some((x) => x.includes(w))) parts.push(w.endsWith('.') ? w : `${w}.`);
-  return parts.join(' ');
 }
 
 function summarize(c: ChangeSummary, scope: Scope): string {
