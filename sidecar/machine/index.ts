@@ -4,6 +4,7 @@
  */
 import { AgentKeepError } from '../core/errors';
 import { dirBackend } from './dir';
+import { proxmoxBackend } from './proxmox';
 import type { BackendContext, BackendFactory, MachineBackend } from './types';
 
 export type * from './types';
@@ -17,6 +18,7 @@ export function registerBackend(f: BackendFactory): void {
 
 // ---- registrations (one line per backend) ----
 registerBackend(dirBackend);
+registerBackend(proxmoxBackend);
 
 /** All registered backend families. */
 export function backends(): BackendFactory[] {
