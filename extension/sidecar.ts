@@ -152,7 +152,8 @@ export class Sidecar implements vscode.Disposable {
     }
     try {
       const client = await this.start();
-      const raw = await untilCancelled(client.sendRequest(def.method, params, token), token);
+      // no undefined token argument: vscode-jsonrpc would send [params, null] by position
+      const raw = await untilCancelled(token ? client.sendRequest(def.method, params, token) : client.sendRequest(def.method, params), token);
       const parsed = def.result.safeParse(raw);
       if (!parsed.success) {
         throw new SidecarError(`The sidecar answered ${def.method} with an unexpected shape: ${parsed.error.issues[0]?.message ?? 'invalid'}.`, 'internal', 'Rebuild both halves with `node esbuild.mjs` so the extension and the sidecar use the same protocol.');

@@ -257,7 +257,11 @@ export function serveConnection(connection: Connection, core: CoreApi, log: (msg
   documents.onDidClose((e) => cache.delete(e.document.uri));
 
   for (const wire of wireMethods()) {
-    connection.onRequest(wire, async (params: unknown, token: CancellationToken) => {
+    // vscode-jsonrpc passes the params (spread when sent by position) and then the CancellationToken
+    connection.onRequest(wire, async (...args: unknown[]) => {
+      const last = args.at(-1);
+      const token = CancellationToken.is(last) ? last : CancellationToken.None;
+      const params = args.length > 1 || !CancellationToken.is(args[0]) ? args[0] : undefined;
       try {
         return await untilCancelled(dispatch(core, wire, params), token, (e) => log(`agentkeep: ${wire} ended after its request was cancelled: ${e instanceof Error ? e.message : String(e)}`));
       } catch (e) {
