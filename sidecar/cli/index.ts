@@ -2,12 +2,13 @@
  * The `agentkeep` command line (commander). Same core as the servers, no RPC.
  *
  *     agentkeep --version
- *     agentkeep restore-point create --target T [--label TEXT] [--store S ...] [--important] [--json]
+ *     agentkeep restore-point create --target T [--label TEXT] [--store S ...] [--important] [--vmstate] [--json]
  *     agentkeep restore-point list --target T [--json]
- *     agentkeep restore-point restore ID --target T --scope machine|agent|both [--store S ...] [--yes] [--json]
+ *     agentkeep restore-point restore ID --target T --scope machine|agent|both [--store S ...] [--start] [--yes] [--json]
  *     agentkeep restore-point delete ID --target T [--yes] [--json]
  *     agentkeep restore-point prune --target T [--dry-run] [--keep N] [--keep-important N] [--json]
  *     agentkeep memory list --store S [--store S ...] [--json]
+ *     agentkeep agent discover --target proxmox://HOST[:PORT] [--tag agent] [--json]
  *     agentkeep risk scan FILE... [--json]
  *     agentkeep risk eval DIR LABELS.json [--json]
  *     agentkeep serve --stdio | --ws HOST:PORT --token-file FILE
@@ -90,6 +91,10 @@ function coreOpts(cmd: Command): CoreOptions {
   return { stateDir: g.stateDir ?? process.env.AGENTKEEP_STATE_DIR ?? undefined };
 }
 
+/** What a VM rollback does, shown before and after it. */
+const VM_RESTORE_NOTE =
+  'A running VM is hard-stopped by the rollback (unsaved work in it is lost); without RAM state it stays stopped unless --start.\nA snapshot does not undo what the agent did outside the machine (messages sent, remote pushes, API calls).';
+
 function printJson(ctx: Ctx, v: unknown): void {
   ctx.io.out(JSON.stringify(v, null, 2));
 }
@@ -136,13 +141,14 @@ function program(ctx: Ctx): Command {
     .option('--label <text>', 'a label for the restore point')
     .option('--store <store>', 'memory store whose agent state is captured, e.g. hermes:/home/me/.hermes (repeatable; default: the Hermes homes found in the target)', collect, [])
     .option('--important', 'mark it important (retention keeps the newest 10 important restore points)')
+    .option('--vmstate', 'VM targets: include the RAM state (a rollback resumes the VM where it was)')
     .option('--json', 'print the restore point as JSON')
-    .action(async (o: { target: string; label?: string; store: string[]; important?: boolean }, cmd: Command) => {
+    .action(async (o: { target: string; label?: string; store: string[]; important?: boolean; vmstate?: boolean }, cmd: Command) => {
       const asJson = json(cmd);
       const guard = guardSignals('create', ctx.io, cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir)));
       let rpnt;
       try {
-        rpnt = await ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal }).createRestorePoint({ target: o.target, label: o.label, stores: o.store.length ? o.store : undefined, kind: 'manual', ...(o.important ? { important: true } : {}) });
+        rpnt = await ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal }).createRestorePoint({ target: o.target, label: o.label, stores: o.store.length ? o.store : undefined, kind: 'manual', ...(o.important ? { important: true } : {}), ...(o.vmstate ? { vmstate: true } : {}) });
       } finally {
         guard.dispose();
       }
@@ -171,15 +177,17 @@ function program(ctx: Ctx): Command {
     .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
     .addOption(new Option('--scope <scope>', 'what to put back').choices(['machine', 'agent', 'both']))
     .option('--store <store>', 'memory store (repeatable); default: the stores captured in the restore point', collect, [])
+    .option('--start', 'VM targets: start the guest after rolling back to a snapshot without RAM state (Proxmox: needs VM.PowerMgmt)')
     .option('--yes', 'do not ask for confirmation')
     .option('--json', 'print the result as JSON')
-    .action(async (id: string, o: { target: string; scope: 'machine' | 'agent' | 'both'; store: string[]; yes?: boolean }, cmd: Command) => {
+    .action(async (id: string, o: { target: string; scope: 'machine' | 'agent' | 'both'; store: string[]; start?: boolean; yes?: boolean }, cmd: Command) => {
       if (!o.scope) {
         throw new UsageError('InvalidParams', 'restore needs --scope.', 'Choose --scope both (files and agent memory), machine (files, keeping the current memory) or agent (memory only).');
       }
       const asJson = json(cmd);
       const c = core(cmd);
       const stores = o.store.length ? o.store : undefined;
+      const vm = /^proxmox:/i.test(o.target.trim()) && o.scope !== 'agent';
       if (!o.yes) {
         if (!ctx.io.isTTY) {
           throw new AgentKeepError(
@@ -188,8 +196,11 @@ function program(ctx: Ctx): Command {
             'Pass --yes (the current state is captured first, so the restore can be undone).',
           );
         }
-        const diff = await c.diffRestorePoint({ target: o.target, id, stores });
-        ctx.io.err(`Restoring ${id} (scope ${o.scope}) on ${o.target}:\n${changeSummary(diff, true, o.scope)}\nThe current state is captured first, so this can be undone.`);
+        if (vm) ctx.io.err(`Rolling back ${o.target} to ${id}:\n${VM_RESTORE_NOTE}\nThe current state is snapshotted first, so this can be undone.`);
+        else {
+          const diff = await c.diffRestorePoint({ target: o.target, id, stores });
+          ctx.io.err(`Restoring ${id} (scope ${o.scope}) on ${o.target}:\n${changeSummary(diff, true, o.scope)}\nThe current state is captured first, so this can be undone.`);
+        }
         if (!(await ctx.io.confirm('Restore?'))) {
           throw new AgentKeepError('ConfirmationRequired', 'Restore cancelled; nothing was changed.', 'Answer y to restore, or pass --yes.');
         }
@@ -198,13 +209,16 @@ function program(ctx: Ctx): Command {
       let r;
       try {
         const rc = ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal, onRestoreWriting: (u) => guard.writing(u.id) });
-        r = await rc.restoreRestorePoint({ target: o.target, id, scope: o.scope, stores });
+        r = await rc.restoreRestorePoint({ target: o.target, id, scope: o.scope, stores, ...(o.start ? { start: true } : {}) });
       } finally {
         guard.dispose();
       }
       if (asJson) {
         const { id: rid, label, createdAt, status, kind, target } = r.restored;
-        printJson(ctx, { id: rid, label, createdAt, status, kind, target, scope: o.scope, restored: r.restored, undo: r.undo, changes: r.changes });
+        printJson(ctx, { id: rid, label, createdAt, status, kind, target, scope: o.scope, restored: r.restored, undo: r.undo, changes: r.changes, ...(r.machineState ? { machineState: r.machineState } : {}), ...(r.warnings ? { warnings: r.warnings } : {}) });
+      } else if (vm) {
+        const undo = `agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}`;
+        ctx.io.out([`Rolled back ${o.target} to ${r.restored.id} "${r.restored.label}". The guest is ${r.machineState ?? 'in an unknown state'}.`, ...(r.warnings ?? []).map((w) => `Warning: ${w}`), VM_RESTORE_NOTE.split('\n')[1], `Undo: ${undo}`].join('\n'));
       } else {
         ctx.io.out(`Restored ${r.restored.id} "${r.restored.label}" (scope ${o.scope}).\n${changeSummary(r.changes, false, o.scope)}\nUndo: agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}`);
       }
@@ -257,6 +271,21 @@ function program(ctx: Ctx): Command {
       const r = await core(cmd).listMemory({ stores: o.store });
       if (asJson) printJson(ctx, r);
       else ctx.io.out(memoryTable(r.stores));
+    });
+
+  root
+    .command('agent')
+    .description('agents on a hypervisor')
+    .command('discover')
+    .description('list the Proxmox guests with a tag (default "agent") that the token can see, as targets')
+    .requiredOption('--target <target>', 'the Proxmox host, e.g. proxmox://pve.lan (credentials from AGENTKEEP_PVE_TOKEN, AGENTKEEP_PVE_FINGERPRINT)')
+    .option('--tag <tag>', 'Proxmox tag to look for ("" = every guest)', 'agent')
+    .option('--json', 'print a JSON array')
+    .action(async (o: { target: string; tag: string }, cmd: Command) => {
+      const found = await core(cmd).discoverAgents({ target: o.target, tag: o.tag });
+      if (json(cmd)) printJson(ctx, found);
+      else if (!found.length) ctx.io.out(`No guests tagged "${o.tag}" are visible on ${o.target}. Add the tag in Proxmox (guest > Summary > Tags), or check the token's VM.Audit privilege.`);
+      else ctx.io.out(found.map((a) => `${a.target}  ${a.name ?? ''}  ${a.status}${a.lock ? `  locked (${a.lock})` : ''}`).join('\n'));
     });
 
   const risk = root.command('risk').description('find risky commands in files');

@@ -42,14 +42,14 @@ export interface SnapshotMarker {
 
 /**
  * The description of a snapshot: the label, then the reason (command and file:line, or free text),
- * then `agentkeep:v1:<base64url(JSON SnapshotMarker)>`. Capped at 4 KiB (the reason is shortened first).
+ * then `agentkeep:v1:<base64url(JSON SnapshotMarker)>`. Stays under 2 KiB: the label is cut at 200 characters, the reason at 1000.
  */
 export function describeSnapshot(id: string, meta: SnapshotMeta): string {
-  const marker: SnapshotMarker = { id, kind: meta.kind, label: meta.label, createdAt: meta.createdAt, ...(meta.pairOf ? { pairOf: meta.pairOf } : {}), ...(meta.important ? { important: true } : {}) };
+  const short = (s: string, n: number): string => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+  const marker: SnapshotMarker = { id, kind: meta.kind, label: short(meta.label, 200), createdAt: meta.createdAt, ...(meta.pairOf ? { pairOf: meta.pairOf } : {}), ...(meta.important ? { important: true } : {}) };
   const r = meta.reason;
   const where = r?.file ? `${r.file}${r.line ? `:${r.line}` : ''}` : '';
   const reason = r ? [r.command ? `before: ${r.command}` : '', where ? `(${where})` : '', r.text ?? ''].filter(Boolean).join(' ') : '';
-  const short = (s: string, n: number): string => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
   const line = `${MARKER_PREFIX}${Buffer.from(JSON.stringify(marker), 'utf8').toString('base64url')}`;
   return [short(meta.label.replace(/\s*\n\s*/g, ' '), 200), reason ? short(reason.replace(/\s*\n\s*/g, ' '), 1000) : '', line].filter(Boolean).join('\n');
 }

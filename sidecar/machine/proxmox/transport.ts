@@ -162,7 +162,12 @@ export class PveTransport implements ApiRequestable {
         cb(err);
       } else cb(null, sock);
     };
-    const onError = (e: Error): void => done(this.tlsError(e, sock, where));
+    const onError = (e: Error): void => {
+      const err = this.tlsError(e, where);
+      if (!(err instanceof PveError) || settled) return done(err);
+      // Show the fingerprint the server presented (a second connection that only reads the certificate).
+      void this.peerFingerprint().then((fp) => done(fp ? new PveError(err.kind, err.message, err.hint?.replace('(node > System > Certificates)', `(node > System > Certificates); the server presented ${fp}, compare before pinning it`), 0, err.reason, false) : err));
+    };
     sock.once('error', onError);
     sock.once('secureConnect', () => {
       if (!pinned) return done(null);
@@ -184,25 +189,33 @@ export class PveTransport implements ApiRequestable {
     });
   }
 
-  private tlsError(e: Error, sock: tls.TLSSocket | undefined, where: string): Error {
+  private tlsError(e: Error, where: string): Error {
     const code = (e as NodeJS.ErrnoException).code ?? '';
     if (/CERT|SELF_SIGNED|UNABLE_TO|ERR_TLS/.test(code)) {
-      let fp = '';
-      try {
-        fp = sock?.getPeerCertificate()?.fingerprint256 ?? '';
-      } catch {
-        /* no certificate */
-      }
       return new PveError(
         'AuthFailed',
-        `TLS: the certificate of ${where} is not trusted (${code}: ${e.message}).`,
-        `Pin it: set AGENTKEEP_PVE_FINGERPRINT to the fingerprint shown in the Proxmox UI (node > System > Certificates)${fp ? `; the server presented ${fp}, compare before using it` : ''}. Or set AGENTKEEP_PVE_CA to the CA file (/etc/pve/pve-root-ca.pem).`,
+        `TLS: the certificate of ${where} is not trusted (${code}: ${e.message}); nothing was sent.`,
+        'Pin it: set AGENTKEEP_PVE_FINGERPRINT to the fingerprint shown in the Proxmox UI (node > System > Certificates), or set AGENTKEEP_PVE_CA to the CA file (/etc/pve/pve-root-ca.pem).',
         0,
         code,
         false,
       );
     }
     return e;
+  }
+
+  /** The SHA-256 fingerprint the server presents (a connection that only reads the certificate, sends nothing), or '' on failure. */
+  private peerFingerprint(): Promise<string> {
+    return new Promise((resolve) => {
+      const s = tls.connect({ host: this.opts.host, port: this.port, servername: net.isIP(this.opts.host) ? undefined : this.opts.host, rejectUnauthorized: false, timeout: 5000 });
+      const end = (fp: string): void => {
+        s.destroy();
+        resolve(fp);
+      };
+      s.once('secureConnect', () => end(s.getPeerCertificate()?.fingerprint256 ?? ''));
+      s.once('error', () => end(''));
+      s.once('timeout', () => end(''));
+    });
   }
 
   /**
@@ -246,8 +259,8 @@ export class PveTransport implements ApiRequestable {
     try {
       return await this.raw(method, path, q, MUTATING.has(method));
     } catch (e) {
-      // GETs change nothing: one retry after a network error (not after an HTTP answer).
-      if (method === 'GET' && e instanceof PveError && e.status === 0 && e.reason !== 'fingerprint mismatch' && e.kind === 'Hypervisor') {
+      // GETs change nothing: one retry after a network error or a 595-599 from pveproxy's proxy hop.
+      if (method === 'GET' && e instanceof PveError && e.kind === 'Hypervisor' && (e.status === 0 || (e.status >= 595 && e.status <= 599))) {
         return this.raw(method, path, q, false);
       }
       throw e;
