@@ -16,7 +16,7 @@ import { toSidecarError } from './sidecar';
 
 /** Every node of the Agent tree. `kind` discriminates. */
 export type AgentNode =
-  | { kind: 'agent'; config: AgentConfig; status?: ResultOf<'agentStatus'>; error?: string; guest?: Guest; guests?: Guest[]; guestError?: string }
+  | { kind: 'agent'; config: AgentConfig; status?: ResultOf<'agentStatus'>; error?: string; guest?: Guest; guests?: Guest[]; guestError?: string; guestErrorCode?: string }
   | { kind: 'restorePoints'; config: AgentConfig; guest?: Guest }
   | { kind: 'restorePoint'; config: AgentConfig; rp: RestorePoint; label: string; children?: AgentNode[] }
   | { kind: 'here'; guest?: Guest }
@@ -26,7 +26,7 @@ export type AgentNode =
   | { kind: 'store'; config: AgentConfig; store: string }
   | { kind: 'memoryFile'; store: string; file: MemoryFile }
   | { kind: 'entry'; file: MemoryFile; text: string; id: string }
-  | { kind: 'message'; label: string; detail?: string; icon?: string };
+  | { kind: 'message'; label: string; detail?: string; icon?: string; command?: vscode.Command };
 
 /** Tree data provider of the Agent view. Caches the last lists so tests can read what is shown. */
 export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
@@ -165,6 +165,7 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         const item = new vscode.TreeItem(n.label, vscode.TreeItemCollapsibleState.None);
         item.tooltip = n.detail ?? n.label;
         item.iconPath = new vscode.ThemeIcon(n.icon ?? 'info');
+        item.command = n.command;
         return item;
       }
     }
@@ -202,7 +203,15 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
       if (!config) return []; // the welcome view shows
       const pve = proxmoxOf(config.target);
       // Proxmox: node, vmid, status, lock and the fleet come from one agent.discover (every guest)
-      const discovery = pve ? discoverGuests(this.sidecar, config.target, '').then((g) => ({ guests: g }), (e) => ({ guests: [] as Guest[], error: toSidecarError(e).full() })) : undefined;
+      const discovery = pve
+        ? discoverGuests(this.sidecar, config.target, '').then(
+            (g) => ({ guests: g, error: undefined, code: undefined }),
+            (e) => {
+              const err = toSidecarError(e);
+              return { guests: [] as Guest[], error: err.full(), code: err.code };
+            },
+          )
+        : undefined;
       try {
         const status = await this.sidecar.request('agentStatus', { target: config.target, stores: config.stores });
         this.lastStatus = status;
@@ -210,7 +219,7 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         if (!pve || !d) return [{ kind: 'agent', config, status }];
         this.lastGuest = findGuest(d.guests, pve);
         this.lastGuests = withTag(d.guests, readProxmoxSettings().tag);
-        return [{ kind: 'agent', config, status, guest: this.lastGuest, guests: d.guests, guestError: 'error' in d ? d.error : undefined }];
+        return [{ kind: 'agent', config, status, guest: this.lastGuest, guests: d.guests, guestError: d.error, guestErrorCode: d.code }];
       } catch (e) {
         return [{ kind: 'agent', config, error: toSidecarError(e).full() }];
       }
@@ -222,7 +231,11 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
           const pve = proxmoxOf(n.config.target)!;
           const tag = readProxmoxSettings().tag;
           return [
-            ...(n.guestError ? [{ kind: 'message' as const, label: n.guestError, icon: 'error' }] : []),
+            ...(n.guestErrorCode === 'auth_failed'
+              ? [{ kind: 'message' as const, label: 'Proxmox refused the credentials: set the API token…', detail: n.guestError, icon: 'key', command: { command: 'agentkeep.setProxmoxToken', title: 'Set Proxmox API Token' } }]
+              : n.guestError
+                ? [{ kind: 'message' as const, label: n.guestError, icon: 'error' }]
+                : []),
             { kind: 'restorePoints', config: n.config, guest: n.guest },
             { kind: 'memory', config: n.config },
             { kind: 'guests', host: hostOf(pve), guests: withTag(n.guests, tag), tag, current: n.config.target },

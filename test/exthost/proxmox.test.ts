@@ -95,7 +95,10 @@ export function registerProxmoxSuite(): void {
       const r = await root();
       const text = [r.kind === 'agent' ? (r.guestError ?? r.error ?? '') : '', (await api.tree.getChildren(r)).map((k) => String(item(k).label)).join(' | ')].join(' | ');
       log('without token:', text.slice(0, 300));
-      assert.match(text, /token|AGENTKEEP_PVE|auth|credential/i);
+      assert.match(text, /No Proxmox credentials/);
+      const setToken = (await api.tree.getChildren(r)).find((k) => item(k).command?.command === 'agentkeep.setProxmoxToken');
+      assert.ok(setToken, 'a row that runs "Set Proxmox API Token"');
+      assert.match(String(item(setToken).label), /set the API token/);
       assert.equal(sim.requests.some((q) => JSON.stringify(q.headers).includes(SECRET)), false);
     });
 
