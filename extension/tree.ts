@@ -107,7 +107,7 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         return item;
       }
       case 'guests': {
-        const item = new vscode.TreeItem('Agents', vscode.TreeItemCollapsibleState.Collapsed);
+        const item = new vscode.TreeItem('Agents', vscode.TreeItemCollapsibleState.Expanded);
         item.id = `guests:${n.host}`;
         item.description = `${n.guests.length} on ${n.host.replace(/^proxmox:\/\//, '')}${n.tag ? ` · tag ${n.tag}` : ''}`;
         item.iconPath = new vscode.ThemeIcon('server-environment');

@@ -67,12 +67,23 @@ async function widenSidebar(page: Page): Promise<void> {
   }
 }
 
-/** Run a command from the command palette (F1), typing `title` and picking the first match. */
-async function runCommand(page: Page, title: string): Promise<void> {
+/** Run a command from the command palette (F1): type `title`, click the row that names it (and not `unlike`). */
+async function runCommand(page: Page, title: string, unlike?: RegExp): Promise<void> {
+  await page.locator('.part.editor').first().click({ position: { x: 300, y: 300 } }).catch(() => undefined); // focus the workbench
   await page.keyboard.press('F1');
   await expectVisible(page, '.quick-input-widget input', 'The command palette');
   await page.keyboard.type(title);
   await expectVisible(page, '.quick-input-widget .monaco-list-row', `The "${title}" command`, { hasText: title.replace(/^AgentKeep: /, '') });
+  let row = page.locator('.quick-input-widget .monaco-list-row', { hasText: title.replace(/^AgentKeep: /, '') });
+  if (unlike) row = row.filter({ hasNotText: unlike });
+  await row.first().click();
+}
+
+/** Answer the "Create restore point" label input with `label`. */
+async function typeLabel(page: Page, label: string): Promise<void> {
+  await expectVisible(page, '.quick-input-widget', 'The label input', { hasText: 'A label to recognise' });
+  await page.keyboard.press('Control+A');
+  await page.keyboard.type(label);
   await page.keyboard.press('Enter');
 }
 
@@ -105,7 +116,9 @@ async function proxmoxScenario(page: Page, cs: CodeServer, tmp: string): Promise
     await page.goto(`${cs.url}/?folder=${encodeURIComponent(folder)}`);
     await expectVisible(page, '.monaco-workbench', 'The VS Code workbench (Proxmox agent)', { timeout: 60000 });
     await page.locator('.activitybar [aria-label^="Agent"]').first().click({ timeout: 30000 }).catch(() => undefined);
-    await runCommand(page, 'AgentKeep: Set Proxmox API Token');
+    // no token yet: the view offers "set the API token…" (it runs AgentKeep: Set Proxmox API Token)
+    const setToken = await expectVisible(page, '.monaco-list-row', 'The "set the API token" row', { hasText: 'set the API token', timeout: 60000 });
+    await setToken.click();
     await expectVisible(page, '.quick-input-widget input[type="password"]', 'The password input for the token');
     await page.keyboard.type(`${tokenId}=${secret}`);
     await page.keyboard.press('Enter');
@@ -113,21 +126,14 @@ async function proxmoxScenario(page: Page, cs: CodeServer, tmp: string): Promise
     step('Proxmox guest shown after Set Proxmox API Token');
 
     await runCommand(page, 'AgentKeep: Create Restore Point with RAM State');
-    await expectVisible(page, '.quick-input-widget input', 'The label input');
-    await page.keyboard.press('Control+A');
-    await page.keyboard.type('before hermes update');
-    await page.keyboard.press('Enter');
+    await typeLabel(page, 'before hermes update');
     await expectVisible(page, '.monaco-list-row', 'The restore point with the RAM badge', { hasText: /before hermes update.*RAM/, timeout: 60000 });
-    await runCommand(page, 'AgentKeep: Create Restore Point');
-    await expectVisible(page, '.quick-input-widget input', 'The label input');
-    await page.keyboard.press('Control+A');
-    await page.keyboard.type('after hermes update');
-    await page.keyboard.press('Enter');
+    await runCommand(page, 'AgentKeep: Create Restore Point', /RAM/);
+    await typeLabel(page, 'after hermes update');
     await expectVisible(page, '.quick-input-widget .monaco-list-row', 'The RAM state choice', { hasText: 'Take restore point with RAM state' });
     await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Disk only' }).first().click();
     await expectVisible(page, '.monaco-list-row', 'The disk-only restore point', { hasText: 'after hermes update', timeout: 60000 });
     await expectVisible(page, '.monaco-list-row', 'You are here', { hasText: 'You are here' });
-    await page.locator('.monaco-list-row', { hasText: /^Agents/ }).first().click();
     await expectVisible(page, '.monaco-list-row', 'A locked guest of the fleet', { hasText: 'locked (backup)' });
     await widenSidebar(page);
     await page.mouse.move(1000, 700);
