@@ -36,6 +36,8 @@ export interface AgentKeepApi {
   sidecarRunning(): boolean;
   /** Id shown in the details panel, if open. */
   detailsShownId(): string | undefined;
+  /** The sidecar client (tests send requests with a CancellationToken through it). */
+  sidecar: Sidecar;
   /** Everything written to the AgentKeep output channel since activation (tests check no secret is in it). */
   outputText(): string;
   /** The message shown after the last VM rollback (machine state and warnings), or undefined. */
@@ -121,6 +123,7 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
     simulateUntrusted: (v) => setSimulateUntrusted(v),
     sidecarRunning: () => sidecar.running,
     detailsShownId: () => details.shownId,
+    sidecar,
     outputText: () => recorded.join(''),
     lastRestoreMessage: () => ctx.lastRestoreMessage,
     configPrompts: () => configFiles.prompts,

@@ -187,6 +187,29 @@ export function registerProxmoxSuite(): void {
       }
     });
 
+    it('cancelling a slow Proxmox task stops waiting at once; the task goes on and its restore point appears', async function () {
+      sim.faults.taskMsByType = { qmsnapshot: 2500 };
+      try {
+        const target = `proxmox://127.0.0.1:${sim.port}/pve1/qemu/101`;
+        const cts = new vscode.CancellationTokenSource();
+        const pending = api.sidecar.request('restorePointCreate', { target, label: 'slow one', stores: [] }, undefined, cts.token);
+        await until('the snapshot task to start', () => [...sim.tasks.values()].some((t) => t.type === 'qmsnapshot' && !t.exitstatus) || undefined, 5000, 50);
+        const t0 = Date.now();
+        cts.cancel();
+        const err = await pending.then(
+          () => assert.fail('the request must not wait for the task'),
+          (e: { code?: string }) => e,
+        );
+        assert.equal(err.code, 'cancelled');
+        assert.ok(Date.now() - t0 < 1000, `stopped waiting after ${Date.now() - t0} ms`);
+        assert.ok([...sim.tasks.values()].some((t) => t.type === 'qmsnapshot' && !t.exitstatus), 'the Proxmox task still runs');
+        const listed = await until('the restore point of the cancelled wait', async () => (await api.sidecar.request('restorePointList', { target })).find((r) => r.label === 'slow one'), 20000, 200);
+        assert.equal(listed.status, 'ready');
+      } finally {
+        sim.faults.taskMsByType = undefined;
+      }
+    });
+
     it('"Choose Agent" switches this window to another discovered guest', async function () {
       const target = `proxmox://127.0.0.1:${sim.port}/pve2/qemu/102`;
       const chosen = await vscode.commands.executeCommand<string>('agentkeep.chooseAgent', target);
