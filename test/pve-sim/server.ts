@@ -110,6 +110,8 @@ export interface SimRequest {
   path: string;
   params: Record<string, string>;
   headers: Record<string, string | string[] | undefined>;
+  /** Client port of the connection (tells connections apart). */
+  remotePort?: number;
 }
 
 /** Options of a simulator. */
@@ -210,7 +212,7 @@ export class PveSim {
     for (const [k, v] of url.searchParams) raw[k] = v;
     if (method === 'POST' || method === 'PUT') for (const [k, v] of new URLSearchParams(Buffer.concat(chunks).toString('utf8'))) raw[k] = v;
     const p = url.pathname.replace(/^\/api2\/json/, '');
-    this.requests.push({ method, path: p, params: raw, headers: req.headers });
+    this.requests.push({ method, path: p, params: raw, headers: req.headers, remotePort: req.socket.remotePort });
 
     const f = this.faults;
     const drop = f.drop && f.drop.method === method && f.drop.match.test(p) ? f.drop : undefined;

@@ -112,6 +112,14 @@ describe('proxmox backend (simulator over HTTPS)', function () {
   });
 
   describe('no duplicate mutations', () => {
+    it('GETs share kept-alive connections; every POST/DELETE gets a fresh one', async () => {
+      const b = backend(101);
+      await b.create('ak_c1', { meta: meta('c1') });
+      await b.delete('ak_c1');
+      const gets = sim.requests.filter((r) => r.method === 'GET').map((r) => r.remotePort);
+      assert.ok(new Set(gets).size < gets.length / 2, 'GETs reuse connections');
+      for (const m of sim.mutations()) assert.equal(sim.requests.filter((r) => r.remotePort === m.remotePort).length, 1, `${m.method} ${m.path} had its own connection`);
+    });
     it('a connection dropped after the create was acted on yields exactly one snapshot and success', async () => {
       sim.faults.drop = { method: 'POST', match: /\/snapshot$/, act: true };
       const b = backend(101);
@@ -243,6 +251,27 @@ describe('proxmox backend (simulator over HTTPS)', function () {
       assert.equal(parseMarker('agentkeep:v1:!!!'), undefined);
       assert.ok(describeSnapshot('ak_x', { ...meta('x'.repeat(500)), reason: { text: 'y'.repeat(5000) } }).length < 2048);
     });
+  });
+
+  it('containers: create, rollback and delete run as vz* tasks', async () => {
+    const b = backend(102, { type: 'lxc' });
+    const info = await b.create('ak_ct1', { meta: meta('ct') });
+    assert.equal(info.vmstate, undefined);
+    const r = await b.restore('ak_ct1', { start: true });
+    assert.equal(r.machineState, 'running');
+    await b.delete('ak_ct1');
+    const types = [...sim.tasks.values()].map((t) => t.type);
+    assert.deepEqual(types.filter((t) => t.startsWith('vz')).sort(), ['vzdelsnapshot', 'vzrollback', 'vzsnapshot']);
+    assert.ok([...sim.tasks.keys()].every((u) => /^UPID:pve2:[0-9A-F]{8}:[0-9A-F]{8}:[0-9A-F]{8}:vz\w+:102:agentkeep@pve!ak:$/.test(u)));
+  });
+
+  it('an abort while waiting stops the waiting and says the task continues on the host', async () => {
+    sim.faults.taskMsByType = { qmsnapshot: Infinity };
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 150);
+    const e = await rejection(backend(101).create('ak_abort', { meta: meta('abort'), signal: ac.signal }));
+    assert.match(e.message, /^Interrupted: stopped waiting for snapshot ak_abort .* continues on the host/);
+    assert.equal(sim.guests.get(101)!.snapshots.get('ak_abort')?.snapstate, 'prepare');
   });
 
   it('finds the owning node with node "-" and reports a missing guest as TargetNotFound', async () => {

@@ -1,7 +1,8 @@
 /**
  * The recorded Proxmox failure cases (../shared/reference/proxmox-and-qemu.md section 3, cases 1-16,
  * plus the source-derived ones) as one table, run against the real backend over real HTTPS against
- * the contract simulator. The same table runs against a real host in proxmox-smoke.test.ts.
+ * the contract simulator. The cases that need no fault injection run against a real host in
+ * proxmox-smoke.test.ts.
  */
 import assert from 'node:assert/strict';
 import type { ProxmoxBackend } from '../../sidecar/machine/proxmox';
@@ -11,15 +12,13 @@ import { rejection, simBackend, startSim } from './helpers/pve';
 const meta = (label: string) => ({ label, kind: 'manual' as const, createdAt: new Date().toISOString() });
 
 /** One scenario: set the guest up, act through the backend, check the outcome. */
-export interface Scenario {
+interface Scenario {
   name: string;
-  /** Only simulator scenarios set faults; a real host runs the ones with `real: true`. */
-  real?: boolean;
   setup?: (sim: PveSim, g: SimGuest) => void;
   run: (b: ProxmoxBackend, sim: PveSim, g: SimGuest) => Promise<void>;
 }
 
-export const scenarios: Scenario[] = [
+const scenarios: Scenario[] = [
   {
     name: 'case 1: a delete that fails leaves lock snapshot-delete; create then explains the lock; force after unlock removes it',
     setup: (sim) => (sim.faults.failTask = { type: 'qmdelsnapshot', text: "command '/usr/bin/qemu-img snapshot -d daily1 /var/lib/vz/images/101/vm-101-disk-0.qcow2' failed: got timeout", once: true }),
@@ -206,6 +205,7 @@ export const scenarios: Scenario[] = [
     name: 'case 15: a slow RAM snapshot is waited for with backoff (few polls)',
     setup: (sim) => (sim.faults.taskMsByType = { qmsnapshot: 600 }),
     run: async (b, sim) => {
+      Object.assign(b.client.opts, { pollMinMs: 50, pollMaxMs: 1000 }); // the defaults
       const info = await b.create('ak_slow', { meta: meta('slow'), vmstate: true });
       assert.equal(info.vmstate, true);
       const polls = sim.requests.filter((r) => r.path.endsWith('/status') && r.path.includes('qmsnapshot')).length;

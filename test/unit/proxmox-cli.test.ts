@@ -56,6 +56,11 @@ describe('CLI with a proxmox:// target (built binary, simulator)', function () {
     assert.equal(rp1.machine.snapname, rp1.id);
     assert.ok(sim.guests.get(101)!.snapshots.has(rp1.id));
 
+    const human = await run(['restore-point', 'create', '--target', target, '--label', 'human']);
+    assert.match(human.stdout, /^Created restore point ak_\w+ "human": snapshot ak_\w+ in \d+ ms/);
+    const hid = /restore point (ak_\w+)/.exec(human.stdout)![1];
+    assert.equal((await run(['restore-point', 'delete', hid, '--target', target, '--yes'])).code, 0);
+
     const c2 = await run(['restore-point', 'create', '--target', target, '--vmstate', '--json']);
     assert.equal(c2.code, 0, c2.stderr);
     const rp2 = JSON.parse(c2.stdout);

@@ -60,7 +60,7 @@ export interface GuestApi {
 
 /** Knobs (tests and the benchmark shorten them). */
 export interface PveClientOptions {
-  /** First poll delay in ms (default 50); each poll waits 1.5x longer. */
+  /** Shortest poll delay in ms (default 50). The delay is 15% of the time spent waiting so far, within [pollMinMs, pollMaxMs]. */
   pollMinMs?: number;
   /** Longest poll delay in ms (default 1000). */
   pollMaxMs?: number;
@@ -182,8 +182,10 @@ export class PveClient {
   }
 
   /**
-   * Poll GET /nodes/{node}/tasks/{upid}/status until `stopped`, with adaptive backoff (pollMinMs,
-   * x1.5 per poll, up to pollMaxMs). Success = `OK` or `WARNINGS: n` (warnings read from the task log).
+   * Poll GET /nodes/{node}/tasks/{upid}/status until `stopped`, with adaptive backoff: the delay is
+   * 15% of the time waited so far, at least pollMinMs (50) and at most pollMaxMs (1000), so a short
+   * task is seen within tens of ms and a long one costs about one request a second (Proxmox has no
+   * push or long poll for tasks). Success = `OK` or `WARNINGS: n` (warnings read from the task log).
    * @param what what the task does, for messages ("snapshot ak_...")
    * @throws AgentKeepError GuestLocked / Hypervisor with the log tail when the task failed; Hypervisor
    *   when it is still running after taskTimeoutMs; the aborted error when opts.signal fires (the task continues).
@@ -193,7 +195,7 @@ export class PveClient {
     const max = this.opts.pollMaxMs ?? 1000;
     const deadline = Date.now() + (this.opts.taskTimeoutMs ?? 30 * 60_000);
     const signal = this.opts.signal;
-    let delay = min;
+    const started = Date.now();
     for (;;) {
       const st = (await this.api.nodes.$(node).tasks.$(upid).status.$get()) as { status: string; exitstatus?: string };
       if (st.status === 'stopped') {
@@ -209,8 +211,7 @@ export class PveClient {
       if (Date.now() > deadline) {
         throw new AgentKeepError('Hypervisor', `${what}: the Proxmox task ${upid} is still running after ${Math.round((this.opts.taskTimeoutMs ?? 1_800_000) / 1000)} s; AgentKeep stopped waiting, the task continues on the host.`, 'Watch it in node > Task History; list restore points again when it has ended.');
       }
-      await sleep(delay, signal);
-      delay = Math.min(max, Math.round(delay * 1.5));
+      await sleep(Math.min(max, Math.max(min, Math.round((Date.now() - started) * 0.15))), signal);
     }
   }
 

@@ -104,7 +104,13 @@ export function encodeParams(params: Record<string, unknown> | undefined): URLSe
 export class PveTransport implements ApiRequestable {
   private readonly port: number;
   private readonly pin?: string;
+  /** GETs: kept-alive connections. */
   private readonly agent: https.Agent;
+  /**
+   * POST/PUT/DELETE: a fresh connection each, so a mutation never goes out on a kept-alive socket the
+   * server is closing at that moment (that race looks like "dropped after sending" and would need reconciling).
+   */
+  private readonly freshAgent: https.Agent;
   private ticket?: { ticket: string; csrf: string };
   private readonly secrets: string[] = [];
   /** Requests sent (for the benchmark). */
@@ -116,19 +122,22 @@ export class PveTransport implements ApiRequestable {
     if (opts.auth.kind === 'token') this.secrets.push(opts.auth.secret);
     else this.secrets.push(opts.auth.password);
     const self = this;
-    // An agent whose connections are verified (pin or CA) before http writes the request on them.
+    // Agents whose connections are verified (pin or CA) before http writes the request on them.
     // (http's Agent#createSocket accepts the socket through the callback when createConnection returns undefined.)
-    this.agent = new (class extends https.Agent {
+    class VerifiedAgent extends https.Agent {
       override createConnection(o: https.RequestOptions, cb?: (err: Error | null, s: Duplex) => void): undefined {
         self.connect(o as tls.ConnectionOptions, (err, s) => cb?.(err, s as Duplex));
         return undefined;
       }
-    })({ keepAlive: true, maxSockets: 4 });
+    }
+    this.agent = new VerifiedAgent({ keepAlive: true, maxSockets: 4, timeout: 15_000 }); // idle kept-alive sockets close after 15 s
+    this.freshAgent = new VerifiedAgent({ keepAlive: false });
   }
 
   /** Close idle connections. */
   close(): void {
     this.agent.destroy();
+    this.freshAgent.destroy();
   }
 
   /** `text` with every secret replaced by `***`. */
@@ -294,7 +303,7 @@ export class PveTransport implements ApiRequestable {
         reject(err);
       };
       const req = https.request(
-        { host: this.opts.host, port: this.port, method, path: path + qs, headers, agent: this.agent, timeout: timeoutMs },
+        { host: this.opts.host, port: this.port, method, path: path + qs, headers, agent: mutating || isLogin ? this.freshAgent : this.agent, timeout: timeoutMs },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
