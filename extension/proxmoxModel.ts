@@ -176,18 +176,26 @@ export function vmRollbackButtons(rp: RestorePoint): string[] {
   return rp.machine.vmstate ? [ROLLBACK] : [ROLLBACK, ROLLBACK_AND_START];
 }
 
-/** What a VM rollback left: the guest state (running / stopped) in words, plus the sidecar's warnings. */
+/**
+ * What a VM rollback left: the guest state (running / stopped) in words, plus the sidecar's other
+ * warnings (its own "is <state> after the rollback" sentence, written for the CLI's --start, is
+ * replaced by ours, which names the VS Code choice).
+ */
 export function vmRestoreOutcome(target: string, rp: RestorePoint, res: Pick<ResultOf<'restorePointRestore'>, 'machineState' | 'warnings'>): string {
   const vm = guestWord(target);
   const p = proxmoxOf(target);
   const parts = [`Rolled back to "${rp.label}".`];
   if (res.machineState === 'stopped') {
-    const how = p ? ` Start it in Proxmox or with \`${p.type === 'lxc' ? 'pct' : 'qm'} start ${p.vmid}\` on the node.` : '';
-    parts.push(`The ${vm} is stopped: the snapshot has no RAM state.${how}`);
+    const how = p ? ` Start it in Proxmox or with \`${p.type === 'lxc' ? 'pct' : 'qm'} start ${p.vmid}\` on the node` : ' Start it';
+    parts.push(`The ${vm} is stopped: ${rp.machine.vmstate ? 'its RAM state did not resume' : 'the snapshot has no RAM state'}.${how}, or choose "${ROLLBACK_AND_START}" next time.`);
   } else if (res.machineState) {
     parts.push(`The ${vm} is ${res.machineState}.`);
   }
-  for (const w of res.warnings ?? []) if (!parts.some((x) => x.includes(w))) parts.push(w.endsWith('.') ? w : `${w}.`);
+  const own = res.machineState ? ` is ${res.machineState} after the rollback` : undefined;
+  for (const w of res.warnings ?? []) {
+    if ((own && w.includes(own)) || parts.some((x) => x.includes(w))) continue;
+    parts.push(/[.!)]$/.test(w) ? w : `${w}.`);
+  }
   return parts.join(' ');
 }
 

@@ -119,9 +119,14 @@ describe('extension/proxmoxModel', () => {
     assert.deepEqual(vmRollbackButtons(disk), ['Roll back', 'Roll back and start VM']);
     assert.deepEqual(vmRollbackButtons(ram), ['Roll back'], 'no start offer when RAM state resumes the VM');
 
-    const stopped = vmRestoreOutcome(T, disk, { machineState: 'stopped', warnings: ['the VM was stopped by the rollback; start it'] });
-    assert.match(stopped, /^Rolled back to "disk"\. The VM is stopped: the snapshot has no RAM state\. Start it in Proxmox or with `qm start 101` on the node\./);
-    assert.match(stopped, /the VM was stopped by the rollback; start it\.$/);
+    const stopped = vmRestoreOutcome(T, disk, {
+      machineState: 'stopped',
+      warnings: ['The VM was running and was hard-stopped by the rollback (unsaved work in it is lost).', 'The VM is stopped after the rollback (the snapshot has no RAM state); start it in Proxmox, or restore with --start next time.', 'WARN: a task warning'],
+    });
+    assert.equal(
+      stopped,
+      'Rolled back to "disk". The VM is stopped: the snapshot has no RAM state. Start it in Proxmox or with `qm start 101` on the node, or choose "Roll back and start VM" next time. The VM was running and was hard-stopped by the rollback (unsaved work in it is lost). WARN: a task warning.',
+    );
     assert.equal(vmRestoreOutcome(T, ram, { machineState: 'running' }), 'Rolled back to "ram". The VM is running.');
   });
 
