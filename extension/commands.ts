@@ -115,7 +115,9 @@ function guarded<A extends unknown[], R>(ctx: Ctx, name: string, fn: (...args: A
       ctx.lastError = { code: err.code, message: err.message, hint: err.hint };
       ctx.output.appendLine(`[extension] ${name} failed: ${err.code}: ${err.full()}`);
       const show = err.code === 'untrusted' || err.code === CANCELLED ? vscode.window.showWarningMessage : vscode.window.showErrorMessage;
-      void show(err.full(), 'Show Log').then((b) => b && ctx.output.show());
+      // Proxmox refused or lacks credentials: the fix in VS Code is the token command, not an env var
+      const fix = err.code === 'auth_failed' ? 'Set Proxmox API Token' : undefined;
+      void show(err.full(), ...(fix ? [fix] : []), 'Show Log').then((b) => (b === fix ? vscode.commands.executeCommand('agentkeep.setProxmoxToken') : b && ctx.output.show()));
       return undefined;
     }
   };

@@ -130,12 +130,12 @@ export function snapshotTree(rps: readonly RestorePoint[]): Map<string | undefin
   return tree;
 }
 
-/** The message after a cancelled wait: the task goes on where it runs, and how to watch it. */
+/** The message after a cancelled wait (a notification: plain text): the task goes on where it runs, and how to watch it. */
 export function continuesMessage(target: string, what: string): string {
   const p = proxmoxOf(target);
   if (p) {
     const node = p.node === '-' ? 'NODE' : p.node;
-    return `Stopped waiting for ${what}. The Proxmox task continues on ${p.host}: watch it under Tasks in the Proxmox web UI (node ${node}, VMID ${p.vmid}) or with \`pvesh get /nodes/${node}/tasks --vmid ${p.vmid}\` on the host. The Agent view updates when it ends.`;
+    return `Stopped waiting for ${what}. The Proxmox task continues on ${p.host}: watch it under Tasks in the Proxmox web UI (node ${node}, VMID ${p.vmid}) or with "pvesh get /nodes/${node}/tasks --vmid ${p.vmid}" on the host. The Agent view updates when it ends.`;
   }
   return `Stopped waiting for ${what}. It continues in the AgentKeep sidecar; the Agent view updates when it ends.`;
 }
@@ -186,7 +186,7 @@ export function vmRestoreOutcome(target: string, rp: RestorePoint, res: Pick<Res
   const p = proxmoxOf(target);
   const parts = [`Rolled back to "${rp.label}".`];
   if (res.machineState === 'stopped') {
-    const how = p ? ` Start it in Proxmox or with \`${p.type === 'lxc' ? 'pct' : 'qm'} start ${p.vmid}\` on the node` : ' Start it';
+    const how = p ? ` Start it in Proxmox or with "${p.type === 'lxc' ? 'pct' : 'qm'} start ${p.vmid}" on the node` : ' Start it';
     parts.push(`The ${vm} is stopped: ${rp.machine.vmstate ? 'its RAM state did not resume' : 'the snapshot has no RAM state'}.${how}, or choose "${ROLLBACK_AND_START}" next time.`);
   } else if (res.machineState) {
     parts.push(`The ${vm} is ${res.machineState}.`);

@@ -11,7 +11,7 @@
  * there and takes a screenshot into test-results/screenshots/ (agent-view.png, codelens.png,
  * keep-or-rollback.png, compare.png, statusbar.png, restore-quickpick.png, restore-scope.png,
  * restore-confirm.png, after-restore.png,
- * details.png, welcome.png, agent-view-proxmox.png);
+ * details.png, welcome.png, agent-view-proxmox.png, restore-confirm-proxmox.png, after-rollback-proxmox.png);
  * on failure, failure.png. Exit code 0 = all present.
  *
  * Usage: npx tsx scripts/test-e2e.ts (after `node esbuild.mjs` and scripts/setup-host.sh;
@@ -140,6 +140,21 @@ async function proxmoxScenario(page: Page, cs: CodeServer, tmp: string): Promise
     await page.waitForTimeout(500);
     await shot(page, 'agent-view-proxmox.png');
     if (sim.requests.some((q) => q.method === 'POST' && q.path.endsWith('/snapshot') && q.params.vmstate === '1') === false) throw new Error('No snapshot with vmstate=1 reached the simulator.');
+
+    // Roll back to the disk-only restore point: the confirmation warns, then the VM stays stopped and the UI says so.
+    await runCommand(page, 'AgentKeep: Restore…');
+    await (await expectVisible(page, '.quick-input-widget .monaco-list-row', 'The disk-only restore point in the quick pick', { hasText: 'after hermes update' })).click();
+    await (await expectVisible(page, '.quick-input-widget .monaco-list-row', 'The scope "Machine only"', { hasText: 'Machine only' })).click();
+    await expectVisible(page, '.monaco-dialog-box', 'The hard-stop warning', { hasText: 'hard-stopped' });
+    await expectVisible(page, '.monaco-dialog-box', 'The outside-world warning', { hasText: 'do not undo the outside world' });
+    await expectVisible(page, '.monaco-dialog-box .monaco-button', 'The "Roll back and start VM" button', { hasText: 'Roll back and start VM' });
+    await shot(page, 'restore-confirm-proxmox.png');
+    await page.locator('.monaco-dialog-box .monaco-button', { hasText: /^Roll back$/ }).first().click();
+    await expectVisible(page, '.notification-toast', 'The "VM is stopped" notification', { hasText: 'The VM is stopped', timeout: 60000 });
+    await expectVisible(page, '.monaco-list-row', 'The stopped guest', { hasText: 'pve1 · 101 · stopped' });
+    if (sim.guests.get(101)?.running !== false) throw new Error('The simulated VM runs after a rollback to a snapshot without RAM state.');
+    await page.mouse.move(1000, 300);
+    await shot(page, 'after-rollback-proxmox.png');
   } finally {
     await sim.stop();
   }

@@ -154,7 +154,7 @@ export function registerProxmoxSuite(): void {
       assert.equal(res.machineState, 'stopped');
       assert.equal(sim.guests.get(101)!.running, false, 'the simulated VM is stopped');
       log('after rollback:', api.lastRestoreMessage());
-      assert.match(api.lastRestoreMessage() ?? '', /^Rolled back to "disk only"\. The VM is stopped: the snapshot has no RAM state\. Start it in Proxmox or with `qm start 101` on the node, or choose "Roll back and start VM" next time\./);
+      assert.match(api.lastRestoreMessage() ?? '', /^Rolled back to "disk only"\. The VM is stopped: the snapshot has no RAM state\. Start it in Proxmox or with "qm start 101" on the node, or choose "Roll back and start VM" next time\./);
       assert.doesNotMatch(api.lastRestoreMessage() ?? '', /--start/, 'no CLI flag in the VS Code message');
       const r = await root();
       assert.equal(desc(r), 'pve1 · 101 · stopped');

@@ -125,7 +125,7 @@ describe('extension/proxmoxModel', () => {
     });
     assert.equal(
       stopped,
-      'Rolled back to "disk". The VM is stopped: the snapshot has no RAM state. Start it in Proxmox or with `qm start 101` on the node, or choose "Roll back and start VM" next time. The VM was running and was hard-stopped by the rollback (unsaved work in it is lost). WARN: a task warning.',
+      'Rolled back to "disk". The VM is stopped: the snapshot has no RAM state. Start it in Proxmox or with "qm start 101" on the node, or choose "Roll back and start VM" next time. The VM was running and was hard-stopped by the rollback (unsaved work in it is lost). WARN: a task warning.',
     );
     assert.equal(vmRestoreOutcome(T, ram, { machineState: 'running' }), 'Rolled back to "ram". The VM is running.');
   });
