@@ -1,5 +1,7 @@
 /** Proxmox helpers of the extension without VS Code (extension/proxmoxModel.ts). */
 import * as assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
 import {
   canRamState,
   checkTokenFormat,
@@ -128,6 +130,18 @@ describe('extension/proxmoxModel', () => {
       'Rolled back to "disk". The VM is stopped: the snapshot has no RAM state. Start it in Proxmox or with "qm start 101" on the node, or choose "Roll back and start VM" next time. The VM was running and was hard-stopped by the rollback (unsaved work in it is lost). WARN: a task warning.',
     );
     assert.equal(vmRestoreOutcome(T, ram, { machineState: 'running' }), 'Rolled back to "ram". The VM is running.');
+  });
+
+  it('restricts every setting that picks the host, guest, certificate, stores or state dir in untrusted workspaces', () => {
+    const pkg = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8'));
+    const restricted: string[] = pkg.capabilities.untrustedWorkspaces.restrictedConfigurations;
+    const props = Object.keys(pkg.contributes.configuration.properties as Record<string, unknown>);
+    const proxmox = props.filter((k) => k.startsWith('agentkeep.proxmox.'));
+    assert.deepEqual(proxmox.sort(), ['agentkeep.proxmox.caFile', 'agentkeep.proxmox.fingerprint', 'agentkeep.proxmox.host', 'agentkeep.proxmox.node', 'agentkeep.proxmox.port', 'agentkeep.proxmox.tag', 'agentkeep.proxmox.type', 'agentkeep.proxmox.vmid']);
+    for (const k of [...proxmox, 'agentkeep.target', 'agentkeep.stores', 'agentkeep.stateDir']) assert.ok(restricted.includes(k), `${k} is a restricted configuration`);
+    assert.ok(!props.some((k) => /token|secret|password/i.test(k)), 'no setting holds a credential');
+    const cmds = (pkg.contributes.commands as Array<{ command: string; title: string }>).map((c) => `${c.command}: ${c.title}`);
+    for (const c of ['agentkeep.setProxmoxToken: Set Proxmox API Token', 'agentkeep.clearProxmoxToken: Clear Proxmox API Token', 'agentkeep.chooseAgent: Choose Agent']) assert.ok(cmds.includes(c), c);
   });
 
   it('says where a task goes on after a cancelled wait', () => {
