@@ -256,12 +256,12 @@ async function createRestorePoint(ctx: Ctx, opts?: CreateOptions): Promise<Resto
   }
   const done = ctx.statusBar.setBusy('Creating restore point…');
   try {
-    const title = vmstate ? 'Creating restore point with RAM state…' : 'Creating restore point…';
+    // A QEMU snapshot saves the RAM state, and upstream QEMU pauses the VM for the whole save.
+    const title = config.target.startsWith('qemu:') ? 'Creating restore point (QEMU pauses the VM while it saves its RAM state)…' : vmstate ? 'Creating restore point with RAM state…' : 'Creating restore point…';
     const rp = await longTask(ctx, config.target, title, (progress, token) =>
       ctx.sidecar.request('restorePointCreate', { target: config.target, stores: config.stores, label, kind: 'manual', reason: opts?.reason, ...(vmstate ? { vmstate } : {}) }, progressReporter(progress), token),
     );
-    const warn = rp.machine.warnings?.length ? ` Proxmox warned: ${rp.machine.warnings.join('; ')}` : '';
-    void vscode.window.showInformationMessage(`Restore point "${rp.label}" created${rp.machine.vmstate ? ' with RAM state' : ''}.${warn}`);
+    void vscode.window.showInformationMessage([`Restore point "${rp.label}" created${rp.machine.vmstate ? ' with RAM state' : ''}.`, ...(rp.machine.warnings ?? [])].join(' '));
     return rp;
   } finally {
     done();

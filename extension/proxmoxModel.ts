@@ -160,7 +160,9 @@ export function vmRollbackQuestion(target: string, rp: RestorePoint, scope: Scop
 /** Detail of that confirmation: hard stop, RAM state or not, the outside world, undo. */
 export function vmRollbackDetail(target: string, rp: RestorePoint): string {
   const vm = guestWord(target);
-  const lines = [`If the ${vm} is running it is hard-stopped (no clean shutdown: unsaved work in it is lost), then its disks go back to the snapshot.`];
+  const lines = proxmoxOf(target)
+    ? [`If the ${vm} is running it is hard-stopped (no clean shutdown: unsaved work in it is lost), then its disks go back to the snapshot.`]
+    : ['The VM\'s disks and RAM go back to the snapshot (QEMU loadvm): what runs in it now is replaced, and unsaved work in it is lost.'];
   lines.push(
     rp.machine.vmstate
       ? `The snapshot has RAM state: the ${vm} resumes running where it was when the snapshot was taken.`
@@ -185,7 +187,9 @@ export function vmRestoreOutcome(target: string, rp: RestorePoint, res: Pick<Res
   const vm = guestWord(target);
   const p = proxmoxOf(target);
   const parts = [`Rolled back to "${rp.label}".`];
-  if (res.machineState === 'stopped') {
+  if (!p && res.machineState) {
+    parts.push(`The VM's disks and RAM are back at the restore point; it is ${res.machineState}.`); // qemu: (QMP loadvm)
+  } else if (res.machineState === 'stopped') {
     const how = p ? ` Start it in Proxmox or with "${p.type === 'lxc' ? 'pct' : 'qm'} start ${p.vmid}" on the node` : ' Start it';
     parts.push(`The ${vm} is stopped: ${rp.machine.vmstate ? 'its RAM state did not resume' : 'the snapshot has no RAM state'}.${how}, or choose "${ROLLBACK_AND_START}" next time.`);
   } else if (res.machineState) {

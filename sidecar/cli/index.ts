@@ -157,6 +157,7 @@ function program(ctx: Ctx): Command {
         ctx.io.out(createdLine(rpnt));
         const n = rpnt.machine.skipped ?? 0;
         if (n) ctx.io.out(`Skipped ${n} socket/FIFO/device ${n === 1 ? 'entry' : 'entries'} (not captured; see docs/dir-backend.md).`);
+        for (const w of rpnt.machine.warnings ?? []) ctx.io.out(`Note: ${w}`);
       }
     });
 
@@ -187,7 +188,7 @@ function program(ctx: Ctx): Command {
       const asJson = json(cmd);
       const c = core(cmd);
       const stores = o.store.length ? o.store : undefined;
-      const vm = /^proxmox:/i.test(o.target.trim()) && o.scope !== 'agent';
+      const pve = /^proxmox:/i.test(o.target.trim()) && o.scope !== 'agent'; // a Proxmox rollback: say what it does to the guest
       if (!o.yes) {
         if (!ctx.io.isTTY) {
           throw new AgentKeepError(
@@ -196,10 +197,15 @@ function program(ctx: Ctx): Command {
             'Pass --yes (the current state is captured first, so the restore can be undone).',
           );
         }
-        if (vm) ctx.io.err(`Rolling back ${o.target} to ${id}:\n${VM_RESTORE_NOTE}\nThe current state is snapshotted first, so this can be undone.`);
+        if (pve) ctx.io.err(`Rolling back ${o.target} to ${id}:\n${VM_RESTORE_NOTE}\nThe current state is snapshotted first, so this can be undone.`);
         else {
-          const diff = await c.diffRestorePoint({ target: o.target, id, stores });
-          ctx.io.err(`Restoring ${id} (scope ${o.scope}) on ${o.target}:\n${changeSummary(diff, true, o.scope)}\nThe current state is captured first, so this can be undone.`);
+          // VM backends (qemu) have no file list: their snapshots are whole-VM.
+          const diff = await c.diffRestorePoint({ target: o.target, id, stores }).catch((e: unknown) => {
+            if (e instanceof AgentKeepError && e.kind === 'Unsupported') return undefined;
+            throw e;
+          });
+          const what = diff ? changeSummary(diff, true, o.scope) : '  The whole VM (disks and RAM) goes back to the restore point.';
+          ctx.io.err(`Restoring ${id} (scope ${o.scope}) on ${o.target}:\n${what}\nThe current state is captured first, so this can be undone.`);
         }
         if (!(await ctx.io.confirm('Restore?'))) {
           throw new AgentKeepError('ConfirmationRequired', 'Restore cancelled; nothing was changed.', 'Answer y to restore, or pass --yes.');
@@ -216,11 +222,14 @@ function program(ctx: Ctx): Command {
       if (asJson) {
         const { id: rid, label, createdAt, status, kind, target } = r.restored;
         printJson(ctx, { id: rid, label, createdAt, status, kind, target, scope: o.scope, restored: r.restored, undo: r.undo, changes: r.changes, ...(r.machineState ? { machineState: r.machineState } : {}), ...(r.warnings ? { warnings: r.warnings } : {}) });
-      } else if (vm) {
+      } else if (pve) {
         const undo = `agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}`;
         ctx.io.out([`Rolled back ${o.target} to ${r.restored.id} "${r.restored.label}". The guest is ${r.machineState ?? 'in an unknown state'}.`, ...(r.warnings ?? []).map((w) => `Warning: ${w}`), VM_RESTORE_NOTE.split('\n')[1], `Undo: ${undo}`].join('\n'));
       } else {
-        ctx.io.out(`Restored ${r.restored.id} "${r.restored.label}" (scope ${o.scope}).\n${changeSummary(r.changes, false, o.scope)}\nUndo: agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}`);
+        // VM backends: no file list; the whole VM went back, and it is running or paused now.
+        const what = r.machineState ? `  The VM's disks and RAM are back at the restore point; the VM is ${r.machineState}.` : changeSummary(r.changes, false, o.scope);
+        ctx.io.out(`Restored ${r.restored.id} "${r.restored.label}" (scope ${o.scope}).\n${what}\nUndo: agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}`);
+        for (const w of r.warnings ?? []) ctx.io.out(`Note: ${w}`);
       }
     });
 

@@ -4,6 +4,7 @@
  */
 import { AgentKeepError } from '../core/errors';
 import { dirBackend } from './dir';
+import { qemuBackend } from './qemu';
 import { proxmoxBackend } from './proxmox';
 import type { BackendContext, BackendFactory, MachineBackend } from './types';
 
@@ -18,6 +19,7 @@ export function registerBackend(f: BackendFactory): void {
 
 // ---- registrations (one line per backend) ----
 registerBackend(dirBackend);
+registerBackend(qemuBackend);
 registerBackend(proxmoxBackend);
 
 /** All registered backend families. */

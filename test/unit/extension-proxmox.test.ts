@@ -130,6 +130,10 @@ describe('extension/proxmoxModel', () => {
       'Rolled back to "disk". The VM is stopped: the snapshot has no RAM state. Start it in Proxmox or with "qm start 101" on the node, or choose "Roll back and start VM" next time. The VM was running and was hard-stopped by the rollback (unsaved work in it is lost). WARN: a task warning.',
     );
     assert.equal(vmRestoreOutcome(T, ram, { machineState: 'running' }), 'Rolled back to "ram". The VM is running.');
+    // plain QEMU (loadvm): disks and RAM, no hard stop
+    assert.equal(vmRestoreOutcome('qemu:/run/vm.sock', ram, { machineState: 'running', warnings: ['QEMU paused the VM for the save'] }), 'Rolled back to "ram". The VM\'s disks and RAM are back at the restore point; it is running. QEMU paused the VM for the save.');
+    assert.match(vmRollbackDetail('qemu:/run/vm.sock', ram), /^The VM's disks and RAM go back to the snapshot \(QEMU loadvm\)/);
+    assert.doesNotMatch(vmRollbackDetail('qemu:/run/vm.sock', ram), /hard-stopped/);
   });
 
   it('restricts every setting that picks the host, guest, certificate, stores or state dir in untrusted workspaces', () => {
