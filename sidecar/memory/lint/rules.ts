@@ -234,6 +234,12 @@ export function stale(store: string, file: LintFile, m: MachineFacts): LintFindi
   return out;
 }
 
+/**
+ * Hermes reader warnings about hand edits and drift: the drift rule reports the same facts from the
+ * raw text, with evidence, so they are not repeated as store findings.
+ */
+const COVERED_BY_DRIFT = [/^Drift: /, /^Changed outside Hermes' memory tool: /];
+
 /** Store warnings from the adapter (non-durable config, embedding model mismatch ...). */
 export function storeWarnings(s: LintStore): LintFinding[] {
   const out: LintFinding[] = [];
@@ -241,6 +247,7 @@ export function storeWarnings(s: LintStore): LintFinding[] {
   for (const f of s.files) {
     for (const w of f.warnings ?? []) {
       if (seen.has(w)) continue; // one store-wide warning repeated per file
+      if (f.raw !== undefined && COVERED_BY_DRIFT.some((re) => re.test(w))) continue;
       seen.add(w);
       out.push({ kind: 'store', severity: 'warning', entries: [], stores: [s.store], message: `${path.basename(f.file)}: ${w}`, evidence: [f.file] });
     }
