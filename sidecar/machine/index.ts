@@ -3,6 +3,7 @@
  * registration line below.
  */
 import { AgentKeepError } from '../core/errors';
+import { btrfsBackend } from './btrfs';
 import { dirBackend } from './dir';
 import type { BackendContext, BackendFactory, MachineBackend } from './types';
 
@@ -17,6 +18,7 @@ export function registerBackend(f: BackendFactory): void {
 
 // ---- registrations (one line per backend) ----
 registerBackend(dirBackend);
+registerBackend(btrfsBackend);
 
 /** All registered backend families. */
 export function backends(): BackendFactory[] {

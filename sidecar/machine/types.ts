@@ -141,6 +141,17 @@ export interface MachineBackend {
   readFile?(snapshotId: string, rel: string, maxBytes: number): Promise<SnapshotFile>;
   /** Delete a snapshot (not its shared objects; the core garbage-collects those). */
   delete(snapshotId: string): Promise<void>;
+  /**
+   * Disk use of snapshots `ids` kept outside the object store (btrfs: `btrfs filesystem du`).
+   * Optional: backends whose snapshots live in the object store (dir: the core sums the objects
+   * their manifests name, see `objectsOf`) or on a hypervisor leave it out. `quick`: return undefined
+   * instead of walking the snapshots (the core's size-cap check after a create asks so).
+   * @returns bytes: bytes the snapshots hold, shared extents counted once; points: per snapshot
+   *   `bytes` (logical) and `newBytes` (held by it alone).
+   */
+  usage?(ids: string[], opts?: { quick?: boolean }): Promise<{ bytes: number; points: Map<string, { bytes: number; newBytes: number }> } | undefined>;
+  /** Object hashes snapshot `id` references in the object store (dir); for the per-target disk use. */
+  objectsOf?(id: string): Promise<string[]>;
 }
 
 /** A backend family: builds the backend for one target and reports the objects all its snapshots use. */
