@@ -150,8 +150,11 @@ export interface MachineBackend {
    *   `bytes` (logical) and `newBytes` (held by it alone).
    */
   usage?(ids: string[], opts?: { quick?: boolean }): Promise<{ bytes: number; points: Map<string, { bytes: number; newBytes: number }> } | undefined>;
-  /** Object hashes snapshot `id` references in the object store (dir); for the per-target disk use. */
-  objectsOf?(id: string): Promise<string[]>;
+  /**
+   * Objects snapshot `id` references in the object store (dir): hash -> size in bytes; for the
+   * per-target disk use and the prune estimate. @throws CorruptSnapshot when its data is missing.
+   */
+  objectsOf?(id: string): Promise<Map<string, number>>;
 }
 
 /** A backend family: builds the backend for one target and reports the objects all its snapshots use. */
