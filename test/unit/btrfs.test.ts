@@ -6,6 +6,7 @@
  */
 import * as assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -145,6 +146,26 @@ describe('btrfs backend (real btrfs on a loop device)', function () {
     await core.restoreRestorePoint({ target, id: rp.id, scope: 'both' });
     assert.doesNotMatch(read(path.join(home, 'memories/MEMORY.md')), /left-pad/);
     assert.ok(!fs.existsSync(path.join(home, 'skills/npm/left-pad')));
+  });
+
+  it('usage: btrfs filesystem du per snapshot and per target; prune --dry-run estimates the exclusive bytes', async () => {
+    const MiB = 1024 * 1024;
+    fs.writeFileSync(path.join(sv, 'one.bin'), randomBytes(MiB));
+    const a = await core.createRestorePoint({ target, stores: [] });
+    fs.rmSync(path.join(sv, 'one.bin'));
+    fs.writeFileSync(path.join(sv, 'two.bin'), randomBytes(MiB));
+    execFileSync('sync');
+    const b = await core.createRestorePoint({ target, stores: [] });
+    const u = await core.usageRestorePoints({ target });
+    assert.deepEqual(u.points.map((p) => p.id), [b.id, a.id]);
+    assert.equal(u.points[1].bytes, MiB, 'a holds one.bin');
+    assert.equal(u.points[1].newBytes, MiB, 'one.bin is only in a');
+    assert.equal(u.points[0].newBytes, 0, 'two.bin is shared with the live subvolume');
+    assert.equal(u.bytes, 2 * MiB, 'both files once');
+    assert.equal(u.level, 'ok');
+    const dry = await core.pruneRestorePoints({ target, dryRun: true, keep: 1, minAgeMs: 0 });
+    assert.deepEqual(dry.deleted.map((d) => d.id), [a.id]);
+    assert.equal(dry.estimatedFreeBytes, MiB);
   });
 
   it('compare and readFile read the snapshots themselves', async () => {
