@@ -7,13 +7,13 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { MemoryFile, RestorePoint, ResultOf } from '../sidecar/protocol';
 import { readAgentConfig, type AgentConfig } from './config';
-import { displayLabel, entryTitle, formatAge, formatBytes, formatReason, shortReason, targetName } from './format';
+import { displayLabel, entryTitle, formatAge, formatBytes, formatReason, shortReason, targetName, usageText } from './format';
 import type { Sidecar } from './sidecar';
 import { toSidecarError } from './sidecar';
 
 /** Every node of the Agent tree. `kind` discriminates. */
 export type AgentNode =
-  | { kind: 'agent'; config: AgentConfig; status?: ResultOf<'agentStatus'>; error?: string }
+  | { kind: 'agent'; config: AgentConfig; status?: ResultOf<'agentStatus'>; usage?: ResultOf<'restorePointUsage'>; error?: string }
   | { kind: 'restorePoints'; config: AgentConfig }
   | { kind: 'restorePoint'; config: AgentConfig; rp: RestorePoint; label: string }
   | { kind: 'memory'; config: AgentConfig }
@@ -30,12 +30,36 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
   lastRestorePoints: RestorePoint[] = [];
   /** Last agent status shown. */
   lastStatus: ResultOf<'agentStatus'> | undefined;
+  /** Last disk use shown (restorePoint.usage), per target. */
+  lastUsage: ResultOf<'restorePointUsage'> | undefined;
 
   constructor(private readonly sidecar: Sidecar) {}
 
   /** Re-read everything from the sidecar. */
   refresh(): void {
     this.emitter.fire(undefined);
+  }
+
+  /**
+   * Disk use of the target's restore points for the agent node. Waits at most USAGE_WAIT_MS (btrfs
+   * walks its snapshots); a slower answer is kept and shown by a refresh when it arrives.
+   */
+  private async usage(target: string): Promise<ResultOf<'restorePointUsage'> | undefined> {
+    const req = this.sidecar.request('restorePointUsage', { target }).then(
+      (u) => u,
+      () => undefined,
+    );
+    const first = await Promise.race([req, new Promise<'late'>((r) => setTimeout(() => r('late'), USAGE_WAIT_MS))]);
+    if (first !== 'late') {
+      this.lastUsage = first;
+      return first;
+    }
+    void req.then((u) => {
+      const changed = JSON.stringify(u) !== JSON.stringify(this.lastUsage);
+      this.lastUsage = u;
+      if (changed) this.refresh();
+    });
+    return this.lastUsage?.target === target ? this.lastUsage : undefined;
   }
 
   getTreeItem(n: AgentNode): vscode.TreeItem {
@@ -50,12 +74,14 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
           item.iconPath = new vscode.ThemeIcon('error');
           item.tooltip = n.error;
         } else if (s) {
-          item.description = `${s.reachable ? 'reachable' : 'unreachable'} · ${s.backend}`;
-          item.iconPath = new vscode.ThemeIcon(s.reachable ? 'vm-active' : 'vm-outline');
+          const u = n.usage;
+          item.description = `${s.reachable ? 'reachable' : 'unreachable'} · ${s.backend}${u ? ` · ${usageText(u)}` : ''}`;
+          item.iconPath = new vscode.ThemeIcon(u && u.level !== 'ok' ? 'warning' : s.reachable ? 'vm-active' : 'vm-outline');
           const md = new vscode.MarkdownString(undefined, true);
           md.appendMarkdown(`**Target** \`${n.config.target}\`\n\n`);
           md.appendMarkdown(`Backend: ${s.backend} · ${s.reachable ? 'reachable' : `not reachable: ${s.message ?? ''}`}\n\n`);
           md.appendMarkdown(`Restore points: ${s.restorePoints}\n\n`);
+          if (u) md.appendMarkdown(`Disk use: ${formatBytes(u.bytes)} of the ${formatBytes(u.capBytes)} cap${u.level === 'over' ? ' — **over the cap**: prune some restore points' : u.level === 'near' ? ' — near the cap' : ''}\n\n`);
           for (const st of s.stores) md.appendMarkdown(`Store \`${st.store}\`: ${st.ok ? 'ok' : st.message ?? 'not ok'}\n\n`);
           md.appendMarkdown(`Sidecar ${s.version}`);
           item.tooltip = md;
@@ -136,7 +162,7 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
       try {
         const status = await this.sidecar.request('agentStatus', { target: config.target, stores: config.stores });
         this.lastStatus = status;
-        return [{ kind: 'agent', config, status }];
+        return [{ kind: 'agent', config, status, usage: await this.usage(config.target) }];
       } catch (e) {
         return [{ kind: 'agent', config, error: toSidecarError(e).full() }];
       }
@@ -175,6 +201,9 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
     }
   }
 }
+
+/** How long the Agent view waits for restorePoint.usage before showing the last known value (ms). */
+const USAGE_WAIT_MS = 1500;
 
 function rpIcon(rp: RestorePoint): string {
   if (rp.status === 'failed') return 'error';
