@@ -12,7 +12,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
 import { AgentKeepError } from '../../sidecar/core/errors';
-import { SNAPSHOTS_DIR } from '../../sidecar/machine/btrfs';
+import { compareTrees, SNAPSHOTS_DIR } from '../../sidecar/machine/btrfs';
+import { compareBySend } from '../../sidecar/machine/btrfs/sendstream';
+import { rng } from '../../bench/lib';
 import { describeTree, makeHermesHome, put } from './dir-fixtures';
 import { mountLoopBtrfs, type LoopBtrfs } from './helpers/btrfs';
 
@@ -166,6 +168,64 @@ describe('btrfs backend (real btrfs on a loop device)', function () {
     const dry = await core.pruneRestorePoints({ target, dryRun: true, keep: 1, minAgeMs: 0 });
     assert.deepEqual(dry.deleted.map((d) => d.id), [a.id]);
     assert.equal(dry.estimatedFreeBytes, MiB);
+  });
+
+  it('the send-stream compare equals a full stat walk of both snapshots (random changes, odd names)', async () => {
+    const rand = rng(7);
+    const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)];
+    const odd = ['sp ace', 'tab\tname', 'back\\slash', 'new\nline', 'ünï ☃', 'o1-2-3-ish', '-dash', 'a=b'];
+    const dirs = ['', 'd1', 'd1/d2', 'd3', 'd3/sp ace dir'];
+    for (const d of dirs) if (d) fs.mkdirSync(path.join(sv, d), { recursive: true });
+    for (let i = 0; i < 60; i++) put(sv, `${pick(dirs) || '.'}/${i % 8 === 0 ? pick(odd) : `f${i}`}`, `c${i}\n`);
+    fs.symlinkSync('d1', path.join(sv, 'ln'));
+    const snaps: string[] = [];
+    const snapOf = async (): Promise<string> => {
+      const rp = await core.createRestorePoint({ target, stores: [] });
+      snaps.push(rp.id);
+      return path.join(fsx.mnt, SNAPSHOTS_DIR, path.basename(sv), rp.id);
+    };
+    let prev = await snapOf();
+    const all = (): string[] => {
+      const out: string[] = [];
+      const walk = (rel: string): void => {
+        for (const n of fs.readdirSync(path.join(sv, rel))) {
+          const p = rel ? `${rel}/${n}` : n;
+          out.push(p);
+          if (fs.lstatSync(path.join(sv, p)).isDirectory()) walk(p);
+        }
+      };
+      walk('');
+      return out;
+    };
+    for (let round = 0; round < 6; round++) {
+      for (let k = 0; k < 12; k++) {
+        const paths = all();
+        const p = pick(paths);
+        const abs = path.join(sv, p);
+        const st = fs.lstatSync(abs);
+        const r = rand();
+        if (r < 0.2 && st.isFile()) fs.appendFileSync(abs, 'more');
+        else if (r < 0.3) fs.chmodSync(abs, st.isDirectory() ? 0o750 : 0o600);
+        else if (r < 0.45) fs.rmSync(abs, { recursive: true, force: true });
+        else if (r < 0.6) fs.renameSync(abs, path.join(sv, pick(dirs.filter((d) => !d.startsWith(p))) || '.', `moved-${round}-${k}${pick(['', ' x', '\t'])}`));
+        else if (r < 0.7 && st.isFile()) {
+          fs.rmSync(abs);
+          fs.mkdirSync(abs);
+          put(abs, 'inner', 'now a dir');
+        } else if (r < 0.8) put(sv, `${pick(dirs) || '.'}/${pick(odd)}-${round}-${k}`, 'new');
+        else if (r < 0.9) fs.mkdirSync(path.join(sv, `nd-${round}-${k}`, 'deep'), { recursive: true });
+        else if (st.isFile()) fs.utimesSync(abs, new Date(1e12 + k), new Date(1e12 + k));
+        for (const d of dirs) if (d) fs.mkdirSync(path.join(sv, d), { recursive: true });
+      }
+      const next = await snapOf();
+      const viaSend = await compareBySend(prev, next);
+      const viaWalk = await compareTrees(prev, next);
+      assert.deepEqual(viaSend, viaWalk, `round ${round}`);
+      assert.ok(viaWalk.added.length + viaWalk.removed.length + viaWalk.changed.length > 0, 'something changed');
+      // and across several rounds, and backwards
+      assert.deepEqual(await compareBySend(next, path.join(path.dirname(next), snaps[0])), await compareTrees(next, path.join(path.dirname(next), snaps[0])), `round ${round} back to the first`);
+      prev = next;
+    }
   });
 
   it('compare and readFile read the snapshots themselves', async () => {

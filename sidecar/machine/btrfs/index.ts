@@ -15,10 +15,12 @@
  * live subvolume is then deleted: the core took a `pre-restore` restore point of it just before (a
  * read-only snapshot), which is the undo. A failure before the second rename puts everything back.
  *
- * Changes (diff, compare, the restore's change list) come from a stat-only walk of both trees with
- * the dir backend's scanner: a snapshot keeps inode numbers and ctimes, and any write changes ctime,
- * so (type, mode, size, mtime, ctime, inode, link target) equal means unchanged. A file touched with
- * the same content is reported as changed.
+ * Changes (diff, compare, the restore's change list) are stat-level: a snapshot keeps inode numbers
+ * and ctimes, and any write changes ctime, so (type, mode, size, mtime, ctime, inode, link target)
+ * equal means unchanged; a file touched with the same content is reported as changed. Between two
+ * read-only snapshots they come from the send stream (sendstream.ts: work proportional to the
+ * changes); when that fails, from a full stat walk of both trees with the dir backend's scanner.
+ * diff (against now) takes a temporary read-only snapshot of the live subvolume for that.
  */
 import { randomBytes } from 'node:crypto';
 import { execFile } from 'node:child_process';
@@ -32,13 +34,28 @@ import type { BackendContext, BackendFactory, BackendProgress, MachineBackend, M
 import type { Entry } from '../dir/manifest';
 import { scanTree } from '../dir/scan';
 import { btrfs, filesystemDu, isBtrfs, isSubvolumeRoot, mountPoints, permissionError } from './progs';
+import { compareBySend } from './sendstream';
 
 /** Name of the hidden directory (in the subvolume's parent) that holds the snapshots. */
 export const SNAPSHOTS_DIR = '.agentkeep-snapshots';
 
-/** Stat-level equality of two scanned entries (no content hashes; see the file header). */
+/**
+ * Stat-level equality of two scanned entries (no content hashes; see the file header). Directories
+ * compare by mode only, as in the dir backend: an added or removed child is reported itself.
+ */
 function sameStat(a: Entry, b: Entry): boolean {
-  return a.t === b.t && a.m === b.m && a.s === b.s && a.mt === b.mt && a.ct === b.ct && a.i === b.i && a.l === b.l;
+  if (a.t !== b.t || a.m !== b.m) return false;
+  if (a.t === 'd') return true;
+  return a.s === b.s && a.mt === b.mt && a.ct === b.ct && a.i === b.i && a.l === b.l;
+}
+
+/** Changes from snapshot `from` to snapshot `to` via the send stream, else by walking both trees. */
+async function compareSnapshots(from: string, to: string, skip?: PathFilter): Promise<MachineChanges> {
+  try {
+    return await compareBySend(from, to, skip);
+  } catch {
+    return compareTrees(from, to, skip);
+  }
 }
 
 /** Changes from tree `from` to tree `to` (added = only in `to`), by a stat-only walk of both. */
@@ -200,14 +217,25 @@ export class BtrfsBackend implements MachineBackend {
     await btrfs(['subvolume', 'delete', p], `delete snapshot ${p}`);
   }
 
+  /** What a restore would change (added = exists now, not in the snapshot), via a temporary read-only snapshot of now. */
   async diff(snapshotId: string, opts: { skip?: PathFilter }): Promise<MachineChanges> {
     await this.check();
-    // what a restore would do: added = exists now, not in the snapshot
-    return compareTrees(await this.existing(snapshotId), this.subvol, opts.skip);
+    const snap = await this.existing(snapshotId);
+    const now = path.join(this.snapDir, `.diff-${randomBytes(6).toString('hex')}`);
+    try {
+      await btrfs(['subvolume', 'snapshot', '-r', this.subvol, now], `snapshot ${this.subvol} for a diff`);
+    } catch {
+      return compareTrees(snap, this.subvol, opts.skip);
+    }
+    try {
+      return await compareSnapshots(snap, now, opts.skip);
+    } finally {
+      await btrfs(['subvolume', 'delete', now], `delete ${now}`).catch(() => undefined);
+    }
   }
 
   async compare(fromId: string, toId: string): Promise<MachineChanges> {
-    return compareTrees(await this.existing(fromId), await this.existing(toId));
+    return compareSnapshots(await this.existing(fromId), await this.existing(toId));
   }
 
   /**
@@ -257,7 +285,10 @@ export class BtrfsBackend implements MachineBackend {
     // What changes (before the swap, while both trees are still there).
     let changes: MachineChanges = { added: [], removed: [], changed: [] };
     try {
-      changes = await compareTrees(snap, this.subvol, opts.skip);
+      // the pre-restore snapshot the core just took is the current state
+      const cur = opts.currentId && isValidId(opts.currentId) ? this.snapshotPath(opts.currentId) : undefined;
+      const haveCur = cur && (await fs.stat(cur).then(() => true, () => false));
+      changes = haveCur ? await compareSnapshots(snap, cur, opts.skip) : await compareTrees(snap, this.subvol, opts.skip);
     } catch (e) {
       warnings.push(`The list of changed files is not available (${(e as Error).message}); the rollback itself is complete.`);
     }
