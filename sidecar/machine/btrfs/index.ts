@@ -23,7 +23,7 @@
  * diff (against now) takes a temporary read-only snapshot of the live subvolume for that.
  */
 import { randomBytes } from 'node:crypto';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { AgentKeepError } from '../../core/errors';
@@ -105,6 +105,15 @@ function cpReflink(src: string, dst: string): Promise<void> {
   });
 }
 
+/** `btrfs subvolume delete p` in a detached process (it outlives a CLI that exits). */
+function backgroundDelete(p: string): void {
+  try {
+    spawn('btrfs', ['subvolume', 'delete', p], { detached: true, stdio: 'ignore' }).on('error', () => undefined).unref();
+  } catch {
+    /* swept by the next create or restore */
+  }
+}
+
 /** The btrfs backend for one target (a subvolume). */
 export class BtrfsBackend implements MachineBackend {
   readonly name = 'btrfs';
@@ -169,6 +178,18 @@ export class BtrfsBackend implements MachineBackend {
     }
   }
 
+  /**
+   * Delete temp subvolumes a restore left (`.restore-*`: an interrupted rollback's new copy;
+   * `.replaced-*`: a replaced subvolume whose background delete did not finish), in the background.
+   * Only called under the target lock, after check() found the live subvolume in place.
+   */
+  private async sweep(): Promise<void> {
+    for (const p of [...(await this.leftBehind('.restore-')), ...(await this.leftBehind('.replaced-'))]) {
+      const age = await fs.stat(p).then((st) => Date.now() - st.ctimeMs, () => 0);
+      if (age > 60_000) backgroundDelete(p); // younger: a delete of our own may still be running
+    }
+  }
+
   /** Entries `<prefix>*` in the snapshot dir (temp subvolumes of an interrupted restore). */
   private async leftBehind(prefix: string): Promise<string[]> {
     const names = await fs.readdir(this.snapDir).catch(() => [] as string[]);
@@ -182,6 +203,7 @@ export class BtrfsBackend implements MachineBackend {
    */
   async create(snapshotId: string, opts: { progress?: BackendProgress; signal?: AbortSignal }): Promise<SnapshotInfo> {
     await this.check();
+    await this.sweep();
     throwIfAborted(opts.signal, 'the restore point was not created; nothing in the target was changed');
     try {
       await fs.mkdir(this.snapDir, { recursive: true, mode: 0o700 });
@@ -317,11 +339,10 @@ export class BtrfsBackend implements MachineBackend {
       await dropFresh();
       throw e;
     }
-    try {
-      await btrfs(['subvolume', 'delete', replaced], `delete the replaced subvolume ${replaced}`);
-    } catch (e) {
-      warnings.push(`The replaced subvolume was kept at ${replaced} (${(e as AgentKeepError).message}); delete it with: btrfs subvolume delete ${replaced}`);
-    }
+    // The replaced subvolume is the pre-restore restore point's state already; deleting it takes
+    // seconds for a large tree (the kernel drops its cached dentries), so it runs in the background.
+    // One that survives (a crash, an error) is swept by the next create or restore.
+    backgroundDelete(replaced);
     opts.progress?.('restore', 1, 1);
     return { ...changes, ...(warnings.length ? { warnings } : {}) };
   }
