@@ -8,21 +8,24 @@
  *   3. restore of the first restore point (AgentKeep: Core.restoreRestorePoint --scope machine,
  *      which includes the automatic pre-restore restore point and the list of changed paths;
  *      git: git clean -fdq && git reset --hard -q <first>)
- * plus the btrfs rollback alone (BtrfsBackend.restore minus its change list: writable snapshot + two
- * renames + delete of the replaced subvolume), to separate the O(1) swap from the O(n) change list.
+ *      (steps 2 and 3: median of BENCH_ROUNDS rounds, each changing the tree again first)
+ * plus the btrfs backend's restore alone (BtrfsBackend.restore: change list from the send stream,
+ * writable snapshot, two renames, background delete of the replaced subvolume; no pre-restore point).
  * Run: npm run bench:btrfs    (= npx tsx bench/btrfs.bench.ts; as root)
- * Env: BENCH_SIZES (1000,100000), BENCH_MD=path writes the markdown table there too.
+ * Env: BENCH_SIZES (1000,100000), BENCH_ROUNDS (3), BENCH_MD=path writes the markdown table there too.
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Core } from '../sidecar/core/core';
-import { btrfs } from '../sidecar/machine/btrfs/progs';
+import { BtrfsBackend } from '../sidecar/machine/btrfs';
+import { resolveTarget } from '../sidecar/core/target';
 import { mountLoopBtrfs } from '../test/unit/helpers/btrfs';
-import { rng, time } from './lib';
+import { median, rng, time } from './lib';
 
 const SIZES = (process.env.BENCH_SIZES ?? '1000,100000').split(',').map(Number);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 
 /** Write `n` small text files (about 200 bytes each, 50 per directory) under `root`. */
 function generate(root: string, n: number): void {
@@ -76,24 +79,29 @@ async function main(): Promise<void> {
 
       const row = async (target: string, tree: string): Promise<Row> => {
         const [initial, first] = await time(() => core.createRestorePoint({ target, stores: [] }));
-        mutate(tree, n, 1);
-        const [create] = await time(() => core.createRestorePoint({ target, stores: [] }));
-        const [restore, rr] = await time(() => core.restoreRestorePoint({ target, id: first.id, scope: 'machine' }));
-        console.log(`${target}: restore changed ${rr.changes.added.length + rr.changes.removed.length + rr.changes.changed.length} paths`);
-        return { initial, create, restore };
+        const creates: number[] = [];
+        const restores: number[] = [];
+        for (let r = 1; r <= ROUNDS; r++) {
+          mutate(tree, n, r);
+          creates.push((await time(() => core.createRestorePoint({ target, stores: [] })))[0]);
+          const [ms, rr] = await time(() => core.restoreRestorePoint({ target, id: first.id, scope: 'machine' }));
+          restores.push(ms);
+          console.log(`${target}: restore changed ${rr.changes.added.length + rr.changes.removed.length + rr.changes.changed.length} paths in ${ms.toFixed(0)} ms`);
+        }
+        return { initial, create: median(creates), restore: median(restores) };
       };
       const b = await row(`btrfs:${sv}`, sv);
-      // The swap alone, as BtrfsBackend.restore does it after its change list.
-      const snapDir = path.join(lb.mnt, '.agentkeep-snapshots', path.basename(sv));
+      // The backend's rollback alone (what the core adds around it: lock, pre-restore point, journal).
+      const backend = new BtrfsBackend({ target: await resolveTarget(`btrfs:${sv}`), layout: core.layout, objects: core.objects });
       const first = (await core.listRestorePoints({ target: `btrfs:${sv}` })).at(-1)!.id;
-      [b.swap] = await time(async () => {
-        const fresh = path.join(snapDir, '.restore-bench');
-        const replaced = path.join(snapDir, '.replaced-bench');
-        await btrfs(['subvolume', 'snapshot', path.join(snapDir, first), fresh], 'bench');
-        fs.renameSync(sv, replaced);
-        fs.renameSync(fresh, sv);
-        await btrfs(['subvolume', 'delete', replaced], 'bench');
-      });
+      const swaps: number[] = [];
+      for (let r = 1; r <= ROUNDS; r++) {
+        mutate(sv, n, 10 + r);
+        const cur = `ak_bench_cur_${r}`;
+        await backend.create(cur, {});
+        swaps.push((await time(() => backend.restore(first, { currentId: cur })))[0]);
+      }
+      b.swap = median(swaps);
       const d = await row(`dir:${plain}`, plain);
       const g: Row = { initial: 0, create: 0, restore: 0 };
       [g.initial] = await time(() => {
@@ -101,15 +109,29 @@ async function main(): Promise<void> {
         git('commit', '-q', '-m', 'initial');
       });
       const c1 = git('rev-parse', 'HEAD').trim();
-      mutate(gitTree, n, 1);
-      [g.create] = await time(() => {
-        git('add', '-A');
-        git('commit', '-q', '-m', 'round 1');
-      });
-      [g.restore] = await time(() => {
-        git('clean', '-fdq');
-        git('reset', '--hard', '-q', c1);
-      });
+      const gc: number[] = [];
+      const gr: number[] = [];
+      for (let r = 1; r <= ROUNDS; r++) {
+        mutate(gitTree, n, r);
+        gc.push(
+          (
+            await time(() => {
+              git('add', '-A');
+              git('commit', '-q', '-m', `round ${r}`);
+            })
+          )[0],
+        );
+        gr.push(
+          (
+            await time(() => {
+              git('clean', '-fdq');
+              git('reset', '--hard', '-q', c1);
+            })
+          )[0],
+        );
+      }
+      g.create = median(gc);
+      g.restore = median(gr);
       results.push({ n, btrfs: b, dir: d, git: g });
       console.log(JSON.stringify(results.at(-1)));
     }
@@ -120,7 +142,7 @@ async function main(): Promise<void> {
       for (const step of ['initial', 'create', 'restore'] as const) {
         lines.push(`| ${r.n.toLocaleString('en')} | ${step === 'initial' ? 'initial create' : step === 'create' ? 'create after 30 changes' : 'restore (incl. pre-restore point + change list)'} | ${fmt(r.btrfs[step])} ms | ${fmt(r.dir[step])} ms | ${fmt(r.git[step])} ms | ${ratio(r.btrfs[step], r.dir[step])} | ${ratio(r.btrfs[step], r.git[step])} |`);
       }
-      lines.push(`| ${r.n.toLocaleString('en')} | btrfs rollback swap alone | ${fmt(r.btrfs.swap ?? 0)} ms | | | | |`);
+      lines.push(`| ${r.n.toLocaleString('en')} | btrfs backend restore alone (no pre-restore point) | ${fmt(r.btrfs.swap ?? 0)} ms | | | | |`);
     }
     const info = `node ${process.version}, ${execFileSync('btrfs', ['--version']).toString().trim()}, ${execFileSync('git', ['--version']).toString().trim()}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), ${os.platform()} ${os.release()}, loop-device btrfs on ${os.tmpdir()}`;
     const table = lines.join('\n');
