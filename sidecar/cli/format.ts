@@ -71,8 +71,10 @@ export function usageReport(r: { target: string; bytes: number; capBytes: number
 export function createdLine(rp: RestorePoint): string {
   const m = rp.machine;
   const agent = rp.agent.reduce((n, a) => n + a.files.length, 0);
+  // btrfs snapshots walk nothing, so they have no counts (restore-point usage measures them)
+  const what = m.backend === 'btrfs' ? `btrfs snapshot ${m.snapname ?? rp.id}` : `${m.files} entries, ${size(m.bytes)} (${size(m.newBytes)} new)`;
   return (
-    `Created restore point ${rp.id} "${rp.label}": ${m.files} entries, ${size(m.bytes)} (${size(m.newBytes)} new) in ${Math.round(m.durationMs)} ms` +
+    `Created restore point ${rp.id} "${rp.label}": ${what} in ${Math.round(m.durationMs)} ms` +
     (rp.agent.length ? `; agent state: ${agent} files from ${rp.agent.length} store(s)` : '')
   );
 }

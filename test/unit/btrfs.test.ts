@@ -17,6 +17,8 @@ import { compareBySend } from '../../sidecar/machine/btrfs/sendstream';
 import { rng } from '../../bench/lib';
 import { describeTree, makeHermesHome, put } from './dir-fixtures';
 import { mountLoopBtrfs, type LoopBtrfs } from './helpers/btrfs';
+import { buildSidecar, runSidecar, type RunResult } from './helpers/sidecar';
+import type { RestorePoint } from '../../sidecar/protocol';
 
 const read = (p: string): string => fs.readFileSync(p, 'utf8');
 const isSubvolume = (p: string): boolean => {
@@ -276,6 +278,34 @@ describe('btrfs backend (real btrfs on a loop device)', function () {
       fs.rmSync(emptyBin, { recursive: true, force: true });
     }
     assert.deepEqual(await core.listRestorePoints({ target }), [], 'no restore point recorded by the failures');
+  });
+
+  it('through the real CLI: create, list, restore, usage; errors are one line with the fix', async function () {
+    this.timeout(120000);
+    await buildSidecar();
+    const st = path.join(state, `cli${n}`);
+    const ak = (...args: string[]): Promise<RunResult> => runSidecar(['--state-dir', st, ...args]);
+    put(sv, 'app/main.py', 'print(1)\n');
+    const c = await ak('restore-point', 'create', '--target', target, '--label', 'before install', '--kind', 'update');
+    assert.equal(c.code, 0, c.stderr);
+    assert.match(c.stdout, /^Created restore point (ak_\w+) "before install": btrfs snapshot \.agentkeep-snapshots\/agent\d+\/ak_\w+ in \d+ ms/);
+    const id = /ak_\w+/.exec(c.stdout)![0];
+    put(sv, 'app/venv/lib/x.py', 'installed');
+    const list = JSON.parse((await ak('restore-point', 'list', '--target', target, '--json')).stdout) as RestorePoint[];
+    assert.deepEqual(list.map((r) => [r.id, r.kind, r.machine.backend]), [[id, 'update', 'btrfs']]);
+    const r = await ak('restore-point', 'restore', id, '--target', target, '--scope', 'machine', '--yes');
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /Restored ak_\w+ "before install"/);
+    assert.ok(!fs.existsSync(path.join(sv, 'app/venv')), 'rolled back');
+    const u = JSON.parse((await ak('restore-point', 'usage', '--target', target, '--json')).stdout);
+    assert.equal(u.points.length, 2);
+    assert.equal(u.level, 'ok');
+    const plain = path.join(fsx.mnt, `plaincli${n}`);
+    fs.mkdirSync(plain);
+    const bad = await ak('restore-point', 'create', '--target', `btrfs:${plain}`);
+    assert.equal(bad.code, 1);
+    assert.equal(bad.stderr.trimEnd().split('\n').length, 1, bad.stderr);
+    assert.match(bad.stderr, /^agentkeep: .* is a plain directory on btrfs, not a subvolume\. Make it a subvolume: .*btrfs subvolume create/);
   });
 
   it('an interrupted rollback (live subvolume renamed away) is named with the command to undo it', async () => {
