@@ -459,9 +459,12 @@ export class Core implements CoreApi {
    * files. Without `stores` (absent, not `[]`) the Hermes homes found in the target are captured
    * (detectStores), so a later restore with scope machine spares their memory. Waits up to
    * lockTimeoutMs for another create/restore of the same target. CoreOptions.signal stops it.
-   * Afterwards retention is applied with its defaults (pruneRestorePoints); a failing prune does
-   * not fail the create.
-   * @throws BadTarget, TargetNotFound, BadStateDir, BadStore, StoreNotFound, TargetBusy, FileError
+   * Afterwards retention is applied (`retention` params, else `<stateDir>/config.json`, else the
+   * defaults; see pruneRestorePoints); a failing prune does not fail the create. Then the size cap
+   * is checked where the backend can tell its disk use cheaply (not btrfs): above 90% of
+   * `sizeCapBytes` (default 10 GiB) the result carries `warnings` (not stored in the journal).
+   * @returns the restore point, plus `warnings` when near or over the size cap
+   * @throws BadTarget, TargetNotFound, BadStateDir (also: a bad config.json), BadStore, StoreNotFound, TargetBusy, FileError
    */
   async createRestorePoint(params: ParamsOf<'restorePointCreate'>): Promise<ResultOf<'restorePointCreate'>> {
     const p = validate(Methods.restorePointCreate.params, params, 'restorePoint.create');
