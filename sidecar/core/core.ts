@@ -464,12 +464,18 @@ export class Core implements CoreApi {
    * is checked where the backend can tell its disk use cheaply (not btrfs): above 90% of
    * `sizeCapBytes` (default 10 GiB) the result carries `warnings` (not stored in the journal).
    * @returns the restore point, plus `warnings` when near or over the size cap
-   * @throws BadTarget, TargetNotFound, BadStateDir (also: a bad config.json), BadStore, StoreNotFound, TargetBusy, FileError
+   * A config.json that does not parse is reported in `warnings` (defaults used), not thrown.
+   * @throws BadTarget, TargetNotFound, BadStateDir, BadStore, StoreNotFound, TargetBusy, FileError
    */
   async createRestorePoint(params: ParamsOf<'restorePointCreate'>): Promise<ResultOf<'restorePointCreate'>> {
     const p = validate(Methods.restorePointCreate.params, params, 'restorePoint.create');
     const t = await this.open(p.target, true, true);
-    const config = await readStateConfig(this.stateDir);
+    // A broken config.json must not stop a restore point before a risky change: warn, use the defaults.
+    let configProblem: string | undefined;
+    const config = await readStateConfig(this.stateDir).catch((e: unknown) => {
+      configProblem = `${asAgentKeepError(e).oneLine()} (retention and the size cap used their defaults for this create)`;
+      return {} as Awaited<ReturnType<typeof readStateConfig>>;
+    });
     const stores = p.stores ? this.openStores(p.stores) : await this.detectStores(t.target.path);
     const progress = new Progress(p.progressToken, this.opts.onProgress);
     const rp = await this.withTarget(t, 'create restore point', true, () =>
@@ -480,7 +486,8 @@ export class Core implements CoreApi {
     // just made (the newest). A busy target is not waited for long: the next create or a prune catches up.
     await this.pruneTarget(t, { ...config.retention, ...definedOnly(p.retention ?? {}) }, false, Math.min(this.lockTimeoutMs, 2000)).catch(() => undefined);
     const warning = await this.capWarning(t, config.sizeCapBytes ?? DEFAULT_SIZE_CAP_BYTES).catch(() => undefined);
-    return warning ? { ...rp, warnings: [warning] } : rp;
+    const warnings = [configProblem, warning].filter((w): w is string => !!w);
+    return warnings.length ? { ...rp, warnings } : rp;
   }
 
   /**

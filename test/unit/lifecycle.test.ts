@@ -131,6 +131,10 @@ describe('restore-point lifecycle (real bin, real trees)', function () {
     assert.match(bad.stderr, /config\.json: .*retension|Unrecognized key.*retension/);
     await fs.writeFile(path.join(state, 'config.json'), '{ nope');
     assert.match((await ak('restore-point', 'prune', '--target', target)).stderr, /config\.json is not valid JSON/);
+    // ...but it never stops a restore point: create warns and uses the defaults
+    const c = await ak('restore-point', 'create', '--target', target);
+    assert.equal(c.code, 0, c.stderr);
+    assert.match(c.stderr, /^agentkeep: warning: .*config\.json is not valid JSON.*retention and the size cap used their defaults/);
   });
 
   it('usage counts each object once per target; create warns on stderr above 90% of the size cap', async () => {
