@@ -12,7 +12,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
 import { AgentKeepError } from '../../sidecar/core/errors';
-import { compareTrees, SNAPSHOTS_DIR } from '../../sidecar/machine/btrfs';
+import { BtrfsBackend, compareTrees, SNAPSHOTS_DIR } from '../../sidecar/machine/btrfs';
 import { compareBySend } from '../../sidecar/machine/btrfs/sendstream';
 import { rng } from '../../bench/lib';
 import { describeTree, makeHermesHome, put } from './dir-fixtures';
@@ -306,6 +306,33 @@ describe('btrfs backend (real btrfs on a loop device)', function () {
     assert.equal(bad.code, 1);
     assert.equal(bad.stderr.trimEnd().split('\n').length, 1, bad.stderr);
     assert.match(bad.stderr, /^agentkeep: .* is a plain directory on btrfs, not a subvolume\. Make it a subvolume: .*btrfs subvolume create/);
+  });
+
+  it('a rollback that fails before the swap changes nothing and leaves no temp subvolume', async () => {
+    put(sv, 'a.txt', 'old');
+    const rp = await core.createRestorePoint({ target, stores: [] });
+    fs.writeFileSync(path.join(sv, 'a.txt'), 'new');
+    const snapDir = path.join(fsx.mnt, SNAPSHOTS_DIR, path.basename(sv));
+    // the pre-restore snapshot works; then the snapshot dir turns immutable, so the writable copy fails
+    const realCreate = BtrfsBackend.prototype.create;
+    BtrfsBackend.prototype.create = async function (this: BtrfsBackend, ...args: Parameters<BtrfsBackend['create']>) {
+      const r = await realCreate.apply(this, args);
+      execFileSync('chattr', ['+i', snapDir]);
+      return r;
+    };
+    try {
+      await assert.rejects(core.restoreRestorePoint({ target, id: rp.id, scope: 'both' }), (e: unknown) => {
+        assert.ok(e instanceof AgentKeepError);
+        assert.match(e.message, /Restore of ak_\w+ stopped: .*permission denied.*The state before the restore was saved as restore point/i);
+        return true;
+      });
+    } finally {
+      BtrfsBackend.prototype.create = realCreate;
+      execFileSync('chattr', ['-i', snapDir]);
+    }
+    assert.equal(read(path.join(sv, 'a.txt')), 'new', 'live subvolume untouched');
+    assert.ok(isSubvolume(sv));
+    assert.deepEqual(fs.readdirSync(snapDir).filter((x) => x.startsWith('.')), [], 'no .restore-* left');
   });
 
   it('an interrupted rollback (live subvolume renamed away) is named with the command to undo it', async () => {
