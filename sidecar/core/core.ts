@@ -484,7 +484,7 @@ export class Core implements CoreApi {
     this.changed(t.target.spec, 'restorePoints');
     // Retention (params, else <stateDir>/config.json, else the defaults); it never deletes the one
     // just made (the newest). A busy target is not waited for long: the next create or a prune catches up.
-    await this.pruneTarget(t, { ...config.retention, ...definedOnly(p.retention ?? {}) }, false, Math.min(this.lockTimeoutMs, 2000)).catch(() => undefined);
+    await this.pruneTarget(t, { ...config.retention, ...definedOnly(p.retention ?? {}) }, false, Math.min(this.lockTimeoutMs, 2000), false).catch(() => undefined);
     const warning = await this.capWarning(t, config.sizeCapBytes ?? DEFAULT_SIZE_CAP_BYTES).catch(() => undefined);
     const warnings = [configProblem, warning].filter((w): w is string => !!w);
     return warnings.length ? { ...rp, warnings } : rp;
@@ -764,14 +764,21 @@ export class Core implements CoreApi {
    * delete the planned restore points (journal entry first, then the backend snapshot), then
    * garbage-collect once. A dry run only plans.
    */
-  private async pruneTarget(t: TargetCtx, opts: Pick<PruneOptions, 'keep' | 'keepImportant' | 'minAgeMs'>, dryRun: boolean, lockTimeoutMs = this.lockTimeoutMs): Promise<ResultOf<'restorePointPrune'>> {
+  private async pruneTarget(
+    t: TargetCtx,
+    opts: Pick<PruneOptions, 'keep' | 'keepImportant' | 'minAgeMs'>,
+    dryRun: boolean,
+    lockTimeoutMs = this.lockTimeoutMs,
+    estimate = true,
+  ): Promise<ResultOf<'restorePointPrune'>> {
     const res = await this.withTarget(t, dryRun ? 'prune (dry run)' : 'prune', false, async () => {
       const points = await t.journal.list();
       const minAgeMs = opts.minAgeMs ?? DEFAULT_MIN_AGE_MS;
       const plan = planPrune(points, { keep: opts.keep, keepImportant: opts.keepImportant, minAgeMs }, await this.identicalPairs(t, points, minAgeMs));
       if (!plan.delete.length) return { deleted: plan.delete, kept: plan.keep, freedBytes: 0, estimatedFreeBytes: 0 };
       const gone = new Set(plan.delete.map((d) => d.id));
-      const estimatedFreeBytes = await this.freeEstimate(t, points.filter((r) => gone.has(r.id)), points.filter((r) => !gone.has(r.id))).catch(() => undefined);
+      // (not after a create: for btrfs the estimate walks the deleted snapshots, which would make create O(n))
+      const estimatedFreeBytes = estimate ? await this.freeEstimate(t, points.filter((r) => gone.has(r.id)), points.filter((r) => !gone.has(r.id))).catch(() => undefined) : undefined;
       const est = estimatedFreeBytes === undefined ? {} : { estimatedFreeBytes };
       if (dryRun) return { deleted: plan.delete, kept: plan.keep, freedBytes: 0, ...est };
       for (const d of plan.delete) {
