@@ -105,6 +105,10 @@ function cpReflink(src: string, dst: string): Promise<void> {
   });
 }
 
+/** How long a measured disk use is reused (ms): the live subvolume's writes change exclusive bytes slowly. */
+const USAGE_CACHE_MS = 30_000;
+const usageCache = new Map<string, { at: number; value: { bytes: number; points: Map<string, { bytes: number; newBytes: number }> } }>();
+
 /** `btrfs subvolume delete p` in a detached process (it outlives a CLI that exits). */
 function backgroundDelete(p: string): void {
   try {
@@ -379,10 +383,21 @@ export class BtrfsBackend implements MachineBackend {
    * snapshot: seconds for large trees). `bytes` = bytes of extents the snapshots reference, each
    * counted once (exclusive + set shared of the snapshot dir, including extents still shared with the
    * live subvolume); per snapshot: `bytes` = logical size, `newBytes` = bytes only it references.
-   * With `quick`, undefined (the walk is not cheap).
+   * With `quick`, undefined (the walk is not cheap). A result for the same snapshots is reused for 30 s.
    */
   async usage(ids: string[], opts: { quick?: boolean } = {}): Promise<{ bytes: number; points: Map<string, { bytes: number; newBytes: number }> } | undefined> {
     if (opts.quick) return undefined;
+    // The Agent view asks after every change: answers for the same snapshots are reused for a while.
+    const key = `${this.snapDir}\0${[...ids].sort().join(',')}`;
+    const hit = usageCache.get(key);
+    if (hit && Date.now() - hit.at < USAGE_CACHE_MS) return hit.value;
+    const value = await this.measure(ids);
+    usageCache.set(key, { at: Date.now(), value });
+    if (usageCache.size > 64) usageCache.delete(usageCache.keys().next().value as string);
+    return value;
+  }
+
+  private async measure(ids: string[]): Promise<{ bytes: number; points: Map<string, { bytes: number; newBytes: number }> }> {
     const have = new Set(await this.list());
     const paths = ids.filter((id) => have.has(id)).map((id) => this.snapshotPath(id));
     const points = new Map<string, { bytes: number; newBytes: number }>();
