@@ -190,10 +190,11 @@ async function createRestorePoint(ctx: Ctx, opts?: { label?: string; reason?: { 
   const done = ctx.statusBar.setBusy('Creating restore point…');
   try {
     const rp = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: 'Creating restore point…' },
+      // A QEMU snapshot saves the RAM state, and upstream QEMU pauses the VM for the whole save.
+      { location: vscode.ProgressLocation.Notification, title: config.target.startsWith('qemu:') ? 'Creating restore point (QEMU pauses the VM while it saves its RAM state)…' : 'Creating restore point…' },
       (progress) => ctx.sidecar.request('restorePointCreate', { target: config.target, stores: config.stores, label, kind: 'manual', reason: opts?.reason, retention: config.retention }, progressReporter(progress)),
     );
-    void vscode.window.showInformationMessage(`Restore point "${rp.label}" created.`);
+    void vscode.window.showInformationMessage([`Restore point "${rp.label}" created.`, ...(rp.machine.warnings ?? [])].join(' '));
     warnAfterCreate(rp);
     return rp;
   } finally {
@@ -284,7 +285,7 @@ async function doRestore(ctx: Ctx, config: AgentConfig, rp: RestorePoint, scope:
       (progress) => ctx.sidecar.request('restorePointRestore', { target: config.target, id: rp.id, scope, stores: config.stores }, progressReporter(progress)),
     );
     if (!quiet) {
-      void vscode.window.showInformationMessage(`Restored "${rp.label}" (${SCOPE_LABELS[scope]}). ${summarize(res.changes, scope)}`, 'Undo restore').then(async (b) => {
+      void vscode.window.showInformationMessage([`Restored "${rp.label}" (${SCOPE_LABELS[scope]}).`, res.machineState ? `The VM's disks and RAM are back at the restore point; it is ${res.machineState}.` : summarize(res.changes, scope), ...(res.warnings ?? [])].join(' '), 'Undo restore').then(async (b) => {
         if (b) await vscode.commands.executeCommand('agentkeep.restore', res.undo.id, scope, { confirm: false });
       });
     }

@@ -1,5 +1,5 @@
 /** Human output of the CLI: tables, ages, sizes. Pure functions. */
-import type { ChangeSummary, MemoryFile, RestorePoint, RiskFinding } from '../protocol';
+import type { ChangeSummary, MemoryFile, ResultOf, RestorePoint, RiskFinding } from '../protocol';
 
 /** "just now", "42s ago", "3m ago", "5h ago", "2d ago" (from an ISO time, relative to `now`). */
 export function age(iso: string, now = Date.now()): string {
@@ -71,8 +71,14 @@ export function usageReport(r: { target: string; bytes: number; capBytes: number
 export function createdLine(rp: RestorePoint): string {
   const m = rp.machine;
   const agent = rp.agent.reduce((n, a) => n + a.files.length, 0);
-  // btrfs snapshots walk nothing, so they have no counts (restore-point usage measures them)
-  const what = m.backend === 'btrfs' ? `btrfs snapshot ${m.snapname ?? rp.id}` : `${m.files} entries, ${size(m.bytes)} (${size(m.newBytes)} new)`;
+  // btrfs snapshots walk nothing, so they have no counts (restore-point usage measures them); a
+  // hypervisor snapshot (Proxmox) has none either: name it instead (warnings follow as Note lines).
+  const what =
+    m.backend === 'btrfs'
+      ? `btrfs snapshot ${m.snapname ?? rp.id}`
+      : m.snapname
+        ? `snapshot ${m.snapname}${m.vmstate ? ' with RAM state' : ''}`
+        : `${m.files} entries, ${size(m.bytes)} (${size(m.newBytes)} new)`;
   return (
     `Created restore point ${rp.id} "${rp.label}": ${what} in ${Math.round(m.durationMs)} ms` +
     (rp.agent.length ? `; agent state: ${agent} files from ${rp.agent.length} store(s)` : '')
@@ -121,4 +127,78 @@ export function memoryTable(files: MemoryFile[]): string {
 export function findingsTable(findings: RiskFinding[]): string {
   if (!findings.length) return 'No risky commands found.';
   return table(findings.map((f) => [`${f.file}:${f.line}${f.endLine !== f.line ? '-' + f.endLine : ''}`, f.class, f.command]));
+}
+
+/** Quote for a POSIX shell (single quotes), for the undo commands the CLI prints. */
+export function shellQuote(s: string): string {
+  return /^[A-Za-z0-9_./:=@%+-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+function indent(text: string, pad = '    '): string {
+  return text.split('\n').map((l) => pad + l).join('\n');
+}
+
+/** memory show: the entry, its file and usage, then the provenance traces (or the note). */
+export function memoryShowText(r: ResultOf<'memoryShow'>): string {
+  const e = r.entry;
+  const u = r.file.usage;
+  const lines = [
+    `Entry ${e.id} (${e.area ?? r.file.kind}) in ${r.file.file}${u ? `, file ${u.chars}/${u.limit} chars` : ''}${r.file.readOnly ? ` [read-only: ${r.file.readOnly}]` : ''}`,
+    indent(e.text),
+    ...(e.createdAt || e.updatedAt ? [`  time: ${e.createdAt ?? ''}${e.updatedAt ? ` updated ${e.updatedAt}` : ''}`] : []),
+    ...(r.file.warnings ?? []).map((w) => `  warning: ${w}`),
+    'Provenance:',
+  ];
+  if (!r.provenance.traces.length) lines.push(`  ${r.provenance.note ?? 'no trace'}`);
+  for (const t of r.provenance.traces) {
+    lines.push(`  ${t.action}  ${t.time ?? '(no time)'}  session ${t.session ?? '?'}${t.source ? ` (${t.source})` : ''}${t.messageId !== undefined ? `  message ${t.messageId}` : ''}`);
+    if (t.previous) lines.push(`    previous: ${t.previous.split('\n')[0].slice(0, 100)}`);
+    if (t.message) lines.push(`    call: ${t.message.replace(/\s+/g, ' ').slice(0, 160)}`);
+  }
+  if (r.provenance.traces.length && r.provenance.note) lines.push(`  note: ${r.provenance.note}`);
+  return lines.join('\n');
+}
+
+/** memory diff: added / removed / changed entries, then the outside-world actions since. */
+export function memoryDiffText(r: ResultOf<'memoryDiff'>, from: string, to: string): string {
+  const first = (t?: string): string => (t ?? '').split('\n')[0].slice(0, 100);
+  const lines = [`Memory from restore point ${from} to ${to}:`];
+  if (!r.added.length && !r.removed.length && !r.changed.length) lines.push('  No entry changed.');
+  for (const c of r.added) lines.push(`  + ${c.after!.id}  ${first(c.after!.text)}`);
+  for (const c of r.removed) lines.push(`  - ${c.before!.id}  ${first(c.before!.text)}`);
+  for (const c of r.changed) lines.push(`  ~ ${c.before!.id} -> ${c.after!.id}  ${first(c.after!.text)}`);
+  const acts = r.actions ?? [];
+  if (acts.length) {
+    lines.push(`Actions since ${from} that a rollback cannot undo (${acts.length}):`);
+    for (const a of acts.slice(0, 20)) lines.push(`  ${a.time ?? '?'}  ${(a.message ?? '').replace(/\s+/g, ' ').slice(0, 140)}`);
+    if (acts.length > 20) lines.push(`  … and ${acts.length - 20} more`);
+  }
+  return lines.join('\n');
+}
+
+/**
+ * For the restore confirmation: memory entries added since the restore point (lost with scope agent
+ * or both; kept with machine) and the agent's outside-world actions since, which no snapshot undoes.
+ */
+export function restoreLossText(r: ResultOf<'memoryDiff'>, scope: 'machine' | 'agent' | 'both'): string {
+  const lines: string[] = [];
+  const first = (t?: string): string => (t ?? '').split('\n')[0].slice(0, 100);
+  if (scope !== 'machine') {
+    const n = r.added.length + r.changed.length;
+    if (n) {
+      lines.push(`  memory learned since the restore point, will be lost (${n}):`);
+      for (const c of [...r.added, ...r.changed].slice(0, 10)) lines.push(`    ${c.after!.id}  ${first(c.after!.text)}`);
+      if (n > 10) lines.push(`    … and ${n - 10} more`);
+    }
+  } else if (r.added.length || r.changed.length) {
+    lines.push(`  memory learned since the restore point is kept (scope machine): ${r.added.length + r.changed.length} entries`);
+  }
+  const acts = r.actions ?? [];
+  if (acts.length) {
+    lines.push(`  actions the agent took since then that a restore does NOT undo (${acts.length}):`);
+    for (const a of acts.slice(0, 10)) lines.push(`    ${a.time ?? '?'}  ${(a.message ?? '').replace(/\s+/g, ' ').slice(0, 120)}`);
+    if (acts.length > 10) lines.push(`    … and ${acts.length - 10} more`);
+    lines.push('  Snapshots do not undo the outside world: messages stay sent, pushes stay pushed.');
+  }
+  return lines.join('\n');
 }

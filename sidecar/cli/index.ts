@@ -2,13 +2,20 @@
  * The `agentkeep` command line (commander). Same core as the servers, no RPC.
  *
  *     agentkeep --version
- *     agentkeep restore-point create --target T [--label TEXT] [--kind manual|config-edit|update|hook] [--store S ...] [--important] [--json]
+ *     agentkeep restore-point create --target T [--label TEXT] [--kind manual|config-edit|update|hook] [--store S ...] [--important] [--vmstate] [--json]
  *     agentkeep restore-point list --target T [--json]
- *     agentkeep restore-point restore ID --target T --scope machine|agent|both [--store S ...] [--yes] [--json]
+ *     agentkeep restore-point restore ID --target T --scope machine|agent|both [--store S ...] [--start] [--yes] [--json]
  *     agentkeep restore-point delete ID --target T [--yes] [--json]
  *     agentkeep restore-point prune --target T [--dry-run] [--keep N] [--keep-important N] [--min-age DURATION] [--json]
  *     agentkeep restore-point usage --target T [--json]
  *     agentkeep memory list --store S [--store S ...] [--json]
+ *     agentkeep agent discover --target proxmox://HOST[:PORT] [--tag agent] [--json]
+ *     agentkeep memory show --store S [--store S ...] --entry ID [--json]
+ *     agentkeep memory edit --store S --entry ID --text TEXT [--expected-hash H] [--json]
+ *     agentkeep memory remove --store S --entry ID [--expected-hash H] [--json]
+ *     agentkeep memory add --store S --text TEXT [--file memory|user] [--json]
+ *     agentkeep memory lint --store S [--store S ...] [--target T] [--json]
+ *     agentkeep memory diff --from ID [--to ID|now] [--target T] [--store S ...] [--json]
  *     agentkeep risk scan FILE... [--json]
  *     agentkeep risk eval DIR LABELS.json [--json]
  *     agentkeep serve --stdio | --ws HOST:PORT --token-file FILE
@@ -18,6 +25,7 @@
  * naming the problem and the fix; with --json also `{"error":{code,message,hint}}` on stdout.
  * Exit codes: 0 ok, 1 failure, 2 usage error (unknown command/option, missing or bad argument).
  */
+import { formatFindings } from '../memory/lint/format';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline/promises';
@@ -29,7 +37,7 @@ import { evaluate, fileKind, formatEval, parseJsonc, scanText, type EvalLabel } 
 import { serveStdio } from '../server/stdio';
 import { parseHostPort, readTokenFile, serveWs } from '../server/ws';
 import type { CoreFactory } from '../server/session';
-import { changeSummary, createdLine, findingsTable, memoryTable, pruneReport, restorePointTable, usageReport } from './format';
+import { changeSummary, createdLine, findingsTable, memoryDiffText, restoreLossText, memoryShowText, memoryTable, pruneReport, restorePointTable, shellQuote, usageReport } from './format';
 import { guardSignals } from './signals';
 import { cliTargetArgs, resolveStateDir } from '../core/state';
 import { parseDuration } from '../core/retention';
@@ -103,6 +111,10 @@ function coreOpts(cmd: Command): CoreOptions {
   return { stateDir: g.stateDir ?? process.env.AGENTKEEP_STATE_DIR ?? undefined };
 }
 
+/** What a VM rollback does, shown before and after it. */
+const VM_RESTORE_NOTE =
+  'A running VM is hard-stopped by the rollback (unsaved work in it is lost); without RAM state it stays stopped unless --start.\nA snapshot does not undo what the agent did outside the machine (messages sent, remote pushes, API calls).';
+
 function printJson(ctx: Ctx, v: unknown): void {
   ctx.io.out(JSON.stringify(v, null, 2));
 }
@@ -150,13 +162,14 @@ function program(ctx: Ctx): Command {
     .option('--store <store>', 'memory store whose agent state is captured, e.g. hermes:/home/me/.hermes (repeatable; default: the Hermes homes found in the target)', collect, [])
     .addOption(new Option('--kind <kind>', 'why it is taken: manual, config-edit (before editing a config file), update (before updating the agent), hook (from a script or git hook); retention treats them alike').choices(['manual', 'config-edit', 'update', 'hook']).default('manual'))
     .option('--important', 'mark it important (retention keeps the newest 10 important restore points)')
+    .option('--vmstate', 'VM targets: include the RAM state (a rollback resumes the VM where it was)')
     .option('--json', 'print the restore point as JSON')
-    .action(async (o: { target: string; label?: string; kind: 'manual' | 'config-edit' | 'update' | 'hook'; store: string[]; important?: boolean }, cmd: Command) => {
+    .action(async (o: { target: string; label?: string; kind: 'manual' | 'config-edit' | 'update' | 'hook'; store: string[]; important?: boolean; vmstate?: boolean }, cmd: Command) => {
       const asJson = json(cmd);
       const guard = guardSignals('create', ctx.io, cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir)));
       let rpnt;
       try {
-        rpnt = await ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal }).createRestorePoint({ target: o.target, label: o.label, stores: o.store.length ? o.store : undefined, kind: o.kind, ...(o.important ? { important: true } : {}) });
+        rpnt = await ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal }).createRestorePoint({ target: o.target, label: o.label, stores: o.store.length ? o.store : undefined, kind: o.kind, ...(o.important ? { important: true } : {}), ...(o.vmstate ? { vmstate: true } : {}) });
       } finally {
         guard.dispose();
       }
@@ -166,6 +179,7 @@ function program(ctx: Ctx): Command {
         ctx.io.out(createdLine(rpnt));
         const n = rpnt.machine.skipped ?? 0;
         if (n) ctx.io.out(`Skipped ${n} socket/FIFO/device ${n === 1 ? 'entry' : 'entries'} (not captured; see docs/dir-backend.md).`);
+        for (const w of rpnt.machine.warnings ?? []) ctx.io.out(`Note: ${w}`);
       }
     });
 
@@ -186,15 +200,17 @@ function program(ctx: Ctx): Command {
     .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
     .addOption(new Option('--scope <scope>', 'what to put back').choices(['machine', 'agent', 'both']))
     .option('--store <store>', 'memory store (repeatable); default: the stores captured in the restore point', collect, [])
+    .option('--start', 'VM targets: start the guest after rolling back to a snapshot without RAM state (Proxmox: needs VM.PowerMgmt)')
     .option('--yes', 'do not ask for confirmation')
     .option('--json', 'print the result as JSON')
-    .action(async (id: string, o: { target: string; scope: 'machine' | 'agent' | 'both'; store: string[]; yes?: boolean }, cmd: Command) => {
+    .action(async (id: string, o: { target: string; scope: 'machine' | 'agent' | 'both'; store: string[]; start?: boolean; yes?: boolean }, cmd: Command) => {
       if (!o.scope) {
         throw new UsageError('InvalidParams', 'restore needs --scope.', 'Choose --scope both (files and agent memory), machine (files, keeping the current memory) or agent (memory only).');
       }
       const asJson = json(cmd);
       const c = core(cmd);
       const stores = o.store.length ? o.store : undefined;
+      const pve = /^proxmox:/i.test(o.target.trim()) && o.scope !== 'agent'; // a Proxmox rollback: say what it does to the guest
       if (!o.yes) {
         if (!ctx.io.isTTY) {
           throw new AgentKeepError(
@@ -203,8 +219,19 @@ function program(ctx: Ctx): Command {
             'Pass --yes (the current state is captured first, so the restore can be undone).',
           );
         }
-        const diff = await c.diffRestorePoint({ target: o.target, id, stores });
-        ctx.io.err(`Restoring ${id} (scope ${o.scope}) on ${o.target}:\n${changeSummary(diff, true, o.scope)}\nThe current state is captured first, so this can be undone.`);
+        if (pve) ctx.io.err(`Rolling back ${o.target} to ${id}:\n${VM_RESTORE_NOTE}\nThe current state is snapshotted first, so this can be undone.`);
+        else {
+          // VM backends (qemu) have no file list: their snapshots are whole-VM.
+          const diff = await c.diffRestorePoint({ target: o.target, id, stores }).catch((e: unknown) => {
+            if (e instanceof AgentKeepError && e.kind === 'Unsupported') return undefined;
+            throw e;
+          });
+          const what = diff ? changeSummary(diff, true, o.scope) : '  The whole VM (disks and RAM) goes back to the restore point.';
+          // what a restore loses: memory entries learned since (scopes agent/both) and the outside-world actions since
+          const memDiff = await c.diffMemory({ target: o.target, from: id, ...(stores ? { stores } : {}) }).catch(() => undefined);
+          const lost = memDiff ? restoreLossText(memDiff, o.scope) : '';
+          ctx.io.err(`Restoring ${id} (scope ${o.scope}) on ${o.target}:\n${what}${lost ? `\n${lost}` : ''}\nThe current state is captured first, so this can be undone.`);
+        }
         if (!(await ctx.io.confirm('Restore?'))) {
           throw new AgentKeepError('ConfirmationRequired', 'Restore cancelled; nothing was changed.', 'Answer y to restore, or pass --yes.');
         }
@@ -213,15 +240,21 @@ function program(ctx: Ctx): Command {
       let r;
       try {
         const rc = ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal, onRestoreWriting: (u) => guard.writing(u.id) });
-        r = await rc.restoreRestorePoint({ target: o.target, id, scope: o.scope, stores });
+        r = await rc.restoreRestorePoint({ target: o.target, id, scope: o.scope, stores, ...(o.start ? { start: true } : {}) });
       } finally {
         guard.dispose();
       }
       if (asJson) {
         const { id: rid, label, createdAt, status, kind, target } = r.restored;
-        printJson(ctx, { id: rid, label, createdAt, status, kind, target, scope: o.scope, restored: r.restored, undo: r.undo, changes: r.changes });
+        printJson(ctx, { id: rid, label, createdAt, status, kind, target, scope: o.scope, restored: r.restored, undo: r.undo, changes: r.changes, ...(r.machineState ? { machineState: r.machineState } : {}), ...(r.warnings ? { warnings: r.warnings } : {}) });
+      } else if (pve) {
+        const undo = `agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}`;
+        ctx.io.out([`Rolled back ${o.target} to ${r.restored.id} "${r.restored.label}". The guest is ${r.machineState ?? 'in an unknown state'}.`, ...(r.warnings ?? []).map((w) => `Warning: ${w}`), VM_RESTORE_NOTE.split('\n')[1], `Undo: ${undo}`].join('\n'));
       } else {
-        ctx.io.out(`Restored ${r.restored.id} "${r.restored.label}" (scope ${o.scope}).\n${changeSummary(r.changes, false, o.scope)}\nUndo: agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}`);
+        // VM backends: no file list; the whole VM went back, and it is running or paused now.
+        const what = r.machineState ? `  The VM's disks and RAM are back at the restore point; the VM is ${r.machineState}.` : changeSummary(r.changes, false, o.scope);
+        ctx.io.out(`Restored ${r.restored.id} "${r.restored.label}" (scope ${o.scope}).\n${what}\nUndo: agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}`);
+        for (const w of r.warnings ?? []) ctx.io.out(`Note: ${w}`);
       }
     });
 
@@ -272,7 +305,7 @@ function program(ctx: Ctx): Command {
       else ctx.io.out(usageReport(r));
     });
 
-  const mem = root.command('memory').description('inspect agent memory stores');
+  const mem = root.command('memory').description('inspect, trace, edit and compare agent memory stores');
   mem
     .command('list')
     .description('list the entries of memory stores with their usage')
@@ -284,6 +317,114 @@ function program(ctx: Ctx): Command {
       const r = await core(cmd).listMemory({ stores: o.store });
       if (asJson) printJson(ctx, r);
       else ctx.io.out(memoryTable(r.stores));
+    });
+
+  root
+    .command('agent')
+    .description('agents on a hypervisor')
+    .command('discover')
+    .description('list the Proxmox guests with a tag (default "agent") that the token can see, as targets')
+    .requiredOption('--target <target>', 'the Proxmox host, e.g. proxmox://pve.lan (credentials from AGENTKEEP_PVE_TOKEN, AGENTKEEP_PVE_FINGERPRINT)')
+    .option('--tag <tag>', 'Proxmox tag to look for ("" = every guest)', 'agent')
+    .option('--json', 'print a JSON array')
+    .action(async (o: { target: string; tag: string }, cmd: Command) => {
+      const found = await core(cmd).discoverAgents({ target: o.target, tag: o.tag });
+      if (json(cmd)) printJson(ctx, found);
+      else if (!found.length) ctx.io.out(`No guests tagged "${o.tag}" are visible on ${o.target}. Add the tag in Proxmox (guest > Summary > Tags), or check the token's VM.Audit privilege.`);
+      else ctx.io.out(found.map((a) => `${a.target}  ${a.name ?? ''}  ${a.status}${a.lock ? `  locked (${a.lock})` : ''}`).join('\n'));
+    });
+
+  const needStore = (o: { store: string[] }, what: string): void => {
+    if (o.store.length === 0) throw new UsageError('InvalidParams', `memory ${what} needs a store.`, 'Add --store hermes:/abs/path/to/.hermes.');
+  };
+  const needEntry = (o: { entry?: string }, what: string): string => {
+    if (!o.entry) throw new UsageError('InvalidParams', `memory ${what} needs --entry ID.`, 'Give the entry id or a unique prefix of at least 4 characters (see memory list).');
+    return o.entry;
+  };
+  const oneStore = (o: { store: string[] }, what: string): string => {
+    needStore(o, what);
+    if (o.store.length > 1) throw new UsageError('InvalidParams', `memory ${what} takes one --store.`, 'Name the store that holds the entry.');
+    return o.store[0];
+  };
+  const storeOpt = (c: Command): Command => c.option('--store <store>', 'memory store, e.g. hermes:/home/me/.hermes (repeatable)', collect, []);
+
+  storeOpt(mem.command('show').description('show one entry with its provenance (which session and tool call wrote it)'))
+    .option('--entry <id>', 'entry id or a unique prefix (>= 4 chars)')
+    .option('--json', 'print the memory.show result as JSON')
+    .action(async (o: { store: string[]; entry?: string }, cmd: Command) => {
+      const asJson = json(cmd);
+      needStore(o, 'show');
+      const r = await core(cmd).showMemory({ stores: o.store, entry: needEntry(o, 'show') });
+      if (asJson) printJson(ctx, r);
+      else ctx.io.out(memoryShowText(r));
+    });
+
+  storeOpt(mem.command('edit').description('replace the text of one entry (under the agent\'s lock; refused when the file changed or drifted, or over the char limit)'))
+    .option('--entry <id>', 'entry id or a unique prefix (>= 4 chars)')
+    .option('--text <text>', 'the new text of the entry')
+    .option('--expected-hash <sha256>', 'refuse unless the file still has this content hash (from memory show --json)')
+    .option('--json', 'print the memory.edit result as JSON')
+    .action(async (o: { store: string[]; entry?: string; text?: string; expectedHash?: string }, cmd: Command) => {
+      const asJson = json(cmd);
+      const store = oneStore(o, 'edit');
+      const entry = needEntry(o, 'edit');
+      if (o.text === undefined) throw new UsageError('InvalidParams', 'memory edit needs --text.', 'Give the new text: --text "…".');
+      const r = await core(cmd).editMemory({ store, entry, text: o.text, ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}) });
+      if (asJson) printJson(ctx, r);
+      else ctx.io.out(`Edited ${r.previous.id} -> ${r.entry.id} in ${r.entry.file ?? store}.\nUndo: agentkeep memory edit --store ${shellQuote(store)} --entry ${r.undo.entry} --text ${shellQuote(r.undo.text)}`);
+    });
+
+  storeOpt(mem.command('remove').description('delete one entry (same safety as edit)'))
+    .option('--entry <id>', 'entry id or a unique prefix (>= 4 chars)')
+    .option('--expected-hash <sha256>', 'refuse unless the file still has this content hash')
+    .option('--json', 'print the memory.remove result as JSON')
+    .action(async (o: { store: string[]; entry?: string; expectedHash?: string }, cmd: Command) => {
+      const asJson = json(cmd);
+      const store = oneStore(o, 'remove');
+      const r = await core(cmd).removeMemory({ store, entry: needEntry(o, 'remove'), ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}) });
+      if (asJson) printJson(ctx, r);
+      else ctx.io.out(`Removed ${r.removed.id} from ${r.removed.file ?? store}.\nUndo: agentkeep memory add --store ${shellQuote(store)}${r.undo.file ? ` --file ${r.undo.file}` : ''} --text ${shellQuote(r.undo.text)}`);
+    });
+
+  storeOpt(mem.command('add').description('add an entry (Hermes: to MEMORY.md, or USER.md with --file user)'))
+    .option('--text <text>', 'the entry text')
+    .option('--file <file>', 'hermes: memory (MEMORY.md, default) or user (USER.md)')
+    .option('--expected-hash <sha256>', 'refuse unless the file still has this content hash')
+    .option('--json', 'print the memory.add result as JSON')
+    .action(async (o: { store: string[]; text?: string; file?: string; expectedHash?: string }, cmd: Command) => {
+      const asJson = json(cmd);
+      const store = oneStore(o, 'add');
+      if (o.text === undefined) throw new UsageError('InvalidParams', 'memory add needs --text.', 'Give the entry text: --text "…".');
+      const r = await core(cmd).addMemory({ store, text: o.text, ...(o.file ? { file: o.file } : {}), ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}) });
+      if (asJson) printJson(ctx, r);
+      else ctx.io.out(`Added ${r.entry.id} to ${r.entry.file ?? store}.`);
+    });
+
+  storeOpt(mem.command('lint').description('findings: duplicates, contradictions, over budget, drift, untraceable and stale entries'))
+    .option('--target <target>', 'check claims against this machine, e.g. dir:/home/me')
+    .option('--json', 'print {findings: [...]} as JSON')
+    .action(async (o: { store: string[]; target?: string }, cmd: Command) => {
+      const asJson = json(cmd);
+      needStore(o, 'lint');
+      const r = await core(cmd).lintMemory({ stores: o.store, ...(o.target ? { target: o.target } : {}) });
+      if (asJson) printJson(ctx, r);
+      else ctx.io.out(formatFindings(r.findings));
+    });
+
+  storeOpt(mem.command('diff').description('entries added, removed and changed since a restore point, and the agent\'s outside-world actions since then'))
+    .option('--from <id>', 'restore point id')
+    .option('--to <id>', 'restore point id, or now (default)')
+    .option('--target <target>', 'the target the restore point belongs to, e.g. dir:/home/me/.hermes')
+    .option('--json', 'print the memory.diff result as JSON')
+    .action(async (o: { store: string[]; from?: string; to?: string; target?: string }, cmd: Command) => {
+      const asJson = json(cmd);
+      if (!o.from) throw new UsageError('InvalidParams', 'memory diff needs --from RESTORE_POINT_ID.', 'Pick one from agentkeep restore-point list --target T.');
+      let target = o.target;
+      if (!target && o.store.length === 1) target = `dir:${o.store[0].replace(/^[A-Za-z][A-Za-z0-9_-]*:/, '')}`;
+      if (!target) throw new UsageError('InvalidParams', 'memory diff needs --target (the target the restore point belongs to).', 'Add --target dir:/abs/path (or give one --store inside that directory).');
+      const r = await core(cmd).diffMemory({ target, from: o.from, ...(o.to ? { to: o.to } : {}), ...(o.store.length ? { stores: o.store } : {}) });
+      if (asJson) printJson(ctx, r);
+      else ctx.io.out(memoryDiffText(r, o.from, o.to ?? 'now'));
     });
 
   const risk = root.command('risk').description('find risky commands in files');

@@ -5,6 +5,8 @@
 import { AgentKeepError } from '../core/errors';
 import { btrfsBackend } from './btrfs';
 import { dirBackend } from './dir';
+import { qemuBackend } from './qemu';
+import { proxmoxBackend } from './proxmox';
 import type { BackendContext, BackendFactory, MachineBackend } from './types';
 
 export type * from './types';
@@ -19,6 +21,8 @@ export function registerBackend(f: BackendFactory): void {
 // ---- registrations (one line per backend) ----
 registerBackend(dirBackend);
 registerBackend(btrfsBackend);
+registerBackend(qemuBackend);
+registerBackend(proxmoxBackend);
 
 /** All registered backend families. */
 export function backends(): BackendFactory[] {

@@ -155,6 +155,12 @@ export interface MachineBackend {
    * per-target disk use and the prune estimate. @throws CorruptSnapshot when its data is missing.
    */
   objectsOf?(id: string): Promise<Map<string, number>>;
+  /**
+   * Restore points the backend can rebuild from the hypervisor alone (Proxmox: the `agentkeep:v1:`
+   * marker in snapshot descriptions), so `restore-point list` shows snapshots another machine made.
+   * Optional; they carry no agent-state capture.
+   */
+  foreign?(): Promise<RestorePoint[]>;
 }
 
 /** A backend family: builds the backend for one target and reports the objects all its snapshots use. */
