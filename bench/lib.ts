@@ -1,4 +1,5 @@
 /** Helpers shared by the benchmarks in bench/. */
+import { execSync } from 'node:child_process';
 
 /**
  * Deterministic PRNG (mulberry32), so every run generates the same data.
@@ -15,3 +16,14 @@ export function rng(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/** Time `fn` in ms; dirty pages are flushed first (not timed) so earlier steps' writeback does not leak in. */
+export async function time<T>(fn: () => Promise<T> | T): Promise<[number, T]> {
+  execSync('sync');
+  const t0 = process.hrtime.bigint();
+  const r = await fn();
+  return [Number(process.hrtime.bigint() - t0) / 1e6, r];
+}
+
+/** Median of a non-empty list. */
+export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];

@@ -19,7 +19,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Core } from '../sidecar/core/core';
-import { rng } from './lib';
+import { median, rng, time } from './lib';
 
 const FILES = Number(process.env.BENCH_FILES ?? 20000);
 const MB = Number(process.env.BENCH_MB ?? 300);
@@ -88,15 +88,6 @@ const git = (...args: string[]): string =>
     maxBuffer: 1 << 26,
   }).toString();
 
-/** Time `fn` in ms; dirty pages are flushed first (not timed) so earlier steps' writeback does not leak in. */
-async function time<T>(fn: () => Promise<T> | T): Promise<[number, T]> {
-  execSync('sync');
-  const t0 = process.hrtime.bigint();
-  const r = await fn();
-  return [Number(process.hrtime.bigint() - t0) / 1e6, r];
-}
-
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function main(): Promise<void> {
   const t0 = Date.now();

@@ -259,14 +259,25 @@ async function createRestorePoint(ctx: Ctx, opts?: CreateOptions): Promise<Resto
     // A QEMU snapshot saves the RAM state, and upstream QEMU pauses the VM for the whole save.
     const title = config.target.startsWith('qemu:') ? 'Creating restore point (QEMU pauses the VM while it saves its RAM state)…' : vmstate ? 'Creating restore point with RAM state…' : 'Creating restore point…';
     const rp = await longTask(ctx, config.target, title, (progress, token) =>
-      ctx.sidecar.request('restorePointCreate', { target: config.target, stores: config.stores, label, kind: 'manual', reason: opts?.reason, ...(vmstate ? { vmstate } : {}) }, progressReporter(progress), token),
+      ctx.sidecar.request(
+        'restorePointCreate',
+        { target: config.target, stores: config.stores, label, kind: 'manual', reason: opts?.reason, retention: config.retention, ...(vmstate ? { vmstate } : {}) },
+        progressReporter(progress),
+        token,
+      ),
     );
     void vscode.window.showInformationMessage([`Restore point "${rp.label}" created${rp.machine.vmstate ? ' with RAM state' : ''}.`, ...(rp.machine.warnings ?? [])].join(' '));
+    warnAfterCreate(rp);
     return rp;
   } finally {
     done();
     await afterChange(ctx);
   }
+}
+
+/** Show what restorePoint.create warned about (the target's restore points near or over the size cap). */
+function warnAfterCreate(rp: { warnings?: string[] }): void {
+  for (const w of rp.warnings ?? []) void vscode.window.showWarningMessage(`AgentKeep: ${w}`);
 }
 
 async function afterChange(ctx: Ctx): Promise<void> {
@@ -427,12 +438,12 @@ async function keep(ctx: Ctx, arg?: unknown): Promise<RestorePoint | undefined> 
  * A restore point for an automatic moment (before a command, before a config edit): the newest
  * restore point of the target is reused when it is younger than REUSE_WINDOW_MS, captured the
  * configured stores, and restorePoint.diff against it is empty (nothing changed since); otherwise a
- * new one is created (kind pre). `fresh` always creates one.
+ * new one is created (`kind`: pre before a command, config-edit before a config edit). `fresh` always creates one.
  */
 async function takeOrReuse(
   ctx: Ctx,
   config: AgentConfig,
-  p: { label: string; reason: RestorePoint['reason']; title: string; fresh?: boolean },
+  p: { label: string; reason: RestorePoint['reason']; title: string; fresh?: boolean; kind?: 'pre' | 'config-edit' },
 ): Promise<{ restorePoint: RestorePoint; reused: boolean; cancelled: boolean }> {
   if (!p.fresh) {
     const newest = (await ctx.sidecar.request('restorePointList', { target: config.target })).find((r) => r.status !== 'failed');
@@ -450,8 +461,9 @@ async function takeOrReuse(
   let cancelled = false;
   try {
     const rp = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: p.title, cancellable: true }, async (progress, token) => {
-      const r = await ctx.sidecar.request('restorePointCreate', { target: config.target, stores: config.stores, label: p.label, kind: 'pre', reason: p.reason }, progressReporter(progress));
+      const r = await ctx.sidecar.request('restorePointCreate', { target: config.target, stores: config.stores, label: p.label, kind: p.kind ?? 'pre', reason: p.reason, retention: config.retention }, progressReporter(progress));
       cancelled = token.isCancellationRequested;
+      warnAfterCreate(r);
       return r;
     });
     return { restorePoint: rp, reused: false, cancelled };
@@ -491,7 +503,7 @@ async function snapshotAndRun(ctx: Ctx, arg: LensArg, opts: SnapshotAndRunOption
   let post: RestorePoint;
   try {
     post = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Creating restore point after ${shown}` }, (progress) =>
-      ctx.sidecar.request('restorePointCreate', { target: config.target, stores: config.stores, label: `after: ${lens.command}`, kind: 'post', pairOf: rp.id, reason }, progressReporter(progress)),
+      ctx.sidecar.request('restorePointCreate', { target: config.target, stores: config.stores, label: `after: ${lens.command}`, kind: 'post', pairOf: rp.id, reason, retention: config.retention }, progressReporter(progress)),
     );
   } finally {
     doneBusy();
@@ -570,7 +582,7 @@ async function restorePointBeforeEdit(ctx: Ctx, arg?: { file?: string }, opts?: 
   const file = arg?.file ?? vscode.window.activeTextEditor?.document.uri.fsPath;
   if (!file) throw new UserError('No file to take a restore point for.', 'invalid_params', 'Use the "Restore point before editing" lens at the top of a config file.');
   const base = path.basename(file);
-  const r = await takeOrReuse(ctx, config, { label: `before editing ${base}`, reason: { file, text: `before editing ${base}` }, title: `Creating restore point before editing ${base}`, fresh: opts?.fresh });
+  const r = await takeOrReuse(ctx, config, { label: `before editing ${base}`, reason: { file, text: `before editing ${base}` }, title: `Creating restore point before editing ${base}`, fresh: opts?.fresh, kind: 'config-edit' });
   ctx.configFiles?.noteTaken(file, r.restorePoint);
   void vscode.window.setStatusBarMessage(r.reused ? `AgentKeep: using the restore point taken ${formatAge(r.restorePoint.createdAt)} (nothing changed since)` : `AgentKeep: restore point taken before editing ${base}`, 5000);
   return { restorePoint: r.restorePoint, reused: r.reused };

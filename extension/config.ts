@@ -10,6 +10,8 @@ export interface AgentConfig {
   target: string;
   stores: string[];
   stateDir?: string;
+  /** agentkeep.retention.keep / keepImportant when set (passed with each restorePoint.create). */
+  retention?: { keep?: number; keepImportant?: number };
 }
 
 /** Read agentkeep.* settings. Returns undefined when no target is configured. */
@@ -19,7 +21,20 @@ export function readAgentConfig(): AgentConfig | undefined {
   if (!target) return undefined;
   const stores = (c.get<string[]>('stores') ?? []).map((s) => s.trim()).filter(Boolean);
   const stateDir = (c.get<string>('stateDir') ?? '').trim() || undefined;
-  return { target, stores, stateDir };
+  const retention = readRetention(c);
+  return { target, stores, stateDir, ...(retention ? { retention } : {}) };
+}
+
+/** agentkeep.retention.keep / keepImportant: whole numbers >= 0, else unset (the sidecar's config.json or defaults apply). */
+function readRetention(c: vscode.WorkspaceConfiguration): AgentConfig['retention'] {
+  const num = (k: string): number | undefined => {
+    const v = c.get<unknown>(k);
+    return typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : undefined;
+  };
+  const keep = num('retention.keep');
+  const keepImportant = num('retention.keepImportant');
+  if (keep === undefined && keepImportant === undefined) return undefined;
+  return { ...(keep !== undefined ? { keep } : {}), ...(keepImportant !== undefined ? { keepImportant } : {}) };
 }
 
 /** agentkeep.proxmox.* settings (see package.json for their meaning). */

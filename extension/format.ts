@@ -47,6 +47,12 @@ export function shortReason(rp: Pick<RestorePoint, 'reason' | 'kind' | 'restored
   return formatReason(rp).replace(/`/g, '');
 }
 
+/** Disk use for the Agent view: "12 MB of 10 GB", "(near the cap)" above 90%, "(over the cap)" above it. */
+export function usageText(u: { bytes: number; capBytes: number; level: 'ok' | 'near' | 'over' }): string {
+  const base = `${formatBytes(u.bytes)} of ${formatBytes(u.capBytes)}`;
+  return u.level === 'over' ? `${base} (over the cap)` : u.level === 'near' ? `${base} (near the cap)` : base;
+}
+
 /** Bytes for humans: 512 B, 1.2 KB, 3.4 MB, 1.1 GB (powers of 1024). */
 export function formatBytes(n: number): string {
   if (n < 1024) return `${n} B`;

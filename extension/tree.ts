@@ -9,14 +9,14 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { MemoryFile, RestorePoint, ResultOf } from '../sidecar/protocol';
 import { readAgentConfig, readProxmoxSettings, type AgentConfig } from './config';
-import { displayLabel, entryTitle, formatAge, formatBytes, formatReason, shortReason, targetName } from './format';
+import { displayLabel, entryTitle, formatAge, formatBytes, formatReason, shortReason, targetName, usageText } from './format';
 import { currentRestorePoint, discoverGuests, explainLock, findGuest, hostOf, proxmoxOf, snapshotTree, withTag, type Guest } from './proxmox';
 import type { Sidecar } from './sidecar';
 import { toSidecarError } from './sidecar';
 
 /** Every node of the Agent tree. `kind` discriminates. */
 export type AgentNode =
-  | { kind: 'agent'; config: AgentConfig; status?: ResultOf<'agentStatus'>; error?: string; guest?: Guest; guests?: Guest[]; guestError?: string; guestErrorCode?: string }
+  | { kind: 'agent'; config: AgentConfig; status?: ResultOf<'agentStatus'>; usage?: ResultOf<'restorePointUsage'>; error?: string; guest?: Guest; guests?: Guest[]; guestError?: string; guestErrorCode?: string }
   | { kind: 'restorePoints'; config: AgentConfig; guest?: Guest }
   | { kind: 'restorePoint'; config: AgentConfig; rp: RestorePoint; label: string; children?: AgentNode[] }
   | { kind: 'here'; guest?: Guest }
@@ -40,12 +40,36 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
   lastGuest: Guest | undefined;
   /** Proxmox targets: the fleet last listed (guests with agentkeep.proxmox.tag). */
   lastGuests: Guest[] = [];
+  /** Last disk use shown (restorePoint.usage), per target. */
+  lastUsage: ResultOf<'restorePointUsage'> | undefined;
 
   constructor(private readonly sidecar: Sidecar) {}
 
   /** Re-read everything from the sidecar. */
   refresh(): void {
     this.emitter.fire(undefined);
+  }
+
+  /**
+   * Disk use of the target's restore points for the agent node. Waits at most USAGE_WAIT_MS (btrfs
+   * walks its snapshots); a slower answer is kept and shown by a refresh when it arrives.
+   */
+  private async usage(target: string): Promise<ResultOf<'restorePointUsage'> | undefined> {
+    const req = this.sidecar.request('restorePointUsage', { target }).then(
+      (u) => u,
+      () => undefined,
+    );
+    const first = await Promise.race([req, new Promise<'late'>((r) => setTimeout(() => r('late'), USAGE_WAIT_MS))]);
+    if (first !== 'late') {
+      this.lastUsage = first;
+      return first;
+    }
+    void req.then((u) => {
+      const changed = JSON.stringify(u) !== JSON.stringify(this.lastUsage);
+      this.lastUsage = u;
+      if (changed) this.refresh();
+    });
+    return this.lastUsage?.target === target ? this.lastUsage : undefined;
   }
 
   getTreeItem(n: AgentNode): vscode.TreeItem {
@@ -62,12 +86,14 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         } else if (n.guest || proxmoxOf(n.config.target)) {
           return this.guestAgentItem(item, n);
         } else if (s) {
-          item.description = `${s.reachable ? 'reachable' : 'unreachable'} · ${s.backend}`;
-          item.iconPath = new vscode.ThemeIcon(s.reachable ? 'vm-active' : 'vm-outline');
+          const u = n.usage;
+          item.description = `${s.reachable ? 'reachable' : 'unreachable'} · ${s.backend}${u ? ` · ${usageText(u)}` : ''}`;
+          item.iconPath = new vscode.ThemeIcon(u && u.level !== 'ok' ? 'warning' : s.reachable ? 'vm-active' : 'vm-outline');
           const md = new vscode.MarkdownString(undefined, true);
           md.appendMarkdown(`**Target** \`${n.config.target}\`\n\n`);
           md.appendMarkdown(`Backend: ${s.backend} · ${s.reachable ? 'reachable' : `not reachable: ${s.message ?? ''}`}\n\n`);
           md.appendMarkdown(`Restore points: ${s.restorePoints}\n\n`);
+          if (u) md.appendMarkdown(`Disk use: ${formatBytes(u.bytes)} of the ${formatBytes(u.capBytes)} cap${u.level === 'over' ? ' — **over the cap**: prune some restore points' : u.level === 'near' ? ' — near the cap' : ''}\n\n`);
           for (const st of s.stores) md.appendMarkdown(`Store \`${st.store}\`: ${st.ok ? 'ok' : st.message ?? 'not ok'}\n\n`);
           md.appendMarkdown(`Sidecar ${s.version}`);
           item.tooltip = md;
@@ -216,10 +242,11 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         const status = await this.sidecar.request('agentStatus', { target: config.target, stores: config.stores });
         this.lastStatus = status;
         const d = await discovery;
-        if (!pve || !d) return [{ kind: 'agent', config, status }];
+        const usage = await this.usage(config.target);
+        if (!pve || !d) return [{ kind: 'agent', config, status, usage }];
         this.lastGuest = findGuest(d.guests, pve);
         this.lastGuests = withTag(d.guests, readProxmoxSettings().tag);
-        return [{ kind: 'agent', config, status, guest: this.lastGuest, guests: d.guests, guestError: d.error, guestErrorCode: d.code }];
+        return [{ kind: 'agent', config, status, usage, guest: this.lastGuest, guests: d.guests, guestError: d.error, guestErrorCode: d.code }];
       } catch (e) {
         return [{ kind: 'agent', config, error: toSidecarError(e).full() }];
       }
@@ -307,6 +334,9 @@ function guestTooltip(g: Guest): vscode.MarkdownString {
   md.appendMarkdown(`\`${g.target}\``);
   return md;
 }
+
+/** How long the Agent view waits for restorePoint.usage before showing the last known value (ms). */
+const USAGE_WAIT_MS = 1500;
 
 function rpIcon(rp: RestorePoint): string {
   if (rp.status === 'failed') return 'error';

@@ -48,21 +48,37 @@ export function restorePointTable(points: RestorePoint[], target: string, now = 
 }
 
 /** Prune result, one line per restore point: "deleted|kept  ID  reason" (dry run: "would delete"). */
-export function pruneReport(r: { deleted: Array<{ id: string; reason: string }>; kept: Array<{ id: string; reason: string }>; freedBytes: number }, dryRun: boolean): string {
+export function pruneReport(r: { deleted: Array<{ id: string; reason: string }>; kept: Array<{ id: string; reason: string }>; freedBytes: number; estimatedFreeBytes?: number }, dryRun: boolean): string {
   const del = dryRun ? 'would delete' : 'deleted';
   const rows = [...r.deleted.map((d) => [del, d.id, d.reason]), ...r.kept.map((k) => ['kept', k.id, k.reason])];
+  const est = r.estimatedFreeBytes !== undefined && r.deleted.length ? ` that would free about ${size(r.estimatedFreeBytes)}` : '';
   const head = dryRun
-    ? `Dry run: ${r.deleted.length} restore point(s) would be deleted, ${r.kept.length} kept; nothing was changed.`
+    ? `Dry run: ${r.deleted.length} restore point(s) would be deleted, ${r.kept.length} kept; nothing was changed${est}.`
     : `Deleted ${r.deleted.length} restore point(s), kept ${r.kept.length}; freed ${size(r.freedBytes)}.`;
   return rows.length ? `${head}\n${table(rows)}` : head;
+}
+
+/** restore-point usage: one summary line (use, cap, level), then ID / SIZE / ONLY-IT per restore point. */
+export function usageReport(r: { target: string; bytes: number; capBytes: number; level: 'ok' | 'near' | 'over'; points: Array<{ id: string; bytes: number; newBytes: number }> }): string {
+  const pct = r.capBytes ? Math.round((r.bytes / r.capBytes) * 100) : 0;
+  const warn = r.level === 'over' ? ' OVER THE CAP: prune some (restore-point prune --dry-run shows what)' : r.level === 'near' ? ' (near the cap)' : '';
+  const head = `Restore points of ${r.target} use ${size(r.bytes)} of the ${size(r.capBytes)} cap (${pct}%)${warn}.`;
+  if (!r.points.length) return head;
+  return `${head}\n${table([['ID', 'SIZE', 'ONLY IT'], ...r.points.map((p) => [p.id, size(p.bytes), size(p.newBytes)])])}`;
 }
 
 /** One line about a created restore point. */
 export function createdLine(rp: RestorePoint): string {
   const m = rp.machine;
   const agent = rp.agent.reduce((n, a) => n + a.files.length, 0);
-  // A hypervisor snapshot (Proxmox) has no file counts: name it instead (warnings follow as Note lines).
-  const what = m.snapname ? `snapshot ${m.snapname}${m.vmstate ? ' with RAM state' : ''}` : `${m.files} entries, ${size(m.bytes)} (${size(m.newBytes)} new)`;
+  // btrfs snapshots walk nothing, so they have no counts (restore-point usage measures them); a
+  // hypervisor snapshot (Proxmox) has none either: name it instead (warnings follow as Note lines).
+  const what =
+    m.backend === 'btrfs'
+      ? `btrfs snapshot ${m.snapname ?? rp.id}`
+      : m.snapname
+        ? `snapshot ${m.snapname}${m.vmstate ? ' with RAM state' : ''}`
+        : `${m.files} entries, ${size(m.bytes)} (${size(m.newBytes)} new)`;
   return (
     `Created restore point ${rp.id} "${rp.label}": ${what} in ${Math.round(m.durationMs)} ms` +
     (rp.agent.length ? `; agent state: ${agent} files from ${rp.agent.length} store(s)` : '')

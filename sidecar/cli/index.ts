@@ -2,11 +2,12 @@
  * The `agentkeep` command line (commander). Same core as the servers, no RPC.
  *
  *     agentkeep --version
- *     agentkeep restore-point create --target T [--label TEXT] [--store S ...] [--important] [--vmstate] [--json]
+ *     agentkeep restore-point create --target T [--label TEXT] [--kind manual|config-edit|update|hook] [--store S ...] [--important] [--vmstate] [--json]
  *     agentkeep restore-point list --target T [--json]
  *     agentkeep restore-point restore ID --target T --scope machine|agent|both [--store S ...] [--start] [--yes] [--json]
  *     agentkeep restore-point delete ID --target T [--yes] [--json]
- *     agentkeep restore-point prune --target T [--dry-run] [--keep N] [--keep-important N] [--json]
+ *     agentkeep restore-point prune --target T [--dry-run] [--keep N] [--keep-important N] [--min-age DURATION] [--json]
+ *     agentkeep restore-point usage --target T [--json]
  *     agentkeep memory list --store S [--store S ...] [--json]
  *     agentkeep agent discover --target proxmox://HOST[:PORT] [--tag agent] [--json]
  *     agentkeep memory show --store S [--store S ...] --entry ID [--json]
@@ -36,9 +37,10 @@ import { evaluate, fileKind, formatEval, parseJsonc, scanText, type EvalLabel } 
 import { serveStdio } from '../server/stdio';
 import { parseHostPort, readTokenFile, serveWs } from '../server/ws';
 import type { CoreFactory } from '../server/session';
-import { changeSummary, createdLine, findingsTable, memoryDiffText, restoreLossText, memoryShowText, memoryTable, pruneReport, restorePointTable, shellQuote } from './format';
+import { changeSummary, createdLine, findingsTable, memoryDiffText, restoreLossText, memoryShowText, memoryTable, pruneReport, restorePointTable, shellQuote, usageReport } from './format';
 import { guardSignals } from './signals';
 import { cliTargetArgs, resolveStateDir } from '../core/state';
+import { parseDuration } from '../core/retention';
 import { VERSION } from './version';
 
 /** Where the CLI writes; replaceable for tests. */
@@ -75,6 +77,17 @@ function collect(v: string, prev: string[]): string[] {
 
 /** Exit code carried by a usage error. */
 class UsageError extends AgentKeepError {}
+
+/** Option parser for a duration (1h, 30m, 90s, 2d, 0) in ms. @throws UsageError (exit 2) naming the option. */
+function duration(opt: string): (v: string) => number {
+  return (v: string) => {
+    try {
+      return parseDuration(v);
+    } catch (e) {
+      throw new UsageError('InvalidParams', `${opt}: ${(e as Error).message}.`, `Give e.g. ${opt} 1h.`);
+    }
+  };
+}
 
 /** Option parser for a whole number >= 0. @throws UsageError (exit 2) naming the option. */
 function wholeNumber(opt: string): (v: string) => number {
@@ -147,18 +160,20 @@ function program(ctx: Ctx): Command {
     .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
     .option('--label <text>', 'a label for the restore point')
     .option('--store <store>', 'memory store whose agent state is captured, e.g. hermes:/home/me/.hermes (repeatable; default: the Hermes homes found in the target)', collect, [])
+    .addOption(new Option('--kind <kind>', 'why it is taken: manual, config-edit (before editing a config file), update (before updating the agent), hook (from a script or git hook); retention treats them alike').choices(['manual', 'config-edit', 'update', 'hook']).default('manual'))
     .option('--important', 'mark it important (retention keeps the newest 10 important restore points)')
     .option('--vmstate', 'VM targets: include the RAM state (a rollback resumes the VM where it was)')
     .option('--json', 'print the restore point as JSON')
-    .action(async (o: { target: string; label?: string; store: string[]; important?: boolean; vmstate?: boolean }, cmd: Command) => {
+    .action(async (o: { target: string; label?: string; kind: 'manual' | 'config-edit' | 'update' | 'hook'; store: string[]; important?: boolean; vmstate?: boolean }, cmd: Command) => {
       const asJson = json(cmd);
       const guard = guardSignals('create', ctx.io, cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir)));
       let rpnt;
       try {
-        rpnt = await ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal }).createRestorePoint({ target: o.target, label: o.label, stores: o.store.length ? o.store : undefined, kind: 'manual', ...(o.important ? { important: true } : {}), ...(o.vmstate ? { vmstate: true } : {}) });
+        rpnt = await ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal }).createRestorePoint({ target: o.target, label: o.label, stores: o.store.length ? o.store : undefined, kind: o.kind, ...(o.important ? { important: true } : {}), ...(o.vmstate ? { vmstate: true } : {}) });
       } finally {
         guard.dispose();
       }
+      for (const w of rpnt.warnings ?? []) ctx.io.err(`agentkeep: warning: ${w}`);
       if (asJson) printJson(ctx, rpnt);
       else {
         ctx.io.out(createdLine(rpnt));
@@ -270,12 +285,24 @@ function program(ctx: Ctx): Command {
     .option('--dry-run', 'only show what would be deleted')
     .option('--keep <n>', 'newest restore points to keep (default 20)', wholeNumber('--keep'))
     .option('--keep-important <n>', 'newest important restore points to keep (default 10)', wholeNumber('--keep-important'))
-    .option('--json', 'print {deleted, kept, freedBytes} as JSON')
-    .action(async (o: { target: string; dryRun?: boolean; keep?: number; keepImportant?: number }, cmd: Command) => {
+    .option('--min-age <duration>', 'never delete one younger than this, e.g. 1h, 30m, 2d, 0 (default 1h)', duration('--min-age'))
+    .option('--json', 'print {deleted, kept, freedBytes, estimatedFreeBytes} as JSON')
+    .action(async (o: { target: string; dryRun?: boolean; keep?: number; keepImportant?: number; minAge?: number }, cmd: Command) => {
       const asJson = json(cmd);
-      const r = await core(cmd).pruneRestorePoints({ target: o.target, dryRun: Boolean(o.dryRun), keep: o.keep, keepImportant: o.keepImportant });
+      const r = await core(cmd).pruneRestorePoints({ target: o.target, dryRun: Boolean(o.dryRun), keep: o.keep, keepImportant: o.keepImportant, minAgeMs: o.minAge });
       if (asJson) printJson(ctx, o.dryRun ? { dryRun: true, ...r } : r);
       else ctx.io.out(pruneReport(r, Boolean(o.dryRun)));
+    });
+
+  rp.command('usage')
+    .description('disk use of the restore points of a target (each stored object or extent counted once) against the size cap')
+    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .option('--json', 'print {target, bytes, capBytes, level, points: [{id, bytes, newBytes}]} as JSON')
+    .action(async (o: { target: string }, cmd: Command) => {
+      const asJson = json(cmd);
+      const r = await core(cmd).usageRestorePoints({ target: o.target });
+      if (asJson) printJson(ctx, r);
+      else ctx.io.out(usageReport(r));
     });
 
   const mem = root.command('memory').description('inspect, trace, edit and compare agent memory stores');

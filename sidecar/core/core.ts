@@ -24,6 +24,8 @@ import { StateLayout, checkStateDirVsTarget, cliTargetArgs, ensureStateDir, isIn
 import { resolveTarget, type ParsedTarget } from './target';
 import type { CoreApi, CoreOptions } from './service';
 import { DEFAULT_MIN_AGE_MS, planPrune, type PruneOptions } from './retention';
+import { size as formatSize } from '../cli/format';
+import { capLevel, DEFAULT_SIZE_CAP_BYTES, readStateConfig, stateConfigPath } from './stateConfig';
 import { compareCaptures, DEFAULT_READ_MAX_BYTES, encodeContent, normalizeRelPath, tooLarge } from './compare';
 
 /** The sidecar version (from package.json, inlined by the bundler). */
@@ -477,23 +479,120 @@ export class Core implements CoreApi {
    * files. Without `stores` (absent, not `[]`) the Hermes homes found in the target are captured
    * (detectStores), so a later restore with scope machine spares their memory. Waits up to
    * lockTimeoutMs for another create/restore of the same target. CoreOptions.signal stops it.
-   * Afterwards retention is applied with its defaults (pruneRestorePoints); a failing prune does
-   * not fail the create.
+   * Afterwards retention is applied (`retention` params, else `<stateDir>/config.json`, else the
+   * defaults; see pruneRestorePoints); a failing prune does not fail the create. Then the size cap
+   * is checked where the backend can tell its disk use cheaply (not btrfs): above 90% of
+   * `sizeCapBytes` (default 10 GiB) the result carries `warnings` (not stored in the journal).
+   * @returns the restore point, plus `warnings` when near or over the size cap
+   * A config.json that does not parse is reported in `warnings` (defaults used), not thrown.
    * @throws BadTarget, TargetNotFound, BadStateDir, BadStore, StoreNotFound, TargetBusy, FileError
    */
-  async createRestorePoint(params: ParamsOf<'restorePointCreate'>): Promise<RestorePoint> {
+  async createRestorePoint(params: ParamsOf<'restorePointCreate'>): Promise<ResultOf<'restorePointCreate'>> {
     const p = validate(Methods.restorePointCreate.params, params, 'restorePoint.create');
     const t = await this.open(p.target, true, true);
+    // A broken config.json must not stop a restore point before a risky change: warn, use the defaults.
+    let configProblem: string | undefined;
+    const config = await readStateConfig(this.stateDir).catch((e: unknown) => {
+      configProblem = `${asAgentKeepError(e).oneLine()} (retention and the size cap used their defaults for this create)`;
+      return {} as Awaited<ReturnType<typeof readStateConfig>>;
+    });
     const stores = p.stores ? this.openStores(p.stores) : await this.detectStores(t.target.path);
     const progress = new Progress(p.progressToken, this.opts.onProgress);
     const rp = await this.withTarget(t, 'create restore point', true, () =>
       this.createLocked(t, { label: p.label, kind: p.kind, reason: p.reason, stores, pairOf: p.pairOf, important: p.important, vmstate: p.vmstate }, progress),
     );
     this.changed(t.target.spec, 'restorePoints');
-    // Retention with the defaults; it never deletes the one just made (newest, younger than an hour).
-    // A busy target is not waited for long: the next create or an explicit prune catches up.
-    await this.pruneTarget(t, {}, false, Math.min(this.lockTimeoutMs, 2000)).catch(() => undefined);
-    return rp;
+    // Retention (params, else <stateDir>/config.json, else the defaults); it never deletes the one
+    // just made (the newest). A busy target is not waited for long: the next create or a prune catches up.
+    await this.pruneTarget(t, { ...config.retention, ...definedOnly(p.retention ?? {}) }, false, Math.min(this.lockTimeoutMs, 2000), false).catch(() => undefined);
+    const warning = await this.capWarning(t, config.sizeCapBytes ?? DEFAULT_SIZE_CAP_BYTES).catch(() => undefined);
+    const warnings = [configProblem, warning].filter((w): w is string => !!w);
+    return warnings.length ? { ...rp, warnings } : rp;
+  }
+
+  /**
+   * The size-cap warning after a create: the target's disk use (when the backend can tell it
+   * without walking its snapshots) above 90% of the cap; undefined below.
+   */
+  private async capWarning(t: TargetCtx, capBytes: number): Promise<string | undefined> {
+    const u = await this.usageOf(t, await t.journal.list(), true);
+    if (!u) return undefined;
+    const level = capLevel(u.bytes, capBytes);
+    if (level === 'ok') return undefined;
+    const pct = Math.round((u.bytes / capBytes) * 100);
+    return (
+      `The restore points of ${t.target.spec} use ${formatSize(u.bytes)}, ${pct}% of the ${formatSize(capBytes)} size cap${level === 'over' ? ' (over the cap)' : ''}. ` +
+      `Free space with: agentkeep restore-point prune ${cliTargetArgs(t.target.spec, this.stateDir)} --keep 5 (try --dry-run first), or raise sizeCapBytes in ${stateConfigPath(this.stateDir)}.`
+    );
+  }
+
+  /**
+   * Disk use of restore points `points` of a target: `bytes` counts every stored object (dir
+   * manifests via backend.objectsOf, agent captures) or snapshot extent (backend.usage) once; per
+   * point from backend.usage, else the journal's machine.bytes / newBytes. With `quick`, undefined
+   * when the backend would have to walk its snapshots (btrfs).
+   */
+  private async usageOf(t: TargetCtx, points: RestorePoint[], quick: boolean): Promise<{ bytes: number; points: Map<string, { bytes: number; newBytes: number }> } | undefined> {
+    const mine = points.filter((r) => r.machine.backend === t.backend.name);
+    const ext = t.backend.usage ? await t.backend.usage(mine.map((r) => r.id), { quick }) : undefined;
+    if (t.backend.usage && !ext) return undefined;
+    const objects = new Map<string, number>();
+    let machineBytes = ext?.bytes ?? 0;
+    for (const r of points) {
+      if (t.backend.objectsOf && r.machine.backend === t.backend.name) {
+        for (const [h, size] of await t.backend.objectsOf(r.id).catch(() => new Map<string, number>())) objects.set(h, size);
+      } else if (!ext) machineBytes += r.machine.newBytes;
+      for (const a of r.agent) for (const f of a.files) objects.set(f.hash, f.size);
+    }
+    let bytes = machineBytes;
+    for (const size of objects.values()) bytes += size;
+    const per = new Map<string, { bytes: number; newBytes: number }>();
+    for (const r of points) per.set(r.id, ext?.points.get(r.id) ?? { bytes: r.machine.bytes, newBytes: r.machine.newBytes });
+    return { bytes, points: per };
+  }
+
+  /**
+   * Estimate of what deleting `gone` frees while `kept` stay: objects (dir manifests, agent captures)
+   * only the deleted reference within the target (other targets may share some: an upper bound);
+   * btrfs: the exclusive extents of each deleted snapshot (a lower bound); else their newBytes.
+   */
+  private async freeEstimate(t: TargetCtx, gone: RestorePoint[], kept: RestorePoint[]): Promise<number> {
+    const held = async (rs: RestorePoint[]): Promise<Map<string, number>> => {
+      const m = new Map<string, number>();
+      for (const r of rs) {
+        if (t.backend.objectsOf && r.machine.backend === t.backend.name) for (const [h, size] of await t.backend.objectsOf(r.id).catch(() => new Map<string, number>())) m.set(h, size);
+        for (const a of r.agent) for (const f of a.files) m.set(f.hash, f.size);
+      }
+      return m;
+    };
+    const [g, k] = await Promise.all([held(gone), held(kept)]);
+    let bytes = 0;
+    for (const [h, size] of g) if (!k.has(h)) bytes += size;
+    if (!t.backend.objectsOf) {
+      const ext = t.backend.usage ? await t.backend.usage(gone.map((r) => r.id)).catch(() => undefined) : undefined;
+      for (const r of gone) bytes += ext?.points.get(r.id)?.newBytes ?? r.machine.newBytes;
+    }
+    return bytes;
+  }
+
+  /**
+   * Disk use of a target's restore points and where it stands against the size cap (sizeCapBytes in
+   * <stateDir>/config.json, default 10 GiB). See Methods.restorePointUsage.
+   * @throws BadTarget, BadStateDir (bad config.json), FileError / Unsupported (btrfs: permission, btrfs-progs missing)
+   */
+  async usageRestorePoints(params: ParamsOf<'restorePointUsage'>): Promise<ResultOf<'restorePointUsage'>> {
+    const p = validate(Methods.restorePointUsage.params, params, 'restorePoint.usage');
+    const t = await this.open(p.target, false);
+    const capBytes = (await readStateConfig(this.stateDir)).sizeCapBytes ?? DEFAULT_SIZE_CAP_BYTES;
+    const points = await t.journal.list();
+    const u = (await this.usageOf(t, points, false)) ?? { bytes: 0, points: new Map() };
+    return {
+      target: t.target.spec,
+      bytes: u.bytes,
+      capBytes,
+      level: capLevel(u.bytes, capBytes),
+      points: points.map((r) => ({ id: r.id, ...(u.points.get(r.id) ?? { bytes: r.machine.bytes, newBytes: r.machine.newBytes }) })),
+    };
   }
 
   /** Restore points of a target, newest first (an unknown target has none). @throws BadTarget, BadStateDir */
@@ -699,17 +798,29 @@ export class Core implements CoreApi {
    * delete the planned restore points (journal entry first, then the backend snapshot), then
    * garbage-collect once. A dry run only plans.
    */
-  private async pruneTarget(t: TargetCtx, opts: Pick<PruneOptions, 'keep' | 'keepImportant'>, dryRun: boolean, lockTimeoutMs = this.lockTimeoutMs): Promise<ResultOf<'restorePointPrune'>> {
+  private async pruneTarget(
+    t: TargetCtx,
+    opts: Pick<PruneOptions, 'keep' | 'keepImportant' | 'minAgeMs'>,
+    dryRun: boolean,
+    lockTimeoutMs = this.lockTimeoutMs,
+    estimate = true,
+  ): Promise<ResultOf<'restorePointPrune'>> {
     const res = await this.withTarget(t, dryRun ? 'prune (dry run)' : 'prune', false, async () => {
       const points = await t.journal.list();
-      const plan = planPrune(points, { keep: opts.keep, keepImportant: opts.keepImportant }, await this.identicalPairs(t, points));
-      if (dryRun || !plan.delete.length) return { deleted: plan.delete, kept: plan.keep, freedBytes: 0 };
+      const minAgeMs = opts.minAgeMs ?? DEFAULT_MIN_AGE_MS;
+      const plan = planPrune(points, { keep: opts.keep, keepImportant: opts.keepImportant, minAgeMs }, await this.identicalPairs(t, points, minAgeMs));
+      if (!plan.delete.length) return { deleted: plan.delete, kept: plan.keep, freedBytes: 0, estimatedFreeBytes: 0 };
+      const gone = new Set(plan.delete.map((d) => d.id));
+      // (not after a create: for btrfs the estimate walks the deleted snapshots, which would make create O(n))
+      const estimatedFreeBytes = estimate ? await this.freeEstimate(t, points.filter((r) => gone.has(r.id)), points.filter((r) => !gone.has(r.id))).catch(() => undefined) : undefined;
+      const est = estimatedFreeBytes === undefined ? {} : { estimatedFreeBytes };
+      if (dryRun) return { deleted: plan.delete, kept: plan.keep, freedBytes: 0, ...est };
       for (const d of plan.delete) {
         await t.journal.remove(d.id);
         await t.backend.delete(d.id);
       }
       const gc = await this.collectGarbage();
-      return { deleted: plan.delete, kept: plan.keep, freedBytes: gc.freedBytes };
+      return { deleted: plan.delete, kept: plan.keep, freedBytes: gc.freedBytes, ...est };
     }, lockTimeoutMs);
     if (res.deleted.length && !dryRun) this.changed(t.target.spec, 'restorePoints');
     return res;
@@ -720,12 +831,12 @@ export class Core implements CoreApi {
    * not differ from them, by the backend's compare of the two snapshots and the agent-state captures.
    * Results are cached per instance (the snapshots never change); a failing compare counts as "differs".
    */
-  private async identicalPairs(t: TargetCtx, points: RestorePoint[]): Promise<Set<string>> {
+  private async identicalPairs(t: TargetCtx, points: RestorePoint[], minAgeMs = DEFAULT_MIN_AGE_MS): Promise<Set<string>> {
     const out = new Set<string>();
     const compare = t.backend.compare?.bind(t.backend);
     if (!compare) return out;
     const byId = new Map(points.map((r) => [r.id, r]));
-    const old = (r: RestorePoint): boolean => Date.now() - Date.parse(r.createdAt) >= DEFAULT_MIN_AGE_MS && r.id !== points[0]?.id;
+    const old = (r: RestorePoint): boolean => Date.now() - Date.parse(r.createdAt) >= minAgeMs && r.id !== points[0]?.id;
     for (const post of points) {
       const pre = post.pairOf ? byId.get(post.pairOf) : undefined;
       if (!pre || !old(post) || !old(pre)) continue;
@@ -758,7 +869,8 @@ export class Core implements CoreApi {
   async pruneRestorePoints(params: ParamsOf<'restorePointPrune'>): Promise<ResultOf<'restorePointPrune'>> {
     const p = validate(Methods.restorePointPrune.params, params, 'restorePoint.prune');
     const t = await this.open(p.target, false, !p.dryRun);
-    return this.pruneTarget(t, { keep: p.keep, keepImportant: p.keepImportant }, p.dryRun ?? false);
+    const config = await readStateConfig(this.stateDir);
+    return this.pruneTarget(t, { ...config.retention, ...definedOnly({ keep: p.keep, keepImportant: p.keepImportant, minAgeMs: p.minAgeMs }) }, p.dryRun ?? false);
   }
 
   /** Mark the change after a restore point as kept (status `kept`). @throws RestorePointNotFound, TargetBusy */
@@ -876,6 +988,11 @@ export class Core implements CoreApi {
       readObject: (hash) => this.objects.read(hash),
     };
   }
+}
+
+/** `o` without its undefined fields (so a spread does not overwrite a configured value with undefined). */
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
 function sameStore(a: string, s: MemoryStoreAdapter): boolean {

@@ -22,6 +22,7 @@ const HANDLERS: { [K in MethodName]: (core: CoreApi, p: z.infer<(typeof Methods)
   restorePointRestore: (c, p) => c.restoreRestorePoint(p),
   restorePointDelete: (c, p) => c.deleteRestorePoint(p),
   restorePointPrune: (c, p) => c.pruneRestorePoints(p),
+  restorePointUsage: (c, p) => c.usageRestorePoints(p),
   restorePointKeep: (c, p) => c.keepRestorePoint(p),
   memoryList: (c, p) => c.listMemory(p),
   agentStatus: (c, p) => c.agentStatus(p),

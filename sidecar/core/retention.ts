@@ -142,3 +142,24 @@ export function planPrune(points: readonly RestorePoint[], opts: PruneOptions = 
   }
   return plan;
 }
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/**
+ * Parse a duration such as `1h`, `30m`, `90s`, `2d`, `500ms` or `0` into milliseconds (units: ms, s,
+ * m or min, h, d; a whole number; `1h30m` combines).
+ * @throws RangeError naming the text and the accepted forms.
+ */
+export function parseDuration(text: string): number {
+  const s = text.trim().toLowerCase();
+  if (s === '0') return 0;
+  const re = /(\d+)\s*(ms|min|s|m|h|d)/gy;
+  let total = 0;
+  let end = 0;
+  for (let m = re.exec(s); m; m = re.exec(s)) {
+    total += Number(m[1]) * UNIT_MS[m[2]];
+    end = re.lastIndex;
+  }
+  if (!s || end !== s.length) throw new RangeError(`"${text}" is not a duration: use e.g. 1h, 30m, 90s, 2d, 1h30m or 0`);
+  return total;
+}

@@ -35,7 +35,7 @@ export interface CoreOptions {
  * a hint that names the fix.
  */
 export interface CoreApi {
-  createRestorePoint(p: ParamsOf<'restorePointCreate'>): Promise<RestorePoint>;
+  createRestorePoint(p: ParamsOf<'restorePointCreate'>): Promise<ResultOf<'restorePointCreate'>>;
   listRestorePoints(p: ParamsOf<'restorePointList'>): Promise<RestorePoint[]>;
   diffRestorePoint(p: ParamsOf<'restorePointDiff'>): Promise<ChangeSummary>;
   compareRestorePoints(p: ParamsOf<'restorePointCompare'>): Promise<ChangeSummary>;
@@ -44,6 +44,8 @@ export interface CoreApi {
   deleteRestorePoint(p: ParamsOf<'restorePointDelete'>): Promise<ResultOf<'restorePointDelete'>>;
   /** Apply retention (sidecar/core/retention.ts) to a target; see Methods.restorePointPrune. */
   pruneRestorePoints(p: ParamsOf<'restorePointPrune'>): Promise<ResultOf<'restorePointPrune'>>;
+  /** Disk use of a target's restore points against the size cap; see Methods.restorePointUsage. */
+  usageRestorePoints(p: ParamsOf<'restorePointUsage'>): Promise<ResultOf<'restorePointUsage'>>;
   keepRestorePoint(p: ParamsOf<'restorePointKeep'>): Promise<RestorePoint>;
   listMemory(p: ParamsOf<'memoryList'>): Promise<ResultOf<'memoryList'>>;
   agentStatus(p: ParamsOf<'agentStatus'>): Promise<ResultOf<'agentStatus'>>;

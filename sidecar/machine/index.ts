@@ -3,6 +3,7 @@
  * registration line below.
  */
 import { AgentKeepError } from '../core/errors';
+import { btrfsBackend } from './btrfs';
 import { dirBackend } from './dir';
 import { qemuBackend } from './qemu';
 import { proxmoxBackend } from './proxmox';
@@ -19,6 +20,7 @@ export function registerBackend(f: BackendFactory): void {
 
 // ---- registrations (one line per backend) ----
 registerBackend(dirBackend);
+registerBackend(btrfsBackend);
 registerBackend(qemuBackend);
 registerBackend(proxmoxBackend);
 

@@ -142,6 +142,20 @@ export interface MachineBackend {
   /** Delete a snapshot (not its shared objects; the core garbage-collects those). */
   delete(snapshotId: string): Promise<void>;
   /**
+   * Disk use of snapshots `ids` kept outside the object store (btrfs: `btrfs filesystem du`).
+   * Optional: backends whose snapshots live in the object store (dir: the core sums the objects
+   * their manifests name, see `objectsOf`) or on a hypervisor leave it out. `quick`: return undefined
+   * instead of walking the snapshots (the core's size-cap check after a create asks so).
+   * @returns bytes: bytes the snapshots hold, shared extents counted once; points: per snapshot
+   *   `bytes` (logical) and `newBytes` (held by it alone).
+   */
+  usage?(ids: string[], opts?: { quick?: boolean }): Promise<{ bytes: number; points: Map<string, { bytes: number; newBytes: number }> } | undefined>;
+  /**
+   * Objects snapshot `id` references in the object store (dir): hash -> size in bytes; for the
+   * per-target disk use and the prune estimate. @throws CorruptSnapshot when its data is missing.
+   */
+  objectsOf?(id: string): Promise<Map<string, number>>;
+  /**
    * Restore points the backend can rebuild from the hypervisor alone (Proxmox: the `agentkeep:v1:`
    * marker in snapshot descriptions), so `restore-point list` shows snapshots another machine made.
    * Optional; they carry no agent-state capture.

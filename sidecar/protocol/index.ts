@@ -239,6 +239,14 @@ function method<P extends z.ZodTypeAny, R extends z.ZodTypeAny>(
   return { method: METHOD_PREFIX + name, description, params, result };
 }
 
+export const RetentionParams = z
+  .object({
+    keep: z.number().int().min(0).optional().describe('Newest restore points to keep (default 20)'),
+    keepImportant: z.number().int().min(0).optional().describe('Newest important restore points to keep (default 10)'),
+    minAgeMs: z.number().int().min(0).optional().describe('Restore points younger than this are never deleted, in milliseconds (default 3600000 = 1 h)'),
+  })
+  .describe('Retention settings; unset fields come from <stateDir>/config.json, else the defaults');
+
 const ProgressToken = z.string().optional().describe('If set, progress notifications carry this token');
 
 export const Methods = {
@@ -254,9 +262,12 @@ export const Methods = {
       pairOf: z.string().optional(),
       important: z.boolean().optional().describe('Mark the restore point important (retention keeps the newest 10 important ones)'),
       vmstate: z.boolean().optional().describe('Include RAM state (qemu and Proxmox qemu targets; QEMU always does). Ignored elsewhere'),
+      retention: RetentionParams.optional().describe('Retention applied after the create (the extension passes agentkeep.retention.*)'),
       progressToken: ProgressToken,
     }),
-    RestorePoint,
+    RestorePoint.extend({
+      warnings: z.array(z.string()).optional().describe('What the user should know, e.g. the target\'s restore points use more than 90% of the size cap (not stored in the journal)'),
+    }),
   ),
   restorePointList: method(
     'restorePoint.list',
@@ -303,11 +314,31 @@ export const Methods = {
       dryRun: z.boolean().optional().describe('Only report what would be deleted; change nothing'),
       keep: z.number().int().min(0).optional().describe('Newest restore points to keep (default 20)'),
       keepImportant: z.number().int().min(0).optional().describe('Newest important restore points to keep (default 10)'),
+      minAgeMs: z.number().int().min(0).optional().describe('Never delete a restore point younger than this, in milliseconds (default 3600000 = 1 h)'),
     }),
     z.object({
       deleted: z.array(z.object({ id: z.string(), reason: z.string() })).describe('Deleted (or, with dryRun, to be deleted), newest first, with why'),
       kept: z.array(z.object({ id: z.string(), reason: z.string() })).describe('Kept, newest first, with why'),
       freedBytes: z.number().int().describe('Bytes of objects removed by the garbage collection (0 for dryRun, or while another create/restore runs)'),
+      estimatedFreeBytes: z
+        .number()
+        .int()
+        .optional()
+        .describe('Estimate of the bytes deleting `deleted` frees: objects (dir) only they reference within the target, btrfs exclusive extents, else their newBytes'),
+    }),
+  ),
+  restorePointUsage: method(
+    'restorePoint.usage',
+    'Disk use of a target\'s restore points: per restore point and for the whole target (each stored object or extent counted once), with the size cap (sizeCapBytes in <stateDir>/config.json, default 10 GiB). btrfs targets walk their snapshots (btrfs filesystem du): seconds for large trees.',
+    z.object({ target: Target }),
+    z.object({
+      target: Target,
+      bytes: z.number().int().describe('Bytes the target\'s restore points hold: distinct objects of its manifests and agent captures (dir), extents of its snapshots counted once plus agent captures (btrfs), else the sum of newBytes'),
+      capBytes: z.number().int().describe('The size cap of one target, in bytes'),
+      level: z.enum(['ok', 'near', 'over']).describe('near: above 90% of the cap; over: above the cap'),
+      points: z
+        .array(z.object({ id: z.string(), bytes: z.number().int().describe('Logical size'), newBytes: z.number().int().describe('Bytes held by this restore point alone (btrfs: exclusive extents; dir: newly stored at create)') }))
+        .describe('Per restore point, newest first'),
     }),
   ),
   restorePointKeep: method(

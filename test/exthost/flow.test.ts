@@ -100,6 +100,7 @@ export function registerFlowSuite(): void {
       assert.ok(r1, `restorePointBeforeEdit (last error: ${JSON.stringify(api.lastError())})`);
       assert.equal(r1.reused, false);
       assert.deepEqual(r1.restorePoint.reason, { file: configYaml, text: 'before editing config.yaml' });
+      assert.equal(r1.restorePoint.kind, 'config-edit');
       const r2 = await vscode.commands.executeCommand<{ restorePoint: RestorePoint; reused: boolean }>('agentkeep.restorePointBeforeEdit', { file: configYaml });
       assert.equal(r2?.reused, true);
       assert.equal(r2?.restorePoint.id, r1.restorePoint.id, 'no second automatic restore point within a minute');

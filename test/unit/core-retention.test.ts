@@ -7,7 +7,7 @@ import { planPrune } from '../../sidecar/core/retention';
 import { Core } from '../../sidecar/core/core';
 import { dispatch } from '../../sidecar/core/dispatch';
 import { AgentKeepError } from '../../sidecar/core/errors';
-import { buildSidecar, runSidecar, type RunResult } from './helpers/sidecar';
+import { ageRestorePoint, buildSidecar, cliRunner } from './helpers/sidecar';
 
 const HOUR = 3_600_000;
 const NOW = Date.parse('2026-06-01T12:00:00.000Z');
@@ -188,21 +188,9 @@ describe('agentkeep restore-point prune (real bin on a real tree)', function () 
   let agent: string;
   let state: string;
   let target: string;
-  const ak = (...args: string[]): Promise<RunResult> => runSidecar(['--state-dir', state, ...args]);
-  const json = async (...args: string[]): Promise<any> => {
-    const r = await ak(...args, '--json');
-    assert.equal(r.code, 0, `agentkeep ${args.join(' ')} failed: ${r.stderr}${r.stdout}`);
-    return JSON.parse(r.stdout);
-  };
+  const { ak, json } = cliRunner(() => state);
   /** Make a restore point look `ageH` hours old by editing its journal entry. */
-  const age = async (id: string, ageH: number): Promise<void> => {
-    const root = path.join(state, 'journal');
-    const [key] = await fs.readdir(root);
-    const file = path.join(root, key, `${id}.json`);
-    const rec = JSON.parse(await fs.readFile(file, 'utf8')) as RestorePoint;
-    rec.createdAt = new Date(Date.now() - ageH * HOUR).toISOString();
-    await fs.writeFile(file, JSON.stringify(rec));
-  };
+  const age = (id: string, ageH: number): Promise<void> => ageRestorePoint(state, id, ageH);
 
   before(async function () {
     this.timeout(120000);

@@ -1,6 +1,6 @@
 /** Pure formatting helpers of the extension (extension/format.ts). */
 import * as assert from 'node:assert/strict';
-import { commandLine, describeLoss, displayLabel, entryTitle, formatAge, formatBytes, formatReason, samplePaths, shortReason, statusBarText } from '../../extension/format';
+import { commandLine, describeLoss, displayLabel, entryTitle, formatAge, formatBytes, formatReason, samplePaths, shortReason, statusBarText, usageText } from '../../extension/format';
 
 const NOW = Date.parse('2026-11-30T12:00:00Z');
 const ago = (s: number) => new Date(NOW - s * 1000).toISOString();
@@ -51,6 +51,13 @@ describe('extension/format', () => {
     const agent = describeLoss(changes, 'agent');
     assert.ok(!agent.some((l) => l.includes('node_modules')), 'scope agent keeps machine files');
     assert.equal(describeLoss({ added: [], removed: [], changed: [], agentChanged: [] }, 'both')[0], 'Nothing changed since this restore point.');
+  });
+
+  it('formats the disk use of a target against its size cap', () => {
+    const cap = 10 * 1024 ** 3;
+    assert.equal(usageText({ bytes: 12 * 1024 * 1024, capBytes: cap, level: 'ok' }), '12 MB of 10 GB');
+    assert.equal(usageText({ bytes: 9.5 * 1024 ** 3, capBytes: cap, level: 'near' }), '9.5 GB of 10 GB (near the cap)');
+    assert.equal(usageText({ bytes: 11 * 1024 ** 3, capBytes: cap, level: 'over' }), '11 GB of 10 GB (over the cap)');
   });
 
   it('formats bytes and entry titles', () => {

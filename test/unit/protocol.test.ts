@@ -42,6 +42,7 @@ describe('protocol', () => {
       listRestorePoints: rec('listRestorePoints'),
       diffRestorePoint: rec('diffRestorePoint'),
       compareRestorePoints: rec('compareRestorePoints'),
+      usageRestorePoints: rec('usageRestorePoints'),
       readRestorePointFile: rec('readRestorePointFile'),
       restoreRestorePoint: rec('restoreRestorePoint'),
       deleteRestorePoint: rec('deleteRestorePoint'),

@@ -167,6 +167,13 @@ export class DirBackend implements MachineBackend {
     return compareEntries(a.entries, b.entries);
   }
 
+  /** Objects the snapshot's manifest names: hash -> size (bytes). @throws CorruptSnapshot when the manifest is missing. */
+  async objectsOf(snapshotId: string): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    for (const e of (await this.manifest(snapshotId)).entries) if (e.h) out.set(e.h, e.s);
+    return out;
+  }
+
   /** A path of a snapshot: its manifest entry, the content read from the object store by hash. */
   async readFile(snapshotId: string, rel: string, maxBytes: number): Promise<SnapshotFile> {
     const m = await this.manifest(snapshotId);

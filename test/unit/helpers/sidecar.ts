@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, copyFileSync } from 'node:fs';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { build } from 'esbuild';
 import { REPO } from './paths';
@@ -81,4 +82,28 @@ export function waitForStderr(child: ChildProcess, re: RegExp, timeoutMs = 15000
     child.stderr!.on('data', onData);
     child.on('exit', onExit);
   });
+}
+
+/**
+ * `ak(...args)` runs the real CLI with `--state-dir <stateDir()>`; `json(...args)` adds --json,
+ * asserts exit 0 and parses stdout. `stateDir` is read per call (tests make a new one per test).
+ */
+export function cliRunner(stateDir: () => string): { ak: (...args: string[]) => Promise<RunResult>; json: (...args: string[]) => Promise<any> } {
+  const ak = (...args: string[]): Promise<RunResult> => runSidecar(['--state-dir', stateDir(), ...args]);
+  const json = async (...args: string[]): Promise<any> => {
+    const r = await ak(...args, '--json');
+    if (r.code !== 0) throw new Error(`agentkeep ${args.join(' ')} failed (${r.code}): ${r.stderr}${r.stdout}`);
+    return JSON.parse(r.stdout);
+  };
+  return { ak, json };
+}
+
+/** Make a restore point look `ageH` hours old by editing its journal entry (the state dir's only target). */
+export async function ageRestorePoint(stateDir: string, id: string, ageH: number): Promise<void> {
+  const root = path.join(stateDir, 'journal');
+  const [key] = await readdir(root);
+  const file = path.join(root, key, `${id}.json`);
+  const rec = JSON.parse(await readFile(file, 'utf8')) as { createdAt: string };
+  rec.createdAt = new Date(Date.now() - ageH * 3_600_000).toISOString();
+  await writeFile(file, JSON.stringify(rec));
 }
