@@ -27,7 +27,7 @@ import { compareRestorePoints, compareWithNow, type CompareResult } from './comp
 import { readAgentConfig, requireTrust, UntrustedError, type AgentConfig } from './config';
 import type { ConfigFiles } from './configFiles';
 import { createDemoAgent, type DemoAgent } from './demo';
-import { describeLoss, displayLabel, formatAge, plural, SCOPE_LABELS, shortCommand, shortReason } from './format';
+import { describeLoss, describeMemoryLoss, displayLabel, formatAge, plural, SCOPE_LABELS, shortCommand, shortReason } from './format';
 import type { Sidecar } from './sidecar';
 import { SidecarError, toSidecarError } from './sidecar';
 import type { AgentStatusBar } from './statusBar';
@@ -322,6 +322,20 @@ async function findRestorePoint(ctx: Ctx, config: AgentConfig, id: string): Prom
 }
 
 /** Restore: pick > scope > confirmation (what will be lost) > restore with progress > Undo offer. */
+/**
+ * Lines for a restore confirmation from memory.diff: memory entries learned since the restore point
+ * (lost unless scope is machine) and the agent's outside-world actions since (never undone). Empty
+ * when the stores keep no history or the sidecar cannot tell (the confirmation still warns in general).
+ */
+async function memoryLoss(ctx: Ctx, config: AgentConfig, id: string, scope: Scope): Promise<string[]> {
+  try {
+    const r = await ctx.sidecar.request('memoryDiff', { target: config.target, from: id, ...(config.stores.length ? { stores: config.stores } : {}) });
+    return describeMemoryLoss(r, scope);
+  } catch {
+    return [];
+  }
+}
+
 async function restore(ctx: Ctx, arg?: unknown, scopeArg?: Scope, opts?: RestoreOptions): Promise<ResultOf<'restorePointRestore'> | undefined> {
   requireTrust('Restoring a restore point');
   const config = requireConfig();
@@ -348,9 +362,10 @@ async function restore(ctx: Ctx, arg?: unknown, scopeArg?: Scope, opts?: Restore
   }
   if (opts?.confirm !== false) {
     const changes = await ctx.sidecar.request('restorePointDiff', { target: config.target, id, stores: config.stores });
+    const memory = await memoryLoss(ctx, config, rp.id, scope);
     const answer = await vscode.window.showWarningMessage(
       `Restore "${rp.label}" (${formatAge(rp.createdAt)}): ${SCOPE_LABELS[scope]}?`,
-      { modal: true, detail: describeLoss(changes, scope).join('\n') + '\n\nThe current state is captured first, so this restore can be undone.' },
+      { modal: true, detail: [...describeLoss(changes, scope), ...memory].join('\n') + '\n\nThe current state is captured first, so this restore can be undone.' },
       'Restore',
     );
     if (answer !== 'Restore') return undefined;
@@ -540,9 +555,10 @@ async function snapshotAndRun(ctx: Ctx, arg: LensArg, opts: SnapshotAndRunOption
       start = answer === ROLLBACK_AND_START;
     } else if (!opts.decision) {
       const changes = await ctx.sidecar.request('restorePointDiff', { target: config.target, id: rp.id, stores: config.stores });
+      const memory = await memoryLoss(ctx, config, rp.id, 'both');
       const answer = await vscode.window.showWarningMessage(
         `Roll back ${shown}: restore "${rp.label}" (${formatAge(rp.createdAt)}), machine + agent state?`,
-        { modal: true, detail: describeLoss(changes, 'both').join('\n') + '\n\nThe current state is captured first, so this can be undone.' },
+        { modal: true, detail: [...describeLoss(changes, 'both'), ...memory].join('\n') + '\n\nThe current state is captured first, so this can be undone.' },
         'Roll back',
       );
       if (answer !== 'Roll back') return result;

@@ -3,7 +3,7 @@
  * what a restore will undo, status bar text. Input shapes come from sidecar/protocol.
  */
 import * as path from 'node:path';
-import type { ChangeSummary, RestorePoint, Scope } from '../sidecar/protocol';
+import type { ChangeSummary, RestorePoint, ResultOf, Scope } from '../sidecar/protocol';
 
 /**
  * Short age of an ISO 8601 time relative to `now` (ms since epoch): "just now", "42s ago", "5m ago",
@@ -119,6 +119,31 @@ export function describeLoss(changes: ChangeSummary, scope: Scope): string[] {
   }
   if (!lines.length) lines.push('Nothing changed since this restore point.');
   lines.push('Snapshots do not undo what the agent did outside this machine (emails sent, issues opened, payments).');
+  return lines;
+}
+
+/**
+ * What a restore loses of the agent's memory and what it cannot undo, from memory.diff (entries
+ * added/changed since the restore point; the agent's outside-world actions since, from its session
+ * history). Lines for a confirmation dialog; empty when there is nothing to say.
+ */
+export function describeMemoryLoss(r: ResultOf<'memoryDiff'>, scope: Scope): string[] {
+  const lines: string[] = [];
+  const first = (t?: string): string => entryTitle(t ?? '', 70);
+  const learned = [...r.added, ...r.changed];
+  if (scope !== 'machine' && learned.length) {
+    lines.push(`${plural(learned.length, 'memory entry', 'memory entries')} learned since then will be lost:`);
+    for (const c of learned.slice(0, 5)) lines.push(`  • ${first(c.after?.text)}`);
+    if (learned.length > 5) lines.push(`  … and ${learned.length - 5} more`);
+  } else if (learned.length) {
+    lines.push(`${plural(learned.length, 'memory entry', 'memory entries')} learned since then stay (scope machine keeps the current memory).`);
+  }
+  const acts = r.actions ?? [];
+  if (acts.length) {
+    lines.push(`${plural(acts.length, 'action', 'actions')} the agent took since then will NOT be undone:`);
+    for (const a of acts.slice(0, 5)) lines.push(`  • ${(a.message ?? a.action).replace(/\s+/g, ' ').slice(0, 90)}${a.time ? ` (${formatAge(a.time)})` : ''}`);
+    if (acts.length > 5) lines.push(`  … and ${acts.length - 5} more`);
+  }
   return lines;
 }
 

@@ -1,6 +1,6 @@
 /** Pure formatting helpers of the extension (extension/format.ts). */
 import * as assert from 'node:assert/strict';
-import { commandLine, describeLoss, displayLabel, entryTitle, formatAge, formatBytes, formatReason, samplePaths, shortReason, statusBarText, usageText } from '../../extension/format';
+import { commandLine, describeLoss, describeMemoryLoss, displayLabel, entryTitle, formatAge, formatBytes, formatReason, samplePaths, shortReason, statusBarText, usageText } from '../../extension/format';
 
 const NOW = Date.parse('2026-11-30T12:00:00Z');
 const ago = (s: number) => new Date(NOW - s * 1000).toISOString();
@@ -51,6 +51,26 @@ describe('extension/format', () => {
     const agent = describeLoss(changes, 'agent');
     assert.ok(!agent.some((l) => l.includes('node_modules')), 'scope agent keeps machine files');
     assert.equal(describeLoss({ added: [], removed: [], changed: [], agentChanged: [] }, 'both')[0], 'Nothing changed since this restore point.');
+  });
+
+  it('says which memory entries a restore loses and which outside actions it cannot undo', () => {
+    const store = 'hermes:/h';
+    const e = (id: string, text: string) => ({ id, text });
+    const r = {
+      added: [{ store, after: e('a1', 'Staging moved to port 2222\nmore') }],
+      removed: [],
+      changed: [{ store, before: e('c0', 'old'), after: e('c1', 'User prefers tabs') }],
+      actions: [{ action: 'none' as const, message: 'send_message to telegram: "deployed"', time: new Date(Date.now() - 3_600_000).toISOString() }],
+    };
+    const both = describeMemoryLoss(r, 'both');
+    assert.equal(both[0], '2 memory entries learned since then will be lost:');
+    assert.equal(both[1], '  • Staging moved to port 2222');
+    assert.equal(both[2], '  • User prefers tabs');
+    assert.equal(both[3], '1 action the agent took since then will NOT be undone:');
+    assert.match(both[4]!, /send_message to telegram: "deployed" \(1h ago\)/);
+    const machine = describeMemoryLoss(r, 'machine');
+    assert.match(machine[0]!, /2 memory entries learned since then stay/);
+    assert.deepEqual(describeMemoryLoss({ added: [], removed: [], changed: [] }, 'both'), []);
   });
 
   it('formats the disk use of a target against its size cap', () => {
