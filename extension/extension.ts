@@ -13,6 +13,7 @@ import { SNAPSHOT_SCHEME, SnapshotContentProvider } from './compare';
 import { codeLensFilter, readAgentConfig, readStateDir, setSimulateUntrusted } from './config';
 import { ConfigFiles, type ConfigPromptRecord } from './configFiles';
 import { DetailsPanel } from './details';
+import { MemoryInspector, registerMemoryCommands, type InspectorRendered, type MemoryChange } from './memory';
 import { Sidecar } from './sidecar';
 import { AgentStatusBar } from './statusBar';
 import { AgentTreeProvider } from './tree';
@@ -42,6 +43,13 @@ export interface AgentKeepApi {
    * instead of showing a notification; `null` restores the notification.
    */
   answerConfigPrompts(answer: string | undefined | null): void;
+  /** The memory inspector: whether it is open and what its webview last rendered. */
+  memoryInspector(): { open: boolean; rendered?: InspectorRendered };
+  /**
+   * Test hook: memory edits/deletes call `fn` instead of showing the Undo notification (`null`
+   * restores the notification).
+   */
+  onMemoryChange(fn: ((c: MemoryChange) => void) | null): void;
 }
 
 let ctxRef: Ctx | undefined;
@@ -57,6 +65,8 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
   ctxRef = ctx;
   const configFiles = new ConfigFiles(sidecar, (file) => Promise.resolve(vscode.commands.executeCommand<{ restorePoint: RestorePoint; reused: boolean } | undefined>('agentkeep.restorePointBeforeEdit', { file })));
   ctx.configFiles = configFiles;
+  const memory = new MemoryInspector(context, sidecar, output, () => tree.refresh());
+  context.subscriptions.push(memory, ...registerMemoryCommands(ctx, memory));
   context.subscriptions.push(configFiles, vscode.workspace.registerTextDocumentContentProvider(SNAPSHOT_SCHEME, new SnapshotContentProvider(sidecar)));
 
   const view = vscode.window.createTreeView('agentkeep.agent', { treeDataProvider: tree, showCollapseAll: true });
@@ -86,11 +96,13 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
       void applyConfig();
       void sidecar.pushSettings(); // the sidecar asks the editor to refresh its lenses
       void configFiles.refresh();
+      void memory.refresh();
     }),
     sidecar.onDidChange(() => {
       tree.refresh();
       void statusBar.update();
       void details.refresh();
+      void memory.refresh();
     }),
   );
   void applyConfig().catch((e) => output.appendLine(`[extension] activation: ${String(e)}`));
@@ -110,6 +122,10 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
     configPrompts: () => configFiles.prompts,
     answerConfigPrompts: (answer) => {
       configFiles.answer = answer === null ? undefined : async () => answer;
+    },
+    memoryInspector: () => ({ open: memory.isOpen, rendered: memory.rendered }),
+    onMemoryChange: (fn) => {
+      memory.onChange = fn ?? undefined;
     },
   };
 }

@@ -1,13 +1,15 @@
 /**
  * The Agent view (`agentkeep.agent`): agent > Restore points (newest first) and Memory
  * (stores > files with usage > entries). Data comes from the sidecar: agent.status,
- * restorePoint.list, memory.list (one call per store, so files group under their store).
+ * restorePoint.list, memory.list (one call per store, so files group under their store), memory.lint
+ * (badges on entries with findings; none when the sidecar has no lint).
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { MemoryFile, RestorePoint, ResultOf } from '../sidecar/protocol';
+import type { LintFinding, MemoryFile, RestorePoint, ResultOf } from '../sidecar/protocol';
 import { readAgentConfig, type AgentConfig } from './config';
 import { displayLabel, entryTitle, formatAge, formatBytes, formatReason, shortReason, targetName } from './format';
+import { findingsFor, lintStores } from './memory';
 import type { Sidecar } from './sidecar';
 import { toSidecarError } from './sidecar';
 
@@ -19,7 +21,7 @@ export type AgentNode =
   | { kind: 'memory'; config: AgentConfig }
   | { kind: 'store'; config: AgentConfig; store: string }
   | { kind: 'memoryFile'; store: string; file: MemoryFile }
-  | { kind: 'entry'; file: MemoryFile; text: string; id: string }
+  | { kind: 'entry'; store: string; file: MemoryFile; text: string; id: string }
   | { kind: 'message'; label: string; detail?: string; icon?: string };
 
 /** Tree data provider of the Agent view. Caches the last lists so tests can read what is shown. */
@@ -30,6 +32,10 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
   lastRestorePoints: RestorePoint[] = [];
   /** Last agent status shown. */
   lastStatus: ResultOf<'agentStatus'> | undefined;
+  /** Lint findings at the last refresh of the Memory node (empty when lint is unavailable). */
+  findings: LintFinding[] = [];
+  /** Why there are no findings (lint unavailable or failed), if so. */
+  lintNote: string | undefined;
 
   constructor(private readonly sidecar: Sidecar) {}
 
@@ -88,11 +94,15 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         const item = new vscode.TreeItem('Memory', vscode.TreeItemCollapsibleState.Expanded);
         item.id = `mem:${n.config.target}`;
         item.iconPath = new vscode.ThemeIcon('book');
+        item.contextValue = 'memory';
+        if (this.findings.length) item.description = `${this.findings.length} ${this.findings.length === 1 ? 'finding' : 'findings'}`;
+        item.tooltip = this.lintNote ?? (this.findings.length ? `Lint: ${this.findings.length} findings. Open the memory inspector to review them.` : 'Lint found nothing.');
         return item;
       }
       case 'store': {
         const item = new vscode.TreeItem(n.store.split(':')[0] ?? n.store, vscode.TreeItemCollapsibleState.Expanded);
         item.id = `store:${n.store}`;
+        item.contextValue = 'memoryStore';
         item.description = n.store.slice(n.store.indexOf(':') + 1);
         item.iconPath = new vscode.ThemeIcon('database');
         item.tooltip = n.store;
@@ -115,9 +125,17 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
       case 'entry': {
         const item = new vscode.TreeItem(entryTitle(n.text), vscode.TreeItemCollapsibleState.None);
         item.id = `entry:${n.file.file}:${n.id}`;
-        item.description = `${n.text.length} chars`;
-        item.tooltip = new vscode.MarkdownString().appendText(n.text);
-        item.iconPath = new vscode.ThemeIcon('note');
+        const found = findingsFor(this.findings, n.id);
+        const kinds = [...new Set(found.map((f) => f.kind))];
+        item.description = [`${n.text.length} chars`, ...kinds].join(' · ');
+        const md = new vscode.MarkdownString().appendText(n.text);
+        for (const f of found) md.appendMarkdown('\n\n---\n\n').appendText(`${f.severity} · ${f.kind}: ${f.message}`);
+        item.tooltip = md;
+        const worst = found.some((f) => f.severity === 'error') ? 'error' : found.some((f) => f.severity === 'warning') ? 'warning' : found.length ? 'info' : undefined;
+        item.iconPath = worst ? new vscode.ThemeIcon(worst, new vscode.ThemeColor(worst === 'error' ? 'list.errorForeground' : worst === 'warning' ? 'list.warningForeground' : 'foreground')) : new vscode.ThemeIcon('note');
+        item.contextValue = n.file.readOnly ? 'memoryEntry.readOnly' : 'memoryEntry';
+        item.command = { command: 'agentkeep.openMemoryInspector', title: 'Open in the memory inspector', arguments: [{ store: n.store, id: n.id }] };
+        item.accessibilityInformation = { label: `Memory entry ${entryTitle(n.text)}, ${item.description}` };
         return item;
       }
       case 'message': {
@@ -160,6 +178,11 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         }
       case 'memory':
         if (!n.config.stores.length) return [{ kind: 'message', label: 'No memory store configured', detail: 'Set agentkeep.stores, e.g. ["hermes:/home/me/.hermes"].' }];
+        {
+          const before = this.findings.length;
+          ({ findings: this.findings, lintNote: this.lintNote } = await lintStores(this.sidecar, n.config));
+          if (before !== this.findings.length) setTimeout(() => this.emitter.fire(n), 0); // the Memory row shows the count
+        }
         return n.config.stores.map((store) => ({ kind: 'store', config: n.config, store }));
       case 'store':
         try {
@@ -169,7 +192,7 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
           return [{ kind: 'message', label: toSidecarError(e).full(), icon: 'error' }];
         }
       case 'memoryFile':
-        return n.file.entries.map((e) => ({ kind: 'entry', file: n.file, text: e.text, id: e.id }));
+        return n.file.entries.map((e) => ({ kind: 'entry', store: n.store, file: n.file, text: e.text, id: e.id }));
       default:
         return [];
     }
