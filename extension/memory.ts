@@ -2,7 +2,7 @@
  * Agent memory in the editor: the memory inspector webview panel (webview-ui/memory, bundled to
  * out/memory.js) and the memory commands it shares with the Agent view:
  *   agentkeep.openMemoryInspector({store, id}? | treeNode)        -> void (selects that entry)
- *   agentkeep.editMemoryEntry({store, id} | treeNode, text?)       -> MemoryChange (asks for the text when absent)
+ *   agentkeep.editMemoryEntry({store, id} | treeNode, text?, {expectedHash?}) -> MemoryChange (asks for the text when absent)
  *   agentkeep.deleteMemoryEntry({store, id} | treeNode, {confirm?}) -> MemoryChange
  *   agentkeep.undoMemoryChange(MemoryUndo)                         -> the memory.edit / memory.add result
  *   agentkeep.diffMemory(store? | treeNode, restorePointId?)       -> MemoryDiffResult (quick pick when no id)
@@ -429,29 +429,29 @@ export function registerMemoryCommands(ctx: Ctx, inspector: MemoryInspector): vs
   const entryArg = async (arg: unknown, title: string): Promise<EntryRef | undefined> => toEntryRef(arg) ?? pickEntry(ctx.sidecar, title);
   return [
     reg('agentkeep.openMemoryInspector', async (arg?: unknown) => inspector.open(toEntryRef(arg))),
-    reg('agentkeep.editMemoryEntry', async (arg?: unknown, text?: string) => {
+    reg('agentkeep.editMemoryEntry', async (arg?: unknown, text?: string, opts?: { expectedHash?: string }) => {
       requireTrust('Editing agent memory');
       const ref = await entryArg(arg, 'Edit which memory entry?');
       if (!ref) return undefined;
-      let newText = text;
+      let newText = typeof text === 'string' ? text : undefined; // a tree context menu passes the selection here
       if (newText === undefined) {
         const show = await ctx.sidecar.request('memoryShow', { stores: [ref.store], entry: ref.id });
         newText = await vscode.window.showInputBox({ title: `Edit memory entry (${path.basename(show.file.file)})`, value: show.entry.text, prompt: 'The new text of the entry. Saving checks that the agent did not change the file in between.', ignoreFocusOut: true });
         if (newText === undefined || newText === show.entry.text) return undefined;
         return inspector.edit(ref, newText, show.contentHash);
       }
-      return inspector.edit(ref, newText);
+      return inspector.edit(ref, newText, opts?.expectedHash);
     }),
     reg('agentkeep.deleteMemoryEntry', async (arg?: unknown, opts?: { confirm?: boolean }) => {
       requireTrust('Deleting agent memory');
       const ref = await entryArg(arg, 'Delete which memory entry?');
-      return ref ? inspector.remove(ref, { confirm: opts?.confirm }) : undefined;
+      return ref ? inspector.remove(ref, { confirm: Array.isArray(opts) ? undefined : opts?.confirm }) : undefined;
     }),
     reg('agentkeep.undoMemoryChange', async (u: MemoryUndo) => inspector.undo(u)),
     reg('agentkeep.diffMemory', async (arg?: unknown, rpId?: string) => {
       const config = readAgentConfig() ?? noConfig();
       const store = typeof arg === 'string' ? arg : (arg as { store?: string } | undefined)?.store ?? (config.stores.length === 1 ? config.stores[0] : await vscode.window.showQuickPick(config.stores, { title: 'Diff the memory of which store?' }));
-      return store ? inspector.diff(store, rpId) : undefined;
+      return store ? inspector.diff(store, typeof rpId === 'string' ? rpId : undefined) : undefined;
     }),
     reg('agentkeep.openSessionMessages', async (arg: EntryRef & { trace?: number }) => (await inspector.openSession(arg, arg.trace ?? 0)).toString()),
   ];
