@@ -4,16 +4,18 @@
  * CodeLens, clicks it (a pre restore point, a real `npm install` in the terminal, a post restore point,
  * then the notification: Compare opens the multi-file diff of pre vs post, then Keep), opens the
  * Agent view (restore point and memory rows), hovers the status bar item, restores through the
- * status bar (quick pick > scope > confirmation > restore), opens the details webview, and finally
+ * status bar (quick pick > scope > confirmation > restore), opens the details webview, the memory
+ * inspector (its list, then the detail pane of an entry with provenance), and finally
  * opens a folder without an agent: welcome view > "Set up demo agent". Every step asserts that its element is
  * there and takes a screenshot into test-results/screenshots/ (agent-view.png, codelens.png,
  * keep-or-rollback.png, compare.png, statusbar.png, restore-quickpick.png, restore-scope.png,
  * restore-confirm.png, after-restore.png,
- * details.png, welcome.png);
+ * details.png, memory-inspector.png, memory-detail.png, welcome.png);
  * on failure, failure.png. Exit code 0 = all present.
  *
  * Usage: npx tsx scripts/test-e2e.ts (after `node esbuild.mjs` and scripts/setup-host.sh;
- * scripts/test-e2e.sh does all three). Env: SHOTS (output folder), KEEP_TMP=1, CHROMIUM.
+ * scripts/test-e2e.sh does all three). Env: SHOTS (output folder), KEEP_TMP=1, CHROMIUM;
+ * E2E_ONLY=memory runs only the memory inspector part (quick, while working on the webview).
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -45,6 +47,54 @@ async function expectVisible(page: Page, selector: string, what: string, opts: {
   return loc;
 }
 
+/** Run a command from the command palette (F1) by its title. */
+async function runCommand(page: Page, title: string): Promise<void> {
+  await page.keyboard.press('F1');
+  await expectVisible(page, '.quick-input-widget input', 'The command palette');
+  await page.keyboard.type(title);
+  await expectVisible(page, '.quick-input-widget .monaco-list-row', `The "${title}" command`, { hasText: title.replace(/^.*?: /, '') });
+  await page.keyboard.press('Enter');
+}
+
+/**
+ * The memory inspector: open it from the command palette, check the list (usage bar, entries), then
+ * select an entry and check the detail pane (full text, metadata, provenance section).
+ * Screenshots memory-inspector.png and memory-detail.png.
+ */
+async function memoryInspector(page: Page): Promise<void> {
+  await runCommand(page, 'View: Close All Editors');
+  await page.waitForTimeout(300);
+  await runCommand(page, 'AgentKeep: Open Memory Inspector');
+  const webview = page.frameLocator('iframe.webview').last().frameLocator('iframe#active-frame');
+  try {
+    await webview.locator('h1', { hasText: 'Agent memory' }).waitFor({ timeout: 20000 });
+    await webview.locator('button.entry', { hasText: 'staging server is staging.example.internal' }).waitFor({ timeout: 10000 });
+    await webview.locator('.file .name', { hasText: 'MEMORY.md' }).waitFor({ timeout: 5000 });
+    await webview.locator('.bar[role="meter"]').first().waitFor({ timeout: 5000 });
+    await webview.locator('vscode-textfield#search').waitFor({ timeout: 5000 });
+  } catch {
+    throw new Error('The memory inspector did not show its list (heading "Agent memory", a MEMORY.md entry, a usage bar, the search field).');
+  }
+  checks += 5;
+  await page.mouse.move(1000, 700);
+  await shot(page, 'memory-inspector.png');
+  await webview.locator('button.entry', { hasText: 'staging server is staging.example.internal' }).click();
+  try {
+    await webview.locator('.detail h3', { hasText: 'Provenance' }).waitFor({ timeout: 10000 });
+    await webview.locator('.detail pre.text', { hasText: 'never with --force' }).first().waitFor({ timeout: 5000 });
+    await webview.locator('.detail dt', { hasText: /^File$/ }).waitFor({ timeout: 5000 });
+    // provenance loaded: traces, or the note that says there is none (not "Loading…")
+    await webview.locator('.detail .trace, .detail h3:has-text("Provenance") + p.note, .detail h3:has-text("Provenance") + p.error').first().waitFor({ timeout: 10000 });
+  } catch {
+    throw new Error('The memory inspector did not show the entry detail (full text, "File" metadata, "Provenance" section).');
+  }
+  checks += 4;
+  const loading = await webview.locator('.detail', { hasText: 'Loading where this entry came from' }).count();
+  if (loading) throw new Error('The memory inspector still shows "Loading where this entry came from…" (memory.show did not answer).');
+  await page.mouse.move(1000, 700);
+  await shot(page, 'memory-detail.png');
+}
+
 async function main(): Promise<number> {
   checkHost();
   checkSidecar();
@@ -52,7 +102,8 @@ async function main(): Promise<number> {
     if (!fs.existsSync(path.join(REPO, f))) throw new Error(`${f} is missing. Build first: node esbuild.mjs`);
   }
   fs.mkdirSync(SHOTS, { recursive: true });
-  for (const f of fs.readdirSync(SHOTS)) if (f.endsWith('.png')) fs.rmSync(path.join(SHOTS, f));
+  const only = process.env.E2E_ONLY;
+  for (const f of fs.readdirSync(SHOTS)) if (f.endsWith('.png') && (!only || f.startsWith(only) || f === 'failure.png')) fs.rmSync(path.join(SHOTS, f));
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agentkeep-e2e-'));
   const demo = createDemoAgent(path.join(tmp, 'demo'));
   let cs: CodeServer | undefined;
@@ -79,6 +130,12 @@ async function main(): Promise<number> {
     step('workbench loaded');
     await expectVisible(page, '.statusbar-item', 'The AgentKeep status bar item', { hasText: 'no restore point', timeout: 60000 });
     step('status bar item: no restore point');
+    if (only === 'memory') {
+      await memoryInspector(page);
+      ok = true;
+      console.log(`  ${checks} passing (UI elements present)`);
+      return 0;
+    }
 
     // Open setup.sh and wait for the CodeLens.
     await page.locator('.monaco-workbench').click({ position: { x: 700, y: 400 } }).catch(() => undefined);
@@ -197,6 +254,8 @@ async function main(): Promise<number> {
     }
     await page.mouse.move(1000, 700);
     await shot(page, 'details.png');
+
+    await memoryInspector(page);
 
     // A folder without an agent: the welcome view, and its "Set up demo agent" button.
     const empty = path.join(tmp, 'no-agent');

@@ -226,7 +226,8 @@ function renderDetail(): void {
     return report();
   }
   const show = detail && detail.store === row.store && detail.id === row.entry.id ? detail.show : undefined;
-  detailEl.append(el('h2', { textContent: firstLine(row.entry.text, 200) }));
+  const index = row.file.entries.findIndex((e) => e.id === row.entry.id);
+  detailEl.append(el('h2', { textContent: `${basename(row.file.file)} · entry ${index + 1} of ${row.file.entries.length}` }));
   if (editing && show) {
     const ta = vsc('vscode-textarea', { rows: '8', 'aria-label': 'New text of the memory entry', resize: 'vertical' });
     ta.value = show.entry.text;
@@ -336,7 +337,7 @@ function render(): void {
   app.append(el('h1', { textContent: 'Agent memory' }));
   app.append(el('p', { className: 'sub', textContent: `${total} entries in ${state.stores.length} ${state.stores.length === 1 ? 'store' : 'stores'} · ${state.findings.length} findings on ${withFindings} entries` }));
   if (!state.trusted) app.append(el('div', { className: 'banner warning', textContent: 'Restricted Mode: read-only. Editing and deleting memory need a trusted workspace.' }));
-  if (state.lintNote) app.append(el('div', { className: 'banner', textContent: state.lintNote }));
+  if (state.lintNote) app.append(el('p', { className: 'note', textContent: state.lintNote }));
   if (notice) app.append(el('div', { className: `banner ${notice.severity}`, role: 'alert', textContent: notice.text }));
   app.append(toolbar());
   listEl = el('div', { className: 'list', role: 'listbox' });
