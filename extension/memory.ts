@@ -13,7 +13,6 @@
  * applies the undo the sidecar returned. All of it needs a trusted workspace; the inspector is
  * read-only otherwise and says so.
  */
-import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { LintFinding, MemoryEntry, ParamsOf, Provenance, ResultOf } from '../sidecar/protocol';
@@ -24,6 +23,7 @@ import { isTrusted, readAgentConfig, requireTrust, type AgentConfig } from './co
 import { entryTitle, formatAge, storeRoot } from './format';
 import type { Sidecar } from './sidecar';
 import { SidecarError, toSidecarError } from './sidecar';
+import { webviewHtml } from './webviewHtml';
 
 /** What undoes a memory change: the memory.edit or memory.add params the sidecar returned. */
 export type MemoryUndo = { kind: 'edit'; params: ParamsOf<'memoryEdit'> } | { kind: 'add'; params: ParamsOf<'memoryAdd'> };
@@ -398,23 +398,7 @@ export class MemoryInspector implements vscode.Disposable {
   }
 
   private html(webview: vscode.Webview): string {
-    const nonce = randomBytes(16).toString('base64');
-    const script = webview.asWebviewUri(vscode.Uri.joinPath(this.context.extensionUri, 'out', 'memory.js'));
-    const csp = [`default-src 'none'`, `style-src 'nonce-${nonce}'`, `script-src 'nonce-${nonce}'`, `img-src ${webview.cspSource}`, `font-src ${webview.cspSource}`].join('; ');
-    return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="${csp}">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<title>Agent memory</title>
-<style nonce="${nonce}">${INSPECTOR_CSS}</style>
-</head>
-<body>
-<main id="app" aria-live="polite"><p class="sub">Loading memory…</p></main>
-<script nonce="${nonce}" src="${script}"></script>
-</body>
-</html>`;
+    return webviewHtml(webview, this.context.extensionUri, { script: 'memory.js', title: 'Agent memory', css: INSPECTOR_CSS, loading: 'Loading memory…' });
   }
 
   dispose(): void {
