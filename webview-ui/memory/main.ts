@@ -53,6 +53,8 @@ let detail: DetailMessage | undefined;
 let selected: { store: string; id: string } | undefined;
 let notice: { text: string; severity: string } | undefined;
 let editing = false;
+/** The text being edited (kept across re-renders, e.g. when the agent changes another file meanwhile). */
+let draft: string | undefined;
 const filter = { text: '', store: '', area: '', finding: '' };
 
 /** The area of an entry: the store's own area, else the file kind without the store prefix. */
@@ -197,6 +199,7 @@ function entryButton(r: Row): HTMLElement {
 
 function choose(store: string, id: string): void {
   selected = { store, id };
+  draft = undefined;
   if (notice) {
     notice = undefined;
     app.querySelector('.banner[role="alert"]')?.remove();
@@ -230,19 +233,26 @@ function renderDetail(): void {
   detailEl.append(el('h2', { textContent: `${basename(row.file.file)} · entry ${index + 1} of ${row.file.entries.length}` }));
   if (editing && show) {
     const ta = vsc('vscode-textarea', { rows: '8', 'aria-label': 'New text of the memory entry', resize: 'vertical' });
-    ta.value = show.entry.text;
+    ta.value = draft ?? show.entry.text;
+    ta.addEventListener('input', () => (draft = ta.value));
     const save = vsc('vscode-button', {}, 'Save');
     const cancel = vsc('vscode-button', { secondary: true }, 'Cancel');
     save.addEventListener('click', () => {
       editing = false;
+      draft = undefined;
       vscode.postMessage({ type: 'edit', store: row.store, id: row.entry.id, text: ta.value, expectedHash: show.contentHash });
     });
-    cancel.addEventListener('click', () => ((editing = false), renderDetail()));
+    const stop = () => {
+      editing = false;
+      draft = undefined;
+      renderDetail();
+    };
+    cancel.addEventListener('click', stop);
     ta.addEventListener('keydown', (ev) => {
-      if (ev.key === 'Escape') ((editing = false), renderDetail());
+      if (ev.key === 'Escape') stop();
     });
     detailEl.append(ta, el('div', { className: 'actions' }, save, cancel), el('p', { className: 'note', textContent: 'Saving checks that the file did not change since it was read; if the agent wrote in between, nothing is saved and the inspector reloads.' }));
-    setTimeout(() => (ta as HTMLElement).focus(), 0);
+    if (draft === undefined) setTimeout(() => (ta as HTMLElement).focus(), 0);
   } else {
     detailEl.append(el('pre', { className: 'text', textContent: row.entry.text }));
     detailEl.append(actions(row, show));
@@ -331,6 +341,7 @@ function report(total = rows().length, shown = listEl?.querySelectorAll('button.
 
 function render(): void {
   if (!state) return;
+  const searching = document.activeElement?.id === 'search';
   app.replaceChildren();
   const total = rows().length;
   const withFindings = rows().filter((r) => r.findings.length).length;
@@ -352,6 +363,7 @@ function render(): void {
     if (first) first.tabIndex = 0;
   }
   renderDetail();
+  if (searching) (document.getElementById('search') as HTMLElement | null)?.focus();
 }
 
 function onListKey(ev: KeyboardEvent): void {
