@@ -98,7 +98,7 @@ async function memoryInspector(page: Page): Promise<void> {
 async function main(): Promise<number> {
   checkHost();
   checkSidecar();
-  for (const f of ['out/extension.js', 'out/sidecar.js', 'out/webview.js']) {
+  for (const f of ['out/extension.js', 'out/sidecar.js', 'out/webview.js', 'out/memory.js']) {
     if (!fs.existsSync(path.join(REPO, f))) throw new Error(`${f} is missing. Build first: node esbuild.mjs`);
   }
   fs.mkdirSync(SHOTS, { recursive: true });
