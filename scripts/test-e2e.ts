@@ -22,6 +22,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { chromium, type Page } from 'playwright-core';
 import { createDemoAgent } from '../extension/demo';
+import { writeDemoSessionHistory } from './lib/demoHistory';
 import { CHROMIUM, CHROMIUM_ARGS, checkHost, checkSidecar, freePort, installExtensionCopy, onExit, REPO, startCodeServer, type CodeServer, runMain } from './lib/host';
 
 const SHOTS = path.resolve(process.env.SHOTS ?? path.join(REPO, 'test-results', 'screenshots'));
@@ -106,6 +107,7 @@ async function main(): Promise<number> {
   for (const f of fs.readdirSync(SHOTS)) if (f.endsWith('.png') && (!only || f.startsWith(only) || f === 'failure.png')) fs.rmSync(path.join(SHOTS, f));
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agentkeep-e2e-'));
   const demo = createDemoAgent(path.join(tmp, 'demo'));
+  writeDemoSessionHistory(demo.hermesHome); // provenance for the memory inspector
   let cs: CodeServer | undefined;
   let ok = false;
   onExit(() => {

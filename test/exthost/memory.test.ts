@@ -14,6 +14,8 @@ import type { AgentKeepApi } from '../../extension/extension';
 import type { MemoryChange, MemoryDiffResult } from '../../extension/memory';
 import type { AgentNode } from '../../extension/tree';
 import type { RestorePoint } from '../../sidecar/protocol';
+import { DEMO_MEMORY_ENTRIES } from '../../extension/demo';
+import { DEMO_SESSIONS } from '../../scripts/lib/demoSessions';
 import { labels, treePath, until } from './agent.test';
 
 const log = (...a: unknown[]) => console.log('    [agentkeep-memory]', ...a);
@@ -73,9 +75,9 @@ export function registerMemorySuite(): void {
       assert.equal(r.shown, total, 'no filter is active at first');
     });
 
-    it('selects an entry from the tree and shows its detail with provenance (or the note saying there is none)', async function () {
-      const [first] = await memoryEntries();
-      assert.ok(first);
+    it('selects an entry from the tree and shows its provenance; "Open session messages" opens what the session recorded', async function () {
+      const first = (await memoryEntries()).find((n) => n.text === DEMO_MEMORY_ENTRIES[0]);
+      assert.ok(first, 'the demo\'s first MEMORY.md entry is listed');
       const item = api.tree.getTreeItem(first);
       assert.equal(item.command?.command, 'agentkeep.openMemoryInspector', 'clicking an entry opens it in the inspector');
       await vscode.commands.executeCommand(item.command.command, ...(item.command.arguments ?? []));
@@ -84,7 +86,16 @@ export function registerMemorySuite(): void {
         return x?.detail === first.id && x.traces !== undefined ? x : undefined;
       }, 20000);
       log(`detail ${JSON.stringify(r)}`);
-      assert.equal(r.detail, first.id);
+      // scripts/lib/demoHistory.ts wrote a CLI session whose memory tool call added this entry
+      assert.ok((r.traces ?? 0) >= 1, 'the memory tool call in state.db is a provenance trace');
+      const uri = await vscode.commands.executeCommand<string>('agentkeep.openSessionMessages', { store, id: first.id, trace: 0 });
+      assert.ok(uri, JSON.stringify(api.lastError()));
+      const doc = await vscode.workspace.openTextDocument(vscode.Uri.parse(uri));
+      const session = DEMO_SESSIONS[0]!;
+      assert.match(doc.getText(), new RegExp(`# Session ${session.id}`));
+      assert.match(doc.getText(), /Source: cli/);
+      assert.ok(doc.getText().includes('never with --force'), 'the document shows the message that wrote the entry');
+      await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
     });
 
     it('is read-only in an untrusted workspace: the webview says so and the edit command refuses', async function () {
