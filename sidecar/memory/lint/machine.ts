@@ -1,0 +1,189 @@
+/**
+ * Machine probes for the stale rule: does a path exist, is a command installed and at which
+ * version, which OS release. Bounded (per-command timeout, overall deadline), cached, no network.
+ *
+ * - local (no target, or a qemu:/proxmox:// target that cannot be inspected from here → no probe):
+ *   paths with ~ expanded to the sidecar user's home, commands found on PATH and run with
+ *   `<tool> --version` (argv from claims.ts VERSION_COMMANDS, 2 s timeout), /etc/os-release.
+ * - a root directory (dir:/btrfs: target that looks like a root filesystem: has etc/ and usr/):
+ *   paths resolved inside it (~ → the same home path inside it), commands looked up in its
+ *   bin directories (never run: versions are not checked), its etc/os-release.
+ * - any other directory target: only absolute paths inside the target directory itself are checked.
+ */
+import { execFile } from 'node:child_process';
+import { promises as fs } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { binaryOf, parseVersion, VERSION_COMMANDS, type Claim } from './claims';
+import type { CommandFact, MachineFacts, PathFact } from './model';
+
+/** What the stale rule needs from a machine. Injectable for tests. */
+export interface MachineProbe {
+  /** Human name for messages: "this machine", "dir:/srv/root". */
+  readonly where: string;
+  /** undefined = cannot tell here (the claim is not judged). */
+  path(p: string): Promise<PathFact | undefined>;
+  /** `name` is the binary (node, python3 ...); `withVersion` asks for `<tool> --version`. */
+  command(name: string, withVersion: boolean): Promise<CommandFact | undefined>;
+  os(): Promise<MachineFacts['os'] | undefined>;
+}
+
+async function exists(p: string): Promise<boolean> {
+  try {
+    await fs.lstat(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function readOsRelease(file: string): Promise<MachineFacts['os'] | undefined> {
+  let text: string;
+  try {
+    text = await fs.readFile(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const get = (k: string): string | undefined => new RegExp(`^${k}=("?)([^"\\n]*)\\1$`, 'm').exec(text)?.[2];
+  const id = get('ID');
+  return id ? { id: id.toLowerCase(), versionId: get('VERSION_ID'), detail: file } : undefined;
+}
+
+const cache = new Map<string, { at: number; value: unknown }>();
+const CACHE_MS = 60_000;
+async function cached<T>(key: string, f: () => Promise<T>): Promise<T> {
+  const hit = cache.get(key);
+  if (hit && Date.now() - hit.at < CACHE_MS) return hit.value as T;
+  const value = await f();
+  cache.set(key, { at: Date.now(), value });
+  return value;
+}
+
+async function onPath(name: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
+  for (const dir of (env.PATH ?? '').split(path.delimiter).filter(Boolean)) {
+    const p = path.join(dir, name);
+    try {
+      await fs.access(p, 1 /* X_OK */);
+      const st = await fs.stat(p);
+      if (st.isFile()) return p;
+    } catch {
+      /* next */
+    }
+  }
+  return undefined;
+}
+
+function runVersion(argv: string[], timeoutMs: number): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    execFile(argv[0], argv.slice(1), { timeout: timeoutMs, maxBuffer: 64 * 1024, env: { ...process.env, LC_ALL: 'C' } }, (_err, stdout, stderr) => {
+      resolve(parseVersion(`${stdout ?? ''}\n${stderr ?? ''}`));
+    });
+  });
+}
+
+/** Probe of the machine the sidecar runs on. */
+export function localProbe(opts: { home?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): MachineProbe {
+  const home = opts.home ?? os.homedir();
+  const env = opts.env ?? process.env;
+  const timeoutMs = opts.timeoutMs ?? 2000;
+  return {
+    where: 'this machine',
+    async path(p) {
+      const checked = p.startsWith('~/') ? path.join(home, p.slice(2)) : p;
+      return { exists: await exists(checked), checked };
+    },
+    command(name, withVersion) {
+      return cached(`local:${name}:${withVersion}`, async () => {
+        const found = await onPath(name, env);
+        if (!found) return { found: false, detail: 'not on PATH' };
+        const argv = Object.values(VERSION_COMMANDS).find((a) => a[0] === name) ?? [name, '--version'];
+        const version = withVersion ? await runVersion([found, ...argv.slice(1)], timeoutMs) : undefined;
+        return { found: true, ...(version ? { version } : {}), detail: withVersion ? `${found} ${argv.slice(1).join(' ')}` : found };
+      });
+    },
+    os: () => readOsRelease('/etc/os-release'),
+  };
+}
+
+const BIN_DIRS = ['usr/local/bin', 'usr/bin', 'bin', 'usr/sbin', 'sbin'];
+
+/**
+ * Probe of a directory target. `root` is the target path; when it looks like a root filesystem
+ * (etc/ and usr/ inside), absolute paths, ~ paths (the sidecar user's home path inside it), bin
+ * directories and etc/os-release are read inside it; otherwise only absolute paths under `root`.
+ */
+export async function dirProbe(root: string, where: string, opts: { home?: string } = {}): Promise<MachineProbe> {
+  const rootfs = (await exists(path.join(root, 'etc'))) && (await exists(path.join(root, 'usr')));
+  const home = opts.home ?? os.homedir();
+  return {
+    where,
+    async path(p) {
+      if (rootfs) {
+        const rel = p.startsWith('~/') ? path.join(home, p.slice(2)) : p;
+        const checked = path.join(root, rel);
+        return { exists: await exists(checked), checked };
+      }
+      if (p.startsWith('/') && (p === root || p.startsWith(`${root}/`))) return { exists: await exists(p), checked: p };
+      return undefined;
+    },
+    async command(name) {
+      if (!rootfs) return undefined;
+      for (const d of BIN_DIRS) {
+        const p = path.join(root, d, name);
+        if (await exists(p)) return { found: true, detail: p };
+      }
+      return { found: false, detail: `not in ${BIN_DIRS.map((d) => `/${d}`).join(', ')}` };
+    },
+    os: async () => (rootfs ? readOsRelease(path.join(root, 'etc', 'os-release')) : undefined),
+  };
+}
+
+/**
+ * Probe every claim (deduplicated), at most `concurrency` at a time, stopping at `deadlineMs`
+ * (claims not probed by then are left out, so they are not judged).
+ */
+export async function gatherFacts(claims: Claim[], probe: MachineProbe, opts: { deadlineMs?: number; concurrency?: number } = {}): Promise<MachineFacts> {
+  const facts: MachineFacts = { where: probe.where, paths: {}, commands: {} };
+  const deadline = Date.now() + (opts.deadlineMs ?? 5000);
+  const jobs: Array<() => Promise<void>> = [];
+  const seen = new Set<string>();
+  let wantOs = false;
+  for (const c of claims) {
+    if (c.kind === 'os') {
+      wantOs = true;
+      continue;
+    }
+    const key = c.kind === 'path' ? `p:${c.key}` : `c:${binaryOf(c.key)}:${c.kind === 'version'}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    if (c.kind === 'path') {
+      jobs.push(async () => {
+        const f = await probe.path(c.key);
+        if (f) facts.paths![c.key] = f;
+      });
+    } else {
+      const bin = binaryOf(c.key);
+      const withVersion = c.kind === 'version';
+      jobs.push(async () => {
+        const f = await probe.command(bin, withVersion);
+        const prev = facts.commands![bin];
+        if (f && (!prev || (f.version && !prev.version))) facts.commands![bin] = f;
+      });
+    }
+  }
+  if (wantOs) {
+    jobs.push(async () => {
+      const o = await probe.os();
+      if (o) facts.os = o;
+    });
+  }
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < jobs.length && Date.now() < deadline) {
+      const job = jobs[next++];
+      await job();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(opts.concurrency ?? 4, jobs.length) }, worker));
+  return facts;
+}

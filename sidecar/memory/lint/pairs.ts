@@ -1,0 +1,237 @@
+/**
+ * Pair rules of the memory lint: exact duplicates, near-duplicates and contradictions.
+ *
+ * Candidate search never compares all pairs. Each entry gets a masked token set (values, negations,
+ * antonyms and exclusive alternatives masked, see text.ts maskKey), so a statement and its
+ * contradiction have the same set. A prefix-filtered similarity join (tokens ordered by rarity;
+ * each set indexes only its first |x| - ceil(t·|x|) + 1 tokens, which any pair with Jaccard >= t
+ * must share) yields the candidate pairs with masked Jaccard >= `candidateJaccard`; exact duplicates
+ * come from a hash of the folded text. Each candidate is then classified by `classifyPair`.
+ */
+import type { LintOptions } from './model';
+import {
+  areAlternatives,
+  areAntonyms,
+  containment,
+  editDistance,
+  exactKey,
+  FUNCTIONAL,
+  incompatibleGroup,
+  jaccard,
+  maskKey,
+  NEGATIONS,
+  shingles,
+  tokens,
+  trigrams,
+  type Token,
+} from './text';
+
+/** An entry prepared for pair rules. */
+export interface Prepared {
+  /** Index into the flat entry list. */
+  i: number;
+  text: string;
+  key: string;
+  toks: Token[];
+  /** Content words (canonical, no negations). */
+  words: Set<string>;
+  /** Values by literal, with their type. */
+  values: Map<string, Token['type']>;
+  negated: boolean;
+  masked: string[];
+  shingles: Set<string>;
+  tri?: Set<string>;
+}
+
+/** Prepare one entry text. */
+export function prepare(i: number, text: string): Prepared {
+  const toks = tokens(text);
+  const words = new Set<string>();
+  const values = new Map<string, Token['type']>();
+  let negated = false;
+  toks.forEach((t, k) => {
+    if (t.type === 'word') {
+      // "not 22" corrects a value; it does not negate the statement
+      if (NEGATIONS.has(t.t)) negated ||= !toks.slice(k + 1, k + 3).some((n) => n.type !== 'word');
+      else words.add(t.t);
+    } else values.set(t.t, t.type);
+  });
+  const masked = [...new Set(toks.map(maskKey).filter((k): k is string => k !== null))];
+  const seq = toks.filter((t) => !(t.type === 'word' && NEGATIONS.has(t.t))).map((t) => t.t);
+  return { i, text, key: exactKey(text), toks, words, values, negated, masked, shingles: shingles(seq) };
+}
+
+/** The words next to a value: [before, after]. */
+function slot(p: Prepared, v: string): [string | undefined, string | undefined] {
+  const k = p.toks.findIndex((t) => t.type !== 'word' && t.t === v);
+  const before = p.toks.slice(0, k).reverse().find((t) => t.type === 'word')?.t;
+  const after = p.toks.slice(k + 1).find((t) => t.type === 'word')?.t;
+  return [before, after];
+}
+function sameSlot(a: Prepared, va: string, b: Prepared, vb: string): boolean {
+  const [ab, aa] = slot(a, va);
+  const [bb, ba] = slot(b, vb);
+  return (ab !== undefined && ab === bb) || (aa !== undefined && aa === ba) || (ab === undefined && bb === undefined);
+}
+
+/** Whether word `w` comes within two tokens after a single-valued attribute word ("editor is Vim"). */
+function valueOfAttribute(p: Prepared, w: string): boolean {
+  const k = p.toks.findIndex((t) => t.type === 'word' && t.t === w);
+  for (let d = 1; d <= 2 && k - d >= 0; d++) if (FUNCTIONAL.has(p.toks[k - d].t)) return true;
+  return false;
+}
+
+/** What classifyPair decided. */
+export type PairVerdict =
+  | { kind: 'near-duplicate'; score: number; why: string }
+  | { kind: 'contradiction'; why: string; detail: string }
+  | undefined;
+
+function diff(a: Set<string>, b: Set<string>): string[] {
+  const out: string[] = [];
+  for (const x of a) if (!b.has(x)) out.push(x);
+  return out;
+}
+
+/** Drop words of `a` and `b` that are the same word up to a typo (edit distance 1 for words of 5+ letters). */
+function dropTypos(a: string[], b: string[]): [string[], string[]] {
+  const restB = [...b];
+  const restA: string[] = [];
+  for (const x of a) {
+    const j = x.length >= 5 ? restB.findIndex((y) => y.length >= 5 && editDistance(x, y, 1) <= 1) : -1;
+    if (j >= 0) restB.splice(j, 1);
+    else restA.push(x);
+  }
+  return [restA, restB];
+}
+
+/**
+ * Classify a candidate pair (not exact duplicates). Contradiction wins over near-duplicate: two
+ * texts that agree except for a value, a negation, an antonym or an exclusive alternative say
+ * different things, however similar they look.
+ */
+export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerdict {
+  const [wa, wb] = dropTypos(diff(a.words, b.words), diff(b.words, a.words));
+  const shared = [...a.words].filter((w) => b.words.has(w));
+  const va = [...a.values.keys()].filter((v) => !b.values.has(v));
+  const vb = [...b.values.keys()].filter((v) => !a.values.has(v));
+  // Values of the same type that differ (dates are events, not attributes: they do not conflict).
+  const typed = (vs: string[], m: Map<string, Token['type']>): Map<string, string[]> => {
+    const r = new Map<string, string[]>();
+    for (const v of vs) {
+      const t = m.get(v)!;
+      if (t === 'date') continue;
+      const k = t === 'ver' ? 'num' : t;
+      r.set(k, [...(r.get(k) ?? []), v]);
+    }
+    return r;
+  };
+  const ta = typed(va, a.values);
+  const tb = typed(vb, b.values);
+  const conflictingValues: Array<[string, string]> = [];
+  for (const [k, xs] of ta) {
+    const ys = tb.get(k);
+    if (ys) conflictingValues.push([xs.join(', '), ys.join(', ')]);
+  }
+  const sameSubject = wa.length === 0 || wb.length === 0; // one side only adds words (or none)
+  const onlyA = va.filter((v) => a.values.get(v) !== 'date');
+  const onlyB = vb.filter((v) => b.values.get(v) !== 'date');
+  // Exactly one value swapped, in the same slot (same word before or after it).
+  const oneValueEach = onlyA.length === 1 && onlyB.length === 1 && sameSlot(a, onlyA[0], b, onlyB[0]);
+
+  // 1. lexicon of incompatible claims (vegetarian vs steak), with a shared subject word
+  if (shared.length >= 1) {
+    for (const x of a.words) {
+      for (const y of b.words) {
+        const g = incompatibleGroup(x, y);
+        if (g && !(a.words.has(y) || b.words.has(x))) {
+          return { kind: 'contradiction', why: `incompatible claims (${g})`, detail: `"${x}" vs "${y}"` };
+        }
+      }
+    }
+  }
+  // 2. the same value slot with different values
+  if (conflictingValues.length > 0) {
+    // Exactly one value swapped: several at once is another record (runbook step 1 vs step 2).
+    if (oneValueEach && sameSubject && shared.length >= 1 && !(wa.length + wb.length > 0 && shared.length < 2)) {
+      const [x, y] = conflictingValues[0];
+      return { kind: 'contradiction', why: 'same subject, different value', detail: `${x} vs ${y}` };
+    }
+    return undefined; // different subjects with different values: unrelated facts
+  }
+  // 3. a negated restatement
+  const negExtra = a.negated ? wa.length : wb.length;
+  const otherExtra = a.negated ? wb.length : wa.length;
+  if (a.negated !== b.negated && shared.length >= 1 && (wa.length + wb.length <= 1 || (negExtra === 0 && otherExtra <= 2))) {
+    const neg = a.negated ? a : b;
+    const w = neg.toks.find((t) => t.type === 'word' && NEGATIONS.has(t.t))?.t ?? 'not';
+    return { kind: 'contradiction', why: 'negated restatement', detail: `one says "${w}"` };
+  }
+  // 4. one word swapped for its antonym or an exclusive alternative, or a single-valued attribute
+  if (wa.length === 1 && wb.length === 1 && shared.length >= 1) {
+    const [x] = wa;
+    const [y] = wb;
+    if (areAntonyms(x, y) && a.negated === b.negated) return { kind: 'contradiction', why: 'antonyms', detail: `"${x}" vs "${y}"` };
+    if (areAlternatives(x, y) && a.negated === b.negated) return { kind: 'contradiction', why: 'exclusive alternatives', detail: `"${x}" vs "${y}"` };
+    if (valueOfAttribute(a, x) && valueOfAttribute(b, y) && a.negated === b.negated && va.length === 0 && vb.length === 0) {
+      return { kind: 'contradiction', why: 'single-valued attribute', detail: `"${x}" vs "${y}"` };
+    }
+  }
+  if (a.negated !== b.negated) return undefined;
+  // 5. near-duplicate: similar wording, no value swapped, no distinct content word on both sides
+  //    unless the overlap is very high
+  const sj = jaccard(a.shingles, b.shingles);
+  const wj = jaccard(a.words, b.words);
+  const cont = Math.min(a.words.size, b.words.size) >= 3 ? containment(a.words, b.words) : 0;
+  let tri = 0;
+  if (a.text.length <= o.shortChars && b.text.length <= o.shortChars) {
+    a.tri ??= trigrams(a.text);
+    b.tri ??= trigrams(b.text);
+    tri = jaccard(a.tri, b.tri);
+  }
+  const bothSidesDiffer = wa.length > 0 && wb.length > 0;
+  if (va.length > 0 && vb.length > 0) return undefined;
+  if (sj >= o.nearJaccard && (!bothSidesDiffer || wj >= 0.75)) return { kind: 'near-duplicate', score: sj, why: `word-shingle Jaccard ${sj.toFixed(2)}` };
+  if (cont >= o.nearContainment && !bothSidesDiffer) return { kind: 'near-duplicate', score: cont, why: `${Math.round(cont * 100)}% of the shorter entry's words are in the longer one` };
+  if (tri >= o.nearTrigram && !bothSidesDiffer) {
+    return { kind: 'near-duplicate', score: tri, why: `character-trigram Jaccard ${tri.toFixed(2)}` };
+  }
+  return undefined;
+}
+
+/** Pairs of indices [i, j] (i < j into `items`) whose masked sets have Jaccard >= t (prefix-filtered join). */
+export function candidatePairs(items: Prepared[], t: number): Array<[number, number]> {
+  const df = new Map<string, number>();
+  for (const it of items) for (const k of it.masked) df.set(k, (df.get(k) ?? 0) + 1);
+  const order = (x: string, y: string): number => df.get(x)! - df.get(y)! || (x < y ? -1 : x > y ? 1 : 0);
+  const sorted = items.map((it) => [...it.masked].sort(order));
+  const sets = items.map((it) => new Set(it.masked));
+  // Process by size so the partner's size is known to be >= t·|x| when x is larger (length filter).
+  const bySize = items.map((_, i) => i).sort((x, y) => sorted[x].length - sorted[y].length);
+  const index = new Map<string, number[]>();
+  const out: Array<[number, number]> = [];
+  const seen = new Map<number, number>();
+  for (const x of bySize) {
+    const sx = sorted[x];
+    const n = sx.length;
+    if (n === 0) continue;
+    const prefix = n - Math.ceil(t * n) + 1;
+    const minSize = Math.ceil(t * n);
+    seen.clear();
+    for (let p = 0; p < prefix; p++) {
+      const list = index.get(sx[p]);
+      if (!list) continue;
+      for (const y of list) {
+        if (seen.has(y) || sorted[y].length < minSize) continue;
+        seen.set(y, 1);
+        if (jaccard(sets[x], sets[y]) >= t) out.push(x < y ? [x, y] : [y, x]);
+      }
+    }
+    for (let p = 0; p < prefix; p++) {
+      const list = index.get(sx[p]);
+      if (list) list.push(x);
+      else index.set(sx[p], [x]);
+    }
+  }
+  return out;
+}

@@ -1,0 +1,139 @@
+/**
+ * The memory lint runner: opens the stores, reads their entries (and provenance where the store has
+ * it), probes the machine for the claims the entries make, and runs the pure `lintEntries`.
+ */
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import type { LintFinding, MemoryEntry } from '../../protocol';
+import { AgentKeepError } from '../../core/errors';
+import { parseTarget } from '../../core/target';
+import { openStore as defaultOpenStore, type MemoryStoreAdapter } from '../index';
+import { extractClaims } from './claims';
+import { lintEntries } from './index';
+import { dirProbe, gatherFacts, localProbe, type MachineProbe } from './machine';
+import type { LintEntry, LintFile, LintInput, LintOptions, LintStore } from './model';
+
+/** What runLint needs from outside; every field has a default (the real thing). */
+export interface RunLintDeps {
+  /** Store opener (default: sidecar/memory openStore). */
+  openStore?: (spec: string) => MemoryStoreAdapter;
+  /**
+   * The machine to check stale claims against. Default: the target's directory for dir:/btrfs:
+   * targets, none for qemu:/proxmox:// targets (cannot be inspected from the sidecar: stale claims
+   * are then not checked), the local machine when no target is given. `null` turns stale checks off.
+   */
+  probe?: MachineProbe | null;
+  /** ms since the epoch, for the age rule (default Date.now()). */
+  now?: number;
+  /** Ask each store for provenance (default true; costs one history lookup per entry). */
+  provenance?: boolean;
+  /** Threshold overrides. */
+  options?: Partial<LintOptions>;
+  /** Overall time for machine probes (ms, default 5000). */
+  probeDeadlineMs?: number;
+}
+
+/** Whether the store keeps a write history, so that "no trace" means untraceable (not "unknown"). */
+async function hasHistory(store: MemoryStoreAdapter): Promise<boolean> {
+  if (store.kind === 'hermes') {
+    try {
+      await fs.access(path.join(store.root, 'state.db'));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+  return true;
+}
+
+async function machineProbe(target: string | undefined, deps: RunLintDeps): Promise<MachineProbe | undefined> {
+  if (deps.probe !== undefined) return deps.probe ?? undefined;
+  if (!target) return localProbe();
+  const t = parseTarget(target);
+  if (t.backend === 'dir' || t.backend === 'btrfs') return dirProbe(t.path, t.spec);
+  return undefined;
+}
+
+function toLintEntry(e: MemoryEntry): LintEntry {
+  return {
+    id: e.id,
+    text: e.text,
+    ...(e.area ? { area: e.area } : {}),
+    ...(e.createdAt ? { createdAt: e.createdAt } : {}),
+    ...(e.updatedAt ? { updatedAt: e.updatedAt } : {}),
+    ...(e.source ? { source: e.source } : {}),
+  };
+}
+
+/**
+ * Lint the entries of `p.stores` (memory.lint).
+ *
+ * For each store: `adapter.list()` gives the files and entries (usage and limits for Hermes);
+ * Hermes MEMORY.md/USER.md are re-read raw for the drift rule; `adapter.provenance(entry)` (when the
+ * store has it and keeps a history, e.g. Hermes with state.db) marks entries with no recorded write
+ * as untraceable and supplies createdAt/updatedAt from the first/last write, so contradictions can
+ * say which entry is newer. Claims about the machine (paths, commands, tool versions, OS release)
+ * are probed on the target (see RunLintDeps.probe) within `probeDeadlineMs`.
+ *
+ * @param p.stores store names `<kind>:/abs/path` (at least one)
+ * @param p.target optional target (dir:/abs, btrfs:/abs, qemu:..., proxmox://...) to check claims against
+ * @returns {findings} sorted errors → warnings → info (see lintEntries)
+ * @throws AgentKeepError InvalidParams (no store), BadStore, StoreNotFound, FileError, BadTarget
+ */
+export async function runLint(p: { stores: string[]; target?: string }, deps: RunLintDeps = {}): Promise<{ findings: LintFinding[] }> {
+  if (!p.stores?.length) {
+    throw new AgentKeepError('InvalidParams', 'memory lint needs at least one store.', 'Pass --store hermes:/abs/path/to/.hermes (repeatable).');
+  }
+  const open = deps.openStore ?? defaultOpenStore;
+  const stores: LintStore[] = [];
+  for (const spec of p.stores) {
+    const adapter = open(spec);
+    const files = await adapter.list();
+    const withHistory = deps.provenance !== false && typeof adapter.provenance === 'function' && (await hasHistory(adapter));
+    const lintFiles: LintFile[] = [];
+    for (const f of files) {
+      const entries: LintEntry[] = [];
+      for (const e of f.entries) {
+        const le = toLintEntry(e);
+        if (withHistory) {
+          try {
+            const prov = await adapter.provenance!(e);
+            le.provenance = { traced: prov.traces.length > 0, ...(prov.note ? { note: prov.note } : {}) };
+            const times = prov.traces.map((t) => t.time).filter((t): t is string => !!t).sort();
+            if (times.length) {
+              le.createdAt ??= times[0];
+              le.updatedAt ??= times[times.length - 1];
+            }
+          } catch {
+            /* provenance unknown for this entry: not a finding */
+          }
+        }
+        entries.push(le);
+      }
+      let raw: string | undefined;
+      if (f.kind === 'hermes-memory' || f.kind === 'hermes-user') {
+        try {
+          raw = await fs.readFile(f.file, 'utf8');
+        } catch {
+          raw = undefined; // missing file: nothing to drift
+        }
+      }
+      lintFiles.push({
+        kind: f.kind,
+        file: f.file,
+        entries,
+        ...(f.usage ? { usage: f.usage } : {}),
+        ...(raw !== undefined ? { raw } : {}),
+        ...(f.warnings?.length ? { warnings: f.warnings } : {}),
+      });
+    }
+    stores.push({ store: adapter.spec, files: lintFiles });
+  }
+  const input: LintInput = { stores, now: deps.now ?? Date.now(), ...(deps.options ? { options: deps.options } : {}) };
+  const probe = await machineProbe(p.target, deps);
+  if (probe) {
+    const claims = stores.flatMap((s) => s.files.flatMap((f) => f.entries.flatMap((e) => extractClaims(e.text))));
+    if (claims.length) input.machine = await gatherFacts(claims, probe, { deadlineMs: deps.probeDeadlineMs });
+  }
+  return { findings: lintEntries(input) };
+}

@@ -1,0 +1,108 @@
+import * as assert from 'node:assert/strict';
+import { promises as fs } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { runLint } from '../../sidecar/memory/lint/run';
+import { dirProbe, gatherFacts, localProbe, type MachineProbe } from '../../sidecar/memory/lint/machine';
+import { extractClaims } from '../../sidecar/memory/lint/claims';
+import { AgentKeepError } from '../../sidecar/core/errors';
+import { FIXTURES } from './helpers/paths';
+
+const FIXTURE = path.join(FIXTURES, 'memory', 'hermes');
+
+describe('memory lint runner (real files, real processes)', () => {
+  let tmp: string;
+  beforeEach(async () => {
+    tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'ak-memlint-'));
+  });
+  afterEach(async () => {
+    await fs.rm(tmp, { recursive: true, force: true });
+  });
+
+  async function home(memory: string, user?: string): Promise<string> {
+    const h = path.join(tmp, 'hermes');
+    await fs.mkdir(path.join(h, 'memories'), { recursive: true });
+    await fs.copyFile(path.join(FIXTURE, 'config.yaml'), path.join(h, 'config.yaml'));
+    await fs.chmod(path.join(h, 'config.yaml'), 0o644);
+    await fs.writeFile(path.join(h, 'memories', 'MEMORY.md'), memory);
+    if (user !== undefined) await fs.writeFile(path.join(h, 'memories', 'USER.md'), user);
+    return h;
+  }
+
+  it('lints the fixture drift file of a Hermes home: drift found, the clean USER.md quiet', async () => {
+    const drift = await fs.readFile(path.join(FIXTURE, 'memories', 'MEMORY.drift.md'), 'utf8');
+    const h = await home(drift, await fs.readFile(path.join(FIXTURE, 'memories', 'USER.md'), 'utf8'));
+    const { findings } = await runLint({ stores: [`hermes:${h}`] }, { probe: null });
+    assert.deepEqual(findings.map((f) => f.kind), ['drift']);
+    assert.match(findings[0].message, /^MEMORY\.md has text that was probably added by hand/);
+    assert.match(findings[0].evidence![0], /## Notes added by hand/);
+  });
+
+  it('finds a cross-file duplicate, a contradiction and over budget in a real home', async () => {
+    const many = Array.from({ length: 40 }, (_, i) => `Runbook ${i}: rotate logs of service s${i} on host h${i} and check its disks`).join('\n§\n');
+    const h = await home(`User prefers tabs\n§\nUser prefers spaces\n§\nPrefers concise answers\n§\n${many}`, 'Prefers concise answers\n§\nName: Dana');
+    const { findings } = await runLint({ stores: [`hermes:${h}`] }, { probe: null });
+    const kinds = findings.map((f) => f.kind).sort();
+    assert.deepEqual(kinds, ['contradiction', 'duplicate', 'over-budget']);
+    assert.equal(findings[0].kind, 'over-budget', 'errors first');
+    const dup = findings.find((f) => f.kind === 'duplicate')!;
+    assert.match(dup.message, /MEMORY\.md, USER\.md/);
+  });
+
+  it('checks claims against a dir: target that holds a root filesystem', async () => {
+    const root = path.join(tmp, 'root');
+    await fs.mkdir(path.join(root, 'etc'), { recursive: true });
+    await fs.mkdir(path.join(root, 'usr', 'bin'), { recursive: true });
+    await fs.mkdir(path.join(root, 'srv', 'app'), { recursive: true });
+    await fs.writeFile(path.join(root, 'etc', 'os-release'), 'ID=debian\nVERSION_ID="12"\n');
+    await fs.writeFile(path.join(root, 'usr', 'bin', 'pnpm'), '#!/bin/sh\n');
+    const h = await home('App lives in /srv/app\n§\nNginx config is /etc/nginx/app.conf\n§\nRun tests with `pnpm test`\n§\nFormat with `black .`\n§\nThis box runs Debian 11');
+    const { findings } = await runLint({ stores: [`hermes:${h}`], target: `dir:${root}` });
+    const stale = findings.filter((f) => f.kind === 'stale');
+    assert.equal(stale.length, 3, JSON.stringify(stale, null, 1));
+    const text = stale.map((f) => f.message).join('\n');
+    assert.match(text, /\/etc\/nginx\/app\.conf does not exist on dir:/);
+    assert.match(text, /command "black"/);
+    assert.match(text, /runs debian 12/);
+  });
+
+  it('probes the local machine for real: node is on PATH at this version, a made-up tool is not', async () => {
+    const probe = localProbe();
+    const claims = extractClaims(`Runs Node ${process.versions.node.split('.')[0]}; uses \`agentkeep-no-such-tool-x\`; key in ${tmp}/nope`);
+    const facts = await gatherFacts(claims, probe, { deadlineMs: 5000 });
+    assert.equal(facts.commands!.node.found, true);
+    assert.equal(facts.commands!.node.version, process.versions.node);
+    assert.equal(facts.commands!['agentkeep-no-such-tool-x'].found, false);
+    assert.equal(facts.paths![`${tmp}/nope`].exists, false);
+  });
+
+  it('a plain directory target checks only paths inside it', async () => {
+    const probe = await dirProbe(tmp, `dir:${tmp}`);
+    assert.equal(await probe.path('/etc/passwd'), undefined);
+    assert.deepEqual(await probe.path(`${tmp}/x`), { exists: false, checked: `${tmp}/x` });
+    assert.equal(await probe.command('node', true), undefined);
+  });
+
+  it('uses an injected probe, and stops probing at the deadline', async () => {
+    let calls = 0;
+    const slow: MachineProbe = {
+      where: 'fake',
+      path: async () => {
+        calls++;
+        await new Promise((r) => setTimeout(r, 60));
+        return { exists: false, checked: 'x' };
+      },
+      command: async () => undefined,
+      os: async () => undefined,
+    };
+    const claims = Array.from({ length: 40 }, (_, i) => extractClaims(`file /data/f${i}`)[0]);
+    const facts = await gatherFacts(claims, slow, { deadlineMs: 100, concurrency: 2 });
+    assert.ok(calls < 40 && calls >= 2, `${calls} calls`);
+    assert.equal(Object.keys(facts.paths!).length, calls);
+  });
+
+  it('refuses no store and a bad store with a hint', async () => {
+    await assert.rejects(runLint({ stores: [] }), (e: unknown) => e instanceof AgentKeepError && e.kind === 'InvalidParams' && !!e.hint);
+    await assert.rejects(runLint({ stores: ['nope'] }), (e: unknown) => e instanceof AgentKeepError && e.kind === 'BadStore');
+  });
+});

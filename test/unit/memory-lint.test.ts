@@ -1,0 +1,123 @@
+import * as assert from 'node:assert/strict';
+import * as path from 'node:path';
+import { lintEntries, type LintInput } from '../../sidecar/memory/lint';
+import { candidatePairs, prepare } from '../../sidecar/memory/lint/pairs';
+import { extractClaims, versionAgrees } from '../../sidecar/memory/lint/claims';
+import { evaluate, loadCases, pr } from '../../sidecar/memory/lint/eval';
+import { REPO } from './helpers/paths';
+
+function mem(texts: string[], extra: Partial<LintInput> = {}): LintInput {
+  return { stores: [{ store: 'hermes:/h', files: [{ kind: 'hermes-memory', file: '/h/memories/MEMORY.md', entries: texts.map((text, i) => ({ id: `e${i + 1}`, text })) }] }], ...extra };
+}
+
+describe('memory lint (pure core)', () => {
+  it('explains a contradiction with both entries, the reason and what is newer', () => {
+    const f = lintEntries(mem(['The api service uses port 8080', 'The api service uses port 9090']));
+    assert.equal(f.length, 1);
+    assert.equal(f[0].kind, 'contradiction');
+    assert.deepEqual(f[0].entries, ['e1', 'e2']);
+    assert.match(f[0].message, /8080 vs 9090/);
+    assert.match(f[0].message, /keeps no time/);
+    assert.ok(f[0].evidence!.some((e) => e.includes('MEMORY.md #2')));
+  });
+
+  it('orders a contradiction oldest first when the store keeps time', () => {
+    const input: LintInput = {
+      stores: [{ store: 'mem0:/m', files: [{ kind: 'mem0', file: '/m/s.sqlite', entries: [
+        { id: 'new', text: 'I hate Chinese food', createdAt: '2026-03-02T00:00:00Z' },
+        { id: 'old', text: 'I love Chinese food', createdAt: '2026-03-01T00:00:00Z' },
+      ] }] }],
+    };
+    const [c] = lintEntries(input);
+    assert.deepEqual(c.entries, ['old', 'new']);
+    assert.match(c.message, /is newer \(2026-03-02 vs 2026-03-01\)/);
+  });
+
+  it('does not flag different subjects with the same value, or two dates', () => {
+    assert.deepEqual(lintEntries(mem(['Alice uses Postgres', 'Bob uses Postgres'])), []);
+    assert.deepEqual(lintEntries(mem(['Dentist appointment on 2026-01-05', 'Dentist appointment on 2026-02-10'])), []);
+    assert.deepEqual(lintEntries(mem(['Staging server listens for SSH on port 2222', 'Production server listens for SSH on port 22'])), []);
+  });
+
+  it('clusters near-duplicates across stores into one finding', () => {
+    const input: LintInput = {
+      stores: [
+        { store: 'hermes:/h', files: [{ kind: 'hermes-memory', file: '/h/memories/MEMORY.md', entries: [{ id: 'a', text: 'User prefers dark mode in all editors' }, { id: 'b', text: 'The user prefers dark mode in all editors.' }] }] },
+        { store: 'agent-zero:/a0', files: [{ kind: 'agent-zero-main', file: '/a0/usr/memory/default/index.pkl', entries: [{ id: 'c', text: 'User prefers dark mode across all editors' }] }] },
+      ],
+    };
+    const f = lintEntries(input);
+    assert.equal(f.length, 1);
+    assert.equal(f[0].kind, 'near-duplicate');
+    assert.deepEqual([...f[0].entries].sort(), ['a', 'b', 'c']);
+    assert.deepEqual(f[0].stores, ['hermes:/h', 'agent-zero:/a0']);
+    assert.match(f[0].message, /across 2 stores/);
+  });
+
+  it('states what Hermes does with an over-budget file', () => {
+    const texts = Array.from({ length: 30 }, (_, i) => `Runbook step ${i}: rotate the logs of service number ${i} and check the disks of host h${i}`);
+    const input = mem(texts);
+    const file = input.stores[0].files[0];
+    file.usage = { chars: [...texts.join('\n§\n')].length, limit: 2200 };
+    const f = lintEntries(input).filter((x) => x.kind === 'over-budget');
+    assert.equal(f.length, 1);
+    assert.equal(f[0].severity, 'error');
+    assert.match(f[0].message, /refuses every new `memory add`/);
+    assert.match(f[0].message, /ARCHIVE\.jsonl/);
+    assert.match(f[0].message, /head\/tail-truncated/);
+    assert.ok(f[0].entries.length > 0 && f[0].entries.length < texts.length, 'lists the entries in the cut middle');
+  });
+
+  it('finds the hand-appended paragraph Hermes\'s own drift guard misses (hermes-agent#26045)', () => {
+    const raw = 'Entry A: user prefers tabs\n§\nEntry B: staging port 2222\n\n## Appended by patch tool\n- deploy key lives in ~/.ssh/deploy_ed25519\n';
+    const entries = raw.split('\n§\n').map((t, i) => ({ id: `e${i + 1}`, text: t.trim() }));
+    const f = lintEntries({ stores: [{ store: 'hermes:/h', files: [{ kind: 'hermes-memory', file: '/h/memories/MEMORY.md', raw, entries }] }] });
+    const d = f.filter((x) => x.kind === 'drift');
+    assert.equal(d.length, 1);
+    assert.deepEqual(d[0].entries, ['e2']);
+    assert.match(d[0].message, /does not notice/);
+  });
+
+  it('judges only probed claims, and versions by prefix', () => {
+    assert.ok(versionAgrees('20', '20.19.2'));
+    assert.ok(!versionAgrees('18', '20.1.0'));
+    assert.deepEqual(extractClaims('Uses VS Code with Vim keybindings.'), []);
+    const claims = extractClaims('Runs Node 18; key at ~/.ssh/id_ed25519; test with `pnpm test`');
+    assert.deepEqual(claims.map((c) => `${c.kind}:${c.key}`).sort(), ['command:pnpm', 'path:~/.ssh/id_ed25519', 'version:node']);
+    const f = lintEntries(mem(['The agent runs on Node 18', 'Backups are in /mnt/nas'], { machine: { where: 'this machine', commands: { node: { found: true, version: '20.19.2' } } } }));
+    assert.equal(f.length, 1);
+    assert.equal(f[0].kind, 'stale');
+    assert.match(f[0].message, /this machine has node 20\.19\.2/);
+  });
+
+  it('the candidate join finds every pair the all-pairs scan finds', () => {
+    const words = ['alpha', 'beta', 'gamma', 'delta', 'port', 'uses', 'server', 'staging', 'prod', 'docker', 'node', 'tabs'];
+    let seed = 7;
+    const r = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const texts = Array.from({ length: 300 }, () => Array.from({ length: 3 + Math.floor(r() * 5) }, () => words[Math.floor(r() * words.length)]).join(' '));
+    const items = texts.map((t, i) => prepare(i, t));
+    const got = new Set(candidatePairs(items, 0.4).map(([a, b]) => `${a}:${b}`));
+    for (let i = 0; i < items.length; i++) {
+      for (let j = i + 1; j < items.length; j++) {
+        const a = new Set(items[i].masked);
+        const b = new Set(items[j].masked);
+        const inter = [...a].filter((x) => b.has(x)).length;
+        if (inter / (a.size + b.size - inter) >= 0.4) assert.ok(got.has(`${i}:${j}`), `missed ${i}:${j}`);
+      }
+    }
+  });
+
+  it('reaches its precision and recall on the labelled cases (dev and held-out)', async () => {
+    const report = evaluate(await loadCases(path.join(REPO, 'test', 'cases', 'memory-lint')));
+    assert.ok(report.cases.length >= 100, `${report.cases.length} cases`);
+    for (const split of ['dev', 'heldout'] as const) {
+      const { precision, recall } = pr(report.scores[split].all);
+      assert.ok(precision >= 0.95, `${split} precision ${precision}`);
+      assert.ok(recall >= 0.9, `${split} recall ${recall}`);
+    }
+    for (const kind of ['duplicate', 'near-duplicate', 'contradiction', 'drift', 'stale']) {
+      const { precision } = pr(report.scores.all[kind]);
+      assert.ok(precision >= 0.9, `${kind} precision ${precision}`);
+    }
+  });
+});
