@@ -6,7 +6,7 @@
 // plus out/test/exthost/index.js, the mocha suite that runs inside a real extension host.
 // Flags: --watch (rebuild on change), --production (minify, no source maps).
 import * as esbuild from 'esbuild';
-import { chmodSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync } from 'node:fs';
 
 const production = process.argv.includes('--production');
 const watch = process.argv.includes('--watch');
@@ -48,6 +48,10 @@ const builds = [
   { ...common, entryPoints: ['webview-ui/memory/main.ts'], outfile: 'out/memory.js', platform: 'browser', format: 'iife', target: 'es2022' },
   { ...node, entryPoints: ['test/exthost/index.ts'], outfile: 'out/test/exthost/index.js', external: ['vscode', 'mocha'] },
 ];
+
+// node-sqlite3-wasm loads its .wasm from the directory of the running script (out/ once bundled).
+mkdirSync('out', { recursive: true });
+copyFileSync('node_modules/node-sqlite3-wasm/dist/node-sqlite3-wasm.wasm', 'out/node-sqlite3-wasm.wasm');
 
 if (watch) {
   for (const b of builds) {

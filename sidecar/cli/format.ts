@@ -1,5 +1,5 @@
 /** Human output of the CLI: tables, ages, sizes. Pure functions. */
-import type { ChangeSummary, MemoryFile, RestorePoint, RiskFinding } from '../protocol';
+import type { ChangeSummary, MemoryFile, ResultOf, RestorePoint, RiskFinding } from '../protocol';
 
 /** "just now", "42s ago", "3m ago", "5h ago", "2d ago" (from an ISO time, relative to `now`). */
 export function age(iso: string, now = Date.now()): string {
@@ -109,4 +109,51 @@ export function memoryTable(files: MemoryFile[]): string {
 export function findingsTable(findings: RiskFinding[]): string {
   if (!findings.length) return 'No risky commands found.';
   return table(findings.map((f) => [`${f.file}:${f.line}${f.endLine !== f.line ? '-' + f.endLine : ''}`, f.class, f.command]));
+}
+
+/** Quote for a POSIX shell (single quotes), for the undo commands the CLI prints. */
+export function shellQuote(s: string): string {
+  return /^[A-Za-z0-9_./:=@%+-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+function indent(text: string, pad = '    '): string {
+  return text.split('\n').map((l) => pad + l).join('\n');
+}
+
+/** memory show: the entry, its file and usage, then the provenance traces (or the note). */
+export function memoryShowText(r: ResultOf<'memoryShow'>): string {
+  const e = r.entry;
+  const u = r.file.usage;
+  const lines = [
+    `Entry ${e.id} (${e.area ?? r.file.kind}) in ${r.file.file}${u ? `, file ${u.chars}/${u.limit} chars` : ''}${r.file.readOnly ? ` [read-only: ${r.file.readOnly}]` : ''}`,
+    indent(e.text),
+    ...(e.createdAt || e.updatedAt ? [`  time: ${e.createdAt ?? ''}${e.updatedAt ? ` updated ${e.updatedAt}` : ''}`] : []),
+    ...(r.file.warnings ?? []).map((w) => `  warning: ${w}`),
+    'Provenance:',
+  ];
+  if (!r.provenance.traces.length) lines.push(`  ${r.provenance.note ?? 'no trace'}`);
+  for (const t of r.provenance.traces) {
+    lines.push(`  ${t.action}  ${t.time ?? '(no time)'}  session ${t.session ?? '?'}${t.source ? ` (${t.source})` : ''}${t.messageId !== undefined ? `  message ${t.messageId}` : ''}`);
+    if (t.previous) lines.push(`    previous: ${t.previous.split('\n')[0].slice(0, 100)}`);
+    if (t.message) lines.push(`    call: ${t.message.replace(/\s+/g, ' ').slice(0, 160)}`);
+  }
+  if (r.provenance.traces.length && r.provenance.note) lines.push(`  note: ${r.provenance.note}`);
+  return lines.join('\n');
+}
+
+/** memory diff: added / removed / changed entries, then the outside-world actions since. */
+export function memoryDiffText(r: ResultOf<'memoryDiff'>, from: string, to: string): string {
+  const first = (t?: string): string => (t ?? '').split('\n')[0].slice(0, 100);
+  const lines = [`Memory from restore point ${from} to ${to}:`];
+  if (!r.added.length && !r.removed.length && !r.changed.length) lines.push('  No entry changed.');
+  for (const c of r.added) lines.push(`  + ${c.after!.id}  ${first(c.after!.text)}`);
+  for (const c of r.removed) lines.push(`  - ${c.before!.id}  ${first(c.before!.text)}`);
+  for (const c of r.changed) lines.push(`  ~ ${c.before!.id} -> ${c.after!.id}  ${first(c.after!.text)}`);
+  const acts = r.actions ?? [];
+  if (acts.length) {
+    lines.push(`Actions since ${from} that a rollback cannot undo (${acts.length}):`);
+    for (const a of acts.slice(0, 20)) lines.push(`  ${a.time ?? '?'}  ${(a.message ?? '').replace(/\s+/g, ' ').slice(0, 140)}`);
+    if (acts.length > 20) lines.push(`  … and ${acts.length - 20} more`);
+  }
+  return lines.join('\n');
 }

@@ -8,6 +8,12 @@
  *     agentkeep restore-point delete ID --target T [--yes] [--json]
  *     agentkeep restore-point prune --target T [--dry-run] [--keep N] [--keep-important N] [--json]
  *     agentkeep memory list --store S [--store S ...] [--json]
+ *     agentkeep memory show --store S [--store S ...] --entry ID [--json]
+ *     agentkeep memory edit --store S --entry ID --text TEXT [--expected-hash H] [--json]
+ *     agentkeep memory remove --store S --entry ID [--expected-hash H] [--json]
+ *     agentkeep memory add --store S --text TEXT [--file memory|user] [--json]
+ *     agentkeep memory lint --store S [--store S ...] [--target T] [--json]
+ *     agentkeep memory diff --from ID [--to ID|now] [--target T] [--store S ...] [--json]
  *     agentkeep risk scan FILE... [--json]
  *     agentkeep risk eval DIR LABELS.json [--json]
  *     agentkeep serve --stdio | --ws HOST:PORT --token-file FILE
@@ -28,7 +34,7 @@ import { evaluate, fileKind, formatEval, parseJsonc, scanText, type EvalLabel } 
 import { serveStdio } from '../server/stdio';
 import { parseHostPort, readTokenFile, serveWs } from '../server/ws';
 import type { CoreFactory } from '../server/session';
-import { changeSummary, createdLine, findingsTable, memoryTable, pruneReport, restorePointTable } from './format';
+import { changeSummary, createdLine, findingsTable, memoryDiffText, memoryShowText, memoryTable, pruneReport, restorePointTable, shellQuote } from './format';
 import { guardSignals } from './signals';
 import { cliTargetArgs, resolveStateDir } from '../core/state';
 import { VERSION } from './version';
@@ -245,7 +251,7 @@ function program(ctx: Ctx): Command {
       else ctx.io.out(pruneReport(r, Boolean(o.dryRun)));
     });
 
-  const mem = root.command('memory').description('inspect agent memory stores');
+  const mem = root.command('memory').description('inspect, trace, edit and compare agent memory stores');
   mem
     .command('list')
     .description('list the entries of memory stores with their usage')
@@ -257,6 +263,99 @@ function program(ctx: Ctx): Command {
       const r = await core(cmd).listMemory({ stores: o.store });
       if (asJson) printJson(ctx, r);
       else ctx.io.out(memoryTable(r.stores));
+    });
+
+  const needStore = (o: { store: string[] }, what: string): void => {
+    if (o.store.length === 0) throw new UsageError('InvalidParams', `memory ${what} needs a store.`, 'Add --store hermes:/abs/path/to/.hermes.');
+  };
+  const needEntry = (o: { entry?: string }, what: string): string => {
+    if (!o.entry) throw new UsageError('InvalidParams', `memory ${what} needs --entry ID.`, 'Give the entry id or a unique prefix of at least 4 characters (see memory list).');
+    return o.entry;
+  };
+  const oneStore = (o: { store: string[] }, what: string): string => {
+    needStore(o, what);
+    if (o.store.length > 1) throw new UsageError('InvalidParams', `memory ${what} takes one --store.`, 'Name the store that holds the entry.');
+    return o.store[0];
+  };
+  const storeOpt = (c: Command): Command => c.option('--store <store>', 'memory store, e.g. hermes:/home/me/.hermes (repeatable)', collect, []);
+
+  storeOpt(mem.command('show').description('show one entry with its provenance (which session and tool call wrote it)'))
+    .option('--entry <id>', 'entry id or a unique prefix (>= 4 chars)')
+    .option('--json', 'print the memory.show result as JSON')
+    .action(async (o: { store: string[]; entry?: string }, cmd: Command) => {
+      const asJson = json(cmd);
+      needStore(o, 'show');
+      const r = await core(cmd).showMemory({ stores: o.store, entry: needEntry(o, 'show') });
+      if (asJson) printJson(ctx, r);
+      else ctx.io.out(memoryShowText(r));
+    });
+
+  storeOpt(mem.command('edit').description('replace the text of one entry (under the agent\'s lock; refused when the file changed or drifted, or over the char limit)'))
+    .option('--entry <id>', 'entry id or a unique prefix (>= 4 chars)')
+    .option('--text <text>', 'the new text of the entry')
+    .option('--expected-hash <sha256>', 'refuse unless the file still has this content hash (from memory show --json)')
+    .option('--json', 'print the memory.edit result as JSON')
+    .action(async (o: { store: string[]; entry?: string; text?: string; expectedHash?: string }, cmd: Command) => {
+      const asJson = json(cmd);
+      const store = oneStore(o, 'edit');
+      const entry = needEntry(o, 'edit');
+      if (o.text === undefined) throw new UsageError('InvalidParams', 'memory edit needs --text.', 'Give the new text: --text "…".');
+      const r = await core(cmd).editMemory({ store, entry, text: o.text, ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}) });
+      if (asJson) printJson(ctx, r);
+      else ctx.io.out(`Edited ${r.previous.id} -> ${r.entry.id} in ${r.entry.file ?? store}.\nUndo: agentkeep memory edit --store ${shellQuote(store)} --entry ${r.undo.entry} --text ${shellQuote(r.undo.text)}`);
+    });
+
+  storeOpt(mem.command('remove').description('delete one entry (same safety as edit)'))
+    .option('--entry <id>', 'entry id or a unique prefix (>= 4 chars)')
+    .option('--expected-hash <sha256>', 'refuse unless the file still has this content hash')
+    .option('--json', 'print the memory.remove result as JSON')
+    .action(async (o: { store: string[]; entry?: string; expectedHash?: string }, cmd: Command) => {
+      const asJson = json(cmd);
+      const store = oneStore(o, 'remove');
+      const r = await core(cmd).removeMemory({ store, entry: needEntry(o, 'remove'), ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}) });
+      if (asJson) printJson(ctx, r);
+      else ctx.io.out(`Removed ${r.removed.id} from ${r.removed.file ?? store}.\nUndo: agentkeep memory add --store ${shellQuote(store)}${r.undo.file ? ` --file ${r.undo.file}` : ''} --text ${shellQuote(r.undo.text)}`);
+    });
+
+  storeOpt(mem.command('add').description('add an entry (Hermes: to MEMORY.md, or USER.md with --file user)'))
+    .option('--text <text>', 'the entry text')
+    .option('--file <file>', 'hermes: memory (MEMORY.md, default) or user (USER.md)')
+    .option('--expected-hash <sha256>', 'refuse unless the file still has this content hash')
+    .option('--json', 'print the memory.add result as JSON')
+    .action(async (o: { store: string[]; text?: string; file?: string; expectedHash?: string }, cmd: Command) => {
+      const asJson = json(cmd);
+      const store = oneStore(o, 'add');
+      if (o.text === undefined) throw new UsageError('InvalidParams', 'memory add needs --text.', 'Give the entry text: --text "…".');
+      const r = await core(cmd).addMemory({ store, text: o.text, ...(o.file ? { file: o.file } : {}), ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}) });
+      if (asJson) printJson(ctx, r);
+      else ctx.io.out(`Added ${r.entry.id} to ${r.entry.file ?? store}.`);
+    });
+
+  storeOpt(mem.command('lint').description('findings: duplicates, contradictions, over budget, drift, untraceable and stale entries'))
+    .option('--target <target>', 'check claims against this machine, e.g. dir:/home/me')
+    .option('--json', 'print {findings: [...]} as JSON')
+    .action(async (o: { store: string[]; target?: string }, cmd: Command) => {
+      const asJson = json(cmd);
+      needStore(o, 'lint');
+      const r = await core(cmd).lintMemory({ stores: o.store, ...(o.target ? { target: o.target } : {}) });
+      if (asJson) printJson(ctx, r);
+      else ctx.io.out(r.findings.length ? r.findings.map((f) => `${f.severity.toUpperCase()}  ${f.kind}  ${f.entries.join(', ')}  ${f.message}`).join('\n') : 'No findings.');
+    });
+
+  storeOpt(mem.command('diff').description('entries added, removed and changed since a restore point, and the agent\'s outside-world actions since then'))
+    .option('--from <id>', 'restore point id')
+    .option('--to <id>', 'restore point id, or now (default)')
+    .option('--target <target>', 'the target the restore point belongs to, e.g. dir:/home/me/.hermes')
+    .option('--json', 'print the memory.diff result as JSON')
+    .action(async (o: { store: string[]; from?: string; to?: string; target?: string }, cmd: Command) => {
+      const asJson = json(cmd);
+      if (!o.from) throw new UsageError('InvalidParams', 'memory diff needs --from RESTORE_POINT_ID.', 'Pick one from agentkeep restore-point list --target T.');
+      let target = o.target;
+      if (!target && o.store.length === 1) target = `dir:${o.store[0].replace(/^[A-Za-z][A-Za-z0-9_-]*:/, '')}`;
+      if (!target) throw new UsageError('InvalidParams', 'memory diff needs --target (the target the restore point belongs to).', 'Add --target dir:/abs/path (or give one --store inside that directory).');
+      const r = await core(cmd).diffMemory({ target, from: o.from, ...(o.to ? { to: o.to } : {}), ...(o.store.length ? { stores: o.store } : {}) });
+      if (asJson) printJson(ctx, r);
+      else ctx.io.out(memoryDiffText(r, o.from, o.to ?? 'now'));
     });
 
   const risk = root.command('risk').description('find risky commands in files');

@@ -247,9 +247,11 @@ export class Core implements CoreApi {
       const captured = await mapLimit(files, 8, async (rel) => {
         throwIfAborted(this.opts.signal, abortWhat);
         try {
+          if (s.captureFile) return await this.captureVia(s, rel);
           const r = await this.objects.putFile(path.join(s.root, ...rel.split('/')));
           return { path: rel, size: r.size, hash: r.hash };
         } catch (e) {
+          if (e instanceof AgentKeepError) throw e;
           if (isErrno(e, 'ENOENT')) return undefined; // vanished meanwhile
           throw new AgentKeepError('FileError', `Cannot read agent-state file ${path.join(s.root, rel)}: ${(e as Error).message}.`, 'Fix its permissions so the sidecar can read it.');
         }
@@ -257,6 +259,23 @@ export class Core implements CoreApi {
       out.push({ store: s.spec, files: captured.filter((f): f is NonNullable<typeof f> => !!f) });
     }
     return out;
+  }
+
+  /**
+   * Capture one agent-state file through the adapter's captureFile (a consistent copy, e.g. a SQLite
+   * database in WAL mode) into a temp file, then into the object store. Undefined when the adapter
+   * does not capture `rel` on its own (captureFile resolved false).
+   */
+  private async captureVia(s: MemoryStoreAdapter, rel: string): Promise<{ path: string; size: number; hash: string } | undefined> {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'agentkeep-capture-'));
+    try {
+      const tmp = path.join(dir, 'copy');
+      if ((await s.captureFile!(rel, tmp)) === false) return undefined;
+      const r = await this.objects.putFile(tmp);
+      return { path: rel, size: r.size, hash: r.hash };
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true }).catch(() => undefined);
+    }
   }
 
   private openStores(specs: readonly string[] | undefined): MemoryStoreAdapter[] {
@@ -823,8 +842,7 @@ export class Core implements CoreApi {
    * @throws RestorePointNotFound, BadStore, Unsupported
    */
   async diffMemory(p: ParamsOf<'memoryDiff'>): Promise<ResultOf<'memoryDiff'>> {
-    validate(Methods.memoryDiff.params, p, 'memory.diff');
-    throw new AgentKeepError('Unsupported', 'memory diff is not available in this version.', 'Use restore-point diff.');
+    return memoryOps.diffMemory(this.memoryCtx(), validate(Methods.memoryDiff.params, p, 'memory.diff'));
   }
   /**
    * See Methods.agentDiscover: agents the credentials can see (Proxmox: guests with a tag).
@@ -836,7 +854,11 @@ export class Core implements CoreApi {
   }
 
   private memoryCtx(): memoryOps.MemoryOpsContext {
-    return { stateDir: this.stateDir };
+    return {
+      stateDir: this.stateDir,
+      getRestorePoint: async (target, id) => (await this.open(target, false)).journal.get(id),
+      readObject: (hash) => this.objects.read(hash),
+    };
   }
 }
 

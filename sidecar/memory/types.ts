@@ -1,4 +1,27 @@
-import type { MemoryEntry, MemoryFile, Provenance } from '../protocol';
+import type { MemoryEntry, MemoryFile, Provenance, ProvenanceTrace } from '../protocol';
+
+/**
+ * Files of an agent-state capture in a restore point (memory.diff reads entries from it), keyed by
+ * store-relative POSIX path.
+ */
+export interface CaptureSource {
+  /** Store-relative POSIX paths captured. */
+  files: string[];
+  /** Content of a captured file (undefined when not captured). */
+  read(rel: string): Promise<Buffer | undefined>;
+  /** How paths are shown, e.g. `<store>:<rel>@<restore point id>`. */
+  display(rel: string): string;
+}
+
+/** Options of edit/remove/add. */
+export interface WriteOptions {
+  /**
+   * Called under the store's lock right before the write, with the absolute path and the exact
+   * bytes about to be replaced (the core keeps them as a backup). A throw aborts the write.
+   */
+  beforeWrite?(file: string, previous: Buffer): Promise<void>;
+}
+
 
 /**
  * One memory store format behind one interface (sidecar/memory/<kind>/). A store is named
@@ -27,14 +50,15 @@ export interface MemoryStoreAdapter {
   /** Whether a root-relative POSIX path is agent state of this store (whether or not it exists). */
   isAgentStatePath(rel: string): boolean;
 
-  /** Whether a root-relative POSIX path is agent state of this store (whether or not it exists). */
-
   // ---- optional capabilities (issue 4); absent = the store cannot do it, and the core says so ----
 
   /** Why entries cannot be edited from AgentKeep (absent = editable through edit/remove/add). */
   readOnlyReason?(): Promise<string | undefined>;
-  /** sha256 (hex) of the store's editable content as read now; passed back as expectedHash. */
-  contentHash?(): Promise<string>;
+  /**
+   * sha256 (hex) of the store's editable content as read now; passed back as expectedHash. With
+   * `file` (an absolute path from MemoryFile.file): that file's hash (what memory.show returns).
+   */
+  contentHash?(file?: string): Promise<string>;
   /**
    * Where an entry came from (Hermes: the `memory` tool calls in state.db that added or replaced it).
    * Says plainly in `note` when no trace exists.
@@ -45,14 +69,28 @@ export interface MemoryStoreAdapter {
    * the content hash is no longer `expectedHash`, (EntryNotFound) for an unknown id, (OverBudget)
    * over the char limit; on any refusal the store is byte-identical.
    */
-  edit?(entryId: string, text: string, expectedHash?: string): Promise<{ entry: MemoryEntry; previous: MemoryEntry; contentHash: string }>;
+  edit?(entryId: string, text: string, expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; previous: MemoryEntry; contentHash: string }>;
   /** Delete an entry, with the same safety as edit. */
-  remove?(entryId: string, expectedHash?: string): Promise<{ removed: MemoryEntry; contentHash: string; file?: string }>;
+  remove?(entryId: string, expectedHash?: string, opts?: WriteOptions): Promise<{ removed: MemoryEntry; contentHash: string; file?: string }>;
   /** Add an entry (e.g. undo of remove); `file` is store-specific (hermes: memory | user). */
-  add?(text: string, file?: string, expectedHash?: string): Promise<{ entry: MemoryEntry; contentHash: string }>;
+  add?(text: string, file?: string, expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; contentHash: string }>;
   /**
    * Write a consistent copy of agent-state file `rel` to `dest` (e.g. a SQLite database in WAL mode:
-   * never a torn copy). Absent = a plain file copy is consistent.
+   * never a torn copy). Absent = a plain file copy is consistent. Resolves `false` when `rel` is
+   * not captured on its own because another file's capture already holds it (e.g. Hermes
+   * `state.db-wal`, checkpointed into the copy of `state.db`); a restore then removes it.
    */
-  captureFile?(rel: string, dest: string): Promise<void>;
+  captureFile?(rel: string, dest: string): Promise<void | boolean>;
+  /**
+   * Find one entry by id or unique id prefix (>= 4 chars).
+   * @throws EntryNotFound (no such id), Conflict (an ambiguous prefix; the message names the candidates)
+   */
+  resolve?(entryId: string): Promise<{ entry: MemoryEntry; file: MemoryFile }>;
+  /** The memory files as they were in a restore point's capture of this store (memory.diff). */
+  listCapture?(src: CaptureSource): Promise<MemoryFile[]>;
+  /**
+   * Agent actions at or after `sinceIso` (and before `untilIso` when given) that reach the outside
+   * world (messages sent, web requests, git pushes, ...), from the store's session history, oldest first.
+   */
+  actionsSince?(sinceIso: string, untilIso?: string): Promise<ProvenanceTrace[]>;
 }

@@ -195,6 +195,7 @@ export const ProvenanceTrace = z.object({
   messageId: z.union([z.string(), z.number()]).optional().describe('Id of the message in the session history'),
   previous: z.string().optional().describe('For replace/update: the text before'),
 });
+export type ProvenanceTrace = z.infer<typeof ProvenanceTrace>;
 export const Provenance = z.object({
   traces: z.array(ProvenanceTrace).describe('Oldest first'),
   note: z.string().optional().describe('Said plainly when no trace exists, and why (no state.db, rows pruned, hand-edited, ...)'),

@@ -223,7 +223,8 @@ describe('core: journal, keep, status, notifications', function () {
     makeHermesHome(home);
     const core = new Core({ stateDir: s.state });
     const r = await core.listMemory({ stores: [`hermes:${home}`] });
-    assert.deepEqual(r.stores.map((f) => f.kind), ['hermes-memory', 'hermes-user']);
+    // MEMORY.md and USER.md first; SOUL.md and skills (read-only) after them when present
+    assert.deepEqual(r.stores.map((f) => f.kind).slice(0, 2), ['hermes-memory', 'hermes-user']);
     assert.equal(r.stores[0].entries.length, 2);
     await assert.rejects(core.listMemory({ stores: ['nope:/x'] }), isErr('BadStore'));
   });

@@ -61,7 +61,9 @@ describe('hermes memory store', () => {
     await copyDir(FIXTURE, h);
     const store = openStore(`hermes:${h}`);
     const files = await store.list();
-    assert.deepEqual(files.map((f) => f.kind), ['hermes-memory', 'hermes-user']);
+    assert.deepEqual(files.map((f) => f.kind), ['hermes-memory', 'hermes-user', 'hermes-skill']);
+    assert.equal(files[2].readOnly?.includes('read-only'), true);
+    assert.equal(files[2].entries[0].text, 'deploy-staging: Deploy the API to the staging server over SSH');
     const [mem, user] = files;
     assert.equal(mem.file, path.join(h, 'memories', 'MEMORY.md'));
     assert.equal(mem.entries.length, 4);

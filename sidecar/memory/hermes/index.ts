@@ -1,97 +1,56 @@
 /**
- * Hermes Agent memory store (read-only in this issue).
+ * Hermes Agent memory store: read, trace, edit safely.
  *
- * A Hermes home (HERMES_HOME, usually ~/.hermes) holds `memories/MEMORY.md` (the agent's notes) and
- * `memories/USER.md` (the user profile). Entries are separated by the full delimiter "\n§\n"; each is
- * strip()ped and empties are dropped; a bare "§" inside an entry is content. Usage is counted in
- * characters as Hermes does: len("\n§\n".join(entries)), against `memory.memory_char_limit` (default
- * 2200) and `memory.user_char_limit` (default 1375) from config.yaml.
- * Source: NousResearch/hermes-agent tools/memory_tool.py (see shared/reference/memory-stores.md §1.2).
+ * A Hermes home (HERMES_HOME, usually ~/.hermes; named profiles under profiles/<name>) holds
+ * `memories/MEMORY.md` (the agent's notes) and `memories/USER.md` (the user profile), entries
+ * separated by "\n§\n", counted in characters against `memory.memory_char_limit` (default 2200) and
+ * `memory.user_char_limit` (default 1375) of config.yaml; plus SOUL.md, memories/ARCHIVE.jsonl and
+ * skills/**\/SKILL.md (read-only here; see ./home.ts) and state.db, the session history (read-only,
+ * the source of provenance; see ./history.ts).
+ * Source: NousResearch/hermes-agent tools/memory_tool.py, hermes_state.py (shared/reference/memory-stores.md §1).
+ *
+ * Edits (edit/remove/add) do what Hermes' memory tool does, so neither side overwrites the other:
+ * the exclusive flock on `memories/<FILE>.lock` (./lock.ts), re-read under the lock, Hermes' drift
+ * rule (refuse, keep `<FILE>.bak.<unix ts>`), the char limit (OverBudget), a compare-and-swap on the
+ * sha256 of the raw file (Conflict), then a temp file in the same directory + rename. Every check runs
+ * before anything is written, so a refused edit leaves the memory files byte-identical.
  */
-import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
-import { parse as parseYaml } from 'yaml';
-import type { MemoryFile } from '../../protocol';
+import type { MemoryEntry, MemoryFile, Provenance, ProvenanceTrace } from '../../protocol';
 import { AgentKeepError } from '../../core/errors';
-import type { MemoryStoreAdapter } from '../types';
+import { fsyncDir, tempNameFor } from '../../core/fsutil';
+import { captureSqlite } from '../sqlite';
+import type { CaptureSource, MemoryStoreAdapter, WriteOptions } from '../types';
+import { ENTRY_DELIMITER, READ_ONLY, driftReason, entryId, limitsFromConfig, parseEntries, readHome, sha256, usageChars, type FileSource, type HermesLimits, type ReadFile } from './home';
+import { ProvenanceIndex, outsideActions, readHistory, type HermesHistory } from './history';
+import { lockHermesFile } from './lock';
 
-/** Hermes's entry delimiter. */
-export const ENTRY_DELIMITER = '\n§\n';
-/** Default char limits (Hermes tools/memory_tool.py). */
-export const DEFAULT_MEMORY_CHAR_LIMIT = 2200;
-export const DEFAULT_USER_CHAR_LIMIT = 1375;
+export { ENTRY_DELIMITER, DEFAULT_MEMORY_CHAR_LIMIT, DEFAULT_USER_CHAR_LIMIT, parseEntries, usageChars, entryId, driftReason, limitsFromConfig, type HermesLimits } from './home';
 
 /** Fixed agent-state files of a Hermes home (relative POSIX paths); skills/** is added on top. */
-const FIXED_STATE_FILES = ['memories/MEMORY.md', 'memories/USER.md', 'memories/ARCHIVE.jsonl', 'SOUL.md'];
+const FIXED_STATE_FILES = ['memories/MEMORY.md', 'memories/USER.md', 'memories/ARCHIVE.jsonl', 'SOUL.md', 'state.db', 'state.db-wal', 'state.db-shm'];
 
-/**
- * Split the text of a Hermes memory file into entries: a UTF-8 BOM dropped, CRLF normalised to LF, split on "\n§\n",
- * each entry trimmed (Python str.strip semantics: whitespace), empties dropped.
- */
-export function parseEntries(raw: string): string[] {
-  const text = raw.replace(/^\uFEFF/, '').replace(/\r\n/g, '\n');
-  return text
-    .split(ENTRY_DELIMITER)
-    .map((e) => e.trim())
-    .filter((e) => e.length > 0);
-}
+/** The editable files: area -> root-relative path. */
+const EDITABLE: Record<string, string> = { memory: 'memories/MEMORY.md', user: 'memories/USER.md' };
 
-/** Usage in characters, as Hermes counts it: length of the entries joined by "\n§\n" (UTF-16 code points counted as Python does). */
-export function usageChars(entries: string[]): number {
-  // Python len() counts code points, not UTF-16 units.
-  return [...entries.join(ENTRY_DELIMITER)].length;
-}
-
-/** Entry id: first 12 hex chars of sha256 of the entry text (UTF-8). */
-export function entryId(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 12);
-}
-
-/** Char limits of a Hermes home. */
-export interface HermesLimits {
-  memory: number;
-  user: number;
-}
+/** Minimum length of an id prefix that resolves. */
+export const MIN_ID_PREFIX = 4;
 
 /**
  * Read the char limits from `<home>/config.yaml`. A missing, unreadable or broken config (or a value
  * that is not a positive integer) falls back to the defaults; nothing here is fatal.
  */
 export async function readLimits(home: string): Promise<HermesLimits> {
-  const limits: HermesLimits = { memory: DEFAULT_MEMORY_CHAR_LIMIT, user: DEFAULT_USER_CHAR_LIMIT };
-  let raw: string;
-  try {
-    raw = await fs.readFile(path.join(home, 'config.yaml'), 'utf8');
-  } catch {
-    return limits;
-  }
-  let doc: unknown;
-  try {
-    doc = parseYaml(raw);
-  } catch {
-    return limits;
-  }
-  if (!doc || typeof doc !== 'object') return limits;
-  const mem = (doc as Record<string, unknown>).memory;
-  if (!mem || typeof mem !== 'object') return limits;
-  const m = mem as Record<string, unknown>;
-  const pick = (v: unknown, dflt: number): number => {
-    const n = typeof v === 'string' && /^\s*\d+\s*$/.test(v) ? Number(v) : v;
-    return typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : dflt;
-  };
-  limits.memory = pick(m.memory_char_limit, limits.memory);
-  limits.user = pick(m.user_char_limit, limits.user);
-  return limits;
+  return limitsFromConfig(await fs.readFile(path.join(home, 'config.yaml'), 'utf8').catch(() => undefined));
 }
 
 async function exists(p: string): Promise<boolean> {
-  try {
-    await fs.lstat(p);
-    return true;
-  } catch {
-    return false;
-  }
+  return fs.lstat(p).then(
+    () => true,
+    () => false,
+  );
 }
 
 /** All regular files under `dir` (not following symlinked dirs), as POSIX paths relative to `base`. */
@@ -109,9 +68,32 @@ async function walkFiles(base: string, dir: string, out: string[]): Promise<void
   }
 }
 
+/**
+ * Hermes homes on this machine: `$HERMES_HOME` (when set), `~/.hermes`, and each
+ * `<home>/profiles/<name>` that is one (has memories/ or config.yaml). Absolute paths, deduplicated.
+ * @param env environment to read HERMES_HOME from (default process.env)
+ * @param homedir the user's home directory (default os.homedir())
+ */
+export async function findHermesHomes(env: NodeJS.ProcessEnv = process.env, homedir: string = os.homedir()): Promise<string[]> {
+  const roots = [env.HERMES_HOME, path.join(homedir, '.hermes')].filter((x): x is string => !!x && path.isAbsolute(x));
+  const out: string[] = [];
+  const isHome = async (p: string): Promise<boolean> => (await exists(path.join(p, 'memories'))) || (await exists(path.join(p, 'config.yaml')));
+  for (const r of roots) {
+    const root = path.resolve(r);
+    if (!out.includes(root) && (await isHome(root))) out.push(root);
+    const names = await fs.readdir(path.join(root, 'profiles')).catch(() => [] as string[]);
+    for (const n of names.sort()) {
+      const p = path.join(root, 'profiles', n);
+      if (!out.includes(p) && (await isHome(p))) out.push(p);
+    }
+  }
+  return out;
+}
+
 /** The Hermes memory store adapter for one home directory. */
 export class HermesStore implements MemoryStoreAdapter {
   readonly kind = 'hermes';
+  private history?: { key: string; h: HermesHistory; index: ProvenanceIndex };
 
   /**
    * @param root absolute path of the Hermes home (the directory holding memories/ and config.yaml)
@@ -128,61 +110,63 @@ export class HermesStore implements MemoryStoreAdapter {
     try {
       st = await fs.stat(this.root);
     } catch {
-      throw new AgentKeepError(
-        'StoreNotFound',
-        `Hermes home ${this.root} does not exist.`,
-        'Point --store at the HERMES_HOME, usually hermes:~/.hermes written as an absolute path.',
-      );
+      throw new AgentKeepError('StoreNotFound', `Hermes home ${this.root} does not exist.`, 'Point --store at the HERMES_HOME, usually hermes:~/.hermes written as an absolute path.');
     }
     if (!st.isDirectory()) {
       throw new AgentKeepError('StoreNotFound', `Hermes home ${this.root} is not a directory.`, 'Point --store at the HERMES_HOME directory, usually ~/.hermes.');
     }
-    const hasMem = await exists(path.join(this.root, 'memories'));
-    const hasCfg = await exists(path.join(this.root, 'config.yaml'));
-    if (!hasMem && !hasCfg) {
-      throw new AgentKeepError(
-        'StoreNotFound',
-        `Not a Hermes home: no memories/ or config.yaml in ${this.root}.`,
-        'Point at the HERMES_HOME, usually ~/.hermes.',
-      );
+    if (!(await exists(path.join(this.root, 'memories'))) && !(await exists(path.join(this.root, 'config.yaml')))) {
+      throw new AgentKeepError('StoreNotFound', `Not a Hermes home: no memories/ or config.yaml in ${this.root}.`, 'Point at the HERMES_HOME, usually ~/.hermes.');
     }
+  }
+
+  private disk(): FileSource {
+    return {
+      read: async (rel) => {
+        const abs = path.join(this.root, ...rel.split('/'));
+        try {
+          return await fs.readFile(abs);
+        } catch (e) {
+          const code = (e as NodeJS.ErrnoException).code;
+          if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
+          if (code === 'EISDIR') return undefined;
+          throw new AgentKeepError('FileError', `Cannot read ${abs}: ${(e as Error).message}.`, 'Check the file permissions of the Hermes home.');
+        }
+      },
+      list: async (dir) => {
+        const out: string[] = [];
+        await walkFiles(this.root, dir, out);
+        return out;
+      },
+      display: (rel) => path.join(this.root, ...rel.split('/')),
+    };
+  }
+
+  private async read(): Promise<ReadFile[]> {
+    await this.check();
+    return readHome(this.disk(), this.spec);
   }
 
   /**
-   * Read MEMORY.md (kind hermes-memory) and USER.md (kind hermes-user). A missing file yields zero
-   * entries. @throws StoreNotFound (see check), FileError when a file exists but cannot be read.
+   * MEMORY.md (kind hermes-memory) and USER.md (hermes-user) always (zero entries when missing), then
+   * SOUL.md (hermes-soul), ARCHIVE.jsonl (hermes-archive) and the skills (hermes-skill) when present,
+   * read-only ones with `readOnly` set. @throws StoreNotFound (see check), FileError (unreadable file)
    */
   async list(): Promise<MemoryFile[]> {
-    await this.check();
-    const limits = await readLimits(this.root);
-    const files: Array<[string, string, number]> = [
-      ['hermes-memory', 'MEMORY.md', limits.memory],
-      ['hermes-user', 'USER.md', limits.user],
-    ];
-    const out: MemoryFile[] = [];
-    for (const [kind, name, limit] of files) {
-      const file = path.join(this.root, 'memories', name);
-      let raw = '';
-      try {
-        raw = await fs.readFile(file, 'utf8');
-      } catch (e) {
-        const code = (e as NodeJS.ErrnoException).code;
-        if (code !== 'ENOENT') {
-          throw new AgentKeepError('FileError', `Cannot read ${file}: ${(e as Error).message}.`, 'Check the file permissions of the Hermes home.');
-        }
-      }
-      const entries = parseEntries(raw);
-      out.push({
-        kind,
-        file,
-        entries: entries.map((text) => ({ id: entryId(text), text })),
-        usage: { chars: usageChars(entries), limit },
-      });
-    }
-    return out;
+    return (await this.read()).map((r) => r.file);
   }
 
-  /** Existing agent-state files (memories, ARCHIVE.jsonl, SOUL.md, skills/**), POSIX relative, sorted. */
+  /** See MemoryStoreAdapter.listCapture: the same files read from a restore point's capture. */
+  async listCapture(src: CaptureSource): Promise<MemoryFile[]> {
+    const fsrc: FileSource = {
+      read: (rel) => src.read(rel),
+      list: async (dir) => src.files.filter((f) => f.startsWith(dir + '/')),
+      display: (rel) => src.display(rel),
+    };
+    return (await readHome(fsrc, this.spec)).map((r) => r.file);
+  }
+
+  /** Existing agent-state files (memories, ARCHIVE.jsonl, SOUL.md, state.db and its -wal/-shm, skills/**), POSIX relative, sorted. */
   async agentStateFiles(): Promise<string[]> {
     const out: string[] = [];
     for (const rel of FIXED_STATE_FILES) {
@@ -203,4 +187,287 @@ export class HermesStore implements MemoryStoreAdapter {
     if (p.startsWith('../') || p === '..' || path.posix.isAbsolute(p)) return false;
     return FIXED_STATE_FILES.includes(p) || (p.startsWith('skills/') && p.length > 'skills/'.length);
   }
+
+  /**
+   * state.db: one consistent, self-contained copy (db + WAL copied as a pair, WAL checkpointed into
+   * the copy; ../sqlite.ts). state.db-wal and -shm: not captured on their own (false). Others: a copy.
+   */
+  async captureFile(rel: string, dest: string): Promise<void | boolean> {
+    if (rel === 'state.db-wal' || rel === 'state.db-shm') return false;
+    if (rel === 'state.db') return captureSqlite(path.join(this.root, 'state.db'), dest);
+    await fs.copyFile(path.join(this.root, ...rel.split('/')), dest);
+  }
+
+  /** Hermes readOnlyReason: none (MEMORY.md and USER.md are editable; other files say so per file). */
+  async readOnlyReason(): Promise<string | undefined> {
+    return undefined;
+  }
+
+  /**
+   * sha256 of a file's raw bytes (`file`: absolute path of MEMORY.md or USER.md), or of the store's
+   * editable content (both files) without `file`. A missing file hashes as empty.
+   */
+  async contentHash(file?: string): Promise<string> {
+    const raw = async (rel: string): Promise<Buffer> => (await this.disk().read(rel)) ?? Buffer.alloc(0);
+    if (file) {
+      const rel = Object.values(EDITABLE).find((r) => path.join(this.root, ...r.split('/')) === file);
+      if (!rel) return sha256((await fs.readFile(file).catch(() => Buffer.alloc(0))) as Buffer);
+      return sha256(await raw(rel));
+    }
+    return sha256(sha256(await raw(EDITABLE.memory)) + sha256(await raw(EDITABLE.user)));
+  }
+
+  /**
+   * Find an entry by id or unique prefix (>= 4 hex chars) across all files of the home.
+   * @throws InvalidParams (prefix too short), EntryNotFound, Conflict (ambiguous: names the candidates)
+   */
+  async resolve(id: string): Promise<{ entry: MemoryEntry; file: MemoryFile }> {
+    return resolveIn(await this.list(), id, this.spec);
+  }
+
+  private async historyIndex(): Promise<{ h: HermesHistory; index: ProvenanceIndex } | undefined> {
+    const db = path.join(this.root, 'state.db');
+    const st = await fs.stat(db).catch(() => undefined);
+    if (!st) return undefined;
+    const wal = await fs.stat(db + '-wal').catch(() => undefined);
+    const key = `${st.size}:${st.mtimeMs}:${wal?.size ?? 0}:${wal?.mtimeMs ?? 0}`;
+    if (this.history?.key !== key) {
+      const h = await readHistory(db);
+      this.history = { key, h, index: new ProvenanceIndex(h.memoryOps) };
+    }
+    return this.history;
+  }
+
+  /**
+   * Provenance of an entry: the `memory` tool calls in state.db that added or replaced it, oldest
+   * first (exact text, else whitespace/case-normalised, then the replace chain through old_text).
+   * SOUL.md, skills and the archive are not written by the memory tool; the note says so.
+   * @throws FileError when state.db exists but cannot be read
+   */
+  async provenance(entry: MemoryEntry): Promise<Provenance> {
+    if (entry.area && entry.area !== 'memory' && entry.area !== 'user') {
+      const what = entry.area === 'soul' ? 'SOUL.md is written by hand' : entry.area === 'skill' ? 'skills are written by skill_manage or by hand' : 'archived entries were moved by Hermes\' eviction';
+      return { traces: [], note: `Not traced: ${what}, not by the memory tool.` };
+    }
+    const hi = await this.historyIndex();
+    if (!hi) return { traces: [], note: `no state.db in this home (${this.root}), so there is no session history to trace this entry to` };
+    const r = hi.index.tracesFor(entry.area ?? 'memory', entry.text);
+    const extra = hi.h.notes.length ? ` (${hi.h.notes.join('; ')})` : '';
+    if (r.how === 'none') return { traces: [], note: `no memory tool call in state.db wrote this text: it was probably edited by hand${extra}` };
+    if (r.how === 'normalised') return { traces: r.traces, note: `matched ignoring whitespace and case: the text was changed by hand after the tool call${extra}` };
+    return { traces: r.traces, ...(extra ? { note: extra.trim() } : {}) };
+  }
+
+  /** Provenance of many entries (one state.db read); same rules as provenance(). */
+  async provenanceAll(entries: MemoryEntry[]): Promise<Provenance[]> {
+    await this.historyIndex();
+    return Promise.all(entries.map((e) => this.provenance(e)));
+  }
+
+  /** See MemoryStoreAdapter.actionsSince: outside-world tool calls in state.db (./history.ts classifyAction). */
+  async actionsSince(sinceIso: string, untilIso?: string): Promise<ProvenanceTrace[]> {
+    const db = path.join(this.root, 'state.db');
+    if (!(await exists(db))) return [];
+    const since = Date.parse(sinceIso) / 1000;
+    const until = untilIso ? Date.parse(untilIso) / 1000 : Infinity;
+    const h = await readHistory(db, since);
+    return outsideActions(h.toolCalls.filter((c) => c.time === undefined || c.time < until));
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // writes
+
+  /**
+   * Replace the text of a MEMORY.md / USER.md entry (the whole entry, as Hermes' replace does).
+   * @throws EntryNotFound, Conflict (ambiguous id, hash changed, drift), OverBudget, Unsupported
+   *   (read-only file), InvalidParams (empty text or text containing the delimiter), TargetBusy (lock)
+   */
+  async edit(id: string, text: string, expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; previous: MemoryEntry; contentHash: string }> {
+    const clean = checkText(text);
+    let previous!: MemoryEntry;
+    const r = await this.write(id, undefined, expectedHash, opts, (entries, e) => {
+      previous = e!;
+      const i = entries.indexOf(e!.text);
+      const next = [...entries];
+      next[i] = clean;
+      return next;
+    });
+    return { entry: r.entry(clean), previous, contentHash: r.hash };
+  }
+
+  /** Delete a MEMORY.md / USER.md entry; same checks as edit. @returns the removed entry and its file (memory | user) */
+  async remove(id: string, expectedHash?: string, opts?: WriteOptions): Promise<{ removed: MemoryEntry; contentHash: string; file?: string }> {
+    let removed!: MemoryEntry;
+    const r = await this.write(id, undefined, expectedHash, opts, (entries, e) => {
+      removed = e!;
+      const i = entries.indexOf(e!.text);
+      return [...entries.slice(0, i), ...entries.slice(i + 1)];
+    });
+    return { removed, contentHash: r.hash, file: removed.area };
+  }
+
+  /**
+   * Append an entry to MEMORY.md (`file` memory, default) or USER.md (`user`). Like Hermes' add, no
+   * drift guard; an exact duplicate is not added again (the existing entry is returned).
+   * @throws InvalidParams (bad file or text), OverBudget, Conflict (hash changed), TargetBusy
+   */
+  async add(text: string, file = 'memory', expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; contentHash: string }> {
+    const clean = checkText(text);
+    const area = file === 'user' || file === 'USER.md' ? 'user' : file === 'memory' || file === 'MEMORY.md' ? 'memory' : undefined;
+    if (!area) throw new AgentKeepError('InvalidParams', `Unknown Hermes memory file "${file}".`, 'Use file memory (MEMORY.md) or user (USER.md).');
+    const r = await this.write(undefined, area, expectedHash, opts, (entries) => (entries.includes(clean) ? entries : [...entries, clean]));
+    return { entry: r.entry(clean), contentHash: r.hash };
+  }
+
+  /**
+   * The one write path: resolve, check (CAS, drift, budget) on a first read, then under Hermes' lock
+   * re-read, re-check, back up, temp file + rename. Nothing is written unless every check passes.
+   */
+  private async write(
+    id: string | undefined,
+    addArea: string | undefined,
+    expectedHash: string | undefined,
+    opts: WriteOptions | undefined,
+    change: (entries: string[], e?: MemoryEntry) => string[],
+  ): Promise<{ hash: string; entry: (text: string) => MemoryEntry }> {
+    const plan = async (): Promise<{ area: string; abs: string; raw: Buffer; next: string[] | undefined; e?: MemoryEntry }> => {
+      const files = await this.read();
+      if (expectedHash) {
+        // first: the content changed since it was read (that is why an id may no longer resolve)
+        const hashes = files.filter((f) => Object.values(EDITABLE).includes(f.rel)).map((f) => sha256(f.raw ?? Buffer.alloc(0)));
+        if (!hashes.includes(expectedHash) && expectedHash !== sha256(hashes.join(''))) {
+          throw new AgentKeepError(
+            'Conflict',
+            `The memory of ${this.root} changed since it was read (no file has sha256 ${expectedHash.slice(0, 12)}… any more): the agent or someone else wrote it in between. Nothing was changed.`,
+            'Show the entry again (memory show) and redo the edit on what is there now.',
+          );
+        }
+      }
+      let area = addArea;
+      let e: MemoryEntry | undefined;
+      if (id !== undefined) {
+        const found = resolveIn(files.map((f) => f.file), id, this.spec);
+        e = found.entry;
+        area = e.area;
+        if (!area || !EDITABLE[area]) {
+          throw new AgentKeepError('Unsupported', `Entry ${e.id} is in ${found.file.file}, which AgentKeep does not edit: ${READ_ONLY[area ?? ''] ?? 'read-only'}.`, 'Edit entries of MEMORY.md or USER.md, or that file by hand.');
+        }
+      }
+      const rf = files.find((f) => f.rel === EDITABLE[area!])!;
+      const raw = rf.raw ?? Buffer.alloc(0);
+      const abs = path.join(this.root, ...EDITABLE[area!].split('/'));
+      const hash = sha256(raw);
+      if (expectedHash && expectedHash !== hash && expectedHash !== (await this.contentHash())) {
+        throw new AgentKeepError(
+          'Conflict',
+          `${abs} changed since it was read (sha256 ${hash.slice(0, 12)}…, expected ${expectedHash.slice(0, 12)}…): the agent or someone else wrote it in between. Nothing was changed.`,
+          'Show the entry again (memory show) and redo the edit on what is there now.',
+        );
+      }
+      const text = raw.toString('utf8');
+      const entries = parseEntries(text);
+      const limit = rf.file.usage!.limit;
+      if (id !== undefined) {
+        const drift = driftReason(text, limit);
+        if (drift) {
+          const bak = `${abs}.bak.${Math.floor(Date.now() / 1000)}`;
+          await fs.writeFile(bak, raw, { flag: 'wx' }).catch(() => undefined);
+          throw new AgentKeepError(
+            'Conflict',
+            `${abs} has drifted: ${drift}. As Hermes does, the edit is refused and a copy was kept as ${bak}. Nothing else was changed.`,
+            `Fix the file by hand (entries separated by a line holding only "§"), or restore it from a restore point, then edit again.`,
+          );
+        }
+      }
+      const next = change(entries, e);
+      const before = usageChars(entries);
+      const after = usageChars(next);
+      if (after > limit && after > before) {
+        throw new AgentKeepError(
+          'OverBudget',
+          `The change would make ${path.basename(abs)} ${after} chars, over its ${limit}-char limit (now ${before}). Nothing was written.`,
+          `Shorten the text or remove other entries first (limit: memory.${area === 'user' ? 'user' : 'memory'}_char_limit in config.yaml).`,
+        );
+      }
+      return { area: area!, abs, raw, next: next.length === entries.length && next.every((x, i) => x === entries[i]) ? undefined : next, e };
+    };
+
+    const first = await plan(); // every refusal happens here, before the lock file is touched
+    const lock = await lockHermesFile(`${first.abs}.lock`);
+    let hash: string;
+    try {
+      const p = await plan(); // re-read under the lock: what Hermes wrote meanwhile counts
+      if (!p.raw.equals(first.raw)) {
+        throw new AgentKeepError('Conflict', `${p.abs} changed while AgentKeep waited for Hermes' lock. Nothing was changed.`, 'Show the entry again (memory show) and redo the edit.');
+      }
+      if (!p.next) {
+        hash = sha256(p.raw);
+      } else {
+        await opts?.beforeWrite?.(p.abs, p.raw);
+        const data = p.next.join(ENTRY_DELIMITER);
+        const st = await fs.stat(p.abs).catch(() => undefined);
+        await fs.mkdir(path.dirname(p.abs), { recursive: true });
+        const tmp = tempNameFor(p.abs);
+        try {
+          await fs.writeFile(tmp, data, { mode: st ? st.mode & 0o7777 : 0o644, flag: 'wx' });
+          const h = await fs.open(tmp, 'r+');
+          await h.sync().finally(() => h.close());
+          // last compare-and-swap right before the rename (covers a writer that ignores the lock)
+          const now = await fs.readFile(p.abs).catch(() => Buffer.alloc(0));
+          if (!now.equals(p.raw)) {
+            throw new AgentKeepError('Conflict', `${p.abs} changed while AgentKeep was writing. Nothing was changed.`, 'Show the entry again (memory show) and redo the edit.');
+          }
+          await fs.rename(tmp, p.abs);
+        } catch (e) {
+          await fs.rm(tmp, { force: true }).catch(() => undefined);
+          throw e;
+        }
+        await fsyncDir(path.dirname(p.abs));
+        hash = sha256(Buffer.from(data, 'utf8'));
+      }
+    } finally {
+      await lock.release();
+    }
+    const area = first.area;
+    const file = first.abs;
+    return { hash, entry: (text) => ({ id: entryId(text), text, store: this.spec, file, area }) };
+  }
+}
+
+/** Reject text Hermes would not store as one entry. @throws InvalidParams */
+function checkText(text: string): string {
+  const t = text.replace(/\r\n/g, '\n').trim();
+  if (!t) throw new AgentKeepError('InvalidParams', 'The entry text is empty.', 'Give the text with --text, or remove the entry instead.');
+  if (t.includes(ENTRY_DELIMITER) || /(^|\n)§(\n|$)/.test(t)) {
+    throw new AgentKeepError('InvalidParams', 'The text contains a line holding only "§", Hermes\' entry delimiter: it would become two entries.', 'Add each entry on its own (memory add), or drop the "§" line.');
+  }
+  return t;
+}
+
+/**
+ * Resolve an id or unique id prefix among the files' entries (identical entries with the same id in
+ * one file count once: Hermes acts on the first).
+ * @throws InvalidParams, EntryNotFound, Conflict
+ */
+export function resolveIn(files: MemoryFile[], id: string, spec: string): { entry: MemoryEntry; file: MemoryFile } {
+  const want = id.trim().toLowerCase();
+  if (want.length < MIN_ID_PREFIX) {
+    throw new AgentKeepError('InvalidParams', `Entry id "${id}" is too short.`, `Give at least ${MIN_ID_PREFIX} characters of the id (see memory list).`);
+  }
+  const hits: Array<{ entry: MemoryEntry; file: MemoryFile }> = [];
+  for (const f of files) {
+    for (const e of f.entries) {
+      if (!e.id.startsWith(want)) continue;
+      if (hits.some((h) => h.entry.id === e.id && h.file.file === f.file)) continue;
+      hits.push({ entry: e, file: f });
+    }
+  }
+  const exact = hits.filter((h) => h.entry.id === want);
+  const pick = exact.length === 1 ? exact : hits;
+  if (pick.length === 1) return pick[0];
+  if (!pick.length) {
+    throw new AgentKeepError('EntryNotFound', `No entry ${id} in ${spec}.`, 'List the entries with agentkeep memory list (ids change when the text changes).');
+  }
+  const names = pick.slice(0, 8).map((h) => `${h.entry.id} (${path.basename(h.file.file)}: ${h.entry.text.split('\n')[0].slice(0, 40)})`);
+  throw new AgentKeepError('Conflict', `Entry id ${id} is ambiguous in ${spec}: ${names.join(', ')}${pick.length > 8 ? ', …' : ''}.`, 'Give more characters of the id.');
 }

@@ -1,38 +1,225 @@
 /**
- * Memory operations behind memory.show/edit/remove/add/lint/diff (issue 4). The core delegates here
- * so that memory work does not crowd sidecar/core/core.ts. Until a store implements an operation it
- * answers Unsupported.
+ * Memory operations behind memory.show/edit/remove/add/lint/diff (issue 4): they open the stores
+ * (sidecar/memory/index.ts openStore) and dispatch to the adapters' optional capabilities
+ * (sidecar/memory/types.ts); a store without a capability answers Unsupported naming the store.
+ * Before every successful write the exact bytes replaced are kept under
+ * `<stateDir>/memory-backups/<store key>/<UTC time>-<file>` (see backupDir), next to the `undo`
+ * params each write returns.
  */
-import type { ParamsOf, ResultOf } from '../../protocol';
+import { createHash } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import type { MemoryEntry, MemoryFile, ParamsOf, ProvenanceTrace, RestorePoint, ResultOf } from '../../protocol';
 import { AgentKeepError } from '../../core/errors';
+import { openStore } from '../index';
+import type { CaptureSource, MemoryStoreAdapter, WriteOptions } from '../types';
 
-function notYet(what: string): never {
-  throw new AgentKeepError('Unsupported', `${what} is not available in this version.`, 'Use memory list, or update AgentKeep.');
-}
-
-/** Context the memory operations get from the core (restore-point journal access for diff). */
+/** Context the memory operations get from the core (restore-point access for diff). */
 export interface MemoryOpsContext {
   /** The state dir in use (journal + objects). */
   stateDir: string;
+  /** A restore point of `target` by id (memory.diff). @throws RestorePointNotFound */
+  getRestorePoint?(target: string, id: string): Promise<RestorePoint>;
+  /** Content of a stored object by hash (agent-state captures). @throws CorruptSnapshot */
+  readObject?(hash: string): Promise<Buffer>;
 }
 
-/** memory.show. @throws EntryNotFound, Conflict (ambiguous prefix), BadStore, StoreNotFound */
-export async function showMemory(_ctx: MemoryOpsContext, _p: ParamsOf<'memoryShow'>): Promise<ResultOf<'memoryShow'>> {
-  notYet('memory show');
+function unsupported(s: MemoryStoreAdapter, what: string): AgentKeepError {
+  return new AgentKeepError('Unsupported', `The ${s.kind} store ${s.spec} cannot ${what}.`, 'Use memory list to see its entries, or change them with the agent\'s own tools.');
 }
-/** memory.edit. @throws EntryNotFound, Conflict, OverBudget, Unsupported (read-only store) */
-export async function editMemory(_ctx: MemoryOpsContext, _p: ParamsOf<'memoryEdit'>): Promise<ResultOf<'memoryEdit'>> {
-  notYet('memory edit');
+
+/** Where the bytes replaced by memory writes of a store are kept. */
+export function backupDir(stateDir: string, s: MemoryStoreAdapter): string {
+  const key = createHash('sha256').update(`${s.kind}:${s.root}`).digest('hex').slice(0, 16);
+  return path.join(stateDir, 'memory-backups', `${s.kind}-${key}`);
 }
-/** memory.remove. @throws EntryNotFound, Conflict, Unsupported */
-export async function removeMemory(_ctx: MemoryOpsContext, _p: ParamsOf<'memoryRemove'>): Promise<ResultOf<'memoryRemove'>> {
-  notYet('memory remove');
+
+function writeOpts(ctx: MemoryOpsContext, s: MemoryStoreAdapter): WriteOptions {
+  return {
+    beforeWrite: async (file, previous) => {
+      const dir = backupDir(ctx.stateDir, s);
+      await fs.mkdir(dir, { recursive: true });
+      const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+      await fs.writeFile(path.join(dir, `${stamp}-${path.basename(file)}`), previous, { flag: 'wx', mode: 0o600 });
+      await fs.writeFile(path.join(dir, 'store.txt'), `${s.spec}\n`).catch(() => undefined);
+    },
+  };
 }
-/** memory.add. @throws Conflict, OverBudget, Unsupported */
-export async function addMemory(_ctx: MemoryOpsContext, _p: ParamsOf<'memoryAdd'>): Promise<ResultOf<'memoryAdd'>> {
-  notYet('memory add');
+
+async function resolveEntry(s: MemoryStoreAdapter, id: string): Promise<{ entry: MemoryEntry; file: MemoryFile }> {
+  if (s.resolve) return s.resolve(id);
+  const files = await s.list();
+  const want = id.trim().toLowerCase();
+  const hits = files.flatMap((f) => f.entries.filter((e) => e.id.toLowerCase().startsWith(want)).map((entry) => ({ entry, file: f })));
+  if (hits.length === 1) return hits[0];
+  if (!hits.length) throw new AgentKeepError('EntryNotFound', `No entry ${id} in ${s.spec}.`, 'List the entries with agentkeep memory list.');
+  throw new AgentKeepError('Conflict', `Entry id ${id} is ambiguous in ${s.spec}: ${hits.slice(0, 8).map((h) => h.entry.id).join(', ')}.`, 'Give more characters of the id.');
 }
-/** memory.lint. */
+
+/**
+ * memory.show: the entry (id or unique prefix >= 4 chars) in the first store that has it, its file
+ * (without entries), the file's content hash and the entry's provenance.
+ * @throws EntryNotFound (in none of the stores), Conflict (ambiguous id), BadStore, StoreNotFound
+ */
+export async function showMemory(_ctx: MemoryOpsContext, p: ParamsOf<'memoryShow'>): Promise<ResultOf<'memoryShow'>> {
+  const hits: Array<{ s: MemoryStoreAdapter; entry: MemoryEntry; file: MemoryFile }> = [];
+  let notFound: AgentKeepError | undefined;
+  for (const spec of p.stores) {
+    const s = openStore(spec);
+    try {
+      hits.push({ s, ...(await resolveEntry(s, p.entry)) });
+    } catch (e) {
+      if (e instanceof AgentKeepError && e.kind === 'EntryNotFound') notFound = e;
+      else throw e;
+    }
+  }
+  if (!hits.length) {
+    if (p.stores.length === 1 && notFound) throw notFound;
+    throw new AgentKeepError('EntryNotFound', `No entry ${p.entry} in ${p.stores.join(', ')}.`, 'List the entries with agentkeep memory list (ids change when the text changes).');
+  }
+  if (hits.length > 1) {
+    throw new AgentKeepError('Conflict', `Entry id ${p.entry} matches entries in several stores: ${hits.map((h) => `${h.entry.id} in ${h.s.spec}`).join(', ')}.`, 'Give one --store, or more characters of the id.');
+  }
+  const { s, entry, file } = hits[0];
+  const { entries: _omit, ...fileInfo } = file;
+  const provenance = s.provenance ? await s.provenance(entry) : { traces: [], note: `The ${s.kind} store does not keep provenance.` };
+  const contentHash = s.contentHash ? await s.contentHash(file.file) : '';
+  return { store: s.spec, file: fileInfo, entry: { ...entry, store: entry.store ?? s.spec }, contentHash, provenance };
+}
+
+/**
+ * memory.edit: replace one entry's text (see the adapter's edit for the checks). The bytes replaced
+ * are backed up first; `undo` are the memory.edit params that put the old text back.
+ * @throws EntryNotFound, Conflict, OverBudget, Unsupported (read-only store or file), TargetBusy
+ */
+export async function editMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryEdit'>): Promise<ResultOf<'memoryEdit'>> {
+  const s = openStore(p.store);
+  if (!s.edit) throw unsupported(s, 'edit entries');
+  const why = await s.readOnlyReason?.();
+  if (why) throw new AgentKeepError('Unsupported', `${s.spec} is read-only in AgentKeep: ${why}.`, 'Change it with the agent\'s own tools.');
+  const r = await s.edit(p.entry, p.text, p.expectedHash, writeOpts(ctx, s));
+  return { entry: r.entry, previous: r.previous, contentHash: r.contentHash, undo: { store: p.store, entry: r.entry.id, text: r.previous.text } };
+}
+
+/** memory.remove: delete one entry; `undo` says what memory.add puts back. @throws as editMemory */
+export async function removeMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryRemove'>): Promise<ResultOf<'memoryRemove'>> {
+  const s = openStore(p.store);
+  if (!s.remove) throw unsupported(s, 'remove entries');
+  const why = await s.readOnlyReason?.();
+  if (why) throw new AgentKeepError('Unsupported', `${s.spec} is read-only in AgentKeep: ${why}.`, 'Change it with the agent\'s own tools.');
+  const r = await s.remove(p.entry, p.expectedHash, writeOpts(ctx, s));
+  return { removed: r.removed, contentHash: r.contentHash, undo: { store: p.store, text: r.removed.text, ...(r.file ? { file: r.file } : {}) } };
+}
+
+/** memory.add: add one entry (Hermes: appended to MEMORY.md or USER.md). @throws Conflict, OverBudget, Unsupported */
+export async function addMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryAdd'>): Promise<ResultOf<'memoryAdd'>> {
+  const s = openStore(p.store);
+  if (!s.add) throw unsupported(s, 'add entries');
+  const why = await s.readOnlyReason?.();
+  if (why) throw new AgentKeepError('Unsupported', `${s.spec} is read-only in AgentKeep: ${why}.`, 'Change it with the agent\'s own tools.');
+  return s.add(p.text, p.file, p.expectedHash, writeOpts(ctx, s));
+}
+
+/** memory.lint (wired by the lead to sidecar/memory/lint). */
 export async function lintMemory(_ctx: MemoryOpsContext, _p: ParamsOf<'memoryLint'>): Promise<ResultOf<'memoryLint'>> {
-  notYet('memory lint');
+  throw new AgentKeepError('Unsupported', 'memory lint is not available in this version.', 'Use memory list, or update AgentKeep.');
+}
+
+/** Entries keyed by file kind + text (an edited entry = removed + added unless its position matches). */
+function flatten(files: MemoryFile[], spec: string): MemoryEntry[] {
+  return files.flatMap((f) => f.entries.map((e) => ({ ...e, store: e.store ?? spec, meta: { ...(e.meta ?? {}), fileKind: f.kind } })));
+}
+
+/**
+ * Pair entries of two snapshots of one store: same id = unchanged; otherwise, within the same file
+ * kind, a removed and an added entry at the same position (index among that file's entries) count as
+ * one changed entry; the rest are added / removed.
+ */
+export function diffEntries(spec: string, before: MemoryFile[], after: MemoryFile[]): Pick<ResultOf<'memoryDiff'>, 'added' | 'removed' | 'changed'> {
+  const out: Pick<ResultOf<'memoryDiff'>, 'added' | 'removed' | 'changed'> = { added: [], removed: [], changed: [] };
+  const kinds = [...new Set([...before.map((f) => f.kind), ...after.map((f) => f.kind)])];
+  for (const kind of kinds) {
+    const b = flatten(before.filter((f) => f.kind === kind), spec);
+    const a = flatten(after.filter((f) => f.kind === kind), spec);
+    const bIds = new Set(b.map((e) => e.id));
+    const aIds = new Set(a.map((e) => e.id));
+    const gone = b.map((e, i) => ({ e, i })).filter((x) => !aIds.has(x.e.id));
+    const fresh = a.map((e, i) => ({ e, i })).filter((x) => !bIds.has(x.e.id));
+    const strip = (e: MemoryEntry): MemoryEntry => {
+      const { fileKind: _k, ...meta } = (e.meta ?? {}) as Record<string, unknown>;
+      return { ...e, ...(Object.keys(meta).length ? { meta } : { meta: undefined }) };
+    };
+    const used = new Set<number>();
+    for (const g of gone) {
+      const m = fresh.find((f) => f.i === g.i && !used.has(f.i));
+      if (m) {
+        used.add(m.i);
+        out.changed.push({ store: spec, before: clean(strip(g.e)), after: clean(strip(m.e)) });
+      } else out.removed.push({ store: spec, before: clean(strip(g.e)) });
+    }
+    for (const f of fresh) if (!used.has(f.i)) out.added.push({ store: spec, after: clean(strip(f.e)) });
+  }
+  return out;
+}
+
+function clean(e: MemoryEntry): MemoryEntry {
+  const o = { ...e } as Record<string, unknown>;
+  for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k];
+  return o as MemoryEntry;
+}
+
+/**
+ * memory.diff: entries added, removed and changed between restore point `from`'s agent-state capture
+ * and now (or restore point `to`), per store (default: the stores `from` captured), plus the
+ * outside-world actions since `from` (until `to`) from the stores' session history.
+ * @throws RestorePointNotFound, BadStore (a store `from` did not capture), Unsupported (a store that
+ *   cannot read captures)
+ */
+export async function diffMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryDiff'>): Promise<ResultOf<'memoryDiff'>> {
+  if (!ctx.getRestorePoint || !ctx.readObject) throw new AgentKeepError('Internal', 'memory diff needs restore-point access.', 'Call it through the core.');
+  const from = await ctx.getRestorePoint(p.target, p.from);
+  const to = p.to && p.to !== 'now' ? await ctx.getRestorePoint(p.target, p.to) : undefined;
+  const specs = p.stores?.length ? p.stores : from.agent.map((a) => a.store);
+  if (!specs.length) {
+    throw new AgentKeepError('BadStore', `Restore point ${from.id} captured no memory store, so there is no memory to compare.`, 'Pick a restore point taken with --store (restore-point list shows them).');
+  }
+  const result: ResultOf<'memoryDiff'> = { added: [], removed: [], changed: [], actions: [] };
+  const actions: ProvenanceTrace[] = [];
+  for (const spec of specs) {
+    const s = openStore(spec);
+    if (!s.listCapture) throw unsupported(s, 'read its entries from a restore point');
+    const source = (rp: RestorePoint): CaptureSource => {
+      const cap = rp.agent.find((a) => a.store === spec || sameRoot(a.store, s));
+      if (!cap) {
+        throw new AgentKeepError('BadStore', `Restore point ${rp.id} has no capture of ${spec} (captured: ${rp.agent.map((a) => a.store).join(', ') || 'none'}).`, 'Name a store the restore point captured, or pick another restore point.');
+      }
+      const byPath = new Map(cap.files.map((f) => [f.path, f.hash]));
+      return {
+        files: [...byPath.keys()],
+        read: async (rel) => {
+          const h = byPath.get(rel);
+          return h ? ctx.readObject!(h) : undefined;
+        },
+        display: (rel) => `${cap.store}:${rel}@${rp.id}`,
+      };
+    };
+    const before = await s.listCapture(source(from));
+    const after = to ? await s.listCapture(source(to)) : await s.list();
+    const d = diffEntries(s.spec, before, after);
+    result.added.push(...d.added);
+    result.removed.push(...d.removed);
+    result.changed.push(...d.changed);
+    if (s.actionsSince) actions.push(...(await s.actionsSince(from.createdAt, to?.createdAt)));
+  }
+  result.actions = actions.sort((a, b) => (a.time ?? '').localeCompare(b.time ?? ''));
+  return result;
+}
+
+function sameRoot(a: string, s: MemoryStoreAdapter): boolean {
+  try {
+    const o = openStore(a);
+    return o.kind === s.kind && o.root === s.root;
+  } catch {
+    return false;
+  }
 }

@@ -3,7 +3,7 @@
  * run it as a real process.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync } from 'node:fs';
+import { chmodSync, copyFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { build } from 'esbuild';
 import { REPO } from './paths';
@@ -27,7 +27,11 @@ export function buildSidecar(): Promise<void> {
     sourcesContent: false,
     logLevel: 'error',
     banner: { js: '#!/usr/bin/env node' },
-  }).then(() => chmodSync(SIDECAR, 0o755));
+  }).then(() => {
+    chmodSync(SIDECAR, 0o755);
+    // node-sqlite3-wasm loads its .wasm next to the bundle (as esbuild.mjs copies it)
+    copyFileSync(path.join(REPO, 'node_modules', 'node-sqlite3-wasm', 'dist', 'node-sqlite3-wasm.wasm'), path.join(REPO, 'out', 'node-sqlite3-wasm.wasm'));
+  });
   return built;
 }
 

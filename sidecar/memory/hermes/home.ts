@@ -1,0 +1,284 @@
+/**
+ * Read the memory of a Hermes home into MemoryFiles, from any file source: the live home on disk,
+ * or an agent-state capture in a restore point (memory.diff). Files (shared/reference/memory-stores.md §1):
+ *   - memories/MEMORY.md (area memory), memories/USER.md (area user): entries split on "\n§\n",
+ *     usage against the config.yaml char limits, the drift check Hermes runs before a write;
+ *   - SOUL.md (area soul, read-only here): one entry per paragraph or list item, headings skipped;
+ *   - memories/ARCHIVE.jsonl (area archive, read-only; the docs version evicts the oldest entries
+ *     there): one entry per JSON line, bad lines reported as warnings;
+ *   - skills/<category>/<skill>/SKILL.md (area skill, read-only): one entry per skill, text
+ *     "name: description" from the YAML front matter, the whole front matter in meta.
+ */
+import { createHash } from 'node:crypto';
+import * as path from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import type { MemoryEntry, MemoryFile } from '../../protocol';
+
+/** Hermes's entry delimiter. */
+export const ENTRY_DELIMITER = '\n§\n';
+/** Default char limits (Hermes tools/memory_tool.py). */
+export const DEFAULT_MEMORY_CHAR_LIMIT = 2200;
+export const DEFAULT_USER_CHAR_LIMIT = 1375;
+
+/** Read one root-relative POSIX path (undefined when absent) and list files under a prefix. */
+export interface FileSource {
+  read(rel: string): Promise<Buffer | undefined>;
+  /** Root-relative POSIX paths of the files under `dir` (recursive), any order. */
+  list(dir: string): Promise<string[]>;
+  /** Absolute path (or `<store>:<rel>` for a capture) shown for `rel`. */
+  display(rel: string): string;
+}
+
+/**
+ * Split the text of a Hermes memory file into entries: a UTF-8 BOM dropped, CRLF normalised to LF, split on "\n§\n",
+ * each entry trimmed (Python str.strip semantics: whitespace), empties dropped.
+ */
+export function parseEntries(raw: string): string[] {
+  const text = normaliseRaw(raw);
+  return text
+    .split(ENTRY_DELIMITER)
+    .map((e) => e.trim())
+    .filter((e) => e.length > 0);
+}
+
+/** BOM dropped, CRLF -> LF. */
+export function normaliseRaw(raw: string): string {
+  return raw.replace(/^\uFEFF/, '').replace(/\r\n/g, '\n');
+}
+
+/** Usage in characters, as Hermes counts it: length of the entries joined by "\n§\n" (code points, as Python len()). */
+export function usageChars(entries: string[]): number {
+  return [...entries.join(ENTRY_DELIMITER)].length;
+}
+
+/** Entry id: first 12 hex chars of sha256 of the entry text (UTF-8). */
+export function entryId(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 12);
+}
+
+/** sha256 (hex) of raw bytes; the compare-and-swap token of a file (sha256 of "" for a missing file). */
+export function sha256(data: Buffer | string): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+/**
+ * Hermes' drift rule (tools/memory_tool.py, added for hermes-agent#26045): the file drifted when it
+ * does not parse back to itself, i.e. raw.strip() != "\n§\n".join(parse(raw)), or when one entry
+ * alone exceeds the char limit. Returns the reason, or undefined when there is no drift.
+ */
+export function driftReason(raw: string, limit: number): string | undefined {
+  const entries = parseEntries(raw);
+  if (normaliseRaw(raw).trim() !== entries.join(ENTRY_DELIMITER)) {
+    return 'the file no longer parses back to its entries (whitespace or delimiters were changed outside Hermes\' memory tool)';
+  }
+  const big = entries.find((e) => [...e].length > limit);
+  if (big) return `one entry alone (${[...big].length} chars) exceeds the ${limit}-char limit`;
+  return undefined;
+}
+
+/**
+ * Signs that a file was changed outside Hermes' memory tool although Hermes' own drift rule passes
+ * (hermes-agent#26045: an appended paragraph without "§" is absorbed into the last entry):
+ * a trailing newline or a markdown heading after a blank line inside an entry.
+ */
+export function handEditSigns(raw: string): string[] {
+  const out: string[] = [];
+  const text = normaliseRaw(raw);
+  if (text.length && text !== text.trim()) out.push('leading or trailing whitespace (Hermes writes none): the file was saved by an editor or appended to');
+  for (const e of parseEntries(raw)) {
+    if (/\n\s*\n#{1,6} /.test(e) || /\n\s*\n- /.test(e)) {
+      out.push(`entry ${entryId(e)} contains a blank line followed by a heading or list: text appended without the "§" delimiter was absorbed into it`);
+    }
+  }
+  return out;
+}
+
+/** Char limits of a Hermes home. */
+export interface HermesLimits {
+  memory: number;
+  user: number;
+}
+
+/**
+ * The char limits from config.yaml text (`memory.memory_char_limit`, `memory.user_char_limit`). A
+ * missing or broken config (or a value that is not a positive integer) falls back to the defaults.
+ */
+export function limitsFromConfig(raw: string | undefined): HermesLimits {
+  const limits: HermesLimits = { memory: DEFAULT_MEMORY_CHAR_LIMIT, user: DEFAULT_USER_CHAR_LIMIT };
+  if (raw === undefined) return limits;
+  let doc: unknown;
+  try {
+    doc = parseYaml(raw);
+  } catch {
+    return limits;
+  }
+  if (!doc || typeof doc !== 'object') return limits;
+  const mem = (doc as Record<string, unknown>).memory;
+  if (!mem || typeof mem !== 'object') return limits;
+  const m = mem as Record<string, unknown>;
+  const pick = (v: unknown, dflt: number): number => {
+    const n = typeof v === 'string' && /^\s*\d+\s*$/.test(v) ? Number(v) : v;
+    return typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : dflt;
+  };
+  limits.memory = pick(m.memory_char_limit, limits.memory);
+  limits.user = pick(m.user_char_limit, limits.user);
+  return limits;
+}
+
+/** SOUL.md paragraphs and list items (headings and blank lines separate; headings are not entries). */
+export function soulEntries(raw: string): string[] {
+  const out: string[] = [];
+  let para: string[] = [];
+  const flush = (): void => {
+    const t = para.join('\n').trim();
+    if (t) out.push(t);
+    para = [];
+  };
+  for (const line of normaliseRaw(raw).split('\n')) {
+    if (!line.trim() || /^#{1,6}\s/.test(line)) {
+      flush();
+      continue;
+    }
+    if (/^\s*([-*+]|\d+[.)])\s+/.test(line) && !/^\s{2,}/.test(line)) {
+      flush();
+      para.push(line.replace(/^\s*([-*+]|\d+[.)])\s+/, ''));
+      continue;
+    }
+    para.push(line);
+  }
+  flush();
+  return out;
+}
+
+/** Front matter of a SKILL.md (the YAML between the leading `---` lines), or undefined. */
+export function skillFrontMatter(raw: string): Record<string, unknown> | undefined {
+  const m = /^\uFEFF?---\r?\n([\s\S]*?)\r?\n---\s*(\r?\n|$)/.exec(raw);
+  if (!m) return undefined;
+  try {
+    const doc = parseYaml(m[1]) as unknown;
+    return doc && typeof doc === 'object' && !Array.isArray(doc) ? (doc as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const ARCHIVE_TEXT_KEYS = ['content', 'text', 'entry', 'memory'];
+const ARCHIVE_TIME_KEYS = ['evicted_at', 'archived_at', 'timestamp', 'time', 'created_at'];
+
+/** ISO 8601 UTC from a unix time (seconds or ms) or a date string; undefined when not a time. */
+export function isoTime(v: unknown): string | undefined {
+  if (typeof v === 'number' && Number.isFinite(v)) return new Date(v > 1e12 ? v : v * 1000).toISOString();
+  if (typeof v === 'string' && v.trim()) {
+    const t = Date.parse(v);
+    if (Number.isFinite(t)) return new Date(t).toISOString();
+  }
+  return undefined;
+}
+
+/** Read-only reasons per area. */
+export const READ_ONLY: Record<string, string> = {
+  soul: 'SOUL.md is the agent\'s persona, written by hand: edit it in an editor (AgentKeep offers a restore point first)',
+  archive: 'ARCHIVE.jsonl holds entries Hermes evicted from MEMORY.md; it is a log, not edited from AgentKeep',
+  skill: 'Skills are edited by the agent (skill_manage) or in an editor; AgentKeep shows them read-only',
+};
+
+function mk(area: string, text: string, file: string, spec: string, extra: Partial<MemoryEntry> = {}): MemoryEntry {
+  // memory/user ids are the plain text hash (stable across tools); other areas are namespaced so the
+  // same sentence in SOUL.md and MEMORY.md gets two ids
+  const id = area === 'memory' || area === 'user' ? entryId(text) : entryId(`${area}\0${text}`);
+  return { id, text, store: spec, file, area, ...extra };
+}
+
+/** One memory file as read, with its raw bytes (for the compare-and-swap hash). */
+export interface ReadFile {
+  file: MemoryFile;
+  /** Root-relative POSIX path. */
+  rel: string;
+  raw?: Buffer;
+}
+
+/**
+ * Read every memory file of a Hermes home from `src`: MEMORY.md and USER.md always (zero entries
+ * when absent), SOUL.md, ARCHIVE.jsonl and each SKILL.md when present. Never throws for bad content
+ * (warnings instead).
+ */
+export async function readHome(src: FileSource, spec: string): Promise<ReadFile[]> {
+  const cfg = await src.read('config.yaml');
+  const limits = limitsFromConfig(cfg?.toString('utf8'));
+  const out: ReadFile[] = [];
+  for (const [kind, area, rel, limit] of [
+    ['hermes-memory', 'memory', 'memories/MEMORY.md', limits.memory],
+    ['hermes-user', 'user', 'memories/USER.md', limits.user],
+  ] as const) {
+    const raw = await src.read(rel);
+    const text = raw?.toString('utf8') ?? '';
+    const entries = parseEntries(text);
+    const file = src.display(rel);
+    const warnings: string[] = [];
+    const drift = raw ? driftReason(text, limit) : undefined;
+    if (drift) warnings.push(`Drift: ${drift}. Hermes refuses to replace or remove entries until it is fixed (it keeps a .bak).`);
+    if (raw) warnings.push(...handEditSigns(text).map((s) => `Changed outside Hermes' memory tool: ${s}.`));
+    out.push({
+      rel,
+      raw,
+      file: {
+        kind,
+        file,
+        store: spec,
+        entries: entries.map((t) => mk(area, t, file, spec)),
+        usage: { chars: usageChars(entries), limit },
+        ...(warnings.length ? { warnings } : {}),
+      },
+    });
+  }
+  const soul = await src.read('SOUL.md');
+  if (soul) {
+    const file = src.display('SOUL.md');
+    out.push({ rel: 'SOUL.md', raw: soul, file: { kind: 'hermes-soul', file, store: spec, entries: soulEntries(soul.toString('utf8')).map((t) => mk('soul', t, file, spec)), readOnly: READ_ONLY.soul } });
+  }
+  const archive = await src.read('memories/ARCHIVE.jsonl');
+  if (archive) {
+    const file = src.display('memories/ARCHIVE.jsonl');
+    const entries: MemoryEntry[] = [];
+    const warnings: string[] = [];
+    archive
+      .toString('utf8')
+      .split(/\r?\n/)
+      .forEach((line, i) => {
+        if (!line.trim()) return;
+        let v: unknown;
+        try {
+          v = JSON.parse(line);
+        } catch {
+          warnings.push(`ARCHIVE.jsonl line ${i + 1} is not JSON; skipped.`);
+          return;
+        }
+        const o = v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+        const text = typeof v === 'string' ? v : (ARCHIVE_TEXT_KEYS.map((k) => o?.[k]).find((x) => typeof x === 'string') as string | undefined);
+        if (!text?.trim()) {
+          warnings.push(`ARCHIVE.jsonl line ${i + 1} has no entry text (expected a string or {content}); skipped.`);
+          return;
+        }
+        const time = ARCHIVE_TIME_KEYS.map((k) => isoTime(o?.[k])).find(Boolean);
+        entries.push(mk('archive', text.trim(), file, spec, { ...(time ? { updatedAt: time } : {}), meta: { line: i + 1, ...(o ? { record: o } : {}) } }));
+      });
+    out.push({ rel: 'memories/ARCHIVE.jsonl', raw: archive, file: { kind: 'hermes-archive', file, store: spec, entries, readOnly: READ_ONLY.archive, ...(warnings.length ? { warnings } : {}) } });
+  }
+  const skills = (await src.list('skills')).filter((r) => path.posix.basename(r) === 'SKILL.md' && !r.startsWith('skills/.hub/')).sort();
+  if (skills.length) {
+    const entries: MemoryEntry[] = [];
+    const warnings: string[] = [];
+    for (const rel of skills) {
+      const raw = await src.read(rel);
+      if (!raw) continue;
+      const fm = skillFrontMatter(raw.toString('utf8'));
+      const dirName = path.posix.basename(path.posix.dirname(rel));
+      if (!fm) warnings.push(`${rel} has no YAML front matter (name, description); shown by its directory name.`);
+      const name = typeof fm?.name === 'string' ? fm.name : dirName;
+      const desc = typeof fm?.description === 'string' ? fm.description : '';
+      entries.push(mk('skill', desc ? `${name}: ${desc}` : name, src.display(rel), spec, { meta: { path: rel, ...(fm ? { frontMatter: fm } : {}) } }));
+    }
+    out.push({ rel: 'skills', file: { kind: 'hermes-skill', file: src.display('skills'), store: spec, entries, readOnly: READ_ONLY.skill, ...(warnings.length ? { warnings } : {}) } });
+  }
+  return out;
+}

@@ -1,0 +1,189 @@
+/**
+ * Read-only access to SQLite databases of agent stores (Hermes state.db, mem0 history.db, a local
+ * Qdrant storage.sqlite, ...), shared by the store adapters. Pure WASM (node-sqlite3-wasm), no native
+ * module. The database is NEVER opened in place and never written: it is copied (with its `-wal`
+ * file) into a private temp dir and the copy is opened, so
+ *   - a database in WAL mode is read with its committed WAL frames applied (the copy is opened with
+ *     `PRAGMA locking_mode=EXCLUSIVE`, which lets SQLite build the WAL index in heap memory instead
+ *     of the `-shm` file, which node-sqlite3-wasm's VFS cannot map; a torn trailing transaction in
+ *     the WAL fails its checksum and is ignored by SQLite, as after a crash);
+ *   - a copy taken while the agent wrote (size or mtime of the db or its WAL changed during the copy,
+ *     or a checkpoint ran) is retried, so readers never see a torn database;
+ *   - transient errors (SQLITE_BUSY, SQLITE_LOCKED, SQLITE_IOERR, "database disk image is
+ *     malformed" of a copy racing a checkpoint) are retried a few times.
+ *
+ * API (stable, documented for the other store adapters):
+ *   - `consistentCopy(db, destDir)`   -> copies db (+ -wal) into destDir, returns the copy's path
+ *   - `withReadOnlyDb(db, fn)`        -> copy, open, run fn(db), close, remove the copy; retries
+ *   - `captureSqlite(db, dest)`       -> one self-contained file (WAL checkpointed into it) at dest
+ *   - `tableColumns(db, table)`       -> column names of a table (empty when it does not exist)
+ * FTS5 is compiled into node-sqlite3-wasm 0.8.60, but readers here do not depend on it (plain
+ * tables and LIKE only).
+ */
+import { promises as fs } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { Database as DatabaseT } from 'node-sqlite3-wasm';
+import { AgentKeepError } from '../core/errors';
+
+export type SqliteDb = DatabaseT;
+
+/** How many times a copy or a read is retried before giving up. */
+export const SQLITE_RETRIES = 6;
+
+let mod: typeof import('node-sqlite3-wasm') | undefined;
+/** Load the WASM module lazily (about 1 MB; only commands that read a database pay for it). */
+function sqlite(): typeof import('node-sqlite3-wasm') {
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    mod ??= require('node-sqlite3-wasm') as typeof import('node-sqlite3-wasm');
+  } catch (e) {
+    throw new AgentKeepError('Internal', `Cannot load the SQLite WASM module: ${(e as Error).message}.`, 'The bundled sidecar needs node-sqlite3-wasm.wasm next to sidecar.js: rebuild with npm run build.');
+  }
+  return mod;
+}
+
+interface Stamp {
+  size: number;
+  mtimeNs: bigint;
+  ino: number;
+}
+
+async function stamp(p: string): Promise<Stamp | undefined> {
+  try {
+    const st = await fs.stat(p, { bigint: true });
+    return { size: Number(st.size), mtimeNs: st.mtimeNs, ino: Number(st.ino) };
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw e;
+  }
+}
+
+function sameStamp(a: Stamp | undefined, b: Stamp | undefined): boolean {
+  if (!a || !b) return a === b;
+  return a.size === b.size && a.mtimeNs === b.mtimeNs && a.ino === b.ino;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Whether an error from SQLite or the copy is worth retrying. */
+export function isTransientSqliteError(e: unknown): boolean {
+  const m = String((e as Error)?.message ?? e);
+  return /SQLITE_BUSY|SQLITE_LOCKED|SQLITE_IOERR|database is locked|disk I\/O error|malformed|changed during the copy|not a database/i.test(m);
+}
+
+/**
+ * Copy `db` and its `-wal` (when present) into `destDir` as one consistent pair: both files are
+ * stat'ed before and after the copy, and the copy is repeated while either changed.
+ * @returns absolute path of the copied database inside destDir
+ * @throws AgentKeepError FileError when db does not exist or cannot be read; TargetBusy-like
+ *   FileError when it kept changing over SQLITE_RETRIES attempts
+ */
+export async function consistentCopy(db: string, destDir: string): Promise<string> {
+  const dest = path.join(destDir, path.basename(db));
+  for (let attempt = 0; ; attempt++) {
+    const before = [await stamp(db), await stamp(db + '-wal')];
+    if (!before[0]) throw new AgentKeepError('FileError', `SQLite database ${db} does not exist.`, 'Check the store path.');
+    await fs.rm(dest + '-wal', { force: true });
+    try {
+      await fs.copyFile(db, dest);
+      if (before[1]) await fs.copyFile(db + '-wal', dest + '-wal');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT' && attempt < SQLITE_RETRIES) continue; // WAL removed by a checkpoint meanwhile
+      throw new AgentKeepError('FileError', `Cannot copy SQLite database ${db}: ${(e as Error).message}.`, 'Check that the sidecar can read the file.');
+    }
+    const after = [await stamp(db), await stamp(db + '-wal')];
+    if (sameStamp(before[0], after[0]) && sameStamp(before[1], after[1])) return dest;
+    if (attempt >= SQLITE_RETRIES) {
+      throw new AgentKeepError('FileError', `SQLite database ${db} kept changing while it was copied (${attempt + 1} attempts).`, 'Try again in a moment, when the agent is idle.');
+    }
+    await sleep(20 * (attempt + 1));
+  }
+}
+
+/** Open a private copy (WAL applied in heap memory; see the module doc). The caller closes it. */
+function openCopy(copy: string, readOnly: boolean): SqliteDb {
+  const db = new (sqlite().Database)(copy, { readOnly, fileMustExist: true });
+  try {
+    db.exec('PRAGMA locking_mode=EXCLUSIVE');
+    db.get('SELECT count(*) AS n FROM sqlite_master'); // forces the first read: header + WAL index
+  } catch (e) {
+    db.close();
+    throw e;
+  }
+  return db;
+}
+
+/**
+ * Run `fn` on a read-only, consistent copy of the database at `dbPath` (see the module doc); the
+ * copy is removed afterwards. Transient errors (copy raced a write, SQLITE_BUSY, ...) are retried.
+ * @throws AgentKeepError FileError: missing or unreadable database, or one that stays unreadable
+ *   (not SQLite, corrupt) after the retries; errors thrown by `fn` that are not transient pass through.
+ */
+export async function withReadOnlyDb<T>(dbPath: string, fn: (db: SqliteDb) => T | Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'agentkeep-sqlite-'));
+    try {
+      const copy = await consistentCopy(dbPath, dir);
+      let db: SqliteDb;
+      try {
+        db = openCopy(copy, true);
+      } catch (e) {
+        if (attempt < SQLITE_RETRIES && isTransientSqliteError(e)) {
+          await sleep(20 * (attempt + 1));
+          continue;
+        }
+        throw new AgentKeepError('FileError', `Cannot read SQLite database ${dbPath}: ${(e as Error).message}.`, 'Check that it is a SQLite database (not truncated); AgentKeep only reads it.');
+      }
+      try {
+        return await fn(db);
+      } catch (e) {
+        if (e instanceof AgentKeepError || attempt >= SQLITE_RETRIES || !isTransientSqliteError(e)) throw e;
+      } finally {
+        db.close();
+      }
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true }).catch(() => undefined);
+    }
+    await sleep(20 * (attempt + 1));
+  }
+}
+
+/**
+ * Write one self-contained, consistent copy of the database at `dbPath` to `dest` (for restore
+ * points): the db and its WAL are copied consistently, then the WAL is checkpointed into the copy
+ * (the copy, never the original, is opened read-write). Without a WAL the file is copied as is.
+ * The result keeps the database's journal mode (a WAL database stays in WAL mode, with no -wal file).
+ * @throws AgentKeepError FileError as withReadOnlyDb
+ */
+export async function captureSqlite(dbPath: string, dest: string): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'agentkeep-sqlite-'));
+    try {
+      const copy = await consistentCopy(dbPath, dir);
+      const hasWal = await stamp(copy + '-wal');
+      if (hasWal) {
+        try {
+          const db = openCopy(copy, false);
+          try {
+            db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+          } finally {
+            db.close();
+          }
+        } catch (e) {
+          if (attempt < SQLITE_RETRIES && isTransientSqliteError(e)) continue;
+          throw new AgentKeepError('FileError', `Cannot take a consistent copy of SQLite database ${dbPath}: ${(e as Error).message}.`, 'Check that it is a SQLite database; AgentKeep only reads it.');
+        }
+      }
+      await fs.copyFile(copy, dest);
+      return;
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true }).catch(() => undefined);
+    }
+  }
+}
+
+/** Column names of `table` ([] when there is no such table). */
+export function tableColumns(db: SqliteDb, table: string): string[] {
+  return db.all(`PRAGMA table_info(${JSON.stringify(table)})`).map((r) => String((r as Record<string, unknown>).name));
+}
