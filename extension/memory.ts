@@ -382,7 +382,8 @@ export class MemoryInspector implements vscode.Disposable {
     }
     const root = storeRoot(store);
     if (!root) throw new SidecarError(`The store "${store}" has no absolute path.`, 'bad_store', 'Name stores as <kind>:/abs/path, e.g. hermes:/home/me/.hermes.');
-    const files = (await this.sidecar.request('memoryList', { stores: [store] })).stores.filter((f) => f.kind.startsWith('hermes-'));
+    // text files only (MEMORY.md, USER.md, SOUL.md, ARCHIVE.jsonl): skills are a folder, other stores databases
+    const files = (await this.sidecar.request('memoryList', { stores: [store] })).stores.filter((f) => f.kind.startsWith('hermes-') && f.kind !== 'hermes-skill');
     const captured = rp.agent.find((a) => a.store === store)?.files.map((f) => f.path) ?? [];
     const rels = new Set<string>([...files.map((f) => path.relative(root, f.file).split(path.sep).join('/')), ...captured.filter((p) => /(^|\/)(MEMORY|USER|SOUL)\.md$/.test(p))]);
     if (!rels.size) throw new SidecarError(`${store} has no text memory files to diff.`, 'unsupported', 'Use the CLI `agentkeep memory diff` for database-backed stores.');

@@ -84,12 +84,14 @@ async function memoryInspector(page: Page): Promise<void> {
     await webview.locator('.detail h3', { hasText: 'Provenance' }).waitFor({ timeout: 10000 });
     await webview.locator('.detail pre.text', { hasText: 'never with --force' }).first().waitFor({ timeout: 5000 });
     await webview.locator('.detail dt', { hasText: /^File$/ }).waitFor({ timeout: 5000 });
-    // provenance loaded: traces, or the note that says there is none (not "Loading…")
-    await webview.locator('.detail .trace, .detail h3:has-text("Provenance") + p.note, .detail h3:has-text("Provenance") + p.error').first().waitFor({ timeout: 10000 });
+    // provenance: the demo's state.db (scripts/lib/demoHistory.ts) has the CLI session that added this entry
+    await webview.locator('.detail .trace', { hasText: 'source cli' }).first().waitFor({ timeout: 10000 });
+    await webview.locator('.detail .trace vscode-button', { hasText: 'Open session messages' }).first().waitFor({ timeout: 5000 });
   } catch {
-    throw new Error('The memory inspector did not show the entry detail (full text, "File" metadata, "Provenance" section).');
+    const err = await webview.locator('.detail p.error').allInnerTexts().catch(() => []);
+    throw new Error(`The memory inspector did not show the entry detail (full text, "File" metadata, a provenance trace from the CLI session)${err.length ? `: ${err.join(' ')}` : ''}.`);
   }
-  checks += 4;
+  checks += 5;
   const loading = await webview.locator('.detail', { hasText: 'Loading where this entry came from' }).count();
   if (loading) throw new Error('The memory inspector still shows "Loading where this entry came from…" (memory.show did not answer).');
   await page.mouse.move(1000, 700);

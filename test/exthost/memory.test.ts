@@ -163,6 +163,7 @@ export function registerMemorySuite(): void {
       assert.equal(res.restorePoint, rp.id);
       const row = res.rows.find(([live]) => live.endsWith('/memories/MEMORY.md'));
       assert.ok(row, `MEMORY.md is compared: ${JSON.stringify(res.rows)}`);
+      assert.ok(res.rows.every(([live]) => /\.(md|jsonl)$/.test(live)), `only text memory files are compared: ${JSON.stringify(res.rows)}`);
       const old = await vscode.workspace.openTextDocument(vscode.Uri.parse(row[1]));
       assert.equal(old.getText(), original, 'the restore point side is MEMORY.md as captured');
       await vscode.commands.executeCommand('workbench.action.closeAllEditors');

@@ -101,6 +101,26 @@ function firstLine(t: string, max = 120): string {
   return l.length > max ? `${l.slice(0, max - 1)}…` : l;
 }
 
+/** An ISO time as "2026-03-12 09:15 UTC". */
+function when(iso: string): string {
+  const m = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})/.exec(iso);
+  return m ? `${m[1]} ${m[2]} UTC` : iso;
+}
+
+/** A tool call's JSON arguments as "key: value" lines (the content last); other text as it is. */
+function readableMessage(msg: string): string {
+  try {
+    const o = JSON.parse(msg) as unknown;
+    if (o && typeof o === 'object' && !Array.isArray(o)) {
+      const entries = Object.entries(o as Record<string, unknown>).sort(([a], [b]) => Number(a === 'content') - Number(b === 'content'));
+      return entries.map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`).join('\n');
+    }
+  } catch {
+    /* not JSON: show as is */
+  }
+  return msg;
+}
+
 function select(label: string, value: string, options: Array<[string, string]>, onChange: (v: string) => void): HTMLElement {
   const s = vsc('vscode-single-select', { 'aria-label': label });
   for (const [v, text] of options) s.append(vsc('vscode-option', { value: v, ...(v === value ? { selected: true } : {}) }, text));
@@ -165,7 +185,7 @@ function renderList(): void {
       const rs = byFile.get(`${s.store}\u0000${f.file}`);
       if (!rs) continue;
       const head = el('div', { className: 'file' });
-      const meta = [f.usage ? `${f.usage.chars}/${f.usage.limit} chars` : '', `${f.entries.length} entries`, f.readOnly ? 'read-only' : ''].filter(Boolean).join(' · ');
+      const meta = [f.usage ? `${f.usage.chars}/${f.usage.limit} chars` : '', `${f.entries.length} ${f.entries.length === 1 ? 'entry' : 'entries'}`, f.readOnly ? 'read-only' : ''].filter(Boolean).join(' · ');
       head.append(el('div', { className: 'name', textContent: basename(f.file), title: f.file }), el('div', { className: 'meta', textContent: `${storeName(s.store)} · ${meta}` }));
       const bar = usageBar(f);
       if (bar) head.append(bar);
@@ -257,19 +277,6 @@ function renderDetail(): void {
     detailEl.append(el('pre', { className: 'text', textContent: row.entry.text }));
     detailEl.append(actions(row, show));
   }
-  const dl = el('dl');
-  const add = (k: string, v: string | undefined) => v && dl.append(el('dt', { textContent: k }), el('dd', { textContent: v }));
-  add('Store', row.store);
-  add('File', row.file.file);
-  add('Area', areaOf(row.file, row.entry));
-  add('Id', row.entry.id);
-  add('Length', `${row.entry.text.length} characters`);
-  if (row.file.usage) add('File usage', `${row.file.usage.chars} of ${row.file.usage.limit} characters (${Math.round((row.file.usage.chars / Math.max(1, row.file.usage.limit)) * 100)}%)`);
-  add('Created', row.entry.createdAt);
-  add('Updated', row.entry.updatedAt);
-  add('Source', row.entry.source);
-  for (const [k, v] of Object.entries(row.entry.meta ?? {})) add(k, typeof v === 'string' ? v : JSON.stringify(v));
-  detailEl.append(section('Metadata', dl));
 
   const fs = row.findings;
   const fsec = section(`Findings (${fs.length})`);
@@ -289,9 +296,9 @@ function renderDetail(): void {
     if (!traces.length) psec.append(el('p', { className: 'note', textContent: show.provenance.note ?? 'No trace of where this entry came from.' }));
     traces.forEach((t, i) => {
       const box = el('div', { className: 'trace' });
-      box.append(el('div', { className: 'head', textContent: `${t.action} · ${t.time ?? 'time unknown'}` }));
+      box.append(el('div', { className: 'head', textContent: `${t.action} · ${t.time ? when(t.time) : 'time unknown'}` }));
       box.append(el('div', { className: 'note', textContent: `Session ${t.session ?? 'unknown'} · source ${t.source ?? 'unknown'}${t.messageId !== undefined ? ` · message ${t.messageId}` : ''}` }));
-      if (t.message) box.append(el('pre', { className: 'text', textContent: t.message }));
+      if (t.message) box.append(el('pre', { className: 'text', textContent: readableMessage(t.message) }));
       if (t.previous) box.append(el('div', { className: 'note', textContent: `Before: ${t.previous}` }));
       const open = vsc('vscode-button', { secondary: true }, 'Open session messages');
       open.addEventListener('click', () => vscode.postMessage({ type: 'openSession', store: row.store, id: row.entry.id, trace: i }));
@@ -301,6 +308,19 @@ function renderDetail(): void {
     if (traces.length && show.provenance.note) psec.append(el('p', { className: 'note', textContent: show.provenance.note }));
   }
   detailEl.append(psec);
+  const dl = el('dl');
+  const add = (k: string, v: string | undefined) => v && dl.append(el('dt', { textContent: k }), el('dd', { textContent: v }));
+  add('Store', row.store);
+  add('File', row.file.file);
+  add('Area', areaOf(row.file, row.entry));
+  add('Id', row.entry.id);
+  add('Length', `${row.entry.text.length} characters`);
+  if (row.file.usage) add('File usage', `${row.file.usage.chars} of ${row.file.usage.limit} characters (${Math.round((row.file.usage.chars / Math.max(1, row.file.usage.limit)) * 100)}%)`);
+  add('Created', row.entry.createdAt && when(row.entry.createdAt));
+  add('Updated', row.entry.updatedAt && when(row.entry.updatedAt));
+  add('Source', row.entry.source);
+  for (const [k, v] of Object.entries(row.entry.meta ?? {})) add(k, typeof v === 'string' ? v : JSON.stringify(v));
+  detailEl.append(section('Metadata', dl));
   report();
 }
 
