@@ -10,7 +10,7 @@
  * there and takes a screenshot into test-results/screenshots/ (agent-view.png, codelens.png,
  * keep-or-rollback.png, compare.png, statusbar.png, restore-quickpick.png, restore-scope.png,
  * restore-confirm.png, after-restore.png,
- * details.png, memory-inspector.png, memory-detail.png, welcome.png);
+ * details.png, memory-inspector.png, memory-detail.png, memory-edit.png, memory-empty-search.png, welcome.png);
  * on failure, failure.png. Exit code 0 = all present.
  *
  * Usage: npx tsx scripts/test-e2e.ts (after `node esbuild.mjs` and scripts/setup-host.sh;
@@ -96,6 +96,28 @@ async function memoryInspector(page: Page): Promise<void> {
   if (loading) throw new Error('The memory inspector still shows "Loading where this entry came from…" (memory.show did not answer).');
   await page.mouse.move(1000, 700);
   await shot(page, 'memory-detail.png');
+  // inline edit: the textarea holds the entry's text; Cancel leaves the file alone
+  await webview.locator('.detail vscode-button', { hasText: 'Edit' }).click();
+  try {
+    await webview.locator('.detail vscode-textarea').waitFor({ timeout: 5000 });
+    await webview.locator('.detail vscode-button', { hasText: 'Save' }).waitFor({ timeout: 5000 });
+  } catch {
+    throw new Error('Edit did not open the inline editor (a textarea with Save and Cancel).');
+  }
+  checks += 2;
+  await shot(page, 'memory-edit.png');
+  await webview.locator('.detail vscode-button', { hasText: 'Cancel' }).click();
+  // search with no match: the empty state names the number of entries
+  await webview.locator('vscode-textfield#search').click();
+  await page.keyboard.type('no-such-memory-xyz');
+  try {
+    await webview.locator('.list .empty', { hasText: 'No entry matches' }).waitFor({ timeout: 5000 });
+  } catch {
+    throw new Error('A search without matches did not show the "No entry matches" empty state.');
+  }
+  checks++;
+  await shot(page, 'memory-empty-search.png');
+  for (let i = 0; i < 'no-such-memory-xyz'.length; i++) await page.keyboard.press('Backspace');
 }
 
 async function main(): Promise<number> {
