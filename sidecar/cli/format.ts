@@ -157,3 +157,30 @@ export function memoryDiffText(r: ResultOf<'memoryDiff'>, from: string, to: stri
   }
   return lines.join('\n');
 }
+
+/**
+ * For the restore confirmation: memory entries added since the restore point (lost with scope agent
+ * or both; kept with machine) and the agent's outside-world actions since, which no snapshot undoes.
+ */
+export function restoreLossText(r: ResultOf<'memoryDiff'>, scope: 'machine' | 'agent' | 'both'): string {
+  const lines: string[] = [];
+  const first = (t?: string): string => (t ?? '').split('\n')[0].slice(0, 100);
+  if (scope !== 'machine') {
+    const n = r.added.length + r.changed.length;
+    if (n) {
+      lines.push(`  memory learned since the restore point, will be lost (${n}):`);
+      for (const c of [...r.added, ...r.changed].slice(0, 10)) lines.push(`    ${c.after!.id}  ${first(c.after!.text)}`);
+      if (n > 10) lines.push(`    … and ${n - 10} more`);
+    }
+  } else if (r.added.length || r.changed.length) {
+    lines.push(`  memory learned since the restore point is kept (scope machine): ${r.added.length + r.changed.length} entries`);
+  }
+  const acts = r.actions ?? [];
+  if (acts.length) {
+    lines.push(`  actions the agent took since then that a restore does NOT undo (${acts.length}):`);
+    for (const a of acts.slice(0, 10)) lines.push(`    ${a.time ?? '?'}  ${(a.message ?? '').replace(/\s+/g, ' ').slice(0, 120)}`);
+    if (acts.length > 10) lines.push(`    … and ${acts.length - 10} more`);
+    lines.push('  Snapshots do not undo the outside world: messages stay sent, pushes stay pushed.');
+  }
+  return lines.join('\n');
+}

@@ -34,7 +34,7 @@ import { evaluate, fileKind, formatEval, parseJsonc, scanText, type EvalLabel } 
 import { serveStdio } from '../server/stdio';
 import { parseHostPort, readTokenFile, serveWs } from '../server/ws';
 import type { CoreFactory } from '../server/session';
-import { changeSummary, createdLine, findingsTable, memoryDiffText, memoryShowText, memoryTable, pruneReport, restorePointTable, shellQuote } from './format';
+import { changeSummary, createdLine, findingsTable, memoryDiffText, restoreLossText, memoryShowText, memoryTable, pruneReport, restorePointTable, shellQuote } from './format';
 import { guardSignals } from './signals';
 import { cliTargetArgs, resolveStateDir } from '../core/state';
 import { VERSION } from './version';
@@ -195,7 +195,10 @@ function program(ctx: Ctx): Command {
           );
         }
         const diff = await c.diffRestorePoint({ target: o.target, id, stores });
-        ctx.io.err(`Restoring ${id} (scope ${o.scope}) on ${o.target}:\n${changeSummary(diff, true, o.scope)}\nThe current state is captured first, so this can be undone.`);
+        // what a restore loses: memory entries learned since (scopes agent/both) and the outside-world actions since
+        const memDiff = await c.diffMemory({ target: o.target, from: id, ...(stores ? { stores } : {}) }).catch(() => undefined);
+        const lost = memDiff ? restoreLossText(memDiff, o.scope) : '';
+        ctx.io.err(`Restoring ${id} (scope ${o.scope}) on ${o.target}:\n${changeSummary(diff, true, o.scope)}${lost ? `\n${lost}` : ''}\nThe current state is captured first, so this can be undone.`);
         if (!(await ctx.io.confirm('Restore?'))) {
           throw new AgentKeepError('ConfirmationRequired', 'Restore cancelled; nothing was changed.', 'Answer y to restore, or pass --yes.');
         }

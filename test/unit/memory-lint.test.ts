@@ -90,21 +90,34 @@ describe('memory lint (pure core)', () => {
     assert.match(f[0].message, /this machine has node 20\.19\.2/);
   });
 
-  it('the candidate join finds every pair the all-pairs scan finds', () => {
+  it('the weighted prefix-filtered join finds exactly the pairs the all-pairs scan finds', () => {
     const words = ['alpha', 'beta', 'gamma', 'delta', 'port', 'uses', 'server', 'staging', 'prod', 'docker', 'node', 'tabs'];
     let seed = 7;
     const r = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
     const texts = Array.from({ length: 300 }, () => Array.from({ length: 3 + Math.floor(r() * 5) }, () => words[Math.floor(r() * words.length)]).join(' '));
     const items = texts.map((t, i) => prepare(i, t));
-    const got = new Set(candidatePairs(items, 0.4).map(([a, b]) => `${a}:${b}`));
+    const got = new Set(candidatePairs(items, 0.25, Infinity).map(([a, b]) => `${a}:${b}`));
+    const df = new Map<string, number>();
+    for (const it of items) for (const k of it.masked) df.set(k, (df.get(k) ?? 0) + 1);
+    const w = (k: string): number => Math.log(1 + items.length / df.get(k)!);
+    let checked = 0;
     for (let i = 0; i < items.length; i++) {
       for (let j = i + 1; j < items.length; j++) {
         const a = new Set(items[i].masked);
         const b = new Set(items[j].masked);
-        const inter = [...a].filter((x) => b.has(x)).length;
-        if (inter / (a.size + b.size - inter) >= 0.4) assert.ok(got.has(`${i}:${j}`), `missed ${i}:${j}`);
+        let inter = 0;
+        let union = 0;
+        for (const x of new Set([...a, ...b])) {
+          union += w(x);
+          if (a.has(x) && b.has(x)) inter += w(x);
+        }
+        if (inter / union >= 0.25) {
+          checked++;
+          assert.ok(got.has(`${i}:${j}`), `missed ${i}:${j}`);
+        }
       }
     }
+    assert.ok(checked > 100 && got.size === checked, `${checked} similar pairs, ${got.size} candidates`);
   });
 
   it('reaches its precision and recall on the labelled cases (dev and held-out)', async () => {

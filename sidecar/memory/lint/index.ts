@@ -15,7 +15,7 @@ export type { LintInput, LintOptions, LintStore, LintFile, LintEntry, MachineFac
 /** Default thresholds, tuned on the dev split of test/cases/memory-lint (see BENCHMARKS.md). */
 export const DEFAULT_LINT_OPTIONS: LintOptions = {
   maxAgeDays: 90,
-  candidateJaccard: 0.4,
+  candidateJaccard: 0.25,
   nearJaccard: 0.5,
   nearContainment: 0.85,
   nearTrigram: 0.6,

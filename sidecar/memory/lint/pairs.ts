@@ -199,39 +199,91 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   return undefined;
 }
 
-/** Pairs of indices [i, j] (i < j into `items`) whose masked sets have Jaccard >= t (prefix-filtered join). */
-export function candidatePairs(items: Prepared[], t: number): Array<[number, number]> {
-  const df = new Map<string, number>();
-  for (const it of items) for (const k of it.masked) df.set(k, (df.get(k) ?? 0) + 1);
-  const order = (x: string, y: string): number => df.get(x)! - df.get(y)! || (x < y ? -1 : x > y ? 1 : 0);
-  const sorted = items.map((it) => [...it.masked].sort(order));
-  const sets = items.map((it) => new Set(it.masked));
-  // Process by size so the partner's size is known to be >= t·|x| when x is larger (length filter).
-  const bySize = items.map((_, i) => i).sort((x, y) => sorted[x].length - sorted[y].length);
-  const index = new Map<string, number[]>();
+/**
+ * Pairs of indices [i, j] (i < j into `items`) whose masked token sets have IDF-weighted Jaccard >= t
+ * (a token's weight is ln(1 + n/df), so words every entry shares, such as a template's "user prefers",
+ * weigh little and the rare words that name a subject weigh a lot). Weighted prefix filtering: tokens
+ * ordered rarest first; a set indexes its tokens until the weight left after them is below t·W (W its
+ * total weight), because a pair with weighted Jaccard >= t shares more than t·W of weight and so
+ * shares a token in that prefix; partners lighter than t·W are skipped (length filter).
+ * Tokens in more than `maxDf` entries (default max(100, 2% of n)) are not indexed, like a search
+ * engine's stop words: a pair that shares only such tokens is not a candidate. This bounds the work
+ * on template-like stores (10,000 "Staging host for X is IP" lines), at the cost of that guarantee.
+ */
+export function candidatePairs(items: Prepared[], t: number, maxDf = Math.max(100, Math.ceil(items.length * 0.02))): Array<[number, number]> {
+  const n = items.length;
+  // Token ids, document frequencies and weights in flat arrays (this runs on 10,000+ entries).
+  const ids = new Map<string, number>();
+  const dfl: number[] = [];
+  const sets: Int32Array[] = items.map((it) => {
+    const a = new Int32Array(it.masked.length);
+    it.masked.forEach((k, j) => {
+      let id = ids.get(k);
+      if (id === undefined) {
+        id = dfl.length;
+        ids.set(k, id);
+        dfl.push(0);
+      }
+      dfl[id]++;
+      a[j] = id;
+    });
+    return a;
+  });
+  const df = Int32Array.from(dfl);
+  const w = Float64Array.from(dfl, (d) => Math.log(1 + n / d));
+  // Rank: rarest first (ties by id), so prefixes hold the rare tokens. Sets sorted by rank for merges.
+  const byRarity = Array.from(dfl.keys()).sort((x, y) => df[x] - df[y] || x - y);
+  const rank = new Int32Array(dfl.length);
+  byRarity.forEach((id, r) => (rank[id] = r));
+  const total = new Float64Array(n);
+  const prefixLen = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    const a = sets[i].sort((x, y) => rank[x] - rank[y]);
+    let tw = 0;
+    for (const id of a) tw += w[id];
+    total[i] = tw;
+    let rest = tw;
+    let p = 0;
+    while (p < a.length && rest >= t * tw - 1e-12) rest -= w[a[p++]];
+    prefixLen[i] = p;
+  }
+  const inter = (x: Int32Array, y: Int32Array): number => {
+    let i = 0;
+    let j = 0;
+    let s = 0;
+    while (i < x.length && j < y.length) {
+      const rx = rank[x[i]];
+      const ry = rank[y[j]];
+      if (rx === ry) {
+        s += w[x[i]];
+        i++;
+        j++;
+      } else if (rx < ry) i++;
+      else j++;
+    }
+    return s;
+  };
+  const order = Array.from(total.keys()).sort((x, y) => total[x] - total[y]);
+  const index: number[][] = Array.from({ length: dfl.length }, () => []);
   const out: Array<[number, number]> = [];
-  const seen = new Map<number, number>();
-  for (const x of bySize) {
-    const sx = sorted[x];
-    const n = sx.length;
-    if (n === 0) continue;
-    const prefix = n - Math.ceil(t * n) + 1;
-    const minSize = Math.ceil(t * n);
-    seen.clear();
-    for (let p = 0; p < prefix; p++) {
-      const list = index.get(sx[p]);
-      if (!list) continue;
-      for (const y of list) {
-        if (seen.has(y) || sorted[y].length < minSize) continue;
-        seen.set(y, 1);
-        if (jaccard(sets[x], sets[y]) >= t) out.push(x < y ? [x, y] : [y, x]);
+  const seenAt = new Int32Array(n).fill(-1);
+  for (const x of order) {
+    const sx = sets[x];
+    if (sx.length === 0) continue;
+    const minW = t * total[x] - 1e-12;
+    for (let p = 0; p < prefixLen[x]; p++) {
+      const tok = sx[p];
+      if (df[tok] > maxDf) continue;
+      const list = index[tok];
+      for (let q = 0; q < list.length; q++) {
+        const y = list[q];
+        if (seenAt[y] === x || total[y] < minW) continue;
+        seenAt[y] = x;
+        const o = inter(sx, sets[y]);
+        if (o / (total[x] + total[y] - o) >= t - 1e-12) out.push(x < y ? [x, y] : [y, x]);
       }
     }
-    for (let p = 0; p < prefix; p++) {
-      const list = index.get(sx[p]);
-      if (list) list.push(x);
-      else index.set(sx[p], [x]);
-    }
+    for (let p = 0; p < prefixLen[x]; p++) if (df[sx[p]] <= maxDf) index[sx[p]].push(x);
   }
   return out;
 }

@@ -66,7 +66,7 @@ export function overBudget(store: string, file: LintFile): LintFinding[] {
 }
 
 /**
- * Hand-edit drift of a Hermes file (needs `raw`):
+ * Hand-edit drift of a Hermes file (the read-back checks need `raw`; the entry length check does not):
  * 1. Hermes's own drift guard (memory_tool.py, added for hermes-agent#26045): raw.strip() must equal
  *    "\n§\n".join(parsed entries), and no entry may exceed the char limit; otherwise Hermes refuses
  *    `replace`/`remove` and writes MEMORY.md.bak.<ts>.
@@ -74,14 +74,15 @@ export function overBudget(store: string, file: LintFile): LintFinding[] {
  *    last entry (a blank line inside an entry), and a "§" line with extra spaces is not a delimiter.
  */
 export function drift(store: string, file: LintFile): LintFinding[] {
-  if (!HERMES_KINDS.has(file.kind) || file.raw === undefined) return [];
+  if (!HERMES_KINDS.has(file.kind)) return [];
   const name = path.basename(file.file);
-  const text = file.raw.replace(/^\uFEFF/, '').replace(/\r\n/g, '\n');
+  const text = (file.raw ?? '').replace(/^\uFEFF/, '').replace(/\r\n/g, '\n');
   const parsed = text.split(DELIM).map((e) => e.trim()).filter((e) => e.length > 0);
   const evidence: string[] = [];
   const ids = new Set<string>();
   let guard = false;
-  if (text.trim() !== parsed.join(DELIM)) {
+  // Without the raw text only the entry-length half of the guard can be checked.
+  if (file.raw !== undefined && text.trim() !== parsed.join(DELIM)) {
     guard = true;
     const pieces = text.split(DELIM);
     const blank = pieces.slice(0, -1).some((p, i) => i > 0 && p.trim() === '') || (pieces.length > 1 && pieces[0].trim() === '' && text.trim() !== '');

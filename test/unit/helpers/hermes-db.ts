@@ -109,7 +109,7 @@ sys.stdin.read()
   return {
     child,
     kill: async () => {
-      if (child.exitCode !== null) return;
+      if (child.exitCode !== null || child.signalCode !== null) return;
       const done = new Promise((r) => child.once('exit', r));
       child.kill('SIGKILL');
       await done;
