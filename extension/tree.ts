@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { LintFinding, MemoryFile, RestorePoint, ResultOf } from '../sidecar/protocol';
 import { readAgentConfig, type AgentConfig } from './config';
-import { displayLabel, entryTitle, formatAge, formatBytes, formatReason, shortReason, targetName } from './format';
+import { displayLabel, entryTitle, formatAge, formatBytes, formatReason, plural, shortReason, targetName } from './format';
 import { findingsFor, lintStores } from './memory';
 import type { Sidecar } from './sidecar';
 import { toSidecarError } from './sidecar';
@@ -115,7 +115,7 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         const item = new vscode.TreeItem(path.basename(f.file), state);
         item.id = `mf:${f.file}`;
         const u = f.usage;
-        item.description = u ? `${u.chars}/${u.limit} chars · ${f.entries.length} entries` : `${f.entries.length} entries`;
+        item.description = u ? `${u.chars}/${u.limit} chars · ${plural(f.entries.length, 'entry', 'entries')}` : plural(f.entries.length, 'entry', 'entries');
         item.iconPath = new vscode.ThemeIcon(u && u.chars > u.limit ? 'warning' : 'file-text');
         item.resourceUri = vscode.Uri.file(f.file);
         item.tooltip = u ? `${f.file}\n${f.kind}: ${u.chars} of ${u.limit} characters used` : `${f.file}\n${f.kind}`;
