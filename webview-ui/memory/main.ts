@@ -10,7 +10,8 @@ import '@vscode-elements/elements/dist/vscode-textfield/index.js';
 import '@vscode-elements/elements/dist/vscode-textarea/index.js';
 import '@vscode-elements/elements/dist/vscode-single-select/index.js';
 import '@vscode-elements/elements/dist/vscode-option/index.js';
-import type { LintFinding, MemoryEntry, MemoryFile } from '../../sidecar/protocol';
+import type { LintFinding, MemoryFile } from '../../sidecar/protocol';
+import { areaOf, basename, buildRows, firstLine, readableMessage, rowMatches, storeName, when, type Filter, type Row } from './logic';
 import type { DetailMessage, FromInspector, StateMessage, ToInspector } from './messages';
 
 interface VsCodeApi {
@@ -40,14 +41,6 @@ function vsc(tag: string, attrs: Record<string, string | boolean> = {}, ...child
   return e;
 }
 
-/** One entry of the list with where it lives. */
-interface Row {
-  store: string;
-  file: MemoryFile;
-  entry: MemoryEntry;
-  findings: LintFinding[];
-}
-
 let state: StateMessage | undefined;
 let detail: DetailMessage | undefined;
 let selected: { store: string; id: string } | undefined;
@@ -55,70 +48,14 @@ let notice: { text: string; severity: string } | undefined;
 let editing = false;
 /** The text being edited (kept across re-renders, e.g. when the agent changes another file meanwhile). */
 let draft: string | undefined;
-const filter = { text: '', store: '', area: '', finding: '' };
-
-/** The area of an entry: the store's own area, else the file kind without the store prefix. */
-function areaOf(file: MemoryFile, e: MemoryEntry): string {
-  return e.area ?? file.kind.replace(/^hermes-|^agent-zero-/, '');
-}
+const filter: Filter = { text: '', store: '', area: '', finding: '' };
 
 function rows(): Row[] {
-  if (!state) return [];
-  const out: Row[] = [];
-  for (const s of state.stores) {
-    for (const f of s.files) {
-      for (const e of f.entries) out.push({ store: s.store, file: f, entry: e, findings: state.findings.filter((x) => x.entries.includes(e.id)) });
-    }
-  }
-  return out;
+  return state ? buildRows(state.stores, state.findings) : [];
 }
 
 function matches(r: Row): boolean {
-  if (filter.store && r.store !== filter.store) return false;
-  if (filter.area && areaOf(r.file, r.entry) !== filter.area) return false;
-  if (filter.finding === '*' && !r.findings.length) return false;
-  if (filter.finding && filter.finding !== '*' && !r.findings.some((f) => f.kind === filter.finding)) return false;
-  if (filter.text) {
-    const q = filter.text.toLowerCase();
-    const hay = `${r.entry.text}\n${r.entry.id}\n${r.entry.source ?? ''}\n${r.file.file}`.toLowerCase();
-    if (!q.split(/\s+/).filter(Boolean).every((w) => hay.includes(w))) return false;
-  }
-  return true;
-}
-
-function storeName(store: string): string {
-  const i = store.indexOf(':');
-  const p = store.slice(i + 1).replace(/\/+$/, '');
-  return `${store.slice(0, i)} · ${p.split('/').slice(-2).join('/')}`;
-}
-
-function basename(p: string): string {
-  return p.split(/[\\/]/).pop() ?? p;
-}
-
-function firstLine(t: string, max = 120): string {
-  const l = (t.split('\n').find((x) => x.trim()) ?? '').trim();
-  return l.length > max ? `${l.slice(0, max - 1)}…` : l;
-}
-
-/** An ISO time as "2026-03-12 09:15 UTC". */
-function when(iso: string): string {
-  const m = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})/.exec(iso);
-  return m ? `${m[1]} ${m[2]} UTC` : iso;
-}
-
-/** A tool call's JSON arguments as "key: value" lines (the content last); other text as it is. */
-function readableMessage(msg: string): string {
-  try {
-    const o = JSON.parse(msg) as unknown;
-    if (o && typeof o === 'object' && !Array.isArray(o)) {
-      const entries = Object.entries(o as Record<string, unknown>).sort(([a], [b]) => Number(a === 'content') - Number(b === 'content'));
-      return entries.map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`).join('\n');
-    }
-  } catch {
-    /* not JSON: show as is */
-  }
-  return msg;
+  return rowMatches(r, filter);
 }
 
 function select(label: string, value: string, options: Array<[string, string]>, onChange: (v: string) => void): HTMLElement {
