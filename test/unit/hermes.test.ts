@@ -7,22 +7,9 @@ import { openStore, HermesStore } from '../../sidecar/memory';
 import { parseEntries, usageChars, entryId } from '../../sidecar/memory/hermes';
 import { AgentKeepError } from '../../sidecar/core/errors';
 import { FIXTURES } from './helpers/paths';
+import { copyFixture } from './helpers/hermes-db';
 
 const FIXTURE = path.join(FIXTURES, 'memory', 'hermes');
-
-async function copyDir(src: string, dst: string): Promise<void> {
-  await fs.cp(src, dst, { recursive: true });
-  // the fixture is read-only; make the copy writable
-  const walk = async (d: string): Promise<void> => {
-    await fs.chmod(d, 0o755);
-    for (const e of await fs.readdir(d, { withFileTypes: true })) {
-      const p = path.join(d, e.name);
-      if (e.isDirectory()) await walk(p);
-      else await fs.chmod(p, 0o644);
-    }
-  };
-  await walk(dst);
-}
 
 async function expectError(p: Promise<unknown> | (() => unknown), kind: string, re?: RegExp): Promise<AgentKeepError> {
   try {
@@ -58,7 +45,7 @@ describe('hermes memory store', () => {
 
   it('reads the fixture home: entries, ids, usage and limits', async () => {
     const h = path.join(tmp, 'hermes');
-    await copyDir(FIXTURE, h);
+    await copyFixture(FIXTURE, h);
     const store = openStore(`hermes:${h}`);
     const files = await store.list();
     assert.deepEqual(files.map((f) => f.kind), ['hermes-memory', 'hermes-user', 'hermes-skill']);

@@ -12,21 +12,8 @@ import { runCli, type CliIO } from '../../sidecar/cli';
 import { Core } from '../../sidecar/core/core';
 import { withReadOnlyDb } from '../../sidecar/memory/sqlite';
 import { FIXTURES } from './helpers/paths';
-import { hashTree, holdWalWriter, makeStateDb, memoryCall, toolCall } from './helpers/hermes-db';
+import { hashTree, holdWalWriter, makeStateDb, memoryCall, toolCall, copyFixture } from './helpers/hermes-db';
 import { buildSidecar, runSidecar } from './helpers/sidecar';
-
-async function copyDir(src: string, dst: string): Promise<void> {
-  await fs.cp(src, dst, { recursive: true });
-  const walk = async (d: string): Promise<void> => {
-    await fs.chmod(d, 0o755);
-    for (const e of await fs.readdir(d, { withFileTypes: true })) {
-      const p = path.join(d, e.name);
-      if (e.isDirectory()) await walk(p);
-      else await fs.chmod(p, 0o644);
-    }
-  };
-  await walk(dst);
-}
 
 describe('memory diff, agent state in restore points, memory CLI', function () {
   this.timeout(120_000);
@@ -39,7 +26,7 @@ describe('memory diff, agent state in restore points, memory CLI', function () {
   beforeEach(async () => {
     tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'ak-memdiff-'));
     home = path.join(tmp, 'hermes');
-    await copyDir(path.join(FIXTURES, 'memory', 'hermes'), home);
+    await copyFixture(path.join(FIXTURES, 'memory', 'hermes'), home);
     await fs.rm(path.join(home, 'state.db'));
     store = `hermes:${home}`;
     target = `dir:${home}`;
@@ -113,6 +100,31 @@ describe('memory diff, agent state in restore points, memory CLI', function () {
     } finally {
       await w.kill();
     }
+  });
+
+  it('restore scope machine keeps the current state.db, its WAL and the memory files; scope both puts the captured ones back', async () => {
+    const db = path.join(home, 'state.db');
+    const now = Date.now() / 1000;
+    makeStateDb(db, { wal: true, messages: [toolCall('send_message', { text: 'one' }, now)] });
+    const core = new Core({ stateDir });
+    const rp = await core.createRestorePoint({ target, stores: [store] });
+    await fs.writeFile(path.join(home, 'setup.sh'), 'npm install left-pad\n'); // machine change
+    const w = await holdWalWriter(db, [toolCall('send_message', { text: 'two' }, now + 5)]);
+    try {
+      await core.addMemory({ store, text: 'Learned after the restore point' });
+      const walBefore = await fs.readFile(db + '-wal');
+      await core.restoreRestorePoint({ target, id: rp.id, scope: 'machine' });
+      await assert.rejects(fs.stat(path.join(home, 'setup.sh')), 'the machine change was rolled back');
+      assert.deepEqual(await fs.readFile(db + '-wal'), walBefore, 'state.db-wal untouched');
+      assert.equal(await withReadOnlyDb(db, (d) => d.get('SELECT count(*) AS n FROM messages')!.n), 2);
+      assert.match(await fs.readFile(path.join(home, 'memories', 'MEMORY.md'), 'utf8'), /Learned after the restore point/);
+    } finally {
+      await w.kill();
+    }
+    await core.restoreRestorePoint({ target, id: rp.id, scope: 'both' });
+    assert.equal(await withReadOnlyDb(db, (d) => d.get('SELECT count(*) AS n FROM messages')!.n), 1);
+    await assert.rejects(fs.stat(db + '-wal'));
+    assert.doesNotMatch(await fs.readFile(path.join(home, 'memories', 'MEMORY.md'), 'utf8'), /Learned after/);
   });
 
   it('CLI (real binary): show --json, edit, failed edits exit non-zero and leave the home byte-identical, diff', async () => {

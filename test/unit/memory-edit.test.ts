@@ -4,31 +4,20 @@
  * backups and undo. Every refused write is checked byte-for-byte against the whole home.
  */
 import * as assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
+import { findHermesHomes } from '../../sidecar/memory/hermes';
+import { lockHermesFile } from '../../sidecar/memory/hermes/lock';
 import { AgentKeepError } from '../../sidecar/core/errors';
 import { FIXTURES } from './helpers/paths';
-import { hashTree } from './helpers/hermes-db';
+import { hashTree, copyFixture } from './helpers/hermes-db';
 
 const FIXTURE = path.join(FIXTURES, 'memory', 'hermes');
 const ISSUES = path.join(FIXTURES, 'memory', 'issues');
-
-async function copyDir(src: string, dst: string): Promise<void> {
-  await fs.cp(src, dst, { recursive: true });
-  const walk = async (d: string): Promise<void> => {
-    await fs.chmod(d, 0o755);
-    for (const e of await fs.readdir(d, { withFileTypes: true })) {
-      const p = path.join(d, e.name);
-      if (e.isDirectory()) await walk(p);
-      else await fs.chmod(p, 0o644);
-    }
-  };
-  await walk(dst);
-}
 
 async function rejectsKind(p: Promise<unknown>, kind: string, re?: RegExp): Promise<AgentKeepError> {
   try {
@@ -51,7 +40,7 @@ describe('memory show/edit/remove/add (Hermes, real files)', () => {
   beforeEach(async () => {
     tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'ak-memedit-'));
     home = path.join(tmp, 'hermes');
-    await copyDir(FIXTURE, home);
+    await copyFixture(FIXTURE, home);
     store = `hermes:${home}`;
     core = new Core({ stateDir: path.join(tmp, 'state') });
   });
@@ -228,5 +217,66 @@ describe('memory show/edit/remove/add (Hermes, real files)', () => {
     } finally {
       py.kill('SIGKILL');
     }
+  });
+});
+
+describe('Hermes memory lock (real flock)', () => {
+  it('a holder that keeps the lock past the wait is TargetBusy; our lock blocks a python fcntl.flock until released', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'ak-lock-'));
+    const lockFile = path.join(dir, 'MEMORY.md.lock');
+    const mine = await lockHermesFile(lockFile);
+    try {
+      assert.equal(mine.held, true);
+      await rejectsKind(lockHermesFile(lockFile, 1), 'TargetBusy', /Hermes holds the memory lock/);
+      // python (as Hermes) cannot take it without blocking while we hold it
+      const r = spawnSync('python3', ['-c', 'import fcntl,sys\nf=open(sys.argv[1],"a")\ntry:\n  fcntl.flock(f,fcntl.LOCK_EX|fcntl.LOCK_NB); print("got")\nexcept BlockingIOError: print("blocked")', lockFile]);
+      assert.equal(r.stdout.toString().trim(), 'blocked');
+      await mine.release();
+      const r2 = spawnSync('python3', ['-c', 'import fcntl,sys\nf=open(sys.argv[1],"a")\nfcntl.flock(f,fcntl.LOCK_EX|fcntl.LOCK_NB); print("got")', lockFile]);
+      assert.equal(r2.stdout.toString().trim(), 'got');
+    } finally {
+      await mine.release();
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('Hermes homes, archive and skills (real files)', () => {
+  let tmp: string;
+  beforeEach(async () => {
+    tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'ak-homes-'));
+  });
+  afterEach(async () => {
+    await fs.rm(tmp, { recursive: true, force: true });
+  });
+
+  it('findHermesHomes: HERMES_HOME, ~/.hermes and their profiles that are homes', async () => {
+    const user = path.join(tmp, 'user');
+    const custom = path.join(tmp, 'custom');
+    await fs.mkdir(path.join(user, '.hermes', 'memories'), { recursive: true });
+    await fs.mkdir(path.join(user, '.hermes', 'profiles', 'work', 'memories'), { recursive: true });
+    await fs.mkdir(path.join(user, '.hermes', 'profiles', 'empty'), { recursive: true });
+    await fs.mkdir(custom, { recursive: true });
+    await fs.writeFile(path.join(custom, 'config.yaml'), 'model: x\n');
+    assert.deepEqual(await findHermesHomes({ HERMES_HOME: custom }, user), [custom, path.join(user, '.hermes'), path.join(user, '.hermes', 'profiles', 'work')]);
+    assert.deepEqual(await findHermesHomes({}, path.join(tmp, 'nobody')), []);
+  });
+
+  it('ARCHIVE.jsonl is read leniently; skills without front matter are named by their directory', async () => {
+    const h = path.join(tmp, 'h');
+    await fs.mkdir(path.join(h, 'memories'), { recursive: true });
+    await fs.mkdir(path.join(h, 'skills', 'ops', 'no-fm'), { recursive: true });
+    await fs.writeFile(path.join(h, 'memories', 'ARCHIVE.jsonl'), '{"content":"Old fact","evicted_at":1767000000}\nnot json\n"bare string entry"\n{"other":1}\n\n');
+    await fs.writeFile(path.join(h, 'skills', 'ops', 'no-fm', 'SKILL.md'), '# Just a body\n');
+    const core = new Core({ stateDir: path.join(tmp, 'state') });
+    const files = (await core.listMemory({ stores: [`hermes:${h}`] })).stores;
+    const arch = files.find((f) => f.kind === 'hermes-archive')!;
+    assert.deepEqual(arch.entries.map((e) => e.text), ['Old fact', 'bare string entry']);
+    assert.equal(arch.entries[0].updatedAt, new Date(1767000000 * 1000).toISOString());
+    assert.equal(arch.warnings?.length, 2);
+    assert.match(arch.warnings![0], /line 2 is not JSON/);
+    const sk = files.find((f) => f.kind === 'hermes-skill')!;
+    assert.equal(sk.entries[0].text, 'no-fm');
+    assert.match(sk.warnings![0], /no YAML front matter/);
   });
 });

@@ -116,43 +116,55 @@ export function readHistoryFrom(db: SqliteDb, actionsSince?: number): HermesHist
   }
   const scols = new Set(tableColumns(db, 'sessions'));
   const ts = mcols.has('timestamp') ? 'm.timestamp' : 'NULL';
-  const src = scols.has('source') ? 's.source' : 'NULL';
-  const join = scols.has('id') ? 'LEFT JOIN sessions s ON s.id = m.session_id' : '';
   const sid = mcols.has('session_id') ? 'm.session_id' : 'NULL';
-  const sel = `SELECT m.id AS id, ${sid} AS session, ${ts} AS time, m.tool_calls AS calls, ${src} AS source FROM messages m ${join}`;
+  // no JOIN: sessions are few, read once into a map (a join per row was the slow part at 50k messages)
+  const sources = new Map<string, string>();
+  if (scols.has('id') && scols.has('source')) for (const r of db.all('SELECT id, source FROM sessions')) sources.set(String(r.id), String(r.source));
+  const sel = `SELECT m.id AS id, ${sid} AS session, ${ts} AS time, m.tool_calls AS calls FROM messages m`;
+  const sourceOf = (session: unknown): string | undefined => (session == null ? undefined : sources.get(String(session)));
 
-  // results of memory tool calls: refused writes (success false) are not provenance
-  const failed = new Set<string>();
-  if (mcols.has('tool_call_id') && mcols.has('role')) {
-    const nameCond = mcols.has('tool_name') ? `(tool_name = 'memory' OR content LIKE '%"success"%')` : `content LIKE '%"success"%'`;
-    for (const r of db.all(`SELECT tool_call_id AS cid, content FROM messages WHERE role = 'tool' AND ${nameCond}`)) {
-      const v = parseJson(r.content) as Record<string, unknown> | undefined;
-      if (v && typeof v === 'object' && v.success === false && typeof r.cid === 'string') failed.add(r.cid);
-    }
-  }
-  const memoryOps: MemoryOp[] = [];
+  type Pending = Omit<MemoryOp, 'ok'> & { callId?: string };
+  const pending: Pending[] = [];
+  const rowIds: number[] = [];
   // the LIKE prefilter keeps JSON parsing to rows that can hold a memory call
   for (const r of db.all(`${sel} WHERE m.tool_calls LIKE '%memory%' ORDER BY m.id`)) {
-    for (const c of toolCallsOf(r.calls)) {
+    const calls = toolCallsOf(r.calls);
+    let any = false;
+    for (const c of calls) {
       if (c.name !== 'memory') continue;
       for (const a of opsOfArgs(c.args)) {
         const action = String(a.action ?? '');
         if (action !== 'add' && action !== 'replace' && action !== 'remove') continue;
-        memoryOps.push({
+        any = true;
+        pending.push({
           action,
           target: a.target === 'user' ? 'user' : 'memory',
           content: typeof a.content === 'string' ? a.content : undefined,
           oldText: typeof a.old_text === 'string' ? a.old_text : undefined,
           time: typeof r.time === 'number' ? r.time : undefined,
           session: r.session == null ? undefined : String(r.session),
-          source: r.source == null ? undefined : String(r.source),
+          source: sourceOf(r.session),
           messageId: Number(r.id),
           raw: truncate(c.raw),
-          ok: !(c.id && failed.has(c.id)),
+          callId: c.id,
         });
       }
     }
+    // the results follow the call: rows id+1 .. id+len(calls) (+2 for interleaved messages)
+    if (any) for (let k = 1; k <= calls.length + 2; k++) rowIds.push(Number(r.id) + k);
   }
+  // results of memory tool calls: refused writes (success false) are not provenance
+  const failed = new Set<string>();
+  if (mcols.has('tool_call_id') && mcols.has('role') && rowIds.length) {
+    for (let i = 0; i < rowIds.length; i += 500) {
+      const ids = rowIds.slice(i, i + 500).join(',');
+      for (const r of db.all(`SELECT tool_call_id AS cid, content FROM messages WHERE id IN (${ids}) AND role = 'tool'`)) {
+        const v = parseJson(r.content) as Record<string, unknown> | undefined;
+        if (v && typeof v === 'object' && v.success === false && typeof r.cid === 'string') failed.add(r.cid);
+      }
+    }
+  }
+  const memoryOps: MemoryOp[] = pending.map(({ callId, ...op }) => ({ ...op, ok: !(callId && failed.has(callId)) }));
   const toolCalls: ToolCall[] = [];
   if (actionsSince !== undefined) {
     const cond = mcols.has('timestamp') ? `AND m.timestamp >= ${Number(actionsSince)}` : '';
@@ -163,7 +175,7 @@ export function readHistoryFrom(db: SqliteDb, actionsSince?: number): HermesHist
           args: c.args,
           time: typeof r.time === 'number' ? r.time : undefined,
           session: r.session == null ? undefined : String(r.session),
-          source: r.source == null ? undefined : String(r.source),
+          source: sourceOf(r.session),
           messageId: Number(r.id),
           raw: truncate(c.raw),
         });

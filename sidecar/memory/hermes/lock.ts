@@ -41,6 +41,7 @@ export async function lockHermesFile(lockFile: string, waitS = LOCK_WAIT_S): Pro
       resolve({ held: false, release: async () => undefined });
       return;
     }
+    child.stdin.on('error', () => undefined); // EPIPE when flock already exited: the lock is gone either way
     let out = '';
     let settled = false;
     const exited = new Promise<void>((r) => child.once('close', () => r()));

@@ -130,3 +130,17 @@ export async function hashTree(dir: string): Promise<Record<string, string>> {
   await walk(dir);
   return out;
 }
+
+/** Copy a (read-only) fixture tree to `dst` and make the copy writable (dirs 755, files 644). */
+export async function copyFixture(src: string, dst: string): Promise<void> {
+  await fs.cp(src, dst, { recursive: true });
+  const walk = async (d: string): Promise<void> => {
+    await fs.chmod(d, 0o755);
+    for (const e of await fs.readdir(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) await walk(p);
+      else await fs.chmod(p, 0o644);
+    }
+  };
+  await walk(dst);
+}
