@@ -67,7 +67,8 @@ describe('memory lint runner (real files, real processes)', () => {
   });
 
   it('probes the local machine for real: node is on PATH at this version, a made-up tool is not', async () => {
-    const probe = localProbe();
+    // PATH = the directory of the node running this test, so "node" is this very binary.
+    const probe = localProbe({ env: { PATH: path.dirname(process.execPath) } });
     const claims = extractClaims(`Runs Node ${process.versions.node.split('.')[0]}; uses \`agentkeep-no-such-tool-x\`; key in ${tmp}/nope`);
     const facts = await gatherFacts(claims, probe, { deadlineMs: 5000 });
     assert.equal(facts.commands!.node.found, true);

@@ -4,6 +4,7 @@ import { lintEntries, type LintInput } from '../../sidecar/memory/lint';
 import { candidatePairs, prepare } from '../../sidecar/memory/lint/pairs';
 import { extractClaims, versionAgrees } from '../../sidecar/memory/lint/claims';
 import { evaluate, loadCases, pr } from '../../sidecar/memory/lint/eval';
+import { formatFindings } from '../../sidecar/memory/lint/format';
 import { REPO } from './helpers/paths';
 
 function mem(texts: string[], extra: Partial<LintInput> = {}): LintInput {
@@ -19,6 +20,14 @@ describe('memory lint (pure core)', () => {
     assert.match(f[0].message, /8080 vs 9090/);
     assert.match(f[0].message, /keeps no time/);
     assert.ok(f[0].evidence!.some((e) => e.includes('MEMORY.md #2')));
+  });
+
+  it('formats findings for the terminal', () => {
+    assert.equal(formatFindings([]), 'No findings.');
+    const text = formatFindings(lintEntries(mem(['User prefers tabs', 'User prefers spaces'])));
+    assert.match(text, /^WARNING contradiction: Possible contradiction \(exclusive alternatives: "tab" vs "space"\)/);
+    assert.match(text, /→ Keep the one that is true now/);
+    assert.match(text, /1 finding: 0 error, 1 warning, 0 info\.$/);
   });
 
   it('orders a contradiction oldest first when the store keeps time', () => {

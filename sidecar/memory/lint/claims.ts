@@ -53,7 +53,6 @@ export const VERSION_COMMANDS: Record<string, string[]> = {
   perl: ['perl', '--version'],
   tsc: ['tsc', '--version'],
   typescript: ['tsc', '--version'],
-  code: ['code', '--version'],
   ansible: ['ansible', '--version'],
   ffmpeg: ['ffmpeg', '-version'],
   jq: ['jq', '--version'],

@@ -160,17 +160,17 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
     const r = find(parent, p.i);
     (clusters.get(r) ?? clusters.set(r, []).get(r)!).push(p.i);
   }
-  for (const members of clusters.values()) {
+  const reasonsOf = new Map<number, Set<string>>();
+  for (const [k, w] of why) {
+    const r = find(parent, Number(k.slice(0, k.indexOf(':'))));
+    const set = reasonsOf.get(r) ?? reasonsOf.set(r, new Set()).get(r)!;
+    if (set.size < 3) set.add(w);
+  }
+  for (const [root, members] of clusters) {
     if (members.length < 2) continue;
     const withCopies = members.flatMap((i) => (prepared[i].key ? byKey.get(prepared[i].key)! : [i]));
     const items = byAge(withCopies.map((i) => all[i]));
-    const reasons = new Set<string>();
-    for (let x = 0; x < members.length; x++) {
-      for (let y = x + 1; y < members.length; y++) {
-        const w = why.get(`${Math.min(members[x], members[y])}:${Math.max(members[x], members[y])}`);
-        if (w) reasons.add(w);
-      }
-    }
+    const reasons = reasonsOf.get(root) ?? new Set<string>();
     out.push({
       kind: 'near-duplicate',
       severity: 'warning',

@@ -28,14 +28,11 @@ export interface MachineProbe {
   os(): Promise<MachineFacts['os'] | undefined>;
 }
 
-async function exists(p: string): Promise<boolean> {
-  try {
-    await fs.lstat(p);
-    return true;
-  } catch {
-    return false;
-  }
-}
+/** Whether anything (file, dir, dangling symlink) is at `p`. */
+const exists = (p: string): Promise<boolean> => fs.lstat(p).then(
+  () => true,
+  () => false,
+);
 
 async function readOsRelease(file: string): Promise<MachineFacts['os'] | undefined> {
   let text: string;
@@ -93,7 +90,7 @@ export function localProbe(opts: { home?: string; env?: NodeJS.ProcessEnv; timeo
       return { exists: await exists(checked), checked };
     },
     command(name, withVersion) {
-      return cached(`local:${name}:${withVersion}`, async () => {
+      return cached(`local:${env.PATH ?? ''}:${name}:${withVersion}`, async () => {
         const found = await onPath(name, env);
         if (!found) return { found: false, detail: 'not on PATH' };
         const argv = Object.values(VERSION_COMMANDS).find((a) => a[0] === name) ?? [name, '--version'];

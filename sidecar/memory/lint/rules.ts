@@ -237,8 +237,11 @@ export function stale(store: string, file: LintFile, m: MachineFacts): LintFindi
 /** Store warnings from the adapter (non-durable config, embedding model mismatch ...). */
 export function storeWarnings(s: LintStore): LintFinding[] {
   const out: LintFinding[] = [];
+  const seen = new Set<string>();
   for (const f of s.files) {
     for (const w of f.warnings ?? []) {
+      if (seen.has(w)) continue; // one store-wide warning repeated per file
+      seen.add(w);
       out.push({ kind: 'store', severity: 'warning', entries: [], stores: [s.store], message: `${path.basename(f.file)}: ${w}`, evidence: [f.file] });
     }
   }

@@ -145,10 +145,17 @@ export function stem(w: string): string {
   return w;
 }
 
-/** Canonical word: stem, then synonym map. */
+const canonMemo = new Map<string, string>();
+/** Canonical word: stem, then synonym map (memoised; the vocabulary of a store is small). */
 export function canon(w: string): string {
-  const s = stem(w);
-  return SYNONYMS[s] ?? SYNONYMS[w] ?? s;
+  let c = canonMemo.get(w);
+  if (c === undefined) {
+    const s = stem(w);
+    c = SYNONYMS[s] ?? SYNONYMS[w] ?? s;
+    if (canonMemo.size > 100_000) canonMemo.clear();
+    canonMemo.set(w, c);
+  }
+  return c;
 }
 
 /** NFKC, lower case, typographic quotes to ASCII, "n't"/"cannot" expanded. */
