@@ -2,8 +2,11 @@
  * The AgentKeep commands. Every command that changes state needs a trusted workspace (checked here,
  * not only by `enablement`, because hidden commands stay callable). Commands accept arguments so
  * tests and other extensions can drive them without UI:
- *   agentkeep.createRestorePoint({label?, reason?})                       -> RestorePoint
- *   agentkeep.restore(id | treeNode | {id}, scope?, {confirm?: boolean})  -> restore result
+ *   agentkeep.createRestorePoint({label?, reason?, vmstate?})             -> RestorePoint
+ *   agentkeep.createRestorePointWithRam({label?, reason?})                -> RestorePoint (Proxmox qemu: RAM state)
+ *   agentkeep.restore(id | treeNode | {id}, scope?, {confirm?: boolean, start?: boolean}) -> restore result
+ *   agentkeep.setProxmoxToken(token?) / agentkeep.clearProxmoxToken()     -> token id / whether one was stored
+ *   agentkeep.chooseAgent(target?)                                         -> the new agentkeep.target
  *   agentkeep.deleteRestorePoint(id | treeNode, {confirm?: boolean})      -> {deleted, freedBytes}
  *   agentkeep.keep(id | treeNode)                                          -> RestorePoint
  *   agentkeep.snapshotAndRun(lensArg, {decision?, fresh?, timeoutMs?, shellIntegrationTimeoutMs?}) -> SnapshotAndRunResult
@@ -30,6 +33,8 @@ import { SidecarError, toSidecarError } from './sidecar';
 import type { AgentStatusBar } from './statusBar';
 import { runInTerminal } from './terminal';
 import type { AgentNode, AgentTreeProvider } from './tree';
+import { canRamState, chooseAgent, clearProxmoxToken, continuesMessage, isVmTarget, ROLLBACK_AND_START, setProxmoxToken, vmRestoreOutcome, vmRollbackButtons, vmRollbackDetail, vmRollbackQuestion } from './proxmox';
+import { CANCELLED } from './sidecar';
 
 /** The argument of the CodeLens commands (from the sidecar's LSP CodeLens). Lines are 1-based. */
 export interface LensArg {
@@ -84,6 +89,8 @@ export interface Ctx {
   output: vscode.OutputChannel;
   showDetails(id: string): Promise<void>;
   lastError?: { code: string; message: string; hint?: string };
+  /** The message shown after the last VM rollback (machine state, warnings), for tests. */
+  lastRestoreMessage?: string;
   /** The config-file lenses and prompt (told when a restore point is taken before an edit). */
   configFiles?: ConfigFiles;
 }
@@ -107,8 +114,10 @@ export function guarded<A extends unknown[], R>(ctx: Pick<Ctx, 'output' | 'lastE
       const err = e instanceof UntrustedError ? new SidecarError(e.message, e.code, e.hint) : toSidecarError(e);
       ctx.lastError = { code: err.code, message: err.message, hint: err.hint };
       ctx.output.appendLine(`[extension] ${name} failed: ${err.code}: ${err.full()}`);
-      const show = err.code === 'untrusted' ? vscode.window.showWarningMessage : vscode.window.showErrorMessage;
-      void show(err.full(), 'Show Log').then((b) => b && ctx.output.show());
+      const show = err.code === 'untrusted' || err.code === CANCELLED ? vscode.window.showWarningMessage : vscode.window.showErrorMessage;
+      // Proxmox refused or lacks credentials: the fix in VS Code is the token command, not an env var
+      const fix = err.code === 'auth_failed' ? 'Set Proxmox API Token' : undefined;
+      void show(err.full(), ...(fix ? [fix] : []), 'Show Log').then((b) => (b === fix ? vscode.commands.executeCommand('agentkeep.setProxmoxToken') : b && ctx.output.show()));
       return undefined;
     }
   };
@@ -118,8 +127,12 @@ export function guarded<A extends unknown[], R>(ctx: Pick<Ctx, 'output' | 'lastE
 export function registerCommands(ctx: Ctx): vscode.Disposable[] {
   const reg = <A extends unknown[], R>(id: string, fn: (...args: A) => Promise<R>) => vscode.commands.registerCommand(id, guarded(ctx, id, fn));
   return [
-    reg('agentkeep.createRestorePoint', (opts?: { label?: string; reason?: { text?: string } }) => createRestorePoint(ctx, opts)),
-    reg('agentkeep.restore', (arg?: unknown, scope?: Scope, opts?: { confirm?: boolean }) => restore(ctx, arg, scope, opts)),
+    reg('agentkeep.createRestorePoint', (opts?: CreateOptions) => createRestorePoint(ctx, opts)),
+    reg('agentkeep.createRestorePointWithRam', (opts?: CreateOptions) => createRestorePoint(ctx, { ...opts, vmstate: true })),
+    reg('agentkeep.restore', (arg?: unknown, scope?: Scope, opts?: RestoreOptions) => restore(ctx, arg, scope, opts)),
+    reg('agentkeep.setProxmoxToken', (token?: string) => setProxmoxToken(ctx.context.secrets, ctx.sidecar, typeof token === 'string' ? token : undefined)),
+    reg('agentkeep.clearProxmoxToken', () => clearProxmoxToken(ctx.context.secrets, ctx.sidecar)),
+    reg('agentkeep.chooseAgent', (target?: unknown) => chooseAgent(ctx.sidecar, typeof target === 'string' ? target : undefined)),
     reg('agentkeep.deleteRestorePoint', (arg?: unknown, opts?: { confirm?: boolean }) => deleteRestorePoint(ctx, arg, opts)),
     reg('agentkeep.keep', (arg?: unknown) => keep(ctx, arg)),
     reg('agentkeep.showDetails', async (arg?: unknown) => {
@@ -174,9 +187,52 @@ function progressReporter(progress: vscode.Progress<{ message?: string; incremen
   };
 }
 
-async function createRestorePoint(ctx: Ctx, opts?: { label?: string; reason?: { text?: string } }): Promise<RestorePoint | undefined> {
+/** Options of agentkeep.createRestorePoint. */
+interface CreateOptions {
+  label?: string;
+  reason?: { text?: string };
+  /** Proxmox qemu targets: include RAM state (asked when undefined and the label is asked too). */
+  vmstate?: boolean;
+}
+
+/** Options of agentkeep.restore. */
+interface RestoreOptions {
+  /** false: no confirmation (tests, Undo). */
+  confirm?: boolean;
+  /** VM targets: start the guest after rolling back to a snapshot without RAM state. */
+  start?: boolean;
+}
+
+/**
+ * withProgress for a sidecar call that may take long (a Proxmox task, a big directory). On a VM
+ * target it is cancellable: cancel stops waiting (the request is cancelled through the
+ * LanguageClient's CancellationToken) and says that the task continues on the host and where to see it.
+ * @throws SidecarError `cancelled` with that message
+ */
+async function longTask<T>(
+  ctx: Ctx,
+  target: string,
+  title: string,
+  fn: (progress: vscode.Progress<{ message?: string; increment?: number }>, token: vscode.CancellationToken | undefined) => Promise<T>,
+): Promise<T> {
+  const cancellable = isVmTarget(target);
+  try {
+    return await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable }, (progress, token) => fn(progress, cancellable ? token : undefined));
+  } catch (e) {
+    const err = toSidecarError(e);
+    if (err.code !== CANCELLED) throw e;
+    const what = title.replace(/…$/, '');
+    throw new SidecarError(continuesMessage(target, what.charAt(0).toLowerCase() + what.slice(1)), CANCELLED);
+  }
+}
+
+async function createRestorePoint(ctx: Ctx, opts?: CreateOptions): Promise<RestorePoint | undefined> {
   requireTrust('Creating a restore point');
   const config = requireConfig();
+  let vmstate = opts?.vmstate;
+  if (vmstate && !canRamState(config.target)) {
+    throw new UserError(`Restore points of ${config.target} cannot hold RAM state.`, 'unsupported', 'RAM state needs a Proxmox VM (proxmox://HOST/NODE/qemu/VMID); containers and directories snapshot their disk only.');
+  }
   let label = opts?.label;
   if (label === undefined) {
     label = await vscode.window.showInputBox({
@@ -186,14 +242,26 @@ async function createRestorePoint(ctx: Ctx, opts?: { label?: string; reason?: { 
       validateInput: (v) => (v.trim() ? undefined : 'Enter a label'),
     });
     if (label === undefined) return undefined;
+    if (vmstate === undefined && canRamState(config.target)) {
+      const picked = await vscode.window.showQuickPick(
+        [
+          { label: '$(database) Disk only', description: 'fast; a rollback leaves the VM stopped', ram: false },
+          { label: '$(chip) Take restore point with RAM state', description: 'slower, uses storage for the RAM; a rollback resumes the running VM', ram: true },
+        ],
+        { title: `Create restore point "${label}"`, placeHolder: 'Include the VM\'s RAM state (Proxmox vmstate)?' },
+      );
+      if (!picked) return undefined;
+      vmstate = picked.ram;
+    }
   }
   const done = ctx.statusBar.setBusy('Creating restore point…');
   try {
-    const rp = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: 'Creating restore point…' },
-      (progress) => ctx.sidecar.request('restorePointCreate', { target: config.target, stores: config.stores, label, kind: 'manual', reason: opts?.reason }, progressReporter(progress)),
+    // A QEMU snapshot saves the RAM state, and upstream QEMU pauses the VM for the whole save.
+    const title = config.target.startsWith('qemu:') ? 'Creating restore point (QEMU pauses the VM while it saves its RAM state)…' : vmstate ? 'Creating restore point with RAM state…' : 'Creating restore point…';
+    const rp = await longTask(ctx, config.target, title, (progress, token) =>
+      ctx.sidecar.request('restorePointCreate', { target: config.target, stores: config.stores, label, kind: 'manual', reason: opts?.reason, ...(vmstate ? { vmstate } : {}) }, progressReporter(progress), token),
     );
-    void vscode.window.showInformationMessage(`Restore point "${rp.label}" created.`);
+    void vscode.window.showInformationMessage([`Restore point "${rp.label}" created${rp.machine.vmstate ? ' with RAM state' : ''}.`, ...(rp.machine.warnings ?? [])].join(' '));
     return rp;
   } finally {
     done();
@@ -243,7 +311,7 @@ async function findRestorePoint(ctx: Ctx, config: AgentConfig, id: string): Prom
 }
 
 /** Restore: pick > scope > confirmation (what will be lost) > restore with progress > Undo offer. */
-async function restore(ctx: Ctx, arg?: unknown, scopeArg?: Scope, opts?: { confirm?: boolean }): Promise<ResultOf<'restorePointRestore'> | undefined> {
+async function restore(ctx: Ctx, arg?: unknown, scopeArg?: Scope, opts?: RestoreOptions): Promise<ResultOf<'restorePointRestore'> | undefined> {
   requireTrust('Restoring a restore point');
   const config = requireConfig();
   const id = await resolveId(ctx, config, arg, 'Restore which restore point?');
@@ -258,6 +326,15 @@ async function restore(ctx: Ctx, arg?: unknown, scopeArg?: Scope, opts?: { confi
     if (!picked) return undefined;
     scope = picked.scope;
   }
+  let start = opts?.start;
+  if (isVmTarget(config.target) && scope !== 'agent') {
+    if (opts?.confirm !== false) {
+      const answer = await vscode.window.showWarningMessage(vmRollbackQuestion(config.target, rp, scope), { modal: true, detail: vmRollbackDetail(config.target, rp) }, ...vmRollbackButtons(rp));
+      if (!answer) return undefined;
+      if (start === undefined) start = answer === ROLLBACK_AND_START;
+    }
+    return doRestore(ctx, config, rp, scope, false, start);
+  }
   if (opts?.confirm !== false) {
     const changes = await ctx.sidecar.request('restorePointDiff', { target: config.target, id, stores: config.stores });
     const answer = await vscode.window.showWarningMessage(
@@ -270,13 +347,24 @@ async function restore(ctx: Ctx, arg?: unknown, scopeArg?: Scope, opts?: { confi
   return doRestore(ctx, config, rp, scope);
 }
 
-async function doRestore(ctx: Ctx, config: AgentConfig, rp: RestorePoint, scope: Scope, quiet = false): Promise<ResultOf<'restorePointRestore'>> {
+async function doRestore(ctx: Ctx, config: AgentConfig, rp: RestorePoint, scope: Scope, quiet = false, start?: boolean): Promise<ResultOf<'restorePointRestore'>> {
   const done = ctx.statusBar.setBusy(`Restoring ${rp.label}…`);
   try {
-    const res = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: `Restoring "${rp.label}"…` },
-      (progress) => ctx.sidecar.request('restorePointRestore', { target: config.target, id: rp.id, scope, stores: config.stores }, progressReporter(progress)),
+    const res = await longTask(ctx, config.target, `Restoring "${rp.label}"…`, (progress, token) =>
+      ctx.sidecar.request('restorePointRestore', { target: config.target, id: rp.id, scope, stores: config.stores, ...(start !== undefined ? { start } : {}) }, progressReporter(progress), token),
     );
+    if (res.machineState !== undefined || res.warnings?.length) {
+      const text = vmRestoreOutcome(config.target, rp, res);
+      ctx.output.appendLine(`[extension] ${text}`);
+      if (!quiet) {
+        const show = res.machineState === 'running' ? vscode.window.showInformationMessage : vscode.window.showWarningMessage;
+        void show(text, 'Undo restore').then(async (b) => {
+          if (b) await vscode.commands.executeCommand('agentkeep.restore', res.undo.id, scope, { confirm: false });
+        });
+      }
+      ctx.lastRestoreMessage = text;
+      return res;
+    }
     if (!quiet) {
       void vscode.window.showInformationMessage(`Restored "${rp.label}" (${SCOPE_LABELS[scope]}). ${summarize(res.changes, scope)}`, 'Undo restore').then(async (b) => {
         if (b) await vscode.commands.executeCommand('agentkeep.restore', res.undo.id, scope, { confirm: false });
@@ -350,7 +438,7 @@ async function takeOrReuse(
     const newest = (await ctx.sidecar.request('restorePointList', { target: config.target })).find((r) => r.status !== 'failed');
     const age = newest ? Date.now() - Date.parse(newest.createdAt) : Infinity;
     const covers = newest && config.stores.every((s) => newest.agent.some((a) => a.store === s));
-    if (newest && covers && age >= 0 && age < REUSE_WINDOW_MS) {
+    if (newest && covers && age >= 0 && age < REUSE_WINDOW_MS && !isVmTarget(config.target)) {
       const d = await ctx.sidecar.request('restorePointDiff', { target: config.target, id: newest.id, stores: config.stores });
       if (!d.added.length && !d.removed.length && !d.changed.length && !d.agentChanged.length) {
         ctx.output.appendLine(`[extension] reusing restore point ${newest.id} (${formatAge(newest.createdAt)}, nothing changed since)`);
@@ -433,7 +521,12 @@ async function snapshotAndRun(ctx: Ctx, arg: LensArg, opts: SnapshotAndRunOption
     result.keptPost = await ctx.sidecar.request('restorePointKeep', { target: config.target, id: post.id });
     await afterChange(ctx);
   } else if (decision === 'rollback') {
-    if (!opts.decision) {
+    let start: boolean | undefined;
+    if (!opts.decision && isVmTarget(config.target)) {
+      const answer = await vscode.window.showWarningMessage(vmRollbackQuestion(config.target, rp, 'both'), { modal: true, detail: vmRollbackDetail(config.target, rp) }, ...vmRollbackButtons(rp));
+      if (!answer) return result;
+      start = answer === ROLLBACK_AND_START;
+    } else if (!opts.decision) {
       const changes = await ctx.sidecar.request('restorePointDiff', { target: config.target, id: rp.id, stores: config.stores });
       const answer = await vscode.window.showWarningMessage(
         `Roll back ${shown}: restore "${rp.label}" (${formatAge(rp.createdAt)}), machine + agent state?`,
@@ -443,7 +536,7 @@ async function snapshotAndRun(ctx: Ctx, arg: LensArg, opts: SnapshotAndRunOption
       if (answer !== 'Roll back') return result;
     }
     result.decision = 'rollback';
-    result.restore = await doRestore(ctx, config, rp, 'both');
+    result.restore = await doRestore(ctx, config, rp, 'both', false, start);
   }
   return result;
 }

@@ -1,6 +1,7 @@
 /**
- * Settings and workspace trust. `agentkeep.target`, `agentkeep.stores`, `agentkeep.stateDir` are
- * restricted configurations: in an untrusted workspace VS Code only gives their user-level values.
+ * Settings and workspace trust. `agentkeep.target`, `agentkeep.stores`, `agentkeep.stateDir` and
+ * `agentkeep.proxmox.*` are restricted configurations: in an untrusted workspace VS Code only gives
+ * their user-level values, so a cloned repository cannot redirect snapshots.
  */
 import * as vscode from 'vscode';
 
@@ -14,11 +15,54 @@ export interface AgentConfig {
 /** Read agentkeep.* settings. Returns undefined when no target is configured. */
 export function readAgentConfig(): AgentConfig | undefined {
   const c = vscode.workspace.getConfiguration('agentkeep');
-  const target = (c.get<string>('target') ?? '').trim();
+  const target = (c.get<string>('target') ?? '').trim() || proxmoxTargetFromSettings();
   if (!target) return undefined;
   const stores = (c.get<string[]>('stores') ?? []).map((s) => s.trim()).filter(Boolean);
   const stateDir = (c.get<string>('stateDir') ?? '').trim() || undefined;
   return { target, stores, stateDir };
+}
+
+/** agentkeep.proxmox.* settings (see package.json for their meaning). */
+export interface ProxmoxSettings {
+  host: string;
+  port: number;
+  /** Empty = look the node up (`-` in the target). */
+  node: string;
+  /** 0 = not set. */
+  vmid: number;
+  type: 'qemu' | 'lxc';
+  /** Colon-hex SHA-256 fingerprint of the API certificate, or empty. */
+  fingerprint: string;
+  /** PEM file of the CA, or empty. */
+  caFile: string;
+  /** Tag of agent guests for discovery (default `agent`; empty = every guest). */
+  tag: string;
+}
+
+/** Read agentkeep.proxmox.* (restricted configurations: user-level values only in an untrusted workspace). */
+export function readProxmoxSettings(): ProxmoxSettings {
+  const c = vscode.workspace.getConfiguration('agentkeep.proxmox');
+  const str = (k: string, d = '') => (c.get<string>(k) ?? d).trim();
+  return {
+    host: str('host'),
+    port: c.get<number>('port') || 8006,
+    node: str('node'),
+    vmid: c.get<number>('vmid') || 0,
+    type: c.get<string>('type') === 'lxc' ? 'lxc' : 'qemu',
+    fingerprint: str('fingerprint'),
+    caFile: str('caFile'),
+    tag: str('tag', 'agent'),
+  };
+}
+
+/**
+ * The target built from agentkeep.proxmox.host + vmid: `proxmox://HOST:PORT/NODE/TYPE/VMID` (NODE `-`
+ * when agentkeep.proxmox.node is empty). Empty string when host or vmid is not set.
+ */
+export function proxmoxTargetFromSettings(s: ProxmoxSettings = readProxmoxSettings()): string {
+  if (!s.host || !s.vmid) return '';
+  const host = s.host.includes(':') && !s.host.startsWith('[') ? `[${s.host}]` : s.host; // IPv6
+  return `proxmox://${host}:${s.port}/${s.node || '-'}/${s.type}/${s.vmid}`;
 }
 
 /** agentkeep.stateDir (undefined = the sidecar's default). */

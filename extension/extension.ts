@@ -17,6 +17,7 @@ import { MemoryInspector, registerMemoryCommands, type InspectorRendered, type M
 import { Sidecar } from './sidecar';
 import { AgentStatusBar } from './statusBar';
 import { AgentTreeProvider } from './tree';
+import { canRamState, sidecarEnv, TOKEN_SECRET_KEY } from './proxmox';
 
 /** What activate() returns (for tests and other extensions). */
 export interface AgentKeepApi {
@@ -36,6 +37,12 @@ export interface AgentKeepApi {
   sidecarRunning(): boolean;
   /** Id shown in the details panel, if open. */
   detailsShownId(): string | undefined;
+  /** The sidecar client (tests send requests with a CancellationToken through it). */
+  sidecar: Sidecar;
+  /** Everything written to the AgentKeep output channel since activation (tests check no secret is in it). */
+  outputText(): string;
+  /** The message shown after the last VM rollback (machine state and warnings), or undefined. */
+  lastRestoreMessage(): string | undefined;
   /** Config-file prompts shown so far (file, message, answer, restore point taken). */
   configPrompts(): ConfigPromptRecord[];
   /**
@@ -56,8 +63,9 @@ let ctxRef: Ctx | undefined;
 
 /** VS Code entry point: registers views, commands, CodeLens and the status bar; returns the test API. */
 export function activate(context: vscode.ExtensionContext): AgentKeepApi {
-  const output = vscode.window.createOutputChannel('AgentKeep', { log: true });
-  const sidecar = new Sidecar(context, output, readStateDir, codeLensFilter);
+  const recorded: string[] = [];
+  const output = recordingChannel(vscode.window.createOutputChannel('AgentKeep', { log: true }), recorded);
+  const sidecar = new Sidecar(context, output, readStateDir, codeLensFilter, () => sidecarEnv(context.secrets));
   const tree = new AgentTreeProvider(sidecar);
   const statusBar = new AgentStatusBar(sidecar);
   const details = new DetailsPanel(context, sidecar);
@@ -75,6 +83,7 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
   const applyConfig = async () => {
     const config = readAgentConfig();
     await vscode.commands.executeCommand('setContext', 'agentkeep.configured', !!config);
+    await vscode.commands.executeCommand('setContext', 'agentkeep.ramState', !!config && canRamState(config.target));
     tree.refresh();
     if (config) {
       // An agent is configured: start the sidecar (CodeLens comes from it) and show the status bar.
@@ -88,6 +97,7 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
     vscode.workspace.onDidChangeConfiguration(async (e) => {
       if (!e.affectsConfiguration('agentkeep')) return;
       if (e.affectsConfiguration('agentkeep.stateDir')) await sidecar.restart();
+      else if (e.affectsConfiguration('agentkeep.proxmox.fingerprint') || e.affectsConfiguration('agentkeep.proxmox.caFile')) await sidecar.refreshEnv();
       if (e.affectsConfiguration('agentkeep.codeLens')) await sidecar.pushSettings().catch((err) => output.appendLine(`[extension] codeLens setting: ${String(err)}`));
       await applyConfig();
       void configFiles.refresh();
@@ -97,6 +107,12 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
       void sidecar.pushSettings(); // the sidecar asks the editor to refresh its lenses
       void configFiles.refresh();
       void memory.refresh();
+    }),
+    // the token set or cleared (here or in another window): restart the sidecar with it
+    context.secrets.onDidChange(async (e) => {
+      if (e.key !== TOKEN_SECRET_KEY) return;
+      await sidecar.refreshEnv();
+      tree.refresh();
     }),
     sidecar.onDidChange(() => {
       tree.refresh();
@@ -119,6 +135,9 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
     simulateUntrusted: (v) => setSimulateUntrusted(v),
     sidecarRunning: () => sidecar.running,
     detailsShownId: () => details.shownId,
+    sidecar,
+    outputText: () => recorded.join(''),
+    lastRestoreMessage: () => ctx.lastRestoreMessage,
     configPrompts: () => configFiles.prompts,
     answerConfigPrompts: (answer) => {
       configFiles.answer = answer === null ? undefined : async () => answer;
@@ -128,6 +147,30 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
       memory.onChange = fn ?? undefined;
     },
   };
+}
+
+/**
+ * The output channel, with everything written to it also appended to `sink` (append, appendLine,
+ * replace and the log levels), so tests can check what users would see there.
+ */
+function recordingChannel(channel: vscode.LogOutputChannel, sink: string[]): vscode.LogOutputChannel {
+  const MAX = 2000; // entries kept
+  const keep = (text: string) => {
+    sink.push(text);
+    if (sink.length > MAX) sink.splice(0, sink.length - MAX);
+  };
+  const recordedMethods = new Set(['append', 'appendLine', 'replace', 'trace', 'debug', 'info', 'warn', 'error']);
+  return new Proxy(channel, {
+    get(target, prop, receiver) {
+      const v = Reflect.get(target, prop, receiver) as unknown;
+      if (typeof prop !== 'string' || typeof v !== 'function') return v;
+      if (!recordedMethods.has(prop)) return (v as (...a: unknown[]) => unknown).bind(target);
+      return (...args: unknown[]) => {
+        keep(`${args.map((a) => (a instanceof Error ? (a.stack ?? a.message) : String(a))).join(' ')}\n`);
+        return (v as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
 }
 
 /** VS Code exit point: disposes the views and stops the sidecar (resolves when it has exited). */

@@ -4,7 +4,7 @@
  * AgentKeep JSON-RPC service (agentkeep/* requests from sidecar/protocol).
  */
 import * as vscode from 'vscode';
-import { DidChangeConfigurationNotification, LanguageClient, ResponseError, TransportKind, type NodeModule, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
+import { DidChangeConfigurationNotification, LanguageClient, LSPErrorCodes, ResponseError, TransportKind, type NodeModule, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
 import { isTrusted, type CodeLensFilter } from './config';
 import {
   Methods,
@@ -36,11 +36,27 @@ export class SidecarError extends Error {
 export function toSidecarError(e: unknown): SidecarError {
   if (e instanceof SidecarError) return e;
   if (e instanceof ResponseError) {
+    if (e.code === LSPErrorCodes.RequestCancelled) return new SidecarError('Stopped waiting.', CANCELLED);
     const data = (e.data ?? {}) as { code?: unknown; hint?: unknown };
     return new SidecarError(e.message, typeof data.code === 'string' ? data.code : String(e.code), typeof data.hint === 'string' ? data.hint : undefined);
   }
   const msg = e instanceof Error ? e.message : String(e);
   return new SidecarError(msg, 'internal');
+}
+
+/** Code of the SidecarError a cancelled request rejects with. */
+export const CANCELLED = 'cancelled';
+
+/**
+ * `work`, or a SidecarError `cancelled` as soon as `token` fires: the caller stops waiting at once,
+ * whether or not the sidecar honours $/cancelRequest (the operation itself may go on there).
+ */
+function untilCancelled<T>(work: Promise<T>, token: vscode.CancellationToken | undefined): Promise<T> {
+  if (!token) return work;
+  return new Promise<T>((resolve, reject) => {
+    const sub = token.onCancellationRequested(() => reject(new SidecarError('Stopped waiting.', CANCELLED)));
+    work.then(resolve, reject).finally(() => sub.dispose());
+  });
 }
 
 /** Lazily started sidecar client. `request()` starts it on first use. */
@@ -49,6 +65,9 @@ export class Sidecar implements vscode.Disposable {
   private starting: Promise<LanguageClient> | undefined;
   private readonly progressListeners = new Map<string, (p: ProgressParams) => void>();
   private readonly changedEmitter = new vscode.EventEmitter<ChangedParams>();
+  /** The extra environment the running sidecar got (JSON), to restart only when it changes. */
+  private startedEnv: string | undefined;
+  private envCheck: Promise<void> = Promise.resolve();
   /** Fires on `agentkeep/changed` from the sidecar. */
   readonly onDidChange = this.changedEmitter.event;
 
@@ -57,6 +76,11 @@ export class Sidecar implements vscode.Disposable {
     readonly output: vscode.LogOutputChannel,
     private readonly stateDir: () => string | undefined,
     private readonly codeLensFilter: () => CodeLensFilter,
+    /**
+     * Extra environment of the sidecar process (AGENTKEEP_PVE_TOKEN from SecretStorage,
+     * AGENTKEEP_PVE_FINGERPRINT, AGENTKEEP_PVE_CA), read at each start. Never logged.
+     */
+    private readonly env: () => Promise<Record<string, string>> = async () => ({}),
   ) {}
 
   /** True once the client runs. */
@@ -89,8 +113,11 @@ export class Sidecar implements vscode.Disposable {
     // (Electron run as Node in desktop VS Code) and appends --stdio --clientProcessId=<pid>, so the
     // sidecar exits when the extension host does.
     const args = ['serve', ...(stateDir ? ['--state-dir', stateDir] : [])];
-    const run: NodeModule = { module, args, transport: TransportKind.stdio };
-    const debug: NodeModule = { ...run, options: { execArgv: ['--nolazy', '--inspect=6019'] } };
+    // the extension host's environment plus these (vscode-languageclient merges them over process.env)
+    const env = await this.env();
+    this.startedEnv = JSON.stringify(env);
+    const run: NodeModule = { module, args, transport: TransportKind.stdio, options: { env } };
+    const debug: NodeModule = { ...run, options: { env, execArgv: ['--nolazy', '--inspect=6019'] } };
     const serverOptions: ServerOptions = { run, debug };
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }, { scheme: 'vscode-notebook-cell' }],
@@ -125,7 +152,8 @@ export class Sidecar implements vscode.Disposable {
     }
     try {
       const client = await this.start();
-      const raw = await client.sendRequest(def.method, params, token);
+      // no undefined token argument: vscode-jsonrpc would send [params, null] by position
+      const raw = await untilCancelled(token ? client.sendRequest(def.method, params, token) : client.sendRequest(def.method, params), token);
       const parsed = def.result.safeParse(raw);
       if (!parsed.success) {
         throw new SidecarError(`The sidecar answered ${def.method} with an unexpected shape: ${parsed.error.issues[0]?.message ?? 'invalid'}.`, 'internal', 'Rebuild both halves with `node esbuild.mjs` so the extension and the sidecar use the same protocol.');
@@ -148,11 +176,25 @@ export class Sidecar implements vscode.Disposable {
     await this.client.sendNotification(DidChangeConfigurationNotification.type, { settings: { agentkeep: { codeLens: this.codeLensFilter() } } });
   }
 
-  /** Stop and restart (e.g. when agentkeep.stateDir changes). No-op if never started. */
+  /** Stop and restart (e.g. when agentkeep.stateDir or the Proxmox token changes). No-op if never started. */
   async restart(): Promise<void> {
     if (!this.client && !this.starting) return;
     await this.stop();
     await this.start();
+  }
+
+  /**
+   * Restart a running sidecar when its extra environment changed (Proxmox token set or cleared,
+   * fingerprint or CA setting changed). Calls are serialised; no-op when not running or unchanged.
+   */
+  refreshEnv(): Promise<void> {
+    this.envCheck = this.envCheck.then(async () => {
+      if (!this.client && !this.starting) return;
+      if (JSON.stringify(await this.env()) === this.startedEnv) return;
+      this.output.appendLine('[extension] sidecar environment changed (Proxmox token or TLS settings): restarting the sidecar');
+      await this.restart();
+    });
+    return this.envCheck;
   }
 
   /** Stop the sidecar process. */

@@ -1,28 +1,34 @@
 /**
  * The Agent view (`agentkeep.agent`): agent > Restore points (newest first) and Memory
- * (stores > files with usage > entries). Data comes from the sidecar: agent.status,
+ * (stores > files with usage > entries). A Proxmox agent shows node, vmid, status and lock, its
+ * restore points as the snapshot tree (nested by `parent`, "You are here", RAM-state badges) and
+ * Agents: the guests with agentkeep.proxmox.tag (agent.discover), one click to manage another. Data comes from the sidecar: agent.status,
  * restorePoint.list, memory.list (one call per store, so files group under their store), memory.lint
  * (badges on entries with findings; none when the sidecar has no lint).
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { LintFinding, MemoryFile, RestorePoint, ResultOf } from '../sidecar/protocol';
-import { readAgentConfig, type AgentConfig } from './config';
+import { readAgentConfig, readProxmoxSettings, type AgentConfig } from './config';
 import { displayLabel, entryTitle, formatAge, formatBytes, formatReason, plural, shortReason, targetName } from './format';
 import { findingsFor, lintStores } from './memory';
+import { currentRestorePoint, discoverGuests, explainLock, findGuest, hostOf, proxmoxOf, snapshotTree, withTag, type Guest } from './proxmox';
 import type { Sidecar } from './sidecar';
 import { toSidecarError } from './sidecar';
 
 /** Every node of the Agent tree. `kind` discriminates. */
 export type AgentNode =
-  | { kind: 'agent'; config: AgentConfig; status?: ResultOf<'agentStatus'>; error?: string }
-  | { kind: 'restorePoints'; config: AgentConfig }
-  | { kind: 'restorePoint'; config: AgentConfig; rp: RestorePoint; label: string }
+  | { kind: 'agent'; config: AgentConfig; status?: ResultOf<'agentStatus'>; error?: string; guest?: Guest; guests?: Guest[]; guestError?: string; guestErrorCode?: string }
+  | { kind: 'restorePoints'; config: AgentConfig; guest?: Guest }
+  | { kind: 'restorePoint'; config: AgentConfig; rp: RestorePoint; label: string; children?: AgentNode[] }
+  | { kind: 'here'; guest?: Guest }
+  | { kind: 'guests'; host: string; guests: Guest[]; tag: string; current: string }
+  | { kind: 'guest'; guest: Guest; current: boolean }
   | { kind: 'memory'; config: AgentConfig }
   | { kind: 'store'; config: AgentConfig; store: string }
   | { kind: 'memoryFile'; store: string; file: MemoryFile }
   | { kind: 'entry'; store: string; file: MemoryFile; text: string; id: string }
-  | { kind: 'message'; label: string; detail?: string; icon?: string };
+  | { kind: 'message'; label: string; detail?: string; icon?: string; command?: vscode.Command };
 
 /** Tree data provider of the Agent view. Caches the last lists so tests can read what is shown. */
 export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
@@ -36,6 +42,10 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
   findings: LintFinding[] = [];
   /** Why there are no findings (lint unavailable or failed), if so. */
   lintNote: string | undefined;
+  /** Proxmox targets: the guest as agent.discover last reported it (node, vmid, status, lock). */
+  lastGuest: Guest | undefined;
+  /** Proxmox targets: the fleet last listed (guests with agentkeep.proxmox.tag). */
+  lastGuests: Guest[] = [];
 
   constructor(private readonly sidecar: Sidecar) {}
 
@@ -55,6 +65,8 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
           item.description = 'sidecar error';
           item.iconPath = new vscode.ThemeIcon('error');
           item.tooltip = n.error;
+        } else if (n.guest || proxmoxOf(n.config.target)) {
+          return this.guestAgentItem(item, n);
         } else if (s) {
           item.description = `${s.reachable ? 'reachable' : 'unreachable'} · ${s.backend}`;
           item.iconPath = new vscode.ThemeIcon(s.reachable ? 'vm-active' : 'vm-outline');
@@ -79,15 +91,44 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
       }
       case 'restorePoint': {
         const rp = n.rp;
-        const item = new vscode.TreeItem(n.label, vscode.TreeItemCollapsibleState.None);
+        const item = new vscode.TreeItem(n.label, n.children?.length ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
         item.id = `rp:${rp.id}`;
         const reason = shortReason(rp);
-        item.description = [formatAge(rp.createdAt), reason].filter(Boolean).join(' · ');
+        // RAM-state badge: "RAM" first in the description, the chip icon (a rollback resumes the VM)
+        item.description = [rp.machine.vmstate ? 'RAM' : '', formatAge(rp.createdAt), reason].filter(Boolean).join(' · ');
         item.contextValue = `restorePoint.${rp.status}.${rp.kind}`; // e.g. restorePoint.ready.pre (package.json menus match on it)
-        item.iconPath = new vscode.ThemeIcon(rpIcon(rp));
+        item.iconPath = new vscode.ThemeIcon(rp.machine.vmstate && (rp.status === 'ready' || rp.status === 'kept') ? 'chip' : rpIcon(rp));
         item.tooltip = rpTooltip(rp);
         item.command = { command: 'agentkeep.showDetails', title: 'Show details', arguments: [rp.id] };
         item.accessibilityInformation = { label: `Restore point ${n.label}, ${item.description}, ${rp.status}` };
+        return item;
+      }
+      case 'here': {
+        const item = new vscode.TreeItem('You are here', vscode.TreeItemCollapsibleState.None);
+        item.id = 'here';
+        const g = n.guest;
+        item.description = g ? `${g.type === 'lxc' ? 'container' : 'VM'} ${g.status}${g.lock ? ` · locked (${g.lock})` : ''}` : 'now';
+        item.iconPath = new vscode.ThemeIcon('location');
+        item.tooltip = 'The current state of the guest (Proxmox "NOW"): changes since the restore point above are not in any snapshot yet.';
+        return item;
+      }
+      case 'guests': {
+        const item = new vscode.TreeItem('Agents', vscode.TreeItemCollapsibleState.Expanded);
+        item.id = `guests:${n.host}`;
+        item.description = `${n.guests.length} on ${n.host.replace(/^proxmox:\/\//, '')}${n.tag ? ` · tag ${n.tag}` : ''}`;
+        item.iconPath = new vscode.ThemeIcon('server-environment');
+        item.tooltip = `Guests tagged "${n.tag}" that the API token can see, on every node. Click one to manage it in this window.`;
+        return item;
+      }
+      case 'guest': {
+        const g = n.guest;
+        const item = new vscode.TreeItem(g.name ?? `${g.type} ${g.vmid}`, vscode.TreeItemCollapsibleState.None);
+        item.id = `guest:${g.target}`;
+        item.description = `${g.vmid} · ${g.node} · ${g.status}${g.lock ? ` · locked (${g.lock})` : ''}${n.current ? ' · this window' : ''}`;
+        item.iconPath = g.lock ? new vscode.ThemeIcon('warning', new vscode.ThemeColor('list.warningForeground')) : new vscode.ThemeIcon(n.current ? 'pass-filled' : g.type === 'lxc' ? 'package' : 'vm');
+        item.contextValue = n.current ? 'guest.current' : 'guest';
+        item.tooltip = guestTooltip(g);
+        if (!n.current) item.command = { command: 'agentkeep.chooseAgent', title: 'Manage this agent', arguments: [g.target] };
         return item;
       }
       case 'memory': {
@@ -142,19 +183,61 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         const item = new vscode.TreeItem(n.label, vscode.TreeItemCollapsibleState.None);
         item.tooltip = n.detail ?? n.label;
         item.iconPath = new vscode.ThemeIcon(n.icon ?? 'info');
+        item.command = n.command;
         return item;
       }
     }
+  }
+
+  /** The agent item of a Proxmox target: guest name, `node · vmid · status`, lock as a warning. */
+  private guestAgentItem(item: vscode.TreeItem, n: Extract<AgentNode, { kind: 'agent' }>): vscode.TreeItem {
+    const pve = proxmoxOf(n.config.target)!;
+    const g = n.guest;
+    const kind = pve.type === 'lxc' ? 'container' : 'VM';
+    item.label = g?.name ?? `${kind} ${pve.vmid}`;
+    item.contextValue = `agent.proxmox.${pve.type}`;
+    const reachable = n.status?.reachable !== false;
+    const state = g ? g.status : reachable ? 'unknown state' : 'unreachable';
+    item.description = `${g?.node ?? pve.node} · ${pve.vmid} · ${state}${g?.lock ? ` · locked (${g.lock})` : ''}`;
+    item.iconPath = g?.lock
+      ? new vscode.ThemeIcon('warning', new vscode.ThemeColor('list.warningForeground'))
+      : new vscode.ThemeIcon(!reachable || !g ? 'vm-outline' : g.status === 'running' ? 'vm-running' : 'vm');
+    const md = new vscode.MarkdownString(undefined, true);
+    md.appendMarkdown(`**Target** \`${n.config.target}\`\n\n`);
+    md.appendMarkdown(`Proxmox ${kind} ${pve.vmid} on node \`${g?.node ?? pve.node}\` (${pve.host}:${pve.port})\n\n`);
+    if (g) md.appendMarkdown(`Status: ${g.status}\n\n`);
+    if (g?.lock) md.appendMarkdown(`$(warning) Locked: \`${g.lock}\`. ${explainLock(g.lock, pve)}\n\n`);
+    if (!reachable) md.appendMarkdown(`Not reachable: ${n.status?.message ?? ''}\n\n`);
+    if (n.guestError) md.appendMarkdown(`Guest list failed: ${n.guestError}\n\n`);
+    else if (!g) md.appendMarkdown('The token cannot see this guest in /cluster/resources (check the VMID and the token\'s VM.Audit permission).\n\n');
+    if (n.status) md.appendMarkdown(`Restore points: ${n.status.restorePoints} · Sidecar ${n.status.version}`);
+    item.tooltip = md;
+    return item;
   }
 
   async getChildren(n?: AgentNode): Promise<AgentNode[]> {
     if (!n) {
       const config = readAgentConfig();
       if (!config) return []; // the welcome view shows
+      const pve = proxmoxOf(config.target);
+      // Proxmox: node, vmid, status, lock and the fleet come from one agent.discover (every guest)
+      const discovery = pve
+        ? discoverGuests(this.sidecar, config.target, '').then(
+            (g) => ({ guests: g, error: undefined, code: undefined }),
+            (e) => {
+              const err = toSidecarError(e);
+              return { guests: [] as Guest[], error: err.full(), code: err.code };
+            },
+          )
+        : undefined;
       try {
         const status = await this.sidecar.request('agentStatus', { target: config.target, stores: config.stores });
         this.lastStatus = status;
-        return [{ kind: 'agent', config, status }];
+        const d = await discovery;
+        if (!pve || !d) return [{ kind: 'agent', config, status }];
+        this.lastGuest = findGuest(d.guests, pve);
+        this.lastGuests = withTag(d.guests, readProxmoxSettings().tag);
+        return [{ kind: 'agent', config, status, guest: this.lastGuest, guests: d.guests, guestError: d.error, guestErrorCode: d.code }];
       } catch (e) {
         return [{ kind: 'agent', config, error: toSidecarError(e).full() }];
       }
@@ -162,6 +245,20 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
     switch (n.kind) {
       case 'agent':
         if (n.error) return [{ kind: 'message', label: n.error, icon: 'error' }];
+        if (n.guests) {
+          const pve = proxmoxOf(n.config.target)!;
+          const tag = readProxmoxSettings().tag;
+          return [
+            ...(n.guestErrorCode === 'auth_failed'
+              ? [{ kind: 'message' as const, label: 'Proxmox refused the credentials: set the API token…', detail: n.guestError, icon: 'key', command: { command: 'agentkeep.setProxmoxToken', title: 'Set Proxmox API Token' } }]
+              : n.guestError
+                ? [{ kind: 'message' as const, label: n.guestError, icon: 'error' }]
+                : []),
+            { kind: 'restorePoints', config: n.config, guest: n.guest },
+            { kind: 'memory', config: n.config },
+            { kind: 'guests', host: hostOf(pve), guests: withTag(n.guests, tag), tag, current: n.config.target },
+          ];
+        }
         return [
           { kind: 'restorePoints', config: n.config },
           { kind: 'memory', config: n.config },
@@ -172,6 +269,7 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
           this.lastRestorePoints = rps;
           if (!rps.length) return [{ kind: 'message', label: 'No restore points yet', detail: 'Use "Snapshot & run" above a risky command, or Create Restore Point.' }];
           const byId = new Map(rps.map((r) => [r.id, r.label]));
+          if (proxmoxOf(n.config.target)) return snapshotNodes(n.config, rps, byId, n.guest);
           return rps.map((rp) => ({ kind: 'restorePoint', config: n.config, rp, label: displayLabel(rp, byId) }));
         } catch (e) {
           return [{ kind: 'message', label: toSidecarError(e).full(), icon: 'error' }];
@@ -193,10 +291,44 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         }
       case 'memoryFile':
         return n.file.entries.map((e) => ({ kind: 'entry', store: n.store, file: n.file, text: e.text, id: e.id }));
+      case 'restorePoint':
+        return n.children ?? [];
+      case 'guests':
+        if (!n.guests.length) return [{ kind: 'message', label: n.tag ? `No guest tagged "${n.tag}"` : 'No guest visible', detail: 'Tag the agent guests in Proxmox (Options > Tags) or change agentkeep.proxmox.tag.' }];
+        return n.guests.map((guest) => ({ kind: 'guest', guest, current: guest.target === n.current || (proxmoxOf(n.current)?.vmid === guest.vmid && proxmoxOf(n.current)?.host === proxmoxOf(guest.target)?.host) }));
       default:
         return [];
     }
   }
+}
+
+/**
+ * The Proxmox snapshot tree as nodes: restore points nested by `parent` (oldest first, as the
+ * Snapshots tab shows them), with "You are here" under the restore point the guest sits on.
+ */
+function snapshotNodes(config: AgentConfig, rps: RestorePoint[], byId: ReadonlyMap<string, string>, guest: Guest | undefined): AgentNode[] {
+  const tree = snapshotTree(rps);
+  const here = currentRestorePoint(rps);
+  const build = (key: string | undefined): AgentNode[] => {
+    const nodes: AgentNode[] = (tree.get(key) ?? []).map((rp) => {
+      const children = build(rp.id);
+      return { kind: 'restorePoint', config, rp, label: displayLabel(rp, byId), children: children.length ? children : undefined };
+    });
+    if (here?.id === key || (key === undefined && !here)) nodes.push({ kind: 'here', guest });
+    return nodes;
+  };
+  return build(undefined);
+}
+
+/** Tooltip of a guest: name, type, node, vmid, status, lock explained, tags. */
+function guestTooltip(g: Guest): vscode.MarkdownString {
+  const md = new vscode.MarkdownString(undefined, true);
+  md.appendMarkdown(`**${escapeMd(g.name ?? `${g.type} ${g.vmid}`)}** (${g.type === 'lxc' ? 'container' : 'VM'})\n\n`);
+  md.appendMarkdown(`Node \`${g.node}\` · VMID ${g.vmid} · ${g.status}\n\n`);
+  if (g.lock) md.appendMarkdown(`$(warning) Locked: \`${g.lock}\`. ${explainLock(g.lock, { type: g.type, vmid: g.vmid })}\n\n`);
+  if (g.tags.length) md.appendMarkdown(`Tags: ${g.tags.map((t) => `\`${t}\``).join(', ')}\n\n`);
+  md.appendMarkdown(`\`${g.target}\``);
+  return md;
 }
 
 function rpIcon(rp: RestorePoint): string {
@@ -214,7 +346,14 @@ export function rpTooltip(rp: RestorePoint): vscode.MarkdownString {
   md.appendMarkdown(`${new Date(rp.createdAt).toLocaleString()} (${formatAge(rp.createdAt)}) · ${rp.kind} · ${rp.status}\n\n`);
   const reason = formatReason(rp);
   if (reason) md.appendMarkdown(`Reason: ${reason}\n\n`);
-  md.appendMarkdown(`Machine (${rp.machine.backend}): ${rp.machine.files} entries, ${formatBytes(rp.machine.bytes)}, ${formatBytes(rp.machine.newBytes)} new, ${Math.round(rp.machine.durationMs)} ms\n\n`);
+  if (rp.machine.snapname !== undefined || rp.machine.vmstate !== undefined) {
+    const m = rp.machine;
+    md.appendMarkdown(`Machine (${m.backend}): snapshot \`${m.snapname ?? rp.id}\`${m.parent ? ` (parent \`${m.parent}\`)` : ''}, ${Math.round(m.durationMs)} ms\n\n`);
+    md.appendMarkdown(m.vmstate ? '$(chip) **RAM state**: a rollback resumes the VM where it was.\n\n' : 'Disk only (no RAM state): after a rollback the VM is stopped unless you choose to start it.\n\n');
+    for (const w of m.warnings ?? []) md.appendMarkdown(`$(warning) ${escapeMd(w)}\n\n`);
+  } else {
+    md.appendMarkdown(`Machine (${rp.machine.backend}): ${rp.machine.files} entries, ${formatBytes(rp.machine.bytes)}, ${formatBytes(rp.machine.newBytes)} new, ${Math.round(rp.machine.durationMs)} ms\n\n`);
+  }
   const agentFiles = rp.agent.reduce((a, c) => a + c.files.length, 0);
   if (rp.agent.length) md.appendMarkdown(`Agent state: ${agentFiles} files from ${rp.agent.map((a) => `\`${a.store}\``).join(', ')}\n\n`);
   md.appendMarkdown(`\`${rp.id}\``);

@@ -5,12 +5,15 @@
  * then the notification: Compare opens the multi-file diff of pre vs post, then Keep), opens the
  * Agent view (restore point and memory rows), hovers the status bar item, restores through the
  * status bar (quick pick > scope > confirmation > restore), opens the details webview, the memory
- * inspector (its list, then the detail pane of an entry with provenance), and finally
- * opens a folder without an agent: welcome view > "Set up demo agent". Every step asserts that its element is
+ * inspector (its list, the detail pane of an entry with provenance, inline edit, an empty search), and finally
+ * opens a folder without an agent: welcome view > "Set up demo agent", and last a Proxmox VE agent
+ * against the contract simulator (token typed into "Set Proxmox API Token", restore points with and
+ * without RAM state, the fleet). Every step asserts that its element is
  * there and takes a screenshot into test-results/screenshots/ (agent-view.png, codelens.png,
  * keep-or-rollback.png, compare.png, statusbar.png, restore-quickpick.png, restore-scope.png,
  * restore-confirm.png, after-restore.png,
- * details.png, memory-inspector.png, memory-detail.png, memory-edit.png, memory-empty-search.png, welcome.png);
+ * details.png, memory-inspector.png, memory-detail.png, memory-edit.png, memory-empty-search.png,
+ * welcome.png, agent-view-proxmox.png, restore-confirm-proxmox.png, after-rollback-proxmox.png);
  * on failure, failure.png. Exit code 0 = all present.
  *
  * Usage: npx tsx scripts/test-e2e.ts (after `node esbuild.mjs` and scripts/setup-host.sh;
@@ -23,6 +26,7 @@ import * as path from 'node:path';
 import { chromium, type Page } from 'playwright-core';
 import { createDemoAgent } from '../extension/demo';
 import { writeDemoSessionHistory } from './lib/demoHistory';
+import { PveSim } from '../test/pve-sim/server';
 import { CHROMIUM, CHROMIUM_ARGS, checkHost, checkSidecar, freePort, installExtensionCopy, onExit, REPO, startCodeServer, type CodeServer, runMain } from './lib/host';
 
 const SHOTS = path.resolve(process.env.SHOTS ?? path.join(REPO, 'test-results', 'screenshots'));
@@ -48,12 +52,42 @@ async function expectVisible(page: Page, selector: string, what: string, opts: {
   return loc;
 }
 
-/** Run a command from the command palette (F1) by its title. */
-async function runCommand(page: Page, title: string): Promise<void> {
+/** Widen the side bar so the rows' descriptions (age, reason, usage) fit in the screenshots. */
+async function widenSidebar(page: Page): Promise<void> {
+  const sidebar = await page.locator('.part.sidebar').first().boundingBox();
+  const sashes = await page.locator('.monaco-sash.vertical').all();
+  let box: { x: number; y: number; width: number; height: number } | null = null;
+  for (const sh of sashes) {
+    const b = await sh.boundingBox();
+    if (b && sidebar && Math.abs(b.x + b.width / 2 - (sidebar.x + sidebar.width)) < 6 && b.height > 200) box = b;
+  }
+  if (box) {
+    await page.mouse.move(box.x + box.width / 2, 430);
+    await page.mouse.down();
+    await page.mouse.move(620, 430, { steps: 5 });
+    await page.mouse.up();
+    await page.mouse.move(1000, 300);
+    await page.waitForTimeout(800);
+  }
+}
+
+/** Run a command from the command palette (F1): type `title`, click the row that names it (and not `unlike`). */
+async function runCommand(page: Page, title: string, unlike?: RegExp): Promise<void> {
+  await page.locator('.part.editor').first().click({ position: { x: 300, y: 300 } }).catch(() => undefined); // focus the workbench
   await page.keyboard.press('F1');
   await expectVisible(page, '.quick-input-widget input', 'The command palette');
   await page.keyboard.type(title);
-  await expectVisible(page, '.quick-input-widget .monaco-list-row', `The "${title}" command`, { hasText: title.replace(/^.*?: /, '') });
+  await expectVisible(page, '.quick-input-widget .monaco-list-row', `The "${title}" command`, { hasText: title.replace(/^AgentKeep: /, '') });
+  let row = page.locator('.quick-input-widget .monaco-list-row', { hasText: title.replace(/^AgentKeep: /, '') });
+  if (unlike) row = row.filter({ hasNotText: unlike });
+  await row.first().click();
+}
+
+/** Answer the "Create restore point" label input with `label`. */
+async function typeLabel(page: Page, label: string): Promise<void> {
+  await expectVisible(page, '.quick-input-widget', 'The label input', { hasText: 'A label to recognise' });
+  await page.keyboard.press('Control+A');
+  await page.keyboard.type(label);
   await page.keyboard.press('Enter');
 }
 
@@ -118,6 +152,79 @@ async function memoryInspector(page: Page): Promise<void> {
   checks++;
   await shot(page, 'memory-empty-search.png');
   for (let i = 0; i < 'no-such-memory-xyz'.length; i++) await page.keyboard.press('Backspace');
+}
+
+/**
+ * A Proxmox VE agent against the contract simulator (test/pve-sim, pinned self-signed certificate):
+ * settings in the folder's .vscode/settings.json, the token typed into "Set Proxmox API Token", a
+ * restore point with RAM state and a disk-only one taken from the command palette, the fleet expanded;
+ * screenshot agent-view-proxmox.png.
+ */
+async function proxmoxScenario(page: Page, cs: CodeServer, tmp: string): Promise<void> {
+  const tokenId = 'agent@pve!agentkeep';
+  const secret = `e2e-${Date.now().toString(36)}`;
+  const sim = new PveSim({ token: { id: tokenId, secret }, nodes: ['pve1', 'pve2'] });
+  sim.addGuest({ vmid: 101, name: 'hermes-agent', tags: ['agent'], running: true });
+  sim.addGuest({ vmid: 102, node: 'pve2', name: 'research-agent', tags: ['agent'], running: false });
+  sim.addGuest({ vmid: 103, node: 'pve2', name: 'mail-agent', tags: ['agent'], running: true, lock: 'backup' });
+  sim.addGuest({ vmid: 110, name: 'database', tags: [], running: true });
+  await sim.start();
+  try {
+    const folder = path.join(tmp, 'pve-agent');
+    fs.mkdirSync(path.join(folder, '.vscode'), { recursive: true });
+    const settings = {
+      'agentkeep.proxmox.host': '127.0.0.1',
+      'agentkeep.proxmox.port': sim.port,
+      'agentkeep.proxmox.node': 'pve1',
+      'agentkeep.proxmox.vmid': 101,
+      'agentkeep.proxmox.fingerprint': sim.cert.fingerprint,
+    };
+    fs.writeFileSync(path.join(folder, '.vscode', 'settings.json'), JSON.stringify(settings, null, 2));
+    await page.goto(`${cs.url}/?folder=${encodeURIComponent(folder)}`);
+    await expectVisible(page, '.monaco-workbench', 'The VS Code workbench (Proxmox agent)', { timeout: 60000 });
+    await page.locator('.activitybar [aria-label^="Agent"]').first().click({ timeout: 30000 }).catch(() => undefined);
+    // no token yet: the view offers "set the API token…" (it runs AgentKeep: Set Proxmox API Token)
+    const setToken = await expectVisible(page, '.monaco-list-row', 'The "set the API token" row', { hasText: 'set the API token', timeout: 60000 });
+    await setToken.click();
+    await expectVisible(page, '.quick-input-widget input[type="password"]', 'The password input for the token');
+    await page.keyboard.type(`${tokenId}=${secret}`);
+    await page.keyboard.press('Enter');
+    await expectVisible(page, '.monaco-list-row', 'The guest row (node · vmid · status)', { hasText: 'pve1 · 101 · running', timeout: 60000 });
+    step('Proxmox guest shown after Set Proxmox API Token');
+
+    await runCommand(page, 'AgentKeep: Create Restore Point with RAM State');
+    await typeLabel(page, 'before hermes update');
+    await expectVisible(page, '.monaco-list-row', 'The restore point with the RAM badge', { hasText: /before hermes update.*RAM/, timeout: 60000 });
+    await runCommand(page, 'AgentKeep: Create Restore Point', /RAM/);
+    await typeLabel(page, 'after hermes update');
+    await expectVisible(page, '.quick-input-widget .monaco-list-row', 'The RAM state choice', { hasText: 'Take restore point with RAM state' });
+    await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Disk only' }).first().click();
+    await expectVisible(page, '.monaco-list-row', 'The disk-only restore point', { hasText: 'after hermes update', timeout: 60000 });
+    await expectVisible(page, '.monaco-list-row', 'You are here', { hasText: 'You are here' });
+    await expectVisible(page, '.monaco-list-row', 'A locked guest of the fleet', { hasText: 'locked (backup)' });
+    await widenSidebar(page);
+    await page.mouse.move(1000, 700);
+    await page.waitForTimeout(500);
+    await shot(page, 'agent-view-proxmox.png');
+    if (sim.requests.some((q) => q.method === 'POST' && q.path.endsWith('/snapshot') && q.params.vmstate === '1') === false) throw new Error('No snapshot with vmstate=1 reached the simulator.');
+
+    // Roll back to the disk-only restore point: the confirmation warns, then the VM stays stopped and the UI says so.
+    await runCommand(page, 'AgentKeep: Restore…');
+    await (await expectVisible(page, '.quick-input-widget .monaco-list-row', 'The disk-only restore point in the quick pick', { hasText: 'after hermes update' })).click();
+    await (await expectVisible(page, '.quick-input-widget .monaco-list-row', 'The scope "Machine only"', { hasText: 'Machine only' })).click();
+    await expectVisible(page, '.monaco-dialog-box', 'The hard-stop warning', { hasText: 'hard-stopped' });
+    await expectVisible(page, '.monaco-dialog-box', 'The outside-world warning', { hasText: 'do not undo the outside world' });
+    await expectVisible(page, '.monaco-dialog-box .monaco-button', 'The "Roll back and start VM" button', { hasText: 'Roll back and start VM' });
+    await shot(page, 'restore-confirm-proxmox.png');
+    await page.locator('.monaco-dialog-box .monaco-button', { hasText: /^Roll back$/ }).first().click();
+    await expectVisible(page, '.notification-toast', 'The "VM is stopped" notification', { hasText: 'The VM is stopped', timeout: 60000 });
+    await expectVisible(page, '.monaco-list-row', 'The stopped guest', { hasText: 'pve1 · 101 · stopped' });
+    if (sim.guests.get(101)?.running !== false) throw new Error('The simulated VM runs after a rollback to a snapshot without RAM state.');
+    await page.mouse.move(1000, 300);
+    await shot(page, 'after-rollback-proxmox.png');
+  } finally {
+    await sim.stop();
+  }
 }
 
 async function main(): Promise<number> {
@@ -222,22 +329,7 @@ async function main(): Promise<number> {
     // The Agent view.
     await page.locator('.activitybar [aria-label^="Agent"]').first().click({ timeout: 15000 });
     await expectVisible(page, '.monaco-list-row', 'The agent row', { hasText: 'agent-home' });
-    // Widen the side bar so the rows' descriptions (age, reason, usage) fit in the screenshots.
-    const sidebar = await page.locator('.part.sidebar').first().boundingBox();
-    const sashes = await page.locator('.monaco-sash.vertical').all();
-    let box: { x: number; y: number; width: number; height: number } | null = null;
-    for (const sh of sashes) {
-      const b = await sh.boundingBox();
-      if (b && sidebar && Math.abs(b.x + b.width / 2 - (sidebar.x + sidebar.width)) < 6 && b.height > 200) box = b;
-    }
-    if (box) {
-      await page.mouse.move(box.x + box.width / 2, 430);
-      await page.mouse.down();
-      await page.mouse.move(620, 430, { steps: 5 });
-      await page.mouse.up();
-      await page.mouse.move(1000, 300);
-      await page.waitForTimeout(800);
-    }
+    await widenSidebar(page);
     await expectVisible(page, '.monaco-list-row', 'The restore point row', { hasText: 'npm install --no-audit --no-fund left-pad@1.3.0' });
     await expectVisible(page, '.monaco-list-row', 'The post restore point row', { hasText: 'after: npm install --no-audit --no-fund left-pad@1.3.0' });
     await expectVisible(page, '.monaco-list-row', 'The MEMORY.md row', { hasText: 'MEMORY.md' });
@@ -300,6 +392,8 @@ async function main(): Promise<number> {
     await expectVisible(page, '.monaco-list-row', 'The new demo agent in the Agent view', { hasText: 'No restore points yet', timeout: 60000 });
     await expectVisible(page, '.statusbar-item', 'The status bar item of the new demo agent', { hasText: 'no restore point' });
     step('welcome view: Set up demo agent opened the demo');
+
+    await proxmoxScenario(page, cs, tmp);
 
     ok = true;
     step('e2e passed');

@@ -61,8 +61,10 @@ export function pruneReport(r: { deleted: Array<{ id: string; reason: string }>;
 export function createdLine(rp: RestorePoint): string {
   const m = rp.machine;
   const agent = rp.agent.reduce((n, a) => n + a.files.length, 0);
+  // A hypervisor snapshot (Proxmox) has no file counts: name it instead (warnings follow as Note lines).
+  const what = m.snapname ? `snapshot ${m.snapname}${m.vmstate ? ' with RAM state' : ''}` : `${m.files} entries, ${size(m.bytes)} (${size(m.newBytes)} new)`;
   return (
-    `Created restore point ${rp.id} "${rp.label}": ${m.files} entries, ${size(m.bytes)} (${size(m.newBytes)} new) in ${Math.round(m.durationMs)} ms` +
+    `Created restore point ${rp.id} "${rp.label}": ${what} in ${Math.round(m.durationMs)} ms` +
     (rp.agent.length ? `; agent state: ${agent} files from ${rp.agent.length} store(s)` : '')
   );
 }

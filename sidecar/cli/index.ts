@@ -2,12 +2,13 @@
  * The `agentkeep` command line (commander). Same core as the servers, no RPC.
  *
  *     agentkeep --version
- *     agentkeep restore-point create --target T [--label TEXT] [--store S ...] [--important] [--json]
+ *     agentkeep restore-point create --target T [--label TEXT] [--store S ...] [--important] [--vmstate] [--json]
  *     agentkeep restore-point list --target T [--json]
- *     agentkeep restore-point restore ID --target T --scope machine|agent|both [--store S ...] [--yes] [--json]
+ *     agentkeep restore-point restore ID --target T --scope machine|agent|both [--store S ...] [--start] [--yes] [--json]
  *     agentkeep restore-point delete ID --target T [--yes] [--json]
  *     agentkeep restore-point prune --target T [--dry-run] [--keep N] [--keep-important N] [--json]
  *     agentkeep memory list --store S [--store S ...] [--json]
+ *     agentkeep agent discover --target proxmox://HOST[:PORT] [--tag agent] [--json]
  *     agentkeep memory show --store S [--store S ...] --entry ID [--json]
  *     agentkeep memory edit --store S --entry ID --text TEXT [--expected-hash H] [--json]
  *     agentkeep memory remove --store S --entry ID [--expected-hash H] [--json]
@@ -23,6 +24,7 @@
  * naming the problem and the fix; with --json also `{"error":{code,message,hint}}` on stdout.
  * Exit codes: 0 ok, 1 failure, 2 usage error (unknown command/option, missing or bad argument).
  */
+import { formatFindings } from '../memory/lint/format';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline/promises';
@@ -96,6 +98,10 @@ function coreOpts(cmd: Command): CoreOptions {
   return { stateDir: g.stateDir ?? process.env.AGENTKEEP_STATE_DIR ?? undefined };
 }
 
+/** What a VM rollback does, shown before and after it. */
+const VM_RESTORE_NOTE =
+  'A running VM is hard-stopped by the rollback (unsaved work in it is lost); without RAM state it stays stopped unless --start.\nA snapshot does not undo what the agent did outside the machine (messages sent, remote pushes, API calls).';
+
 function printJson(ctx: Ctx, v: unknown): void {
   ctx.io.out(JSON.stringify(v, null, 2));
 }
@@ -142,13 +148,14 @@ function program(ctx: Ctx): Command {
     .option('--label <text>', 'a label for the restore point')
     .option('--store <store>', 'memory store whose agent state is captured, e.g. hermes:/home/me/.hermes (repeatable; default: the Hermes homes found in the target)', collect, [])
     .option('--important', 'mark it important (retention keeps the newest 10 important restore points)')
+    .option('--vmstate', 'VM targets: include the RAM state (a rollback resumes the VM where it was)')
     .option('--json', 'print the restore point as JSON')
-    .action(async (o: { target: string; label?: string; store: string[]; important?: boolean }, cmd: Command) => {
+    .action(async (o: { target: string; label?: string; store: string[]; important?: boolean; vmstate?: boolean }, cmd: Command) => {
       const asJson = json(cmd);
       const guard = guardSignals('create', ctx.io, cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir)));
       let rpnt;
       try {
-        rpnt = await ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal }).createRestorePoint({ target: o.target, label: o.label, stores: o.store.length ? o.store : undefined, kind: 'manual', ...(o.important ? { important: true } : {}) });
+        rpnt = await ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal }).createRestorePoint({ target: o.target, label: o.label, stores: o.store.length ? o.store : undefined, kind: 'manual', ...(o.important ? { important: true } : {}), ...(o.vmstate ? { vmstate: true } : {}) });
       } finally {
         guard.dispose();
       }
@@ -157,6 +164,7 @@ function program(ctx: Ctx): Command {
         ctx.io.out(createdLine(rpnt));
         const n = rpnt.machine.skipped ?? 0;
         if (n) ctx.io.out(`Skipped ${n} socket/FIFO/device ${n === 1 ? 'entry' : 'entries'} (not captured; see docs/dir-backend.md).`);
+        for (const w of rpnt.machine.warnings ?? []) ctx.io.out(`Note: ${w}`);
       }
     });
 
@@ -177,15 +185,17 @@ function program(ctx: Ctx): Command {
     .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
     .addOption(new Option('--scope <scope>', 'what to put back').choices(['machine', 'agent', 'both']))
     .option('--store <store>', 'memory store (repeatable); default: the stores captured in the restore point', collect, [])
+    .option('--start', 'VM targets: start the guest after rolling back to a snapshot without RAM state (Proxmox: needs VM.PowerMgmt)')
     .option('--yes', 'do not ask for confirmation')
     .option('--json', 'print the result as JSON')
-    .action(async (id: string, o: { target: string; scope: 'machine' | 'agent' | 'both'; store: string[]; yes?: boolean }, cmd: Command) => {
+    .action(async (id: string, o: { target: string; scope: 'machine' | 'agent' | 'both'; store: string[]; start?: boolean; yes?: boolean }, cmd: Command) => {
       if (!o.scope) {
         throw new UsageError('InvalidParams', 'restore needs --scope.', 'Choose --scope both (files and agent memory), machine (files, keeping the current memory) or agent (memory only).');
       }
       const asJson = json(cmd);
       const c = core(cmd);
       const stores = o.store.length ? o.store : undefined;
+      const pve = /^proxmox:/i.test(o.target.trim()) && o.scope !== 'agent'; // a Proxmox rollback: say what it does to the guest
       if (!o.yes) {
         if (!ctx.io.isTTY) {
           throw new AgentKeepError(
@@ -194,11 +204,19 @@ function program(ctx: Ctx): Command {
             'Pass --yes (the current state is captured first, so the restore can be undone).',
           );
         }
-        const diff = await c.diffRestorePoint({ target: o.target, id, stores });
-        // what a restore loses: memory entries learned since (scopes agent/both) and the outside-world actions since
-        const memDiff = await c.diffMemory({ target: o.target, from: id, ...(stores ? { stores } : {}) }).catch(() => undefined);
-        const lost = memDiff ? restoreLossText(memDiff, o.scope) : '';
-        ctx.io.err(`Restoring ${id} (scope ${o.scope}) on ${o.target}:\n${changeSummary(diff, true, o.scope)}${lost ? `\n${lost}` : ''}\nThe current state is captured first, so this can be undone.`);
+        if (pve) ctx.io.err(`Rolling back ${o.target} to ${id}:\n${VM_RESTORE_NOTE}\nThe current state is snapshotted first, so this can be undone.`);
+        else {
+          // VM backends (qemu) have no file list: their snapshots are whole-VM.
+          const diff = await c.diffRestorePoint({ target: o.target, id, stores }).catch((e: unknown) => {
+            if (e instanceof AgentKeepError && e.kind === 'Unsupported') return undefined;
+            throw e;
+          });
+          const what = diff ? changeSummary(diff, true, o.scope) : '  The whole VM (disks and RAM) goes back to the restore point.';
+          // what a restore loses: memory entries learned since (scopes agent/both) and the outside-world actions since
+          const memDiff = await c.diffMemory({ target: o.target, from: id, ...(stores ? { stores } : {}) }).catch(() => undefined);
+          const lost = memDiff ? restoreLossText(memDiff, o.scope) : '';
+          ctx.io.err(`Restoring ${id} (scope ${o.scope}) on ${o.target}:\n${what}${lost ? `\n${lost}` : ''}\nThe current state is captured first, so this can be undone.`);
+        }
         if (!(await ctx.io.confirm('Restore?'))) {
           throw new AgentKeepError('ConfirmationRequired', 'Restore cancelled; nothing was changed.', 'Answer y to restore, or pass --yes.');
         }
@@ -207,15 +225,21 @@ function program(ctx: Ctx): Command {
       let r;
       try {
         const rc = ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal, onRestoreWriting: (u) => guard.writing(u.id) });
-        r = await rc.restoreRestorePoint({ target: o.target, id, scope: o.scope, stores });
+        r = await rc.restoreRestorePoint({ target: o.target, id, scope: o.scope, stores, ...(o.start ? { start: true } : {}) });
       } finally {
         guard.dispose();
       }
       if (asJson) {
         const { id: rid, label, createdAt, status, kind, target } = r.restored;
-        printJson(ctx, { id: rid, label, createdAt, status, kind, target, scope: o.scope, restored: r.restored, undo: r.undo, changes: r.changes });
+        printJson(ctx, { id: rid, label, createdAt, status, kind, target, scope: o.scope, restored: r.restored, undo: r.undo, changes: r.changes, ...(r.machineState ? { machineState: r.machineState } : {}), ...(r.warnings ? { warnings: r.warnings } : {}) });
+      } else if (pve) {
+        const undo = `agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}`;
+        ctx.io.out([`Rolled back ${o.target} to ${r.restored.id} "${r.restored.label}". The guest is ${r.machineState ?? 'in an unknown state'}.`, ...(r.warnings ?? []).map((w) => `Warning: ${w}`), VM_RESTORE_NOTE.split('\n')[1], `Undo: ${undo}`].join('\n'));
       } else {
-        ctx.io.out(`Restored ${r.restored.id} "${r.restored.label}" (scope ${o.scope}).\n${changeSummary(r.changes, false, o.scope)}\nUndo: agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}`);
+        // VM backends: no file list; the whole VM went back, and it is running or paused now.
+        const what = r.machineState ? `  The VM's disks and RAM are back at the restore point; the VM is ${r.machineState}.` : changeSummary(r.changes, false, o.scope);
+        ctx.io.out(`Restored ${r.restored.id} "${r.restored.label}" (scope ${o.scope}).\n${what}\nUndo: agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}`);
+        for (const w of r.warnings ?? []) ctx.io.out(`Note: ${w}`);
       }
     });
 
@@ -266,6 +290,21 @@ function program(ctx: Ctx): Command {
       const r = await core(cmd).listMemory({ stores: o.store });
       if (asJson) printJson(ctx, r);
       else ctx.io.out(memoryTable(r.stores));
+    });
+
+  root
+    .command('agent')
+    .description('agents on a hypervisor')
+    .command('discover')
+    .description('list the Proxmox guests with a tag (default "agent") that the token can see, as targets')
+    .requiredOption('--target <target>', 'the Proxmox host, e.g. proxmox://pve.lan (credentials from AGENTKEEP_PVE_TOKEN, AGENTKEEP_PVE_FINGERPRINT)')
+    .option('--tag <tag>', 'Proxmox tag to look for ("" = every guest)', 'agent')
+    .option('--json', 'print a JSON array')
+    .action(async (o: { target: string; tag: string }, cmd: Command) => {
+      const found = await core(cmd).discoverAgents({ target: o.target, tag: o.tag });
+      if (json(cmd)) printJson(ctx, found);
+      else if (!found.length) ctx.io.out(`No guests tagged "${o.tag}" are visible on ${o.target}. Add the tag in Proxmox (guest > Summary > Tags), or check the token's VM.Audit privilege.`);
+      else ctx.io.out(found.map((a) => `${a.target}  ${a.name ?? ''}  ${a.status}${a.lock ? `  locked (${a.lock})` : ''}`).join('\n'));
     });
 
   const needStore = (o: { store: string[] }, what: string): void => {
@@ -342,7 +381,7 @@ function program(ctx: Ctx): Command {
       needStore(o, 'lint');
       const r = await core(cmd).lintMemory({ stores: o.store, ...(o.target ? { target: o.target } : {}) });
       if (asJson) printJson(ctx, r);
-      else ctx.io.out(r.findings.length ? r.findings.map((f) => `${f.severity.toUpperCase()}  ${f.kind}  ${f.entries.join(', ')}  ${f.message}`).join('\n') : 'No findings.');
+      else ctx.io.out(formatFindings(r.findings));
     });
 
   storeOpt(mem.command('diff').description('entries added, removed and changed since a restore point, and the agent\'s outside-world actions since then'))

@@ -12,6 +12,7 @@ import type { z } from 'zod';
 import { version as packageVersion } from '../../package.json';
 import { Methods, type ChangeSummary, type ParamsOf, type ProgressParams, type ResultOf, type RestorePoint, type Scope } from '../protocol';
 import { backendFor, backends, type MachineBackend, type PathFilter } from '../machine';
+import { discoverAgents as discoverProxmoxAgents } from '../machine/proxmox';
 import { openStore, type MemoryStoreAdapter } from '../memory';
 import * as memoryOps from '../memory/ops';
 import { AgentKeepError, asAgentKeepError } from './errors';
@@ -499,7 +500,19 @@ export class Core implements CoreApi {
   async listRestorePoints(params: ParamsOf<'restorePointList'>): Promise<RestorePoint[]> {
     const p = validate(Methods.restorePointList.params, params, 'restorePoint.list');
     const t = await this.open(p.target, false);
-    return t.journal.list();
+    const points = await t.journal.list();
+    // Backends that can find restore points by themselves (Proxmox: snapshot description markers)
+    // add the ones this journal lacks (made from another machine); unreachable = journal only.
+    const known = new Set(points.map((r) => r.id));
+    const extra = t.backend.foreign ? (await t.backend.foreign().catch(() => [])).filter((r) => !known.has(r.id)) : [];
+    return extra.length ? [...points, ...extra].sort((a, b) => b.createdAt.localeCompare(a.createdAt)) : points;
+  }
+
+  /** Put a restore point the backend found (foreign) but the journal lacks into the journal, so it can be restored or deleted. */
+  private async adoptForeign(t: TargetCtx, id: string): Promise<void> {
+    if (!t.backend.foreign || (await t.journal.has(id))) return;
+    const rp = (await t.backend.foreign()).find((r) => r.id === id);
+    if (rp) await t.journal.put(rp);
   }
 
   /**
@@ -592,6 +605,7 @@ export class Core implements CoreApi {
     const t = await this.open(p.target, true, true);
     const progress = new Progress(p.progressToken, this.opts.onProgress);
     const result = await this.withTarget(t, `restore ${p.id}`, true, async () => {
+      await this.adoptForeign(t, p.id);
       const rp = await t.journal.get(p.id);
       const scope: Scope = p.scope;
       const stores = this.openStores(p.stores ?? rp.agent.map((a) => a.store));
@@ -645,7 +659,7 @@ export class Core implements CoreApi {
         }
         const err = asAgentKeepError(e);
         throw new AgentKeepError(
-          err.kind === 'CorruptSnapshot' ? 'CorruptSnapshot' : err.kind === 'FileError' ? 'FileError' : 'Internal',
+          (['CorruptSnapshot', 'FileError', 'Hypervisor', 'GuestLocked', 'AuthFailed', 'RestorePointNotFound'] as const).find((k) => k === err.kind) ?? 'Internal',
           `Restore of ${rp.id} stopped: ${err.message} The state before the restore was saved as restore point ${undo.id}.`,
           `To go back to it: agentkeep restore-point restore ${undo.id} ${cliTargetArgs(t.target.spec, this.stateDir)} --scope both`,
         );
@@ -670,6 +684,7 @@ export class Core implements CoreApi {
     const t = await this.open(p.target, false, true);
     if (!isValidId(p.id)) await t.journal.get(p.id); // throws the clear error
     const res = await this.withTarget(t, `delete ${p.id}`, false, async () => {
+      await this.adoptForeign(t, p.id);
       await t.journal.remove(p.id);
       await t.backend.delete(p.id);
       const gc = await this.collectGarbage();
@@ -850,7 +865,8 @@ export class Core implements CoreApi {
    */
   async discoverAgents(p: ParamsOf<'agentDiscover'>): Promise<ResultOf<'agentDiscover'>> {
     validate(Methods.agentDiscover.params, p, 'agent.discover');
-    throw new AgentKeepError('Unsupported', 'Agent discovery needs a proxmox:// target.', 'Give proxmox://HOST[:PORT].');
+    if (!/^proxmox:/i.test(p.target.trim())) throw new AgentKeepError('Unsupported', 'Agent discovery needs a proxmox:// target.', 'Give proxmox://HOST[:PORT].');
+    return discoverProxmoxAgents(p.target, p.tag ?? 'agent');
   }
 
   private memoryCtx(): memoryOps.MemoryOpsContext {

@@ -4,6 +4,8 @@
  */
 import { AgentKeepError } from '../core/errors';
 import { dirBackend } from './dir';
+import { qemuBackend } from './qemu';
+import { proxmoxBackend } from './proxmox';
 import type { BackendContext, BackendFactory, MachineBackend } from './types';
 
 export type * from './types';
@@ -17,6 +19,8 @@ export function registerBackend(f: BackendFactory): void {
 
 // ---- registrations (one line per backend) ----
 registerBackend(dirBackend);
+registerBackend(qemuBackend);
+registerBackend(proxmoxBackend);
 
 /** All registered backend families. */
 export function backends(): BackendFactory[] {

@@ -141,6 +141,12 @@ export interface MachineBackend {
   readFile?(snapshotId: string, rel: string, maxBytes: number): Promise<SnapshotFile>;
   /** Delete a snapshot (not its shared objects; the core garbage-collects those). */
   delete(snapshotId: string): Promise<void>;
+  /**
+   * Restore points the backend can rebuild from the hypervisor alone (Proxmox: the `agentkeep:v1:`
+   * marker in snapshot descriptions), so `restore-point list` shows snapshots another machine made.
+   * Optional; they carry no agent-state capture.
+   */
+  foreign?(): Promise<RestorePoint[]>;
 }
 
 /** A backend family: builds the backend for one target and reports the objects all its snapshots use. */

@@ -1,16 +1,22 @@
 /**
  * Memory stores: parse a store name (`<kind>:/abs/path`) and return its adapter.
- * Kinds now: `hermes`. Recognised but not supported yet: `agent-zero`, `mem0`.
+ * Kinds now: `hermes`, `agent-zero` (options `?url=`), `mem0` (options `?qdrant=`, `&collection=`).
+ * Options follow the path after `?` as URL query parameters (values URL-encoded).
  */
 import * as path from 'node:path';
 import { AgentKeepError } from '../core/errors';
 import { HermesStore } from './hermes';
+import { AgentZeroStore } from './agent-zero';
+import { Mem0Store } from './mem0';
 import type { MemoryStoreAdapter } from './types';
 
 export type { MemoryStoreAdapter } from './types';
 export { HermesStore } from './hermes';
+export { AgentZeroStore } from './agent-zero';
+export { Mem0Store } from './mem0';
 
-const KNOWN_LATER = ['agent-zero', 'mem0', 'letta', 'zep', 'graphiti'];
+const KNOWN_LATER = ['letta', 'zep', 'graphiti'];
+const OTHER_KINDS = ['agent-zero', 'mem0'];
 
 /**
  * Parse `spec` and return the store adapter (no I/O; call `check()` to verify the store exists).
@@ -25,6 +31,7 @@ export function openStore(spec: string): MemoryStoreAdapter {
   }
   const kind = m[1].toLowerCase();
   let p = m[2];
+  if (OTHER_KINDS.includes(kind)) return openOtherStore(kind, p, spec);
   if (kind !== 'hermes') {
     if (KNOWN_LATER.includes(kind)) {
       throw new AgentKeepError('BadStore', `Store kind "${kind}" is not supported yet.`, 'Use a Hermes home for now: hermes:/abs/path/to/.hermes.');
@@ -36,4 +43,27 @@ export function openStore(spec: string): MemoryStoreAdapter {
     throw new AgentKeepError('BadStore', `Store path "${p}" in "${spec}" is not absolute.`, 'Use hermes:/abs/path/to/.hermes (an absolute path).');
   }
   return new HermesStore(path.resolve(p), spec);
+}
+
+/**
+ * `agent-zero:/abs/root[?url=http://host:port]` and `mem0:/abs/dir[?qdrant=/abs/path][&collection=name]`.
+ * @throws AgentKeepError BadStore for a relative path, an unknown option or a relative qdrant path.
+ */
+function openOtherStore(kind: string, rest: string, spec: string): MemoryStoreAdapter {
+  const q = rest.indexOf('?');
+  let p = q >= 0 ? rest.slice(0, q) : rest;
+  const params = new URLSearchParams(q >= 0 ? rest.slice(q + 1) : '');
+  if (p.startsWith('//')) p = p.slice(2);
+  const example = kind === 'agent-zero' ? 'agent-zero:/abs/root?url=http://127.0.0.1:50001' : 'mem0:/home/me/.mem0?qdrant=/home/me/.mem0/qdrant';
+  if (!p || !path.isAbsolute(p)) {
+    throw new AgentKeepError('BadStore', `Store path "${p}" in "${spec}" is not absolute.`, `Use an absolute path, e.g. ${example}.`);
+  }
+  const allowed = kind === 'agent-zero' ? ['url'] : ['qdrant', 'collection'];
+  for (const k of params.keys()) {
+    if (!allowed.includes(k)) throw new AgentKeepError('BadStore', `Unknown option "${k}" in store "${spec}".`, `${kind} stores take ${allowed.map((a) => `?${a}=`).join(', ')}, e.g. ${example}.`);
+  }
+  if (kind === 'agent-zero') return new AgentZeroStore(path.resolve(p), spec, { url: params.get('url') || undefined });
+  const qdrant = params.get('qdrant') || undefined;
+  if (qdrant && !path.isAbsolute(qdrant)) throw new AgentKeepError('BadStore', `Qdrant path "${qdrant}" in "${spec}" is not absolute.`, `Use e.g. ${example}.`);
+  return new Mem0Store(path.resolve(p), spec, { qdrant: qdrant && path.resolve(qdrant), collection: params.get('collection') || undefined });
 }

@@ -5,14 +5,17 @@
  */
 import { fileURLToPath } from 'node:url';
 import {
+  CancellationToken,
   CodeLens,
+  LSPErrorCodes,
+  ResponseError,
   TextDocuments,
   TextDocumentSyncKind,
   type Connection,
   type InitializeResult,
 } from 'vscode-languageserver';
 import { TextDocument } from 'vscode-languageserver-textdocument';
-import { Notifications, type ChangedParams, type ProgressParams } from '../protocol';
+import { Notifications, type ChangedParams, type ErrorData, type ProgressParams } from '../protocol';
 import { dispatch, toResponseError, wireMethods } from '../core/dispatch';
 import type { CoreApi, CoreOptions } from '../core/service';
 import { fileKind, scanCommands, type FileKind, type RiskyCommand } from '../risk';
@@ -178,6 +181,28 @@ export function resolveLens(lens: CodeLens): CodeLens {
 }
 
 /**
+ * `work`, or a RequestCancelled ResponseError (LSP -32800, data.code "cancelled") as soon as the
+ * client sends $/cancelRequest for it. Cancelling stops the waiting, not the work: a create or
+ * rollback runs to its end (a Proxmox task continues on the host either way), the core records the
+ * outcome in the journal and sends agentkeep/changed, so nothing is left half-recorded. A failure of
+ * the abandoned work goes to `onLateError`.
+ */
+export function untilCancelled<T>(work: Promise<T>, token: CancellationToken, onLateError: (e: unknown) => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let cancelled = false;
+    const sub = token.onCancellationRequested(() => {
+      cancelled = true;
+      reject(
+        new ResponseError<ErrorData>(LSPErrorCodes.RequestCancelled, 'Stopped waiting: the request was cancelled. The operation continues and its result appears in the restore point list when it ends.', {
+          code: 'cancelled',
+        }),
+      );
+    });
+    work.then(resolve, (e) => (cancelled ? onLateError(e) : reject(e))).finally(() => sub.dispose());
+  });
+}
+
+/**
  * Wire one connection: LSP lifecycle, documents, CodeLens, agentkeep/* requests. Calls
  * `connection.listen()`. The caller adds the connection to the hub (for notifications).
  * @param log where diagnostics go (never stdout for stdio)
@@ -232,10 +257,15 @@ export function serveConnection(connection: Connection, core: CoreApi, log: (msg
   documents.onDidClose((e) => cache.delete(e.document.uri));
 
   for (const wire of wireMethods()) {
-    connection.onRequest(wire, async (params: unknown) => {
+    // vscode-jsonrpc passes the params (spread when sent by position) and then the CancellationToken
+    connection.onRequest(wire, async (...args: unknown[]) => {
+      const last = args.at(-1);
+      const token = CancellationToken.is(last) ? last : CancellationToken.None;
+      const params = args.length > 1 || !CancellationToken.is(args[0]) ? args[0] : undefined;
       try {
-        return await dispatch(core, wire, params);
+        return await untilCancelled(dispatch(core, wire, params), token, (e) => log(`agentkeep: ${wire} ended after its request was cancelled: ${e instanceof Error ? e.message : String(e)}`));
       } catch (e) {
+        if (e instanceof ResponseError) throw e; // cancelled (untilCancelled)
         const err = toResponseError(e);
         if (err.data?.code === 'internal') log(`agentkeep: ${wire} failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
         throw err;

@@ -9,15 +9,17 @@ import Mocha from 'mocha';
 import { registerAgentSuite } from './agent.test';
 import { registerFlowSuite } from './flow.test';
 import { registerMemorySuite } from './memory.test';
+import { registerProxmoxSuite } from './proxmox.test';
 
 export function run(): Promise<void> {
-  // AGENTKEEP_EXTHOST_GREP (inherited from scripts/test-exthost.ts): run only the matching tests, while developing.
+  // AGENTKEEP_EXTHOST_GREP (inherited from scripts/test-exthost.ts): run only the matching tests
   const mocha = new Mocha({ ui: 'bdd', timeout: 60000, color: false, reporter: 'spec', grep: process.env.AGENTKEEP_EXTHOST_GREP || undefined });
   // Define describe/it/before/... as globals, then let the suites register their tests.
   mocha.suite.emit('pre-require', globalThis, 'agentkeep-exthost', mocha);
   registerAgentSuite();
   registerFlowSuite();
   registerMemorySuite();
+  registerProxmoxSuite(); // last: it points the workspace at the Proxmox simulator (and back)
   return new Promise((resolve, reject) => {
     mocha.run((failures) => (failures ? reject(new Error(`${failures} extension-host test(s) failed`)) : resolve()));
   });

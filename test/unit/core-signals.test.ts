@@ -82,6 +82,22 @@ describe('CLI: Ctrl+C and SIGTERM during create and restore (real process, real 
     assert.equal(again.code, 0, again.stderr);
   });
 
+  /**
+   * Whether the restore has started writing the tree: one of the first files in path order is back
+   * at v1. (The pre-restore point appearing in the journal is not enough: the journal's directory
+   * fsync can still be running, so the CLI may not know yet that writing begins.)
+   */
+  const writingStarted = (): boolean => {
+    for (let i = 0; i < 10; i++) {
+      try {
+        if (fs.readFileSync(path.join(s.tree, 'd0', `f${i}.txt`), 'utf8').startsWith('v1 ')) return true;
+      } catch {
+        /* mid-rename */
+      }
+    }
+    return false;
+  };
+
   /** A restore point of the v1 tree, then every file changed to v2; returns the id and both trees. */
   async function prepareRestore(): Promise<{ id: string; v1: ReturnType<typeof describeTree>; v2: ReturnType<typeof describeTree> }> {
     bigTree(s.tree, 'v1');
@@ -95,8 +111,9 @@ describe('CLI: Ctrl+C and SIGTERM during create and restore (real process, real 
   it('restore: one SIGINT while writing prints the undo line and lets the restore finish', async () => {
     const { id, v1 } = await prepareRestore();
     const r = start(args('restore-point', 'restore', id, '--scope', 'both', '--yes'));
-    // The pre-restore point is in the journal: the restore is about to write the tree.
+    // The pre-restore point is in the journal and the first files are back at v1: the restore is writing.
     await until(() => journalIds().length >= 2, 'the pre-restore point');
+    await until(writingStarted, 'the first restored file');
     r.proc.kill('SIGINT');
     const res = await r.done;
     assert.equal(res.code, 0, res.stderr);
@@ -113,6 +130,7 @@ describe('CLI: Ctrl+C and SIGTERM during create and restore (real process, real 
     const { id, v2 } = await prepareRestore();
     const r = start(args('restore-point', 'restore', id, '--scope', 'both', '--yes'));
     await until(() => journalIds().length >= 2, 'the pre-restore point');
+    await until(writingStarted, 'the first restored file');
     r.proc.kill('SIGINT');
     await until(() => /finishing the restore/.test(r.stderr()), 'the finishing line');
     r.proc.kill('SIGTERM');

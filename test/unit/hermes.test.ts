@@ -128,8 +128,8 @@ describe('hermes memory store', () => {
     await expectError(() => openStore('relative/path'), 'BadStore', /hermes:\/abs/);
     await expectError(() => openStore('hermes:relative/home'), 'BadStore', /not absolute/);
     await expectError(() => openStore('hermes:'), 'BadStore');
-    await expectError(() => openStore('agent-zero:/a0/usr'), 'BadStore', /not supported yet/);
-    await expectError(() => openStore('mem0:/x'), 'BadStore', /not supported yet/);
+    await expectError(() => openStore('letta:/x'), 'BadStore', /not supported yet/);
+    await expectError(() => openStore('mem0:x'), 'BadStore', /not absolute/);
     await expectError(() => openStore('foo:/x'), 'BadStore', /Unknown store kind/);
     const s = openStore('hermes:/abs/home/');
     assert.ok(s instanceof HermesStore);

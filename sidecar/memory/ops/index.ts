@@ -6,6 +6,7 @@
  * `<stateDir>/memory-backups/<store key>/<UTC time>-<file>` (see backupDir), next to the `undo`
  * params each write returns.
  */
+import { runLint } from '../lint/run';
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
@@ -121,8 +122,8 @@ export async function addMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryAdd'>)
 }
 
 /** memory.lint (wired by the lead to sidecar/memory/lint). */
-export async function lintMemory(_ctx: MemoryOpsContext, _p: ParamsOf<'memoryLint'>): Promise<ResultOf<'memoryLint'>> {
-  throw new AgentKeepError('Unsupported', 'memory lint is not available in this version.', 'Use memory list, or update AgentKeep.');
+export async function lintMemory(_ctx: MemoryOpsContext, p: ParamsOf<'memoryLint'>): Promise<ResultOf<'memoryLint'>> {
+  return runLint({ stores: p.stores, ...(p.target ? { target: p.target } : {}) });
 }
 
 /** Entries keyed by file kind + text (an edited entry = removed + added unless its position matches). */
@@ -158,6 +159,12 @@ export function diffEntries(spec: string, before: MemoryFile[], after: MemoryFil
       } else out.removed.push({ store: spec, before: clean(strip(g.e)) });
     }
     for (const f of fresh) if (!used.has(f.i)) out.added.push({ store: spec, after: clean(strip(f.e)) });
+    // stores with stable ids (Agent Zero, mem0): the same id with another text is a change
+    const aById = new Map(a.map((e) => [e.id, e]));
+    for (const e of b) {
+      const x = aById.get(e.id);
+      if (x && x.text !== e.text) out.changed.push({ store: spec, before: clean(strip(e)), after: clean(strip(x)) });
+    }
   }
   return out;
 }

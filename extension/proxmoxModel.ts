@@ -1,0 +1,205 @@
+/**
+ * Proxmox VE helpers of the extension that need no VS Code API (unit-tested in
+ * test/unit/extension-proxmox.test.ts): token format, target parts, guests from agent.discover,
+ * lock explanations, the snapshot tree (restore points nested by Proxmox `parent`) and where
+ * "you are here" is.
+ */
+import { parseTarget, type ProxmoxTarget } from '../sidecar/core/target';
+import type { RestorePoint, ResultOf, Scope } from '../sidecar/protocol';
+import { formatAge } from './format';
+
+/** A guest as agent.discover reports it. */
+export type Guest = ResultOf<'agentDiscover'>[number];
+
+/**
+ * Why `token` is not a Proxmox API token in the form `USER@REALM!TOKENID=SECRET` (e.g.
+ * `agent@pve!agentkeep=1b6f…`), or undefined when it is. Never echoes the secret.
+ */
+export function checkTokenFormat(token: string): string | undefined {
+  const t = token.trim();
+  if (!t) return 'Enter the token as USER@REALM!TOKENID=SECRET.';
+  const eq = t.indexOf('=');
+  if (eq < 0) return 'The "=SECRET" part is missing: write USER@REALM!TOKENID=SECRET (the secret is shown once, when the token is created).';
+  const id = t.slice(0, eq);
+  if (!/^[^\s@!=]+@[^\s@!=]+$/.test(id.split('!')[0] ?? '')) return 'The token must start with the user and realm, e.g. agent@pve!agentkeep=SECRET.';
+  if (!/^[^\s@!=]+@[^\s@!=]+![A-Za-z][A-Za-z0-9._-]*$/.test(id)) return 'The token id is missing: write USER@REALM!TOKENID=SECRET, e.g. agent@pve!agentkeep=SECRET.';
+  if (!/^\S+$/.test(t.slice(eq + 1))) return 'The secret after "=" is empty or has spaces.';
+  return undefined;
+}
+
+/** The non-secret part of a token (`USER@REALM!TOKENID`), for messages. */
+export function tokenId(token: string): string {
+  return token.split('=')[0] ?? '';
+}
+
+/** The Proxmox part of a `proxmox://` target, or undefined for any other (or unparsable) target. */
+export function proxmoxOf(target: string | undefined): ProxmoxTarget | undefined {
+  if (!target?.startsWith('proxmox:')) return undefined;
+  try {
+    return parseTarget(target).proxmox;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether the target is a VM or container (proxmox:// or qemu:): rollbacks stop it, there is no file diff. */
+export function isVmTarget(target: string): boolean {
+  return target.startsWith('proxmox:') || target.startsWith('qemu:');
+}
+
+/** Whether restore points of this target can hold RAM state on request (Proxmox qemu guests). */
+export function canRamState(target: string): boolean {
+  return proxmoxOf(target)?.type === 'qemu';
+}
+
+/** `proxmox://HOST:PORT` of a proxmox target (for agent.discover). */
+export function hostOf(p: Pick<ProxmoxTarget, 'host' | 'port'>): string {
+  return `proxmox://${p.host.includes(':') ? `[${p.host}]` : p.host}:${p.port}`;
+}
+
+/** The guest a target names (same vmid; same node unless the target says `-`). */
+export function findGuest(guests: readonly Guest[], p: ProxmoxTarget): Guest | undefined {
+  return guests.find((g) => g.vmid === p.vmid && (p.node === '-' || g.node === p.node));
+}
+
+/** Guests carrying `tag` (every guest when tag is empty). */
+export function withTag(guests: readonly Guest[], tag: string): Guest[] {
+  return tag ? guests.filter((g) => g.tags.includes(tag)) : [...guests];
+}
+
+/** What a Proxmox `lock` means and what to do, in one sentence. */
+export function explainLock(lock: string, p?: Pick<ProxmoxTarget, 'type' | 'vmid'>): string {
+  const tool = p?.type === 'lxc' ? 'pct' : 'qm';
+  const id = p?.vmid ?? 'VMID';
+  switch (lock) {
+    case 'backup':
+      return 'A backup (vzdump) is running: wait for it to finish before taking or restoring a snapshot.';
+    case 'snapshot':
+      return `A snapshot is being taken. If no snapshot task runs any more, the lock is stale: clear it on the host with \`${tool} unlock ${id}\`.`;
+    case 'snapshot-delete':
+      return `A snapshot delete is running or got stuck. If no task runs, check the snapshot list, then clear it on the host with \`${tool} unlock ${id}\`.`;
+    case 'rollback':
+      return 'A rollback is running.';
+    case 'migrate':
+      return 'The guest is being migrated to another node.';
+    case 'suspended':
+    case 'suspending':
+      return 'The guest is hibernated (suspended to disk): resume it first.';
+    default:
+      return `Proxmox lock "${lock}": another operation holds the guest. AgentKeep never unlocks it by itself (\`${tool} unlock ${id}\` on the host when you are sure nothing runs).`;
+  }
+}
+
+/** The name a restore point has on the hypervisor (its `snapname`, else its id). */
+export function snapnameOf(rp: RestorePoint): string {
+  return rp.machine.snapname ?? rp.id;
+}
+
+/**
+ * The restore point the guest runs on now (Proxmox's `current` has it as `parent`), inferred from the
+ * journal: after a rollback the newest restore point is the pre-restore capture and the guest sits
+ * on the restored one; otherwise it sits on the newest restore point. Undefined when there is none.
+ * @param rps restore points of one target, any order
+ */
+export function currentRestorePoint(rps: readonly RestorePoint[]): RestorePoint | undefined {
+  const live = rps.filter((r) => r.status !== 'failed');
+  const newest = [...live].sort((a, b) => Date.parse(b.createdAt) - Date.parse(a.createdAt))[0];
+  if (newest?.kind === 'pre-restore' && newest.restoredFrom) {
+    const restored = live.find((r) => r.id === newest.restoredFrom);
+    if (restored?.status === 'rolled-back') return restored;
+  }
+  return newest;
+}
+
+/**
+ * The snapshot tree: children of each restore point by Proxmox `parent` (key: parent restore point
+ * id; key undefined = roots, i.e. no parent or a parent AgentKeep did not make), each list oldest
+ * first (by snaptime = createdAt), as the Proxmox Snapshots tab shows it.
+ */
+export function snapshotTree(rps: readonly RestorePoint[]): Map<string | undefined, RestorePoint[]> {
+  const bySnap = new Map(rps.map((r) => [snapnameOf(r), r]));
+  const tree = new Map<string | undefined, RestorePoint[]>();
+  const sorted = [...rps].sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt));
+  for (const rp of sorted) {
+    const parent = rp.machine.parent ? bySnap.get(rp.machine.parent) : undefined;
+    const key = parent && parent !== rp ? parent.id : undefined;
+    const list = tree.get(key) ?? [];
+    list.push(rp);
+    tree.set(key, list);
+  }
+  return tree;
+}
+
+/** The message after a cancelled wait (a notification: plain text): the task goes on where it runs, and how to watch it. */
+export function continuesMessage(target: string, what: string): string {
+  const p = proxmoxOf(target);
+  if (p) {
+    const node = p.node === '-' ? 'NODE' : p.node;
+    return `Stopped waiting for ${what}. The Proxmox task continues on ${p.host}: watch it under Tasks in the Proxmox web UI (node ${node}, VMID ${p.vmid}) or with "pvesh get /nodes/${node}/tasks --vmid ${p.vmid}" on the host. The Agent view updates when it ends.`;
+  }
+  return `Stopped waiting for ${what}. It continues in the AgentKeep sidecar; the Agent view updates when it ends.`;
+}
+
+/** Button of the VM rollback confirmation. */
+export const ROLLBACK = 'Roll back';
+/** Button of the VM rollback confirmation when the snapshot has no RAM state (restore param `start`). */
+export const ROLLBACK_AND_START = 'Roll back and start VM';
+
+/** "container" for an lxc target, else "VM". */
+export function guestWord(target: string): string {
+  return proxmoxOf(target)?.type === 'lxc' ? 'container' : 'VM';
+}
+
+/** Question of the rollback confirmation of a VM target. */
+export function vmRollbackQuestion(target: string, rp: RestorePoint, scope: Scope): string {
+  const p = proxmoxOf(target);
+  const what = p ? `${guestWord(target)} ${p.vmid}` : 'the VM';
+  return `Roll back ${what} to "${rp.label}" (${formatAge(rp.createdAt)})${scope === 'both' ? ', machine + agent state' : ''}?`;
+}
+
+/** Detail of that confirmation: hard stop, RAM state or not, the outside world, undo. */
+export function vmRollbackDetail(target: string, rp: RestorePoint): string {
+  const vm = guestWord(target);
+  const lines = proxmoxOf(target)
+    ? [`If the ${vm} is running it is hard-stopped (no clean shutdown: unsaved work in it is lost), then its disks go back to the snapshot.`]
+    : ['The VM\'s disks and RAM go back to the snapshot (QEMU loadvm): what runs in it now is replaced, and unsaved work in it is lost.'];
+  lines.push(
+    rp.machine.vmstate
+      ? `The snapshot has RAM state: the ${vm} resumes running where it was when the snapshot was taken.`
+      : `The snapshot has no RAM state: the ${vm} stays stopped after the rollback unless you choose "${ROLLBACK_AND_START}".`,
+  );
+  lines.push('Snapshots do not undo the outside world: messages and emails sent, API calls, payments, git pushes and changes on other machines stay done.');
+  lines.push('The current state is captured first (a restore point), so this rollback can be undone.');
+  return lines.join('\n\n');
+}
+
+/** Buttons of that confirmation: start afterwards is offered only when the snapshot has no RAM state. */
+export function vmRollbackButtons(rp: RestorePoint): string[] {
+  return rp.machine.vmstate ? [ROLLBACK] : [ROLLBACK, ROLLBACK_AND_START];
+}
+
+/**
+ * What a VM rollback left: the guest state (running / stopped) in words, plus the sidecar's other
+ * warnings (its own "is <state> after the rollback" sentence, written for the CLI's --start, is
+ * replaced by ours, which names the VS Code choice).
+ */
+export function vmRestoreOutcome(target: string, rp: RestorePoint, res: Pick<ResultOf<'restorePointRestore'>, 'machineState' | 'warnings'>): string {
+  const vm = guestWord(target);
+  const p = proxmoxOf(target);
+  const parts = [`Rolled back to "${rp.label}".`];
+  if (!p && res.machineState) {
+    parts.push(`The VM's disks and RAM are back at the restore point; it is ${res.machineState}.`); // qemu: (QMP loadvm)
+  } else if (res.machineState === 'stopped') {
+    const how = p ? ` Start it in Proxmox or with "${p.type === 'lxc' ? 'pct' : 'qm'} start ${p.vmid}" on the node` : ' Start it';
+    parts.push(`The ${vm} is stopped: ${rp.machine.vmstate ? 'its RAM state did not resume' : 'the snapshot has no RAM state'}.${how}, or choose "${ROLLBACK_AND_START}" next time.`);
+  } else if (res.machineState) {
+    parts.push(`The ${vm} is ${res.machineState}.`);
+  }
+  const own = res.machineState ? ` is ${res.machineState} after the rollback` : undefined;
+  for (const w of res.warnings ?? []) {
+    if ((own && w.includes(own)) || parts.some((x) => x.includes(w))) continue;
+    parts.push(/[.!)]$/.test(w) ? w : `${w}.`);
+  }
+  return parts.join(' ');
+}
+

@@ -1,0 +1,575 @@
+/**
+ * Agent Zero memory store (`agent-zero:/abs/root[?url=http://host:port]`).
+ *
+ * The root is the Agent Zero install (Docker: `/a0`, or the host directory mounted there). Memory
+ * lives in one FAISS database per memory subdir, in `<root>/usr/memory/<subdir>/` (current) or
+ * `<root>/memory/<subdir>/` (older frdel/agent-zero); both are listed. Each holds `index.pkl`
+ * (the LangChain docstore: ids, texts, metadata; read here), `index.faiss` (vectors; not needed),
+ * `embedding.json` (`{model_provider, model_name}` the index was built with) and
+ * `knowledge_import.json` (per knowledge file: checksum and ids).
+ *
+ * Reading is always possible. Changes go ONLY through Agent Zero's own memory dashboard API (see
+ * ./api.ts), never by writing index.pkl; they need the URL of the running web UI: the store option
+ * `?url=` or env AGENTKEEP_A0_URL, plus AGENTKEEP_A0_USER / AGENTKEEP_A0_PASSWORD when Agent Zero has
+ * its login enabled. Without a URL the store is read-only and says why.
+ * Sources: shared/reference/memory-stores.md §2 (agent0ai/agent-zero @ 2d95cd9f).
+ */
+import { createHash, randomInt } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import type { MemoryEntry, MemoryFile, Provenance } from '../../protocol';
+import { AgentKeepError } from '../../core/errors';
+import type { CaptureSource, MemoryStoreAdapter, WriteOptions } from '../types';
+import { AgentZeroApi, type A0Credentials } from './api';
+import { parseDocstore, type A0Document } from './docstore';
+
+/** Files of one memory subdir that are agent state. */
+export const A0_STATE_FILES = ['index.pkl', 'index.faiss', 'embedding.json', 'knowledge_import.json'];
+/** Areas in Agent Zero's order (`instruments` only in older versions). */
+export const A0_AREAS = ['main', 'fragments', 'solutions', 'instruments'];
+/** Agent Zero's default embedding model (plugins/_model_config/default_config.yaml). */
+export const A0_DEFAULT_EMBEDDING = { provider: 'huggingface', name: 'sentence-transformers/all-MiniLM-L6-v2' };
+/** The two layouts: current `usr/memory`, older `memory` (project memory is found under usr/projects). */
+const LAYOUTS = ['usr/memory', 'memory'];
+/** Where project memory lives: `usr/projects/<name>/.a0proj/memory` = subdir `projects/<name>` (helpers/projects.py). */
+const PROJECTS = 'usr/projects';
+/** Directories under a memory dir that are not memory subdirs (older embeddings cache). */
+const NOT_SUBDIRS = new Set(['embeddings']);
+
+/** Options of an Agent Zero store. */
+export interface AgentZeroOptions {
+  /** Base URL of the running Agent Zero web UI (enables edits). Default: env AGENTKEEP_A0_URL. */
+  url?: string;
+  /** Login, when Agent Zero has AUTH_LOGIN set. Default: env AGENTKEEP_A0_USER / AGENTKEEP_A0_PASSWORD. */
+  credentials?: A0Credentials;
+}
+
+/** One memory subdir found under the root. */
+export interface A0MemoryDir {
+  /** Subdir name as Agent Zero calls it (`memory_subdir`, e.g. "default"). */
+  subdir: string;
+  /** Root-relative POSIX path of the directory, e.g. usr/memory/default. */
+  rel: string;
+  /** current (usr/memory) or legacy (memory). */
+  layout: 'current' | 'legacy' | 'project';
+}
+
+/**
+ * The memory dir a root-relative POSIX directory path denotes: `usr/memory/<s>`, `memory/<s>`, or
+ * `usr/projects/<p>/.a0proj/memory` (subdir `projects/<p>`, as Agent Zero's abs_db_dir maps it).
+ */
+export function memoryDirOf(relDir: string): A0MemoryDir | undefined {
+  let m = /^usr\/memory\/([^/]+)$/.exec(relDir);
+  if (m && m[1] !== '..' && !NOT_SUBDIRS.has(m[1])) return { subdir: m[1], rel: relDir, layout: 'current' };
+  m = /^memory\/([^/]+)$/.exec(relDir);
+  if (m && m[1] !== '..' && !NOT_SUBDIRS.has(m[1])) return { subdir: m[1], rel: relDir, layout: 'legacy' };
+  m = /^usr\/projects\/([^/]+)\/\.a0proj\/memory$/.exec(relDir);
+  if (m && m[1] !== '..') return { subdir: `projects/${m[1]}`, rel: relDir, layout: 'project' };
+  return undefined;
+}
+
+/** A parsed entry with the subdir it lives in. */
+interface Located {
+  entry: MemoryEntry;
+  dir: A0MemoryDir;
+  doc: A0Document;
+}
+
+/** Code-unit order (ISO times and ids; localeCompare is needlessly slow for 20,000 entries). */
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+async function isDir(p: string): Promise<boolean> {
+  try {
+    return (await fs.stat(p)).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+async function readJson(p: string): Promise<{ value?: unknown; error?: string; missing?: boolean }> {
+  let raw: string;
+  try {
+    raw = await fs.readFile(p, 'utf8');
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'ENOENT' ? { missing: true } : { error: (e as Error).message };
+  }
+  try {
+    return { value: JSON.parse(raw) };
+  } catch (e) {
+    return { error: `not JSON (${(e as Error).message})` };
+  }
+}
+
+/**
+ * Agent Zero's timestamp ("%Y-%m-%d %H:%M:%S", the container's local time, no zone) as ISO 8601.
+ * Read as UTC (Agent Zero's Docker image runs in UTC); the raw value stays in meta.timestamp.
+ */
+export function a0TimeToIso(ts: unknown): string | undefined {
+  if (typeof ts !== 'string') return undefined;
+  const m = /^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})/.exec(ts);
+  if (!m) return undefined;
+  const d = new Date(Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5], +m[6]));
+  return Number.isNaN(d.getTime()) ? undefined : d.toISOString();
+}
+
+/** Now in Agent Zero's timestamp format (UTC, see a0TimeToIso). */
+function a0Now(): string {
+  return new Date().toISOString().slice(0, 19).replace('T', ' ');
+}
+
+/** A new id as Agent Zero makes them (`guids.generate_id(10)`: 10 alphanumerics). */
+function newA0Id(): string {
+  const abc = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+  let s = '';
+  for (let i = 0; i < 10; i++) s += abc[randomInt(abc.length)];
+  return s;
+}
+
+/** The embedding model Agent Zero is configured to use, and where that was read. */
+export async function configuredEmbedding(root: string): Promise<{ provider: string; name: string; from: string }> {
+  // current: plugin config saved by the settings UI (helpers/plugins.py determine_plugin_asset_path)
+  const plug = path.join(root, 'usr', 'plugins', '_model_config', 'config.json');
+  const p = await readJson(plug);
+  const em = (p.value as { embedding_model?: { provider?: unknown; name?: unknown } } | undefined)?.embedding_model;
+  if (em && typeof em.provider === 'string' && typeof em.name === 'string') return { provider: em.provider, name: em.name, from: plug };
+  // older: settings.json keys embed_model_provider / embed_model_name
+  for (const rel of ['usr/settings.json', 'tmp/settings.json']) {
+    const f = path.join(root, rel);
+    const s = (await readJson(f)).value as { embed_model_provider?: unknown; embed_model_name?: unknown } | undefined;
+    if (s && typeof s.embed_model_provider === 'string' && typeof s.embed_model_name === 'string') {
+      return { provider: s.embed_model_provider, name: s.embed_model_name, from: f };
+    }
+  }
+  return { ...A0_DEFAULT_EMBEDDING, from: 'Agent Zero\'s default (no usr/plugins/_model_config/config.json or settings.json with a model)' };
+}
+
+/** The Agent Zero memory store adapter. */
+export class AgentZeroStore implements MemoryStoreAdapter {
+  readonly kind = 'agent-zero';
+  private readonly url?: string;
+  private readonly credentials?: A0Credentials;
+
+  /**
+   * @param root absolute Agent Zero root (the directory holding usr/ or memory/)
+   * @param spec the store name as given
+   * @param opts API URL and login (default: env AGENTKEEP_A0_URL, AGENTKEEP_A0_USER, AGENTKEEP_A0_PASSWORD)
+   */
+  constructor(
+    readonly root: string,
+    readonly spec: string = `agent-zero:${root}`,
+    opts: AgentZeroOptions = {},
+  ) {
+    this.url = opts.url ?? (process.env.AGENTKEEP_A0_URL || undefined);
+    const user = process.env.AGENTKEEP_A0_USER;
+    this.credentials = opts.credentials ?? (user ? { user, password: process.env.AGENTKEEP_A0_PASSWORD ?? '' } : undefined);
+  }
+
+  /** @throws StoreNotFound when root is not a directory or has neither usr/memory/ nor memory/. */
+  async check(): Promise<void> {
+    if (!(await isDir(this.root))) {
+      throw new AgentKeepError('StoreNotFound', `Agent Zero root ${this.root} does not exist or is not a directory.`, 'Point --store at the Agent Zero directory (Docker: the host folder mounted at /a0, or at /a0/usr with its parent), e.g. agent-zero:/srv/agent-zero.');
+    }
+    for (const l of LAYOUTS) if (await isDir(path.join(this.root, l))) return;
+    throw new AgentKeepError(
+      'StoreNotFound',
+      `Not an Agent Zero root: no usr/memory/ or memory/ in ${this.root}.`,
+      'Point at the directory that holds usr/ (Docker: mounted at /a0). If Agent Zero never saved a memory yet, there is nothing to read.',
+    );
+  }
+
+  /**
+   * Memory subdirs that hold at least one memory file: current layout, project memory
+   * (`usr/projects/<p>/.a0proj/memory`), then the older layout; each by name.
+   */
+  async memoryDirs(): Promise<A0MemoryDir[]> {
+    const candidates: string[] = [];
+    const sub = async (d: string): Promise<string[]> =>
+      (await fs.readdir(path.join(this.root, d), { withFileTypes: true }).catch(() => [] as import('node:fs').Dirent[]))
+        .filter((n) => n.isDirectory())
+        .map((n) => n.name)
+        .sort(cmp);
+    for (const n of await sub(LAYOUTS[0])) candidates.push(`${LAYOUTS[0]}/${n}`);
+    for (const n of await sub(PROJECTS)) candidates.push(`${PROJECTS}/${n}/.a0proj/memory`);
+    for (const n of await sub(LAYOUTS[1])) candidates.push(`${LAYOUTS[1]}/${n}`);
+    const out: A0MemoryDir[] = [];
+    for (const rel of candidates) {
+      const dir = memoryDirOf(rel);
+      if (!dir) continue;
+      const files = await fs.readdir(path.join(this.root, rel)).catch(() => [] as string[]);
+      if (files.some((f) => A0_STATE_FILES.includes(f))) out.push(dir);
+    }
+    return out;
+  }
+
+  /** Why edits are not possible (no URL configured), or undefined when an API URL is set. */
+  async readOnlyReason(): Promise<string | undefined> {
+    if (this.url) return undefined;
+    return 'Agent Zero keeps memory in a FAISS index; AgentKeep edits it only through Agent Zero\'s own API: set AGENTKEEP_A0_URL (or add ?url=http://host:port to the store) to the running Agent Zero web UI.';
+  }
+
+  private toEntry(doc: A0Document, dir: A0MemoryDir, file: string): MemoryEntry {
+    const md = doc.metadata;
+    const id = typeof md.id === 'string' && md.id ? md.id : doc.key;
+    const area = typeof md.area === 'string' && md.area ? md.area : 'main';
+    const rest: Record<string, unknown> = { subdir: dir.subdir };
+    for (const [k, v] of Object.entries(md)) if (k !== 'id' && k !== 'area') rest[k] = v;
+    if (id !== doc.key) rest.docstoreKey = doc.key;
+    const knowledge = md.knowledge_source === true;
+    const src = knowledge ? `knowledge:${String(md.source_path ?? md.source_file ?? 'unknown file')}` : 'conversation';
+    const createdAt = a0TimeToIso(md.timestamp);
+    return { id, text: doc.text, store: this.spec, file, area, ...(createdAt ? { createdAt } : {}), source: src, meta: rest };
+  }
+
+  /** Warnings about one memory dir that do not depend on the docstore (embedding model, layout). */
+  private async dirWarnings(dir: A0MemoryDir, all: A0MemoryDir[], ids: Set<string>): Promise<string[]> {
+    const w: string[] = [];
+    const abs = path.join(this.root, dir.rel);
+    const emb = await readJson(path.join(abs, 'embedding.json'));
+    const conf = await configuredEmbedding(this.root);
+    if (emb.missing) {
+      w.push(`${dir.rel}/embedding.json is missing: Agent Zero will re-embed every memory of "${dir.subdir}" on its next load (memory.py initialize).`);
+    } else if (emb.error) {
+      w.push(`${dir.rel}/embedding.json cannot be read: ${emb.error}.`);
+    } else {
+      const e = emb.value as { model_provider?: unknown; model_name?: unknown };
+      if (e.model_provider !== conf.provider || e.model_name !== conf.name) {
+        w.push(
+          `Embedding model mismatch in ${dir.rel}: the index was built with ${String(e.model_provider)}/${String(e.model_name)} but Agent Zero is configured for ${conf.provider}/${conf.name} (${conf.from}); it will re-embed every memory on its next load, and searches until then compare vectors of different models.`,
+        );
+      }
+    }
+    if (dir.layout === 'legacy' && all.some((d) => d.layout === 'current' && d.subdir === dir.subdir)) {
+      w.push(`Both usr/memory/${dir.subdir} and the older memory/${dir.subdir} exist: current Agent Zero reads only usr/memory/${dir.subdir}; the older one is a leftover of an earlier version.`);
+    }
+    const ki = await readJson(path.join(abs, 'knowledge_import.json'));
+    if (ki.value && typeof ki.value === 'object') {
+      const missing: string[] = [];
+      for (const rec of Object.values(ki.value as Record<string, { ids?: unknown }>)) {
+        if (Array.isArray(rec?.ids)) for (const id of rec.ids) if (typeof id === 'string' && !ids.has(id)) missing.push(id);
+      }
+      if (missing.length) w.push(`${dir.rel}/knowledge_import.json lists ${missing.length} id(s) that are not in index.pkl (e.g. ${missing[0]}): Agent Zero will re-import those knowledge files.`);
+    }
+    return w;
+  }
+
+  /**
+   * MemoryFiles of one subdir from its parsed docstore: one per area (canonical order), entries
+   * oldest first; `warnings` go on the first file only, so they are not repeated.
+   */
+  private filesOf(dir: A0MemoryDir, docs: A0Document[], file: string, warnings: string[], readOnly: string | undefined, located: Located[]): MemoryFile[] {
+    const byArea = new Map<string, MemoryEntry[]>();
+    for (const doc of docs) {
+      const entry = this.toEntry(doc, dir, file);
+      located.push({ entry, dir, doc });
+      const a = entry.area ?? 'main';
+      if (!byArea.has(a)) byArea.set(a, []);
+      byArea.get(a)!.push(entry);
+    }
+    const rank = (a: string): number => (A0_AREAS.indexOf(a) < 0 ? 99 : A0_AREAS.indexOf(a));
+    const areas = [...byArea.keys()].sort((a, b) => rank(a) - rank(b) || cmp(a, b));
+    if (areas.length === 0) areas.push('main');
+    return areas.map((a, i) => ({
+      kind: `agent-zero-${a}`,
+      file,
+      store: this.spec,
+      entries: (byArea.get(a) ?? []).sort((x, y) => cmp(x.createdAt ?? '', y.createdAt ?? '') || cmp(x.id, y.id)),
+      ...(readOnly ? { readOnly } : {}),
+      ...(i === 0 && warnings.length ? { warnings } : {}),
+    }));
+  }
+
+  private async readAll(): Promise<{ files: MemoryFile[]; located: Located[] }> {
+    await this.check();
+    const readOnly = await this.readOnlyReason();
+    const dirs = await this.memoryDirs();
+    const files: MemoryFile[] = [];
+    const located: Located[] = [];
+    for (const dir of dirs) {
+      const pkl = path.join(this.root, dir.rel, 'index.pkl');
+      let buf: Buffer | undefined;
+      const warnings: string[] = [];
+      try {
+        buf = await fs.readFile(pkl);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
+          throw new AgentKeepError('FileError', `Cannot read ${pkl}: ${(e as Error).message}.`, 'Check the permissions of the Agent Zero directory (Docker volumes are often owned by root).');
+        }
+        warnings.push(`${dir.rel}/index.pkl is missing: no memories in "${dir.subdir}" (Agent Zero creates it on the first save).`);
+      }
+      const docs = buf ? parseDocstore(buf, pkl) : { docs: [], warnings: [] as string[] };
+      warnings.push(...docs.warnings);
+      warnings.push(...(await this.dirWarnings(dir, dirs, new Set(docs.docs.map((d) => (typeof d.metadata.id === 'string' && d.metadata.id ? d.metadata.id : d.key))))));
+      files.push(...this.filesOf(dir, docs.docs, pkl, warnings, readOnly, located));
+    }
+    return { files, located };
+  }
+
+  /**
+   * The memories as captured in a restore point (memory.diff): every captured
+   * `[usr/]memory/<subdir>/index.pkl`, parsed like list() (file = the capture's display name;
+   * pickle warnings only). @throws FileError for a captured file that is not a docstore pickle
+   */
+  async listCapture(src: CaptureSource): Promise<MemoryFile[]> {
+    const readOnly = await this.readOnlyReason();
+    const files: MemoryFile[] = [];
+    const located: Located[] = [];
+    const order = { current: 0, project: 1, legacy: 2 };
+    const pkls = src.files
+      .filter((f) => f.endsWith('/index.pkl'))
+      .map((f) => ({ rel: f, dir: memoryDirOf(f.slice(0, -'/index.pkl'.length)) }))
+      .filter((x): x is { rel: string; dir: A0MemoryDir } => !!x.dir)
+      .sort((a, b) => order[a.dir.layout] - order[b.dir.layout] || cmp(a.rel, b.rel));
+    for (const { rel, dir } of pkls) {
+      const buf = await src.read(rel);
+      if (!buf) continue;
+      const docs = parseDocstore(buf, src.display(rel));
+      files.push(...this.filesOf(dir, docs.docs, src.display(rel), docs.warnings, readOnly, located));
+    }
+    return files;
+  }
+
+  /**
+   * One MemoryFile per memory subdir and area (kind `agent-zero-<area>`, file = the subdir's
+   * index.pkl), entries oldest first. Warnings (on the subdir's first file): embedding model
+   * mismatch, missing embedding.json, unknown pickle shapes, stale knowledge_import.json, a leftover
+   * older layout. @throws StoreNotFound, FileError (unreadable or not a docstore pickle)
+   */
+  async list(): Promise<MemoryFile[]> {
+    return (await this.readAll()).files;
+  }
+
+  /** Existing agent-state files of every memory subdir (both layouts), root-relative POSIX, sorted. */
+  async agentStateFiles(): Promise<string[]> {
+    const out: string[] = [];
+    for (const d of await this.memoryDirs()) {
+      for (const f of A0_STATE_FILES) {
+        try {
+          if ((await fs.lstat(path.join(this.root, d.rel, f))).isFile()) out.push(`${d.rel}/${f}`);
+        } catch {
+          /* absent */
+        }
+      }
+    }
+    return out.sort();
+  }
+
+  /**
+   * Whether `rel` is one of the memory files (index.pkl, index.faiss, embedding.json,
+   * knowledge_import.json) in `usr/memory/<s>/`, `memory/<s>/` or `usr/projects/<p>/.a0proj/memory/`.
+   */
+  isAgentStatePath(rel: string): boolean {
+    const p = path.posix.normalize(rel.replace(/\\/g, '/')).replace(/^\.\//, '');
+    const i = p.lastIndexOf('/');
+    return i > 0 && A0_STATE_FILES.includes(p.slice(i + 1)) && !!memoryDirOf(p.slice(0, i));
+  }
+
+  /**
+   * Capture one agent-state file without tearing it: Agent Zero's save (FAISS.save_local) rewrites
+   * index.faiss and index.pkl in place, so the copy is retried while size/mtime change across it
+   * and, for index.pkl, while the copy does not unpickle (a write in progress). A pickle that stays
+   * unreadable after the retries is captured as it is (the restore point keeps what is there).
+   */
+  async captureFile(rel: string, dest: string): Promise<boolean> {
+    const src = path.join(this.root, ...rel.split('/'));
+    const stamp = async (): Promise<string> => {
+      const st = await fs.stat(src, { bigint: true });
+      return `${st.ino}:${st.size}:${st.mtimeNs}`;
+    };
+    for (let attempt = 0; ; attempt++) {
+      const before = await stamp();
+      await fs.copyFile(src, dest);
+      const stable = before === (await stamp());
+      let ok = stable;
+      if (stable && rel.endsWith('/index.pkl')) {
+        try {
+          parseDocstore(await fs.readFile(dest), src);
+        } catch {
+          ok = false;
+        }
+      }
+      if (ok || (stable && attempt >= 5)) return true;
+      if (attempt >= 10) throw new AgentKeepError('FileError', `${src} kept changing while it was captured.`, 'Agent Zero is saving memory right now; try again in a moment.');
+      await new Promise((r) => setTimeout(r, 25 * (attempt + 1)));
+    }
+  }
+
+  /** sha256 (hex) over every subdir's index.pkl (path + content hash), as read now. */
+  async contentHash(): Promise<string> {
+    const h = createHash('sha256');
+    for (const d of await this.memoryDirs()) {
+      let buf: Buffer;
+      try {
+        buf = await fs.readFile(path.join(this.root, d.rel, 'index.pkl'));
+      } catch {
+        continue;
+      }
+      h.update(`${d.rel}/index.pkl\0${createHash('sha256').update(buf).digest('hex')}\n`);
+    }
+    return h.digest('hex');
+  }
+
+  /**
+   * What the entry's own metadata says about its origin: Agent Zero keeps no change history, so
+   * traces are the insert time, a knowledge import (source file) and a consolidation (merged ids).
+   */
+  async provenance(entry: MemoryEntry): Promise<Provenance> {
+    const md = entry.meta ?? {};
+    const traces: Provenance['traces'] = [];
+    const knowledge = md.knowledge_source === true;
+    traces.push({
+      action: 'add',
+      ...(entry.createdAt ? { time: entry.createdAt } : {}),
+      source: knowledge ? 'knowledge' : 'agent',
+      message: knowledge
+        ? `Imported from knowledge file ${String(md.source_path ?? md.source_file ?? '?')}`
+        : `Saved to area "${entry.area ?? 'main'}" of memory subdir "${String(md.subdir ?? 'default')}"`,
+    });
+    if (typeof md.consolidation_action === 'string' && md.consolidation_action) {
+      const from = [md.consolidated_from, md.replaced_memories].flatMap((v) => (Array.isArray(v) ? v.map(String) : []));
+      traces.push({
+        action: 'consolidate',
+        ...(entry.createdAt ? { time: entry.createdAt } : {}),
+        source: 'agent',
+        message: `Memory consolidation: ${md.consolidation_action}${from.length ? ` of ${from.join(', ')}` : ''}${md.safety_reason ? ` (${String(md.safety_reason)})` : ''}`,
+      });
+    }
+    return {
+      traces,
+      note: knowledge
+        ? 'Agent Zero keeps no history of memory changes; this entry came from a knowledge file.'
+        : 'Agent Zero keeps no history of memory changes or of the conversation that saved a memory; the traces are what the entry\'s own metadata says (time, area, consolidation).',
+    };
+  }
+
+  private api(): AgentZeroApi {
+    if (!this.url) {
+      throw new AgentKeepError('Unsupported', `Agent Zero store ${this.spec} is read-only.`, 'Set AGENTKEEP_A0_URL (or add ?url=http://host:port to the store) to the running Agent Zero web UI; AgentKeep never rewrites index.pkl.');
+    }
+    return new AgentZeroApi(this.url, this.credentials);
+  }
+
+  /** Hand the current index.pkl bytes to opts.beforeWrite (the core's backup) before an API change. */
+  private async backup(rel: string, opts?: WriteOptions): Promise<void> {
+    if (!opts?.beforeWrite) return;
+    const file = path.join(this.root, rel, 'index.pkl');
+    const prev = await fs.readFile(file).catch(() => undefined);
+    if (prev) await opts.beforeWrite(file, prev);
+  }
+
+  /** Find an entry by id, or by a unique id prefix (>= 4 chars, any case), after the CAS check. */
+  private async locate(entryId: string, expectedHash?: string): Promise<{ target: Located; hash: string }> {
+    const hash = await this.contentHash();
+    if (expectedHash !== undefined && expectedHash !== hash) {
+      throw new AgentKeepError('Conflict', `Agent Zero memory in ${this.root} changed since it was read.`, 'List the store again and retry; nothing was changed.');
+    }
+    const { located } = await this.readAll();
+    let hits = located.filter((l) => l.entry.id === entryId);
+    if (!hits.length && entryId.trim().length >= 4) {
+      const want = entryId.trim().toLowerCase();
+      hits = located.filter((l) => l.entry.id.toLowerCase().startsWith(want));
+    }
+    if (hits.length === 0) throw new AgentKeepError('EntryNotFound', `No Agent Zero memory with id ${entryId} in ${this.root}.`, 'List the store for the ids (agentkeep memory list --store ...).');
+    if (hits.length > 1) {
+      throw new AgentKeepError(
+        'Conflict',
+        `Id ${entryId} is ambiguous: ${hits.slice(0, 8).map((h) => `${h.entry.id} in ${h.dir.rel}`).join(', ')}.`,
+        'Give more characters of the id; an id in several subdirs (ids are unique per subdir only) is edited in the Agent Zero dashboard of that subdir.',
+      );
+    }
+    return { target: hits[0], hash };
+  }
+
+  /** Re-read after an API change and return the entry with `id` (if any) and the new content hash. */
+  private async reread(subdirRel: string, id: string): Promise<{ entry?: MemoryEntry; hash: string }> {
+    const { located } = await this.readAll();
+    const entry = located.find((l) => l.dir.rel === subdirRel && l.entry.id === id)?.entry;
+    return { entry, hash: await this.contentHash() };
+  }
+
+  private notReflected(what: string): AgentKeepError {
+    return new AgentKeepError(
+      'Conflict',
+      `Agent Zero at ${this.url} reported the ${what} as done, but ${this.root} does not show it.`,
+      'The URL probably belongs to another Agent Zero instance than this root (or a different volume): check ?url= / AGENTKEEP_A0_URL.',
+    );
+  }
+
+  /**
+   * Replace an entry's text through the dashboard `update` action (Agent Zero deletes and re-adds
+   * the document under the same id and metadata, re-embedding it). Compare-and-swap: refuses
+   * (Conflict) when the content hash is no longer `expectedHash`; checked just before the call, so a
+   * save by the agent in the instant between is not detected.
+   * @throws Unsupported (no URL), EntryNotFound, Conflict, AuthFailed, Internal (API refused or unreachable)
+   */
+  async edit(entryId: string, text: string, expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; previous: MemoryEntry; contentHash: string }> {
+    const api = this.api();
+    if (!text.trim()) throw new AgentKeepError('InvalidParams', 'The new text is empty.', 'Give the new text, or remove the entry instead.');
+    const { target } = await this.locate(entryId, expectedHash);
+    await this.backup(target.dir.rel, opts);
+    const md = { ...target.doc.metadata, id: target.entry.id };
+    const original = this.dashboardFormat(target.doc.text, md);
+    await api.dashboard('update', { memory_subdir: target.dir.subdir, original, edited: { ...original, content_full: text } });
+    const after = await this.reread(target.dir.rel, target.entry.id);
+    if (!after.entry || after.entry.text !== text) throw this.notReflected('edit');
+    return { entry: after.entry, previous: target.entry, contentHash: after.hash };
+  }
+
+  /** Delete an entry through the dashboard `delete` action; the area is returned as `file` (for add). @throws as edit */
+  async remove(entryId: string, expectedHash?: string, opts?: WriteOptions): Promise<{ removed: MemoryEntry; contentHash: string; file?: string }> {
+    const api = this.api();
+    const { target } = await this.locate(entryId, expectedHash);
+    await this.backup(target.dir.rel, opts);
+    await api.dashboard('delete', { memory_subdir: target.dir.subdir, memory_id: target.entry.id });
+    const after = await this.reread(target.dir.rel, target.entry.id);
+    if (after.entry) throw this.notReflected('delete');
+    const area = target.entry.area ?? 'main';
+    return { removed: target.entry, contentHash: after.hash, file: target.dir.subdir === 'default' ? area : `${target.dir.subdir}/${area}` };
+  }
+
+  /**
+   * Add a memory (e.g. undo of remove) through the dashboard `update` action with a new id: Agent
+   * Zero's update deletes the id (absent) and adds the document, so it inserts.
+   * @param file the area (main | fragments | solutions; default main), optionally `<subdir>/<area>`
+   *   (e.g. `projects/web/main`); default subdir: `default`
+   * @throws as edit
+   */
+  async add(text: string, file?: string, expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; contentHash: string }> {
+    const api = this.api();
+    if (!text.trim()) throw new AgentKeepError('InvalidParams', 'The text is empty.', 'Give the text of the memory.');
+    const hash = await this.contentHash();
+    if (expectedHash !== undefined && expectedHash !== hash) {
+      throw new AgentKeepError('Conflict', `Agent Zero memory in ${this.root} changed since it was read.`, 'List the store again and retry; nothing was changed.');
+    }
+    const cut = file ? file.lastIndexOf('/') : -1;
+    const [subdirPart, areaPart] = file && cut > 0 ? [file.slice(0, cut), file.slice(cut + 1)] : [undefined, file];
+    const dirs = await this.memoryDirs();
+    const dir = subdirPart ? dirs.find((d) => d.subdir === subdirPart) : (dirs.find((d) => d.layout === 'current' && d.subdir === 'default') ?? dirs[0]);
+    if (!dir) throw new AgentKeepError('EntryNotFound', `No memory subdir ${subdirPart ?? 'default'} in ${this.root}.`, `Use one of: ${dirs.map((d) => d.subdir).join(', ') || '(none: let Agent Zero save a first memory)'}.`);
+    const area = areaPart || 'main';
+    const id = newA0Id();
+    const md = { id, area, timestamp: a0Now() };
+    await this.backup(dir.rel, opts);
+    await api.dashboard('update', { memory_subdir: dir.subdir, original: this.dashboardFormat(text, md), edited: this.dashboardFormat(text, md) });
+    const after = await this.reread(dir.rel, id);
+    if (!after.entry) throw this.notReflected('add');
+    return { entry: after.entry, contentHash: after.hash };
+  }
+
+  /** A memory as the dashboard sends it back (memory_dashboard.py `_format_memory_for_dashboard`). */
+  private dashboardFormat(text: string, md: Record<string, unknown>): Record<string, unknown> {
+    return {
+      id: md.id,
+      area: md.area ?? 'main',
+      timestamp: md.timestamp ?? 'unknown',
+      content_full: text,
+      knowledge_source: md.knowledge_source ?? false,
+      source_file: md.source_file ?? '',
+      file_type: md.file_type ?? '',
+      consolidation_action: md.consolidation_action ?? '',
+      tags: md.tags ?? [],
+      metadata: md,
+    };
+  }
+}

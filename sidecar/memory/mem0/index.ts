@@ -1,0 +1,396 @@
+/**
+ * mem0 memory store (`mem0:/abs/dir[?qdrant=/abs/path][&collection=name]`), read-only.
+ *
+ * `dir` is mem0's directory (`$MEM0_DIR`, default ~/.mem0) holding `history.db`, mem0's append-only
+ * audit log `history(id, memory_id, old_memory, new_memory, event ADD|UPDATE|DELETE|NONE, created_at,
+ * updated_at, is_deleted, actor_id, role)` (mem0/memory/storage.py). The current memories live in the
+ * vector store; for the default local Qdrant that is `<qdrant>/collection/<name>/storage.sqlite`,
+ * table `points(id, point)` with `point` a pickled `PointStruct` whose payload holds `data` (the text),
+ * `hash`, `created_at`/`updated_at`, `user_id`/`agent_id`/`run_id`, `actor_id`, `role`
+ * (qdrant_client/local/persistence.py; mem0/memory/main.py). `<qdrant>/meta.json` records each
+ * collection's config, including `vectors.on_disk`.
+ * The Qdrant path is the option `?qdrant=`, else `<dir>/qdrant`, else mem0's default `/tmp/qdrant`.
+ * Without any Qdrant storage, entries are reconstructed from history.db (and say so).
+ * Sources: shared/reference/memory-stores.md §3 (mem0ai/mem0 @ 8d5b7865; mem0/vector_stores/qdrant.py).
+ */
+import { promises as fs } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { Parser } from 'pickleparser';
+import type { MemoryEntry, MemoryFile, Provenance } from '../../protocol';
+import { AgentKeepError } from '../../core/errors';
+import { captureSqlite, tableColumns as columns, withReadOnlyDb } from '../sqlite';
+import type { CaptureSource, MemoryStoreAdapter } from '../types';
+
+/** mem0's default local Qdrant path (mem0/configs/vector_stores/qdrant.py). */
+export const MEM0_DEFAULT_QDRANT = '/tmp/qdrant';
+/** Directories whose content does not survive a reboot or a container recreation. */
+const EPHEMERAL = ['/tmp', '/dev/shm', '/run', '/var/run'];
+
+/** Options of a mem0 store (from the store name's query part). */
+export interface Mem0Options {
+  /** Absolute path of the local Qdrant storage (mem0 vector_store.config.path). */
+  qdrant?: string;
+  /** Collection name (mem0 vector_store.config.collection_name); default: every collection found. */
+  collection?: string;
+}
+
+/** One history.db row. */
+export interface Mem0HistoryRow {
+  id: string;
+  memory_id: string;
+  old_memory: string | null;
+  new_memory: string | null;
+  event: string;
+  created_at: string | null;
+  updated_at: string | null;
+  is_deleted: number | null;
+  actor_id: string | null;
+  role: string | null;
+}
+
+function isObj(v: unknown): v is Record<string, unknown> {
+  return !!v && typeof v === 'object' && !Array.isArray(v);
+}
+
+async function exists(p: string): Promise<boolean> {
+  try {
+    await fs.stat(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether `p` lies in a directory that does not survive a reboot (/tmp, /dev/shm, /run, the OS temp dir). */
+export function isEphemeralPath(p: string): boolean {
+  const roots = [...EPHEMERAL, os.tmpdir()];
+  return roots.some((r) => p === r || p.startsWith(r.endsWith('/') ? r : `${r}/`));
+}
+
+/** A timestamp from mem0 (ISO 8601, with or without zone; SQLite "YYYY-MM-DD HH:MM:SS") as ISO 8601 UTC. */
+export function mem0TimeToIso(v: unknown): string | undefined {
+  if (typeof v !== 'string' || !v) return undefined;
+  const s = /[zZ]|[+-]\d{2}:?\d{2}$/.test(v) ? v : `${v.replace(' ', 'T')}Z`;
+  const d = new Date(s);
+  return Number.isNaN(d.getTime()) ? undefined : d.toISOString();
+}
+
+/** Oldest first (ISO strings compare in code-unit order), then by id. */
+function byCreatedThenId(a: MemoryEntry, b: MemoryEntry): number {
+  const x = `${a.createdAt ?? ''}\0${a.id}`;
+  const y = `${b.createdAt ?? ''}\0${b.id}`;
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+const EVENT_ACTION: Record<string, Provenance['traces'][number]['action']> = { ADD: 'add', UPDATE: 'update', DELETE: 'remove', NONE: 'none' };
+
+/** The mem0 store adapter (read-only). */
+export class Mem0Store implements MemoryStoreAdapter {
+  readonly kind = 'mem0';
+
+  /**
+   * @param root absolute mem0 directory (holds history.db)
+   * @param spec the store name as given
+   * @param opts Qdrant path and collection
+   */
+  constructor(
+    readonly root: string,
+    readonly spec: string = `mem0:${root}`,
+    private readonly opts: Mem0Options = {},
+  ) {}
+
+  private get historyDb(): string {
+    return path.join(this.root, 'history.db');
+  }
+
+  /** The Qdrant storage path in use and how it was chosen, or undefined when none exists. */
+  async qdrantPath(): Promise<{ path: string; how: string } | undefined> {
+    if (this.opts.qdrant) return (await exists(this.opts.qdrant)) ? { path: this.opts.qdrant, how: 'store option ?qdrant=' } : undefined;
+    const inside = path.join(this.root, 'qdrant');
+    if (await exists(inside)) return { path: inside, how: `${inside}` };
+    if (await exists(MEM0_DEFAULT_QDRANT)) return { path: MEM0_DEFAULT_QDRANT, how: 'mem0\'s default vector_store path' };
+    return undefined;
+  }
+
+  /** Collections in the Qdrant storage: name -> storage.sqlite path (only those that exist). */
+  private async collections(q: string): Promise<Array<{ name: string; db: string }>> {
+    const names = this.opts.collection ? [this.opts.collection] : await fs.readdir(path.join(q, 'collection')).catch(() => [] as string[]);
+    const out: Array<{ name: string; db: string }> = [];
+    for (const name of names.sort()) {
+      const db = path.join(q, 'collection', name, 'storage.sqlite');
+      if (await exists(db)) out.push({ name, db });
+    }
+    return out;
+  }
+
+  /** @throws StoreNotFound when the directory is missing or holds neither history.db nor Qdrant storage. */
+  async check(): Promise<void> {
+    let st: import('node:fs').Stats;
+    try {
+      st = await fs.stat(this.root);
+    } catch {
+      throw new AgentKeepError('StoreNotFound', `mem0 directory ${this.root} does not exist.`, 'Point --store at mem0\'s directory ($MEM0_DIR, default ~/.mem0, as an absolute path), e.g. mem0:/home/me/.mem0.');
+    }
+    if (!st.isDirectory()) throw new AgentKeepError('StoreNotFound', `mem0 directory ${this.root} is not a directory.`, 'Point --store at the directory that holds history.db.');
+    if (!(await exists(this.historyDb)) && !(await this.qdrantPath())) {
+      throw new AgentKeepError(
+        'StoreNotFound',
+        `Not a mem0 directory: no history.db and no local Qdrant storage in ${this.root}.`,
+        'Point at the directory that holds history.db ($MEM0_DIR or ~/.mem0); give the Qdrant path with ?qdrant=/abs/path when it lives elsewhere.',
+      );
+    }
+  }
+
+  /** Why entries cannot be edited from AgentKeep. */
+  async readOnlyReason(): Promise<string | undefined> {
+    return 'mem0 changes memories only through its own API (Memory.update / Memory.delete, which also embed the text and write history.db); AgentKeep does not call it yet, so this store is read-only.';
+  }
+
+  /** All history.db rows, oldest first (empty when history.db is missing). @throws FileError */
+  async history(dbPath = this.historyDb): Promise<Mem0HistoryRow[]> {
+    if (!(await exists(dbPath))) return [];
+    return withReadOnlyDb(dbPath, (db) => {
+      const cols = new Set(columns(db, 'history'));
+      if (!cols.size) return [];
+      const pick = (c: string): string => (cols.has(c) ? c : `NULL AS ${c}`);
+      const sel = ['id', 'memory_id', 'old_memory', 'new_memory', 'event', 'created_at', 'updated_at', 'is_deleted', 'actor_id', 'role'].map(pick).join(', ');
+      // created_at is the memory's creation time on every row; updated_at the time of the change
+      return db.all(`SELECT ${sel} FROM history ORDER BY COALESCE(updated_at, created_at), rowid`) as unknown as Mem0HistoryRow[];
+    });
+  }
+
+  private readPoints(dbPath: string, collection: string, file: string, warnings: string[]): Promise<MemoryEntry[]> {
+    return withReadOnlyDb(dbPath, (db) => {
+      if (!columns(db, 'points').length) {
+        warnings.push(`${dbPath} has no points table; not a Qdrant local collection.`);
+        return [];
+      }
+      const rows = db.all('SELECT id, point FROM points') as Array<{ id: string; point: Uint8Array }>;
+      const out: MemoryEntry[] = [];
+      let bad = 0;
+      for (const r of rows) {
+        let point: unknown;
+        try {
+          point = new Parser().parse(r.point);
+        } catch {
+          bad++;
+          continue;
+        }
+        const st = isObj(point) && isObj(point.__dict__) ? point.__dict__ : point;
+        if (!isObj(st) || !isObj(st.payload)) {
+          bad++;
+          continue;
+        }
+        const payload = st.payload;
+        const text = typeof payload.data === 'string' ? payload.data : typeof payload.memory === 'string' ? payload.memory : undefined;
+        if (text === undefined) {
+          bad++;
+          continue;
+        }
+        const id = typeof st.id === 'string' || typeof st.id === 'number' ? String(st.id) : String(r.id);
+        const meta: Record<string, unknown> = { collection };
+        for (const [k, v] of Object.entries(payload)) if (k !== 'data' && k !== 'memory' && k !== 'created_at' && k !== 'updated_at') meta[k] = v;
+        const createdAt = mem0TimeToIso(payload.created_at);
+        const updatedAt = mem0TimeToIso(payload.updated_at);
+        const source = typeof payload.actor_id === 'string' && payload.actor_id ? payload.actor_id : typeof payload.role === 'string' ? payload.role : undefined;
+        out.push({ id, text, store: this.spec, file, ...(createdAt ? { createdAt } : {}), ...(updatedAt ? { updatedAt } : {}), ...(source ? { source } : {}), meta });
+      }
+      if (bad) warnings.push(`${dbPath}: ${bad} point(s) could not be read as mem0 memories (no payload data); skipped.`);
+      return out;
+    });
+  }
+
+  /** Entries reconstructed from history.db: the last state of every memory whose last event is not DELETE. */
+  private fromHistory(rows: Mem0HistoryRow[], file = this.historyDb): MemoryEntry[] {
+    const last = new Map<string, { text: string | null; created?: string; updated?: string; deleted: boolean; actor?: string }>();
+    for (const r of rows) {
+      const prev = last.get(r.memory_id);
+      const deleted = r.event === 'DELETE' || r.is_deleted === 1;
+      const text = r.event === 'NONE' ? (prev?.text ?? r.new_memory) : r.new_memory;
+      last.set(r.memory_id, {
+        text,
+        created: prev?.created ?? mem0TimeToIso(r.created_at),
+        updated: mem0TimeToIso(r.updated_at ?? undefined) ?? prev?.updated,
+        deleted,
+        actor: r.actor_id ?? r.role ?? prev?.actor,
+      });
+    }
+    const out: MemoryEntry[] = [];
+    for (const [id, s] of last) {
+      if (s.deleted || s.text == null) continue;
+      out.push({ id, text: s.text, store: this.spec, file, ...(s.created ? { createdAt: s.created } : {}), ...(s.updated ? { updatedAt: s.updated } : {}), ...(s.actor ? { source: s.actor } : {}), meta: { reconstructedFromHistory: true } });
+    }
+    return out;
+  }
+
+  /**
+   * One MemoryFile (kind `mem0`) per Qdrant collection (file = its storage.sqlite), entries oldest
+   * first; without Qdrant storage, one reconstructed from history.db. Warnings (first file): the
+   * configuration is not durable (Qdrant or history.db under /tmp or another ephemeral dir, a
+   * collection created with on_disk false, which makes mem0 delete the Qdrant path on every start),
+   * history.db missing, Qdrant storage outside the store directory (not captured in restore points).
+   * @throws StoreNotFound, FileError
+   */
+  async list(): Promise<MemoryFile[]> {
+    await this.check();
+    const readOnly = await this.readOnlyReason();
+    const warnings: string[] = [];
+    const hasHistory = await exists(this.historyDb);
+    if (!hasHistory) {
+      warnings.push(`history.db is missing in ${this.root}: mem0 keeps no record of how memories changed (check history_db_path / MEM0_DIR; mem0ai/mem0#3717: a history path inside a container without a volume is lost on redeploy).`);
+    } else if (isEphemeralPath(await fs.realpath(this.historyDb))) {
+      warnings.push(`history.db is under ${path.dirname(this.historyDb)}, which does not survive a reboot: set history_db_path (or MEM0_DIR) to a persistent directory.`);
+    }
+    const q = await this.qdrantPath();
+    const files: MemoryFile[] = [];
+    if (q) {
+      const real = await fs.realpath(q.path);
+      if (isEphemeralPath(real)) {
+        warnings.push(`The Qdrant storage ${q.path} is under a temporary directory (mem0's default /tmp/qdrant): its memories are lost on reboot. Set vector_store.config.path to a persistent directory and on_disk: true.`);
+      }
+      const rel = path.relative(this.root, real);
+      if (rel.startsWith('..') || path.isAbsolute(rel)) {
+        warnings.push(`The Qdrant storage ${q.path} is outside ${this.root}: restore points of this store capture history.db only. Move it into the store directory (vector_store.config.path) to capture it.`);
+      }
+      const meta = await fs.readFile(path.join(q.path, 'meta.json'), 'utf8').then((t) => JSON.parse(t) as unknown).catch(() => undefined);
+      const cols = await this.collections(q.path);
+      if (!cols.length) warnings.push(`No collection with a storage.sqlite under ${q.path}/collection/${this.opts.collection ?? '*'}.`);
+      for (const c of cols) {
+        const conf = isObj(meta) && isObj(meta.collections) ? meta.collections[c.name] : undefined;
+        const vectors = isObj(conf) ? conf.vectors : undefined;
+        const onDisk = isObj(vectors) ? vectors.on_disk : undefined;
+        if (!isObj(meta)) {
+          warnings.push(`${q.path}/meta.json is missing or unreadable: cannot tell whether collection "${c.name}" was created with on_disk: true.`);
+        } else if (onDisk !== true) {
+          warnings.push(
+            `Collection "${c.name}" was created with on_disk ${onDisk === false ? 'false' : 'unset (false)'} (${q.path}/meta.json): with on_disk false, mem0 deletes the local Qdrant path each time it starts (mem0/vector_stores/qdrant.py), so these memories do not survive a restart. Set vector_store.config.on_disk: true.`,
+          );
+        }
+        const entries = await this.readPoints(c.db, c.name, c.db, warnings);
+        entries.sort(byCreatedThenId);
+        files.push({ kind: 'mem0', file: c.db, store: this.spec, entries, readOnly });
+      }
+    }
+    if (!files.length) {
+      if (!q) warnings.push(`No local Qdrant storage found (${this.opts.qdrant ?? `${path.join(this.root, 'qdrant')} or ${MEM0_DEFAULT_QDRANT}`}); entries are reconstructed from history.db (a remote vector store cannot be read here).`);
+      const entries = this.fromHistory(await this.history());
+      files.push({ kind: 'mem0', file: this.historyDb, store: this.spec, entries, readOnly });
+    }
+    if (warnings.length) files[0].warnings = warnings;
+    return files;
+  }
+
+  /**
+   * The entry's history.db timeline, oldest first: ADD -> add, UPDATE -> update (with the previous
+   * text), DELETE -> remove, NONE -> none; time = updated_at of the change (created_at for ADD),
+   * source = actor_id or role. history.db does not link a memory to the message it came from
+   * (mem0ai/mem0#7047), so `session`/`messageId` stay empty.
+   */
+  async provenance(entry: MemoryEntry): Promise<Provenance> {
+    const rows = (await this.history()).filter((r) => r.memory_id === entry.id);
+    if (!(await exists(this.historyDb))) return { traces: [], note: `No trace: ${this.historyDb} does not exist, so mem0 kept no history for this memory.` };
+    const traces: Provenance['traces'] = rows.map((r) => {
+      const time = mem0TimeToIso(r.event === 'ADD' ? r.created_at : (r.updated_at ?? r.created_at));
+      const src = r.actor_id ?? r.role ?? undefined;
+      const msg = r.event === 'DELETE' ? r.old_memory : r.new_memory;
+      return {
+        action: EVENT_ACTION[r.event] ?? 'update',
+        ...(time ? { time } : {}),
+        ...(src ? { source: src } : {}),
+        ...(msg ? { message: msg.slice(0, 2000) } : {}),
+        ...(r.old_memory && r.event !== 'DELETE' && r.event !== 'ADD' ? { previous: r.old_memory } : {}),
+        messageId: r.id,
+      };
+    });
+    return {
+      traces,
+      note: traces.length
+        ? 'From mem0\'s history.db; mem0 does not record which message a memory was extracted from (mem0ai/mem0#7047).'
+        : `No trace: history.db has no rows for memory ${entry.id} (added before history was kept, history.db reset, or written by another mem0 process with another history_db_path).`,
+    };
+  }
+
+  /** The Qdrant dir relative to root when it lies inside root, else undefined. */
+  private async qdrantRel(): Promise<string | undefined> {
+    const q = await this.qdrantPath();
+    if (!q) return undefined;
+    const rel = path.relative(this.root, q.path);
+    return rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel.split(path.sep).join('/') : undefined;
+  }
+
+  /** history.db (+ -wal) and every file of the Qdrant storage when it lies inside the store dir; POSIX relative, sorted. */
+  async agentStateFiles(): Promise<string[]> {
+    const out: string[] = [];
+    for (const f of ['history.db', 'history.db-wal']) if (await exists(path.join(this.root, f))) out.push(f);
+    const q = await this.qdrantRel();
+    if (q) {
+      const walk = async (rel: string): Promise<void> => {
+        const ents = await fs.readdir(path.join(this.root, rel), { withFileTypes: true }).catch(() => [] as import('node:fs').Dirent[]);
+        for (const e of ents) {
+          const r = `${rel}/${e.name}`;
+          if (e.isDirectory()) await walk(r);
+          else if (e.isFile()) out.push(r);
+        }
+      };
+      await walk(q);
+    }
+    return out.sort();
+  }
+
+  /** Whether `rel` is history.db, its -wal, or under the qdrant/ dir (the default place inside the store). */
+  isAgentStatePath(rel: string): boolean {
+    const p = path.posix.normalize(rel.replace(/\\/g, '/')).replace(/^\.\//, '');
+    if (p.startsWith('../') || p === '..' || path.posix.isAbsolute(p)) return false;
+    const qrel = this.opts.qdrant ? path.relative(this.root, this.opts.qdrant).split(path.sep).join('/') : 'qdrant';
+    return p === 'history.db' || p === 'history.db-wal' || (!qrel.startsWith('..') && p.startsWith(`${qrel}/`));
+  }
+
+  /**
+   * Consistent capture: SQLite files (history.db, storage.sqlite) are copied consistently with their
+   * WAL checkpointed into the copy (sidecar/memory/sqlite.ts captureSqlite); `history.db-wal` is not
+   * captured on its own (resolves false: its frames are in the captured history.db, and a restore
+   * removes the current -wal instead of putting an old one next to the restored db); other files
+   * are copied as they are.
+   */
+  async captureFile(rel: string, dest: string): Promise<boolean> {
+    const src = path.join(this.root, ...rel.split('/'));
+    if (rel.endsWith('-wal') || rel.endsWith('-journal')) return false;
+    if (rel === 'history.db' || rel.endsWith('.sqlite')) await captureSqlite(src, dest);
+    else await fs.copyFile(src, dest);
+    return true;
+  }
+
+  /**
+   * The memories as captured in a restore point (memory.diff): the captured Qdrant collections'
+   * points, else entries reconstructed from the captured history.db. No durability warnings.
+   * @throws FileError (a captured database that does not read)
+   */
+  async listCapture(src: CaptureSource): Promise<MemoryFile[]> {
+    const readOnly = await this.readOnlyReason();
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'agentkeep-mem0-cap-'));
+    try {
+      const files: MemoryFile[] = [];
+      for (const rel of src.files.filter((f) => /(^|\/)collection\/[^/]+\/storage\.sqlite$/.test(f)).sort()) {
+        const buf = await src.read(rel);
+        if (!buf) continue;
+        const name = rel.split('/').slice(-2)[0];
+        const tmp = path.join(dir, `${files.length}.sqlite`);
+        await fs.writeFile(tmp, buf);
+        const warnings: string[] = [];
+        const entries = (await this.readPoints(tmp, name, src.display(rel), warnings)).sort(byCreatedThenId);
+        files.push({ kind: 'mem0', file: src.display(rel), store: this.spec, entries, readOnly, ...(warnings.length ? { warnings } : {}) });
+      }
+      if (!files.length) {
+        const buf = src.files.includes('history.db') ? await src.read('history.db') : undefined;
+        const tmp = path.join(dir, 'history.db');
+        if (buf) await fs.writeFile(tmp, buf);
+        const entries = buf ? this.fromHistory(await this.history(tmp), src.display('history.db')) : [];
+        files.push({ kind: 'mem0', file: src.display('history.db'), store: this.spec, entries, readOnly });
+      }
+      return files;
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  }
+}
