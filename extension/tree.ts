@@ -136,17 +136,17 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         item.id = `mem:${n.config.target}`;
         item.iconPath = new vscode.ThemeIcon('book');
         item.contextValue = 'memory';
-        if (this.findings.length) item.description = `${this.findings.length} ${this.findings.length === 1 ? 'finding' : 'findings'}`;
-        item.tooltip = this.lintNote ?? (this.findings.length ? `Lint: ${this.findings.length} findings. Open the memory inspector to review them.` : 'Lint found nothing.');
         return item;
       }
       case 'store': {
         const item = new vscode.TreeItem(n.store.split(':')[0] ?? n.store, vscode.TreeItemCollapsibleState.Expanded);
         item.id = `store:${n.store}`;
         item.contextValue = 'memoryStore';
-        item.description = n.store.slice(n.store.indexOf(':') + 1);
+        // lint ran in getChildren of Memory, before this row is built: the count is current
+        const found = this.findings.filter((f) => (f.stores ? f.stores.includes(n.store) : n.config.stores.length === 1)).length;
+        item.description = [n.store.slice(n.store.indexOf(':') + 1), found ? plural(found, 'finding') : ''].filter(Boolean).join(' · ');
         item.iconPath = new vscode.ThemeIcon('database');
-        item.tooltip = n.store;
+        item.tooltip = `${n.store}\n${this.lintNote ?? (found ? `Lint: ${plural(found, 'finding')}. Open the memory inspector to review them.` : 'Lint found nothing.')}`;
         return item;
       }
       case 'memoryFile': {
@@ -276,11 +276,7 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         }
       case 'memory':
         if (!n.config.stores.length) return [{ kind: 'message', label: 'No memory store configured', detail: 'Set agentkeep.stores, e.g. ["hermes:/home/me/.hermes"].' }];
-        {
-          const before = this.findings.length;
-          ({ findings: this.findings, lintNote: this.lintNote } = await lintStores(this.sidecar, n.config));
-          if (before !== this.findings.length) setTimeout(() => this.emitter.fire(n), 0); // the Memory row shows the count
-        }
+        ({ findings: this.findings, lintNote: this.lintNote } = await lintStores(this.sidecar, n.config));
         return n.config.stores.map((store) => ({ kind: 'store', config: n.config, store }));
       case 'store':
         try {
