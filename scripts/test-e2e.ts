@@ -99,6 +99,10 @@ async function typeLabel(page: Page, label: string): Promise<void> {
 async function memoryInspector(page: Page): Promise<void> {
   await runCommand(page, 'View: Close All Editors');
   await page.waitForTimeout(300);
+  // room for the inspector: hide the panel (terminal) and the side bar (Ctrl+J / Ctrl+B toggle them)
+  if (await page.locator('.part.panel').first().isVisible().catch(() => false)) await page.keyboard.press('Control+J');
+  if (await page.locator('.part.sidebar').first().isVisible().catch(() => false)) await page.keyboard.press('Control+B');
+  await page.waitForTimeout(300);
   await runCommand(page, 'AgentKeep: Open Memory Inspector');
   const webview = page.frameLocator('iframe.webview').last().frameLocator('iframe#active-frame');
   try {
