@@ -1,7 +1,8 @@
 // Bundles the three outputs of AgentKeep:
 //   out/extension.js   the VS Code extension (CommonJS, `vscode` external)
 //   out/sidecar.js     the sidecar, a Node program with a shebang (`agentkeep` bin)
-//   out/webview.js     the webview bundle (browser IIFE)
+//   out/webview.js     the restore point details webview bundle (browser IIFE)
+//   out/memory.js      the memory inspector webview bundle (browser IIFE, with @vscode-elements/elements)
 // plus out/test/exthost/index.js, the mocha suite that runs inside a real extension host.
 // Flags: --watch (rebuild on change), --production (minify, no source maps).
 import * as esbuild from 'esbuild';
@@ -44,6 +45,7 @@ const builds = [
   { ...node, entryPoints: ['extension/extension.ts'], outfile: 'out/extension.js', external: ['vscode'] },
   { ...node, entryPoints: ['sidecar/main.ts'], outfile: 'out/sidecar.js', banner: { js: '#!/usr/bin/env node' } },
   { ...common, entryPoints: ['webview-ui/main.ts'], outfile: 'out/webview.js', platform: 'browser', format: 'iife', target: 'es2022' },
+  { ...common, entryPoints: ['webview-ui/memory/main.ts'], outfile: 'out/memory.js', platform: 'browser', format: 'iife', target: 'es2022' },
   { ...node, entryPoints: ['test/exthost/index.ts'], outfile: 'out/test/exthost/index.js', external: ['vscode', 'mocha'] },
 ];
 

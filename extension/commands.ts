@@ -105,7 +105,7 @@ function requireConfig(): AgentConfig {
 }
 
 /** Wrap a command: errors become a notification (message + hint) and are recorded for tests. */
-function guarded<A extends unknown[], R>(ctx: Ctx, name: string, fn: (...args: A) => Promise<R>): (...args: A) => Promise<R | undefined> {
+export function guarded<A extends unknown[], R>(ctx: Pick<Ctx, 'output' | 'lastError'>, name: string, fn: (...args: A) => Promise<R>): (...args: A) => Promise<R | undefined> {
   return async (...args: A) => {
     try {
       ctx.lastError = undefined;

@@ -4,13 +4,13 @@
  * webview-ui/messages.ts: the extension sends `show`; buttons send restore/keep/delete, which run
  * the normal commands (with their confirmations).
  */
-import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import type { ActionMessage, ShowMessage } from '../webview-ui/messages';
 import { isTrusted, readAgentConfig } from './config';
 import { displayLabel, formatAge, formatReason } from './format';
 import type { Sidecar } from './sidecar';
 import { toSidecarError } from './sidecar';
+import { webviewHtml } from './webviewHtml';
 
 /** The single "Restore point details" webview panel (see the module comment). */
 export class DetailsPanel implements vscode.Disposable {
@@ -112,17 +112,16 @@ export class DetailsPanel implements vscode.Disposable {
   }
 
   private html(webview: vscode.Webview): string {
-    const nonce = randomBytes(16).toString('base64');
-    const script = webview.asWebviewUri(vscode.Uri.joinPath(this.context.extensionUri, 'out', 'webview.js'));
-    const csp = [`default-src 'none'`, `style-src 'nonce-${nonce}'`, `script-src 'nonce-${nonce}'`, `img-src ${webview.cspSource}`, `font-src ${webview.cspSource}`].join('; ');
-    return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="${csp}">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<title>Restore point</title>
-<style nonce="${nonce}">
+    return webviewHtml(webview, this.context.extensionUri, { script: 'webview.js', title: 'Restore point', css: DETAILS_CSS, loading: 'Loading…' });
+  }
+
+  dispose(): void {
+    this.panel?.dispose();
+  }
+}
+
+/** The details panel's stylesheet (VS Code theme variables). */
+const DETAILS_CSS = `
   body { font-family: var(--vscode-font-family); font-size: var(--vscode-font-size); color: var(--vscode-foreground); background: var(--vscode-editor-background); padding: 0 20px 20px; line-height: 1.45; }
   h1 { font-size: 1.5em; font-weight: 600; margin: 16px 0 4px; }
   h3 { font-size: 1em; font-weight: 600; margin: 10px 0 2px; word-break: break-all; }
@@ -145,16 +144,4 @@ export class DetailsPanel implements vscode.Disposable {
   .note { color: var(--vscode-descriptionForeground); font-size: 0.95em; }
   .error { color: var(--vscode-errorForeground); }
   .badge { display: inline-block; padding: 0 6px; border-radius: 8px; background: var(--vscode-badge-background); color: var(--vscode-badge-foreground); font-size: 0.85em; margin-left: 6px; vertical-align: middle; }
-</style>
-</head>
-<body>
-<main id="app" aria-live="polite"><p class="sub">Loading…</p></main>
-<script nonce="${nonce}" src="${script}"></script>
-</body>
-</html>`;
-  }
-
-  dispose(): void {
-    this.panel?.dispose();
-  }
-}
+`;

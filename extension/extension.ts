@@ -13,6 +13,7 @@ import { SNAPSHOT_SCHEME, SnapshotContentProvider } from './compare';
 import { codeLensFilter, readAgentConfig, readStateDir, setSimulateUntrusted } from './config';
 import { ConfigFiles, type ConfigPromptRecord } from './configFiles';
 import { DetailsPanel } from './details';
+import { MemoryInspector, registerMemoryCommands, type InspectorRendered, type MemoryChange } from './memory';
 import { Sidecar } from './sidecar';
 import { AgentStatusBar } from './statusBar';
 import { AgentTreeProvider } from './tree';
@@ -49,6 +50,13 @@ export interface AgentKeepApi {
    * instead of showing a notification; `null` restores the notification.
    */
   answerConfigPrompts(answer: string | undefined | null): void;
+  /** The memory inspector: whether it is open and what its webview last rendered. */
+  memoryInspector(): { open: boolean; rendered?: InspectorRendered };
+  /**
+   * Test hook: memory edits/deletes call `fn` instead of showing the Undo notification (`null`
+   * restores the notification).
+   */
+  onMemoryChange(fn: ((c: MemoryChange) => void) | null): void;
 }
 
 let ctxRef: Ctx | undefined;
@@ -65,6 +73,8 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
   ctxRef = ctx;
   const configFiles = new ConfigFiles(sidecar, (file) => Promise.resolve(vscode.commands.executeCommand<{ restorePoint: RestorePoint; reused: boolean } | undefined>('agentkeep.restorePointBeforeEdit', { file })));
   ctx.configFiles = configFiles;
+  const memory = new MemoryInspector(context, sidecar, output, () => tree.refresh());
+  context.subscriptions.push(memory, ...registerMemoryCommands(ctx, memory));
   context.subscriptions.push(configFiles, vscode.workspace.registerTextDocumentContentProvider(SNAPSHOT_SCHEME, new SnapshotContentProvider(sidecar)));
 
   const view = vscode.window.createTreeView('agentkeep.agent', { treeDataProvider: tree, showCollapseAll: true });
@@ -96,6 +106,7 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
       void applyConfig();
       void sidecar.pushSettings(); // the sidecar asks the editor to refresh its lenses
       void configFiles.refresh();
+      void memory.refresh();
     }),
     // the token set or cleared (here or in another window): restart the sidecar with it
     context.secrets.onDidChange(async (e) => {
@@ -107,6 +118,7 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
       tree.refresh();
       void statusBar.update();
       void details.refresh();
+      void memory.refresh();
     }),
   );
   void applyConfig().catch((e) => output.appendLine(`[extension] activation: ${String(e)}`));
@@ -129,6 +141,10 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
     configPrompts: () => configFiles.prompts,
     answerConfigPrompts: (answer) => {
       configFiles.answer = answer === null ? undefined : async () => answer;
+    },
+    memoryInspector: () => ({ open: memory.isOpen, rendered: memory.rendered }),
+    onMemoryChange: (fn) => {
+      memory.onChange = fn ?? undefined;
     },
   };
 }

@@ -3,13 +3,15 @@
  * (stores > files with usage > entries). A Proxmox agent shows node, vmid, status and lock, its
  * restore points as the snapshot tree (nested by `parent`, "You are here", RAM-state badges) and
  * Agents: the guests with agentkeep.proxmox.tag (agent.discover), one click to manage another. Data comes from the sidecar: agent.status,
- * restorePoint.list, memory.list (one call per store, so files group under their store).
+ * restorePoint.list, memory.list (one call per store, so files group under their store), memory.lint
+ * (badges on entries with findings; none when the sidecar has no lint).
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { MemoryFile, RestorePoint, ResultOf } from '../sidecar/protocol';
+import type { LintFinding, MemoryFile, RestorePoint, ResultOf } from '../sidecar/protocol';
 import { readAgentConfig, readProxmoxSettings, type AgentConfig } from './config';
-import { displayLabel, entryTitle, formatAge, formatBytes, formatReason, shortReason, targetName, usageText } from './format';
+import { displayLabel, entryTitle, formatAge, formatBytes, formatReason, plural, shortReason, targetName, usageText } from './format';
+import { findingsFor, lintStores } from './memory';
 import { currentRestorePoint, discoverGuests, explainLock, findGuest, hostOf, proxmoxOf, snapshotTree, withTag, type Guest } from './proxmox';
 import type { Sidecar } from './sidecar';
 import { toSidecarError } from './sidecar';
@@ -25,7 +27,7 @@ export type AgentNode =
   | { kind: 'memory'; config: AgentConfig }
   | { kind: 'store'; config: AgentConfig; store: string }
   | { kind: 'memoryFile'; store: string; file: MemoryFile }
-  | { kind: 'entry'; file: MemoryFile; text: string; id: string }
+  | { kind: 'entry'; store: string; file: MemoryFile; text: string; id: string }
   | { kind: 'message'; label: string; detail?: string; icon?: string; command?: vscode.Command };
 
 /** Tree data provider of the Agent view. Caches the last lists so tests can read what is shown. */
@@ -36,6 +38,10 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
   lastRestorePoints: RestorePoint[] = [];
   /** Last agent status shown. */
   lastStatus: ResultOf<'agentStatus'> | undefined;
+  /** Lint findings at the last refresh of the Memory node (empty when lint is unavailable). */
+  findings: LintFinding[] = [];
+  /** Why there are no findings (lint unavailable or failed), if so. */
+  lintNote: string | undefined;
   /** Proxmox targets: the guest as agent.discover last reported it (node, vmid, status, lock). */
   lastGuest: Guest | undefined;
   /** Proxmox targets: the fleet last listed (guests with agentkeep.proxmox.tag). */
@@ -155,14 +161,18 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         const item = new vscode.TreeItem('Memory', vscode.TreeItemCollapsibleState.Expanded);
         item.id = `mem:${n.config.target}`;
         item.iconPath = new vscode.ThemeIcon('book');
+        item.contextValue = 'memory';
         return item;
       }
       case 'store': {
         const item = new vscode.TreeItem(n.store.split(':')[0] ?? n.store, vscode.TreeItemCollapsibleState.Expanded);
         item.id = `store:${n.store}`;
-        item.description = n.store.slice(n.store.indexOf(':') + 1);
+        item.contextValue = 'memoryStore';
+        // lint ran in getChildren of Memory, before this row is built: the count is current
+        const found = this.findings.filter((f) => (f.stores ? f.stores.includes(n.store) : n.config.stores.length === 1)).length;
+        item.description = [n.store.slice(n.store.indexOf(':') + 1), found ? plural(found, 'finding') : ''].filter(Boolean).join(' · ');
         item.iconPath = new vscode.ThemeIcon('database');
-        item.tooltip = n.store;
+        item.tooltip = `${n.store}\n${this.lintNote ?? (found ? `Lint: ${plural(found, 'finding')}. Open the memory inspector to review them.` : 'Lint found nothing.')}`;
         return item;
       }
       case 'memoryFile': {
@@ -172,7 +182,7 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         const item = new vscode.TreeItem(path.basename(f.file), state);
         item.id = `mf:${f.file}`;
         const u = f.usage;
-        item.description = u ? `${u.chars}/${u.limit} chars · ${f.entries.length} entries` : `${f.entries.length} entries`;
+        item.description = u ? `${u.chars}/${u.limit} chars · ${plural(f.entries.length, 'entry', 'entries')}` : plural(f.entries.length, 'entry', 'entries');
         item.iconPath = new vscode.ThemeIcon(u && u.chars > u.limit ? 'warning' : 'file-text');
         item.resourceUri = vscode.Uri.file(f.file);
         item.tooltip = u ? `${f.file}\n${f.kind}: ${u.chars} of ${u.limit} characters used` : `${f.file}\n${f.kind}`;
@@ -182,9 +192,17 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
       case 'entry': {
         const item = new vscode.TreeItem(entryTitle(n.text), vscode.TreeItemCollapsibleState.None);
         item.id = `entry:${n.file.file}:${n.id}`;
-        item.description = `${n.text.length} chars`;
-        item.tooltip = new vscode.MarkdownString().appendText(n.text);
-        item.iconPath = new vscode.ThemeIcon('note');
+        const found = findingsFor(this.findings, n.id);
+        const kinds = [...new Set(found.map((f) => f.kind))];
+        item.description = [`${n.text.length} chars`, ...kinds].join(' · ');
+        const md = new vscode.MarkdownString().appendText(n.text);
+        for (const f of found) md.appendMarkdown('\n\n---\n\n').appendText(`${f.severity} · ${f.kind}: ${f.message}`);
+        item.tooltip = md;
+        const worst = found.some((f) => f.severity === 'error') ? 'error' : found.some((f) => f.severity === 'warning') ? 'warning' : found.length ? 'info' : undefined;
+        item.iconPath = worst ? new vscode.ThemeIcon(worst, new vscode.ThemeColor(worst === 'error' ? 'list.errorForeground' : worst === 'warning' ? 'list.warningForeground' : 'foreground')) : new vscode.ThemeIcon('note');
+        item.contextValue = n.file.readOnly ? 'memoryEntry.readOnly' : 'memoryEntry';
+        item.command = { command: 'agentkeep.openMemoryInspector', title: 'Open in the memory inspector', arguments: [{ store: n.store, id: n.id }] };
+        item.accessibilityInformation = { label: `Memory entry ${entryTitle(n.text)}, ${item.description}` };
         return item;
       }
       case 'message': {
@@ -285,6 +303,7 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         }
       case 'memory':
         if (!n.config.stores.length) return [{ kind: 'message', label: 'No memory store configured', detail: 'Set agentkeep.stores, e.g. ["hermes:/home/me/.hermes"].' }];
+        ({ findings: this.findings, lintNote: this.lintNote } = await lintStores(this.sidecar, n.config));
         return n.config.stores.map((store) => ({ kind: 'store', config: n.config, store }));
       case 'store':
         try {
@@ -294,7 +313,7 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
           return [{ kind: 'message', label: toSidecarError(e).full(), icon: 'error' }];
         }
       case 'memoryFile':
-        return n.file.entries.map((e) => ({ kind: 'entry', file: n.file, text: e.text, id: e.id }));
+        return n.file.entries.map((e) => ({ kind: 'entry', store: n.store, file: n.file, text: e.text, id: e.id }));
       case 'restorePoint':
         return n.children ?? [];
       case 'guests':

@@ -4,24 +4,28 @@
  * CodeLens, clicks it (a pre restore point, a real `npm install` in the terminal, a post restore point,
  * then the notification: Compare opens the multi-file diff of pre vs post, then Keep), opens the
  * Agent view (restore point and memory rows), hovers the status bar item, restores through the
- * status bar (quick pick > scope > confirmation > restore), opens the details webview, and finally
+ * status bar (quick pick > scope > confirmation > restore), opens the details webview, the memory
+ * inspector (its list, the detail pane of an entry with provenance, inline edit, an empty search), and finally
  * opens a folder without an agent: welcome view > "Set up demo agent", and last a Proxmox VE agent
  * against the contract simulator (token typed into "Set Proxmox API Token", restore points with and
  * without RAM state, the fleet). Every step asserts that its element is
  * there and takes a screenshot into test-results/screenshots/ (agent-view.png, codelens.png,
  * keep-or-rollback.png, compare.png, statusbar.png, restore-quickpick.png, restore-scope.png,
  * restore-confirm.png, after-restore.png,
- * details.png, welcome.png, agent-view-proxmox.png, restore-confirm-proxmox.png, after-rollback-proxmox.png);
+ * details.png, memory-inspector.png, memory-detail.png, memory-edit.png, memory-empty-search.png,
+ * welcome.png, agent-view-proxmox.png, restore-confirm-proxmox.png, after-rollback-proxmox.png);
  * on failure, failure.png. Exit code 0 = all present.
  *
  * Usage: npx tsx scripts/test-e2e.ts (after `node esbuild.mjs` and scripts/setup-host.sh;
- * scripts/test-e2e.sh does all three). Env: SHOTS (output folder), KEEP_TMP=1, CHROMIUM.
+ * scripts/test-e2e.sh does all three). Env: SHOTS (output folder), KEEP_TMP=1, CHROMIUM;
+ * E2E_ONLY=memory runs only the memory inspector part (quick, while working on the webview).
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { chromium, type Page } from 'playwright-core';
 import { createDemoAgent } from '../extension/demo';
+import { writeDemoSessionHistory } from './lib/demoHistory';
 import { PveSim } from '../test/pve-sim/server';
 import { CHROMIUM, CHROMIUM_ARGS, checkHost, checkSidecar, freePort, installExtensionCopy, onExit, REPO, startCodeServer, type CodeServer, runMain } from './lib/host';
 
@@ -85,6 +89,73 @@ async function typeLabel(page: Page, label: string): Promise<void> {
   await page.keyboard.press('Control+A');
   await page.keyboard.type(label);
   await page.keyboard.press('Enter');
+}
+
+/**
+ * The memory inspector: open it from the command palette, check the list (usage bar, entries), then
+ * select an entry and check the detail pane (full text, metadata, provenance section).
+ * Screenshots memory-inspector.png and memory-detail.png.
+ */
+async function memoryInspector(page: Page): Promise<void> {
+  await runCommand(page, 'View: Close All Editors');
+  await page.waitForTimeout(300);
+  // room for the inspector: hide the panel (terminal) and the side bar (Ctrl+J / Ctrl+B toggle them)
+  if (await page.locator('.part.panel').first().isVisible().catch(() => false)) await page.keyboard.press('Control+J');
+  if (await page.locator('.part.sidebar').first().isVisible().catch(() => false)) await page.keyboard.press('Control+B');
+  await page.waitForTimeout(300);
+  await runCommand(page, 'AgentKeep: Open Memory Inspector');
+  const webview = page.frameLocator('iframe.webview').last().frameLocator('iframe#active-frame');
+  try {
+    await webview.locator('h1', { hasText: 'Agent memory' }).waitFor({ timeout: 20000 });
+    await webview.locator('button.entry', { hasText: 'staging server is staging.example.internal' }).waitFor({ timeout: 10000 });
+    await webview.locator('.file .name', { hasText: 'MEMORY.md' }).waitFor({ timeout: 5000 });
+    await webview.locator('.bar[role="meter"]').first().waitFor({ timeout: 5000 });
+    await webview.locator('vscode-textfield#search').waitFor({ timeout: 5000 });
+  } catch {
+    throw new Error('The memory inspector did not show its list (heading "Agent memory", a MEMORY.md entry, a usage bar, the search field).');
+  }
+  checks += 5;
+  await page.mouse.move(1000, 700);
+  await shot(page, 'memory-inspector.png');
+  await webview.locator('button.entry', { hasText: 'staging server is staging.example.internal' }).click();
+  try {
+    await webview.locator('.detail h3', { hasText: 'Provenance' }).waitFor({ timeout: 10000 });
+    await webview.locator('.detail pre.text', { hasText: 'never with --force' }).first().waitFor({ timeout: 5000 });
+    await webview.locator('.detail dt', { hasText: /^File$/ }).waitFor({ timeout: 5000 });
+    // provenance: the demo's state.db (scripts/lib/demoHistory.ts) has the CLI session that added this entry
+    await webview.locator('.detail .trace', { hasText: 'source cli' }).first().waitFor({ timeout: 10000 });
+    await webview.locator('.detail .trace vscode-button', { hasText: 'Open session messages' }).first().waitFor({ timeout: 5000 });
+  } catch {
+    const err = await webview.locator('.detail p.error').allInnerTexts().catch(() => []);
+    throw new Error(`The memory inspector did not show the entry detail (full text, "File" metadata, a provenance trace from the CLI session)${err.length ? `: ${err.join(' ')}` : ''}.`);
+  }
+  checks += 5;
+  const loading = await webview.locator('.detail', { hasText: 'Loading where this entry came from' }).count();
+  if (loading) throw new Error('The memory inspector still shows "Loading where this entry came from…" (memory.show did not answer).');
+  await page.mouse.move(1000, 700);
+  await shot(page, 'memory-detail.png');
+  // inline edit: the textarea holds the entry's text; Cancel leaves the file alone
+  await webview.locator('.detail vscode-button', { hasText: 'Edit' }).click();
+  try {
+    await webview.locator('.detail vscode-textarea').waitFor({ timeout: 5000 });
+    await webview.locator('.detail vscode-button', { hasText: 'Save' }).waitFor({ timeout: 5000 });
+  } catch {
+    throw new Error('Edit did not open the inline editor (a textarea with Save and Cancel).');
+  }
+  checks += 2;
+  await shot(page, 'memory-edit.png');
+  await webview.locator('.detail vscode-button', { hasText: 'Cancel' }).click();
+  // search with no match: the empty state names the number of entries
+  await webview.locator('vscode-textfield#search').click();
+  await page.keyboard.type('no-such-memory-xyz');
+  try {
+    await webview.locator('.list .empty', { hasText: 'No entry matches' }).waitFor({ timeout: 5000 });
+  } catch {
+    throw new Error('A search without matches did not show the "No entry matches" empty state.');
+  }
+  checks++;
+  await shot(page, 'memory-empty-search.png');
+  for (let i = 0; i < 'no-such-memory-xyz'.length; i++) await page.keyboard.press('Backspace');
 }
 
 /**
@@ -163,13 +234,15 @@ async function proxmoxScenario(page: Page, cs: CodeServer, tmp: string): Promise
 async function main(): Promise<number> {
   checkHost();
   checkSidecar();
-  for (const f of ['out/extension.js', 'out/sidecar.js', 'out/webview.js']) {
+  for (const f of ['out/extension.js', 'out/sidecar.js', 'out/webview.js', 'out/memory.js']) {
     if (!fs.existsSync(path.join(REPO, f))) throw new Error(`${f} is missing. Build first: node esbuild.mjs`);
   }
   fs.mkdirSync(SHOTS, { recursive: true });
-  for (const f of fs.readdirSync(SHOTS)) if (f.endsWith('.png')) fs.rmSync(path.join(SHOTS, f));
+  const only = process.env.E2E_ONLY;
+  for (const f of fs.readdirSync(SHOTS)) if (f.endsWith('.png') && (!only || f.startsWith(only) || f === 'failure.png')) fs.rmSync(path.join(SHOTS, f));
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agentkeep-e2e-'));
   const demo = createDemoAgent(path.join(tmp, 'demo'));
+  writeDemoSessionHistory(demo.hermesHome); // provenance for the memory inspector
   let cs: CodeServer | undefined;
   let ok = false;
   onExit(() => {
@@ -194,6 +267,12 @@ async function main(): Promise<number> {
     step('workbench loaded');
     await expectVisible(page, '.statusbar-item', 'The AgentKeep status bar item', { hasText: 'no restore point', timeout: 60000 });
     step('status bar item: no restore point');
+    if (only === 'memory') {
+      await memoryInspector(page);
+      ok = true;
+      console.log(`  ${checks} passing (UI elements present)`);
+      return 0;
+    }
 
     // Open setup.sh and wait for the CodeLens.
     await page.locator('.monaco-workbench').click({ position: { x: 700, y: 400 } }).catch(() => undefined);
@@ -297,6 +376,8 @@ async function main(): Promise<number> {
     }
     await page.mouse.move(1000, 700);
     await shot(page, 'details.png');
+
+    await memoryInspector(page);
 
     // A folder without an agent: the welcome view, and its "Set up demo agent" button.
     const empty = path.join(tmp, 'no-agent');

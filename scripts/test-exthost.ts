@@ -13,6 +13,7 @@ import * as path from 'node:path';
 import * as util from 'node:util';
 import { chromium } from 'playwright-core';
 import { createDemoAgent } from '../extension/demo';
+import { writeDemoSessionHistory } from './lib/demoHistory';
 import { CHROMIUM, CHROMIUM_ARGS, checkHost, checkSidecar, freePort, onExit, REPO, startCodeServer, workbenchUrl, type CodeServer, runMain } from './lib/host';
 
 async function main(): Promise<number> {
@@ -23,6 +24,7 @@ async function main(): Promise<number> {
   }
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agentkeep-exthost-'));
   const demo = createDemoAgent(path.join(tmp, 'demo'));
+  writeDemoSessionHistory(demo.hermesHome); // provenance for the memory inspector
   let cs: CodeServer | undefined;
   let ok = false;
   onExit(() => {

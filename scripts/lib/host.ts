@@ -197,7 +197,7 @@ export function workbenchUrl(cs: CodeServer, folder: string, extensionDevelopmen
  */
 export function installExtensionCopy(extensionsDir: string): string {
   const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { publisher: string; name: string; version: string };
-  for (const f of ['out/extension.js', 'out/sidecar.js', 'out/webview.js']) {
+  for (const f of ['out/extension.js', 'out/sidecar.js', 'out/webview.js', 'out/memory.js']) {
     if (!fs.existsSync(path.join(REPO, f))) throw new Error(`${f} is missing. Build first: node esbuild.mjs`);
   }
   fs.mkdirSync(extensionsDir, { recursive: true });

@@ -8,6 +8,7 @@
 import Mocha from 'mocha';
 import { registerAgentSuite } from './agent.test';
 import { registerFlowSuite } from './flow.test';
+import { registerMemorySuite } from './memory.test';
 import { registerProxmoxSuite } from './proxmox.test';
 
 export function run(): Promise<void> {
@@ -17,6 +18,7 @@ export function run(): Promise<void> {
   mocha.suite.emit('pre-require', globalThis, 'agentkeep-exthost', mocha);
   registerAgentSuite();
   registerFlowSuite();
+  registerMemorySuite();
   registerProxmoxSuite(); // last: it points the workspace at the Proxmox simulator (and back)
   return new Promise((resolve, reject) => {
     mocha.run((failures) => (failures ? reject(new Error(`${failures} extension-host test(s) failed`)) : resolve()));

@@ -1,0 +1,97 @@
+/**
+ * The memory inspector's list logic and text formatting (webview-ui/memory/logic.ts): rows across
+ * stores with their findings, search and filters, tool-call arguments and times made readable.
+ */
+import * as assert from 'node:assert/strict';
+import type { LintFinding, MemoryFile } from '../../sidecar/protocol';
+import { areaOf, buildRows, firstLine, readableMessage, rowMatches, storeName, when, type Filter } from '../../webview-ui/memory/logic';
+
+const hermes = 'hermes:/home/sam/agent-home/.hermes';
+const zero = 'agent-zero:/srv/a0';
+const memFile: MemoryFile = {
+  kind: 'hermes-memory',
+  file: '/home/sam/agent-home/.hermes/memories/MEMORY.md',
+  usage: { chars: 200, limit: 2200 },
+  entries: [
+    { id: 'aaaa11112222', text: 'The staging server is staging.example.internal; deploy with ./deploy.sh staging.' },
+    { id: 'bbbb33334444', text: 'Node 20 is the runtime; npm is the package manager.' },
+  ],
+};
+const userFile: MemoryFile = { kind: 'hermes-user', file: '/home/sam/agent-home/.hermes/memories/USER.md', entries: [{ id: 'cccc55556666', text: 'Name: Sam Rivera.\nWorks in UTC+1.' }] };
+const a0File: MemoryFile = { kind: 'agent-zero-main', file: '/srv/a0/usr/memory/default/index.pkl', entries: [{ id: 'Xk3P9aQ2mZ', text: 'SSH on port 2222.', area: 'solutions', source: 'knowledge' }] };
+const findings: LintFinding[] = [
+  { kind: 'duplicate', severity: 'warning', entries: ['aaaa11112222', 'Xk3P9aQ2mZ'], message: 'Same fact twice.' },
+  { kind: 'age', severity: 'info', entries: ['aaaa11112222'], message: 'Old.' },
+];
+const none: Filter = { text: '', store: '', area: '', finding: '' };
+
+describe('memory inspector: list logic', () => {
+  const rows = buildRows(
+    [
+      { store: hermes, files: [memFile, userFile] },
+      { store: zero, files: [a0File] },
+      { store: 'mem0:/broken', files: [], error: 'no history.db' },
+    ],
+    findings,
+  );
+  const ids = (f: Partial<Filter>) => rows.filter((r) => rowMatches(r, { ...none, ...f })).map((r) => r.entry.id);
+
+  it('lists every entry in store and file order, each with the findings that name it', () => {
+    assert.deepEqual(rows.map((r) => r.entry.id), ['aaaa11112222', 'bbbb33334444', 'cccc55556666', 'Xk3P9aQ2mZ']);
+    assert.deepEqual(rows[0]!.findings.map((f) => f.kind), ['duplicate', 'age']);
+    assert.deepEqual(rows[1]!.findings, []);
+    assert.deepEqual(rows[3]!.findings.map((f) => f.kind), ['duplicate']);
+    assert.equal(rows[3]!.store, zero);
+  });
+
+  it('derives the area from the store (Agent Zero) or the Hermes file kind', () => {
+    assert.equal(areaOf(memFile, memFile.entries[0]!), 'memory');
+    assert.equal(areaOf(userFile, userFile.entries[0]!), 'user');
+    assert.equal(areaOf(a0File, a0File.entries[0]!), 'solutions');
+  });
+
+  it('filters by store, area and finding kind ("*" = any finding)', () => {
+    assert.deepEqual(ids({}), ['aaaa11112222', 'bbbb33334444', 'cccc55556666', 'Xk3P9aQ2mZ']);
+    assert.deepEqual(ids({ store: zero }), ['Xk3P9aQ2mZ']);
+    assert.deepEqual(ids({ area: 'user' }), ['cccc55556666']);
+    assert.deepEqual(ids({ finding: '*' }), ['aaaa11112222', 'Xk3P9aQ2mZ']);
+    assert.deepEqual(ids({ finding: 'age' }), ['aaaa11112222']);
+    assert.deepEqual(ids({ finding: 'contradiction' }), []);
+    assert.deepEqual(ids({ store: hermes, finding: 'duplicate' }), ['aaaa11112222']);
+  });
+
+  it('searches every word, case-insensitively, in text, id, source and file path', () => {
+    assert.deepEqual(ids({ text: 'STAGING deploy' }), ['aaaa11112222']);
+    assert.deepEqual(ids({ text: 'staging nosuchword' }), []);
+    assert.deepEqual(ids({ text: 'bbbb3333' }), ['bbbb33334444']);
+    assert.deepEqual(ids({ text: 'knowledge' }), ['Xk3P9aQ2mZ']);
+    assert.deepEqual(ids({ text: 'USER.md' }), ['cccc55556666']);
+    assert.deepEqual(ids({ text: '   ' }), ['aaaa11112222', 'bbbb33334444', 'cccc55556666', 'Xk3P9aQ2mZ']);
+  });
+});
+
+describe('memory inspector: text formatting', () => {
+  it('shows a memory tool call\'s JSON arguments as lines, the content last', () => {
+    const msg = JSON.stringify({ content: 'Staging SSH is on port 2222.', action: 'add', target: 'memory' });
+    assert.equal(readableMessage(msg), 'action: add\ntarget: memory\ncontent: Staging SSH is on port 2222.');
+    assert.equal(readableMessage(JSON.stringify({ action: 'replace', old_text: 'x', n: 2 })), 'action: replace\nold_text: x\nn: 2');
+  });
+
+  it('leaves other messages as they are (plain text, arrays, broken JSON)', () => {
+    assert.equal(readableMessage('remember: port 2222'), 'remember: port 2222');
+    assert.equal(readableMessage('[1,2]'), '[1,2]');
+    assert.equal(readableMessage('{"action": "add"'), '{"action": "add"');
+  });
+
+  it('formats ISO times to the minute in UTC and leaves other strings alone', () => {
+    assert.equal(when('2026-03-12T09:15:10.000Z'), '2026-03-12 09:15 UTC');
+    assert.equal(when('yesterday'), 'yesterday');
+  });
+
+  it('names stores and cuts first lines', () => {
+    assert.equal(storeName(hermes), 'hermes · agent-home/.hermes');
+    assert.equal(storeName('agent-zero:/srv/a0/'), 'agent-zero · srv/a0');
+    assert.equal(firstLine('\n  Name: Sam Rivera.\nWorks in UTC+1.'), 'Name: Sam Rivera.');
+    assert.equal(firstLine('x'.repeat(200), 10), `${'x'.repeat(9)}…`);
+  });
+});

@@ -1,0 +1,92 @@
+/**
+ * The memory inspector's pure logic (no DOM): the rows of the entry list, the search and filters,
+ * and the text formatting of the detail pane. Unit-tested in test/unit/memory-inspector.test.ts.
+ */
+import type { LintFinding, MemoryEntry, MemoryFile } from '../../sidecar/protocol';
+import type { StoreView } from './messages';
+
+/** One entry of the list with where it lives and the findings that name it. */
+export interface Row {
+  store: string;
+  file: MemoryFile;
+  entry: MemoryEntry;
+  findings: LintFinding[];
+}
+
+/** The list's search and filters; "" = no filter. `finding` "*" = entries with any finding. */
+export interface Filter {
+  text: string;
+  store: string;
+  area: string;
+  finding: string;
+}
+
+/** The area of an entry: the store's own area (Agent Zero), else the file kind without the store prefix (Hermes: memory, user, soul, skill, archive). */
+export function areaOf(file: MemoryFile, e: MemoryEntry): string {
+  return e.area ?? file.kind.replace(/^hermes-|^agent-zero-/, '');
+}
+
+/** Every entry of every file of every store, in store/file order, with its findings. */
+export function buildRows(stores: readonly StoreView[], findings: readonly LintFinding[]): Row[] {
+  const out: Row[] = [];
+  for (const s of stores) {
+    for (const f of s.files) {
+      for (const e of f.entries) out.push({ store: s.store, file: f, entry: e, findings: findings.filter((x) => x.entries.includes(e.id)) });
+    }
+  }
+  return out;
+}
+
+/**
+ * Whether a row passes the filters. Text search: every whitespace-separated word (case-insensitive)
+ * occurs in the entry text, id, source or file path.
+ */
+export function rowMatches(r: Row, filter: Filter): boolean {
+  if (filter.store && r.store !== filter.store) return false;
+  if (filter.area && areaOf(r.file, r.entry) !== filter.area) return false;
+  if (filter.finding === '*' && !r.findings.length) return false;
+  if (filter.finding && filter.finding !== '*' && !r.findings.some((f) => f.kind === filter.finding)) return false;
+  if (filter.text) {
+    const hay = `${r.entry.text}\n${r.entry.id}\n${r.entry.source ?? ''}\n${r.file.file}`.toLowerCase();
+    if (!filter.text.toLowerCase().split(/\s+/).filter(Boolean).every((w) => hay.includes(w))) return false;
+  }
+  return true;
+}
+
+/** A store string as "kind · last/two" (e.g. "hermes · agent-home/.hermes"). */
+export function storeName(store: string): string {
+  const i = store.indexOf(':');
+  const p = store.slice(i + 1).replace(/\/+$/, '');
+  return `${store.slice(0, i)} · ${p.split('/').slice(-2).join('/')}`;
+}
+
+/** The last segment of a path. */
+export function basename(p: string): string {
+  return p.split(/[\\/]/).pop() ?? p;
+}
+
+/** The first non-empty line, cut to `max` characters with an ellipsis. */
+export function firstLine(t: string, max = 120): string {
+  const l = (t.split('\n').find((x) => x.trim()) ?? '').trim();
+  return l.length > max ? `${l.slice(0, max - 1)}…` : l;
+}
+
+/** An ISO 8601 UTC time as "2026-03-12 09:15 UTC" (anything else as it is). */
+export function when(iso: string): string {
+  const m = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})/.exec(iso);
+  return m ? `${m[1]} ${m[2]} UTC` : iso;
+}
+
+/** A tool call's JSON arguments as "key: value" lines (the content last); any other text as it is. */
+export function readableMessage(msg: string): string {
+  try {
+    const o = JSON.parse(msg) as unknown;
+    if (o && typeof o === 'object' && !Array.isArray(o)) {
+      const entries = Object.entries(o as Record<string, unknown>).sort(([a], [b]) => Number(a === 'content') - Number(b === 'content'));
+      return entries.map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`).join('\n');
+    }
+  } catch {
+    /* not JSON: shown as it is */
+  }
+  return msg;
+}

@@ -1,0 +1,58 @@
+/**
+ * Messages between the memory inspector webview (webview-ui/memory/main.ts, bundled to
+ * out/memory.js) and the extension (extension/memory.ts), sent with postMessage. Types only.
+ */
+import type { LintFinding, MemoryFile, ResultOf } from '../../sidecar/protocol';
+
+/** One configured store as the inspector shows it: its files (memory.list) or why they could not be read. */
+export interface StoreView {
+  store: string;
+  files: MemoryFile[];
+  error?: string;
+}
+
+/** Extension -> webview: everything the list shows. Sent on open and after each change. */
+export interface StateMessage {
+  type: 'state';
+  stores: StoreView[];
+  /** memory.lint findings over all stores (empty when lint is unavailable: see lintNote). */
+  findings: LintFinding[];
+  /** Why there are no findings to show, e.g. "Lint is not available in this sidecar version." */
+  lintNote?: string;
+  /** Whether the workspace is trusted (edit/delete need trust). */
+  trusted: boolean;
+  /** Restore points of the target that captured agent state (for "Diff against restore point…"). */
+  restorePoints: number;
+  /** Entry to select after this state is shown (store + id). */
+  select?: { store: string; id: string };
+}
+
+/** Extension -> webview: the detail of the selected entry (memory.show), or why it failed. */
+export interface DetailMessage {
+  type: 'detail';
+  store: string;
+  id: string;
+  show?: ResultOf<'memoryShow'>;
+  error?: string;
+}
+
+/** Extension -> webview: a note to show at the top (e.g. after a conflict). */
+export interface NoticeMessage {
+  type: 'notice';
+  text: string;
+  severity: 'info' | 'warning' | 'error';
+}
+
+export type ToInspector = StateMessage | DetailMessage | NoticeMessage;
+
+/** Webview -> extension. */
+export type FromInspector =
+  | { type: 'ready' }
+  | { type: 'refresh' }
+  | { type: 'select'; store: string; id: string }
+  | { type: 'edit'; store: string; id: string; text: string; expectedHash?: string }
+  | { type: 'delete'; store: string; id: string; expectedHash?: string }
+  | { type: 'openSession'; store: string; id: string; trace: number }
+  | { type: 'diff'; store: string }
+  /** What the webview shows after a render (tests read it through the extension API). */
+  | { type: 'rendered'; entries: number; shown: number; detail?: string; traces?: number; findings: number; readOnlyNote?: string };
