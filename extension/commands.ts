@@ -135,6 +135,8 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
     reg('agentkeep.chooseAgent', (target?: unknown) => chooseAgent(ctx.sidecar, typeof target === 'string' ? target : undefined)),
     reg('agentkeep.deleteRestorePoint', (arg?: unknown, opts?: { confirm?: boolean }) => deleteRestorePoint(ctx, arg, opts)),
     reg('agentkeep.keep', (arg?: unknown) => keep(ctx, arg)),
+    reg('agentkeep.renameRestorePoint', (arg?: unknown, label?: string) => renameRestorePoint(ctx, arg, typeof label === 'string' ? label : undefined)),
+    reg('agentkeep.toggleImportant', (arg?: unknown) => toggleImportant(ctx, arg)),
     reg('agentkeep.showDetails', async (arg?: unknown) => {
       const config = requireConfig();
       const id = await resolveId(ctx, config, arg, 'Show details of which restore point?');
@@ -432,6 +434,45 @@ async function deleteRestorePoint(ctx: Ctx, arg?: unknown, opts?: { confirm?: bo
     const res = await ctx.sidecar.request('restorePointDelete', { target: config.target, id });
     void vscode.window.setStatusBarMessage(`Deleted restore point "${rp.label}"`, 4000);
     return res;
+  } finally {
+    await afterChange(ctx);
+  }
+}
+
+/** Rename a restore point (restorePoint.label); Proxmox keeps the new label in the snapshot description too. */
+async function renameRestorePoint(ctx: Ctx, arg?: unknown, label?: string): Promise<RestorePoint | undefined> {
+  requireTrust('Renaming a restore point');
+  const config = requireConfig();
+  const id = await resolveId(ctx, config, arg, 'Rename which restore point?');
+  if (!id) return undefined;
+  const rp = await findRestorePoint(ctx, config, id);
+  const next =
+    label ??
+    (await vscode.window.showInputBox({
+      title: 'Rename restore point',
+      value: rp.label,
+      prompt: 'A label that says why this restore point matters',
+      validateInput: (v) => (v.trim() ? (v.length > 200 ? 'At most 200 characters.' : undefined) : 'The label cannot be empty.'),
+    }));
+  if (next === undefined || next.trim() === rp.label) return undefined;
+  try {
+    return await ctx.sidecar.request('restorePointLabel', { target: config.target, id, label: next.trim() });
+  } finally {
+    await afterChange(ctx);
+  }
+}
+
+/** Mark a restore point important (retention keeps the newest 10 important ones longer), or clear the mark. */
+async function toggleImportant(ctx: Ctx, arg?: unknown): Promise<RestorePoint | undefined> {
+  requireTrust('Marking a restore point important');
+  const config = requireConfig();
+  const id = await resolveId(ctx, config, arg, 'Mark which restore point important (or not)?');
+  if (!id) return undefined;
+  const rp = await findRestorePoint(ctx, config, id);
+  try {
+    const r = await ctx.sidecar.request('restorePointLabel', { target: config.target, id, important: !rp.important });
+    void vscode.window.setStatusBarMessage(r.important ? `"${r.label}" is marked important` : `"${r.label}" is no longer marked important`, 4000);
+    return r;
   } finally {
     await afterChange(ctx);
   }

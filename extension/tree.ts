@@ -121,7 +121,7 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         item.id = `rp:${rp.id}`;
         const reason = shortReason(rp);
         // RAM-state badge: "RAM" first in the description, the chip icon (a rollback resumes the VM)
-        item.description = [rp.machine.vmstate ? 'RAM' : '', formatAge(rp.createdAt), reason].filter(Boolean).join(' · ');
+        item.description = [rp.machine.vmstate ? 'RAM' : '', rp.important ? '★ important' : '', formatAge(rp.createdAt), reason].filter(Boolean).join(' · ');
         item.contextValue = `restorePoint.${rp.status}.${rp.kind}`; // e.g. restorePoint.ready.pre (package.json menus match on it)
         item.iconPath = new vscode.ThemeIcon(rp.machine.vmstate && (rp.status === 'ready' || rp.status === 'kept') ? 'chip' : rpIcon(rp));
         item.tooltip = rpTooltip(rp);

@@ -25,6 +25,7 @@ stage() { # name, command...
 
 stage lint npm run --silent lint
 stage build npm run --silent build
+stage deps bash scripts/setup-test-deps.sh
 stage unit npx mocha
 stage host bash scripts/setup-host.sh --with-chromium
 stage exthost bash scripts/test-exthost.sh

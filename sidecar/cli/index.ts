@@ -6,6 +6,7 @@
  *     agentkeep restore-point list --target T [--json]
  *     agentkeep restore-point restore ID --target T --scope machine|agent|both [--store S ...] [--start] [--yes] [--json]
  *     agentkeep restore-point delete ID --target T [--yes] [--json]
+ *     agentkeep restore-point label ID --target T [--label TEXT] [--important | --not-important] [--json]
  *     agentkeep restore-point prune --target T [--dry-run] [--keep N] [--keep-important N] [--min-age DURATION] [--json]
  *     agentkeep restore-point usage --target T [--json]
  *     agentkeep memory list --store S [--store S ...] [--json]
@@ -277,6 +278,23 @@ function program(ctx: Ctx): Command {
       const r = await core(cmd).deleteRestorePoint({ target: o.target, id });
       if (asJson) printJson(ctx, r);
       else ctx.io.out(`Deleted restore point ${r.deleted}; freed ${r.freedBytes} bytes.`);
+    });
+
+  rp.command('label')
+    .description('rename a restore point and/or mark it important (Proxmox: the snapshot description too)')
+    .argument('<id>', 'restore point id')
+    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .option('--label <text>', 'the new label')
+    .option('--important', 'mark it important (retention keeps the newest 10 important ones longer)')
+    .option('--not-important', 'clear the important mark')
+    .option('--json', 'print the restore point as JSON')
+    .action(async (id: string, o: { target: string; label?: string; important?: boolean; notImportant?: boolean }, cmd: Command) => {
+      const asJson = json(cmd);
+      if (o.important && o.notImportant) throw new UsageError('InvalidParams', '--important and --not-important contradict each other.', 'Pass one of them.');
+      const important = o.important ? true : o.notImportant ? false : undefined;
+      const r = await core(cmd).labelRestorePoint({ target: o.target, id, ...(o.label !== undefined ? { label: o.label } : {}), ...(important !== undefined ? { important } : {}) });
+      if (asJson) printJson(ctx, r);
+      else ctx.io.out(`Restore point ${r.id}: "${r.label}"${r.important ? ' (important)' : ''}.`);
     });
 
   rp.command('prune')

@@ -887,6 +887,31 @@ export class Core implements CoreApi {
     return rp;
   }
 
+  /**
+   * Rename a restore point and/or set its important flag (journal; the backend's own label too where
+   * it keeps one: Proxmox snapshot description). Holds the target lock.
+   * @throws RestorePointNotFound, InvalidParams (neither label nor important given), Hypervisor, TargetBusy
+   */
+  async labelRestorePoint(params: ParamsOf<'restorePointLabel'>): Promise<RestorePoint> {
+    const p = validate(Methods.restorePointLabel.params, params, 'restorePoint.label');
+    if (p.label === undefined && p.important === undefined) {
+      throw new AgentKeepError('InvalidParams', 'Nothing to change: give a new label, or important true/false.', 'Pass --label TEXT and/or --important / --not-important.');
+    }
+    const t = await this.open(p.target, false);
+    const rp = await this.withTarget(t, `label ${p.id}`, false, async () => {
+      await this.adoptForeign(t, p.id);
+      const cur = await t.journal.get(p.id);
+      if (p.label !== undefined && p.label !== cur.label && t.backend.relabel && cur.machine.backend === t.backend.name) await t.backend.relabel(p.id, p.label);
+      const next: RestorePoint = { ...cur, ...(p.label !== undefined ? { label: p.label } : {}) };
+      if (p.important === true) next.important = true;
+      if (p.important === false) delete next.important;
+      await t.journal.put(next);
+      return next;
+    });
+    this.changed(t.target.spec, 'restorePoints');
+    return rp;
+  }
+
   /** Entries and usage of each store's memory files. @throws BadStore, StoreNotFound, FileError */
   async listMemory(params: ParamsOf<'memoryList'>): Promise<ResultOf<'memoryList'>> {
     const p = validate(Methods.memoryList.params, params, 'memory.list');

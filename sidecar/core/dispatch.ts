@@ -24,6 +24,7 @@ const HANDLERS: { [K in MethodName]: (core: CoreApi, p: z.infer<(typeof Methods)
   restorePointPrune: (c, p) => c.pruneRestorePoints(p),
   restorePointUsage: (c, p) => c.usageRestorePoints(p),
   restorePointKeep: (c, p) => c.keepRestorePoint(p),
+  restorePointLabel: (c, p) => c.labelRestorePoint(p),
   memoryList: (c, p) => c.listMemory(p),
   agentStatus: (c, p) => c.agentStatus(p),
   memoryShow: (c, p) => c.showMemory(p),

@@ -47,6 +47,8 @@ export interface CoreApi {
   /** Disk use of a target's restore points against the size cap; see Methods.restorePointUsage. */
   usageRestorePoints(p: ParamsOf<'restorePointUsage'>): Promise<ResultOf<'restorePointUsage'>>;
   keepRestorePoint(p: ParamsOf<'restorePointKeep'>): Promise<RestorePoint>;
+  /** See Methods.restorePointLabel. */
+  labelRestorePoint(p: ParamsOf<'restorePointLabel'>): Promise<RestorePoint>;
   listMemory(p: ParamsOf<'memoryList'>): Promise<ResultOf<'memoryList'>>;
   agentStatus(p: ParamsOf<'agentStatus'>): Promise<ResultOf<'agentStatus'>>;
   /** See Methods.memoryShow. */

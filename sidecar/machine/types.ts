@@ -139,6 +139,11 @@ export interface MachineBackend {
    * @throws AgentKeepError FileError when the file is larger than maxBytes, CorruptSnapshot when damaged.
    */
   readFile?(snapshotId: string, rel: string, maxBytes: number): Promise<SnapshotFile>;
+  /**
+   * Rename a snapshot where the backend keeps a label of its own (Proxmox: the human part of the
+   * snapshot description). Optional: backends without one keep labels in the journal only.
+   */
+  relabel?(snapshotId: string, label: string): Promise<void>;
   /** Delete a snapshot (not its shared objects; the core garbage-collects those). */
   delete(snapshotId: string): Promise<void>;
   /**

@@ -347,6 +347,17 @@ export const Methods = {
     z.object({ target: Target, id: z.string() }),
     RestorePoint,
   ),
+  restorePointLabel: method(
+    'restorePoint.label',
+    'Rename a restore point and/or mark it important or not. Proxmox: also rewrites the human part of the snapshot description (PUT /nodes/{node}/{type}/{vmid}/snapshot/{snapname}/config), keeping the AgentKeep marker. Takes the target lock.',
+    z.object({
+      target: Target,
+      id: z.string(),
+      label: z.string().trim().min(1, 'the label is empty').max(200, 'at most 200 characters').optional().describe('New label'),
+      important: z.boolean().optional().describe('Mark important (true) or not (false); absent = unchanged'),
+    }),
+    RestorePoint,
+  ),
   restorePointCompare: method(
     'restorePoint.compare',
     'What changed between two restore points of one target (e.g. the pre and post of a command): `added` = paths in `to` but not in `from`, `removed` = in `from` but not in `to`, `changed` = content, mode, type or link target differ; `agentChanged` = agent-state files (`<store>:<rel>`) that differ between their captures, for stores both captured.',

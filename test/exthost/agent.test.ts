@@ -226,6 +226,16 @@ export function registerAgentSuite(): void {
       assert.ok(manual);
       await vscode.commands.executeCommand('agentkeep.showDetails', manual.id);
       assert.equal(api.detailsShownId(), manual.id);
+      // rename and mark important: the journal and the tree item follow
+      const renamed = await vscode.commands.executeCommand<{ label: string }>('agentkeep.renameRestorePoint', manual.id, 'memory edit (renamed)');
+      assert.equal(renamed?.label, 'memory edit (renamed)');
+      const starred = await vscode.commands.executeCommand<{ important?: boolean }>('agentkeep.toggleImportant', manual.id);
+      assert.equal(starred?.important, true);
+      await api.refresh();
+      const row = (await treePath(api, 'agent-home', 'Restore points')).find((n) => n.kind === 'restorePoint' && n.rp.id === manual.id)!;
+      const rowItem = api.tree.getTreeItem(row);
+      assert.equal(rowItem.label, 'memory edit (renamed)');
+      assert.match(String(rowItem.description), /★ important/);
       const del = await vscode.commands.executeCommand<{ deleted: string }>('agentkeep.deleteRestorePoint', manual.id, { confirm: false });
       assert.equal(del?.deleted, manual.id);
       await api.refresh();

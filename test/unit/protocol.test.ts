@@ -47,6 +47,7 @@ describe('protocol', () => {
       restoreRestorePoint: rec('restoreRestorePoint'),
       deleteRestorePoint: rec('deleteRestorePoint'),
       keepRestorePoint: rec('keepRestorePoint'),
+      labelRestorePoint: rec('labelRestorePoint'),
       pruneRestorePoints: rec('pruneRestorePoints'),
       listMemory: rec('listMemory'),
       agentStatus: rec('agentStatus'),

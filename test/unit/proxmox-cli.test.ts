@@ -70,6 +70,17 @@ describe('CLI with a proxmox:// target (built binary, simulator)', function () {
     const l = await run(['restore-point', 'list', '--target', target, '--json']);
     assert.deepEqual(JSON.parse(l.stdout).map((r: { id: string }) => r.id).sort(), [rp1.id, rp2.id].sort());
 
+    // Rename: the journal and the snapshot description (marker kept); --important sets the flag.
+    const lb = await run(['restore-point', 'label', rp1.id, '--target', target, '--label', 'before the big upgrade', '--important', '--json']);
+    assert.equal(lb.code, 0, lb.stderr);
+    assert.equal(JSON.parse(lb.stdout).label, 'before the big upgrade');
+    assert.equal(JSON.parse(lb.stdout).important, true);
+    assert.match(sim.guests.get(101)!.snapshots.get(rp1.id)!.description, /^before the big upgrade\n(.|\n)*agentkeep:v1:/);
+    const nothing = await run(['restore-point', 'label', rp1.id, '--target', target, '--json']);
+    assert.equal(nothing.code, 1);
+    assert.match(JSON.parse(nothing.stdout).error.message, /Nothing to change/);
+    assert.equal((await run(['restore-point', 'label', rp1.id, '--target', target, '--label', 'before upgrade', '--not-important'])).code, 0);
+
     // Another machine (empty state dir) finds them from the description markers alone.
     const other = { ...env, AGENTKEEP_STATE_DIR: path.join(tmp, 'other') };
     const l2 = await run(['restore-point', 'list', '--target', target, '--json'], other);

@@ -293,6 +293,11 @@ export class ProxmoxBackend implements MachineBackend {
     if (!snap) throw this.missing(snapshotId);
     await g.snapshot.$(snap.name).config.$put({ description: relabel(snap.description, text) });
   }
+
+  /** MachineBackend.relabel: the restore point's new label goes into the snapshot description (editDescription). */
+  relabel(snapshotId: string, label: string): Promise<void> {
+    return this.editDescription(snapshotId, label);
+  }
 }
 
 /** The `proxmox` backend family. */
