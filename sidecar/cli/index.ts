@@ -10,6 +10,7 @@
  *     agentkeep restore-point prune --target T [--dry-run] [--keep N] [--keep-important N] [--min-age DURATION] [--json]
  *     agentkeep restore-point usage --target T [--json]
  *     agentkeep memory list --store S [--store S ...] [--json]
+ *     agentkeep guest read|write --target proxmox://HOST/NODE/qemu/VMID --file PATH [--out F | --from F | --text T] [--yes]
  *     agentkeep agent discover --target proxmox://HOST[:PORT] [--tag agent] [--json]
  *     agentkeep memory show --store S [--store S ...] --entry ID [--json]
  *     agentkeep memory edit --store S --entry ID --text TEXT [--expected-hash H] [--json]
@@ -350,6 +351,73 @@ function program(ctx: Ctx): Command {
       if (json(cmd)) printJson(ctx, found);
       else if (!found.length) ctx.io.out(`No guests tagged "${o.tag}" are visible on ${o.target}. Add the tag in Proxmox (guest > Summary > Tags), or check the token's VM.Audit privilege.`);
       else ctx.io.out(found.map((a) => `${a.target}  ${a.name ?? ''}  ${a.status}${a.lock ? `  locked (${a.lock})` : ''}`).join('\n'));
+    });
+
+  const guest = root.command('guest').description('files inside a Proxmox VM, through the QEMU guest agent (e.g. an agent\'s memory files)');
+  guest
+    .command('read')
+    .description('print a file of the VM (agent/file-read, at most 16 MiB)')
+    .requiredOption('--target <target>', 'the VM, e.g. proxmox://pve.lan/pve1/qemu/101')
+    .requiredOption('--file <path>', 'absolute path inside the VM, e.g. /root/.hermes/memories/MEMORY.md')
+    .option('--out <local>', 'write the content to this local file (temp file + rename) instead of stdout')
+    .option('--json', 'print {file, bytes, encoding, content} (encoding utf8, or base64 for binary content)')
+    .action(async (o: { target: string; file: string; out?: string }, cmd: Command) => {
+      const asJson = json(cmd);
+      const data = await core(cmd).guestFileRead(o.target, o.file);
+      if (asJson && !o.out) {
+        const text = data.toString('utf8');
+        const utf8 = !text.includes('\uFFFD') && !text.includes('\0');
+        printJson(ctx, { file: o.file, bytes: data.length, encoding: utf8 ? 'utf8' : 'base64', content: utf8 ? text : data.toString('base64') });
+        return;
+      }
+      if (!o.out) {
+        ctx.io.out(data.toString('utf8').replace(/\n$/, ''));
+        return;
+      }
+      const tmp = `${o.out}.agentkeep-${process.pid}.tmp`;
+      try {
+        await fs.writeFile(tmp, data, { mode: 0o600 });
+        await fs.rename(tmp, o.out);
+      } catch (e) {
+        await fs.rm(tmp, { force: true }).catch(() => undefined);
+        throw new AgentKeepError('FileError', `Cannot write ${o.out}: ${(e as Error).message}.`, 'Pick a writable local path for --out.');
+      }
+      ctx.io.err(`Wrote ${data.length} bytes of ${o.file} to ${o.out}.`);
+    });
+  guest
+    .command('write')
+    .description('replace a file of the VM (agent/file-write, at most 61440 bytes); the old content is saved first under <state-dir>/guest-backups/')
+    .requiredOption('--target <target>', 'the VM, e.g. proxmox://pve.lan/pve1/qemu/101')
+    .requiredOption('--file <path>', 'absolute path inside the VM')
+    .option('--from <local>', 'local file with the new content')
+    .option('--text <text>', 'the new content')
+    .option('--yes', 'do not ask for confirmation')
+    .option('--json', 'print {file, bytes, backup?} as JSON')
+    .action(async (o: { target: string; file: string; from?: string; text?: string; yes?: boolean }, cmd: Command) => {
+      const asJson = json(cmd);
+      if ((o.from === undefined) === (o.text === undefined)) throw new UsageError('InvalidParams', 'guest write needs exactly one of --from LOCAL_FILE or --text TEXT.', 'Give the new content with --from or --text.');
+      const content = o.text ?? (await readTextFile(o.from!, 'file', 'Pass an existing local text file with --from.'));
+      if (!o.yes) {
+        if (!ctx.io.isTTY) throw new AgentKeepError('ConfirmationRequired', `Replacing ${o.file} in the VM needs confirmation.`, 'Pass --yes (take a restore point first if you may want it back).');
+        if (!(await ctx.io.confirm(`Replace ${o.file} in ${o.target}?`))) throw new AgentKeepError('ConfirmationRequired', 'Write cancelled; nothing was changed.', 'Answer y, or pass --yes.');
+      }
+      const c = core(cmd);
+      // Nothing is lost: the current content (when the file exists) is saved locally first.
+      const old = await c.guestFileRead(o.target, o.file).catch((e: unknown) => {
+        if (/No such file or directory/i.test(e instanceof Error ? e.message : String(e))) return undefined; // a new file
+        throw e;
+      });
+      let backup = '';
+      if (old) {
+        const dir = path.join(resolveStateDir(coreOpts(cmd).stateDir), 'guest-backups');
+        await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+        backup = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, '-')}-${path.basename(o.file)}`);
+        await fs.writeFile(backup, old, { mode: 0o600 });
+      }
+      await c.guestFileWrite(o.target, o.file, content);
+      const bytes = Buffer.byteLength(content, 'utf8');
+      if (asJson) printJson(ctx, { file: o.file, bytes, ...(backup ? { backup } : {}) });
+      else ctx.io.out(`Wrote ${bytes} bytes to ${o.file} in ${o.target}.${backup ? ` The old content is in ${backup}.` : ''}`);
     });
 
   const needStore = (o: { store: string[] }, what: string): void => {

@@ -12,7 +12,7 @@ import type { z } from 'zod';
 import { version as packageVersion } from '../../package.json';
 import { Methods, type ChangeSummary, type ParamsOf, type ProgressParams, type ResultOf, type RestorePoint, type Scope } from '../protocol';
 import { backendFor, backends, type MachineBackend, type PathFilter } from '../machine';
-import { discoverAgents as discoverProxmoxAgents } from '../machine/proxmox';
+import { discoverAgents as discoverProxmoxAgents, guestFileRead, guestFileWrite, ProxmoxBackend } from '../machine/proxmox';
 import { openStore, type MemoryStoreAdapter } from '../memory';
 import * as memoryOps from '../memory/ops';
 import { AgentKeepError, asAgentKeepError } from './errors';
@@ -996,6 +996,33 @@ export class Core implements CoreApi {
   async diffMemory(p: ParamsOf<'memoryDiff'>): Promise<ResultOf<'memoryDiff'>> {
     return memoryOps.diffMemory(this.memoryCtx(), validate(Methods.memoryDiff.params, p, 'memory.diff'));
   }
+  /**
+   * Read a file inside a Proxmox VM through the QEMU guest agent (agent/file-read, at most 16 MiB):
+   * for agent-state files (memory) that live in the guest. CLI `agentkeep guest read`.
+   * @throws BadTarget, Unsupported (not a proxmox qemu target, LXC, agent not running), FileError, AuthFailed, Hypervisor
+   */
+  async guestFileRead(target: string, file: string): Promise<Buffer> {
+    return guestFileRead(await this.guestBackend(target, file), file);
+  }
+
+  /**
+   * Replace a file inside a Proxmox VM through the QEMU guest agent (agent/file-write, at most 61440
+   * bytes of content). CLI `agentkeep guest write`.
+   * @throws as guestFileRead; FileError when the content is too large (nothing written)
+   */
+  async guestFileWrite(target: string, file: string, content: string): Promise<void> {
+    await guestFileWrite(await this.guestBackend(target, file), file, content);
+  }
+
+  private async guestBackend(target: string, file: string): Promise<ProxmoxBackend> {
+    if (!file.startsWith('/')) throw new AgentKeepError('InvalidParams', `Guest file "${file}" is not an absolute path.`, 'Give the path inside the VM, e.g. /root/.hermes/memories/MEMORY.md.');
+    const t = await this.open(target, false);
+    if (!(t.backend instanceof ProxmoxBackend)) {
+      throw new AgentKeepError('Unsupported', `Guest file access needs a proxmox:// VM target, not ${t.target.spec}.`, 'For dir: and btrfs: targets read the file directly; for qemu: targets use the VM itself.');
+    }
+    return t.backend;
+  }
+
   /**
    * See Methods.agentDiscover: agents the credentials can see (Proxmox: guests with a tag).
    * @throws BadTarget, Unsupported (backends without discovery), AuthFailed, Hypervisor

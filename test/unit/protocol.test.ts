@@ -58,6 +58,8 @@ describe('protocol', () => {
       lintMemory: rec('lintMemory'),
       diffMemory: rec('diffMemory'),
       discoverAgents: rec('discoverAgents'),
+      guestFileRead: rec('guestFileRead'),
+      guestFileWrite: rec('guestFileWrite'),
     };
 
     it('routes each method to the core and risk.scan to scanText', async () => {

@@ -81,6 +81,27 @@ describe('CLI with a proxmox:// target (built binary, simulator)', function () {
     assert.match(JSON.parse(nothing.stdout).error.message, /Nothing to change/);
     assert.equal((await run(['restore-point', 'label', rp1.id, '--target', target, '--label', 'before upgrade', '--not-important'])).code, 0);
 
+    // Agent-state files inside the VM through the guest agent: write keeps a local backup, read prints.
+    const mem = '/root/.hermes/memories/MEMORY.md';
+    sim.guests.get(101)!.files.set(mem, Buffer.from('old entry\n§\nsecond\n'));
+    const gw = await run(['guest', 'write', '--target', target, '--file', mem, '--text', 'new entry\n', '--yes']);
+    assert.equal(gw.code, 0, gw.stderr);
+    const backup = /The old content is in (\S+)\./.exec(gw.stdout)![1];
+    assert.equal(readFileSync(backup, 'utf8'), 'old entry\n§\nsecond\n');
+    assert.equal(sim.guests.get(101)!.files.get(mem)!.toString('utf8'), 'new entry\n');
+    const gr = await run(['guest', 'read', '--target', target, '--file', mem]);
+    assert.equal(gr.stdout.trim(), 'new entry');
+    const fresh = await run(['guest', 'write', '--target', target, '--file', '/root/new.txt', '--text', 'x', '--yes']);
+    assert.equal(fresh.code, 0, fresh.stderr);
+    assert.doesNotMatch(fresh.stdout, /old content/);
+    const rel = await run(['guest', 'read', '--target', target, '--file', 'relative.txt', '--json']);
+    assert.equal(JSON.parse(rel.stdout).error.code, 'invalid_params');
+    const ct = await run(['guest', 'read', '--target', `proxmox://127.0.0.1:${sim.port}/pve2/lxc/205`, '--file', mem, '--json']);
+    assert.equal(JSON.parse(ct.stdout).error.code, 'unsupported');
+    const noYes = await run(['guest', 'write', '--target', target, '--file', mem, '--text', 'y']);
+    assert.equal(noYes.code, 1);
+    assert.equal(sim.guests.get(101)!.files.get(mem)!.toString('utf8'), 'new entry\n');
+
     // Another machine (empty state dir) finds them from the description markers alone.
     const other = { ...env, AGENTKEEP_STATE_DIR: path.join(tmp, 'other') };
     const l2 = await run(['restore-point', 'list', '--target', target, '--json'], other);
