@@ -268,7 +268,8 @@ async function createRestorePoint(ctx: Ctx, opts?: CreateOptions): Promise<Resto
         token,
       ),
     );
-    void vscode.window.showInformationMessage([`Restore point "${rp.label}" created${rp.machine.vmstate ? ' with RAM state' : ''}.`, ...(rp.machine.warnings ?? [])].join(' '));
+    const pruned = rp.pruned?.length ? [`Retention deleted ${plural(rp.pruned.length, 'older restore point')} (${rp.pruned.map((d) => d.reason).slice(0, 2).join('; ')}).`] : [];
+    void vscode.window.showInformationMessage([`Restore point "${rp.label}" created${rp.machine.vmstate ? ' with RAM state' : ''}.`, ...(rp.machine.warnings ?? []), ...pruned].join(' '));
     warnAfterCreate(rp);
     return rp;
   } finally {

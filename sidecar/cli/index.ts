@@ -182,6 +182,10 @@ function program(ctx: Ctx): Command {
         const n = rpnt.machine.skipped ?? 0;
         if (n) ctx.io.out(`Skipped ${n} socket/FIFO/device ${n === 1 ? 'entry' : 'entries'} (not captured; see docs/dir-backend.md).`);
         for (const w of rpnt.machine.warnings ?? []) ctx.io.out(`Note: ${w}`);
+        if (rpnt.pruned?.length) {
+          ctx.io.out(`Retention deleted ${rpnt.pruned.length} older restore point(s) (restore-point prune --dry-run explains the rules):`);
+          for (const d of rpnt.pruned) ctx.io.out(`  ${d.id}  ${d.reason}`);
+        }
       }
     });
 

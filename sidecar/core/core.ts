@@ -504,10 +504,11 @@ export class Core implements CoreApi {
     this.changed(t.target.spec, 'restorePoints');
     // Retention (params, else <stateDir>/config.json, else the defaults); it never deletes the one
     // just made (the newest). A busy target is not waited for long: the next create or a prune catches up.
-    await this.pruneTarget(t, { ...config.retention, ...definedOnly(p.retention ?? {}) }, false, Math.min(this.lockTimeoutMs, 2000), false).catch(() => undefined);
+    const pruned = await this.pruneTarget(t, { ...config.retention, ...definedOnly(p.retention ?? {}) }, false, Math.min(this.lockTimeoutMs, 2000), false).catch(() => undefined);
     const warning = await this.capWarning(t, config.sizeCapBytes ?? DEFAULT_SIZE_CAP_BYTES).catch(() => undefined);
     const warnings = [configProblem, warning].filter((w): w is string => !!w);
-    return warnings.length ? { ...rp, warnings } : rp;
+    // Say what retention deleted: a create must never make restore points vanish silently.
+    return { ...rp, ...(warnings.length ? { warnings } : {}), ...(pruned?.deleted.length ? { pruned: pruned.deleted } : {}) };
   }
 
   /**
@@ -536,18 +537,37 @@ export class Core implements CoreApi {
     const mine = points.filter((r) => r.machine.backend === t.backend.name);
     const ext = t.backend.usage ? await t.backend.usage(mine.map((r) => r.id), { quick }) : undefined;
     if (t.backend.usage && !ext) return undefined;
-    const objects = new Map<string, number>();
+    // Every object once, with how many of these restore points hold it and the first holder: an
+    // object only one restore point holds is what deleting that one frees (its "only it" bytes).
+    const objects = new Map<string, { size: number; holders: number; first: string }>();
+    const hold = (h: string, size: number, id: string, seen: Set<string>): void => {
+      if (seen.has(h)) return;
+      seen.add(h);
+      const o = objects.get(h);
+      if (o) o.holders++;
+      else objects.set(h, { size, holders: 1, first: id });
+    };
     let machineBytes = ext?.bytes ?? 0;
     for (const r of points) {
+      const seen = new Set<string>();
       if (t.backend.objectsOf && r.machine.backend === t.backend.name) {
-        for (const [h, size] of await t.backend.objectsOf(r.id).catch(() => new Map<string, number>())) objects.set(h, size);
+        for (const [h, size] of await t.backend.objectsOf(r.id).catch(() => new Map<string, number>())) hold(h, size, r.id, seen);
       } else if (!ext) machineBytes += r.machine.newBytes;
-      for (const a of r.agent) for (const f of a.files) objects.set(f.hash, f.size);
+      for (const a of r.agent) for (const f of a.files) hold(f.hash, f.size, r.id, seen);
     }
     let bytes = machineBytes;
-    for (const size of objects.values()) bytes += size;
+    const only = new Map<string, number>();
+    for (const o of objects.values()) {
+      bytes += o.size;
+      if (o.holders === 1) only.set(o.first, (only.get(o.first) ?? 0) + o.size);
+    }
     const per = new Map<string, { bytes: number; newBytes: number }>();
-    for (const r of points) per.set(r.id, ext?.points.get(r.id) ?? { bytes: r.machine.bytes, newBytes: r.machine.newBytes });
+    for (const r of points) {
+      const e = ext?.points.get(r.id);
+      // dir (objectsOf): exclusive bytes from the reference counts; btrfs: the backend's exclusive
+      // extents; else (VM snapshots) what the journal recorded at create.
+      per.set(r.id, e ?? { bytes: r.machine.bytes, newBytes: t.backend.objectsOf ? (only.get(r.id) ?? 0) : r.machine.newBytes });
+    }
     return { bytes, points: per };
   }
 
@@ -595,15 +615,17 @@ export class Core implements CoreApi {
     };
   }
 
-  /** Restore points of a target, newest first (an unknown target has none). @throws BadTarget, BadStateDir */
+  /** Restore points of a target, newest first (an unknown target has none). @throws BadTarget, BadStateDir; Proxmox: AuthFailed (token, fingerprint), TargetNotFound, Hypervisor */
   async listRestorePoints(params: ParamsOf<'restorePointList'>): Promise<RestorePoint[]> {
     const p = validate(Methods.restorePointList.params, params, 'restorePoint.list');
     const t = await this.open(p.target, false);
     const points = await t.journal.list();
     // Backends that can find restore points by themselves (Proxmox: snapshot description markers)
-    // add the ones this journal lacks (made from another machine); unreachable = journal only.
+    // add the ones this journal lacks (made from another machine).
     const known = new Set(points.map((r) => r.id));
-    const extra = t.backend.foreign ? (await t.backend.foreign().catch(() => [])).filter((r) => !known.has(r.id)) : [];
+    // Errors propagate: a wrong fingerprint, a refused token or an unreachable host must not look like
+    // "no restore points" (the journal alone would hide the snapshots on the host).
+    const extra = t.backend.foreign ? (await t.backend.foreign()).filter((r) => !known.has(r.id)) : [];
     return extra.length ? [...points, ...extra].sort((a, b) => b.createdAt.localeCompare(a.createdAt)) : points;
   }
 

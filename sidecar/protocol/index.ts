@@ -267,6 +267,10 @@ export const Methods = {
     }),
     RestorePoint.extend({
       warnings: z.array(z.string()).optional().describe('What the user should know, e.g. the target\'s restore points use more than 90% of the size cap (not stored in the journal)'),
+      pruned: z
+        .array(z.object({ id: z.string(), reason: z.string() }))
+        .optional()
+        .describe('Older restore points that the retention run after this create deleted, with why (absent when none)'),
     }),
   ),
   restorePointList: method(
@@ -337,7 +341,7 @@ export const Methods = {
       capBytes: z.number().int().describe('The size cap of one target, in bytes'),
       level: z.enum(['ok', 'near', 'over']).describe('near: above 90% of the cap; over: above the cap'),
       points: z
-        .array(z.object({ id: z.string(), bytes: z.number().int().describe('Logical size'), newBytes: z.number().int().describe('Bytes held by this restore point alone (btrfs: exclusive extents; dir: newly stored at create)') }))
+        .array(z.object({ id: z.string(), bytes: z.number().int().describe('Logical size'), newBytes: z.number().int().describe('Bytes held by this restore point alone, i.e. about what deleting it frees (dir: objects no other restore point of the target holds; btrfs: exclusive extents; VM backends: what was new at create)') }))
         .describe('Per restore point, newest first'),
     }),
   ),

@@ -113,8 +113,19 @@ describe('restore-point lifecycle (real bin, real trees)', function () {
 
   it('<stateDir>/config.json retention applies after each create and to prune; explicit flags win; bad config is named', async () => {
     await writeConfig({ retention: { keep: 2, minAgeMs: 0 } });
-    for (let i = 0; i < 4; i++) await withUnique(i);
+    for (let i = 0; i < 3; i++) await withUnique(i);
+    // the create says what its retention run deleted (JSON `pruned`, human lines)
+    const f = path.join(agent, 'workspace', 'u3.bin');
+    await fs.writeFile(f, Buffer.alloc(KB64, 4));
+    const said = await ak('restore-point', 'create', '--target', target);
+    await fs.rm(f);
+    assert.match(said.stdout, /Retention deleted 1 older restore point\(s\)[^\n]*\n  ak_\w+  \S/);
     assert.equal((await json('restore-point', 'list', '--target', target)).length, 2, 'create pruned down to keep 2 with minAgeMs 0');
+    await writeConfig({ retention: { keep: 1, minAgeMs: 0 } });
+    const pj = await json('restore-point', 'create', '--target', target);
+    assert.equal(pj.pruned.length, 2);
+    assert.ok(pj.pruned.every((d: { id: string; reason: string }) => /^ak_/.test(d.id) && d.reason.length > 0));
+    await writeConfig({ retention: { keep: 2, minAgeMs: 0 } });
     await withUnique(9);
     const r = await json('restore-point', 'prune', '--target', target, '--keep', '3', '--dry-run');
     assert.deepEqual(r.deleted, [], '--keep 3 overrides keep 2');
@@ -147,6 +158,14 @@ describe('restore-point lifecycle (real bin, real trees)', function () {
     assert.equal(u.level, 'ok');
     assert.deepEqual(u.points.map((p: { id: string }) => p.id), [b.id, a.id]);
     assert.equal(u.points[1].bytes, KB64 + shared);
+    // "only it": a's unique file is held by a alone; the shared file counts for nobody (the first
+    // restore point stored it, but deleting it frees nothing)
+    assert.deepEqual(u.points.map((p: { newBytes: number }) => p.newBytes), [KB64, KB64]);
+    const both = await json('restore-point', 'create', '--target', target);
+    const u2 = await json('restore-point', 'usage', '--target', target);
+    assert.equal(u2.points.find((p: { id: string }) => p.id === both.id).newBytes, 0, 'holds only shared.txt, which a and b hold too');
+    const del = await json('restore-point', 'delete', both.id, '--target', target, '--yes');
+    assert.equal(del.freedBytes, 0, 'the column said deleting it frees nothing, and it does not');
     const human = await ak('restore-point', 'usage', '--target', target);
     assert.match(human.stdout, /use 128\.0 KB of the 10\.0 GB cap \(0%\)\./);
 

@@ -140,6 +140,15 @@ describe('CLI with a proxmox:// target (built binary, simulator)', function () {
     const bad = await run(['restore-point', 'create', '--target', target], { ...env, AGENTKEEP_PVE_FINGERPRINT: makeCert('evil').fingerprint, AGENTKEEP_PVE_DEBUG: '1' });
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /fingerprint .* not the pinned/);
+    // list must not hide a wrong fingerprint, a refused token or an unreachable host behind the local journal
+    const badList = await run(['restore-point', 'list', '--target', target, '--json'], { ...env, AGENTKEEP_PVE_FINGERPRINT: makeCert('evil').fingerprint });
+    assert.equal(badList.code, 1);
+    assert.equal(JSON.parse(badList.stdout).error.code, 'auth_failed');
+    const badToken = await run(['restore-point', 'list', '--target', target, '--json'], { ...env, AGENTKEEP_PVE_TOKEN: 'root@pam!ak=00000000-0000-0000-0000-000000000000' });
+    assert.equal(badToken.code, 1);
+    assert.equal(JSON.parse(badToken.stdout).error.code, 'auth_failed');
+    const down = await run(['restore-point', 'list', '--target', 'proxmox://127.0.0.1:1/pve1/qemu/101', '--json']);
+    assert.equal(down.code, 1);
 
     const dbg = await run(['restore-point', 'list', '--target', target], { ...env, AGENTKEEP_PVE_DEBUG: '1' });
     assert.match(dbg.stderr, /\[pve\] GET \/api2\/json\/nodes\/pve1\/qemu\/101\/snapshot -> 200/);

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 /**
  * qemu: targets through the core and the real CLI binary, and the clear errors (missing socket,
  * stale socket, raw disk), on firmware-only QEMU VMs under TCG (no OS: RAM content does not matter
@@ -5,7 +6,6 @@
  */
 import * as assert from 'node:assert/strict';
 import { promises as fs } from 'node:fs';
-import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
@@ -49,12 +49,21 @@ describe('qemu: targets (real QEMU, firmware-only guests): core, CLI, clear erro
 
   it('a left-over socket file nobody listens on: "refuses connections (QEMU is not running)"', async () => {
     const sock = path.join(tmp, 'stale.sock');
-    const srv = net.createServer();
-    await new Promise<void>((r) => srv.listen(sock, r));
-    // Closing a listening server unlinks its path; re-create the file the way a killed QEMU leaves it.
-    await new Promise<void>((r) => srv.close(() => r()));
-    await fs.writeFile(sock, '');
+    // A socket inode nobody listens on, as a killed QEMU leaves it (bound, then the process exits).
+    execFileSync('python3', ['-c', 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])', sock]);
     await assert.rejects(QmpClient.connect(sock), (e: AgentKeepError) => e.kind === 'TargetNotFound' && /refuses connections \(QEMU is not running/.test(e.message));
+  });
+
+  it('a regular file (e.g. the disk image) is "not a socket", never a "left-over socket"', async () => {
+    const img = path.join(tmp, 'disk.qcow2');
+    await fs.writeFile(img, 'QFI');
+    await assert.rejects(QmpClient.connect(img), (e: AgentKeepError) => {
+      assert.equal(e.kind, 'BadTarget');
+      assert.match(e.message, /is not a socket but a regular file: a qemu: target names QEMU's QMP socket, not the disk image/);
+      assert.doesNotMatch(e.message, /left over/);
+      return true;
+    });
+    await assert.rejects(QmpClient.connect(tmp), (e: AgentKeepError) => /not a socket but a directory/.test(e.message));
   });
 
   it('a socket another QMP client holds: no greeting, and the error says so', async () => {

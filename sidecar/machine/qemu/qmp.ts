@@ -11,6 +11,7 @@
  * until the job is `concluded`, read its `error`, then `job-dismiss` it.
  */
 import { randomBytes } from 'node:crypto';
+import { statSync } from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { AgentKeepError } from '../../core/errors';
@@ -278,14 +279,34 @@ export class QmpClient {
   }
 }
 
+/** What is at `p` (symlinks followed): socket, regular file, directory, other; "missing file" when it is gone. */
+function fileKind(p: string): string {
+  try {
+    const st = statSync(p);
+    return st.isSocket() ? 'socket' : st.isFile() ? 'regular file' : st.isDirectory() ? 'directory' : 'special file';
+  } catch {
+    return 'missing file';
+  }
+}
+
 /** The clear error for a failed connect to a QMP socket. */
 function connectError(socketPath: string, e: NodeJS.ErrnoException): AgentKeepError {
   const hint = startHint(socketPath);
   switch (e.code) {
     case 'ENOENT':
       return new AgentKeepError('TargetNotFound', `No QMP socket at ${socketPath} (the file does not exist: QEMU is not running with this -qmp socket).`, hint);
-    case 'ECONNREFUSED':
+    case 'ECONNREFUSED': {
+      // Linux answers ECONNREFUSED for a regular file too: never call a disk image a "left-over socket".
+      const kind = fileKind(socketPath);
+      if (kind !== 'socket') {
+        return new AgentKeepError(
+          'BadTarget',
+          `${socketPath} is not a socket but a ${kind}: a qemu: target names QEMU's QMP socket, not the disk image or a folder.`,
+          `Give the path of -qmp unix:PATH,server=on,wait=off, e.g. qemu:/run/agent-vm/qmp.sock. ${hint}`,
+        );
+      }
       return new AgentKeepError('TargetNotFound', `The QMP socket ${socketPath} refuses connections (QEMU is not running; the socket file is left over).`, hint);
+    }
     case 'ENOTSOCK':
       return new AgentKeepError('TargetNotFound', `${socketPath} is not a socket.`, hint);
     case 'EACCES':
