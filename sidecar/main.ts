@@ -5,6 +5,15 @@
 import { runCli } from './cli';
 import { Core } from './core/core';
 
+// A reader that goes away (`agentkeep memory list | head -1`) is not an error: stop quietly, as
+// other command-line tools do, instead of an unhandled EPIPE stack trace.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw e;
+  });
+}
+
 runCli(process.argv.slice(2), (opts) => new Core(opts)).then(
   (code) => {
     if (code !== null) process.exitCode = code;

@@ -5,6 +5,7 @@
  *     agentkeep restore-point create --target T [--label TEXT] [--kind manual|config-edit|update|hook] [--store S ...] [--important] [--vmstate] [--json]
  *     agentkeep restore-point list --target T [--json]
  *     agentkeep restore-point restore ID --target T --scope machine|agent|both [--store S ...] [--start] [--yes] [--json]
+ *     agentkeep restore-point diff ID --target T [--store S ...] [--json]
  *     agentkeep restore-point delete ID --target T [--yes] [--json]
  *     agentkeep restore-point label ID --target T [--label TEXT] [--important | --not-important] [--json]
  *     agentkeep restore-point prune --target T [--dry-run] [--keep N] [--keep-important N] [--min-age DURATION] [--json]
@@ -55,11 +56,25 @@ export interface CliIO {
   confirm: (question: string) => Promise<boolean>;
 }
 
-/** The process's own stdio. */
+/**
+ * Text made safe for a terminal: control characters (C0 but tab and newline, DEL, C1: ESC sequences
+ * that retitle the window, clear the screen or hide text) shown as visible `\xNN` escapes. Memory
+ * entries and labels can come from an agent (and from a prompt injection), so the CLI never lets
+ * them drive the terminal.
+ */
+export function terminalSafe(s: string): string {
+  return s.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
+/** The process's own stdio; what goes to a terminal passes terminalSafe (pipes and files get the bytes as they are). */
 export function processIO(): CliIO {
+  const write = (stream: NodeJS.WriteStream, s: string): void => {
+    const line = s.endsWith('\n') ? s.slice(0, -1) : s;
+    stream.write(`${stream.isTTY ? terminalSafe(line) : line}\n`);
+  };
   return {
-    out: (s) => process.stdout.write(s.endsWith('\n') ? s : s + '\n'),
-    err: (s) => process.stderr.write(s.endsWith('\n') ? s : s + '\n'),
+    out: (s) => write(process.stdout, s),
+    err: (s) => write(process.stderr, s),
     isTTY: Boolean(process.stdin.isTTY),
     confirm: async (q) => {
       const rl = createInterface({ input: process.stdin, output: process.stderr });
@@ -114,6 +129,8 @@ function coreOpts(cmd: Command): CoreOptions {
 }
 
 /** What a VM rollback does, shown before and after it. */
+/** Said before and after every restore: snapshots roll back the machine, not the world. */
+const OUTSIDE_NOTE = 'A restore does not undo what the agent did outside the machine (messages sent, remote pushes, API calls, payments).';
 const VM_RESTORE_NOTE =
   'A running VM is hard-stopped by the rollback (unsaved work in it is lost); without RAM state it stays stopped unless --start.\nA snapshot does not undo what the agent did outside the machine (messages sent, remote pushes, API calls).';
 
@@ -189,6 +206,19 @@ function program(ctx: Ctx): Command {
       }
     });
 
+  rp.command('diff')
+    .description('what differs between a restore point and now, i.e. what a restore would undo (files and agent state)')
+    .argument('<id>', 'restore point id')
+    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .option('--store <store>', 'memory store to compare (repeatable; default: the stores the restore point captured)', collect, [])
+    .option('--json', 'print {added, removed, changed, agentChanged} as JSON')
+    .action(async (id: string, o: { target: string; store: string[] }, cmd: Command) => {
+      const asJson = json(cmd);
+      const d = await core(cmd).diffRestorePoint({ target: o.target, id, ...(o.store.length ? { stores: o.store } : {}) });
+      if (asJson) printJson(ctx, d);
+      else ctx.io.out(`Since restore point ${id} on ${o.target}:\n${changeSummary(d, true, 'both')}`);
+    });
+
   rp.command('list')
     .description('list the restore points of a target, newest first')
     .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
@@ -236,7 +266,7 @@ function program(ctx: Ctx): Command {
           // what a restore loses: memory entries learned since (scopes agent/both) and the outside-world actions since
           const memDiff = await c.diffMemory({ target: o.target, from: id, ...(stores ? { stores } : {}) }).catch(() => undefined);
           const lost = memDiff ? restoreLossText(memDiff, o.scope) : '';
-          ctx.io.err(`Restoring ${id} (scope ${o.scope}) on ${o.target}:\n${what}${lost ? `\n${lost}` : ''}\nThe current state is captured first, so this can be undone.`);
+          ctx.io.err(`Restoring ${id} (scope ${o.scope}) on ${o.target}:\n${what}${lost ? `\n${lost}` : ''}\n${OUTSIDE_NOTE}\nThe current state is captured first, so this can be undone.`);
         }
         if (!(await ctx.io.confirm('Restore?'))) {
           throw new AgentKeepError('ConfirmationRequired', 'Restore cancelled; nothing was changed.', 'Answer y to restore, or pass --yes.');
@@ -259,7 +289,7 @@ function program(ctx: Ctx): Command {
       } else {
         // VM backends: no file list; the whole VM went back, and it is running or paused now.
         const what = r.machineState ? `  The VM's disks and RAM are back at the restore point; the VM is ${r.machineState}.` : changeSummary(r.changes, false, o.scope);
-        ctx.io.out(`Restored ${r.restored.id} "${r.restored.label}" (scope ${o.scope}).\n${what}\nUndo: agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}`);
+        ctx.io.out(`Restored ${r.restored.id} "${r.restored.label}" (scope ${o.scope}).\n${what}\n${OUTSIDE_NOTE}\nUndo: agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}`);
         for (const w of r.warnings ?? []) ctx.io.out(`Note: ${w}`);
       }
     });

@@ -71,6 +71,13 @@ describe('agentkeep CLI (real bin on real trees)', function () {
     await fs.rm(path.join(agent, '.env'));
     await fs.appendFile(path.join(agent, 'memories', 'USER.md'), '\n§\nLikes tea.');
 
+    // restore-point diff: what a restore would undo
+    const d = await json('restore-point', 'diff', rp.id, '--target', target);
+    assert.deepEqual([d.added, d.removed, d.changed], [['workspace/new.txt'], ['.env'], ['memories/USER.md', 'workspace/setup.sh']]);
+    assert.deepEqual(d.agentChanged, [`${store}:memories/USER.md`]);
+    const dh = await ak('restore-point', 'diff', rp.id, '--target', target);
+    assert.match(dh.stdout, /Since restore point ak_\w+ on dir:.*\n.*will be removed \(1\):\s+workspace\/new\.txt/);
+
     const list = await json('restore-point', 'list', '--target', target);
     assert.ok(Array.isArray(list));
     assert.equal(list.length, 1);
@@ -248,6 +255,16 @@ describe('agentkeep CLI (real bin on real trees)', function () {
     });
   }
 
+  it('on a TTY, text from a label or memory cannot drive the terminal (escape sequences shown escaped)', async () => {
+    const r = await onTty(['restore-point', 'create', '--target', target, '--label', 'evil \u001b]0;pwned\u0007 \u001b[2J end'], 'y');
+    assert.equal(r.code, 0, r.output);
+    assert.match(r.output, /evil \\x1b\]0;pwned\\x07 \\x1b\[2J end/);
+    assert.ok(!r.output.includes('\u001b]0;'), 'no raw OSC sequence reached the terminal');
+    // a pipe gets the bytes as they are (JSON escapes them anyway)
+    const j = await json('restore-point', 'list', '--target', target);
+    assert.equal(j[0].label, 'evil \u001b]0;pwned\u0007 \u001b[2J end');
+  });
+
   it('on a TTY, restore shows what will be lost and asks; n changes nothing, y restores', async () => {
     const rp = await json('restore-point', 'create', '--target', target);
     await fs.writeFile(path.join(agent, 'workspace', 'setup.sh'), 'after\n');
@@ -256,11 +273,13 @@ describe('agentkeep CLI (real bin on real trees)', function () {
     assert.equal(r.code, 1, r.output);
     assert.match(r.output, /created since the restore point, will be removed \(1\):\s+workspace\/added\.txt/);
     assert.match(r.output, /changed since the restore point, will be reverted \(1\):\s+workspace\/setup\.sh/);
+    assert.match(r.output, /A restore does not undo what the agent did outside the machine/);
     assert.match(r.output, /cancelled/);
     assert.equal(await fs.readFile(path.join(agent, 'workspace', 'setup.sh'), 'utf8'), 'after\n');
     r = await onTty(['restore-point', 'restore', rp.id, '--target', target, '--scope', 'both'], 'y');
     assert.equal(r.code, 0, r.output);
     assert.match(r.output, /Restored /);
+    assert.match(r.output, /Restored [^\n]*\n[\s\S]*A restore does not undo what the agent did outside the machine/);
     assert.equal(await fs.readFile(path.join(agent, 'workspace', 'setup.sh'), 'utf8'), '#!/bin/sh\nnpm install left-pad\n');
     await assert.rejects(fs.stat(path.join(agent, 'workspace', 'added.txt')));
   });
