@@ -94,9 +94,14 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         } else if (s) {
           const u = n.usage;
           item.description = `${s.reachable ? 'reachable' : 'unreachable'} · ${s.backend}${u ? ` · ${usageText(u)}` : ''}`;
-          item.iconPath = new vscode.ThemeIcon(u && u.level !== 'ok' ? 'warning' : s.reachable ? 'vm-active' : 'vm-outline');
+          item.iconPath = new vscode.ThemeIcon(s.interruptedRestore || (u && u.level !== 'ok') ? 'warning' : s.reachable ? 'vm-active' : 'vm-outline');
           const md = new vscode.MarkdownString(undefined, true);
           md.appendMarkdown(`**Target** \`${n.config.target}\`\n\n`);
+          const ir = s.interruptedRestore;
+          if (ir) {
+            item.description = `restore interrupted · ${item.description}`;
+            md.appendMarkdown(`$(warning) **A restore of ${ir.id} never finished** (started ${formatAge(ir.startedAt)}): the target may be half-restored. Restore ${ir.id} again to finish it, or restore ${ir.undo} to go back.\n\n`);
+          }
           md.appendMarkdown(`Backend: ${s.backend} · ${s.reachable ? 'reachable' : `not reachable: ${s.message ?? ''}`}\n\n`);
           md.appendMarkdown(`Restore points: ${s.restorePoints}\n\n`);
           if (u) md.appendMarkdown(`Disk use: ${formatBytes(u.bytes)} of the ${formatBytes(u.capBytes)} cap${u.level === 'over' ? ' — **over the cap**: prune some restore points' : u.level === 'near' ? ' — near the cap' : ''}\n\n`);

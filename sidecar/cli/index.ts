@@ -225,7 +225,17 @@ function program(ctx: Ctx): Command {
     .option('--json', 'print a JSON array')
     .action(async (o: { target: string }, cmd: Command) => {
       const asJson = json(cmd);
-      const points = await core(cmd).listRestorePoints({ target: o.target });
+      const c = core(cmd);
+      const points = await c.listRestorePoints({ target: o.target });
+      // A restore whose process died while writing (kill -9, power loss): say so on stderr, even with --json.
+      const broken = (await c.agentStatus({ target: o.target }).catch(() => undefined))?.interruptedRestore;
+      if (broken) {
+        const args = cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir));
+        ctx.io.err(
+          `agentkeep: warning: a restore of ${broken.id} started ${broken.startedAt} never finished: ${o.target} may be half-restored. ` +
+            `Finish it: agentkeep restore-point restore ${broken.id} ${args} --scope both --yes, or go back: agentkeep restore-point restore ${broken.undo} ${args} --scope both --yes`,
+        );
+      }
       if (asJson) printJson(ctx, points);
       else ctx.io.out(restorePointTable(points, o.target));
     });

@@ -615,6 +615,27 @@ export class Core implements CoreApi {
     };
   }
 
+  /** Path of the "restore in progress" marker of a target (in its journal dir; dot files are not restore points). */
+  private restoreMarker(t: { target: ParsedTarget }): string {
+    return path.join(this.layout.journalDir(t.target.key), '.restoring.json');
+  }
+
+  /**
+   * A restore of the target that started writing and never finished (its process is gone): the
+   * target may be half-restored. Undefined when there is none or its process still runs.
+   */
+  private async interruptedRestore(t: { target: ParsedTarget }): Promise<{ id: string; undo: string; startedAt: string } | undefined> {
+    const raw = await fs.readFile(this.restoreMarker(t), 'utf8').catch(() => undefined);
+    if (!raw) return undefined;
+    try {
+      const m = JSON.parse(raw) as { id: string; undo: string; startedAt: string; pid: number; host: string };
+      if (m.host === os.hostname() && pidAlive(m.pid)) return undefined;
+      return { id: m.id, undo: m.undo, startedAt: m.startedAt };
+    } catch {
+      return undefined;
+    }
+  }
+
   /** Restore points of a target, newest first (an unknown target has none). @throws BadTarget, BadStateDir; Proxmox: AuthFailed (token, fingerprint), TargetNotFound, Hypervisor */
   async listRestorePoints(params: ParamsOf<'restorePointList'>): Promise<RestorePoint[]> {
     const p = validate(Methods.restorePointList.params, params, 'restorePoint.list');
@@ -751,6 +772,10 @@ export class Core implements CoreApi {
       } catch {
         /* a failing listener must not break the restore */
       }
+      // A marker while the target is being written: if this process dies (kill -9, power loss) the
+      // next list/status says the target may be half-restored and names the undo. Removed on success.
+      const marker = this.restoreMarker(t);
+      await fs.writeFile(marker, JSON.stringify({ id: rp.id, undo: undo.id, scope, startedAt: new Date().toISOString(), pid: process.pid, host: os.hostname() }), { mode: 0o600 }).catch(() => undefined);
       let changes: ChangeSummary = { added: [], removed: [], changed: [], agentChanged: [] };
       let machineState: string | undefined;
       let warnings: string[] | undefined;
@@ -785,6 +810,7 @@ export class Core implements CoreApi {
           `To go back to it: agentkeep restore-point restore ${undo.id} ${cliTargetArgs(t.target.spec, this.stateDir)} --scope both`,
         );
       }
+      await fs.rm(marker, { force: true }).catch(() => undefined);
       const restored: RestorePoint = { ...rp, status: 'rolled-back' };
       await t.journal.put(restored);
       progress.report('done', `Restored ${rp.id} (${scope})`);
@@ -977,6 +1003,7 @@ export class Core implements CoreApi {
       restorePoints: rps.length,
       ...(rps[0] ? { latest: rps[0] } : {}),
       stores,
+      ...(await this.interruptedRestore({ target }).then((r) => (r ? { interruptedRestore: r } : {}))),
       version: VERSION,
     };
   }

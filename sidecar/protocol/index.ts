@@ -460,6 +460,10 @@ export const Methods = {
       restorePoints: z.number().int(),
       latest: RestorePoint.optional(),
       stores: z.array(z.object({ store: Store, ok: z.boolean(), message: z.string().optional() })),
+      interruptedRestore: z
+        .object({ id: z.string(), undo: z.string().describe('The pre-restore point: restore it to go back'), startedAt: z.string() })
+        .optional()
+        .describe('A restore that started writing the target and never finished (its process died): the target may be half-restored. Restore `id` again to finish it, or `undo` to go back'),
       version: z.string().describe('Sidecar version'),
     }),
   ),

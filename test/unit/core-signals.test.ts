@@ -148,6 +148,26 @@ describe('CLI: Ctrl+C and SIGTERM during create and restore (real process, real 
     assert.deepEqual(describeTree(s.tree), v2);
   });
 
+  it('restore: killed hard while writing (SIGKILL), list says the target may be half-restored and how to finish or go back', async () => {
+    const { id, v1 } = await prepareRestore();
+    const r = start(args('restore-point', 'restore', id, '--scope', 'both', '--yes'));
+    await until(() => journalIds().length >= 2, 'the pre-restore point');
+    await until(writingStarted, 'the first restored file');
+    r.proc.kill('SIGKILL');
+    await r.done;
+    const l = await runSidecar(args('restore-point', 'list', '--json'));
+    assert.equal(l.code, 0, l.stderr);
+    JSON.parse(l.stdout); // stdout stays pure JSON; the warning is on stderr
+    const finish = new RegExp(`a restore of ${id} started \\S+ never finished: \\S+ may be half-restored\\. Finish it: (agentkeep restore-point restore ${id} --target \\S+ --state-dir \\S+ --scope both --yes), or go back: agentkeep restore-point restore ak_\\w+`);
+    const m = finish.exec(l.stderr);
+    assert.ok(m, l.stderr);
+    const done = await runSidecar(m[1].split(' ').slice(1));
+    assert.equal(done.code, 0, done.stderr);
+    assert.deepEqual(describeTree(s.tree), v1);
+    const again = await runSidecar(args('restore-point', 'list'));
+    assert.doesNotMatch(again.stderr, /never finished/);
+  });
+
   it('restore: a signal before the tree is touched stops it with nothing changed', async () => {
     const { id, v2 } = await prepareRestore();
     const r = start(args('restore-point', 'restore', id, '--scope', 'both', '--yes'));
