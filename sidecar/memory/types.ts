@@ -52,6 +52,21 @@ export interface MemoryStoreAdapter {
 
   // ---- optional capabilities (issue 4); absent = the store cannot do it, and the core says so ----
 
+  /**
+   * Whether a root-relative POSIX path is volatile: a file the store's own writers use for
+   * coordination (Hermes: `memories/MEMORY.md.lock`, `USER.md.lock`). A restore of any scope never
+   * creates, deletes or modifies these (the core passes them to the backend's skip filter), and
+   * agentStateFiles never lists them.
+   */
+  isVolatilePath?(rel: string): boolean;
+  /**
+   * Take the store's own write lock(s) before a restore writes its agent-state files, waiting as an
+   * edit does (Hermes: the exclusive flock on `memories/MEMORY.md.lock` and `USER.md.lock`, up to
+   * 10 s each). Resolves to a release function; absent = the store has no lock.
+   * @throws AgentKeepError TargetBusy naming the holder when the lock stays held
+   */
+  lockAgentState?(): Promise<{ release(): Promise<void> }>;
+
   /** Why entries cannot be edited from AgentKeep (absent = editable through edit/remove/add). */
   readOnlyReason?(): Promise<string | undefined>;
   /**

@@ -189,6 +189,37 @@ export class HermesStore implements MemoryStoreAdapter {
   }
 
   /**
+   * Hermes' lock files `memories/MEMORY.md.lock` and `memories/USER.md.lock` (and any other
+   * `memories/*.lock`): held with fcntl.flock by Hermes' memory tool, so a restore of any scope must
+   * leave them alone (deleting one while Hermes holds it lets the next writer lock a new inode).
+   */
+  isVolatilePath(rel: string): boolean {
+    const p = path.posix.normalize(rel.replace(/\\/g, '/')).replace(/^\.\//, '');
+    return /^memories\/[^/]+\.lock$/.test(p);
+  }
+
+  /**
+   * Before a restore writes MEMORY.md / USER.md: the same exclusive flocks Hermes' memory tool and
+   * AgentKeep's edits take (`memories/MEMORY.md.lock`, then `USER.md.lock`; ./lock.ts), waiting up to
+   * 10 s each. The lock file is created when missing, as Hermes does (empty); without a memories/
+   * directory there is nothing to lock. @throws TargetBusy naming the holder (nothing written yet)
+   */
+  async lockAgentState(): Promise<{ release(): Promise<void> }> {
+    const held: Array<{ release(): Promise<void> }> = [];
+    const release = async (): Promise<void> => {
+      for (const l of held.reverse()) await l.release();
+    };
+    if (!(await exists(path.join(this.root, 'memories')))) return { release };
+    try {
+      for (const rel of Object.values(EDITABLE)) held.push(await lockHermesFile(path.join(this.root, ...rel.split('/')) + '.lock'));
+    } catch (e) {
+      await release();
+      throw e;
+    }
+    return { release };
+  }
+
+  /**
    * state.db: one consistent, self-contained copy (db + WAL copied as a pair, WAL checkpointed into
    * the copy; ../sqlite.ts). state.db-wal and -shm: not captured on their own (false). Others: a copy.
    */

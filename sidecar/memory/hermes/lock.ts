@@ -70,13 +70,38 @@ export async function lockHermesFile(lockFile: string, waitS = LOCK_WAIT_S): Pro
     child.once('close', (code: number | null) => {
       if (settled) return;
       settled = true;
-      reject(
-        new AgentKeepError(
-          'TargetBusy',
-          `Hermes holds the memory lock ${lockFile} (waited ${waitS} s${code === 1 ? '' : `, flock exited ${code}`}).`,
-          'Hermes is writing its memory right now; try again in a moment. Nothing was changed.',
+      void lockHolder(lockFile).then((holder) =>
+        reject(
+          new AgentKeepError(
+            'TargetBusy',
+            `${holder ? `Process ${holder}` : 'Hermes'} holds the memory lock ${lockFile} (waited ${waitS} s${code === 1 ? '' : `, flock exited ${code}`}).`,
+            'Hermes is writing its memory right now; try again in a moment. Nothing was changed.',
+          ),
         ),
       );
     });
   });
+}
+
+/**
+ * Who holds a flock on `file`, from /proc/locks (Linux: `<n>: FLOCK ADVISORY WRITE <pid>
+ * <maj>:<min>:<inode> 0 EOF`) matched by inode, with the holder's command line from
+ * /proc/<pid>/cmdline: e.g. `4711 (python3 hermes ...)`. Undefined where /proc is missing or no
+ * holder is listed.
+ */
+export async function lockHolder(file: string): Promise<string | undefined> {
+  try {
+    const st = await fs.stat(file);
+    const locks = await fs.readFile('/proc/locks', 'utf8');
+    for (const line of locks.split('\n')) {
+      const m = /^\d+:\s+FLOCK\s+\S+\s+\S+\s+(\d+)\s+[0-9a-f]+:[0-9a-f]+:(\d+)\s/.exec(line);
+      if (!m || Number(m[2]) !== st.ino) continue;
+      const cmd = await fs.readFile(`/proc/${m[1]}/cmdline`, 'utf8').catch(() => '');
+      const words = cmd.split('\0').filter(Boolean).join(' ').replace(/\s+/g, ' ').slice(0, 80);
+      return words ? `${m[1]} (${words})` : m[1];
+    }
+  } catch {
+    /* no /proc or no lock file */
+  }
+  return undefined;
 }
