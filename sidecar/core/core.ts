@@ -13,7 +13,7 @@ import { version as packageVersion } from '../../package.json';
 import { Methods, type ChangeSummary, type ParamsOf, type ProgressParams, type ResultOf, type RestorePoint, type Scope } from '../protocol';
 import { backendFor, backends, type MachineBackend, type PathFilter } from '../machine';
 import { discoverAgents as discoverProxmoxAgents, guestFileRead, guestFileWrite, ProxmoxBackend } from '../machine/proxmox';
-import { openStore, type MemoryStoreAdapter } from '../memory';
+import { openStore, openStores as openStoresUnique, type MemoryStoreAdapter } from '../memory';
 import * as memoryOps from '../memory/ops';
 import { AgentKeepError, asAgentKeepError } from './errors';
 import { abortedError, isAbortedError, isErrno, mapLimit, tempNameFor, throwIfAborted } from './fsutil';
@@ -306,7 +306,7 @@ export class Core implements CoreApi {
   }
 
   private openStores(specs: readonly string[] | undefined): MemoryStoreAdapter[] {
-    return (specs ?? []).map((s) => openStore(s));
+    return openStoresUnique(specs ?? []); // same kind + real path named twice: once
   }
 
   /**

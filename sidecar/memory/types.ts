@@ -87,8 +87,11 @@ export interface MemoryStoreAdapter {
   edit?(entryId: string, text: string, expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; previous: MemoryEntry; contentHash: string }>;
   /** Delete an entry, with the same safety as edit. */
   remove?(entryId: string, expectedHash?: string, opts?: WriteOptions): Promise<{ removed: MemoryEntry; contentHash: string; file?: string }>;
-  /** Add an entry (e.g. undo of remove); `file` is store-specific (hermes: memory | user). */
-  add?(text: string, file?: string, expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; contentHash: string }>;
+  /**
+   * Add an entry (e.g. undo of remove); `file` is store-specific (hermes: memory | user).
+   * `alreadyPresent`: the exact entry was there already and nothing was written.
+   */
+  add?(text: string, file?: string, expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; contentHash: string; alreadyPresent?: boolean }>;
   /**
    * Write a consistent copy of agent-state file `rel` to `dest` (e.g. a SQLite database in WAL mode:
    * never a torn copy). Absent = a plain file copy is consistent. Resolves `false` when `rel` is

@@ -14,6 +14,7 @@
  */
 import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
 import { AgentKeepError } from '../../core/errors';
 
 /** A held lock; release() is idempotent. */
@@ -31,8 +32,23 @@ export const LOCK_WAIT_S = 10;
  * @throws AgentKeepError TargetBusy when another holder (Hermes mid-write) keeps it for `waitS` seconds
  */
 export async function lockHermesFile(lockFile: string, waitS = LOCK_WAIT_S): Promise<HermesLock> {
-  const fh = await fs.open(lockFile, 'a'); // Hermes opens it the same way; it stays empty
-  await fh.close();
+  try {
+    const fh = await fs.open(lockFile, 'a'); // Hermes opens it the same way; it stays empty
+    await fh.close();
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
+      const dir = path.dirname(lockFile);
+      throw new AgentKeepError(
+        'FileError',
+        `Cannot open Hermes' memory lock ${lockFile}: ${code === 'EROFS' ? 'the file system is read-only' : `permission denied (${dir} is not writable for this user)`}. Nothing was changed.`,
+        code === 'EROFS'
+          ? `Remount ${dir} read-write to edit the memory from AgentKeep.`
+          : `Run AgentKeep as the user Hermes runs as, or give this user write access to ${dir} (e.g. chmod u+w ${dir}).`,
+      );
+    }
+    throw e;
+  }
   return new Promise<HermesLock>((resolve, reject) => {
     let child;
     try {
