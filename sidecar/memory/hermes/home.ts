@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import type { MemoryEntry, MemoryFile } from '../../protocol';
+import { AgentKeepError } from '../../core/errors';
 
 /** Hermes's entry delimiter. */
 export const ENTRY_DELIMITER = '\n§\n';
@@ -218,8 +219,9 @@ export async function readHome(src: FileSource, spec: string): Promise<ReadFile[
       if (raw) readable++;
       return { raw };
     } catch (e) {
-      errors.push(e as Error);
-      return { error: e as Error };
+      if (!(e instanceof AgentKeepError && e.kind === 'FileError')) throw e; // e.g. a corrupt capture: not a per-file problem
+      errors.push(e);
+      return { error: e };
     }
   };
   const unreadable = (e: Error): string => `Cannot read this file, so its entries are not shown: ${e.message}`;
