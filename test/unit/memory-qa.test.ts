@@ -9,24 +9,12 @@ import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
-import { AgentKeepError } from '../../sidecar/core/errors';
-import { buildSidecar, runSidecar, SIDECAR } from './helpers/sidecar';
+import { buildSidecar, runSidecar } from './helpers/sidecar';
 import { copyFixture, hashTree } from './helpers/hermes-db';
 import { FIXTURES } from './helpers/paths';
+import { expectAgentKeepError } from './helpers/errors';
 
 const FIXTURE = path.join(FIXTURES, 'memory', 'hermes');
-
-async function rejectsKind(p: Promise<unknown>, kind: string, re?: RegExp): Promise<AgentKeepError> {
-  try {
-    await p;
-  } catch (e) {
-    assert.ok(e instanceof AgentKeepError, `expected AgentKeepError, got ${String(e)}`);
-    assert.equal(e.kind, kind, e.message);
-    if (re) assert.match(`${e.message} ${e.hint ?? ''}`, re);
-    return e;
-  }
-  assert.fail(`expected ${kind}`);
-}
 
 describe('memory QA fixes (Hermes, real files)', function () {
   this.timeout(60000);
@@ -74,7 +62,7 @@ describe('memory QA fixes (Hermes, real files)', function () {
     const shown = await core.showMemory({ stores: [store], entry: (await entriesOf())[0].id });
     await core.addMemory({ store, text: 'Someone else added this.' });
     const before = await hashTree(home);
-    const e = await rejectsKind(core.addMemory({ store, text: 'Mine.', expectedHash: shown.contentHash }), 'Conflict', /changed since it was read/);
+    const e = await expectAgentKeepError(core.addMemory({ store, text: 'Mine.', expectedHash: shown.contentHash }), 'Conflict', /changed since it was read/);
     assert.match(e.hint ?? '', /memory list.*add the entry again/);
     assert.doesNotMatch(e.hint ?? '', /redo the edit/);
     assert.deepEqual(await hashTree(home), before);
@@ -95,7 +83,7 @@ describe('memory QA fixes (Hermes, real files)', function () {
   it('#3: memory edit does not make an entry an exact duplicate of another (Conflict naming it)', async () => {
     const [a, b] = (await entriesOf()).filter((e) => e.text);
     const before = await hashTree(home);
-    const e = await rejectsKind(core.editMemory({ store, entry: a.id, text: b.text }), 'Conflict');
+    const e = await expectAgentKeepError(core.editMemory({ store, entry: a.id, text: b.text }), 'Conflict');
     assert.ok(e.message.includes(b.id), e.message);
     assert.match(e.hint ?? '', new RegExp(`memory remove --entry ${a.id}`));
     assert.deepEqual(await hashTree(home), before);
@@ -151,7 +139,7 @@ describe('memory QA fixes: Agent Zero read-only wording', () => {
       const root = path.join(tmp, 'a0');
       await fs.cp(path.join(FIXTURES, 'memory', 'agent-zero'), root, { recursive: true });
       const core = new Core({ stateDir: path.join(tmp, 'state') });
-      const e = await rejectsKind(core.editMemory({ store: `agent-zero:${root}`, entry: 'Xk3P9aQ2mZ', text: 'x' }), 'Unsupported', /AGENTKEEP_A0_URL/);
+      const e = await expectAgentKeepError(core.editMemory({ store: `agent-zero:${root}`, entry: 'Xk3P9aQ2mZ', text: 'x' }), 'Unsupported', /AGENTKEEP_A0_URL/);
       assert.doesNotMatch(e.message, /\.\./);
       assert.match(e.message, /web UI\.$/);
       assert.doesNotMatch(e.hint ?? '', /^Change it with the agent's own tools\.$/);
@@ -186,16 +174,7 @@ describe('memory QA fixes: permissions as a non-root user (setpriv nobody)', fun
     spawnSync('chmod', ['-R', 'u+rwX', tmp]);
     await fs.rm(tmp, { recursive: true, force: true });
   });
-  const asNobody = (args: string[]) =>
-    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const c = spawn('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, SIDECAR, '--state-dir', path.join(tmp, 'state'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-      let stdout = '';
-      let stderr = '';
-      c.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-      c.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      c.on('error', reject);
-      c.on('close', (code) => resolve({ code, stdout, stderr }));
-    });
+  const asNobody = (args: string[]) => runSidecar(['--state-dir', path.join(tmp, 'state'), ...args], {}, undefined, ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups']);
 
   it('#5: a read-only memories folder: add fails with a FileError naming the lock path and the fix', async () => {
     const before = await hashTree(home);
