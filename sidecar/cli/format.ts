@@ -113,7 +113,7 @@ export function memoryTable(files: MemoryFile[]): string {
     const u = f.usage;
     const pct = u?.limit ? Math.round((100 * u.chars) / u.limit) : 0;
     const use = u ? `, ${u.chars}/${u.limit} chars (${pct}%)${u.chars > u.limit ? ' OVER LIMIT' : ''}` : '';
-    out.push(`${f.file} (${f.kind}): ${f.entries.length} entries${use}${f.readOnly ? ` [read-only: ${f.readOnly}]` : ''}`);
+    out.push(`${f.file} (${f.kind}): ${f.entries.length} ${f.entries.length === 1 ? 'entry' : 'entries'}${use}${f.readOnly ? ` [read-only: ${f.readOnly}]` : ''}`);
     for (const e of f.entries) {
       const first = e.text.split('\n')[0];
       const more = e.text.includes('\n') ? ' …' : '';
@@ -191,7 +191,7 @@ export function restoreLossText(r: ResultOf<'memoryDiff'>, scope: 'machine' | 'a
       if (n > 10) lines.push(`    … and ${n - 10} more`);
     }
   } else if (r.added.length || r.changed.length) {
-    lines.push(`  memory learned since the restore point is kept (scope machine): ${r.added.length + r.changed.length} entries`);
+    lines.push(`  memory learned since the restore point is kept (scope machine): ${r.added.length + r.changed.length} ${r.added.length + r.changed.length === 1 ? 'entry' : 'entries'}`);
   }
   const acts = r.actions ?? [];
   if (acts.length) {

@@ -499,6 +499,7 @@ function program(ctx: Ctx): Command {
       const store = oneStore(o, 'edit');
       const entry = needEntry(o, 'edit');
       if (o.text === undefined) throw new UsageError('InvalidParams', 'memory edit needs --text.', 'Give the new text: --text "…".');
+      if (!o.text.trim()) throw new UsageError('InvalidParams', 'memory edit --text is empty: an entry cannot be blank.', `Give the new text, or delete the entry: agentkeep memory remove --store ${shellQuote(store)} --entry ${entry}`);
       const r = await core(cmd).editMemory({ store, entry, text: o.text, ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}) });
       if (asJson) printJson(ctx, r);
       else ctx.io.out(`Edited ${r.previous.id} -> ${r.entry.id} in ${r.entry.file ?? store}.\nUndo: agentkeep memory edit --store ${shellQuote(store)} --entry ${r.undo.entry} --text ${shellQuote(r.undo.text)}`);
@@ -525,8 +526,10 @@ function program(ctx: Ctx): Command {
       const asJson = json(cmd);
       const store = oneStore(o, 'add');
       if (o.text === undefined) throw new UsageError('InvalidParams', 'memory add needs --text.', 'Give the entry text: --text "…".');
+      if (!o.text.trim()) throw new UsageError('InvalidParams', 'memory add --text is empty: an entry cannot be blank.', 'Give the entry text: --text "…".');
       const r = await core(cmd).addMemory({ store, text: o.text, ...(o.file ? { file: o.file } : {}), ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}) });
       if (asJson) printJson(ctx, r);
+      else if (r.alreadyPresent) ctx.io.out(`Entry ${r.entry.id} is already present in ${r.entry.file ?? store}; nothing written.`);
       else ctx.io.out(`Added ${r.entry.id} to ${r.entry.file ?? store}.`);
     });
 

@@ -13,7 +13,7 @@ import { version as packageVersion } from '../../package.json';
 import { Methods, type ChangeSummary, type ParamsOf, type ProgressParams, type ResultOf, type RestorePoint, type Scope } from '../protocol';
 import { backendFor, backends, type MachineBackend, type PathFilter } from '../machine';
 import { discoverAgents as discoverProxmoxAgents, guestFileRead, guestFileWrite, ProxmoxBackend } from '../machine/proxmox';
-import { openStore, type MemoryStoreAdapter } from '../memory';
+import { openStore, openStores as openStoresUnique, type MemoryStoreAdapter } from '../memory';
 import * as memoryOps from '../memory/ops';
 import { AgentKeepError, asAgentKeepError } from './errors';
 import { abortedError, isAbortedError, isErrno, mapLimit, tempNameFor, throwIfAborted } from './fsutil';
@@ -227,17 +227,41 @@ export class Core implements CoreApi {
     }
   }
 
-  /** Stores whose root lies inside the target, as a filter of target-relative paths that are their agent state. */
-  private agentStateFilter(t: ParsedTarget, stores: MemoryStoreAdapter[]): PathFilter | undefined {
+  /**
+   * Stores whose root lies inside the target, as a filter of target-relative paths a machine restore
+   * must leave alone: always their volatile paths (lock files, MemoryStoreAdapter.isVolatilePath, for
+   * every scope), plus their agent state when `agentState` (scope machine).
+   */
+  private agentStateFilter(t: ParsedTarget, stores: MemoryStoreAdapter[], agentState = true): PathFilter | undefined {
     const inside = stores
       .filter((s) => isInside(s.root, t.path))
       .map((s) => ({ s, prefix: path.relative(t.path, s.root).split(path.sep).join('/') }));
     if (!inside.length) return undefined;
+    const keep = (s: MemoryStoreAdapter, rel: string): boolean => !!s.isVolatilePath?.(rel) || (agentState && s.isAgentStatePath(rel));
     return (rel: string) =>
       inside.some(({ s, prefix }) => {
-        if (!prefix) return s.isAgentStatePath(rel);
-        return rel.startsWith(prefix + '/') && s.isAgentStatePath(rel.slice(prefix.length + 1));
+        if (!prefix) return keep(s, rel);
+        return rel.startsWith(prefix + '/') && keep(s, rel.slice(prefix.length + 1));
       });
+  }
+
+  /**
+   * Take each store's own write lock (MemoryStoreAdapter.lockAgentState, e.g. Hermes' flock on
+   * memories/MEMORY.md.lock) before a restore writes agent state; all or none.
+   * @returns release of all taken locks  @throws TargetBusy from the store (nothing written)
+   */
+  private async lockStores(stores: MemoryStoreAdapter[]): Promise<() => Promise<void>> {
+    const held: Array<{ release(): Promise<void> }> = [];
+    const release = async (): Promise<void> => {
+      for (const l of held.reverse()) await l.release().catch(() => undefined);
+    };
+    try {
+      for (const s of stores) if (s.lockAgentState && (await s.check().then(() => true, () => false))) held.push(await s.lockAgentState());
+    } catch (e) {
+      await release();
+      throw e;
+    }
+    return release;
   }
 
   /** Capture the agent-state files of each store into the object store. */
@@ -282,7 +306,7 @@ export class Core implements CoreApi {
   }
 
   private openStores(specs: readonly string[] | undefined): MemoryStoreAdapter[] {
-    return (specs ?? []).map((s) => openStore(s));
+    return openStoresUnique(specs ?? []); // same kind + real path named twice: once
   }
 
   /**
@@ -408,13 +432,14 @@ export class Core implements CoreApi {
     for (const s of stores) {
       const cap = findCapture(rp, s);
       if (!cap) throw noCapture(rp, s);
-      const current = await s.agentStateFiles().catch(() => [] as string[]);
+      const current = (await s.agentStateFiles().catch(() => [] as string[])).filter((rel) => !s.isVolatilePath?.(rel));
       for (const f of cap.files) if (!(await this.objects.has(f.hash))) throw this.objects.missing(f.hash);
       plans.push({ s, cap, current });
     }
     for (const { s, cap, current } of plans) {
       const want = new Map(cap.files.map((f) => [f.path, f]));
       for (const f of cap.files) {
+        if (s.isVolatilePath?.(f.path)) continue; // a lock file captured by an older version
         throwIfAborted(this.opts.signal, 'the restore was stopped part-way');
         const abs = path.join(s.root, ...f.path.split('/'));
         const st = await fs.lstat(abs).catch(() => undefined);
@@ -779,9 +804,11 @@ export class Core implements CoreApi {
       let changes: ChangeSummary = { added: [], removed: [], changed: [], agentChanged: [] };
       let machineState: string | undefined;
       let warnings: string[] | undefined;
+      // Scopes agent/both write agent-state files: take the stores' own locks first (TargetBusy = nothing written).
+      const unlock = scope === 'machine' ? async () => undefined : await this.lockStores(stores);
       try {
         if (scope !== 'agent') {
-          const skip = scope === 'machine' ? this.agentStateFilter(t.target, stores) : undefined;
+          const skip = this.agentStateFilter(t.target, [...stores, ...(await this.detectStores(t.target.path))], scope === 'machine');
           const m = await t.backend.restore(rp.id, {
             currentId: undo.id,
             skip,
@@ -809,6 +836,8 @@ export class Core implements CoreApi {
           `Restore of ${rp.id} stopped: ${err.message} The state before the restore was saved as restore point ${undo.id}.`,
           `To go back to it: agentkeep restore-point restore ${undo.id} ${cliTargetArgs(t.target.spec, this.stateDir)} --scope both`,
         );
+      } finally {
+        await unlock();
       }
       await fs.rm(marker, { force: true }).catch(() => undefined);
       const restored: RestorePoint = { ...rp, status: 'rolled-back' };

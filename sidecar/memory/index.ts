@@ -3,6 +3,7 @@
  * Kinds now: `hermes`, `agent-zero` (options `?url=`), `mem0` (options `?qdrant=`, `&collection=`).
  * Options follow the path after `?` as URL query parameters (values URL-encoded).
  */
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { AgentKeepError } from '../core/errors';
 import { HermesStore } from './hermes';
@@ -66,4 +67,42 @@ function openOtherStore(kind: string, rest: string, spec: string): MemoryStoreAd
   const qdrant = params.get('qdrant') || undefined;
   if (qdrant && !path.isAbsolute(qdrant)) throw new AgentKeepError('BadStore', `Qdrant path "${qdrant}" in "${spec}" is not absolute.`, `Use e.g. ${example}.`);
   return new Mem0Store(path.resolve(p), spec, { qdrant: qdrant && path.resolve(qdrant), collection: params.get('collection') || undefined });
+}
+
+/**
+ * The real path of a store root (symlinks resolved; the path as given when it does not exist), the
+ * identity of a store together with its kind.
+ */
+export function storeIdentity(s: MemoryStoreAdapter): string {
+  let real = s.root;
+  try {
+    real = fs.realpathSync(s.root);
+  } catch {
+    /* missing: check() will say so */
+  }
+  return `${s.kind}\0${real}`;
+}
+
+/**
+ * Open each store name, dropping later names of a store already named (same kind and real path of
+ * the root: `hermes:/h` and `hermes:/h/`, or a symlink to /h). The first spelling is kept, so the
+ * same memory is not listed or linted twice.
+ * @throws BadStore as openStore
+ */
+export function openStores(specs: readonly string[]): MemoryStoreAdapter[] {
+  const seen = new Set<string>();
+  const out: MemoryStoreAdapter[] = [];
+  for (const spec of specs) {
+    const s = openStore(spec);
+    const id = storeIdentity(s);
+    if (seen.has(id)) continue;
+    seen.add(id);
+    out.push(s);
+  }
+  return out;
+}
+
+/** The store names of `specs` without the later names of the same store (see openStores). */
+export function uniqueStoreSpecs(specs: readonly string[]): string[] {
+  return openStores(specs).map((s) => s.spec);
 }

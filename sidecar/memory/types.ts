@@ -52,6 +52,21 @@ export interface MemoryStoreAdapter {
 
   // ---- optional capabilities (issue 4); absent = the store cannot do it, and the core says so ----
 
+  /**
+   * Whether a root-relative POSIX path is volatile: a file the store's own writers use for
+   * coordination (Hermes: `memories/MEMORY.md.lock`, `USER.md.lock`). A restore of any scope never
+   * creates, deletes or modifies these (the core passes them to the backend's skip filter), and
+   * agentStateFiles never lists them.
+   */
+  isVolatilePath?(rel: string): boolean;
+  /**
+   * Take the store's own write lock(s) before a restore writes its agent-state files, waiting as an
+   * edit does (Hermes: the exclusive flock on `memories/MEMORY.md.lock` and `USER.md.lock`, up to
+   * 10 s each). Resolves to a release function; absent = the store has no lock.
+   * @throws AgentKeepError TargetBusy naming the holder when the lock stays held
+   */
+  lockAgentState?(): Promise<{ release(): Promise<void> }>;
+
   /** Why entries cannot be edited from AgentKeep (absent = editable through edit/remove/add). */
   readOnlyReason?(): Promise<string | undefined>;
   /**
@@ -72,8 +87,11 @@ export interface MemoryStoreAdapter {
   edit?(entryId: string, text: string, expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; previous: MemoryEntry; contentHash: string }>;
   /** Delete an entry, with the same safety as edit. */
   remove?(entryId: string, expectedHash?: string, opts?: WriteOptions): Promise<{ removed: MemoryEntry; contentHash: string; file?: string }>;
-  /** Add an entry (e.g. undo of remove); `file` is store-specific (hermes: memory | user). */
-  add?(text: string, file?: string, expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; contentHash: string }>;
+  /**
+   * Add an entry (e.g. undo of remove); `file` is store-specific (hermes: memory | user).
+   * `alreadyPresent`: the exact entry was there already and nothing was written.
+   */
+  add?(text: string, file?: string, expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; contentHash: string; alreadyPresent?: boolean }>;
   /**
    * Write a consistent copy of agent-state file `rel` to `dest` (e.g. a SQLite database in WAL mode:
    * never a torn copy). Absent = a plain file copy is consistent. Resolves `false` when `rel` is

@@ -417,7 +417,7 @@ export const Methods = {
     'memory.add',
     'Add an entry (used by undo of remove). Hermes: appended to MEMORY.md (file memory) or USER.md (file user).',
     z.object({ store: Store, text: z.string().min(1), file: z.string().optional().describe('hermes: memory | user (default memory)'), expectedHash: z.string().optional() }),
-    z.object({ entry: MemoryEntry, contentHash: z.string() }),
+    z.object({ entry: MemoryEntry, contentHash: z.string(), alreadyPresent: z.boolean().optional().describe('true when the exact entry was already there: nothing was written') }),
   ),
   memoryLint: method(
     'memory.lint',

@@ -227,7 +227,7 @@ describe('Hermes memory lock (real flock)', () => {
     const mine = await lockHermesFile(lockFile);
     try {
       assert.equal(mine.held, true);
-      await rejectsKind(lockHermesFile(lockFile, 1), 'TargetBusy', /Hermes holds the memory lock/);
+      await rejectsKind(lockHermesFile(lockFile, 1), 'TargetBusy', /holds the memory lock/);
       // python (as Hermes) cannot take it without blocking while we hold it
       const r = spawnSync('python3', ['-c', 'import fcntl,sys\nf=open(sys.argv[1],"a")\ntry:\n  fcntl.flock(f,fcntl.LOCK_EX|fcntl.LOCK_NB); print("got")\nexcept BlockingIOError: print("blocked")', lockFile]);
       assert.equal(r.stdout.toString().trim(), 'blocked');

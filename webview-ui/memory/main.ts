@@ -303,7 +303,7 @@ function render(): void {
   const total = rows().length;
   const withFindings = rows().filter((r) => r.findings.length).length;
   app.append(el('h1', { textContent: 'Agent memory' }));
-  app.append(el('p', { className: 'sub', textContent: `${total} entries in ${state.stores.length} ${state.stores.length === 1 ? 'store' : 'stores'} · ${state.findings.length} findings on ${withFindings} entries` }));
+  app.append(el('p', { className: 'sub', textContent: `${total} ${total === 1 ? 'entry' : 'entries'} in ${state.stores.length} ${state.stores.length === 1 ? 'store' : 'stores'} · ${state.findings.length} findings on ${withFindings} entries` }));
   if (!state.trusted) app.append(el('div', { className: 'banner warning', textContent: 'Restricted Mode: read-only. Editing and deleting memory need a trusted workspace.' }));
   if (state.lintNote) app.append(el('p', { className: 'note', textContent: state.lintNote }));
   if (notice) app.append(el('div', { className: `banner ${notice.severity}`, role: 'alert', textContent: notice.text }));

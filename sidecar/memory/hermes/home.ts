@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import type { MemoryEntry, MemoryFile } from '../../protocol';
+import { AgentKeepError } from '../../core/errors';
 
 /** Hermes's entry delimiter. */
 export const ENTRY_DELIMITER = '\n§\n';
@@ -195,6 +196,8 @@ export interface ReadFile {
   /** Root-relative POSIX path. */
   rel: string;
   raw?: Buffer;
+  /** Why the file could not be read (it is listed with no entries and a warning; writes to it rethrow this). */
+  error?: Error;
 }
 
 /**
@@ -203,24 +206,41 @@ export interface ReadFile {
  * (warnings instead).
  */
 export async function readHome(src: FileSource, spec: string): Promise<ReadFile[]> {
-  const cfg = await src.read('config.yaml');
+  const cfg = await src.read('config.yaml').catch(() => undefined); // unreadable config: default limits
   const limits = limitsFromConfig(cfg?.toString('utf8'));
   const out: ReadFile[] = [];
+  // One unreadable memory file (e.g. USER.md mode 000) does not hide the others: it is listed empty
+  // with a warning; only when every memory file fails is the error thrown.
+  const errors: Error[] = [];
+  let readable = 0;
+  const tryRead = async (rel: string): Promise<{ raw?: Buffer; error?: Error }> => {
+    try {
+      const raw = await src.read(rel);
+      if (raw) readable++;
+      return { raw };
+    } catch (e) {
+      if (!(e instanceof AgentKeepError && e.kind === 'FileError')) throw e; // e.g. a corrupt capture: not a per-file problem
+      errors.push(e);
+      return { error: e };
+    }
+  };
+  const unreadable = (e: Error): string => `Cannot read this file, so its entries are not shown: ${e.message}`;
   for (const [kind, area, rel, limit] of [
     ['hermes-memory', 'memory', 'memories/MEMORY.md', limits.memory],
     ['hermes-user', 'user', 'memories/USER.md', limits.user],
   ] as const) {
-    const raw = await src.read(rel);
+    const { raw, error } = await tryRead(rel);
     const text = raw?.toString('utf8') ?? '';
     const entries = parseEntries(text);
     const file = src.display(rel);
-    const warnings: string[] = [];
+    const warnings: string[] = error ? [unreadable(error)] : [];
     const drift = raw ? driftReason(text, limit) : undefined;
     if (drift) warnings.push(`Drift: ${drift}. Hermes refuses to replace or remove entries until it is fixed (it keeps a .bak).`);
     if (raw) warnings.push(...handEditSigns(text).map((s) => `Changed outside Hermes' memory tool: ${s}.`));
     out.push({
       rel,
       raw,
+      ...(error ? { error } : {}),
       file: {
         kind,
         file,
@@ -231,12 +251,14 @@ export async function readHome(src: FileSource, spec: string): Promise<ReadFile[
       },
     });
   }
-  const soul = await src.read('SOUL.md');
+  const { raw: soul, error: soulError } = await tryRead('SOUL.md');
+  if (soulError) out.push({ rel: 'SOUL.md', error: soulError, file: { kind: 'hermes-soul', file: src.display('SOUL.md'), store: spec, entries: [], readOnly: READ_ONLY.soul, warnings: [unreadable(soulError)] } });
   if (soul) {
     const file = src.display('SOUL.md');
     out.push({ rel: 'SOUL.md', raw: soul, file: { kind: 'hermes-soul', file, store: spec, entries: soulEntries(soul.toString('utf8')).map((t) => mk('soul', t, file, spec)), readOnly: READ_ONLY.soul } });
   }
-  const archive = await src.read('memories/ARCHIVE.jsonl');
+  const { raw: archive, error: archiveError } = await tryRead('memories/ARCHIVE.jsonl');
+  if (archiveError) out.push({ rel: 'memories/ARCHIVE.jsonl', error: archiveError, file: { kind: 'hermes-archive', file: src.display('memories/ARCHIVE.jsonl'), store: spec, entries: [], readOnly: READ_ONLY.archive, warnings: [unreadable(archiveError)] } });
   if (archive) {
     const file = src.display('memories/ARCHIVE.jsonl');
     const entries: MemoryEntry[] = [];
@@ -269,7 +291,8 @@ export async function readHome(src: FileSource, spec: string): Promise<ReadFile[
     const entries: MemoryEntry[] = [];
     const warnings: string[] = [];
     for (const rel of skills) {
-      const raw = await src.read(rel);
+      const { raw, error } = await tryRead(rel);
+      if (error) warnings.push(`${rel}: ${unreadable(error)}`);
       if (!raw) continue;
       const fm = skillFrontMatter(raw.toString('utf8'));
       const dirName = path.posix.basename(path.posix.dirname(rel));
@@ -280,5 +303,6 @@ export async function readHome(src: FileSource, spec: string): Promise<ReadFile[
     }
     out.push({ rel: 'skills', file: { kind: 'hermes-skill', file: src.display('skills'), store: spec, entries, readOnly: READ_ONLY.skill, ...(warnings.length ? { warnings } : {}) } });
   }
+  if (errors.length && !readable) throw errors[0];
   return out;
 }

@@ -130,7 +130,12 @@ export class HermesStore implements MemoryStoreAdapter {
           const code = (e as NodeJS.ErrnoException).code;
           if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
           if (code === 'EISDIR') return undefined;
-          throw new AgentKeepError('FileError', `Cannot read ${abs}: ${(e as Error).message}.`, 'Check the file permissions of the Hermes home.');
+          const perm = code === 'EACCES' || code === 'EPERM';
+          throw new AgentKeepError(
+            'FileError',
+            `Cannot read ${abs}: ${perm ? `permission denied for ${os.userInfo().username}` : (e as Error).message}.`,
+            perm ? `Give the user running AgentKeep read access (e.g. chmod u+r ${abs}, or run AgentKeep as the agent's user).` : 'Check the file permissions of the Hermes home.',
+          );
         }
       },
       list: async (dir) => {
@@ -186,6 +191,37 @@ export class HermesStore implements MemoryStoreAdapter {
     const p = path.posix.normalize(rel.replace(/\\/g, '/')).replace(/^\.\//, '');
     if (p.startsWith('../') || p === '..' || path.posix.isAbsolute(p)) return false;
     return FIXED_STATE_FILES.includes(p) || (p.startsWith('skills/') && p.length > 'skills/'.length);
+  }
+
+  /**
+   * Hermes' lock files `memories/MEMORY.md.lock` and `memories/USER.md.lock` (and any other
+   * `memories/*.lock`): held with fcntl.flock by Hermes' memory tool, so a restore of any scope must
+   * leave them alone (deleting one while Hermes holds it lets the next writer lock a new inode).
+   */
+  isVolatilePath(rel: string): boolean {
+    const p = path.posix.normalize(rel.replace(/\\/g, '/')).replace(/^\.\//, '');
+    return /^memories\/[^/]+\.lock$/.test(p);
+  }
+
+  /**
+   * Before a restore writes MEMORY.md / USER.md: the same exclusive flocks Hermes' memory tool and
+   * AgentKeep's edits take (`memories/MEMORY.md.lock`, then `USER.md.lock`; ./lock.ts), waiting up to
+   * 10 s each. The lock file is created when missing, as Hermes does (empty); without a memories/
+   * directory there is nothing to lock. @throws TargetBusy naming the holder (nothing written yet)
+   */
+  async lockAgentState(): Promise<{ release(): Promise<void> }> {
+    const held: Array<{ release(): Promise<void> }> = [];
+    const release = async (): Promise<void> => {
+      for (const l of held.reverse()) await l.release();
+    };
+    if (!(await exists(path.join(this.root, 'memories')))) return { release };
+    try {
+      for (const rel of Object.values(EDITABLE)) held.push(await lockHermesFile(path.join(this.root, ...rel.split('/')) + '.lock'));
+    } catch (e) {
+      await release();
+      throw e;
+    }
+    return { release };
   }
 
   /**
@@ -288,6 +324,13 @@ export class HermesStore implements MemoryStoreAdapter {
     const r = await this.write(id, undefined, expectedHash, opts, (entries, e) => {
       previous = e!;
       const i = entries.indexOf(e!.text);
+      if (clean !== e!.text && entries.includes(clean)) {
+        throw new AgentKeepError(
+          'Conflict',
+          `Entry ${entryId(clean)} in ${e!.file ?? 'the same file'} already has exactly this text, so the edit would make ${e!.id} a duplicate of it. Nothing was changed.`,
+          `Remove ${e!.id} instead (memory remove --entry ${e!.id}), or give a different text.`,
+        );
+      }
       const next = [...entries];
       next[i] = clean;
       return next;
@@ -308,15 +351,17 @@ export class HermesStore implements MemoryStoreAdapter {
 
   /**
    * Append an entry to MEMORY.md (`file` memory, default) or USER.md (`user`). Like Hermes' add, no
-   * drift guard; an exact duplicate is not added again (the existing entry is returned).
+   * drift guard; an exact duplicate is not added again: nothing is written and the existing entry is
+   * returned with `alreadyPresent: true`. Without `expectedHash` the file is re-read under the lock
+   * and the entry appended to what is there then (parallel adds all land); with it, the CAS holds.
    * @throws InvalidParams (bad file or text), OverBudget, Conflict (hash changed), TargetBusy
    */
-  async add(text: string, file = 'memory', expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; contentHash: string }> {
+  async add(text: string, file = 'memory', expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; contentHash: string; alreadyPresent?: boolean }> {
     const clean = checkText(text);
     const area = file === 'user' || file === 'USER.md' ? 'user' : file === 'memory' || file === 'MEMORY.md' ? 'memory' : undefined;
     if (!area) throw new AgentKeepError('InvalidParams', `Unknown Hermes memory file "${file}".`, 'Use file memory (MEMORY.md) or user (USER.md).');
     const r = await this.write(undefined, area, expectedHash, opts, (entries) => (entries.includes(clean) ? entries : [...entries, clean]));
-    return { entry: r.entry(clean), contentHash: r.hash };
+    return { entry: r.entry(clean), contentHash: r.hash, ...(r.written ? {} : { alreadyPresent: true }) };
   }
 
   /**
@@ -329,7 +374,8 @@ export class HermesStore implements MemoryStoreAdapter {
     expectedHash: string | undefined,
     opts: WriteOptions | undefined,
     change: (entries: string[], e?: MemoryEntry) => string[],
-  ): Promise<{ hash: string; entry: (text: string) => MemoryEntry }> {
+  ): Promise<{ hash: string; written: boolean; entry: (text: string) => MemoryEntry }> {
+    const redo = id !== undefined ? 'Show the entry again (memory show) and redo the edit on what is there now.' : 'List the memory again (memory list) and add the entry again if it is still missing.';
     const plan = async (): Promise<{ area: string; abs: string; raw: Buffer; next: string[] | undefined; e?: MemoryEntry }> => {
       const files = await this.read();
       if (expectedHash) {
@@ -339,7 +385,7 @@ export class HermesStore implements MemoryStoreAdapter {
           throw new AgentKeepError(
             'Conflict',
             `The memory of ${this.root} changed since it was read (no file has sha256 ${expectedHash.slice(0, 12)}… any more): the agent or someone else wrote it in between. Nothing was changed.`,
-            'Show the entry again (memory show) and redo the edit on what is there now.',
+            redo,
           );
         }
       }
@@ -354,6 +400,7 @@ export class HermesStore implements MemoryStoreAdapter {
         }
       }
       const rf = files.find((f) => f.rel === EDITABLE[area!])!;
+      if (rf.error) throw rf.error; // unreadable: never write over what we could not read
       const raw = rf.raw ?? Buffer.alloc(0);
       const abs = path.join(this.root, ...EDITABLE[area!].split('/'));
       const hash = sha256(raw);
@@ -361,7 +408,7 @@ export class HermesStore implements MemoryStoreAdapter {
         throw new AgentKeepError(
           'Conflict',
           `${abs} changed since it was read (sha256 ${hash.slice(0, 12)}…, expected ${expectedHash.slice(0, 12)}…): the agent or someone else wrote it in between. Nothing was changed.`,
-          'Show the entry again (memory show) and redo the edit on what is there now.',
+          redo,
         );
       }
       const text = raw.toString('utf8');
@@ -393,13 +440,21 @@ export class HermesStore implements MemoryStoreAdapter {
     };
 
     const first = await plan(); // every refusal happens here, before the lock file is touched
+    let written = false;
+    if (!first.next) {
+      // nothing to change (an exact duplicate add, an edit to the same text): no lock, nothing touched
+      return { hash: sha256(first.raw), written, entry: (text) => ({ id: entryId(text), text, store: this.spec, file: first.abs, area: first.area }) };
+    }
     const lock = await lockHermesFile(`${first.abs}.lock`);
     let hash: string;
     try {
       const p = await plan(); // re-read under the lock: what Hermes wrote meanwhile counts
-      if (!p.raw.equals(first.raw)) {
-        throw new AgentKeepError('Conflict', `${p.abs} changed while AgentKeep waited for Hermes' lock. Nothing was changed.`, 'Show the entry again (memory show) and redo the edit.');
+      // An add without expectedHash appends to what is there now (plan re-checked it); an edit or
+      // remove (or an add with expectedHash) acted on what it read, so a change meanwhile is a conflict.
+      if (!p.raw.equals(first.raw) && (id !== undefined || expectedHash)) {
+        throw new AgentKeepError('Conflict', `${p.abs} changed while AgentKeep waited for Hermes' lock. Nothing was changed.`, redo);
       }
+      written = !!p.next;
       if (!p.next) {
         hash = sha256(p.raw);
       } else {
@@ -415,7 +470,7 @@ export class HermesStore implements MemoryStoreAdapter {
           // last compare-and-swap right before the rename (covers a writer that ignores the lock)
           const now = await fs.readFile(p.abs).catch(() => Buffer.alloc(0));
           if (!now.equals(p.raw)) {
-            throw new AgentKeepError('Conflict', `${p.abs} changed while AgentKeep was writing. Nothing was changed.`, 'Show the entry again (memory show) and redo the edit.');
+            throw new AgentKeepError('Conflict', `${p.abs} changed while AgentKeep was writing (a writer that does not take Hermes' lock). Nothing was changed.`, redo);
           }
           await fs.rename(tmp, p.abs);
         } catch (e) {
@@ -430,7 +485,7 @@ export class HermesStore implements MemoryStoreAdapter {
     }
     const area = first.area;
     const file = first.abs;
-    return { hash, entry: (text) => ({ id: entryId(text), text, store: this.spec, file, area }) };
+    return { hash, written, entry: (text) => ({ id: entryId(text), text, store: this.spec, file, area }) };
   }
 }
 

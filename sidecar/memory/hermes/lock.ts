@@ -14,6 +14,7 @@
  */
 import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
 import { AgentKeepError } from '../../core/errors';
 
 /** A held lock; release() is idempotent. */
@@ -31,8 +32,23 @@ export const LOCK_WAIT_S = 10;
  * @throws AgentKeepError TargetBusy when another holder (Hermes mid-write) keeps it for `waitS` seconds
  */
 export async function lockHermesFile(lockFile: string, waitS = LOCK_WAIT_S): Promise<HermesLock> {
-  const fh = await fs.open(lockFile, 'a'); // Hermes opens it the same way; it stays empty
-  await fh.close();
+  try {
+    const fh = await fs.open(lockFile, 'a'); // Hermes opens it the same way; it stays empty
+    await fh.close();
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
+      const dir = path.dirname(lockFile);
+      throw new AgentKeepError(
+        'FileError',
+        `Cannot open Hermes' memory lock ${lockFile}: ${code === 'EROFS' ? 'the file system is read-only' : `permission denied (${dir} is not writable for this user)`}. Nothing was changed.`,
+        code === 'EROFS'
+          ? `Remount ${dir} read-write to edit the memory from AgentKeep.`
+          : `Run AgentKeep as the user Hermes runs as, or give this user write access to ${dir} (e.g. chmod u+w ${dir}).`,
+      );
+    }
+    throw e;
+  }
   return new Promise<HermesLock>((resolve, reject) => {
     let child;
     try {
@@ -70,13 +86,38 @@ export async function lockHermesFile(lockFile: string, waitS = LOCK_WAIT_S): Pro
     child.once('close', (code: number | null) => {
       if (settled) return;
       settled = true;
-      reject(
-        new AgentKeepError(
-          'TargetBusy',
-          `Hermes holds the memory lock ${lockFile} (waited ${waitS} s${code === 1 ? '' : `, flock exited ${code}`}).`,
-          'Hermes is writing its memory right now; try again in a moment. Nothing was changed.',
+      void lockHolder(lockFile).then((holder) =>
+        reject(
+          new AgentKeepError(
+            'TargetBusy',
+            `${holder ? `Process ${holder}` : 'Hermes'} holds the memory lock ${lockFile} (waited ${waitS} s${code === 1 ? '' : `, flock exited ${code}`}).`,
+            'Hermes is writing its memory right now; try again in a moment. Nothing was changed.',
+          ),
         ),
       );
     });
   });
+}
+
+/**
+ * Who holds a flock on `file`, from /proc/locks (Linux: `<n>: FLOCK ADVISORY WRITE <pid>
+ * <maj>:<min>:<inode> 0 EOF`) matched by inode, with the holder's command line from
+ * /proc/<pid>/cmdline: e.g. `4711 (python3 hermes ...)`. Undefined where /proc is missing or no
+ * holder is listed.
+ */
+export async function lockHolder(file: string): Promise<string | undefined> {
+  try {
+    const st = await fs.stat(file);
+    const locks = await fs.readFile('/proc/locks', 'utf8');
+    for (const line of locks.split('\n')) {
+      const m = /^\d+:\s+FLOCK\s+\S+\s+\S+\s+(\d+)\s+[0-9a-f]+:[0-9a-f]+:(\d+)\s/.exec(line);
+      if (!m || Number(m[2]) !== st.ino) continue;
+      const cmd = await fs.readFile(`/proc/${m[1]}/cmdline`, 'utf8').catch(() => '');
+      const words = cmd.split('\0').filter(Boolean).join(' ').replace(/\s+/g, ' ').slice(0, 80);
+      return words ? `${m[1]} (${words})` : m[1];
+    }
+  } catch {
+    /* no /proc or no lock file */
+  }
+  return undefined;
 }

@@ -12,8 +12,9 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { MemoryEntry, MemoryFile, ParamsOf, ProvenanceTrace, RestorePoint, ResultOf } from '../../protocol';
 import { AgentKeepError } from '../../core/errors';
-import { openStore } from '../index';
+import { openStore, uniqueStoreSpecs } from '../index';
 import type { CaptureSource, MemoryStoreAdapter, WriteOptions } from '../types';
+import { logWrite, withWriteLog } from './writelog';
 
 /** Context the memory operations get from the core (restore-point access for diff). */
 export interface MemoryOpsContext {
@@ -27,6 +28,16 @@ export interface MemoryOpsContext {
 
 function unsupported(s: MemoryStoreAdapter, what: string): AgentKeepError {
   return new AgentKeepError('Unsupported', `The ${s.kind} store ${s.spec} cannot ${what}.`, 'Use memory list to see its entries, or change them with the agent\'s own tools.');
+}
+
+/**
+ * @throws Unsupported when the store is read-only in AgentKeep (readOnlyReason), the reason in the
+ * message (it says how to make the store editable, e.g. Agent Zero's AGENTKEEP_A0_URL).
+ */
+async function refuseReadOnly(s: MemoryStoreAdapter): Promise<void> {
+  const why = await s.readOnlyReason?.();
+  if (!why) return;
+  throw new AgentKeepError('Unsupported', `${s.spec} is read-only in AgentKeep: ${why.replace(/[.\s]+$/, '')}.`, 'Do what the message says to let AgentKeep edit it, or change the entry with the agent\'s own tools meanwhile.');
 }
 
 /** Where the bytes replaced by memory writes of a store are kept. */
@@ -62,11 +73,11 @@ async function resolveEntry(s: MemoryStoreAdapter, id: string): Promise<{ entry:
  * (without entries), the file's content hash and the entry's provenance.
  * @throws EntryNotFound (in none of the stores), Conflict (ambiguous id), BadStore, StoreNotFound
  */
-export async function showMemory(_ctx: MemoryOpsContext, p: ParamsOf<'memoryShow'>): Promise<ResultOf<'memoryShow'>> {
+export async function showMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryShow'>): Promise<ResultOf<'memoryShow'>> {
   const hits: Array<{ s: MemoryStoreAdapter; entry: MemoryEntry; file: MemoryFile }> = [];
   let notFound: AgentKeepError | undefined;
-  for (const spec of p.stores) {
-    const s = openStore(spec);
+  for (const spec of uniqueStoreSpecs(p.stores)) {
+    const s = withLog(ctx, openStore(spec));
     try {
       hits.push({ s, ...(await resolveEntry(s, p.entry)) });
     } catch (e) {
@@ -96,9 +107,9 @@ export async function showMemory(_ctx: MemoryOpsContext, p: ParamsOf<'memoryShow
 export async function editMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryEdit'>): Promise<ResultOf<'memoryEdit'>> {
   const s = openStore(p.store);
   if (!s.edit) throw unsupported(s, 'edit entries');
-  const why = await s.readOnlyReason?.();
-  if (why) throw new AgentKeepError('Unsupported', `${s.spec} is read-only in AgentKeep: ${why}.`, 'Change it with the agent\'s own tools.');
+  await refuseReadOnly(s);
   const r = await s.edit(p.entry, p.text, p.expectedHash, writeOpts(ctx, s));
+  if (r.entry.text !== r.previous.text) await logWrite(backupDir(ctx.stateDir, s), s, 'replace', r.entry, r.previous.text).catch(() => undefined);
   return { entry: r.entry, previous: r.previous, contentHash: r.contentHash, undo: { store: p.store, entry: r.entry.id, text: r.previous.text } };
 }
 
@@ -106,9 +117,9 @@ export async function editMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryEdit'
 export async function removeMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryRemove'>): Promise<ResultOf<'memoryRemove'>> {
   const s = openStore(p.store);
   if (!s.remove) throw unsupported(s, 'remove entries');
-  const why = await s.readOnlyReason?.();
-  if (why) throw new AgentKeepError('Unsupported', `${s.spec} is read-only in AgentKeep: ${why}.`, 'Change it with the agent\'s own tools.');
+  await refuseReadOnly(s);
   const r = await s.remove(p.entry, p.expectedHash, writeOpts(ctx, s));
+  await logWrite(backupDir(ctx.stateDir, s), s, 'remove', r.removed).catch(() => undefined);
   return { removed: r.removed, contentHash: r.contentHash, undo: { store: p.store, text: r.removed.text, ...(r.file ? { file: r.file } : {}) } };
 }
 
@@ -116,14 +127,20 @@ export async function removeMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryRem
 export async function addMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryAdd'>): Promise<ResultOf<'memoryAdd'>> {
   const s = openStore(p.store);
   if (!s.add) throw unsupported(s, 'add entries');
-  const why = await s.readOnlyReason?.();
-  if (why) throw new AgentKeepError('Unsupported', `${s.spec} is read-only in AgentKeep: ${why}.`, 'Change it with the agent\'s own tools.');
-  return s.add(p.text, p.file, p.expectedHash, writeOpts(ctx, s));
+  await refuseReadOnly(s);
+  const r = await s.add(p.text, p.file, p.expectedHash, writeOpts(ctx, s));
+  if (!r.alreadyPresent) await logWrite(backupDir(ctx.stateDir, s), s, 'add', r.entry).catch(() => undefined);
+  return r;
 }
 
-/** memory.lint (wired by the lead to sidecar/memory/lint). */
-export async function lintMemory(_ctx: MemoryOpsContext, p: ParamsOf<'memoryLint'>): Promise<ResultOf<'memoryLint'>> {
-  return runLint({ stores: p.stores, ...(p.target ? { target: p.target } : {}) });
+/** memory.lint (sidecar/memory/lint); provenance includes AgentKeep's own writes (./writelog.ts). */
+export async function lintMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryLint'>): Promise<ResultOf<'memoryLint'>> {
+  return runLint({ stores: uniqueStoreSpecs(p.stores), ...(p.target ? { target: p.target } : {}) }, { openStore: (spec) => withLog(ctx, openStore(spec)) });
+}
+
+/** The store with provenance from AgentKeep's write log of `ctx.stateDir` (./writelog.ts). */
+function withLog(ctx: MemoryOpsContext, s: MemoryStoreAdapter): MemoryStoreAdapter {
+  return withWriteLog(s, backupDir(ctx.stateDir, s));
 }
 
 /** Entries keyed by file kind + text (an edited entry = removed + added unless its position matches). */
@@ -186,7 +203,7 @@ export async function diffMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryDiff'
   if (!ctx.getRestorePoint || !ctx.readObject) throw new AgentKeepError('Internal', 'memory diff needs restore-point access.', 'Call it through the core.');
   const from = await ctx.getRestorePoint(p.target, p.from);
   const to = p.to && p.to !== 'now' ? await ctx.getRestorePoint(p.target, p.to) : undefined;
-  const specs = p.stores?.length ? p.stores : from.agent.map((a) => a.store);
+  const specs = uniqueStoreSpecs(p.stores?.length ? p.stores : from.agent.map((a) => a.store));
   if (!specs.length) {
     throw new AgentKeepError('BadStore', `Restore point ${from.id} captured no memory store, so there is no memory to compare.`, 'Pick a restore point taken with --store (restore-point list shows them).');
   }

@@ -42,10 +42,14 @@ export interface RunResult {
   stderr: string;
 }
 
-/** Run `node out/sidecar.js ...args` to completion (stdin is /dev/null, i.e. not a TTY). */
-export function runSidecar(args: string[], env: NodeJS.ProcessEnv = {}, input?: string): Promise<RunResult> {
+/**
+ * Run `node out/sidecar.js ...args` to completion (stdin is /dev/null, i.e. not a TTY). `prefix`: a
+ * command that runs node, e.g. `['setpriv', '--reuid=65534', ...]` to run as another user.
+ */
+export function runSidecar(args: string[], env: NodeJS.ProcessEnv = {}, input?: string, prefix: string[] = []): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SIDECAR, ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const [cmd, ...pre] = [...prefix, process.execPath];
+    const child = spawn(cmd, [...pre, SIDECAR, ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
