@@ -12,25 +12,14 @@ import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
 import { findHermesHomes } from '../../sidecar/memory/hermes';
 import { lockHermesFile } from '../../sidecar/memory/hermes/lock';
-import { AgentKeepError } from '../../sidecar/core/errors';
+import { expectAgentKeepError } from './helpers/errors';
 import { FIXTURES } from './helpers/paths';
 import { hashTree, copyFixture } from './helpers/hermes-db';
 
 const FIXTURE = path.join(FIXTURES, 'memory', 'hermes');
 const ISSUES = path.join(FIXTURES, 'memory', 'issues');
 
-async function rejectsKind(p: Promise<unknown>, kind: string, re?: RegExp): Promise<AgentKeepError> {
-  try {
-    await p;
-  } catch (e) {
-    assert.ok(e instanceof AgentKeepError, `expected AgentKeepError, got ${String(e)}`);
-    assert.equal(e.kind, kind, e.message);
-    if (re) assert.match(`${e.message} ${e.hint ?? ''}`, re);
-    assert.ok(e.hint, 'has a hint');
-    return e;
-  }
-  assert.fail(`expected ${kind}`);
-}
+const rejectsKind = expectAgentKeepError;
 
 describe('memory show/edit/remove/add (Hermes, real files)', () => {
   let tmp: string;
