@@ -103,15 +103,14 @@ function valueOfAttribute(p: Prepared, w: string): boolean {
 }
 
 /** Words that give the two sides of a statement different roles: X over/than/instead of/not Y, from X to Y. */
-const RELATION = /\b(over|than|instead|rather|not|never|no|vs|versus|before|after|from|replaced?|replaces|n't)\b/i;
+const RELATION = /\b(over|than|instead|rather|not|never|no|vs|versus|before|after|from|to|into|replaced?|replaces|n't)\b/i;
 
 /**
- * Two words that changed places around a relation word: the words both entries share come in the
- * same order except for one transposition of x and y, and each text has a relation word (over,
- * than, instead, not, from ...) between them ("TypeScript over JavaScript" vs "JavaScript over
- * TypeScript", "pnpm, not npm" vs "npm, not pnpm"). Only the first occurrence of a shared word counts.
+ * Two words that changed places: the words both entries share come in the same order except for one
+ * transposition of x and y. `gaps`: the text between them in each entry (from the end of the first
+ * word to the start of the second). Only the first occurrence of a shared word counts.
  */
-export function swappedRoles(a: Prepared, b: Prepared): [string, string] | undefined {
+export function transposition(a: Prepared, b: Prepared): { x: string; y: string; gaps: [string, string] } | undefined {
   const seq = (p: Prepared, other: Prepared): Token[] => {
     const seen = new Set<string>();
     const out: Token[] = [];
@@ -129,8 +128,19 @@ export function swappedRoles(a: Prepared, b: Prepared): [string, string] | undef
   if (diffAt.length !== 2) return undefined;
   const [i, j] = diffAt;
   if (sa[i].t !== sb[j].t || sa[j].t !== sb[i].t) return undefined;
-  const between = (p: Prepared, x: Token, y: Token): boolean => RELATION.test(normalise(p.text).slice((x.at ?? 0) + 1, y.at ?? 0));
-  return between(a, sa[i], sa[j]) && between(b, sb[i], sb[j]) ? [sa[i].t, sa[j].t] : undefined;
+  const gap = (p: Prepared, x: Token, y: Token): string => normalise(p.text).slice((x.at ?? 0) + x.t.length, y.at ?? 0).replace(/^\S*/, '').trim();
+  return { x: sa[i].t, y: sa[j].t, gaps: [gap(a, sa[i], sa[j]), gap(b, sb[i], sb[j])] };
+}
+
+/**
+ * Roles swapped: a transposition whose two words are joined by a relation word in both entries (at
+ * most three words between them): "TypeScript over JavaScript" vs "JavaScript over TypeScript",
+ * "pnpm, not npm" vs "npm, not pnpm", "from WordPress to Hugo" vs "from Hugo to WordPress".
+ */
+export function swappedRoles(a: Prepared, b: Prepared): [string, string] | undefined {
+  const t = transposition(a, b);
+  const joined = (gap: string): boolean => gap.split(/\s+/).filter(Boolean).length <= 3 && RELATION.test(gap);
+  return t && joined(t.gaps[0]) && joined(t.gaps[1]) ? [t.x, t.y] : undefined;
 }
 
 /** The content words both entries open with (stemmed), up to the first difference or value. */
@@ -250,6 +260,13 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   //    "JavaScript over TypeScript", "pnpm, not npm" vs "npm, not pnpm"): opposite statements
   const swap = wa.length + wb.length <= 2 ? swappedRoles(a, b) : undefined; // mostly the same words
   if (swap) return { kind: 'contradiction', why: 'roles swapped', detail: `"${swap[0]}" and "${swap[1]}" change places` };
+  // Two words that change places across other words are not the same statement ("Alice does not review
+  // code for the billing team" / "Billing does not review code for the Alice team"); across only stop
+  // words and list words ("TypeScript and Go" / "Go and TypeScript", "SSH listens" / "listens for SSH") they are.
+  if (wa.length + wb.length <= 2) {
+    const t = transposition(a, b);
+    if (t && t.gaps.some((g) => tokens(g).length > 0)) return undefined;
+  }
   if (a.negated !== b.negated) return undefined;
   // 6. near-duplicate: similar wording, no value swapped, no distinct content word on both sides
   //    unless the overlap is very high
@@ -271,8 +288,9 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   }
   // The same statement with a different addition on each side ("Prefers concise answers with code
   // first" / "User prefers concise answers and TypeScript examples"): the same opening words, which
-  // are at least half of each side's words.
-  const head = shared.length >= 3 && shared.length * 2 >= a.content.size && shared.length * 2 >= b.content.size ? sameOpening(a, b) : [];
+  // are at least half of each side's words, and at least three words differ in all (one word swapped
+  // for another, "Weekly sync with Ana about billing" / "... about search", is another fact).
+  const head = shared.length >= 3 && wa.length + wb.length >= 3 && shared.length * 2 >= a.content.size && shared.length * 2 >= b.content.size ? sameOpening(a, b) : [];
   if (head.length >= 3 && head.length * 2 >= a.content.size && head.length * 2 >= b.content.size) {
     return { kind: 'near-duplicate', score: head.length / Math.max(a.content.size, b.content.size), why: `both start with the same statement ("${head.join(' ')}"), each adds a detail` };
   }
