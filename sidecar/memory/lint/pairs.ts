@@ -129,7 +129,9 @@ export function transposition(a: Prepared, b: Prepared): { x: string; y: string;
   const [i, j] = diffAt;
   if (sa[i].t !== sb[j].t || sa[j].t !== sb[i].t) return undefined;
   const gap = (p: Prepared, x: Token, y: Token): string => normalise(p.text).slice((x.at ?? 0) + x.t.length, y.at ?? 0).replace(/^\S*/, '').trim();
-  return { x: sa[i].t, y: sa[j].t, gaps: [gap(a, sa[i], sa[j]), gap(b, sb[i], sb[j])] };
+  // The words as written ("TypeScript", not the canonical "ts"), for messages.
+  const surface = (t: Token): string => /^[^\s,.;:!?()]+/.exec(normalise(a.text).slice(t.at ?? 0))?.[0] ?? t.t;
+  return { x: surface(sa[i]), y: surface(sa[j]), gaps: [gap(a, sa[i], sa[j]), gap(b, sb[i], sb[j])] };
 }
 
 /**
