@@ -102,6 +102,60 @@ describe('memory lint runner (real files, real processes)', () => {
     assert.equal(Object.keys(facts.paths!).length, calls);
   });
 
+  async function fixtureCopies(): Promise<{ h: string; a0: string }> {
+    const h = path.join(tmp, 'agent', '.hermes');
+    const a0 = path.join(tmp, 'a0');
+    await fs.cp(FIXTURE, h, { recursive: true });
+    await fs.cp(path.join(FIXTURES, 'memory', 'agent-zero'), a0, { recursive: true });
+    return { h, a0 };
+  }
+
+  it('finds the near-duplicates of the Hermes and Agent Zero fixtures across stores (QA issue 4.2, 4.3)', async () => {
+    const { h, a0 } = await fixtureCopies();
+    const { findings } = await runLint({ stores: [`hermes:${h}`, `agent-zero:${a0}`] }, { probe: null, now: Date.parse('2026-01-10T00:00:00Z') });
+    const near = findings.filter((f) => f.kind === 'near-duplicate');
+    const texts = near.map((f) => f.evidence!.join('\n'));
+    assert.ok(texts.some((t) => /SSH on port 2222, key/.test(t) && /User's staging server listens for SSH on port 2222 \(not 22\)/.test(t)), texts.join('\n---\n'));
+    assert.ok(texts.some((t) => /Prefers concise answers with code first/.test(t) && /User prefers concise answers and TypeScript examples/.test(t)), texts.join('\n---\n'));
+    for (const f of near) assert.equal(f.stores?.length, 2);
+    // Skills are never traced, so they are not untraceable.
+    const untraced = findings.filter((f) => f.kind === 'untraceable');
+    assert.ok(untraced.length > 0);
+    assert.ok(untraced.every((f) => !/skills/.test(f.message)), untraced.map((f) => f.message).join('\n'));
+  });
+
+  it('says when stale claims were not checked, and refuses a dir: target that does not exist (QA issue 4.4)', async () => {
+    const { h } = await fixtureCopies();
+    const px = await runLint({ stores: [`hermes:${h}`], target: 'proxmox://pve.example/pve1/qemu/101' }, { now: 0 });
+    const note = px.findings.find((f) => f.kind === 'store' && f.severity === 'info');
+    assert.ok(note, 'no note about the proxmox target');
+    assert.match(note.message, /^Stale claims were not checked: proxmox:\/\/pve.example\/pve1\/qemu\/101 is a proxmox target/);
+    await assert.rejects(
+      runLint({ stores: [`hermes:${h}`], target: `dir:${tmp}/nonexistent` }),
+      (e: unknown) => e instanceof AgentKeepError && e.kind === 'BadTarget' && /does not exist/.test(e.message) && /--target dir:/.test(e.hint ?? ''),
+    );
+    const plain = await fs.mkdtemp(path.join(tmp, 'plain-'));
+    const d = await runLint({ stores: [`hermes:${h}`], target: `dir:${plain}` }, { now: 0 });
+    assert.ok(d.findings.some((f) => f.kind === 'store' && /not a root filesystem/.test(f.message)));
+    assert.equal(d.findings.filter((f) => f.kind === 'stale').length, 0);
+  });
+
+  it('resolves ~ against the agent home of a Hermes store, and skips ~ paths when it is unknown (QA issue 4.7)', async () => {
+    const { h } = await fixtureCopies();
+    const agent = path.dirname(h);
+    await fs.mkdir(path.join(agent, 'workspace'), { recursive: true });
+    await fs.writeFile(path.join(h, 'memories', 'MEMORY.md'), 'Work happens in ~/workspace\n§\nNotes are in ~/no-such-notes-dir');
+    const f = (await runLint({ stores: [`hermes:${h}`] }, { now: 0 })).findings.filter((x) => x.kind === 'stale');
+    assert.equal(f.length, 1, f.map((x) => x.message).join('\n'));
+    assert.ok(f[0].evidence!.some((e) => e.includes(`checked ${path.join(agent, 'no-such-notes-dir')}`)), f[0].evidence!.join('\n'));
+    // A Hermes store whose path does not end in .hermes: the home is unknown, ~ paths are not judged.
+    const other = path.join(tmp, 'hermes-elsewhere');
+    await fs.rename(h, other);
+    const g = await runLint({ stores: [`hermes:${other}`] }, { now: 0 });
+    assert.equal(g.findings.filter((x) => x.kind === 'stale').length, 0);
+    assert.ok(g.findings.some((x) => x.kind === 'store' && /"~\/\.\.\." paths were not checked/.test(x.message)));
+  });
+
   it('refuses no store and a bad store with a hint', async () => {
     await assert.rejects(runLint({ stores: [] }), (e: unknown) => e instanceof AgentKeepError && e.kind === 'InvalidParams' && !!e.hint);
     await assert.rejects(runLint({ stores: ['nope'] }), (e: unknown) => e instanceof AgentKeepError && e.kind === 'BadStore');

@@ -129,6 +129,77 @@ describe('memory lint (pure core)', () => {
     assert.ok(checked > 100 && got.size === checked, `${checked} similar pairs, ${got.size} candidates`);
   });
 
+  it('calls swapped roles a contradiction, never a near-duplicate to merge (QA issue 4.1)', () => {
+    for (const [x, y] of [
+      ['Prefers TypeScript over JavaScript', 'Prefers JavaScript over TypeScript'],
+      ['Uses pnpm, not npm', 'Uses npm, not pnpm'],
+      ['Prefers TypeScript over JavaScript for new code', 'Prefers JavaScript over TypeScript'],
+    ]) {
+      const f = lintEntries(mem([x, y]));
+      assert.deepEqual(f.map((g) => g.kind), ['contradiction'], `${x} / ${y}`);
+      assert.match(f[0].message, /roles swapped/);
+    }
+    // The same words in another order without a relation between them are the same fact.
+    assert.deepEqual(lintEntries(mem(['Uses TypeScript and Go at work', 'Uses Go and TypeScript at work'])).map((g) => g.kind), ['near-duplicate']);
+  });
+
+  it('never puts two contradicting entries into one near-duplicate cluster', () => {
+    const f = lintEntries(mem(['Prefers TypeScript over JavaScript', 'Prefers JavaScript over TypeScript', 'Prefers TypeScript and JavaScript']));
+    const contradictions = f.filter((g) => g.kind === 'contradiction');
+    assert.ok(contradictions.some((g) => g.entries.includes('e1') && g.entries.includes('e2')));
+    for (const g of f.filter((x) => x.kind === 'near-duplicate')) {
+      assert.ok(!(g.entries.includes('e1') && g.entries.includes('e2')), 'a contradicting pair was clustered as near-duplicates');
+    }
+  });
+
+  it('finds a near-duplicate between one sentence of a long entry and a short entry in another store (QA issue 4.2)', () => {
+    const input: LintInput = {
+      stores: [
+        { store: 'hermes:/h', files: [{ kind: 'hermes-user', file: '/h/memories/USER.md', entries: [{ id: 'u1', text: 'Name: Dana. Timezone Europe/Berlin. Prefers concise answers with code first.' }] }] },
+        { store: 'agent-zero:/a0', files: [{ kind: 'agent-zero-fragments', file: '/a0/usr/memory/default/index.pkl', entries: [{ id: 'f1', text: 'User prefers concise answers and TypeScript examples.' }] }] },
+      ],
+    };
+    const f = lintEntries(input);
+    assert.deepEqual(f.map((g) => g.kind), ['near-duplicate']);
+    assert.deepEqual(f[0].stores, ['hermes:/h', 'agent-zero:/a0']);
+    assert.ok(f[0].evidence!.some((e) => e.startsWith('index.pkl (area fragments) #1')), f[0].evidence!.join('\n'));
+    // Different additions to different statements stay apart.
+    assert.deepEqual(lintEntries(mem(['Prefers concise answers with code first', 'Prefers long answers with diagrams'])).filter((g) => g.kind === 'near-duplicate'), []);
+  });
+
+  it('says "Hermes drops exact repeats" only for exact repeats (QA issue 4.6)', () => {
+    const [exact] = lintEntries(mem(['Uses VS Code with Vim keybindings.', 'Uses VS Code with Vim keybindings.']));
+    assert.match(exact.message, /Hermes drops exact repeats/);
+    const [folded] = lintEntries(mem(['Uses VS Code with Vim keybindings.', 'uses VS Code with Vim keybindings']));
+    assert.equal(folded.kind, 'duplicate');
+    assert.doesNotMatch(folded.message, /drops exact repeats/);
+    assert.match(folded.message, /differ only in case, spacing or punctuation, so Hermes keeps them all/);
+  });
+
+  it('reports untraceable only for kinds the store traces (QA issue 4.3)', () => {
+    const entry = (id: string) => ({ id, text: `Entry ${id} here`, provenance: { traced: false, note: 'no trace' } });
+    const input: LintInput = {
+      stores: [{ store: 'hermes:/h', files: [
+        { kind: 'hermes-memory', file: '/h/memories/MEMORY.md', entries: [entry('m1')] },
+        { kind: 'hermes-skill', file: '/h/skills', entries: [entry('s1')] },
+        { kind: 'hermes-soul', file: '/h/SOUL.md', entries: [entry('soul1')] },
+        { kind: 'hermes-archive', file: '/h/memories/ARCHIVE.jsonl', entries: [entry('a1')] },
+        { kind: 'agent-zero-main', file: '/a0/index.pkl', entries: [entry('z1')] },
+      ] }],
+    };
+    const f = lintEntries(input).filter((g) => g.kind === 'untraceable');
+    assert.deepEqual(f.map((g) => g.entries[0]), ['m1']);
+    assert.doesNotMatch(f[0].suggestion!, /nobody knows/);
+  });
+
+  it('lints 200,000 entries without overflowing the call stack (QA issue 4.5)', function () {
+    this.timeout(60_000);
+    const entries = Array.from({ length: 200_000 }, (_, i) => ({ id: `e${i}`, text: `Ticket ${i} closed`, createdAt: '2020-01-01T00:00:00Z', provenance: { traced: false } }));
+    const f = lintEntries({ stores: [{ store: 'hermes:/h', files: [{ kind: 'hermes-memory', file: '/h/memories/MEMORY.md', entries }] }], now: Date.parse('2026-01-01T00:00:00Z') });
+    assert.equal(f.filter((g) => g.kind === 'age').length, 200_000);
+    assert.equal(f.filter((g) => g.kind === 'untraceable').length, 200_000);
+  });
+
   it('reaches its precision and recall on the labelled cases (dev and held-out)', async () => {
     const report = evaluate(await loadCases(path.join(REPO, 'test', 'cases', 'memory-lint')));
     assert.ok(report.cases.length >= 100, `${report.cases.length} cases`);

@@ -6,7 +6,7 @@
 import * as path from 'node:path';
 import type { LintFinding } from '../../protocol';
 import type { LintEntry, LintFile, LintInput, LintOptions } from './model';
-import { candidatePairs, classifyPair, prepare, type Prepared } from './pairs';
+import { candidatePairs, classifyPair, prepare, sentences, type Prepared } from './pairs';
 import { age, drift, entryTime, overBudget, stale, storeWarnings, untraceable, where } from './rules';
 import { quote } from './text';
 
@@ -31,6 +31,11 @@ interface Located {
 }
 
 const SEVERITY_ORDER = { error: 0, warning: 1, info: 2 } as const;
+
+/** Append `xs` to `out` one by one (no argument spread, so any length works). */
+function append<T>(out: T[], xs: readonly T[]): void {
+  for (const x of xs) out.push(x);
+}
 
 function find(parent: number[], x: number): number {
   while (parent[x] !== x) {
@@ -81,16 +86,19 @@ export function lintEntries(input: LintInput): LintFinding[] {
   const o: LintOptions = { ...DEFAULT_LINT_OPTIONS, ...(input.options ?? {}) };
   const all: Located[] = [];
   const findings: LintFinding[] = [];
+  // append() not push(...xs): a spread of 200,000 findings overflows the call stack.
   for (const s of input.stores) {
-    findings.push(...storeWarnings(s));
+    append(findings, storeWarnings(s));
     for (const f of s.files) {
       f.entries.forEach((entry, idx) => all.push({ store: s.store, file: f, idx, entry }));
-      findings.push(...overBudget(s.store, f), ...drift(s.store, f), ...untraceable(s.store, f));
-      if (input.machine) findings.push(...stale(s.store, f, input.machine));
-      if (input.now !== undefined) findings.push(...age(s.store, f, input.now, o.maxAgeDays));
+      append(findings, overBudget(s.store, f));
+      append(findings, drift(s.store, f));
+      append(findings, untraceable(s.store, f));
+      if (input.machine) append(findings, stale(s.store, f, input.machine));
+      if (input.now !== undefined) append(findings, age(s.store, f, input.now, o.maxAgeDays));
     }
   }
-  findings.push(...pairFindings(all, o));
+  append(findings, pairFindings(all, o));
   return findings
     .map((f, i) => ({ f, i }))
     .sort((a, b) => SEVERITY_ORDER[a.f.severity] - SEVERITY_ORDER[b.f.severity] || a.i - b.i)
@@ -115,28 +123,65 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
     const files = [...new Set(items.map((l) => path.basename(l.file.file)))];
     const crossStore = storesOf(items).length > 1;
     const sameHermesFile = files.length === 1 && items[0].file.kind.startsWith('hermes');
+    // Hermes's dict.fromkeys drops only byte-identical entries (after its strip()), not ones that differ in case or punctuation.
+    const exactRepeats = new Set(items.map((l) => l.entry.text.trim())).size === 1;
     out.push({
       kind: 'duplicate',
       severity: 'warning',
       entries: items.map((l) => l.entry.id),
       stores: storesOf(items),
-      message: `The same entry is stored ${items.length} times${crossStore ? ` in ${storesOf(items).length} stores` : files.length > 1 ? ` (${files.join(', ')})` : ''}: ${quote(items[0].entry.text, 80)}.${sameHermesFile ? ' Hermes drops exact repeats when it loads memory, but every copy counts against the char budget.' : ''}`,
+      message: `The same entry is stored ${items.length} times${crossStore ? ` in ${storesOf(items).length} stores` : files.length > 1 ? ` (${files.join(', ')})` : ''}: ${quote(items[0].entry.text, 80)}.${sameHermesFile ? (exactRepeats ? ' Hermes drops exact repeats when it loads memory, but every copy counts against the char budget.' : ' The copies differ only in case, spacing or punctuation, so Hermes keeps them all, and every copy counts against the char budget.') : ''}`,
       evidence: items.map((l) => `${label(l)}: ${quote(l.entry.text)}`),
       suggestion: 'Keep one copy and remove the others.',
     });
   }
   // Candidates from the prefix-filtered join; representatives of exact groups only once.
   const reps = prepared.filter((p) => !p.key || byKey.get(p.key)![0] === p.i);
-  const pairs = candidatePairs(reps, o.candidateJaccard);
+  // Each sentence of a multi-sentence entry joins the search too (same `i` as its entry), so one fact
+  // of a long entry is compared with a short entry that states only it.
+  const units: Prepared[] = [...reps];
+  for (const p of reps) for (const sentence of sentences(p.text)) units.push(prepare(p.i, sentence));
+  const whole: Array<[Prepared, Prepared]> = [];
+  const part: Array<[Prepared, Prepared]> = [];
+  for (const [x, y] of candidatePairs(units, o.candidateJaccard)) {
+    const [a, b] = units[x].i < units[y].i ? [units[x], units[y]] : [units[y], units[x]];
+    if (a.i !== b.i) (x < reps.length && y < reps.length ? whole : part).push([a, b]);
+  }
   const parent = prepared.map((_, i) => i);
   const why = new Map<string, string>();
-  for (const [x, y] of pairs) {
-    const a = reps[x];
-    const b = reps[y];
+  // Contradictions first, so that a near-duplicate cluster never joins two entries that contradict
+  // each other (through a third entry similar to both): those are not to be merged.
+  const verdicts: Array<{ a: Prepared; b: Prepared; v: ReturnType<typeof classifyPair> }> = [];
+  // Whole entries first: a sentence pair only decides for two entries that have no verdict yet.
+  const seenPair = new Set<string>();
+  for (const [a, b] of [...whole, ...part]) {
+    const k = `${a.i}:${b.i}`;
+    if (seenPair.has(k)) continue;
     const v = classifyPair(a, b, o);
     if (!v) continue;
+    seenPair.add(k);
+    verdicts.push({ a: prepared[a.i], b: prepared[b.i], v });
+  }
+  const against = new Map<number, number[]>();
+  for (const { a, b, v } of verdicts) {
+    if (v?.kind !== 'contradiction') continue;
+    (against.get(a.i) ?? against.set(a.i, []).get(a.i)!).push(b.i);
+    (against.get(b.i) ?? against.set(b.i, []).get(b.i)!).push(a.i);
+  }
+  const members = new Map<number, number[]>();
+  const membersOf = (r: number): number[] => members.get(r) ?? [r];
+  for (const { a, b, v } of verdicts) {
+    if (!v) continue;
     if (v.kind === 'near-duplicate') {
-      parent[find(parent, a.i)] = find(parent, b.i);
+      const ra = find(parent, a.i);
+      const rb = find(parent, b.i);
+      if (ra === rb) continue;
+      if (membersOf(ra).some((m) => (against.get(m) ?? []).some((c) => find(parent, c) === rb))) continue;
+      parent[ra] = rb;
+      const into = membersOf(rb);
+      append(into, membersOf(ra));
+      members.set(rb, into);
+      members.delete(ra);
       why.set(`${Math.min(a.i, b.i)}:${Math.max(a.i, b.i)}`, v.why);
     } else {
       const la = all[a.i];

@@ -26,6 +26,8 @@ export interface MachineProbe {
   /** `name` is the binary (node, python3 ...); `withVersion` asks for `<tool> --version`. */
   command(name: string, withVersion: boolean): Promise<CommandFact | undefined>;
   os(): Promise<MachineFacts['os'] | undefined>;
+  /** What this probe cannot check, in words ("~ paths were not checked: ..."); reported as an info finding. */
+  readonly limits?: string;
 }
 
 /** Whether anything (file, dir, dangling symlink) is at `p`. */
@@ -78,15 +80,23 @@ function runVersion(argv: string[], timeoutMs: number): Promise<string | undefin
   });
 }
 
-/** Probe of the machine the sidecar runs on. */
-export function localProbe(opts: { home?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): MachineProbe {
-  const home = opts.home ?? os.homedir();
+/** Why ~ paths are not checked when the agent's home is unknown. */
+const NO_HOME = '"~/..." paths were not checked: the agent\'s home directory is unknown (the Hermes store path does not end in .hermes, or the stores name different homes), and "~" of the sidecar user would be a different directory.';
+
+/**
+ * Probe of the machine the sidecar runs on. `home` is what "~" means: the agent's home (default the
+ * sidecar user's home); `null` = unknown, so ~ paths are not judged.
+ */
+export function localProbe(opts: { home?: string | null; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): MachineProbe {
+  const home = opts.home === undefined ? os.homedir() : opts.home;
   const env = opts.env ?? process.env;
   const timeoutMs = opts.timeoutMs ?? 2000;
   return {
     where: 'this machine',
+    ...(home === null ? { limits: NO_HOME } : {}),
     async path(p) {
-      const checked = p.startsWith('~/') ? path.join(home, p.slice(2)) : p;
+      if (p.startsWith('~') && home === null) return undefined;
+      const checked = p.startsWith('~/') ? path.join(home ?? '', p.slice(2)) : p;
       return { exists: await exists(checked), checked };
     },
     command(name, withVersion) {
@@ -109,14 +119,21 @@ const BIN_DIRS = ['usr/local/bin', 'usr/bin', 'bin', 'usr/sbin', 'sbin'];
  * (etc/ and usr/ inside), absolute paths, ~ paths (the sidecar user's home path inside it), bin
  * directories and etc/os-release are read inside it; otherwise only absolute paths under `root`.
  */
-export async function dirProbe(root: string, where: string, opts: { home?: string } = {}): Promise<MachineProbe> {
+export async function dirProbe(root: string, where: string, opts: { home?: string | null } = {}): Promise<MachineProbe> {
   const rootfs = (await exists(path.join(root, 'etc'))) && (await exists(path.join(root, 'usr')));
-  const home = opts.home ?? os.homedir();
+  const home = opts.home === undefined ? os.homedir() : opts.home;
+  const limits = !rootfs
+    ? `Only absolute paths inside ${root} were checked: the target is not a root filesystem (no etc/ and usr/ in it), so "~/..." paths, commands, tool versions and the OS release were not checked.`
+    : home === null
+      ? NO_HOME
+      : undefined;
   return {
     where,
+    ...(limits ? { limits } : {}),
     async path(p) {
+      if (p.startsWith('~') && (home === null || !rootfs)) return undefined;
       if (rootfs) {
-        const rel = p.startsWith('~/') ? path.join(home, p.slice(2)) : p;
+        const rel = p.startsWith('~/') ? path.join(home ?? '', p.slice(2)) : p;
         const checked = path.join(root, rel);
         return { exists: await exists(checked), checked };
       }

@@ -19,12 +19,19 @@ import {
   incompatibleGroup,
   jaccard,
   maskKey,
+  normalise,
   NEGATIONS,
   shingles,
   tokens,
   trigrams,
   type Token,
 } from './text';
+
+/**
+ * Words that name the implied subject of most entries ("User's staging server ..." = "Staging
+ * server ..."): not content words, so one side having them does not make it a different fact.
+ */
+const SUBJECT_WORDS = new Set(['user']);
 
 /** An entry prepared for pair rules. */
 export interface Prepared {
@@ -33,8 +40,10 @@ export interface Prepared {
   text: string;
   key: string;
   toks: Token[];
-  /** Content words (canonical, no negations). */
+  /** Words (canonical, no negations). */
   words: Set<string>;
+  /** `words` without subject words ("user"): what near-duplicate measures and "extra words" compare. */
+  content: Set<string>;
   /** Values by literal, with their type. */
   values: Map<string, Token['type']>;
   negated: boolean;
@@ -54,11 +63,23 @@ export function prepare(i: number, text: string): Prepared {
       // "not 22" corrects a value; it does not negate the statement
       if (NEGATIONS.has(t.t)) negated ||= !toks.slice(k + 1, k + 3).some((n) => n.type !== 'word');
       else words.add(t.t);
-    } else values.set(t.t, t.type);
+    } else if (!(k > 0 && toks[k - 1].type === 'word' && NEGATIONS.has(toks[k - 1].t))) values.set(t.t, t.type);
+    // (a value right after a negation, "port 2222 (not 22)", is a correction, not a claim)
   });
   const masked = [...new Set(toks.map(maskKey).filter((k): k is string => k !== null))];
   const seq = toks.filter((t) => !(t.type === 'word' && NEGATIONS.has(t.t))).map((t) => t.t);
-  return { i, text, key: exactKey(text), toks, words, values, negated, masked, shingles: shingles(seq) };
+  const content = new Set([...words].filter((w) => !SUBJECT_WORDS.has(w)));
+  return { i, text, key: exactKey(text), toks, words, content, values, negated, masked, shingles: shingles(seq) };
+}
+
+/**
+ * The sentences of a multi-sentence entry ("Name: Dana. Timezone Europe/Berlin. Prefers concise
+ * answers."), for comparing one fact of it with another entry; [] for a single sentence. Splits
+ * after . ! ? ; followed by a space.
+ */
+export function sentences(text: string): string[] {
+  const parts = text.split(/(?<=[.!?;])\s+(?=\S)/).map((x) => x.trim()).filter((x) => x.length > 0);
+  return parts.length > 1 ? parts : [];
 }
 
 /** The words next to a value: [before, after]. */
@@ -79,6 +100,66 @@ function valueOfAttribute(p: Prepared, w: string): boolean {
   const k = p.toks.findIndex((t) => t.type === 'word' && t.t === w);
   for (let d = 1; d <= 2 && k - d >= 0; d++) if (FUNCTIONAL.has(p.toks[k - d].t)) return true;
   return false;
+}
+
+/** Words that give the two sides of a statement different roles: X over/than/instead of/not Y, from X to Y. */
+const RELATION = /\b(over|than|instead|rather|not|never|no|vs|versus|before|after|from|to|into|replaced?|replaces|n't)\b/i;
+
+/**
+ * Two words that changed places: the words both entries share come in the same order except for one
+ * transposition of x and y. `gaps`: the text between them in each entry (from the end of the first
+ * word to the start of the second). Only the first occurrence of a shared word counts.
+ */
+export function transposition(a: Prepared, b: Prepared): { x: string; y: string; gaps: [string, string] } | undefined {
+  const seq = (p: Prepared, other: Prepared): Token[] => {
+    const seen = new Set<string>();
+    const out: Token[] = [];
+    for (const t of p.toks) {
+      if (t.type !== 'word' || NEGATIONS.has(t.t) || !other.words.has(t.t) || seen.has(t.t)) continue;
+      seen.add(t.t);
+      out.push(t);
+    }
+    return out;
+  };
+  const sa = seq(a, b);
+  const sb = seq(b, a);
+  if (sa.length < 2 || sa.length !== sb.length) return undefined;
+  const diffAt = sa.map((t, i) => (t.t !== sb[i].t ? i : -1)).filter((i) => i >= 0);
+  if (diffAt.length !== 2) return undefined;
+  const [i, j] = diffAt;
+  if (sa[i].t !== sb[j].t || sa[j].t !== sb[i].t) return undefined;
+  const gap = (p: Prepared, x: Token, y: Token): string => normalise(p.text).slice((x.at ?? 0) + x.t.length, y.at ?? 0).replace(/^\S*/, '').trim();
+  // The words as written ("TypeScript", not the canonical "ts"), for messages.
+  const surface = (t: Token): string => /^[^\s,.;:!?()]+/.exec(normalise(a.text).slice(t.at ?? 0))?.[0] ?? t.t;
+  return { x: surface(sa[i]), y: surface(sa[j]), gaps: [gap(a, sa[i], sa[j]), gap(b, sb[i], sb[j])] };
+}
+
+/**
+ * Roles swapped: a transposition whose two words are joined by a relation word in both entries (at
+ * most three words between them): "TypeScript over JavaScript" vs "JavaScript over TypeScript",
+ * "pnpm, not npm" vs "npm, not pnpm", "from WordPress to Hugo" vs "from Hugo to WordPress".
+ */
+export function swappedRoles(a: Prepared, b: Prepared): [string, string] | undefined {
+  const t = transposition(a, b);
+  const joined = (gap: string): boolean => gap.split(/\s+/).filter(Boolean).length <= 3 && RELATION.test(gap);
+  return t && joined(t.gaps[0]) && joined(t.gaps[1]) ? [t.x, t.y] : undefined;
+}
+
+/** The content words both entries open with (stemmed), up to the first difference or value. */
+function sameOpening(a: Prepared, b: Prepared): string[] {
+  const lead = (p: Prepared): string[] => {
+    const out: string[] = [];
+    for (const t of p.toks) {
+      if (t.type !== 'word') break;
+      if (!SUBJECT_WORDS.has(t.t)) out.push(t.t);
+    }
+    return out;
+  };
+  const la = lead(a);
+  const lb = lead(b);
+  let k = 0;
+  while (k < la.length && k < lb.length && la[k] === lb[k]) k++;
+  return la.slice(0, k);
 }
 
 /** What classifyPair decided. */
@@ -111,7 +192,7 @@ function dropTypos(a: string[], b: string[]): [string[], string[]] {
  * different things, however similar they look.
  */
 export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerdict {
-  const [wa, wb] = dropTypos(diff(a.words, b.words), diff(b.words, a.words));
+  const [wa, wb] = dropTypos(diff(a.content, b.content), diff(b.content, a.content));
   const shared = [...a.words].filter((w) => b.words.has(w));
   const va = [...a.values.keys()].filter((v) => !b.values.has(v));
   const vb = [...b.values.keys()].filter((v) => !a.values.has(v));
@@ -177,12 +258,23 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
       return { kind: 'contradiction', why: 'single-valued attribute', detail: `"${x}" vs "${y}"` };
     }
   }
+  // 5. the same words with two of them swapped around a relation ("TypeScript over JavaScript" vs
+  //    "JavaScript over TypeScript", "pnpm, not npm" vs "npm, not pnpm"): opposite statements
+  const swap = wa.length + wb.length <= 2 ? swappedRoles(a, b) : undefined; // mostly the same words
+  if (swap) return { kind: 'contradiction', why: 'roles swapped', detail: `"${swap[0]}" and "${swap[1]}" change places` };
+  // Two words that change places across other words are not the same statement ("Alice does not review
+  // code for the billing team" / "Billing does not review code for the Alice team"); across only stop
+  // words and list words ("TypeScript and Go" / "Go and TypeScript", "SSH listens" / "listens for SSH") they are.
+  if (wa.length + wb.length <= 2) {
+    const t = transposition(a, b);
+    if (t && t.gaps.some((g) => tokens(g).length > 0)) return undefined;
+  }
   if (a.negated !== b.negated) return undefined;
-  // 5. near-duplicate: similar wording, no value swapped, no distinct content word on both sides
+  // 6. near-duplicate: similar wording, no value swapped, no distinct content word on both sides
   //    unless the overlap is very high
   const sj = jaccard(a.shingles, b.shingles);
-  const wj = jaccard(a.words, b.words);
-  const cont = Math.min(a.words.size, b.words.size) >= 3 ? containment(a.words, b.words) : 0;
+  const wj = jaccard(a.content, b.content);
+  const cont = Math.min(a.content.size, b.content.size) >= 3 ? containment(a.content, b.content) : 0;
   let tri = 0;
   if (a.text.length <= o.shortChars && b.text.length <= o.shortChars) {
     a.tri ??= trigrams(a.text);
@@ -195,6 +287,14 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   if (cont >= o.nearContainment && !bothSidesDiffer) return { kind: 'near-duplicate', score: cont, why: `${Math.round(cont * 100)}% of the shorter entry's words are in the longer one` };
   if (tri >= o.nearTrigram && !bothSidesDiffer) {
     return { kind: 'near-duplicate', score: tri, why: `character-trigram Jaccard ${tri.toFixed(2)}` };
+  }
+  // The same statement with a different addition on each side ("Prefers concise answers with code
+  // first" / "User prefers concise answers and TypeScript examples"): the same opening words, which
+  // are at least half of each side's words, and at least three words differ in all (one word swapped
+  // for another, "Weekly sync with Ana about billing" / "... about search", is another fact).
+  const head = shared.length >= 3 && wa.length + wb.length >= 3 && shared.length * 2 >= a.content.size && shared.length * 2 >= b.content.size ? sameOpening(a, b) : [];
+  if (head.length >= 3 && head.length * 2 >= a.content.size && head.length * 2 >= b.content.size) {
+    return { kind: 'near-duplicate', score: head.length / Math.max(a.content.size, b.content.size), why: `both start with the same statement ("${head.join(' ')}"), each adds a detail` };
   }
   return undefined;
 }

@@ -12,9 +12,22 @@ import { quote } from './text';
 const DELIM = '\n§\n';
 const HERMES_KINDS = new Set(['hermes-memory', 'hermes-user']);
 
-/** "MEMORY.md #3" */
+/**
+ * "MEMORY.md #3"; for the files of a store that keeps several areas in one file (Agent Zero: every
+ * area in index.pkl, kind agent-zero-<area>) the area too: "index.pkl (area fragments) #1".
+ */
 export function where(file: LintFile, idx: number): string {
-  return `${path.basename(file.file)} #${idx + 1}`;
+  const area = file.kind.startsWith('agent-zero-') ? file.kind.slice('agent-zero-'.length) : undefined;
+  return `${path.basename(file.file)}${area ? ` (area ${area})` : ''} #${idx + 1}`;
+}
+
+/**
+ * File kinds the store never traces to a write, so "no trace" says nothing: Hermes SOUL.md (hand
+ * written), skills (skill_manage or by hand), the eviction archive; Agent Zero areas (Agent Zero keeps
+ * no history: its entries carry only their own metadata, and knowledge imports come from files).
+ */
+export function neverTraced(kind: string): boolean {
+  return kind === 'hermes-soul' || kind === 'hermes-skill' || kind === 'hermes-archive' || kind.startsWith('agent-zero-');
 }
 
 function fmt(n: number): string {
@@ -146,9 +159,13 @@ export function drift(store: string, file: LintFile): LintFinding[] {
   return findings;
 }
 
-/** Untraceable: the store's history exists and no write of this entry is on record. */
+/**
+ * Untraceable: the store's history exists and no write of this entry is on record. Not for kinds the
+ * store never traces (neverTraced: skills, SOUL.md, the archive, Agent Zero areas).
+ */
 export function untraceable(store: string, file: LintFile): LintFinding[] {
   const out: LintFinding[] = [];
+  if (neverTraced(file.kind)) return out;
   file.entries.forEach((e, i) => {
     if (e.provenance?.traced !== false) return;
     out.push({
@@ -158,7 +175,7 @@ export function untraceable(store: string, file: LintFile): LintFinding[] {
       stores: [store],
       message: `No tool call in the session history wrote ${where(file, i)} ${quote(e.text, 80)}: it was edited by hand, written by another tool (cron, shell, patch), or its session was deleted.`,
       evidence: [e.provenance.note ?? 'provenance: no trace'],
-      suggestion: 'Check that it is true; if nobody knows where it came from, remove it.',
+      suggestion: 'Check with whoever edits this store that it is true and still wanted; correct or remove it if not.',
     });
   });
   return out;

@@ -46,12 +46,42 @@ async function hasHistory(store: MemoryStoreAdapter): Promise<boolean> {
   return true;
 }
 
-async function machineProbe(target: string | undefined, deps: RunLintDeps): Promise<MachineProbe | undefined> {
-  if (deps.probe !== undefined) return deps.probe ?? undefined;
-  if (!target) return localProbe();
+/**
+ * What "~" means for these stores: the agent's home. A Hermes home at <home>/.hermes gives <home>;
+ * a Hermes store elsewhere (HERMES_HOME set to another directory) or stores naming different homes
+ * give null (unknown: ~ paths are not checked); stores that are not Hermes give undefined (the
+ * sidecar user's home, the default of the probes).
+ */
+export function agentHome(adapters: Array<{ kind: string; root: string }>): string | null | undefined {
+  const homes = new Set<string | null>();
+  for (const a of adapters) {
+    if (a.kind !== 'hermes') continue;
+    homes.add(path.basename(a.root) === '.hermes' ? path.dirname(a.root) : null);
+  }
+  if (homes.size === 0) return undefined;
+  const [only] = homes;
+  return homes.size === 1 ? only : null;
+}
+
+/** The probe for the target, or why there is none (`skipped`: stale claims are then not checked). */
+async function machineProbe(target: string | undefined, home: string | null | undefined, deps: RunLintDeps): Promise<{ probe?: MachineProbe; skipped?: string }> {
+  if (deps.probe !== undefined) return deps.probe ? { probe: deps.probe } : {};
+  if (!target) return { probe: localProbe({ home }) };
   const t = parseTarget(target);
-  if (t.backend === 'dir' || t.backend === 'btrfs') return dirProbe(t.path, t.spec);
-  return undefined;
+  if (t.backend === 'dir' || t.backend === 'btrfs') {
+    const st = await fs.stat(t.path).catch(() => undefined);
+    if (!st?.isDirectory()) {
+      throw new AgentKeepError(
+        'BadTarget',
+        `Target ${t.spec}: ${t.path} ${st ? 'is not a directory' : 'does not exist'}, so the claims in memory cannot be checked against it.`,
+        `Pass the directory that holds the agent machine's root filesystem (with etc/ and usr/), e.g. --target dir:/srv/agent-root, or leave out --target to check against this machine.`,
+      );
+    }
+    return { probe: await dirProbe(t.path, t.spec, { home }) };
+  }
+  return {
+    skipped: `Stale claims were not checked: ${t.spec} is a ${t.backend} target, whose files the sidecar cannot read. To check them, lint on that machine, or pass --target dir:<its root filesystem mounted here>.`,
+  };
 }
 
 function toLintEntry(e: MemoryEntry): LintEntry {
@@ -86,8 +116,10 @@ export async function runLint(p: { stores: string[]; target?: string }, deps: Ru
   }
   const open = deps.openStore ?? defaultOpenStore;
   const stores: LintStore[] = [];
+  const adapters: MemoryStoreAdapter[] = [];
   for (const spec of p.stores) {
     const adapter = open(spec);
+    adapters.push(adapter);
     const files = await adapter.list();
     const withHistory = deps.provenance !== false && typeof adapter.provenance === 'function' && (await hasHistory(adapter));
     const lintFiles: LintFile[] = [];
@@ -130,10 +162,21 @@ export async function runLint(p: { stores: string[]; target?: string }, deps: Ru
     stores.push({ store: adapter.spec, files: lintFiles });
   }
   const input: LintInput = { stores, now: deps.now ?? Date.now(), ...(deps.options ? { options: deps.options } : {}) };
-  const probe = await machineProbe(p.target, deps);
-  if (probe) {
-    const claims = stores.flatMap((s) => s.files.flatMap((f) => f.entries.flatMap((e) => extractClaims(e.text))));
-    if (claims.length) input.machine = await gatherFacts(claims, probe, { deadlineMs: deps.probeDeadlineMs });
+  const { probe, skipped } = await machineProbe(p.target, agentHome(adapters), deps);
+  const claims = stores.flatMap((s) => s.files.flatMap((f) => f.entries.flatMap((e) => extractClaims(e.text))));
+  if (probe && claims.length) input.machine = await gatherFacts(claims, probe, { deadlineMs: deps.probeDeadlineMs });
+  const findings = lintEntries(input);
+  // Say what the stale rule could not look at, so that no stale finding is not read as "all true".
+  const limit = skipped ?? (claims.length ? probe?.limits : undefined);
+  if (limit) {
+    findings.push({
+      kind: 'store',
+      severity: 'info',
+      entries: [],
+      stores: stores.map((s) => s.store),
+      message: limit,
+      evidence: [`${claims.length} claim${claims.length === 1 ? '' : 's'} about the machine in these entries (paths, commands, tool versions, OS release)`],
+    });
   }
-  return { findings: lintEntries(input) };
+  return { findings };
 }

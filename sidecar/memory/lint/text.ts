@@ -11,6 +11,8 @@ export interface Token {
   /** Normalised form (stemmed and canonicalised for words; the literal for values). */
   t: string;
   type: TokenType;
+  /** Offset of the token in normalise(text) (words only). */
+  at?: number;
 }
 
 const STOP = new Set(
@@ -211,7 +213,7 @@ export function tokens(text: string): Token[] {
       let w = g.word.replace(/'s$/, '');
       if (w.includes("'")) w = w.replace(/'/g, '');
       if (STOP.has(w)) continue;
-      out.push({ t: canon(w), type: 'word' });
+      out.push({ t: canon(w), type: 'word', at: m.index });
     }
   }
   return out;
