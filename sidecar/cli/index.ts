@@ -32,7 +32,7 @@ import { formatFindings } from '../memory/lint/format';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline/promises';
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError, Help, Option } from 'commander';
 import type { RiskFinding } from '../protocol';
 import { AgentKeepError, asAgentKeepError } from '../core/errors';
 import type { CoreApi, CoreOptions } from '../core/service';
@@ -170,7 +170,14 @@ function program(ctx: Ctx): Command {
     .version(VERSION, '--version', 'print the version')
     .option('--state-dir <dir>', 'where the journal and snapshots live (default: $AGENTKEEP_STATE_DIR, else $XDG_STATE_HOME/agentkeep)')
     .showSuggestionAfterError(true)
-    .allowExcessArguments(false);
+    .allowExcessArguments(false)
+    // Repeatable options start from []: do not print "(default: [])" after their own default text.
+    .configureHelp({
+      optionDescription: (o) => {
+        const d = new Help().optionDescription(o);
+        return Array.isArray(o.defaultValue) && o.defaultValue.length === 0 ? d.replace(/ \(default: \[\]\)$/, '') : d;
+      },
+    });
 
   const rp = root.command('restore-point').description('create, list, restore and delete restore points');
 
@@ -188,6 +195,9 @@ function program(ctx: Ctx): Command {
       const guard = guardSignals('create', ctx.io, cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir)));
       let rpnt;
       try {
+        if (o.vmstate && !/^(qemu:|proxmox:\/\/[^/]+\/[^/]+\/qemu\/)/i.test(o.target.trim())) {
+          ctx.io.err(`agentkeep: note: --vmstate applies to VM targets (qemu:, proxmox://…/qemu/…); ${o.target} has no RAM state to save, so it is ignored.`);
+        }
         rpnt = await ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal }).createRestorePoint({ target: o.target, label: o.label, stores: o.store.length ? o.store : undefined, kind: o.kind, ...(o.important ? { important: true } : {}), ...(o.vmstate ? { vmstate: true } : {}) });
       } finally {
         guard.dispose();
@@ -286,6 +296,7 @@ function program(ctx: Ctx): Command {
       let r;
       try {
         const rc = ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal, onRestoreWriting: (u) => guard.writing(u.id) });
+        if (o.start && !/^(qemu:|proxmox:)/i.test(o.target.trim())) ctx.io.err(`agentkeep: note: --start applies to VM targets (qemu:, proxmox://); ignored for ${o.target}.`);
         r = await rc.restoreRestorePoint({ target: o.target, id, scope: o.scope, stores, ...(o.start ? { start: true } : {}) });
       } finally {
         guard.dispose();

@@ -50,6 +50,15 @@ describe('agentkeep CLI (real bin on real trees)', function () {
     await fs.rm(tmp, { recursive: true, force: true });
   });
 
+  it('says when a VM-only flag does nothing, and help shows no "(default: [])"', async () => {
+    const c = await ak('restore-point', 'create', '--target', target, '--vmstate');
+    assert.equal(c.code, 0, c.stderr);
+    assert.match(c.stderr, /--vmstate applies to VM targets .* so it is ignored/);
+    const h = await ak('restore-point', 'create', '--help');
+    assert.match(h.stdout, /--store <store>/);
+    assert.doesNotMatch(h.stdout, /default: \[\]/);
+  });
+
   it('--version prints the package version', async () => {
     const r = await runSidecar(['--version']);
     assert.equal(r.code, 0);
