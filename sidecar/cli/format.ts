@@ -78,7 +78,7 @@ export function createdLine(rp: RestorePoint): string {
       ? `btrfs snapshot ${m.snapname ?? rp.id}`
       : m.snapname
         ? `snapshot ${m.snapname}${m.vmstate ? ' with RAM state' : ''}`
-        : `${m.files} entries, ${size(m.bytes)} (${size(m.newBytes)} new)`;
+        : `${m.files} ${m.files === 1 ? 'entry' : 'entries'}, ${size(m.bytes)} (${size(m.newBytes)} new)`;
   return (
     `Created restore point ${rp.id} "${rp.label}": ${what} in ${Math.round(m.durationMs)} ms` +
     (rp.agent.length ? `; agent state: ${agent} files from ${rp.agent.length} store(s)` : '')
@@ -114,6 +114,7 @@ export function memoryTable(files: MemoryFile[]): string {
     const pct = u?.limit ? Math.round((100 * u.chars) / u.limit) : 0;
     const use = u ? `, ${u.chars}/${u.limit} chars (${pct}%)${u.chars > u.limit ? ' OVER LIMIT' : ''}` : '';
     out.push(`${f.file} (${f.kind}): ${f.entries.length} ${f.entries.length === 1 ? 'entry' : 'entries'}${use}${f.readOnly ? ` [read-only: ${f.readOnly}]` : ''}`);
+    for (const w of f.warnings ?? []) out.push(`  warning: ${w}`);
     for (const e of f.entries) {
       const first = e.text.split('\n')[0];
       const more = e.text.includes('\n') ? ' …' : '';

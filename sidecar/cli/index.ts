@@ -29,6 +29,7 @@
  * Exit codes: 0 ok, 1 failure, 2 usage error (unknown command/option, missing or bad argument).
  */
 import { formatFindings } from '../memory/lint/format';
+import { GUEST_WRITE_MAX } from '../machine/proxmox';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline/promises';
@@ -241,9 +242,10 @@ function program(ctx: Ctx): Command {
       const broken = (await c.agentStatus({ target: o.target }).catch(() => undefined))?.interruptedRestore;
       if (broken) {
         const args = cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir));
+        const stores = (broken.stores ?? []).map((st) => ` --store ${shellQuote(st)}`).join('');
         ctx.io.err(
-          `agentkeep: warning: a restore of ${broken.id} started ${broken.startedAt} never finished: ${o.target} may be half-restored. ` +
-            `Finish it: agentkeep restore-point restore ${broken.id} ${args} --scope both --yes, or go back: agentkeep restore-point restore ${broken.undo} ${args} --scope both --yes`,
+          `agentkeep: warning: a restore of ${broken.id} (scope ${broken.scope}) started ${broken.startedAt} never finished: ${o.target} may be half-restored. ` +
+            `Finish it: agentkeep restore-point restore ${broken.id} ${args} --scope ${broken.scope}${stores} --yes, or go back: agentkeep restore-point restore ${broken.undo} ${args} --scope both --yes`,
         );
       }
       if (asJson) printJson(ctx, points);
@@ -451,7 +453,21 @@ function program(ctx: Ctx): Command {
     .action(async (o: { target: string; file: string; from?: string; text?: string; yes?: boolean }, cmd: Command) => {
       const asJson = json(cmd);
       if ((o.from === undefined) === (o.text === undefined)) throw new UsageError('InvalidParams', 'guest write needs exactly one of --from LOCAL_FILE or --text TEXT.', 'Give the new content with --from or --text.');
-      const content = o.text ?? (await readTextFile(o.from!, 'file', 'Pass an existing local text file with --from.'));
+      let content = o.text;
+      if (content === undefined) {
+        const raw = await fs.readFile(o.from!).catch((e: NodeJS.ErrnoException) => {
+          throw new AgentKeepError('FileError', `Cannot read ${o.from}: ${e.code ?? e.message}.`, 'Pass an existing local text file with --from.');
+        });
+        try {
+          content = new TextDecoder('utf-8', { fatal: true }).decode(raw);
+        } catch {
+          throw new AgentKeepError('FileError', `${o.from} is not UTF-8 text; guest write sends text, so its bytes would change. Nothing was written.`, 'Write text files (memory files are UTF-8), or copy binary files another way.');
+        }
+      }
+      const bytes = Buffer.byteLength(content, 'utf8');
+      if (bytes > GUEST_WRITE_MAX) {
+        throw new AgentKeepError('FileError', `The content is ${bytes} bytes; the guest agent writes at most ${GUEST_WRITE_MAX} bytes per call. Nothing was written (and no backup was made).`, 'Shorten the content.');
+      }
       if (!o.yes) {
         if (!ctx.io.isTTY) throw new AgentKeepError('ConfirmationRequired', `Replacing ${o.file} in the VM needs confirmation.`, 'Pass --yes (take a restore point first if you may want it back).');
         if (!(await ctx.io.confirm(`Replace ${o.file} in ${o.target}?`))) throw new AgentKeepError('ConfirmationRequired', 'Write cancelled; nothing was changed.', 'Answer y, or pass --yes.');
@@ -466,11 +482,11 @@ function program(ctx: Ctx): Command {
       if (old) {
         const dir = path.join(resolveStateDir(coreOpts(cmd).stateDir), 'guest-backups');
         await fs.mkdir(dir, { recursive: true, mode: 0o700 });
-        backup = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, '-')}-${path.basename(o.file)}`);
+        const guestName = o.target.replace(/^proxmox:\/\//i, '').replace(/[^A-Za-z0-9._-]+/g, '_');
+        backup = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, '-')}-${guestName}-${path.basename(o.file)}`);
         await fs.writeFile(backup, old, { mode: 0o600 });
       }
       await c.guestFileWrite(o.target, o.file, content);
-      const bytes = Buffer.byteLength(content, 'utf8');
       if (asJson) printJson(ctx, { file: o.file, bytes, ...(backup ? { backup } : {}) });
       else ctx.io.out(`Wrote ${bytes} bytes to ${o.file} in ${o.target}.${backup ? ` The old content is in ${backup}.` : ''}`);
     });

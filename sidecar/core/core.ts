@@ -649,13 +649,13 @@ export class Core implements CoreApi {
    * A restore of the target that started writing and never finished (its process is gone): the
    * target may be half-restored. Undefined when there is none or its process still runs.
    */
-  private async interruptedRestore(t: { target: ParsedTarget }): Promise<{ id: string; undo: string; startedAt: string } | undefined> {
+  private async interruptedRestore(t: { target: ParsedTarget }): Promise<{ id: string; undo: string; scope: Scope; stores?: string[]; startedAt: string } | undefined> {
     const raw = await fs.readFile(this.restoreMarker(t), 'utf8').catch(() => undefined);
     if (!raw) return undefined;
     try {
-      const m = JSON.parse(raw) as { id: string; undo: string; startedAt: string; pid: number; host: string };
+      const m = JSON.parse(raw) as { id: string; undo: string; scope?: Scope; stores?: string[]; startedAt: string; pid: number; host: string };
       if (m.host === os.hostname() && pidAlive(m.pid)) return undefined;
-      return { id: m.id, undo: m.undo, startedAt: m.startedAt };
+      return { id: m.id, undo: m.undo, scope: m.scope ?? 'both', ...(m.stores ? { stores: m.stores } : {}), startedAt: m.startedAt };
     } catch {
       return undefined;
     }
@@ -800,7 +800,7 @@ export class Core implements CoreApi {
       // A marker while the target is being written: if this process dies (kill -9, power loss) the
       // next list/status says the target may be half-restored and names the undo. Removed on success.
       const marker = this.restoreMarker(t);
-      await fs.writeFile(marker, JSON.stringify({ id: rp.id, undo: undo.id, scope, startedAt: new Date().toISOString(), pid: process.pid, host: os.hostname() }), { mode: 0o600 }).catch(() => undefined);
+      await fs.writeFile(marker, JSON.stringify({ id: rp.id, undo: undo.id, scope, ...(p.stores ? { stores: p.stores } : {}), startedAt: new Date().toISOString(), pid: process.pid, host: os.hostname() }), { mode: 0o600 }).catch(() => undefined);
       let changes: ChangeSummary = { added: [], removed: [], changed: [], agentChanged: [] };
       let machineState: string | undefined;
       let warnings: string[] | undefined;
@@ -978,7 +978,11 @@ export class Core implements CoreApi {
     const rp = await this.withTarget(t, `label ${p.id}`, false, async () => {
       await this.adoptForeign(t, p.id);
       const cur = await t.journal.get(p.id);
-      if (p.label !== undefined && p.label !== cur.label && t.backend.relabel && cur.machine.backend === t.backend.name) await t.backend.relabel(p.id, p.label);
+      const labelChanged = p.label !== undefined && p.label !== cur.label;
+      const importantChanged = p.important !== undefined && p.important !== Boolean(cur.important);
+      if ((labelChanged || importantChanged) && t.backend.relabel && cur.machine.backend === t.backend.name) {
+        await t.backend.relabel(p.id, { ...(labelChanged ? { label: p.label } : {}), ...(importantChanged ? { important: p.important } : {}) });
+      }
       const next: RestorePoint = { ...cur, ...(p.label !== undefined ? { label: p.label } : {}) };
       if (p.important === true) next.important = true;
       if (p.important === false) delete next.important;

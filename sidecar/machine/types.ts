@@ -143,7 +143,7 @@ export interface MachineBackend {
    * Rename a snapshot where the backend keeps a label of its own (Proxmox: the human part of the
    * snapshot description). Optional: backends without one keep labels in the journal only.
    */
-  relabel?(snapshotId: string, label: string): Promise<void>;
+  relabel?(snapshotId: string, change: { label?: string; important?: boolean }): Promise<void>;
   /** Delete a snapshot (not its shared objects; the core garbage-collects those). */
   delete(snapshotId: string): Promise<void>;
   /**

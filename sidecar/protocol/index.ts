@@ -461,7 +461,13 @@ export const Methods = {
       latest: RestorePoint.optional(),
       stores: z.array(z.object({ store: Store, ok: z.boolean(), message: z.string().optional() })),
       interruptedRestore: z
-        .object({ id: z.string(), undo: z.string().describe('The pre-restore point: restore it to go back'), startedAt: z.string() })
+        .object({
+          id: z.string(),
+          undo: z.string().describe('The pre-restore point: restore it to go back'),
+          scope: Scope.describe('The scope of the interrupted restore: finish it with the same scope'),
+          stores: z.array(Store).optional().describe('The stores it was given, if any'),
+          startedAt: z.string(),
+        })
         .optional()
         .describe('A restore that started writing the target and never finished (its process died): the target may be half-restored. Restore `id` again to finish it, or `undo` to go back'),
       version: z.string().describe('Sidecar version'),

@@ -150,7 +150,7 @@ describe('CLI: Ctrl+C and SIGTERM during create and restore (real process, real 
 
   it('restore: killed hard while writing (SIGKILL), list says the target may be half-restored and how to finish or go back', async () => {
     const { id, v1 } = await prepareRestore();
-    const r = start(args('restore-point', 'restore', id, '--scope', 'both', '--yes'));
+    const r = start(args('restore-point', 'restore', id, '--scope', 'machine', '--yes'));
     await until(() => journalIds().length >= 2, 'the pre-restore point');
     await until(writingStarted, 'the first restored file');
     r.proc.kill('SIGKILL');
@@ -158,7 +158,7 @@ describe('CLI: Ctrl+C and SIGTERM during create and restore (real process, real 
     const l = await runSidecar(args('restore-point', 'list', '--json'));
     assert.equal(l.code, 0, l.stderr);
     JSON.parse(l.stdout); // stdout stays pure JSON; the warning is on stderr
-    const finish = new RegExp(`a restore of ${id} started \\S+ never finished: \\S+ may be half-restored\\. Finish it: (agentkeep restore-point restore ${id} --target \\S+ --state-dir \\S+ --scope both --yes), or go back: agentkeep restore-point restore ak_\\w+`);
+    const finish = new RegExp(`a restore of ${id} \\(scope machine\\) started \\S+ never finished: \\S+ may be half-restored\\. Finish it: (agentkeep restore-point restore ${id} --target \\S+ --state-dir \\S+ --scope machine --yes), or go back: agentkeep restore-point restore ak_\\w+`);
     const m = finish.exec(l.stderr);
     assert.ok(m, l.stderr);
     const done = await runSidecar(m[1].split(' ').slice(1));

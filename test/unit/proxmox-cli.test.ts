@@ -3,7 +3,7 @@
  * simulator over HTTPS, with AGENTKEEP_PVE_TOKEN and AGENTKEEP_PVE_FINGERPRINT set.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { PveSim } from '../pve-sim/server';
@@ -76,6 +76,12 @@ describe('CLI with a proxmox:// target (built binary, simulator)', function () {
     assert.equal(JSON.parse(lb.stdout).label, 'before the big upgrade');
     assert.equal(JSON.parse(lb.stdout).important, true);
     assert.match(sim.guests.get(101)!.snapshots.get(rp1.id)!.description, /^before the big upgrade\n(.|\n)*agentkeep:v1:/);
+    // another machine (empty state dir) sees the rename and the important mark through the marker
+    const seen = JSON.parse((await run(['restore-point', 'list', '--target', target, '--json'], { ...env, AGENTKEEP_STATE_DIR: path.join(tmp, 'third') })).stdout) as Array<{ id: string; label: string; important?: boolean }>;
+    assert.deepEqual(
+      (({ label, important }) => ({ label, important }))(seen.find((r) => r.id === rp1.id)!),
+      { label: 'before the big upgrade', important: true },
+    );
     const nothing = await run(['restore-point', 'label', rp1.id, '--target', target, '--json']);
     assert.equal(nothing.code, 1);
     assert.match(JSON.parse(nothing.stdout).error.message, /Nothing to change/);
@@ -98,6 +104,15 @@ describe('CLI with a proxmox:// target (built binary, simulator)', function () {
     assert.equal(JSON.parse(rel.stdout).error.code, 'invalid_params');
     const ct = await run(['guest', 'read', '--target', `proxmox://127.0.0.1:${sim.port}/pve2/lxc/205`, '--file', mem, '--json']);
     assert.equal(JSON.parse(ct.stdout).error.code, 'unsupported');
+    const binFile = path.join(tmp, 'bin.dat');
+    writeFileSync(binFile, Buffer.from([0x62, 0x00, 0xff, 0xfe, 0x0a]));
+    const bin = await run(['guest', 'write', '--target', target, '--file', mem, '--from', binFile, '--yes', '--json']);
+    assert.equal(JSON.parse(bin.stdout).error.code, 'file_error');
+    assert.match(JSON.parse(bin.stdout).error.message, /not UTF-8 text/);
+    const big = await run(['guest', 'write', '--target', target, '--file', mem, '--text', 'x'.repeat(61441), '--yes']);
+    assert.equal(big.code, 1);
+    assert.match(big.stderr, /at most 61440 bytes/);
+    assert.equal(sim.guests.get(101)!.files.get(mem)!.toString('utf8'), 'new entry\n');
     const noYes = await run(['guest', 'write', '--target', target, '--file', mem, '--text', 'y']);
     assert.equal(noYes.code, 1);
     assert.equal(sim.guests.get(101)!.files.get(mem)!.toString('utf8'), 'new entry\n');

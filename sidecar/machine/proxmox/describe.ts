@@ -72,10 +72,21 @@ export function parseMarker(description: string | undefined): SnapshotMarker | u
   }
 }
 
-/** Replace the human part of a description, keeping AgentKeep's marker line. */
-export function relabel(description: string, text: string): string {
-  const marker = description.split(/\r?\n/).find((l) => l.trim().startsWith(MARKER_PREFIX));
-  return marker ? `${text.trim()}\n${marker.trim()}` : text.trim();
+/**
+ * Replace the human part of a description (when `text` is given) and update AgentKeep's marker line
+ * to match: its label, and its important flag when `important` is given, so that another machine that
+ * finds the restore point from Proxmox alone sees the rename and the mark too.
+ */
+export function relabel(description: string, text: string | undefined, important?: boolean): string {
+  const lines = description.split(/\r?\n/);
+  const at = lines.findIndex((l) => l.trim().startsWith(MARKER_PREFIX));
+  const human = text !== undefined ? text.trim().replace(/\s*\n\s*/g, ' ') : lines.filter((_, i) => i !== at).join('\n').trim();
+  const m = parseMarker(description);
+  if (at < 0 || !m) return human;
+  const next: SnapshotMarker = { ...m, ...(text !== undefined ? { label: text.trim().slice(0, 200) } : {}) };
+  if (important === true) next.important = true;
+  if (important === false) delete next.important;
+  return [human, `${MARKER_PREFIX}${Buffer.from(JSON.stringify(next), 'utf8').toString('base64url')}`].filter(Boolean).join('\n');
 }
 
 /**

@@ -287,16 +287,16 @@ export class ProxmoxBackend implements MachineBackend {
    * keeping the marker. Synchronous on Proxmox (fails on a locked guest).
    * @throws AgentKeepError RestorePointNotFound, GuestLocked
    */
-  async editDescription(snapshotId: string, text: string): Promise<void> {
+  async editDescription(snapshotId: string, text: string | undefined, important?: boolean): Promise<void> {
     const { g } = await this.guest();
     const snap = await this.ours(snapshotId);
     if (!snap) throw this.missing(snapshotId);
-    await g.snapshot.$(snap.name).config.$put({ description: relabel(snap.description, text) });
+    await g.snapshot.$(snap.name).config.$put({ description: relabel(snap.description, text, important) });
   }
 
-  /** MachineBackend.relabel: the restore point's new label goes into the snapshot description (editDescription). */
-  relabel(snapshotId: string, label: string): Promise<void> {
-    return this.editDescription(snapshotId, label);
+  /** MachineBackend.relabel: the new label and important flag go into the snapshot description and its marker. */
+  relabel(snapshotId: string, change: { label?: string; important?: boolean }): Promise<void> {
+    return this.editDescription(snapshotId, change.label, change.important);
   }
 }
 

@@ -302,7 +302,7 @@ function connectError(socketPath: string, e: NodeJS.ErrnoException): AgentKeepEr
         return new AgentKeepError(
           'BadTarget',
           `${socketPath} is not a socket but a ${kind}: a qemu: target names QEMU's QMP socket, not the disk image or a folder.`,
-          `Give the path of -qmp unix:PATH,server=on,wait=off, e.g. qemu:/run/agent-vm/qmp.sock. ${hint}`,
+          'Give the socket of QEMU\'s -qmp unix:PATH,server=on,wait=off, e.g. qemu:/run/agent-vm/qmp.sock (see docs/qemu.md).',
         );
       }
       return new AgentKeepError('TargetNotFound', `The QMP socket ${socketPath} refuses connections (QEMU is not running; the socket file is left over).`, hint);

@@ -226,7 +226,10 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
         .map((l) => quote(l.entry.text, 60))
         .join(' / ')}${items.length > 3 ? ' / …' : ''}.`,
       evidence: [...items.map((l) => `${label(l)}: ${quote(l.entry.text)}`), ...[...reasons].slice(0, 3)],
-      suggestion: 'Merge them into one entry that keeps every detail, and remove the rest; repeated facts crowd out others and teach the model to skim memory.',
+      suggestion:
+        storesOf(items).length > 1
+          ? 'They are in different stores (agents): keep the fact where each agent needs it, but make the copies agree; within one store, merge repeats into one entry that keeps every detail.'
+          : 'Merge them into one entry that keeps every detail, and remove the rest; repeated facts crowd out others and teach the model to skim memory.',
     });
   }
   return out;

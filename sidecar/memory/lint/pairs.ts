@@ -284,7 +284,7 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   const bothSidesDiffer = wa.length > 0 && wb.length > 0;
   if (va.length > 0 && vb.length > 0) return undefined;
   if (sj >= o.nearJaccard && (!bothSidesDiffer || wj >= 0.75)) return { kind: 'near-duplicate', score: sj, why: `word-shingle Jaccard ${sj.toFixed(2)}` };
-  if (cont >= o.nearContainment && !bothSidesDiffer) return { kind: 'near-duplicate', score: cont, why: `${Math.round(cont * 100)}% of the shorter entry's words are in the longer one` };
+  if (cont >= o.nearContainment && !bothSidesDiffer) return { kind: 'near-duplicate', score: cont, why: `${Math.round(cont * 100)}% of the shorter entry's significant words (stemmed, common words ignored) are in the longer one` };
   if (tri >= o.nearTrigram && !bothSidesDiffer) {
     return { kind: 'near-duplicate', score: tri, why: `character-trigram Jaccard ${tri.toFixed(2)}` };
   }
@@ -294,7 +294,7 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   // for another, "Weekly sync with Ana about billing" / "... about search", is another fact).
   const head = shared.length >= 3 && wa.length + wb.length >= 3 && shared.length * 2 >= a.content.size && shared.length * 2 >= b.content.size ? sameOpening(a, b) : [];
   if (head.length >= 3 && head.length * 2 >= a.content.size && head.length * 2 >= b.content.size) {
-    return { kind: 'near-duplicate', score: head.length / Math.max(a.content.size, b.content.size), why: `both start with the same statement ("${head.join(' ')}"), each adds a detail` };
+    return { kind: 'near-duplicate', score: head.length / Math.max(a.content.size, b.content.size), why: `both open with the same significant words (stemmed: "${head.join(' ')}"), and each adds a detail` };
   }
   return undefined;
 }
