@@ -695,8 +695,11 @@ export class Core implements CoreApi {
     if (!t.backend.diff) {
       throw new AgentKeepError('Unsupported', `The ${t.backend.name} backend cannot list file changes of a snapshot (its snapshots are whole-disk or whole-VM).`, 'Compare the agent state with memory diff, or roll back and look.');
     }
-    const m = await t.backend.diff(rp.id, { cacheIds: latest ? [latest.id] : [] });
     const stores = p.stores ? this.openStores(p.stores) : this.openStores(rp.agent.map((a) => a.store));
+    // Lock files and other volatile paths of the stores in the target are never touched by a restore,
+    // so they are not listed as what it would change.
+    const skip = this.agentStateFilter(t.target, [...stores, ...(await this.detectStores(t.target.path))], false);
+    const m = await t.backend.diff(rp.id, { cacheIds: latest ? [latest.id] : [], ...(skip ? { skip } : {}) });
     return { ...m, agentChanged: await this.agentDiff(rp, stores) };
   }
 

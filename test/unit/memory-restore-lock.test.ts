@@ -70,6 +70,9 @@ describe('restore and Hermes memory lock (real flock)', function () {
     assert.ok(!fs.existsSync(lockFile()));
     ({ py: holder } = await holdLock(lockFile(), 60));
     const ino = fs.statSync(lockFile()).ino;
+    // the preview agrees with the restore: the lock file is not listed as something it removes
+    const preview = await core.diffRestorePoint({ target: s.target, id: rp.id, stores: [store] });
+    assert.ok(![...preview.added, ...preview.changed, ...preview.removed].some((p) => p.endsWith('MEMORY.md.lock')), JSON.stringify(preview));
     await core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'machine', stores: [store] });
     assert.ok(fs.existsSync(lockFile()), 'lock file not removed');
     assert.equal(fs.statSync(lockFile()).ino, ino, 'same inode: the held flock still guards it');
