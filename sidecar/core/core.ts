@@ -531,7 +531,12 @@ export class Core implements CoreApi {
     // just made (the newest). A busy target is not waited for long: the next create or a prune catches up.
     const pruned = await this.pruneTarget(t, { ...config.retention, ...definedOnly(p.retention ?? {}) }, false, Math.min(this.lockTimeoutMs, 2000), false).catch(() => undefined);
     const warning = await this.capWarning(t, config.sizeCapBytes ?? DEFAULT_SIZE_CAP_BYTES).catch(() => undefined);
-    const warnings = [configProblem, warning].filter((w): w is string => !!w);
+    // A target left half-restored by a killed restore: this restore point holds that mixed state.
+    const broken = await this.interruptedRestore(t);
+    const half = broken
+      ? `A restore of ${broken.id} never finished (started ${broken.startedAt}), so this restore point may hold a half-restored target. Finish it: agentkeep restore-point restore ${broken.id} ${cliTargetArgs(t.target.spec, this.stateDir)} --scope ${broken.scope} --yes, or go back to ${broken.undo}.`
+      : undefined;
+    const warnings = [configProblem, warning, half].filter((w): w is string => !!w);
     // Say what retention deleted: a create must never make restore points vanish silently.
     return { ...rp, ...(warnings.length ? { warnings } : {}), ...(pruned?.deleted.length ? { pruned: pruned.deleted } : {}) };
   }

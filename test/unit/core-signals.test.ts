@@ -161,6 +161,10 @@ describe('CLI: Ctrl+C and SIGTERM during create and restore (real process, real 
     const finish = new RegExp(`a restore of ${id} \\(scope machine\\) started \\S+ never finished: \\S+ may be half-restored\\. Finish it: (agentkeep restore-point restore ${id} --target \\S+ --state-dir \\S+ --scope machine --yes), or go back: agentkeep restore-point restore ak_\\w+`);
     const m = finish.exec(l.stderr);
     assert.ok(m, l.stderr);
+    // a restore point taken now says it may hold the half-restored state
+    const snap = await runSidecar(args('restore-point', 'create', '--json'));
+    assert.equal(snap.code, 0, snap.stderr);
+    assert.match(snap.stderr, /warning: A restore of ak_\w+ never finished .* may hold a half-restored target/);
     const done = await runSidecar(m[1].split(' ').slice(1));
     assert.equal(done.code, 0, done.stderr);
     assert.deepEqual(describeTree(s.tree), v1);
