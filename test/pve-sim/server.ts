@@ -248,6 +248,8 @@ export class PveSim {
 
   private async dispatch(method: string, p: string, raw: Record<string, string>, req: IncomingMessage): Promise<unknown> {
     // The guest agent endpoints are not in the schema subset: handled before the router.
+    // A path or method outside the API answers 501 "Method '... /api2/json/...' not implemented", the
+    // exact status and text pveproxy gives for it (part of the contract the backend is tested against).
     const agent = /^\/nodes\/([^/]+)\/(qemu|lxc)\/(\d+)\/agent\/(file-read|file-write)$/.exec(p);
     const m = agent ? undefined : matchRoute(this.routes, p);
     if (!agent && !m) throw new HttpReply(501, `Method '${method} /api2/json${p}' not implemented`);

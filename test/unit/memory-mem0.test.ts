@@ -128,6 +128,11 @@ describe('mem0 memory store', function () {
     assert.equal(f.file, path.join(dir, 'history.db'));
     assert.deepEqual(f.entries.map((e) => [e.id, e.text, e.meta?.reconstructedFromHistory]), [[MID, 'Likes Chinese food, especially Sichuan', true]]);
     assert.match(f.warnings!.join('\n'), /No local Qdrant storage found .*reconstructed from history\.db/);
+
+    // without ?qdrant=, mem0's machine-wide default is never read implicitly: the warning names how to opt in
+    const g = (await openStore(`mem0:${dir}`).list())[0];
+    assert.equal(g.file, path.join(dir, 'history.db'));
+    assert.match(g.warnings!.join('\n'), new RegExp(`name it: mem0:${dir}\\?qdrant=/tmp/qdrant \\(that path does not survive a reboot\\)`));
   });
 
   it('reads a history.db in WAL mode with uncheckpointed writes, and captures it consistently without touching it', async () => {

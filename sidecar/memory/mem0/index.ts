@@ -22,7 +22,11 @@ import { AgentKeepError } from '../../core/errors';
 import { captureSqlite, tableColumns as columns, withReadOnlyDb } from '../sqlite';
 import type { CaptureSource, MemoryStoreAdapter } from '../types';
 
-/** mem0's default local Qdrant path (mem0/configs/vector_stores/qdrant.py). */
+/**
+ * mem0's own default local Qdrant path (mem0/configs/vector_stores/qdrant.py). A fact about mem0, used
+ * only in hints: AgentKeep never reads it unless the store names it (`?qdrant=/tmp/qdrant`), because a
+ * machine-wide /tmp path may belong to another user's or another agent's mem0.
+ */
 export const MEM0_DEFAULT_QDRANT = '/tmp/qdrant';
 /** Directories whose content does not survive a reboot or a container recreation. */
 const EPHEMERAL = ['/tmp', '/dev/shm', '/run', '/var/run'];
@@ -109,7 +113,6 @@ export class Mem0Store implements MemoryStoreAdapter {
     if (this.opts.qdrant) return (await exists(this.opts.qdrant)) ? { path: this.opts.qdrant, how: 'store option ?qdrant=' } : undefined;
     const inside = path.join(this.root, 'qdrant');
     if (await exists(inside)) return { path: inside, how: `${inside}` };
-    if (await exists(MEM0_DEFAULT_QDRANT)) return { path: MEM0_DEFAULT_QDRANT, how: 'mem0\'s default vector_store path' };
     return undefined;
   }
 
@@ -273,7 +276,12 @@ export class Mem0Store implements MemoryStoreAdapter {
       }
     }
     if (!files.length) {
-      if (!q) warnings.push(`No local Qdrant storage found (${this.opts.qdrant ?? `${path.join(this.root, 'qdrant')} or ${MEM0_DEFAULT_QDRANT}`}); entries are reconstructed from history.db (a remote vector store cannot be read here).`);
+      if (!q) {
+        warnings.push(
+          `No local Qdrant storage found (${this.opts.qdrant ?? path.join(this.root, 'qdrant')}); entries are reconstructed from history.db (a remote vector store cannot be read here).` +
+            (this.opts.qdrant ? '' : ` If this mem0 uses its default path, name it: ${this.spec.split('?')[0]}?qdrant=${MEM0_DEFAULT_QDRANT} (that path does not survive a reboot).`),
+        );
+      }
       const entries = this.fromHistory(await this.history());
       files.push({ kind: 'mem0', file: this.historyDb, store: this.spec, entries, readOnly });
     }
