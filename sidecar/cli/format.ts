@@ -27,6 +27,7 @@ export function size(n: number): string {
 /** Left-aligned columns separated by two spaces; the last column is not padded. */
 export function table(input: string[][]): string {
   // one row per line: control characters (a newline in a label) would break the columns
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
   const rows = input.map((r) => r.map((c) => c.replace(/[\u0000-\u001f\u007f]+/g, ' ')));
   const widths: number[] = [];
   for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, [...c].length)));

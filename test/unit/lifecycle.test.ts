@@ -119,7 +119,7 @@ describe('restore-point lifecycle (real bin, real trees)', function () {
     await fs.writeFile(f, Buffer.alloc(KB64, 4));
     const said = await ak('restore-point', 'create', '--target', target);
     await fs.rm(f);
-    assert.match(said.stdout, /Retention deleted 1 older restore point\(s\)[^\n]*\n  ak_\w+  \S/);
+    assert.match(said.stdout, /Retention deleted 1 older restore point\(s\)[^\n]*\n {2}ak_\w+ {2}\S/);
     assert.equal((await json('restore-point', 'list', '--target', target)).length, 2, 'create pruned down to keep 2 with minAgeMs 0');
     await writeConfig({ retention: { keep: 1, minAgeMs: 0 } });
     const pj = await json('restore-point', 'create', '--target', target);
