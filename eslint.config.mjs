@@ -77,8 +77,6 @@ const TEMP_LAYER_ALLOWLIST = [
   { file: 'sidecar/core/core.ts', from: './sidecar/machine', allow: ['./proxmox'] },
   // the core calls memory operations directly (moves behind sidecar/memory/index.ts)
   { file: 'sidecar/core/core.ts', from: './sidecar/memory', allow: ['./ops'] },
-  // the core formats sizes with the CLI's formatter (moves to sidecar/protocol/format.ts)
-  { file: 'sidecar/core/core.ts', from: './sidecar/cli', allow: ['./format.ts'] },
 ];
 
 /** A zone with the allowlisted modules of `file` added to its exceptions. */

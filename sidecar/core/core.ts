@@ -24,7 +24,7 @@ import { StateLayout, checkStateDirVsTarget, cliTargetArgs, ensureStateDir, isIn
 import { resolveTarget, type ParsedTarget } from './target';
 import type { CoreApi, CoreOptions } from './service';
 import { DEFAULT_MIN_AGE_MS, planPrune, type PruneOptions } from './retention';
-import { size as formatSize } from '../cli/format';
+import { formatBytes as formatSize } from '../protocol/format';
 import { capLevel, DEFAULT_SIZE_CAP_BYTES, readStateConfig, stateConfigPath } from './stateConfig';
 import { compareCaptures, DEFAULT_READ_MAX_BYTES, encodeContent, normalizeRelPath, tooLarge } from './compare';
 

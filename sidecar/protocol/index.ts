@@ -379,7 +379,7 @@ export const Methods = {
       target: Target,
       id: z.string(),
       path: z.string().min(1, 'the path is empty: give a target-relative path such as workspace/package.json'),
-      maxBytes: z.number().int().positive().max(64 * 1024 * 1024).optional().describe('Largest content returned, in bytes (default 2 MB = 2097152)'),
+      maxBytes: z.number().int().positive().max(64 * 1024 * 1024).optional().describe('Largest content returned, in bytes (default 2 MiB = 2097152)'),
     }),
     z.object({
       path: z.string().describe('The path as asked'),

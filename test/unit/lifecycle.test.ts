@@ -106,7 +106,7 @@ describe('restore-point lifecycle (real bin, real trees)', function () {
     assert.equal(dry.deleted.length, 2);
     assert.equal(dry.estimatedFreeBytes, 2 * KB64, 'two unique 64 KiB files; shared.txt is still used by the kept ones');
     const human = await ak('restore-point', 'prune', '--target', target, '--keep', '2', '--dry-run');
-    assert.match(human.stdout, /nothing was changed that would free about 128\.0 KB\./);
+    assert.match(human.stdout, /nothing was changed that would free about 128 KiB\./);
     const real = await json('restore-point', 'prune', '--target', target, '--keep', '2');
     assert.equal(real.freedBytes, dry.estimatedFreeBytes);
   });
@@ -167,12 +167,12 @@ describe('restore-point lifecycle (real bin, real trees)', function () {
     const del = await json('restore-point', 'delete', both.id, '--target', target, '--yes');
     assert.equal(del.freedBytes, 0, 'the column said deleting it frees nothing, and it does not');
     const human = await ak('restore-point', 'usage', '--target', target);
-    assert.match(human.stdout, /use 128\.0 KB of the 10\.0 GB cap \(0%\)\./);
+    assert.match(human.stdout, /use 128 KiB of the 10 GiB cap \(0%\)\./);
 
     await writeConfig({ sizeCapBytes: 140_000 });
     const c = await ak('restore-point', 'create', '--target', target, '--json');
     assert.equal(c.code, 0, c.stderr);
-    assert.match(c.stderr, /warning: The restore points of dir:.* use 128\.0 KB, \d+% of the 136\.7 KB size cap\. Free space with: agentkeep restore-point prune/);
+    assert.match(c.stderr, /warning: The restore points of dir:.* use 128 KiB, \d+% of the 137 KiB size cap\. Free space with: agentkeep restore-point prune/);
     assert.equal(JSON.parse(c.stdout).warnings.length, 1);
     assert.equal((await json('restore-point', 'usage', '--target', target)).level, 'near');
     await writeConfig({ sizeCapBytes: 100_000 });
