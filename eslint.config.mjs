@@ -74,9 +74,9 @@ const TEMP_LAYER_ALLOWLIST = [
   // the extension classifies risky config files itself (moves into the protocol or behind a request)
   { file: 'extension/configFiles.ts', from: './sidecar', allow: ['./risk/config.ts'] },
   // the core calls the Proxmox backend's guest I/O and discovery directly (moves behind the registry)
-  { file: 'sidecar/core/core.ts', from: './sidecar/machine', allow: ['./proxmox'] },
+  { file: 'sidecar/core/guest.ts', from: './sidecar/machine', allow: ['./proxmox'] },
   // the core calls memory operations directly (moves behind sidecar/memory/index.ts)
-  { file: 'sidecar/core/core.ts', from: './sidecar/memory', allow: ['./ops'] },
+  { file: 'sidecar/core/memory.ts', from: './sidecar/memory', allow: ['./ops'] },
 ];
 
 /** A zone with the allowlisted modules of `file` added to its exceptions. */
