@@ -12,7 +12,6 @@ import type { z } from 'zod';
 import { version as packageVersion } from '../../package.json';
 import { Methods, type ChangeSummary, type ParamsOf, type ProgressParams, type ResultOf, type RestorePoint, type Scope } from '../protocol';
 import { backendFor, backends, type MachineBackend, type PathFilter } from '../machine';
-import { discoverAgents as discoverProxmoxAgents, guestFileRead, guestFileWrite, ProxmoxBackend } from '../machine/proxmox';
 import { openStore, openStores as openStoresUnique, type MemoryStoreAdapter } from '../memory';
 import * as memoryOps from '../memory/ops';
 import { AgentKeepError, asAgentKeepError } from './errors';
@@ -21,7 +20,7 @@ import { Journal, isValidId, newRestorePointId } from './journal';
 import { acquireLock, isStale, pidAlive, type HeldLock, type LockInfo } from './lock';
 import { ObjectStore, hashFile } from './objects';
 import { StateLayout, checkStateDirVsTarget, cliTargetArgs, ensureStateDir, isInside, resolveStateDir } from './state';
-import { resolveTarget, type ParsedTarget } from './target';
+import { describeParsedTarget, describeTarget, discoverAgents, resolveTarget, type ParsedTarget } from './target';
 import type { CoreApi, CoreOptions } from './service';
 import { DEFAULT_MIN_AGE_MS, planPrune, type PruneOptions } from './retention';
 import { size as formatSize } from '../cli/format';
@@ -1039,6 +1038,7 @@ export class Core implements CoreApi {
     return {
       target: target.spec,
       backend: target.backend,
+      description: describeParsedTarget(target),
       reachable,
       ...(message ? { message } : {}),
       restorePoints: rps.length,
@@ -1092,7 +1092,7 @@ export class Core implements CoreApi {
    * @throws BadTarget, Unsupported (not a proxmox qemu target, LXC, agent not running), FileError, AuthFailed, Hypervisor
    */
   async guestFileRead(target: string, file: string): Promise<Buffer> {
-    return guestFileRead(await this.guestBackend(target, file), file);
+    return (await this.guestBackend(target, file)).readGuestFile(file);
   }
 
   /**
@@ -1101,16 +1101,25 @@ export class Core implements CoreApi {
    * @throws as guestFileRead; FileError when the content is too large (nothing written)
    */
   async guestFileWrite(target: string, file: string, content: string): Promise<void> {
-    await guestFileWrite(await this.guestBackend(target, file), file, content);
+    await (await this.guestBackend(target, file)).writeGuestFile(file, content);
   }
 
-  private async guestBackend(target: string, file: string): Promise<ProxmoxBackend> {
+  private async guestBackend(
+    target: string,
+    file: string,
+  ): Promise<Required<Pick<MachineBackend, 'readGuestFile' | 'writeGuestFile'>>> {
     if (!file.startsWith('/')) throw new AgentKeepError('InvalidParams', `Guest file "${file}" is not an absolute path.`, 'Give the path inside the VM, e.g. /root/.hermes/memories/MEMORY.md.');
     const t = await this.open(target, false);
-    if (!(t.backend instanceof ProxmoxBackend)) {
-      throw new AgentKeepError('Unsupported', `Guest file access needs a proxmox:// VM target, not ${t.target.spec}.`, 'For dir: and btrfs: targets read the file directly; for qemu: targets use the VM itself.');
+    const b = t.backend;
+    if (!b.readGuestFile || !b.writeGuestFile) {
+      const root = describeParsedTarget(t.target).localRoot;
+      throw new AgentKeepError(
+        'Unsupported',
+        `Guest file access needs a target whose backend reaches files inside the guest (a Proxmox VM), not ${t.target.spec}.`,
+        root ? `Read and write the file under ${root} directly.` : 'Reach the file through the machine (e.g. over SSH).',
+      );
     }
-    return t.backend;
+    return { readGuestFile: (f) => b.readGuestFile!(f), writeGuestFile: (f, c) => b.writeGuestFile!(f, c) };
   }
 
   /**
@@ -1119,8 +1128,12 @@ export class Core implements CoreApi {
    */
   async discoverAgents(p: ParamsOf<'agentDiscover'>): Promise<ResultOf<'agentDiscover'>> {
     validate(Methods.agentDiscover.params, p, 'agent.discover');
-    if (!/^proxmox:/i.test(p.target.trim())) throw new AgentKeepError('Unsupported', 'Agent discovery needs a proxmox:// target.', 'Give proxmox://HOST[:PORT].');
-    return discoverProxmoxAgents(p.target, p.tag ?? 'agent');
+    return discoverAgents(p.target, p.tag ?? 'agent');
+  }
+
+  /** See Methods.targetDescribe: the target as its backend describes it (no I/O). @throws BadTarget */
+  async describeTarget(p: ParamsOf<'targetDescribe'>): Promise<ResultOf<'targetDescribe'>> {
+    return describeTarget(validate(Methods.targetDescribe.params, p, 'target.describe').target);
   }
 
   private memoryCtx(): memoryOps.MemoryOpsContext {
