@@ -71,12 +71,9 @@ const CORE_ZONES = [
 // and for every other file. When a helper's branch removes a violation, delete its entry; when the
 // list is empty, delete it and layerRules() keeps working unchanged.
 const TEMP_LAYER_ALLOWLIST = [
-  // the extension parses Proxmox targets itself (backends will describe targets: target.describe)
-  { file: 'extension/proxmoxModel.ts', from: './sidecar', allow: ['./core/target.ts'] },
   // the extension classifies risky config files itself (moves into the protocol or behind a request)
   { file: 'extension/configFiles.ts', from: './sidecar', allow: ['./risk/config.ts'] },
-  // the core calls the Proxmox backend's guest I/O and discovery directly (moves behind the registry)
-  { file: 'sidecar/core/guest.ts', from: './sidecar/machine', allow: ['./proxmox'] },
+  { file: 'extension/configScope.ts', from: './sidecar', allow: ['./risk/config.ts'] },
   // the core calls memory operations directly (moves behind sidecar/memory/index.ts)
   { file: 'sidecar/core/memory.ts', from: './sidecar/memory', allow: ['./ops'] },
 ];

@@ -229,7 +229,7 @@ class Renderer {
         '',
       ];
     }
-    const desc = s.description ? ` ${prose(String(s.description))}` : '';
+    const desc = s.description ? ` ${prose(String(s.description)).replace(/([^.!?])$/, '$1.')}` : '';
     return [`${title}: ${this.type(s)}.${desc}`, ''];
   }
 }
