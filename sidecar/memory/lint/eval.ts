@@ -126,6 +126,8 @@ function pairUnits(kind: string, ids: string[], keyOf: (id: string) => string): 
 
 /** Scoring units of findings (see the module doc). */
 export function findingUnits(f: Pick<LintFinding, 'kind' | 'entries' | 'message' | 'stores'>, keyOf: (id: string) => string): string[] {
+  // A change over time (issue 12) is the contradiction family: these cases were labelled before it existed.
+  if (f.kind === 'superseded') return pairUnits('contradiction', f.entries, keyOf);
   if (PAIR_KINDS.has(f.kind)) return pairUnits(f.kind, f.entries, keyOf);
   if (FILE_KINDS.has(f.kind)) return [`${f.kind} ${f.stores?.[0] ?? ''} ${f.message.split(/\s/)[0].replace(/:$/, '')}`];
   return f.entries.map((id) => `${f.kind} ${id}`);

@@ -15,7 +15,8 @@ export type { LintInput, LintOptions, LintStore, LintFile, LintEntry, MachineFac
 /** Default thresholds, tuned on the dev split of test/cases/memory-lint (see BENCHMARKS.md). */
 export const DEFAULT_LINT_OPTIONS: LintOptions = {
   maxAgeDays: 90,
-  candidateJaccard: 0.25,
+  candidateJaccard: 0.15,
+  candidateContainment: 0.3,
   nearJaccard: 0.5,
   nearContainment: 0.85,
   nearTrigram: 0.6,
@@ -143,7 +144,7 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
   for (const p of reps) for (const sentence of sentences(p.text)) units.push(prepare(p.i, sentence));
   const whole: Array<[Prepared, Prepared]> = [];
   const part: Array<[Prepared, Prepared]> = [];
-  for (const [x, y] of candidatePairs(units, o.candidateJaccard)) {
+  for (const [x, y] of candidatePairs(units, o.candidateJaccard, undefined, o.candidateContainment)) {
     const [a, b] = units[x].i < units[y].i ? [units[x], units[y]] : [units[y], units[x]];
     if (a.i !== b.i) (x < reps.length && y < reps.length ? whole : part).push([a, b]);
   }
@@ -187,6 +188,27 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
       const la = all[a.i];
       const lb = all[b.i];
       const n = newer(la, lb);
+      const ta = entryTime(la.entry);
+      const tb = entryTime(lb.entry);
+      const timed = ta !== undefined && tb !== undefined && ta !== tb;
+      if (v.update || timed) {
+        // A change over time: the newer entry wins by default; say how we know which one is newer.
+        const byMarker = v.update ? (v.update.newer === 'a' ? la : lb) : undefined;
+        const [old, cur] = byMarker ? (byMarker === la ? [lb, la] : [la, lb]) : n.order;
+        const how = byMarker
+          ? `${label(cur)} records the change ("${v.update!.marker}")${timed ? (entryTime(cur.entry)! > entryTime(old.entry)! ? ', and its time is later' : ', although its recorded time is earlier: check which is true now') : ''}.`
+          : n.text;
+        out.push({
+          kind: 'superseded',
+          severity: 'warning',
+          entries: [old.entry.id, cur.entry.id],
+          stores: storesOf([old, cur]),
+          message: `Superseded (${v.why}: ${v.detail}): ${quote(old.entry.text, 70)} is replaced by ${quote(cur.entry.text, 70)}. ${how}`,
+          evidence: [`older: ${label(old)}: ${quote(old.entry.text)}`, `newer: ${label(cur)}: ${quote(cur.entry.text)}`, `${v.why}: ${v.detail}`, `how it knows which is newer: ${byMarker ? 'the wording of the change' : 'the entries\' times'}`],
+          suggestion: `Keep the newer entry and remove the older one (or fold what is still true into the newer one).`,
+        });
+        continue;
+      }
       const [first, second] = n.order;
       out.push({
         kind: 'contradiction',
