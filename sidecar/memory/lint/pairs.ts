@@ -320,6 +320,15 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   return undefined;
 }
 
+/** What the candidate join left out to stay fast (reported as a lint note). */
+export interface JoinStats {
+  /** Tokens (masked keys) in more than maxDf entries: not indexed. */
+  skippedTokens: number;
+  /** Up to 5 of them, most frequent first. */
+  examples: string[];
+  maxDf: number;
+}
+
 /**
  * Pairs of indices [i, j] (i < j into `items`) whose masked token sets have IDF-weighted Jaccard >= t
  * (a token's weight is ln(1 + n/df), so words every entry shares, such as a template's "user prefers",
@@ -331,7 +340,13 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
  * engine's stop words: a pair that shares only such tokens is not a candidate. This bounds the work
  * on template-like stores (10,000 "Staging host for X is IP" lines), at the cost of that guarantee.
  */
-export function candidatePairs(items: Prepared[], t: number, maxDf = Math.max(100, Math.ceil(items.length * 0.02)), containment = 0): Array<[number, number]> {
+export function candidatePairs(
+  items: Prepared[],
+  t: number,
+  maxDf = Math.max(100, Math.ceil(items.length * 0.02)),
+  containment = 0,
+  stats?: JoinStats,
+): Array<[number, number]> {
   const n = items.length;
   // Token ids, document frequencies and weights in flat arrays (this runs on 10,000+ entries).
   const ids = new Map<string, number>();
@@ -351,6 +366,12 @@ export function candidatePairs(items: Prepared[], t: number, maxDf = Math.max(10
     return a;
   });
   const df = Int32Array.from(dfl);
+  if (stats) {
+    stats.maxDf = maxDf;
+    const skipped = [...ids.entries()].filter(([, id]) => dfl[id] > maxDf).sort((x, y) => dfl[y[1]] - dfl[x[1]]);
+    stats.skippedTokens = skipped.length;
+    stats.examples = skipped.slice(0, 5).map(([k]) => k);
+  }
   // IDF with a floor on the corpus size: in a store of a few entries every shared word would otherwise
   // weigh half of an unshared one, and restatements of one fact would never meet.
   const N0 = Math.max(n, 1000);
