@@ -15,8 +15,8 @@ export type { LintInput, LintOptions, LintStore, LintFile, LintEntry, MachineFac
 /** Default thresholds, tuned on the dev split of test/cases/memory-lint (see BENCHMARKS.md). */
 export const DEFAULT_LINT_OPTIONS: LintOptions = {
   maxAgeDays: 90,
-  candidateJaccard: 0.15,
-  candidateContainment: 0.3,
+  candidateJaccard: 0.25,
+  candidateContainment: 0.5,
   nearJaccard: 0.5,
   nearContainment: 0.85,
   nearTrigram: 0.6,
@@ -306,7 +306,8 @@ function templateKey(p: Prepared): string | undefined {
 /** How many value positions differ among texts of one template (several = a list of records, not one fact). */
 function varyingSlots(texts: string[]): number {
   const rows = texts.map((t) => normalise(t).match(VALUE_SPAN) ?? []);
-  const width = Math.max(...rows.map((r) => r.length));
+  let width = 0;
+  for (const r of rows) width = Math.max(width, r.length);
   let varying = 0;
   for (let k = 0; k < width; k++) if (new Set(rows.map((r) => r[k])).size > 1) varying++;
   return varying;

@@ -9,7 +9,7 @@
  * come from a hash of the folded text. Each candidate is then classified by `classifyPair`.
  */
 import type { LintOptions } from './model';
-import { aboutThePast, frameDiff, labelValues, updateMarker, type UpdateMarker } from './slots';
+import { aboutThePast, frameDiff, labelValues, updateMarker, type LabelValue, type UpdateMarker } from './slots';
 import {
   areAlternatives,
   areAntonyms,
@@ -49,10 +49,13 @@ export interface Prepared {
   values: Map<string, Token['type']>;
   negated: boolean;
   masked: string[];
-  shingles: Set<string>;
+  /** Word shingles (unigrams + bigrams), computed on first use (see shinglesOf). */
+  shingles?: Set<string>;
   tri?: Set<string>;
   /** The update marker (slots.ts), computed on first use; null = none. */
   marker?: UpdateMarker | null;
+  /** "Label: value" statements (slots.ts), computed on first use. */
+  labels?: LabelValue[];
 }
 
 /** Prepare one entry text. */
@@ -70,9 +73,14 @@ export function prepare(i: number, text: string): Prepared {
     // (a value right after a negation, "port 2222 (not 22)", is a correction, not a claim)
   });
   const masked = [...new Set(toks.map(maskKey).filter((k): k is string => k !== null))];
-  const seq = toks.filter((t) => !(t.type === 'word' && NEGATIONS.has(t.t))).map((t) => t.t);
   const content = new Set([...words].filter((w) => !SUBJECT_WORDS.has(w)));
-  return { i, text, key: exactKey(text), toks, words, content, values, negated, masked, shingles: shingles(seq) };
+  return { i, text, key: exactKey(text), toks, words, content, values, negated, masked };
+}
+
+/** The word shingles of a prepared entry (negations left out), computed once. */
+function shinglesOf(p: Prepared): Set<string> {
+  p.shingles ??= shingles(p.toks.filter((t) => !(t.type === 'word' && NEGATIONS.has(t.t))).map((t) => t.t));
+  return p.shingles;
 }
 
 /**
@@ -285,7 +293,7 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   if (a.negated !== b.negated) return undefined;
   // 6. near-duplicate: similar wording, no value swapped, no distinct content word on both sides
   //    unless the overlap is very high
-  const sj = jaccard(a.shingles, b.shingles);
+  const sj = jaccard(shinglesOf(a), shinglesOf(b));
   const wj = jaccard(a.content, b.content);
   const cont = Math.min(a.content.size, b.content.size) >= 3 ? containment(a.content, b.content) : 0;
   let tri = 0;
@@ -320,6 +328,13 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   return undefined;
 }
 
+/**
+ * Tokens in more than this many entries are not indexed by the candidate join (a fixed number, so
+ * the work per entry is bounded and the join stays linear in the number of entries; the lint says
+ * when it skipped any).
+ */
+export const MAX_DF = 200;
+
 /** What the candidate join left out to stay fast (reported as a lint note). */
 export interface JoinStats {
   /** Tokens (masked keys) in more than maxDf entries: not indexed. */
@@ -343,7 +358,7 @@ export interface JoinStats {
 export function candidatePairs(
   items: Prepared[],
   t: number,
-  maxDf = Math.max(100, Math.ceil(items.length * 0.02)),
+  maxDf = MAX_DF,
   containment = 0,
   stats?: JoinStats,
 ): Array<[number, number]> {
@@ -515,8 +530,10 @@ function slotVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[]): Pair
     }
   }
   // 2. "Label: value"
-  const la = labelValues(a.text);
-  const lb = labelValues(b.text);
+  a.labels ??= a.text.includes(':') || a.text.includes('：') ? labelValues(a.text) : [];
+  b.labels ??= b.text.includes(':') || b.text.includes('：') ? labelValues(b.text) : [];
+  const la = a.labels;
+  const lb = b.labels;
   for (const x of la) {
     for (const y of lb) {
       if (x.label.join(' ') !== y.label.join(' ')) continue;
@@ -529,8 +546,8 @@ function slotVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[]): Pair
       if (inter === 0) return { kind: 'contradiction', why: 'single-valued attribute', detail: `${x.label.join(' ')}: "${x.value}" vs "${y.value}"` };
     }
   }
-  // 3. one span swapped in the same frame
-  const d = frameDiff(a.text, b.text);
+  // 3. one span swapped in the same frame (only worth aligning when few words differ)
+  const d = wa.length <= 6 && wb.length <= 6 && shared >= 2 ? frameDiff(a.toks, b.toks) : undefined;
   if (d && d.a.length && d.b.length && d.a.length <= 3 && d.b.length <= 3 && d.frame.length >= 2) {
     const sa = d.a.map((t) => t.t);
     const sb = d.b.map((t) => t.t);

@@ -73,8 +73,9 @@ export function aboutThePast(text: string): boolean {
 /** Frame tokens: canonical words and values in order, without the words that only mark a change. */
 const MARK_WORDS = new Set(['now', 'currently', 'nowadays', 'anymore', 'but', 'still', 'again', 'change', 'changed', 'update', 'updated']);
 
-function frameTokens(text: string): Token[] {
-  return tokens(text).filter((t) => !(t.type === 'word' && MARK_WORDS.has(t.t)));
+/** The tokens of an entry that frameDiff aligns (without the words that only mark a change). */
+export function frameTokens(toks: Token[]): Token[] {
+  return toks.filter((t) => !(t.type === 'word' && MARK_WORDS.has(t.t)));
 }
 
 /** Two spans that differ in otherwise equal wording. */
@@ -92,14 +93,15 @@ export interface FrameDiff {
  * Align two token sequences (LCS, both capped at 80 tokens) and return the single differing hunk,
  * or undefined when they differ in more than one place or not at all.
  */
-export function frameDiff(textA: string, textB: string): FrameDiff | undefined {
-  const x = frameTokens(textA).slice(0, 80);
-  const y = frameTokens(textB).slice(0, 80);
+export function frameDiff(a: string | Token[], b: string | Token[]): FrameDiff | undefined {
+  const x = frameTokens(typeof a === 'string' ? tokens(a) : a).slice(0, 80);
+  const y = frameTokens(typeof b === 'string' ? tokens(b) : b).slice(0, 80);
   const n = x.length;
   const m = y.length;
   if (!n || !m) return undefined;
-  const L: Uint16Array[] = Array.from({ length: n + 1 }, () => new Uint16Array(m + 1));
-  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) L[i][j] = x[i].t === y[j].t ? L[i + 1][j + 1] + 1 : Math.max(L[i + 1][j], L[i][j + 1]);
+  const W = m + 1;
+  const L = new Uint16Array((n + 1) * W);
+  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) L[i * W + j] = x[i].t === y[j].t ? L[(i + 1) * W + j + 1] + 1 : Math.max(L[(i + 1) * W + j], L[i * W + j + 1]);
   const frame: string[] = [];
   const hunks: Array<{ a: Token[]; b: Token[]; at: number }> = [];
   let cur: { a: Token[]; b: Token[]; at: number } | undefined;
@@ -114,7 +116,7 @@ export function frameDiff(textA: string, textB: string): FrameDiff | undefined {
       j++;
     } else {
       cur ??= { a: [], b: [], at: frame.length };
-      if (j < m && (i >= n || L[i][j + 1] >= L[i + 1][j])) cur.b.push(y[j++]);
+      if (j < m && (i >= n || L[i * W + j + 1] >= L[(i + 1) * W + j])) cur.b.push(y[j++]);
       else cur.a.push(x[i++]);
     }
   }
