@@ -169,14 +169,15 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
     if (a.i !== b.i) (x < reps.length && y < reps.length ? whole : part).push([a, b]);
   }
   const parent = prepared.map((_, i) => i);
-  const why = new Map<string, string>();
+  const why = new Map<number, string>();
+  const N = prepared.length;
   // Contradictions first, so that a near-duplicate cluster never joins two entries that contradict
   // each other (through a third entry similar to both): those are not to be merged.
   const verdicts: Array<{ a: Prepared; b: Prepared; v: ReturnType<typeof classifyPair> }> = [];
   // Whole entries first: a sentence pair only decides for two entries that have no verdict yet.
-  const seenPair = new Set<string>();
-  for (const [a, b] of [...whole, ...part]) {
-    const k = `${a.i}:${b.i}`;
+  const seenPair = new Set<number>();
+  for (const [a, b] of whole.concat(part)) {
+    const k = a.i * N + b.i;
     if (seenPair.has(k)) continue;
     const v = classifyPair(a, b, o);
     if (!v) continue;
@@ -191,19 +192,23 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
   }
   const members = new Map<number, number[]>();
   const membersOf = (r: number): number[] => members.get(r) ?? [r];
+  // Roots of clusters holding an entry that contradicts some entry: only those need the check below.
+  const conflicted = new Uint8Array(N);
+  for (const k of against.keys()) conflicted[k] = 1;
   for (const { a, b, v } of verdicts) {
     if (!v) continue;
     if (v.kind === 'near-duplicate') {
       const ra = find(parent, a.i);
       const rb = find(parent, b.i);
       if (ra === rb) continue;
-      if (membersOf(ra).some((m) => (against.get(m) ?? []).some((c) => find(parent, c) === rb))) continue;
+      if (conflicted[ra] && conflicted[rb] && membersOf(ra).some((m) => (against.get(m) ?? []).some((c) => find(parent, c) === rb))) continue;
       parent[ra] = rb;
+      if (conflicted[ra]) conflicted[rb] = 1;
       const into = membersOf(rb);
       append(into, membersOf(ra));
       members.set(rb, into);
       members.delete(ra);
-      why.set(`${Math.min(a.i, b.i)}:${Math.max(a.i, b.i)}`, v.why);
+      why.set(Math.min(a.i, b.i), v.why);
     } else {
       const la = all[a.i];
       const lb = all[b.i];
@@ -249,7 +254,7 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
   }
   const reasonsOf = new Map<number, Set<string>>();
   for (const [k, w] of why) {
-    const r = find(parent, Number(k.slice(0, k.indexOf(':'))));
+    const r = find(parent, k);
     const set = reasonsOf.get(r) ?? reasonsOf.set(r, new Set()).get(r)!;
     if (set.size < 3) set.add(w);
   }

@@ -14,7 +14,6 @@ import {
   areAlternatives,
   areAntonyms,
   containment,
-  editDistance,
   exactKey,
   FUNCTIONAL,
   incompatibleGroup,
@@ -191,12 +190,24 @@ function diff(a: Set<string>, b: Set<string>): string[] {
   return out;
 }
 
+/** Whether a and b differ by at most one insertion, deletion or substitution (no allocation). */
+export function withinOneEdit(a: string, b: string): boolean {
+  if (a === b) return true;
+  const la = a.length;
+  const lb = b.length;
+  if (Math.abs(la - lb) > 1) return false;
+  let i = 0;
+  while (i < la && i < lb && a[i] === b[i]) i++;
+  if (la === lb) return a.slice(i + 1) === b.slice(i + 1);
+  return la > lb ? a.slice(i + 1) === b.slice(i) : a.slice(i) === b.slice(i + 1);
+}
+
 /** Drop words of `a` and `b` that are the same word up to a typo (edit distance 1 for words of 5+ letters). */
 function dropTypos(a: string[], b: string[]): [string[], string[]] {
   const restB = [...b];
   const restA: string[] = [];
   for (const x of a) {
-    const j = x.length >= 5 ? restB.findIndex((y) => y.length >= 5 && editDistance(x, y, 1) <= 1) : -1;
+    const j = x.length >= 5 ? restB.findIndex((y) => y.length >= 5 && withinOneEdit(x, y)) : -1;
     if (j >= 0) restB.splice(j, 1);
     else restA.push(x);
   }
@@ -210,7 +221,8 @@ function dropTypos(a: string[], b: string[]): [string[], string[]] {
  */
 export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerdict {
   const [wa, wb] = dropTypos(diff(a.content, b.content), diff(b.content, a.content));
-  const shared = [...a.words].filter((w) => b.words.has(w));
+  const shared: string[] = [];
+  for (const w of a.words) if (b.words.has(w)) shared.push(w);
   const va = [...a.values.keys()].filter((v) => !b.values.has(v));
   const vb = [...b.values.keys()].filter((v) => !a.values.has(v));
   // Values of the same type that differ (dates are events, not attributes: they do not conflict).

@@ -61,7 +61,7 @@ export function updateMarker(text: string): UpdateMarker | undefined {
   if (m) return { phrase: m[0].replace(/\s+\S+$/, '').slice(0, 24), retires: false, ...(m[1] || m[2] ? { from: (m[1] ?? m[2]).trim() } : {}) };
   m = EN_NOW.exec(s);
   if (m && /\b(?:now|currently|nowadays)\s+(?:\w+\s+)?(?:is|are|uses?|prefers?|likes?|runs?|lives?|works?|wants?|goes|go|routes?|has|on|at|in|called|named|\d)/.test(s)) return { phrase: m[0], retires: false };
-  if (m && /\b(?:\w+\s){1,4}now[.!]?\s*$/.test(s)) return { phrase: m[0], retires: false };
+  if (m && /\b(?:is|are|uses?|runs?|lives?|prefers?|likes?|works?|wants?|has|goes)\b[^.;]{0,40}\bnow[.!)]?\s*$/.test(s)) return { phrase: m[0], retires: false };
   return undefined;
 }
 
