@@ -532,12 +532,15 @@ function slotVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[]): Pair
   const { shared, jac } = overlap(a, b);
   // 1. a change over time
   if (!!ma !== !!mb) {
-    const [marked, other, side] = ma ? [a, b, 'a' as const] : [b, a, 'b' as const];
+    const [other, side] = ma ? [b, 'a' as const] : [a, 'b' as const];
     const m = (ma ?? mb)!;
     const fromHit = m.from !== undefined && tokens(m.from).some((t) => t.type !== 'word' || (!t.cjk && other.content.has(t.t))) && tokens(m.from).filter((t) => t.type === 'word').every((t) => t.cjk || other.words.has(t.t) || other.content.size === 0);
     const small = Math.min(a.content.size, b.content.size);
     const sameSubject = fromHit || shared >= 3 || (shared >= 2 && jac >= 0.3) || (small <= 3 && shared >= 1 && jac >= 0.25);
-    if (sameSubject && !aboutThePast(other.text) && !(marked.negated && !m.retires && other.negated)) {
+    // "不再用 X" (no longer uses X) and "不用 X" (does not use X) say the same: a retiring marker needs a
+    // positive statement on the other side.
+    const otherNegated = other.negated || /[不没勿禁]/u.test(other.text);
+    if (sameSubject && !aboutThePast(other.text) && !(m.retires && otherNegated)) {
       return { kind: 'contradiction', why: 'change over time', detail: `the newer entry says "${m.phrase}"${m.from ? ` (from ${m.from})` : ''}`, update: { newer: side, marker: m.phrase } };
     }
   }
@@ -566,7 +569,11 @@ function slotVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[]): Pair
     const typeOf = (ts: Token[]): string => (ts.every((t) => t.type !== 'word') ? ts.map((t) => (t.type === 'ver' ? 'num' : t.type)).join(',') : 'word');
     const valuesOfOneType = typeOf(d.a) !== 'word' && typeOf(d.a) === typeOf(d.b) && typeOf(d.a) !== 'date';
     const alt = sa.some((x) => sb.some((y) => areAlternatives(x, y) || areAntonyms(x, y)));
-    const attr = d.before.some((w) => FUNCTIONAL.has(w) || SLOT_WORDS.has(w));
+    // "deploy target for previews is staging" / "... for releases is production": the first word of
+    // each span is a scope (after "for", "in", "on" ...), so two things differ, not one value.
+    const scoped = (p: Prepared, ts: Token[]): boolean =>
+      ts.length >= 2 && ts[0].at !== undefined && /\b(?:for|in|on|at|of|during|when)\s+$/.test(normalise(p.text).slice(Math.max(0, ts[0].at - 12), ts[0].at));
+    const attr = d.before.some((w) => FUNCTIONAL.has(w) || SLOT_WORDS.has(w)) && !(scoped(a, d.a) && scoped(b, d.b));
     const cjk = d.a.some((t) => t.cjk) || d.b.some((t) => t.cjk);
     // A name-like span (digits, @, /, _, a dotted or dashed identifier, a CJK name) swapped for another in an
     // otherwise identical entry of some length is another value, not a rewording ("repo X" → "repo Y",
