@@ -31,7 +31,7 @@ async function main(): Promise<void> {
   }
   if (only !== 'regression') {
     const real = evaluateReal(await loadCases(path.join(root, 'memory-real')));
-    json.real = { scores: real.scores, lowOverlap: real.lowOverlap };
+    json.real = { scores: real.scores, lowOverlap: real.lowOverlap, negatives: real.negatives };
     out.push('== real-wording set (test/cases/memory-real) ==', formatRealReport(real, splits));
   }
   process.stdout.write(args.includes('--json') ? `${JSON.stringify(json, null, 2)}\n` : `${out.join('\n')}\n`);

@@ -276,6 +276,8 @@ export interface RealReport {
   scores: Record<'dev' | 'heldout', Record<string, Score>>;
   /** Share of the expected pairs whose two entries have word Jaccard < 0.3 (little word overlap), per split. */
   lowOverlap: Record<'dev' | 'heldout', { pairs: number; low: number }>;
+  /** Negative cases (nothing expected) per split and sub-kind: how many, and how many stayed quiet. */
+  negatives: Record<'dev' | 'heldout', Record<string, { cases: number; quiet: number }>>;
 }
 
 /**
@@ -287,6 +289,7 @@ export function evaluateReal(cases: LintCase[], options?: Partial<LintOptions>):
   const scores: RealReport['scores'] = { dev: {}, heldout: {} };
   const lowOverlap: RealReport['lowOverlap'] = { dev: { pairs: 0, low: 0 }, heldout: { pairs: 0, low: 0 } };
   const results: RealCaseResult[] = [];
+  const negatives: RealReport['negatives'] = { dev: {}, heldout: {} };
   for (const c of cases) {
     const input = caseInput(c);
     if (options) input.options = options;
@@ -318,9 +321,14 @@ export function evaluateReal(cases: LintCase[], options?: Partial<LintOptions>):
       lowOverlap[split].pairs++;
       if (wordOverlap(text.get(a) ?? '', text.get(b) ?? '') < 0.3) lowOverlap[split].low++;
     }
+    if (want.size === 0) {
+      const n = (negatives[split][subkind] ??= { cases: 0, quiet: 0 });
+      n.cases++;
+      if (got.size === 0) n.quiet++;
+    }
     results.push({ id: c.id, split, fp, fn, ms, subkind, lang, source: c.source ?? '' });
   }
-  return { cases: results, scores, lowOverlap };
+  return { cases: results, scores, lowOverlap, negatives };
 }
 
 /** A plain-text table of the real-wording report; failures listed only for the splits in `errorsFor`. */
@@ -345,6 +353,13 @@ export function formatRealReport(r: RealReport, errorsFor: Array<'dev' | 'heldou
     return `${(sc.tp + sc.fp ? precision.toFixed(3) : '  –  ').padStart(6)} ${(sc.tp + sc.fn ? recall.toFixed(3) : '  –  ').padStart(6)} ${String(sc.tp).padStart(5)} ${String(sc.fp).padStart(3)} ${String(sc.fn).padStart(3)}`;
   };
   for (const row of rows) lines.push(`${row.padEnd(30)} ${cell(r.scores.dev[row])} | ${cell(r.scores.heldout[row])}`);
+  lines.push('');
+  lines.push('negative cases (nothing expected) that stayed quiet:');
+  for (const sk of [...new Set([...Object.keys(r.negatives.dev), ...Object.keys(r.negatives.heldout)])].sort()) {
+    const d = r.negatives.dev[sk];
+    const h = r.negatives.heldout[sk];
+    lines.push(`  ${sk.padEnd(28)} dev ${d ? `${d.quiet}/${d.cases}` : '–'}   held-out ${h ? `${h.quiet}/${h.cases}` : '–'}`);
+  }
   for (const s of errorsFor) {
     const bad = r.cases.filter((c) => c.split === s && (c.fp.length || c.fn.length));
     if (!bad.length) continue;
