@@ -58,6 +58,12 @@ describe('memory lint: slots, changes over time, groups (issue 12)', () => {
     assert.deepEqual(g.entries, ['e2', 'e1']);
   });
 
+  it('"the user lives in X" vs "in Y": one shared word besides the subject is frame enough', () => {
+    const f = lintEntries(mem(['The user lives in New York.', 'The user lives in London.']));
+    assert.deepEqual(f.map((x) => x.kind), ['contradiction']);
+    assert.match(f[0].message, /"new york" vs "london"/);
+  });
+
   it('a past-tense fact and the move agree', () => {
     assert.deepEqual(lintEntries(mem(['Kiran lived in Whitefield.', 'Kiran moved from Whitefield to Electronic City.'])), []);
   });

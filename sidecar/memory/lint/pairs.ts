@@ -562,7 +562,7 @@ function slotVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[]): Pair
     }
   }
   // 3. one span swapped in the same frame (only worth aligning when few words differ)
-  const d = wa.length <= 6 && wb.length <= 6 && shared >= 2 ? frameDiff(a.toks, b.toks) : undefined;
+  const d = wa.length <= 6 && wb.length <= 6 && shared >= 1 ? frameDiff(a.toks, b.toks) : undefined;
   if (d && d.a.length && d.b.length && d.a.length <= 3 && d.b.length <= 3 && d.frame.length >= 2) {
     const sa = d.a.map((t) => t.t);
     const sb = d.b.map((t) => t.t);
