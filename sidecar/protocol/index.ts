@@ -285,7 +285,7 @@ export const Provenance = z.object({
 export type Provenance = z.infer<typeof Provenance>;
 
 export const LintFinding = z.object({
-  kind: z.enum(['duplicate', 'near-duplicate', 'contradiction', 'over-budget', 'drift', 'untraceable', 'stale', 'age', 'store']).describe('What is wrong'),
+  kind: z.enum(['duplicate', 'near-duplicate', 'contradiction', 'superseded', 'over-budget', 'drift', 'untraceable', 'stale', 'age', 'store']).describe('What is wrong'),
   severity: z.enum(['error', 'warning', 'info']),
   entries: z.array(z.string()).describe('Ids of the entries involved (newest last where known)'),
   stores: z.array(Store).optional().describe('Stores involved'),
