@@ -234,5 +234,6 @@ export function useNamedAgents(root: Command, coreOpts: (cmd: Command) => CoreOp
     }
     cmd.setOptionValue('target', r.target);
     if (hasStore) cmd.setOptionValue('store', r.stores ?? []);
+    if (r.name) cmd.setOptionValue('resolvedAgent', r.name);
   });
 }
