@@ -120,6 +120,10 @@ export class Core implements CoreApi {
   listMemory(p: ParamsOf<'memoryList'>): Promise<ResultOf<'memoryList'>> {
     return memory.listMemory(this.ctx, p);
   }
+  /** See memory.ts describeStores. */
+  describeStores(p: ParamsOf<'storeDescribe'>): Promise<ResultOf<'storeDescribe'>> {
+    return memory.describeStores(p);
+  }
   /** See memory.ts showMemory. */
   showMemory(p: ParamsOf<'memoryShow'>): Promise<ResultOf<'memoryShow'>> {
     return memory.showMemory(this.ctx, p);

@@ -123,8 +123,9 @@ export async function createLocked(
 
 /**
  * Create a restore point: machine snapshot of the target + capture of each store's agent-state
- * files. Without `stores` (absent, not `[]`) the Hermes homes found in the target are captured
- * (detectStores), so a later restore with scope machine spares their memory. Waits up to
+ * files. Without `stores` (absent, not `[]`) the stores found in the target are captured
+ * (detectStores: every registered store kind's detect), so a later restore with scope machine
+ * spares their memory. Waits up to
  * lockTimeoutMs for another create/restore of the same target. CoreOptions.signal stops it.
  * Afterwards retention is applied (`retention` params, else `<stateDir>/config.json`, else the
  * defaults; see pruneRestorePoints); a failing prune does not fail the create. Then the size cap

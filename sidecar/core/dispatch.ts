@@ -28,6 +28,7 @@ const HANDLERS: Handlers = {
   restorePointKeep: (c, p) => c.keepRestorePoint(p),
   restorePointLabel: (c, p) => c.labelRestorePoint(p),
   memoryList: (c, p) => c.listMemory(p),
+  storeDescribe: (c, p) => c.describeStores(p),
   agentStatus: (c, p) => c.agentStatus(p),
   memoryShow: (c, p) => c.showMemory(p),
   memoryEdit: (c, p) => c.editMemory(p),

@@ -3,6 +3,7 @@
  * sidecar/memory (adapters, and sidecar/memory/ops for the operations) to this core's state dir,
  * journal and object store, plus the `changed` notification after a write.
  */
+import { describeAdapter, describeStore } from '../memory';
 import * as memoryOps from '../memory/ops';
 import type { ParamsOf, ResultOf } from '../protocol';
 import type { CoreContext } from './context';
@@ -16,11 +17,23 @@ function opsContext(ctx: CoreContext): memoryOps.MemoryOpsContext {
   };
 }
 
-/** Entries and usage of each store's memory files. @throws BadStore, StoreNotFound, FileError */
+/**
+ * Entries and usage of each store's memory files, and each store's description (kind, display
+ * name, location, capabilities). @throws BadStore, StoreNotFound, FileError
+ */
 export async function listMemory(ctx: CoreContext, p: ParamsOf<'memoryList'>): Promise<ResultOf<'memoryList'>> {
   const out: ResultOf<'memoryList'>['stores'] = [];
-  for (const s of ctx.openStores(p.stores)) out.push(...(await s.list()));
-  return { stores: out };
+  const descriptions: ResultOf<'memoryList'>['descriptions'] = [];
+  for (const s of ctx.openStores(p.stores)) {
+    out.push(...(await s.list()));
+    descriptions.push(describeAdapter(s));
+  }
+  return { stores: out, descriptions };
+}
+
+/** See Methods.storeDescribe: each store string's description (no I/O). @throws BadStore */
+export async function describeStores(p: ParamsOf<'storeDescribe'>): Promise<ResultOf<'storeDescribe'>> {
+  return p.stores.map(describeStore);
 }
 
 /** See Methods.memoryShow; implemented in sidecar/memory/ops. */

@@ -52,6 +52,8 @@ export interface CoreApi {
   /** See Methods.restorePointLabel. */
   labelRestorePoint(p: ParamsOf<'restorePointLabel'>): Promise<RestorePoint>;
   listMemory(p: ParamsOf<'memoryList'>): Promise<ResultOf<'memoryList'>>;
+  /** What store strings name and can do (no I/O); see Methods.storeDescribe. */
+  describeStores(p: ParamsOf<'storeDescribe'>): Promise<ResultOf<'storeDescribe'>>;
   agentStatus(p: ParamsOf<'agentStatus'>): Promise<ResultOf<'agentStatus'>>;
   /** See Methods.memoryShow. */
   showMemory(p: ParamsOf<'memoryShow'>): Promise<ResultOf<'memoryShow'>>;

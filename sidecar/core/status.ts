@@ -3,7 +3,7 @@
  * restore, the sidecar version. Reports problems instead of throwing them.
  */
 import { backendFor } from '../machine';
-import { openStore } from '../memory';
+import { describeAdapter, openStore } from '../memory';
 import type { ParamsOf, ResultOf, RestorePoint } from '../protocol';
 import { VERSION, type CoreContext } from './context';
 import { asAgentKeepError } from './errors';
@@ -11,8 +11,8 @@ import { interruptedRestore } from './interrupted';
 import { resolveTarget } from './target';
 
 /**
- * Status of an agent: whether its target is reachable, its restore points, its stores, the
- * sidecar version. Never throws for an unreachable target or a broken store (reported instead).
+ * Status of an agent: whether its target is reachable, its restore points, its stores (each with
+ * its StoreDescription: kind, display name, location, capabilities), the sidecar version. Never throws for an unreachable target or a broken store (reported instead).
  * @throws BadTarget for a target string that does not parse.
  */
 export async function agentStatus(ctx: CoreContext, p: ParamsOf<'agentStatus'>): Promise<ResultOf<'agentStatus'>> {
@@ -28,11 +28,14 @@ export async function agentStatus(ctx: CoreContext, p: ParamsOf<'agentStatus'>):
   const rps = await ctx.journalOf(target).list().catch(() => [] as RestorePoint[]);
   const stores: ResultOf<'agentStatus'>['stores'] = [];
   for (const spec of p.stores ?? []) {
+    let description: ResultOf<'agentStatus'>['stores'][number]['description'];
     try {
-      await openStore(spec).check();
-      stores.push({ store: spec, ok: true });
+      const s = openStore(spec);
+      description = describeAdapter(s);
+      await s.check();
+      stores.push({ store: spec, ok: true, description });
     } catch (e) {
-      stores.push({ store: spec, ok: false, message: asAgentKeepError(e).oneLine() });
+      stores.push({ store: spec, ok: false, message: asAgentKeepError(e).oneLine(), ...(description ? { description } : {}) });
     }
   }
   const broken = await interruptedRestore(ctx.layout, target);

@@ -9,7 +9,8 @@
  *
  * Conventions: times are ISO 8601 strings in UTC; sizes are bytes; paths are absolute POSIX paths;
  * a `target` is a URI-like string (`dir:/abs/path`, later `btrfs:`, `qemu:`, `proxmox://`); a `store`
- * is `<kind>:/abs/path` (`hermes:/abs/home`).
+ * is `<kind>:<where>` (`hermes:/abs/home`; each registered kind parses its own rest, store.describe
+ * says what a store is and can do).
  */
 import { z } from 'zod';
 
@@ -83,7 +84,7 @@ export const Target = z
   .string()
   .min(1, 'the target is empty: give one such as dir:/abs/path')
   .describe('Target URI: dir:/abs/path (embedded default), btrfs:/abs/subvolume, qemu:/abs/qmp.sock, proxmox://HOST[:PORT]/NODE/qemu|lxc/VMID (NODE "-": find it via /cluster/resources)');
-export const Store = z.string().min(1, 'the store is empty: give one such as hermes:/abs/path/to/.hermes').describe('Memory store: <kind>:/abs/path, e.g. hermes:/home/me/.hermes');
+export const Store = z.string().min(1, 'the store is empty: give one such as hermes:/abs/path/to/.hermes').describe('Memory store: <kind>:<where>, e.g. hermes:/home/me/.hermes (store.describe says what it is)');
 export const Scope = z.enum(['machine', 'agent', 'both']).describe(
   'What a restore puts back: machine (files/packages, keeping current agent state), agent (only agent-state files), both',
 );
@@ -171,7 +172,7 @@ export const MemoryEntry = z.object({
 export type MemoryEntry = z.infer<typeof MemoryEntry>;
 export const MemoryFile = z.object({
   kind: z.string().describe('hermes-memory (MEMORY.md) | hermes-user (USER.md) | hermes-soul | hermes-skill | hermes-archive | agent-zero-<area> | mem0'),
-  file: z.string().describe('Absolute path of the file (or database) that holds the entries'),
+  file: z.string().describe('Absolute path of the file (or database) that holds the entries; for a store without local files (no StoreDescription.localRoot): where they are, in the store\'s words (e.g. a URL)'),
   store: Store.optional().describe('The store this file belongs to'),
   entries: z.array(MemoryEntry),
   usage: z
@@ -185,6 +186,43 @@ export const MemoryFile = z.object({
   warnings: z.array(z.string()).optional().describe('Problems found while reading (e.g. embedding model mismatch, non-durable mem0 config)'),
 });
 export type MemoryFile = z.infer<typeof MemoryFile>;
+
+/**
+ * What a memory store can do, from its adapter (sidecar/memory/<kind>/): the front ends show these
+ * and branch on them, never on the store's kind or on the store string.
+ */
+export const StoreCapabilities = z
+  .object({
+    edit: z.boolean().describe('memory.edit/remove/add work for this kind of store (a store can still be read-only for a reason it states: MemoryFile.readOnly)'),
+    provenance: z.boolean().describe('memory.show traces an entry to the writes that made it (Hermes: state.db tool calls; mem0: history.db)'),
+    budgets: z.boolean().describe('Its files carry usage against a char limit (MemoryFile.usage), which memory.lint checks'),
+    drift: z.boolean().describe('memory.lint checks its files for hand edits the agent\'s own parser would read differently (drift)'),
+    diff: z.boolean().describe('memory.diff reads its entries from a restore point\'s capture'),
+    actions: z.boolean().describe('Its session history tells which outside-world actions the agent took since a time (what a restore cannot undo)'),
+    lock: z.boolean().describe('A restore of its agent state takes the store\'s own write lock, as the agent\'s writers do'),
+  })
+  .describe('What a memory store can do');
+export type StoreCapabilities = z.infer<typeof StoreCapabilities>;
+
+/**
+ * A memory store as its adapter describes it (store.describe, memory.list `descriptions`, agent.status
+ * `stores[].description`): from the store string alone (no I/O), so it is there for a missing store too.
+ */
+export const StoreDescription = z
+  .object({
+    store: Store.describe('The store string as given'),
+    kind: z.string().describe('Store kind (the registered name before the colon), e.g. hermes, agent-zero, mem0'),
+    kindName: z.string().describe('The kind as people write it, e.g. Hermes, Agent Zero, mem0'),
+    name: z.string().describe('Short name for views, e.g. "agent-home/.hermes" (the last two parts of its path)'),
+    location: z.string().describe('Where the store is, for display: an absolute path, or a URL for a store reached over the network'),
+    localRoot: z
+      .string()
+      .optional()
+      .describe('Absolute local directory that holds the store\'s files, when it has one; its agent-state paths are relative to it. Absent for stores reached through an API'),
+    capabilities: StoreCapabilities,
+  })
+  .describe('A memory store as its adapter describes it');
+export type StoreDescription = z.infer<typeof StoreDescription>;
 
 export const ProvenanceTrace = z.object({
   action: z.enum(['add', 'replace', 'remove', 'update', 'none', 'consolidate']).describe('What the tool call / history row did to the entry'),
@@ -393,7 +431,16 @@ export const Methods = {
     'memory.list',
     'List the entries of memory stores with their usage against the char limits.',
     z.object({ stores: z.array(Store) }),
-    z.object({ stores: z.array(MemoryFile) }),
+    z.object({
+      stores: z.array(MemoryFile),
+      descriptions: z.array(StoreDescription).describe('One per store listed, in order (a store named twice is listed once)'),
+    }),
+  ),
+  storeDescribe: method(
+    'store.describe',
+    'What each memory store is and what it can do (kind, display name, location, local root, capabilities), from the store strings alone: no I/O, so it works for a missing store. BadStore for a string that does not parse or names an unregistered kind.',
+    z.object({ stores: z.array(Store).min(1) }),
+    z.array(StoreDescription),
   ),
   memoryShow: method(
     'memory.show',
@@ -459,7 +506,14 @@ export const Methods = {
       message: z.string().optional().describe('Why it is not reachable'),
       restorePoints: z.number().int(),
       latest: RestorePoint.optional(),
-      stores: z.array(z.object({ store: Store, ok: z.boolean(), message: z.string().optional() })),
+      stores: z.array(
+        z.object({
+          store: Store,
+          ok: z.boolean(),
+          message: z.string().optional().describe('Why the store cannot be read'),
+          description: StoreDescription.optional().describe('The store as its adapter describes it (absent when the string does not parse)'),
+        }),
+      ),
       interruptedRestore: z
         .object({
           id: z.string(),

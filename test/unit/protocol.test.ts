@@ -50,6 +50,7 @@ describe('protocol', () => {
       labelRestorePoint: rec('labelRestorePoint'),
       pruneRestorePoints: rec('pruneRestorePoints'),
       listMemory: rec('listMemory'),
+      describeStores: rec('describeStores'),
       agentStatus: rec('agentStatus'),
       showMemory: rec('showMemory'),
       editMemory: rec('editMemory'),

@@ -19,7 +19,8 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { MemoryEntry, MemoryFile, Provenance } from '../../protocol';
 import { AgentKeepError } from '../../core/errors';
-import type { CaptureSource, MemoryStoreAdapter, WriteOptions } from '../types';
+import { captureLocalFiles, changedLocalFiles, restoreLocalFiles } from '../files';
+import type { AgentStateOptions, CapturedFile, CaptureSink, CaptureSource, MemoryStoreAdapter, RestoreSource, WriteOptions } from '../types';
 import { AgentZeroApi, type A0Credentials } from './api';
 import { parseDocstore, type A0Document } from './docstore';
 
@@ -164,6 +165,27 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     this.url = opts.url ?? (process.env.AGENTKEEP_A0_URL || undefined);
     const user = process.env.AGENTKEEP_A0_USER;
     this.credentials = opts.credentials ?? (user ? { user, password: process.env.AGENTKEEP_A0_PASSWORD ?? '' } : undefined);
+  }
+
+  /** See MemoryStoreAdapter.location: the Agent Zero root. */
+  get location(): string {
+    return this.root;
+  }
+  /** See MemoryStoreAdapter.localRoot: the Agent Zero root. */
+  get localRoot(): string {
+    return this.root;
+  }
+  /** See MemoryStoreAdapter.capture: the files of agentStateFiles (sidecar/memory/files.ts). */
+  capture(sink: CaptureSink, opts?: AgentStateOptions): Promise<CapturedFile[]> {
+    return captureLocalFiles(this, this.root, sink, opts);
+  }
+  /** See MemoryStoreAdapter.restore: temp file + rename per file (sidecar/memory/files.ts). */
+  restore(files: readonly CapturedFile[], src: RestoreSource, opts?: AgentStateOptions): Promise<string[]> {
+    return restoreLocalFiles(this, this.root, files, src, opts);
+  }
+  /** See MemoryStoreAdapter.changedFiles. */
+  changedFiles(files: readonly CapturedFile[]): Promise<string[]> {
+    return changedLocalFiles(this, this.root, files);
   }
 
   /** @throws StoreNotFound when root is not a directory or has neither usr/memory/ nor memory/. */

@@ -22,7 +22,8 @@ import type { MemoryEntry, MemoryFile, Provenance, ProvenanceTrace } from '../..
 import { AgentKeepError } from '../../core/errors';
 import { fsyncDir, tempNameFor } from '../../core/fsutil';
 import { captureSqlite } from '../sqlite';
-import type { CaptureSource, MemoryStoreAdapter, WriteOptions } from '../types';
+import { captureLocalFiles, changedLocalFiles, restoreLocalFiles } from '../files';
+import type { AgentStateOptions, CaptureSink, CaptureSource, CapturedFile, MemoryStoreAdapter, RestoreSource, StoreLintProfile, WriteOptions } from '../types';
 import { ENTRY_DELIMITER, READ_ONLY, driftReason, entryId, limitsFromConfig, parseEntries, readHome, sha256, usageChars, type FileSource, type HermesLimits, type ReadFile } from './home';
 import { ProvenanceIndex, outsideActions, readHistory, type HermesHistory } from './history';
 import { lockHermesFile } from './lock';
@@ -103,6 +104,26 @@ export class HermesStore implements MemoryStoreAdapter {
     readonly root: string,
     readonly spec: string = `hermes:${root}`,
   ) {}
+
+  /** See MemoryStoreAdapter.location: the home directory. */
+  get location(): string {
+    return this.root;
+  }
+  /** See MemoryStoreAdapter.localRoot: the home directory. */
+  get localRoot(): string {
+    return this.root;
+  }
+
+  /**
+   * Lint knobs: char budgets (MEMORY.md/USER.md usage), history while state.db exists, Hermes' drift
+   * rule on the raw MEMORY.md/USER.md, and "~" = the parent of a home named .hermes (else unknown).
+   */
+  readonly lintProfile: StoreLintProfile = {
+    budgets: true,
+    keepsHistory: () => fs.access(path.join(this.root, 'state.db')).then(() => true, () => false),
+    driftText: async (f) => (f.kind === 'hermes-memory' || f.kind === 'hermes-user' ? fs.readFile(f.file, 'utf8').catch(() => undefined) : undefined),
+    agentHome: () => (path.basename(this.root) === '.hermes' ? path.dirname(this.root) : null),
+  };
 
   /** @throws AgentKeepError StoreNotFound when root is not a directory or has neither memories/ nor config.yaml. */
   async check(): Promise<void> {
@@ -232,6 +253,19 @@ export class HermesStore implements MemoryStoreAdapter {
     if (rel === 'state.db-wal' || rel === 'state.db-shm') return false;
     if (rel === 'state.db') return captureSqlite(path.join(this.root, 'state.db'), dest);
     await fs.copyFile(path.join(this.root, ...rel.split('/')), dest);
+  }
+
+  /** See MemoryStoreAdapter.capture: the files of agentStateFiles (sidecar/memory/files.ts). */
+  capture(sink: CaptureSink, opts?: AgentStateOptions): Promise<CapturedFile[]> {
+    return captureLocalFiles(this, this.root, sink, opts);
+  }
+  /** See MemoryStoreAdapter.restore: temp file + rename per file (sidecar/memory/files.ts). */
+  restore(files: readonly CapturedFile[], src: RestoreSource, opts?: AgentStateOptions): Promise<string[]> {
+    return restoreLocalFiles(this, this.root, files, src, opts);
+  }
+  /** See MemoryStoreAdapter.changedFiles. */
+  changedFiles(files: readonly CapturedFile[]): Promise<string[]> {
+    return changedLocalFiles(this, this.root, files);
   }
 
   /** Hermes readOnlyReason: none (MEMORY.md and USER.md are editable; other files say so per file). */

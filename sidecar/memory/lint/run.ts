@@ -3,7 +3,6 @@
  * it), probes the machine for the claims the entries make, and runs the pure `lintEntries`.
  */
 import { promises as fs } from 'node:fs';
-import * as path from 'node:path';
 import type { LintFinding, MemoryEntry } from '../../protocol';
 import { AgentKeepError } from '../../core/errors';
 import { parseTarget } from '../../core/target';
@@ -33,30 +32,25 @@ export interface RunLintDeps {
   probeDeadlineMs?: number;
 }
 
-/** Whether the store keeps a write history, so that "no trace" means untraceable (not "unknown"). */
+/**
+ * Whether the store keeps a write history, so that "no trace" means untraceable (not "unknown"):
+ * the adapter's StoreLintProfile.keepsHistory (Hermes: while state.db exists), else yes.
+ */
 async function hasHistory(store: MemoryStoreAdapter): Promise<boolean> {
-  if (store.kind === 'hermes') {
-    try {
-      await fs.access(path.join(store.root, 'state.db'));
-      return true;
-    } catch {
-      return false;
-    }
-  }
-  return true;
+  return (await store.lintProfile?.keepsHistory?.().catch(() => false)) ?? true;
 }
 
 /**
- * What "~" means for these stores: the agent's home. A Hermes home at <home>/.hermes gives <home>;
- * a Hermes store elsewhere (HERMES_HOME set to another directory) or stores naming different homes
- * give null (unknown: ~ paths are not checked); stores that are not Hermes give undefined (the
- * sidecar user's home, the default of the probes).
+ * What "~" means for these stores: the agent's home, from each adapter's StoreLintProfile.agentHome
+ * (Hermes: a home at <home>/.hermes gives <home>, a home elsewhere null). Stores naming different
+ * homes, or one that cannot know, give null (unknown: ~ paths are not checked); when no store has an
+ * opinion, undefined (the sidecar user's home, the default of the probes).
  */
-export function agentHome(adapters: Array<{ kind: string; root: string }>): string | null | undefined {
+export function agentHome(adapters: ReadonlyArray<Pick<MemoryStoreAdapter, 'lintProfile'>>): string | null | undefined {
   const homes = new Set<string | null>();
   for (const a of adapters) {
-    if (a.kind !== 'hermes') continue;
-    homes.add(path.basename(a.root) === '.hermes' ? path.dirname(a.root) : null);
+    const h = a.lintProfile?.agentHome?.();
+    if (h !== undefined) homes.add(h);
   }
   if (homes.size === 0) return undefined;
   const [only] = homes;
@@ -98,9 +92,10 @@ function toLintEntry(e: MemoryEntry): LintEntry {
 /**
  * Lint the entries of `p.stores` (memory.lint).
  *
- * For each store: `adapter.list()` gives the files and entries (usage and limits for Hermes);
- * Hermes MEMORY.md/USER.md are re-read raw for the drift rule; `adapter.provenance(entry)` (when the
- * store has it and keeps a history, e.g. Hermes with state.db) marks entries with no recorded write
+ * For each store: `adapter.list()` gives the files and entries (usage and limits for Hermes); the
+ * adapter's StoreLintProfile gives the raw text of the files the drift rule checks (Hermes
+ * MEMORY.md/USER.md), whether it keeps a history and the agent's home for "~"; `adapter.provenance(entry)`
+ * (when the store has it and keeps a history, e.g. Hermes with state.db) marks entries with no recorded write
  * as untraceable and supplies createdAt/updatedAt from the first/last write, so contradictions can
  * say which entry is newer. Claims about the machine (paths, commands, tool versions, OS release)
  * are probed on the target (see RunLintDeps.probe) within `probeDeadlineMs`.
@@ -142,14 +137,8 @@ export async function runLint(p: { stores: string[]; target?: string }, deps: Ru
         }
         entries.push(le);
       }
-      let raw: string | undefined;
-      if (f.kind === 'hermes-memory' || f.kind === 'hermes-user') {
-        try {
-          raw = await fs.readFile(f.file, 'utf8');
-        } catch {
-          raw = undefined; // missing file: nothing to drift
-        }
-      }
+      // the raw text for the drift rule, where the store checks drift (missing file: nothing to drift)
+      const raw = await adapter.lintProfile?.driftText?.(f).catch(() => undefined);
       lintFiles.push({
         kind: f.kind,
         file: f.file,

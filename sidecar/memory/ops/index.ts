@@ -12,7 +12,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { MemoryEntry, MemoryFile, ParamsOf, ProvenanceTrace, RestorePoint, ResultOf } from '../../protocol';
 import { AgentKeepError } from '../../core/errors';
-import { openStore, uniqueStoreSpecs } from '../index';
+import { openStore, sameStore, uniqueStoreSpecs } from '../index';
 import type { CaptureSource, MemoryStoreAdapter, WriteOptions } from '../types';
 import { logWrite, withWriteLog } from './writelog';
 
@@ -42,7 +42,7 @@ async function refuseReadOnly(s: MemoryStoreAdapter): Promise<void> {
 
 /** Where the bytes replaced by memory writes of a store are kept. */
 export function backupDir(stateDir: string, s: MemoryStoreAdapter): string {
-  const key = createHash('sha256').update(`${s.kind}:${s.root}`).digest('hex').slice(0, 16);
+  const key = createHash('sha256').update(`${s.kind}:${s.location}`).digest('hex').slice(0, 16);
   return path.join(stateDir, 'memory-backups', `${s.kind}-${key}`);
 }
 
@@ -213,7 +213,7 @@ export async function diffMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryDiff'
     const s = openStore(spec);
     if (!s.listCapture) throw unsupported(s, 'read its entries from a restore point');
     const source = (rp: RestorePoint): CaptureSource => {
-      const cap = rp.agent.find((a) => a.store === spec || sameRoot(a.store, s));
+      const cap = rp.agent.find((a) => a.store === spec || sameStore(a.store, s));
       if (!cap) {
         throw new AgentKeepError('BadStore', `Restore point ${rp.id} has no capture of ${spec} (captured: ${rp.agent.map((a) => a.store).join(', ') || 'none'}).`, 'Name a store the restore point captured, or pick another restore point.');
       }
@@ -239,11 +239,3 @@ export async function diffMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryDiff'
   return result;
 }
 
-function sameRoot(a: string, s: MemoryStoreAdapter): boolean {
-  try {
-    const o = openStore(a);
-    return o.kind === s.kind && o.root === s.root;
-  } catch {
-    return false;
-  }
-}
