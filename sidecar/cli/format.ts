@@ -1,5 +1,6 @@
 /** Human output of the CLI: tables, ages, sizes. Pure functions. */
-import type { ChangeSummary, MemoryFile, ResultOf, RestorePoint, RiskFinding } from '../protocol';
+import type { ChangeSummary, MemoryFile, ResultOf, RestorePoint, RiskFinding, StoreDescription } from '../protocol';
+import { storeSummary } from '../protocol/stores';
 
 /** "just now", "42s ago", "3m ago", "5h ago", "2d ago" (from an ISO time, relative to `now`). */
 export function age(iso: string, now = Date.now()): string {
@@ -106,8 +107,25 @@ export function changeSummary(c: ChangeSummary, future: boolean, scope: 'machine
   return lines.length ? lines.join('\n') : '  No differences: the tree already matches the restore point.';
 }
 
-/** Memory stores: per file a header with usage, then one line per entry (id, first line of text). */
-export function memoryTable(files: MemoryFile[]): string {
+/**
+ * Memory stores: per store (when `descriptions` are given) a line saying what it is and can do, then
+ * per file a header with usage, then one line per entry (id, first line of text).
+ */
+export function memoryTable(files: MemoryFile[], descriptions: readonly StoreDescription[] = []): string {
+  const out: string[] = [];
+  // one heading per store (what it is and can do), then its files; files of no described store last
+  const groups = descriptions.map((d) => ({ d: d as StoreDescription | undefined, files: files.filter((f) => f.store === d.store) }));
+  const rest = files.filter((f) => !descriptions.some((d) => d.store === f.store));
+  if (rest.length) groups.push({ d: undefined, files: rest });
+  for (const { d, files: group } of groups) {
+    if (d) out.push(`Store ${d.store}: ${storeSummary(d)}`);
+    out.push(...memoryFileLines(group));
+  }
+  return out.join('\n');
+}
+
+/** The lines of memoryTable for some files (without store headings). */
+function memoryFileLines(files: MemoryFile[]): string[] {
   const out: string[] = [];
   for (const f of files) {
     const u = f.usage;
@@ -121,7 +139,7 @@ export function memoryTable(files: MemoryFile[]): string {
       out.push(`  ${e.id}  ${first.length > 100 ? first.slice(0, 99) + '…' : first}${more}`);
     }
   }
-  return out.join('\n');
+  return out;
 }
 
 /** Findings as `file:line[-endLine]  class  command`. */

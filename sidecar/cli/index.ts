@@ -46,6 +46,7 @@ import { changeSummary, createdLine, findingsTable, memoryDiffText, restoreLossT
 import { guardSignals } from './signals';
 import { cliTargetArgs, resolveStateDir } from '../core/state';
 import { parseDuration } from '../core/retention';
+import { storeFactories } from '../memory';
 import { VERSION } from './version';
 
 /** Where the CLI writes; replaceable for tests. */
@@ -131,6 +132,11 @@ function coreOpts(cmd: Command): CoreOptions {
 }
 
 /** What a VM rollback does, shown before and after it. */
+/** The forms of the registered store kinds, for help texts ("hermes:/abs/path/to/.hermes, agent-zero:/abs/root, ..."). */
+function storeForms(): string {
+  return storeFactories().map((f) => f.forms[0]).join(', ');
+}
+
 /** Said before and after every restore: snapshots roll back the machine, not the world. */
 const OUTSIDE_NOTE = 'A restore does not undo what the agent did outside the machine (messages sent, remote pushes, API calls, payments).';
 const VM_RESTORE_NOTE =
@@ -187,7 +193,7 @@ function program(ctx: Ctx): Command {
     .description('take a restore point of a target (and capture the agent state of each --store)')
     .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
     .option('--label <text>', 'a label for the restore point')
-    .option('--store <store>', 'memory store whose agent state is captured, e.g. hermes:/home/me/.hermes (repeatable; default: the Hermes homes found in the target)', collect, [])
+    .option('--store <store>', `memory store whose agent state is captured, e.g. hermes:/home/me/.hermes (repeatable; default: the stores found in the target: ${storeFactories().filter((f) => f.detect).map((f) => f.kindName).join(', ')})`, collect, [])
     .addOption(new Option('--kind <kind>', 'why it is taken: manual, config-edit (before editing a config file), update (before updating the agent), hook (from a script or git hook); retention treats them alike').choices(['manual', 'config-edit', 'update', 'hook']).default('manual'))
     .option('--important', 'mark it important (retention keeps the newest 10 important restore points)')
     .option('--vmstate', 'VM targets: include the RAM state (a rollback resumes the VM where it was)')
@@ -386,14 +392,14 @@ function program(ctx: Ctx): Command {
   mem
     .command('list')
     .description('list the entries of memory stores with their usage')
-    .requiredOption('--store <store>', 'memory store, e.g. hermes:/home/me/.hermes (repeatable)', collect, [])
+    .requiredOption('--store <store>', `memory store, one of ${storeForms()} (repeatable)`, collect, [])
     .option('--json', 'print {stores: [...]} as JSON')
     .action(async (o: { store: string[] }, cmd: Command) => {
       const asJson = json(cmd);
       if (o.store.length === 0) throw new UsageError('InvalidParams', 'memory list needs a store.', 'Add --store hermes:/abs/path/to/.hermes (repeatable).');
       const r = await call(core(cmd), 'memoryList', { stores: o.store });
       if (asJson) printJson(ctx, r);
-      else ctx.io.out(memoryTable(r.stores));
+      else ctx.io.out(memoryTable(r.stores, r.descriptions));
     });
 
   root
@@ -504,7 +510,7 @@ function program(ctx: Ctx): Command {
     if (o.store.length > 1) throw new UsageError('InvalidParams', `memory ${what} takes one --store.`, 'Name the store that holds the entry.');
     return o.store[0];
   };
-  const storeOpt = (c: Command): Command => c.option('--store <store>', 'memory store, e.g. hermes:/home/me/.hermes (repeatable)', collect, []);
+  const storeOpt = (c: Command): Command => c.option('--store <store>', `memory store, one of ${storeForms()} (repeatable)`, collect, []);
 
   storeOpt(mem.command('show').description('show one entry with its provenance (which session and tool call wrote it)'))
     .option('--entry <id>', 'entry id or a unique prefix (>= 4 chars)')

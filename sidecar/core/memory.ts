@@ -25,7 +25,8 @@ export async function listMemory(ctx: CoreContext, p: ParamsOf<'memoryList'>): P
   const out: ResultOf<'memoryList'>['stores'] = [];
   const descriptions: ResultOf<'memoryList'>['descriptions'] = [];
   for (const s of ctx.openStores(p.stores)) {
-    out.push(...(await s.list()));
+    // every file names its store (the front ends group files by it)
+    out.push(...(await s.list()).map((f) => (f.store ? f : { ...f, store: s.spec })));
     descriptions.push(describeAdapter(s));
   }
   return { stores: out, descriptions };
