@@ -13,15 +13,15 @@ import type { AgentCapture, CoreContext, Progress } from './context';
 import { AgentKeepError } from './errors';
 import { throwIfAborted } from './fsutil';
 import { isInside } from './state';
-import type { ParsedTarget } from './target';
+import { describeParsedTarget, type ParsedTarget } from './target';
 
 export { sameStore } from '../memory';
 
 /**
- * Stores whose local root lies inside the target's, as a filter of target-relative paths a machine
- * restore must leave alone: always their volatile paths (lock files, MemoryStoreAdapter.isVolatilePath,
- * for every scope), plus their agent state when `keepAgentState` (scope machine). Stores without a
- * local root (reached through an API) are never inside a target.
+ * Stores whose local root lies inside the target's (target.describe `localRoot`; none for VMs), as a
+ * filter of target-relative paths a machine restore must leave alone: always their volatile paths
+ * (lock files, MemoryStoreAdapter.isVolatilePath, for every scope), plus their agent state when
+ * `keepAgentState` (scope machine). Stores without a local root (an API store) are never inside.
  * @returns undefined when no store lies inside the target
  */
 export function agentStateFilter(
@@ -29,9 +29,11 @@ export function agentStateFilter(
   stores: MemoryStoreAdapter[],
   { keepAgentState }: { keepAgentState: boolean },
 ): PathFilter | undefined {
+  const root = describeParsedTarget(t).localRoot;
+  if (!root) return undefined;
   const inside = stores
-    .filter((s) => !!t.path && !!s.localRoot && isInside(s.localRoot, t.path))
-    .map((s) => ({ s, prefix: path.relative(t.path, s.localRoot!).split(path.sep).join('/') }));
+    .filter((s) => !!s.localRoot && isInside(s.localRoot, root))
+    .map((s) => ({ s, prefix: path.relative(root, s.localRoot!).split(path.sep).join('/') }));
   if (!inside.length) return undefined;
   const keep = (s: MemoryStoreAdapter, rel: string): boolean => !!s.isVolatilePath?.(rel) || (keepAgentState && s.isAgentStatePath(rel));
   return (rel: string) =>

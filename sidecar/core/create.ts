@@ -8,7 +8,7 @@ import type { MemoryStoreAdapter } from '../memory';
 import type { ParamsOf, ResultOf, RestorePoint } from '../protocol';
 import { captureStores } from './agentState';
 import { definedOnly, STAGE_TEXT, type AgentCapture, type CoreContext, type Progress, type TargetCtx } from './context';
-import { detectStores } from './detect';
+import { detectTargetStores } from './detect';
 import { asAgentKeepError } from './errors';
 import { abortedError, isAbortedError, throwIfAborted } from './fsutil';
 import { interruptedRestore } from './interrupted';
@@ -124,9 +124,9 @@ export async function createLocked(
 /**
  * Create a restore point: machine snapshot of the target + capture of each store's agent-state
  * files. Without `stores` (absent, not `[]`) the stores found in the target are captured
- * (detectStores: every registered store kind's detect), so a later restore with scope machine
- * spares their memory. Waits up to
- * lockTimeoutMs for another create/restore of the same target. CoreOptions.signal stops it.
+ * (detectTargetStores: every registered store kind's detect in its local root), so a later restore
+ * with scope machine spares their memory. Waits up to lockTimeoutMs for another create/restore of
+ * the same target. CoreOptions.signal stops it.
  * Afterwards retention is applied (`retention` params, else `<stateDir>/config.json`, else the
  * defaults; see pruneRestorePoints); a failing prune does not fail the create. Then the size cap
  * is checked where the backend can tell its disk use cheaply (not btrfs): above 90% of
@@ -146,7 +146,7 @@ export async function createRestorePoint(
     configProblem = `${asAgentKeepError(e).oneLine()} (retention and the size cap used their defaults for this create)`;
     return {} as Awaited<ReturnType<typeof readStateConfig>>;
   });
-  const stores = p.stores ? ctx.openStores(p.stores) : await detectStores(t.target.path);
+  const stores = p.stores ? ctx.openStores(p.stores) : await detectTargetStores(t.target);
   const progress = ctx.progress(p.progressToken);
   const spec: CreateSpec = {
     label: p.label,

@@ -8,7 +8,7 @@ import type { MemoryStoreAdapter } from '../memory';
 import { agentStateFilter, findCapture, lockStores, noCapture, restoreAgent } from './agentState';
 import { STAGE_TEXT, type CoreContext } from './context';
 import { createLocked } from './create';
-import { detectStores } from './detect';
+import { detectTargetStores } from './detect';
 import { AgentKeepError, asAgentKeepError } from './errors';
 import { isAbortedError } from './fsutil';
 import { clearRestoreMarker, writeRestoreMarker } from './interrupted';
@@ -48,7 +48,7 @@ export async function restoreRestorePoint(
     // Capture what we are about to replace, so the restore can be undone.
     const capturable: MemoryStoreAdapter[] = [];
     for (const s of stores) if (await s.check().then(() => true, () => false)) capturable.push(s);
-    if (!capturable.length && !p.stores) capturable.push(...(await detectStores(t.target.path)));
+    if (!capturable.length && !p.stores) capturable.push(...(await detectTargetStores(t.target)));
     const undo = await createLocked(ctx, t, { kind: 'pre-restore', restoredFrom: rp.id, stores: capturable }, progress, `the restore of ${rp.id} did not start; nothing in the target was changed`);
     try {
       ctx.opts.onRestoreWriting?.(undo);
@@ -65,7 +65,7 @@ export async function restoreRestorePoint(
     const unlock = scope === 'machine' ? async () => undefined : await lockStores(stores);
     try {
       if (scope !== 'agent') {
-        const inTarget = [...stores, ...(await detectStores(t.target.path))];
+        const inTarget = [...stores, ...(await detectTargetStores(t.target))];
         const skip = agentStateFilter(t.target, inTarget, { keepAgentState: scope === 'machine' });
         const m = await t.backend.restore(rp.id, {
           currentId: undo.id,
