@@ -168,7 +168,7 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
       await ctx.statusBar.update();
     }),
     reg('agentkeep.setupDemo', (opts?: { open?: boolean; root?: string }) => setupDemo(ctx, opts)),
-    reg('agentkeep.pickFolder', (folder?: string) => pickFolder(folder)),
+    reg('agentkeep.pickFolder', (folder?: string) => pickFolder(ctx, folder)),
     reg('agentkeep.showLog', async () => ctx.output.show()),
     reg('agentkeep.snapshotAndRun', (arg: LensArg, opts?: SnapshotAndRunOptions) => snapshotAndRun(ctx, arg, opts)),
     reg('agentkeep.compare', (arg?: unknown, to?: unknown) => compareCommand(ctx, arg, to)),
@@ -691,8 +691,8 @@ async function setupDemo(ctx: Ctx, opts?: { open?: boolean; root?: string }): Pr
   return demo;
 }
 
-/** Point agentkeep.target at a folder (and agentkeep.stores at its Hermes home, if any). */
-async function pickFolder(folder?: string): Promise<{ target: string; stores: string[] } | undefined> {
+/** Point agentkeep.target at a folder (and agentkeep.stores at the stores the sidecar finds in it, if any). */
+async function pickFolder(ctx: Ctx, folder?: string): Promise<{ target: string; stores: string[] } | undefined> {
   requireTrust('Choosing the agent folder');
   let dir = folder;
   if (!dir) {
@@ -703,9 +703,8 @@ async function pickFolder(folder?: string): Promise<{ target: string; stores: st
   if (!path.isAbsolute(dir) || !fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
     throw new UserError(`"${dir}" is not an existing folder.`, 'target_not_found', 'Pick a folder that exists on this machine.');
   }
-  const stores: string[] = [];
-  if (fs.existsSync(path.join(dir, 'memories'))) stores.push(`hermes:${dir}`);
-  else if (fs.existsSync(path.join(dir, '.hermes', 'memories'))) stores.push(`hermes:${path.join(dir, '.hermes')}`);
+  // every registered store kind looks in the folder (store.detect): Hermes homes, Agent Zero roots, ...
+  const stores = (await ctx.sidecar.request('storeDetect', { root: dir })).map((d) => d.store);
   const where = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
   const c = vscode.workspace.getConfiguration('agentkeep');
   await c.update('target', `dir:${dir}`, where);

@@ -14,6 +14,7 @@ import {
   type ParamsOf,
   type ProgressParams,
   type ResultOf,
+  type StoreDescription,
   type TargetDescription,
 } from '../sidecar/protocol';
 
@@ -74,6 +75,9 @@ export class Sidecar implements vscode.Disposable {
   /** target.describe answers by target string (pure in the sidecar: kept for the session). */
   private readonly descriptions = new Map<string, Promise<TargetDescription>>();
   private readonly described = new Map<string, TargetDescription>();
+  /** store.describe answers by store string (pure in the sidecar: kept for the session). */
+  private readonly storeDescriptions = new Map<string, Promise<StoreDescription>>();
+  private readonly storesDescribed = new Map<string, StoreDescription>();
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -198,6 +202,50 @@ export class Sidecar implements vscode.Disposable {
   rememberDescription(target: string, d: TargetDescription): void {
     this.described.set(target, d);
     if (!this.descriptions.has(target)) this.descriptions.set(target, Promise.resolve(d));
+  }
+
+  /**
+   * What a memory store is and can do (store.describe: kind, display name, location, local root,
+   * capabilities). The extension never reads a store string itself; it uses this. Cached per store
+   * string (the sidecar computes it from the string alone); failures are not.
+   * @throws SidecarError bad_store for a store string that does not parse or names no registered kind
+   */
+  describeStore(store: string): Promise<StoreDescription> {
+    let p = this.storeDescriptions.get(store);
+    if (!p) {
+      p = this.request('storeDescribe', { stores: [store] }).then(([d]) => {
+        if (!d) throw new SidecarError(`The sidecar did not describe ${store}.`, 'internal', 'Update the sidecar.');
+        return d;
+      });
+      this.storeDescriptions.set(store, p);
+      p.then(
+        (d) => this.storesDescribed.set(store, d),
+        () => this.storeDescriptions.delete(store),
+      );
+    }
+    return p;
+  }
+
+  /**
+   * The stores as far as the sidecar can describe them, in order: a description, or the store string
+   * itself for one it cannot (does not parse, or the sidecar is unreachable).
+   */
+  async describeStores(stores: readonly string[]): Promise<Array<StoreDescription | string>> {
+    return Promise.all(stores.map((s) => this.describeStore(s).catch(() => s)));
+  }
+
+  /** The description of `store` if one already came (store.describe, agent.status, memory.list), else undefined. */
+  knownStoreDescription(store: string): StoreDescription | undefined {
+    return this.storesDescribed.get(store);
+  }
+
+  /** Remember store descriptions that came with another answer (agent.status, memory.list). */
+  rememberStoreDescriptions(ds: ReadonlyArray<StoreDescription | undefined>): void {
+    for (const d of ds) {
+      if (!d) continue;
+      this.storesDescribed.set(d.store, d);
+      if (!this.storeDescriptions.has(d.store)) this.storeDescriptions.set(d.store, Promise.resolve(d));
+    }
   }
 
   /**

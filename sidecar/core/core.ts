@@ -124,6 +124,10 @@ export class Core implements CoreApi {
   describeStores(p: ParamsOf<'storeDescribe'>): Promise<ResultOf<'storeDescribe'>> {
     return memory.describeStores(p);
   }
+  /** See memory.ts detectStoresIn. */
+  detectStoresIn(p: ParamsOf<'storeDetect'>): Promise<ResultOf<'storeDetect'>> {
+    return memory.detectStoresIn(p);
+  }
   /** See memory.ts showMemory. */
   showMemory(p: ParamsOf<'memoryShow'>): Promise<ResultOf<'memoryShow'>> {
     return memory.showMemory(this.ctx, p);

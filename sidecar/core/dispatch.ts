@@ -29,6 +29,7 @@ const HANDLERS: Handlers = {
   restorePointLabel: (c, p) => c.labelRestorePoint(p),
   memoryList: (c, p) => c.listMemory(p),
   storeDescribe: (c, p) => c.describeStores(p),
+  storeDetect: (c, p) => c.detectStoresIn(p),
   agentStatus: (c, p) => c.agentStatus(p),
   memoryShow: (c, p) => c.showMemory(p),
   memoryEdit: (c, p) => c.editMemory(p),

@@ -54,6 +54,8 @@ export interface CoreApi {
   listMemory(p: ParamsOf<'memoryList'>): Promise<ResultOf<'memoryList'>>;
   /** What store strings name and can do (no I/O); see Methods.storeDescribe. */
   describeStores(p: ParamsOf<'storeDescribe'>): Promise<ResultOf<'storeDescribe'>>;
+  /** Stores the registered kinds find in a local directory; see Methods.storeDetect. */
+  detectStoresIn(p: ParamsOf<'storeDetect'>): Promise<ResultOf<'storeDetect'>>;
   agentStatus(p: ParamsOf<'agentStatus'>): Promise<ResultOf<'agentStatus'>>;
   /** See Methods.memoryShow. */
   showMemory(p: ParamsOf<'memoryShow'>): Promise<ResultOf<'memoryShow'>>;

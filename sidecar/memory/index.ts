@@ -90,6 +90,7 @@ export function storeCapabilities(s: MemoryStoreAdapter): StoreCapabilities {
     diff: typeof s.listCapture === 'function',
     actions: typeof s.actionsSince === 'function',
     lock: typeof s.lockAgentState === 'function',
+    textFiles: !!s.textFiles && !!s.localRoot,
   };
 }
 

@@ -110,6 +110,11 @@ export interface MemoryStoreAdapter {
   /** What memory lint needs from this store (see StoreLintProfile). */
   readonly lintProfile?: StoreLintProfile;
   /**
+   * Its memory files (MemoryFile.file) are plain text under localRoot, so a text diff of a file
+   * against its capture shows the changes (Hermes). Absent: databases, pickles or no local files.
+   */
+  readonly textFiles?: boolean;
+  /**
    * Check that the store exists and is of this kind.
    * @throws AgentKeepError StoreNotFound naming what is missing and how to fix it.
    */

@@ -282,6 +282,7 @@ export const StoreCapabilities = z
     diff: z.boolean().describe('memory.diff reads its entries from a restore point\'s capture'),
     actions: z.boolean().describe('Its session history tells which outside-world actions the agent took since a time (what a restore cannot undo)'),
     lock: z.boolean().describe('A restore of its agent state takes the store\'s own write lock, as the agent\'s writers do'),
+    textFiles: z.boolean().describe('Its memory files (MemoryFile.file) are plain text under localRoot, so an editor diff of a file against its capture shows the changes (Hermes MEMORY.md, USER.md, SOUL.md); false for databases and pickles'),
   })
   .describe('What a memory store can do');
 export type StoreCapabilities = z.infer<typeof StoreCapabilities>;
@@ -522,6 +523,12 @@ export const Methods = {
     'store.describe',
     'What each memory store is and what it can do (kind, display name, location, local root, capabilities), from the store strings alone: no I/O, so it works for a missing store. BadStore for a string that does not parse or names an unregistered kind.',
     z.object({ stores: z.array(Store).min(1) }),
+    z.array(StoreDescription),
+  ),
+  storeDetect: method(
+    'store.detect',
+    'Memory stores found in a local directory by every registered store kind (Hermes homes, Agent Zero roots, ~/.mem0): what a create without stores captures for a target with this root. InvalidParams for a relative path; [] for a directory that holds none or does not exist.',
+    z.object({ root: z.string().min(1).describe('Absolute local directory, e.g. the folder of a dir: target') }),
     z.array(StoreDescription),
   ),
   memoryShow: method(

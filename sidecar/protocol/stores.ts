@@ -14,6 +14,7 @@ export const STORE_CAPABILITY_LABELS: Readonly<Record<keyof StoreCapabilities, s
   diff: 'memory diff',
   actions: 'outside actions',
   lock: 'store lock',
+  textFiles: 'text files',
 };
 
 /** The capabilities a store has, as labels ("read-only" first when it cannot be edited). */

@@ -51,6 +51,7 @@ describe('protocol', () => {
       pruneRestorePoints: rec('pruneRestorePoints'),
       listMemory: rec('listMemory'),
       describeStores: rec('describeStores'),
+      detectStoresIn: rec('detectStoresIn'),
       agentStatus: rec('agentStatus'),
       showMemory: rec('showMemory'),
       editMemory: rec('editMemory'),

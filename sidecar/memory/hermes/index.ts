@@ -114,6 +114,9 @@ export class HermesStore implements MemoryStoreAdapter {
     return this.root;
   }
 
+  /** MEMORY.md, USER.md, SOUL.md, ARCHIVE.jsonl and skills are text files. */
+  readonly textFiles = true;
+
   /**
    * Lint knobs: char budgets (MEMORY.md/USER.md usage), history while state.db exists, Hermes' drift
    * rule on the raw MEMORY.md/USER.md, and "~" = the parent of a home named .hermes (else unknown).
