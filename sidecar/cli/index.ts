@@ -45,7 +45,7 @@ import { changeSummary, createdLine, findingsTable, memoryDiffText, restoreLossT
 import { guardSignals } from './signals';
 import { cliTargetArgs, resolveStateDir } from '../core/state';
 import { parseDuration } from '../core/retention';
-import { storeFactories } from '../memory';
+import { describeStore, storeFactories } from '../memory';
 import { VERSION } from './version';
 
 /** Where the CLI writes; replaceable for tests. */
@@ -605,7 +605,11 @@ function program(ctx: Ctx): Command {
       const asJson = json(cmd);
       if (!o.from) throw new UsageError('InvalidParams', 'memory diff needs --from RESTORE_POINT_ID.', 'Pick one from agentkeep restore-point list --target T.');
       let target = o.target;
-      if (!target && o.store.length === 1) target = `dir:${o.store[0].replace(/^[A-Za-z][A-Za-z0-9_-]*:/, '')}`;
+      if (!target && o.store.length === 1) {
+        // one local store: its directory is the target (the store's description says where, not its string)
+        const root = describeStore(o.store[0]).localRoot;
+        if (root) target = `dir:${root}`;
+      }
       if (!target) throw new UsageError('InvalidParams', 'memory diff needs --target (the target the restore point belongs to).', 'Add --target dir:/abs/path (or give one --store inside that directory).');
       const r = await call(core(cmd), 'memoryDiff', { target, from: o.from, ...(o.to ? { to: o.to } : {}), ...(o.store.length ? { stores: o.store } : {}) });
       if (asJson) printJson(ctx, r);
