@@ -324,7 +324,7 @@ export const Provenance = z.object({
 export type Provenance = z.infer<typeof Provenance>;
 
 export const LintFinding = z.object({
-  kind: z.enum(['duplicate', 'near-duplicate', 'contradiction', 'over-budget', 'drift', 'untraceable', 'stale', 'age', 'store']).describe('What is wrong'),
+  kind: z.enum(['duplicate', 'near-duplicate', 'contradiction', 'superseded', 'over-budget', 'drift', 'untraceable', 'stale', 'age', 'store']).describe('What is wrong'),
   severity: z.enum(['error', 'warning', 'info']),
   entries: z.array(z.string()).describe('Ids of the entries involved (newest last where known)'),
   stores: z.array(Store).optional().describe('Stores involved'),
@@ -373,14 +373,14 @@ const ProgressToken = z.string().optional().describe('If set, progress notificat
 export const Methods = {
   restorePointCreate: method(
     'restorePoint.create',
-    'Create a restore point: machine snapshot of the target + capture of each store. Waits for the target lock.',
+    'Create a restore point: machine snapshot of the target + capture of each store. Waits for the target lock. Retention runs afterwards (restorePoint.prune with `retention`, else <stateDir>/config.json, else the defaults); a failing retention run does not fail the create.',
     z.object({
       target: Target,
       label: z.string().optional(),
       kind: RestorePointKind.optional(),
       reason: Reason.optional(),
-      stores: z.array(Store).optional().describe('Stores whose agent state is captured'),
-      pairOf: z.string().optional(),
+      stores: z.array(Store).optional().describe('Stores whose agent state is captured (absent, not []: the Hermes homes found in the target)'),
+      pairOf: z.string().optional().describe('For a post restore point: the id of its pre'),
       important: z.boolean().optional().describe('Mark the restore point important (retention keeps the newest 10 important ones)'),
       vmstate: z.boolean().optional().describe('Include RAM state (qemu and Proxmox qemu targets; QEMU always does). Ignored elsewhere'),
       retention: RetentionParams.optional().describe('Retention applied after the create (the extension passes agentkeep.retention.*)'),
@@ -396,7 +396,7 @@ export const Methods = {
   ),
   restorePointList: method(
     'restorePoint.list',
-    'List the restore points of a target, newest first.',
+    'List the restore points of a target, newest first. Proxmox targets also list the AgentKeep snapshots found on the guest but missing from the journal (rebuilt from their description marker, without agent capture).',
     z.object({ target: Target }),
     z.array(RestorePoint),
   ),
@@ -474,7 +474,7 @@ export const Methods = {
   ),
   restorePointLabel: method(
     'restorePoint.label',
-    'Rename a restore point and/or mark it important or not. Proxmox: also rewrites the human part of the snapshot description (PUT /nodes/{node}/{type}/{vmid}/snapshot/{snapname}/config), keeping the AgentKeep marker. Takes the target lock.',
+    'Rename a restore point and/or mark it important or not (invalid_params when neither is given). Proxmox: also rewrites the human part of the snapshot description (PUT /nodes/{node}/{type}/{vmid}/snapshot/{snapname}/config), keeping the AgentKeep marker. Takes the target lock.',
     z.object({
       target: Target,
       id: z.string(),
@@ -500,7 +500,7 @@ export const Methods = {
       target: Target,
       id: z.string(),
       path: z.string().min(1, 'the path is empty: give a target-relative path such as workspace/package.json'),
-      maxBytes: z.number().int().positive().max(64 * 1024 * 1024).optional().describe('Largest content returned, in bytes (default 2 MB = 2097152)'),
+      maxBytes: z.number().int().positive().max(64 * 1024 * 1024).optional().describe('Largest content returned, in bytes (default 2 MiB = 2097152)'),
     }),
     z.object({
       path: z.string().describe('The path as asked'),
@@ -539,7 +539,7 @@ export const Methods = {
   ),
   memoryEdit: method(
     'memory.edit',
-    'Replace the text of one entry, under the store\'s own lock, temp file + rename, refusing when the file no longer parses back to its entries (drift: a .bak is kept) or when its content hash is no longer `expectedHash`. A failed edit leaves the store byte-identical. The replaced state is captured first (undo).',
+    'Replace the text of one entry, under the store\'s own lock, temp file + rename, refusing when the file no longer parses back to its entries (drift: a .bak is kept) or when its content hash is no longer `expectedHash`. A failed edit leaves the store byte-identical. The replaced state is captured first (undo). Errors: conflict (hash changed, drift, ambiguous id prefix), over_budget, entry_not_found, unsupported (read-only file).',
     z.object({ store: Store, entry: z.string().min(1), text: z.string().min(1), expectedHash: z.string().optional() }),
     z.object({ entry: MemoryEntry.describe('The entry as written (new id for Hermes)'), previous: MemoryEntry, contentHash: z.string(), undo: z.object({ store: Store, entry: z.string(), text: z.string() }).describe('memory.edit params that undo this edit') }),
   ),
@@ -663,7 +663,7 @@ export const Notifications = {
   },
   changed: {
     method: METHOD_PREFIX + 'changed',
-    description: 'Restore points or memory of a target changed; clients refresh their views.',
+    description: 'Restore points or memory of a target changed; clients refresh their views. Sent to every connected client after each create, restore, delete, keep, label and prune that deleted something (what: restorePoints), after a restore that put agent state back and each memory edit, remove and add (what: memory).',
     params: z.object({
       target: Target.optional(),
       what: z.enum(['restorePoints', 'memory']),
