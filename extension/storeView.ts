@@ -23,8 +23,15 @@ export interface StoreItemView {
  * @param found lint findings that name the store
  * @param lintNote why lint has no findings to show (unavailable, failed), if so
  */
-export function storeItemView(store: string, d: StoreDescription | undefined, found: number, lintNote?: string): StoreItemView {
-  const lint = lintNote ?? (found ? `Lint: ${plural(found, 'finding')}. Open the memory inspector to review them.` : 'Lint found nothing.');
+export function storeItemView(
+  store: string,
+  d: StoreDescription | undefined,
+  found: number,
+  lintNote?: string,
+): StoreItemView {
+  const lint =
+    lintNote ??
+    (found ? `Lint: ${plural(found, 'finding')}. Open the memory inspector to review them.` : 'Lint found nothing.');
   return {
     label: d?.kind ?? store,
     description: [d?.location ?? '', found ? plural(found, 'finding') : ''].filter(Boolean).join(' · '),
@@ -36,7 +43,10 @@ export function storeItemView(store: string, d: StoreDescription | undefined, fo
  * Whether a memory file is a local file the editor can open: it lies under the store's local root
  * (StoreDescription.localRoot). A store reached through an API names its files by URL: not local.
  */
-export function isLocalMemoryFile(file: Pick<MemoryFile, 'file'>, d: Pick<StoreDescription, 'localRoot'> | undefined): boolean {
+export function isLocalMemoryFile(
+  file: Pick<MemoryFile, 'file'>,
+  d: Pick<StoreDescription, 'localRoot'> | undefined,
+): boolean {
   if (!d?.localRoot) return false;
   const rel = path.relative(d.localRoot, file.file);
   return rel === '' || (!!rel && !rel.startsWith('..') && !path.isAbsolute(rel));

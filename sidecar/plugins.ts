@@ -44,28 +44,47 @@ const loaded = new Set<string>();
  *   load, no activate function, activate threw) and how to fix it
  */
 export function loadPlugins(env: NodeJS.ProcessEnv = process.env): string[] {
-  const list = (env.AGENTKEEP_PLUGINS ?? '').split(path.delimiter).map((p) => p.trim()).filter(Boolean);
+  const list = (env.AGENTKEEP_PLUGINS ?? '')
+    .split(path.delimiter)
+    .map((p) => p.trim())
+    .filter(Boolean);
   const out: string[] = [];
   const req = createRequire(__filename);
   for (const p of list) {
     if (!path.isAbsolute(p)) {
-      throw new AgentKeepError('InvalidParams', `AGENTKEEP_PLUGINS: "${p}" is not an absolute path.`, 'Name each plugin module by its absolute path, e.g. AGENTKEEP_PLUGINS=/abs/path/plugin.js.');
+      throw new AgentKeepError(
+        'InvalidParams',
+        `AGENTKEEP_PLUGINS: "${p}" is not an absolute path.`,
+        'Name each plugin module by its absolute path, e.g. AGENTKEEP_PLUGINS=/abs/path/plugin.js.',
+      );
     }
     if (loaded.has(p)) continue;
     let mod: Partial<PluginModule> & { default?: Partial<PluginModule> };
     try {
       mod = req(p) as typeof mod;
     } catch (e) {
-      throw new AgentKeepError('InvalidParams', `AGENTKEEP_PLUGINS: cannot load ${p}: ${(e as Error).message.split('\n')[0]}`, 'Point AGENTKEEP_PLUGINS at a CommonJS .js module that exists (build a TypeScript plugin first), or unset it.');
+      throw new AgentKeepError(
+        'InvalidParams',
+        `AGENTKEEP_PLUGINS: cannot load ${p}: ${(e as Error).message.split('\n')[0]}`,
+        'Point AGENTKEEP_PLUGINS at a CommonJS .js module that exists (build a TypeScript plugin first), or unset it.',
+      );
     }
     const activate = mod.activate ?? mod.default?.activate;
     if (typeof activate !== 'function') {
-      throw new AgentKeepError('InvalidParams', `AGENTKEEP_PLUGINS: ${p} exports no activate(api) function.`, 'Export `activate(api)` from the plugin module and register through api.registerStore / api.registerBackend.');
+      throw new AgentKeepError(
+        'InvalidParams',
+        `AGENTKEEP_PLUGINS: ${p} exports no activate(api) function.`,
+        'Export `activate(api)` from the plugin module and register through api.registerStore / api.registerBackend.',
+      );
     }
     try {
       activate(api);
     } catch (e) {
-      throw new AgentKeepError('InvalidParams', `AGENTKEEP_PLUGINS: activate() of ${p} failed: ${(e as Error).message}`, 'Fix the plugin, or unset AGENTKEEP_PLUGINS.');
+      throw new AgentKeepError(
+        'InvalidParams',
+        `AGENTKEEP_PLUGINS: activate() of ${p} failed: ${(e as Error).message}`,
+        'Fix the plugin, or unset AGENTKEEP_PLUGINS.',
+      );
     }
     loaded.add(p);
     out.push(p);

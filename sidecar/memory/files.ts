@@ -30,7 +30,12 @@ function absOf(root: string, rel: string): string {
  * @throws FileError naming an unreadable file (AgentKeepErrors of captureFile pass through); the
  *   abort error when `opts.signal` fires
  */
-export async function captureLocalFiles(s: LocalFileStore, root: string, sink: CaptureSink, opts: AgentStateOptions = {}): Promise<CapturedFile[]> {
+export async function captureLocalFiles(
+  s: LocalFileStore,
+  root: string,
+  sink: CaptureSink,
+  opts: AgentStateOptions = {},
+): Promise<CapturedFile[]> {
   const files = await s.agentStateFiles();
   opts.onFiles?.(files.length);
   const captured = await mapLimit(files, 8, async (rel): Promise<CapturedFile | undefined> => {
@@ -42,7 +47,11 @@ export async function captureLocalFiles(s: LocalFileStore, root: string, sink: C
     } catch (e) {
       if (e instanceof AgentKeepError) throw e;
       if (isErrno(e, 'ENOENT')) return undefined; // vanished meanwhile
-      throw new AgentKeepError('FileError', `Cannot read agent-state file ${path.join(root, rel)}: ${(e as Error).message}.`, 'Fix its permissions so the sidecar can read it.');
+      throw new AgentKeepError(
+        'FileError',
+        `Cannot read agent-state file ${path.join(root, rel)}: ${(e as Error).message}.`,
+        'Fix its permissions so the sidecar can read it.',
+      );
     }
   });
   return captured.filter((f): f is CapturedFile => !!f);
@@ -127,7 +136,11 @@ export async function restoreLocalFiles(
  * Store-relative paths under `root` whose content differs from `files`: captured files that changed
  * or are gone, then agent-state files that exist now but were not captured.
  */
-export async function changedLocalFiles(s: LocalFileStore, root: string, files: readonly CapturedFile[]): Promise<string[]> {
+export async function changedLocalFiles(
+  s: LocalFileStore,
+  root: string,
+  files: readonly CapturedFile[],
+): Promise<string[]> {
   const out: string[] = [];
   const current = new Set(await s.agentStateFiles().catch(() => [] as string[]));
   for (const f of files) {
@@ -148,7 +161,8 @@ export async function changedLocalFiles(s: LocalFileStore, root: string, files: 
  */
 export function localStorePath(p: string, spec: string, hint: string): string {
   const q = p.startsWith('//') ? p.slice(2) : p; // tolerate hermes:///abs/path
-  if (!q || !path.isAbsolute(q)) throw new AgentKeepError('BadStore', `Store path "${q}" in "${spec}" is not absolute.`, hint);
+  if (!q || !path.isAbsolute(q))
+    throw new AgentKeepError('BadStore', `Store path "${q}" in "${spec}" is not absolute.`, hint);
   return path.resolve(q);
 }
 
@@ -162,10 +176,20 @@ export function splitStoreOptions(rest: string): { path: string; params: URLSear
  * Refuse options other than `allowed`.
  * @throws AgentKeepError BadStore for an unknown option (the hint lists the allowed ones and `example`)
  */
-export function checkStoreOptions(kind: string, params: URLSearchParams, spec: string, allowed: readonly string[], example: string): void {
+export function checkStoreOptions(
+  kind: string,
+  params: URLSearchParams,
+  spec: string,
+  allowed: readonly string[],
+  example: string,
+): void {
   for (const k of params.keys()) {
     if (!allowed.includes(k)) {
-      throw new AgentKeepError('BadStore', `Unknown option "${k}" in store "${spec}".`, `${kind} stores take ${allowed.map((a) => `?${a}=`).join(', ')}, e.g. ${example}.`);
+      throw new AgentKeepError(
+        'BadStore',
+        `Unknown option "${k}" in store "${spec}".`,
+        `${kind} stores take ${allowed.map((a) => `?${a}=`).join(', ')}, e.g. ${example}.`,
+      );
     }
   }
 }

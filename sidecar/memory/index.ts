@@ -55,7 +55,9 @@ function defaultHint(): string {
 
 /** "Registered kinds: hermes (hermes:/abs/path/to/.hermes), agent-zero (...)." */
 function kindsHint(): string {
-  return `Registered kinds: ${storeFactories().map((f) => `${f.kind} (${f.forms[0]})`).join(', ')}.`;
+  return `Registered kinds: ${storeFactories()
+    .map((f) => `${f.kind} (${f.forms[0]})`)
+    .join(', ')}.`;
 }
 
 /**
@@ -96,7 +98,13 @@ export function storeCapabilities(s: MemoryStoreAdapter): StoreCapabilities {
 
 /** The last two parts of a path ("agent-home/.hermes"). */
 function lastTwo(p: string): string {
-  return p.replace(/[\\/]+$/, '').split(/[\\/]/).slice(-2).join('/') || p;
+  return (
+    p
+      .replace(/[\\/]+$/, '')
+      .split(/[\\/]/)
+      .slice(-2)
+      .join('/') || p
+  );
 }
 
 /** What an adapter is and can do (store.describe; no I/O). */
@@ -177,8 +185,15 @@ export function uniqueStoreSpecs(specs: readonly string[]): string[] {
  */
 export async function detectStores(localRoot: string | undefined): Promise<MemoryStoreAdapter[]> {
   if (!localRoot || !path.isAbsolute(localRoot)) return [];
-  if (!(await fs.promises.stat(localRoot).then((st) => st.isDirectory(), () => false))) return [];
+  if (
+    !(await fs.promises.stat(localRoot).then(
+      (st) => st.isDirectory(),
+      () => false,
+    ))
+  )
+    return [];
   const specs: string[] = [];
-  for (const f of registry.values()) if (f.detect) specs.push(...(await f.detect(localRoot).catch(() => [] as string[])));
+  for (const f of registry.values())
+    if (f.detect) specs.push(...(await f.detect(localRoot).catch(() => [] as string[])));
   return openStores(specs);
 }

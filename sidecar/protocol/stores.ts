@@ -19,7 +19,9 @@ export const STORE_CAPABILITY_LABELS: Readonly<Record<keyof StoreCapabilities, s
 
 /** The capabilities a store has, as labels ("read-only" first when it cannot be edited). */
 export function storeCapabilityLabels(c: StoreCapabilities): string[] {
-  const out = (Object.keys(STORE_CAPABILITY_LABELS) as Array<keyof StoreCapabilities>).filter((k) => c[k]).map((k) => STORE_CAPABILITY_LABELS[k]);
+  const out = (Object.keys(STORE_CAPABILITY_LABELS) as Array<keyof StoreCapabilities>)
+    .filter((k) => c[k])
+    .map((k) => STORE_CAPABILITY_LABELS[k]);
   return c.edit ? out : ['read-only', ...out];
 }
 

@@ -9,7 +9,15 @@ import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
-import { describeStore, detectStores, openStore, registerStore, storeFactories, type MemoryStoreAdapter, type StoreFactory } from '../../sidecar/memory';
+import {
+  describeStore,
+  detectStores,
+  openStore,
+  registerStore,
+  storeFactories,
+  type MemoryStoreAdapter,
+  type StoreFactory,
+} from '../../sidecar/memory';
 import { expectAgentKeepError } from './helpers/errors';
 import { FIXTURES } from './helpers/paths';
 
@@ -27,24 +35,74 @@ describe('memory store registry', () => {
   });
 
   it('registers the three kinds in order, each with its forms; unknown kinds list them', async () => {
-    assert.deepEqual(storeFactories().slice(0, 3).map((f) => [f.kind, f.forms[0]]), [
-      ['hermes', 'hermes:/abs/path/to/.hermes'],
-      ['agent-zero', 'agent-zero:/abs/root'],
-      ['mem0', 'mem0:/abs/dir'],
-    ]);
-    const e = await expectAgentKeepError(Promise.resolve().then(() => openStore('zzz:/x')), 'BadStore', /Unknown store kind "zzz"/);
-    assert.match(e.hint ?? '', /^Registered kinds: hermes \(hermes:\/abs\/path\/to\/\.hermes\), agent-zero \(agent-zero:\/abs\/root\), mem0 \(mem0:\/abs\/dir\)/);
-    await expectAgentKeepError(Promise.resolve().then(() => openStore('zep:/x')), 'BadStore', /not supported yet.*Registered kinds/);
+    assert.deepEqual(
+      storeFactories()
+        .slice(0, 3)
+        .map((f) => [f.kind, f.forms[0]]),
+      [
+        ['hermes', 'hermes:/abs/path/to/.hermes'],
+        ['agent-zero', 'agent-zero:/abs/root'],
+        ['mem0', 'mem0:/abs/dir'],
+      ],
+    );
+    const e = await expectAgentKeepError(
+      Promise.resolve().then(() => openStore('zzz:/x')),
+      'BadStore',
+      /Unknown store kind "zzz"/,
+    );
+    assert.match(
+      e.hint ?? '',
+      /^Registered kinds: hermes \(hermes:\/abs\/path\/to\/\.hermes\), agent-zero \(agent-zero:\/abs\/root\), mem0 \(mem0:\/abs\/dir\)/,
+    );
+    await expectAgentKeepError(
+      Promise.resolve().then(() => openStore('zep:/x')),
+      'BadStore',
+      /not supported yet.*Registered kinds/,
+    );
     // each kind parses its own options
-    assert.deepEqual((openStore('agent-zero:///srv/a0?url=http://127.0.0.1:50001') as MemoryStoreAdapter & { root: string }).root, '/srv/a0');
-    await expectAgentKeepError(Promise.resolve().then(() => openStore('mem0:/m?collection=x&bogus=1')), 'BadStore', /Unknown option "bogus".*mem0 stores take \?qdrant=, \?collection=/);
+    assert.deepEqual(
+      (openStore('agent-zero:///srv/a0?url=http://127.0.0.1:50001') as MemoryStoreAdapter & { root: string }).root,
+      '/srv/a0',
+    );
+    await expectAgentKeepError(
+      Promise.resolve().then(() => openStore('mem0:/m?collection=x&bogus=1')),
+      'BadStore',
+      /Unknown option "bogus".*mem0 stores take \?qdrant=, \?collection=/,
+    );
   });
 
   it('describes each kind from what its adapter implements', () => {
     const caps = (spec: string) => describeStore(spec).capabilities;
-    assert.deepEqual(caps('hermes:/h'), { edit: true, provenance: true, budgets: true, drift: true, diff: true, actions: true, lock: true, textFiles: true });
-    assert.deepEqual(caps('agent-zero:/a'), { edit: true, provenance: true, budgets: false, drift: false, diff: true, actions: false, lock: false, textFiles: false });
-    assert.deepEqual(caps('mem0:/m'), { edit: false, provenance: true, budgets: false, drift: false, diff: true, actions: false, lock: false, textFiles: false });
+    assert.deepEqual(caps('hermes:/h'), {
+      edit: true,
+      provenance: true,
+      budgets: true,
+      drift: true,
+      diff: true,
+      actions: true,
+      lock: true,
+      textFiles: true,
+    });
+    assert.deepEqual(caps('agent-zero:/a'), {
+      edit: true,
+      provenance: true,
+      budgets: false,
+      drift: false,
+      diff: true,
+      actions: false,
+      lock: false,
+      textFiles: false,
+    });
+    assert.deepEqual(caps('mem0:/m'), {
+      edit: false,
+      provenance: true,
+      budgets: false,
+      drift: false,
+      diff: true,
+      actions: false,
+      lock: false,
+      textFiles: false,
+    });
     assert.deepEqual(describeStore('hermes:/home/me/.hermes/'), {
       store: 'hermes:/home/me/.hermes/',
       kind: 'hermes',
@@ -79,12 +137,16 @@ describe('memory store registry', () => {
         restore: async () => [],
         changedFiles: async () => [],
       }),
-      detect: async (root) => ((await fs.stat(path.join(root, 'notes.txt')).catch(() => undefined)) ? [`testnotes:${root}`] : []),
+      detect: async (root) =>
+        (await fs.stat(path.join(root, 'notes.txt')).catch(() => undefined)) ? [`testnotes:${root}`] : [],
     };
     registerStore(f);
     try {
       assert.equal(describeStore('testnotes:/n').kindName, 'Test notes');
-      assert.deepEqual((await detectStores(path.join(tmp, 'root'))).map((s) => s.spec), [`testnotes:${path.join(tmp, 'root')}`]);
+      assert.deepEqual(
+        (await detectStores(path.join(tmp, 'root'))).map((s) => s.spec),
+        [`testnotes:${path.join(tmp, 'root')}`],
+      );
     } finally {
       // registering a kind again replaces it; leave a kind that finds nothing for the other tests
       registerStore({ ...f, detect: async () => [] });
@@ -98,12 +160,15 @@ describe('memory store registry', () => {
     await copyDir(path.join(FIXTURES, 'memory', 'agent-zero', 'usr'), path.join(root, 'a0', 'usr'));
     await fs.mkdir(path.join(root, '.mem0'), { recursive: true });
     await fs.copyFile(path.join(FIXTURES, 'memory', 'mem0', 'history.db'), path.join(root, '.mem0', 'history.db'));
-    assert.deepEqual((await detectStores(root)).map((s) => s.spec), [
-      `hermes:${path.join(root, '.hermes')}`,
-      `hermes:${path.join(root, '.hermes', 'profiles', 'work')}`,
-      `agent-zero:${path.join(root, 'a0')}`,
-      `mem0:${path.join(root, '.mem0')}`,
-    ]);
+    assert.deepEqual(
+      (await detectStores(root)).map((s) => s.spec),
+      [
+        `hermes:${path.join(root, '.hermes')}`,
+        `hermes:${path.join(root, '.hermes', 'profiles', 'work')}`,
+        `agent-zero:${path.join(root, 'a0')}`,
+        `mem0:${path.join(root, '.mem0')}`,
+      ],
+    );
     // no sure marker, no store: an empty usr/memory, a history.db that is not SQLite, a missing root
     const bare = path.join(tmp, 'bare');
     await fs.mkdir(path.join(bare, 'usr', 'memory', 'default'), { recursive: true });
@@ -121,10 +186,19 @@ describe('memory store registry', () => {
     await copyDir(path.join(FIXTURES, 'memory', 'agent-zero', 'usr'), path.join(root, 'usr'));
     const core = new Core({ stateDir: path.join(tmp, 'state') });
     const rp = await core.createRestorePoint({ target: `dir:${root}` });
-    assert.deepEqual(rp.agent.map((a) => a.store), [`hermes:${path.join(root, '.hermes')}`, `agent-zero:${root}`]);
+    assert.deepEqual(
+      rp.agent.map((a) => a.store),
+      [`hermes:${path.join(root, '.hermes')}`, `agent-zero:${root}`],
+    );
     assert.ok(rp.agent[1]!.files.some((f) => f.path === 'usr/memory/default/index.pkl'));
     const found = await core.detectStoresIn({ root });
-    assert.deepEqual(found.map((d) => [d.kind, d.localRoot]), [['hermes', path.join(root, '.hermes')], ['agent-zero', root]]);
+    assert.deepEqual(
+      found.map((d) => [d.kind, d.localRoot]),
+      [
+        ['hermes', path.join(root, '.hermes')],
+        ['agent-zero', root],
+      ],
+    );
     await expectAgentKeepError(core.detectStoresIn({ root: 'relative' }), 'InvalidParams', /absolute/);
   });
 });

@@ -30,7 +30,16 @@ import { buildSidecar, runSidecar, startSidecar, waitForStderr, type RunResult }
 /** Bundle a plugin folder (TypeScript) to one CommonJS file, as a plugin author would ship it. */
 async function buildPlugin(folder: string, outDir: string): Promise<string> {
   const outfile = path.join(outDir, `${path.basename(folder)}.js`);
-  await build({ absWorkingDir: REPO, entryPoints: [path.join(folder, 'index.ts')], outfile, bundle: true, platform: 'node', target: 'node20', format: 'cjs', logLevel: 'error' });
+  await build({
+    absWorkingDir: REPO,
+    entryPoints: [path.join(folder, 'index.ts')],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    logLevel: 'error',
+  });
   return outfile;
 }
 
@@ -47,7 +56,8 @@ describe('registry proof: a throwaway store registered from a test folder', func
   let target: string;
   let original: Buffer;
   const env = (): NodeJS.ProcessEnv => ({ AGENTKEEP_PLUGINS: plugin });
-  const ak = (...args: string[]): Promise<RunResult> => runSidecar(['--state-dir', path.join(tmp, 'state'), ...args], env());
+  const ak = (...args: string[]): Promise<RunResult> =>
+    runSidecar(['--state-dir', path.join(tmp, 'state'), ...args], env());
   const json = async (...args: string[]): Promise<any> => {
     const r = await ak(...args, '--json');
     assert.equal(r.code, 0, `agentkeep ${args.join(' ')} failed: ${r.stderr}${r.stdout}`);
@@ -85,7 +95,10 @@ describe('registry proof: a throwaway store registered from a test folder', func
 
   it('the CLI lists it with its description and capabilities, like a real store', async () => {
     const r = await json('memory', 'list', '--store', store);
-    assert.deepEqual(r.stores.map((f: MemoryFile) => [f.kind, f.file, f.store, f.entries.length]), [['throwaway', 'throwaway://notes/memories', store, 3]]);
+    assert.deepEqual(
+      r.stores.map((f: MemoryFile) => [f.kind, f.file, f.store, f.entries.length]),
+      [['throwaway', 'throwaway://notes/memories', store, 3]],
+    );
     assert.deepEqual(r.descriptions, [
       {
         store,
@@ -93,7 +106,16 @@ describe('registry proof: a throwaway store registered from a test folder', func
         kindName: 'Throwaway notes',
         name: 'notes',
         location: 'throwaway://notes',
-        capabilities: { edit: true, provenance: false, budgets: true, drift: false, diff: true, actions: false, lock: false, textFiles: false },
+        capabilities: {
+          edit: true,
+          provenance: false,
+          budgets: true,
+          drift: false,
+          diff: true,
+          actions: false,
+          lock: false,
+          textFiles: false,
+        },
       },
     ]);
     // a real store is described by the same code, with the same fields (plus its local root)
@@ -105,30 +127,48 @@ describe('registry proof: a throwaway store registered from a test folder', func
 
     const human = await ak('memory', 'list', '--store', store);
     assert.equal(human.code, 0, human.stderr);
-    assert.match(human.stdout, /^Store throwaway:\/\/notes\?db=\S+: Throwaway notes at throwaway:\/\/notes \(not local files\): editable, char budgets, memory diff$/m);
-    assert.match(human.stdout, /^throwaway:\/\/notes\/memories \(throwaway\): 3 entries, \d+\/120 chars \(\d+%\) OVER LIMIT$/m);
+    assert.match(
+      human.stdout,
+      /^Store throwaway:\/\/notes\?db=\S+: Throwaway notes at throwaway:\/\/notes \(not local files\): editable, char budgets, memory diff$/m,
+    );
+    assert.match(
+      human.stdout,
+      /^throwaway:\/\/notes\/memories \(throwaway\): 3 entries, \d+\/120 chars \(\d+%\) OVER LIMIT$/m,
+    );
     assert.match(human.stdout, /^ {2}c3d4e5f6a1b2 {2}The user prefers short answers\.$/m);
 
     // the registration line is all it takes: without the plugin the kind is unknown, and the hint
     // lists the registered kinds (which then include it)
-    const without = await runSidecar(['--state-dir', path.join(tmp, 'state'), 'memory', 'list', '--store', store, '--json'], { AGENTKEEP_PLUGINS: '' });
+    const without = await runSidecar(
+      ['--state-dir', path.join(tmp, 'state'), 'memory', 'list', '--store', store, '--json'],
+      { AGENTKEEP_PLUGINS: '' },
+    );
     assert.equal(without.code, 1);
     const err = JSON.parse(without.stdout).error;
     assert.equal(err.code, 'bad_store');
     assert.match(err.message, /Unknown store kind "throwaway"/);
     assert.doesNotMatch(err.hint, /throwaway/);
     const unknown = await ak('memory', 'list', '--store', 'foo:/x', '--json');
-    assert.match(JSON.parse(unknown.stdout).error.hint, /hermes \(hermes:\/abs\/path\/to\/\.hermes\), .*throwaway \(throwaway:\/\/NAME\?db=\/abs\/path\.json\)/);
+    assert.match(
+      JSON.parse(unknown.stdout).error.hint,
+      /hermes \(hermes:\/abs\/path\/to\/\.hermes\), .*throwaway \(throwaway:\/\/NAME\?db=\/abs\/path\.json\)/,
+    );
     // its own parse errors come back as BadStore with its hint
     const bad = await ak('memory', 'list', '--store', 'throwaway://notes', '--json');
-    assert.deepEqual([JSON.parse(bad.stdout).error.code, JSON.parse(bad.stdout).error.hint], ['bad_store', 'Write it as throwaway://notes?db=/abs/path/notes.json.']);
+    assert.deepEqual(
+      [JSON.parse(bad.stdout).error.code, JSON.parse(bad.stdout).error.hint],
+      ['bad_store', 'Write it as throwaway://notes?db=/abs/path/notes.json.'],
+    );
     // help lists its form next to the real ones
     assert.match((await ak('memory', 'lint', '--help')).stdout, /throwaway:\/\/NAME\?db=\/abs\/path\.json/);
   });
 
   it('refuses a plugin path that is relative or does not load, with one line naming it', async () => {
     for (const [value, re] of [
-      ['plugins/x.js', /AGENTKEEP_PLUGINS: "plugins\/x\.js" is not an absolute path\. Name each plugin module by its absolute path/],
+      [
+        'plugins/x.js',
+        /AGENTKEEP_PLUGINS: "plugins\/x\.js" is not an absolute path\. Name each plugin module by its absolute path/,
+      ],
       [path.join(tmp, 'missing.js'), /AGENTKEEP_PLUGINS: cannot load .*missing\.js/],
     ] as const) {
       const r = await runSidecar(['memory', 'list', '--store', store], { AGENTKEEP_PLUGINS: value });
@@ -145,12 +185,21 @@ describe('registry proof: a throwaway store registered from a test folder', func
     const dup = findings.find((f: { kind: string }) => f.kind === 'duplicate');
     assert.deepEqual(dup.entries.sort(), ['a1b2c3d4e5f6', 'b2c3d4e5f6a1']);
     assert.deepEqual(dup.stores, [store]);
-    assert.ok(!findings.some((f: { kind: string }) => f.kind === 'untraceable'), 'no provenance capability: entries are not called untraceable');
+    assert.ok(
+      !findings.some((f: { kind: string }) => f.kind === 'untraceable'),
+      'no provenance capability: entries are not called untraceable',
+    );
   });
 
   it('a restore point captures it through the adapter; diff, memory diff and a restore of scope agent see it', async () => {
     const rp = await json('restore-point', 'create', '--target', target, '--store', store);
-    assert.deepEqual(rp.agent.map((a: { store: string; files: Array<{ path: string; size: number }> }) => [a.store, a.files.map((f) => [f.path, f.size])]), [[store, [['memories.json', original.length]]]]);
+    assert.deepEqual(
+      rp.agent.map((a: { store: string; files: Array<{ path: string; size: number }> }) => [
+        a.store,
+        a.files.map((f) => [f.path, f.size]),
+      ]),
+      [[store, [['memories.json', original.length]]]],
+    );
 
     // change it through its own edit capability (the core keeps the replaced bytes, as for Hermes)
     const added = await json('memory', 'add', '--store', store, '--text', 'Staging is at 10.0.0.5.');
@@ -158,7 +207,10 @@ describe('registry proof: a throwaway store registered from a test folder', func
     const diff = await json('restore-point', 'diff', rp.id, '--target', target);
     assert.deepEqual(diff.agentChanged, [`${store}:memories.json`]);
     const mdiff = await json('memory', 'diff', '--from', rp.id, '--target', target);
-    assert.deepEqual(mdiff.added.map((c: { store: string; after: { text: string } }) => [c.store, c.after.text]), [[store, 'Staging is at 10.0.0.5.']]);
+    assert.deepEqual(
+      mdiff.added.map((c: { store: string; after: { text: string } }) => [c.store, c.after.text]),
+      [[store, 'Staging is at 10.0.0.5.']],
+    );
     assert.deepEqual([mdiff.removed.length, mdiff.changed.length], [0, 0]);
 
     // scope machine rolls back the target's files and leaves the API store alone (it is not inside)
@@ -172,7 +224,10 @@ describe('registry proof: a throwaway store registered from a test folder', func
     const res = await json('restore-point', 'restore', rp.id, '--target', target, '--scope', 'agent', '--yes');
     assert.deepEqual(res.changes.agentChanged, [`${store}:memories.json`]);
     assert.ok((await fs.readFile(db)).equals(original), 'the store is byte-identical to the capture');
-    assert.deepEqual(res.undo.agent.map((a: { store: string }) => a.store), [store]);
+    assert.deepEqual(
+      res.undo.agent.map((a: { store: string }) => a.store),
+      [store],
+    );
     assert.deepEqual((await json('restore-point', 'diff', rp.id, '--target', target)).agentChanged, []);
     // and the undo restore point brings the added entry back
     await json('restore-point', 'restore', res.undo.id, '--target', target, '--scope', 'agent', '--yes');
@@ -193,29 +248,50 @@ describe('registry proof: a throwaway store registered from a test folder', func
       const token = 'proof-token-0123456789abcdef';
       const tokenFile = path.join(tmp, 'token');
       await fs.writeFile(tokenFile, `${token}\n`, { mode: 0o600 });
-      child = startSidecar(['serve', '--ws', '127.0.0.1:0', '--token-file', tokenFile, '--state-dir', path.join(tmp, 'state')], env());
+      child = startSidecar(
+        ['serve', '--ws', '127.0.0.1:0', '--token-file', tokenFile, '--state-dir', path.join(tmp, 'state')],
+        env(),
+      );
       const url = (await waitForStderr(child, /agentkeep: listening on (ws:\/\/127\.0\.0\.1:\d+)\n/))[1]!;
       const ws = await new Promise<WebSocket>((resolve, reject) => {
         const s = new WebSocket(url, { headers: { Authorization: `Bearer ${token}` } });
         s.once('open', () => resolve(s));
         s.once('error', reject);
       });
-      const conn: MessageConnection = createMessageConnection(new WebSocketMessageReader(ws), new WebSocketMessageWriter(ws));
+      const conn: MessageConnection = createMessageConnection(
+        new WebSocketMessageReader(ws),
+        new WebSocketMessageWriter(ws),
+      );
       conn.listen();
       try {
         await conn.sendRequest('initialize', { processId: null, capabilities: {} });
         const hermesStore = `hermes:${tmp}`;
-        const described = (await conn.sendRequest('agentkeep/store.describe', { stores: [store, hermesStore] })) as ResultOf<'storeDescribe'>;
-        assert.deepEqual(described.map((d) => [d.kind, d.name, d.location, d.localRoot]), [
-          ['throwaway', 'notes', 'throwaway://notes', undefined],
-          ['hermes', path.basename(path.dirname(tmp)) + '/' + path.basename(tmp), tmp, tmp],
-        ]);
-        const status = (await conn.sendRequest('agentkeep/agent.status', { target, stores: [store] })) as ResultOf<'agentStatus'>;
-        assert.deepEqual(status.stores.map((s) => [s.store, s.ok, s.description?.kind, s.description?.capabilities.edit]), [[store, true, 'throwaway', true]]);
+        const described = (await conn.sendRequest('agentkeep/store.describe', {
+          stores: [store, hermesStore],
+        })) as ResultOf<'storeDescribe'>;
+        assert.deepEqual(
+          described.map((d) => [d.kind, d.name, d.location, d.localRoot]),
+          [
+            ['throwaway', 'notes', 'throwaway://notes', undefined],
+            ['hermes', path.basename(path.dirname(tmp)) + '/' + path.basename(tmp), tmp, tmp],
+          ],
+        );
+        const status = (await conn.sendRequest('agentkeep/agent.status', {
+          target,
+          stores: [store],
+        })) as ResultOf<'agentStatus'>;
+        assert.deepEqual(
+          status.stores.map((s) => [s.store, s.ok, s.description?.kind, s.description?.capabilities.edit]),
+          [[store, true, 'throwaway', true]],
+        );
         const list = (await conn.sendRequest('agentkeep/memory.list', { stores: [store] })) as ResultOf<'memoryList'>;
         assert.deepEqual(list.descriptions, [described[0]]);
         assert.equal(list.stores[0]!.entries.length, 3);
-        await assert.rejects(conn.sendRequest('agentkeep/store.describe', { stores: ['foo:/x'] }), (e: { data?: { code?: string; hint?: string } }) => e.data?.code === 'bad_store' && /throwaway/.test(e.data.hint ?? ''));
+        await assert.rejects(
+          conn.sendRequest('agentkeep/store.describe', { stores: ['foo:/x'] }),
+          (e: { data?: { code?: string; hint?: string } }) =>
+            e.data?.code === 'bad_store' && /throwaway/.test(e.data.hint ?? ''),
+        );
       } finally {
         conn.dispose();
         ws.close();
@@ -232,9 +308,19 @@ describe('registry proof: a throwaway store registered from a test folder', func
     const item = storeItemView(store, d, 2);
     assert.equal(item.label, 'throwaway');
     assert.equal(item.description, 'throwaway://notes · 2 findings');
-    assert.equal(item.tooltip.split('\n')[1], 'Throwaway notes at throwaway://notes (not local files): editable, char budgets, memory diff');
-    assert.equal(storeItemView(`hermes:${hermesHome}`, hermes, 0).label, 'hermes', 'the real store goes through the same function');
-    assert.match(storeItemView(`hermes:${hermesHome}`, hermes, 0).tooltip, /Hermes at .*\.hermes: editable, provenance, char budgets, drift check, memory diff, outside actions, store lock, text files/);
+    assert.equal(
+      item.tooltip.split('\n')[1],
+      'Throwaway notes at throwaway://notes (not local files): editable, char budgets, memory diff',
+    );
+    assert.equal(
+      storeItemView(`hermes:${hermesHome}`, hermes, 0).label,
+      'hermes',
+      'the real store goes through the same function',
+    );
+    assert.match(
+      storeItemView(`hermes:${hermesHome}`, hermes, 0).tooltip,
+      /Hermes at .*\.hermes: editable, provenance, char budgets, drift check, memory diff, outside actions, store lock, text files/,
+    );
     // its files are not local files: the tree gives them no "open in editor"; a Hermes file is one
     assert.equal(isLocalMemoryFile({ file: 'throwaway://notes/memories' }, d), false);
     assert.equal(isLocalMemoryFile({ file: path.join(hermesHome, 'memories', 'MEMORY.md') }, hermes), true);
@@ -242,9 +328,20 @@ describe('registry proof: a throwaway store registered from a test folder', func
     assert.equal(storeName({ store, description: d }), 'throwaway · notes');
 
     // a compare view lists its captured file as agent state, with no live side on disk
-    const changes = { added: [], removed: [], changed: ['workspace/package.json'], agentChanged: [`${store}:memories.json`] };
+    const changes = {
+      added: [],
+      removed: [],
+      changed: ['workspace/package.json'],
+      agentChanged: [`${store}:memories.json`],
+    };
     const { items } = compareItems(changes, { localRoot: path.join(tmp, 'agent'), stores: [d] });
-    assert.deepEqual(items.map((i) => [i.path, i.agent?.store, i.agent?.rel]), [[`${store}:memories.json`, store, 'memories.json'], ['workspace/package.json', undefined, undefined]]);
+    assert.deepEqual(
+      items.map((i) => [i.path, i.agent?.store, i.agent?.rel]),
+      [
+        [`${store}:memories.json`, store, 'memories.json'],
+        ['workspace/package.json', undefined, undefined],
+      ],
+    );
     assert.equal(livePath(path.join(tmp, 'agent'), items[0]!), undefined);
     assert.equal(livePath(path.join(tmp, 'agent'), items[1]!), path.join(tmp, 'agent', 'workspace', 'package.json'));
     // config-file scoping: an API store adds no agent home

@@ -25,7 +25,13 @@ async function detectAgentZero(localRoot: string): Promise<string[]> {
   const out: string[] = [];
   for (const root of [localRoot, path.join(localRoot, 'a0')]) {
     const s = new AgentZeroStore(root);
-    if (!(await s.check().then(() => true, () => false))) continue;
+    if (
+      !(await s.check().then(
+        () => true,
+        () => false,
+      ))
+    )
+      continue;
     const files = await s.agentStateFiles().catch(() => [] as string[]);
     if (files.some((f) => f.endsWith('/index.pkl'))) out.push(`agent-zero:${root}`);
   }

@@ -19,9 +19,14 @@ export interface HermesStoreOptions {
  * when HermesStore.check passes. Store strings, in that order.
  */
 async function detectHermes(localRoot: string): Promise<string[]> {
-  const exists = (p: string): Promise<boolean> => fs.lstat(p).then(() => true, () => false);
+  const exists = (p: string): Promise<boolean> =>
+    fs.lstat(p).then(
+      () => true,
+      () => false,
+    );
   const rootLooksHermes =
-    (await isDirectory(path.join(localRoot, 'memories'))) || ((await exists(path.join(localRoot, 'config.yaml'))) && (await exists(path.join(localRoot, 'SOUL.md'))));
+    (await isDirectory(path.join(localRoot, 'memories'))) ||
+    ((await exists(path.join(localRoot, 'config.yaml'))) && (await exists(path.join(localRoot, 'SOUL.md'))));
   const candidates = rootLooksHermes ? [localRoot] : [];
   const dot = path.join(localRoot, '.hermes');
   if (await isDirectory(dot)) {
@@ -30,7 +35,14 @@ async function detectHermes(localRoot: string): Promise<string[]> {
     for (const n of names.sort()) candidates.push(path.join(dot, 'profiles', n));
   }
   const out: string[] = [];
-  for (const c of candidates) if (await new HermesStore(c).check().then(() => true, () => false)) out.push(`hermes:${c}`);
+  for (const c of candidates)
+    if (
+      await new HermesStore(c).check().then(
+        () => true,
+        () => false,
+      )
+    )
+      out.push(`hermes:${c}`);
   return out;
 }
 

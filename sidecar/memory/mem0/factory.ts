@@ -52,7 +52,12 @@ export const mem0Store: StoreFactory<Mem0StoreOptions> = {
     const dir = localStorePath(p, spec, `Use an absolute path, e.g. ${EXAMPLE}.`);
     checkStoreOptions('mem0', params, spec, ['qdrant', 'collection'], EXAMPLE);
     const qdrant = params.get('qdrant') || undefined;
-    if (qdrant && !path.isAbsolute(qdrant)) throw new AgentKeepError('BadStore', `Qdrant path "${qdrant}" in "${spec}" is not absolute.`, `Use e.g. ${EXAMPLE}.`);
+    if (qdrant && !path.isAbsolute(qdrant))
+      throw new AgentKeepError(
+        'BadStore',
+        `Qdrant path "${qdrant}" in "${spec}" is not absolute.`,
+        `Use e.g. ${EXAMPLE}.`,
+      );
     return { dir, qdrant: qdrant && path.resolve(qdrant), collection: params.get('collection') || undefined };
   },
   create: (p) => new Mem0Store(p.options.dir, p.spec, { qdrant: p.options.qdrant, collection: p.options.collection }),
