@@ -193,8 +193,8 @@ function conformance(open: () => Promise<{ ch: Channel; target: string }>): void
     ch.send(JSON.stringify([req(8, 'agentkeep/restorePoint.list', { target })]));
     ch.send(JSON.stringify(req(8, 'agentkeep/restorePoint.list', { target: 'bogus:/y' })));
     const got = [await ch.next(), await ch.next()];
-    const batch = got.find((m) => Array.isArray(m));
-    const single = got.find((m) => !Array.isArray(m));
+    const batch = got.find((m) => Array.isArray(m))!;
+    const single = got.find((m) => !Array.isArray(m))!;
     assert.deepEqual(batch.map((r: any) => [r.id, r.result]), [[8, []]]);
     assert.equal(single.id, 8);
     assert.equal(single.error.code, -33001);
