@@ -106,15 +106,22 @@ export function changeSummary(c: ChangeSummary, future: boolean, scope: 'machine
   return lines.length ? lines.join('\n') : '  No differences: the tree already matches the restore point.';
 }
 
-/** Memory stores: per file a header with usage, then one line per entry (id, first line of text). */
+/**
+ * Memory stores: per file a header with usage, then one line per entry (id, first line of text). A
+ * broken file (MemoryFile.broken) says BROKEN instead of a count it does not know, then what is
+ * broken and the fix.
+ */
 export function memoryTable(files: MemoryFile[]): string {
   const out: string[] = [];
   for (const f of files) {
     const u = f.usage;
     const pct = u?.limit ? Math.round((100 * u.chars) / u.limit) : 0;
-    const use = u ? `, ${u.chars}/${u.limit} chars (${pct}%)${u.chars > u.limit ? ' OVER LIMIT' : ''}` : '';
-    out.push(`${f.file} (${f.kind}): ${f.entries.length} ${f.entries.length === 1 ? 'entry' : 'entries'}${use}${f.readOnly ? ` [read-only: ${f.readOnly}]` : ''}`);
-    for (const w of f.warnings ?? []) out.push(`  warning: ${w}`);
+    const use = u && !f.broken ? `, ${u.chars}/${u.limit} chars (${pct}%)${u.chars > u.limit ? ' OVER LIMIT' : ''}` : '';
+    const count = `${f.entries.length} ${f.entries.length === 1 ? 'entry' : 'entries'}`;
+    const state = f.broken ? (f.entries.length ? `BROKEN (${count} readable; writes refused)` : 'BROKEN (entries unknown; writes refused)') : count;
+    out.push(`${f.file} (${f.kind}): ${state}${use}${f.readOnly ? ` [read-only: ${f.readOnly}]` : ''}`);
+    if (f.broken) out.push(`  error: ${f.broken.message}`, ...(f.broken.hint ? [`  fix: ${f.broken.hint}`] : []));
+    for (const w of f.warnings ?? []) if (!f.broken || !w.includes(f.broken.message)) out.push(`  warning: ${w}`);
     for (const e of f.entries) {
       const first = e.text.split('\n')[0];
       const more = e.text.includes('\n') ? ' …' : '';

@@ -4,8 +4,9 @@
  */
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import type { LintFinding, MemoryEntry } from '../../protocol';
+import type { LintFinding, MemoryEntry, StoreProblem } from '../../protocol';
 import { AgentKeepError } from '../../core/errors';
+import { problemOf } from '../broken';
 import { parseTarget } from '../../core/target';
 import { openStore as defaultOpenStore, type MemoryStoreAdapter } from '../index';
 import { extractClaims } from './claims';
@@ -84,6 +85,27 @@ async function machineProbe(target: string | undefined, home: string | null | un
   };
 }
 
+/**
+ * The finding for a store whose history could not be read (a damaged state.db or history.db): which
+ * file, that provenance is unavailable, which checks therefore did not run, and the fix.
+ */
+function historyFinding(h: { store: string; kind: string; problem: StoreProblem; entries: number }): LintFinding {
+  const skipped = [
+    'untraceable (whether a tool call in the history wrote each entry)',
+    ...(h.kind === 'hermes' ? ['age of MEMORY.md and USER.md entries (Hermes keeps their times only in state.db)'] : []),
+    'which of two contradicting entries is newer',
+  ];
+  return {
+    kind: 'store',
+    severity: 'error',
+    entries: [],
+    stores: [h.store],
+    message: `Provenance is unavailable for ${h.entries} ${h.entries === 1 ? 'entry' : 'entries'} of ${h.store}: ${h.problem.message} These checks did not run for them: ${skipped.join('; ')}. The other checks ran.`,
+    evidence: [h.problem.message],
+    ...(h.problem.hint ? { suggestion: h.problem.hint } : {}),
+  };
+}
+
 function toLintEntry(e: MemoryEntry): LintEntry {
   return {
     id: e.id,
@@ -117,12 +139,16 @@ export async function runLint(p: { stores: string[]; target?: string }, deps: Ru
   const open = deps.openStore ?? defaultOpenStore;
   const stores: LintStore[] = [];
   const adapters: MemoryStoreAdapter[] = [];
+  // stores whose history could not be read: the checks that need provenance did not run for them
+  const noHistory: Array<{ store: string; kind: string; problem: StoreProblem; entries: number }> = [];
   for (const spec of p.stores) {
     const adapter = open(spec);
     adapters.push(adapter);
     const files = await adapter.list();
     const withHistory = deps.provenance !== false && typeof adapter.provenance === 'function' && (await hasHistory(adapter));
     const lintFiles: LintFile[] = [];
+    let problem: StoreProblem | undefined;
+    let unknown = 0;
     for (const f of files) {
       const entries: LintEntry[] = [];
       for (const e of f.entries) {
@@ -130,20 +156,27 @@ export async function runLint(p: { stores: string[]; target?: string }, deps: Ru
         if (withHistory) {
           try {
             const prov = await adapter.provenance!(e);
-            le.provenance = { traced: prov.traces.length > 0, ...(prov.note ? { note: prov.note } : {}) };
-            const times = prov.traces.map((t) => t.time).filter((t): t is string => !!t).sort();
-            if (times.length) {
-              le.createdAt ??= times[0];
-              le.updatedAt ??= times[times.length - 1];
+            if (prov.unavailable) {
+              // unknown, not "no trace": no untraceable finding, no times from the history
+              problem ??= prov.unavailable;
+              unknown++;
+            } else {
+              le.provenance = { traced: prov.traces.length > 0, ...(prov.note ? { note: prov.note } : {}) };
+              const times = prov.traces.map((t) => t.time).filter((t): t is string => !!t).sort();
+              if (times.length) {
+                le.createdAt ??= times[0];
+                le.updatedAt ??= times[times.length - 1];
+              }
             }
-          } catch {
-            /* provenance unknown for this entry: not a finding */
+          } catch (err) {
+            problem ??= problemOf(err); // provenance unknown for this entry: said once per store below
+            unknown++;
           }
         }
         entries.push(le);
       }
       let raw: string | undefined;
-      if (f.kind === 'hermes-memory' || f.kind === 'hermes-user') {
+      if ((f.kind === 'hermes-memory' || f.kind === 'hermes-user') && !f.broken) {
         try {
           raw = await fs.readFile(f.file, 'utf8');
         } catch {
@@ -157,15 +190,18 @@ export async function runLint(p: { stores: string[]; target?: string }, deps: Ru
         ...(f.usage ? { usage: f.usage } : {}),
         ...(raw !== undefined ? { raw } : {}),
         ...(f.warnings?.length ? { warnings: f.warnings } : {}),
+        ...(f.broken ? { broken: f.broken } : {}),
       });
     }
     stores.push({ store: adapter.spec, files: lintFiles });
+    if (problem) noHistory.push({ store: adapter.spec, kind: adapter.kind, problem, entries: unknown });
   }
   const input: LintInput = { stores, now: deps.now ?? Date.now(), ...(deps.options ? { options: deps.options } : {}) };
   const { probe, skipped } = await machineProbe(p.target, agentHome(adapters), deps);
   const claims = stores.flatMap((s) => s.files.flatMap((f) => f.entries.flatMap((e) => extractClaims(e.text))));
   if (probe && claims.length) input.machine = await gatherFacts(claims, probe, { deadlineMs: deps.probeDeadlineMs });
   const findings = lintEntries(input);
+  for (const h of noHistory) findings.unshift(historyFinding(h));
   // Say what the stale rule could not look at, so that no stale finding is not read as "all true".
   const limit = skipped ?? (claims.length ? probe?.limits : undefined);
   if (limit) {

@@ -10,7 +10,7 @@ import { runLint } from '../lint/run';
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import type { MemoryEntry, MemoryFile, ParamsOf, ProvenanceTrace, RestorePoint, ResultOf } from '../../protocol';
+import type { MemoryEntry, MemoryFile, ParamsOf, Provenance, ProvenanceTrace, RestorePoint, ResultOf } from '../../protocol';
 import { AgentKeepError } from '../../core/errors';
 import { openStore, uniqueStoreSpecs } from '../index';
 import type { CaptureSource, MemoryStoreAdapter, WriteOptions } from '../types';
@@ -70,7 +70,9 @@ async function resolveEntry(s: MemoryStoreAdapter, id: string): Promise<{ entry:
 
 /**
  * memory.show: the entry (id or unique prefix >= 4 chars) in the first store that has it, its file
- * (without entries), the file's content hash and the entry's provenance.
+ * (without entries), the file's content hash and the entry's provenance. When the store's history
+ * cannot be read (provenance.unavailable, e.g. a damaged state.db), the file gets a warning naming
+ * it and the fix, and the show still succeeds.
  * @throws EntryNotFound (in none of the stores), Conflict (ambiguous id), BadStore, StoreNotFound
  */
 export async function showMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryShow'>): Promise<ResultOf<'memoryShow'>> {
@@ -94,8 +96,11 @@ export async function showMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryShow'
   }
   const { s, entry, file } = hits[0];
   const { entries: _omit, ...fileInfo } = file;
-  const provenance = s.provenance ? await s.provenance(entry) : { traces: [], note: `The ${s.kind} store does not keep provenance.` };
+  const provenance: Provenance = s.provenance ? await s.provenance(entry) : { traces: [], note: `The ${s.kind} store does not keep provenance.` };
   const contentHash = s.contentHash ? await s.contentHash(file.file) : '';
+  // a store history that cannot be read (e.g. a damaged state.db) is a store warning, not only a note
+  const u = provenance.unavailable;
+  if (u) fileInfo.warnings = [...(fileInfo.warnings ?? []), `Provenance unavailable: ${u.message}${u.hint ? ` Fix: ${u.hint}` : ''}`];
   return { store: s.spec, file: fileInfo, entry: { ...entry, store: entry.store ?? s.spec }, contentHash, provenance };
 }
 
