@@ -12,8 +12,12 @@ import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Database } from 'node-sqlite3-wasm';
+import { createHash } from 'node:crypto';
 import { firstInvalidUtf8 } from '../../sidecar/memory/broken';
+import { AgentZeroStore } from '../../sidecar/memory/agent-zero';
 import { buildSidecar, cliRunner } from './helpers/sidecar';
+import { startA0Stub, type A0Stub } from './helpers/agent-zero-stub';
+import { expectAgentKeepError } from './helpers/errors';
 import { copyFixture, hashTree } from './helpers/hermes-db';
 import { FIXTURES } from './helpers/paths';
 
@@ -190,6 +194,184 @@ describe('broken stores: Hermes (real files, real CLI)', function () {
     assert.equal(errOf(diff).code, 'file_error');
     assert.ok(errOf(diff).message.includes(db));
     assert.match(errOf(diff).hint ?? '', /\.recover/);
+  });
+});
+
+describe('broken stores: Agent Zero (real files; edits through the contract stub of its API)', function () {
+  this.timeout(60000);
+  let tmp: string;
+  let root: string;
+  let stub: A0Stub | undefined;
+  const { ak, json } = cliRunner(() => path.join(tmp, 'state'));
+  const dir = (): string => path.join(root, 'usr', 'memory', 'default');
+  const spec = (): string => `agent-zero:${root}`;
+  const subdirFiles = async (): Promise<any[]> => (await json('memory', 'list', '--store', spec())).stores;
+
+  before(() => buildSidecar());
+  beforeEach(async () => {
+    tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'ak-broken-a0-'));
+    root = path.join(tmp, 'a0');
+    await fs.cp(path.join(FIXTURES, 'memory', 'agent-zero'), root, { recursive: true });
+  });
+  afterEach(async () => {
+    await stub?.close();
+    stub = undefined;
+    await fs.rm(tmp, { recursive: true, force: true });
+  });
+
+  /** The edit, remove and add the API would carry are refused before any request, and nothing changes. */
+  async function refusesWrites(re: RegExp): Promise<void> {
+    stub = await startA0Stub(path.join(root, 'usr', 'memory'));
+    const s = new AgentZeroStore(root, undefined, { url: stub.url });
+    const before = await hashTree(root);
+    await expectAgentKeepError(s.edit!('Xk3P9aQ2mZ', 'changed'), 'FileError', re);
+    await expectAgentKeepError(s.remove!('Xk3P9aQ2mZ'), 'FileError', re);
+    await expectAgentKeepError(s.add!('A new memory.'), 'FileError', /nothing was sent to Agent Zero/);
+    assert.deepEqual(stub.log, [], 'no request reached Agent Zero');
+    assert.deepEqual(await hashTree(root), before);
+  }
+
+  it('index.faiss missing next to index.pkl: broken (Agent Zero would save an empty index over index.pkl); entries still shown; writes refused', async () => {
+    await fs.rm(path.join(dir(), 'index.faiss'));
+    const files = await subdirFiles();
+    assert.ok(files.every((f) => f.broken), 'every area file of the subdir says it');
+    assert.match(files[0].broken.message, /index\.faiss is missing but index\.pkl holds the memories of "default": on its next load Agent Zero starts an empty index and saves it over index\.pkl/);
+    assert.match(files[0].broken.hint, /cp -a .*default .*default\.bak/);
+    assert.equal(files.flatMap((f) => f.entries).length, 4, 'the texts in index.pkl are still shown');
+    const text = (await ak('memory', 'list', '--store', spec())).stdout;
+    assert.match(text, /BROKEN \(\d+ entries readable; writes refused\)/);
+    const lint = (await json('memory', 'lint', '--store', spec())).findings;
+    assert.equal(lint.filter((f: any) => f.kind === 'store' && f.severity === 'error').length, 1, 'one finding for the subdir, not one per area');
+    await refusesWrites(/index\.faiss is missing/);
+  });
+
+  it('index.faiss damaged (not FAISS, truncated) or out of step with index.faiss.sha256: broken with what Agent Zero does and the fix', async () => {
+    const faiss = path.join(dir(), 'index.faiss');
+    const good = await fs.readFile(faiss);
+    await fs.writeFile(faiss, good.subarray(0, 100));
+    assert.match((await subdirFiles())[0].broken.message, /index\.faiss is damaged: its header says 4 vectors of dimension 8 \(173 bytes\), but the file has 100 bytes/);
+    await fs.writeFile(faiss, Buffer.concat([Buffer.from('PK\x03\x04'), good.subarray(4)]));
+    assert.match((await subdirFiles())[0].broken.message, /does not start with a FAISS index type \(first bytes 504b0304\)/);
+    await fs.writeFile(faiss, good);
+    assert.equal((await subdirFiles())[0].broken, undefined, 'the intact fixture is not broken');
+    // newer Agent Zero writes index.faiss.sha256 after each save and discards a mismatching index
+    await fs.writeFile(path.join(dir(), 'index.faiss.sha256'), createHash('sha256').update(good).digest('hex'));
+    assert.equal((await subdirFiles())[0].broken, undefined);
+    const changed = Buffer.from(good);
+    changed[changed.length - 1] ^= 0xff; // one float changed: still a valid layout, but not what Agent Zero hashed
+    await fs.writeFile(faiss, changed);
+    const b = (await subdirFiles())[0].broken;
+    assert.match(b.message, /index\.faiss does not match .*index\.faiss\.sha256: on its next load Agent Zero discards this index and saves an empty one/);
+    assert.match(b.hint, /delete the stale index\.faiss\.sha256/);
+    await refusesWrites(/does not match/);
+  });
+
+  it('index.pkl missing (index.faiss present) or not a pickle, embedding.json not JSON: broken, never "no memories"', async () => {
+    const pkl = path.join(dir(), 'index.pkl');
+    const saved = await fs.readFile(pkl);
+    await fs.rm(pkl);
+    const gone = await json('memory', 'list', '--store', spec());
+    assert.match(gone.stores[0].broken.message, /index\.pkl is missing but .*index\.faiss exists: Agent Zero cannot load memory subdir "default"/);
+    assert.ok(!(gone.stores[0].warnings ?? []).some((w: string) => /no memories in/.test(w)), 'not called empty');
+    await fs.writeFile(pkl, saved);
+    await fs.writeFile(path.join(dir(), 'embedding.json'), '{"model_provider": "huggingface", ');
+    const emb = (await subdirFiles())[0].broken;
+    assert.match(emb.message, /embedding\.json is unreadable \(not JSON .*\): Agent Zero fails to load memory subdir "default"/);
+    assert.match(emb.hint, /Delete .*embedding\.json \(Agent Zero then re-embeds every memory/);
+    await fs.writeFile(path.join(dir(), 'embedding.json'), '["huggingface"]');
+    assert.match((await subdirFiles())[0].broken.message, /embedding\.json is not \{"model_provider"/);
+    await refusesWrites(/embedding\.json/);
+    // a damaged index.pkl in a second subdir: that subdir is broken, the first one is still listed
+    await fs.writeFile(path.join(dir(), 'embedding.json'), '{"model_provider": "huggingface", "model_name": "sentence-transformers/all-MiniLM-L6-v2"}');
+    await fs.cp(dir(), path.join(root, 'usr', 'memory', 'work'), { recursive: true });
+    await fs.writeFile(path.join(root, 'usr', 'memory', 'work', 'index.pkl'), saved.subarray(0, 200));
+    const both = await subdirFiles();
+    const work = both.filter((f) => f.file.includes('/work/'));
+    assert.equal(work.length, 1);
+    assert.match(work[0].broken.message, /Cannot unpickle .*work\/index\.pkl/);
+    assert.deepEqual(work[0].entries, []);
+    assert.ok(both.filter((f) => !f.file.includes('/work/')).every((f) => !f.broken && f.entries.length));
+    // and when no subdir can be read at all, list fails with that error (kind file_error, not internal)
+    await fs.rm(dir(), { recursive: true });
+    const r = await ak('memory', 'list', '--store', spec(), '--json');
+    assert.equal(r.code, 1);
+    assert.equal(JSON.parse(r.stdout || r.stderr).error.code, 'file_error');
+  });
+
+  it('index.faiss.sha256 is agent state, so restore points capture and restore it together with index.faiss', async () => {
+    await fs.writeFile(path.join(dir(), 'index.faiss.sha256'), createHash('sha256').update(await fs.readFile(path.join(dir(), 'index.faiss'))).digest('hex'));
+    const s = new AgentZeroStore(root);
+    assert.ok((await s.agentStateFiles()).includes('usr/memory/default/index.faiss.sha256'));
+    assert.ok(s.isAgentStatePath('usr/memory/default/index.faiss.sha256'));
+  });
+});
+
+describe('broken stores: mem0 (real SQLite, damaged pages)', function () {
+  this.timeout(60000);
+  let tmp: string;
+  let dir: string;
+  const { ak, json } = cliRunner(() => path.join(tmp, 'state'));
+  const collection = (name = 'mem0'): string => path.join(dir, 'qdrant', 'collection', name, 'storage.sqlite');
+
+  before(() => buildSidecar());
+  beforeEach(async () => {
+    tmp = await fs.mkdtemp(path.join('/var/tmp', 'ak-broken-mem0-')); // not under /tmp: no durability warnings
+    dir = path.join(tmp, '.mem0');
+    await fs.cp(path.join(FIXTURES, 'memory', 'mem0'), dir, { recursive: true });
+  });
+  afterEach(async () => {
+    await fs.rm(tmp, { recursive: true, force: true });
+  });
+
+  it('history.db damaged: entries from Qdrant are shown with a warning; provenance unavailable; lint names the file, the fix and what did not run', async () => {
+    const db = path.join(dir, 'history.db');
+    await damagePages(db, 1, 2);
+    assert.match(integrity(db), /error code 11|malformed/);
+    const list = await json('memory', 'list', '--store', `mem0:${dir}`);
+    assert.equal(list.stores.length, 1);
+    assert.ok(list.stores[0].entries.length > 0);
+    assert.ok(list.stores[0].warnings.some((w: string) => w.includes(db) && /is damaged: database disk image is malformed\. mem0 cannot open it either/.test(w)), JSON.stringify(list.stores[0].warnings));
+    const id = list.stores[0].entries[0].id;
+    const shown = await json('memory', 'show', '--store', `mem0:${dir}`, '--entry', id);
+    assert.equal(shown.provenance.unavailable.code, 'file_error');
+    assert.match(shown.provenance.unavailable.hint, /sqlite3 .*history\.db "\.recover"/);
+    const lint = (await json('memory', 'lint', '--store', `mem0:${dir}`)).findings;
+    const errors = lint.filter((f: any) => f.severity === 'error');
+    assert.equal(errors.length, 1, JSON.stringify(lint));
+    assert.match(errors[0].message, /Provenance is unavailable for 1 entry of mem0:.*history\.db is damaged.*These checks did not run for them: untraceable/);
+    assert.doesNotMatch(errors[0].message, /age of MEMORY\.md/);
+    assert.ok(!lint.some((f: any) => f.severity === 'warning' && f.message.includes('history.db is damaged')), 'said once');
+  });
+
+  it('history.db damaged with no Qdrant storage, or the only storage.sqlite damaged: the error names the file and the fix', async () => {
+    await damagePages(collection(), 1, 1);
+    let r = await ak('memory', 'list', '--store', `mem0:${dir}`, '--json');
+    assert.equal(r.code, 1);
+    let err = JSON.parse(r.stdout || r.stderr).error;
+    assert.equal(err.code, 'file_error');
+    assert.match(err.message, /storage\.sqlite is damaged: database disk image is malformed\. Qdrant's local mode \(and so mem0\) cannot load collection "mem0"/);
+    assert.match(err.hint, /\.recover/);
+    await fs.rm(path.join(dir, 'qdrant'), { recursive: true });
+    await damagePages(path.join(dir, 'history.db'), 1, 2);
+    r = await ak('memory', 'list', '--store', `mem0:${dir}`, '--json');
+    assert.equal(r.code, 1);
+    err = JSON.parse(r.stdout || r.stderr).error;
+    assert.match(err.message, /history\.db is damaged/);
+  });
+
+  it('one damaged collection among two: listed as broken (not empty), the other one as usual', async () => {
+    await fs.cp(path.dirname(collection()), path.dirname(collection('work')), { recursive: true });
+    await damagePages(collection('work'), 1, 1);
+    const files = (await json('memory', 'list', '--store', `mem0:${dir}`)).stores;
+    const work = files.find((f: any) => f.file === collection('work'));
+    assert.deepEqual(work.entries, []);
+    assert.match(work.broken.message, /collection "work"/);
+    const ok = files.find((f: any) => f.file === collection());
+    assert.ok(ok.entries.length > 0 && !ok.broken);
+    const text = (await ak('memory', 'list', '--store', `mem0:${dir}`)).stdout;
+    assert.match(text, /work\/storage\.sqlite \(mem0\): BROKEN \(entries unknown; writes refused\)/);
+    const lint = (await json('memory', 'lint', '--store', `mem0:${dir}`)).findings;
+    assert.ok(lint.some((f: any) => f.kind === 'store' && f.severity === 'error' && /storage\.sqlite is broken/.test(f.message)));
   });
 });
 

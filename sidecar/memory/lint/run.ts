@@ -126,6 +126,10 @@ function toLintEntry(e: MemoryEntry): LintEntry {
  * as untraceable and supplies createdAt/updatedAt from the first/last write, so contradictions can
  * say which entry is newer. Claims about the machine (paths, commands, tool versions, OS release)
  * are probed on the target (see RunLintDeps.probe) within `probeDeadlineMs`.
+ * A store whose history cannot be read (provenance `unavailable`, or provenance throwing: e.g. a
+ * damaged state.db) gets one `store` error naming the file, the fix and the checks that did not run
+ * (untraceable, Hermes entry ages, which contradicting entry is newer); its entries are then not
+ * untraceable, and every other check still runs. Broken files (MemoryFile.broken) are `store` errors.
  *
  * @param p.stores store names `<kind>:/abs/path` (at least one)
  * @param p.target optional target (dir:/abs, btrfs:/abs, qemu:..., proxmox://...) to check claims against
@@ -193,8 +197,13 @@ export async function runLint(p: { stores: string[]; target?: string }, deps: Ru
         ...(f.broken ? { broken: f.broken } : {}),
       });
     }
+    if (problem) {
+      noHistory.push({ store: adapter.spec, kind: adapter.kind, problem, entries: unknown });
+      // the adapter's own warning about the same file is said by that finding
+      const said = problem.message;
+      for (const lf of lintFiles) if (lf.warnings) lf.warnings = lf.warnings.filter((w) => !w.includes(said));
+    }
     stores.push({ store: adapter.spec, files: lintFiles });
-    if (problem) noHistory.push({ store: adapter.spec, kind: adapter.kind, problem, entries: unknown });
   }
   const input: LintInput = { stores, now: deps.now ?? Date.now(), ...(deps.options ? { options: deps.options } : {}) };
   const { probe, skipped } = await machineProbe(p.target, agentHome(adapters), deps);
