@@ -171,7 +171,8 @@ export function memoryShowText(r: ResultOf<'memoryShow'>): string {
 export function memoryDiffText(r: ResultOf<'memoryDiff'>, from: string, to: string): string {
   const first = (t?: string): string => (t ?? '').split('\n')[0].slice(0, 100);
   const lines = [`Memory from restore point ${from} to ${to}:`];
-  if (!r.added.length && !r.removed.length && !r.changed.length) lines.push('  No entry changed.');
+  for (const w of r.warnings ?? []) lines.push(`  warning: ${w}`);
+  if (!r.added.length && !r.removed.length && !r.changed.length) lines.push(r.warnings?.length ? '  No entry changed in the files compared.' : '  No entry changed.');
   for (const c of r.added) lines.push(`  + ${c.after!.id}  ${first(c.after!.text)}`);
   for (const c of r.removed) lines.push(`  - ${c.before!.id}  ${first(c.before!.text)}`);
   for (const c of r.changed) lines.push(`  ~ ${c.before!.id} -> ${c.after!.id}  ${first(c.after!.text)}`);
@@ -201,6 +202,7 @@ export function restoreLossText(r: ResultOf<'memoryDiff'>, scope: 'machine' | 'a
   } else if (r.added.length || r.changed.length) {
     lines.push(`  memory learned since the restore point is kept (scope machine): ${r.added.length + r.changed.length} ${r.added.length + r.changed.length === 1 ? 'entry' : 'entries'}`);
   }
+  for (const w of r.warnings ?? []) lines.push(`  warning: ${w}`);
   const acts = r.actions ?? [];
   if (acts.length) {
     lines.push(`  actions the agent took since then that a restore does NOT undo (${acts.length}):`);

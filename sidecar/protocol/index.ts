@@ -441,7 +441,13 @@ export const Methods = {
     'memory.diff',
     'Entries added, removed and changed between a restore point\'s agent-state capture and now (or another restore point).',
     z.object({ target: Target, stores: z.array(Store).optional(), from: z.string().describe('Restore point id'), to: z.string().optional().describe('Restore point id, or "now" (default)') }),
-    z.object({ added: z.array(MemoryEntryChange), removed: z.array(MemoryEntryChange), changed: z.array(MemoryEntryChange), actions: z.array(ProvenanceTrace).optional().describe('Agent actions since `from` that a rollback cannot undo (messages sent, web requests, git pushes ...), from the session history') }),
+    z.object({
+      added: z.array(MemoryEntryChange),
+      removed: z.array(MemoryEntryChange),
+      changed: z.array(MemoryEntryChange),
+      actions: z.array(ProvenanceTrace).optional().describe('Agent actions since `from` that a rollback cannot undo (messages sent, web requests, git pushes ...), from the session history'),
+      warnings: z.array(z.string()).optional().describe('Files left out of the comparison because they are broken on one side (MemoryFile.broken, entries unknown): their entries are not reported as added or removed'),
+    }),
   ),
   agentDiscover: method(
     'agent.discover',

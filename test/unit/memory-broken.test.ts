@@ -151,6 +151,20 @@ describe('broken stores: Hermes (real files, real CLI)', function () {
     assert.ok(!lint.some((f: any) => f.kind === 'drift'), 'the bad bytes are not reported as a drift of U+FFFD text');
   });
 
+  it('memory diff leaves a broken file out instead of calling its entries removed, and says so', async () => {
+    const rp = await json('restore-point', 'create', '--target', `dir:${home}`, '--store', store, '--label', 'before');
+    const raw = Buffer.concat([await fs.readFile(mem()), Buffer.from([0xc3, 0x28])]);
+    await fs.writeFile(mem(), raw);
+    const d = await json('memory', 'diff', '--target', `dir:${home}`, '--store', store, '--from', rp.id);
+    assert.deepEqual(d.removed, [], 'the entries of the broken MEMORY.md are not "removed"');
+    assert.equal(d.warnings.length, 1, JSON.stringify(d.warnings));
+    assert.match(d.warnings[0], /MEMORY\.md is broken \(now\), so its entries were not compared: .*not valid UTF-8/);
+    const text = (await ak('memory', 'diff', '--target', `dir:${home}`, '--store', store, '--from', rp.id)).stdout;
+    assert.match(text, /warning: .*MEMORY\.md is broken \(now\)/);
+    assert.match(text, /No entry changed in the files compared\./);
+    assert.deepEqual(await fs.readFile(mem()), raw);
+  });
+
   it('state.db with a damaged middle: lint keeps every finding that does not need provenance and names what did not run; show says why', async () => {
     const intact = (await json('memory', 'lint', '--store', store)).findings;
     const db = path.join(home, 'state.db');

@@ -200,8 +200,9 @@ function clean(e: MemoryEntry): MemoryEntry {
 /**
  * memory.diff: entries added, removed and changed between restore point `from`'s agent-state capture
  * and now (or restore point `to`), per store (default: the stores `from` captured), plus the
- * outside-world actions since `from` (until `to`) from the stores' session history.
- * @throws RestorePointNotFound, BadStore (a store `from` did not capture), Unsupported (a store that
+ * outside-world actions since `from` (until `to`) from the stores' session history. A file broken on
+ * either side with its entries unknown (MemoryFile.broken) is not compared; `warnings` names it.
+ * @throws FileError (a store history needed for the actions is damaged), RestorePointNotFound, BadStore (a store `from` did not capture), Unsupported (a store that
  *   cannot read captures)
  */
 export async function diffMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryDiff'>): Promise<ResultOf<'memoryDiff'>> {
@@ -214,6 +215,7 @@ export async function diffMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryDiff'
   }
   const result: ResultOf<'memoryDiff'> = { added: [], removed: [], changed: [], actions: [] };
   const actions: ProvenanceTrace[] = [];
+  const warnings: string[] = [];
   for (const spec of specs) {
     const s = openStore(spec);
     if (!s.listCapture) throw unsupported(s, 'read its entries from a restore point');
@@ -234,13 +236,22 @@ export async function diffMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryDiff'
     };
     const before = await s.listCapture(source(from));
     const after = to ? await s.listCapture(source(to)) : await s.list();
-    const d = diffEntries(s.spec, before, after);
+    // a broken file whose entries are unknown on one side is left out, so its entries do not show up
+    // as removed (or added): said in warnings instead
+    const unknown = new Set<string>();
+    for (const [f, side] of [...before.map((f) => [f, `restore point ${from.id}`] as const), ...after.map((f) => [f, to ? `restore point ${to.id}` : 'now'] as const)]) {
+      if (!f.broken || f.entries.length) continue;
+      unknown.add(f.kind);
+      warnings.push(`${f.file} is broken (${side}), so its entries were not compared: ${f.broken.message}`);
+    }
+    const d = diffEntries(s.spec, before.filter((f) => !unknown.has(f.kind)), after.filter((f) => !unknown.has(f.kind)));
     result.added.push(...d.added);
     result.removed.push(...d.removed);
     result.changed.push(...d.changed);
     if (s.actionsSince) actions.push(...(await s.actionsSince(from.createdAt, to?.createdAt)));
   }
   result.actions = actions.sort((a, b) => (a.time ?? '').localeCompare(b.time ?? ''));
+  if (warnings.length) result.warnings = warnings;
   return result;
 }
 
