@@ -30,9 +30,11 @@ export interface CoreOptions {
 }
 
 /**
- * The core services that the CLI and both servers call (sidecar/core). Every method validates its
- * input and throws AgentKeepError (sidecar/core/errors.ts) with a message that names the problem and
- * a hint that names the fix.
+ * The core services that the CLI and both servers call (sidecar/core). Params are validated once,
+ * at the boundary, with the protocol's schemas (sidecar/core/dispatch.ts: `dispatch` for the
+ * servers, `call` for the CLI); the methods check what a schema cannot (ids, paths, stores) and throw
+ * AgentKeepError (sidecar/core/errors.ts) with a message that names the problem and a hint that
+ * names the fix.
  */
 export interface CoreApi {
   createRestorePoint(p: ParamsOf<'restorePointCreate'>): Promise<ResultOf<'restorePointCreate'>>;

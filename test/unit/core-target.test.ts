@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Core, VERSION } from '../../sidecar/core/core';
+import { call } from '../../sidecar/core/dispatch';
 import { AgentKeepError } from '../../sidecar/core/errors';
 import { ID_PATTERN, newRestorePointId } from '../../sidecar/core/journal';
 import { resolveStateDir } from '../../sidecar/core/state';
@@ -212,10 +213,10 @@ describe('core: journal, keep, status, notifications', function () {
     assert.ok(changed.every((c) => c.target === s.target));
   });
 
-  it('invalid params name the field', async () => {
+  it('invalid params name the field (validated once, at the boundary the CLI and the servers share)', async () => {
     const core = new Core({ stateDir: s.state });
-    await assert.rejects(core.restoreRestorePoint({ target: s.target, id: 'x', scope: 'everything' as 'both' }), isErr('InvalidParams', /scope/));
-    await assert.rejects(core.createRestorePoint({} as { target: string }), isErr('InvalidParams', /target/));
+    await assert.rejects(call(core, 'restorePointRestore', { target: s.target, id: 'x', scope: 'everything' as 'both' }), isErr('InvalidParams', /scope/));
+    await assert.rejects(call(core, 'restorePointCreate', {} as { target: string }), isErr('InvalidParams', /target/));
   });
 
   it('memory.list reads the stores', async () => {
