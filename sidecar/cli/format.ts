@@ -116,9 +116,12 @@ export function memoryTable(files: MemoryFile[]): string {
   for (const f of files) {
     const u = f.usage;
     const pct = u?.limit ? Math.round((100 * u.chars) / u.limit) : 0;
-    const use = u && !f.broken ? `, ${u.chars}/${u.limit} chars (${pct}%)${u.chars > u.limit ? ' OVER LIMIT' : ''}` : '';
+    const over = u && u.chars > u.limit ? ' OVER LIMIT' : '';
+    const use = u && !f.broken ? `, ${u.chars}/${u.limit} chars (${pct}%)${over}` : '';
     const count = `${f.entries.length} ${f.entries.length === 1 ? 'entry' : 'entries'}`;
-    const state = f.broken ? (f.entries.length ? `BROKEN (${count} readable; writes refused)` : 'BROKEN (entries unknown; writes refused)') : count;
+    const known = f.entries.length ? `${count} readable` : 'entries unknown';
+    const broken = `BROKEN (${known}; writes refused)`;
+    const state = f.broken ? broken : count;
     out.push(`${f.file} (${f.kind}): ${state}${use}${f.readOnly ? ` [read-only: ${f.readOnly}]` : ''}`);
     if (f.broken) out.push(`  error: ${f.broken.message}`, ...(f.broken.hint ? [`  fix: ${f.broken.hint}`] : []));
     for (const w of f.warnings ?? []) if (!f.broken || !w.includes(f.broken.message)) out.push(`  warning: ${w}`);
@@ -172,7 +175,9 @@ export function memoryDiffText(r: ResultOf<'memoryDiff'>, from: string, to: stri
   const first = (t?: string): string => (t ?? '').split('\n')[0].slice(0, 100);
   const lines = [`Memory from restore point ${from} to ${to}:`];
   for (const w of r.warnings ?? []) lines.push(`  warning: ${w}`);
-  if (!r.added.length && !r.removed.length && !r.changed.length) lines.push(r.warnings?.length ? '  No entry changed in the files compared.' : '  No entry changed.');
+  if (!r.added.length && !r.removed.length && !r.changed.length) {
+    lines.push(r.warnings?.length ? '  No entry changed in the files compared.' : '  No entry changed.');
+  }
   for (const c of r.added) lines.push(`  + ${c.after!.id}  ${first(c.after!.text)}`);
   for (const c of r.removed) lines.push(`  - ${c.before!.id}  ${first(c.before!.text)}`);
   for (const c of r.changed) lines.push(`  ~ ${c.before!.id} -> ${c.after!.id}  ${first(c.after!.text)}`);

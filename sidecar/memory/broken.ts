@@ -27,7 +27,7 @@ export function brokenError(p: StoreProblem): AgentKeepError {
 export function firstInvalidUtf8(buf: Uint8Array): number | undefined {
   if (isUtf8(buf)) return undefined;
   const n = buf.length;
-  for (let i = 0; i < n; ) {
+  for (let i = 0; i < n;) {
     const b = buf[i];
     if (b < 0x80) {
       i++;
@@ -58,6 +58,8 @@ export function firstInvalidUtf8(buf: Uint8Array): number | undefined {
 export function describeOffset(buf: Uint8Array, offset: number): string {
   let line = 1;
   for (let i = 0; i < offset; i++) if (buf[i] === 0x0a) line++;
-  const bytes = Array.from(buf.subarray(offset, Math.min(buf.length, offset + 4)), (x) => x.toString(16).padStart(2, '0')).join(' ');
+  const bytes = Array.from(buf.subarray(offset, Math.min(buf.length, offset + 4)), (x) =>
+    x.toString(16).padStart(2, '0'),
+  ).join(' ');
   return `byte offset ${offset} (line ${line}, bytes ${bytes})`;
 }

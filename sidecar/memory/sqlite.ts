@@ -77,7 +77,8 @@ export function isTransientSqliteError(e: unknown): boolean {
 
 /** Whether an error (after the retries) says the database file itself is damaged or not SQLite. */
 export function isDamagedSqliteError(e: unknown): boolean {
-  return /malformed|not a database|SQLITE_CORRUPT|SQLITE_NOTADB|database corruption|file is encrypted/i.test(String((e as Error)?.message ?? e));
+  const msg = String((e as Error)?.message ?? e);
+  return /malformed|not a database|SQLITE_CORRUPT|SQLITE_NOTADB|database corruption|file is encrypted/i.test(msg);
 }
 
 /**
@@ -88,16 +89,21 @@ export function isDamagedSqliteError(e: unknown): boolean {
 export function damagedDbHint(db: string): string {
   const q = (p: string): string => (/^[A-Za-z0-9_./:=@%+-]+$/.test(p) ? p : `'${p.replace(/'/g, `'\\''`)}'`);
   return (
-    `Stop the agent and keep a copy of the file, then recover what SQLite can still read: sqlite3 ${q(db)} ".recover" | sqlite3 ${q(db + '.recovered')} ` +
-    `(check it, then move it into place); or restore the store from a restore point (agentkeep restore-point list, then restore-point restore <id> --scope agent). AgentKeep only reads this file and never repairs it.`
+    'Stop the agent and keep a copy of the file, then recover what SQLite can still read: ' +
+    `sqlite3 ${q(db)} ".recover" | sqlite3 ${q(db + '.recovered')} (check it, then move it into place); ` +
+    'or restore the store from a restore point (agentkeep restore-point list, then restore-point restore <id> ' +
+    '--scope agent). AgentKeep only reads this file and never repairs it.'
   );
 }
 
 /** The FileError of a database that stays unreadable after the retries: damaged (with the fix) or otherwise. */
 function unreadableDb(dbPath: string, e: unknown): AgentKeepError {
   const msg = (e as Error)?.message ?? String(e);
-  if (isDamagedSqliteError(e)) return new AgentKeepError('FileError', `SQLite database ${dbPath} is damaged: ${msg}.`, damagedDbHint(dbPath));
-  return new AgentKeepError('FileError', `Cannot read SQLite database ${dbPath}: ${msg}.`, 'Check that it is a SQLite database (not truncated); AgentKeep only reads it.');
+  if (isDamagedSqliteError(e)) {
+    return new AgentKeepError('FileError', `SQLite database ${dbPath} is damaged: ${msg}.`, damagedDbHint(dbPath));
+  }
+  const hint = 'Check that it is a SQLite database (not truncated); AgentKeep only reads it.';
+  return new AgentKeepError('FileError', `Cannot read SQLite database ${dbPath}: ${msg}.`, hint);
 }
 
 /**

@@ -172,7 +172,7 @@ export type MemoryEntry = z.infer<typeof MemoryEntry>;
 export const StoreProblem = z
   .object({
     code: z.string().describe('Stable string code of the error a read or write of it gives, e.g. "file_error"'),
-    message: z.string().describe('What is broken, naming the file (e.g. "… MEMORY.md is not valid UTF-8: first bad byte at offset 812")'),
+    message: z.string().describe('What is broken, naming the file (e.g. "… MEMORY.md is not valid UTF-8: …")'),
     hint: z.string().optional().describe('How to fix it'),
   })
   .describe('A damaged or unreadable part of a store');
@@ -192,7 +192,9 @@ export const MemoryFile = z.object({
   readOnly: z.string().optional().describe('Why entries here cannot be edited from AgentKeep (absent = editable)'),
   warnings: z.array(z.string()).optional().describe('Problems found while reading (e.g. embedding model mismatch, non-durable mem0 config)'),
   broken: StoreProblem.optional().describe(
-    'Set when the file (or a file it depends on, e.g. an Agent Zero index.faiss) is damaged or unreadable: `entries` holds only what could still be read (none when the file itself could not be), never "empty", and AgentKeep refuses to write it',
+    'Set when the file (or a file it depends on, e.g. an Agent Zero index.faiss) is damaged or unreadable: `entries` ' +
+      'holds only what could still be read (none when the file itself could not be), never "empty", and AgentKeep ' +
+      'refuses to write it',
   ),
 });
 export type MemoryFile = z.infer<typeof MemoryFile>;
@@ -210,7 +212,10 @@ export type ProvenanceTrace = z.infer<typeof ProvenanceTrace>;
 export const Provenance = z.object({
   traces: z.array(ProvenanceTrace).describe('Oldest first'),
   note: z.string().optional().describe('Said plainly when no trace exists, and why (no state.db, rows pruned, hand-edited, ...)'),
-  unavailable: StoreProblem.optional().describe('Set when the store\'s history could not be read (e.g. a damaged state.db or history.db): `traces` are then unknown, not absent'),
+  unavailable: StoreProblem.optional().describe(
+    'Set when the store\'s history could not be read (e.g. a damaged state.db or history.db): `traces` are then ' +
+      'unknown, not absent',
+  ),
 });
 export type Provenance = z.infer<typeof Provenance>;
 
@@ -445,8 +450,20 @@ export const Methods = {
       added: z.array(MemoryEntryChange),
       removed: z.array(MemoryEntryChange),
       changed: z.array(MemoryEntryChange),
-      actions: z.array(ProvenanceTrace).optional().describe('Agent actions since `from` that a rollback cannot undo (messages sent, web requests, git pushes ...), from the session history'),
-      warnings: z.array(z.string()).optional().describe('Files left out of the comparison because they are broken on one side (MemoryFile.broken, entries unknown): their entries are not reported as added or removed'),
+      actions: z
+        .array(ProvenanceTrace)
+        .optional()
+        .describe(
+          'Agent actions since `from` that a rollback cannot undo (messages sent, web requests, git pushes ...), ' +
+            'from the session history',
+        ),
+      warnings: z
+        .array(z.string())
+        .optional()
+        .describe(
+          'Files left out because they are broken on one side (MemoryFile.broken, entries unknown): their entries ' +
+            'are not reported as added or removed',
+        ),
     }),
   ),
   agentDiscover: method(

@@ -95,7 +95,10 @@ function describe(v: unknown): string {
  */
 export function checkMessage(v: unknown, inBatch = false): Checked {
   if (!isPlainObject(v)) {
-    const reason = Array.isArray(v) && inBatch ? 'a batch element is itself an array (batches do not nest)' : `a JSON-RPC message is an object, this is ${describe(v)}`;
+    const reason =
+      Array.isArray(v) && inBatch
+        ? 'a batch element is itself an array (batches do not nest)'
+        : `a JSON-RPC message is an object, this is ${describe(v)}`;
     return { kind: 'invalid', id: null, reason };
   }
   const hasId = 'id' in v;
@@ -105,16 +108,24 @@ export function checkMessage(v: unknown, inBatch = false): Checked {
     return { kind: 'invalid', id: null, reason: `"id" must be a string, a number or null, not ${describe(id)}` };
   }
   if (v.jsonrpc !== '2.0') {
-    return { kind: 'invalid', id: echo, reason: 'jsonrpc' in v ? `"jsonrpc" must be exactly "2.0", not ${JSON.stringify(v.jsonrpc)}` : 'the "jsonrpc": "2.0" member is missing' };
+    return {
+      kind: 'invalid',
+      id: echo,
+      reason:
+        'jsonrpc' in v
+          ? `"jsonrpc" must be exactly "2.0", not ${JSON.stringify(v.jsonrpc)}`
+          : 'the "jsonrpc": "2.0" member is missing',
+    };
   }
   if ('method' in v) {
-    if (typeof v.method !== 'string') return { kind: 'invalid', id: echo, reason: `"method" must be a string, not ${describe(v.method)}` };
+    if (typeof v.method !== 'string')
+      return { kind: 'invalid', id: echo, reason: `"method" must be a string, not ${describe(v.method)}` };
     if ('params' in v && v.params !== undefined && (v.params === null || typeof v.params !== 'object')) {
       return { kind: 'invalid', id: echo, reason: `"params" must be an object or an array, not ${describe(v.params)}` };
     }
     return hasId ? { kind: 'request', id: id as Id, msg: v } : { kind: 'notification', msg: v };
   }
-  if (hasId && ('result' in v) !== ('error' in v)) return { kind: 'response', msg: v };
+  if (hasId && 'result' in v !== 'error' in v) return { kind: 'response', msg: v };
   return { kind: 'invalid', id: echo, reason: 'it has no "method" (a request names the method to call)' };
 }
 
@@ -124,7 +135,9 @@ function errorResponse(id: Id, code: number, message: string, hint: string): Mes
   return { jsonrpc: '2.0', id, error: { code, message, data: { code: name, hint } } } as unknown as Message;
 }
 
-const REQUEST_HINT = 'Send {"jsonrpc": "2.0", "id": <number or string>, "method": "<name>", "params": {...}}, or an array of such objects (a batch).';
+const REQUEST_HINT =
+  'Send {"jsonrpc": "2.0", "id": <number or string>, "method": "<name>", "params": {...}}, ' +
+  'or an array of such objects (a batch).';
 
 function invalid(id: Id, reason: string): Message {
   return errorResponse(id, JsonRpcErrorCodes.InvalidRequest, `Invalid Request: ${reason}.`, REQUEST_HINT);
@@ -247,14 +260,28 @@ export class JsonRpcGate {
     let value: unknown = m;
     if (frame && frame[RAW]) {
       if (frame.error !== undefined) {
-        this.send(errorResponse(null, JsonRpcErrorCodes.ParseError, `Parse error: ${frame.error}.`, 'Send JSON-RPC 2.0 messages as UTF-8 JSON text.'));
+        this.send(
+          errorResponse(
+            null,
+            JsonRpcErrorCodes.ParseError,
+            `Parse error: ${frame.error}.`,
+            'Send JSON-RPC 2.0 messages as UTF-8 JSON text.',
+          ),
+        );
         return;
       }
       try {
         value = JSON.parse(frame.text ?? '');
       } catch (e) {
         const reason = e instanceof Error ? e.message : String(e);
-        this.send(errorResponse(null, JsonRpcErrorCodes.ParseError, `Parse error: ${reason}.`, 'Send one JSON-RPC 2.0 message (or one batch array) as JSON text per message.'));
+        this.send(
+          errorResponse(
+            null,
+            JsonRpcErrorCodes.ParseError,
+            `Parse error: ${reason}.`,
+            'Send one JSON-RPC 2.0 message (or one batch array) as JSON text per message.',
+          ),
+        );
         return;
       }
     }

@@ -68,7 +68,8 @@ export class WebSocketFrameReader extends AbstractMessageReader implements Messa
   constructor(socket: WebSocket) {
     super();
     socket.on('message', (data: RawData, isBinary: boolean) => {
-      const m = isBinary ? badFrame('binary frames are not JSON-RPC messages (send text frames)') : rawFrame(text(data));
+      const binary = 'binary frames are not JSON-RPC messages (send text frames)';
+      const m = isBinary ? badFrame(binary) : rawFrame(text(data));
       if (this.callback) this.callback(m);
       else this.queue.push(m);
     });

@@ -90,7 +90,12 @@ async function wsChannel(url: string, token: string): Promise<Channel> {
   };
 }
 
-const req = (id: unknown, method: string, params?: unknown): Record<string, unknown> => ({ jsonrpc: '2.0', id, method, ...(params !== undefined ? { params } : {}) });
+const req = (id: unknown, method: string, params?: unknown): Record<string, unknown> => ({
+  jsonrpc: '2.0',
+  id,
+  method,
+  ...(params !== undefined ? { params } : {}),
+});
 const note = (method: string, params: unknown = {}): Record<string, unknown> => ({ jsonrpc: '2.0', method, params });
 
 function assertInvalid(m: any, id: unknown, re: RegExp): void {
@@ -163,23 +168,34 @@ function conformance(open: () => Promise<{ ch: Channel; target: string }>): void
     );
     const answer = await ch.next();
     assert.ok(Array.isArray(answer), JSON.stringify(answer));
-    assert.deepEqual(answer.map((r: any) => r.id), [1, 'b', null, 2, null]);
+    assert.deepEqual(
+      answer.map((r: any) => r.id),
+      [1, 'b', null, 2, null],
+    );
     assert.ok(answer[0].result.capabilities.codeLensProvider);
     assert.equal(answer[1].error.code, -32601);
     assert.equal(answer[2].error.code, -32600);
     assert.deepEqual(answer[3].result, []);
     assert.match(answer[4].error.message, /batches do not nest/);
     // a batch with an error from the core keeps the core's code and data
-    ch.send(JSON.stringify([req(10, 'agentkeep/restorePoint.list', { target: 'bogus:/x' }), req(11, 'agentkeep/restorePoint.list', { target })]));
+    ch.send(
+      JSON.stringify([
+        req(10, 'agentkeep/restorePoint.list', { target: 'bogus:/x' }),
+        req(11, 'agentkeep/restorePoint.list', { target }),
+      ]),
+    );
     const two = await ch.next();
-    assert.deepEqual(two.map((r: any) => [r.id, r.error?.code ?? 'ok']), [
-      [10, -33001],
-      [11, 'ok'],
-    ]);
+    assert.deepEqual(
+      two.map((r: any) => [r.id, r.error?.code ?? 'ok']),
+      [
+        [10, -33001],
+        [11, 'ok'],
+      ],
+    );
     assert.equal(two[0].error.data.code, 'bad_target');
   });
 
-  it('an all-notification batch gets nothing back; ids of batch elements do not collide with other requests', async () => {
+  it('an all-notification batch gets nothing back; batch ids do not collide with other requests', async () => {
     ch.send(JSON.stringify(req(1, 'initialize', { processId: null, capabilities: {} })));
     assert.equal((await ch.next()).id, 1);
     ch.send(JSON.stringify([note('initialized'), note('workspace/didChangeConfiguration', { settings: {} })]));
@@ -195,7 +211,10 @@ function conformance(open: () => Promise<{ ch: Channel; target: string }>): void
     const got = [await ch.next(), await ch.next()];
     const batch = got.find((m) => Array.isArray(m))!;
     const single = got.find((m) => !Array.isArray(m))!;
-    assert.deepEqual(batch.map((r: any) => [r.id, r.result]), [[8, []]]);
+    assert.deepEqual(
+      batch.map((r: any) => [r.id, r.result]),
+      [[8, []]],
+    );
     assert.equal(single.id, 8);
     assert.equal(single.error.code, -33001);
     assert.equal(await ch.next(300), undefined, 'nothing else arrives');
@@ -229,7 +248,10 @@ describe('JSON-RPC 2.0 conformance: agentkeep serve --stdio', function () {
   });
 
   it('closing stdin without shutdown ends the server with exit code 1; after shutdown with 0', async () => {
-    for (const [shutdown, code] of [[false, 1], [true, 0]] as const) {
+    for (const [shutdown, code] of [
+      [false, 1],
+      [true, 0],
+    ] as const) {
       const child = startSidecar(['serve', '--stdio'], { AGENTKEEP_STATE_DIR: path.join(tmp, 'state') });
       const ch = stdioChannel(child);
       const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
@@ -237,7 +259,10 @@ describe('JSON-RPC 2.0 conformance: agentkeep serve --stdio', function () {
       assert.equal((await ch.next()).id, 1);
       if (shutdown) {
         ch.send(JSON.stringify([req(2, 'shutdown')]));
-        assert.deepEqual((await ch.next()).map((r: any) => r.id), [2]);
+        assert.deepEqual(
+          (await ch.next()).map((r: any) => r.id),
+          [2],
+        );
       }
       child.stdin!.end();
       assert.equal(await exited, code);
@@ -257,7 +282,15 @@ describe('JSON-RPC 2.0 conformance: agentkeep serve --ws', function () {
     tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'ak-jsonrpc-ws-'));
     await fs.mkdir(path.join(tmp, 'agent'));
     await fs.writeFile(path.join(tmp, 'token'), `${token}\n`, { mode: 0o600 });
-    child = startSidecar(['serve', '--ws', '127.0.0.1:0', '--token-file', path.join(tmp, 'token'), '--state-dir', path.join(tmp, 'state')]);
+    child = startSidecar([
+      'serve',
+      '--ws',
+      '127.0.0.1:0',
+      '--token-file',
+      path.join(tmp, 'token'),
+      '--state-dir',
+      path.join(tmp, 'state'),
+    ]);
     url = (await waitForStderr(child, /agentkeep: listening on (ws:\/\/127\.0\.0\.1:\d+)\n/))[1];
   });
   after(async () => {
@@ -292,6 +325,10 @@ describe('JSON-RPC 2.0 message check (checkMessage)', () => {
     assert.equal(checkMessage({ jsonrpc: '2.0', id: 1, result: 1, error: {} }).kind, 'invalid');
     assert.equal(checkMessage({ jsonrpc: '2.0', id: 1 }).kind, 'invalid');
     assert.equal(checkMessage({ jsonrpc: '2.0', method: 'a', params: null }).kind, 'invalid');
-    assert.deepEqual(checkMessage([1], true), { kind: 'invalid', id: null, reason: 'a batch element is itself an array (batches do not nest)' });
+    assert.deepEqual(checkMessage([1], true), {
+      kind: 'invalid',
+      id: null,
+      reason: 'a batch element is itself an array (batches do not nest)',
+    });
   });
 });

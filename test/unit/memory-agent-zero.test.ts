@@ -90,7 +90,8 @@ describe('agent-zero memory store', function () {
     await fs.mkdir(legacy, { recursive: true });
     await fs.mkdir(path.join(root, 'memory', 'embeddings'), { recursive: true }); // old cache dir: not a subdir
     await fs.copyFile(path.join(FIXTURE, 'usr', 'memory', 'default', 'embedding.json'), path.join(legacy, 'embedding.json'));
-    await fs.copyFile(path.join(FIXTURE, 'usr', 'memory', 'default', 'index.faiss'), path.join(legacy, 'index.faiss')); // saved with index.pkl
+    // Agent Zero saves index.faiss with index.pkl
+    await fs.copyFile(path.join(FIXTURE, 'usr', 'memory', 'default', 'index.faiss'), path.join(legacy, 'index.faiss'));
     await python(`
 import sys; sys.path.insert(0, ${JSON.stringify(path.join(FIXTURES, 'memory'))})
 import a0_pickle as a
@@ -119,7 +120,8 @@ a.save(${JSON.stringify(path.join(legacy, 'index.pkl'))}, a.InMemoryDocstore(d),
     const proj = path.join(root, 'usr', 'projects', 'web', '.a0proj', 'memory');
     await fs.mkdir(proj, { recursive: true });
     await fs.copyFile(path.join(FIXTURE, 'usr', 'memory', 'default', 'embedding.json'), path.join(proj, 'embedding.json'));
-    // Agent Zero saves index.faiss with index.pkl; without it the subdir is broken (Agent Zero would save an empty index over index.pkl)
+    // Agent Zero saves index.faiss with index.pkl; without it the subdir is broken (Agent Zero would
+    // save an empty index over index.pkl)
     await fs.copyFile(path.join(FIXTURE, 'usr', 'memory', 'default', 'index.faiss'), path.join(proj, 'index.faiss'));
     await python(`
 import sys; sys.path.insert(0, ${JSON.stringify(path.join(FIXTURES, 'memory'))})

@@ -175,7 +175,7 @@ describe('Hermes provenance from state.db (real SQLite)', () => {
     assert.equal(path.dirname(copy), tmp);
   });
 
-  it('a file that is not SQLite: provenance unavailable, a FileError naming it with the fix (not thrown: issue 13 #5)', async () => {
+  it('a file that is not SQLite: provenance unavailable, a FileError naming it and the fix (issue 13 #5)', async () => {
     await fs.writeFile(path.join(home, 'state.db'), 'not a database at all, just text'.repeat(200));
     const p = await new HermesStore(home).provenance(entry('x'));
     assert.deepEqual(p.traces, []);
@@ -183,6 +183,9 @@ describe('Hermes provenance from state.db (real SQLite)', () => {
     assert.match(p.unavailable?.message ?? '', /state\.db is damaged: file is not a database/);
     assert.match(p.unavailable?.hint ?? '', /\.recover/);
     // what cannot do without the history still fails, with the same FileError
-    await assert.rejects(new HermesStore(home).actionsSince(new Date(0).toISOString()), (e: Error & { kind?: string }) => e.kind === 'FileError' && /state\.db/.test(e.message));
+    await assert.rejects(
+      new HermesStore(home).actionsSince(new Date(0).toISOString()),
+      (e: Error & { kind?: string }) => e.kind === 'FileError' && /state\.db/.test(e.message),
+    );
   });
 });

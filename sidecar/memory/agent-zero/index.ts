@@ -29,7 +29,13 @@ import { parseDocstore, type A0Document } from './docstore';
  * after each save) belongs with index.faiss: restoring index.faiss without it makes Agent Zero see a
  * hash mismatch and replace the memory with an empty one (see faissProblem).
  */
-export const A0_STATE_FILES = ['index.pkl', 'index.faiss', 'index.faiss.sha256', 'embedding.json', 'knowledge_import.json'];
+export const A0_STATE_FILES = [
+  'index.pkl',
+  'index.faiss',
+  'index.faiss.sha256',
+  'embedding.json',
+  'knowledge_import.json',
+];
 /** Areas in Agent Zero's order (`instruments` only in older versions). */
 export const A0_AREAS = ['main', 'fragments', 'solutions', 'instruments'];
 /** Agent Zero's default embedding model (plugins/_model_config/default_config.yaml). */
@@ -119,6 +125,8 @@ export function a0TimeToIso(ts: unknown): string | undefined {
   return Number.isNaN(d.getTime()) ? undefined : d.toISOString();
 }
 
+const NOT_EMBEDDING = 'not {"model_provider", "model_name"}';
+
 /** Whether embedding.json holds what Agent Zero reads from it (`model_provider`, `model_name` strings). */
 function isEmbeddingConfig(v: unknown): boolean {
   const o = v as { model_provider?: unknown; model_name?: unknown } | undefined;
@@ -170,18 +178,26 @@ const FLAT_FOURCC = ['IxFI', 'IxF2', 'IxFl'];
 export function faissProblem(buf: Buffer): { problem?: string; ntotal?: number; d?: number } {
   if (buf.length < 4) return { problem: `it is ${buf.length} bytes long, too short for a FAISS index` };
   const fourcc = buf.toString('latin1', 0, 4);
-  if (fourcc[0] !== 'I') return { problem: `it does not start with a FAISS index type (first bytes ${buf.subarray(0, 4).toString('hex')})` };
+  if (fourcc[0] !== 'I') {
+    return { problem: `it does not start with a FAISS index type (first bytes ${buf.subarray(0, 4).toString('hex')})` };
+  }
   if (!FLAT_FOURCC.includes(fourcc)) return {}; // another index type: not checked further
   if (buf.length < 37) return { problem: `the ${fourcc} header is cut off (${buf.length} bytes)` };
   const d = buf.readInt32LE(4);
   const ntotal = Number(buf.readBigInt64LE(8));
   const metric = buf.readInt32LE(33);
   const head = 37 + (metric > 1 ? 4 : 0);
-  if (d <= 0 || ntotal < 0 || buf.length < head + 8) return { problem: `the ${fourcc} header is damaged (d ${d}, ntotal ${ntotal}, ${buf.length} bytes)` };
+  if (d <= 0 || ntotal < 0 || buf.length < head + 8) {
+    return { problem: `the ${fourcc} header is damaged (d ${d}, ntotal ${ntotal}, ${buf.length} bytes)` };
+  }
   const floats = Number(buf.readBigUInt64LE(head));
   const want = head + 8 + ntotal * d * 4;
   if (floats !== ntotal * d || buf.length !== want) {
-    return { problem: `its header says ${ntotal} vectors of dimension ${d} (${want} bytes), but the file has ${buf.length} bytes (truncated, or written over)` };
+    return {
+      problem:
+        `its header says ${ntotal} vectors of dimension ${d} (${want} bytes), ` +
+        `but the file has ${buf.length} bytes (truncated, or written over)`,
+    };
   }
   return { ntotal, d };
 }
@@ -315,46 +331,68 @@ export class AgentZeroStore implements MemoryStoreAdapter {
   private async dirProblems(dir: A0MemoryDir, hasPkl: boolean): Promise<AgentKeepError[]> {
     const abs = path.join(this.root, dir.rel);
     const out: AgentKeepError[] = [];
-    const restore = 'restore the memory subdir from a restore point (agentkeep restore-point restore <id> --scope agent restores index.pkl, index.faiss and their hash together)';
+    const restore =
+      'restore the memory subdir from a restore point (agentkeep restore-point restore <id> --scope agent ' +
+      'restores index.pkl, index.faiss and their hash together)';
+    const fileError = (message: string, hint: string): AgentKeepError => new AgentKeepError('FileError', message, hint);
+    const perms = 'Check the permissions of the Agent Zero directory (Docker volumes are often owned by root).';
     let faiss: Buffer | undefined;
     try {
       faiss = await fs.readFile(path.join(abs, 'index.faiss'));
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') out.push(new AgentKeepError('FileError', `Cannot read ${abs}/index.faiss: ${(e as Error).message}.`, 'Check the permissions of the Agent Zero directory (Docker volumes are often owned by root).'));
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
+        out.push(fileError(`Cannot read ${abs}/index.faiss: ${(e as Error).message}.`, perms));
+      }
     }
     const faissMissing = !faiss && !out.length;
     if (!hasPkl && faiss) {
-      out.push(new AgentKeepError('FileError', `${dir.rel}/index.pkl is missing but ${dir.rel}/index.faiss exists: Agent Zero cannot load memory subdir "${dir.subdir}" (FAISS.load_local needs both), and its documents (texts, ids) are not there to show.`, `Put index.pkl back: ${restore}.`));
+      out.push(
+        fileError(
+          `${dir.rel}/index.pkl is missing but ${dir.rel}/index.faiss exists: Agent Zero cannot load memory subdir ` +
+            `"${dir.subdir}" (FAISS.load_local needs both), and its documents (texts, ids) are not there to show.`,
+          `Put index.pkl back: ${restore}.`,
+        ),
+      );
     }
     if (hasPkl && faissMissing) {
       out.push(
-        new AgentKeepError(
-          'FileError',
-          `${dir.rel}/index.faiss is missing but index.pkl holds the memories of "${dir.subdir}": on its next load Agent Zero starts an empty index and saves it over index.pkl, and these memories are lost.`,
+        fileError(
+          `${dir.rel}/index.faiss is missing but index.pkl holds the memories of "${dir.subdir}": on its next load ` +
+            'Agent Zero starts an empty index and saves it over index.pkl, and these memories are lost.',
           `Before Agent Zero starts again, keep a copy (cp -a ${abs} ${abs}.bak), then ${restore}.`,
         ),
       );
     }
     if (faiss) {
       const f = faissProblem(faiss);
-      if (f.problem) out.push(new AgentKeepError('FileError', `${dir.rel}/index.faiss is damaged: ${f.problem}. Agent Zero cannot load memory subdir "${dir.subdir}".`, `Keep a copy of ${abs}, then ${restore}. The texts are in index.pkl, which AgentKeep still shows.`));
+      if (f.problem) {
+        out.push(
+          fileError(
+            `${dir.rel}/index.faiss is damaged: ${f.problem}. Agent Zero cannot load memory subdir "${dir.subdir}".`,
+            `Keep a copy of ${abs}, then ${restore}. The texts are in index.pkl, which AgentKeep still shows.`,
+          ),
+        );
+      }
       const stored = await fs.readFile(path.join(abs, 'index.faiss.sha256'), 'utf8').catch(() => undefined);
       if (stored !== undefined && stored.trim() !== createHash('sha256').update(faiss).digest('hex')) {
         out.push(
-          new AgentKeepError(
-            'FileError',
-            `${dir.rel}/index.faiss does not match ${dir.rel}/index.faiss.sha256: on its next load Agent Zero discards this index and saves an empty one in its place ("FAISS index hash mismatch … index will be rebuilt"), and the memories of "${dir.subdir}" are lost.`,
-            `Before Agent Zero starts again, keep a copy (cp -a ${abs} ${abs}.bak). If index.faiss is intact (it loads, and its vector count matches index.pkl), delete the stale index.faiss.sha256; else ${restore}.`,
+          fileError(
+            `${dir.rel}/index.faiss does not match ${dir.rel}/index.faiss.sha256: on its next load Agent Zero ` +
+              'discards this index and saves an empty one in its place ("FAISS index hash mismatch … index will be ' +
+              `rebuilt"), and the memories of "${dir.subdir}" are lost.`,
+            `Before Agent Zero starts again, keep a copy (cp -a ${abs} ${abs}.bak). If index.faiss is intact (it ` +
+              `loads, and its vector count matches index.pkl), delete the stale index.faiss.sha256; else ${restore}.`,
           ),
         );
       }
       const emb = await readJson(path.join(abs, 'embedding.json'));
       if (!emb.missing && (emb.error || !isEmbeddingConfig(emb.value))) {
         out.push(
-          new AgentKeepError(
-            'FileError',
-            `${dir.rel}/embedding.json is ${emb.error ? `unreadable (${emb.error})` : 'not {"model_provider": …, "model_name": …}'}: Agent Zero fails to load memory subdir "${dir.subdir}" (it reads the embedding model from it).`,
-            `Delete ${abs}/embedding.json (Agent Zero then re-embeds every memory of the subdir on its next load and keeps them), or restore it from a restore point.`,
+          fileError(
+            `${dir.rel}/embedding.json is ${emb.error ? `unreadable (${emb.error})` : NOT_EMBEDDING}: ` +
+              `Agent Zero fails to load memory subdir "${dir.subdir}" (it reads the embedding model from it).`,
+            `Delete ${abs}/embedding.json (Agent Zero then re-embeds every memory of the subdir on its next load and ` +
+              'keeps them), or restore it from a restore point.',
           ),
         );
       }
@@ -367,7 +405,15 @@ export class AgentZeroStore implements MemoryStoreAdapter {
    * oldest first; `warnings` go on the first file only, so they are not repeated; `broken` (what is
    * damaged in the subdir) goes on each, as each is refused for writes.
    */
-  private filesOf(dir: A0MemoryDir, docs: A0Document[], file: string, warnings: string[], readOnly: string | undefined, located: Located[], broken?: StoreProblem): MemoryFile[] {
+  private filesOf(
+    dir: A0MemoryDir,
+    docs: A0Document[],
+    file: string,
+    warnings: string[],
+    readOnly: string | undefined,
+    located: Located[],
+    broken?: StoreProblem,
+  ): MemoryFile[] {
     const byArea = new Map<string, MemoryEntry[]>();
     for (const doc of docs) {
       const entry = this.toEntry(doc, dir, file);
@@ -412,9 +458,11 @@ export class AgentZeroStore implements MemoryStoreAdapter {
         buf = await fs.readFile(pkl);
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
-          problems.push(new AgentKeepError('FileError', `Cannot read ${pkl}: ${(e as Error).message}.`, 'Check the permissions of the Agent Zero directory (Docker volumes are often owned by root).'));
+          const perms = 'Check the permissions of the Agent Zero directory (Docker volumes are often owned by root).';
+          problems.push(new AgentKeepError('FileError', `Cannot read ${pkl}: ${(e as Error).message}.`, perms));
         } else if (!(await fs.stat(path.join(this.root, dir.rel, 'index.faiss')).catch(() => undefined))) {
-          warnings.push(`${dir.rel}/index.pkl is missing: no memories in "${dir.subdir}" (Agent Zero creates it on the first save).`);
+          const first = '(Agent Zero creates it on the first save)';
+          warnings.push(`${dir.rel}/index.pkl is missing: no memories in "${dir.subdir}" ${first}.`);
         } // with index.faiss present a missing index.pkl is broken (dirProblems)
       }
       let docs: { docs: A0Document[]; warnings: string[] } = { docs: [], warnings: [] };
@@ -428,7 +476,7 @@ export class AgentZeroStore implements MemoryStoreAdapter {
       }
       if (problems.length) unread.push(problems[0]);
       problems.push(...(await this.dirProblems(dir, buf !== undefined)));
-      if (problems.length > 1) warnings.push(...problems.slice(1).map((p) => `Also broken: ${p.message} ${p.hint ?? ''}`.trim()));
+      for (const p of problems.slice(1)) warnings.push(`Also broken: ${p.message} ${p.hint ?? ''}`.trim());
       warnings.push(...docs.warnings);
       warnings.push(...(await this.dirWarnings(dir, dirs, new Set(docs.docs.map((d) => (typeof d.metadata.id === 'string' && d.metadata.id ? d.metadata.id : d.key))))));
       const broken = problems.length ? problemOf(problems[0]) : undefined;
@@ -439,10 +487,15 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     return { files, located, broken: brokenDirs };
   }
 
-  /** @throws FileError (what is broken, the fix) when memory subdir `rel` is broken: AgentKeep does not change a damaged store. */
+  /**
+   * @throws FileError (what is broken, the fix) when memory subdir `rel` is broken: AgentKeep does not
+   *   change a damaged store.
+   */
   private refuseBroken(broken: Map<string, StoreProblem>, rel: string): void {
     const p = broken.get(rel);
-    if (p) throw brokenError({ ...p, message: `${p.message} AgentKeep does not change a damaged memory subdir; nothing was sent to Agent Zero.` });
+    if (!p) return;
+    const refused = 'AgentKeep does not change a damaged memory subdir; nothing was sent to Agent Zero.';
+    throw brokenError({ ...p, message: `${p.message} ${refused}` });
   }
 
   /**

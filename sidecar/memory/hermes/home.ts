@@ -201,15 +201,20 @@ function mk(area: string, text: string, file: string, spec: string, extra: Parti
 export function invalidUtf8Error(file: string, raw: Buffer, offset: number): AgentKeepError {
   return new AgentKeepError(
     'FileError',
-    `${file} is not valid UTF-8: the first bad byte sequence is at ${describeOffset(raw, offset)}. Hermes reads this file as strict UTF-8 and fails to load it, so its entries are not shown, and AgentKeep does not write it (that would turn the bad bytes into U+FFFD for good).`,
-    `Fix the bytes at that offset in an editor that shows them (iconv -f UTF-8 -t UTF-8 ${file} >/dev/null names the position) and save as UTF-8, or restore the file from a restore point (agentkeep restore-point restore <id> --scope agent).`,
+    `${file} is not valid UTF-8: the first bad byte sequence is at ${describeOffset(raw, offset)}. Hermes reads this ` +
+      'file as strict UTF-8 and fails to load it, so its entries are not shown, and AgentKeep does not write it ' +
+      '(that would turn the bad bytes into U+FFFD for good).',
+    `Fix the bytes at that offset in an editor that shows them (iconv -f UTF-8 -t UTF-8 ${file} >/dev/null names the ` +
+      'position) and save as UTF-8, or restore the file from a restore point ' +
+      '(agentkeep restore-point restore <id> --scope agent).',
   );
 }
 
 /** The warning for a read-only file (SOUL.md, ARCHIVE.jsonl) that is not valid UTF-8: shown with U+FFFD. */
 function utf8Warning(raw: Buffer): string[] {
   const bad = firstInvalidUtf8(raw);
-  return bad === undefined ? [] : [`Not valid UTF-8 (first bad byte sequence at ${describeOffset(raw, bad)}): the bad bytes are shown as U+FFFD.`];
+  if (bad === undefined) return [];
+  return [`Not valid UTF-8 (first bad byte sequence at ${describeOffset(raw, bad)}): bad bytes are shown as U+FFFD.`];
 }
 
 /** One memory file as read, with its raw bytes (for the compare-and-swap hash). */
@@ -291,19 +296,28 @@ export async function readHome(src: FileSource, spec: string): Promise<ReadFile[
   }
   const { raw: soul, error: soulError } = await tryRead('SOUL.md');
   if (soulError) {
-    const file = { kind: 'hermes-soul', file: src.display('SOUL.md'), store: spec, entries: [], readOnly: READ_ONLY.soul, warnings: [unreadable(soulError)], broken: problemOf(soulError) };
-    out.push({ rel: 'SOUL.md', error: soulError, file });
+    const file = src.display('SOUL.md');
+    const warnings = [unreadable(soulError)];
+    const broken = problemOf(soulError);
+    const mf = { kind: 'hermes-soul', file, store: spec, entries: [], readOnly: READ_ONLY.soul, warnings, broken };
+    out.push({ rel: 'SOUL.md', error: soulError, file: mf });
   }
   if (soul) {
     const file = src.display('SOUL.md');
     const warnings = utf8Warning(soul);
     const entries = soulEntries(soul.toString('utf8')).map((t) => mk('soul', t, file, spec));
-    out.push({ rel: 'SOUL.md', raw: soul, file: { kind: 'hermes-soul', file, store: spec, entries, readOnly: READ_ONLY.soul, ...(warnings.length ? { warnings } : {}) } });
+    const w = warnings.length ? { warnings } : {};
+    const mf = { kind: 'hermes-soul', file, store: spec, entries, readOnly: READ_ONLY.soul, ...w };
+    out.push({ rel: 'SOUL.md', raw: soul, file: mf });
   }
   const { raw: archive, error: archiveError } = await tryRead('memories/ARCHIVE.jsonl');
   if (archiveError) {
-    const file = { kind: 'hermes-archive', file: src.display('memories/ARCHIVE.jsonl'), store: spec, entries: [], readOnly: READ_ONLY.archive, warnings: [unreadable(archiveError)], broken: problemOf(archiveError) };
-    out.push({ rel: 'memories/ARCHIVE.jsonl', error: archiveError, file });
+    const file = src.display('memories/ARCHIVE.jsonl');
+    const warnings = [unreadable(archiveError)];
+    const broken = problemOf(archiveError);
+    const readOnly = READ_ONLY.archive;
+    const mf = { kind: 'hermes-archive', file, store: spec, entries: [], readOnly, warnings, broken };
+    out.push({ rel: 'memories/ARCHIVE.jsonl', error: archiveError, file: mf });
   }
   if (archive) {
     const file = src.display('memories/ARCHIVE.jsonl');

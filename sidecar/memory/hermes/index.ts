@@ -92,10 +92,13 @@ export async function findHermesHomes(env: NodeJS.ProcessEnv = process.env, home
   return out;
 }
 
+/** state.db as read: the memory ops and their index, or why it could not be read. */
+type HistoryRead = { h: HermesHistory; index: ProvenanceIndex } | { problem: StoreProblem };
+
 /** The Hermes memory store adapter for one home directory. */
 export class HermesStore implements MemoryStoreAdapter {
   readonly kind = 'hermes';
-  private history?: { key: string; h: HermesHistory; index: ProvenanceIndex } | { key: string; problem: StoreProblem };
+  private history?: HistoryRead & { key: string };
 
   /**
    * @param root absolute path of the Hermes home (the directory holding memories/ and config.yaml)
@@ -131,7 +134,10 @@ export class HermesStore implements MemoryStoreAdapter {
           return new AgentKeepError(
             'FileError',
             `Cannot read ${abs}: ${perm ? `permission denied for ${os.userInfo().username}` : (e as Error).message}.`,
-            perm ? `Give the user running AgentKeep read access (e.g. chmod u+r ${abs}, or run AgentKeep as the agent's user).` : 'Check the file permissions of the Hermes home.',
+            perm
+              ? `Give the user running AgentKeep read access (e.g. chmod u+r ${abs}, or run AgentKeep as the ` +
+                "agent's user)."
+              : 'Check the file permissions of the Hermes home.',
           );
         };
         let st: import('node:fs').Stats;
@@ -145,18 +151,25 @@ export class HermesStore implements MemoryStoreAdapter {
           if (link === undefined) return undefined;
           throw new AgentKeepError(
             'FileError',
-            `${abs} is a symbolic link to ${link}, which does not exist: Hermes sees no entries there, and a write would replace the link with a file.`,
-            `Restore the file the link points to, or replace the link with the file (e.g. from a restore point: agentkeep restore-point restore <id> --scope agent).`,
+            `${abs} is a symbolic link to ${link}, which does not exist: Hermes sees no entries there, and a write ` +
+              'would replace the link with a file.',
+            'Restore the file the link points to, or replace the link with the file (e.g. from a restore point: ' +
+              'agentkeep restore-point restore <id> --scope agent).',
           );
         }
         if (!st.isFile()) {
-          const what = st.isDirectory() ? 'a directory' : st.isFIFO() ? 'a FIFO' : st.isSocket() ? 'a socket' : 'a device';
+          const kind = st.isFIFO() ? 'a FIFO' : st.isSocket() ? 'a socket' : 'a device';
+          const what = st.isDirectory() ? 'a directory' : kind;
           throw new AgentKeepError(
             'FileError',
-            `${abs} is ${what}, not a file: Hermes cannot read ${path.basename(abs)} from it (its memory tool then sees no entries and fails to write), and AgentKeep does not write there.`,
+            `${abs} is ${what}, not a file: Hermes cannot read ${path.basename(abs)} from it (its memory tool then ` +
+              'sees no entries and fails to write), and AgentKeep does not write there.',
             st.isDirectory()
-              ? `Move it away (mv ${abs} ${abs}.dir), then put the file back: restore it from a restore point (agentkeep restore-point restore <id> --scope agent), or write its entries into a file of that name (one line holding only "§" between entries).`
-              : `Remove it (rm ${abs}) and restore the file from a restore point (agentkeep restore-point restore <id> --scope agent).`,
+              ? `Move it away (mv ${abs} ${abs}.dir), then put the file back: restore it from a restore point ` +
+                  '(agentkeep restore-point restore <id> --scope agent), or write its entries into a file of that ' +
+                  'name (one line holding only "§" between entries).'
+              : `Remove it (rm ${abs}) and restore the file from a restore point ` +
+                '(agentkeep restore-point restore <id> --scope agent).',
           );
         }
         try {
@@ -302,7 +315,7 @@ export class HermesStore implements MemoryStoreAdapter {
    * problem that keeps it from being read (damaged, not SQLite, unreadable), cached the same way so a
    * damaged state.db costs one read, not one per entry. undefined: no state.db.
    */
-  private async historyIndex(): Promise<{ h: HermesHistory; index: ProvenanceIndex } | { problem: StoreProblem } | undefined> {
+  private async historyIndex(): Promise<HistoryRead | undefined> {
     const db = path.join(this.root, 'state.db');
     const st = await fs.stat(db).catch(() => undefined);
     if (!st) return undefined;
@@ -337,7 +350,9 @@ export class HermesStore implements MemoryStoreAdapter {
     if ('problem' in hi) {
       return {
         traces: [],
-        note: `Provenance unavailable: ${hi.problem.message} Which session wrote this entry is unknown (not "edited by hand").`,
+        note:
+          `Provenance unavailable: ${hi.problem.message} ` +
+          'Which session wrote this entry is unknown (not "edited by hand").',
         unavailable: hi.problem,
       };
     }

@@ -262,6 +262,8 @@ const COVERED_BY_DRIFT = [/^Drift: /, /^Changed outside Hermes' memory tool: /];
  * per broken file (LintFile.broken: what is broken, the fix; its warnings that repeat it are left out).
  */
 export function storeWarnings(s: LintStore): LintFinding[] {
+  const TRUST = 'the store cannot be trusted as it is';
+  const UNREAD = 'its entries could not be read or checked (the file is not empty)';
   const out: LintFinding[] = [];
   const seen = new Set<string>();
   for (const f of s.files) {
@@ -273,7 +275,7 @@ export function storeWarnings(s: LintStore): LintFinding[] {
         severity: 'error',
         entries: [],
         stores: [s.store],
-        message: `${path.basename(f.file)} is broken, so ${f.entries.length ? 'the store cannot be trusted as it is' : 'its entries could not be read or checked (the file is not empty)'}: ${b.message}`,
+        message: `${path.basename(f.file)} is broken, so ${f.entries.length ? TRUST : UNREAD}: ${b.message}`,
         evidence: [f.file],
         ...(b.hint ? { suggestion: b.hint } : {}),
       });

@@ -89,10 +89,12 @@ async function machineProbe(target: string | undefined, home: string | null | un
  * The finding for a store whose history could not be read (a damaged state.db or history.db): which
  * file, that provenance is unavailable, which checks therefore did not run, and the fix.
  */
+const HERMES_AGE = 'age of MEMORY.md and USER.md entries (Hermes keeps their times only in state.db)';
+
 function historyFinding(h: { store: string; kind: string; problem: StoreProblem; entries: number }): LintFinding {
   const skipped = [
     'untraceable (whether a tool call in the history wrote each entry)',
-    ...(h.kind === 'hermes' ? ['age of MEMORY.md and USER.md entries (Hermes keeps their times only in state.db)'] : []),
+    ...(h.kind === 'hermes' ? [HERMES_AGE] : []),
     'which of two contradicting entries is newer',
   ];
   return {
@@ -100,7 +102,9 @@ function historyFinding(h: { store: string; kind: string; problem: StoreProblem;
     severity: 'error',
     entries: [],
     stores: [h.store],
-    message: `Provenance is unavailable for ${h.entries} ${h.entries === 1 ? 'entry' : 'entries'} of ${h.store}: ${h.problem.message} These checks did not run for them: ${skipped.join('; ')}. The other checks ran.`,
+    message:
+      `Provenance is unavailable for ${h.entries} ${h.entries === 1 ? 'entry' : 'entries'} of ${h.store}: ` +
+      `${h.problem.message} These checks did not run for them: ${skipped.join('; ')}. The other checks ran.`,
     evidence: [h.problem.message],
     ...(h.problem.hint ? { suggestion: h.problem.hint } : {}),
   };

@@ -271,7 +271,9 @@ export class Mem0Store implements MemoryStoreAdapter {
     const hasHistory = await exists(this.historyDb);
     const hist = hasHistory ? await this.ownHistory() : { rows: [] as Mem0HistoryRow[] };
     if ('problem' in hist) {
-      warnings.push(`${hist.problem.message} mem0 cannot open it either, and the change history of these memories (provenance) is unavailable.${hist.problem.hint ? ` Fix: ${hist.problem.hint}` : ''}`);
+      const fix = hist.problem.hint ? ` Fix: ${hist.problem.hint}` : '';
+      const what = 'mem0 cannot open it either, and the change history of these memories (provenance) is unavailable.';
+      warnings.push(`${hist.problem.message} ${what}${fix}`);
     }
     if (!hasHistory) {
       warnings.push(`history.db is missing in ${this.root}: mem0 keeps no record of how memories changed (check history_db_path / MEM0_DIR; mem0ai/mem0#3717: a history path inside a container without a volume is lost on redeploy).`);
@@ -311,7 +313,11 @@ export class Mem0Store implements MemoryStoreAdapter {
           if (!(e instanceof AgentKeepError && e.kind === 'FileError')) throw e;
           // the Qdrant local client loads every point at start: mem0 cannot open this collection either
           const problem = problemOf(e);
-          files.push({ kind: 'mem0', file: c.db, store: this.spec, entries: [], readOnly, broken: { ...problem, message: `${problem.message} Qdrant's local mode (and so mem0) cannot load collection "${c.name}" from it; its memories are not shown.` } });
+          const why =
+            `Qdrant's local mode (and so mem0) cannot load collection "${c.name}" from it; ` +
+            'its memories are not shown.';
+          const broken = { ...problem, message: `${problem.message} ${why}` };
+          files.push({ kind: 'mem0', file: c.db, store: this.spec, entries: [], readOnly, broken });
         }
       }
     }
@@ -322,8 +328,9 @@ export class Mem0Store implements MemoryStoreAdapter {
             (this.opts.qdrant ? '' : ` If this mem0 uses its default path, name it: ${this.spec.split('?')[0]}?qdrant=${MEM0_DEFAULT_QDRANT} (that path does not survive a reboot).`),
         );
       }
-      if ('problem' in hist) files.push({ kind: 'mem0', file: this.historyDb, store: this.spec, entries: [], readOnly, broken: hist.problem });
-      else files.push({ kind: 'mem0', file: this.historyDb, store: this.spec, entries: this.fromHistory(hist.rows), readOnly });
+      const file = { kind: 'mem0', file: this.historyDb, store: this.spec, readOnly };
+      if ('problem' in hist) files.push({ ...file, entries: [], broken: hist.problem });
+      else files.push({ ...file, entries: this.fromHistory(hist.rows) });
     }
     if (warnings.length) files[0].warnings = warnings;
     const broken = files.filter((f) => f.broken);
@@ -342,7 +349,8 @@ export class Mem0Store implements MemoryStoreAdapter {
     if (!(await exists(this.historyDb))) return { traces: [], note: `No trace: ${this.historyDb} does not exist, so mem0 kept no history for this memory.` };
     const hist = await this.ownHistory();
     if ('problem' in hist) {
-      return { traces: [], note: `Provenance unavailable: ${hist.problem.message} This memory's change history is unknown (not "no history").`, unavailable: hist.problem };
+      const note = `Provenance unavailable: ${hist.problem.message} Its change history is unknown (not "no history").`;
+      return { traces: [], note, unavailable: hist.problem };
     }
     const rows = hist.rows.filter((r) => r.memory_id === entry.id);
     const traces: Provenance['traces'] = rows.map((r) => {

@@ -10,7 +10,15 @@ import { runLint } from '../lint/run';
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import type { MemoryEntry, MemoryFile, ParamsOf, Provenance, ProvenanceTrace, RestorePoint, ResultOf } from '../../protocol';
+import type {
+  MemoryEntry,
+  MemoryFile,
+  ParamsOf,
+  Provenance,
+  ProvenanceTrace,
+  RestorePoint,
+  ResultOf,
+} from '../../protocol';
 import { AgentKeepError } from '../../core/errors';
 import { openStore, uniqueStoreSpecs } from '../index';
 import type { CaptureSource, MemoryStoreAdapter, WriteOptions } from '../types';
@@ -96,11 +104,15 @@ export async function showMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryShow'
   }
   const { s, entry, file } = hits[0];
   const { entries: _omit, ...fileInfo } = file;
-  const provenance: Provenance = s.provenance ? await s.provenance(entry) : { traces: [], note: `The ${s.kind} store does not keep provenance.` };
+  const none: Provenance = { traces: [], note: `The ${s.kind} store does not keep provenance.` };
+  const provenance: Provenance = s.provenance ? await s.provenance(entry) : none;
   const contentHash = s.contentHash ? await s.contentHash(file.file) : '';
   // a store history that cannot be read (e.g. a damaged state.db) is a store warning, not only a note
   const u = provenance.unavailable;
-  if (u) fileInfo.warnings = [...(fileInfo.warnings ?? []), `Provenance unavailable: ${u.message}${u.hint ? ` Fix: ${u.hint}` : ''}`];
+  if (u) {
+    const warning = `Provenance unavailable: ${u.message}${u.hint ? ` Fix: ${u.hint}` : ''}`;
+    fileInfo.warnings = [...(fileInfo.warnings ?? []), warning];
+  }
   return { store: s.spec, file: fileInfo, entry: { ...entry, store: entry.store ?? s.spec }, contentHash, provenance };
 }
 
@@ -202,7 +214,8 @@ function clean(e: MemoryEntry): MemoryEntry {
  * and now (or restore point `to`), per store (default: the stores `from` captured), plus the
  * outside-world actions since `from` (until `to`) from the stores' session history. A file broken on
  * either side with its entries unknown (MemoryFile.broken) is not compared; `warnings` names it.
- * @throws FileError (a store history needed for the actions is damaged), RestorePointNotFound, BadStore (a store `from` did not capture), Unsupported (a store that
+ * @throws FileError (a store history needed for the actions is damaged), RestorePointNotFound,
+ *   BadStore (a store `from` did not capture), Unsupported (a store that
  *   cannot read captures)
  */
 export async function diffMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryDiff'>): Promise<ResultOf<'memoryDiff'>> {
@@ -239,12 +252,19 @@ export async function diffMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryDiff'
     // a broken file whose entries are unknown on one side is left out, so its entries do not show up
     // as removed (or added): said in warnings instead
     const unknown = new Set<string>();
-    for (const [f, side] of [...before.map((f) => [f, `restore point ${from.id}`] as const), ...after.map((f) => [f, to ? `restore point ${to.id}` : 'now'] as const)]) {
-      if (!f.broken || f.entries.length) continue;
-      unknown.add(f.kind);
-      warnings.push(`${f.file} is broken (${side}), so its entries were not compared: ${f.broken.message}`);
+    const sides: Array<[MemoryFile[], string]> = [
+      [before, `restore point ${from.id}`],
+      [after, to ? `restore point ${to.id}` : 'now'],
+    ];
+    for (const [files, side] of sides) {
+      for (const f of files) {
+        if (!f.broken || f.entries.length) continue;
+        unknown.add(f.kind);
+        warnings.push(`${f.file} is broken (${side}), so its entries were not compared: ${f.broken.message}`);
+      }
     }
-    const d = diffEntries(s.spec, before.filter((f) => !unknown.has(f.kind)), after.filter((f) => !unknown.has(f.kind)));
+    const known = (files: MemoryFile[]): MemoryFile[] => files.filter((f) => !unknown.has(f.kind));
+    const d = diffEntries(s.spec, known(before), known(after));
     result.added.push(...d.added);
     result.removed.push(...d.removed);
     result.changed.push(...d.changed);
