@@ -73,6 +73,12 @@ export interface StoreLintProfile {
    */
   keepsHistory?(): Promise<boolean>;
   /**
+   * Checks, besides untraceable and which contradicting entry is newer, that need the history and
+   * so do not run when it cannot be read, as the lint names them (Hermes: the age of MEMORY.md and
+   * USER.md entries, whose times live only in state.db).
+   */
+  readonly historyChecks?: readonly string[];
+  /**
    * The raw text of a file the drift rule checks (Hermes MEMORY.md / USER.md, entries split on
    * "\n§\n"), or undefined when this file is not checked (or cannot be read: nothing to drift).
    */
