@@ -4,7 +4,14 @@
  * lines come from the shared sidecar/protocol/format.ts (re-exported here for the extension's modules).
  */
 import * as path from 'node:path';
-import type { ChangeSummary, RestorePoint, ResultOf, Scope, StoreDescription, TargetDescription } from '../sidecar/protocol';
+import type {
+  ChangeSummary,
+  RestorePoint,
+  ResultOf,
+  Scope,
+  StoreDescription,
+  TargetDescription,
+} from '../sidecar/protocol';
 import { firstLine, formatAge, formatBytes, oneLine } from '../sidecar/protocol/format';
 
 export { formatAge, formatBytes } from '../sidecar/protocol/format';

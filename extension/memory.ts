@@ -397,7 +397,13 @@ export class MemoryInspector implements vscode.Disposable {
       if (!rel || rel.startsWith('..') || path.isAbsolute(rel)) continue;
       if (captured.has(rel) || fs.statSync(f.file, { throwIfNoEntry: false })?.isFile()) rels.add(rel);
     }
-    if (!root || !rels.size) throw new SidecarError(`${store} has no text memory files to diff.`, 'unsupported', 'Use the CLI `agentkeep memory diff` for stores whose memory is a database or not local files.');
+    if (!root || !rels.size) {
+      throw new SidecarError(
+        `${store} has no text memory files to diff.`,
+        'unsupported',
+        'Use the CLI `agentkeep memory diff` for stores whose memory is a database or not local files.',
+      );
+    }
     const rows: MemoryDiffResult['rows'] = [...rels].sort().map((rel) => [vscode.Uri.file(path.join(root, ...rel.split('/'))).toString(), snapshotUri({ target: rp!.target, id: rp!.id, path: `${store}:${rel}` }).toString()]);
     const title = `Memory: ${rp.label || rp.id} ↔ now`;
     if (rows.length === 1) {

@@ -8,7 +8,14 @@
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { LintFinding, MemoryFile, RestorePoint, ResultOf, StoreDescription, TargetDescription } from '../sidecar/protocol';
+import type {
+  LintFinding,
+  MemoryFile,
+  RestorePoint,
+  ResultOf,
+  StoreDescription,
+  TargetDescription,
+} from '../sidecar/protocol';
 import { readAgentConfig, readProxmoxSettings, type AgentConfig } from './config';
 import { displayLabel, entryTitle, formatAge, formatBytes, formatReason, plural, shortReason, targetName, usageText } from './format';
 import { findingsFor, lintStores } from './memory';
@@ -377,7 +384,13 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
           const res = await this.sidecar.request('memoryList', { stores: [n.store] });
           this.sidecar.rememberStoreDescriptions(res.descriptions ?? []);
           const description = res.descriptions?.[0] ?? n.description;
-          return res.stores.map((file, i) => ({ kind: 'memoryFile', store: n.store, file, first: i === 0, ...(description ? { description } : {}) }));
+          return res.stores.map((file, i) => ({
+            kind: 'memoryFile',
+            store: n.store,
+            file,
+            first: i === 0,
+            ...(description ? { description } : {}),
+          }));
         } catch (e) {
           return [{ kind: 'message', label: toSidecarError(e).full(), icon: 'error' }];
         }

@@ -132,7 +132,7 @@ function coreOpts(cmd: Command): CoreOptions {
 }
 
 /** What a VM rollback does, shown before and after it. */
-/** The forms of the registered store kinds, for help texts ("hermes:/abs/path/to/.hermes, agent-zero:/abs/root, ..."). */
+/** The forms of the registered store kinds, for help texts ("hermes:/abs/path/to/.hermes, agent-zero:/abs/root"). */
 function storeForms(): string {
   return storeFactories().map((f) => f.forms[0]).join(', ');
 }
@@ -193,7 +193,13 @@ function program(ctx: Ctx): Command {
     .description('take a restore point of a target (and capture the agent state of each --store)')
     .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
     .option('--label <text>', 'a label for the restore point')
-    .option('--store <store>', `memory store whose agent state is captured, e.g. hermes:/home/me/.hermes (repeatable; default: the stores found in the target: ${storeFactories().filter((f) => f.detect).map((f) => f.kindName).join(', ')})`, collect, [])
+    .option(
+      '--store <store>',
+      'memory store whose agent state is captured, e.g. hermes:/home/me/.hermes (repeatable; default: the ' +
+        `stores found in the target: ${storeFactories().filter((f) => f.detect).map((f) => f.kindName).join(', ')})`,
+      collect,
+      [],
+    )
     .addOption(new Option('--kind <kind>', 'why it is taken: manual, config-edit (before editing a config file), update (before updating the agent), hook (from a script or git hook); retention treats them alike').choices(['manual', 'config-edit', 'update', 'hook']).default('manual'))
     .option('--important', 'mark it important (retention keeps the newest 10 important restore points)')
     .option('--vmstate', 'VM targets: include the RAM state (a rollback resumes the VM where it was)')
@@ -529,7 +535,8 @@ function program(ctx: Ctx): Command {
     if (o.store.length > 1) throw new UsageError('InvalidParams', `memory ${what} takes one --store.`, 'Name the store that holds the entry.');
     return o.store[0];
   };
-  const storeOpt = (c: Command): Command => c.option('--store <store>', `memory store, one of ${storeForms()} (repeatable)`, collect, []);
+  const storeOpt = (c: Command): Command =>
+    c.option('--store <store>', `memory store, one of ${storeForms()} (repeatable)`, collect, []);
 
   storeOpt(mem.command('show').description('show one entry with its provenance (which session and tool call wrote it)'))
     .option('--entry <id>', 'entry id or a unique prefix (>= 4 chars)')

@@ -108,7 +108,8 @@ export async function restoreAgent(
   const abortWhat = 'the restore was stopped part-way';
   for (const { s, cap } of plans) {
     throwIfAborted(ctx.signal, abortWhat);
-    for (const rel of await s.restore(cap.files, ctx.objects, { signal: ctx.signal, abortWhat })) changed.push(`${s.spec}:${rel}`);
+    const rels = await s.restore(cap.files, ctx.objects, { signal: ctx.signal, abortWhat });
+    for (const rel of rels) changed.push(`${s.spec}:${rel}`);
   }
   return changed.sort();
 }

@@ -40,7 +40,11 @@ export async function listMemory(ctx: CoreContext, p: ParamsOf<'memoryList'>): P
  */
 export async function detectStoresIn(p: ParamsOf<'storeDetect'>): Promise<ResultOf<'storeDetect'>> {
   if (!path.isAbsolute(p.root)) {
-    throw new AgentKeepError('InvalidParams', `store.detect needs an absolute directory, not "${p.root}".`, 'Pass the absolute path of the folder to look in.');
+    throw new AgentKeepError(
+      'InvalidParams',
+      `store.detect needs an absolute directory, not "${p.root}".`,
+      'Pass the absolute path of the folder to look in.',
+    );
   }
   return (await detectStores(path.resolve(p.root))).map(describeAdapter);
 }

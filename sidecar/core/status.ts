@@ -42,7 +42,8 @@ export async function agentStatus(ctx: CoreContext, p: ParamsOf<'agentStatus'>):
       await s.check();
       stores.push({ store: spec, ok: true, description });
     } catch (e) {
-      stores.push({ store: spec, ok: false, message: asAgentKeepError(e).oneLine(), ...(description ? { description } : {}) });
+      const message = asAgentKeepError(e).oneLine();
+      stores.push({ store: spec, ok: false, message, ...(description ? { description } : {}) });
     }
   }
   const broken = await interruptedRestore(ctx.layout, target);

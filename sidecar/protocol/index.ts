@@ -84,7 +84,10 @@ export const Target = z
   .string()
   .min(1, 'the target is empty: give one such as dir:/abs/path')
   .describe('Target URI: dir:/abs/path (embedded default), btrfs:/abs/subvolume, qemu:/abs/qmp.sock, proxmox://HOST[:PORT]/NODE/qemu|lxc/VMID (NODE "-": find it via /cluster/resources)');
-export const Store = z.string().min(1, 'the store is empty: give one such as hermes:/abs/path/to/.hermes').describe('Memory store: <kind>:<where>, e.g. hermes:/home/me/.hermes (store.describe says what it is)');
+export const Store = z
+  .string()
+  .min(1, 'the store is empty: give one such as hermes:/abs/path/to/.hermes')
+  .describe('Memory store: <kind>:<where>, e.g. hermes:/home/me/.hermes (store.describe says what it is)');
 export const Scope = z.enum(['machine', 'agent', 'both']).describe(
   'What a restore puts back: machine (files/packages, keeping current agent state), agent (only agent-state files), both',
 );
@@ -262,7 +265,12 @@ export const StoreProblem = z
 export type StoreProblem = z.infer<typeof StoreProblem>;
 export const MemoryFile = z.object({
   kind: z.string().describe('hermes-memory (MEMORY.md) | hermes-user (USER.md) | hermes-soul | hermes-skill | hermes-archive | agent-zero-<area> | mem0'),
-  file: z.string().describe('Absolute path of the file (or database) that holds the entries; for a store without local files (no StoreDescription.localRoot): where they are, in the store\'s words (e.g. a URL)'),
+  file: z
+    .string()
+    .describe(
+      'Absolute path of the file (or database) that holds the entries; for a store without local files ' +
+        "(no StoreDescription.localRoot): where they are, in the store's words (e.g. a URL)",
+    ),
   store: Store.optional().describe('The store this file belongs to'),
   entries: z.array(MemoryEntry),
   usage: z
@@ -288,14 +296,39 @@ export type MemoryFile = z.infer<typeof MemoryFile>;
  */
 export const StoreCapabilities = z
   .object({
-    edit: z.boolean().describe('memory.edit/remove/add work for this kind of store (a store can still be read-only for a reason it states: MemoryFile.readOnly)'),
-    provenance: z.boolean().describe('memory.show traces an entry to the writes that made it (Hermes: state.db tool calls; mem0: history.db)'),
-    budgets: z.boolean().describe('Its files carry usage against a char limit (MemoryFile.usage), which memory.lint checks'),
-    drift: z.boolean().describe('memory.lint checks its files for hand edits the agent\'s own parser would read differently (drift)'),
-    diff: z.boolean().describe('memory.diff reads its entries from a restore point\'s capture'),
-    actions: z.boolean().describe('Its session history tells which outside-world actions the agent took since a time (what a restore cannot undo)'),
-    lock: z.boolean().describe('A restore of its agent state takes the store\'s own write lock, as the agent\'s writers do'),
-    textFiles: z.boolean().describe('Its memory files (MemoryFile.file) are plain text under localRoot, so an editor diff of a file against its capture shows the changes (Hermes MEMORY.md, USER.md, SOUL.md); false for databases and pickles'),
+    edit: z
+      .boolean()
+      .describe(
+        'memory.edit/remove/add work for this kind of store (a store can still be read-only for a reason it ' +
+          'states: MemoryFile.readOnly)',
+      ),
+    provenance: z
+      .boolean()
+      .describe(
+        'memory.show traces an entry to the writes that made it (Hermes: state.db tool calls; mem0: history.db)',
+      ),
+    budgets: z
+      .boolean()
+      .describe('Its files carry usage against a char limit (MemoryFile.usage), which memory.lint checks'),
+    drift: z
+      .boolean()
+      .describe("memory.lint checks its files for hand edits the agent's own parser would read differently (drift)"),
+    diff: z.boolean().describe("memory.diff reads its entries from a restore point's capture"),
+    actions: z
+      .boolean()
+      .describe(
+        'Its session history tells which outside-world actions the agent took since a time (what a restore ' +
+          'cannot undo)',
+      ),
+    lock: z
+      .boolean()
+      .describe("A restore of its agent state takes the store's own write lock, as the agent's writers do"),
+    textFiles: z
+      .boolean()
+      .describe(
+        'Its memory files (MemoryFile.file) are plain text under localRoot, so an editor diff of a file against its ' +
+          'capture shows the changes (Hermes MEMORY.md, USER.md, SOUL.md); false for databases and pickles',
+      ),
   })
   .describe('What a memory store can do');
 export type StoreCapabilities = z.infer<typeof StoreCapabilities>;
@@ -310,11 +343,16 @@ export const StoreDescription = z
     kind: z.string().describe('Store kind (the registered name before the colon), e.g. hermes, agent-zero, mem0'),
     kindName: z.string().describe('The kind as people write it, e.g. Hermes, Agent Zero, mem0'),
     name: z.string().describe('Short name for views, e.g. "agent-home/.hermes" (the last two parts of its path)'),
-    location: z.string().describe('Where the store is, for display: an absolute path, or a URL for a store reached over the network'),
+    location: z
+      .string()
+      .describe('Where the store is, for display: an absolute path, or a URL for a store reached over the network'),
     localRoot: z
       .string()
       .optional()
-      .describe('Absolute local directory that holds the store\'s files, when it has one; its agent-state paths are relative to it. Absent for stores reached through an API'),
+      .describe(
+        "Absolute local directory that holds the store's files, when it has one; its agent-state paths are " +
+          'relative to it. Absent for stores reached through an API',
+      ),
     capabilities: StoreCapabilities,
   })
   .describe('A memory store as its adapter describes it');
@@ -533,18 +571,24 @@ export const Methods = {
     z.object({ stores: z.array(Store) }),
     z.object({
       stores: z.array(MemoryFile),
-      descriptions: z.array(StoreDescription).describe('One per store listed, in order (a store named twice is listed once)'),
+      descriptions: z
+        .array(StoreDescription)
+        .describe('One per store listed, in order (a store named twice is listed once)'),
     }),
   ),
   storeDescribe: method(
     'store.describe',
-    'What each memory store is and what it can do (kind, display name, location, local root, capabilities), from the store strings alone: no I/O, so it works for a missing store. BadStore for a string that does not parse or names an unregistered kind.',
+    'What each memory store is and what it can do (kind, display name, location, local root, capabilities), ' +
+      'from the store strings alone: no I/O, so it works for a missing store. BadStore for a string that does ' +
+      'not parse or names an unregistered kind.',
     z.object({ stores: z.array(Store).min(1) }),
     z.array(StoreDescription),
   ),
   storeDetect: method(
     'store.detect',
-    'Memory stores found in a local directory by every registered store kind (Hermes homes, Agent Zero roots, ~/.mem0): what a create without stores captures for a target with this root. InvalidParams for a relative path; [] for a directory that holds none or does not exist.',
+    'Memory stores found in a local directory by every registered store kind (Hermes homes, Agent Zero roots, ' +
+      '~/.mem0): what a create without stores captures for a target with this root. InvalidParams for a ' +
+      'relative path; [] for a directory that holds none or does not exist.',
     z.object({ root: z.string().min(1).describe('Absolute local directory, e.g. the folder of a dir: target') }),
     z.array(StoreDescription),
   ),
@@ -643,7 +687,9 @@ export const Methods = {
           store: Store,
           ok: z.boolean(),
           message: z.string().optional().describe('Why the store cannot be read'),
-          description: StoreDescription.optional().describe('The store as its adapter describes it (absent when the string does not parse)'),
+          description: StoreDescription.optional().describe(
+            'The store as its adapter describes it (absent when the string does not parse)',
+          ),
         }),
       ),
       interruptedRestore: z

@@ -34,14 +34,19 @@ describe('extension: targets by description', () => {
     assert.equal(livePath(qemu.localRoot, { path: 'workspace/package.json', status: 'changed' }), undefined);
     assert.equal(livePath(pve.localRoot, { path: 'x', status: 'changed' }), undefined);
     const root = describeStore('hermes:/srv/agent/.hermes').localRoot; // as compareItems puts it on the item
-    const agent = { path: 'hermes:/srv/agent/.hermes:memories/MEMORY.md', status: 'changed' as const, agent: { store: 'hermes:/srv/agent/.hermes', rel: 'memories/MEMORY.md', localRoot: root } };
+    const agent = {
+      path: 'hermes:/srv/agent/.hermes:memories/MEMORY.md',
+      status: 'changed' as const,
+      agent: { store: 'hermes:/srv/agent/.hermes', rel: 'memories/MEMORY.md', localRoot: root },
+    };
     assert.equal(livePath(qemu.localRoot, agent), '/srv/agent/.hermes/memories/MEMORY.md', 'agent state is under its store root');
   });
 
   it('shows a store inside a btrfs target once, as agent state', () => {
     const store = 'hermes:/srv/agent/.hermes';
     const changes = { added: [], removed: [], changed: ['.hermes/memories/MEMORY.md', 'workspace/package.json'], agentChanged: [`${store}:memories/MEMORY.md`] };
-    const onBtrfs = compareItems(changes, { localRoot: btrfs.localRoot, stores: [describeStore(store)] }).items.map((i) => i.path);
+    const described = [describeStore(store)];
+    const onBtrfs = compareItems(changes, { localRoot: btrfs.localRoot, stores: described }).items.map((i) => i.path);
     assert.deepEqual(onBtrfs, [`${store}:memories/MEMORY.md`, 'workspace/package.json']);
     // without a local root the machine path cannot be matched to the store file: both are listed
     assert.equal(compareItems(changes, { localRoot: qemu.localRoot, stores: [describeStore(store)] }).items.length, 3);

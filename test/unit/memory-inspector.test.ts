@@ -92,8 +92,9 @@ describe('memory inspector: text formatting', () => {
   it('names stores and cuts first lines', () => {
     // from the store's description (memory.list `descriptions`), never parsed from the string
     assert.equal(storeName({ store: hermes, description: describeStore(hermes) }), 'hermes · agent-home/.hermes');
-    assert.equal(storeName({ store: 'agent-zero:/srv/a0/', description: describeStore('agent-zero:/srv/a0/') }), 'agent-zero · srv/a0');
-    assert.equal(storeName({ store: 'letta:agent-1' }), 'letta:agent-1', 'without a description: the string as configured');
+    const a0 = 'agent-zero:/srv/a0/';
+    assert.equal(storeName({ store: a0, description: describeStore(a0) }), 'agent-zero · srv/a0');
+    assert.equal(storeName({ store: 'letta:agent-1' }), 'letta:agent-1', 'without a description: the string as given');
     assert.equal(firstLine('\n  Name: Sam Rivera.\nWorks in UTC+1.'), 'Name: Sam Rivera.');
     assert.equal(firstLine('x'.repeat(200), 10), `${'x'.repeat(9)}…`);
   });

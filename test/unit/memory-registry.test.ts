@@ -153,7 +153,7 @@ describe('memory store registry', () => {
     }
   });
 
-  it('detects Hermes homes, Agent Zero roots (index.pkl in a memory subdir) and ~/.mem0 (a SQLite history.db) in a local root', async () => {
+  it('detects Hermes homes, Agent Zero roots (an index.pkl) and .mem0 (a SQLite history.db) in a local root', async () => {
     const root = path.join(tmp, 'machine');
     await fs.mkdir(path.join(root, '.hermes', 'memories'), { recursive: true });
     await fs.mkdir(path.join(root, '.hermes', 'profiles', 'work', 'memories'), { recursive: true });

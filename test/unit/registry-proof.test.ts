@@ -191,7 +191,7 @@ describe('registry proof: a throwaway store registered from a test folder', func
     );
   });
 
-  it('a restore point captures it through the adapter; diff, memory diff and a restore of scope agent see it', async () => {
+  it('a restore point captures it through the adapter; diff, memory diff and restores see it', async () => {
     const rp = await json('restore-point', 'create', '--target', target, '--store', store);
     assert.deepEqual(
       rp.agent.map((a: { store: string; files: Array<{ path: string; size: number }> }) => [
@@ -299,7 +299,7 @@ describe('registry proof: a throwaway store registered from a test folder', func
     });
   });
 
-  it('the extension tree, compare views and the inspector show it from its description, nothing special-cased', async () => {
+  it('the extension tree, compare views and inspector show it from its description, nothing special-cased', async () => {
     const d = (await json('memory', 'list', '--store', store)).descriptions[0] as StoreDescription;
     const hermesHome = path.join(tmp, 'agent', '.hermes');
     const hermes = describeStore(`hermes:${hermesHome}`);

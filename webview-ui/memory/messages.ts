@@ -9,7 +9,10 @@ export interface StoreView {
   store: string;
   files: MemoryFile[];
   error?: string;
-  /** What the store is and can do (memory.list `descriptions`, or store.describe); absent when the sidecar could not say. */
+  /**
+   * What the store is and can do (memory.list `descriptions`, or store.describe); absent when the
+   * sidecar could not say.
+   */
   description?: StoreDescription;
 }
 

@@ -25,7 +25,16 @@ import type { StoreProblem } from '../../protocol';
 import { problemOf } from '../broken';
 import { captureSqlite } from '../sqlite';
 import { captureLocalFiles, changedLocalFiles, restoreLocalFiles } from '../files';
-import type { AgentStateOptions, CaptureSink, CaptureSource, CapturedFile, MemoryStoreAdapter, RestoreSource, StoreLintProfile, WriteOptions } from '../types';
+import type {
+  AgentStateOptions,
+  CaptureSink,
+  CaptureSource,
+  CapturedFile,
+  MemoryStoreAdapter,
+  RestoreSource,
+  StoreLintProfile,
+  WriteOptions,
+} from '../types';
 import { ENTRY_DELIMITER, READ_ONLY, driftReason, entryId, limitsFromConfig, parseEntries, readHome, sha256, usageChars, type FileSource, type HermesLimits, type ReadFile } from './home';
 import { ProvenanceIndex, outsideActions, readHistory, type HermesHistory } from './history';
 import { lockHermesFile } from './lock';
@@ -130,7 +139,10 @@ export class HermesStore implements MemoryStoreAdapter {
     budgets: true,
     keepsHistory: () => fs.access(path.join(this.root, 'state.db')).then(() => true, () => false),
     historyChecks: ['age of MEMORY.md and USER.md entries (Hermes keeps their times only in state.db)'],
-    driftText: async (f) => (f.kind === 'hermes-memory' || f.kind === 'hermes-user' ? fs.readFile(f.file, 'utf8').catch(() => undefined) : undefined),
+    driftText: async (f) => {
+      if (f.kind !== 'hermes-memory' && f.kind !== 'hermes-user') return undefined;
+      return fs.readFile(f.file, 'utf8').catch(() => undefined);
+    },
     agentHome: () => (path.basename(this.root) === '.hermes' ? path.dirname(this.root) : null),
   };
 

@@ -149,7 +149,8 @@ export async function runLint(p: { stores: string[]; target?: string }, deps: Ru
   const stores: LintStore[] = [];
   const adapters: MemoryStoreAdapter[] = [];
   // stores whose history could not be read: the checks that need provenance did not run for them
-  const noHistory: Array<{ store: string; historyChecks: readonly string[]; problem: StoreProblem; entries: number }> = [];
+  const noHistory: Array<{ store: string; historyChecks: readonly string[]; problem: StoreProblem; entries: number }> =
+    [];
   for (const spec of p.stores) {
     const adapter = open(spec);
     adapters.push(adapter);

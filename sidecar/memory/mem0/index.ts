@@ -22,7 +22,14 @@ import { AgentKeepError } from '../../core/errors';
 import { brokenError, problemOf } from '../broken';
 import { captureSqlite, tableColumns as columns, withReadOnlyDb } from '../sqlite';
 import { captureLocalFiles, changedLocalFiles, restoreLocalFiles } from '../files';
-import type { AgentStateOptions, CapturedFile, CaptureSink, CaptureSource, MemoryStoreAdapter, RestoreSource } from '../types';
+import type {
+  AgentStateOptions,
+  CapturedFile,
+  CaptureSink,
+  CaptureSource,
+  MemoryStoreAdapter,
+  RestoreSource,
+} from '../types';
 
 /**
  * mem0's own default local Qdrant path (mem0/configs/vector_stores/qdrant.py). A fact about mem0, used
