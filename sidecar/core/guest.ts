@@ -1,6 +1,6 @@
 /**
  * Proxmox guest I/O and agent discovery: files inside a Proxmox VM through the QEMU guest agent
- * (CLI `agentkeep guest read|write`), and agent.discover (guests with a tag).
+ * (the CLI's guest read and guest write), and agent.discover (guests with a tag).
  */
 import {
   discoverAgents as discoverProxmoxAgents,
