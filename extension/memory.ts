@@ -21,6 +21,7 @@ import { guarded, type Ctx } from './commands';
 import { snapshotUri } from './compare';
 import { isTrusted, readAgentConfig, requireTrust, type AgentConfig } from './config';
 import { entryTitle, formatAge, storeRoot } from './format';
+import { showWithActions } from './actions';
 import type { Sidecar } from './sidecar';
 import { SidecarError, toSidecarError } from './sidecar';
 import { webviewHtml } from './webviewHtml';
@@ -241,7 +242,7 @@ export class MemoryInspector implements vscode.Disposable {
         } catch (e) {
           const err = toSidecarError(e);
           this.post({ type: 'notice', severity: err.code === 'conflict' ? 'warning' : 'error', text: err.code === 'conflict' ? conflictText : err.full() });
-          if (err.code !== 'conflict') void vscode.window.showErrorMessage(err.full());
+          if (err.code !== 'conflict') void showWithActions(vscode.window.showErrorMessage, err.full(), err.actions);
         }
         await this.refresh();
         return;
@@ -337,7 +338,8 @@ export class MemoryInspector implements vscode.Disposable {
         await this.undo(change.undo);
         void vscode.window.showInformationMessage(change.action === 'edit' ? 'Edit undone.' : 'Delete undone: the entry is back.');
       } catch (e) {
-        void vscode.window.showErrorMessage(`Undo failed: ${toSidecarError(e).full()}`);
+        const err = toSidecarError(e);
+        void showWithActions(vscode.window.showErrorMessage, `Undo failed: ${err.full()}`, err.actions);
       }
     });
   }
