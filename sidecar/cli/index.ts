@@ -30,7 +30,6 @@
  * Exit codes: 0 ok, 1 failure, 2 usage error (unknown command/option, missing or bad argument).
  */
 import { formatFindings } from '../memory/lint/format';
-import { GUEST_WRITE_MAX } from '../machine/proxmox';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline/promises';
@@ -218,7 +217,10 @@ function program(ctx: Ctx): Command {
       const guard = guardSignals('create', ctx.io, cliTargetArgs(o.target, renderOpts(ctx).stateDir));
       let rpnt;
       try {
-        if (o.vmstate && !/^(qemu:|proxmox:\/\/[^/]+\/[^/]+\/qemu\/)/i.test(o.target.trim())) {
+        // a target that does not parse fails in the create below, with the backend's own message
+        const described = o.vmstate ? await call(core(cmd), 'targetDescribe', { target: o.target }).catch(() => undefined) : undefined;
+        const caps = described?.capabilities;
+        if (caps && !caps.ramState) {
           ctx.io.err(`agentkeep: note: --vmstate applies to VM targets (qemu:, proxmox://…/qemu/…); ${o.target} has no RAM state to save, so it is ignored.`);
         }
         rpnt = await call(ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal }), 'restorePointCreate', { target: o.target, label: o.label, stores: o.store.length ? o.store : undefined, kind: o.kind, ...(o.important ? { important: true } : {}), ...(o.vmstate ? { vmstate: true } : {}) });
@@ -229,7 +231,8 @@ function program(ctx: Ctx): Command {
       for (const n of notices) ctx.io.err(`agentkeep: warning: ${describeProblem(n, renderOpts(ctx))}`);
       if (asJson) printJson(ctx, rpnt);
       else {
-        ctx.io.out(createdLine(rpnt));
+        const noun = (await call(core(cmd), 'targetDescribe', { target: rpnt.target }).catch(() => undefined))?.snapshotNoun;
+        ctx.io.out(createdLine(rpnt, noun));
         const n = rpnt.machine.skipped ?? 0;
         if (n) ctx.io.out(`Skipped ${n} socket/FIFO/device ${n === 1 ? 'entry' : 'entries'} (not captured; see docs/dir-backend.md).`);
         for (const w of rpnt.machine.warnings ?? []) ctx.io.out(`Note: ${w}`);
@@ -295,7 +298,10 @@ function program(ctx: Ctx): Command {
       const asJson = json(cmd);
       const c = core(cmd);
       const stores = o.store.length ? o.store : undefined;
-      const pve = /^proxmox:/i.test(o.target.trim()) && o.scope !== 'agent'; // a Proxmox rollback: say what it does to the guest
+      // a target that does not parse fails in the restore below, with the backend's own message
+      const caps = (await call(c, 'targetDescribe', { target: o.target }).catch(() => undefined))?.capabilities;
+      // a rollback that hard-stops the guest (Proxmox): say what it does to the guest
+      const pve = !!caps?.rollbackStopsGuest && o.scope !== 'agent';
       if (!o.yes) {
         if (!ctx.io.isTTY) {
           throw new AgentKeepError(
@@ -325,7 +331,9 @@ function program(ctx: Ctx): Command {
       let r;
       try {
         const rc = ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal, onRestoreWriting: (u) => guard.writing(u.id) });
-        if (o.start && !/^(qemu:|proxmox:)/i.test(o.target.trim())) ctx.io.err(`agentkeep: note: --start applies to VM targets (qemu:, proxmox://); ignored for ${o.target}.`);
+        if (o.start && caps && !caps.startAfterRollback) {
+          ctx.io.err(`agentkeep: note: --start applies to VM targets (qemu:, proxmox://); ignored for ${o.target}.`);
+        }
         r = await call(rc, 'restorePointRestore', { target: o.target, id, scope: o.scope, stores, ...(o.start ? { start: true } : {}) });
       } finally {
         guard.dispose();
@@ -493,14 +501,20 @@ function program(ctx: Ctx): Command {
         }
       }
       const bytes = Buffer.byteLength(content, 'utf8');
-      if (bytes > GUEST_WRITE_MAX) {
-        throw new AgentKeepError('FileError', `The content is ${bytes} bytes; the guest agent writes at most ${GUEST_WRITE_MAX} bytes per call. Nothing was written (and no backup was made).`, 'Shorten the content.');
+      const c = core(cmd);
+      const desc = await call(c, 'targetDescribe', { target: o.target });
+      const max = desc.capabilities.guestWriteMaxBytes;
+      if (max !== undefined && bytes > max) {
+        throw new AgentKeepError(
+          'FileError',
+          `The content is ${bytes} bytes; the guest agent writes at most ${max} bytes per call. Nothing was written (and no backup was made).`,
+          'Shorten the content.',
+        );
       }
       if (!o.yes) {
         if (!ctx.io.isTTY) throw new AgentKeepError('ConfirmationRequired', `Replacing ${o.file} in the VM needs confirmation.`, 'Pass --yes (take a restore point first if you may want it back).');
         if (!(await ctx.io.confirm(`Replace ${o.file} in ${o.target}?`))) throw new AgentKeepError('ConfirmationRequired', 'Write cancelled; nothing was changed.', 'Answer y, or pass --yes.');
       }
-      const c = core(cmd);
       // Nothing is lost: the current content (when the file exists) is saved locally first.
       const old = await c.guestFileRead(o.target, o.file).catch((e: unknown) => {
         if (/No such file or directory/i.test(e instanceof Error ? e.message : String(e))) return undefined; // a new file
@@ -510,7 +524,11 @@ function program(ctx: Ctx): Command {
       if (old) {
         const dir = path.join(resolveStateDir(coreOpts(cmd).stateDir), 'guest-backups');
         await fs.mkdir(dir, { recursive: true, mode: 0o700 });
-        const guestName = o.target.replace(/^proxmox:\/\//i, '').replace(/[^A-Za-z0-9._-]+/g, '_');
+        // the target without its scheme, e.g. pve.lan_pve1_qemu_101
+        const guestName = desc.target
+          .slice(desc.backend.length + 1)
+          .replace(/^\/+/, '')
+          .replace(/[^A-Za-z0-9._-]+/g, '_');
         backup = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, '-')}-${guestName}-${path.basename(o.file)}`);
         await fs.writeFile(backup, old, { mode: 0o600 });
       }

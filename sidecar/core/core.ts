@@ -12,8 +12,8 @@
  *   interrupted.ts the "restore in progress" marker
  *   gc.ts         garbage collection of the object store
  *   memory.ts     memory.* methods (sidecar/memory/ops)
- *   status.ts     agent.status
- *   guest.ts      Proxmox guest file I/O, agent.discover
+ *   status.ts     agent.status, target.describe
+ *   guest.ts      guest file I/O (Proxmox guest agent) and agent.discover, through the backends
  * Params are validated once, at the boundary (sidecar/core/dispatch.ts: the servers, and the CLI
  * through `call`); these methods trust their params' shape. See sidecar/core/state.ts for the
  * state-dir layout.
@@ -32,7 +32,7 @@ import type { ObjectStore } from './objects';
 import { pruneRestorePoints } from './prune';
 import { restoreRestorePoint } from './restore';
 import type { StateLayout } from './state';
-import { agentStatus } from './status';
+import { agentStatus, targetDescription } from './status';
 import { usageRestorePoints } from './usage';
 import type { CoreApi, CoreOptions } from './service';
 
@@ -156,5 +156,9 @@ export class Core implements CoreApi {
   /** See guest.ts discoverAgents. */
   discoverAgents(p: ParamsOf<'agentDiscover'>): Promise<ResultOf<'agentDiscover'>> {
     return discoverAgents(p);
+  }
+  /** See status.ts targetDescription. */
+  describeTarget(p: ParamsOf<'targetDescribe'>): Promise<ResultOf<'targetDescribe'>> {
+    return targetDescription(p);
   }
 }

@@ -36,6 +36,7 @@ const HANDLERS: Handlers = {
   memoryLint: (c, p) => c.lintMemory(p),
   memoryDiff: (c, p) => c.diffMemory(p),
   agentDiscover: (c, p) => c.discoverAgents(p),
+  targetDescribe: (c, p) => c.describeTarget(p),
   riskScan: async (_c, p) => scanText(p.file, p.text),
 };
 

@@ -1,6 +1,7 @@
 /**
- * agent.status: whether a target is reachable, its restore points, its stores, an interrupted
- * restore, the sidecar version. Reports problems instead of throwing them.
+ * agent.status: whether a target is reachable, what it is (its backend's description), its restore
+ * points, its stores, an interrupted restore, the sidecar version. Reports problems instead of
+ * throwing them. Also target.describe (no I/O).
  */
 import { backendFor } from '../machine';
 import { openStore } from '../memory';
@@ -9,7 +10,12 @@ import { interruptedActions } from './actions';
 import { VERSION, type CoreContext } from './context';
 import { asAgentKeepError } from './errors';
 import { interruptedRestore } from './interrupted';
-import { resolveTarget } from './target';
+import { describeParsedTarget, describeTarget, resolveTarget } from './target';
+
+/** See Methods.targetDescribe: the target as its backend describes it (no I/O). @throws BadTarget */
+export async function targetDescription(p: ParamsOf<'targetDescribe'>): Promise<ResultOf<'targetDescribe'>> {
+  return describeTarget(p.target);
+}
 
 /**
  * Status of an agent: whether its target is reachable, its restore points, its stores, the
@@ -40,6 +46,7 @@ export async function agentStatus(ctx: CoreContext, p: ParamsOf<'agentStatus'>):
   return {
     target: target.spec,
     backend: target.backend,
+    description: describeParsedTarget(target),
     reachable,
     ...(message ? { message } : {}),
     restorePoints: rps.length,

@@ -55,12 +55,12 @@ describe('core: targets', function () {
     assert.throws(() => parseTarget('qemu://host/x.sock'), isErr('BadTarget', /local path/, /qemu:\/host\/x\.sock/));
     const p = parseTarget('proxmox://PVE.lan/pve1/QEMU/101/');
     assert.equal(p.spec, 'proxmox://pve.lan/pve1/qemu/101');
-    assert.deepEqual(p.proxmox, { host: 'pve.lan', port: 8006, node: 'pve1', type: 'qemu', vmid: 101 });
+    assert.deepEqual(p.options, { host: 'pve.lan', port: 8006, node: 'pve1', type: 'qemu', vmid: 101 });
     assert.equal(p.path, '');
     assert.equal(parseTarget('proxmox://pve.lan/-/qemu/101').key, p.key);
     assert.notEqual(parseTarget('proxmox://pve.lan/pve1/lxc/101').key, p.key);
     const v6 = parseTarget('proxmox://[fd00::1]:8443/pve1/lxc/200');
-    assert.deepEqual(v6.proxmox, { host: 'fd00::1', port: 8443, node: 'pve1', type: 'lxc', vmid: 200 });
+    assert.deepEqual(v6.options, { host: 'fd00::1', port: 8443, node: 'pve1', type: 'lxc', vmid: 200 });
     assert.equal(v6.spec, 'proxmox://[fd00::1]:8443/pve1/lxc/200');
   });
 
