@@ -1,5 +1,6 @@
 /** Human output of the CLI: tables, ages, sizes. Pure functions. */
 import type { ChangeSummary, MemoryFile, ResultOf, RestorePoint, RiskFinding } from '../protocol';
+import { formatBytes } from '../protocol/format';
 
 /** "just now", "42s ago", "3m ago", "5h ago", "2d ago" (from an ISO time, relative to `now`). */
 export function age(iso: string, now = Date.now()): string {
@@ -12,17 +13,8 @@ export function age(iso: string, now = Date.now()): string {
   return `${Math.floor(s / 86400)}d ago`;
 }
 
-/** Bytes as "512 B", "1.5 KB", "12.0 MB". */
-export function size(n: number): string {
-  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
-  let v = n;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return i === 0 ? `${v} B` : `${v.toFixed(1)} ${units[i]}`;
-}
+/** Bytes as "512 B", "1.5 KB", "12.0 MB" (sidecar/protocol/format.ts formatBytes). */
+export const size = formatBytes;
 
 /** Left-aligned columns separated by two spaces; the last column is not padded. */
 export function table(input: string[][]): string {

@@ -4,7 +4,7 @@
  * restore points frees (prune).
  */
 import { nextAction, type Notice, type ParamsOf, type ResultOf, type RestorePoint } from '../protocol';
-import { size as formatSize } from '../cli/format';
+import { formatBytes as formatSize } from '../protocol/format';
 import type { CoreContext, TargetCtx } from './context';
 import { capLevel, DEFAULT_SIZE_CAP_BYTES, readStateConfig, stateConfigPath } from './stateConfig';
 
