@@ -4,7 +4,7 @@
  * tests and other extensions can drive them without UI:
  *   agentkeep.createRestorePoint({label?, reason?, vmstate?})             -> RestorePoint
  *   agentkeep.createRestorePointWithRam({label?, reason?})                -> RestorePoint (Proxmox qemu: RAM state)
- *   agentkeep.restore(id | treeNode | {id}, scope?, {confirm?: boolean, start?: boolean}) -> restore result
+ *   agentkeep.restore(id | treeNode | {id}, scope?, {confirm?, start?, stores?}) -> restore result
  *   agentkeep.setProxmoxToken(token?) / agentkeep.clearProxmoxToken()     -> token id / whether one was stored
  *   agentkeep.chooseAgent(target?)                                         -> the new agentkeep.target
  *   agentkeep.deleteRestorePoint(id | treeNode, {confirm?: boolean})      -> {deleted, freedBytes}
@@ -16,13 +16,24 @@
  *   agentkeep.restorePointBeforeEdit({file}, {fresh?})                     -> {restorePoint, reused}
  *   agentkeep.setupDemo({open?: boolean, root?: string})                   -> DemoAgent
  *   agentkeep.pickFolder(folder?: string)                                  -> {target, stores}
- * Errors are shown as a notification (message + hint) and the command resolves undefined; the last
- * error is kept for tests (Ctx.lastError).
+ *   agentkeep.runAction(nextAction, {confirm?: boolean})                   -> the action's result (actions.ts)
+ * Errors are shown as a notification (message + hint, the sidecar's next actions as buttons) and the
+ * command resolves undefined; the last error is kept for tests (Ctx.lastError).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { ChangeSummary, ProgressParams, RestorePoint, ResultOf, Scope, TargetDescription } from '../sidecar/protocol';
+import {
+  NextAction,
+  type ChangeSummary,
+  type Notice,
+  type ProgressParams,
+  type RestorePoint,
+  type ResultOf,
+  type Scope,
+  type TargetDescription,
+} from '../sidecar/protocol';
+import { RUN_ACTION, runAction, showWithActions } from './actions';
 import { compareRestorePoints, compareWithNow, type CompareResult } from './compare';
 import { readAgentConfig, requireTrust, UntrustedError, type AgentConfig } from './config';
 import type { ConfigFiles } from './configFiles';
@@ -101,7 +112,7 @@ export interface Ctx {
   statusBar: AgentStatusBar;
   output: vscode.OutputChannel;
   showDetails(id: string): Promise<void>;
-  lastError?: { code: string; message: string; hint?: string };
+  lastError?: { code: string; message: string; hint?: string; actions?: NextAction[] };
   /** The message shown after the last VM rollback (machine state, warnings), for tests. */
   lastRestoreMessage?: string;
   /** The config-file lenses and prompt (told when a restore point is taken before an edit). */
@@ -133,12 +144,16 @@ export function guarded<A extends unknown[], R>(ctx: Pick<Ctx, 'output' | 'lastE
       return await fn(...args);
     } catch (e) {
       const err = e instanceof UntrustedError ? new SidecarError(e.message, e.code, e.hint) : toSidecarError(e);
-      ctx.lastError = { code: err.code, message: err.message, hint: err.hint };
+      const actions = err.actions ? { actions: err.actions } : {};
+      ctx.lastError = { code: err.code, message: err.message, hint: err.hint, ...actions };
       ctx.output.appendLine(`[extension] ${name} failed: ${err.code}: ${err.full()}`);
       const show = err.code === 'untrusted' || err.code === CANCELLED ? vscode.window.showWarningMessage : vscode.window.showErrorMessage;
       // Proxmox refused or lacks credentials: the fix in VS Code is the token command, not an env var
       const fix = err.code === 'auth_failed' ? 'Set Proxmox API Token' : undefined;
-      void show(err.full(), ...(fix ? [fix] : []), 'Show Log').then((b) => (b === fix ? vscode.commands.executeCommand('agentkeep.setProxmoxToken') : b && ctx.output.show()));
+      // the sidecar's next actions (undo, finish the restore, list, ...) are buttons that run them
+      void showWithActions(show, err.full(), err.actions, [...(fix ? [fix] : []), 'Show Log']).then((b) =>
+        b === fix ? vscode.commands.executeCommand('agentkeep.setProxmoxToken') : b && ctx.output.show(),
+      );
       return undefined;
     }
   };
@@ -179,6 +194,15 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
       return compareWithNow(ctx.sidecar, await findRestorePoint(ctx, config, id), config.stores);
     }),
     reg('agentkeep.restorePointBeforeEdit', (arg?: { file?: string }, opts?: { fresh?: boolean }) => restorePointBeforeEdit(ctx, arg, opts)),
+    reg(RUN_ACTION, (a: unknown, opts?: { confirm?: boolean }) => {
+      const parsed = NextAction.safeParse(a);
+      if (!parsed.success) {
+        const why = 'agentkeep.runAction needs a next action {title, method, params}.';
+        throw new UserError(why, 'invalid_params', 'Use a button of an AgentKeep notification.');
+      }
+      const deps = { sidecar: ctx.sidecar, output: ctx.output, afterChange: () => afterChange(ctx) };
+      return runAction(deps, parsed.data, opts);
+    }),
     reg('agentkeep.run', async (arg: LensArg) => {
       requireTrust('Running a command');
       const lens = checkLens(arg);
@@ -224,6 +248,8 @@ interface RestoreOptions {
   confirm?: boolean;
   /** VM targets: start the guest after rolling back to a snapshot without RAM state. */
   start?: boolean;
+  /** The stores to restore (a next action names the ones of the interrupted restore); default agentkeep.stores. */
+  stores?: string[];
 }
 
 /**
@@ -307,9 +333,17 @@ async function createRestorePoint(ctx: Ctx, opts?: CreateOptions): Promise<Resto
   }
 }
 
-/** Show what restorePoint.create warned about (the target's restore points near or over the size cap). */
-function warnAfterCreate(rp: { warnings?: string[] }): void {
-  for (const w of rp.warnings ?? []) void vscode.window.showWarningMessage(`AgentKeep: ${w}`);
+/**
+ * Show what restorePoint.create warned about (the target's restore points near or over the size cap,
+ * a restore that never finished), with the sidecar's next actions as buttons (free space, finish
+ * the restore, go back).
+ */
+function warnAfterCreate(rp: { warnings?: string[]; notices?: Notice[] }): void {
+  const notices = rp.notices ?? (rp.warnings ?? []).map((message) => ({ message }) as Notice);
+  for (const n of notices) {
+    const text = `AgentKeep: ${n.hint ? `${n.message} ${n.hint}` : n.message}`;
+    void showWithActions(vscode.window.showWarningMessage, text, n.actions);
+  }
 }
 
 async function afterChange(ctx: Ctx): Promise<void> {
@@ -370,7 +404,8 @@ async function memoryLoss(ctx: Ctx, config: AgentConfig, id: string, scope: Scop
 
 async function restore(ctx: Ctx, arg?: unknown, scopeArg?: Scope, opts?: RestoreOptions): Promise<ResultOf<'restorePointRestore'> | undefined> {
   requireTrust('Restoring a restore point');
-  const config = requireConfig();
+  const configured = requireConfig();
+  const config = opts?.stores ? { ...configured, stores: opts.stores } : configured;
   const id = await resolveId(ctx, config, arg, 'Restore which restore point?');
   if (!id) return undefined;
   const rp = await findRestorePoint(ctx, config, id);

@@ -22,6 +22,7 @@ import { guarded, type Ctx } from './commands';
 import { snapshotUri } from './compare';
 import { isTrusted, readAgentConfig, requireTrust, type AgentConfig } from './config';
 import { entryTitle, formatAge } from './format';
+import { showWithActions } from './actions';
 import type { Sidecar } from './sidecar';
 import { SidecarError, toSidecarError } from './sidecar';
 import { webviewHtml } from './webviewHtml';
@@ -246,7 +247,7 @@ export class MemoryInspector implements vscode.Disposable {
         } catch (e) {
           const err = toSidecarError(e);
           this.post({ type: 'notice', severity: err.code === 'conflict' ? 'warning' : 'error', text: err.code === 'conflict' ? conflictText : err.full() });
-          if (err.code !== 'conflict') void vscode.window.showErrorMessage(err.full());
+          if (err.code !== 'conflict') void showWithActions(vscode.window.showErrorMessage, err.full(), err.actions);
         }
         await this.refresh();
         return;
@@ -342,7 +343,8 @@ export class MemoryInspector implements vscode.Disposable {
         await this.undo(change.undo);
         void vscode.window.showInformationMessage(change.action === 'edit' ? 'Edit undone.' : 'Delete undone: the entry is back.');
       } catch (e) {
-        void vscode.window.showErrorMessage(`Undo failed: ${toSidecarError(e).full()}`);
+        const err = toSidecarError(e);
+        void showWithActions(vscode.window.showErrorMessage, `Undo failed: ${err.full()}`, err.actions);
       }
     });
   }

@@ -5,12 +5,14 @@
  */
 import * as vscode from 'vscode';
 import { DidChangeConfigurationNotification, LanguageClient, LSPErrorCodes, ResponseError, TransportKind, type NodeModule, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
+import { parseActions } from './actions';
 import { isTrusted, type CodeLensFilter } from './config';
 import {
   Methods,
   Notifications,
   type ChangedParams,
   type MethodName,
+  type NextAction,
   type ParamsOf,
   type ProgressParams,
   type ResultOf,
@@ -18,12 +20,16 @@ import {
   type TargetDescription,
 } from '../sidecar/protocol';
 
-/** An error from the sidecar, with the protocol's string code and the hint that names the fix. */
+/**
+ * An error from the sidecar, with the protocol's string code, the hint that names the fix and the
+ * next actions (shown as buttons, see actions.ts).
+ */
 export class SidecarError extends Error {
   constructor(
     message: string,
     readonly code: string,
     readonly hint?: string,
+    readonly actions?: NextAction[],
   ) {
     super(message);
     this.name = 'SidecarError';
@@ -34,13 +40,15 @@ export class SidecarError extends Error {
   }
 }
 
-/** Turn anything thrown by a request into a SidecarError (JSON-RPC errors carry data {code, hint}). */
+/** Turn anything thrown by a request into a SidecarError (JSON-RPC errors carry data {code, hint, actions}). */
 export function toSidecarError(e: unknown): SidecarError {
   if (e instanceof SidecarError) return e;
   if (e instanceof ResponseError) {
     if (e.code === LSPErrorCodes.RequestCancelled) return new SidecarError('Stopped waiting.', CANCELLED);
-    const data = (e.data ?? {}) as { code?: unknown; hint?: unknown };
-    return new SidecarError(e.message, typeof data.code === 'string' ? data.code : String(e.code), typeof data.hint === 'string' ? data.hint : undefined);
+    const data = (e.data ?? {}) as { code?: unknown; hint?: unknown; actions?: unknown };
+    const code = typeof data.code === 'string' ? data.code : String(e.code);
+    const hint = typeof data.hint === 'string' ? data.hint : undefined;
+    return new SidecarError(e.message, code, hint, parseActions(data.actions));
   }
   const msg = e instanceof Error ? e.message : String(e);
   return new SidecarError(msg, 'internal');

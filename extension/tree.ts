@@ -8,16 +8,18 @@
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type {
-  LintFinding,
-  MemoryFile,
-  RestorePoint,
-  ResultOf,
-  StoreDescription,
-  TargetDescription,
+import {
+  Methods,
+  type LintFinding,
+  type MemoryFile,
+  type RestorePoint,
+  type ResultOf,
+  type StoreDescription,
+  type TargetDescription,
 } from '../sidecar/protocol';
 import { readAgentConfig, readProxmoxSettings, type AgentConfig } from './config';
 import { displayLabel, entryTitle, formatAge, formatBytes, formatReason, plural, shortReason, targetName, usageText } from './format';
+import { describeAction, RUN_ACTION } from './actions';
 import { findingsFor, lintStores } from './memory';
 import {
   currentRestorePoint,
@@ -34,6 +36,27 @@ import {
 import type { Sidecar } from './sidecar';
 import { isLocalMemoryFile, storeItemView } from './storeView';
 import { toSidecarError } from './sidecar';
+
+/**
+ * The rows of an interrupted restore (agent.status interruptedRestore): one per next action the
+ * sidecar names (finish the restore, go back), each running it on click (confirmation first).
+ */
+function interruptedRows(status: ResultOf<'agentStatus'> | undefined): AgentNode[] {
+  const ir = status?.interruptedRestore;
+  if (!ir) return [];
+  return (ir.actions ?? []).map((a) => ({
+    kind: 'message' as const,
+    label:
+      a.method === Methods.restorePointRestore.method
+        ? `${a.title}: restore ${String(a.params?.id)} (scope ${String(a.params?.scope)})`
+        : a.title,
+    detail:
+      `A restore of ${ir.id} (scope ${ir.scope}) started ${ir.startedAt} never finished: ` +
+      `the target may be half-restored. ${describeAction(a)}`,
+    icon: a.params?.id === ir.id ? 'debug-continue' : 'discard',
+    command: { command: RUN_ACTION, title: a.title, arguments: [a] },
+  }));
+}
 
 /** Every node of the Agent tree. `kind` discriminates. */
 export type AgentNode =
@@ -330,12 +353,14 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
       }
     }
     switch (n.kind) {
-      case 'agent':
+      case 'agent': {
         if (n.error) return [{ kind: 'message', label: n.error, icon: 'error' }];
+        const interrupted = interruptedRows(n.status);
         if (n.guests && n.description?.guest) {
           const pve = n.description.guest;
           const tag = readProxmoxSettings().tag;
           return [
+            ...interrupted,
             ...(n.guestErrorCode === 'auth_failed'
               ? [{ kind: 'message' as const, label: 'Proxmox refused the credentials: set the API token…', detail: n.guestError, icon: 'key', command: { command: 'agentkeep.setProxmoxToken', title: 'Set Proxmox API Token' } }]
               : n.guestError
@@ -355,9 +380,11 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
           ];
         }
         return [
+          ...interrupted,
           { kind: 'restorePoints', config: n.config, description: n.description },
           { kind: 'memory', config: n.config },
         ];
+      }
       case 'restorePoints':
         try {
           const rps = await this.sidecar.request('restorePointList', { target: n.config.target });

@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import type { RestorePoint } from '../protocol';
 import type { PathFilter } from '../machine';
 import { sameStore, type MemoryStoreAdapter } from '../memory';
+import { restoreAction } from './actions';
 import type { AgentCapture, CoreContext, Progress } from './context';
 import { AgentKeepError } from './errors';
 import { throwIfAborted } from './fsutil';
@@ -133,5 +134,10 @@ export function findCapture(rp: RestorePoint, s: MemoryStoreAdapter): AgentCaptu
 /** The BadStore error for a restore point without a capture of `s`. */
 export function noCapture(rp: RestorePoint, s: MemoryStoreAdapter): AgentKeepError {
   const have = rp.agent.map((a) => a.store).join(', ') || 'none';
-  return new AgentKeepError('BadStore', `Restore point ${rp.id} has no agent-state capture of ${s.spec} (captured: ${have}).`, 'Restore with --scope machine, or name a store it captured.');
+  return new AgentKeepError(
+    'BadStore',
+    `Restore point ${rp.id} has no agent-state capture of ${s.spec} (captured: ${have}).`,
+    'To restore its agent state, name a store it captured.',
+    [restoreAction('Restore the files (scope machine)', rp.target, rp.id, 'machine')],
+  );
 }

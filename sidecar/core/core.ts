@@ -153,11 +153,11 @@ export class Core implements CoreApi {
     return memory.diffMemory(this.ctx, p);
   }
 
-  /** See guest.ts guestFileRead (CLI `agentkeep guest read`). */
+  /** See guest.ts guestFileRead (the CLI's guest read). */
   guestFileRead(target: string, file: string): Promise<Buffer> {
     return guestFileRead(this.ctx, target, file);
   }
-  /** See guest.ts guestFileWrite (CLI `agentkeep guest write`). */
+  /** See guest.ts guestFileWrite (the CLI's guest write). */
   guestFileWrite(target: string, file: string, content: string): Promise<void> {
     return guestFileWrite(this.ctx, target, file, content);
   }

@@ -107,10 +107,11 @@ export async function dispatch(core: CoreApi, wireMethod: string, params: unknow
   return call(core, key, params as ParamsOf<typeof key>);
 }
 
-/** Turn any error into a JSON-RPC ResponseError: code = numeric protocol code, data = {code, hint}. */
+/** Turn any error into a JSON-RPC ResponseError: code = numeric protocol code, data = {code, hint, actions}. */
 export function toResponseError(e: unknown): ResponseError<ErrorData> {
   const err = asAgentKeepError(e);
   const data: ErrorData = { code: err.code };
   if (err.hint) data.hint = err.hint;
+  if (err.actions?.length) data.actions = err.actions;
   return new ResponseError<ErrorData>(err.rpcCode, err.message, data);
 }

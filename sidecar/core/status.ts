@@ -6,6 +6,7 @@
 import { backendFor } from '../machine';
 import { describeAdapter, openStore } from '../memory';
 import type { ParamsOf, ResultOf, RestorePoint } from '../protocol';
+import { interruptedActions } from './actions';
 import { VERSION, type CoreContext } from './context';
 import { asAgentKeepError } from './errors';
 import { interruptedRestore } from './interrupted';
@@ -56,7 +57,7 @@ export async function agentStatus(ctx: CoreContext, p: ParamsOf<'agentStatus'>):
     restorePoints: rps.length,
     ...(rps[0] ? { latest: rps[0] } : {}),
     stores,
-    ...(broken ? { interruptedRestore: broken } : {}),
+    ...(broken ? { interruptedRestore: { ...broken, actions: interruptedActions(target.spec, broken) } } : {}),
     version: VERSION,
   };
 }

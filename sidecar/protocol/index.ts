@@ -69,10 +69,53 @@ export const ErrorCodes = {
 } as const;
 export type ErrorName = (typeof ErrorCodes)[keyof typeof ErrorCodes]['name'];
 
-/** `error.data` of every AgentKeep JSON-RPC error: the string code, and a hint naming the fix. */
+/** Front-end commands a NextAction can name instead of a method. */
+export const NextActionCommand = z
+  .enum(['openSettings', 'showLog'])
+  .describe('openSettings: open the editor settings at `setting`; showLog: show the sidecar log');
+
+/**
+ * What the user can do next about an error or a warning, as data (never as CLI text): a protocol
+ * method with its params, or a front-end command. Front ends render it: the CLI as the equivalent
+ * `agentkeep …` command line ("<title> with: <command>"), the extension as a button that runs the
+ * method through its sidecar client (asking first when `destructive`).
+ */
+export const NextAction = z.object({
+  title: z
+    .string()
+    .min(1)
+    .describe('Short imperative label without a trailing period, e.g. "Undo", "List restore points": the button text'),
+  method: z
+    .string()
+    .startsWith(METHOD_PREFIX)
+    .optional()
+    .describe('The method that does it, by its wire name, e.g. agentkeep/restorePoint.restore'),
+  params: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe('The params of `method` (they pass its params schema), e.g. {target, id, scope}'),
+  destructive: z
+    .boolean()
+    .optional()
+    .describe('It replaces or deletes state (a restore, a delete, a prune): front ends confirm before running it'),
+  command: NextActionCommand.optional(),
+  setting: z.string().optional().describe('For command openSettings: the setting id, e.g. agentkeep.stateDir'),
+});
+export type NextAction = z.infer<typeof NextAction>;
+
+/** A warning with what the user can do about it: the same structure as an error's message, hint and actions. */
+export const Notice = z.object({
+  message: z.string().describe('What happened, in one or two sentences (no command lines)'),
+  hint: z.string().optional().describe('What the user can do about it, in words'),
+  actions: z.array(NextAction).optional().describe('What the user can do about it, as runnable actions'),
+});
+export type Notice = z.infer<typeof Notice>;
+
+/** `error.data` of every AgentKeep JSON-RPC error: the string code, a hint naming the fix, and next actions. */
 export const ErrorData = z.object({
   code: z.string().describe('Stable string code, e.g. "target_busy"'),
-  hint: z.string().optional().describe('What the user can do about it'),
+  hint: z.string().optional().describe('What the user can do about it, in words'),
+  actions: z.array(NextAction).optional().describe('What the user can do about it, as runnable actions (first = the usual fix)'),
 });
 export type ErrorData = z.infer<typeof ErrorData>;
 
@@ -443,6 +486,10 @@ export const Methods = {
     }),
     RestorePoint.extend({
       warnings: z.array(z.string()).optional().describe('What the user should know, e.g. the target\'s restore points use more than 90% of the size cap (not stored in the journal)'),
+      notices: z
+        .array(Notice)
+        .optional()
+        .describe('The same warnings, each with what the user can do about it (hint, next actions); front ends that render actions show these instead of `warnings`'),
       pruned: z
         .array(z.object({ id: z.string(), reason: z.string() }))
         .optional()
@@ -699,6 +746,7 @@ export const Methods = {
           scope: Scope.describe('The scope of the interrupted restore: finish it with the same scope'),
           stores: z.array(Store).optional().describe('The stores it was given, if any'),
           startedAt: z.string(),
+          actions: z.array(NextAction).optional().describe('Finish it (restore `id` again), or go back (restore `undo`)'),
         })
         .optional()
         .describe('A restore that started writing the target and never finished (its process died): the target may be half-restored. Restore `id` again to finish it, or `undo` to go back'),
@@ -760,8 +808,28 @@ export type ChangedParams = z.infer<typeof Notifications.changed.params>;
 export type RiskFinding = ResultOf<'riskScan'>[number];
 
 /**
+ * A NextAction that runs protocol method `key` with `params` (typed by the method's params).
+ * @param opts.destructive the action replaces or deletes state (front ends confirm first)
+ */
+export function nextAction<K extends MethodName>(
+  title: string,
+  key: K,
+  params: ParamsOf<K>,
+  opts: { destructive?: boolean } = {},
+): NextAction {
+  const a: NextAction = { title, method: Methods[key].method, params: params as Record<string, unknown> };
+  return opts.destructive ? { ...a, destructive: true } : a;
+}
+
+/** The protocol key of a wire method name (`agentkeep/restorePoint.list` -> `restorePointList`), or undefined. */
+export function methodKey(wire: string): MethodName | undefined {
+  return (Object.keys(Methods) as MethodName[]).find((k) => Methods[k].method === wire);
+}
+
+/**
  * The whole protocol as one JSON Schema document (draft 2020-12): `methods.<wire name>` with
- * `params`/`result`, `notifications.<wire name>` with `params`, and `errors` (code table).
+ * `params`/`result`, `notifications.<wire name>` with `params`, `errors` (code table) and `errorData`
+ * (the JSON-RPC `error.data` shape, with its next actions).
  */
 export function protocolJsonSchema(): Record<string, unknown> {
   const methods: Record<string, unknown> = {};
@@ -783,5 +851,6 @@ export function protocolJsonSchema(): Record<string, unknown> {
     methods,
     notifications,
     errors: Object.values(ErrorCodes),
+    errorData: z.toJSONSchema(ErrorData),
   };
 }

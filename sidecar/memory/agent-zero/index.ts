@@ -18,6 +18,7 @@ import { createHash, randomInt } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { MemoryEntry, MemoryFile, Provenance, StoreProblem } from '../../protocol';
+import { memoryListAction } from '../../core/actions';
 import { AgentKeepError } from '../../core/errors';
 import { brokenError, problemOf } from '../broken';
 import { captureLocalFiles, changedLocalFiles, restoreLocalFiles } from '../files';
@@ -693,7 +694,7 @@ export class AgentZeroStore implements MemoryStoreAdapter {
       const want = entryId.trim().toLowerCase();
       hits = located.filter((l) => l.entry.id.toLowerCase().startsWith(want));
     }
-    if (hits.length === 0) throw new AgentKeepError('EntryNotFound', `No Agent Zero memory with id ${entryId} in ${this.root}.`, 'List the store for the ids (agentkeep memory list --store ...).');
+    if (hits.length === 0) throw new AgentKeepError('EntryNotFound', `No Agent Zero memory with id ${entryId} in ${this.root}.`, undefined, [memoryListAction([this.spec])]);
     if (hits.length > 1) {
       throw new AgentKeepError(
         'Conflict',

@@ -19,6 +19,7 @@ import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { MemoryEntry, MemoryFile, Provenance, ProvenanceTrace } from '../../protocol';
+import { memoryListAction } from '../../core/actions';
 import { AgentKeepError } from '../../core/errors';
 import { fsyncDir, tempNameFor } from '../../core/fsutil';
 import type { StoreProblem } from '../../protocol';
@@ -640,7 +641,7 @@ export function resolveIn(files: MemoryFile[], id: string, spec: string): { entr
   const pick = exact.length === 1 ? exact : hits;
   if (pick.length === 1) return pick[0];
   if (!pick.length) {
-    throw new AgentKeepError('EntryNotFound', `No entry ${id} in ${spec}.`, 'List the entries with agentkeep memory list (ids change when the text changes).');
+    throw new AgentKeepError('EntryNotFound', `No entry ${id} in ${spec}.`, 'Ids change when the text changes.', [memoryListAction([spec])]);
   }
   const names = pick.slice(0, 8).map((h) => `${h.entry.id} (${path.basename(h.file.file)}: ${h.entry.text.split('\n')[0].slice(0, 40)})`);
   throw new AgentKeepError('Conflict', `Entry id ${id} is ambiguous in ${spec}: ${names.join(', ')}${pick.length > 8 ? ', …' : ''}.`, 'Give more characters of the id.');
