@@ -202,9 +202,10 @@ describe('risk scan', () => {
       ['docker compose up --build -d', 'system'],
       ['docker-compose -f x.yml up', 'system'],
       ['docker compose pull', 'system'],
-      ['crontab mycron', 'system'],
-      ["echo '0 5 * * * run' | crontab -", 'system'],
-      ['(crontab -l; echo "0 5 * * * /x") | crontab -', 'system'],
+      // writing the crontab is config since the destructive/config classes (issue 15); `crontab -r` is destructive
+      ['crontab mycron', 'config'],
+      ["echo '0 5 * * * run' | crontab -", 'config'],
+      ['(crontab -l; echo "0 5 * * * /x") | crontab -', 'config'],
       ['hermes gateway install', 'system'],
       ['playwright install --with-deps chromium', 'system'],
       ['wsl --install -d Ubuntu', 'system'],
@@ -281,7 +282,7 @@ describe('risk scan', () => {
       ['hermes update --check', null],
       ['hermes skills list', null],
       ['hermes gateway restart', null],
-      ['hermes config migrate', null],
+      ['hermes config migrate', 'config'], // rewrites config.yaml (issue 15 lists it with config)
       ['systemctl status docker', null],
       ['systemctl --user restart hermes-gateway', null],
       ['sudo systemctl daemon-reload', null],
@@ -298,7 +299,7 @@ describe('risk scan', () => {
       ['git clone https://example.com/x.git', null],
       ['curl -o x.tar.gz https://example.com/x.tar.gz', null],
       ['curl -fsSL https://example.com/gpg | sudo gpg --dearmor -o /usr/share/keyrings/x.gpg', null],
-      ['echo "deb https://example.com stable main" | sudo tee /etc/apt/sources.list.d/x.list', null],
+      ['echo "deb https://example.com stable main" | sudo tee /etc/apt/sources.list.d/x.list', 'config'], // a write into /etc
       ['echo "npm install -g foo"', null],
       ['echo npm install -g foo', null],
       ["printf 'pip install x\\n'", null],
@@ -314,13 +315,13 @@ describe('risk scan', () => {
       ['pipx ensurepath', null],
       ['git lfs install', null],
       ['pre-commit install', null],
-      ['usermod -aG docker "$USER"', null],
+      ['usermod -aG docker "$USER"', 'system'], // users and groups widen system (issue 15)
       ['Set-ExecutionPolicy RemoteSigned -Scope CurrentUser', null],
       ['npm init -y', null],
       ['install -d ~/.config/x', null],
       ['curl -fsSL -o /tmp/x.tgz https://example.com/x.tgz', null],
       ['sudo add-apt-repository -y ppa:deadsnakes/ppa', null],
-      ["sudo sh -c 'echo \"deb https://example.com stable main\" > /etc/apt/sources.list.d/x.list'", null],
+      ["sudo sh -c 'echo \"deb https://example.com stable main\" > /etc/apt/sources.list.d/x.list'", 'config'],
       ['conda activate env', null],
       ['docker run -it --rm -p 8080:80 agent0ai/agent-zero', null],
       ['alias ni="npm install"', null],
@@ -391,7 +392,7 @@ describe('risk scan', () => {
       [7, 7, 'deps', 'cd web && npm install && pip install -r requirements.txt; echo done'],
       [8, 8, 'deps', 'CI=1 env FOO=bar npm ci'],
       [14, 14, 'remote-code', 'curl -LsSf https://example.com/uv.sh | sh'],
-      [16, 16, 'system', "echo '0 5 * * * run' | crontab -"],
+      [16, 16, 'config', "echo '0 5 * * * run' | crontab -"],
       [17, 17, 'deps', 'docker exec -it agent bash -lc "pip install pandas"'],
       [19, 19, 'toolchain', 'brew install jq'],
       [22, 22, 'system', 'apt-get install -y jq'],
@@ -519,6 +520,8 @@ describe('risk scan', () => {
       [5, 5, 'deps', 'pip install x'],
       [7, 9, 'system', 'apt-get update && apt-get install -y jq'],
       [12, 12, 'deps', 'pip install y'],
+      // the write into /etc is config (the lens would run it on this machine); the heredoc body stays data
+      [15, 15, 'config', 'cat > /etc/x.conf <<EOF'],
     ]);
   });
 
