@@ -195,8 +195,13 @@ export function maxHit(a: RiskHit | null, b: RiskHit | null): RiskHit | null {
 /** A short head of a command for reasons: its name and first subcommand (`apt-get install`, `pip install`). */
 function headOf(w: string[]): string {
   const n = cmdName(w[0] ?? '');
-  const sub = w.slice(1).find((a) => !a.startsWith('-'));
-  return sub && /^[a-z][\w.:-]*$/i.test(sub) && sub.length <= 24 ? `${n} ${sub}` : n;
+  const [sub, sub2] = positionals(w.slice(1));
+  const word = (x: string | undefined): boolean => x !== undefined && /^[a-z][\w.:-]*$/i.test(x) && x.length <= 24;
+  if (!word(sub)) return n;
+  // two words where the first only names a group: docker compose up, uv pip install, hermes skills install
+  return ['compose', 'image', 'container', 'system', 'volume', 'network', 'skills', 'gateway', 'tool', 'pip', 'self', 'global', 'extension', 'bundle', 'env', 'group', 'module', 'profile'].includes(sub!) && word(sub2)
+    ? `${n} ${sub} ${sub2}`
+    : `${n} ${sub}`;
 }
 
 /** The reason of a class found by a rule without a reason of its own: `deps: pip install changes project dependencies`. */
@@ -335,6 +340,9 @@ export function classifyWords(input: string[], depth = 0, ctx: ClassifyContext =
   const elevated = ctx.elevated || input.slice(0, input.length - w.length).some((x) => ['sudo', 'doas', 'run0'].includes(cmdName(x)));
   // an interpreter named by a variable or notebook interpolation: `{sys.executable} -m pip`, `$PYTHON -m pip`
   if (/^(\{[^}]*\}|\$\{?[A-Za-z_][\w.]*\}?|\$\([A-Za-z_][\w.]*\))$/.test(w[0]) && w[1] === '-m') w = ['python', ...w.slice(1)];
+  // the closing parenthesis of a subshell sticks to the last word: `(cd /tmp && rm -rf work)`
+  const last = w[w.length - 1];
+  if (w.length > 1 && last.endsWith(')') && !last.includes('(')) w = [...w.slice(0, -1), last.replace(/\)+$/, '')].filter((x) => x !== '');
   const more = classifyMore(w, depth, elevated ? { ...ctx, elevated } : ctx);
   if (more !== undefined) return more;
   const r = classifyKnown(w, depth, ctx, elevated);
@@ -770,7 +778,10 @@ function classifyMore(w: string[], depth: number, ctx: ClassifyContext): RiskHit
     case 'mongo':
     case 'mongosh': {
       const sql = sqlOf(name, args);
-      if (DESTRUCTIVE_SQL.test(sql) || /\.(dropDatabase|drop|deleteMany|remove)\(/.test(sql)) return hit('destructive', `${name} runs ${(DESTRUCTIVE_SQL.exec(sql)?.[0] ?? 'a drop').toUpperCase().replace(/\s+/g, ' ')} and deletes data`);
+      if (DESTRUCTIVE_SQL.test(sql) || /\.(dropDatabase|drop|deleteMany|remove)\(/.test(sql)) {
+        const kw = /drop\s+\w+|truncate(?:\s+table)?|delete\s+from|alter\s+table/i.exec(sql)?.[0] ?? 'a drop';
+        return hit('destructive', `${name} runs ${kw.toUpperCase().replace(/\s+/g, ' ')} and deletes data`);
+      }
       return null;
     }
     case 'redis-cli':
@@ -1159,7 +1170,7 @@ function gitHit(args: string[]): RiskHit | null | undefined {
 }
 
 /** SQL statements that delete data (a DROP, a TRUNCATE, a DELETE). */
-const DESTRUCTIVE_SQL = /\b(drop\s+(table|database|schema|view|index|user|role|collection)|truncate(\s+table)?\s+[\w"`.]|delete\s+from|alter\s+table\s+\S+\s+drop)\b/i;
+const DESTRUCTIVE_SQL = /\b(?:drop\s+(?:table|database|schema|view|index|user|role|collection)\b|truncate\b(?:\s+table)?\s+[\w"`.]|delete\s+from\b|alter\s+table\s+\S+\s+drop\b)/i;
 
 /** The SQL a database client is asked to run on its command line (`psql -c`, `mysql -e`, `sqlite3 db 'SQL'`). */
 function sqlOf(name: string, args: string[]): string {
@@ -1195,12 +1206,12 @@ export function classifyPipeline(p: Pipeline, depth = 0, ctx: ClassifyContext = 
   let best: RiskHit | null = null;
   for (const c of p.commands) {
     best = maxHit(best, classifyWords(c.words, depth, ctx));
-    for (const t of redirectTargets(c.text)) {
+    for (const { op, target: t } of redirectTargets(c.text)) {
       const target = resolved(t, ctx);
       const head = cmdName(unwrap(c.words)[0] ?? 'output');
-      if (BLOCK_DEVICE.test(target)) best = maxHit(best, hit('destructive', `${head} > ${t} overwrites a disk`));
+      if (BLOCK_DEVICE.test(target)) best = maxHit(best, hit('destructive', `${head} ${op} ${t} overwrites a disk`));
       const what = configWriteTarget(target);
-      if (what) best = maxHit(best, hit('config', `${head} > ${t} writes ${what}`));
+      if (what) best = maxHit(best, hit('config', `${head} ${op} ${t} ${op === '>>' ? 'appends to' : 'overwrites'} ${what}`));
     }
     // `$(…)`/backtick substitutions run too: `VERSION=$(npm i -g x)`, `echo "$(pip install x)"`
     if (depth < 4 && /\$\(|`|[<>]\(/.test(c.text)) for (const inner of substitutions(c.text)) best = maxHit(best, classifyText(inner, depth + 1, ctx));
@@ -1217,7 +1228,7 @@ export function classifyText(text: string, depth = 0, ctx: ClassifyContext = {})
   let local = ctx;
   for (const p of splitCommands(text)) {
     best = maxHit(best, classifyPipeline(p, depth, local));
-    const w = p.commands.length === 1 ? p.commands[0].words : [];
+    const w = p.commands.length === 1 ? unwrap(p.commands[0].words) : [];
     if (w[0] === 'cd' && w[1] && !w[1].startsWith('-')) local = { ...local, cwd: resolved(w[1], local) };
   }
   return best;

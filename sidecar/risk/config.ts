@@ -149,24 +149,24 @@ export function configWriteTarget(path: string, agentHomes: string[] = []): stri
   const segs = p.split('/');
   const base = (segs.at(-1) ?? '').toLowerCase();
   if (p.startsWith('/etc/') || p === '/etc') {
-    if (/\/sshd?_config(\.d\/|$)/.test(p)) return 'SSH server configuration';
-    if (/^\/etc\/(cron|crontab)/.test(p)) return 'system crontab';
-    if (/^\/etc\/systemd\//.test(p)) return 'systemd unit';
+    if (/\/sshd?_config(\.d\/|$)/.test(p)) return 'the SSH server configuration';
+    if (/^\/etc\/(cron|crontab)/.test(p)) return 'the system crontab';
+    if (/^\/etc\/systemd\//.test(p)) return 'a systemd unit';
     if (/^\/etc\/apt\//.test(p)) return 'apt sources';
-    if (/^\/etc\/docker\//.test(p)) return 'Docker daemon configuration';
+    if (/^\/etc\/docker\//.test(p)) return 'the Docker daemon configuration';
     if (/^\/etc\/sudoers/.test(p)) return 'sudoers';
     return 'system configuration under /etc';
   }
-  if (/^\/var\/spool\/cron\//.test(p)) return 'crontab';
-  if (SHELL_RC.has(base) || /\/\.config\/fish\/config\.fish$/.test(p)) return 'shell start-up file';
+  if (/^\/var\/spool\/cron\//.test(p)) return 'a crontab';
+  if (SHELL_RC.has(base) || /\/\.config\/fish\/config\.fish$/.test(p)) return 'a shell start-up file';
   if (segs.includes('.ssh') || base === 'sshd_config' || base === 'authorized_keys') return 'SSH configuration';
   if (HOME_CREDENTIALS.has(base) && (p.startsWith('~/') || /^\/(home\/[^/]+|root|Users\/[^/]+)\/[^/]+$/.test(p))) return 'credentials or tool settings in the home directory';
   if (/(^|\/)\.(aws|kube|docker)\/(credentials|config|config\.json)$/.test(p)) return 'cloud or container credentials';
-  if (base === 'daemon.json' && segs.includes('docker')) return 'Docker daemon configuration';
+  if (base === 'daemon.json' && segs.includes('docker')) return 'the Docker daemon configuration';
   if (segs.includes('.claude') || base === '.claude.json' || base === '.mcp.json') return "Claude Code's settings, hooks or MCP servers";
   if (/(^|\/)\.(codex|gemini|cursor)\/[^/]+\.(toml|json)$/.test(p)) return "an agent's settings or MCP servers";
   // units and crontabs count where systemd and cron read them, not as files in a project
-  if (/(^|\/)(\.config|lib|usr\/lib)\/systemd\/(user|system)\//.test(p) || /(^|\/)Library\/Launch(Agents|Daemons)\//.test(p)) return 'service definition';
+  if (/(^|\/)(\.config|lib|usr\/lib)\/systemd\/(user|system)\//.test(p) || /(^|\/)Library\/Launch(Agents|Daemons)\//.test(p)) return 'a service definition';
   const r = riskyConfigFile(p, agentHomes);
   if (r && (r.kind === 'agent' || r.kind === 'secrets' || r.kind === 'apt-sources' || (r.kind === 'cron' && (segs.includes('.hermes') || agentHomes.length > 0)))) {
     if (r.kind === 'agent') return segs.includes('.hermes') || agentHomes.length ? "the agent's own configuration" : 'agent configuration';

@@ -15,7 +15,7 @@
  * names the parts, `reason` says in one line why the top part is risky.
  */
 import type { RiskFinding } from '../protocol';
-import { CLASS_REASON, classifyPipeline, maxHit, MAYBE_RISKY, noteDownloads, RISK_CLASSES, type ClassifyContext, type RiskClass, type RiskHit } from './classify';
+import { CLASS_REASON, classifyPipeline, maxHit, MAYBE_RISKY, noteDownloads, RISK_CLASSES, unwrap, type ClassifyContext, type RiskClass, type RiskHit } from './classify';
 import { splitCommands } from './shell';
 import { dockerCommands, expand, justCommands, lines, makeCommands, markdownCommands, numbered, psCommands, shellCommands, type LogicalCommand } from './text';
 import {
@@ -215,7 +215,7 @@ function verdictOf(lc: LogicalCommand, ctx: ClassifyContext): Verdict {
       if (lc.vars && /\$[({]/.test(p.text)) for (const e of splitCommands(expand(p.text, lc.vars))) h = maxHit(h, classifyPipeline(e, 0, local));
       else h = classifyPipeline(p, 0, local);
       for (const c of p.commands) noteDownloads(c.words, ctx);
-      const w = p.commands.length === 1 ? p.commands[0].words : [];
+      const w = p.commands.length === 1 ? unwrap(p.commands[0].words) : [];
       if (w[0] === 'cd' && w[1] && !w[1].startsWith('-')) local = { ...local, cwd: cdTarget(w[1], local.cwd) };
       if (!h) continue;
       parts.push({ text: lc.powershell ? p.text.replace(/\\\\/g, '\\') : p.text, class: h.class, reason: h.reason });

@@ -176,13 +176,13 @@ function dropRedirections(out: string[], quoted?: Set<number>): string[] {
 }
 
 /**
- * Targets of the output redirections of one simple command (`> f`, `>> f`, `1> f`, `&> f`, `>| f`), quotes
- * removed; not `2> f` (stderr), not fd duplications (`2>&1`, `>&2`), and nothing inside quotes or `$(…)`.
- * `cat > ~/.hermes/config.yaml <<'EOF'` → `['~/.hermes/config.yaml']`.
+ * The output redirections of one simple command (`> f`, `>> f`, `1> f`, `&> f`, `>| f`): operator and target,
+ * quotes removed; not `2> f` (stderr), not fd duplications (`2>&1`, `>&2`), nothing inside quotes or `$(…)`.
+ * `cat > ~/.hermes/config.yaml <<'EOF'` → `[{op: '>', target: '~/.hermes/config.yaml'}]`.
  */
-export function redirectTargets(s: string): string[] {
+export function redirectTargets(s: string): Array<{ op: '>' | '>>'; target: string }> {
   if (!s.includes('>')) return [];
-  const out: string[] = [];
+  const out: Array<{ op: '>' | '>>'; target: string }> = [];
   let q: string | null = null;
   let depth = 0;
   for (let i = 0; i < s.length; i++) {
@@ -215,6 +215,7 @@ export function redirectTargets(s: string): string[] {
     if (before === '>' || before === '<') continue; // second char of `>>`, or `<>`
     if (before !== undefined && /\d/.test(before) && before !== '1' && (i < 2 || !/\w/.test(s[i - 2]))) continue; // 2> f
     let j = i + 1;
+    const op = s[j] === '>' ? '>>' : '>';
     if (s[j] === '>' || s[j] === '|') j++;
     if (s[j] === '&') continue; // >&2
     while (s[j] === ' ' || s[j] === '\t') j++;
@@ -231,7 +232,7 @@ export function redirectTargets(s: string): string[] {
       else if (/[\s;&|<>()]/.test(d)) break;
       else t += d;
     }
-    if (t) out.push(t);
+    if (t) out.push({ op, target: t });
     i = j - 1;
   }
   return out;
