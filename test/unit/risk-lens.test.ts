@@ -189,7 +189,7 @@ describe('risk CodeLens helpers', () => {
     for (const c of ['destructive', 'config']) assert.deepEqual(parseCodeLensFilter([c]), [c]);
   });
 
-  it('puts the reason into the lens argument and the tooltip; a destructive-only filter keeps only those lenses', () => {
+  it('puts the reason into the lens argument and the tooltip; a config-only filter keeps only that lens pair', () => {
     const text = 'pip install a\n\ngit reset --hard origin/main\necho "export X=1" >> ~/.bashrc\n';
     const doc = TextDocument.create('file:///w/a.sh', 'shellscript', 1, text);
     const lenses = codeLensesFor(doc).map(resolveLens);
@@ -208,8 +208,8 @@ describe('risk CodeLens helpers', () => {
     assert.deepEqual(
       codeLensesFor(doc, ['config']).map(resolveLens).map((l) => [(l.command!.arguments![0] as Arg).line, (l.command!.arguments![0] as Arg).reason]),
       [
-        [4, 'config: echo > ~/.bashrc writes shell start-up file'],
-        [4, 'config: echo > ~/.bashrc writes shell start-up file'],
+        [4, 'config: echo >> ~/.bashrc appends to a shell start-up file'],
+        [4, 'config: echo >> ~/.bashrc appends to a shell start-up file'],
       ],
     );
   });
