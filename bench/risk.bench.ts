@@ -10,8 +10,8 @@
  *        round trip, and the cached round trip (same version)
  *   3. classification of one terminal command (what the agent hook pays per call): each command of
  *      test/cases/agent-commands (408 real agent commands) and each labelled command of the corpus, classified
- *      alone with the verdict memo off; per-command mean over BENCH_RISK_CLASSIFY_ROUNDS rounds, then the
- *      median, p99 and max over commands
+ *      alone with the verdict memo off; per command the median over BENCH_RISK_CLASSIFY_ROUNDS rounds, then
+ *      the median, p99 and max over commands
  * Run: npm run bench:risk   (= npx tsx bench/risk.bench.ts)
  *      BENCH_RISK_ONLY=classify runs section 3 alone; RISK_ENGINE=DIR measures section 3 on another copy of
  *      sidecar/risk (one without classifyCommand is measured through scanText of a one-line shell script)
@@ -84,7 +84,7 @@ function rgVersion(): string | undefined {
   return r.status === 0 ? r.stdout.split('\n')[0] : undefined;
 }
 
-/** Section 3: per-command classification time (ms), mean per command over rounds; median / p99 / max over commands. */
+/** Section 3: per-command classification time (ms), median per command over rounds; median / p99 / max over commands. */
 async function classifyBench(): Promise<string> {
   const rounds = Number(process.env.BENCH_RISK_CLASSIFY_ROUNDS ?? 200);
   const engineDir = process.env.RISK_ENGINE ? path.resolve(process.env.RISK_ENGINE) : path.join(__dirname, '..', 'sidecar', 'risk');
@@ -107,23 +107,25 @@ async function classifyBench(): Promise<string> {
     ['corpus labelled commands', corpus],
   ] as const) {
     for (let k = 0; k < 3; k++) for (const c of cmds) classify(c); // JIT warm-up
-    const per: number[] = cmds.map(() => 0);
+    // per command, the median of its rounds (a shared machine's pauses land on single rounds, not on a command)
+    const samples: number[][] = cmds.map(() => []);
     for (let k = 0; k < rounds; k++) {
       cmds.forEach((c, i) => {
         const t0 = process.hrtime.bigint();
         classify(c);
-        per[i] += Number(process.hrtime.bigint() - t0) / 1e6;
+        samples[i].push(Number(process.hrtime.bigint() - t0) / 1e6);
       });
     }
-    const mean = per.map((x) => x / rounds);
-    const s = [...mean].sort((a, b) => a - b);
+    const per = samples.map(median);
+    const s = [...per].sort((a, b) => a - b);
     const q = (p: number): number => s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)];
-    rows.push(`| ${name}: ${cmds.length} commands | ${(median(mean) * 1000).toFixed(1)} µs | ${(q(0.99) * 1000).toFixed(1)} µs | ${(s[s.length - 1] * 1000).toFixed(1)} µs |`);
+    const slowest = cmds[per.indexOf(s[s.length - 1])];
+    rows.push(`| ${name}: ${cmds.length} commands | ${(median(per) * 1000).toFixed(1)} µs | ${(q(0.99) * 1000).toFixed(1)} µs | ${(s[s.length - 1] * 1000).toFixed(1)} µs (\`${slowest.slice(0, 40).replace(/[|`]/g, ' ')}${slowest.length > 40 ? '…' : ''}\`) |`);
   }
   memo.setRiskMemo(true);
   const engineName = process.env.RISK_ENGINE ? `engine ${engineDir}` : 'this tree';
   return [
-    `| Classify one command (${engineName}, memo off, mean of ${rounds} rounds per command) | median | p99 | max |`,
+    `| Classify one command (${engineName}, memo off; per command the median of ${rounds} rounds) | median | p99 | max |`,
     '|---|---:|---:|---:|',
     ...rows,
   ].join('\n');

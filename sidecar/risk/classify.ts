@@ -76,6 +76,13 @@ export const COMMAND_NAMES = [
   'curl', 'wget', 'irm', 'iwr', 'invoke-restmethod', 'invoke-webrequest', 'downloadstring',
 ];
 
+/**
+ * Quick test for redirections worth a look: a `>` followed (anywhere later) by something that can be a config
+ * path or a disk (`~`, `$HOME`, `$HERMES_HOME`, `/etc/`, `/dev/` other than null, rc files, `.env`, `.ssh`,
+ * agent folders, units, crontabs). `> out.log` and `>/dev/null 2>&1` fail it; configWriteTarget decides.
+ */
+export const MAYBE_CONFIG_WRITE = />[^\n]*?(~|\$\{?(HOME|HERMES_HOME)\b|\/etc\/|\/dev\/(?!null\b)|\/var\/spool|\.(bash|zsh|k|c|tc)shrc\b|\.bashrc|\.zshrc|\.profile|\.bash_profile|\.zprofile|\.zshenv|\.zlogin|\.bash_(login|aliases)|\.env\b|\.ssh\b|\.hermes|\.claude|\.codex|\.gemini|\.cursor|\.mcp\.json|\.npmrc|\.pypirc|\.netrc|\.pgpass|\.gitconfig|\.git-credentials|\.yarnrc|\.curlrc|\.wgetrc|\.aws|\.kube|\.docker|daemon\.json|SKILL\.md|SOUL\.md|sshd_config|authorized_keys|systemd|LaunchAgents|LaunchDaemons|config\.fish|\/home\/|\/root\/|\/Users\/)/i;
+
 /** Quick test: does a command text name any of COMMAND_NAMES (at a word start; case-insensitive)? */
 export const MAYBE_RISKY = new RegExp(`(?<![\\w-])(?:${[...COMMAND_NAMES].sort((a, b) => b.length - a.length).map((n) => n.replace(/[.]/g, '\\.')).join('|')})`, 'i');
 
@@ -230,6 +237,7 @@ const REPORT_FLAGS = new Set(['--dry-run', '--dryrun', '--help', '-h', '--versio
 
 /** Normalised command name: basename, lower case, without .exe / .cmd and a version suffix for pip/python (pip3.12 → pip3). */
 export function cmdName(w: string): string {
+  if (/^[a-z][a-z0-9_-]*$/.test(w)) return w; // the common case: a bare lower-case name
   let n = w.replace(/^.*[\\/]/, '').toLowerCase().replace(/\.(exe|cmd|bat|ps1)$/, '');
   n = n.replace(/^(pip|python)(\d+)(\.\d+)?$/, '$1$2');
   return n;
@@ -715,12 +723,27 @@ function through(name: string, args: string[]): { where: string; text: string } 
   }
 }
 
+/** Command names classifyMore decides (its `switch`, the wrappers of `through`, mkfs.* and `python manage.py`); a unit test keeps it in step. */
+export const MORE_NAMES = new Set([
+  'addgroup', 'adduser', 'apt-mark', 'awk', 'chgrp', 'chmod', 'chown', 'chpasswd', 'chsh', 'claude', 'codex', 'cp',
+  'crontab', 'dd', 'del', 'delgroup', 'deluser', 'distrobox', 'dropdb', 'duckdb', 'eval', 'find', 'firewall-cmd',
+  'gawk', 'gemini', 'git', 'gpasswd', 'groupadd', 'groupdel', 'groupmod', 'helm', 'hermes', 'hostnamectl', 'incus',
+  'install', 'ip6tables', 'iptables', 'kubectl', 'launchctl', 'ln', 'localectl', 'loginctl', 'lxc', 'mariadb',
+  'mise', 'mke2fs', 'mkswap', 'mongo', 'mongosh', 'multipass', 'mv', 'mysql', 'nft', 'npm', 'oc', 'passwd', 'pct',
+  'perl', 'pip', 'pip3', 'pipenv', 'pm2', 'pnpm', 'prisma', 'proot-distro', 'psql', 'pulumi', 'python', 'python2',
+  'python3', 'rails', 'rake', 'rd', 'redis-cli', 'remove-item', 'rm', 'rmdir', 'rtx', 'ruby', 'runuser', 'sed',
+  'setfacl', 'shred', 'sqlite3', 'ssh', 'su', 'supabase', 'sysctl', 'systemctl', 'tee', 'terraform', 'timedatectl',
+  'tofu', 'truncate', 'ufw', 'unlink', 'update-alternatives', 'useradd', 'userdel', 'usermod', 'vagrant', 'visudo',
+  'wipefs', 'wsl', 'yarn',
+]);
+
 /**
  * The rules of the destructive and config classes, the widened system class, and the wrappers that run a
  * command elsewhere. `undefined`: not a command these rules decide (the first classifier decides).
  */
 function classifyMore(w: string[], depth: number, ctx: ClassifyContext): RiskHit | null | undefined {
   const name = cmdName(w[0]);
+  if (!MORE_NAMES.has(name) && !name.startsWith('mkfs')) return undefined;
   const args = w.slice(1);
   const pos = positionals(args);
   const sub = pos[0] ?? '';

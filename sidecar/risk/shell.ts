@@ -121,7 +121,7 @@ export function words(s: string): string[] {
   let q: string | null = null;
   let depth = 0;
   // words that start with a quote are never redirections (`"<your_email>"`, `'>'`)
-  const quoted = new Set<number>();
+  let quoted: Set<number> | undefined;
   for (let i = 0; i < s.length; i++) {
     const c = s[i];
     if (q) {
@@ -142,7 +142,7 @@ export function words(s: string): string[] {
       has = false;
       continue;
     }
-    if (!has && (c === "'" || c === '"')) quoted.add(out.length);
+    if (!has && (c === "'" || c === '"')) (quoted ??= new Set()).add(out.length);
     has = true;
     if (c === '\\' && i + 1 < s.length) cur += s[++i];
     else if (c === "'" || c === '"') q = c;

@@ -4,7 +4,7 @@ import { promises as fs, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { riskyConfigFile } from '../../sidecar/risk';
-import { COMMAND_NAMES, MAYBE_RISKY } from '../../sidecar/risk/classify';
+import { COMMAND_NAMES, MAYBE_RISKY, MORE_NAMES } from '../../sidecar/risk/classify';
 import { buildSidecar, runSidecar } from './helpers/sidecar';
 import { FIXTURES, REPO } from './helpers/paths';
 
@@ -77,6 +77,10 @@ describe('risk scanner name list', () => {
     const missing = cases.filter((c) => !dispatchers.has(c) && !MAYBE_RISKY.test(c));
     assert.deepEqual(missing, []);
     for (const n of COMMAND_NAMES) assert.ok(MAYBE_RISKY.test(`sudo ${n} x`), n);
+    // classifyMore skips names it does not decide: its switch and wrapper cases are all in MORE_NAMES
+    const more = src.slice(src.indexOf('function through('), src.indexOf('const DOCKER_GLOBAL_ARG_OPTS'));
+    const moreCases = [...new Set([...more.matchAll(/case '([^']+)':/g)].map((m) => m[1]))];
+    assert.deepEqual(moreCases.filter((c) => !MORE_NAMES.has(c)), []);
     assert.ok(!MAYBE_RISKY.test('echo hello && ls -la'));
   });
 });
