@@ -1,26 +1,13 @@
 /**
- * Pure formatting helpers of the extension (no `vscode` import, unit-tested on Node): ages, reasons,
- * what a restore will undo, status bar text. Input shapes come from sidecar/protocol.
+ * Pure formatting helpers of the extension (no `vscode` import, unit-tested on Node): reasons, what a
+ * restore will undo, status bar text. Input shapes come from sidecar/protocol; sizes, ages and first
+ * lines come from the shared sidecar/protocol/format.ts (re-exported here for the extension's modules).
  */
 import * as path from 'node:path';
-import type { ChangeSummary, RestorePoint, ResultOf, Scope } from '../sidecar/protocol';
+import type { ChangeSummary, RestorePoint, ResultOf, Scope, TargetDescription } from '../sidecar/protocol';
+import { firstLine, formatAge, formatBytes, oneLine } from '../sidecar/protocol/format';
 
-/**
- * Short age of an ISO 8601 time relative to `now` (ms since epoch): "just now", "42s ago", "5m ago",
- * "3h ago", "2d ago". Future times (clock skew) read "just now". Unparseable input returns "".
- */
-export function formatAge(iso: string, now: number = Date.now()): string {
-  const t = Date.parse(iso);
-  if (Number.isNaN(t)) return '';
-  const s = Math.floor((now - t) / 1000);
-  if (s < 10) return 'just now';
-  if (s < 60) return `${s}s ago`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m}m ago`;
-  const h = Math.floor(m / 60);
-  if (h < 48) return `${h}h ago`;
-  return `${Math.floor(h / 24)}d ago`;
-}
+export { formatAge, formatBytes } from '../sidecar/protocol/format';
 
 /**
  * One-line reason of a restore point: `npm install left-pad` from setup.sh:3, "before restore of X",
@@ -47,23 +34,10 @@ export function shortReason(rp: Pick<RestorePoint, 'reason' | 'kind' | 'restored
   return formatReason(rp).replace(/`/g, '');
 }
 
-/** Disk use for the Agent view: "12 MB of 10 GB", "(near the cap)" above 90%, "(over the cap)" above it. */
+/** Disk use for the Agent view: "12 MiB of 10 GiB", "(near the cap)" above 90%, "(over the cap)" above it. */
 export function usageText(u: { bytes: number; capBytes: number; level: 'ok' | 'near' | 'over' }): string {
   const base = `${formatBytes(u.bytes)} of ${formatBytes(u.capBytes)}`;
   return u.level === 'over' ? `${base} (over the cap)` : u.level === 'near' ? `${base} (near the cap)` : base;
-}
-
-/** Bytes for humans: 512 B, 1.2 KB, 3.4 MB, 1.1 GB (powers of 1024). */
-export function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  const units = ['KB', 'MB', 'GB', 'TB'];
-  let v = n;
-  let i = -1;
-  do {
-    v /= 1024;
-    i++;
-  } while (v >= 1024 && i < units.length - 1);
-  return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[i]}`;
 }
 
 /** Status bar text for the newest restore point (undefined = none yet). Codicon syntax. */
@@ -141,7 +115,7 @@ export function describeMemoryLoss(r: ResultOf<'memoryDiff'>, scope: Scope): str
   const acts = r.actions ?? [];
   if (acts.length) {
     lines.push(`${plural(acts.length, 'action', 'actions')} the agent took since then will NOT be undone:`);
-    for (const a of acts.slice(0, 5)) lines.push(`  • ${(a.message ?? a.action).replace(/\s+/g, ' ').slice(0, 90)}${a.time ? ` (${formatAge(a.time)})` : ''}`);
+    for (const a of acts.slice(0, 5)) lines.push(`  • ${oneLine(a.message ?? a.action, 90)}${a.time ? ` (${formatAge(a.time)})` : ''}`);
     if (acts.length > 5) lines.push(`  … and ${acts.length - 5} more`);
   }
   return lines;
@@ -154,22 +128,17 @@ export const SCOPE_LABELS: Record<Scope, string> = {
   agent: 'Agent state only',
 };
 
-/** First line of a memory entry, cut to `max` characters with an ellipsis. */
+/** First line of a memory entry for the extension's tree and pickers: firstLine, 80 characters by default. */
 export function entryTitle(text: string, max = 80): string {
-  const first = text.split('\n').find((l) => l.trim()) ?? '';
-  const t = first.trim();
-  return t.length > max ? `${t.slice(0, max - 1)}…` : t;
+  return firstLine(text, max);
 }
 
-/** The path of a `dir:` target, or undefined for other target kinds. */
-export function dirTargetPath(target: string): string | undefined {
-  return target.startsWith('dir:') ? target.slice(4) : undefined;
-}
-
-/** Short name of a target for the tree: the folder name of `dir:/a/b`, else the target string. */
-export function targetName(target: string): string {
-  const p = dirTargetPath(target);
-  return p ? path.basename(p) || p : target;
+/**
+ * Short name of a target for the tree: its backend's display name (target.describe `name`: the
+ * folder name of a directory target, "VM 101" for a guest), else the target string.
+ */
+export function targetName(target: string, d?: Pick<TargetDescription, 'name'>): string {
+  return d?.name || target;
 }
 
 /**
@@ -214,10 +183,15 @@ export function storeRoot(store: string): string | undefined {
  * The files a compare view shows for a ChangeSummary, at most `max` (default 200) of `total`.
  * Directories (a path that is the ancestor of another listed path) are left out; agent-state files
  * come first (changed, added, removed), then machine files (changed, added, removed); a machine path
- * that is the same file as a listed agent-state file (a store inside a `dir:` target) is shown once,
- * as agent state. `stores` are the store strings the restore points captured (to split `<store>:<rel>`).
+ * that is the same file as a listed agent-state file (a store inside the target's local root) is shown once,
+ * as agent state. `stores` are the store strings the restore points captured (to split `<store>:<rel>`);
+ * `localRoot` is the target's local directory (target.describe `localRoot`; absent for VMs), which
+ * machine paths are relative to.
  */
-export function compareItems(changes: ChangeSummary, opts: { target: string; stores: readonly string[]; max?: number }): { items: CompareItem[]; total: number } {
+export function compareItems(
+  changes: ChangeSummary,
+  opts: { localRoot?: string; stores: readonly string[]; max?: number },
+): { items: CompareItem[]; total: number } {
   const all = [...changes.added, ...changes.removed, ...changes.changed];
   const sorted = [...all].sort();
   const dirs = new Set<string>();
@@ -231,7 +205,7 @@ export function compareItems(changes: ChangeSummary, opts: { target: string; sto
       if (!sorted[j]!.startsWith(sorted[i]!)) break;
     }
   }
-  const root = dirTargetPath(opts.target);
+  const root = opts.localRoot;
   const agentItems: CompareItem[] = [];
   const sameFile = new Set<string>();
   const byLength = [...opts.stores].sort((a, b) => b.length - a.length);
@@ -258,6 +232,20 @@ export function compareItems(changes: ChangeSummary, opts: { target: string; sto
   const items = [...agentItems, ...machine];
   const max = opts.max ?? 200;
   return { items: items.slice(0, max), total: items.length };
+}
+
+/**
+ * Where a compare item is on disk now (the "live" side of a compare view): under its store's root
+ * for agent state, under the target's local root (target.describe `localRoot`: dir: and btrfs:
+ * targets) for machine files. Undefined when the file is not local (a VM's files, a store whose root
+ * is not a local path).
+ */
+export function livePath(localRoot: string | undefined, item: CompareItem): string | undefined {
+  if (item.agent) {
+    const root = storeRoot(item.agent.store);
+    return root ? path.join(root, ...item.agent.rel.split('/')) : undefined;
+  }
+  return localRoot ? path.join(localRoot, ...item.path.split('/')) : undefined;
 }
 
 /** A command for a notification: the one-line chain, cut to `max` characters with an ellipsis. */

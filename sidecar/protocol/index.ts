@@ -8,8 +8,8 @@
  * message per WebSocket text frame. Method names on the wire are `agentkeep/<name>`.
  *
  * Conventions: times are ISO 8601 strings in UTC; sizes are bytes; paths are absolute POSIX paths;
- * a `target` is a URI-like string (`dir:/abs/path`, later `btrfs:`, `qemu:`, `proxmox://`); a `store`
- * is `<kind>:/abs/path` (`hermes:/abs/home`).
+ * a `target` is a URI-like string (`dir:/abs/path`, `btrfs:`, `qemu:`, `proxmox://`; target.describe
+ * says what its backend can do); a `store` is `<kind>:/abs/path` (`hermes:/abs/home`).
  */
 import { z } from 'zod';
 import { RISK_CLASSES, RISK_CLASS_DESCRIPTIONS } from './risk';
@@ -151,6 +151,88 @@ export const RestorePoint = z.object({
 });
 export type RestorePoint = z.infer<typeof RestorePoint>;
 
+/**
+ * What a target's backend can do, from the target string alone (no I/O): the front ends branch on
+ * these, never on the target's scheme. Source: the backend's `describe` (sidecar/machine/<backend>).
+ */
+export const TargetCapabilities = z
+  .object({
+    ramState: z
+      .boolean()
+      .describe('Snapshots can hold the RAM state (a rollback resumes the VM where it was): always, or on request'),
+    ramStateOnRequest: z
+      .boolean()
+      .describe('RAM state is optional per snapshot, restorePoint.create `vmstate` decides (Proxmox VMs)'),
+    diff: z.boolean().describe('restorePoint.diff lists the files that differ between a snapshot and now'),
+    compare: z.boolean().describe('restorePoint.compare lists the files that changed between two snapshots'),
+    readFile: z.boolean().describe('restorePoint.readFile reads a file as it was in a snapshot'),
+    relabel: z.boolean().describe('A label change is written to the snapshot too (Proxmox: the snapshot description)'),
+    guestAccess: z
+      .boolean()
+      .describe('Files inside the guest can be read and written through the hypervisor (CLI `agentkeep guest`)'),
+    guestWriteMaxBytes: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe('With guestAccess: the most bytes one guest write sends (Proxmox agent/file-write: 61440)'),
+    discover: z.boolean().describe("agent.discover lists the agents on this target's host (Proxmox: tagged guests)"),
+    startAfterRollback: z
+      .boolean()
+      .describe('restorePoint.restore `start` applies: the guest can start after a rollback without RAM state'),
+    rollbackStopsGuest: z
+      .boolean()
+      .describe('A machine rollback hard-stops a running guest first (Proxmox); false for directories and QEMU loadvm'),
+    speedClass: z
+      .enum(['instant', 'fast', 'slow'])
+      .describe('Cost of a snapshot: instant (copy-on-write), fast (seconds, grows with changes), slow (minutes)'),
+    canRunWhileRunning: z
+      .boolean()
+      .describe('A snapshot can be taken while the agent keeps running (false: QEMU pauses the VM while it saves)'),
+  })
+  .describe("What the target's backend can do");
+export type TargetCapabilities = z.infer<typeof TargetCapabilities>;
+
+/** A hypervisor guest as a target names it (Proxmox: host, port, node, type, vmid). */
+export const TargetGuest = z
+  .object({
+    host: z.string().describe('Hypervisor API host name or IP (IPv6 without brackets)'),
+    port: z.number().int().describe('API port (Proxmox default 8006)'),
+    node: z.string().describe('Node name, or "-" when the target leaves it to be looked up'),
+    type: z.enum(['qemu', 'lxc']).describe('Guest type: qemu (VM) or lxc (container)'),
+    vmid: z.number().int().describe('Guest id (Proxmox VMID)'),
+  })
+  .describe('The hypervisor guest a target names');
+export type TargetGuest = z.infer<typeof TargetGuest>;
+
+/**
+ * A target as its backend describes it (target.describe, agent.status `description`): computed from
+ * the target string alone, so it is there for an unreachable target too.
+ */
+export const TargetDescription = z
+  .object({
+    target: Target.describe('The target, normalised (the spelling the journal is kept under)'),
+    backend: z.string().describe('Backend name (the target scheme), e.g. dir, btrfs, qemu, proxmox'),
+    name: z.string().describe('Short name for views: the folder name of a directory target, "VM 101" for a guest'),
+    kind: z
+      .enum(['directory', 'vm', 'container'])
+      .describe('What a machine restore puts back: a directory tree, a VM or a container'),
+    localRoot: z
+      .string()
+      .optional()
+      .describe(
+        "Absolute local directory that holds the target's files (dir, btrfs); machine paths of restore points " +
+          'are relative to it. Absent for VMs and remote guests',
+      ),
+    snapshotNoun: z
+      .string()
+      .describe('What a snapshot of this backend is called in messages: "snapshot", "btrfs snapshot"'),
+    capabilities: TargetCapabilities,
+    guest: TargetGuest.optional().describe('Hypervisor guests only: where the guest is'),
+  })
+  .describe('A target as its backend describes it');
+export type TargetDescription = z.infer<typeof TargetDescription>;
+
 export const ChangeSummary = z
   .object({
     added: z.array(z.string()).describe('Paths that exist now but not in the restore point (a restore removes them)'),
@@ -207,7 +289,7 @@ export const Provenance = z.object({
 export type Provenance = z.infer<typeof Provenance>;
 
 export const LintFinding = z.object({
-  kind: z.enum(['duplicate', 'near-duplicate', 'contradiction', 'over-budget', 'drift', 'untraceable', 'stale', 'age', 'store']).describe('What is wrong'),
+  kind: z.enum(['duplicate', 'near-duplicate', 'contradiction', 'superseded', 'over-budget', 'drift', 'untraceable', 'stale', 'age', 'store']).describe('What is wrong'),
   severity: z.enum(['error', 'warning', 'info']),
   entries: z.array(z.string()).describe('Ids of the entries involved (newest last where known)'),
   stores: z.array(Store).optional().describe('Stores involved'),
@@ -256,14 +338,14 @@ const ProgressToken = z.string().optional().describe('If set, progress notificat
 export const Methods = {
   restorePointCreate: method(
     'restorePoint.create',
-    'Create a restore point: machine snapshot of the target + capture of each store. Waits for the target lock.',
+    'Create a restore point: machine snapshot of the target + capture of each store. Waits for the target lock. Retention runs afterwards (restorePoint.prune with `retention`, else <stateDir>/config.json, else the defaults); a failing retention run does not fail the create.',
     z.object({
       target: Target,
       label: z.string().optional(),
       kind: RestorePointKind.optional(),
       reason: Reason.optional(),
-      stores: z.array(Store).optional().describe('Stores whose agent state is captured'),
-      pairOf: z.string().optional(),
+      stores: z.array(Store).optional().describe('Stores whose agent state is captured (absent, not []: the Hermes homes found in the target)'),
+      pairOf: z.string().optional().describe('For a post restore point: the id of its pre'),
       important: z.boolean().optional().describe('Mark the restore point important (retention keeps the newest 10 important ones)'),
       vmstate: z.boolean().optional().describe('Include RAM state (qemu and Proxmox qemu targets; QEMU always does). Ignored elsewhere'),
       retention: RetentionParams.optional().describe('Retention applied after the create (the extension passes agentkeep.retention.*)'),
@@ -279,7 +361,7 @@ export const Methods = {
   ),
   restorePointList: method(
     'restorePoint.list',
-    'List the restore points of a target, newest first.',
+    'List the restore points of a target, newest first. Proxmox targets also list the AgentKeep snapshots found on the guest but missing from the journal (rebuilt from their description marker, without agent capture).',
     z.object({ target: Target }),
     z.array(RestorePoint),
   ),
@@ -357,7 +439,7 @@ export const Methods = {
   ),
   restorePointLabel: method(
     'restorePoint.label',
-    'Rename a restore point and/or mark it important or not. Proxmox: also rewrites the human part of the snapshot description (PUT /nodes/{node}/{type}/{vmid}/snapshot/{snapname}/config), keeping the AgentKeep marker. Takes the target lock.',
+    'Rename a restore point and/or mark it important or not (invalid_params when neither is given). Proxmox: also rewrites the human part of the snapshot description (PUT /nodes/{node}/{type}/{vmid}/snapshot/{snapname}/config), keeping the AgentKeep marker. Takes the target lock.',
     z.object({
       target: Target,
       id: z.string(),
@@ -383,7 +465,7 @@ export const Methods = {
       target: Target,
       id: z.string(),
       path: z.string().min(1, 'the path is empty: give a target-relative path such as workspace/package.json'),
-      maxBytes: z.number().int().positive().max(64 * 1024 * 1024).optional().describe('Largest content returned, in bytes (default 2 MB = 2097152)'),
+      maxBytes: z.number().int().positive().max(64 * 1024 * 1024).optional().describe('Largest content returned, in bytes (default 2 MiB = 2097152)'),
     }),
     z.object({
       path: z.string().describe('The path as asked'),
@@ -407,7 +489,7 @@ export const Methods = {
   ),
   memoryEdit: method(
     'memory.edit',
-    'Replace the text of one entry, under the store\'s own lock, temp file + rename, refusing when the file no longer parses back to its entries (drift: a .bak is kept) or when its content hash is no longer `expectedHash`. A failed edit leaves the store byte-identical. The replaced state is captured first (undo).',
+    'Replace the text of one entry, under the store\'s own lock, temp file + rename, refusing when the file no longer parses back to its entries (drift: a .bak is kept) or when its content hash is no longer `expectedHash`. A failed edit leaves the store byte-identical. The replaced state is captured first (undo). Errors: conflict (hash changed, drift, ambiguous id prefix), over_budget, entry_not_found, unsupported (read-only file).',
     z.object({ store: Store, entry: z.string().min(1), text: z.string().min(1), expectedHash: z.string().optional() }),
     z.object({ entry: MemoryEntry.describe('The entry as written (new id for Hermes)'), previous: MemoryEntry, contentHash: z.string(), undo: z.object({ store: Store, entry: z.string(), text: z.string() }).describe('memory.edit params that undo this edit') }),
   ),
@@ -452,6 +534,13 @@ export const Methods = {
       }),
     ),
   ),
+  targetDescribe: method(
+    'target.describe',
+    'What a target is and what its backend can do (capabilities, local root, guest), from the target string ' +
+      'alone: no I/O, so it works for an unreachable target. BadTarget for a string that does not parse.',
+    z.object({ target: Target }),
+    TargetDescription,
+  ),
   agentStatus: method(
     'agent.status',
     'Status of an agent: its target, whether it is reachable, restore point count and the newest one.',
@@ -459,6 +548,7 @@ export const Methods = {
     z.object({
       target: Target,
       backend: z.string(),
+      description: TargetDescription.describe('The target as its backend describes it (same as target.describe)'),
       reachable: z.boolean(),
       message: z.string().optional().describe('Why it is not reachable'),
       restorePoints: z.number().int(),
@@ -517,7 +607,7 @@ export const Notifications = {
   },
   changed: {
     method: METHOD_PREFIX + 'changed',
-    description: 'Restore points or memory of a target changed; clients refresh their views.',
+    description: 'Restore points or memory of a target changed; clients refresh their views. Sent to every connected client after each create, restore, delete, keep, label and prune that deleted something (what: restorePoints), after a restore that put agent state back and each memory edit, remove and add (what: memory).',
     params: z.object({
       target: Target.optional(),
       what: z.enum(['restorePoints', 'memory']),

@@ -99,6 +99,8 @@ export interface LintOptions {
   maxAgeDays: number;
   /** Candidate pairs: minimum Jaccard of the masked token sets (values, negations, antonyms masked). */
   candidateJaccard: number;
+  /** Candidate pairs also: minimum weighted containment of the lighter masked set in the other (0 = off). */
+  candidateContainment: number;
   /** Near-duplicate: minimum word-shingle Jaccard (unigrams + bigrams of stemmed content tokens). */
   nearJaccard: number;
   /** Near-duplicate: minimum containment of the smaller token set in the larger one. */

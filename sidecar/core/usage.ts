@@ -1,0 +1,129 @@
+/**
+ * Disk use of restore points: per target and per restore point (each stored object or snapshot
+ * extent counted once), the size-cap warning after a create, and the estimate of what deleting some
+ * restore points frees (prune).
+ */
+import type { ParamsOf, ResultOf, RestorePoint } from '../protocol';
+import { formatBytes as formatSize } from '../protocol/format';
+import type { CoreContext, TargetCtx } from './context';
+import { cliTargetArgs } from './state';
+import { capLevel, DEFAULT_SIZE_CAP_BYTES, readStateConfig, stateConfigPath } from './stateConfig';
+
+/** Disk use of some restore points of a target. */
+export interface Usage {
+  /** Bytes they hold, every object or extent once. */
+  bytes: number;
+  /** Per restore point id: logical size and the bytes it alone holds. */
+  points: Map<string, { bytes: number; newBytes: number }>;
+}
+
+/**
+ * Disk use of restore points `points` of a target: `bytes` counts every stored object (dir
+ * manifests via backend.objectsOf, agent captures) or snapshot extent (backend.usage) once; per
+ * point from backend.usage, else the journal's machine.bytes / newBytes. With `quick`, undefined
+ * when the backend would have to walk its snapshots (btrfs).
+ */
+export async function usageOf(
+  t: TargetCtx,
+  points: RestorePoint[],
+  { quick }: { quick: boolean },
+): Promise<Usage | undefined> {
+  const mine = points.filter((r) => r.machine.backend === t.backend.name);
+  const ext = t.backend.usage ? await t.backend.usage(mine.map((r) => r.id), { quick }) : undefined;
+  if (t.backend.usage && !ext) return undefined;
+  // Every object once, with how many of these restore points hold it and the first holder: an
+  // object only one restore point holds is what deleting that one frees (its "only it" bytes).
+  const objects = new Map<string, { size: number; holders: number; first: string }>();
+  const hold = (h: string, size: number, id: string, seen: Set<string>): void => {
+    if (seen.has(h)) return;
+    seen.add(h);
+    const o = objects.get(h);
+    if (o) o.holders++;
+    else objects.set(h, { size, holders: 1, first: id });
+  };
+  let machineBytes = ext?.bytes ?? 0;
+  for (const r of points) {
+    const seen = new Set<string>();
+    if (t.backend.objectsOf && r.machine.backend === t.backend.name) {
+      for (const [h, size] of await t.backend.objectsOf(r.id).catch(() => new Map<string, number>())) hold(h, size, r.id, seen);
+    } else if (!ext) machineBytes += r.machine.newBytes;
+    for (const a of r.agent) for (const f of a.files) hold(f.hash, f.size, r.id, seen);
+  }
+  let bytes = machineBytes;
+  const only = new Map<string, number>();
+  for (const o of objects.values()) {
+    bytes += o.size;
+    if (o.holders === 1) only.set(o.first, (only.get(o.first) ?? 0) + o.size);
+  }
+  const per = new Map<string, { bytes: number; newBytes: number }>();
+  for (const r of points) {
+    const e = ext?.points.get(r.id);
+    // dir (objectsOf): exclusive bytes from the reference counts; btrfs: the backend's exclusive
+    // extents; else (VM snapshots) what the journal recorded at create.
+    per.set(r.id, e ?? { bytes: r.machine.bytes, newBytes: t.backend.objectsOf ? (only.get(r.id) ?? 0) : r.machine.newBytes });
+  }
+  return { bytes, points: per };
+}
+
+/**
+ * Estimate of what deleting `gone` frees while `kept` stay: objects (dir manifests, agent captures)
+ * only the deleted reference within the target (other targets may share some: an upper bound);
+ * btrfs: the exclusive extents of each deleted snapshot (a lower bound); else their newBytes.
+ */
+export async function freeEstimate(t: TargetCtx, gone: RestorePoint[], kept: RestorePoint[]): Promise<number> {
+  const held = async (rs: RestorePoint[]): Promise<Map<string, number>> => {
+    const m = new Map<string, number>();
+    for (const r of rs) {
+      if (t.backend.objectsOf && r.machine.backend === t.backend.name) for (const [h, size] of await t.backend.objectsOf(r.id).catch(() => new Map<string, number>())) m.set(h, size);
+      for (const a of r.agent) for (const f of a.files) m.set(f.hash, f.size);
+    }
+    return m;
+  };
+  const [g, k] = await Promise.all([held(gone), held(kept)]);
+  let bytes = 0;
+  for (const [h, size] of g) if (!k.has(h)) bytes += size;
+  if (!t.backend.objectsOf) {
+    const ext = t.backend.usage ? await t.backend.usage(gone.map((r) => r.id)).catch(() => undefined) : undefined;
+    for (const r of gone) bytes += ext?.points.get(r.id)?.newBytes ?? r.machine.newBytes;
+  }
+  return bytes;
+}
+
+
+/**
+ * Disk use of a target's restore points and where it stands against the size cap (sizeCapBytes in
+ * <stateDir>/config.json, default 10 GiB). See Methods.restorePointUsage.
+ * @throws BadTarget, BadStateDir (bad config.json), FileError / Unsupported (btrfs: permission, btrfs-progs missing)
+ */
+export async function usageRestorePoints(
+  ctx: CoreContext,
+  p: ParamsOf<'restorePointUsage'>,
+): Promise<ResultOf<'restorePointUsage'>> {
+  const t = await ctx.open(p.target, { mustExist: false });
+  const capBytes = (await readStateConfig(ctx.stateDir)).sizeCapBytes ?? DEFAULT_SIZE_CAP_BYTES;
+  const points = await t.journal.list();
+  const u = (await usageOf(t, points, { quick: false })) ?? { bytes: 0, points: new Map() };
+  return {
+    target: t.target.spec,
+    bytes: u.bytes,
+    capBytes,
+    level: capLevel(u.bytes, capBytes),
+    points: points.map((r) => ({ id: r.id, ...(u.points.get(r.id) ?? { bytes: r.machine.bytes, newBytes: r.machine.newBytes }) })),
+  };
+}
+
+/**
+ * The size-cap warning after a create: the target's disk use (when the backend can tell it
+ * without walking its snapshots) above 90% of the cap; undefined below.
+ */
+export async function capWarning(ctx: CoreContext, t: TargetCtx, capBytes: number): Promise<string | undefined> {
+  const u = await usageOf(t, await t.journal.list(), { quick: true });
+  if (!u) return undefined;
+  const level = capLevel(u.bytes, capBytes);
+  if (level === 'ok') return undefined;
+  const pct = Math.round((u.bytes / capBytes) * 100);
+  return (
+    `The restore points of ${t.target.spec} use ${formatSize(u.bytes)}, ${pct}% of the ${formatSize(capBytes)} size cap${level === 'over' ? ' (over the cap)' : ''}. ` +
+    `Free space with: agentkeep restore-point prune ${cliTargetArgs(t.target.spec, ctx.stateDir)} --keep 5 (try --dry-run first), or raise sizeCapBytes in ${stateConfigPath(ctx.stateDir)}.`
+  );
+}
