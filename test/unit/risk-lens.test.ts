@@ -182,7 +182,12 @@ describe('risk CodeLens helpers', () => {
     const enums: string[][] = [];
     const walk = (v: unknown): void => {
       if (Array.isArray(v)) v.forEach(walk);
-      else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) (k === 'enum' && Array.isArray(x) ? enums.push(x as string[]) : walk(x));
+      else if (v && typeof v === 'object') {
+        for (const [k, x] of Object.entries(v)) {
+          if (k === 'enum' && Array.isArray(x)) enums.push(x as string[]);
+          else walk(x);
+        }
+      }
     };
     walk(JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'sidecar', 'protocol', 'protocol.schema.json'), 'utf8')));
     assert.ok(enums.some((e) => JSON.stringify(e) === JSON.stringify([...RISK_CLASSES])), 'protocol.schema.json lists the classes (npx tsx scripts/write-protocol-schema.ts)');
