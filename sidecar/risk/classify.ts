@@ -76,15 +76,55 @@ export const COMMAND_NAMES = [
   'curl', 'wget', 'irm', 'iwr', 'invoke-restmethod', 'invoke-webrequest', 'downloadstring',
 ];
 
+/** Tokens that can make a write or a permission change risky: config paths, the home, system trees, disks. */
+const CONFIGISH =
+  /(~|\$\{?(HOME|HERMES_HOME)\b|\/etc\b|\/dev\/(?!null\b)|\/var\/spool|\/(usr|var|bin|sbin|boot|opt|srv|root|home|Users|Library|lib)\b|\.(bash|zsh|k|c|tc)shrc\b|\.bashrc|\.zshrc|\.profile|\.bash_profile|\.zprofile|\.zshenv|\.zlogin|\.bash_(login|aliases)|\.env\b|\.ssh\b|\.hermes|\.claude|\.codex|\.gemini|\.cursor|\.mcp\.json|\.npmrc|\.pypirc|\.netrc|\.pgpass|\.gitconfig|\.git-credentials|\.yarnrc|\.curlrc|\.wgetrc|\.aws|\.kube|\.docker|daemon\.json|SKILL\.md|SOUL\.md|sshd_config|authorized_keys|systemd|LaunchAgents|LaunchDaemons|config\.fish|crontab|sudoers)/i;
+
 /**
- * Quick test for redirections worth a look: a `>` followed (anywhere later) by something that can be a config
- * path or a disk (`~`, `$HOME`, `$HERMES_HOME`, `/etc/`, `/dev/` other than null, rc files, `.env`, `.ssh`,
- * agent folders, units, crontabs). `> out.log` and `>/dev/null 2>&1` fail it; configWriteTarget decides.
+ * Quick test for redirections worth a look: a `>` in a command that also names something that can be a config
+ * path or a disk (CONFIGISH, also before the `>`: `cd ~/.hermes && echo x > config.yaml`). `> out.log` and
+ * `>/dev/null 2>&1` fail it; configWriteTarget decides.
  */
-export const MAYBE_CONFIG_WRITE = />[^\n]*?(~|\$\{?(HOME|HERMES_HOME)\b|\/etc\/|\/dev\/(?!null\b)|\/var\/spool|\.(bash|zsh|k|c|tc)shrc\b|\.bashrc|\.zshrc|\.profile|\.bash_profile|\.zprofile|\.zshenv|\.zlogin|\.bash_(login|aliases)|\.env\b|\.ssh\b|\.hermes|\.claude|\.codex|\.gemini|\.cursor|\.mcp\.json|\.npmrc|\.pypirc|\.netrc|\.pgpass|\.gitconfig|\.git-credentials|\.yarnrc|\.curlrc|\.wgetrc|\.aws|\.kube|\.docker|daemon\.json|SKILL\.md|SOUL\.md|sshd_config|authorized_keys|systemd|LaunchAgents|LaunchDaemons|config\.fish|\/home\/|\/root\/|\/Users\/)/i;
+export const MAYBE_CONFIG_WRITE = { test: (s: string): boolean => s.includes('>') && CONFIGISH.test(s) };
+
+/**
+ * Names on every other line of a script (`git status`, `cp -r dist/* out`, `sed -n`, `| tee log`) that are
+ * only risky in some forms: the fast path lets them through only with a sign of that form later on the line.
+ * FAST_PATH_EXAMPLES holds one risky form of each, for the unit test that keeps the fast path complete.
+ */
+const CONTEXTUAL: Record<string, string> = {
+  git: '(?=[^\\n|;&]*?\\s(?:reset|clean|push|checkout|restore|rm|stash|branch|reflog|gc|filter-branch|filter-repo|update-ref|config)\\b)',
+  cp: `(?=[^\\n]*?${CONFIGISH.source})`,
+  mv: `(?=[^\\n]*?${CONFIGISH.source})`,
+  ln: `(?=[^\\n]*?${CONFIGISH.source})`,
+  tee: `(?=[^\\n]*?${CONFIGISH.source})`,
+  sed: '(?=[^\\n]*?(?:\\s-[a-zA-Z]*i|--in-place))',
+  find: '(?=[^\\n]*?\\s-(?:delete|exec|execdir|ok|okdir)\\b)',
+};
+export const FAST_PATH_EXAMPLES: Record<string, string> = {
+  git: 'git reset --hard',
+  cp: 'cp x ~/.bashrc',
+  mv: 'mv ~/.hermes /tmp/x',
+  ln: 'ln -sf x /etc/y',
+  tee: 'tee /etc/docker/daemon.json',
+  sed: "sed -i 's/a/b/' .env",
+  find: 'find . -delete',
+};
+
+/**
+ * Names that are also the start of other words (`su` of sudo, `rm` of rmdir, `dd`, `oc`…): they must end where
+ * the word ends, or every `sudo` line would take the slow path.
+ */
+const WHOLE_WORD = new Set(['su', 'rm', 'dd', 'oc', 'rd', 'del', 'eval', 'pct', 'lxc', 'nft', 'pm2', 'ufw', 'pkg', 'port', 'code', 'make', 'install', 'go', 'gh', 'mas', 'mix', 'pub', 'nix', 'sdk', 'bun', 'uv']);
 
 /** Quick test: does a command text name any of COMMAND_NAMES (at a word start; case-insensitive)? */
-export const MAYBE_RISKY = new RegExp(`(?<![\\w-])(?:${[...COMMAND_NAMES].sort((a, b) => b.length - a.length).map((n) => n.replace(/[.]/g, '\\.')).join('|')})`, 'i');
+export const MAYBE_RISKY = new RegExp(
+  `(?<![\\w-])(?:${[...new Set(COMMAND_NAMES)]
+    .sort((a, b) => b.length - a.length)
+    .map((n) => n.replace(/[.]/g, '\\.') + (CONTEXTUAL[n] ? `(?![\\w-])${CONTEXTUAL[n]}` : WHOLE_WORD.has(n) ? '(?![\\w])' : ''))
+    .join('|')})`,
+  'i',
+);
 
 /** Base name of a path or URL (query and fragment dropped). */
 function baseName(p: string): string {

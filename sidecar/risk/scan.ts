@@ -205,7 +205,7 @@ function verdictOf(lc: LogicalCommand, ctx: ClassifyContext): Verdict {
   let top: RiskHit | null = null;
   // fast path: a command that names no known tool and redirects nowhere cannot be risky (unless it may run a downloaded file)
   const probe = lc.vars ? expand(lc.text, lc.vars) : lc.text;
-  if (ctx.downloaded?.size || MAYBE_RISKY.test(probe) || (probe.includes('>') && MAYBE_CONFIG_WRITE.test(probe))) {
+  if (ctx.downloaded?.size || MAYBE_RISKY.test(probe) || MAYBE_CONFIG_WRITE.test(probe)) {
     // PowerShell: `\` separates paths; double it so the POSIX word splitter keeps it
     const src = lc.powershell ? lc.text.replace(/\\/g, '\\\\') : lc.text;
     // `cd DIR` of the chain resolves later relative paths; it does not outlive the logical command
