@@ -30,7 +30,9 @@ async function main(): Promise<void> {
   const root = path.join(__dirname, '..');
   const casesFile = opt('--cases') ?? path.join(root, 'test', 'cases', 'agent-commands', 'commands.jsonl');
   const corpus = opt('--corpus') ?? path.join(root, 'test', 'fixtures', 'risk-corpus');
-  const engineDir = process.env.RISK_ENGINE ? path.resolve(process.env.RISK_ENGINE) : path.join(root, 'sidecar', 'risk');
+  const engineDir = process.env.RISK_ENGINE
+    ? path.resolve(process.env.RISK_ENGINE)
+    : path.join(root, 'sidecar', 'risk');
   const engine = (await import(path.join(engineDir, 'index.ts'))) as Engine;
   const classify = (cmd: string): string | null => {
     if (engine.classifyCommand) return engine.classifyCommand(cmd)?.class ?? null;
@@ -41,23 +43,41 @@ async function main(): Promise<void> {
   try {
     text = await fs.readFile(casesFile, 'utf8');
   } catch (e) {
-    throw new Error(`cannot read ${casesFile}: ${(e as Error).message}. Pass --cases FILE (test/cases/agent-commands/commands.jsonl).`);
+    throw new Error(
+      `cannot read ${casesFile}: ${(e as Error).message}. Pass --cases FILE (test/cases/agent-commands/commands.jsonl).`,
+    );
   }
   const cases = parseCommandCases(text);
   const r = evaluateCommands(cases, classify);
   // the file corpus, reported on its own (same format as `npm run eval:risk`)
-  const names = (await fs.readFile(path.join(corpus, 'FILES.txt'), 'utf8')).split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
-  const files = await Promise.all(names.map(async (file) => ({ file, text: await fs.readFile(path.join(corpus, file), 'utf8') })));
+  const names = (await fs.readFile(path.join(corpus, 'FILES.txt'), 'utf8'))
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter(Boolean);
+  const files = await Promise.all(
+    names.map(async (file) => ({ file, text: await fs.readFile(path.join(corpus, file), 'utf8') })),
+  );
   const labels = JSON.parse(await fs.readFile(path.join(corpus, 'labels.json'), 'utf8')) as unknown[];
   const fileEval = engine.evaluate(files, labels);
   if (args.includes('--json')) {
-    const strip = (s: typeof r.dev): unknown => ({ ...s, misses: s.misses.length, falseAlarms: s.falseAlarms.length, wrongClass: s.wrongClass.length });
-    process.stdout.write(`${JSON.stringify({ dev: strip(r.dev), heldOut: strip(r.heldOut), fileCorpus: fileEval }, null, 2)}\n`);
+    const strip = (s: typeof r.dev): unknown => ({
+      ...s,
+      misses: s.misses.length,
+      falseAlarms: s.falseAlarms.length,
+      wrongClass: s.wrongClass.length,
+    });
+    process.stdout.write(
+      `${JSON.stringify({ dev: strip(r.dev), heldOut: strip(r.heldOut), fileCorpus: fileEval }, null, 2)}\n`,
+    );
     return;
   }
   const where = process.env.RISK_ENGINE ? ` (engine: ${engineDir})` : '';
-  process.stdout.write(`Agent commands: ${cases.length} (${path.relative(root, casesFile)})${where}\n${formatCommandEval(r, args.includes('--show-held-out'))}\n\n`);
-  process.stdout.write(`File corpus (${path.relative(root, corpus) || corpus}):\n${engine.formatEval(fileEval as never)}\n`);
+  process.stdout.write(
+    `Agent commands: ${cases.length} (${path.relative(root, casesFile)})${where}\n${formatCommandEval(r, args.includes('--show-held-out'))}\n\n`,
+  );
+  process.stdout.write(
+    `File corpus (${path.relative(root, corpus) || corpus}):\n${engine.formatEval(fileEval as never)}\n`,
+  );
 }
 
 main().catch((e: unknown) => {

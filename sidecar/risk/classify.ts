@@ -115,13 +115,44 @@ export const FAST_PATH_EXAMPLES: Record<string, string> = {
  * Names that are also the start of other words (`su` of sudo, `rm` of rmdir, `dd`, `oc`…): they must end where
  * the word ends, or every `sudo` line would take the slow path.
  */
-const WHOLE_WORD = new Set(['su', 'rm', 'dd', 'oc', 'rd', 'del', 'eval', 'pct', 'lxc', 'nft', 'pm2', 'ufw', 'pkg', 'port', 'code', 'make', 'install', 'go', 'gh', 'mas', 'mix', 'pub', 'nix', 'sdk', 'bun', 'uv']);
+const WHOLE_WORD = new Set([
+  'su',
+  'rm',
+  'dd',
+  'oc',
+  'rd',
+  'del',
+  'eval',
+  'pct',
+  'lxc',
+  'nft',
+  'pm2',
+  'ufw',
+  'pkg',
+  'port',
+  'code',
+  'make',
+  'install',
+  'go',
+  'gh',
+  'mas',
+  'mix',
+  'pub',
+  'nix',
+  'sdk',
+  'bun',
+  'uv',
+]);
 
 /** Quick test: does a command text name any of COMMAND_NAMES (at a word start; case-insensitive)? */
 export const MAYBE_RISKY = new RegExp(
   `(?<![\\w-])(?:${[...new Set(COMMAND_NAMES)]
     .sort((a, b) => b.length - a.length)
-    .map((n) => n.replace(/[.]/g, '\\.') + (CONTEXTUAL[n] ? `(?![\\w-])${CONTEXTUAL[n]}` : WHOLE_WORD.has(n) ? '(?![\\w])' : ''))
+    .map(
+      (n) =>
+        n.replace(/[.]/g, '\\.') +
+        (CONTEXTUAL[n] ? `(?![\\w-])${CONTEXTUAL[n]}` : WHOLE_WORD.has(n) ? '(?![\\w])' : ''),
+    )
     .join('|')})`,
   'i',
 );
@@ -385,12 +416,15 @@ export function classifyWords(input: string[], depth = 0, ctx: ClassifyContext =
   if (depth > 4) return null;
   let w = unwrap(input);
   if (!w.length) return null;
-  const elevated = ctx.elevated || input.slice(0, input.length - w.length).some((x) => ['sudo', 'doas', 'run0'].includes(cmdName(x)));
+  const elevated =
+    ctx.elevated || input.slice(0, input.length - w.length).some((x) => ['sudo', 'doas', 'run0'].includes(cmdName(x)));
   // an interpreter named by a variable or notebook interpolation: `{sys.executable} -m pip`, `$PYTHON -m pip`
-  if (/^(\{[^}]*\}|\$\{?[A-Za-z_][\w.]*\}?|\$\([A-Za-z_][\w.]*\))$/.test(w[0]) && w[1] === '-m') w = ['python', ...w.slice(1)];
+  if (/^(\{[^}]*\}|\$\{?[A-Za-z_][\w.]*\}?|\$\([A-Za-z_][\w.]*\))$/.test(w[0]) && w[1] === '-m')
+    w = ['python', ...w.slice(1)];
   // the closing parenthesis of a subshell sticks to the last word: `(cd /tmp && rm -rf work)`
   const last = w[w.length - 1];
-  if (w.length > 1 && last.endsWith(')') && !last.includes('(')) w = [...w.slice(0, -1), last.replace(/\)+$/, '')].filter((x) => x !== '');
+  if (w.length > 1 && last.endsWith(')') && !last.includes('('))
+    w = [...w.slice(0, -1), last.replace(/\)+$/, '')].filter((x) => x !== '');
   const more = classifyMore(w, depth, elevated ? { ...ctx, elevated } : ctx);
   if (more !== undefined) return more;
   const r = classifyKnown(w, depth, ctx, elevated);
@@ -749,7 +783,14 @@ function through(name: string, args: string[]): { where: string; text: string } 
     case 'runuser':
     case 'vagrant': {
       const ci = args.findIndex((a) => a === '-c' || a === '--command');
-      if (ci >= 0 && args[ci + 1] !== undefined) return { where: name === 'vagrant' ? 'in the Vagrant VM' : `as ${positionals(args.slice(0, ci)).find((a) => a !== '-') ?? 'root'}`, text: args[ci + 1] };
+      if (ci >= 0 && args[ci + 1] !== undefined)
+        return {
+          where:
+            name === 'vagrant'
+              ? 'in the Vagrant VM'
+              : `as ${positionals(args.slice(0, ci)).find((a) => a !== '-') ?? 'root'}`,
+          text: args[ci + 1],
+        };
       const text = name === 'runuser' ? afterDashes(0) : undefined;
       return text ? { where: 'as another user', text } : undefined;
     }
@@ -765,16 +806,111 @@ function through(name: string, args: string[]): { where: string; text: string } 
 
 /** Command names classifyMore decides (its `switch`, the wrappers of `through`, mkfs.* and `python manage.py`); a unit test keeps it in step. */
 export const MORE_NAMES = new Set([
-  'addgroup', 'adduser', 'apt-mark', 'awk', 'chgrp', 'chmod', 'chown', 'chpasswd', 'chsh', 'claude', 'codex', 'cp',
-  'crontab', 'dd', 'del', 'delgroup', 'deluser', 'distrobox', 'dropdb', 'duckdb', 'eval', 'find', 'firewall-cmd',
-  'gawk', 'gemini', 'git', 'gpasswd', 'groupadd', 'groupdel', 'groupmod', 'helm', 'hermes', 'hostnamectl', 'incus',
-  'install', 'ip6tables', 'iptables', 'kubectl', 'launchctl', 'ln', 'localectl', 'loginctl', 'lxc', 'mariadb',
-  'mise', 'mke2fs', 'mkswap', 'mongo', 'mongosh', 'multipass', 'mv', 'mysql', 'nft', 'npm', 'oc', 'passwd', 'pct',
-  'perl', 'pip', 'pip3', 'pipenv', 'pm2', 'pnpm', 'prisma', 'proot-distro', 'psql', 'pulumi', 'python', 'python2',
-  'python3', 'rails', 'rake', 'rd', 'redis-cli', 'remove-item', 'rm', 'rmdir', 'rtx', 'ruby', 'runuser', 'sed',
-  'setfacl', 'shred', 'sqlite3', 'ssh', 'su', 'supabase', 'sysctl', 'systemctl', 'tee', 'terraform', 'timedatectl',
-  'tofu', 'truncate', 'ufw', 'unlink', 'update-alternatives', 'useradd', 'userdel', 'usermod', 'vagrant', 'visudo',
-  'wipefs', 'wsl', 'yarn',
+  'addgroup',
+  'adduser',
+  'apt-mark',
+  'awk',
+  'chgrp',
+  'chmod',
+  'chown',
+  'chpasswd',
+  'chsh',
+  'claude',
+  'codex',
+  'cp',
+  'crontab',
+  'dd',
+  'del',
+  'delgroup',
+  'deluser',
+  'distrobox',
+  'dropdb',
+  'duckdb',
+  'eval',
+  'find',
+  'firewall-cmd',
+  'gawk',
+  'gemini',
+  'git',
+  'gpasswd',
+  'groupadd',
+  'groupdel',
+  'groupmod',
+  'helm',
+  'hermes',
+  'hostnamectl',
+  'incus',
+  'install',
+  'ip6tables',
+  'iptables',
+  'kubectl',
+  'launchctl',
+  'ln',
+  'localectl',
+  'loginctl',
+  'lxc',
+  'mariadb',
+  'mise',
+  'mke2fs',
+  'mkswap',
+  'mongo',
+  'mongosh',
+  'multipass',
+  'mv',
+  'mysql',
+  'nft',
+  'npm',
+  'oc',
+  'passwd',
+  'pct',
+  'perl',
+  'pip',
+  'pip3',
+  'pipenv',
+  'pm2',
+  'pnpm',
+  'prisma',
+  'proot-distro',
+  'psql',
+  'pulumi',
+  'python',
+  'python2',
+  'python3',
+  'rails',
+  'rake',
+  'rd',
+  'redis-cli',
+  'remove-item',
+  'rm',
+  'rmdir',
+  'rtx',
+  'ruby',
+  'runuser',
+  'sed',
+  'setfacl',
+  'shred',
+  'sqlite3',
+  'ssh',
+  'su',
+  'supabase',
+  'sysctl',
+  'systemctl',
+  'tee',
+  'terraform',
+  'timedatectl',
+  'tofu',
+  'truncate',
+  'ufw',
+  'unlink',
+  'update-alternatives',
+  'useradd',
+  'userdel',
+  'usermod',
+  'vagrant',
+  'visudo',
+  'wipefs',
+  'wsl',
+  'yarn',
 ]);
 
 /**
@@ -788,14 +924,17 @@ function classifyMore(w: string[], depth: number, ctx: ClassifyContext): RiskHit
   const pos = positionals(args);
   const sub = pos[0] ?? '';
   const { short, long } = flagsOf(args);
-  if (long.has('--help') || long.has('--version') || (args.length === 1 && (args[0] === '-h' || args[0] === '-V'))) return undefined;
+  if (long.has('--help') || long.has('--version') || (args.length === 1 && (args[0] === '-h' || args[0] === '-V')))
+    return undefined;
   const via = through(name, args);
   if (via) {
     const inner = classifyText(via.text, depth + 1, { ...ctx, cwd: undefined });
     return inner ? { class: inner.class, reason: `${inner.reason} (${via.where})` } : null;
   }
-  if (/^mkfs(\.\w+)?$/.test(name) || name === 'mke2fs') return hit('destructive', `${name} formats a filesystem, erasing what was on it`);
-  if (/^python[23]?$/.test(name) && /(^|\/)manage\.py$/.test(sub) && ['flush', 'reset_db'].includes(pos[1] ?? '')) return hit('destructive', `manage.py ${pos[1]} deletes all rows of the database`);
+  if (/^mkfs(\.\w+)?$/.test(name) || name === 'mke2fs')
+    return hit('destructive', `${name} formats a filesystem, erasing what was on it`);
+  if (/^python[23]?$/.test(name) && /(^|\/)manage\.py$/.test(sub) && ['flush', 'reset_db'].includes(pos[1] ?? ''))
+    return hit('destructive', `manage.py ${pos[1]} deletes all rows of the database`);
   switch (name) {
     case 'rm':
     case 'unlink':
@@ -805,13 +944,25 @@ function classifyMore(w: string[], depth: number, ctx: ClassifyContext): RiskHit
     case 'del':
       return args.some((a) => /^\/s$/i.test(a)) ? hit('destructive', `${name} /s deletes a directory tree`) : null;
     case 'remove-item':
-      return args.some((a) => /^-r(ecurse)?$/i.test(a)) ? hit('destructive', 'Remove-Item -Recurse deletes a directory tree') : null;
+      return args.some((a) => /^-r(ecurse)?$/i.test(a))
+        ? hit('destructive', 'Remove-Item -Recurse deletes a directory tree')
+        : null;
     case 'shred':
       return hit('destructive', 'shred overwrites files so they cannot be recovered');
     case 'truncate':
-      return hit('destructive', `truncate ${operands(args.filter((a, i) => !(args[i - 1] === '-s' || a.startsWith('-s')))).join(' ')} cuts files to a size, dropping their content`.replace(/ +/g, ' '));
+      return hit(
+        'destructive',
+        `truncate ${operands(args.filter((a, i) => !(args[i - 1] === '-s' || a.startsWith('-s')))).join(' ')} cuts files to a size, dropping their content`.replace(
+          / +/g,
+          ' ',
+        ),
+      );
     case 'wipefs':
-      return short.has('n') || long.has('--no-act') || !(short.has('a') || long.has('--all') || short.has('o') || long.has('--offset')) ? null : hit('destructive', 'wipefs -a erases filesystem signatures');
+      return short.has('n') ||
+        long.has('--no-act') ||
+        !(short.has('a') || long.has('--all') || short.has('o') || long.has('--offset'))
+        ? null
+        : hit('destructive', 'wipefs -a erases filesystem signatures');
     case 'mkswap':
       return pos.some((p) => BLOCK_DEVICE.test(p)) ? hit('destructive', 'mkswap on a disk device erases it') : null;
     case 'dd': {
@@ -823,12 +974,21 @@ function classifyMore(w: string[], depth: number, ctx: ClassifyContext): RiskHit
       const start = resolved(pos[0] && !pos[0].startsWith('(') && !pos[0].startsWith('!') ? pos[0] : '.', ctx);
       const ei = args.findIndex((a) => ['-exec', '-execdir', '-ok', '-okdir'].includes(a));
       const execName = ei >= 0 ? cmdName(args[ei + 1] ?? '') : '';
-      const names = args.flatMap((a, i) => (['-name', '-iname', '-path', '-regex'].includes(args[i - 1] ?? '') ? [a] : []));
-      const onlyRegen = names.length > 0 && names.every((n) => REGEN_NAMES.test(n.replace(/^\*\./, 'x.').replace(/^\*/, '')));
+      const names = args.flatMap((a, i) =>
+        ['-name', '-iname', '-path', '-regex'].includes(args[i - 1] ?? '') ? [a] : [],
+      );
+      const onlyRegen =
+        names.length > 0 && names.every((n) => REGEN_NAMES.test(n.replace(/^\*\./, 'x.').replace(/^\*/, '')));
       if (args.includes('-delete') || ['rm', 'shred', 'unlink'].includes(execName)) {
-        return onlyRegen ? null : hit('destructive', `find ${args.includes('-delete') ? '-delete' : `-exec ${execName}`} deletes every file it matches`);
+        return onlyRegen
+          ? null
+          : hit(
+              'destructive',
+              `find ${args.includes('-delete') ? '-delete' : `-exec ${execName}`} deletes every file it matches`,
+            );
       }
-      if (['chmod', 'chown', 'chgrp', 'setfacl'].includes(execName) && (protectedPath(start) || ctx.elevated)) return hit('system', `find ${start} -exec ${execName} changes ownership or permissions under ${start}`);
+      if (['chmod', 'chown', 'chgrp', 'setfacl'].includes(execName) && (protectedPath(start) || ctx.elevated))
+        return hit('system', `find ${start} -exec ${execName} changes ownership or permissions under ${start}`);
       return null;
     }
     case 'git':
@@ -848,35 +1008,58 @@ function classifyMore(w: string[], depth: number, ctx: ClassifyContext): RiskHit
       return null;
     }
     case 'redis-cli':
-      return args.some((a) => /^flush(all|db)$/i.test(a)) ? hit('destructive', 'redis-cli FLUSHALL deletes every key') : null;
+      return args.some((a) => /^flush(all|db)$/i.test(a))
+        ? hit('destructive', 'redis-cli FLUSHALL deletes every key')
+        : null;
     case 'dropdb':
       return hit('destructive', 'dropdb deletes a database');
     case 'prisma':
-      if (sub === 'migrate' && pos[1] === 'reset') return hit('destructive', 'prisma migrate reset drops the database and recreates it');
-      if (sub === 'db' && pos[1] === 'push' && (long.has('--force-reset') || long.has('--accept-data-loss'))) return hit('destructive', `prisma db push ${long.has('--force-reset') ? '--force-reset' : '--accept-data-loss'} drops tables or columns with their data`);
+      if (sub === 'migrate' && pos[1] === 'reset')
+        return hit('destructive', 'prisma migrate reset drops the database and recreates it');
+      if (sub === 'db' && pos[1] === 'push' && (long.has('--force-reset') || long.has('--accept-data-loss')))
+        return hit(
+          'destructive',
+          `prisma db push ${long.has('--force-reset') ? '--force-reset' : '--accept-data-loss'} drops tables or columns with their data`,
+        );
       return null;
     case 'supabase':
-      return sub === 'db' && pos[1] === 'reset' ? hit('destructive', 'supabase db reset recreates the database and drops its data') : null;
+      return sub === 'db' && pos[1] === 'reset'
+        ? hit('destructive', 'supabase db reset recreates the database and drops its data')
+        : null;
     case 'rails':
     case 'rake':
-      return pos.find((p) => /^db:(drop|reset|purge|schema:load|truncate_all)/.test(p)) ? hit('destructive', `${name} ${pos.find((p) => p.startsWith('db:'))} deletes the database content`) : null;
+      return pos.find((p) => /^db:(drop|reset|purge|schema:load|truncate_all)/.test(p))
+        ? hit('destructive', `${name} ${pos.find((p) => p.startsWith('db:'))} deletes the database content`)
+        : null;
     case 'terraform':
     case 'tofu':
     case 'pulumi':
       if (sub === 'destroy') return hit('destructive', `${name} destroy deletes the managed infrastructure`);
-      if (sub === 'apply' && (long.has('-auto-approve') || args.includes('-auto-approve') || long.has('--auto-approve') || args.includes('-destroy'))) return hit('destructive', `${name} apply -auto-approve changes or deletes infrastructure without review`);
+      if (
+        sub === 'apply' &&
+        (long.has('-auto-approve') ||
+          args.includes('-auto-approve') ||
+          long.has('--auto-approve') ||
+          args.includes('-destroy'))
+      )
+        return hit('destructive', `${name} apply -auto-approve changes or deletes infrastructure without review`);
       return null;
     case 'kubectl':
     case 'oc':
       return sub === 'delete' ? hit('destructive', `${name} delete deletes cluster resources`) : undefined;
     case 'helm':
-      return ['uninstall', 'delete', 'del', 'un'].includes(sub) ? hit('destructive', `helm ${sub} removes a release and its resources`) : null;
+      return ['uninstall', 'delete', 'del', 'un'].includes(sub)
+        ? hit('destructive', `helm ${sub} removes a release and its resources`)
+        : null;
     case 'sed':
     case 'perl':
     case 'ruby':
     case 'awk':
     case 'gawk': {
-      const inPlace = name === 'awk' || name === 'gawk' ? args.some((a, i) => (a === '-i' || a === '--include') && args[i + 1] === 'inplace') : args.some((a) => /^-[a-zA-Z]*i/.test(a) || a.startsWith('--in-place'));
+      const inPlace =
+        name === 'awk' || name === 'gawk'
+          ? args.some((a, i) => (a === '-i' || a === '--include') && args[i + 1] === 'inplace')
+          : args.some((a) => /^-[a-zA-Z]*i/.test(a) || a.startsWith('--in-place'));
       if (!inPlace) return undefined;
       for (const f of pos) {
         const what = configWriteTarget(resolved(f, ctx));
@@ -897,11 +1080,24 @@ function classifyMore(w: string[], depth: number, ctx: ClassifyContext): RiskHit
     case 'ln':
     case 'install': {
       if (name === 'install' && (short.has('d') || long.has('--directory'))) return null;
-      const ops = operands(args.filter((a, i) => !(name === 'install' && ['-m', '-o', '-g', '--mode', '--owner', '--group'].includes(args[i - 1] ?? ''))));
+      const ops = operands(
+        args.filter(
+          (a, i) =>
+            !(name === 'install' && ['-m', '-o', '-g', '--mode', '--owner', '--group'].includes(args[i - 1] ?? '')),
+        ),
+      );
       if (ops.length < 2) return name === 'install' ? undefined : null;
       const dest = resolved(ops[ops.length - 1], ctx);
       if (name === 'mv') {
-        const gone = ops.slice(0, -1).map((o) => resolved(o, ctx)).find((o) => /^~\/\.(hermes|ssh|claude|codex|config)\/?$/.test(o) || sweeping(o) || /^\/(etc|usr|var|bin|boot|home)\/?$/.test(o));
+        const gone = ops
+          .slice(0, -1)
+          .map((o) => resolved(o, ctx))
+          .find(
+            (o) =>
+              /^~\/\.(hermes|ssh|claude|codex|config)\/?$/.test(o) ||
+              sweeping(o) ||
+              /^\/(etc|usr|var|bin|boot|home)\/?$/.test(o),
+          );
         if (gone) return hit('destructive', `mv ${gone} moves the directory away from where it is used`);
       }
       if (BLOCK_DEVICE.test(dest)) return hit('destructive', `${name} onto ${dest} overwrites a disk`);
@@ -914,10 +1110,27 @@ function classifyMore(w: string[], depth: number, ctx: ClassifyContext): RiskHit
     case 'chgrp':
     case 'setfacl': {
       const recursive = short.has('R') || long.has('--recursive');
-      const targets = (name === 'setfacl' ? operands(args.filter((a, i) => !['-m', '-x', '-M', '-X', '--modify', '--remove', '--set'].includes(args[i - 1] ?? ''))) : pos.slice(1)).map((t) => resolved(t, ctx));
+      const targets = (
+        name === 'setfacl'
+          ? operands(
+              args.filter(
+                (a, i) => !['-m', '-x', '-M', '-X', '--modify', '--remove', '--set'].includes(args[i - 1] ?? ''),
+              ),
+            )
+          : pos.slice(1)
+      ).map((t) => resolved(t, ctx));
       const t = targets.find(protectedPath);
-      if (t) return hit('system', `${name}${recursive ? ' -R' : ''} ${t} changes ${name === 'chmod' || name === 'setfacl' ? 'permissions' : 'ownership'} of a system or home path`);
-      return recursive && ctx.elevated ? hit('system', `sudo ${name} -R changes ${name === 'chmod' || name === 'setfacl' ? 'permissions' : 'ownership'} of a whole tree`) : null;
+      if (t)
+        return hit(
+          'system',
+          `${name}${recursive ? ' -R' : ''} ${t} changes ${name === 'chmod' || name === 'setfacl' ? 'permissions' : 'ownership'} of a system or home path`,
+        );
+      return recursive && ctx.elevated
+        ? hit(
+            'system',
+            `sudo ${name} -R changes ${name === 'chmod' || name === 'setfacl' ? 'permissions' : 'ownership'} of a whole tree`,
+          )
+        : null;
     }
     case 'useradd':
     case 'userdel':
@@ -937,32 +1150,57 @@ function classifyMore(w: string[], depth: number, ctx: ClassifyContext): RiskHit
       if (name === 'passwd' && (short.has('S') || long.has('--status'))) return null;
       return hit('system', `${name} changes users, groups or logins of the machine`);
     case 'ufw':
-      return ['status', 'show', 'version', 'app'].includes(sub) || !args.length ? null : hit('system', `ufw ${sub} changes the firewall`);
+      return ['status', 'show', 'version', 'app'].includes(sub) || !args.length
+        ? null
+        : hit('system', `ufw ${sub} changes the firewall`);
     case 'iptables':
     case 'ip6tables':
-      return args.some((a) => /^-[a-zA-Z]*[LS]$/.test(a) || a === '--list' || a === '--list-rules') || !args.length ? null : hit('system', `${name} changes the firewall`);
+      return args.some((a) => /^-[a-zA-Z]*[LS]$/.test(a) || a === '--list' || a === '--list-rules') || !args.length
+        ? null
+        : hit('system', `${name} changes the firewall`);
     case 'nft':
-      return ['list', 'describe', 'monitor'].includes(sub) || !args.length ? null : hit('system', 'nft changes the firewall');
+      return ['list', 'describe', 'monitor'].includes(sub) || !args.length
+        ? null
+        : hit('system', 'nft changes the firewall');
     case 'firewall-cmd':
-      return args.every((a) => /^--(list|state|get|query|info)/.test(a) || a.startsWith('--zone')) ? null : hit('system', 'firewall-cmd changes the firewall');
+      return args.every((a) => /^--(list|state|get|query|info)/.test(a) || a.startsWith('--zone'))
+        ? null
+        : hit('system', 'firewall-cmd changes the firewall');
     case 'apt-mark':
-      return ['hold', 'unhold', 'auto', 'manual', 'minimize-manual'].includes(sub) ? hit('system', `apt-mark ${sub} changes which packages apt upgrades`) : null;
+      return ['hold', 'unhold', 'auto', 'manual', 'minimize-manual'].includes(sub)
+        ? hit('system', `apt-mark ${sub} changes which packages apt upgrades`)
+        : null;
     case 'sysctl':
-      return short.has('w') || short.has('p') || long.has('--system') || long.has('--load') || pos.some((p) => p.includes('=')) ? hit('system', 'sysctl changes kernel settings') : null;
+      return short.has('w') ||
+        short.has('p') ||
+        long.has('--system') ||
+        long.has('--load') ||
+        pos.some((p) => p.includes('='))
+        ? hit('system', 'sysctl changes kernel settings')
+        : null;
     case 'hostnamectl':
     case 'timedatectl':
     case 'localectl':
       return sub.startsWith('set-') ? hit('system', `${name} ${sub} changes machine settings`) : null;
     case 'update-alternatives':
-      return ['--install', '--set', '--remove', '--remove-all', '--config', '--auto', '--all'].some((f) => long.has(f)) ? hit('system', 'update-alternatives changes which version of a tool runs') : null;
+      return ['--install', '--set', '--remove', '--remove-all', '--config', '--auto', '--all'].some((f) => long.has(f))
+        ? hit('system', 'update-alternatives changes which version of a tool runs')
+        : null;
     case 'pm2':
-      return ['delete', 'del', 'save', 'startup', 'unstartup', 'kill', 'resurrect'].includes(sub) ? hit('system', `pm2 ${sub} changes the processes pm2 keeps running`) : null;
+      return ['delete', 'del', 'save', 'startup', 'unstartup', 'kill', 'resurrect'].includes(sub)
+        ? hit('system', `pm2 ${sub} changes the processes pm2 keeps running`)
+        : null;
     case 'loginctl':
-      return ['enable-linger', 'disable-linger'].includes(sub) ? hit('system', `loginctl ${sub} changes which user services survive logout`) : null;
+      return ['enable-linger', 'disable-linger'].includes(sub)
+        ? hit('system', `loginctl ${sub} changes which user services survive logout`)
+        : null;
     case 'crontab':
       if (short.has('l') || short.has('h')) return null;
       if (short.has('r')) return hit('destructive', 'crontab -r deletes every scheduled job of the user');
-      return hit('config', `crontab ${short.has('e') ? '-e' : args.join(' ') || '-'} rewrites the crontab (scheduled jobs)`);
+      return hit(
+        'config',
+        `crontab ${short.has('e') ? '-e' : args.join(' ') || '-'} rewrites the crontab (scheduled jobs)`,
+      );
     case 'systemctl':
       return sub === 'edit' ? hit('config', 'systemctl edit rewrites a systemd unit') : undefined;
     case 'launchctl':
@@ -972,7 +1210,8 @@ function classifyMore(w: string[], depth: number, ctx: ClassifyContext): RiskHit
     case 'yarn':
     case 'pip':
     case 'pip3': {
-      if (sub === 'config' && ['set', 'delete', 'edit', 'unset', 'fix'].includes(pos[1] ?? '')) return hit('config', `${name} config ${pos[1]} changes the settings of ${name} for this user`);
+      if (sub === 'config' && ['set', 'delete', 'edit', 'unset', 'fix'].includes(pos[1] ?? ''))
+        return hit('config', `${name} config ${pos[1]} changes the settings of ${name} for this user`);
       // pnpm prisma migrate reset / pnpm exec x / yarn prisma …: a local binary of the project runs
       if ((name === 'pnpm' || name === 'yarn') && args[0] === sub && (sub === 'exec' || LOCAL_BINS.has(sub))) {
         const from = sub === 'exec' ? 1 : 0;
@@ -981,39 +1220,66 @@ function classifyMore(w: string[], depth: number, ctx: ClassifyContext): RiskHit
       return undefined;
     }
     case 'pipenv':
-      return ['install', 'uninstall', 'update', 'upgrade', 'sync'].includes(sub) && !long.has('--dry-run') ? hit('deps', `pipenv ${sub} ${CLASS_REASON.deps}`) : null;
+      return ['install', 'uninstall', 'update', 'upgrade', 'sync'].includes(sub) && !long.has('--dry-run')
+        ? hit('deps', `pipenv ${sub} ${CLASS_REASON.deps}`)
+        : null;
     case 'mise':
     case 'rtx':
-      return sub === 'use' ? hit('toolchain', `${name} use${short.has('g') || long.has('--global') ? ' -g' : ''} installs a tool version and pins it in ${short.has('g') || long.has('--global') ? 'the global' : 'the project'} mise config`) : undefined;
+      return sub === 'use'
+        ? hit(
+            'toolchain',
+            `${name} use${short.has('g') || long.has('--global') ? ' -g' : ''} installs a tool version and pins it in ${short.has('g') || long.has('--global') ? 'the global' : 'the project'} mise config`,
+          )
+        : undefined;
     case 'proot-distro':
-      return ['install', 'remove', 'reset', 'restore'].includes(sub) ? hit('system', `proot-distro ${sub} installs or removes a Linux distribution`) : null;
+      return ['install', 'remove', 'reset', 'restore'].includes(sub)
+        ? hit('system', `proot-distro ${sub} installs or removes a Linux distribution`)
+        : null;
     case 'claude':
     case 'codex':
     case 'gemini': {
-      if (sub === 'mcp' && ['add', 'add-json', 'remove', 'add-from-claude-desktop', 'install', 'uninstall'].includes(pos[1] ?? '')) return hit('config', `${name} mcp ${pos[1]} changes the MCP servers the agent loads`);
-      if (sub === 'config' && ['set', 'add', 'remove', 'unset'].includes(pos[1] ?? '')) return hit('config', `${name} config ${pos[1]} changes the agent's settings`);
-      if (sub === 'update' || sub === 'upgrade') return hit('remote-code', `${name} ${sub} replaces the agent with a version fetched from the network`);
-      if (sub === 'install' || sub === 'migrate-installer') return hit('toolchain', `${name} ${sub} installs the agent's own binary`);
+      if (
+        sub === 'mcp' &&
+        ['add', 'add-json', 'remove', 'add-from-claude-desktop', 'install', 'uninstall'].includes(pos[1] ?? '')
+      )
+        return hit('config', `${name} mcp ${pos[1]} changes the MCP servers the agent loads`);
+      if (sub === 'config' && ['set', 'add', 'remove', 'unset'].includes(pos[1] ?? ''))
+        return hit('config', `${name} config ${pos[1]} changes the agent's settings`);
+      if (sub === 'update' || sub === 'upgrade')
+        return hit('remote-code', `${name} ${sub} replaces the agent with a version fetched from the network`);
+      if (sub === 'install' || sub === 'migrate-installer')
+        return hit('toolchain', `${name} ${sub} installs the agent's own binary`);
       return null;
     }
     case 'hermes': {
       const s2 = pos[1] ?? '';
-      if (sub === 'config' && ['set', 'migrate', 'edit', 'reset', 'unset'].includes(s2)) return hit('config', `hermes config ${s2} rewrites the agent's config.yaml`);
+      if (sub === 'config' && ['set', 'migrate', 'edit', 'reset', 'unset'].includes(s2))
+        return hit('config', `hermes config ${s2} rewrites the agent's config.yaml`);
       if (sub === 'model') return hit('config', "hermes model switches the agent's model or provider in config.yaml");
       if (sub === 'doctor' && long.has('--fix')) return hit('config', "hermes doctor --fix rewrites the agent's files");
-      if (sub === 'claw' && s2 === 'migrate') return hit('config', 'hermes claw migrate imports another agent\'s state into the Hermes home');
-      if (sub === 'cron' && ['create', 'add', 'edit', 'update', 'remove', 'rm', 'delete', 'pause', 'resume'].includes(s2)) return hit('config', `hermes cron ${s2} changes the agent's scheduled jobs`);
+      if (sub === 'claw' && s2 === 'migrate')
+        return hit('config', "hermes claw migrate imports another agent's state into the Hermes home");
+      if (
+        sub === 'cron' &&
+        ['create', 'add', 'edit', 'update', 'remove', 'rm', 'delete', 'pause', 'resume'].includes(s2)
+      )
+        return hit('config', `hermes cron ${s2} changes the agent's scheduled jobs`);
       if (sub === 'plugins' || sub === 'plugin') {
-        if (['install', 'update', 'upgrade'].includes(s2)) return hit('remote-code', `hermes plugins ${s2} fetches code the agent will load`);
-        if (['remove', 'rm', 'uninstall', 'enable', 'disable'].includes(s2)) return hit('config', `hermes plugins ${s2} changes the plugins the agent loads`);
+        if (['install', 'update', 'upgrade'].includes(s2))
+          return hit('remote-code', `hermes plugins ${s2} fetches code the agent will load`);
+        if (['remove', 'rm', 'uninstall', 'enable', 'disable'].includes(s2))
+          return hit('config', `hermes plugins ${s2} changes the plugins the agent loads`);
         return null;
       }
-      if (sub === 'mcp' && ['add', 'remove', 'install', 'uninstall'].includes(s2)) return hit('config', `hermes mcp ${s2} changes the MCP servers the agent loads`);
+      if (sub === 'mcp' && ['add', 'remove', 'install', 'uninstall'].includes(s2))
+        return hit('config', `hermes mcp ${s2} changes the MCP servers the agent loads`);
       return undefined;
     }
     case 'eval':
       // eval "$(curl …)" is remote-code (classifyKnown); eval 'cmd …' runs cmd
-      return args.length && !w.some((x) => FETCH_SUBST.test(x)) ? classifyText(args.join(' '), depth + 1, ctx) : undefined;
+      return args.length && !w.some((x) => FETCH_SUBST.test(x))
+        ? classifyText(args.join(' '), depth + 1, ctx)
+        : undefined;
     default:
       return undefined;
   }
@@ -1122,9 +1388,11 @@ function resolved(p: string, ctx: ClassifyContext): string {
 }
 
 /** Raw block devices: writing one destroys a disk (Linux and macOS spellings). */
-const BLOCK_DEVICE = /^\/dev\/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|md\d|dm-\d|loop\d|nbd\d|r?disk\d|mapper\/|disk\/by-)/;
+const BLOCK_DEVICE =
+  /^\/dev\/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|md\d|dm-\d|loop\d|nbd\d|r?disk\d|mapper\/|disk\/by-)/;
 /** Directories whose owner or mode matters to the whole machine: the root, system trees, homes and their dot-dirs. */
-const PROTECTED_PATH = /^(\/|\/\*|~\/?|\/(etc|usr|var|bin|sbin|lib\w*|opt|boot|root|srv|home|Users|Library|System|Applications|snap)(\/.*)?|~\/\.[^/]+(\/.*)?)$/;
+const PROTECTED_PATH =
+  /^(\/|\/\*|~\/?|\/(etc|usr|var|bin|sbin|lib\w*|opt|boot|root|srv|home|Users|Library|System|Applications|snap)(\/.*)?|~\/\.[^/]+(\/.*)?)$/;
 
 function protectedPath(p: string): boolean {
   return PROTECTED_PATH.test(p.replace(/\/+$/, '') || '/') || /(^|\/)\.(hermes|ssh)(\/|$)/.test(p);
@@ -1134,11 +1402,15 @@ function protectedPath(p: string): boolean {
  * Paths a tool regenerates: build outputs, caches and package folders of a project (relative), lockfiles, and
  * the package caches of the system (`/var/lib/apt/lists/*`, `~/.cache/…`). Deleting them is not data loss.
  */
-const REGEN_NAMES = /^(build|dist|out|target|coverage|htmlcov|\.coverage|\.next|\.nuxt|\.turbo|\.parcel-cache|\.svelte-kit|\.angular|\.gradle|\.tox|\.nox|\.eggs|\.pytest_cache|\.mypy_cache|\.ruff_cache|__pycache__|\.cache|\.venv|venv|env|\.DS_Store|DerivedData.*|.*\.egg-info|.*\.pyc|.*\.o|.*\.log|package-lock\.json|yarn\.lock|pnpm-lock\.yaml|poetry\.lock|uv\.lock|Cargo\.lock)$/;
+const REGEN_NAMES =
+  /^(build|dist|out|target|coverage|htmlcov|\.coverage|\.next|\.nuxt|\.turbo|\.parcel-cache|\.svelte-kit|\.angular|\.gradle|\.tox|\.nox|\.eggs|\.pytest_cache|\.mypy_cache|\.ruff_cache|__pycache__|\.cache|\.venv|venv|env|\.DS_Store|DerivedData.*|.*\.egg-info|.*\.pyc|.*\.o|.*\.log|package-lock\.json|yarn\.lock|pnpm-lock\.yaml|poetry\.lock|uv\.lock|Cargo\.lock)$/;
 
 function regenerable(p: string): boolean {
   if (/^\/var\/(lib\/apt\/lists|cache)(\/|$)/.test(p) || /^~\/\.(cache|npm\/_cacache)(\/|$)/.test(p)) return true;
-  const segs = p.replace(/\/+$/, '').split('/').filter((x) => x && x !== '.');
+  const segs = p
+    .replace(/\/+$/, '')
+    .split('/')
+    .filter((x) => x && x !== '.');
   if (!segs.length) return false;
   if (segs.includes('node_modules') && !/^[/~$]/.test(p)) return true;
   return segs.some((x) => REGEN_NAMES.test(x));
@@ -1160,7 +1432,8 @@ function rmHit(name: string, args: string[], ctx: ClassifyContext): RiskHit | nu
   const recursive = short.has('r') || short.has('R') || long.has('--recursive');
   const ops = operands(args).map((o) => resolved(o, ctx));
   const flag = recursive ? (short.has('f') || long.has('--force') ? ' -rf' : ' -r') : short.has('f') ? ' -f' : '';
-  if (!ops.length) return recursive ? hit('destructive', `${name}${flag} (targets from stdin) deletes files for good`) : null;
+  if (!ops.length)
+    return recursive ? hit('destructive', `${name}${flag} (targets from stdin) deletes files for good`) : null;
   for (const o of ops) {
     if (sweeping(o)) return hit('destructive', `${name}${flag} ${o} deletes everything under it`);
     if (regenerable(o)) continue;
@@ -1168,7 +1441,8 @@ function rmHit(name: string, args: string[], ctx: ClassifyContext): RiskHit | nu
     if (what) return hit('destructive', `${name}${flag} ${o} deletes ${what}`);
     if (recursive) return hit('destructive', `${name}${flag} ${o} deletes files for good`);
     if (tempPath(o)) continue;
-    if (/^[/~$]/.test(o) || /\.(db|sqlite3?|kdbx)$/.test(o)) return hit('destructive', `${name}${flag} ${o} deletes a file outside the project`);
+    if (/^[/~$]/.test(o) || /\.(db|sqlite3?|kdbx)$/.test(o))
+      return hit('destructive', `${name}${flag} ${o} deletes a file outside the project`);
   }
   return null;
 }
@@ -1187,33 +1461,62 @@ function gitHit(args: string[]): RiskHit | null | undefined {
   if (long.has('--help') || short.has('h')) return null;
   switch (sub) {
     case 'reset':
-      return long.has('--hard') || long.has('--merge') ? hit('destructive', 'git reset --hard discards uncommitted changes') : null;
+      return long.has('--hard') || long.has('--merge')
+        ? hit('destructive', 'git reset --hard discards uncommitted changes')
+        : null;
     case 'clean':
       if (short.has('n') || long.has('--dry-run') || short.has('i') || long.has('--interactive')) return null;
-      return short.has('f') || long.has('--force') ? hit('destructive', `git clean ${rest.filter((a) => a.startsWith('-')).join(' ')} deletes untracked files`.trim()) : null;
+      return short.has('f') || long.has('--force')
+        ? hit(
+            'destructive',
+            `git clean ${rest.filter((a) => a.startsWith('-')).join(' ')} deletes untracked files`.trim(),
+          )
+        : null;
     case 'push':
-      if (short.has('f') || long.has('--force') || long.has('--force-with-lease') || long.has('--force-if-includes') || long.has('--mirror') || pos.some((p) => p.startsWith('+'))) {
+      if (
+        short.has('f') ||
+        long.has('--force') ||
+        long.has('--force-with-lease') ||
+        long.has('--force-if-includes') ||
+        long.has('--mirror') ||
+        pos.some((p) => p.startsWith('+'))
+      ) {
         return hit('destructive', 'git push --force rewrites the remote branch; a restore point cannot undo a push');
       }
-      return short.has('d') || long.has('--delete') || pos.some((p) => p.startsWith(':')) ? hit('destructive', 'git push --delete deletes a remote branch; a restore point cannot undo a push') : null;
+      return short.has('d') || long.has('--delete') || pos.some((p) => p.startsWith(':'))
+        ? hit('destructive', 'git push --delete deletes a remote branch; a restore point cannot undo a push')
+        : null;
     case 'checkout': {
       if (short.has('b') || short.has('B') || long.has('--orphan') || long.has('--detach')) return null;
       const dd = rest.indexOf('--');
-      if (short.has('f') || long.has('--force') || (dd >= 0 && rest.length > dd + 1) || pos.includes('.')) return hit('destructive', 'git checkout -- <paths> discards uncommitted changes');
+      if (short.has('f') || long.has('--force') || (dd >= 0 && rest.length > dd + 1) || pos.includes('.'))
+        return hit('destructive', 'git checkout -- <paths> discards uncommitted changes');
       return null;
     }
     case 'restore':
-      return (long.has('--staged') || short.has('S')) && !long.has('--worktree') && !short.has('W') ? null : hit('destructive', 'git restore discards uncommitted changes');
+      return (long.has('--staged') || short.has('S')) && !long.has('--worktree') && !short.has('W')
+        ? null
+        : hit('destructive', 'git restore discards uncommitted changes');
     case 'rm':
-      return long.has('--cached') || !(short.has('f') || long.has('--force')) ? null : hit('destructive', 'git rm -f deletes files and their uncommitted changes');
+      return long.has('--cached') || !(short.has('f') || long.has('--force'))
+        ? null
+        : hit('destructive', 'git rm -f deletes files and their uncommitted changes');
     case 'stash':
-      return ['drop', 'clear'].includes(pos[0] ?? '') ? hit('destructive', `git stash ${pos[0]} deletes stashed changes`) : null;
+      return ['drop', 'clear'].includes(pos[0] ?? '')
+        ? hit('destructive', `git stash ${pos[0]} deletes stashed changes`)
+        : null;
     case 'branch':
-      return short.has('D') || (long.has('--delete') && (long.has('--force') || short.has('f'))) ? hit('destructive', 'git branch -D deletes a branch with unmerged commits') : null;
+      return short.has('D') || (long.has('--delete') && (long.has('--force') || short.has('f')))
+        ? hit('destructive', 'git branch -D deletes a branch with unmerged commits')
+        : null;
     case 'reflog':
-      return pos[0] === 'expire' || pos[0] === 'delete' ? hit('destructive', `git reflog ${pos[0]} drops the history recovery depends on`) : null;
+      return pos[0] === 'expire' || pos[0] === 'delete'
+        ? hit('destructive', `git reflog ${pos[0]} drops the history recovery depends on`)
+        : null;
     case 'gc':
-      return rest.some((a) => /^--prune=(now|all)$/.test(a)) ? hit('destructive', 'git gc --prune=now deletes unreachable commits for good') : null;
+      return rest.some((a) => /^--prune=(now|all)$/.test(a))
+        ? hit('destructive', 'git gc --prune=now deletes unreachable commits for good')
+        : null;
     case 'filter-branch':
     case 'filter-repo':
       return hit('destructive', `git ${sub} rewrites the whole history`);
@@ -1221,10 +1524,25 @@ function gitHit(args: string[]): RiskHit | null | undefined {
       return short.has('d') ? hit('destructive', 'git update-ref -d deletes a ref') : null;
     case 'config': {
       if (!(long.has('--global') || long.has('--system'))) return null;
-      if (['--get', '--get-all', '--get-regexp', '--list', '--show-origin', '--show-scope', '--get-urlmatch'].some((f) => long.has(f)) || short.has('l')) return null;
+      if (
+        ['--get', '--get-all', '--get-regexp', '--list', '--show-origin', '--show-scope', '--get-urlmatch'].some((f) =>
+          long.has(f),
+        ) ||
+        short.has('l')
+      )
+        return null;
       if (pos[0] === 'get' || pos[0] === 'list') return null;
-      return pos.length >= 2 || long.has('--unset') || long.has('--unset-all') || long.has('--add') || long.has('--replace-all') || pos[0] === 'set' || pos[0] === 'unset'
-        ? hit('config', `git config ${long.has('--system') ? '--system' : '--global'} changes git settings of every repository`)
+      return pos.length >= 2 ||
+        long.has('--unset') ||
+        long.has('--unset-all') ||
+        long.has('--add') ||
+        long.has('--replace-all') ||
+        pos[0] === 'set' ||
+        pos[0] === 'unset'
+        ? hit(
+            'config',
+            `git config ${long.has('--system') ? '--system' : '--global'} changes git settings of every repository`,
+          )
         : null;
     }
     default:
@@ -1233,14 +1551,19 @@ function gitHit(args: string[]): RiskHit | null | undefined {
 }
 
 /** SQL statements that delete data (a DROP, a TRUNCATE, a DELETE). */
-const DESTRUCTIVE_SQL = /\b(?:drop\s+(?:table|database|schema|view|index|user|role|collection)\b|truncate\b(?:\s+table)?\s+[\w"`.]|delete\s+from\b|alter\s+table\s+\S+\s+drop\b)/i;
+const DESTRUCTIVE_SQL =
+  /\b(?:drop\s+(?:table|database|schema|view|index|user|role|collection)\b|truncate\b(?:\s+table)?\s+[\w"`.]|delete\s+from\b|alter\s+table\s+\S+\s+drop\b)/i;
 
 /** The SQL a database client is asked to run on its command line (`psql -c`, `mysql -e`, `sqlite3 db 'SQL'`). */
 function sqlOf(name: string, args: string[]): string {
   const out: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
-    if (['-c', '--command', '-e', '--execute', '--query', '-q', '-cmd', '--eval'].includes(a) && args[i + 1] !== undefined) out.push(args[++i]);
+    if (
+      ['-c', '--command', '-e', '--execute', '--query', '-q', '-cmd', '--eval'].includes(a) &&
+      args[i + 1] !== undefined
+    )
+      out.push(args[++i]);
     else if (/^--(command|execute|query|eval)=/.test(a)) out.push(a.slice(a.indexOf('=') + 1));
   }
   if (name === 'sqlite3' || name === 'duckdb') out.push(...positionals(args).slice(1));
@@ -1261,9 +1584,11 @@ export function classifyPipeline(p: Pipeline, depth = 0, ctx: ClassifyContext = 
       const n = cmdName(c[0]);
       if (INTERPRETERS.has(n) && !c.slice(1).some((a) => a === '-n')) {
         // `| sh`, `| sh -s -- -y`, `| python3 -`, `| bash -c ...` is still fed the script on stdin when no -c
-        if (!c.slice(1).some((a) => /^-[a-z]*c[a-z]*$/.test(a))) return hit('remote-code', `${fetcher} … | ${n} runs a script fetched from the network`);
+        if (!c.slice(1).some((a) => /^-[a-z]*c[a-z]*$/.test(a)))
+          return hit('remote-code', `${fetcher} … | ${n} runs a script fetched from the network`);
       }
-      if (n === 'tar' && c.some((a) => /^\/(usr|opt|bin)|\/\.?local\/bin|\$HOME\/(\.local\/)?bin/.test(a))) return hit('toolchain', `${fetcher} … | tar -C … unpacks a fetched binary into PATH`);
+      if (n === 'tar' && c.some((a) => /^\/(usr|opt|bin)|\/\.?local\/bin|\$HOME\/(\.local\/)?bin/.test(a)))
+        return hit('toolchain', `${fetcher} … | tar -C … unpacks a fetched binary into PATH`);
     }
   }
   let best: RiskHit | null = null;
@@ -1274,10 +1599,12 @@ export function classifyPipeline(p: Pipeline, depth = 0, ctx: ClassifyContext = 
       const head = cmdName(unwrap(c.words)[0] ?? 'output');
       if (BLOCK_DEVICE.test(target)) best = maxHit(best, hit('destructive', `${head} ${op} ${t} overwrites a disk`));
       const what = configWriteTarget(target);
-      if (what) best = maxHit(best, hit('config', `${head} ${op} ${t} ${op === '>>' ? 'appends to' : 'overwrites'} ${what}`));
+      if (what)
+        best = maxHit(best, hit('config', `${head} ${op} ${t} ${op === '>>' ? 'appends to' : 'overwrites'} ${what}`));
     }
     // `$(…)`/backtick substitutions run too: `VERSION=$(npm i -g x)`, `echo "$(pip install x)"`
-    if (depth < 4 && /\$\(|`|[<>]\(/.test(c.text)) for (const inner of substitutions(c.text)) best = maxHit(best, classifyText(inner, depth + 1, ctx));
+    if (depth < 4 && /\$\(|`|[<>]\(/.test(c.text))
+      for (const inner of substitutions(c.text)) best = maxHit(best, classifyText(inner, depth + 1, ctx));
   }
   return best;
 }

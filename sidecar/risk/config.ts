@@ -120,9 +120,33 @@ export function riskyConfigFile(path: string, agentHomes: string[] = []): RiskyC
 }
 
 /** Shell start-up files: a line appended to one runs in every new shell. */
-const SHELL_RC = new Set(['.bashrc', '.zshrc', '.profile', '.bash_profile', '.zprofile', '.zshenv', '.zlogin', '.bash_login', '.bash_aliases', '.kshrc', '.cshrc', '.tcshrc']);
+const SHELL_RC = new Set([
+  '.bashrc',
+  '.zshrc',
+  '.profile',
+  '.bash_profile',
+  '.zprofile',
+  '.zshenv',
+  '.zlogin',
+  '.bash_login',
+  '.bash_aliases',
+  '.kshrc',
+  '.cshrc',
+  '.tcshrc',
+]);
 /** Credential and tool-configuration files in a home directory. */
-const HOME_CREDENTIALS = new Set(['.npmrc', '.pypirc', '.netrc', '.pgpass', '.gitconfig', '.git-credentials', '.yarnrc', '.yarnrc.yml', '.curlrc', '.wgetrc']);
+const HOME_CREDENTIALS = new Set([
+  '.npmrc',
+  '.pypirc',
+  '.netrc',
+  '.pgpass',
+  '.gitconfig',
+  '.git-credentials',
+  '.yarnrc',
+  '.yarnrc.yml',
+  '.curlrc',
+  '.wgetrc',
+]);
 
 /** Spellings of the home and agent-home directories folded to `~` and `~/.hermes`, quotes dropped. */
 export function normalizeWritePath(path: string): string {
@@ -144,7 +168,8 @@ export function normalizeWritePath(path: string): string {
  */
 export function configWriteTarget(path: string, agentHomes: string[] = []): string | undefined {
   const p = normalizeWritePath(path);
-  if (!p || p === '/dev/null' || p.startsWith('/dev/') || p.startsWith('/proc/') || p.startsWith('/sys/')) return undefined;
+  if (!p || p === '/dev/null' || p.startsWith('/dev/') || p.startsWith('/proc/') || p.startsWith('/sys/'))
+    return undefined;
   if (/^\/(tmp|var\/tmp)\//.test(p)) return undefined;
   const segs = p.split('/');
   const base = (segs.at(-1) ?? '').toLowerCase();
@@ -160,19 +185,33 @@ export function configWriteTarget(path: string, agentHomes: string[] = []): stri
   if (/^\/var\/spool\/cron\//.test(p)) return 'a crontab';
   if (SHELL_RC.has(base) || /\/\.config\/fish\/config\.fish$/.test(p)) return 'a shell start-up file';
   if (segs.includes('.ssh') || base === 'sshd_config' || base === 'authorized_keys') return 'SSH configuration';
-  if (HOME_CREDENTIALS.has(base) && (p.startsWith('~/') || /^\/(home\/[^/]+|root|Users\/[^/]+)\/[^/]+$/.test(p))) return 'credentials or tool settings in the home directory';
+  if (HOME_CREDENTIALS.has(base) && (p.startsWith('~/') || /^\/(home\/[^/]+|root|Users\/[^/]+)\/[^/]+$/.test(p)))
+    return 'credentials or tool settings in the home directory';
   if (/(^|\/)\.(aws|kube|docker)\/(credentials|config|config\.json)$/.test(p)) return 'cloud or container credentials';
   if (base === 'daemon.json' && segs.includes('docker')) return 'the Docker daemon configuration';
-  if (segs.includes('.claude') || base === '.claude.json' || base === '.mcp.json') return "Claude Code's settings, hooks or MCP servers";
+  if (segs.includes('.claude') || base === '.claude.json' || base === '.mcp.json')
+    return "Claude Code's settings, hooks or MCP servers";
   if (/(^|\/)\.(codex|gemini|cursor)\/[^/]+\.(toml|json)$/.test(p)) return "an agent's settings or MCP servers";
   // units and crontabs count where systemd and cron read them, not as files in a project
-  if (/(^|\/)(\.config|lib|usr\/lib)\/systemd\/(user|system)\//.test(p) || /(^|\/)Library\/Launch(Agents|Daemons)\//.test(p)) return 'a service definition';
+  if (
+    /(^|\/)(\.config|lib|usr\/lib)\/systemd\/(user|system)\//.test(p) ||
+    /(^|\/)Library\/Launch(Agents|Daemons)\//.test(p)
+  )
+    return 'a service definition';
   const r = riskyConfigFile(p, agentHomes);
-  if (r && (r.kind === 'agent' || r.kind === 'secrets' || r.kind === 'apt-sources' || (r.kind === 'cron' && (segs.includes('.hermes') || agentHomes.length > 0)))) {
-    if (r.kind === 'agent') return segs.includes('.hermes') || agentHomes.length ? "the agent's own configuration" : 'agent configuration';
+  if (
+    r &&
+    (r.kind === 'agent' ||
+      r.kind === 'secrets' ||
+      r.kind === 'apt-sources' ||
+      (r.kind === 'cron' && (segs.includes('.hermes') || agentHomes.length > 0)))
+  ) {
+    if (r.kind === 'agent')
+      return segs.includes('.hermes') || agentHomes.length ? "the agent's own configuration" : 'agent configuration';
     if (r.kind === 'secrets') return 'secrets (.env)';
     return r.kind === 'cron' ? "the agent's scheduled jobs" : 'apt sources';
   }
-  if (segs.includes('.hermes') && !segs.includes('logs') && !segs.includes('sessions') && !segs.includes('cache')) return "the agent's home";
+  if (segs.includes('.hermes') && !segs.includes('logs') && !segs.includes('sessions') && !segs.includes('cache'))
+    return "the agent's home";
   return undefined;
 }

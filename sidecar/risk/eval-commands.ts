@@ -79,8 +79,15 @@ export function parseCommandCases(text: string): CommandCase[] {
     } catch {
       throw new Error(`line ${i + 1} is not JSON`);
     }
-    if (typeof c.command !== 'string' || (c.label !== 'risky' && c.label !== 'safe') || (c.split !== 'dev' && c.split !== 'held-out') || (c.label === 'risky' && typeof c.class !== 'string')) {
-      throw new Error(`line ${i + 1} is not a case: needs command, label risky|safe (risky with a class) and split dev|held-out`);
+    if (
+      typeof c.command !== 'string' ||
+      (c.label !== 'risky' && c.label !== 'safe') ||
+      (c.split !== 'dev' && c.split !== 'held-out') ||
+      (c.label === 'risky' && typeof c.class !== 'string')
+    ) {
+      throw new Error(
+        `line ${i + 1} is not a case: needs command, label risky|safe (risky with a class) and split dev|held-out`,
+      );
     }
     out.push(c);
   });
@@ -106,7 +113,13 @@ function evaluateSplit(cases: CommandCase[], classify: (command: string) => stri
   for (const c of cases) {
     const got = classify(c.command);
     const want = c.label === 'risky' ? (c.class ?? null) : null;
-    const mm = (): CommandMismatch => ({ id: c.id, command: c.command, want, got, source: `${c.source.repo}#${c.source.issue}` });
+    const mm = (): CommandMismatch => ({
+      id: c.id,
+      command: c.command,
+      want,
+      got,
+      source: `${c.source.repo}#${c.source.issue}`,
+    });
     if (want) {
       const s = slot(want);
       s.cases++;
@@ -137,18 +150,42 @@ function evaluateSplit(cases: CommandCase[], classify: (command: string) => stri
     }
   }
   const byClass = Object.fromEntries(
-    [...per.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([k, s]) => [k, { cases: s.cases, detected: s.detected, exact: metrics(s.tp, s.fp, s.fn) }]),
+    [...per.entries()]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([k, s]) => [k, { cases: s.cases, detected: s.detected, exact: metrics(s.tp, s.fp, s.fn) }]),
   );
   const risky = cases.filter((c) => c.label === 'risky').length;
-  return { cases: cases.length, risky, safe: cases.length - risky, detection: metrics(dTp, dFp, dFn), exact: metrics(eTp, eFp, eFn), byClass, misses, falseAlarms, wrongClass };
+  return {
+    cases: cases.length,
+    risky,
+    safe: cases.length - risky,
+    detection: metrics(dTp, dFp, dFn),
+    exact: metrics(eTp, eFp, eFn),
+    byClass,
+    misses,
+    falseAlarms,
+    wrongClass,
+  };
 }
 
 /**
  * Classify every case and score dev and held-out separately.
  * @param classify the engine under test: command text → class, or null when not risky
  */
-export function evaluateCommands(cases: CommandCase[], classify: (command: string) => string | null): CommandEvalResult {
-  return { dev: evaluateSplit(cases.filter((c) => c.split === 'dev'), classify), heldOut: evaluateSplit(cases.filter((c) => c.split === 'held-out'), classify) };
+export function evaluateCommands(
+  cases: CommandCase[],
+  classify: (command: string) => string | null,
+): CommandEvalResult {
+  return {
+    dev: evaluateSplit(
+      cases.filter((c) => c.split === 'dev'),
+      classify,
+    ),
+    heldOut: evaluateSplit(
+      cases.filter((c) => c.split === 'held-out'),
+      classify,
+    ),
+  };
 }
 
 const f3 = (x: number): string => x.toFixed(3);
@@ -156,10 +193,26 @@ const f3 = (x: number): string => x.toFixed(3);
 /** The table of one split: detection and class-exact precision/recall, then one row per class. */
 export function formatSplit(name: string, r: SplitResult): string {
   const rows: string[][] = [['', 'cases', 'found', 'precision', 'recall', 'exact P', 'exact R']];
-  rows.push([`${name}: all`, `${r.risky}+${r.safe}`, `${r.detection.tp}/${r.risky}`, f3(r.detection.precision), f3(r.detection.recall), f3(r.exact.precision), f3(r.exact.recall)]);
+  rows.push([
+    `${name}: all`,
+    `${r.risky}+${r.safe}`,
+    `${r.detection.tp}/${r.risky}`,
+    f3(r.detection.precision),
+    f3(r.detection.recall),
+    f3(r.exact.precision),
+    f3(r.exact.recall),
+  ]);
   for (const [k, s] of Object.entries(r.byClass)) {
     if (!s.cases && !s.exact.fp) continue;
-    rows.push([`  ${k}`, String(s.cases), `${s.detected}/${s.cases}`, '', s.cases ? f3(s.detected / s.cases) : '-', f3(s.exact.precision), f3(s.exact.recall)]);
+    rows.push([
+      `  ${k}`,
+      String(s.cases),
+      `${s.detected}/${s.cases}`,
+      '',
+      s.cases ? f3(s.detected / s.cases) : '-',
+      f3(s.exact.precision),
+      f3(s.exact.recall),
+    ]);
   }
   const w = rows[0].map((_, i) => Math.max(...rows.map((x) => x[i].length)));
   return rows.map((x) => x.map((c, i) => (i === 0 ? c.padEnd(w[i]) : c.padStart(w[i]))).join('  ')).join('\n');
@@ -172,8 +225,13 @@ export function formatSplit(name: string, r: SplitResult): string {
  */
 export function formatCommandEval(r: CommandEvalResult, showHeldOut = false): string {
   const list = (title: string, xs: CommandMismatch[]): string =>
-    xs.length ? `\n${title} (${xs.length}):\n${xs.map((x) => `  ${x.id} ${x.want ?? 'safe'} -> ${x.got ?? 'safe'}  ${x.command}  [${x.source}]`).join('\n')}` : `\n${title}: none`;
-  const detail = (name: string, s: SplitResult): string => `${list(`${name} misses`, s.misses)}${list(`${name} false alarms`, s.falseAlarms)}${list(`${name} wrong class`, s.wrongClass)}`;
-  const held = showHeldOut ? detail('held-out', r.heldOut) : `\nheld-out mismatches: ${r.heldOut.misses.length} misses, ${r.heldOut.falseAlarms.length} false alarms, ${r.heldOut.wrongClass.length} wrong class (not listed: no rule is tuned on them; --show-held-out prints them)`;
+    xs.length
+      ? `\n${title} (${xs.length}):\n${xs.map((x) => `  ${x.id} ${x.want ?? 'safe'} -> ${x.got ?? 'safe'}  ${x.command}  [${x.source}]`).join('\n')}`
+      : `\n${title}: none`;
+  const detail = (name: string, s: SplitResult): string =>
+    `${list(`${name} misses`, s.misses)}${list(`${name} false alarms`, s.falseAlarms)}${list(`${name} wrong class`, s.wrongClass)}`;
+  const held = showHeldOut
+    ? detail('held-out', r.heldOut)
+    : `\nheld-out mismatches: ${r.heldOut.misses.length} misses, ${r.heldOut.falseAlarms.length} false alarms, ${r.heldOut.wrongClass.length} wrong class (not listed: no rule is tuned on them; --show-held-out prints them)`;
   return `${formatSplit('dev', r.dev)}\n\n${formatSplit('held-out', r.heldOut)}\n${detail('dev', r.dev)}${held}`;
 }
