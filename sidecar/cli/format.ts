@@ -90,15 +90,25 @@ export function changeSummary(c: ChangeSummary, future: boolean, scope: 'machine
   return lines.length ? lines.join('\n') : '  No differences: the tree already matches the restore point.';
 }
 
-/** Memory stores: per file a header with usage, then one line per entry (id, first line of text). */
+/**
+ * Memory stores: per file a header with usage, then one line per entry (id, first line of text). A
+ * broken file (MemoryFile.broken) says BROKEN instead of a count it does not know, then what is
+ * broken and the fix.
+ */
 export function memoryTable(files: MemoryFile[]): string {
   const out: string[] = [];
   for (const f of files) {
     const u = f.usage;
     const pct = u?.limit ? Math.round((100 * u.chars) / u.limit) : 0;
-    const use = u ? `, ${u.chars}/${u.limit} chars (${pct}%)${u.chars > u.limit ? ' OVER LIMIT' : ''}` : '';
-    out.push(`${f.file} (${f.kind}): ${f.entries.length} ${f.entries.length === 1 ? 'entry' : 'entries'}${use}${f.readOnly ? ` [read-only: ${f.readOnly}]` : ''}`);
-    for (const w of f.warnings ?? []) out.push(`  warning: ${w}`);
+    const over = u && u.chars > u.limit ? ' OVER LIMIT' : '';
+    const use = u && !f.broken ? `, ${u.chars}/${u.limit} chars (${pct}%)${over}` : '';
+    const count = `${f.entries.length} ${f.entries.length === 1 ? 'entry' : 'entries'}`;
+    const known = f.entries.length ? `${count} readable` : 'entries unknown';
+    const broken = `BROKEN (${known}; writes refused)`;
+    const state = f.broken ? broken : count;
+    out.push(`${f.file} (${f.kind}): ${state}${use}${f.readOnly ? ` [read-only: ${f.readOnly}]` : ''}`);
+    if (f.broken) out.push(`  error: ${f.broken.message}`, ...(f.broken.hint ? [`  fix: ${f.broken.hint}`] : []));
+    for (const w of f.warnings ?? []) if (!f.broken || !w.includes(f.broken.message)) out.push(`  warning: ${w}`);
     for (const e of f.entries) {
       const more = e.text.trim().includes('\n') ? ' …' : '';
       out.push(`  ${e.id}  ${firstLine(e.text, 100)}${more}`);
@@ -148,7 +158,10 @@ export function memoryShowText(r: ResultOf<'memoryShow'>): string {
 export function memoryDiffText(r: ResultOf<'memoryDiff'>, from: string, to: string): string {
   const first = (t?: string): string => firstLine(t ?? '', 100);
   const lines = [`Memory from restore point ${from} to ${to}:`];
-  if (!r.added.length && !r.removed.length && !r.changed.length) lines.push('  No entry changed.');
+  for (const w of r.warnings ?? []) lines.push(`  warning: ${w}`);
+  if (!r.added.length && !r.removed.length && !r.changed.length) {
+    lines.push(r.warnings?.length ? '  No entry changed in the files compared.' : '  No entry changed.');
+  }
   for (const c of r.added) lines.push(`  + ${c.after!.id}  ${first(c.after!.text)}`);
   for (const c of r.removed) lines.push(`  - ${c.before!.id}  ${first(c.before!.text)}`);
   for (const c of r.changed) lines.push(`  ~ ${c.before!.id} -> ${c.after!.id}  ${first(c.after!.text)}`);
@@ -178,6 +191,7 @@ export function restoreLossText(r: ResultOf<'memoryDiff'>, scope: 'machine' | 'a
   } else if (r.added.length || r.changed.length) {
     lines.push(`  memory learned since the restore point is kept (scope machine): ${r.added.length + r.changed.length} ${r.added.length + r.changed.length === 1 ? 'entry' : 'entries'}`);
   }
+  for (const w of r.warnings ?? []) lines.push(`  warning: ${w}`);
   const acts = r.actions ?? [];
   if (acts.length) {
     lines.push(`  actions the agent took since then that a restore does NOT undo (${acts.length}):`);

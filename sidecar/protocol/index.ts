@@ -255,6 +255,14 @@ export const MemoryEntry = z.object({
   meta: z.record(z.string(), z.unknown()).optional().describe('Other store metadata (consolidation, hashes, user_id, ...)'),
 });
 export type MemoryEntry = z.infer<typeof MemoryEntry>;
+export const StoreProblem = z
+  .object({
+    code: z.string().describe('Stable string code of the error a read or write of it gives, e.g. "file_error"'),
+    message: z.string().describe('What is broken, naming the file (e.g. "… MEMORY.md is not valid UTF-8: …")'),
+    hint: z.string().optional().describe('How to fix it'),
+  })
+  .describe('A damaged or unreadable part of a store');
+export type StoreProblem = z.infer<typeof StoreProblem>;
 export const MemoryFile = z.object({
   kind: z.string().describe('hermes-memory (MEMORY.md) | hermes-user (USER.md) | hermes-soul | hermes-skill | hermes-archive | agent-zero-<area> | mem0'),
   file: z.string().describe('Absolute path of the file (or database) that holds the entries'),
@@ -269,6 +277,11 @@ export const MemoryFile = z.object({
     .describe('Hermes MEMORY.md/USER.md only: usage against the char limit'),
   readOnly: z.string().optional().describe('Why entries here cannot be edited from AgentKeep (absent = editable)'),
   warnings: z.array(z.string()).optional().describe('Problems found while reading (e.g. embedding model mismatch, non-durable mem0 config)'),
+  broken: StoreProblem.optional().describe(
+    'Set when the file (or a file it depends on, e.g. an Agent Zero index.faiss) is damaged or unreadable: `entries` ' +
+      'holds only what could still be read (none when the file itself could not be), never "empty", and AgentKeep ' +
+      'refuses to write it',
+  ),
 });
 export type MemoryFile = z.infer<typeof MemoryFile>;
 
@@ -285,6 +298,10 @@ export type ProvenanceTrace = z.infer<typeof ProvenanceTrace>;
 export const Provenance = z.object({
   traces: z.array(ProvenanceTrace).describe('Oldest first'),
   note: z.string().optional().describe('Said plainly when no trace exists, and why (no state.db, rows pruned, hand-edited, ...)'),
+  unavailable: StoreProblem.optional().describe(
+    'Set when the store\'s history could not be read (e.g. a damaged state.db or history.db): `traces` are then ' +
+      'unknown, not absent',
+  ),
 });
 export type Provenance = z.infer<typeof Provenance>;
 
@@ -515,7 +532,25 @@ export const Methods = {
     'memory.diff',
     'Entries added, removed and changed between a restore point\'s agent-state capture and now (or another restore point).',
     z.object({ target: Target, stores: z.array(Store).optional(), from: z.string().describe('Restore point id'), to: z.string().optional().describe('Restore point id, or "now" (default)') }),
-    z.object({ added: z.array(MemoryEntryChange), removed: z.array(MemoryEntryChange), changed: z.array(MemoryEntryChange), actions: z.array(ProvenanceTrace).optional().describe('Agent actions since `from` that a rollback cannot undo (messages sent, web requests, git pushes ...), from the session history') }),
+    z.object({
+      added: z.array(MemoryEntryChange),
+      removed: z.array(MemoryEntryChange),
+      changed: z.array(MemoryEntryChange),
+      actions: z
+        .array(ProvenanceTrace)
+        .optional()
+        .describe(
+          'Agent actions since `from` that a rollback cannot undo (messages sent, web requests, git pushes ...), ' +
+            'from the session history',
+        ),
+      warnings: z
+        .array(z.string())
+        .optional()
+        .describe(
+          'Files left out because they are broken on one side (MemoryFile.broken, entries unknown): their entries ' +
+            'are not reported as added or removed',
+        ),
+    }),
   ),
   agentDiscover: method(
     'agent.discover',
