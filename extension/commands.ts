@@ -68,6 +68,8 @@ export interface LensArg {
   line: number;
   endLine?: number;
   class?: string;
+  /** Why the command is risky, one line (`destructive: git reset --hard discards uncommitted changes`). */
+  reason?: string;
 }
 
 /** Test/automation options of agentkeep.snapshotAndRun. */
@@ -609,7 +611,7 @@ async function snapshotAndRun(ctx: Ctx, arg: LensArg, opts: SnapshotAndRunOption
   requireTrust('Snapshot & run');
   const lens = checkLens(arg);
   const config = requireConfig();
-  const reason = { command: lens.command, file: lens.file, line: lens.line, class: lens.class };
+  const reason = { command: lens.command, file: lens.file, line: lens.line, class: lens.class, ...(typeof lens.reason === 'string' && lens.reason ? { risk: lens.reason } : {}) };
   const shown = shortCommand(lens.command);
   const pre = await takeOrReuse(ctx, config, { label: lens.command, reason, title: `Creating restore point before ${shown}`, fresh: opts.fresh });
   const rp = pre.restorePoint;

@@ -17,14 +17,15 @@ import { firstLine, formatAge, formatBytes, oneLine } from '../sidecar/protocol/
 export { formatAge, formatBytes } from '../sidecar/protocol/format';
 
 /**
- * One-line reason of a restore point: `npm install left-pad` from setup.sh:3, "before restore of X",
- * or the free-form text. Empty string when there is no reason.
+ * One-line reason of a restore point: `npm install left-pad` from setup.sh:3 (and why it was risky, when the
+ * risk engine said: "— deps: npm install changes project dependencies"), "before restore of X", or the
+ * free-form text. Empty string when there is no reason.
  */
 export function formatReason(rp: Pick<RestorePoint, 'reason' | 'kind' | 'restoredFrom'>): string {
   const r = rp.reason;
   if (r?.command) {
     const where = r.file ? ` from ${path.basename(r.file)}${r.line ? `:${r.line}` : ''}` : '';
-    return `\`${r.command}\`${where}`;
+    return `\`${r.command}\`${where}${r.risk ? ` — ${r.risk}` : ''}`;
   }
   if (r?.text) return r.text;
   if (rp.kind === 'pre-restore') return rp.restoredFrom ? `before restoring ${rp.restoredFrom}` : 'before a restore';
@@ -38,7 +39,7 @@ export function formatReason(rp: Pick<RestorePoint, 'reason' | 'kind' | 'restore
 export function shortReason(rp: Pick<RestorePoint, 'reason' | 'kind' | 'restoredFrom' | 'label'>): string {
   const r = rp.reason;
   if (r?.command && (r.command === rp.label || rp.label === `after: ${r.command}`)) return r.file ? `from ${path.basename(r.file)}${r.line ? `:${r.line}` : ''}` : '';
-  return formatReason(rp).replace(/`/g, '');
+  return formatReason(rp).replace(/`/g, '').replace(/ — .*$/, '');
 }
 
 /** Disk use for the Agent view: "12 MiB of 10 GiB", "(near the cap)" above 90%, "(over the cap)" above it. */

@@ -20,7 +20,7 @@ export function table(input: string[][]): string {
 function reasonText(rp: RestorePoint): string {
   const r = rp.reason;
   if (!r) return '';
-  if (r.command) return r.command;
+  if (r.command) return r.risk ? `${r.command} (${r.risk})` : r.command;
   return r.text ?? '';
 }
 
@@ -135,10 +135,11 @@ function memoryFileLines(files: MemoryFile[]): string[] {
   return out;
 }
 
-/** Findings as `file:line[-endLine]  class  command`. */
+/** Findings as `file:line[-endLine]  class  command  why` (why: the reason without its class prefix). */
 export function findingsTable(findings: RiskFinding[]): string {
   if (!findings.length) return 'No risky commands found.';
-  return table(findings.map((f) => [`${f.file}:${f.line}${f.endLine !== f.line ? '-' + f.endLine : ''}`, f.class, f.command]));
+  const why = (f: RiskFinding): string => (f.reason ?? '').replace(/^[a-z-]+: /, '');
+  return table(findings.map((f) => [`${f.file}:${f.line}${f.endLine !== f.line ? '-' + f.endLine : ''}`, f.class, f.command, ...(why(f) ? [`— ${why(f)}`] : [])]));
 }
 
 /** Quote for a POSIX shell (single quotes), for the undo commands the CLI prints. */

@@ -13,6 +13,9 @@
  * kind parses its own rest, store.describe says what a store is and can do).
  */
 import { z } from 'zod';
+import { RISK_CLASSES, RISK_CLASS_DESCRIPTIONS } from './risk';
+
+export { RISK_CLASSES, RISK_CLASS_DESCRIPTIONS, type RiskClass } from './risk';
 
 /** Prefix of every AgentKeep method on the wire. */
 export const METHOD_PREFIX = 'agentkeep/';
@@ -149,7 +152,8 @@ export const Reason = z
     command: z.string().optional().describe('The command that was about to run, exactly as in the file'),
     file: z.string().optional().describe('Absolute path of the file that holds the command'),
     line: z.number().int().positive().optional().describe('1-based line of the command'),
-    class: z.string().optional().describe('Risk class: deps | toolchain | system | remote-code'),
+    class: z.string().optional().describe(`Risk class: ${RISK_CLASSES.join(' | ')}`),
+    risk: z.string().optional().describe('Why the command is risky, one line, e.g. "destructive: git reset --hard discards uncommitted changes"'),
     text: z.string().optional().describe('Free-form reason'),
   })
   .describe('Why the restore point was taken');
@@ -763,12 +767,13 @@ export const Methods = {
         line: z.number().int().positive(),
         endLine: z.number().int().positive(),
         command: z.string(),
-        class: z.enum(['deps', 'toolchain', 'system', 'remote-code']),
+        class: z.enum(RISK_CLASSES).describe(RISK_CLASSES.map((c) => `${c}: ${RISK_CLASS_DESCRIPTIONS[c]}`).join('; ')),
         kind: z
           .string()
           .optional()
           .describe('File kind the scanner read the file as: shell | markdown | powershell | dockerfile | makefile | justfile | compose | workflow | notebook | notebook-cell | package-json | devcontainer | vscode-tasks'),
         risk: z.string().optional().describe('Reason text naming the risky part(s) of the command and what they change'),
+        reason: z.string().optional().describe('One line: why the highest part is risky, e.g. "destructive: git reset --hard discards uncommitted changes"'),
       }),
     ),
   ),
