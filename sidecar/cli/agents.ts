@@ -187,7 +187,7 @@ export function useNamedAgents(root: Command, coreOpts: (cmd: Command) => CoreOp
   const resolve = (stateDir: string, choice: AgentChoice): Promise<ResolvedAgent | undefined> =>
     resolveAgent(stateDir, choice).catch((e: unknown) => {
       if (e instanceof AgentKeepError && (e.kind === 'InvalidParams' || e.kind === 'AgentNotFound'))
-        throw new UsageError(e.kind, e.message, e.hint);
+        throw new UsageError(e.kind, e.message, e.hint, e.actions);
       throw e;
     });
   root.hook('preAction', async (_root, cmd) => {

@@ -26,7 +26,8 @@ import { call } from '../core/dispatch';
 import type { RunEnd, RunExit, RunSpec } from '../core/run';
 import { commandLine, exitText } from '../core/run';
 import type { CoreApi, CoreOptions } from '../core/service';
-import { cliTargetArgs, resolveStateDir } from '../core/state';
+import { resolveStateDir } from '../core/state';
+import { cliTargetArgs, describeProblem } from './actions';
 import type { ChangeSummary, ResultOf, RestorePoint, Scope } from '../protocol';
 import { firstLine } from '../protocol/format';
 import { memoryDiffText } from './format';
@@ -218,11 +219,13 @@ export function runCommand(root: Command, d: RunCliDeps): void {
             err.kind,
             `No pre restore point could be taken, so the command was not run: ${err.message}`,
             err.hint,
+            err.actions,
           );
         } finally {
           g1.dispose();
         }
-        for (const w of pre.warnings ?? []) say(`agentkeep: warning: ${w}`);
+        const notices = pre.notices ?? (pre.warnings ?? []).map((message) => ({ message }));
+        for (const n of notices) say(`agentkeep: warning: ${describeProblem(n, { stateDir })}`);
         say(`agentkeep: pre restore point ${pre.id} taken; running: ${line}`);
 
         // 2. the command, with the user's terminal
@@ -246,7 +249,7 @@ export function runCommand(root: Command, d: RunCliDeps): void {
         }
         const restoreCmd = `agentkeep restore-point restore ${pre.id} ${targetArgs} --scope ${scope} --yes`;
         say(`agentkeep: ${line} ended (${exitText(exit)}).`);
-        for (const w of end.warnings) say(`agentkeep: warning: ${w}`);
+        for (const n of end.notices) say(`agentkeep: warning: ${describeProblem(n, { stateDir })}`);
         if (end.post) say(`Changed between pre ${pre.id} and post ${end.post.id}:\n${runChangesText(end)}`);
         else
           say(

@@ -11,7 +11,7 @@
  * one callback. A pre without its post (the command or its wrapper died) stays in the journal as
  * it is, so `list` can show it as such.
  */
-import type { ChangeSummary, ResultOf, RestorePoint } from '../protocol';
+import type { ChangeSummary, Notice, ResultOf, RestorePoint } from '../protocol';
 import type { CoreContext } from './context';
 import { createRestorePoint } from './create';
 import { asAgentKeepError } from './errors';
@@ -61,8 +61,8 @@ export interface RunEnd extends RunSummary {
   post?: RestorePoint;
   /** Why the post restore point was not taken (the pre stays, without its post). */
   postError?: string;
-  /** Warnings of the creates (size cap, retention, config). */
-  warnings: string[];
+  /** What the post's create warned about (size cap, config), with next actions. */
+  notices: Notice[];
 }
 
 /** Everything a wrapped run produced. */
@@ -150,7 +150,6 @@ export async function pairSummary(
  */
 export async function endRun(ctx: CoreContext, spec: RunSpec, pre: RestorePoint, exit: RunExit): Promise<RunEnd> {
   const line = commandLine(spec.command);
-  const warnings: string[] = [];
   let post: ResultOf<'restorePointCreate'>;
   try {
     post = await createRestorePoint(ctx, {
@@ -162,10 +161,10 @@ export async function endRun(ctx: CoreContext, spec: RunSpec, pre: RestorePoint,
       reason: { command: line, text: `${spec.origin ?? 'agentkeep run'}: ${exitText(exit)}` },
     });
   } catch (e) {
-    return { postError: asAgentKeepError(e).oneLine(), warnings };
+    return { postError: asAgentKeepError(e).oneLine(), notices: [] };
   }
-  warnings.push(...(post.warnings ?? []));
-  return { post, ...(await pairSummary(ctx, spec.target, pre, post)), warnings };
+  const notices = post.notices ?? (post.warnings ?? []).map((message) => ({ message }));
+  return { post, ...(await pairSummary(ctx, spec.target, pre, post)), notices };
 }
 
 /**
@@ -181,5 +180,5 @@ export async function runWrapped(
   const pre = await beginRun(ctx, spec);
   const exit = await exec(pre);
   const end = await endRun(ctx, spec, pre, exit);
-  return { pre, exit, ...end, warnings: [...(pre.warnings ?? []), ...end.warnings] };
+  return { pre, exit, ...end, notices: [...(pre.notices ?? []), ...end.notices] };
 }

@@ -139,14 +139,14 @@ describe('named agents', function () {
     );
     usage(
       await ak('restore-point', 'list'),
-      /Several agents are set up \(one, two\) and none is the default.*--agent one.*agentkeep agent default one/,
+      /Several agents are set up \(one, two\) and none is the default.*agentkeep agent default one .*--agent NAME/,
     );
     const unknown = await ak('restore-point', 'list', '--agent', 'three', '--json');
     usage(unknown, /No agent named "three" in .*config\.json\. Known agents: one, two\./);
     assert.equal(JSON.parse(unknown.stdout).error.code, 'agent_not_found');
     usage(
       await ak('restore-point', 'list', '--agent', 'one', '--target', `dir:${a1}`),
-      /Both --agent one and --target .* were given/,
+      /Both an agent \(one\) and a target \(dir:.*\) were given/,
     );
     usage(
       await ak('agent', 'add', '9lives', '--target', `dir:${a1}`),
