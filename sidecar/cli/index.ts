@@ -22,6 +22,8 @@
  *     agentkeep memory lint --store S [--store S ...] [--target T] [--json]
  *     agentkeep memory diff --from ID [--to ID|now] [--target T] [--store S ...] [--json]
  *     agentkeep run [--agent NAME | --target T --store S ...] [--label L] [--rollback-on-failure] [--scope S] [--json] -- CMD ARGS...
+ *     agentkeep hook install apt [--agent NAME | --target T --store S ...] [--apt-conf-dir DIR] [--timeout S] [--json]
+ *     agentkeep hook remove apt | hook status [apt] [--apt-conf-dir DIR] [--json]
  *     agentkeep risk scan FILE... [--json]
  *     agentkeep risk eval DIR LABELS.json [--json]
  *     agentkeep serve --stdio | --ws HOST:PORT --token-file FILE
@@ -51,6 +53,7 @@ import { changeSummary, createdLine, findingsTable, memoryDiffText, restoreLossT
 import { guardSignals } from './signals';
 import { agentCommands, useNamedAgents } from './agents';
 import { runCommand } from './run';
+import { aptHookCommands } from './aptHook';
 import { UsageError } from './usage';
 import { resolveStateDir } from '../core/state';
 import { cliTargetArgs, commandLine, describeProblem, type RenderOptions } from './actions';
@@ -744,6 +747,9 @@ function program(ctx: Ctx): Command {
       await serveWs(ctx.makeCore, base, hp, token, (m) => ctx.io.err(m));
       ctx.serving = true;
     });
+
+  const hook = root.command('hook').description("restore points at the machine's own moments: the apt hook");
+  aptHookCommands(hook, { io: ctx.io, makeCore: ctx.makeCore, coreOpts, json, print: (v) => printJson(ctx, v) });
 
   runCommand(root, {
     io: ctx.io,
