@@ -199,10 +199,15 @@ export function useNamedAgents(root: Command, coreOpts: (cmd: Command) => CoreOp
     const given = o.store ?? [];
     if (name.startsWith('memory ')) {
       if (given.length && o.agent === undefined) return; // explicit stores: no agent involved
+      // memory diff --target T without --store: the stores are the ones the restore point captured
+      if (name === 'memory diff' && o.target !== undefined && o.agent === undefined) return;
       const r = await resolve(stateDir, {
         agent: o.agent,
         ...(o.agent !== undefined && o.target !== undefined ? { target: o.target } : {}),
       });
+      // memory diff needs no store: without one it compares the stores the restore point captured
+      const storesOptional = name === 'memory diff';
+      if (!r && storesOptional) return;
       if (!r) {
         throw new UsageError(
           'InvalidParams',
@@ -212,7 +217,7 @@ export function useNamedAgents(root: Command, coreOpts: (cmd: Command) => CoreOp
         );
       }
       const stores = given.length ? given : (r.stores ?? []);
-      if (!stores.length) {
+      if (!stores.length && !storesOptional) {
         throw new UsageError(
           'InvalidParams',
           `${name}: agent ${r.name} has no stores set (its restore points capture the stores found in its target).`,
@@ -220,7 +225,7 @@ export function useNamedAgents(root: Command, coreOpts: (cmd: Command) => CoreOp
             `agentkeep agent add ${r.name} --target ${shellQuote(r.target)} --store S --replace.`,
         );
       }
-      cmd.setOptionValue('store', stores);
+      if (stores.length) cmd.setOptionValue('store', stores);
       if (STORE_AND_TARGET.has(name) && o.target === undefined) cmd.setOptionValue('target', r.target);
       return;
     }

@@ -113,6 +113,10 @@ describe('named agents', function () {
       [`hermes:${a2}`],
       "--store replaces the agent's stores",
     );
+    // memory diff takes the agent's target; an agent without stores compares what the restore point captured
+    const md = await ak('memory', 'diff', '--from', rp2.id, '--agent', 'two');
+    assert.equal(md.code, 0, md.stderr);
+    assert.match(md.stdout, new RegExp(`Memory from restore point ${rp2.id} to now`));
     // memory commands take the agent's stores
     const mem = await json('memory', 'list');
     assert.equal(mem.stores.length, 2);
