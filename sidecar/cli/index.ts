@@ -41,7 +41,7 @@ import { evaluate, fileKind, formatEval, parseJsonc, scanText, type EvalLabel } 
 import { serveStdio } from '../server/stdio';
 import { parseHostPort, readTokenFile, serveWs } from '../server/ws';
 import type { CoreFactory } from '../server/session';
-import { changeSummary, createdLine, findingsTable, memoryDiffText, restoreLossText, memoryShowText, memoryTable, pruneReport, restorePointTable, shellQuote, usageReport } from './format';
+import { changeSummary, createdLine, findingsTable, memoryDiffText, memoryShowText, memoryTable, previewText, pruneReport, restorePointTable, shellQuote, usageReport } from './format';
 import { guardSignals } from './signals';
 import { cliTargetArgs, resolveStateDir } from '../core/state';
 import { parseDuration } from '../core/retention';
@@ -284,19 +284,9 @@ function program(ctx: Ctx): Command {
             'Pass --yes (the current state is captured first, so the restore can be undone).',
           );
         }
-        if (pve) ctx.io.err(`Rolling back ${o.target} to ${id}:\n${VM_RESTORE_NOTE}\nThe current state is snapshotted first, so this can be undone.`);
-        else {
-          // VM backends (qemu) have no file list: their snapshots are whole-VM.
-          const diff = await call(c, 'restorePointDiff', { target: o.target, id, stores }).catch((e: unknown) => {
-            if (e instanceof AgentKeepError && e.kind === 'Unsupported') return undefined;
-            throw e;
-          });
-          const what = diff ? changeSummary(diff, true, o.scope) : '  The whole VM (disks and RAM) goes back to the restore point.';
-          // what a restore loses: memory entries learned since (scopes agent/both) and the outside-world actions since
-          const memDiff = await call(c, 'memoryDiff', { target: o.target, from: id, ...(stores ? { stores } : {}) }).catch(() => undefined);
-          const lost = memDiff ? restoreLossText(memDiff, o.scope) : '';
-          ctx.io.err(`Restoring ${id} (scope ${o.scope}) on ${o.target}:\n${what}${lost ? `\n${lost}` : ''}\n${OUTSIDE_NOTE}\nThe current state is captured first, so this can be undone.`);
-        }
+        // what the restore does, as the core computes it for every front end (restorePoint.preview)
+        const preview = await call(c, 'restorePointPreview', { target: o.target, id, scope: o.scope, ...(stores ? { stores } : {}) });
+        ctx.io.err(`${previewText(preview, o.target)}\n${OUTSIDE_NOTE}\nThe current state is captured first, so this can be undone.`);
         if (!(await ctx.io.confirm('Restore?'))) {
           throw new AgentKeepError('ConfirmationRequired', 'Restore cancelled; nothing was changed.', 'Answer y to restore, or pass --yes.');
         }

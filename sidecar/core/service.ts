@@ -43,6 +43,8 @@ export interface CoreApi {
   compareRestorePoints(p: ParamsOf<'restorePointCompare'>): Promise<ChangeSummary>;
   readRestorePointFile(p: ParamsOf<'restorePointReadFile'>): Promise<ResultOf<'restorePointReadFile'>>;
   restoreRestorePoint(p: ParamsOf<'restorePointRestore'>): Promise<ResultOf<'restorePointRestore'>>;
+  /** What a restore would do, changing nothing; see Methods.restorePointPreview. */
+  previewRestorePoint(p: ParamsOf<'restorePointPreview'>): Promise<ResultOf<'restorePointPreview'>>;
   deleteRestorePoint(p: ParamsOf<'restorePointDelete'>): Promise<ResultOf<'restorePointDelete'>>;
   /** Apply retention (sidecar/core/retention.ts) to a target; see Methods.restorePointPrune. */
   pruneRestorePoints(p: ParamsOf<'restorePointPrune'>): Promise<ResultOf<'restorePointPrune'>>;

@@ -45,6 +45,7 @@ describe('protocol', () => {
       usageRestorePoints: rec('usageRestorePoints'),
       readRestorePointFile: rec('readRestorePointFile'),
       restoreRestorePoint: rec('restoreRestorePoint'),
+      previewRestorePoint: rec('previewRestorePoint'),
       deleteRestorePoint: rec('deleteRestorePoint'),
       keepRestorePoint: rec('keepRestorePoint'),
       labelRestorePoint: rec('labelRestorePoint'),
