@@ -22,7 +22,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { ChangeSummary, ProgressParams, RestorePoint, ResultOf, Scope, TargetDescription } from '../sidecar/protocol';
+import { REUSE_WINDOW_MS, type ChangeSummary, type ProgressParams, type RestorePoint, type ResultOf, type Scope, type TargetDescription } from '../sidecar/protocol';
 import { compareRestorePoints, compareWithNow, type CompareResult } from './compare';
 import { readAgentConfig, requireTrust, UntrustedError, type AgentConfig } from './config';
 import type { ConfigFiles } from './configFiles';
@@ -90,8 +90,8 @@ export interface SnapshotAndRunResult {
   compared?: CompareResult[];
 }
 
-/** An automatic restore point younger than this (ms) is reused when the target has not changed since. */
-export const REUSE_WINDOW_MS = 60_000;
+/** An automatic restore point younger than this (ms) is reused when the target has not changed since (the protocol's). */
+export { REUSE_WINDOW_MS };
 
 /** State shared by the commands. */
 export interface Ctx {
@@ -523,43 +523,33 @@ async function keep(ctx: Ctx, arg?: unknown): Promise<RestorePoint | undefined> 
 }
 
 /**
- * A restore point for an automatic moment (before a command, before a config edit): the newest
- * restore point of the target is reused when it is younger than REUSE_WINDOW_MS, captured the
- * configured stores, and restorePoint.diff against it is empty (nothing changed since); otherwise a
- * new one is created (`kind`: pre before a command, config-edit before a config edit). `fresh` always creates one.
+ * A restore point for an automatic moment (before a command, before a config edit), `kind` pre or
+ * config-edit: restorePoint.create with `reuse` (unless `fresh`), so the sidecar returns the newest
+ * restore point instead when it is younger than REUSE_WINDOW_MS and nothing changed since (its rule,
+ * see the protocol); this only shows progress and says which it was.
  */
 async function takeOrReuse(
   ctx: Ctx,
   config: AgentConfig,
   p: { label: string; reason: RestorePoint['reason']; title: string; fresh?: boolean; kind?: 'pre' | 'config-edit' },
 ): Promise<{ restorePoint: RestorePoint; reused: boolean; cancelled: boolean }> {
-  if (!p.fresh) {
-    const newest = (await ctx.sidecar.request('restorePointList', { target: config.target })).find((r) => r.status !== 'failed');
-    const age = newest ? Date.now() - Date.parse(newest.createdAt) : Infinity;
-    const covers = newest && config.stores.every((s) => newest.agent.some((a) => a.store === s));
-    // reuse needs restorePoint.diff to tell that nothing changed (VM snapshots cannot)
-    const canDiff = !!(await describe(ctx, config.target))?.capabilities.diff;
-    if (newest && covers && age >= 0 && age < REUSE_WINDOW_MS && canDiff) {
-      const d = await ctx.sidecar.request('restorePointDiff', { target: config.target, id: newest.id, stores: config.stores });
-      if (!d.added.length && !d.removed.length && !d.changed.length && !d.agentChanged.length) {
-        ctx.output.appendLine(`[extension] reusing restore point ${newest.id} (${formatAge(newest.createdAt)}, nothing changed since)`);
-        return { restorePoint: newest, reused: true, cancelled: false };
-      }
-    }
-  }
   const done = ctx.statusBar.setBusy('Creating restore point…');
   let cancelled = false;
+  let reused = false;
   try {
     const rp = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: p.title, cancellable: true }, async (progress, token) => {
-      const r = await ctx.sidecar.request('restorePointCreate', { target: config.target, stores: config.stores, label: p.label, kind: p.kind ?? 'pre', reason: p.reason, retention: config.retention }, progressReporter(progress));
+      const params = { target: config.target, stores: config.stores, label: p.label, kind: p.kind ?? 'pre', reason: p.reason, retention: config.retention, ...(p.fresh ? {} : { reuse: true, reuseWithinMs: REUSE_WINDOW_MS }) };
+      const r = await ctx.sidecar.request('restorePointCreate', params, progressReporter(progress));
       cancelled = token.isCancellationRequested;
-      warnAfterCreate(r);
+      reused = r.reused === true;
+      if (!reused) warnAfterCreate(r);
       return r;
     });
-    return { restorePoint: rp, reused: false, cancelled };
+    if (reused) ctx.output.appendLine(`[extension] reusing restore point ${rp.id} (${formatAge(rp.createdAt)}, nothing changed since)`);
+    return { restorePoint: rp, reused, cancelled };
   } finally {
     done();
-    await afterChange(ctx);
+    if (!reused) await afterChange(ctx);
   }
 }
 

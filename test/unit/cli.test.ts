@@ -120,6 +120,21 @@ describe('agentkeep CLI (real bin on real trees)', function () {
     assert.ok(!finalList.some((p: { id: string }) => p.id === rp.id));
   });
 
+  it('create --reuse returns the newest restore point while nothing changed, and a new one after a change', async () => {
+    const first = await json('restore-point', 'create', '--target', target, '--label', 'first');
+    const again = await json('restore-point', 'create', '--target', target, '--reuse');
+    assert.equal(again.reused, true);
+    assert.equal(again.id, first.id);
+    const human = await ak('restore-point', 'create', '--target', target, '--reuse');
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(human.stdout, new RegExp(`^Reusing restore point ${first.id} "first" \\(taken just now; nothing changed since\\)\\.`));
+    await fs.writeFile(path.join(agent, 'workspace', 'changed.txt'), 'x');
+    const fresh = await json('restore-point', 'create', '--target', target, '--reuse');
+    assert.equal(fresh.reused, undefined);
+    assert.notEqual(fresh.id, first.id);
+    assert.equal((await json('restore-point', 'list', '--target', target)).length, 2, 'reuse created nothing');
+  });
+
   it('scope agent restores only agent-state files', async () => {
     const rp = await json('restore-point', 'create', '--target', target, '--store', store);
     await fs.writeFile(path.join(agent, 'workspace', 'setup.sh'), 'machine change\n');
