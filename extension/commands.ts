@@ -27,7 +27,7 @@ import { compareRestorePoints, compareWithNow, type CompareResult } from './comp
 import { readAgentConfig, requireTrust, UntrustedError, type AgentConfig } from './config';
 import type { ConfigFiles } from './configFiles';
 import { createDemoAgent, type DemoAgent } from './demo';
-import { describeLoss, describeMemoryLoss, displayLabel, formatAge, plural, SCOPE_LABELS, shortCommand, shortReason } from './format';
+import { describeGitRepos, describeMemoryLoss, describePreview, displayLabel, formatAge, plural, SCOPE_LABELS, shortCommand, shortReason } from './format';
 import type { Sidecar } from './sidecar';
 import { SidecarError, toSidecarError } from './sidecar';
 import type { AgentStatusBar } from './statusBar';
@@ -353,21 +353,35 @@ async function findRestorePoint(ctx: Ctx, config: AgentConfig, id: string): Prom
   return rp;
 }
 
-/** Restore: pick > scope > confirmation (what will be lost) > restore with progress > Undo offer. */
 /**
- * Lines for a restore confirmation from memory.diff: memory entries learned since the restore point
- * (lost unless scope is machine) and the agent's outside-world actions since (never undone). Empty
- * when the stores keep no history or the sidecar cannot tell (the confirmation still warns in general).
+ * The confirmation of a restore: restorePoint.preview (what the sidecar says a restore of `scope`
+ * does) as a modal. A VM or container rollback shows what happens to the guest (hard stop, RAM
+ * state, the start choice); a directory target the files, git repositories, memory entries and
+ * outside-world actions. Resolves undefined when not confirmed, else whether to start the guest.
+ * @param question the question for a directory target; `button` confirms it
  */
-async function memoryLoss(ctx: Ctx, config: AgentConfig, id: string, scope: Scope): Promise<string[]> {
-  try {
-    const r = await ctx.sidecar.request('memoryDiff', { target: config.target, from: id, ...(config.stores.length ? { stores: config.stores } : {}) });
-    return describeMemoryLoss(r, scope);
-  } catch {
-    return [];
+async function confirmRestore(
+  ctx: Ctx,
+  config: AgentConfig,
+  rp: RestorePoint,
+  scope: Scope,
+  question: string,
+  button: string,
+): Promise<{ start?: boolean } | undefined> {
+  const preview = await ctx.sidecar.request('restorePointPreview', { target: config.target, id: rp.id, scope, stores: config.stores });
+  const d = preview.effects ? await describe(ctx, config.target) : undefined;
+  if (preview.effects && d) {
+    const more = [...describeGitRepos(preview.gitRepos), ...describeMemoryLoss(preview), ...preview.warnings.map((w) => `Note: ${w}`)];
+    const detail = [vmRollbackDetail(d, preview.effects), ...(more.length ? [more.join('\n')] : [])].join('\n\n');
+    const answer = await vscode.window.showWarningMessage(vmRollbackQuestion(d, rp, scope), { modal: true, detail }, ...vmRollbackButtons(preview.effects));
+    return answer ? { start: answer === ROLLBACK_AND_START } : undefined;
   }
+  const detail = describePreview(preview).join('\n') + '\n\nThe current state is captured first, so this restore can be undone.';
+  const answer = await vscode.window.showWarningMessage(question, { modal: true, detail }, button);
+  return answer === button ? {} : undefined;
 }
 
+/** Restore: pick > scope > confirmation (restorePoint.preview) > restore with progress > Undo offer. */
 async function restore(ctx: Ctx, arg?: unknown, scopeArg?: Scope, opts?: RestoreOptions): Promise<ResultOf<'restorePointRestore'> | undefined> {
   requireTrust('Restoring a restore point');
   const config = requireConfig();
@@ -384,26 +398,12 @@ async function restore(ctx: Ctx, arg?: unknown, scopeArg?: Scope, opts?: Restore
     scope = picked.scope;
   }
   let start = opts?.start;
-  const d = await describe(ctx, config.target);
-  if (d && isVmTarget(d) && scope !== 'agent') {
-    if (opts?.confirm !== false) {
-      const answer = await vscode.window.showWarningMessage(vmRollbackQuestion(d, rp, scope), { modal: true, detail: vmRollbackDetail(d, rp) }, ...vmRollbackButtons(rp));
-      if (!answer) return undefined;
-      if (start === undefined) start = answer === ROLLBACK_AND_START;
-    }
-    return doRestore(ctx, config, rp, scope, false, start);
-  }
   if (opts?.confirm !== false) {
-    const changes = await ctx.sidecar.request('restorePointDiff', { target: config.target, id, stores: config.stores });
-    const memory = await memoryLoss(ctx, config, rp.id, scope);
-    const answer = await vscode.window.showWarningMessage(
-      `Restore "${rp.label}" (${formatAge(rp.createdAt)}): ${SCOPE_LABELS[scope]}?`,
-      { modal: true, detail: [...describeLoss(changes, scope), ...memory].join('\n') + '\n\nThe current state is captured first, so this restore can be undone.' },
-      'Restore',
-    );
-    if (answer !== 'Restore') return undefined;
+    const ok = await confirmRestore(ctx, config, rp, scope, `Restore "${rp.label}" (${formatAge(rp.createdAt)}): ${SCOPE_LABELS[scope]}?`, 'Restore');
+    if (!ok) return undefined;
+    if (start === undefined) start = ok.start;
   }
-  return doRestore(ctx, config, rp, scope);
+  return doRestore(ctx, config, rp, scope, false, start);
 }
 
 async function doRestore(ctx: Ctx, config: AgentConfig, rp: RestorePoint, scope: Scope, quiet = false, start?: boolean): Promise<ResultOf<'restorePointRestore'>> {
@@ -614,20 +614,11 @@ async function snapshotAndRun(ctx: Ctx, arg: LensArg, opts: SnapshotAndRunOption
     await afterChange(ctx);
   } else if (decision === 'rollback') {
     let start: boolean | undefined;
-    const d = await describe(ctx, config.target);
-    if (!opts.decision && d && isVmTarget(d)) {
-      const answer = await vscode.window.showWarningMessage(vmRollbackQuestion(d, rp, 'both'), { modal: true, detail: vmRollbackDetail(d, rp) }, ...vmRollbackButtons(rp));
-      if (!answer) return result;
-      start = answer === ROLLBACK_AND_START;
-    } else if (!opts.decision) {
-      const changes = await ctx.sidecar.request('restorePointDiff', { target: config.target, id: rp.id, stores: config.stores });
-      const memory = await memoryLoss(ctx, config, rp.id, 'both');
-      const answer = await vscode.window.showWarningMessage(
-        `Roll back ${shown}: restore "${rp.label}" (${formatAge(rp.createdAt)}), machine + agent state?`,
-        { modal: true, detail: [...describeLoss(changes, 'both'), ...memory].join('\n') + '\n\nThe current state is captured first, so this can be undone.' },
-        'Roll back',
-      );
-      if (answer !== 'Roll back') return result;
+    if (!opts.decision) {
+      const question = `Roll back ${shown}: restore "${rp.label}" (${formatAge(rp.createdAt)}), machine + agent state?`;
+      const ok = await confirmRestore(ctx, config, rp, 'both', question, 'Roll back');
+      if (!ok) return result;
+      start = ok.start;
     }
     result.decision = 'rollback';
     result.restore = await doRestore(ctx, config, rp, 'both', false, start);
