@@ -44,6 +44,7 @@ import type { CoreFactory } from '../server/session';
 import { changeSummary, createdLine, findingsTable, memoryDiffText, memoryShowText, memoryTable, previewText, pruneReport, restorePointTable, shellQuote, usageReport } from './format';
 import { formatAge } from '../protocol/format';
 import { guardSignals } from './signals';
+import { checkGuestWriteSize } from '../core/guest';
 import { cliTargetArgs, resolveStateDir } from '../core/state';
 import { parseDuration } from '../core/retention';
 import { VERSION } from './version';
@@ -466,39 +467,15 @@ function program(ctx: Ctx): Command {
           throw new AgentKeepError('FileError', `${o.from} is not UTF-8 text; guest write sends text, so its bytes would change. Nothing was written.`, 'Write text files (memory files are UTF-8), or copy binary files another way.');
         }
       }
-      const bytes = Buffer.byteLength(content, 'utf8');
       const c = core(cmd);
-      const desc = await call(c, 'targetDescribe', { target: o.target });
-      const max = desc.capabilities.guestWriteMaxBytes;
-      if (max !== undefined && bytes > max) {
-        throw new AgentKeepError(
-          'FileError',
-          `The content is ${bytes} bytes; the guest agent writes at most ${max} bytes per call. Nothing was written (and no backup was made).`,
-          'Shorten the content.',
-        );
-      }
+      // too large: say so before asking (the core's write checks again)
+      checkGuestWriteSize(await call(c, 'targetDescribe', { target: o.target }), Buffer.byteLength(content, 'utf8'));
       if (!o.yes) {
         if (!ctx.io.isTTY) throw new AgentKeepError('ConfirmationRequired', `Replacing ${o.file} in the VM needs confirmation.`, 'Pass --yes (take a restore point first if you may want it back).');
         if (!(await ctx.io.confirm(`Replace ${o.file} in ${o.target}?`))) throw new AgentKeepError('ConfirmationRequired', 'Write cancelled; nothing was changed.', 'Answer y, or pass --yes.');
       }
-      // Nothing is lost: the current content (when the file exists) is saved locally first.
-      const old = await c.guestFileRead(o.target, o.file).catch((e: unknown) => {
-        if (/No such file or directory/i.test(e instanceof Error ? e.message : String(e))) return undefined; // a new file
-        throw e;
-      });
-      let backup = '';
-      if (old) {
-        const dir = path.join(resolveStateDir(coreOpts(cmd).stateDir), 'guest-backups');
-        await fs.mkdir(dir, { recursive: true, mode: 0o700 });
-        // the target without its scheme, e.g. pve.lan_pve1_qemu_101
-        const guestName = desc.target
-          .slice(desc.backend.length + 1)
-          .replace(/^\/+/, '')
-          .replace(/[^A-Za-z0-9._-]+/g, '_');
-        backup = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, '-')}-${guestName}-${path.basename(o.file)}`);
-        await fs.writeFile(backup, old, { mode: 0o600 });
-      }
-      await c.guestFileWrite(o.target, o.file, content);
+      // Nothing is lost: the core saves the current content (when the file exists) locally first.
+      const { bytes, backup } = await c.guestFileWrite(o.target, o.file, content);
       if (asJson) printJson(ctx, { file: o.file, bytes, ...(backup ? { backup } : {}) });
       else ctx.io.out(`Wrote ${bytes} bytes to ${o.file} in ${o.target}.${backup ? ` The old content is in ${backup}.` : ''}`);
     });

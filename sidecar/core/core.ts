@@ -155,8 +155,8 @@ export class Core implements CoreApi {
   guestFileRead(target: string, file: string): Promise<Buffer> {
     return guestFileRead(this.ctx, target, file);
   }
-  /** See guest.ts guestFileWrite (CLI `agentkeep guest write`). */
-  guestFileWrite(target: string, file: string, content: string): Promise<void> {
+  /** See guest.ts guestFileWrite (CLI `agentkeep guest write`): keeps a backup of the old content first. */
+  guestFileWrite(target: string, file: string, content: string): Promise<{ bytes: number; backup?: string }> {
     return guestFileWrite(this.ctx, target, file, content);
   }
   /** See guest.ts discoverAgents. */

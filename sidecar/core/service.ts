@@ -69,8 +69,11 @@ export interface CoreApi {
   diffMemory(p: ParamsOf<'memoryDiff'>): Promise<ResultOf<'memoryDiff'>>;
   /** CLI only (no protocol method): read a file in a guest through the hypervisor (Proxmox guest agent). */
   guestFileRead(target: string, file: string): Promise<Buffer>;
-  /** CLI only (no protocol method): replace a file in a guest (at most capabilities.guestWriteMaxBytes). */
-  guestFileWrite(target: string, file: string, content: string): Promise<void>;
+  /**
+   * CLI only (no protocol method): replace a file in a guest (at most capabilities.guestWriteMaxBytes),
+   * after saving its old content under <stateDir>/guest-backups/ (`backup`: that file; absent for a new file).
+   */
+  guestFileWrite(target: string, file: string, content: string): Promise<{ bytes: number; backup?: string }>;
   /** See Methods.agentDiscover. */
   discoverAgents(p: ParamsOf<'agentDiscover'>): Promise<ResultOf<'agentDiscover'>>;
   /** See Methods.targetDescribe: capabilities, local root and guest of a target (no I/O). */
