@@ -22,7 +22,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { REUSE_WINDOW_MS, type ChangeSummary, type ProgressParams, type RestorePoint, type ResultOf, type Scope, type TargetDescription } from '../sidecar/protocol';
+import { LensArgument, LensCommands, REUSE_WINDOW_MS, type ChangeSummary, type ProgressParams, type RestorePoint, type ResultOf, type Scope, type TargetDescription } from '../sidecar/protocol';
 import { compareRestorePoints, compareWithNow, type CompareResult } from './compare';
 import { readAgentConfig, requireTrust, UntrustedError, type AgentConfig } from './config';
 import type { ConfigFiles } from './configFiles';
@@ -49,15 +49,8 @@ import {
 } from './proxmox';
 import { CANCELLED } from './sidecar';
 
-/** The argument of the CodeLens commands (from the sidecar's LSP CodeLens). Lines are 1-based. */
-export interface LensArg {
-  command: string;
-  file: string;
-  uri?: string;
-  line: number;
-  endLine?: number;
-  class?: string;
-}
+/** The argument of the CodeLens commands (from the sidecar's LSP CodeLens): the protocol's LensArgument. Lines are 1-based. */
+export type LensArg = LensArgument;
 
 /** Test/automation options of agentkeep.snapshotAndRun. */
 export interface SnapshotAndRunOptions {
@@ -170,7 +163,7 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
     reg('agentkeep.setupDemo', (opts?: { open?: boolean; root?: string }) => setupDemo(ctx, opts)),
     reg('agentkeep.pickFolder', (folder?: string) => pickFolder(folder)),
     reg('agentkeep.showLog', async () => ctx.output.show()),
-    reg('agentkeep.snapshotAndRun', (arg: LensArg, opts?: SnapshotAndRunOptions) => snapshotAndRun(ctx, arg, opts)),
+    reg(LensCommands.snapshotAndRun, (arg: LensArg, opts?: SnapshotAndRunOptions) => snapshotAndRun(ctx, arg, opts)),
     reg('agentkeep.compare', (arg?: unknown, to?: unknown) => compareCommand(ctx, arg, to)),
     reg('agentkeep.compareWithNow', async (arg?: unknown) => {
       const config = requireConfig();
@@ -178,8 +171,8 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
       if (!id) return undefined;
       return compareWithNow(ctx.sidecar, await findRestorePoint(ctx, config, id), config.stores);
     }),
-    reg('agentkeep.restorePointBeforeEdit', (arg?: { file?: string }, opts?: { fresh?: boolean }) => restorePointBeforeEdit(ctx, arg, opts)),
-    reg('agentkeep.run', async (arg: LensArg) => {
+    reg(LensCommands.restorePointBeforeEdit, (arg?: { file?: string }, opts?: { fresh?: boolean }) => restorePointBeforeEdit(ctx, arg, opts)),
+    reg(LensCommands.run, async (arg: LensArg) => {
       requireTrust('Running a command');
       const lens = checkLens(arg);
       const out = await runInTerminal(lens.command, { cwd: path.dirname(lens.file), name: `Run: ${lens.command}` });
@@ -188,12 +181,13 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
   ];
 }
 
+/** The lens argument, checked with the protocol's schema. @throws UserError invalid_params naming the fix */
 function checkLens(arg: unknown): LensArg {
-  const a = arg as Partial<LensArg> | undefined;
-  if (!a || typeof a.command !== 'string' || !a.command.trim() || typeof a.file !== 'string' || typeof a.line !== 'number') {
+  const parsed = LensArgument.safeParse(arg);
+  if (!parsed.success) {
     throw new UserError('This command needs the CodeLens argument {command, file, line}.', 'invalid_params', 'Use the "Snapshot & run" or "Run" CodeLens above a command in a script.');
   }
-  return a as LensArg;
+  return parsed.data;
 }
 
 /** Progress adapter: sidecar progress notifications -> a VS Code progress. */
