@@ -339,6 +339,33 @@ describe('proxmox backend (simulator over HTTPS)', function () {
         rmSync(state, { recursive: true, force: true });
       }
     });
+    it('restorePoint.preview of a VM says what the rollback does to the guest, and changes nothing', async () => {
+      const env = simEnv(sim);
+      const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+      Object.assign(process.env, env);
+      const state = mkdtempSync(path.join(os.tmpdir(), 'ak-pve-preview-'));
+      try {
+        const core = new Core({ stateDir: state });
+        const target = `proxmox://127.0.0.1:${sim.port}/pve1/qemu/101`;
+        const disk = await core.createRestorePoint({ target, stores: [] });
+        const ram = await core.createRestorePoint({ target, stores: [], vmstate: true });
+        const before = sim.mutations().length;
+        const p = await core.previewRestorePoint({ target, id: disk.id, scope: 'machine' });
+        assert.deepEqual(p.effects, { wholeMachine: true, stopsGuest: true, resumesRam: false, canStartAfter: true });
+        assert.equal(p.machine, undefined, 'no file list for a VM');
+        assert.deepEqual(p.gitRepos, []);
+        const r = await core.previewRestorePoint({ target, id: ram.id, scope: 'both' });
+        assert.deepEqual(r.effects, { wholeMachine: true, stopsGuest: true, resumesRam: true, canStartAfter: false });
+        assert.equal((await core.previewRestorePoint({ target, id: disk.id, scope: 'machine' })).effects?.stopsGuest, true);
+        assert.equal(sim.mutations().length, before, 'the preview sent no mutation');
+      } finally {
+        for (const [k, v] of Object.entries(saved)) {
+          if (v === undefined) delete process.env[k];
+          else process.env[k] = v;
+        }
+        rmSync(state, { recursive: true, force: true });
+      }
+    });
     it('refuses content over 61440 bytes without sending, and files over 16 MiB', async () => {
       const b = backend(101);
       const e = await rejection(guestFileWrite(b, '/x', 'a'.repeat(61441)));
