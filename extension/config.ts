@@ -86,7 +86,10 @@ export function readStateDir(): string | undefined {
   return (vscode.workspace.getConfiguration('agentkeep').get<string>('stateDir') ?? '').trim() || undefined;
 }
 
-/** The risk classes a CodeLens filter can name, and the filter type: the protocol's (sidecar/protocol/lens.ts). */
+/**
+ * The risk classes a CodeLens filter can name (the sidecar's list; package.json's agentkeep.codeLens enum
+ * matches it), and the filter type: the protocol's (sidecar/protocol/risk.ts, lens.ts).
+ */
 export { RISK_CLASSES, type CodeLensFilter };
 
 /** A setting of LensSettingKeys by its full name, read through its section ("agentkeep.configFiles.codeLens" -> agentkeep / configFiles.codeLens). */
@@ -96,8 +99,8 @@ function lensSetting<T>(key: string, fallback: T): T {
 }
 
 /**
- * agentkeep.codeLens: `"all"` (default), `"off"`, or a list of classes (deps, toolchain, system,
- * remote-code). The setting that came before it, `"agentkeep.codeLens.enabled": false` in a
+ * agentkeep.codeLens: `"all"` (default), `"off"`, or a list of classes (deps, toolchain, config, system,
+ * destructive, remote-code). The setting that came before it, `"agentkeep.codeLens.enabled": false` in a
  * settings.json, reads as `{enabled: false}` under the same key and still means "off".
  */
 export function codeLensFilter(): CodeLensFilter {

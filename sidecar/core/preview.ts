@@ -25,7 +25,7 @@ import {
 } from '../protocol';
 import { agentDiff, agentStateFilter } from './agentState';
 import type { CoreContext, TargetCtx } from './context';
-import { detectStores } from './detect';
+import { detectTargetStores } from './detect';
 import { asAgentKeepError } from './errors';
 import { gitRepoChanges, type GitSides } from './gitrepos';
 import { diffMemory } from './memory';
@@ -96,7 +96,7 @@ async function machineChanges(
   scope: Scope,
 ): Promise<MachineChanges> {
   const latest = (await t.journal.list()).find((r) => r.id !== rp.id);
-  const inTarget = [...stores, ...(await detectStores(t.target.path))];
+  const inTarget = [...stores, ...(await detectTargetStores(t.target))];
   const skip = agentStateFilter(t.target, inTarget, { keepAgentState: scope === 'machine' });
   return t.backend.diff!(rp.id, { cacheIds: latest ? [latest.id] : [], ...(skip ? { skip } : {}) });
 }
@@ -167,6 +167,8 @@ async function memoryChanges(
       for (const c of [...r.added, ...r.changed]) if (c.after) learned.push({ ...c.after, store: c.store });
       for (const c of [...r.removed, ...r.changed]) if (c.before) gone.push({ ...c.before, store: c.store });
       actions.push(...(r.actions ?? []));
+      // broken files are left out of the diff, never shown as "no changes"
+      for (const w of r.warnings ?? []) warnings.push(`${s.spec}: ${w}`);
     } catch (e) {
       warnings.push(`The memory of ${s.spec} could not be compared with the restore point: ${asAgentKeepError(e).oneLine()}`);
       // the outside world does not depend on a capture: still say what the agent did since

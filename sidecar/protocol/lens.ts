@@ -5,16 +5,10 @@
  * Both sides import these; neither defines its own.
  */
 import { z } from 'zod';
+import { RISK_CLASSES, RISK_CLASS_DESCRIPTIONS, type RiskClass } from './risk';
 
-/** The risk classes of a risky command (sidecar/risk), lowest first. */
-export const RISK_CLASSES = ['deps', 'toolchain', 'system', 'remote-code'] as const;
-export const RiskClass = z
-  .enum(RISK_CLASSES)
-  .describe(
-    'deps: project dependencies; toolchain: user or global tools; system: OS packages, services, containers; ' +
-      'remote-code: code fetched at run time, agent self-updates',
-  );
-export type RiskClass = z.infer<typeof RiskClass>;
+/** A risk class as a schema (the classes of sidecar/protocol/risk.ts). */
+export const RiskClassSchema = z.enum(RISK_CLASSES).describe(RISK_CLASSES.map((c) => `${c}: ${RISK_CLASS_DESCRIPTIONS[c]}`).join('; '));
 
 /**
  * Command ids the lenses and prompts name (contributed by the extension's package.json):
@@ -45,7 +39,11 @@ export const LensArgument = z
     uri: z.string().optional().describe('The document URI as the client sent it'),
     line: z.number().int().positive().describe('1-based first line (of the block)'),
     endLine: z.number().int().positive().optional().describe('1-based last line (of the block)'),
-    class: z.string().optional().describe('Highest risk class of the command (block): deps | toolchain | system | remote-code'),
+    class: z.string().optional().describe(`Highest risk class of the command (block): ${RISK_CLASSES.join(' | ')}`),
+    reason: z
+      .string()
+      .optional()
+      .describe('Why, one line, of the block\'s highest command (`destructive: git reset --hard discards …`): the lens tooltip'),
   })
   .describe('The argument of the lens commands');
 export type LensArgument = z.infer<typeof LensArgument>;
@@ -66,7 +64,7 @@ export const LENS_SETTING_DEFAULTS = { codeLens: 'all', configFilesCodeLens: tru
 
 /** Which "Snapshot & run" lenses to show: every class, none, or only the listed classes. */
 export const CodeLensFilter = z
-  .union([z.enum(['all', 'off']), z.array(RiskClass)])
+  .union([z.enum(['all', 'off']), z.array(RiskClassSchema)])
   .describe('agentkeep.codeLens: "all", "off", or the risk classes to show lenses for');
 export type CodeLensFilter = 'all' | 'off' | RiskClass[];
 

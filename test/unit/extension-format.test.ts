@@ -28,6 +28,10 @@ describe('extension/format', () => {
     assert.equal(formatReason(rp), '`npm install left-pad` from setup.sh:3');
     assert.equal(shortReason(rp), 'from setup.sh:3');
     assert.equal(shortReason({ ...rp, label: 'before upgrade' }), 'npm install left-pad from setup.sh:3');
+    // with the risk engine's reason (Snapshot & run passes it as reason.risk): the details view shows it, the short form not
+    const risky = { ...rp, label: 'before reset', reason: { ...rp.reason, command: 'git reset --hard', risk: 'destructive: git reset --hard discards uncommitted changes' } };
+    assert.equal(formatReason(risky), '`git reset --hard` from setup.sh:3 — destructive: git reset --hard discards uncommitted changes');
+    assert.equal(shortReason(risky), 'git reset --hard from setup.sh:3');
     assert.equal(formatReason({ kind: 'manual', reason: { text: 'before the upgrade' } }), 'before the upgrade');
     assert.equal(formatReason({ kind: 'pre-restore', restoredFrom: 'ak_1' }), 'before restoring ak_1');
     assert.equal(formatReason({ kind: 'manual' }), '');
@@ -99,15 +103,15 @@ describe('extension/format', () => {
 
   it('formats the disk use of a target against its size cap', () => {
     const cap = 10 * 1024 ** 3;
-    assert.equal(usageText({ bytes: 12 * 1024 * 1024, capBytes: cap, level: 'ok' }), '12 MB of 10 GB');
-    assert.equal(usageText({ bytes: 9.5 * 1024 ** 3, capBytes: cap, level: 'near' }), '9.5 GB of 10 GB (near the cap)');
-    assert.equal(usageText({ bytes: 11 * 1024 ** 3, capBytes: cap, level: 'over' }), '11 GB of 10 GB (over the cap)');
+    assert.equal(usageText({ bytes: 12 * 1024 * 1024, capBytes: cap, level: 'ok' }), '12 MiB of 10 GiB');
+    assert.equal(usageText({ bytes: 9.5 * 1024 ** 3, capBytes: cap, level: 'near' }), '9.5 GiB of 10 GiB (near the cap)');
+    assert.equal(usageText({ bytes: 11 * 1024 ** 3, capBytes: cap, level: 'over' }), '11 GiB of 10 GiB (over the cap)');
   });
 
   it('formats bytes and entry titles', () => {
     assert.equal(formatBytes(512), '512 B');
-    assert.equal(formatBytes(1536), '1.5 KB');
-    assert.equal(formatBytes(300 * 1024 * 1024), '300 MB');
+    assert.equal(formatBytes(1536), '1.5 KiB');
+    assert.equal(formatBytes(300 * 1024 * 1024), '300 MiB');
     assert.equal(entryTitle('\n  first line  \nsecond'), 'first line');
     assert.equal(entryTitle('x'.repeat(100), 10), `${'x'.repeat(9)}…`);
   });
