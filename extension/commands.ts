@@ -41,7 +41,17 @@ import { compareRestorePoints, compareWithNow, type CompareResult } from './comp
 import { readAgentConfig, requireTrust, UntrustedError, type AgentConfig } from './config';
 import type { ConfigFiles } from './configFiles';
 import { createDemoAgent, type DemoAgent } from './demo';
-import { describeGitRepos, describeMemoryLoss, describePreview, displayLabel, formatAge, plural, SCOPE_LABELS, shortCommand, shortReason } from './format';
+import {
+  describeGitRepos,
+  describeMemoryLoss,
+  describePreview,
+  displayLabel,
+  formatAge,
+  plural,
+  SCOPE_LABELS,
+  shortCommand,
+  shortReason,
+} from './format';
 import type { Sidecar } from './sidecar';
 import { SidecarError, toSidecarError } from './sidecar';
 import type { AgentStatusBar } from './statusBar';
@@ -63,7 +73,7 @@ import {
 } from './proxmox';
 import { CANCELLED } from './sidecar';
 
-/** The argument of the CodeLens commands (from the sidecar's LSP CodeLens): the protocol's LensArgument. Lines are 1-based. */
+/** The argument of the CodeLens commands (the sidecar's LSP CodeLens): the protocol's LensArgument (1-based lines). */
 export type LensArg = LensArgument;
 
 /** Test/automation options of agentkeep.snapshotAndRun. */
@@ -97,7 +107,7 @@ export interface SnapshotAndRunResult {
   compared?: CompareResult[];
 }
 
-/** An automatic restore point younger than this (ms) is reused when the target has not changed since (the protocol's). */
+/** An automatic restore point younger than this (ms) is reused when nothing changed since (the protocol's). */
 export { REUSE_WINDOW_MS };
 
 /** State shared by the commands. */
@@ -189,7 +199,9 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
       if (!id) return undefined;
       return compareWithNow(ctx.sidecar, await findRestorePoint(ctx, config, id), config.stores);
     }),
-    reg(LensCommands.restorePointBeforeEdit, (arg?: { file?: string }, opts?: { fresh?: boolean }) => restorePointBeforeEdit(ctx, arg, opts)),
+    reg(LensCommands.restorePointBeforeEdit, (arg?: { file?: string }, opts?: { fresh?: boolean }) =>
+      restorePointBeforeEdit(ctx, arg, opts),
+    ),
     reg(RUN_ACTION, (a: unknown, opts?: { confirm?: boolean }) => {
       const parsed = NextAction.safeParse(a);
       if (!parsed.success) {
@@ -399,15 +411,20 @@ async function confirmRestore(
   question: string,
   button: string,
 ): Promise<{ start?: boolean } | undefined> {
-  const preview = await ctx.sidecar.request('restorePointPreview', { target: config.target, id: rp.id, scope, stores: config.stores });
+  const params = { target: config.target, id: rp.id, scope, stores: config.stores };
+  const preview = await ctx.sidecar.request('restorePointPreview', params);
   const d = preview.effects ? await describe(ctx, config.target) : undefined;
   if (preview.effects && d) {
-    const more = [...describeGitRepos(preview.gitRepos), ...describeMemoryLoss(preview), ...preview.warnings.map((w) => `Note: ${w}`)];
+    const notes = preview.warnings.map((w) => `Note: ${w}`);
+    const more = [...describeGitRepos(preview.gitRepos), ...describeMemoryLoss(preview), ...notes];
     const detail = [vmRollbackDetail(d, preview.effects), ...(more.length ? [more.join('\n')] : [])].join('\n\n');
-    const answer = await vscode.window.showWarningMessage(vmRollbackQuestion(d, rp, scope), { modal: true, detail }, ...vmRollbackButtons(preview.effects));
+    const buttons = vmRollbackButtons(preview.effects);
+    const vmQuestion = vmRollbackQuestion(d, rp, scope);
+    const answer = await vscode.window.showWarningMessage(vmQuestion, { modal: true, detail }, ...buttons);
     return answer ? { start: answer === ROLLBACK_AND_START } : undefined;
   }
-  const detail = describePreview(preview).join('\n') + '\n\nThe current state is captured first, so this restore can be undone.';
+  const undoable = 'The current state is captured first, so this restore can be undone.';
+  const detail = `${describePreview(preview).join('\n')}\n\n${undoable}`;
   const answer = await vscode.window.showWarningMessage(question, { modal: true, detail }, button);
   return answer === button ? {} : undefined;
 }
@@ -431,7 +448,8 @@ async function restore(ctx: Ctx, arg?: unknown, scopeArg?: Scope, opts?: Restore
   }
   let start = opts?.start;
   if (opts?.confirm !== false) {
-    const ok = await confirmRestore(ctx, config, rp, scope, `Restore "${rp.label}" (${formatAge(rp.createdAt)}): ${SCOPE_LABELS[scope]}?`, 'Restore');
+    const question = `Restore "${rp.label}" (${formatAge(rp.createdAt)}): ${SCOPE_LABELS[scope]}?`;
+    const ok = await confirmRestore(ctx, config, rp, scope, question, 'Restore');
     if (!ok) return undefined;
     if (start === undefined) start = ok.start;
   }
@@ -570,14 +588,23 @@ async function takeOrReuse(
   let reused = false;
   try {
     const rp = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: p.title, cancellable: true }, async (progress, token) => {
-      const params = { target: config.target, stores: config.stores, label: p.label, kind: p.kind ?? 'pre', reason: p.reason, retention: config.retention, ...(p.fresh ? {} : { reuse: true, reuseWithinMs: REUSE_WINDOW_MS }) };
+      const params = {
+        target: config.target,
+        stores: config.stores,
+        label: p.label,
+        kind: p.kind ?? 'pre',
+        reason: p.reason,
+        retention: config.retention,
+        ...(p.fresh ? {} : { reuse: true, reuseWithinMs: REUSE_WINDOW_MS }),
+      };
       const r = await ctx.sidecar.request('restorePointCreate', params, progressReporter(progress));
       cancelled = token.isCancellationRequested;
       reused = r.reused === true;
       if (!reused) warnAfterCreate(r);
       return r;
     });
-    if (reused) ctx.output.appendLine(`[extension] reusing restore point ${rp.id} (${formatAge(rp.createdAt)}, nothing changed since)`);
+    const age = formatAge(rp.createdAt);
+    if (reused) ctx.output.appendLine(`[extension] reusing restore point ${rp.id} (${age}, nothing changed since)`);
     return { restorePoint: rp, reused, cancelled };
   } finally {
     done();

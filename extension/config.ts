@@ -4,7 +4,13 @@
  * their user-level values, so a cloned repository cannot redirect snapshots.
  */
 import * as vscode from 'vscode';
-import { LENS_SETTING_DEFAULTS, LensSettingKeys, parseCodeLensFilter, RISK_CLASSES, type CodeLensFilter } from '../sidecar/protocol';
+import {
+  LENS_SETTING_DEFAULTS,
+  LensSettingKeys,
+  parseCodeLensFilter,
+  RISK_CLASSES,
+  type CodeLensFilter,
+} from '../sidecar/protocol';
 
 /** The configured agent, or undefined when agentkeep.target is empty. */
 export interface AgentConfig {
@@ -92,7 +98,7 @@ export function readStateDir(): string | undefined {
  */
 export { RISK_CLASSES, type CodeLensFilter };
 
-/** A setting of LensSettingKeys by its full name, read through its section ("agentkeep.configFiles.codeLens" -> agentkeep / configFiles.codeLens). */
+/** A setting of LensSettingKeys by its full name, read through its section (agentkeep / configFiles.codeLens). */
 function lensSetting<T>(key: string, fallback: T): T {
   const [section, ...rest] = key.split('.');
   return vscode.workspace.getConfiguration(section).get<T>(rest.join('.'), fallback);
@@ -107,7 +113,7 @@ export function codeLensFilter(): CodeLensFilter {
   return parseCodeLensSetting(lensSetting<unknown>(LensSettingKeys.codeLens, LENS_SETTING_DEFAULTS.codeLens));
 }
 
-/** See codeLensFilter: the protocol's parseCodeLensFilter (unknown class names dropped; anything unreadable is "all"). */
+/** See codeLensFilter: the protocol's parseCodeLensFilter (unknown classes dropped; anything unreadable is "all"). */
 export function parseCodeLensSetting(v: unknown): CodeLensFilter {
   return parseCodeLensFilter(v);
 }

@@ -11,7 +11,13 @@
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { LensCommands, LensSettingKeys, type RestorePoint, type StoreDescription, type TargetDescription } from '../sidecar/protocol';
+import {
+  LensCommands,
+  LensSettingKeys,
+  type RestorePoint,
+  type StoreDescription,
+  type TargetDescription,
+} from '../sidecar/protocol';
 import type { RiskyConfig } from '../sidecar/risk/config';
 import { configFilesCodeLens, configFilesPrompt, isTrusted, readAgentConfig } from './config';
 import { riskyConfigOf } from './configScope';
@@ -165,7 +171,9 @@ export class ConfigFiles implements vscode.CodeLensProvider, vscode.Disposable {
         this.noteTaken(file, r.restorePoint);
       }
     } else if (answer === PROMPT_NEVER) {
-      await vscode.workspace.getConfiguration().update(LensSettingKeys.configFilesPrompt, false, vscode.ConfigurationTarget.Global);
+      await vscode.workspace
+        .getConfiguration()
+        .update(LensSettingKeys.configFilesPrompt, false, vscode.ConfigurationTarget.Global);
     }
   }
 

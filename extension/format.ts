@@ -80,10 +80,16 @@ export function sampleText(s: PathSample, max = 3): string {
 export function describeLoss(p: Pick<RestorePreview, 'machine' | 'agentFiles' | 'effects'>): string[] {
   const lines: string[] = [];
   const m = p.machine;
-  if (m?.added.count) lines.push(`${plural(m.added.count, 'new file or folder', 'new files and folders')} will be removed: ${sampleText(m.added)}.`);
-  if (m?.changed.count) lines.push(`${plural(m.changed.count, 'changed file')} will be reverted: ${sampleText(m.changed)}.`);
-  if (m?.removed.count) lines.push(`${plural(m.removed.count, 'deleted file')} will come back: ${sampleText(m.removed)}.`);
-  if (p.agentFiles?.count) lines.push(`Agent state will be put back: ${sampleText(p.agentFiles)} (entries added since are lost).`);
+  if (m?.added.count) {
+    const what = plural(m.added.count, 'new file or folder', 'new files and folders');
+    lines.push(`${what} will be removed: ${sampleText(m.added)}.`);
+  }
+  if (m?.changed.count)
+    lines.push(`${plural(m.changed.count, 'changed file')} will be reverted: ${sampleText(m.changed)}.`);
+  if (m?.removed.count)
+    lines.push(`${plural(m.removed.count, 'deleted file')} will come back: ${sampleText(m.removed)}.`);
+  if (p.agentFiles?.count)
+    lines.push(`Agent state will be put back: ${sampleText(p.agentFiles)} (entries added since are lost).`);
   if (!lines.length && !p.effects) lines.push('Nothing changed since this restore point.');
   lines.push('Snapshots do not undo what the agent did outside this machine (emails sent, issues opened, payments).');
   return lines;
@@ -92,17 +98,26 @@ export function describeLoss(p: Pick<RestorePreview, 'machine' | 'agentFiles' | 
 /** "main 3c1d2e4", "detached 9a8b7c6" (restorePoint.preview GitHead). */
 function headText(h: GitHead | undefined): string {
   if (!h) return 'none';
-  return `${h.ref ? h.ref.replace(/^refs\/heads\//, '') : 'detached'} ${h.commit ? h.commit.slice(0, 7) : '(no commits)'}`;
+  const where = h.ref ? h.ref.replace(/^refs\/heads\//, '') : 'detached';
+  return `${where} ${h.commit ? h.commit.slice(0, 7) : '(no commits)'}`;
 }
 
 /** One sentence per git repository whose HEAD or branches the restore changes (restorePoint.preview `gitRepos`). */
 export function describeGitRepos(repos: readonly GitRepoChange[]): string[] {
   return repos.map((r) => {
-    if (r.effect === 'removed') return `Git repository ${r.path} was made since then and will be deleted (HEAD ${headText(r.head.current)}).`;
-    if (r.effect === 'brought-back') return `Git repository ${r.path} was deleted since then and will come back (HEAD ${headText(r.head.restored)}).`;
-    const branches = r.branches.map((b) => (b.restored ? `${b.name} → ${b.restored.slice(0, 7)}` : `${b.name} deleted`));
+    const repo = `Git repository ${r.path}`;
+    if (r.effect === 'removed') {
+      return `${repo} was made since then and will be deleted (HEAD ${headText(r.head.current)}).`;
+    }
+    if (r.effect === 'brought-back') {
+      return `${repo} was deleted since then and will come back (HEAD ${headText(r.head.restored)}).`;
+    }
+    const branches = r.branches.map((b) =>
+      b.restored ? `${b.name} → ${b.restored.slice(0, 7)}` : `${b.name} deleted`,
+    );
     const head = `HEAD ${headText(r.head.current)} → ${headText(r.head.restored)}`;
-    return `Git repository ${r.path}: ${head}${branches.length ? ` (branches: ${branches.join(', ')})` : ''}; commits made since leave it.${r.note ? ` ${r.note}` : ''}`;
+    const which = branches.length ? ` (branches: ${branches.join(', ')})` : '';
+    return `${repo}: ${head}${which}; commits made since leave it.${r.note ? ` ${r.note}` : ''}`;
   });
 }
 
@@ -125,16 +140,20 @@ export function describeMemoryLoss(p: Pick<RestorePreview, 'memory' | 'actions'>
     list(m.lost);
   }
   if (m?.broughtBack.count) {
-    lines.push(`${plural(m.broughtBack.count, 'memory entry', 'memory entries')} removed or changed since then will come back:`);
+    lines.push(
+      `${plural(m.broughtBack.count, 'memory entry', 'memory entries')} removed or changed since then will come back:`,
+    );
     list(m.broughtBack);
   }
   if (m?.kept.count) {
-    lines.push(`${plural(m.kept.count, 'memory entry', 'memory entries')} learned since then stay (scope machine keeps the current memory).`);
+    const n = plural(m.kept.count, 'memory entry', 'memory entries');
+    lines.push(`${n} learned since then stay (scope machine keeps the current memory).`);
   }
   const acts = p.actions;
   if (acts.count) {
     lines.push(`${plural(acts.count, 'action', 'actions')} the agent took since then will NOT be undone:`);
-    for (const a of acts.items.slice(0, 5)) lines.push(`  • ${oneLine(a.message ?? a.action, 90)}${a.time ? ` (${formatAge(a.time)})` : ''}`);
+    for (const a of acts.items.slice(0, 5))
+      lines.push(`  • ${oneLine(a.message ?? a.action, 90)}${a.time ? ` (${formatAge(a.time)})` : ''}`);
     if (acts.count > 5) lines.push(`  … and ${acts.count - 5} more`);
   }
   return lines;
@@ -145,7 +164,8 @@ export function describeMemoryLoss(p: Pick<RestorePreview, 'memory' | 'actions'>
  * files, git repositories, memory, outside-world actions, then the preview's warnings.
  */
 export function describePreview(p: RestorePreview): string[] {
-  return [...describeLoss(p), ...describeGitRepos(p.gitRepos), ...describeMemoryLoss(p), ...p.warnings.map((w) => `Note: ${w}`)];
+  const notes = p.warnings.map((w) => `Note: ${w}`);
+  return [...describeLoss(p), ...describeGitRepos(p.gitRepos), ...describeMemoryLoss(p), ...notes];
 }
 
 /** Human names of the restore scopes, for pickers and messages. */

@@ -221,17 +221,27 @@ export function gitRepoLines(repos: GitRepoChange[]): string[] {
   if (!repos.length) return [];
   const lines = [`  git repositories whose HEAD or branches the restore changes (${repos.length}):`];
   for (const r of repos) {
-    if (r.effect === 'removed') lines.push(`    ${r.path}: made since the restore point, the restore deletes it (HEAD ${headText(r.head.current)})`);
-    else if (r.effect === 'brought-back') lines.push(`    ${r.path}: deleted since, the restore brings it back (HEAD ${headText(r.head.restored)})`);
-    else {
-      const branches = r.branches.map((b) => `${b.name} ${b.current ? shortSha(b.current) : '(none)'} -> ${b.restored ? shortSha(b.restored) : '(deleted)'}`);
-      const head = r.head.current || r.head.restored ? `HEAD ${headText(r.head.current)} -> ${headText(r.head.restored)}` : 'HEAD unknown';
+    if (r.effect === 'removed') {
+      const head = headText(r.head.current);
+      lines.push(`    ${r.path}: made since the restore point, the restore deletes it (HEAD ${head})`);
+    } else if (r.effect === 'brought-back') {
+      lines.push(`    ${r.path}: deleted since, the restore brings it back (HEAD ${headText(r.head.restored)})`);
+    } else {
+      const branches = r.branches.map((b) => {
+        const from = b.current ? shortSha(b.current) : '(none)';
+        return `${b.name} ${from} -> ${b.restored ? shortSha(b.restored) : '(deleted)'}`;
+      });
+      const known = r.head.current || r.head.restored;
+      const head = known ? `HEAD ${headText(r.head.current)} -> ${headText(r.head.restored)}` : 'HEAD unknown';
       lines.push(`    ${r.path}: ${head}${branches.length ? `; branch ${branches.join(', ')}` : ''}`);
     }
     if (r.note) lines.push(`      note: ${r.note}`);
   }
   if (repos.some((r) => r.effect !== 'brought-back')) {
-    lines.push('  Commits made since leave these repositories with their .git (the state before the restore is kept as the undo restore point).');
+    lines.push(
+      '  Commits made since leave these repositories with their .git ' +
+        '(the state before the restore is kept as the undo restore point).',
+    );
   }
   return lines;
 }
@@ -263,10 +273,11 @@ export function previewText(p: RestorePreview, target: string): string {
   const e = p.effects;
   if (e?.stopsGuest) lines.push('  A running guest is hard-stopped by the rollback (unsaved work in it is lost).');
   if (e?.wholeMachine) {
+    const unless = e.canStartAfter ? ' unless --start' : '';
     lines.push(
       e.resumesRam
         ? '  The whole VM (disks and RAM) goes back to the restore point.'
-        : `  The guest's disks go back to the restore point; without RAM state it stays stopped${e.canStartAfter ? ' unless --start' : ''}.`,
+        : `  The guest's disks go back to the restore point; without RAM state it stays stopped${unless}.`,
     );
   }
   const files = [
@@ -279,10 +290,16 @@ export function previewText(p: RestorePreview, target: string): string {
   else if (!e) lines.push('  No differences: the tree already matches the restore point.');
   lines.push(...gitRepoLines(p.gitRepos));
   const m = p.memory;
-  if (m?.lost.count) lines.push(`  memory learned since the restore point, will be lost (${m.lost.count}):`, ...entryLines(m.lost));
-  if (m?.broughtBack.count) lines.push(`  memory removed or changed since, will come back (${m.broughtBack.count}):`, ...entryLines(m.broughtBack));
+  if (m?.lost.count)
+    lines.push(`  memory learned since the restore point, will be lost (${m.lost.count}):`, ...entryLines(m.lost));
+  if (m?.broughtBack.count)
+    lines.push(
+      `  memory removed or changed since, will come back (${m.broughtBack.count}):`,
+      ...entryLines(m.broughtBack),
+    );
   if (m?.kept.count) {
-    lines.push(`  memory learned since the restore point is kept (scope machine): ${m.kept.count} ${m.kept.count === 1 ? 'entry' : 'entries'}`);
+    const n = `${m.kept.count} ${m.kept.count === 1 ? 'entry' : 'entries'}`;
+    lines.push(`  memory learned since the restore point is kept (scope machine): ${n}`);
   }
   const acts = p.actions;
   if (acts.count) {

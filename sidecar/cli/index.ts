@@ -2,7 +2,8 @@
  * The `agentkeep` command line (commander). Same core as the servers, no RPC.
  *
  *     agentkeep --version
- *     agentkeep restore-point create --target T [--label TEXT] [--kind manual|config-edit|update|hook] [--store S ...] [--important] [--vmstate] [--reuse] [--json]
+ *     agentkeep restore-point create --target T [--label TEXT] [--kind manual|config-edit|update|hook] [--store S ...]
+ *         [--important] [--vmstate] [--reuse] [--json]
  *     agentkeep restore-point list --target T [--json]
  *     agentkeep restore-point restore ID --target T --scope machine|agent|both [--store S ...] [--start] [--yes] [--json]
  *     agentkeep restore-point diff ID --target T [--store S ...] [--json]
@@ -42,7 +43,19 @@ import { evaluate, fileKind, formatEval, parseJsonc, scanText, type EvalLabel } 
 import { serveStdio } from '../server/stdio';
 import { parseHostPort, readTokenFile, serveWs } from '../server/ws';
 import type { CoreFactory } from '../server/session';
-import { changeSummary, createdLine, findingsTable, memoryDiffText, memoryShowText, memoryTable, previewText, pruneReport, restorePointTable, shellQuote, usageReport } from './format';
+import {
+  changeSummary,
+  createdLine,
+  findingsTable,
+  memoryDiffText,
+  memoryShowText,
+  memoryTable,
+  previewText,
+  pruneReport,
+  restorePointTable,
+  shellQuote,
+  usageReport,
+} from './format';
 import { formatAge } from '../protocol/format';
 import { guardSignals } from './signals';
 import { checkGuestWriteSize } from '../core/guest';
@@ -130,6 +143,17 @@ interface Ctx {
   serving: boolean;
   /** The --state-dir given (else AGENTKEEP_STATE_DIR), once a command ran: printed commands name it. */
   stateDir?: string;
+}
+
+/** Options of `restore-point create`. */
+interface CreateOpts {
+  target: string;
+  label?: string;
+  kind: 'manual' | 'config-edit' | 'update' | 'hook';
+  store: string[];
+  important?: boolean;
+  vmstate?: boolean;
+  reuse?: boolean;
 }
 
 function coreOpts(cmd: Command): CoreOptions {
@@ -226,9 +250,13 @@ function program(ctx: Ctx): Command {
     .addOption(new Option('--kind <kind>', 'why it is taken: manual, config-edit (before editing a config file), update (before updating the agent), hook (from a script or git hook); retention treats them alike').choices(['manual', 'config-edit', 'update', 'hook']).default('manual'))
     .option('--important', 'mark it important (retention keeps the newest 10 important restore points)')
     .option('--vmstate', 'VM targets: include the RAM state (a rollback resumes the VM where it was)')
-    .option('--reuse', 'return the newest restore point instead when it is younger than 60 s and nothing changed since (targets that can diff; --json says "reused": true)')
+    .option(
+      '--reuse',
+      'return the newest restore point instead when it is younger than 60 s and nothing changed since ' +
+        '(targets that can diff; --json says "reused": true)',
+    )
     .option('--json', 'print the restore point as JSON')
-    .action(async (o: { target: string; label?: string; kind: 'manual' | 'config-edit' | 'update' | 'hook'; store: string[]; important?: boolean; vmstate?: boolean; reuse?: boolean }, cmd: Command) => {
+    .action(async (o: CreateOpts, cmd: Command) => {
       const asJson = json(cmd);
       const guard = guardSignals('create', ctx.io, cliTargetArgs(o.target, renderOpts(ctx).stateDir));
       let rpnt;
@@ -239,14 +267,25 @@ function program(ctx: Ctx): Command {
         if (caps && !caps.ramState) {
           ctx.io.err(`agentkeep: note: --vmstate applies to VM targets (qemu:, proxmox://…/qemu/…); ${o.target} has no RAM state to save, so it is ignored.`);
         }
-        rpnt = await call(ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal }), 'restorePointCreate', { target: o.target, label: o.label, stores: o.store.length ? o.store : undefined, kind: o.kind, ...(o.important ? { important: true } : {}), ...(o.vmstate ? { vmstate: true } : {}), ...(o.reuse ? { reuse: true } : {}) });
+        rpnt = await call(ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal }), 'restorePointCreate', {
+          target: o.target,
+          label: o.label,
+          stores: o.store.length ? o.store : undefined,
+          kind: o.kind,
+          ...(o.important ? { important: true } : {}),
+          ...(o.vmstate ? { vmstate: true } : {}),
+          ...(o.reuse ? { reuse: true } : {}),
+        });
       } finally {
         guard.dispose();
       }
       const notices = rpnt.notices ?? (rpnt.warnings ?? []).map((message) => ({ message }));
       for (const n of notices) ctx.io.err(`agentkeep: warning: ${describeProblem(n, renderOpts(ctx))}`);
       if (asJson) printJson(ctx, rpnt);
-      else if (rpnt.reused) ctx.io.out(`Reusing restore point ${rpnt.id} "${rpnt.label}" (taken ${formatAge(rpnt.createdAt)}; nothing changed since).`);
+      else if (rpnt.reused) {
+        const taken = formatAge(rpnt.createdAt);
+        ctx.io.out(`Reusing restore point ${rpnt.id} "${rpnt.label}" (taken ${taken}; nothing changed since).`);
+      }
       else {
         const noun = (await call(core(cmd), 'targetDescribe', { target: rpnt.target }).catch(() => undefined))?.snapshotNoun;
         ctx.io.out(createdLine(rpnt, noun));
@@ -328,8 +367,9 @@ function program(ctx: Ctx): Command {
           );
         }
         // what the restore does, as the core computes it for every front end (restorePoint.preview)
-        const preview = await call(c, 'restorePointPreview', { target: o.target, id, scope: o.scope, ...(stores ? { stores } : {}) });
-        ctx.io.err(`${previewText(preview, o.target)}\n${OUTSIDE_NOTE}\nThe current state is captured first, so this can be undone.`);
+        const preview = await call(c, 'restorePointPreview', { target: o.target, id, scope: o.scope, stores });
+        const undoable = 'The current state is captured first, so this can be undone.';
+        ctx.io.err(`${previewText(preview, o.target)}\n${OUTSIDE_NOTE}\n${undoable}`);
         if (!(await ctx.io.confirm('Restore?'))) {
           throw new AgentKeepError('ConfirmationRequired', 'Restore cancelled; nothing was changed.', 'Answer y to restore, or pass --yes.');
         }

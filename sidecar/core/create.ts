@@ -192,7 +192,9 @@ export async function createRestorePoint(
   const made = await ctx.withTarget(t, { op: 'create restore point', writesObjects: true }, async () => {
     // reuse-or-create: decided under the lock, so nothing changes between the check and the answer
     const reusable = p.reuse ? await reusableRestorePoint(ctx, t, stores, p) : undefined;
-    return reusable ? { rp: reusable, reused: true } : { rp: await createLocked(ctx, t, spec, progress), reused: false };
+    return reusable
+      ? { rp: reusable, reused: true }
+      : { rp: await createLocked(ctx, t, spec, progress), reused: false };
   });
   if (made.reused) {
     progress.report('done', `Reusing restore point ${made.rp.id} (nothing changed since)`);

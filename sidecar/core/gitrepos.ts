@@ -29,7 +29,13 @@ const SHA = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
 
 /** Whether a path inside a .git folder (relative to it) bears on HEAD or branches. */
 function bearsOnRefs(rest: string): boolean {
-  return rest === '' || rest === 'HEAD' || rest === 'packed-refs' || rest.startsWith('refs/heads/') || rest.startsWith('reftable/');
+  return (
+    rest === '' ||
+    rest === 'HEAD' ||
+    rest === 'packed-refs' ||
+    rest.startsWith('refs/heads/') ||
+    rest.startsWith('reftable/')
+  );
 }
 
 /**
@@ -67,7 +73,11 @@ export async function gitRepoChanges(changes: MachineChanges, sides: GitSides, m
   return out;
 }
 
-async function repoChange(gitDir: string, statuses: Map<string, Status>, sides: GitSides): Promise<GitRepoChange | undefined> {
+async function repoChange(
+  gitDir: string,
+  statuses: Map<string, Status>,
+  sides: GitSides,
+): Promise<GitRepoChange | undefined> {
   const repoPath = gitDir === '.git' ? '.' : gitDir.slice(0, -'/.git'.length);
   const read = (side: Side, rest: string): Promise<string | undefined> => {
     const st = statuses.get(rest);
@@ -77,7 +87,10 @@ async function repoChange(gitDir: string, statuses: Map<string, Status>, sides: 
     // a file the restore does not change is the same in the snapshot as now
     return st ? sides.then(rel) : sides.now(rel);
   };
-  const packed = { now: parsePackedRefs(await read('now', 'packed-refs')), then: parsePackedRefs(await read('then', 'packed-refs')) };
+  const packed = {
+    now: parsePackedRefs(await read('now', 'packed-refs')),
+    then: parsePackedRefs(await read('then', 'packed-refs')),
+  };
   const resolve = async (side: Side, ref: string, depth = 0): Promise<string | undefined> => {
     const loose = (await read(side, ref))?.trim();
     if (loose?.startsWith('ref: ') && depth < 5) return resolve(side, loose.slice(5).trim(), depth + 1);
@@ -97,26 +110,38 @@ async function repoChange(gitDir: string, statuses: Map<string, Status>, sides: 
   const current = await head('now');
   const restored = await head('then');
   const reftable = [...statuses.keys()].some((k) => k.startsWith('reftable/'));
-  const note = reftable ? 'Its refs are kept in reftable format, which AgentKeep does not read: HEAD and branches may change too.' : undefined;
+  const note = reftable
+    ? 'Its refs are kept in reftable format, which AgentKeep does not read: HEAD and branches may change too.'
+    : undefined;
   if (!current && !restored) {
     // no HEAD on either side: not a repository folder AgentKeep can read (e.g. .git is a file pointing elsewhere)
     return note ? { path: repoPath, effect: 'moved', head: {}, branches: [], note } : undefined;
   }
   if (!restored || !current) {
     const effect = restored ? 'brought-back' : 'removed';
-    return { path: repoPath, effect, head: { ...(current ? { current } : {}), ...(restored ? { restored } : {}) }, branches: [] };
+    return {
+      path: repoPath,
+      effect,
+      head: { ...(current ? { current } : {}), ...(restored ? { restored } : {}) },
+      branches: [],
+    };
   }
   // branches that may differ: loose refs the restore changes, and every packed one when packed-refs changes
   const names = new Set<string>();
   for (const rest of statuses.keys()) if (rest.startsWith('refs/heads/')) names.add(rest);
   if (statuses.has('packed-refs')) {
-    for (const side of ['now', 'then'] as const) for (const ref of packed[side].keys()) if (ref.startsWith('refs/heads/')) names.add(ref);
+    for (const side of ['now', 'then'] as const)
+      for (const ref of packed[side].keys()) if (ref.startsWith('refs/heads/')) names.add(ref);
   }
   const branches: GitRepoChange['branches'] = [];
   for (const ref of [...names].sort()) {
     const [now, then] = [await resolve('now', ref), await resolve('then', ref)];
     if (now === then) continue;
-    branches.push({ name: ref.slice('refs/heads/'.length), ...(now ? { current: now } : {}), ...(then ? { restored: then } : {}) });
+    branches.push({
+      name: ref.slice('refs/heads/'.length),
+      ...(now ? { current: now } : {}),
+      ...(then ? { restored: then } : {}),
+    });
   }
   const headMoves = current.ref !== restored.ref || current.commit !== restored.commit;
   if (!headMoves && !branches.length && !note) return undefined;

@@ -32,7 +32,8 @@ export function checkGuestWriteSize(d: TargetDescription, bytes: number): void {
   if (max !== undefined && bytes > max) {
     throw new AgentKeepError(
       'FileError',
-      `The content is ${bytes} bytes; the guest agent writes at most ${max} bytes per call. Nothing was written (and no backup was made).`,
+      `The content is ${bytes} bytes; the guest agent writes at most ${max} bytes per call. ` +
+        'Nothing was written (and no backup was made).',
       'Shorten the content.',
     );
   }
@@ -74,7 +75,9 @@ export async function guestFileWrite(
       await fs.mkdir(dir, { recursive: true, mode: 0o700 });
       await fs.writeFile(backup, old, { mode: 0o600 });
     } catch (e) {
-      const why = `Cannot save the old content of ${file} to ${backup}: ${(e as Error).message}. Nothing was written to the guest.`;
+      const why =
+        `Cannot save the old content of ${file} to ${backup}: ${(e as Error).message}. ` +
+        'Nothing was written to the guest.';
       throw new AgentKeepError('FileError', why, `Make ${dir} writable, or free space in the state dir.`);
     }
   }
@@ -82,7 +85,9 @@ export async function guestFileWrite(
   return { bytes, ...(backup ? { backup } : {}) };
 }
 
-type GuestFiles = Required<Pick<MachineBackend, 'readGuestFile' | 'writeGuestFile'>> & { description: TargetDescription };
+type GuestFiles = Required<Pick<MachineBackend, 'readGuestFile' | 'writeGuestFile'>> & {
+  description: TargetDescription;
+};
 
 async function guestBackend(ctx: CoreContext, target: string, file: string): Promise<GuestFiles> {
   if (!file.startsWith('/')) {

@@ -54,7 +54,11 @@ export async function previewRestore(ctx: CoreContext, p: ParamsOf<'restorePoint
     if (effects) out.effects = effects;
     if (t.backend.diff && d.capabilities.diff) {
       const changes = await machineChanges(ctx, t, rp, stores, scope);
-      out.machine = { added: samplePaths(changes.added, limit), changed: samplePaths(changes.changed, limit), removed: samplePaths(changes.removed, limit) };
+      out.machine = {
+        added: samplePaths(changes.added, limit),
+        changed: samplePaths(changes.changed, limit),
+        removed: samplePaths(changes.removed, limit),
+      };
       if (d.localRoot && t.backend.readFile && d.capabilities.readFile) {
         out.gitRepos = await gitRepoChanges(changes, gitSides(t, rp, d.localRoot), limit);
       }
@@ -84,7 +88,12 @@ export function restoreEffects(d: TargetDescription, rp: Pick<RestorePoint, 'mac
   if (d.kind === 'directory') return undefined;
   const c = d.capabilities;
   const resumesRam = !!rp.machine.vmstate || (c.ramState && !c.ramStateOnRequest);
-  return { wholeMachine: true, stopsGuest: c.rollbackStopsGuest, resumesRam, canStartAfter: c.startAfterRollback && !resumesRam };
+  return {
+    wholeMachine: true,
+    stopsGuest: c.rollbackStopsGuest,
+    resumesRam,
+    canStartAfter: c.startAfterRollback && !resumesRam,
+  };
 }
 
 /** The machine diff a restore with `scope` would apply: the same agent-state filter as the restore. */
@@ -136,7 +145,11 @@ export function samplePaths(paths: readonly string[], limit: number): PathSample
     else roots.push(p);
   }
   roots.sort();
-  return { count: paths.length, groups: roots.length, items: roots.slice(0, limit).map((p) => ({ path: p, inside: inside.get(p) ?? 0 })) };
+  return {
+    count: paths.length,
+    groups: roots.length,
+    items: roots.slice(0, limit).map((p) => ({ path: p, inside: inside.get(p) ?? 0 })),
+  };
 }
 
 /**
@@ -170,7 +183,9 @@ async function memoryChanges(
       // broken files are left out of the diff, never shown as "no changes"
       for (const w of r.warnings ?? []) warnings.push(`${s.spec}: ${w}`);
     } catch (e) {
-      warnings.push(`The memory of ${s.spec} could not be compared with the restore point: ${asAgentKeepError(e).oneLine()}`);
+      warnings.push(
+        `The memory of ${s.spec} could not be compared with the restore point: ${asAgentKeepError(e).oneLine()}`,
+      );
       // the outside world does not depend on a capture: still say what the agent did since
       if (s.actionsSince) actions.push(...(await s.actionsSince(rp.createdAt).catch(() => [] as ProvenanceTrace[])));
     }

@@ -463,7 +463,7 @@ export type PathGroup = z.infer<typeof PathGroup>;
 
 /** A list of paths, counted whole and sampled: top-most paths first (descendants folded in), sorted. */
 export const PathSample = z.object({
-  count: z.number().int().min(0).describe('How many paths there are in all (descendants of listed directories included)'),
+  count: z.number().int().min(0).describe('How many paths there are in all (with the descendants of listed folders)'),
   groups: z.number().int().min(0).describe('How many top-most paths (PathGroup items) there are in all'),
   items: z.array(PathGroup).describe('The first top-most paths, sorted, at most `limit` of them'),
 });
@@ -485,15 +485,19 @@ export type GitHead = z.infer<typeof GitHead>;
 
 /** A git repository inside the target whose HEAD or branches a restore changes (issue: cline#13550). */
 export const GitRepoChange = z.object({
-  path: z.string().describe('Target-relative path of the repository ("." = the target root), the folder that holds .git'),
+  path: z.string().describe('Target-relative path of the repository (the folder that holds .git; "." = the root)'),
   effect: z
     .enum(['moved', 'removed', 'brought-back'])
     .describe(
-      'moved: HEAD or branches go back (commits made since leave the repository with its .git); removed: the ' +
-        'repository was made since the restore point and the restore deletes it; brought-back: deleted since, it comes back',
+      'moved: HEAD or branches go back (commits made since leave the repository with its .git); removed: ' +
+        'the repository was made since the restore point and the restore deletes it; brought-back: deleted ' +
+        'since, it comes back',
     ),
   head: z
-    .object({ current: GitHead.optional().describe('HEAD now'), restored: GitHead.optional().describe('HEAD after the restore') })
+    .object({
+      current: GitHead.optional().describe('HEAD now'),
+      restored: GitHead.optional().describe('HEAD after the restore'),
+    })
     .describe('HEAD now and after the restore (a side is absent when the repository does not exist then)'),
   branches: z
     .array(
@@ -508,9 +512,9 @@ export const GitRepoChange = z.object({
 });
 export type GitRepoChange = z.infer<typeof GitRepoChange>;
 
-/** What a machine rollback of a VM or container does to the guest (from the backend's capabilities and the snapshot). */
+/** What a machine rollback of a VM or container does to the guest (backend capabilities + the snapshot). */
 export const RestoreEffects = z.object({
-  wholeMachine: z.boolean().describe('The whole guest goes back (its disks, and its RAM when the snapshot has it): no file list'),
+  wholeMachine: z.boolean().describe('The whole guest goes back (disks, and RAM if the snapshot has it): no file list'),
   stopsGuest: z.boolean().describe('A running guest is hard-stopped first (Proxmox): unsaved work in it is lost'),
   resumesRam: z.boolean().describe('The snapshot holds RAM state: the guest resumes running where it was'),
   canStartAfter: z
@@ -530,22 +534,32 @@ export const RestorePreview = z.object({
       removed: PathSample.describe('Deleted since: the restore brings them back'),
     })
     .optional()
-    .describe('Files a machine restore changes, where the backend can diff (capabilities.diff); absent for scope agent and whole-VM snapshots'),
-  agentFiles: PathSample.optional().describe('Agent-state files (`<store>:<rel>`) the restore puts back; absent for scope machine'),
-  effects: RestoreEffects.optional().describe('VM and container targets, scopes machine and both: what the rollback does to the guest'),
+    .describe(
+      'Files a machine restore changes, where the backend can diff (capabilities.diff); absent for scope agent ' +
+        'and whole-VM snapshots',
+    ),
+  agentFiles: PathSample.optional().describe(
+    'Agent-state files (`<store>:<rel>`) the restore puts back; absent for scope machine',
+  ),
+  effects: RestoreEffects.optional().describe(
+    'VM and container targets, scopes machine and both: what the rollback does to the guest',
+  ),
   memory: z
     .object({
-      lost: EntrySample.describe('Entries there now that the restore takes away: learned or changed since (scopes agent, both)'),
-      broughtBack: EntrySample.describe('Entries removed or changed since that the restore brings back (scopes agent, both)'),
+      lost: EntrySample.describe('Entries there now that the restore takes away: learned/changed since (agent, both)'),
+      broughtBack: EntrySample.describe('Entries removed or changed since that the restore brings back (agent, both)'),
       kept: EntrySample.describe('Entries learned or changed since that stay: scope machine keeps the current memory'),
     })
     .optional()
-    .describe('Memory entries, from memory.diff of each store; absent when no store was compared (none captured or given)'),
+    .describe('Memory entries, from memory.diff of each store; absent when no store was compared (none given)'),
   actions: z
-    .object({ count: z.number().int().min(0), items: z.array(ProvenanceTrace).describe('Oldest first, at most `limit`') })
-    .describe("The agent's outside-world actions since the restore point (messages, pushes, web requests): no restore undoes them"),
-  gitRepos: z.array(GitRepoChange).describe('Git repositories inside the target whose HEAD or branches the restore changes'),
-  warnings: z.array(z.string()).describe('What the preview could not tell, e.g. a store whose memory could not be compared'),
+    .object({
+      count: z.number().int().min(0),
+      items: z.array(ProvenanceTrace).describe('Oldest first, at most `limit`'),
+    })
+    .describe("The agent's outside-world actions since the restore point (messages, pushes): no restore undoes them"),
+  gitRepos: z.array(GitRepoChange).describe('Git repositories in the target whose HEAD or branches the restore moves'),
+  warnings: z.array(z.string()).describe('What the preview could not tell, e.g. a store it could not compare'),
 });
 export type RestorePreview = z.infer<typeof RestorePreview>;
 
@@ -600,9 +614,10 @@ export const Methods = {
         .boolean()
         .optional()
         .describe(
-          'Reuse instead of creating: when the newest restore point of the target is younger than reuseWithinMs, holds ' +
-            'a capture of every store of this create, and nothing differs from it (restorePoint.diff empty: backends ' +
-            'with capabilities.diff only), return it with `reused: true` (nothing is created, retention does not run)',
+          'Reuse instead of creating: when the newest restore point of the target is younger than ' +
+            'reuseWithinMs, holds a capture of every store of this create, and nothing differs from it ' +
+            '(restorePoint.diff empty: backends with capabilities.diff only), return it with `reused: true` ' +
+            '(nothing is created, retention does not run)',
         ),
       reuseWithinMs: z
         .number()
@@ -614,7 +629,10 @@ export const Methods = {
       progressToken: ProgressToken,
     }),
     RestorePoint.extend({
-      reused: z.boolean().optional().describe('true: `reuse` found a restore point to reuse and returned it; nothing was created'),
+      reused: z
+        .boolean()
+        .optional()
+        .describe('true: `reuse` found a restore point to reuse and returned it; nothing was created'),
       warnings: z.array(z.string()).optional().describe('What the user should know, e.g. the target\'s restore points use more than 90% of the size cap (not stored in the journal)'),
       notices: z
         .array(Notice)
@@ -640,24 +658,28 @@ export const Methods = {
   ),
   restorePointPreview: method(
     'restorePoint.preview',
-    'What a restore of `id` with `scope` would do, changing nothing (the confirmation of every front end shows it): ' +
-      'files it removes, reverts and brings back (backends with capabilities.diff; the same agent-state filter as the ' +
-      'restore), agent-state files it puts back, for a VM what happens to the guest (hard stop, RAM state, start), ' +
-      'memory entries lost, brought back and kept, the outside-world actions since (never undone), and git repositories ' +
-      'inside the target whose HEAD or branches change. Refuses what the restore would refuse (scope agent without a ' +
-      'capture, a store the restore point did not capture). Takes no lock.',
+    'What a restore of `id` with `scope` would do, changing nothing (the confirmation of every front end ' +
+      'shows it): files it removes, reverts and brings back (backends with capabilities.diff; the same ' +
+      'agent-state filter as the restore), agent-state files it puts back, for a VM what happens to the guest ' +
+      '(hard stop, RAM state, start), memory entries lost, brought back and kept, the outside-world actions ' +
+      'since (never undone), and git repositories inside the target whose HEAD or branches change. Refuses ' +
+      'what the restore would refuse (scope agent without a capture, a store the restore point did not ' +
+      'capture). Takes no lock.',
     z.object({
       target: Target,
       id: z.string(),
       scope: Scope,
-      stores: z.array(Store).optional().describe('As restorePoint.restore: default the stores the restore point captured'),
+      stores: z
+        .array(Store)
+        .optional()
+        .describe('As restorePoint.restore: default the stores the restore point captured'),
       limit: z
         .number()
         .int()
         .min(1)
         .max(10000)
         .optional()
-        .describe('Most items of each list (paths, entries, actions), default 50 (PREVIEW_LIMIT); counts are always whole'),
+        .describe('Most items of each list (paths, entries, actions), default 50 (PREVIEW_LIMIT); counts are whole'),
     }),
     RestorePreview,
   ),

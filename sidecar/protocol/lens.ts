@@ -8,7 +8,9 @@ import { z } from 'zod';
 import { RISK_CLASSES, RISK_CLASS_DESCRIPTIONS, type RiskClass } from './risk';
 
 /** A risk class as a schema (the classes of sidecar/protocol/risk.ts). */
-export const RiskClassSchema = z.enum(RISK_CLASSES).describe(RISK_CLASSES.map((c) => `${c}: ${RISK_CLASS_DESCRIPTIONS[c]}`).join('; '));
+export const RiskClassSchema = z
+  .enum(RISK_CLASSES)
+  .describe(RISK_CLASSES.map((c) => `${c}: ${RISK_CLASS_DESCRIPTIONS[c]}`).join('; '));
 
 /**
  * Command ids the lenses and prompts name (contributed by the extension's package.json):
@@ -39,11 +41,17 @@ export const LensArgument = z
     uri: z.string().optional().describe('The document URI as the client sent it'),
     line: z.number().int().positive().describe('1-based first line (of the block)'),
     endLine: z.number().int().positive().optional().describe('1-based last line (of the block)'),
-    class: z.string().optional().describe(`Highest risk class of the command (block): ${RISK_CLASSES.join(' | ')}`),
+    class: z
+      .string()
+      .optional()
+      .describe(`Highest risk class of the command (block): ${RISK_CLASSES.join(' | ')}`),
     reason: z
       .string()
       .optional()
-      .describe('Why, one line, of the block\'s highest command (`destructive: git reset --hard discards …`): the lens tooltip'),
+      .describe(
+        "Why, one line, of the block's highest command (`destructive: git reset --hard discards …`): " +
+          'the lens tooltip',
+      ),
   })
   .describe('The argument of the lens commands');
 export type LensArgument = z.infer<typeof LensArgument>;
@@ -100,6 +108,7 @@ export type LensSettings = z.infer<typeof LensSettings>;
  */
 export function codeLensSettingOf(settings: unknown): CodeLensFilter | undefined {
   const s = settings as { agentkeep?: { codeLens?: unknown }; codeLens?: unknown } | undefined;
-  const v = s?.agentkeep && typeof s.agentkeep === 'object' && 'codeLens' in s.agentkeep ? s.agentkeep.codeLens : s?.codeLens;
+  const v =
+    s?.agentkeep && typeof s.agentkeep === 'object' && 'codeLens' in s.agentkeep ? s.agentkeep.codeLens : s?.codeLens;
   return v === undefined ? undefined : parseCodeLensFilter(v);
 }

@@ -103,7 +103,12 @@ describe('core: restorePoint.preview', function () {
     const p = await core.previewRestorePoint({ target: s.target, id: rp.id, scope: 'both' });
     const byPath = new Map(p.gitRepos.map((r) => [r.path, r]));
     assert.deepEqual([...byPath.keys()], ['other', 'workspace/proj']);
-    assert.deepEqual(byPath.get('other'), { path: 'other', effect: 'removed', head: { current: { ref: 'refs/heads/trunk', commit: o1 } }, branches: [] });
+    assert.deepEqual(byPath.get('other'), {
+      path: 'other',
+      effect: 'removed',
+      head: { current: { ref: 'refs/heads/trunk', commit: o1 } },
+      branches: [],
+    });
     const proj = byPath.get('workspace/proj')!;
     assert.equal(proj.effect, 'moved');
     assert.deepEqual(proj.head, { current: { commit: c2 }, restored: { ref: 'refs/heads/main', commit: c1 } });
@@ -130,7 +135,7 @@ describe('core: restorePoint.preview', function () {
     assert.equal(a.agentFiles?.count, 0);
   });
 
-  it('one memory rule: entries learned since are lost with agent and both, kept with machine; removed ones come back', async () => {
+  it('one memory rule: learned entries are lost with agent/both, kept with machine; removed come back', async () => {
     const home = path.join(s.tree, '.hermes');
     makeHermesHome(home);
     const store = `hermes:${home}`;
@@ -143,11 +148,22 @@ describe('core: restorePoint.preview', function () {
     for (const scope of ['agent', 'both'] as const) {
       const p = await core.previewRestorePoint({ target: s.target, id: rp.id, scope });
       assert.ok(p.memory, scope);
-      assert.deepEqual(p.memory.lost.items.map((e) => e.text), ['Staging moved to port 2222.'], scope);
+      assert.deepEqual(
+        p.memory.lost.items.map((e) => e.text),
+        ['Staging moved to port 2222.'],
+        scope,
+      );
       assert.equal(p.memory.lost.items[0]!.store, store);
-      assert.deepEqual(p.memory.broughtBack.items.map((e) => e.text), [first.text], scope);
+      assert.deepEqual(
+        p.memory.broughtBack.items.map((e) => e.text),
+        [first.text],
+        scope,
+      );
       assert.equal(p.memory.kept.count, 0);
-      assert.ok(p.agentFiles?.items.some((g) => g.path === `${store}:memories/MEMORY.md`), 'MEMORY.md is put back');
+      assert.ok(
+        p.agentFiles?.items.some((g) => g.path === `${store}:memories/MEMORY.md`),
+        'MEMORY.md is put back',
+      );
     }
     const m = await core.previewRestorePoint({ target: s.target, id: rp.id, scope: 'machine' });
     assert.deepEqual(m.memory, {
@@ -156,19 +172,34 @@ describe('core: restorePoint.preview', function () {
       kept: { count: 1, items: [m.memory!.kept.items[0]!] },
     });
     assert.equal(m.memory!.kept.items[0]!.text, 'Staging moved to port 2222.');
-    assert.ok(!m.machine?.changed.items.some((g) => g.path.startsWith('.hermes/memories')), 'scope machine spares the memory files');
+    assert.ok(
+      !m.machine?.changed.items.some((g) => g.path.startsWith('.hermes/memories')),
+      'scope machine spares the memory files',
+    );
     assert.deepEqual(m.warnings, []);
   });
 
   it('refuses what the restore refuses, and says when a store cannot be compared', async () => {
     const rp = await core.createRestorePoint({ target: s.target, stores: [] });
-    await expectAgentKeepError(core.previewRestorePoint({ target: s.target, id: rp.id, scope: 'agent' }), 'BadStore', /nothing to restore/);
-    await expectAgentKeepError(core.previewRestorePoint({ target: s.target, id: 'ak_nope', scope: 'both' }), 'RestorePointNotFound');
+    await expectAgentKeepError(
+      core.previewRestorePoint({ target: s.target, id: rp.id, scope: 'agent' }),
+      'BadStore',
+      /nothing to restore/,
+    );
+    await expectAgentKeepError(
+      core.previewRestorePoint({ target: s.target, id: 'ak_nope', scope: 'both' }),
+      'RestorePointNotFound',
+    );
     const home = path.join(s.base, 'home');
     makeHermesHome(home);
     const store = `hermes:${home}`;
-    await expectAgentKeepError(core.previewRestorePoint({ target: s.target, id: rp.id, scope: 'both', stores: [store] }), 'BadStore', /no agent-state capture/);
-    // scope machine with a store the restore point did not capture: the restore leaves it alone; the preview says it could not compare
+    await expectAgentKeepError(
+      core.previewRestorePoint({ target: s.target, id: rp.id, scope: 'both', stores: [store] }),
+      'BadStore',
+      /no agent-state capture/,
+    );
+    // scope machine with a store the restore point did not capture: the restore leaves it alone; the
+    // preview says it could not compare it
     const p = await core.previewRestorePoint({ target: s.target, id: rp.id, scope: 'machine', stores: [store] });
     assert.equal(p.memory, undefined, 'not shown as "no memory changes"');
     assert.equal(p.warnings.length, 1);

@@ -26,10 +26,21 @@ describe('core: restorePoint.create with reuse', function () {
   });
   afterEach(() => s.cleanup());
 
-  it('reuses the newest restore point while nothing changed; a change, a store it lacks or age make a new one', async () => {
-    const first = await call(core, 'restorePointCreate', { target: s.target, stores: [store], kind: 'pre', label: 'a' });
+  it('reuses the newest restore point while nothing changed; a change, a missing store or age: a new one', async () => {
+    const first = await call(core, 'restorePointCreate', {
+      target: s.target,
+      stores: [store],
+      kind: 'pre',
+      label: 'a',
+    });
     assert.equal(first.reused, undefined);
-    const again = await call(core, 'restorePointCreate', { target: s.target, stores: [store], kind: 'pre', label: 'b', reuse: true });
+    const again = await call(core, 'restorePointCreate', {
+      target: s.target,
+      stores: [store],
+      kind: 'pre',
+      label: 'b',
+      reuse: true,
+    });
     assert.equal(again.reused, true);
     assert.equal(again.id, first.id);
     assert.equal(again.label, 'a', 'the reused restore point as it is');

@@ -1,6 +1,21 @@
 /** Pure formatting helpers of the extension (extension/format.ts). */
 import * as assert from 'node:assert/strict';
-import { commandLine, describeGitRepos, describeLoss, describeMemoryLoss, describePreview, displayLabel, entryTitle, formatAge, formatBytes, formatReason, sampleText, shortReason, statusBarText, usageText } from '../../extension/format';
+import {
+  commandLine,
+  describeGitRepos,
+  describeLoss,
+  describeMemoryLoss,
+  describePreview,
+  displayLabel,
+  entryTitle,
+  formatAge,
+  formatBytes,
+  formatReason,
+  sampleText,
+  shortReason,
+  statusBarText,
+  usageText,
+} from '../../extension/format';
 import { samplePaths } from '../../sidecar/core/preview';
 import { PREVIEW_LIMIT } from '../../sidecar/protocol';
 
@@ -60,7 +75,10 @@ describe('extension/format', () => {
     const agent = describeLoss({ agentFiles });
     assert.ok(!agent.some((l) => l.includes('node_modules')), 'scope agent keeps machine files');
     const none = sample([]);
-    assert.equal(describeLoss({ machine: { added: none, removed: none, changed: none }, agentFiles: none })[0], 'Nothing changed since this restore point.');
+    assert.equal(
+      describeLoss({ machine: { added: none, removed: none, changed: none }, agentFiles: none })[0],
+      'Nothing changed since this restore point.',
+    );
   });
 
   it('says which memory entries a restore loses and which outside actions it cannot undo', () => {
@@ -69,7 +87,16 @@ describe('extension/format', () => {
     const entries = (...items: Array<ReturnType<typeof e>>) => ({ count: items.length, items });
     // what restorePoint.preview says for an entry added and one changed since (scope both: both lost)
     const learned = entries(e('a1', 'Staging moved to port 2222\nmore'), e('c1', 'User prefers tabs'));
-    const actions = { count: 1, items: [{ action: 'none' as const, message: 'send_message to telegram: "deployed"', time: new Date(Date.now() - 3_600_000).toISOString() }] };
+    const actions = {
+      count: 1,
+      items: [
+        {
+          action: 'none' as const,
+          message: 'send_message to telegram: "deployed"',
+          time: new Date(Date.now() - 3_600_000).toISOString(),
+        },
+      ],
+    };
     const both = describeMemoryLoss({ memory: { lost: learned, broughtBack: entries(), kept: entries() }, actions });
     assert.equal(both[0], '2 memory entries learned since then will be lost:');
     assert.equal(both[1], '  • Staging moved to port 2222');
@@ -78,24 +105,70 @@ describe('extension/format', () => {
     assert.match(both[4]!, /send_message to telegram: "deployed" \(1h ago\)/);
     const machine = describeMemoryLoss({ memory: { lost: entries(), broughtBack: entries(), kept: learned }, actions });
     assert.match(machine[0]!, /2 memory entries learned since then stay/);
-    const back = describeMemoryLoss({ memory: { lost: entries(), broughtBack: entries(e('c0', 'old')), kept: entries() }, actions: { count: 0, items: [] } });
+    const back = describeMemoryLoss({
+      memory: { lost: entries(), broughtBack: entries(e('c0', 'old')), kept: entries() },
+      actions: { count: 0, items: [] },
+    });
     assert.deepEqual(back, ['1 memory entry removed or changed since then will come back:', '  • old']);
-    assert.deepEqual(describeMemoryLoss({ memory: { lost: entries(), broughtBack: entries(), kept: entries() }, actions: { count: 0, items: [] } }), []);
+    assert.deepEqual(
+      describeMemoryLoss({
+        memory: { lost: entries(), broughtBack: entries(), kept: entries() },
+        actions: { count: 0, items: [] },
+      }),
+      [],
+    );
   });
 
   it('names git repositories whose HEAD a restore moves, and renders a whole preview', () => {
     const c = (n: string) => n.repeat(40);
     const repos = [
-      { path: 'workspace/proj', effect: 'moved' as const, head: { current: { ref: 'refs/heads/main', commit: c('a') }, restored: { ref: 'refs/heads/main', commit: c('b') } }, branches: [{ name: 'main', current: c('a'), restored: c('b') }, { name: 'feature', current: c('a') }] },
-      { path: 'other', effect: 'removed' as const, head: { current: { ref: 'refs/heads/trunk', commit: c('c') } }, branches: [] },
+      {
+        path: 'workspace/proj',
+        effect: 'moved' as const,
+        head: {
+          current: { ref: 'refs/heads/main', commit: c('a') },
+          restored: { ref: 'refs/heads/main', commit: c('b') },
+        },
+        branches: [
+          { name: 'main', current: c('a'), restored: c('b') },
+          { name: 'feature', current: c('a') },
+        ],
+      },
+      {
+        path: 'other',
+        effect: 'removed' as const,
+        head: { current: { ref: 'refs/heads/trunk', commit: c('c') } },
+        branches: [],
+      },
     ];
     assert.deepEqual(describeGitRepos(repos), [
-      'Git repository workspace/proj: HEAD main aaaaaaa → main bbbbbbb (branches: main → bbbbbbb, feature deleted); commits made since leave it.',
+      'Git repository workspace/proj: HEAD main aaaaaaa → main bbbbbbb ' +
+        '(branches: main → bbbbbbb, feature deleted); commits made since leave it.',
       'Git repository other was made since then and will be deleted (HEAD trunk ccccccc).',
     ]);
     const none = samplePaths([], PREVIEW_LIMIT);
-    const rp = { id: 'ak_1', target: 'dir:/a', label: 'x', createdAt: new Date().toISOString(), status: 'ready' as const, kind: 'manual' as const, machine: { backend: 'dir', files: 1, bytes: 1, newBytes: 1, durationMs: 1 }, agent: [] };
-    const lines = describePreview({ restorePoint: rp, scope: 'machine', machine: { added: none, removed: none, changed: samplePaths(['workspace/proj/.git/refs/heads/main'], PREVIEW_LIMIT) }, actions: { count: 0, items: [] }, gitRepos: repos, warnings: ['w1'] });
+    const rp = {
+      id: 'ak_1',
+      target: 'dir:/a',
+      label: 'x',
+      createdAt: new Date().toISOString(),
+      status: 'ready' as const,
+      kind: 'manual' as const,
+      machine: { backend: 'dir', files: 1, bytes: 1, newBytes: 1, durationMs: 1 },
+      agent: [],
+    };
+    const lines = describePreview({
+      restorePoint: rp,
+      scope: 'machine',
+      machine: {
+        added: none,
+        removed: none,
+        changed: samplePaths(['workspace/proj/.git/refs/heads/main'], PREVIEW_LIMIT),
+      },
+      actions: { count: 0, items: [] },
+      gitRepos: repos,
+      warnings: ['w1'],
+    });
     assert.match(lines[0]!, /^1 changed file will be reverted/);
     assert.match(lines[2]!, /^Git repository workspace\/proj: HEAD main aaaaaaa → main bbbbbbb/);
     assert.equal(lines.at(-1), 'Note: w1');

@@ -139,9 +139,16 @@ describe('extension/proxmoxModel', () => {
     // plain QEMU (loadvm): disks and RAM, no hard stop
     assert.equal(vmRestoreOutcome(D('qemu:/run/vm.sock'), ram, { machineState: 'running', warnings: ['QEMU paused the VM for the save'] }), 'Rolled back to "ram". The VM\'s disks and RAM are back at the restore point; it is running. QEMU paused the VM for the save.');
     const qemu = 'qemu:/run/vm.sock';
-    assert.match(vmRollbackDetail(D(qemu), fx(qemu, ram)), /^The VM's disks and RAM go back to the snapshot \(QEMU loadvm\)/);
+    assert.match(
+      vmRollbackDetail(D(qemu), fx(qemu, ram)),
+      /^The VM's disks and RAM go back to the snapshot \(QEMU loadvm\)/,
+    );
     assert.doesNotMatch(vmRollbackDetail(D(qemu), fx(qemu, ram)), /hard-stopped/);
-    assert.deepEqual(vmRollbackButtons(fx(qemu, disk)), ['Roll back'], 'a QEMU snapshot always holds RAM: no start offer');
+    assert.deepEqual(
+      vmRollbackButtons(fx(qemu, disk)),
+      ['Roll back'],
+      'a QEMU snapshot always holds RAM: no start offer',
+    );
   });
 
   it('restricts every setting that picks the host, guest, certificate, stores or state dir in untrusted workspaces', () => {

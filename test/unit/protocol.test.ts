@@ -42,14 +42,23 @@ describe('protocol', () => {
 
   it('the lens contract matches what package.json contributes: command ids, setting names and risk classes', () => {
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', `file://${__filename}`), 'utf8')) as {
-      contributes: { commands: Array<{ command: string }>; configuration: { properties: Record<string, { default?: unknown; anyOf?: Array<{ items?: { enum?: string[] } }> }> } };
+      contributes: {
+        commands: Array<{ command: string }>;
+        configuration: {
+          properties: Record<string, { default?: unknown; anyOf?: Array<{ items?: { enum?: string[] } }> }>;
+        };
+      };
     };
     const commands = new Set(pkg.contributes.commands.map((c) => c.command));
     for (const id of Object.values(LensCommands)) assert.ok(commands.has(id), `package.json contributes ${id}`);
     const props = pkg.contributes.configuration.properties;
     for (const [k, key] of Object.entries(LensSettingKeys)) {
       assert.ok(props[key], `package.json contributes the setting ${key}`);
-      assert.deepEqual(props[key]!.default, LENS_SETTING_DEFAULTS[k as keyof typeof LENS_SETTING_DEFAULTS], `default of ${key}`);
+      assert.deepEqual(
+        props[key]!.default,
+        LENS_SETTING_DEFAULTS[k as keyof typeof LENS_SETTING_DEFAULTS],
+        `default of ${key}`,
+      );
     }
     assert.deepEqual(props[LensSettingKeys.codeLens]!.anyOf?.[1]?.items?.enum, [...RISK_CLASSES]);
     // one parser for both sides
@@ -58,7 +67,10 @@ describe('protocol', () => {
     assert.deepEqual(codeLensSettingOf({ codeLens: ['remote-code'] }), ['remote-code']);
     assert.equal(codeLensSettingOf({ agentkeep: {} }), undefined, 'no codeLens in the push: nothing changes');
     assert.ok(LensArgument.safeParse({ command: 'npm i', file: '/w/a.sh', line: 3 }).success);
-    assert.ok(!LensArgument.safeParse({ command: '  ', file: '/w/a.sh', line: 3 }).success, 'an empty command is refused');
+    assert.ok(
+      !LensArgument.safeParse({ command: '  ', file: '/w/a.sh', line: 3 }).success,
+      'an empty command is refused',
+    );
     assert.ok(!LensArgument.safeParse({ command: 'npm i', file: '/w/a.sh', line: 0 }).success, 'lines are 1-based');
   });
 

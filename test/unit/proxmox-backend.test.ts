@@ -324,7 +324,11 @@ describe('proxmox backend (simulator over HTTPS)', function () {
         assert.equal(readFileSync(r.backup, 'utf8'), 'old entry\n');
         assert.equal(statSync(r.backup).mode & 0o777, 0o600, 'only the owner reads the backup');
         assert.equal(sim.guests.get(101)!.files.get(mem)!.toString('utf8'), 'new entry\n');
-        assert.equal((await core.guestFileWrite(target, '/root/new.txt', 'x')).backup, undefined, 'a new file has nothing to keep');
+        assert.equal(
+          (await core.guestFileWrite(target, '/root/new.txt', 'x')).backup,
+          undefined,
+          'a new file has nothing to keep',
+        );
         const before = sim.mutations().length;
         const e = await rejection(core.guestFileWrite(target, mem, 'a'.repeat(61441)));
         assert.equal(e.kind, 'FileError');
@@ -356,7 +360,10 @@ describe('proxmox backend (simulator over HTTPS)', function () {
         assert.deepEqual(p.gitRepos, []);
         const r = await core.previewRestorePoint({ target, id: ram.id, scope: 'both' });
         assert.deepEqual(r.effects, { wholeMachine: true, stopsGuest: true, resumesRam: true, canStartAfter: false });
-        assert.equal((await core.previewRestorePoint({ target, id: disk.id, scope: 'machine' })).effects?.stopsGuest, true);
+        assert.equal(
+          (await core.previewRestorePoint({ target, id: disk.id, scope: 'machine' })).effects?.stopsGuest,
+          true,
+        );
         assert.equal(sim.mutations().length, before, 'the preview sent no mutation');
       } finally {
         for (const [k, v] of Object.entries(saved)) {
