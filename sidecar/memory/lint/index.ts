@@ -176,11 +176,16 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
   const verdicts: Array<{ a: Prepared; b: Prepared; v: ReturnType<typeof classifyPair> }> = [];
   // Whole entries first: a sentence pair only decides for two entries that have no verdict yet.
   const seenPair = new Set<number>();
-  for (const [a, b] of whole.concat(part)) {
+  for (const [n, [a, b]] of whole.concat(part).entries()) {
     const k = a.i * N + b.i;
     if (seenPair.has(k)) continue;
     const v = classifyPair(a, b, o);
     if (!v) continue;
+    if (v.kind === 'distinct') {
+      // two whole entries that disagree: none of their sentences is a repeat of the other's
+      if (n < whole.length) seenPair.add(k);
+      continue;
+    }
     seenPair.add(k);
     verdicts.push({ a: prepared[a.i], b: prepared[b.i], v });
   }
@@ -196,7 +201,7 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
   const conflicted = new Uint8Array(N);
   for (const k of against.keys()) conflicted[k] = 1;
   for (const { a, b, v } of verdicts) {
-    if (!v) continue;
+    if (!v || v.kind === 'distinct') continue;
     if (v.kind === 'near-duplicate') {
       const ra = find(parent, a.i);
       const rb = find(parent, b.i);

@@ -9,7 +9,9 @@
  * come from a hash of the folded text. Each candidate is then classified by `classifyPair`.
  */
 import type { LintOptions } from './model';
+import { specificity } from './lexicon';
 import { aboutThePast, frameDiff, labelValues, updateMarker, type LabelValue, type UpdateMarker } from './slots';
+import { align, alignBound, anchors, polarityDiff, scriptMix, type Alignment, type SoftEntry } from './soft';
 import {
   areAlternatives,
   areAntonyms,
@@ -55,6 +57,10 @@ export interface Prepared {
   marker?: UpdateMarker | null;
   /** "Label: value" statements (slots.ts), computed on first use. */
   labels?: LabelValue[];
+  /** Polarity of the content words (soft.ts), computed on first use. */
+  pol?: Map<string, number>;
+  script?: number;
+  items?: SoftEntry['items'];
 }
 
 /** Prepare one entry text. */
@@ -175,6 +181,12 @@ function sameOpening(a: Prepared, b: Prepared): string[] {
 /** What classifyPair decided. */
 export type PairVerdict =
   | { kind: 'near-duplicate'; score: number; why: string }
+  /**
+   * Two whole entries that disagree somewhere, though not as a finding the lint can explain (a word
+   * negated in one only, a value changed in its slot): no finding, and no sentence of one may be
+   * called a repeat of a sentence of the other.
+   */
+  | { kind: 'distinct'; why: string }
   | {
       kind: 'contradiction';
       why: string;
@@ -267,6 +279,15 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
       const [x, y] = conflictingValues[0];
       return { kind: 'contradiction', why: 'same subject, different value', detail: `${x} vs ${y}` };
     }
+    // A change over time names its new value ("proxy moved to 127.0.0.1:7890"), and an edited entry may
+    // change several values in one place ("cron 17:00/17:10" → "cron 20:30/20:40").
+    const change = changeOverTime(a, b);
+    if (change) return change;
+    const hunk = valuesHunk(a, b);
+    if (hunk) return hunk;
+    if (onlyA.some((x) => onlyB.some((y) => typed([x], a.values).size && sameSlot(a, x, b, y) && a.values.get(x) === b.values.get(y)))) {
+      return { kind: 'distinct', why: 'a value differs in the same slot' };
+    }
     return undefined; // different subjects with different values: unrelated facts
   }
   // 3. a negated restatement
@@ -295,6 +316,19 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   //    same frame with one short span swapped for another value of the attribute
   const slot = slotVerdict(a, b, wa, wb);
   if (slot) return slot;
+  // 7. negated in one, asserted in the other, clause by clause (soft.ts polarity): "No iOS devices (no
+  //    iPhone/iPad)" / "... and an iPhone"; "Never write to any database" / "Database writes are fine"
+  let aligned: Alignment | undefined;
+  const al = (): Alignment => (aligned ??= align(a, b));
+  // (negations are known in English and Chinese: across two scripts, "όχι password" is not read as one)
+  const pd = scriptMix(a, b) ? { conflict: [], bothNegated: [], agree: 0 } : polarityDiff(a, b);
+  const head = pd.conflict[0]?.split('~')[0];
+  if (
+    (pd.conflict.length >= 2 && pd.conflict.length > pd.agree + pd.bothNegated.length && al().contain >= 0.4) ||
+    (pd.conflict.length === 1 && specificity(head) === 1 && pd.agree >= 2 && al().contain >= 0.9)
+  ) {
+    return { kind: 'contradiction', why: 'negated in one, asserted in the other', detail: `${pd.conflict.map((w) => `"${w}"`).join(', ')} ${pd.conflict.length === 1 ? 'is' : 'are'} negated in one entry and not in the other` };
+  }
   // Two words that change places across other words are not the same statement ("Alice does not review
   // code for the billing team" / "Billing does not review code for the Alice team"); across only stop
   // words and list words ("TypeScript and Go" / "Go and TypeScript", "SSH listens" / "listens for SSH") they are.
@@ -302,7 +336,9 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
     const t = transposition(a, b);
     if (t && t.gaps.some((g) => tokens(g).length > 0)) return undefined;
   }
-  if (a.negated !== b.negated) return undefined;
+  // Negated on one side only: a restatement only when the same words are negated on both sides
+  // ("..., never scripts on the host" / "... over local host-based scripts").
+  if (a.negated !== b.negated && !(pd.conflict.length === 0 && pd.bothNegated.length > 0)) return undefined;
   // 6. near-duplicate: similar wording, no value swapped, no distinct content word on both sides
   //    unless the overlap is very high
   const sj = jaccard(shinglesOf(a), shinglesOf(b));
@@ -333,9 +369,41 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   // first" / "User prefers concise answers and TypeScript examples"): the same opening words, which
   // are at least half of each side's words, and at least three words differ in all (one word swapped
   // for another, "Weekly sync with Ana about billing" / "... about search", is another fact).
-  const head = shared.length >= 3 && wa.length + wb.length >= 3 && shared.length * 2 >= a.content.size && shared.length * 2 >= b.content.size ? sameOpening(a, b) : [];
-  if (head.length >= 3 && head.length * 2 >= a.content.size && head.length * 2 >= b.content.size) {
-    return { kind: 'near-duplicate', score: head.length / Math.max(a.content.size, b.content.size), why: `both open with the same significant words (stemmed: "${head.join(' ')}"), and each adds a detail` };
+  const opening = shared.length >= 3 && wa.length + wb.length >= 3 && shared.length * 2 >= a.content.size && shared.length * 2 >= b.content.size ? sameOpening(a, b) : [];
+  if (opening.length >= 3 && opening.length * 2 >= a.content.size && opening.length * 2 >= b.content.size) {
+    return { kind: 'near-duplicate', score: opening.length / Math.max(a.content.size, b.content.size), why: `both open with the same significant words (stemmed: "${opening.join(' ')}"), and each adds a detail` };
+  }
+  if (pd.conflict.length > 0 || alignBound(a, b) < SOFT_SCORE) return undefined;
+  return softDuplicate(a, b, al());
+}
+
+/** Soft near-duplicate: weighted word alignment with the lexicon (soft.ts align). */
+export const SOFT_SCORE = 0.5;
+
+/**
+ * The soft near-duplicate rules (issue 12), after every other rule said nothing:
+ * 1. across two languages (one entry mostly in another script): the names, terms and values a
+ *    translation keeps as written ("RunPod", "PUBLIC_KEY", "#ef4444") — at least three shared, and at
+ *    least 60% of the smaller side's;
+ * 2. the words aligned through lemmas, typos, derivations and WordNet synonyms ("replies" ~ "answer"),
+ *    each weighted by how specific it is: weighted Dice >= SOFT_SCORE, and at least four words matched
+ *    on each side, or 90% of the lighter side's weight matched.
+ */
+function softDuplicate(a: Prepared, b: Prepared, al: Alignment): PairVerdict {
+  const mix = scriptMix(a, b);
+  if (mix) {
+    const x = anchors(a);
+    const y = anchors(b);
+    const both = [...x].filter((t) => y.has(t));
+    if (both.length >= 3 && both.length >= 0.6 * Math.min(x.size, y.size)) {
+      return { kind: 'near-duplicate', score: both.length / Math.min(x.size, y.size), why: `the same names, terms and values in two languages (${mix}): ${both.slice(0, 6).map((w) => `"${w}"`).join(', ')}` };
+    }
+    return undefined;
+  }
+  const matched = Math.min(al.matchedA, al.matchedB);
+  if (al.score >= SOFT_SCORE && (matched >= 4 || (al.contain >= 0.9 && matched >= 2))) {
+    const lex = al.links.length ? `; ${al.links.slice(0, 4).join(', ')}` : '';
+    return { kind: 'near-duplicate', score: al.score, why: `the words align (lemmas, typos, derivations and WordNet synonyms): weighted overlap ${al.score.toFixed(2)}, ${al.matchedA} and ${al.matchedB} words matched${lex}` };
   }
   return undefined;
 }
@@ -527,10 +595,23 @@ function overlap(a: Prepared, b: Prepared): { shared: number; jac: number } {
  *    ("lives in", "timezone", "port", "replies in", "deploy target is"): contradiction.
  */
 function slotVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[]): PairVerdict {
+  const { shared } = overlap(a, b);
+  // 1. a change over time
+  const change = changeOverTime(a, b);
+  if (change) return change;
+  // 2. "Label: value"
+  return labelVerdict(a, b) ?? spanVerdict(a, b, wa, wb, shared);
+}
+
+/**
+ * A change over time: one side records a change ("moved from A to B", "switched to", "no longer",
+ * "已迁移") about the same subject as the other (its "from" value is in the other entry, or they
+ * share enough words), and the other is not itself about the past ("lived in"): the marked side is newer.
+ */
+function changeOverTime(a: Prepared, b: Prepared): PairVerdict {
   const ma = markerOf(a);
   const mb = markerOf(b);
   const { shared, jac } = overlap(a, b);
-  // 1. a change over time
   if (!!ma !== !!mb) {
     const [other, side] = ma ? [b, 'a' as const] : [a, 'b' as const];
     const m = (ma ?? mb)!;
@@ -544,15 +625,27 @@ function slotVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[]): Pair
       return { kind: 'contradiction', why: 'change over time', detail: `the newer entry says "${m.phrase}"${m.from ? ` (from ${m.from})` : ''}`, update: { newer: side, marker: m.phrase } };
     }
   }
-  // 2. "Label: value"
-  a.labels ??= a.text.includes(':') || a.text.includes('：') ? labelValues(a.text) : [];
-  b.labels ??= b.text.includes(':') || b.text.includes('：') ? labelValues(b.text) : [];
-  const la = a.labels;
-  const lb = b.labels;
+  return undefined;
+}
+
+/** The "Label: value" statements of an entry, computed once. */
+export function labelsOf(p: Prepared): LabelValue[] {
+  p.labels ??= p.text.includes(':') || p.text.includes('：') ? labelValues(p.text) : [];
+  return p.labels;
+}
+
+/** Whether a label names a single-valued attribute ("Timezone", "Preferred language", "Name"). */
+export function singleValuedLabel(label: string[]): boolean {
+  return LABEL_SINGLE.test(label.join(' ')) || (label.length === 1 && FUNCTIONAL.has(label[0]));
+}
+
+/** The same single-valued "Label: value" label with a short, different value. */
+function labelVerdict(a: Prepared, b: Prepared): PairVerdict {
+  const la = labelsOf(a);
+  const lb = labelsOf(b);
   for (const x of la) {
     for (const y of lb) {
-      if (x.label.join(' ') !== y.label.join(' ')) continue;
-      if (!LABEL_SINGLE.test(x.label.join(' ')) && !(x.label.length === 1 && FUNCTIONAL.has(x.label[0]))) continue;
+      if (x.label.join(' ') !== y.label.join(' ') || !singleValuedLabel(x.label)) continue;
       const X = new Set(x.valueTokens);
       const Y = new Set(y.valueTokens);
       if (!X.size || !Y.size || X.size > 8 || Y.size > 8) continue;
@@ -561,6 +654,25 @@ function slotVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[]): Pair
       if (inter === 0) return { kind: 'contradiction', why: 'single-valued attribute', detail: `${x.label.join(' ')}: "${x.value}" vs "${y.value}"` };
     }
   }
+  return undefined;
+}
+
+/**
+ * One entry edited in one place, where several values changed ("cron 17:00/17:10" → "cron
+ * 20:30/20:40"): a single differing hunk of 1-8 values of the same types on each side (no dates: two
+ * dates are two events), in a frame of six or more shared tokens.
+ */
+function valuesHunk(a: Prepared, b: Prepared): PairVerdict {
+  if (Math.abs(a.toks.length - b.toks.length) > 8) return undefined;
+  const d = frameDiff(a.toks, b.toks);
+  if (!d || !d.a.length || d.a.length !== d.b.length || d.a.length > 8 || d.frame.length < 6) return undefined;
+  const types = (ts: Token[]): string => ts.map((t) => (t.type === 'ver' ? 'num' : t.type)).join(',');
+  if (d.a.some((t) => t.type === 'word' || t.type === 'date') || types(d.a) !== types(d.b)) return undefined;
+  return { kind: 'contradiction', why: 'same subject, different values', detail: `"${d.a.map((t) => t.t).join(' ')}" vs "${d.b.map((t) => t.t).join(' ')}" after "${d.before.join(' ')}"` };
+}
+
+/** One short span swapped in the same frame. */
+function spanVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[], shared: number): PairVerdict {
   // 3. one span swapped in the same frame (only worth aligning when few words differ)
   const d = wa.length <= 6 && wb.length <= 6 && shared >= 1 ? frameDiff(a.toks, b.toks) : undefined;
   if (d && d.a.length && d.b.length && d.a.length <= 3 && d.b.length <= 3 && d.frame.length >= 2) {
@@ -579,7 +691,9 @@ function slotVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[]): Pair
     // otherwise identical entry of some length is another value, not a rewording ("repo X" → "repo Y",
     // "@小聪明蛋" → "@木马牛", "skill ai-3d-model-pipeline" → "skill ai-image-to-3d").
     const nameLike = (ts: Token[]): boolean => ts.some((t) => t.type !== 'word' || /[0-9@/_.-]/.test(t.t) || t.cjk);
-    const named = nameLike(d.a) && nameLike(d.b) && d.frame.length >= 6 && !sa.some((x) => sb.includes(x));
+    // a handle: "@木马牛" / "@Gödel"
+    const handle = (p: Prepared, ts: Token[]): boolean => p.text.includes('@') && ts[0].at !== undefined && normalise(p.text)[ts[0].at - 1] === '@';
+    const named = ((nameLike(d.a) && nameLike(d.b)) || (handle(a, d.a) && handle(b, d.b))) && d.frame.length >= 6 && !sa.some((x) => sb.includes(x));
     if ((!cjk || named) && (valuesOfOneType || alt || named || (attr && wa.length <= 3 && wb.length <= 3))) {
       return { kind: 'contradiction', why: valuesOfOneType ? 'same subject, different value' : alt ? 'exclusive alternatives' : named ? 'one name swapped for another' : 'single-valued attribute', detail: `"${sa.join(' ')}" vs "${sb.join(' ')}" after "${d.before.join(' ')}"` };
     }

@@ -3,6 +3,7 @@
  * lexicons (negations, antonyms, exclusive alternatives, single-valued attributes, incompatible
  * claims) and the similarity measures. Pure functions.
  */
+import { wordnetLemma } from './lexicon';
 
 /** Token types: words and the value shapes a memory asserts. */
 export type TokenType = 'word' | 'num' | 'ver' | 'ip' | 'date' | 'path' | 'url' | 'email';
@@ -150,11 +151,15 @@ export function stem(w: string): string {
 }
 
 const canonMemo = new Map<string, string>();
-/** Canonical word: stem, then synonym map (memoised; the vocabulary of a store is small). */
+/**
+ * Canonical word: the WordNet lemma where the lexicon has one ("handled" → "handle", "running" →
+ * "run"; lexicon.ts), else the light stemmer; then the synonym map (memoised; the vocabulary of a
+ * store is small).
+ */
 export function canon(w: string): string {
   let c = canonMemo.get(w);
   if (c === undefined) {
-    const s = stem(w);
+    const s = wordnetLemma(w) ?? stem(w);
     c = SYNONYMS[s] ?? SYNONYMS[w] ?? s;
     if (canonMemo.size > 100_000) canonMemo.clear();
     canonMemo.set(w, c);

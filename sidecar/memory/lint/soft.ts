@@ -1,0 +1,279 @@
+/**
+ * Soft matching for the memory lint (issue 12: paraphrases with little word overlap, negations in a
+ * clause, restatements across two languages). Pure functions over prepared entries; every result
+ * carries the words that matched and how, for the finding's evidence.
+ *
+ * - `align(a, b)`: each content word of one entry is matched with the other's — the same word
+ *   (lemma), a typo, one derivational family ("configure" / "configuration") or a synonym ("reply" /
+ *   "answer") from the WordNet-derived lexicon (lexicon.ts) — weighted by how specific the word is
+ *   (a name or term 1, a common word less); the weighted Dice and the containment of the lighter side.
+ * - `polarity(p)`: which words stand in the scope of a negation in their clause ("no iPhone", "does
+ *   not want a blunt persona", "forbidden all database writes", "over local scripts", "禁止 taskkill").
+ * - `anchors(p)`: the words an entry in another language would keep as written (names, terms, code,
+ *   values), for restatements across two languages.
+ */
+import { known, relation, specificity } from './lexicon';
+import { normalise, UNSPACED, type Token } from './text';
+
+/** What soft matching reads of an entry (a subset of pairs.ts Prepared). */
+export interface SoftEntry {
+  text: string;
+  toks: Token[];
+  content: Set<string>;
+  values: Map<string, Token['type']>;
+  /** Cached results. */
+  pol?: Map<string, number>;
+  script?: number;
+  items?: Items;
+}
+
+/** One entry pair aligned word by word. */
+export interface Alignment {
+  /** Weighted Dice of the matched words, 0-1. */
+  score: number;
+  /** Weighted share of the lighter side's words matched in the other, 0-1. */
+  contain: number;
+  /** Words of each side matched (any way). */
+  matchedA: number;
+  matchedB: number;
+  /** The matches that were not the same word: "reply~answer (synonym)". */
+  links: string[];
+  /** Words of each side left unmatched. */
+  restA: string[];
+  restB: string[];
+}
+
+/** Words of a hyphen or slash compound ("host-based" → host, based; "puppeteer/chromium"). */
+const NONE: string[] = [];
+function parts(w: string): string[] {
+  return w.includes('-') || w.includes('/') ? w.split(/[-/]/).filter((x) => x.length >= 3) : NONE;
+}
+
+/** Whether a and b differ by one edit (words of 5+ letters): a typo. */
+function typo(a: string, b: string): boolean {
+  if (a.length < 5 || b.length < 5 || Math.abs(a.length - b.length) > 1) return false;
+  let i = 0;
+  while (i < a.length && a[i] === b[i]) i++;
+  if (a.length === b.length) return a.slice(i + 1) === b.slice(i + 1);
+  return a.length > b.length ? a.slice(i + 1) === b.slice(i) : a.slice(i) === b.slice(i + 1);
+}
+
+/** The items an alignment compares, computed once per entry: content words and values (by literal). */
+interface Items {
+  set: Set<string>;
+  list: Array<{ w: string; spec: number; value: boolean; could: boolean }>;
+}
+
+function items(p: SoftEntry): Items {
+  if (p.items) return p.items;
+  const set = new Set(p.content);
+  for (const v of p.values.keys()) set.add(v);
+  const list = [...set].map((w) => {
+    const value = p.values.has(w);
+    // a word that could match another word than itself: known to the lexicon, a compound, or a possible typo
+    return { w, spec: specificity(w), value, could: !value && (known(w) || w.length >= 5 || parts(w).length > 0) };
+  });
+  p.items = { set, list };
+  return p.items;
+}
+
+/** How a word matches the other side's words: [weight 0-1, how, the other word]. Values match only themselves. */
+function bestMatch(x: string, other: Items): [number, string, string] | undefined {
+  let best: [number, string, string] | undefined;
+  for (const o of other.list) {
+    if (o.value || !o.could) continue;
+    const y = o.w;
+    let m: [number, string, string] | undefined;
+    if (typo(x, y)) m = [1, 'typo', y];
+    else {
+      const r = relation(x, y);
+      if (r === 'derivation') m = [0.9, 'derivation', y];
+      else if (r === 'synonym') m = [0.8, 'synonym', y];
+      else if (parts(x).includes(y) || parts(y).includes(x)) m = [0.7, 'compound', y];
+    }
+    if (m && (!best || m[0] > best[0])) best = m;
+  }
+  return best;
+}
+
+/**
+ * An upper bound of align(a, b).score and .contain without aligning: every word that could match
+ * (the same word, a word the lexicon knows, a compound, or one of 5+ letters that could be a typo)
+ * counted as matched. Linear in the entries' sizes.
+ */
+export function alignBound(a: SoftEntry, b: SoftEntry): number {
+  const A = items(a);
+  const B = items(b);
+  let wa = 0;
+  let ma = 0;
+  let wb = 0;
+  let mb = 0;
+  for (const x of A.list) {
+    wa += x.spec;
+    if (x.could || B.set.has(x.w)) ma += x.spec;
+  }
+  for (const y of B.list) {
+    wb += y.spec;
+    if (y.could || A.set.has(y.w)) mb += y.spec;
+  }
+  return Math.max(wa + wb ? (ma + mb) / (wa + wb) : 0, wa ? ma / wa : 0, wb ? mb / wb : 0);
+}
+
+/** Align two entries word by word (see the module doc). */
+export function align(a: SoftEntry, b: SoftEntry): Alignment {
+  const A = items(a);
+  const B = items(b);
+  const links: string[] = [];
+  const side = (X: Items, Y: Items, flip: boolean): { w: number; m: number; n: number; rest: string[] } => {
+    let w = 0;
+    let m = 0;
+    let n = 0;
+    const rest: string[] = [];
+    for (const x of X.list) {
+      w += x.spec;
+      const best = Y.set.has(x.w) ? ([1, 'same', x.w] as [number, string, string]) : x.could ? bestMatch(x.w, Y) : undefined;
+      if (best) {
+        m += x.spec * best[0];
+        n++;
+        if (best[1] !== 'same') {
+          const link = flip ? `${best[2]}~${x.w} (${best[1]})` : `${x.w}~${best[2]} (${best[1]})`;
+          if (!links.includes(link)) links.push(link);
+        }
+      } else rest.push(x.w);
+    }
+    return { w, m, n, rest };
+  };
+  const sa = side(A, B, false);
+  const sb = side(B, A, true);
+  const score = sa.w + sb.w ? (sa.m + sb.m) / (sa.w + sb.w) : 0;
+  const light = sa.w <= sb.w ? sa : sb;
+  return { score, contain: light.w ? light.m / light.w : 0, matchedA: sa.n, matchedB: sb.n, links, restA: sa.rest, restB: sb.rest };
+}
+
+/** Words and phrases that put the words after them, in their clause, in the scope of a negation. */
+const NEG_EN = /\b(?:not|no|never|without|nor|neither|none|nobody|nothing|forbid(?:s|den|ding)?|prohibit(?:s|ed|ing)?|disallow(?:s|ed)?|avoid(?:s|ed|ing)?|refuse[sd]?)\b/g;
+/** Preference against ("X over Y", "instead of Y", "rather than Y"): a short scope. */
+const AGAINST_EN = /\b(?:over|instead of|rather than)\b/g;
+/** Words that negate what comes before them in their clause ("the wsl CLI is absent", "(plugin missing)"). */
+const NEG_AFTER_EN = /\b(?:missing|absent|unavailable)\b/g;
+const NEG_ZH = /不要|不能|不可|不准|不许|禁止|严禁|切勿|勿|不用|没有|不在|不会|不得/gu;
+/** Clause ends: sentence punctuation, brackets, conjunctions that start a clause; CJK full-width punctuation. */
+const CLAUSE_END = /[.;:!?()[\]→=—]|\b(?:but|so|then|because|while|whereas|although|though|unless)\b|[。；：！？，]/g;
+/** A preference-against scope ends at a preposition that starts a scope of its own ("... over scripts for automation"). */
+const AGAINST_END = /\b(?:for|in|on|at|when|with|to|because)\b/g;
+
+/**
+ * Polarity of each content word: -1 when each of its occurrences is in a negation's scope (from the
+ * negation to the end of its clause; "over/instead of/rather than" up to the next preposition), +1 when
+ * none is, 0 when mixed. Two scopes cancel ("never push without explicit instruction": "instruction"
+ * is asserted).
+ */
+export function polarity(p: SoftEntry): Map<string, number> {
+  if (p.pol) return p.pol;
+  const s = normalise(p.text);
+  const ends: number[] = [];
+  for (const m of s.matchAll(CLAUSE_END)) ends.push(m.index);
+  const scopes: Array<[number, number]> = [];
+  const endAfter = (i: number, extra?: RegExp): number => {
+    let e = s.length;
+    for (const x of ends) if (x >= i) { e = x; break; }
+    if (extra) {
+      extra.lastIndex = i;
+      const m = extra.exec(s);
+      if (m && m.index < e) e = m.index;
+    }
+    return e;
+  };
+  for (const m of s.matchAll(NEG_EN)) scopes.push([m.index + m[0].length, endAfter(m.index + m[0].length)]);
+  for (const m of s.matchAll(NEG_AFTER_EN)) {
+    let from = 0;
+    for (const x of ends) if (x < m.index) from = x;
+    scopes.push([from, m.index]);
+  }
+  for (const m of s.matchAll(AGAINST_EN)) scopes.push([m.index + m[0].length, endAfter(m.index + m[0].length, AGAINST_END)]);
+  if (UNSPACED.test(s)) for (const m of s.matchAll(NEG_ZH)) scopes.push([m.index + m[0].length - 1, endAfter(m.index + m[0].length)]);
+  const pol = new Map<string, number>();
+  for (const t of p.toks) {
+    if (t.type !== 'word' || t.at === undefined || !p.content.has(t.t)) continue;
+    const neg = scopes.filter(([from, to]) => t.at! >= from && t.at! < to).length % 2 ? -1 : 1;
+    const cur = pol.get(t.t);
+    pol.set(t.t, cur === undefined || cur === neg ? neg : 0);
+  }
+  p.pol = pol;
+  return pol;
+}
+
+function hasNegated(pol: Map<string, number>): boolean {
+  for (const v of pol.values()) if (v < 0) return true;
+  return false;
+}
+
+/** Words whose polarity differs between two entries (negated in one, asserted in the other), and those negated in both. */
+export function polarityDiff(a: SoftEntry, b: SoftEntry): { conflict: string[]; bothNegated: string[]; agree: number } {
+  const pa = polarity(a);
+  const pb = polarity(b);
+  const conflict: string[] = [];
+  if (!hasNegated(pa) && !hasNegated(pb)) return { conflict, bothNegated: [], agree: 0 };
+  const bothNegated: string[] = [];
+  let agree = 0;
+  for (const [w, x] of pa) {
+    let y = pb.get(w);
+    let shown = w;
+    if (y === undefined) {
+      // a derivational relative or synonym on the other side ("separation" / "separate")
+      for (const [v, z] of pb) {
+        if (!pa.has(v) && (relation(w, v) || parts(w).includes(v) || parts(v).includes(w))) {
+          y = z;
+          shown = `${w}~${v}`;
+          break;
+        }
+      }
+    }
+    if (y === undefined || x === 0 || y === 0) continue;
+    if (x !== y) conflict.push(shown);
+    else if (x < 0) bothNegated.push(shown);
+    else agree++;
+  }
+  return { conflict, bothNegated, agree };
+}
+
+/** Share of an entry's words written in a script other than Latin (CJK bigrams, Greek, Thai, Cyrillic ...), 0-1. */
+export function otherScript(p: SoftEntry): number {
+  if (p.script !== undefined) return p.script;
+  let latin = 0;
+  let other = 0;
+  for (const t of p.toks) {
+    if (t.type !== 'word') continue;
+    // eslint-disable-next-line no-control-regex
+    if (t.cjk || /[^\x00-\x7f\u00c0-\u024f]/.test(t.t)) other++;
+    else latin++;
+  }
+  p.script = latin + other ? other / (latin + other) : 0;
+  return p.script;
+}
+
+/**
+ * Whether two entries are written in two languages of different scripts: one at least a quarter in
+ * a non-Latin script, the other under a tenth. Returns a label for the evidence, or undefined.
+ */
+export function scriptMix(a: SoftEntry, b: SoftEntry): string | undefined {
+  const x = otherScript(a);
+  const y = otherScript(b);
+  if (x >= 0.25 && y < 0.1) return 'the first mostly in a non-Latin script, the second in Latin';
+  if (y >= 0.25 && x < 0.1) return 'the first in Latin script, the second mostly in a non-Latin one';
+  return undefined;
+}
+
+/**
+ * The words a translation keeps as written: values, and Latin-script words the lexicon does not know
+ * (names, products, code: "RunPod", "PUBLIC_KEY", "#ef4444") — of 3 characters or more.
+ */
+export function anchors(p: SoftEntry): Set<string> {
+  const out = new Set<string>();
+  for (const t of p.toks) {
+    if (t.type === 'date') continue;
+    if (t.type !== 'word') out.add(t.t);
+    else if (!t.cjk && t.t.length >= 3 && /^[a-z0-9_.+#/-]+$/.test(t.t) && specificity(t.t) === 1 && p.content.has(t.t)) out.add(t.t);
+  }
+  return out;
+}
