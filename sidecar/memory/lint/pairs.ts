@@ -9,8 +9,8 @@
  * come from a hash of the folded text. Each candidate is then classified by `classifyPair`.
  */
 import type { LintOptions } from './model';
-import { specificity } from './lexicon';
-import { aboutThePast, frameDiff, labelValues, updateMarker, type LabelValue, type UpdateMarker } from './slots';
+import { relation, specificity } from './lexicon';
+import { aboutThePast, frameDiff, frameHunks, labelValues, updateMarker, type LabelValue, type UpdateMarker } from './slots';
 import { align, alignBound, anchors, polarityDiff, scriptMix, type Alignment, type SoftEntry } from './soft';
 import {
   areAlternatives,
@@ -59,6 +59,7 @@ export interface Prepared {
   labels?: LabelValue[];
   /** Polarity of the content words (soft.ts), computed on first use. */
   pol?: Map<string, number>;
+  negSubject?: Map<string, string[]>;
   script?: number;
   items?: SoftEntry['items'];
 }
@@ -324,7 +325,7 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   const pd = scriptMix(a, b) ? { conflict: [], bothNegated: [], agree: 0 } : polarityDiff(a, b);
   const head = pd.conflict[0]?.split('~')[0];
   if (
-    (pd.conflict.length >= 2 && pd.conflict.length > pd.agree + pd.bothNegated.length && al().contain >= 0.4) ||
+    (pd.conflict.length >= 2 && weight(pd.conflict) >= 1.5 && pd.conflict.length > pd.agree + pd.bothNegated.length && al().contain >= 0.4) ||
     (pd.conflict.length === 1 && specificity(head) === 1 && pd.agree >= 2 && al().contain >= 0.9)
   ) {
     return { kind: 'contradiction', why: 'negated in one, asserted in the other', detail: `${pd.conflict.map((w) => `"${w}"`).join(', ')} ${pd.conflict.length === 1 ? 'is' : 'are'} negated in one entry and not in the other` };
@@ -377,6 +378,13 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   return softDuplicate(a, b, al());
 }
 
+/** Summed specificity (lexicon.ts) of words shown as "a" or "a~b". */
+function weight(ws: string[]): number {
+  let s = 0;
+  for (const w of ws) s += specificity(w.split('~')[0]);
+  return s;
+}
+
 /** Soft near-duplicate: weighted word alignment with the lexicon (soft.ts align). */
 export const SOFT_SCORE = 0.5;
 
@@ -401,7 +409,12 @@ function softDuplicate(a: Prepared, b: Prepared, al: Alignment): PairVerdict {
     return undefined;
   }
   const matched = Math.min(al.matchedA, al.matchedB);
-  if (al.score >= SOFT_SCORE && (matched >= 4 || (al.contain >= 0.9 && matched >= 2))) {
+  // The same frame with words swapped one for one (none a synonym of the other) is another subject, not
+  // a rewording: "Ines owns the reports service" / "Ines owns the Lena service", "X owns the Y service" /
+  // "Z owns the W service" (as for the rules above).
+  const h = frameHunks(a.toks, b.toks);
+  if (h && h.hunks.every((x) => x.a.length === 1 && x.b.length === 1 && !relation(x.a[0].t, x.b[0].t))) return undefined;
+  if ((al.links.length > 0 || !al.restA.length || !al.restB.length) && al.score >= SOFT_SCORE && (matched >= 4 || (al.contain >= 0.9 && matched >= 2))) {
     const lex = al.links.length ? `; ${al.links.slice(0, 4).join(', ')}` : '';
     return { kind: 'near-duplicate', score: al.score, why: `the words align (lemmas, typos, derivations and WordNet synonyms): weighted overlap ${al.score.toFixed(2)}, ${al.matchedA} and ${al.matchedB} words matched${lex}` };
   }

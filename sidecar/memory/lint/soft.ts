@@ -23,6 +23,8 @@ export interface SoftEntry {
   values: Map<string, Token['type']>;
   /** Cached results. */
   pol?: Map<string, number>;
+  /** For each negated word, the words before the negation in its clause (its subject). */
+  negSubject?: Map<string, string[]>;
   script?: number;
   items?: Items;
 }
@@ -173,10 +175,21 @@ export function polarity(p: SoftEntry): Map<string, number> {
   const s = normalise(p.text);
   const ends: number[] = [];
   for (const m of s.matchAll(CLAUSE_END)) ends.push(m.index);
-  const scopes: Array<[number, number]> = [];
+  // [from, to, start of the clause, where the negation word is]
+  const scopes: Array<[number, number, number, number]> = [];
+  const clauseStart = (i: number): number => {
+    let from = 0;
+    for (const x of ends) if (x < i) from = x + 1;
+    return from;
+  };
   const endAfter = (i: number, extra?: RegExp): number => {
     let e = s.length;
-    for (const x of ends) if (x >= i) { e = x; break; }
+    for (const x of ends) {
+      if (x >= i) {
+        e = x;
+        break;
+      }
+    }
     if (extra) {
       extra.lastIndex = i;
       const m = extra.exec(s);
@@ -184,22 +197,26 @@ export function polarity(p: SoftEntry): Map<string, number> {
     }
     return e;
   };
-  for (const m of s.matchAll(NEG_EN)) scopes.push([m.index + m[0].length, endAfter(m.index + m[0].length)]);
-  for (const m of s.matchAll(NEG_AFTER_EN)) {
-    let from = 0;
-    for (const x of ends) if (x < m.index) from = x;
-    scopes.push([from, m.index]);
-  }
-  for (const m of s.matchAll(AGAINST_EN)) scopes.push([m.index + m[0].length, endAfter(m.index + m[0].length, AGAINST_END)]);
-  if (UNSPACED.test(s)) for (const m of s.matchAll(NEG_ZH)) scopes.push([m.index + m[0].length - 1, endAfter(m.index + m[0].length)]);
+  for (const m of s.matchAll(NEG_EN)) scopes.push([m.index + m[0].length, endAfter(m.index + m[0].length), clauseStart(m.index), m.index]);
+  for (const m of s.matchAll(NEG_AFTER_EN)) scopes.push([clauseStart(m.index), m.index, m.index, m.index]);
+  for (const m of s.matchAll(AGAINST_EN)) scopes.push([m.index + m[0].length, endAfter(m.index + m[0].length, AGAINST_END), clauseStart(m.index), m.index]);
+  if (UNSPACED.test(s)) for (const m of s.matchAll(NEG_ZH)) scopes.push([m.index + m[0].length - 1, endAfter(m.index + m[0].length), clauseStart(m.index), m.index]);
   const pol = new Map<string, number>();
+  const subject = new Map<string, string[]>();
   for (const t of p.toks) {
     if (t.type !== 'word' || t.at === undefined || !p.content.has(t.t)) continue;
-    const neg = scopes.filter(([from, to]) => t.at! >= from && t.at! < to).length % 2 ? -1 : 1;
+    const inside = scopes.filter(([from, to]) => t.at! >= from && t.at! < to);
+    const neg = inside.length % 2 ? -1 : 1;
     const cur = pol.get(t.t);
     pol.set(t.t, cur === undefined || cur === neg ? neg : 0);
+    if (neg < 0) {
+      // the subject of the negated clause: its Latin-script words before the negation ("Lena" in "Lena does not use Docker")
+      const [, , start, at] = inside[0];
+      subject.set(t.t, p.toks.filter((u) => u.type === 'word' && !u.cjk && u.at !== undefined && u.at >= start && u.at < at && p.content.has(u.t)).map((u) => u.t));
+    }
   }
   p.pol = pol;
+  p.negSubject = subject;
   return pol;
 }
 
@@ -230,7 +247,12 @@ export function polarityDiff(a: SoftEntry, b: SoftEntry): { conflict: string[]; 
       }
     }
     if (y === undefined || x === 0 || y === 0) continue;
-    if (x !== y) conflict.push(shown);
+    if (x !== y) {
+      // the negated clause's subject must be the other entry's too ("Lena does not use Docker" / "docker owns ...": no)
+      const [neg, other] = x < 0 ? [a, b] : [b, a];
+      const subj = neg.negSubject?.get(x < 0 ? w : shown.split('~').pop()!) ?? [];
+      if (subj.every((u) => other.content.has(u) || [...other.content].some((v) => relation(u, v) || parts(v).includes(u)))) conflict.push(shown);
+    }
     else if (x < 0) bothNegated.push(shown);
     else agree++;
   }
