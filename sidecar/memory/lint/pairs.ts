@@ -398,6 +398,8 @@ export const SOFT_SCORE = 0.5;
  *    on each side, or 90% of the lighter side's weight matched.
  */
 function softDuplicate(a: Prepared, b: Prepared, al: Alignment): PairVerdict {
+  const lv = sameLabelValue(a, b);
+  if (lv) return { kind: 'near-duplicate', score: 1, why: `the same label "${lv.label}" with the same value "${lv.value}"` };
   const mix = scriptMix(a, b);
   if (mix) {
     const x = anchors(a);
@@ -435,6 +437,70 @@ export interface JoinStats {
   /** Up to 5 of them, most frequent first. */
   examples: string[];
   maxDf: number;
+  /** Slot keys (labels, changed-from words) held by more than MAX_SLOT_GROUP entries: not used (slotCandidates). */
+  skippedSlots?: number;
+}
+
+/** Labels of a person's identity, which a store holds for several people: not paired by label alone. */
+const PERSON_LABEL = /^(?:name|call|called|nickname|title|role|pronoun|age|height|email|phone)$/;
+
+/** A label or a changed-from word shared by more entries than this does not pair them (slotCandidates). */
+export const MAX_SLOT_GROUP = 50;
+
+/**
+ * Candidate pairs the similarity join misses but the slot rules can decide (issue 12): entries with
+ * the same single-valued "Label: value" label ("Timezone: America/New_York" / "Timezone: now
+ * America/Chicago (Central) after the move"), and an entry that records a change from a value with
+ * the entries that name that value ("switched from PostgreSQL to MySQL" / "FastAPI + PostgreSQL +
+ * Redis"). Linear: one pass builds the groups; a group larger than MAX_SLOT_GROUP is skipped and
+ * counted in stats.skippedSlots.
+ */
+export function slotCandidates(items: Prepared[], stats?: JoinStats): Array<[number, number]> {
+  const out: Array<[number, number]> = [];
+  let skipped = 0;
+  const byLabel = new Map<string, number[]>();
+  items.forEach((p, i) => {
+    if (!p.text.includes(':') && !p.text.includes('：')) return;
+    for (const l of labelsOf(p)) {
+      // a store names several people (the owner, the agent, family): "Name: Ryan" / "Name: Hermes Prime" are two subjects
+      if (!singleValuedLabel(l.label) || PERSON_LABEL.test(l.label.join(' '))) continue;
+      const k = l.label.join(' ');
+      (byLabel.get(k) ?? byLabel.set(k, []).get(k)!).push(i);
+    }
+  });
+  for (const g of byLabel.values()) {
+    const u = [...new Set(g)];
+    if (u.length > MAX_SLOT_GROUP) {
+      skipped++;
+      continue;
+    }
+    for (let x = 0; x < u.length; x++) for (let y = x + 1; y < u.length; y++) out.push([u[x], u[y]]);
+  }
+  // changed-from words: the rarest content word of the "from" value, looked up in every entry's words
+  const wanted = new Map<string, number[]>();
+  items.forEach((p, i) => {
+    if (!/from|从|was|formerly|previously|instead/i.test(p.text)) return;
+    const from = markerOf(p)?.from;
+    if (!from) return;
+    const w = tokens(from).find((t) => t.type === 'word' && !t.cjk && specificity(t.t) === 1) ?? tokens(from).find((t) => t.type === 'word' && !t.cjk);
+    if (w) (wanted.get(w.t) ?? wanted.set(w.t, []).get(w.t)!).push(i);
+  });
+  if (wanted.size) {
+    const holders = new Map<string, number[]>();
+    items.forEach((p, i) => {
+      for (const w of p.words) if (wanted.has(w)) (holders.get(w) ?? holders.set(w, []).get(w)!).push(i);
+    });
+    for (const [w, marked] of wanted) {
+      const hs = holders.get(w) ?? [];
+      if (hs.length > MAX_SLOT_GROUP) {
+        skipped++;
+        continue;
+      }
+      for (const x of marked) for (const y of hs) if (x !== y) out.push(x < y ? [x, y] : [y, x]);
+    }
+  }
+  if (stats) stats.skippedSlots = skipped;
+  return out;
 }
 
 /**
@@ -652,6 +718,29 @@ export function singleValuedLabel(label: string[]): boolean {
   return LABEL_SINGLE.test(label.join(' ')) || (label.length === 1 && FUNCTIONAL.has(label[0]));
 }
 
+/** The value tokens of a label, with the last segment of a slashed name ("asia/shanghai" → also "shanghai"). */
+function valueSet(l: LabelValue): Set<string> {
+  const out = new Set(l.valueTokens);
+  for (const t of l.valueTokens) if (t.includes('/') && !t.endsWith('/')) out.add(t.slice(t.lastIndexOf('/') + 1));
+  return out;
+}
+
+/**
+ * The same single-valued label with a value that names the same thing ("TZ: Asia/Shanghai" /
+ * "Timezone: UTC+8, Shanghai"): a shared value word that is a name or term, not a common word.
+ */
+function sameLabelValue(a: Prepared, b: Prepared): { label: string; value: string } | undefined {
+  for (const x of labelsOf(a)) {
+    for (const y of labelsOf(b)) {
+      if (x.label.join(' ') !== y.label.join(' ') || !singleValuedLabel(x.label)) continue;
+      const Y = valueSet(y);
+      const hit = [...valueSet(x)].find((t) => Y.has(t) && specificity(t) === 1);
+      if (hit) return { label: x.label.join(' '), value: hit };
+    }
+  }
+  return undefined;
+}
+
 /** The same single-valued "Label: value" label with a short, different value. */
 function labelVerdict(a: Prepared, b: Prepared): PairVerdict {
   const la = labelsOf(a);
@@ -659,8 +748,8 @@ function labelVerdict(a: Prepared, b: Prepared): PairVerdict {
   for (const x of la) {
     for (const y of lb) {
       if (x.label.join(' ') !== y.label.join(' ') || !singleValuedLabel(x.label)) continue;
-      const X = new Set(x.valueTokens);
-      const Y = new Set(y.valueTokens);
+      const X = valueSet(x);
+      const Y = valueSet(y);
       if (!X.size || !Y.size || X.size > 8 || Y.size > 8) continue;
       let inter = 0;
       for (const t of X) if (Y.has(t)) inter++;

@@ -39,7 +39,7 @@ const SYNONYMS: Record<string, string> = {
   postgresql: 'postgres', psql: 'postgres', macos: 'mac', osx: 'mac', window: 'windows', utilize: 'use', utilise: 'use',
   employ: 'use', listen: 'listen', machine: 'host', server: 'host', box: 'host', hostname: 'host', username: 'user',
   favourite: 'favorite', indentation: 'indent', telephone: 'phone', mobile: 'phone', e: 'e',
-  disabled: 'disable', enabled: 'enable', turned: 'turn', speak: 'speak', lang: 'language',
+  disabled: 'disable', enabled: 'enable', turned: 'turn', speak: 'speak', lang: 'language', tz: 'timezone',
 };
 
 /** Antonym pairs (canonical stems): a restatement with one swapped for the other contradicts. */
