@@ -782,7 +782,9 @@ function spanVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[], share
     const sb = d.b.map((t) => t.t);
     const typeOf = (ts: Token[]): string => (ts.every((t) => t.type !== 'word') ? ts.map((t) => (t.type === 'ver' ? 'num' : t.type)).join(',') : 'word');
     const valuesOfOneType = typeOf(d.a) !== 'word' && typeOf(d.a) === typeOf(d.b) && typeOf(d.a) !== 'date';
-    const alt = sa.some((x) => sb.some((y) => areAlternatives(x, y) || areAntonyms(x, y)));
+    // (the words of a slashed compound count one by one: "puppeteer/chromium" / "firefox")
+    const split = (ws: string[]): string[] => ws.flatMap((w) => (w.includes('/') && !w.startsWith('/') ? [w, ...w.split('/')] : [w]));
+    const alt = split(sa).some((x) => split(sb).some((y) => areAlternatives(x, y) || areAntonyms(x, y)));
     // "deploy target for previews is staging" / "... for releases is production": the first word of
     // each span is a scope (after "for", "in", "on" ...), so two things differ, not one value.
     const scoped = (p: Prepared, ts: Token[]): boolean =>

@@ -3,7 +3,7 @@
  * lexicons (negations, antonyms, exclusive alternatives, single-valued attributes, incompatible
  * claims) and the similarity measures. Pure functions.
  */
-import { wordnetLemma } from './lexicon';
+import { wordnetAntonyms, wordnetLemma } from './lexicon';
 
 /** Token types: words and the value shapes a memory asserts. */
 export type TokenType = 'word' | 'num' | 'ver' | 'ip' | 'date' | 'path' | 'url' | 'email';
@@ -66,7 +66,8 @@ const ALTERNATIVES: string[][] = [
   ['react', 'vue', 'svelte', 'angular', 'solid'], ['concise', 'verbose', 'detailed'], ['morning', 'afternoon', 'evening', 'night'],
   ['english', 'german', 'french', 'spanish', 'italian', 'dutch', 'japanese', 'chinese'], ['cat', 'dog'],
   ['nginx', 'apache', 'caddy', 'traefik'], ['slack', 'discord', 'teams', 'telegram', 'signal', 'whatsapp'],
-  ['gmail', 'outlook', 'protonmail', 'fastmail'], ['chrome', 'firefox', 'safari', 'edge', 'brave'],
+  ['gmail', 'outlook', 'protonmail', 'fastmail'], ['chrome', 'chromium', 'firefox', 'safari', 'edge', 'brave'],
+  ['puppeteer', 'playwright', 'selenium', 'cypress'],
   ['merge', 'rebase', 'squash'], ['main', 'master', 'develop', 'trunk'], ['iphone', 'android', 'pixel'],
   ['ssh', 'https'], ['utc', 'cet', 'cest', 'pst', 'est', 'gmt'],
 ];
@@ -110,9 +111,9 @@ for (const g of INCOMPATIBLE) {
   for (const w of g.conflict) (INCOMPAT_WORD.get(w) ?? INCOMPAT_WORD.set(w, []).get(w)!).push({ group: g.group, side: 'conflict' });
 }
 
-/** Whether a and b (canonical stems) are antonyms. */
+/** Whether a and b (canonical stems) are antonyms: the list above, or WordNet's main senses (lexicon.ts: "short" / "long"). */
 export function areAntonyms(a: string, b: string): boolean {
-  return ANTONYM.get(a)?.has(b) ?? false;
+  return (ANTONYM.get(a)?.has(b) ?? false) || wordnetAntonyms(a, b);
 }
 /** Whether a and b are different members of one exclusive-alternatives group. */
 export function areAlternatives(a: string, b: string): boolean {
