@@ -11,7 +11,7 @@
 import type { LintOptions } from './model';
 import { relation, specificity } from './lexicon';
 import { aboutThePast, frameDiff, frameHunks, labelValues, updateMarker, type LabelValue, type UpdateMarker } from './slots';
-import { align, alignBound, anchors, polarityDiff, scriptMix, type Alignment, type SoftEntry } from './soft';
+import { align, alignBound, anchors, otherScript, polarityDiff, scriptMix, type Alignment, type SoftEntry } from './soft';
 import {
   areAlternatives,
   areAntonyms,
@@ -62,6 +62,7 @@ export interface Prepared {
   negSubject?: Map<string, string[]>;
   script?: number;
   items?: SoftEntry['items'];
+  anchors?: Set<string>;
 }
 
 /** Prepare one entry text. */
@@ -411,12 +412,12 @@ function softDuplicate(a: Prepared, b: Prepared, al: Alignment): PairVerdict {
     return undefined;
   }
   const matched = Math.min(al.matchedA, al.matchedB);
-  // The same frame with words swapped one for one (none a synonym of the other) is another subject, not
-  // a rewording: "Ines owns the reports service" / "Ines owns the Lena service", "X owns the Y service" /
-  // "Z owns the W service" (as for the rules above).
-  const h = frameHunks(a.toks, b.toks);
-  if (h && h.hunks.every((x) => x.a.length === 1 && x.b.length === 1 && !relation(x.a[0].t, x.b[0].t))) return undefined;
   if ((al.links.length > 0 || !al.restA.length || !al.restB.length) && al.score >= SOFT_SCORE && (matched >= 4 || (al.contain >= 0.9 && matched >= 2))) {
+    // The same frame with words swapped one for one (none a synonym of the other) is another subject, not
+    // a rewording: "Ines owns the reports service" / "Ines owns the Lena service", "X owns the Y service" /
+    // "Z owns the W service" (as for the rules above).
+    const h = al.restA.length && al.restB.length ? frameHunks(a.toks, b.toks) : undefined;
+    if (h && h.hunks.every((x) => x.a.length === 1 && x.b.length === 1 && !relation(x.a[0].t, x.b[0].t))) return undefined;
     const lex = al.links.length ? `; ${al.links.slice(0, 4).join(', ')}` : '';
     return { kind: 'near-duplicate', score: al.score, why: `the words align (lemmas, typos, derivations and WordNet synonyms): weighted overlap ${al.score.toFixed(2)}, ${al.matchedA} and ${al.matchedB} words matched${lex}` };
   }
@@ -452,7 +453,8 @@ export const MAX_SLOT_GROUP = 50;
  * the same single-valued "Label: value" label ("Timezone: America/New_York" / "Timezone: now
  * America/Chicago (Central) after the move"), and an entry that records a change from a value with
  * the entries that name that value ("switched from PostgreSQL to MySQL" / "FastAPI + PostgreSQL +
- * Redis"). Linear: one pass builds the groups; a group larger than MAX_SLOT_GROUP is skipped and
+ * Redis"), and an entry mostly in a non-Latin script with the entries that share two or more of its
+ * names, terms and values (soft.ts anchors). Linear: one pass builds the groups; a group larger than MAX_SLOT_GROUP is skipped and
  * counted in stats.skippedSlots.
  */
 export function slotCandidates(items: Prepared[], stats?: JoinStats): Array<[number, number]> {
@@ -497,6 +499,34 @@ export function slotCandidates(items: Prepared[], stats?: JoinStats): Array<[num
         continue;
       }
       for (const x of marked) for (const y of hs) if (x !== y) out.push(x < y ? [x, y] : [y, x]);
+    }
+  }
+  // an entry mostly in a non-Latin script and the entries that share two or more of the names, terms and
+  // values it keeps as written ("RunPod", "PUBLIC_KEY", "taskkill", "#ef4444"): its CJK character pairs
+  // outweigh them in the similarity join
+  const mixed = new Map<number, Set<string>>();
+  items.forEach((p, i) => {
+    if (otherScript(p) < 0.25) return;
+    const an = anchors(p);
+    if (an.size >= 2) mixed.set(i, an);
+  });
+  if (mixed.size) {
+    const need = new Set<string>();
+    for (const an of mixed.values()) for (const t of an) need.add(t);
+    const post = new Map<string, number[]>();
+    items.forEach((p, i) => {
+      for (const t of anchors(p)) if (need.has(t)) (post.get(t) ?? post.set(t, []).get(t)!).push(i);
+    });
+    const tooCommon = new Set<string>();
+    for (const [t, list] of post) if (list.length > MAX_SLOT_GROUP) tooCommon.add(t);
+    skipped += tooCommon.size;
+    for (const [x, an] of mixed) {
+      const count = new Map<number, number>();
+      for (const t of an) {
+        if (tooCommon.has(t)) continue;
+        for (const y of post.get(t) ?? []) if (y !== x) count.set(y, (count.get(y) ?? 0) + 1);
+      }
+      for (const [y, c] of count) if (c >= 2 && !(mixed.has(y) && y < x)) out.push(x < y ? [x, y] : [y, x]);
     }
   }
   if (stats) stats.skippedSlots = skipped;

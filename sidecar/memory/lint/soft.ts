@@ -27,6 +27,7 @@ export interface SoftEntry {
   negSubject?: Map<string, string[]>;
   script?: number;
   items?: Items;
+  anchors?: Set<string>;
 }
 
 /** One entry pair aligned word by word. */
@@ -62,20 +63,18 @@ function typo(a: string, b: string): boolean {
 
 /** The items an alignment compares, computed once per entry: content words and values (by literal). */
 interface Items {
-  set: Set<string>;
+  has: (w: string) => boolean;
   list: Array<{ w: string; spec: number; value: boolean; could: boolean }>;
 }
 
 function items(p: SoftEntry): Items {
   if (p.items) return p.items;
-  const set = new Set(p.content);
-  for (const v of p.values.keys()) set.add(v);
-  const list = [...set].map((w) => {
+  const list = [...p.content, ...[...p.values.keys()].filter((v) => !p.content.has(v))].map((w) => {
     const value = p.values.has(w);
     // a word that could match another word than itself: known to the lexicon, a compound, or a possible typo
     return { w, spec: specificity(w), value, could: !value && (known(w) || w.length >= 5 || parts(w).length > 0) };
   });
-  p.items = { set, list };
+  p.items = { has: (w) => p.content.has(w) || p.values.has(w), list };
   return p.items;
 }
 
@@ -86,13 +85,11 @@ function bestMatch(x: string, other: Items): [number, string, string] | undefine
     if (o.value || !o.could) continue;
     const y = o.w;
     let m: [number, string, string] | undefined;
-    if (typo(x, y)) m = [1, 'typo', y];
-    else {
-      const r = relation(x, y);
-      if (r === 'derivation') m = [0.9, 'derivation', y];
-      else if (r === 'synonym') m = [0.8, 'synonym', y];
-      else if (parts(x).includes(y) || parts(y).includes(x)) m = [0.7, 'compound', y];
-    }
+    const r = typo(x, y) ? 'typo' : relation(x, y);
+    if (r === 'typo') m = [1, 'typo', y];
+    else if (r === 'derivation') m = [0.9, 'derivation', y];
+    else if (r === 'synonym') m = [0.8, 'synonym', y];
+    else if (parts(x).includes(y) || parts(y).includes(x)) m = [0.7, 'compound', y];
     if (m && (!best || m[0] > best[0])) best = m;
   }
   return best;
@@ -112,11 +109,11 @@ export function alignBound(a: SoftEntry, b: SoftEntry): number {
   let mb = 0;
   for (const x of A.list) {
     wa += x.spec;
-    if (x.could || B.set.has(x.w)) ma += x.spec;
+    if (x.could || B.has(x.w)) ma += x.spec;
   }
   for (const y of B.list) {
     wb += y.spec;
-    if (y.could || A.set.has(y.w)) mb += y.spec;
+    if (y.could || A.has(y.w)) mb += y.spec;
   }
   return Math.max(wa + wb ? (ma + mb) / (wa + wb) : 0, wa ? ma / wa : 0, wb ? mb / wb : 0);
 }
@@ -133,7 +130,7 @@ export function align(a: SoftEntry, b: SoftEntry): Alignment {
     const rest: string[] = [];
     for (const x of X.list) {
       w += x.spec;
-      const best = Y.set.has(x.w) ? ([1, 'same', x.w] as [number, string, string]) : x.could ? bestMatch(x.w, Y) : undefined;
+      const best = Y.has(x.w) ? ([1, 'same', x.w] as [number, string, string]) : x.could ? bestMatch(x.w, Y) : undefined;
       if (best) {
         m += x.spec * best[0];
         n++;
@@ -201,6 +198,10 @@ export function polarity(p: SoftEntry): Map<string, number> {
   for (const m of s.matchAll(NEG_AFTER_EN)) scopes.push([clauseStart(m.index), m.index, m.index, m.index]);
   for (const m of s.matchAll(AGAINST_EN)) scopes.push([m.index + m[0].length, endAfter(m.index + m[0].length, AGAINST_END), clauseStart(m.index), m.index]);
   if (UNSPACED.test(s)) for (const m of s.matchAll(NEG_ZH)) scopes.push([m.index + m[0].length - 1, endAfter(m.index + m[0].length), clauseStart(m.index), m.index]);
+  if (!scopes.length) {
+    p.pol = ALL_ASSERTED;
+    return p.pol;
+  }
   const pol = new Map<string, number>();
   const subject = new Map<string, string[]>();
   for (const t of p.toks) {
@@ -220,6 +221,15 @@ export function polarity(p: SoftEntry): Map<string, number> {
   return pol;
 }
 
+/** The polarity of an entry without any negation (every word asserted; shared, so nothing is kept per entry). */
+const ALL_ASSERTED = new Map<string, number>();
+
+/** The polarity map itself, with every content word (+1) for an entry without a negation. */
+function polarityMap(p: SoftEntry): Map<string, number> {
+  const pol = polarity(p);
+  return pol === ALL_ASSERTED ? new Map([...p.content].map((w) => [w, 1])) : pol;
+}
+
 function hasNegated(pol: Map<string, number>): boolean {
   for (const v of pol.values()) if (v < 0) return true;
   return false;
@@ -227,10 +237,10 @@ function hasNegated(pol: Map<string, number>): boolean {
 
 /** Words whose polarity differs between two entries (negated in one, asserted in the other), and those negated in both. */
 export function polarityDiff(a: SoftEntry, b: SoftEntry): { conflict: string[]; bothNegated: string[]; agree: number } {
-  const pa = polarity(a);
-  const pb = polarity(b);
   const conflict: string[] = [];
-  if (!hasNegated(pa) && !hasNegated(pb)) return { conflict, bothNegated: [], agree: 0 };
+  if (!hasNegated(polarity(a)) && !hasNegated(polarity(b))) return { conflict, bothNegated: [], agree: 0 };
+  const pa = polarityMap(a);
+  const pb = polarityMap(b);
   const bothNegated: string[] = [];
   let agree = 0;
   for (const [w, x] of pa) {
@@ -291,11 +301,13 @@ export function scriptMix(a: SoftEntry, b: SoftEntry): string | undefined {
  * (names, products, code: "RunPod", "PUBLIC_KEY", "#ef4444") — of 3 characters or more.
  */
 export function anchors(p: SoftEntry): Set<string> {
+  if (p.anchors) return p.anchors;
   const out = new Set<string>();
   for (const t of p.toks) {
     if (t.type === 'date') continue;
     if (t.type !== 'word') out.add(t.t);
     else if (!t.cjk && t.t.length >= 3 && /^[a-z0-9_.+#/-]+$/.test(t.t) && specificity(t.t) === 1 && p.content.has(t.t)) out.add(t.t);
   }
+  p.anchors = out;
   return out;
 }
