@@ -10,9 +10,12 @@
  *     agentkeep restore-point label ID --target T [--label TEXT] [--important | --not-important] [--json]
  *     agentkeep restore-point prune --target T [--dry-run] [--keep N] [--keep-important N] [--min-age DURATION] [--json]
  *     agentkeep restore-point usage --target T [--json]
+ *     agentkeep target describe --target T [--json]
  *     agentkeep memory list --store S [--store S ...] [--json]
  *     agentkeep guest read|write --target proxmox://HOST/NODE/qemu/VMID --file PATH [--out F | --from F | --text T] [--yes]
  *     agentkeep agent discover --target proxmox://HOST[:PORT] [--tag agent] [--json]
+ *     agentkeep agent add NAME --target T [--store S ...] [--fail-closed] [--replace] [--json]
+ *     agentkeep agent list|remove NAME|default NAME [--json]
  *     agentkeep memory show --store S [--store S ...] --entry ID [--json]
  *     agentkeep memory edit --store S --entry ID --text TEXT [--expected-hash H] [--json]
  *     agentkeep memory remove --store S --entry ID [--expected-hash H] [--json]
@@ -23,9 +26,12 @@
  *     agentkeep risk eval DIR LABELS.json [--json]
  *     agentkeep serve --stdio | --ws HOST:PORT --token-file FILE
  *     global: --state-dir DIR (also AGENTKEEP_STATE_DIR)
+ *     every command with --target / --store also takes --agent NAME; with neither --agent nor --target
+ *     the default agent is used (sidecar/cli/agents.ts)
  *
  * Output: human tables, or with --json ONE JSON document on stdout. Errors: one line on stderr
- * naming the problem and the fix; with --json also `{"error":{code,message,hint}}` on stdout.
+ * naming the problem, the next actions as `agentkeep …` command lines (cli/actions.ts) and the fix;
+ * with --json also `{"error":{code,message,hint,actions}}` on stdout (actions: NextAction data).
  * Exit codes: 0 ok, 1 failure, 2 usage error (unknown command/option, missing or bad argument).
  */
 import { formatFindings } from '../memory/lint/format';
@@ -33,7 +39,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { Command, CommanderError, Help, Option } from 'commander';
-import type { RiskFinding } from '../protocol';
+import { nextAction, type RiskFinding } from '../protocol';
 import { AgentKeepError, asAgentKeepError } from '../core/errors';
 import { call } from '../core/dispatch';
 import type { CoreApi, CoreOptions } from '../core/service';
@@ -43,8 +49,14 @@ import { parseHostPort, readTokenFile, serveWs } from '../server/ws';
 import type { CoreFactory } from '../server/session';
 import { changeSummary, createdLine, findingsTable, memoryDiffText, restoreLossText, memoryShowText, memoryTable, pruneReport, restorePointTable, shellQuote, usageReport } from './format';
 import { guardSignals } from './signals';
-import { cliTargetArgs, resolveStateDir } from '../core/state';
+import { resolveStateDir } from '../core/state';
+import { defaultTargetFor, targetForms } from '../core/target';
+import { targetSummary } from '../protocol/targets';
+import { cliTargetArgs, commandLine, describeProblem, type RenderOptions } from './actions';
+import { agentCommands, useNamedAgents } from './agents';
+import { UsageError } from './usage';
 import { parseDuration } from '../core/retention';
+import { describeStore, storeFactories } from '../memory';
 import { VERSION } from './version';
 
 /** Where the CLI writes; replaceable for tests. */
@@ -94,8 +106,6 @@ function collect(v: string, prev: string[]): string[] {
   return [...prev, v];
 }
 
-/** Exit code carried by a usage error. */
-class UsageError extends AgentKeepError {}
 
 /** Option parser for a duration (1h, 30m, 90s, 2d, 0) in ms. @throws UsageError (exit 2) naming the option. */
 function duration(opt: string): (v: string) => number {
@@ -123,6 +133,8 @@ interface Ctx {
   json: boolean;
   /** `serve` keeps the process alive: do not report an exit code. */
   serving: boolean;
+  /** The --state-dir given (else AGENTKEEP_STATE_DIR), once a command ran: printed commands name it. */
+  stateDir?: string;
 }
 
 function coreOpts(cmd: Command): CoreOptions {
@@ -130,7 +142,29 @@ function coreOpts(cmd: Command): CoreOptions {
   return { stateDir: g.stateDir ?? process.env.AGENTKEEP_STATE_DIR ?? undefined };
 }
 
+/**
+ * How this run prints next actions: with the state dir in use (`--state-dir` only when it is not
+ * the default). A relative state dir (refused by the core) is named as given.
+ */
+function renderOpts(ctx: Ctx): RenderOptions {
+  try {
+    return { stateDir: resolveStateDir(ctx.stateDir) };
+  } catch {
+    return { stateDir: ctx.stateDir ?? resolveStateDir() };
+  }
+}
+
 /** What a VM rollback does, shown before and after it. */
+/** Help of a --target option: what it is and the forms of the registered backends ("dir:/abs/path, btrfs:/abs/path, ..."). */
+function targetHelp(what = 'the target'): string {
+  return `${what}: ${targetForms().join(', ')}`;
+}
+
+/** The forms of the registered store kinds, for help texts ("hermes:/abs/path/to/.hermes, agent-zero:/abs/root"). */
+function storeForms(): string {
+  return storeFactories().map((f) => f.forms[0]).join(', ');
+}
+
 /** Said before and after every restore: snapshots roll back the machine, not the world. */
 const OUTSIDE_NOTE = 'A restore does not undo what the agent did outside the machine (messages sent, remote pushes, API calls, payments).';
 const VM_RESTORE_NOTE =
@@ -181,33 +215,45 @@ function program(ctx: Ctx): Command {
       },
     });
 
+  // the state dir of the command about to run, for the commands printed in its output and errors
+  root.hook('preAction', (_root, action) => {
+    ctx.stateDir = coreOpts(action).stateDir;
+  });
+
   const rp = root.command('restore-point').description('create, list, restore and delete restore points');
 
   rp.command('create')
     .description('take a restore point of a target (and capture the agent state of each --store)')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--label <text>', 'a label for the restore point')
-    .option('--store <store>', 'memory store whose agent state is captured, e.g. hermes:/home/me/.hermes (repeatable; default: the Hermes homes found in the target)', collect, [])
+    .option(
+      '--store <store>',
+      'memory store whose agent state is captured, e.g. hermes:/home/me/.hermes (repeatable; default: the ' +
+        `stores found in the target: ${storeFactories().filter((f) => f.detect).map((f) => f.kindName).join(', ')})`,
+      collect,
+      [],
+    )
     .addOption(new Option('--kind <kind>', 'why it is taken: manual, config-edit (before editing a config file), update (before updating the agent), hook (from a script or git hook); retention treats them alike').choices(['manual', 'config-edit', 'update', 'hook']).default('manual'))
     .option('--important', 'mark it important (retention keeps the newest 10 important restore points)')
     .option('--vmstate', 'VM targets: include the RAM state (a rollback resumes the VM where it was)')
     .option('--json', 'print the restore point as JSON')
     .action(async (o: { target: string; label?: string; kind: 'manual' | 'config-edit' | 'update' | 'hook'; store: string[]; important?: boolean; vmstate?: boolean }, cmd: Command) => {
       const asJson = json(cmd);
-      const guard = guardSignals('create', ctx.io, cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir)));
+      const guard = guardSignals('create', ctx.io, cliTargetArgs(o.target, renderOpts(ctx).stateDir));
       let rpnt;
       try {
         // a target that does not parse fails in the create below, with the backend's own message
         const described = o.vmstate ? await call(core(cmd), 'targetDescribe', { target: o.target }).catch(() => undefined) : undefined;
         const caps = described?.capabilities;
         if (caps && !caps.ramState) {
-          ctx.io.err(`agentkeep: note: --vmstate applies to VM targets (qemu:, proxmox://…/qemu/…); ${o.target} has no RAM state to save, so it is ignored.`);
+          ctx.io.err(`agentkeep: note: --vmstate applies to VM targets whose snapshots can hold RAM state (see: agentkeep target describe); ${o.target} has no RAM state to save, so it is ignored.`);
         }
         rpnt = await call(ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal }), 'restorePointCreate', { target: o.target, label: o.label, stores: o.store.length ? o.store : undefined, kind: o.kind, ...(o.important ? { important: true } : {}), ...(o.vmstate ? { vmstate: true } : {}) });
       } finally {
         guard.dispose();
       }
-      for (const w of rpnt.warnings ?? []) ctx.io.err(`agentkeep: warning: ${w}`);
+      const notices = rpnt.notices ?? (rpnt.warnings ?? []).map((message) => ({ message }));
+      for (const n of notices) ctx.io.err(`agentkeep: warning: ${describeProblem(n, renderOpts(ctx))}`);
       if (asJson) printJson(ctx, rpnt);
       else {
         const noun = (await call(core(cmd), 'targetDescribe', { target: rpnt.target }).catch(() => undefined))?.snapshotNoun;
@@ -225,7 +271,7 @@ function program(ctx: Ctx): Command {
   rp.command('diff')
     .description('what differs between a restore point and now, i.e. what a restore would undo (files and agent state)')
     .argument('<id>', 'restore point id')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--store <store>', 'memory store to compare (repeatable; default: the stores the restore point captured)', collect, [])
     .option('--json', 'print {added, removed, changed, agentChanged} as JSON')
     .action(async (id: string, o: { target: string; store: string[] }, cmd: Command) => {
@@ -237,7 +283,7 @@ function program(ctx: Ctx): Command {
 
   rp.command('list')
     .description('list the restore points of a target, newest first')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--json', 'print a JSON array')
     .action(async (o: { target: string }, cmd: Command) => {
       const asJson = json(cmd);
@@ -246,11 +292,15 @@ function program(ctx: Ctx): Command {
       // A restore whose process died while writing (kill -9, power loss): say so on stderr, even with --json.
       const broken = (await call(c, 'agentStatus', { target: o.target }).catch(() => undefined))?.interruptedRestore;
       if (broken) {
-        const args = cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir));
-        const stores = (broken.stores ?? []).map((st) => ` --store ${shellQuote(st)}`).join('');
+        // the core's next actions: finish (restore broken.id again), go back (restore broken.undo)
+        const cmdOf = (id: string): string | undefined => {
+          const a = broken.actions?.find((x) => x.params?.id === id);
+          return a && commandLine(a, renderOpts(ctx));
+        };
+        const [finish, back] = [cmdOf(broken.id), cmdOf(broken.undo)];
         ctx.io.err(
           `agentkeep: warning: a restore of ${broken.id} (scope ${broken.scope}) started ${broken.startedAt} never finished: ${o.target} may be half-restored. ` +
-            `Finish it: agentkeep restore-point restore ${broken.id} ${args} --scope ${broken.scope}${stores} --yes, or go back: agentkeep restore-point restore ${broken.undo} ${args} --scope both --yes`,
+            `Finish it: ${finish ?? `restore ${broken.id} again`}, or go back: ${back ?? `restore ${broken.undo}`}`,
         );
       }
       if (asJson) printJson(ctx, points);
@@ -260,7 +310,7 @@ function program(ctx: Ctx): Command {
   rp.command('restore')
     .description('make the target identical to a restore point again (the current state is captured first)')
     .argument('<id>', 'restore point id (see: restore-point list)')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .addOption(new Option('--scope <scope>', 'what to put back').choices(['machine', 'agent', 'both']))
     .option('--store <store>', 'memory store (repeatable); default: the stores captured in the restore point', collect, [])
     .option('--start', 'VM targets: start the guest after rolling back to a snapshot without RAM state (Proxmox: needs VM.PowerMgmt)')
@@ -302,27 +352,28 @@ function program(ctx: Ctx): Command {
           throw new AgentKeepError('ConfirmationRequired', 'Restore cancelled; nothing was changed.', 'Answer y to restore, or pass --yes.');
         }
       }
-      const guard = guardSignals('restore', ctx.io, cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir)));
+      const guard = guardSignals('restore', ctx.io, cliTargetArgs(o.target, renderOpts(ctx).stateDir));
       let r;
       try {
         const rc = ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal, onRestoreWriting: (u) => guard.writing(u.id) });
         if (o.start && caps && !caps.startAfterRollback) {
-          ctx.io.err(`agentkeep: note: --start applies to VM targets (qemu:, proxmox://); ignored for ${o.target}.`);
+          ctx.io.err(`agentkeep: note: --start applies to VM targets that can start after a rollback (see: agentkeep target describe); ignored for ${o.target}.`);
         }
         r = await call(rc, 'restorePointRestore', { target: o.target, id, scope: o.scope, stores, ...(o.start ? { start: true } : {}) });
       } finally {
         guard.dispose();
       }
+      const undoAction = nextAction('Undo', 'restorePointRestore', { target: o.target, id: r.undo.id, scope: o.scope });
+      const undo = commandLine(undoAction, { ...renderOpts(ctx), yes: false });
       if (asJson) {
         const { id: rid, label, createdAt, status, kind, target } = r.restored;
         printJson(ctx, { id: rid, label, createdAt, status, kind, target, scope: o.scope, restored: r.restored, undo: r.undo, changes: r.changes, ...(r.machineState ? { machineState: r.machineState } : {}), ...(r.warnings ? { warnings: r.warnings } : {}) });
       } else if (pve) {
-        const undo = `agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}`;
         ctx.io.out([`Rolled back ${o.target} to ${r.restored.id} "${r.restored.label}". The guest is ${r.machineState ?? 'in an unknown state'}.`, ...(r.warnings ?? []).map((w) => `Warning: ${w}`), VM_RESTORE_NOTE.split('\n')[1], `Undo: ${undo}`].join('\n'));
       } else {
         // VM backends: no file list; the whole VM went back, and it is running or paused now.
         const what = r.machineState ? `  The VM's disks and RAM are back at the restore point; the VM is ${r.machineState}.` : changeSummary(r.changes, false, o.scope);
-        ctx.io.out(`Restored ${r.restored.id} "${r.restored.label}" (scope ${o.scope}).\n${what}\n${OUTSIDE_NOTE}\nUndo: agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}`);
+        ctx.io.out(`Restored ${r.restored.id} "${r.restored.label}" (scope ${o.scope}).\n${what}\n${OUTSIDE_NOTE}\nUndo: ${undo}`);
         for (const w of r.warnings ?? []) ctx.io.out(`Note: ${w}`);
       }
     });
@@ -330,7 +381,7 @@ function program(ctx: Ctx): Command {
   rp.command('delete')
     .description('delete a restore point (contents still used by others are kept)')
     .argument('<id>', 'restore point id')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--yes', 'do not ask for confirmation')
     .option('--json', 'print the result as JSON')
     .action(async (id: string, o: { target: string; yes?: boolean }, cmd: Command) => {
@@ -351,7 +402,7 @@ function program(ctx: Ctx): Command {
   rp.command('label')
     .description('rename a restore point and/or mark it important (Proxmox: the snapshot description too)')
     .argument('<id>', 'restore point id')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--label <text>', 'the new label')
     .option('--important', 'mark it important (retention keeps the newest 10 important ones longer)')
     .option('--not-important', 'clear the important mark')
@@ -367,7 +418,7 @@ function program(ctx: Ctx): Command {
 
   rp.command('prune')
     .description('apply retention: keep the newest N and the newest N important restore points, delete the rest (never one younger than an hour, the newest, or half of a pre/post pair)')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--dry-run', 'only show what would be deleted')
     .option('--keep <n>', 'newest restore points to keep (default 20)', wholeNumber('--keep'))
     .option('--keep-important <n>', 'newest important restore points to keep (default 10)', wholeNumber('--keep-important'))
@@ -382,7 +433,7 @@ function program(ctx: Ctx): Command {
 
   rp.command('usage')
     .description('disk use of the restore points of a target (each stored object or extent counted once) against the size cap')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--json', 'print {target, bytes, capBytes, level, points: [{id, bytes, newBytes}]} as JSON')
     .action(async (o: { target: string }, cmd: Command) => {
       const asJson = json(cmd);
@@ -391,23 +442,38 @@ function program(ctx: Ctx): Command {
       else ctx.io.out(usageReport(r));
     });
 
+  root
+    .command('target')
+    .description('what a target is and can do, as its backend describes it')
+    .command('describe')
+    .description('the backend, name, kind, local root and capabilities of a target (no I/O: works for an unreachable target)')
+    .requiredOption('--target <target>', targetHelp())
+    .option('--json', 'print the target.describe result as JSON')
+    .action(async (o: { target: string }, cmd: Command) => {
+      const d = await call(core(cmd), 'targetDescribe', { target: o.target });
+      if (json(cmd)) printJson(ctx, d);
+      else ctx.io.out(`Target ${d.target}: ${targetSummary(d)}`);
+    });
+
   const mem = root.command('memory').description('inspect, trace, edit and compare agent memory stores');
   mem
     .command('list')
     .description('list the entries of memory stores with their usage')
-    .requiredOption('--store <store>', 'memory store, e.g. hermes:/home/me/.hermes (repeatable)', collect, [])
+    .requiredOption('--store <store>', `memory store, one of ${storeForms()} (repeatable)`, collect, [])
     .option('--json', 'print {stores: [...]} as JSON')
     .action(async (o: { store: string[] }, cmd: Command) => {
       const asJson = json(cmd);
       if (o.store.length === 0) throw new UsageError('InvalidParams', 'memory list needs a store.', 'Add --store hermes:/abs/path/to/.hermes (repeatable).');
       const r = await call(core(cmd), 'memoryList', { stores: o.store });
       if (asJson) printJson(ctx, r);
-      else ctx.io.out(memoryTable(r.stores));
+      else ctx.io.out(memoryTable(r.stores, r.descriptions));
     });
 
-  root
+  const agent = root
     .command('agent')
-    .description('agents on a hypervisor')
+    .description('named agents (add, list, remove, default) and the agents on a hypervisor (discover)');
+  agentCommands(agent, { io: ctx.io, core, json, print: (v) => printJson(ctx, v) });
+  agent
     .command('discover')
     .description('list the Proxmox guests with a tag (default "agent") that the token can see, as targets')
     .requiredOption('--target <target>', 'the Proxmox host, e.g. proxmox://pve.lan (credentials from AGENTKEEP_PVE_TOKEN, AGENTKEEP_PVE_FINGERPRINT)')
@@ -523,7 +589,8 @@ function program(ctx: Ctx): Command {
     if (o.store.length > 1) throw new UsageError('InvalidParams', `memory ${what} takes one --store.`, 'Name the store that holds the entry.');
     return o.store[0];
   };
-  const storeOpt = (c: Command): Command => c.option('--store <store>', 'memory store, e.g. hermes:/home/me/.hermes (repeatable)', collect, []);
+  const storeOpt = (c: Command): Command =>
+    c.option('--store <store>', `memory store, one of ${storeForms()} (repeatable)`, collect, []);
 
   storeOpt(mem.command('show').description('show one entry with its provenance (which session and tool call wrote it)'))
     .option('--entry <id>', 'entry id or a unique prefix (>= 4 chars)')
@@ -549,7 +616,10 @@ function program(ctx: Ctx): Command {
       if (!o.text.trim()) throw new UsageError('InvalidParams', 'memory edit --text is empty: an entry cannot be blank.', `Give the new text, or delete the entry: agentkeep memory remove --store ${shellQuote(store)} --entry ${entry}`);
       const r = await call(core(cmd), 'memoryEdit', { store, entry, text: o.text, ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}) });
       if (asJson) printJson(ctx, r);
-      else ctx.io.out(`Edited ${r.previous.id} -> ${r.entry.id} in ${r.entry.file ?? store}.\nUndo: agentkeep memory edit --store ${shellQuote(store)} --entry ${r.undo.entry} --text ${shellQuote(r.undo.text)}`);
+      else {
+        const undo = commandLine(nextAction('Undo', 'memoryEdit', { ...r.undo, store }), renderOpts(ctx));
+        ctx.io.out(`Edited ${r.previous.id} -> ${r.entry.id} in ${r.entry.file ?? store}.\nUndo: ${undo}`);
+      }
     });
 
   storeOpt(mem.command('remove').description('delete one entry (same safety as edit)'))
@@ -561,7 +631,10 @@ function program(ctx: Ctx): Command {
       const store = oneStore(o, 'remove');
       const r = await call(core(cmd), 'memoryRemove', { store, entry: needEntry(o, 'remove'), ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}) });
       if (asJson) printJson(ctx, r);
-      else ctx.io.out(`Removed ${r.removed.id} from ${r.removed.file ?? store}.\nUndo: agentkeep memory add --store ${shellQuote(store)}${r.undo.file ? ` --file ${r.undo.file}` : ''} --text ${shellQuote(r.undo.text)}`);
+      else {
+        const undo = commandLine(nextAction('Undo', 'memoryAdd', { ...r.undo, store }), renderOpts(ctx));
+        ctx.io.out(`Removed ${r.removed.id} from ${r.removed.file ?? store}.\nUndo: ${undo}`);
+      }
     });
 
   storeOpt(mem.command('add').description('add an entry (Hermes: to MEMORY.md, or USER.md with --file user)'))
@@ -594,13 +667,17 @@ function program(ctx: Ctx): Command {
   storeOpt(mem.command('diff').description('entries added, removed and changed since a restore point, and the agent\'s outside-world actions since then'))
     .option('--from <id>', 'restore point id')
     .option('--to <id>', 'restore point id, or now (default)')
-    .option('--target <target>', 'the target the restore point belongs to, e.g. dir:/home/me/.hermes')
+    .option('--target <target>', targetHelp('the target the restore point belongs to'))
     .option('--json', 'print the memory.diff result as JSON')
     .action(async (o: { store: string[]; from?: string; to?: string; target?: string }, cmd: Command) => {
       const asJson = json(cmd);
       if (!o.from) throw new UsageError('InvalidParams', 'memory diff needs --from RESTORE_POINT_ID.', 'Pick one from agentkeep restore-point list --target T.');
       let target = o.target;
-      if (!target && o.store.length === 1) target = `dir:${o.store[0].replace(/^[A-Za-z][A-Za-z0-9_-]*:/, '')}`;
+      if (!target && o.store.length === 1) {
+        // one local store: its directory is the target (the store's description says where, not its string)
+        const root = describeStore(o.store[0]).localRoot;
+        if (root) target = defaultTargetFor(root);
+      }
       if (!target) throw new UsageError('InvalidParams', 'memory diff needs --target (the target the restore point belongs to).', 'Add --target dir:/abs/path (or give one --store inside that directory).');
       const r = await call(core(cmd), 'memoryDiff', { target, from: o.from, ...(o.to ? { to: o.to } : {}), ...(o.store.length ? { stores: o.store } : {}) });
       if (asJson) printJson(ctx, r);
@@ -685,6 +762,8 @@ function program(ctx: Ctx): Command {
       ctx.serving = true;
     });
 
+  // --agent NAME (or the default agent) on every command that takes --target / --store
+  useNamedAgents(root, coreOpts);
   return root;
 }
 
@@ -720,8 +799,10 @@ export async function runCli(argv: string[], makeCore: CoreFactory, io: CliIO = 
       return 2;
     }
     const err = asAgentKeepError(e);
-    io.err(`agentkeep: ${err.oneLine()}`);
-    if (ctx.json) io.out(JSON.stringify({ error: { code: err.code, message: err.message, ...(err.hint ? { hint: err.hint } : {}) } }));
+    // the core's next actions as the equivalent command lines (with --json also as data)
+    io.err(`agentkeep: ${describeProblem(err, renderOpts(ctx))}`);
+    const more = { ...(err.hint ? { hint: err.hint } : {}), ...(err.actions?.length ? { actions: err.actions } : {}) };
+    if (ctx.json) io.out(JSON.stringify({ error: { code: err.code, message: err.message, ...more } }));
     if (err.kind === 'Internal' && process.env.AGENTKEEP_DEBUG && e instanceof Error && e.stack) io.err(e.stack);
     return e instanceof UsageError ? 2 : 1;
   }
