@@ -11,7 +11,7 @@
 import type { LintOptions } from './model';
 import { relation, specificity } from './lexicon';
 import { aboutThePast, frameDiff, frameHunks, labelValues, updateMarker, type LabelValue, type UpdateMarker } from './slots';
-import { align, alignBound, anchors, otherScript, polarityDiff, scriptMix, type Alignment, type SoftEntry } from './soft';
+import { align, anchors, otherScript, polarityDiff, scriptMix, type Alignment, type SoftEntry } from './soft';
 import {
   areAlternatives,
   areAntonyms,
@@ -375,7 +375,7 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   if (opening.length >= 3 && opening.length * 2 >= a.content.size && opening.length * 2 >= b.content.size) {
     return { kind: 'near-duplicate', score: opening.length / Math.max(a.content.size, b.content.size), why: `both open with the same significant words (stemmed: "${opening.join(' ')}"), and each adds a detail` };
   }
-  if (pd.conflict.length > 0 || alignBound(a, b) < SOFT_SCORE) return undefined;
+  if (pd.conflict.length > 0) return undefined;
   return softDuplicate(a, b, al());
 }
 

@@ -52,9 +52,9 @@ function parts(w: string): string[] {
   return w.includes('-') || w.includes('/') ? w.split(/[-/]/).filter((x) => x.length >= 3) : NONE;
 }
 
-/** Whether a and b differ by one edit (words of 5+ letters): a typo. */
+/** Whether a and b differ by one edit (words of 5+ letters, no digits: "item5" / "item6" are two names): a typo. */
 function typo(a: string, b: string): boolean {
-  if (a.length < 5 || b.length < 5 || Math.abs(a.length - b.length) > 1) return false;
+  if (a.length < 5 || b.length < 5 || Math.abs(a.length - b.length) > 1 || /\d/.test(a) || /\d/.test(b)) return false;
   let i = 0;
   while (i < a.length && a[i] === b[i]) i++;
   if (a.length === b.length) return a.slice(i + 1) === b.slice(i + 1);
@@ -72,7 +72,7 @@ function items(p: SoftEntry): Items {
   const list = [...p.content, ...[...p.values.keys()].filter((v) => !p.content.has(v))].map((w) => {
     const value = p.values.has(w);
     // a word that could match another word than itself: known to the lexicon, a compound, or a possible typo
-    return { w, spec: specificity(w), value, could: !value && (known(w) || w.length >= 5 || parts(w).length > 0) };
+    return { w, spec: specificity(w), value, could: !value && (known(w) || (w.length >= 5 && !/\d/.test(w)) || parts(w).length > 0) };
   });
   p.items = { has: (w) => p.content.has(w) || p.values.has(w), list };
   return p.items;
@@ -95,29 +95,6 @@ function bestMatch(x: string, other: Items): [number, string, string] | undefine
   return best;
 }
 
-/**
- * An upper bound of align(a, b).score and .contain without aligning: every word that could match
- * (the same word, a word the lexicon knows, a compound, or one of 5+ letters that could be a typo)
- * counted as matched. Linear in the entries' sizes.
- */
-export function alignBound(a: SoftEntry, b: SoftEntry): number {
-  const A = items(a);
-  const B = items(b);
-  let wa = 0;
-  let ma = 0;
-  let wb = 0;
-  let mb = 0;
-  for (const x of A.list) {
-    wa += x.spec;
-    if (x.could || B.has(x.w)) ma += x.spec;
-  }
-  for (const y of B.list) {
-    wb += y.spec;
-    if (y.could || A.has(y.w)) mb += y.spec;
-  }
-  return Math.max(wa + wb ? (ma + mb) / (wa + wb) : 0, wa ? ma / wa : 0, wb ? mb / wb : 0);
-}
-
 /** Align two entries word by word (see the module doc). */
 export function align(a: SoftEntry, b: SoftEntry): Alignment {
   const A = items(a);
@@ -128,9 +105,16 @@ export function align(a: SoftEntry, b: SoftEntry): Alignment {
     let m = 0;
     let n = 0;
     const rest: string[] = [];
+    // the other side's words that this side lacks: the only ones a word of this side can be linked to
+    let open: Items | undefined;
     for (const x of X.list) {
       w += x.spec;
-      const best = Y.has(x.w) ? ([1, 'same', x.w] as [number, string, string]) : x.could ? bestMatch(x.w, Y) : undefined;
+      let best: [number, string, string] | undefined;
+      if (Y.has(x.w)) best = [1, 'same', x.w];
+      else if (x.could) {
+        open ??= { has: Y.has, list: Y.list.filter((o) => !X.has(o.w)) };
+        best = bestMatch(x.w, open);
+      }
       if (best) {
         m += x.spec * best[0];
         n++;
