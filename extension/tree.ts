@@ -100,7 +100,7 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
           const ir = s.interruptedRestore;
           if (ir) {
             item.description = `restore interrupted · ${item.description}`;
-            md.appendMarkdown(`$(warning) **A restore of ${ir.id} (scope ${ir.scope}) never finished** (started ${formatAge(ir.startedAt)}): the target may be half-restored. Restore ${ir.id} again with scope ${ir.scope} to finish it, or restore ${ir.undo} to go back.\n\n`);
+            md.appendMarkdown(`$(warning) **A restore of ${ir.id} (scope ${ir.scope}) never finished** (started ${formatAge(ir.startedAt)}): the target may be half-restored. Restore ${ir.id} again with scope ${ir.scope} to finish it${ir.undo ? `, or restore ${ir.undo} to go back` : ' (it had no undo point)'}.\n\n`);
           }
           md.appendMarkdown(`Backend: ${s.backend} · ${s.reachable ? 'reachable' : `not reachable: ${s.message ?? ''}`}\n\n`);
           md.appendMarkdown(`Restore points: ${s.restorePoints}\n\n`);

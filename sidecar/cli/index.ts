@@ -4,7 +4,7 @@
  *     agentkeep --version
  *     agentkeep restore-point create --target T [--label TEXT] [--kind manual|config-edit|update|hook] [--store S ...] [--important] [--vmstate] [--json]
  *     agentkeep restore-point list --target T [--json]
- *     agentkeep restore-point restore ID --target T --scope machine|agent|both [--store S ...] [--start] [--yes] [--json]
+ *     agentkeep restore-point restore ID --target T --scope machine|agent|both [--store S ...] [--start] [--no-undo-point] [--yes] [--json]
  *     agentkeep restore-point diff ID --target T [--store S ...] [--json]
  *     agentkeep restore-point delete ID --target T [--yes] [--json]
  *     agentkeep restore-point label ID --target T [--label TEXT] [--important | --not-important] [--json]
@@ -245,7 +245,8 @@ function program(ctx: Ctx): Command {
         const stores = (broken.stores ?? []).map((st) => ` --store ${shellQuote(st)}`).join('');
         ctx.io.err(
           `agentkeep: warning: a restore of ${broken.id} (scope ${broken.scope}) started ${broken.startedAt} never finished: ${o.target} may be half-restored. ` +
-            `Finish it: agentkeep restore-point restore ${broken.id} ${args} --scope ${broken.scope}${stores} --yes, or go back: agentkeep restore-point restore ${broken.undo} ${args} --scope both --yes`,
+            `Finish it: agentkeep restore-point restore ${broken.id} ${args} --scope ${broken.scope}${stores} --yes` +
+            (broken.undo ? `, or go back: agentkeep restore-point restore ${broken.undo} ${args} --scope both --yes` : ' (it had no undo point)'),
         );
       }
       if (asJson) printJson(ctx, points);
@@ -259,9 +260,10 @@ function program(ctx: Ctx): Command {
     .addOption(new Option('--scope <scope>', 'what to put back').choices(['machine', 'agent', 'both']))
     .option('--store <store>', 'memory store (repeatable); default: the stores captured in the restore point', collect, [])
     .option('--start', 'VM targets: start the guest after rolling back to a snapshot without RAM state (Proxmox: needs VM.PowerMgmt)')
+    .option('--no-undo-point', 'do not capture the current state first (no undo): for a state dir too full to hold it; needs --yes or a confirmation')
     .option('--yes', 'do not ask for confirmation')
     .option('--json', 'print the result as JSON')
-    .action(async (id: string, o: { target: string; scope: 'machine' | 'agent' | 'both'; store: string[]; start?: boolean; yes?: boolean }, cmd: Command) => {
+    .action(async (id: string, o: { target: string; scope: 'machine' | 'agent' | 'both'; store: string[]; start?: boolean; undoPoint?: boolean; yes?: boolean }, cmd: Command) => {
       if (!o.scope) {
         throw new UsageError('InvalidParams', 'restore needs --scope.', 'Choose --scope both (files and agent memory), machine (files, keeping the current memory) or agent (memory only).');
       }
@@ -269,7 +271,22 @@ function program(ctx: Ctx): Command {
       const c = core(cmd);
       const stores = o.store.length ? o.store : undefined;
       const pve = /^proxmox:/i.test(o.target.trim()) && o.scope !== 'agent'; // a Proxmox rollback: say what it does to the guest
-      if (!o.yes) {
+      const noUndo = o.undoPoint === false;
+      if (noUndo && !o.yes) {
+        // Never implied: a restore without an undo point loses the current state for good.
+        const args = cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir));
+        if (!ctx.io.isTTY) {
+          throw new AgentKeepError(
+            'ConfirmationRequired',
+            `Restoring ${id} without an undo point replaces the current state of ${o.target} for good and needs confirmation.`,
+            `Pass --yes with --no-undo-point (agentkeep restore-point restore ${id} ${args} --scope ${o.scope} --no-undo-point --yes), or free space and restore with an undo point.`,
+          );
+        }
+        ctx.io.err(`Restoring ${id} (scope ${o.scope}) on ${o.target} WITHOUT an undo point: the current state is not captured first, so this restore cannot be undone.`);
+        if (!(await ctx.io.confirm('Restore without an undo point?'))) {
+          throw new AgentKeepError('ConfirmationRequired', 'Restore cancelled; nothing was changed.', 'Answer y to restore, or free space and restore with an undo point.');
+        }
+      } else if (!o.yes) {
         if (!ctx.io.isTTY) {
           throw new AgentKeepError(
             'ConfirmationRequired',
@@ -297,9 +314,9 @@ function program(ctx: Ctx): Command {
       const guard = guardSignals('restore', ctx.io, cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir)));
       let r;
       try {
-        const rc = ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal, onRestoreWriting: (u) => guard.writing(u.id) });
+        const rc = ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal, onRestoreWriting: (u) => guard.writing(u?.id) });
         if (o.start && !/^(qemu:|proxmox:)/i.test(o.target.trim())) ctx.io.err(`agentkeep: note: --start applies to VM targets (qemu:, proxmox://); ignored for ${o.target}.`);
-        r = await rc.restoreRestorePoint({ target: o.target, id, scope: o.scope, stores, ...(o.start ? { start: true } : {}) });
+        r = await rc.restoreRestorePoint({ target: o.target, id, scope: o.scope, stores, ...(o.start ? { start: true } : {}), ...(noUndo ? { noUndoPoint: true, confirmed: true } : {}) });
       } finally {
         guard.dispose();
       }
@@ -307,12 +324,13 @@ function program(ctx: Ctx): Command {
         const { id: rid, label, createdAt, status, kind, target } = r.restored;
         printJson(ctx, { id: rid, label, createdAt, status, kind, target, scope: o.scope, restored: r.restored, undo: r.undo, changes: r.changes, ...(r.machineState ? { machineState: r.machineState } : {}), ...(r.warnings ? { warnings: r.warnings } : {}) });
       } else if (pve) {
-        const undo = `agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}`;
+        const undo = r.undo ? `agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}` : 'none (restored without an undo point)';
         ctx.io.out([`Rolled back ${o.target} to ${r.restored.id} "${r.restored.label}". The guest is ${r.machineState ?? 'in an unknown state'}.`, ...(r.warnings ?? []).map((w) => `Warning: ${w}`), VM_RESTORE_NOTE.split('\n')[1], `Undo: ${undo}`].join('\n'));
       } else {
         // VM backends: no file list; the whole VM went back, and it is running or paused now.
         const what = r.machineState ? `  The VM's disks and RAM are back at the restore point; the VM is ${r.machineState}.` : changeSummary(r.changes, false, o.scope);
-        ctx.io.out(`Restored ${r.restored.id} "${r.restored.label}" (scope ${o.scope}).\n${what}\n${OUTSIDE_NOTE}\nUndo: agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}`);
+        const undo = r.undo ? `agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}` : 'none (restored without an undo point)';
+        ctx.io.out(`Restored ${r.restored.id} "${r.restored.label}" (scope ${o.scope}).\n${what}\n${OUTSIDE_NOTE}\nUndo: ${undo}`);
         for (const w of r.warnings ?? []) ctx.io.out(`Note: ${w}`);
       }
     });
