@@ -4,28 +4,31 @@
  * journal, the shared object store, locks and garbage collection. See sidecar/core/state.ts for the
  * state-dir layout.
  */
-import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { z } from 'zod';
 import { version as packageVersion } from '../../package.json';
 import { Methods, type ChangeSummary, type ParamsOf, type ProgressParams, type ResultOf, type RestorePoint, type Scope } from '../protocol';
-import { backendFor, backends, type MachineBackend, type PathFilter } from '../machine';
+import { backendFor, type MachineBackend, type PathFilter } from '../machine';
 import { discoverAgents as discoverProxmoxAgents, guestFileRead, guestFileWrite, ProxmoxBackend } from '../machine/proxmox';
 import { openStore, openStores as openStoresUnique, type MemoryStoreAdapter } from '../memory';
 import * as memoryOps from '../memory/ops';
 import { AgentKeepError, asAgentKeepError } from './errors';
 import { abortedError, isAbortedError, isErrno, mapLimit, tempNameFor, throwIfAborted } from './fsutil';
 import { Journal, isValidId, newRestorePointId } from './journal';
-import { acquireLock, isStale, pidAlive, type HeldLock, type LockInfo } from './lock';
+import { pidAlive } from './lock';
+import { collectGarbage, collectIfPending, lockWithRoom, registerInflight, type InflightMarker } from './gc';
 import { ObjectStore, hashFile } from './objects';
 import { StateLayout, checkStateDirVsTarget, cliTargetArgs, ensureStateDir, isInside, resolveStateDir } from './state';
 import { resolveTarget, type ParsedTarget } from './target';
-import type { CoreApi, CoreOptions } from './service';
+import type { CoreApi, CoreOptions, RestoreWithUndo } from './service';
 import { DEFAULT_MIN_AGE_MS, planPrune, type PruneOptions } from './retention';
 import { size as formatSize } from '../cli/format';
 import { capLevel, DEFAULT_SIZE_CAP_BYTES, readStateConfig, stateConfigPath } from './stateConfig';
+import { PairCache } from './paircache';
+import { createSpaceError, noUndoPointUnconfirmed, undoPointSpaceError } from './diskfull';
+import { targetUsage, treeBytes, type TargetUsage } from './usage';
 import { compareCaptures, DEFAULT_READ_MAX_BYTES, encodeContent, normalizeRelPath, tooLarge } from './compare';
 
 /** The sidecar version (from package.json, inlined by the bundler). */
@@ -128,103 +131,37 @@ export class Core implements CoreApi {
 
   /**
    * Run `fn` holding the target's lock. `writesObjects` also registers an in-flight marker and waits
-   * for a running garbage collection, so GC never removes an object this operation is about to use.
+   * for a running garbage collection, so GC never removes an object this operation is about to use
+   * (sidecar/core/gc.ts). Before that, objects left by a failed or killed earlier operation are
+   * collected; when `fn` fails, what it stored and no restore point references is collected at once.
    */
   private async withTarget<T>(t: TargetCtx, op: string, writesObjects: boolean, fn: () => Promise<T>, timeoutMs = this.lockTimeoutMs): Promise<T> {
-    const lock = await acquireLock(this.layout.targetLock(t.target.key), { op, what: `Target ${t.target.spec}`, timeoutMs, signal: this.opts.signal });
-    let marker: string | undefined;
+    const lock = await lockWithRoom(this.layout, this.layout.targetLock(t.target.key), { op, what: `Target ${t.target.spec}`, timeoutMs, signal: this.opts.signal });
+    let marker: InflightMarker | undefined;
+    let ok = false;
     try {
       if (writesObjects) {
-        marker = path.join(this.layout.inflightDir, `${process.pid}-${randomBytes(6).toString('hex')}`);
-        await fs.writeFile(marker, JSON.stringify({ pid: process.pid, host: os.hostname(), op, target: t.target.spec }));
-        await this.waitForGc();
+        await collectIfPending(this.layout, this.objects, this.lockTimeoutMs);
+        marker = await registerInflight(this.layout, { op, target: t.target.spec }, this.lockTimeoutMs);
       }
-      return await fn();
+      const r = await fn();
+      ok = true;
+      return r;
     } finally {
-      if (marker) await fs.rm(marker, { force: true }).catch(() => undefined);
+      await marker?.done(ok);
       await lock.release();
+      if (marker && !ok) await this.collectGarbage().catch(() => undefined);
     }
-  }
-
-  /** Wait while a live garbage collection holds the GC lock. */
-  private async waitForGc(): Promise<void> {
-    const deadline = Date.now() + this.lockTimeoutMs;
-    for (;;) {
-      let info: LockInfo | undefined;
-      try {
-        info = JSON.parse(await fs.readFile(this.layout.gcLock, 'utf8')) as LockInfo;
-      } catch (e) {
-        if (isErrno(e, 'ENOENT')) return;
-      }
-      if (info && isStale(info)) return;
-      if (Date.now() > deadline) {
-        throw new AgentKeepError('TargetBusy', 'A garbage collection of the object store is still running.', 'Try again in a moment.');
-      }
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  }
-
-  /** Whether a create or restore is running anywhere on this state dir (live in-flight markers). */
-  private async othersInFlight(): Promise<boolean> {
-    let names: string[];
-    try {
-      names = await fs.readdir(this.layout.inflightDir);
-    } catch {
-      return false;
-    }
-    for (const n of names) {
-      const p = path.join(this.layout.inflightDir, n);
-      try {
-        const info = JSON.parse(await fs.readFile(p, 'utf8')) as { pid: number; host: string };
-        if (info.host !== os.hostname() || pidAlive(info.pid)) return true;
-        await fs.rm(p, { force: true }); // left by a dead process
-      } catch {
-        /* vanished or half-written: its owner is running */
-        if (await fs.stat(p).then(() => true, () => false)) return true;
-      }
-    }
-    return false;
   }
 
   /**
-   * Mark & sweep: delete objects no restore point of any target references (machine manifests of
-   * every backend + agent captures of every journal). Skipped (0 freed) while a create or restore is
-   * in flight; the next delete collects what was left.
+   * Mark & sweep (sidecar/core/gc.ts collectGarbage): delete objects no restore point of any target
+   * references. Skipped (0 freed) while a create or restore is in flight; the next create, delete or
+   * prune collects what was left.
    */
   async collectGarbage(): Promise<{ freedBytes: number; removed: number }> {
-    let gc: HeldLock;
-    try {
-      gc = await acquireLock(this.layout.gcLock, { op: 'garbage collection', what: 'The object store', timeoutMs: this.lockTimeoutMs });
-    } catch {
-      return { freedBytes: 0, removed: 0 };
-    }
-    try {
-      if (await this.othersInFlight()) return { freedBytes: 0, removed: 0 };
-      const keep = new Set<string>();
-      for (const f of backends()) for (const h of (await f.referencedObjects?.(this.layout)) ?? []) keep.add(h);
-      let keys: string[] = [];
-      try {
-        keys = await fs.readdir(this.layout.journalRoot);
-      } catch {
-        /* no journals */
-      }
-      for (const k of keys) {
-        const dir = this.layout.journalDir(k);
-        for (const n of await fs.readdir(dir).catch(() => [] as string[])) {
-          if (!n.endsWith('.json') || n === 'target.json' || n.startsWith('.')) continue;
-          try {
-            const rp = JSON.parse(await fs.readFile(path.join(dir, n), 'utf8')) as RestorePoint;
-            for (const a of rp.agent ?? []) for (const f of a.files ?? []) keep.add(f.hash);
-          } catch {
-            // A damaged journal entry: keep everything rather than risk deleting what it references.
-            return { freedBytes: 0, removed: 0 };
-          }
-        }
-      }
-      return await this.objects.sweep(keep);
-    } finally {
-      await gc.release();
-    }
+    const r = await collectGarbage(this.layout, this.objects, this.lockTimeoutMs);
+    return { freedBytes: r.freedBytes, removed: r.removed };
   }
 
   /**
@@ -446,7 +383,7 @@ export class Core implements CoreApi {
         if (st?.isFile() && (await hashFile(abs)) === f.hash) continue;
         await fs.mkdir(path.dirname(abs), { recursive: true });
         if (st?.isDirectory()) await fs.rm(abs, { recursive: true, force: true });
-        const tmp = tempNameFor(abs);
+        const tmp = tempNameFor(abs, s.root);
         try {
           await this.objects.copyOut(f.hash, tmp);
           await fs.chmod(tmp, st?.isFile() ? st.mode & 0o7777 : 0o644);
@@ -525,7 +462,9 @@ export class Core implements CoreApi {
     const progress = new Progress(p.progressToken, this.opts.onProgress);
     const rp = await this.withTarget(t, 'create restore point', true, () =>
       this.createLocked(t, { label: p.label, kind: p.kind, reason: p.reason, stores, pairOf: p.pairOf, important: p.important, vmstate: p.vmstate }, progress),
-    );
+    ).catch(async (e: unknown) => {
+      throw await createSpaceError(e, this.stateDir, cliTargetArgs(t.target.spec, this.stateDir));
+    });
     this.changed(t.target.spec, 'restorePoints');
     // Retention (params, else <stateDir>/config.json, else the defaults); it never deletes the one
     // just made (the newest). A busy target is not waited for long: the next create or a prune catches up.
@@ -534,7 +473,7 @@ export class Core implements CoreApi {
     // A target left half-restored by a killed restore: this restore point holds that mixed state.
     const broken = await this.interruptedRestore(t);
     const half = broken
-      ? `A restore of ${broken.id} never finished (started ${broken.startedAt}), so this restore point may hold a half-restored target. Finish it: agentkeep restore-point restore ${broken.id} ${cliTargetArgs(t.target.spec, this.stateDir)} --scope ${broken.scope} --yes, or go back to ${broken.undo}.`
+      ? `A restore of ${broken.id} never finished (started ${broken.startedAt}), so this restore point may hold a half-restored target. Finish it: agentkeep restore-point restore ${broken.id} ${cliTargetArgs(t.target.spec, this.stateDir)} --scope ${broken.scope} --yes${broken.undo ? `, or go back to ${broken.undo}` : ''}.`
       : undefined;
     const warnings = [configProblem, warning, half].filter((w): w is string => !!w);
     // Say what retention deleted: a create must never make restore points vanish silently.
@@ -557,48 +496,9 @@ export class Core implements CoreApi {
     );
   }
 
-  /**
-   * Disk use of restore points `points` of a target: `bytes` counts every stored object (dir
-   * manifests via backend.objectsOf, agent captures) or snapshot extent (backend.usage) once; per
-   * point from backend.usage, else the journal's machine.bytes / newBytes. With `quick`, undefined
-   * when the backend would have to walk its snapshots (btrfs).
-   */
-  private async usageOf(t: TargetCtx, points: RestorePoint[], quick: boolean): Promise<{ bytes: number; points: Map<string, { bytes: number; newBytes: number }> } | undefined> {
-    const mine = points.filter((r) => r.machine.backend === t.backend.name);
-    const ext = t.backend.usage ? await t.backend.usage(mine.map((r) => r.id), { quick }) : undefined;
-    if (t.backend.usage && !ext) return undefined;
-    // Every object once, with how many of these restore points hold it and the first holder: an
-    // object only one restore point holds is what deleting that one frees (its "only it" bytes).
-    const objects = new Map<string, { size: number; holders: number; first: string }>();
-    const hold = (h: string, size: number, id: string, seen: Set<string>): void => {
-      if (seen.has(h)) return;
-      seen.add(h);
-      const o = objects.get(h);
-      if (o) o.holders++;
-      else objects.set(h, { size, holders: 1, first: id });
-    };
-    let machineBytes = ext?.bytes ?? 0;
-    for (const r of points) {
-      const seen = new Set<string>();
-      if (t.backend.objectsOf && r.machine.backend === t.backend.name) {
-        for (const [h, size] of await t.backend.objectsOf(r.id).catch(() => new Map<string, number>())) hold(h, size, r.id, seen);
-      } else if (!ext) machineBytes += r.machine.newBytes;
-      for (const a of r.agent) for (const f of a.files) hold(f.hash, f.size, r.id, seen);
-    }
-    let bytes = machineBytes;
-    const only = new Map<string, number>();
-    for (const o of objects.values()) {
-      bytes += o.size;
-      if (o.holders === 1) only.set(o.first, (only.get(o.first) ?? 0) + o.size);
-    }
-    const per = new Map<string, { bytes: number; newBytes: number }>();
-    for (const r of points) {
-      const e = ext?.points.get(r.id);
-      // dir (objectsOf): exclusive bytes from the reference counts; btrfs: the backend's exclusive
-      // extents; else (VM snapshots) what the journal recorded at create.
-      per.set(r.id, e ?? { bytes: r.machine.bytes, newBytes: t.backend.objectsOf ? (only.get(r.id) ?? 0) : r.machine.newBytes });
-    }
-    return { bytes, points: per };
+  /** Disk use of restore points `points` of a target (sidecar/core/usage.ts targetUsage). */
+  private usageOf(t: TargetCtx, points: RestorePoint[], quick: boolean): Promise<TargetUsage | undefined> {
+    return targetUsage(t.backend, t.journal, points, quick);
   }
 
   /**
@@ -635,10 +535,12 @@ export class Core implements CoreApi {
     const t = await this.open(p.target, false);
     const capBytes = (await readStateConfig(this.stateDir)).sizeCapBytes ?? DEFAULT_SIZE_CAP_BYTES;
     const points = await t.journal.list();
-    const u = (await this.usageOf(t, points, false)) ?? { bytes: 0, points: new Map() };
+    const u = (await this.usageOf(t, points, false)) ?? { bytes: 0, metaBytes: 0, points: new Map() };
     return {
       target: t.target.spec,
       bytes: u.bytes,
+      metaBytes: u.metaBytes,
+      stateDirBytes: await treeBytes(this.stateDir),
       capBytes,
       level: capLevel(u.bytes, capBytes),
       points: points.map((r) => ({ id: r.id, ...(u.points.get(r.id) ?? { bytes: r.machine.bytes, newBytes: r.machine.newBytes }) })),
@@ -654,13 +556,13 @@ export class Core implements CoreApi {
    * A restore of the target that started writing and never finished (its process is gone): the
    * target may be half-restored. Undefined when there is none or its process still runs.
    */
-  private async interruptedRestore(t: { target: ParsedTarget }): Promise<{ id: string; undo: string; scope: Scope; stores?: string[]; startedAt: string } | undefined> {
+  private async interruptedRestore(t: { target: ParsedTarget }): Promise<{ id: string; undo?: string; scope: Scope; stores?: string[]; startedAt: string } | undefined> {
     const raw = await fs.readFile(this.restoreMarker(t), 'utf8').catch(() => undefined);
     if (!raw) return undefined;
     try {
-      const m = JSON.parse(raw) as { id: string; undo: string; scope?: Scope; stores?: string[]; startedAt: string; pid: number; host: string };
+      const m = JSON.parse(raw) as { id: string; undo?: string; scope?: Scope; stores?: string[]; startedAt: string; pid: number; host: string };
       if (m.host === os.hostname() && pidAlive(m.pid)) return undefined;
-      return { id: m.id, undo: m.undo, scope: m.scope ?? 'both', ...(m.stores ? { stores: m.stores } : {}), startedAt: m.startedAt };
+      return { id: m.id, ...(m.undo ? { undo: m.undo } : {}), scope: m.scope ?? 'both', ...(m.stores ? { stores: m.stores } : {}), startedAt: m.startedAt };
     } catch {
       return undefined;
     }
@@ -771,10 +673,15 @@ export class Core implements CoreApi {
    * restore point (returned as `undo`). Scopes: `both` = the whole tree, then the agent-state
    * captures of the stores; `agent` = only the stores' agent-state files; `machine` = the tree except
    * the agent-state paths of the stores that live inside it. `stores` defaults to the stores the
-   * restore point captured.
-   * @throws RestorePointNotFound, CorruptSnapshot (nothing touched), TargetBusy, BadStore, Internal
-   *   (failed halfway; the message names the pre-restore id to go back to)
+   * restore point captured. `noUndoPoint` with `confirmed` skips the pre-restore point (no `undo` in
+   * the result): the way out when the state dir is too full to hold it.
+   * @throws RestorePointNotFound, CorruptSnapshot (nothing touched), TargetBusy, BadStore, DiskFull
+   *   (the undo point does not fit: nothing touched; the hint offers prune or --no-undo-point),
+   *   ConfirmationRequired (noUndoPoint without confirmed), Internal (failed halfway; the message
+   *   names the pre-restore id to go back to)
    */
+  restoreRestorePoint(params: ParamsOf<'restorePointRestore'> & { noUndoPoint?: false }): Promise<RestoreWithUndo>;
+  restoreRestorePoint(params: ParamsOf<'restorePointRestore'>): Promise<ResultOf<'restorePointRestore'>>;
   async restoreRestorePoint(params: ParamsOf<'restorePointRestore'>): Promise<ResultOf<'restorePointRestore'>> {
     const p = validate(Methods.restorePointRestore.params, params, 'restorePoint.restore');
     const t = await this.open(p.target, true, true);
@@ -799,7 +706,14 @@ export class Core implements CoreApi {
       const capturable: MemoryStoreAdapter[] = [];
       for (const s of stores) if (await s.check().then(() => true, () => false)) capturable.push(s);
       if (!capturable.length && !p.stores) capturable.push(...(await this.detectStores(t.target.path)));
-      const undo = await this.createLocked(t, { kind: 'pre-restore', restoredFrom: rp.id, stores: capturable }, progress, `the restore of ${rp.id} did not start; nothing in the target was changed`);
+      // (noUndoPoint, confirmed: a full state dir, the user chose to restore without a way back)
+      const cli = cliTargetArgs(t.target.spec, this.stateDir);
+      if (p.noUndoPoint && !p.confirmed) throw noUndoPointUnconfirmed(rp.id, cli, scope);
+      const undo = p.noUndoPoint
+        ? undefined
+        : await this.createLocked(t, { kind: 'pre-restore', restoredFrom: rp.id, stores: capturable }, progress, `the restore of ${rp.id} did not start; nothing in the target was changed`).catch(async (e: unknown) => {
+            throw await undoPointSpaceError(e, { id: rp.id, scope, stores: p.stores, stateDir: this.stateDir, targetArgs: cli });
+          });
       try {
         this.opts.onRestoreWriting?.(undo);
       } catch {
@@ -808,7 +722,7 @@ export class Core implements CoreApi {
       // A marker while the target is being written: if this process dies (kill -9, power loss) the
       // next list/status says the target may be half-restored and names the undo. Removed on success.
       const marker = this.restoreMarker(t);
-      await fs.writeFile(marker, JSON.stringify({ id: rp.id, undo: undo.id, scope, ...(p.stores ? { stores: p.stores } : {}), startedAt: new Date().toISOString(), pid: process.pid, host: os.hostname() }), { mode: 0o600 }).catch(() => undefined);
+      await fs.writeFile(marker, JSON.stringify({ id: rp.id, ...(undo ? { undo: undo.id } : {}), scope, ...(p.stores ? { stores: p.stores } : {}), startedAt: new Date().toISOString(), pid: process.pid, host: os.hostname() }), { mode: 0o600 }).catch(() => undefined);
       let changes: ChangeSummary = { added: [], removed: [], changed: [], agentChanged: [] };
       let machineState: string | undefined;
       let warnings: string[] | undefined;
@@ -818,7 +732,7 @@ export class Core implements CoreApi {
         if (scope !== 'agent') {
           const skip = this.agentStateFilter(t.target, [...stores, ...(await this.detectStores(t.target.path))], scope === 'machine');
           const m = await t.backend.restore(rp.id, {
-            currentId: undo.id,
+            currentId: undo?.id,
             skip,
             start: p.start,
             signal: this.opts.signal,
@@ -830,19 +744,20 @@ export class Core implements CoreApi {
         }
         if (scope !== 'machine') changes.agentChanged = await this.restoreAgent(rp, stores);
       } catch (e) {
-        const undoCmd = `agentkeep restore-point restore ${undo.id} ${cliTargetArgs(t.target.spec, this.stateDir)} --scope both --yes`;
+        const undoCmd = `agentkeep restore-point restore ${undo?.id} ${cliTargetArgs(t.target.spec, this.stateDir)} --scope both --yes`;
+        const saved = undo ? `The state before the restore was saved as restore point ${undo.id}.` : 'It was restored without an undo point, so the state before it is gone.';
         if (isAbortedError(e)) {
           throw new AgentKeepError(
             'Internal',
-            `Interrupted: the restore of ${rp.id} was stopped part-way, so ${t.target.path} is partly restored. The state before the restore was saved as restore point ${undo.id}.`,
-            `Undo with: ${undoCmd} (or run the restore of ${rp.id} again to finish it).`,
+            `Interrupted: the restore of ${rp.id} was stopped part-way, so ${t.target.path} is partly restored. ${saved}`,
+            undo ? `Undo with: ${undoCmd} (or run the restore of ${rp.id} again to finish it).` : `Run the restore of ${rp.id} again to finish it.`,
           );
         }
         const err = asAgentKeepError(e);
         throw new AgentKeepError(
-          (['CorruptSnapshot', 'FileError', 'Hypervisor', 'GuestLocked', 'AuthFailed', 'RestorePointNotFound'] as const).find((k) => k === err.kind) ?? 'Internal',
-          `Restore of ${rp.id} stopped: ${err.message} The state before the restore was saved as restore point ${undo.id}.`,
-          `To go back to it: agentkeep restore-point restore ${undo.id} ${cliTargetArgs(t.target.spec, this.stateDir)} --scope both`,
+          (['CorruptSnapshot', 'FileError', 'Hypervisor', 'GuestLocked', 'AuthFailed', 'RestorePointNotFound', 'DiskFull'] as const).find((k) => k === err.kind) ?? 'Internal',
+          `Restore of ${rp.id} stopped: ${err.message} ${saved}`,
+          undo ? `To go back to it: agentkeep restore-point restore ${undo.id} ${cliTargetArgs(t.target.spec, this.stateDir)} --scope both` : `${err.hint ?? 'Fix the cause'}, then run the restore of ${rp.id} again to finish it.`,
         );
       } finally {
         await unlock();
@@ -851,7 +766,7 @@ export class Core implements CoreApi {
       const restored: RestorePoint = { ...rp, status: 'rolled-back' };
       await t.journal.put(restored);
       progress.report('done', `Restored ${rp.id} (${scope})`);
-      return { restored, undo, changes, ...(machineState ? { machineState } : {}), ...(warnings ? { warnings } : {}) };
+      return { restored, ...(undo ? { undo } : {}), changes, ...(machineState ? { machineState } : {}), ...(warnings ? { warnings } : {}) };
     });
     this.changed(t.target.spec, 'restorePoints');
     if (p.scope !== 'machine') this.changed(t.target.spec, 'memory');
@@ -914,7 +829,9 @@ export class Core implements CoreApi {
   /**
    * Ids of the post restore points (both sides older than an hour, neither the newest) whose pre does
    * not differ from them, by the backend's compare of the two snapshots and the agent-state captures.
-   * Results are cached per instance (the snapshots never change); a failing compare counts as "differs".
+   * Results are cached per instance and in the journal dir (sidecar/core/paircache.ts: the snapshots
+   * never change, so a new CLI process does not compare every old pair again); a failing compare
+   * counts as "differs" and is not cached on disk.
    */
   private async identicalPairs(t: TargetCtx, points: RestorePoint[], minAgeMs = DEFAULT_MIN_AGE_MS): Promise<Set<string>> {
     const out = new Set<string>();
@@ -922,32 +839,36 @@ export class Core implements CoreApi {
     if (!compare) return out;
     const byId = new Map(points.map((r) => [r.id, r]));
     const old = (r: RestorePoint): boolean => Date.now() - Date.parse(r.createdAt) >= minAgeMs && r.id !== points[0]?.id;
+    const disk = new PairCache(t.journal.dir);
     for (const post of points) {
       const pre = post.pairOf ? byId.get(post.pairOf) : undefined;
       if (!pre || !old(post) || !old(pre)) continue;
       if (pre.machine.backend !== t.backend.name || post.machine.backend !== t.backend.name) continue;
       const key = `${t.target.key}/${post.id}`;
-      let same = this.pairSame.get(key);
+      let same = this.pairSame.get(key) ?? (await disk.get(post.id));
       if (same === undefined) {
         try {
           const m = await compare(pre.id, post.id);
           const agent = compareCaptures(pre.agent, post.agent, (x, y) => x === y);
           const sameStores = pre.agent.length === post.agent.length && pre.agent.every((a) => post.agent.some((b) => b.store === a.store));
           same = sameStores && !m.added.length && !m.removed.length && !m.changed.length && !agent.length;
+          await disk.set(post.id, same);
         } catch {
           same = false;
         }
-        this.pairSame.set(key, same);
       }
+      this.pairSame.set(key, same);
       if (same) out.add(post.id);
     }
+    await disk.save(new Set(points.map((r) => r.id)));
     return out;
   }
 
   /**
    * Apply retention to a target: keep the newest `keep` (default 20) and newest `keepImportant`
    * (default 10) important restore points, never delete one younger than an hour, the newest one, or
-   * half of a pre/post pair; delete the rest (not with dryRun) and garbage-collect.
+   * half of a pre/post pair; delete the rest (not with dryRun) and garbage-collect (also when
+   * nothing is deleted: objects left by failed or killed operations are freed).
    * @returns deleted / kept, each `{id, reason}` newest first; freedBytes (0 for a dry run).
    * @throws InvalidParams, BadTarget, BadStateDir, TargetBusy
    */
@@ -955,7 +876,10 @@ export class Core implements CoreApi {
     const p = validate(Methods.restorePointPrune.params, params, 'restorePoint.prune');
     const t = await this.open(p.target, false, !p.dryRun);
     const config = await readStateConfig(this.stateDir);
-    return this.pruneTarget(t, { ...config.retention, ...definedOnly({ keep: p.keep, keepImportant: p.keepImportant, minAgeMs: p.minAgeMs }) }, p.dryRun ?? false);
+    const res = await this.pruneTarget(t, { ...config.retention, ...definedOnly({ keep: p.keep, keepImportant: p.keepImportant, minAgeMs: p.minAgeMs }) }, p.dryRun ?? false);
+    // Nothing to delete: still collect what failed or killed operations (or an older version) left.
+    if (!p.dryRun && !res.deleted.length) res.freedBytes += (await this.collectGarbage()).freedBytes;
+    return res;
   }
 
   /** Mark the change after a restore point as kept (status `kept`). @throws RestorePointNotFound, TargetBusy */
