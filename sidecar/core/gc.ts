@@ -33,6 +33,10 @@ import { ensureReserve, releaseReserve, type StateLayout } from './state';
 /** Temp files of state writes (journal, manifests) older than this are left by a dead writer. */
 const STATE_TEMP_MAX_AGE_MS = 10 * 60_000;
 
+/** The fix when not even a lock file fits (the reserve is used up): only other files can make room. */
+const NOTHING_LEFT =
+  'Not even a lock file fits there: make some room on that file system by removing files that are not AgentKeep\'s (never objects by hand), then run agentkeep restore-point prune to free more.';
+
 /**
  * Run `write`; when it fails for lack of space, give the reserve back and run it once more.
  * @throws AgentKeepError DiskFull naming the file system when it still does not fit.
@@ -47,10 +51,10 @@ export async function withRoom<T>(layout: StateLayout, what: string, write: () =
         return await write();
       } catch (e2) {
         if (!isNoSpace(e2)) throw e2;
-        throw e2 instanceof AgentKeepError ? e2 : await diskFullError(layout.root, e2, what);
+        throw e2 instanceof AgentKeepError ? e2 : await diskFullError(layout.root, e2, what, NOTHING_LEFT);
       }
     }
-    throw e instanceof AgentKeepError ? e : await diskFullError(layout.root, e, what);
+    throw e instanceof AgentKeepError ? e : await diskFullError(layout.root, e, what, NOTHING_LEFT);
   }
 }
 

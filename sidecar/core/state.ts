@@ -127,8 +127,8 @@ export async function checkStateDirVsTarget(stateDir: string, targetPath: string
 
 /** Size of the space reserve in bytes (sidecar/core/gc.ts withRoom gives it back on a full file system). */
 export const RESERVE_BYTES = 64 * 1024;
-/** The reserve is written again only when this much is free (it must never take the last bytes). */
-const RESERVE_MIN_FREE = 16 * RESERVE_BYTES;
+/** The reserve is written again only when this much is free (it never takes the last bytes, but comes back soon after a recovery). */
+const RESERVE_MIN_FREE = 2 * RESERVE_BYTES;
 
 /** Path of the space reserve. */
 export function reservePath(layout: StateLayout): string {
