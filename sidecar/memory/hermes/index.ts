@@ -20,7 +20,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { MemoryEntry, MemoryFile, Provenance, ProvenanceTrace } from '../../protocol';
 import { AgentKeepError } from '../../core/errors';
-import { fsyncDir, tempNameFor } from '../../core/fsutil';
+import { fsyncDir, isTempName, tempNameFor } from '../../core/fsutil';
 import { captureSqlite } from '../sqlite';
 import type { CaptureSource, MemoryStoreAdapter, WriteOptions } from '../types';
 import { ENTRY_DELIMITER, READ_ONLY, driftReason, entryId, limitsFromConfig, parseEntries, readHome, sha256, usageChars, type FileSource, type HermesLimits, type ReadFile } from './home';
@@ -64,7 +64,7 @@ async function walkFiles(base: string, dir: string, out: string[]): Promise<void
   for (const e of entries) {
     const rel = dir ? `${dir}/${e.name}` : e.name;
     if (e.isDirectory()) await walkFiles(base, rel, out);
-    else if (e.isFile() || e.isSymbolicLink()) out.push(rel);
+    else if ((e.isFile() || e.isSymbolicLink()) && !isTempName(e.name)) out.push(rel); // (a killed write's temp is never agent state)
   }
 }
 
