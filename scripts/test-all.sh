@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `npm test`: typecheck, build, unit tests (mocha on Node), the fault-injection suite (reduced N),
-# integration tests (mocha inside a real VS Code extension host in code-server), and the e2e screenshot test. Prints one closing line
-# "tests: N passed, N failed" summing the mocha suites; exits non-zero if any stage fails.
+# integration tests (mocha inside a real VS Code extension host in code-server), and the e2e screenshot
+# test. Prints one closing line "tests: N passed, N failed" summing the mocha suites; exits non-zero if
+# any stage fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 log=$(mktemp -d)/test.log
