@@ -22,7 +22,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { ChangeSummary, ProgressParams, RestorePoint, ResultOf, Scope } from '../sidecar/protocol';
+import type { ChangeSummary, ProgressParams, RestorePoint, ResultOf, Scope, TargetDescription } from '../sidecar/protocol';
 import { compareRestorePoints, compareWithNow, type CompareResult } from './compare';
 import { readAgentConfig, requireTrust, UntrustedError, type AgentConfig } from './config';
 import type { ConfigFiles } from './configFiles';
@@ -33,7 +33,20 @@ import { SidecarError, toSidecarError } from './sidecar';
 import type { AgentStatusBar } from './statusBar';
 import { runInTerminal } from './terminal';
 import type { AgentNode, AgentTreeProvider } from './tree';
-import { canRamState, chooseAgent, clearProxmoxToken, continuesMessage, isVmTarget, ROLLBACK_AND_START, setProxmoxToken, vmRestoreOutcome, vmRollbackButtons, vmRollbackDetail, vmRollbackQuestion } from './proxmox';
+import {
+  canRamState,
+  chooseAgent,
+  clearProxmoxToken,
+  continuesMessage,
+  guestWord,
+  isVmTarget,
+  ROLLBACK_AND_START,
+  setProxmoxToken,
+  vmRestoreOutcome,
+  vmRollbackButtons,
+  vmRollbackDetail,
+  vmRollbackQuestion,
+} from './proxmox';
 import { CANCELLED } from './sidecar';
 
 /** The argument of the CodeLens commands (from the sidecar's LSP CodeLens). Lines are 1-based. */
@@ -97,6 +110,14 @@ export interface Ctx {
 
 /** A user-facing error raised by the extension itself (message names the problem, hint the fix). */
 class UserError extends SidecarError {}
+
+/**
+ * What the target is and can do (target.describe, cached by the Sidecar); undefined when the sidecar
+ * cannot say (a target that does not parse: the request that follows reports that error).
+ */
+function describe(ctx: Pick<Ctx, 'sidecar'>, target: string): Promise<TargetDescription | undefined> {
+  return ctx.sidecar.describeTarget(target).catch(() => undefined);
+}
 
 function requireConfig(): AgentConfig {
   const c = readAgentConfig();
@@ -217,14 +238,15 @@ async function longTask<T>(
   title: string,
   fn: (progress: vscode.Progress<{ message?: string; increment?: number }>, token: vscode.CancellationToken | undefined) => Promise<T>,
 ): Promise<T> {
-  const cancellable = isVmTarget(target);
+  const d = await describe(ctx, target);
+  const cancellable = !!d && isVmTarget(d);
   try {
     return await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable }, (progress, token) => fn(progress, cancellable ? token : undefined));
   } catch (e) {
     const err = toSidecarError(e);
     if (err.code !== CANCELLED) throw e;
     const what = title.replace(/…$/, '');
-    throw new SidecarError(continuesMessage(target, what.charAt(0).toLowerCase() + what.slice(1)), CANCELLED);
+    throw new SidecarError(continuesMessage(d, what.charAt(0).toLowerCase() + what.slice(1)), CANCELLED);
   }
 }
 
@@ -232,7 +254,9 @@ async function createRestorePoint(ctx: Ctx, opts?: CreateOptions): Promise<Resto
   requireTrust('Creating a restore point');
   const config = requireConfig();
   let vmstate = opts?.vmstate;
-  if (vmstate && !canRamState(config.target)) {
+  const d = await describe(ctx, config.target);
+  const ramOnRequest = !!d && canRamState(d);
+  if (vmstate && !ramOnRequest) {
     throw new UserError(`Restore points of ${config.target} cannot hold RAM state.`, 'unsupported', 'RAM state needs a Proxmox VM (proxmox://HOST/NODE/qemu/VMID); containers and directories snapshot their disk only.');
   }
   let label = opts?.label;
@@ -244,7 +268,7 @@ async function createRestorePoint(ctx: Ctx, opts?: CreateOptions): Promise<Resto
       validateInput: (v) => (v.trim() ? undefined : 'Enter a label'),
     });
     if (label === undefined) return undefined;
-    if (vmstate === undefined && canRamState(config.target)) {
+    if (vmstate === undefined && ramOnRequest) {
       const picked = await vscode.window.showQuickPick(
         [
           { label: '$(database) Disk only', description: 'fast; a rollback leaves the VM stopped', ram: false },
@@ -259,7 +283,12 @@ async function createRestorePoint(ctx: Ctx, opts?: CreateOptions): Promise<Resto
   const done = ctx.statusBar.setBusy('Creating restore point…');
   try {
     // A QEMU snapshot saves the RAM state, and upstream QEMU pauses the VM for the whole save.
-    const title = config.target.startsWith('qemu:') ? 'Creating restore point (QEMU pauses the VM while it saves its RAM state)…' : vmstate ? 'Creating restore point with RAM state…' : 'Creating restore point…';
+    const pauses = !!d && d.capabilities.ramState && !d.capabilities.canRunWhileRunning;
+    const title = pauses
+      ? `Creating restore point (the ${guestWord(d)} pauses while its RAM state is saved)…`
+      : vmstate
+        ? 'Creating restore point with RAM state…'
+        : 'Creating restore point…';
     const rp = await longTask(ctx, config.target, title, (progress, token) =>
       ctx.sidecar.request(
         'restorePointCreate',
@@ -355,9 +384,10 @@ async function restore(ctx: Ctx, arg?: unknown, scopeArg?: Scope, opts?: Restore
     scope = picked.scope;
   }
   let start = opts?.start;
-  if (isVmTarget(config.target) && scope !== 'agent') {
+  const d = await describe(ctx, config.target);
+  if (d && isVmTarget(d) && scope !== 'agent') {
     if (opts?.confirm !== false) {
-      const answer = await vscode.window.showWarningMessage(vmRollbackQuestion(config.target, rp, scope), { modal: true, detail: vmRollbackDetail(config.target, rp) }, ...vmRollbackButtons(rp));
+      const answer = await vscode.window.showWarningMessage(vmRollbackQuestion(d, rp, scope), { modal: true, detail: vmRollbackDetail(d, rp) }, ...vmRollbackButtons(rp));
       if (!answer) return undefined;
       if (start === undefined) start = answer === ROLLBACK_AND_START;
     }
@@ -382,8 +412,9 @@ async function doRestore(ctx: Ctx, config: AgentConfig, rp: RestorePoint, scope:
     const res = await longTask(ctx, config.target, `Restoring "${rp.label}"…`, (progress, token) =>
       ctx.sidecar.request('restorePointRestore', { target: config.target, id: rp.id, scope, stores: config.stores, ...(start !== undefined ? { start } : {}) }, progressReporter(progress), token),
     );
-    if (res.machineState !== undefined || res.warnings?.length) {
-      const text = vmRestoreOutcome(config.target, rp, res);
+    const d = res.machineState !== undefined || res.warnings?.length ? await describe(ctx, config.target) : undefined;
+    if (d && (res.machineState !== undefined || res.warnings?.length)) {
+      const text = vmRestoreOutcome(d, rp, res);
       ctx.output.appendLine(`[extension] ${text}`);
       if (!quiet) {
         const show = res.machineState === 'running' ? vscode.window.showInformationMessage : vscode.window.showWarningMessage;
@@ -506,7 +537,9 @@ async function takeOrReuse(
     const newest = (await ctx.sidecar.request('restorePointList', { target: config.target })).find((r) => r.status !== 'failed');
     const age = newest ? Date.now() - Date.parse(newest.createdAt) : Infinity;
     const covers = newest && config.stores.every((s) => newest.agent.some((a) => a.store === s));
-    if (newest && covers && age >= 0 && age < REUSE_WINDOW_MS && !isVmTarget(config.target)) {
+    // reuse needs restorePoint.diff to tell that nothing changed (VM snapshots cannot)
+    const canDiff = !!(await describe(ctx, config.target))?.capabilities.diff;
+    if (newest && covers && age >= 0 && age < REUSE_WINDOW_MS && canDiff) {
       const d = await ctx.sidecar.request('restorePointDiff', { target: config.target, id: newest.id, stores: config.stores });
       if (!d.added.length && !d.removed.length && !d.changed.length && !d.agentChanged.length) {
         ctx.output.appendLine(`[extension] reusing restore point ${newest.id} (${formatAge(newest.createdAt)}, nothing changed since)`);
@@ -591,8 +624,9 @@ async function snapshotAndRun(ctx: Ctx, arg: LensArg, opts: SnapshotAndRunOption
     await afterChange(ctx);
   } else if (decision === 'rollback') {
     let start: boolean | undefined;
-    if (!opts.decision && isVmTarget(config.target)) {
-      const answer = await vscode.window.showWarningMessage(vmRollbackQuestion(config.target, rp, 'both'), { modal: true, detail: vmRollbackDetail(config.target, rp) }, ...vmRollbackButtons(rp));
+    const d = await describe(ctx, config.target);
+    if (!opts.decision && d && isVmTarget(d)) {
+      const answer = await vscode.window.showWarningMessage(vmRollbackQuestion(d, rp, 'both'), { modal: true, detail: vmRollbackDetail(d, rp) }, ...vmRollbackButtons(rp));
       if (!answer) return result;
       start = answer === ROLLBACK_AND_START;
     } else if (!opts.decision) {

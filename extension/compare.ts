@@ -5,10 +5,9 @@
  * are `agentkeep-snapshot:` documents served by SnapshotContentProvider through restorePoint.readFile.
  */
 import * as fs from 'node:fs';
-import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { ChangeSummary, RestorePoint } from '../sidecar/protocol';
-import { compareItems, dirTargetPath, formatBytes, storeRoot, type CompareItem } from './format';
+import { compareItems, formatBytes, livePath, type CompareItem } from './format';
 import type { Sidecar } from './sidecar';
 import { toSidecarError } from './sidecar';
 
@@ -82,14 +81,15 @@ export interface CompareResult {
   total: number;
 }
 
-/** The live URI of a compare item (a file on disk), when the target is a local directory. */
-function liveUri(target: string, item: CompareItem): vscode.Uri | undefined {
-  if (item.agent) {
-    const root = storeRoot(item.agent.store);
-    return root ? vscode.Uri.file(path.join(root, ...item.agent.rel.split('/'))) : undefined;
-  }
-  const root = dirTargetPath(target);
-  return root ? vscode.Uri.file(path.join(root, ...item.path.split('/'))) : undefined;
+/** The live URI of a compare item (a file on disk now, see livePath), or undefined when it is not local. */
+function liveUri(localRoot: string | undefined, item: CompareItem): vscode.Uri | undefined {
+  const p = livePath(localRoot, item);
+  return p ? vscode.Uri.file(p) : undefined;
+}
+
+/** The local root of a target from the sidecar (undefined for VMs, or when it cannot say). */
+async function localRootOf(sidecar: Sidecar, target: string): Promise<string | undefined> {
+  return (await sidecar.describeTarget(target).catch(() => undefined))?.localRoot;
 }
 
 /** Whether restore point `rp` captured the agent-state file `rel` of `store`. */
@@ -119,7 +119,8 @@ async function show(title: string, changes: ChangeSummary, rows: CompareResult['
 export async function compareRestorePoints(sidecar: Sidecar, from: RestorePoint, to: RestorePoint, title?: string): Promise<CompareResult> {
   const changes = await sidecar.request('restorePointCompare', { target: to.target, from: from.id, to: to.id });
   const stores = [...new Set([...from.agent, ...to.agent].map((a) => a.store))];
-  const { items, total } = compareItems(changes, { target: to.target, stores });
+  const localRoot = await localRootOf(sidecar, to.target);
+  const { items, total } = compareItems(changes, { localRoot, stores });
   for (const it of items) {
     // an agent-state file only one capture holds was added or removed between the two
     if (it.agent && !captured(from, it.agent.store, it.agent.rel)) it.status = 'added';
@@ -128,7 +129,7 @@ export async function compareRestorePoints(sidecar: Sidecar, from: RestorePoint,
   const rows: CompareResult['rows'] = items.map((it) => {
     const before = it.status === 'added' ? undefined : snapshotUri({ target: from.target, id: from.id, path: it.path }).toString();
     const after = it.status === 'removed' ? undefined : snapshotUri({ target: to.target, id: to.id, path: it.path }).toString();
-    const resource = liveUri(to.target, it) ?? snapshotUri({ target: to.target, id: to.id, path: it.path });
+    const resource = liveUri(localRoot, it) ?? snapshotUri({ target: to.target, id: to.id, path: it.path });
     return [resource.toString(), before, after];
   });
   return show(title ?? `Changes: ${from.label} ↔ ${to.label}`, changes, rows, total);
@@ -140,10 +141,11 @@ export async function compareRestorePoints(sidecar: Sidecar, from: RestorePoint,
  */
 export async function compareWithNow(sidecar: Sidecar, rp: RestorePoint, stores: string[]): Promise<CompareResult> {
   const changes = await sidecar.request('restorePointDiff', { target: rp.target, id: rp.id, stores: stores.length ? stores : undefined });
-  const { items, total } = compareItems(changes, { target: rp.target, stores: [...new Set([...rp.agent.map((a) => a.store), ...stores])] });
+  const localRoot = await localRootOf(sidecar, rp.target);
+  const { items, total } = compareItems(changes, { localRoot, stores: [...new Set([...rp.agent.map((a) => a.store), ...stores])] });
   const rows: CompareResult['rows'] = [];
   for (const it of items) {
-    const live = liveUri(rp.target, it);
+    const live = liveUri(localRoot, it);
     if (!live) continue; // not a local file: nothing to show "now" with
     if (it.agent && !captured(rp, it.agent.store, it.agent.rel)) it.status = 'added';
     else if (it.agent && !fs.existsSync(live.fsPath)) it.status = 'removed';

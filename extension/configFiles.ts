@@ -11,11 +11,14 @@
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { RestorePoint } from '../sidecar/protocol';
-import { riskyConfigFile, type RiskyConfig } from '../sidecar/risk/config';
-import { configFilesCodeLens, configFilesPrompt, isTrusted, readAgentConfig, type AgentConfig } from './config';
-import { dirTargetPath, formatAge, storeRoot } from './format';
+import type { RestorePoint, TargetDescription } from '../sidecar/protocol';
+import type { RiskyConfig } from '../sidecar/risk/config';
+import { configFilesCodeLens, configFilesPrompt, isTrusted, readAgentConfig } from './config';
+import { riskyConfigOf } from './configScope';
+import { formatAge } from './format';
 import type { Sidecar } from './sidecar';
+
+export { riskyConfigOf } from './configScope';
 
 /** Command of the lens and the prompt: agentkeep.restorePointBeforeEdit({file}). */
 export const BEFORE_EDIT_COMMAND = 'agentkeep.restorePointBeforeEdit';
@@ -33,26 +36,6 @@ export interface ConfigPromptRecord {
   /** The restore point taken (or reused) after "Take restore point". */
   restorePoint?: RestorePoint;
   reused?: boolean;
-}
-
-/** Whether `file` is inside `dir` (or is it). */
-function inside(file: string, dir: string): boolean {
-  const rel = path.relative(dir, file);
-  return rel === '' || (!!rel && !rel.startsWith('..') && !path.isAbsolute(rel));
-}
-
-/**
- * Why a file is a risky config file of the configured agent, or undefined: riskyConfigFile with the
- * stores' roots as agent homes, and only for files a restore point of the target covers (inside a
- * `dir:` target or a store root; any file for other target kinds).
- */
-export function riskyConfigOf(file: string, config: AgentConfig): RiskyConfig | undefined {
-  const homes = config.stores.map(storeRoot).filter((h): h is string => !!h);
-  const risky = riskyConfigFile(file, homes);
-  if (!risky) return undefined;
-  const root = dirTargetPath(config.target);
-  if (root && !inside(file, root) && !homes.some((h) => inside(file, h))) return undefined;
-  return risky;
 }
 
 /** Takes (or reuses) a restore point before a config edit; provided by commands.ts. */
@@ -118,11 +101,18 @@ export class ConfigFiles implements vscode.CodeLensProvider, vscode.Disposable {
   async provideCodeLenses(doc: vscode.TextDocument): Promise<vscode.CodeLens[]> {
     if (!configFilesCodeLens() || !isTrusted()) return [];
     const config = readAgentConfig();
-    if (!config || !riskyConfigOf(doc.uri.fsPath, config)) return [];
+    if (!config) return [];
+    const risky = riskyConfigOf(doc.uri.fsPath, config, await this.describe(config.target));
+    if (!risky) return [];
     if (!this.latestKnown) await this.refresh();
     const last = this.latest ? `last: ${formatAge(this.latest.createdAt)}` : 'none yet';
     const range = new vscode.Range(0, 0, 0, 0);
-    return [new vscode.CodeLens(range, { title: `$(history) Restore point before editing (${last})`, command: BEFORE_EDIT_COMMAND, arguments: [{ file: doc.uri.fsPath }], tooltip: riskyConfigOf(doc.uri.fsPath, config)?.reason })];
+    return [new vscode.CodeLens(range, { title: `$(history) Restore point before editing (${last})`, command: BEFORE_EDIT_COMMAND, arguments: [{ file: doc.uri.fsPath }], tooltip: risky.reason })];
+  }
+
+  /** The target's description from the sidecar; undefined when it cannot say (any file then counts). */
+  private async describe(target: string): Promise<TargetDescription | undefined> {
+    return this.sidecar.describeTarget(target).catch(() => undefined);
   }
 
   private readonly checking = new Set<string>();
@@ -135,11 +125,14 @@ export class ConfigFiles implements vscode.CodeLensProvider, vscode.Disposable {
     const config = readAgentConfig();
     if (!config) return;
     const file = e.document.uri.fsPath;
-    const risky = riskyConfigOf(file, config);
-    if (!risky || this.checking.has(file)) return;
+    // cheap check first (no target scoping); the target's local root is applied below
+    if (!riskyConfigOf(file, config) || this.checking.has(file)) return;
     this.checking.add(file);
     void (async () => {
+      let risky: RiskyConfig | undefined;
       try {
+        risky = riskyConfigOf(file, config, await this.describe(config.target));
+        if (!risky) return;
         // restore points taken elsewhere (the CLI, another window) are noticed within 10 s
         if (!this.latestKnown || Date.now() - this.lastRefresh > 10_000) await this.refresh();
         const latestId = this.latest?.id ?? '';

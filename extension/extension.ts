@@ -83,11 +83,17 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
   const applyConfig = async () => {
     const config = readAgentConfig();
     await vscode.commands.executeCommand('setContext', 'agentkeep.configured', !!config);
-    await vscode.commands.executeCommand('setContext', 'agentkeep.ramState', !!config && canRamState(config.target));
+    if (!config) await vscode.commands.executeCommand('setContext', 'agentkeep.ramState', false);
     tree.refresh();
     if (config) {
-      // An agent is configured: start the sidecar (CodeLens comes from it) and show the status bar.
+      // An agent is configured: start the sidecar (CodeLens comes from it) and show the status bar;
+      // whether its restore points can hold RAM state on request comes from target.describe.
+      const ram = sidecar.describeTarget(config.target).then(
+        (d) => canRamState(d),
+        () => false,
+      );
       await statusBar.update();
+      await vscode.commands.executeCommand('setContext', 'agentkeep.ramState', await ram);
     } else {
       statusBar.item.hide();
     }

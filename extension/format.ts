@@ -3,7 +3,7 @@
  * what a restore will undo, status bar text. Input shapes come from sidecar/protocol.
  */
 import * as path from 'node:path';
-import type { ChangeSummary, RestorePoint, ResultOf, Scope } from '../sidecar/protocol';
+import type { ChangeSummary, RestorePoint, ResultOf, Scope, TargetDescription } from '../sidecar/protocol';
 
 /**
  * Short age of an ISO 8601 time relative to `now` (ms since epoch): "just now", "42s ago", "5m ago",
@@ -161,15 +161,12 @@ export function entryTitle(text: string, max = 80): string {
   return t.length > max ? `${t.slice(0, max - 1)}…` : t;
 }
 
-/** The path of a `dir:` target, or undefined for other target kinds. */
-export function dirTargetPath(target: string): string | undefined {
-  return target.startsWith('dir:') ? target.slice(4) : undefined;
-}
-
-/** Short name of a target for the tree: the folder name of `dir:/a/b`, else the target string. */
-export function targetName(target: string): string {
-  const p = dirTargetPath(target);
-  return p ? path.basename(p) || p : target;
+/**
+ * Short name of a target for the tree: its backend's display name (target.describe `name`: the
+ * folder name of a directory target, "VM 101" for a guest), else the target string.
+ */
+export function targetName(target: string, d?: Pick<TargetDescription, 'name'>): string {
+  return d?.name || target;
 }
 
 /**
@@ -214,10 +211,15 @@ export function storeRoot(store: string): string | undefined {
  * The files a compare view shows for a ChangeSummary, at most `max` (default 200) of `total`.
  * Directories (a path that is the ancestor of another listed path) are left out; agent-state files
  * come first (changed, added, removed), then machine files (changed, added, removed); a machine path
- * that is the same file as a listed agent-state file (a store inside a `dir:` target) is shown once,
- * as agent state. `stores` are the store strings the restore points captured (to split `<store>:<rel>`).
+ * that is the same file as a listed agent-state file (a store inside the target's local root) is shown once,
+ * as agent state. `stores` are the store strings the restore points captured (to split `<store>:<rel>`);
+ * `localRoot` is the target's local directory (target.describe `localRoot`; absent for VMs), which
+ * machine paths are relative to.
  */
-export function compareItems(changes: ChangeSummary, opts: { target: string; stores: readonly string[]; max?: number }): { items: CompareItem[]; total: number } {
+export function compareItems(
+  changes: ChangeSummary,
+  opts: { localRoot?: string; stores: readonly string[]; max?: number },
+): { items: CompareItem[]; total: number } {
   const all = [...changes.added, ...changes.removed, ...changes.changed];
   const sorted = [...all].sort();
   const dirs = new Set<string>();
@@ -231,7 +233,7 @@ export function compareItems(changes: ChangeSummary, opts: { target: string; sto
       if (!sorted[j]!.startsWith(sorted[i]!)) break;
     }
   }
-  const root = dirTargetPath(opts.target);
+  const root = opts.localRoot;
   const agentItems: CompareItem[] = [];
   const sameFile = new Set<string>();
   const byLength = [...opts.stores].sort((a, b) => b.length - a.length);
@@ -258,6 +260,20 @@ export function compareItems(changes: ChangeSummary, opts: { target: string; sto
   const items = [...agentItems, ...machine];
   const max = opts.max ?? 200;
   return { items: items.slice(0, max), total: items.length };
+}
+
+/**
+ * Where a compare item is on disk now (the "live" side of a compare view): under its store's root
+ * for agent state, under the target's local root (target.describe `localRoot`: dir: and btrfs:
+ * targets) for machine files. Undefined when the file is not local (a VM's files, a store whose root
+ * is not a local path).
+ */
+export function livePath(localRoot: string | undefined, item: CompareItem): string | undefined {
+  if (item.agent) {
+    const root = storeRoot(item.agent.store);
+    return root ? path.join(root, ...item.agent.rel.split('/')) : undefined;
+  }
+  return localRoot ? path.join(localRoot, ...item.path.split('/')) : undefined;
 }
 
 /** A command for a notification: the one-line chain, cut to `max` characters with an ellipsis. */

@@ -11,7 +11,7 @@
  */
 import * as vscode from 'vscode';
 import { readAgentConfig, readProxmoxSettings, requireTrust } from './config';
-import { checkTokenFormat, hostOf, proxmoxOf, tokenId, withTag, type Guest } from './proxmoxModel';
+import { checkTokenFormat, hostOf, tokenId, withTag, type Guest } from './proxmoxModel';
 import type { Sidecar } from './sidecar';
 import { SidecarError } from './sidecar';
 
@@ -36,12 +36,13 @@ export async function sidecarEnv(secrets: vscode.SecretStorage): Promise<Record<
 }
 
 /**
- * Where to discover guests: the configured proxmox target, else agentkeep.proxmox.host. Undefined when
- * neither is set.
+ * Where to discover guests: the configured target when its backend discovers agents (target.describe
+ * `capabilities.discover`: a Proxmox guest), else agentkeep.proxmox.host. Undefined when neither is set.
  */
-export function discoveryTarget(): string | undefined {
+export async function discoveryTarget(sidecar: Sidecar): Promise<string | undefined> {
   const config = readAgentConfig();
-  if (config && proxmoxOf(config.target)) return config.target;
+  const d = config ? await sidecar.describeTarget(config.target).catch(() => undefined) : undefined;
+  if (config && d?.capabilities.discover) return config.target;
   const s = readProxmoxSettings();
   return s.host ? hostOf(s) : undefined;
 }
@@ -101,7 +102,7 @@ export async function chooseAgent(sidecar: Sidecar, target?: string): Promise<st
   requireTrust('Choosing the agent');
   let chosen = target;
   if (!chosen) {
-    const where = discoveryTarget();
+    const where = await discoveryTarget(sidecar);
     if (!where) {
       throw new SidecarError('No Proxmox host is configured to discover agents on.', 'bad_target', 'Set agentkeep.proxmox.host (and run "AgentKeep: Set Proxmox API Token"), or set agentkeep.target.');
     }

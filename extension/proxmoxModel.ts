@@ -1,11 +1,11 @@
 /**
- * Proxmox VE helpers of the extension that need no VS Code API (unit-tested in
- * test/unit/extension-proxmox.test.ts): token format, target parts, guests from agent.discover,
- * lock explanations, the snapshot tree (restore points nested by Proxmox `parent`) and where
- * "you are here" is.
+ * Proxmox VE and VM helpers of the extension that need no VS Code API (unit-tested in
+ * test/unit/extension-proxmox.test.ts): token format, guests from agent.discover, lock explanations,
+ * the snapshot tree (restore points nested by Proxmox `parent`), where "you are here" is, and the
+ * wording of VM rollbacks. What a target is comes from the sidecar (target.describe: `kind`,
+ * `capabilities`, `guest`); nothing here reads a target string.
  */
-import { parseTarget, type ProxmoxTarget } from '../sidecar/core/target';
-import type { RestorePoint, ResultOf, Scope } from '../sidecar/protocol';
+import type { RestorePoint, ResultOf, Scope, TargetDescription, TargetGuest } from '../sidecar/protocol';
 import { formatAge } from './format';
 
 /** A guest as agent.discover reports it. */
@@ -32,33 +32,28 @@ export function tokenId(token: string): string {
   return token.split('=')[0] ?? '';
 }
 
-/** The Proxmox part of a `proxmox://` target, or undefined for any other (or unparsable) target. */
-export function proxmoxOf(target: string | undefined): ProxmoxTarget | undefined {
-  if (!target?.startsWith('proxmox:')) return undefined;
-  try {
-    return parseTarget(target).proxmox;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Whether the target is a VM or container (proxmox:// or qemu:): rollbacks stop it, there is no file diff. */
-export function isVmTarget(target: string): boolean {
-  return target.startsWith('proxmox:') || target.startsWith('qemu:');
+/** Whether the target is a VM or container (not a directory): rollbacks replace what runs, there is no file list. */
+export function isVmTarget(d: Pick<TargetDescription, 'kind'>): boolean {
+  return d.kind !== 'directory';
 }
 
 /** Whether restore points of this target can hold RAM state on request (Proxmox qemu guests). */
-export function canRamState(target: string): boolean {
-  return proxmoxOf(target)?.type === 'qemu';
+export function canRamState(d: Pick<TargetDescription, 'capabilities'>): boolean {
+  return d.capabilities.ramStateOnRequest;
 }
 
-/** `proxmox://HOST:PORT` of a proxmox target (for agent.discover). */
-export function hostOf(p: Pick<ProxmoxTarget, 'host' | 'port'>): string {
+/** `proxmox://HOST:PORT` from the agentkeep.proxmox.host/port settings (for agent.discover). */
+export function hostOf(p: Pick<TargetGuest, 'host' | 'port'>): string {
   return `proxmox://${p.host.includes(':') ? `[${p.host}]` : p.host}:${p.port}`;
 }
 
+/** `HOST:PORT` of a guest's hypervisor, for labels (IPv6 in brackets). */
+export function hostLabel(p: Pick<TargetGuest, 'host' | 'port'>): string {
+  return `${p.host.includes(':') ? `[${p.host}]` : p.host}:${p.port}`;
+}
+
 /** The guest a target names (same vmid; same node unless the target says `-`). */
-export function findGuest(guests: readonly Guest[], p: ProxmoxTarget): Guest | undefined {
+export function findGuest(guests: readonly Guest[], p: TargetGuest): Guest | undefined {
   return guests.find((g) => g.vmid === p.vmid && (p.node === '-' || g.node === p.node));
 }
 
@@ -68,7 +63,7 @@ export function withTag(guests: readonly Guest[], tag: string): Guest[] {
 }
 
 /** What a Proxmox `lock` means and what to do, in one sentence. */
-export function explainLock(lock: string, p?: Pick<ProxmoxTarget, 'type' | 'vmid'>): string {
+export function explainLock(lock: string, p?: Pick<TargetGuest, 'type' | 'vmid'>): string {
   const tool = p?.type === 'lxc' ? 'pct' : 'qm';
   const id = p?.vmid ?? 'VMID';
   switch (lock) {
@@ -131,8 +126,8 @@ export function snapshotTree(rps: readonly RestorePoint[]): Map<string | undefin
 }
 
 /** The message after a cancelled wait (a notification: plain text): the task goes on where it runs, and how to watch it. */
-export function continuesMessage(target: string, what: string): string {
-  const p = proxmoxOf(target);
+export function continuesMessage(d: Pick<TargetDescription, 'guest'> | undefined, what: string): string {
+  const p = d?.guest;
   if (p) {
     const node = p.node === '-' ? 'NODE' : p.node;
     return `Stopped waiting for ${what}. The Proxmox task continues on ${p.host}: watch it under Tasks in the Proxmox web UI (node ${node}, VMID ${p.vmid}) or with "pvesh get /nodes/${node}/tasks --vmid ${p.vmid}" on the host. The Agent view updates when it ends.`;
@@ -145,22 +140,22 @@ export const ROLLBACK = 'Roll back';
 /** Button of the VM rollback confirmation when the snapshot has no RAM state (restore param `start`). */
 export const ROLLBACK_AND_START = 'Roll back and start VM';
 
-/** "container" for an lxc target, else "VM". */
-export function guestWord(target: string): string {
-  return proxmoxOf(target)?.type === 'lxc' ? 'container' : 'VM';
+/** "container" for a container target, else "VM". */
+export function guestWord(d: Pick<TargetDescription, 'kind'>): string {
+  return d.kind === 'container' ? 'container' : 'VM';
 }
 
 /** Question of the rollback confirmation of a VM target. */
-export function vmRollbackQuestion(target: string, rp: RestorePoint, scope: Scope): string {
-  const p = proxmoxOf(target);
-  const what = p ? `${guestWord(target)} ${p.vmid}` : 'the VM';
+export function vmRollbackQuestion(d: TargetDescription, rp: RestorePoint, scope: Scope): string {
+  const p = d.guest;
+  const what = p ? `${guestWord(d)} ${p.vmid}` : 'the VM';
   return `Roll back ${what} to "${rp.label}" (${formatAge(rp.createdAt)})${scope === 'both' ? ', machine + agent state' : ''}?`;
 }
 
 /** Detail of that confirmation: hard stop, RAM state or not, the outside world, undo. */
-export function vmRollbackDetail(target: string, rp: RestorePoint): string {
-  const vm = guestWord(target);
-  const lines = proxmoxOf(target)
+export function vmRollbackDetail(d: TargetDescription, rp: RestorePoint): string {
+  const vm = guestWord(d);
+  const lines = d.capabilities.rollbackStopsGuest
     ? [`If the ${vm} is running it is hard-stopped (no clean shutdown: unsaved work in it is lost), then its disks go back to the snapshot.`]
     : ['The VM\'s disks and RAM go back to the snapshot (QEMU loadvm): what runs in it now is replaced, and unsaved work in it is lost.'];
   lines.push(
@@ -183,11 +178,15 @@ export function vmRollbackButtons(rp: RestorePoint): string[] {
  * warnings (its own "is <state> after the rollback" sentence, written for the CLI's --start, is
  * replaced by ours, which names the VS Code choice).
  */
-export function vmRestoreOutcome(target: string, rp: RestorePoint, res: Pick<ResultOf<'restorePointRestore'>, 'machineState' | 'warnings'>): string {
-  const vm = guestWord(target);
-  const p = proxmoxOf(target);
+export function vmRestoreOutcome(
+  d: TargetDescription,
+  rp: RestorePoint,
+  res: Pick<ResultOf<'restorePointRestore'>, 'machineState' | 'warnings'>,
+): string {
+  const vm = guestWord(d);
+  const p = d.guest;
   const parts = [`Rolled back to "${rp.label}".`];
-  if (!p && res.machineState) {
+  if (!d.capabilities.rollbackStopsGuest && res.machineState) {
     parts.push(`The VM's disks and RAM are back at the restore point; it is ${res.machineState}.`); // qemu: (QMP loadvm)
   } else if (res.machineState === 'stopped') {
     const how = p ? ` Start it in Proxmox or with "${p.type === 'lxc' ? 'pct' : 'qm'} start ${p.vmid}" on the node` : ' Start it';

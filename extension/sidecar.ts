@@ -14,6 +14,7 @@ import {
   type ParamsOf,
   type ProgressParams,
   type ResultOf,
+  type TargetDescription,
 } from '../sidecar/protocol';
 
 /** An error from the sidecar, with the protocol's string code and the hint that names the fix. */
@@ -70,6 +71,9 @@ export class Sidecar implements vscode.Disposable {
   private envCheck: Promise<void> = Promise.resolve();
   /** Fires on `agentkeep/changed` from the sidecar. */
   readonly onDidChange = this.changedEmitter.event;
+  /** target.describe answers by target string (pure in the sidecar: kept for the session). */
+  private readonly descriptions = new Map<string, Promise<TargetDescription>>();
+  private readonly described = new Map<string, TargetDescription>();
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -164,6 +168,36 @@ export class Sidecar implements vscode.Disposable {
     } finally {
       if (progressToken) this.progressListeners.delete(progressToken);
     }
+  }
+
+  /**
+   * What a target is and what its backend can do (target.describe: capabilities, local root, guest,
+   * display name). The extension never reads a target string itself; it branches on this. Answers
+   * are cached per target string (the sidecar computes them from the string alone); failures are not.
+   * @throws SidecarError bad_target for a target that does not parse
+   */
+  describeTarget(target: string): Promise<TargetDescription> {
+    let p = this.descriptions.get(target);
+    if (!p) {
+      p = this.request('targetDescribe', { target });
+      this.descriptions.set(target, p);
+      p.then(
+        (d) => this.described.set(target, d),
+        () => this.descriptions.delete(target),
+      );
+    }
+    return p;
+  }
+
+  /** The description of `target` if target.describe (or agent.status) already answered, else undefined. */
+  knownDescription(target: string): TargetDescription | undefined {
+    return this.described.get(target);
+  }
+
+  /** Remember a description that came with another answer (agent.status `description`). */
+  rememberDescription(target: string, d: TargetDescription): void {
+    this.described.set(target, d);
+    if (!this.descriptions.has(target)) this.descriptions.set(target, Promise.resolve(d));
   }
 
   /**

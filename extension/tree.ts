@@ -8,21 +8,55 @@
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { LintFinding, MemoryFile, RestorePoint, ResultOf } from '../sidecar/protocol';
+import type { LintFinding, MemoryFile, RestorePoint, ResultOf, TargetDescription } from '../sidecar/protocol';
 import { readAgentConfig, readProxmoxSettings, type AgentConfig } from './config';
 import { displayLabel, entryTitle, formatAge, formatBytes, formatReason, plural, shortReason, targetName, usageText } from './format';
 import { findingsFor, lintStores } from './memory';
-import { currentRestorePoint, discoverGuests, explainLock, findGuest, hostOf, proxmoxOf, snapshotTree, withTag, type Guest } from './proxmox';
+import {
+  currentRestorePoint,
+  discoverGuests,
+  explainLock,
+  findGuest,
+  guestWord,
+  hostLabel,
+  hostOf,
+  snapshotTree,
+  withTag,
+  type Guest,
+} from './proxmox';
 import type { Sidecar } from './sidecar';
 import { toSidecarError } from './sidecar';
 
 /** Every node of the Agent tree. `kind` discriminates. */
 export type AgentNode =
-  | { kind: 'agent'; config: AgentConfig; status?: ResultOf<'agentStatus'>; usage?: ResultOf<'restorePointUsage'>; error?: string; guest?: Guest; guests?: Guest[]; guestError?: string; guestErrorCode?: string }
-  | { kind: 'restorePoints'; config: AgentConfig; guest?: Guest }
+  | {
+      kind: 'agent';
+      config: AgentConfig;
+      /** The target as its backend describes it (target.describe): name, capabilities, guest. */
+      description?: TargetDescription;
+      status?: ResultOf<'agentStatus'>;
+      usage?: ResultOf<'restorePointUsage'>;
+      error?: string;
+      guest?: Guest;
+      guests?: Guest[];
+      guestError?: string;
+      guestErrorCode?: string;
+    }
+  | { kind: 'restorePoints'; config: AgentConfig; description?: TargetDescription; guest?: Guest }
   | { kind: 'restorePoint'; config: AgentConfig; rp: RestorePoint; label: string; children?: AgentNode[] }
   | { kind: 'here'; guest?: Guest }
-  | { kind: 'guests'; host: string; guests: Guest[]; tag: string; current: string }
+  | {
+      kind: 'guests';
+      /** agent.discover target of the host, `proxmox://HOST:PORT`. */
+      host: string;
+      /** `HOST:PORT`, for the label. */
+      hostLabel: string;
+      guests: Guest[];
+      tag: string;
+      current: string;
+      /** The guest the current target names. */
+      currentGuest?: TargetDescription['guest'];
+    }
   | { kind: 'guest'; guest: Guest; current: boolean }
   | { kind: 'memory'; config: AgentConfig }
   | { kind: 'store'; config: AgentConfig; store: string }
@@ -81,7 +115,7 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
   getTreeItem(n: AgentNode): vscode.TreeItem {
     switch (n.kind) {
       case 'agent': {
-        const item = new vscode.TreeItem(targetName(n.config.target), vscode.TreeItemCollapsibleState.Expanded);
+        const item = new vscode.TreeItem(targetName(n.config.target, n.description), vscode.TreeItemCollapsibleState.Expanded);
         item.id = `agent:${n.config.target}`;
         item.contextValue = 'agent';
         const s = n.status;
@@ -89,8 +123,8 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
           item.description = 'sidecar error';
           item.iconPath = new vscode.ThemeIcon('error');
           item.tooltip = n.error;
-        } else if (n.guest || proxmoxOf(n.config.target)) {
-          return this.guestAgentItem(item, n);
+        } else if (n.description?.guest) {
+          return this.guestAgentItem(item, n, n.description, n.description.guest);
         } else if (s) {
           const u = n.usage;
           item.description = `${s.reachable ? 'reachable' : 'unreachable'} · ${s.backend}${u ? ` · ${usageText(u)}` : ''}`;
@@ -146,7 +180,7 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
       case 'guests': {
         const item = new vscode.TreeItem('Agents', vscode.TreeItemCollapsibleState.Expanded);
         item.id = `guests:${n.host}`;
-        item.description = `${n.guests.length} on ${n.host.replace(/^proxmox:\/\//, '')}${n.tag ? ` · tag ${n.tag}` : ''}`;
+        item.description = `${n.guests.length} on ${n.hostLabel}${n.tag ? ` · tag ${n.tag}` : ''}`;
         item.iconPath = new vscode.ThemeIcon('server-environment');
         item.tooltip = `Guests tagged "${n.tag}" that the API token can see, on every node. Click one to manage it in this window.`;
         return item;
@@ -220,13 +254,17 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
     }
   }
 
-  /** The agent item of a Proxmox target: guest name, `node · vmid · status`, lock as a warning. */
-  private guestAgentItem(item: vscode.TreeItem, n: Extract<AgentNode, { kind: 'agent' }>): vscode.TreeItem {
-    const pve = proxmoxOf(n.config.target)!;
+  /** The agent item of a hypervisor guest (Proxmox): guest name, `node · vmid · status`, lock as a warning. */
+  private guestAgentItem(
+    item: vscode.TreeItem,
+    n: Extract<AgentNode, { kind: 'agent' }>,
+    d: TargetDescription,
+    pve: NonNullable<TargetDescription['guest']>,
+  ): vscode.TreeItem {
     const g = n.guest;
-    const kind = pve.type === 'lxc' ? 'container' : 'VM';
-    item.label = g?.name ?? `${kind} ${pve.vmid}`;
-    item.contextValue = `agent.proxmox.${pve.type}`;
+    const kind = guestWord(d);
+    item.label = g?.name ?? d.name;
+    item.contextValue = `agent.${d.backend}.${pve.type}`; // e.g. agent.proxmox.qemu (package.json menus match on it)
     const reachable = n.status?.reachable !== false;
     const state = g ? g.status : reachable ? 'unknown state' : 'unreachable';
     item.description = `${g?.node ?? pve.node} · ${pve.vmid} · ${state}${g?.lock ? ` · locked (${g.lock})` : ''}`;
@@ -250,8 +288,10 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
     if (!n) {
       const config = readAgentConfig();
       if (!config) return []; // the welcome view shows
-      const pve = proxmoxOf(config.target);
-      // Proxmox: node, vmid, status, lock and the fleet come from one agent.discover (every guest)
+      // a target that does not parse: agent.status below reports it
+      const description = await this.sidecar.describeTarget(config.target).catch(() => undefined);
+      const pve = description?.capabilities.discover ? description.guest : undefined;
+      // hypervisor guests (Proxmox): node, vmid, status, lock and the fleet come from one agent.discover (every guest)
       const discovery = pve
         ? discoverGuests(this.sidecar, config.target, '').then(
             (g) => ({ guests: g, error: undefined, code: undefined }),
@@ -264,12 +304,14 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
       try {
         const status = await this.sidecar.request('agentStatus', { target: config.target, stores: config.stores });
         this.lastStatus = status;
+        this.sidecar.rememberDescription(config.target, status.description);
         const d = await discovery;
         const usage = await this.usage(config.target);
-        if (!pve || !d) return [{ kind: 'agent', config, status, usage }];
+        if (!pve || !d) return [{ kind: 'agent', config, description: status.description, status, usage }];
         this.lastGuest = findGuest(d.guests, pve);
         this.lastGuests = withTag(d.guests, readProxmoxSettings().tag);
-        return [{ kind: 'agent', config, status, usage, guest: this.lastGuest, guests: d.guests, guestError: d.error, guestErrorCode: d.code }];
+        const guestError = { guestError: d.error, guestErrorCode: d.code };
+        return [{ kind: 'agent', config, description: status.description, status, usage, guest: this.lastGuest, guests: d.guests, ...guestError }];
       } catch (e) {
         return [{ kind: 'agent', config, error: toSidecarError(e).full() }];
       }
@@ -277,8 +319,8 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
     switch (n.kind) {
       case 'agent':
         if (n.error) return [{ kind: 'message', label: n.error, icon: 'error' }];
-        if (n.guests) {
-          const pve = proxmoxOf(n.config.target)!;
+        if (n.guests && n.description?.guest) {
+          const pve = n.description.guest;
           const tag = readProxmoxSettings().tag;
           return [
             ...(n.guestErrorCode === 'auth_failed'
@@ -286,13 +328,21 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
               : n.guestError
                 ? [{ kind: 'message' as const, label: n.guestError, icon: 'error' }]
                 : []),
-            { kind: 'restorePoints', config: n.config, guest: n.guest },
+            { kind: 'restorePoints', config: n.config, description: n.description, guest: n.guest },
             { kind: 'memory', config: n.config },
-            { kind: 'guests', host: hostOf(pve), guests: withTag(n.guests, tag), tag, current: n.config.target },
+            {
+              kind: 'guests',
+              host: hostOf(pve),
+              hostLabel: hostLabel(pve),
+              guests: withTag(n.guests, tag),
+              tag,
+              current: n.config.target,
+              currentGuest: pve,
+            },
           ];
         }
         return [
-          { kind: 'restorePoints', config: n.config },
+          { kind: 'restorePoints', config: n.config, description: n.description },
           { kind: 'memory', config: n.config },
         ];
       case 'restorePoints':
@@ -301,7 +351,8 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
           this.lastRestorePoints = rps;
           if (!rps.length) return [{ kind: 'message', label: 'No restore points yet', detail: 'Use "Snapshot & run" above a risky command, or Create Restore Point.' }];
           const byId = new Map(rps.map((r) => [r.id, r.label]));
-          if (proxmoxOf(n.config.target)) return snapshotNodes(n.config, rps, byId, n.guest);
+          // hypervisor snapshots nest by parent (Proxmox): show the tree with "You are here"
+          if (n.description?.guest) return snapshotNodes(n.config, rps, byId, n.guest);
           return rps.map((rp) => ({ kind: 'restorePoint', config: n.config, rp, label: displayLabel(rp, byId) }));
         } catch (e) {
           return [{ kind: 'message', label: toSidecarError(e).full(), icon: 'error' }];
@@ -323,7 +374,12 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         return n.children ?? [];
       case 'guests':
         if (!n.guests.length) return [{ kind: 'message', label: n.tag ? `No guest tagged "${n.tag}"` : 'No guest visible', detail: 'Tag the agent guests in Proxmox (Options > Tags) or change agentkeep.proxmox.tag.' }];
-        return n.guests.map((guest) => ({ kind: 'guest', guest, current: guest.target === n.current || (proxmoxOf(n.current)?.vmid === guest.vmid && proxmoxOf(n.current)?.host === proxmoxOf(guest.target)?.host) }));
+        // every guest listed is on the current target's host (discovery asked that host)
+        return n.guests.map((guest) => ({
+          kind: 'guest',
+          guest,
+          current: guest.target === n.current || n.currentGuest?.vmid === guest.vmid,
+        }));
       default:
         return [];
     }

@@ -77,18 +77,19 @@ export function usageReport(r: {
   return `${head}\n${table([['ID', 'SIZE', 'ONLY IT'], ...r.points.map((p) => [p.id, size(p.bytes), size(p.newBytes)])])}`;
 }
 
-/** One line about a created restore point. */
-export function createdLine(rp: RestorePoint): string {
+/**
+ * One line about a created restore point.
+ * @param snapshotNoun what the backend's snapshots are called (target.describe `snapshotNoun`, e.g.
+ *   "btrfs snapshot"; default "snapshot")
+ */
+export function createdLine(rp: RestorePoint, snapshotNoun = 'snapshot'): string {
   const m = rp.machine;
   const agent = rp.agent.reduce((n, a) => n + a.files.length, 0);
-  // btrfs snapshots walk nothing, so they have no counts (restore-point usage measures them); a
-  // hypervisor snapshot (Proxmox) has none either: name it instead (warnings follow as Note lines).
-  const what =
-    m.backend === 'btrfs'
-      ? `btrfs snapshot ${m.snapname ?? rp.id}`
-      : m.snapname
-        ? `snapshot ${m.snapname}${m.vmstate ? ' with RAM state' : ''}`
-        : `${m.files} ${m.files === 1 ? 'entry' : 'entries'}, ${size(m.bytes)} (${size(m.newBytes)} new)`;
+  // A named snapshot (btrfs, a hypervisor's) walks nothing, so it has no counts (restore-point usage
+  // measures btrfs ones): name it instead (warnings follow as Note lines).
+  const what = m.snapname
+    ? `${snapshotNoun} ${m.snapname}${m.vmstate ? ' with RAM state' : ''}`
+    : `${m.files} ${m.files === 1 ? 'entry' : 'entries'}, ${size(m.bytes)} (${size(m.newBytes)} new)`;
   return (
     `Created restore point ${rp.id} "${rp.label}": ${what} in ${Math.round(m.durationMs)} ms` +
     (rp.agent.length ? `; agent state: ${agent} files from ${rp.agent.length} store(s)` : '')

@@ -29,13 +29,13 @@
  * Exit codes: 0 ok, 1 failure, 2 usage error (unknown command/option, missing or bad argument).
  */
 import { formatFindings } from '../memory/lint/format';
-import { GUEST_WRITE_MAX } from '../machine/proxmox';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { Command, CommanderError, Help, Option } from 'commander';
 import type { RiskFinding } from '../protocol';
 import { AgentKeepError, asAgentKeepError } from '../core/errors';
+import { call } from '../core/dispatch';
 import type { CoreApi, CoreOptions } from '../core/service';
 import { evaluate, fileKind, formatEval, parseJsonc, scanText, type EvalLabel } from '../risk';
 import { serveStdio } from '../server/stdio';
@@ -196,17 +196,21 @@ function program(ctx: Ctx): Command {
       const guard = guardSignals('create', ctx.io, cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir)));
       let rpnt;
       try {
-        if (o.vmstate && !/^(qemu:|proxmox:\/\/[^/]+\/[^/]+\/qemu\/)/i.test(o.target.trim())) {
+        // a target that does not parse fails in the create below, with the backend's own message
+        const described = o.vmstate ? await call(core(cmd), 'targetDescribe', { target: o.target }).catch(() => undefined) : undefined;
+        const caps = described?.capabilities;
+        if (caps && !caps.ramState) {
           ctx.io.err(`agentkeep: note: --vmstate applies to VM targets (qemu:, proxmox://…/qemu/…); ${o.target} has no RAM state to save, so it is ignored.`);
         }
-        rpnt = await ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal }).createRestorePoint({ target: o.target, label: o.label, stores: o.store.length ? o.store : undefined, kind: o.kind, ...(o.important ? { important: true } : {}), ...(o.vmstate ? { vmstate: true } : {}) });
+        rpnt = await call(ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal }), 'restorePointCreate', { target: o.target, label: o.label, stores: o.store.length ? o.store : undefined, kind: o.kind, ...(o.important ? { important: true } : {}), ...(o.vmstate ? { vmstate: true } : {}) });
       } finally {
         guard.dispose();
       }
       for (const w of rpnt.warnings ?? []) ctx.io.err(`agentkeep: warning: ${w}`);
       if (asJson) printJson(ctx, rpnt);
       else {
-        ctx.io.out(createdLine(rpnt));
+        const noun = (await call(core(cmd), 'targetDescribe', { target: rpnt.target }).catch(() => undefined))?.snapshotNoun;
+        ctx.io.out(createdLine(rpnt, noun));
         const n = rpnt.machine.skipped ?? 0;
         if (n) ctx.io.out(`Skipped ${n} socket/FIFO/device ${n === 1 ? 'entry' : 'entries'} (not captured; see docs/dir-backend.md).`);
         for (const w of rpnt.machine.warnings ?? []) ctx.io.out(`Note: ${w}`);
@@ -225,7 +229,7 @@ function program(ctx: Ctx): Command {
     .option('--json', 'print {added, removed, changed, agentChanged} as JSON')
     .action(async (id: string, o: { target: string; store: string[] }, cmd: Command) => {
       const asJson = json(cmd);
-      const d = await core(cmd).diffRestorePoint({ target: o.target, id, ...(o.store.length ? { stores: o.store } : {}) });
+      const d = await call(core(cmd), 'restorePointDiff', { target: o.target, id, ...(o.store.length ? { stores: o.store } : {}) });
       if (asJson) printJson(ctx, d);
       else ctx.io.out(`Since restore point ${id} on ${o.target}:\n${changeSummary(d, true, 'both')}`);
     });
@@ -237,9 +241,9 @@ function program(ctx: Ctx): Command {
     .action(async (o: { target: string }, cmd: Command) => {
       const asJson = json(cmd);
       const c = core(cmd);
-      const points = await c.listRestorePoints({ target: o.target });
+      const points = await call(c, 'restorePointList', { target: o.target });
       // A restore whose process died while writing (kill -9, power loss): say so on stderr, even with --json.
-      const broken = (await c.agentStatus({ target: o.target }).catch(() => undefined))?.interruptedRestore;
+      const broken = (await call(c, 'agentStatus', { target: o.target }).catch(() => undefined))?.interruptedRestore;
       if (broken) {
         const args = cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir));
         const stores = (broken.stores ?? []).map((st) => ` --store ${shellQuote(st)}`).join('');
@@ -270,7 +274,10 @@ function program(ctx: Ctx): Command {
       const asJson = json(cmd);
       const c = core(cmd);
       const stores = o.store.length ? o.store : undefined;
-      const pve = /^proxmox:/i.test(o.target.trim()) && o.scope !== 'agent'; // a Proxmox rollback: say what it does to the guest
+      // a target that does not parse fails in the restore below, with the backend's own message
+      const caps = (await call(c, 'targetDescribe', { target: o.target }).catch(() => undefined))?.capabilities;
+      // a rollback that hard-stops the guest (Proxmox): say what it does to the guest
+      const pve = !!caps?.rollbackStopsGuest && o.scope !== 'agent';
       const noUndo = o.undoPoint === false;
       if (noUndo && !o.yes) {
         // Never implied: a restore without an undo point loses the current state for good.
@@ -297,13 +304,13 @@ function program(ctx: Ctx): Command {
         if (pve) ctx.io.err(`Rolling back ${o.target} to ${id}:\n${VM_RESTORE_NOTE}\nThe current state is snapshotted first, so this can be undone.`);
         else {
           // VM backends (qemu) have no file list: their snapshots are whole-VM.
-          const diff = await c.diffRestorePoint({ target: o.target, id, stores }).catch((e: unknown) => {
+          const diff = await call(c, 'restorePointDiff', { target: o.target, id, stores }).catch((e: unknown) => {
             if (e instanceof AgentKeepError && e.kind === 'Unsupported') return undefined;
             throw e;
           });
           const what = diff ? changeSummary(diff, true, o.scope) : '  The whole VM (disks and RAM) goes back to the restore point.';
           // what a restore loses: memory entries learned since (scopes agent/both) and the outside-world actions since
-          const memDiff = await c.diffMemory({ target: o.target, from: id, ...(stores ? { stores } : {}) }).catch(() => undefined);
+          const memDiff = await call(c, 'memoryDiff', { target: o.target, from: id, ...(stores ? { stores } : {}) }).catch(() => undefined);
           const lost = memDiff ? restoreLossText(memDiff, o.scope) : '';
           ctx.io.err(`Restoring ${id} (scope ${o.scope}) on ${o.target}:\n${what}${lost ? `\n${lost}` : ''}\n${OUTSIDE_NOTE}\nThe current state is captured first, so this can be undone.`);
         }
@@ -315,8 +322,11 @@ function program(ctx: Ctx): Command {
       let r;
       try {
         const rc = ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal, onRestoreWriting: (u) => guard.writing(u?.id) });
-        if (o.start && !/^(qemu:|proxmox:)/i.test(o.target.trim())) ctx.io.err(`agentkeep: note: --start applies to VM targets (qemu:, proxmox://); ignored for ${o.target}.`);
-        r = await rc.restoreRestorePoint({ target: o.target, id, scope: o.scope, stores, ...(o.start ? { start: true } : {}), ...(noUndo ? { noUndoPoint: true, confirmed: true } : {}) });
+        if (o.start && caps && !caps.startAfterRollback) {
+          ctx.io.err(`agentkeep: note: --start applies to VM targets (qemu:, proxmox://); ignored for ${o.target}.`);
+        }
+        const noUndoParams = noUndo ? { noUndoPoint: true, confirmed: true } : {};
+        r = await call(rc, 'restorePointRestore', { target: o.target, id, scope: o.scope, stores, ...(o.start ? { start: true } : {}), ...noUndoParams });
       } finally {
         guard.dispose();
       }
@@ -351,7 +361,7 @@ function program(ctx: Ctx): Command {
           throw new AgentKeepError('ConfirmationRequired', 'Delete cancelled; nothing was changed.', 'Answer y to delete, or pass --yes.');
         }
       }
-      const r = await core(cmd).deleteRestorePoint({ target: o.target, id });
+      const r = await call(core(cmd), 'restorePointDelete', { target: o.target, id });
       if (asJson) printJson(ctx, r);
       else ctx.io.out(`Deleted restore point ${r.deleted}; freed ${r.freedBytes} bytes.`);
     });
@@ -368,7 +378,7 @@ function program(ctx: Ctx): Command {
       const asJson = json(cmd);
       if (o.important && o.notImportant) throw new UsageError('InvalidParams', '--important and --not-important contradict each other.', 'Pass one of them.');
       const important = o.important ? true : o.notImportant ? false : undefined;
-      const r = await core(cmd).labelRestorePoint({ target: o.target, id, ...(o.label !== undefined ? { label: o.label } : {}), ...(important !== undefined ? { important } : {}) });
+      const r = await call(core(cmd), 'restorePointLabel', { target: o.target, id, ...(o.label !== undefined ? { label: o.label } : {}), ...(important !== undefined ? { important } : {}) });
       if (asJson) printJson(ctx, r);
       else ctx.io.out(`Restore point ${r.id}: "${r.label}"${r.important ? ' (important)' : ''}.`);
     });
@@ -383,7 +393,7 @@ function program(ctx: Ctx): Command {
     .option('--json', 'print {deleted, kept, freedBytes, estimatedFreeBytes} as JSON')
     .action(async (o: { target: string; dryRun?: boolean; keep?: number; keepImportant?: number; minAge?: number }, cmd: Command) => {
       const asJson = json(cmd);
-      const r = await core(cmd).pruneRestorePoints({ target: o.target, dryRun: Boolean(o.dryRun), keep: o.keep, keepImportant: o.keepImportant, minAgeMs: o.minAge });
+      const r = await call(core(cmd), 'restorePointPrune', { target: o.target, dryRun: Boolean(o.dryRun), keep: o.keep, keepImportant: o.keepImportant, minAgeMs: o.minAge });
       if (asJson) printJson(ctx, o.dryRun ? { dryRun: true, ...r } : r);
       else ctx.io.out(pruneReport(r, Boolean(o.dryRun)));
     });
@@ -394,7 +404,7 @@ function program(ctx: Ctx): Command {
     .option('--json', 'print {target, bytes, capBytes, level, points: [{id, bytes, newBytes}]} as JSON')
     .action(async (o: { target: string }, cmd: Command) => {
       const asJson = json(cmd);
-      const r = await core(cmd).usageRestorePoints({ target: o.target });
+      const r = await call(core(cmd), 'restorePointUsage', { target: o.target });
       if (asJson) printJson(ctx, r);
       else ctx.io.out(usageReport(r));
     });
@@ -408,7 +418,7 @@ function program(ctx: Ctx): Command {
     .action(async (o: { store: string[] }, cmd: Command) => {
       const asJson = json(cmd);
       if (o.store.length === 0) throw new UsageError('InvalidParams', 'memory list needs a store.', 'Add --store hermes:/abs/path/to/.hermes (repeatable).');
-      const r = await core(cmd).listMemory({ stores: o.store });
+      const r = await call(core(cmd), 'memoryList', { stores: o.store });
       if (asJson) printJson(ctx, r);
       else ctx.io.out(memoryTable(r.stores));
     });
@@ -422,7 +432,7 @@ function program(ctx: Ctx): Command {
     .option('--tag <tag>', 'Proxmox tag to look for ("" = every guest)', 'agent')
     .option('--json', 'print a JSON array')
     .action(async (o: { target: string; tag: string }, cmd: Command) => {
-      const found = await core(cmd).discoverAgents({ target: o.target, tag: o.tag });
+      const found = await call(core(cmd), 'agentDiscover', { target: o.target, tag: o.tag });
       if (json(cmd)) printJson(ctx, found);
       else if (!found.length) ctx.io.out(`No guests tagged "${o.tag}" are visible on ${o.target}. Add the tag in Proxmox (guest > Summary > Tags), or check the token's VM.Audit privilege.`);
       else ctx.io.out(found.map((a) => `${a.target}  ${a.name ?? ''}  ${a.status}${a.lock ? `  locked (${a.lock})` : ''}`).join('\n'));
@@ -483,14 +493,20 @@ function program(ctx: Ctx): Command {
         }
       }
       const bytes = Buffer.byteLength(content, 'utf8');
-      if (bytes > GUEST_WRITE_MAX) {
-        throw new AgentKeepError('FileError', `The content is ${bytes} bytes; the guest agent writes at most ${GUEST_WRITE_MAX} bytes per call. Nothing was written (and no backup was made).`, 'Shorten the content.');
+      const c = core(cmd);
+      const desc = await call(c, 'targetDescribe', { target: o.target });
+      const max = desc.capabilities.guestWriteMaxBytes;
+      if (max !== undefined && bytes > max) {
+        throw new AgentKeepError(
+          'FileError',
+          `The content is ${bytes} bytes; the guest agent writes at most ${max} bytes per call. Nothing was written (and no backup was made).`,
+          'Shorten the content.',
+        );
       }
       if (!o.yes) {
         if (!ctx.io.isTTY) throw new AgentKeepError('ConfirmationRequired', `Replacing ${o.file} in the VM needs confirmation.`, 'Pass --yes (take a restore point first if you may want it back).');
         if (!(await ctx.io.confirm(`Replace ${o.file} in ${o.target}?`))) throw new AgentKeepError('ConfirmationRequired', 'Write cancelled; nothing was changed.', 'Answer y, or pass --yes.');
       }
-      const c = core(cmd);
       // Nothing is lost: the current content (when the file exists) is saved locally first.
       const old = await c.guestFileRead(o.target, o.file).catch((e: unknown) => {
         if (/No such file or directory/i.test(e instanceof Error ? e.message : String(e))) return undefined; // a new file
@@ -500,7 +516,11 @@ function program(ctx: Ctx): Command {
       if (old) {
         const dir = path.join(resolveStateDir(coreOpts(cmd).stateDir), 'guest-backups');
         await fs.mkdir(dir, { recursive: true, mode: 0o700 });
-        const guestName = o.target.replace(/^proxmox:\/\//i, '').replace(/[^A-Za-z0-9._-]+/g, '_');
+        // the target without its scheme, e.g. pve.lan_pve1_qemu_101
+        const guestName = desc.target
+          .slice(desc.backend.length + 1)
+          .replace(/^\/+/, '')
+          .replace(/[^A-Za-z0-9._-]+/g, '_');
         backup = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, '-')}-${guestName}-${path.basename(o.file)}`);
         await fs.writeFile(backup, old, { mode: 0o600 });
       }
@@ -529,7 +549,7 @@ function program(ctx: Ctx): Command {
     .action(async (o: { store: string[]; entry?: string }, cmd: Command) => {
       const asJson = json(cmd);
       needStore(o, 'show');
-      const r = await core(cmd).showMemory({ stores: o.store, entry: needEntry(o, 'show') });
+      const r = await call(core(cmd), 'memoryShow', { stores: o.store, entry: needEntry(o, 'show') });
       if (asJson) printJson(ctx, r);
       else ctx.io.out(memoryShowText(r));
     });
@@ -545,7 +565,7 @@ function program(ctx: Ctx): Command {
       const entry = needEntry(o, 'edit');
       if (o.text === undefined) throw new UsageError('InvalidParams', 'memory edit needs --text.', 'Give the new text: --text "…".');
       if (!o.text.trim()) throw new UsageError('InvalidParams', 'memory edit --text is empty: an entry cannot be blank.', `Give the new text, or delete the entry: agentkeep memory remove --store ${shellQuote(store)} --entry ${entry}`);
-      const r = await core(cmd).editMemory({ store, entry, text: o.text, ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}) });
+      const r = await call(core(cmd), 'memoryEdit', { store, entry, text: o.text, ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}) });
       if (asJson) printJson(ctx, r);
       else ctx.io.out(`Edited ${r.previous.id} -> ${r.entry.id} in ${r.entry.file ?? store}.\nUndo: agentkeep memory edit --store ${shellQuote(store)} --entry ${r.undo.entry} --text ${shellQuote(r.undo.text)}`);
     });
@@ -557,7 +577,7 @@ function program(ctx: Ctx): Command {
     .action(async (o: { store: string[]; entry?: string; expectedHash?: string }, cmd: Command) => {
       const asJson = json(cmd);
       const store = oneStore(o, 'remove');
-      const r = await core(cmd).removeMemory({ store, entry: needEntry(o, 'remove'), ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}) });
+      const r = await call(core(cmd), 'memoryRemove', { store, entry: needEntry(o, 'remove'), ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}) });
       if (asJson) printJson(ctx, r);
       else ctx.io.out(`Removed ${r.removed.id} from ${r.removed.file ?? store}.\nUndo: agentkeep memory add --store ${shellQuote(store)}${r.undo.file ? ` --file ${r.undo.file}` : ''} --text ${shellQuote(r.undo.text)}`);
     });
@@ -572,7 +592,7 @@ function program(ctx: Ctx): Command {
       const store = oneStore(o, 'add');
       if (o.text === undefined) throw new UsageError('InvalidParams', 'memory add needs --text.', 'Give the entry text: --text "…".');
       if (!o.text.trim()) throw new UsageError('InvalidParams', 'memory add --text is empty: an entry cannot be blank.', 'Give the entry text: --text "…".');
-      const r = await core(cmd).addMemory({ store, text: o.text, ...(o.file ? { file: o.file } : {}), ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}) });
+      const r = await call(core(cmd), 'memoryAdd', { store, text: o.text, ...(o.file ? { file: o.file } : {}), ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}) });
       if (asJson) printJson(ctx, r);
       else if (r.alreadyPresent) ctx.io.out(`Entry ${r.entry.id} is already present in ${r.entry.file ?? store}; nothing written.`);
       else ctx.io.out(`Added ${r.entry.id} to ${r.entry.file ?? store}.`);
@@ -584,7 +604,7 @@ function program(ctx: Ctx): Command {
     .action(async (o: { store: string[]; target?: string }, cmd: Command) => {
       const asJson = json(cmd);
       needStore(o, 'lint');
-      const r = await core(cmd).lintMemory({ stores: o.store, ...(o.target ? { target: o.target } : {}) });
+      const r = await call(core(cmd), 'memoryLint', { stores: o.store, ...(o.target ? { target: o.target } : {}) });
       if (asJson) printJson(ctx, r);
       else ctx.io.out(formatFindings(r.findings));
     });
@@ -600,7 +620,7 @@ function program(ctx: Ctx): Command {
       let target = o.target;
       if (!target && o.store.length === 1) target = `dir:${o.store[0].replace(/^[A-Za-z][A-Za-z0-9_-]*:/, '')}`;
       if (!target) throw new UsageError('InvalidParams', 'memory diff needs --target (the target the restore point belongs to).', 'Add --target dir:/abs/path (or give one --store inside that directory).');
-      const r = await core(cmd).diffMemory({ target, from: o.from, ...(o.to ? { to: o.to } : {}), ...(o.store.length ? { stores: o.store } : {}) });
+      const r = await call(core(cmd), 'memoryDiff', { target, from: o.from, ...(o.to ? { to: o.to } : {}), ...(o.store.length ? { stores: o.store } : {}) });
       if (asJson) printJson(ctx, r);
       else ctx.io.out(memoryDiffText(r, o.from, o.to ?? 'now'));
     });

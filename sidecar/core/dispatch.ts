@@ -1,19 +1,21 @@
 /**
- * Dispatch of protocol methods to the core: the one place where a wire method name becomes a call.
- * Used by both servers (stdio LSP and WebSocket). Params are validated with the method's zod schema;
- * results are returned as the core produced them.
+ * Dispatch of protocol methods to the core: the one place where a method becomes a core call, and
+ * the one place where params are validated (with the method's zod schema; the core trusts their
+ * shape). The servers (stdio LSP and WebSocket) call `dispatch` with the wire name; the CLI calls
+ * `call` with the protocol key. Results are returned as the core produced them.
  */
 import { ResponseError } from 'vscode-jsonrpc';
 import type { z } from 'zod';
-import { Methods, type ErrorData, type MethodName } from '../protocol';
+import { Methods, type ErrorData, type MethodName, type ParamsOf, type ResultOf } from '../protocol';
 import { scanText } from '../risk';
 import { AgentKeepError, asAgentKeepError } from './errors';
 import type { CoreApi } from './service';
 
 type Handler = (core: CoreApi, params: never) => Promise<unknown>;
 
-/** Which core call serves each protocol method. */
-const HANDLERS: { [K in MethodName]: (core: CoreApi, p: z.infer<(typeof Methods)[K]['params']>) => Promise<unknown> } = {
+/** Which core call serves each protocol method (typed from the protocol's Methods: params in, result out). */
+type Handlers = { [K in MethodName]: (core: CoreApi, p: z.infer<(typeof Methods)[K]['params']>) => Promise<ResultOf<K>> };
+const HANDLERS: Handlers = {
   restorePointCreate: (c, p) => c.createRestorePoint(p),
   restorePointList: (c, p) => c.listRestorePoints(p),
   restorePointDiff: (c, p) => c.diffRestorePoint(p),
@@ -34,6 +36,7 @@ const HANDLERS: { [K in MethodName]: (core: CoreApi, p: z.infer<(typeof Methods)
   memoryLint: (c, p) => c.lintMemory(p),
   memoryDiff: (c, p) => c.diffMemory(p),
   agentDiscover: (c, p) => c.discoverAgents(p),
+  targetDescribe: (c, p) => c.describeTarget(p),
   riskScan: async (_c, p) => scanText(p.file, p.text),
 };
 
@@ -55,7 +58,38 @@ export function describeZodError(err: z.ZodError, what = 'params'): string {
 }
 
 /**
- * Call the core for one protocol method.
+ * Validate params with the schema of method `key`.
+ * @returns the parsed params (zod output: unknown keys dropped, strings trimmed where the schema says)
+ * @throws AgentKeepError InvalidParams naming the field path and the expected shape
+ */
+export function parseParams<K extends MethodName>(key: K, params: unknown): z.infer<(typeof Methods)[K]['params']> {
+  const def = Methods[key];
+  const parsed = def.params.safeParse(params ?? {});
+  if (!parsed.success) {
+    const shape = Object.keys((def.params as unknown as z.ZodObject).shape ?? {}).join(', ');
+    throw new AgentKeepError(
+      'InvalidParams',
+      `Invalid params for ${def.method}: ${describeZodError(parsed.error)}.`,
+      `Send an object with: ${shape} (see sidecar/protocol/protocol.schema.json).`,
+    );
+  }
+  return parsed.data as z.infer<(typeof Methods)[K]['params']>;
+}
+
+/**
+ * Call the core for one protocol method by its key (the CLI's path; `dispatch` is the servers').
+ * @param key e.g. `restorePointCreate`
+ * @param params the method's params (validated here, as over the wire)
+ * @returns the method's result (shape: Methods[key].result)
+ * @throws AgentKeepError InvalidParams (params failing the schema), or whatever the core throws
+ */
+export async function call<K extends MethodName>(core: CoreApi, key: K, params: ParamsOf<K>): Promise<ResultOf<K>> {
+  const handler = HANDLERS[key] as Handler;
+  return (await handler(core, parseParams(key, params) as never)) as ResultOf<K>;
+}
+
+/**
+ * Call the core for one protocol method by its wire name.
  * @param core the core services
  * @param wireMethod e.g. `agentkeep/restorePoint.create`
  * @param params the JSON-RPC params (validated here)
@@ -68,18 +102,7 @@ export async function dispatch(core: CoreApi, wireMethod: string, params: unknow
   if (!key) {
     throw new AgentKeepError('InvalidParams', `Unknown method ${wireMethod}.`, `Use one of: ${wireMethods().join(', ')}.`);
   }
-  const def = Methods[key];
-  const parsed = def.params.safeParse(params ?? {});
-  if (!parsed.success) {
-    const shape = Object.keys((def.params as unknown as z.ZodObject).shape ?? {}).join(', ');
-    throw new AgentKeepError(
-      'InvalidParams',
-      `Invalid params for ${wireMethod}: ${describeZodError(parsed.error)}.`,
-      `Send an object with: ${shape} (see sidecar/protocol/protocol.schema.json).`,
-    );
-  }
-  const handler = HANDLERS[key] as Handler;
-  return handler(core, parsed.data as never);
+  return call(core, key, params as ParamsOf<typeof key>);
 }
 
 /** Turn any error into a JSON-RPC ResponseError: code = numeric protocol code, data = {code, hint}. */

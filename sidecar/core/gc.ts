@@ -16,7 +16,8 @@
  *   marker cannot be written for lack of space, so a collection, a prune or a delete can still take
  *   their locks on a full file system and free space. It is written again when space allows.
  *
- * Source: the handshake and the stale-pid rule are those of sidecar/core/lock.ts.
+ * The handshake runs in CoreContext.withTarget (context.ts). Source: the stale-pid rule is that of
+ * sidecar/core/lock.ts.
  */
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
@@ -170,18 +171,25 @@ export interface GcResult {
   skipped?: 'busy' | 'damaged';
 }
 
+/** What a garbage collection needs (a CoreContext has it). */
+export interface GcDeps {
+  layout: StateLayout;
+  objects: ObjectStore;
+  lockTimeoutMs: number;
+}
+
 /**
  * Mark & sweep: delete the objects no restore point of any target references (manifests of every
  * backend + agent captures of every journal), dir manifests whose restore point is in no journal
  * (left by a create killed between the two writes), temp files of state writes of dead writers,
  * and temp objects of dead writers. Skipped while a create or restore is in flight (the next
  * create, delete or prune collects); keeps everything when a journal entry is damaged.
- * @param timeoutMs how long to wait for another collection's lock
+ * (deps.lockTimeoutMs: how long to wait for another collection's lock)
  */
-export async function collectGarbage(layout: StateLayout, objects: ObjectStore, timeoutMs: number): Promise<GcResult> {
+export async function collectGarbage({ layout, objects, lockTimeoutMs }: GcDeps): Promise<GcResult> {
   let gc: HeldLock;
   try {
-    gc = await lockWithRoom(layout, layout.gcLock, { op: 'garbage collection', what: 'The object store', timeoutMs });
+    gc = await lockWithRoom(layout, layout.gcLock, { op: 'garbage collection', what: 'The object store', timeoutMs: lockTimeoutMs });
   } catch {
     return { freedBytes: 0, removed: 0, skipped: 'busy' };
   }
@@ -257,7 +265,7 @@ async function sweepStateTemps(layout: StateLayout, now = Date.now()): Promise<v
 }
 
 /** Run a collection when one is due (gcPending); the cost of a collection only after a failure. */
-export async function collectIfPending(layout: StateLayout, objects: ObjectStore, timeoutMs: number): Promise<GcResult | undefined> {
-  if (!(await gcPending(layout))) return undefined;
-  return collectGarbage(layout, objects, timeoutMs);
+export async function collectIfPending(deps: GcDeps): Promise<GcResult | undefined> {
+  if (!(await gcPending(deps.layout))) return undefined;
+  return collectGarbage(deps);
 }

@@ -33,9 +33,11 @@ export interface CoreOptions {
 export type RestoreWithUndo = ResultOf<'restorePointRestore'> & { undo: RestorePoint };
 
 /**
- * The core services that the CLI and both servers call (sidecar/core). Every method validates its
- * input and throws AgentKeepError (sidecar/core/errors.ts) with a message that names the problem and
- * a hint that names the fix.
+ * The core services that the CLI and both servers call (sidecar/core). Params are validated once,
+ * at the boundary, with the protocol's schemas (sidecar/core/dispatch.ts: `dispatch` for the
+ * servers, `call` for the CLI); the methods check what a schema cannot (ids, paths, stores) and throw
+ * AgentKeepError (sidecar/core/errors.ts) with a message that names the problem and a hint that
+ * names the fix.
  */
 export interface CoreApi {
   createRestorePoint(p: ParamsOf<'restorePointCreate'>): Promise<ResultOf<'restorePointCreate'>>;
@@ -68,10 +70,12 @@ export interface CoreApi {
   lintMemory(p: ParamsOf<'memoryLint'>): Promise<ResultOf<'memoryLint'>>;
   /** See Methods.memoryDiff. */
   diffMemory(p: ParamsOf<'memoryDiff'>): Promise<ResultOf<'memoryDiff'>>;
-  /** CLI only (no protocol method): read a file in a Proxmox VM through the guest agent. */
+  /** CLI only (no protocol method): read a file in a guest through the hypervisor (Proxmox guest agent). */
   guestFileRead(target: string, file: string): Promise<Buffer>;
-  /** CLI only (no protocol method): replace a file in a Proxmox VM through the guest agent (<= 61440 bytes). */
+  /** CLI only (no protocol method): replace a file in a guest (at most capabilities.guestWriteMaxBytes). */
   guestFileWrite(target: string, file: string, content: string): Promise<void>;
   /** See Methods.agentDiscover. */
   discoverAgents(p: ParamsOf<'agentDiscover'>): Promise<ResultOf<'agentDiscover'>>;
+  /** See Methods.targetDescribe: capabilities, local root and guest of a target (no I/O). */
+  describeTarget(p: ParamsOf<'targetDescribe'>): Promise<ResultOf<'targetDescribe'>>;
 }

@@ -1,34 +1,44 @@
 /**
- * Disk use of a target's restore points (restorePoint.usage, and the size-cap check after every
- * create): every stored object or snapshot extent once, plus what the state dir holds besides the
- * contents: the backend's own data (dir manifests, often a third of the state dir for trees of many
- * small files) and the target's journal. Sizes are file sizes in bytes (st_size).
+ * Disk use of restore points: per target and per restore point (each stored object or snapshot
+ * extent counted once, plus what the state dir holds besides contents: the backend's own data, e.g.
+ * dir manifests, often a third of the state dir for trees of many small files, and the journal),
+ * the size-cap warning after a create, and the estimate of what deleting some restore points frees
+ * (prune). Sizes are file sizes in bytes (st_size).
  */
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import type { MachineBackend } from '../machine';
-import type { RestorePoint } from '../protocol';
-import type { Journal } from './journal';
+import type { ParamsOf, ResultOf, RestorePoint } from '../protocol';
+import { size as formatSize } from '../cli/format';
+import type { CoreContext, TargetCtx } from './context';
+import { cliTargetArgs } from './state';
+import { capLevel, DEFAULT_SIZE_CAP_BYTES, readStateConfig, stateConfigPath } from './stateConfig';
 
-/** Disk use of one target. */
-export interface TargetUsage {
-  /** Everything the target's restore points hold in bytes: contents (each object once) + metaBytes. */
+/** Disk use of some restore points of a target. */
+export interface Usage {
+  /** Bytes they hold, every object or extent once, plus metaBytes. */
   bytes: number;
   /** Of `bytes`: the backend's own files in the state dir (dir manifests and their index) and the journal's. */
   metaBytes: number;
-  /** Per restore point: logical bytes, and the bytes only it holds (empty for a quick check). */
+  /** Per restore point id: logical size and the bytes it alone holds. */
   points: Map<string, { bytes: number; newBytes: number }>;
 }
 
 /**
- * Disk use of restore points `points` of a target. Contents: dir manifests via backend.objectsOf
- * (quick: backend.heldObjects, one index file instead of every manifest, so a create stays flat),
- * agent captures, btrfs extents via backend.usage, else the journal's newBytes. With `quick`,
- * undefined when the backend would have to walk its snapshots (btrfs).
+ * Disk use of restore points `points` of a target: `bytes` counts every stored object (dir
+ * manifests via backend.objectsOf, agent captures) or snapshot extent (backend.usage) once, plus
+ * the backend's own data and the journal (metaBytes); per point from backend.usage, else the
+ * journal's machine.bytes / newBytes. With `quick` (the size-cap check after every create) the
+ * contents come from backend.heldObjects (dir: one index file instead of every manifest, so create
+ * time stays flat as restore points accumulate), and it is undefined when the backend would have
+ * to walk its snapshots (btrfs).
  */
-export async function targetUsage(backend: MachineBackend, journal: Journal, points: RestorePoint[], quick: boolean): Promise<TargetUsage | undefined> {
-  const held = backend.heldObjects ? await backend.heldObjects().catch(() => undefined) : undefined;
-  const metaBytes = (held?.metaBytes ?? 0) + (await journal.bytes().catch(() => 0));
+export async function usageOf(
+  t: TargetCtx,
+  points: RestorePoint[],
+  { quick }: { quick: boolean },
+): Promise<Usage | undefined> {
+  const held = t.backend.heldObjects ? await t.backend.heldObjects().catch(() => undefined) : undefined;
+  const metaBytes = (held?.metaBytes ?? 0) + (await t.journal.bytes().catch(() => 0));
   if (quick && held) {
     let bytes = metaBytes;
     for (const size of held.objects.values()) bytes += size;
@@ -44,9 +54,9 @@ export async function targetUsage(backend: MachineBackend, journal: Journal, poi
     }
     return { bytes, metaBytes, points: new Map() };
   }
-  const mine = points.filter((r) => r.machine.backend === backend.name);
-  const ext = backend.usage ? await backend.usage(mine.map((r) => r.id), { quick }) : undefined;
-  if (backend.usage && !ext) return undefined;
+  const mine = points.filter((r) => r.machine.backend === t.backend.name);
+  const ext = t.backend.usage ? await t.backend.usage(mine.map((r) => r.id), { quick }) : undefined;
+  if (t.backend.usage && !ext) return undefined;
   // Every object once, with how many of these restore points hold it and the first holder: an
   // object only one restore point holds is what deleting that one frees (its "only it" bytes).
   const objects = new Map<string, { size: number; holders: number; first: string }>();
@@ -60,8 +70,8 @@ export async function targetUsage(backend: MachineBackend, journal: Journal, poi
   let machineBytes = ext?.bytes ?? 0;
   for (const r of points) {
     const seen = new Set<string>();
-    if (backend.objectsOf && r.machine.backend === backend.name) {
-      for (const [h, size] of await backend.objectsOf(r.id).catch(() => new Map<string, number>())) hold(h, size, r.id, seen);
+    if (t.backend.objectsOf && r.machine.backend === t.backend.name) {
+      for (const [h, size] of await t.backend.objectsOf(r.id).catch(() => new Map<string, number>())) hold(h, size, r.id, seen);
     } else if (!ext) machineBytes += r.machine.newBytes;
     for (const a of r.agent) for (const f of a.files) hold(f.hash, f.size, r.id, seen);
   }
@@ -76,9 +86,73 @@ export async function targetUsage(backend: MachineBackend, journal: Journal, poi
     const e = ext?.points.get(r.id);
     // dir (objectsOf): exclusive bytes from the reference counts; btrfs: the backend's exclusive
     // extents; else (VM snapshots) what the journal recorded at create.
-    per.set(r.id, e ?? { bytes: r.machine.bytes, newBytes: backend.objectsOf ? (only.get(r.id) ?? 0) : r.machine.newBytes });
+    per.set(r.id, e ?? { bytes: r.machine.bytes, newBytes: t.backend.objectsOf ? (only.get(r.id) ?? 0) : r.machine.newBytes });
   }
   return { bytes, metaBytes, points: per };
+}
+
+/**
+ * Estimate of what deleting `gone` frees while `kept` stay: objects (dir manifests, agent captures)
+ * only the deleted reference within the target (other targets may share some: an upper bound);
+ * btrfs: the exclusive extents of each deleted snapshot (a lower bound); else their newBytes.
+ */
+export async function freeEstimate(t: TargetCtx, gone: RestorePoint[], kept: RestorePoint[]): Promise<number> {
+  const held = async (rs: RestorePoint[]): Promise<Map<string, number>> => {
+    const m = new Map<string, number>();
+    for (const r of rs) {
+      if (t.backend.objectsOf && r.machine.backend === t.backend.name) for (const [h, size] of await t.backend.objectsOf(r.id).catch(() => new Map<string, number>())) m.set(h, size);
+      for (const a of r.agent) for (const f of a.files) m.set(f.hash, f.size);
+    }
+    return m;
+  };
+  const [g, k] = await Promise.all([held(gone), held(kept)]);
+  let bytes = 0;
+  for (const [h, size] of g) if (!k.has(h)) bytes += size;
+  if (!t.backend.objectsOf) {
+    const ext = t.backend.usage ? await t.backend.usage(gone.map((r) => r.id)).catch(() => undefined) : undefined;
+    for (const r of gone) bytes += ext?.points.get(r.id)?.newBytes ?? r.machine.newBytes;
+  }
+  return bytes;
+}
+
+/**
+ * Disk use of a target's restore points and where it stands against the size cap (sizeCapBytes in
+ * <stateDir>/config.json, default 10 GiB). See Methods.restorePointUsage.
+ * @throws BadTarget, BadStateDir (bad config.json), FileError / Unsupported (btrfs: permission, btrfs-progs missing)
+ */
+export async function usageRestorePoints(
+  ctx: CoreContext,
+  p: ParamsOf<'restorePointUsage'>,
+): Promise<ResultOf<'restorePointUsage'>> {
+  const t = await ctx.open(p.target, { mustExist: false });
+  const capBytes = (await readStateConfig(ctx.stateDir)).sizeCapBytes ?? DEFAULT_SIZE_CAP_BYTES;
+  const points = await t.journal.list();
+  const u = (await usageOf(t, points, { quick: false })) ?? { bytes: 0, metaBytes: 0, points: new Map() };
+  return {
+    target: t.target.spec,
+    bytes: u.bytes,
+    metaBytes: u.metaBytes,
+    stateDirBytes: await treeBytes(ctx.stateDir),
+    capBytes,
+    level: capLevel(u.bytes, capBytes),
+    points: points.map((r) => ({ id: r.id, ...(u.points.get(r.id) ?? { bytes: r.machine.bytes, newBytes: r.machine.newBytes }) })),
+  };
+}
+
+/**
+ * The size-cap warning after a create: the target's disk use (when the backend can tell it
+ * without walking its snapshots) above 90% of the cap; undefined below.
+ */
+export async function capWarning(ctx: CoreContext, t: TargetCtx, capBytes: number): Promise<string | undefined> {
+  const u = await usageOf(t, await t.journal.list(), { quick: true });
+  if (!u) return undefined;
+  const level = capLevel(u.bytes, capBytes);
+  if (level === 'ok') return undefined;
+  const pct = Math.round((u.bytes / capBytes) * 100);
+  return (
+    `The restore points of ${t.target.spec} use ${formatSize(u.bytes)}, ${pct}% of the ${formatSize(capBytes)} size cap${level === 'over' ? ' (over the cap)' : ''}. ` +
+    `Free space with: agentkeep restore-point prune ${cliTargetArgs(t.target.spec, ctx.stateDir)} --keep 5 (try --dry-run first), or raise sizeCapBytes in ${stateConfigPath(ctx.stateDir)}.`
+  );
 }
 
 /** Bytes of every file below `root` (st_size; symlinks as links), 0 when it does not exist. Walks the tree. */

@@ -6,7 +6,7 @@
 import type { ObjectStore } from '../core/objects';
 import type { StateLayout } from '../core/state';
 import type { ParsedTarget } from '../core/target';
-import type { RestorePoint } from '../protocol';
+import type { ResultOf, RestorePoint, TargetDescription } from '../protocol';
 
 /** What a backend can do. */
 export interface BackendCapabilities {
@@ -88,9 +88,9 @@ export interface SnapshotFile {
   data?: Buffer;
 }
 
-/** Context every backend gets. */
-export interface BackendContext {
-  target: ParsedTarget;
+/** Context every backend gets. `O`: the options its factory's `parse` returned. */
+export interface BackendContext<O = unknown> {
+  target: ParsedTarget<O>;
   layout: StateLayout;
   objects: ObjectStore;
 }
@@ -172,13 +172,67 @@ export interface MachineBackend {
    * Optional; they carry no agent-state capture.
    */
   foreign?(): Promise<RestorePoint[]>;
+  /**
+   * Read a file inside the guest through the hypervisor (Proxmox: the QEMU guest agent). Optional:
+   * backends that cannot reach into the guest leave it out (the core answers Unsupported).
+   * @param file absolute path inside the guest
+   * @throws AgentKeepError Unsupported (no guest agent), FileError (too large), AuthFailed, Hypervisor
+   */
+  readGuestFile?(file: string): Promise<Buffer>;
+  /**
+   * Replace a file inside the guest (UTF-8 `content`). Optional like readGuestFile.
+   * @throws AgentKeepError FileError (content over the backend's limit: nothing written), as readGuestFile
+   */
+  writeGuestFile?(file: string, content: string): Promise<void>;
 }
 
-/** A backend family: builds the backend for one target and reports the objects all its snapshots use. */
-export interface BackendFactory {
-  /** The target scheme it serves, e.g. "dir". */
+/**
+ * What a factory's `parse` returns for the part of a target string after `<scheme>:`. The core adds
+ * the scheme and the journal key (sha256 of `keySpec`, see sidecar/core/target.ts).
+ */
+export interface TargetParse<O = unknown> {
+  /** The normalised target string, scheme included, e.g. `dir:/home/me/.hermes`. */
+  spec: string;
+  /** What the journal key is hashed from (default `spec`): e.g. Proxmox leaves the node out. */
+  keySpec?: string;
+  /**
+   * Absolute local path the target names (a directory, a subvolume, a QMP socket), when there is
+   * one: the core then keys the target by the realpath of it (two spellings share one journal).
+   */
+  path?: string;
+  /** The backend's own typed view of the target (host, vmid, ...). */
+  options: O;
+}
+
+/** One agent found by a factory's `discover` (the agent.discover result item). */
+export type DiscoveredAgent = ResultOf<'agentDiscover'>[number];
+
+/**
+ * A backend family: owns its target strings (forms, parsing), describes a target (capabilities,
+ * local root), builds the backend for one target and reports the objects all its snapshots use.
+ * Registered with one line in sidecar/machine/index.ts.
+ */
+export interface BackendFactory<O = unknown> {
+  /** The target scheme it serves, e.g. "dir" (lower case; matched case-insensitively). */
   readonly scheme: string;
-  create(ctx: BackendContext): MachineBackend;
+  /** How its targets start, as the unknown-scheme hint lists them: "dir:", "proxmox://". */
+  readonly prefix: string;
+  /** The forms of its target strings for help texts, e.g. ["dir:/abs/path"]. */
+  readonly forms: readonly string[];
+  /** An example target, e.g. "dir:/home/me/.hermes". */
+  readonly example: string;
+  /** The sentence every parse error of this backend carries as its hint ("Write the target as …"). */
+  readonly formHint: string;
+  /**
+   * Parse the part of a target string after `<scheme>:` (no I/O).
+   * @param rest e.g. `/home/me/.hermes` for `dir:/home/me/.hermes`
+   * @param spec the whole target string as given (trimmed), for messages
+   * @throws AgentKeepError BadTarget naming the wrong part, with `formHint` (or a better fix) as hint
+   */
+  parse(rest: string, spec: string): TargetParse<O>;
+  /** Describe a parsed target: capabilities, local root, display name (no I/O). */
+  describe(target: ParsedTarget<O>): TargetDescription;
+  create(ctx: BackendContext<O>): MachineBackend;
   /** Object hashes referenced by every snapshot of every target of this backend (for GC). */
   referencedObjects?(layout: StateLayout): Promise<Set<string>>;
   /**
@@ -188,4 +242,9 @@ export interface BackendFactory {
    * restore runs anywhere on the state dir.
    */
   dropOrphans?(layout: StateLayout, isLive: (targetKey: string, snapshotId: string) => boolean): Promise<void>;
+  /**
+   * Agents on a host (agent.discover). `form` is the host form it takes, e.g. "proxmox://HOST[:PORT]";
+   * `run` gets the whole target string (a guest target of the host works too) and the tag ("" = all).
+   */
+  readonly discover?: { form: string; run(spec: string, tag: string): Promise<DiscoveredAgent[]> };
 }

@@ -8,8 +8,8 @@
  * message per WebSocket text frame. Method names on the wire are `agentkeep/<name>`.
  *
  * Conventions: times are ISO 8601 strings in UTC; sizes are bytes; paths are absolute POSIX paths;
- * a `target` is a URI-like string (`dir:/abs/path`, later `btrfs:`, `qemu:`, `proxmox://`); a `store`
- * is `<kind>:/abs/path` (`hermes:/abs/home`).
+ * a `target` is a URI-like string (`dir:/abs/path`, `btrfs:`, `qemu:`, `proxmox://`; target.describe
+ * says what its backend can do); a `store` is `<kind>:/abs/path` (`hermes:/abs/home`).
  */
 import { z } from 'zod';
 
@@ -148,6 +148,88 @@ export const RestorePoint = z.object({
   restoredFrom: z.string().optional().describe('For pre-restore: the id that was being restored'),
 });
 export type RestorePoint = z.infer<typeof RestorePoint>;
+
+/**
+ * What a target's backend can do, from the target string alone (no I/O): the front ends branch on
+ * these, never on the target's scheme. Source: the backend's `describe` (sidecar/machine/<backend>).
+ */
+export const TargetCapabilities = z
+  .object({
+    ramState: z
+      .boolean()
+      .describe('Snapshots can hold the RAM state (a rollback resumes the VM where it was): always, or on request'),
+    ramStateOnRequest: z
+      .boolean()
+      .describe('RAM state is optional per snapshot, restorePoint.create `vmstate` decides (Proxmox VMs)'),
+    diff: z.boolean().describe('restorePoint.diff lists the files that differ between a snapshot and now'),
+    compare: z.boolean().describe('restorePoint.compare lists the files that changed between two snapshots'),
+    readFile: z.boolean().describe('restorePoint.readFile reads a file as it was in a snapshot'),
+    relabel: z.boolean().describe('A label change is written to the snapshot too (Proxmox: the snapshot description)'),
+    guestAccess: z
+      .boolean()
+      .describe('Files inside the guest can be read and written through the hypervisor (CLI `agentkeep guest`)'),
+    guestWriteMaxBytes: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe('With guestAccess: the most bytes one guest write sends (Proxmox agent/file-write: 61440)'),
+    discover: z.boolean().describe("agent.discover lists the agents on this target's host (Proxmox: tagged guests)"),
+    startAfterRollback: z
+      .boolean()
+      .describe('restorePoint.restore `start` applies: the guest can start after a rollback without RAM state'),
+    rollbackStopsGuest: z
+      .boolean()
+      .describe('A machine rollback hard-stops a running guest first (Proxmox); false for directories and QEMU loadvm'),
+    speedClass: z
+      .enum(['instant', 'fast', 'slow'])
+      .describe('Cost of a snapshot: instant (copy-on-write), fast (seconds, grows with changes), slow (minutes)'),
+    canRunWhileRunning: z
+      .boolean()
+      .describe('A snapshot can be taken while the agent keeps running (false: QEMU pauses the VM while it saves)'),
+  })
+  .describe("What the target's backend can do");
+export type TargetCapabilities = z.infer<typeof TargetCapabilities>;
+
+/** A hypervisor guest as a target names it (Proxmox: host, port, node, type, vmid). */
+export const TargetGuest = z
+  .object({
+    host: z.string().describe('Hypervisor API host name or IP (IPv6 without brackets)'),
+    port: z.number().int().describe('API port (Proxmox default 8006)'),
+    node: z.string().describe('Node name, or "-" when the target leaves it to be looked up'),
+    type: z.enum(['qemu', 'lxc']).describe('Guest type: qemu (VM) or lxc (container)'),
+    vmid: z.number().int().describe('Guest id (Proxmox VMID)'),
+  })
+  .describe('The hypervisor guest a target names');
+export type TargetGuest = z.infer<typeof TargetGuest>;
+
+/**
+ * A target as its backend describes it (target.describe, agent.status `description`): computed from
+ * the target string alone, so it is there for an unreachable target too.
+ */
+export const TargetDescription = z
+  .object({
+    target: Target.describe('The target, normalised (the spelling the journal is kept under)'),
+    backend: z.string().describe('Backend name (the target scheme), e.g. dir, btrfs, qemu, proxmox'),
+    name: z.string().describe('Short name for views: the folder name of a directory target, "VM 101" for a guest'),
+    kind: z
+      .enum(['directory', 'vm', 'container'])
+      .describe('What a machine restore puts back: a directory tree, a VM or a container'),
+    localRoot: z
+      .string()
+      .optional()
+      .describe(
+        "Absolute local directory that holds the target's files (dir, btrfs); machine paths of restore points " +
+          'are relative to it. Absent for VMs and remote guests',
+      ),
+    snapshotNoun: z
+      .string()
+      .describe('What a snapshot of this backend is called in messages: "snapshot", "btrfs snapshot"'),
+    capabilities: TargetCapabilities,
+    guest: TargetGuest.optional().describe('Hypervisor guests only: where the guest is'),
+  })
+  .describe('A target as its backend describes it');
+export type TargetDescription = z.infer<typeof TargetDescription>;
 
 export const ChangeSummary = z
   .object({
@@ -457,6 +539,13 @@ export const Methods = {
       }),
     ),
   ),
+  targetDescribe: method(
+    'target.describe',
+    'What a target is and what its backend can do (capabilities, local root, guest), from the target string ' +
+      'alone: no I/O, so it works for an unreachable target. BadTarget for a string that does not parse.',
+    z.object({ target: Target }),
+    TargetDescription,
+  ),
   agentStatus: method(
     'agent.status',
     'Status of an agent: its target, whether it is reachable, restore point count and the newest one.',
@@ -464,6 +553,7 @@ export const Methods = {
     z.object({
       target: Target,
       backend: z.string(),
+      description: TargetDescription.describe('The target as its backend describes it (same as target.describe)'),
       reachable: z.boolean(),
       message: z.string().optional().describe('Why it is not reachable'),
       restorePoints: z.number().int(),

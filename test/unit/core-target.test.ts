@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Core, VERSION } from '../../sidecar/core/core';
+import { call } from '../../sidecar/core/dispatch';
 import { AgentKeepError } from '../../sidecar/core/errors';
 import { ID_PATTERN, newRestorePointId } from '../../sidecar/core/journal';
 import { resolveStateDir } from '../../sidecar/core/state';
@@ -53,12 +54,12 @@ describe('core: targets', function () {
     assert.throws(() => parseTarget('qemu://host/x.sock'), isErr('BadTarget', /local path/, /qemu:\/host\/x\.sock/));
     const p = parseTarget('proxmox://PVE.lan/pve1/QEMU/101/');
     assert.equal(p.spec, 'proxmox://pve.lan/pve1/qemu/101');
-    assert.deepEqual(p.proxmox, { host: 'pve.lan', port: 8006, node: 'pve1', type: 'qemu', vmid: 101 });
+    assert.deepEqual(p.options, { host: 'pve.lan', port: 8006, node: 'pve1', type: 'qemu', vmid: 101 });
     assert.equal(p.path, '');
     assert.equal(parseTarget('proxmox://pve.lan/-/qemu/101').key, p.key);
     assert.notEqual(parseTarget('proxmox://pve.lan/pve1/lxc/101').key, p.key);
     const v6 = parseTarget('proxmox://[fd00::1]:8443/pve1/lxc/200');
-    assert.deepEqual(v6.proxmox, { host: 'fd00::1', port: 8443, node: 'pve1', type: 'lxc', vmid: 200 });
+    assert.deepEqual(v6.options, { host: 'fd00::1', port: 8443, node: 'pve1', type: 'lxc', vmid: 200 });
     assert.equal(v6.spec, 'proxmox://[fd00::1]:8443/pve1/lxc/200');
   });
 
@@ -212,10 +213,10 @@ describe('core: journal, keep, status, notifications', function () {
     assert.ok(changed.every((c) => c.target === s.target));
   });
 
-  it('invalid params name the field', async () => {
+  it('invalid params name the field (validated once, at the boundary the CLI and the servers share)', async () => {
     const core = new Core({ stateDir: s.state });
-    await assert.rejects(core.restoreRestorePoint({ target: s.target, id: 'x', scope: 'everything' as 'both' }), isErr('InvalidParams', /scope/));
-    await assert.rejects(core.createRestorePoint({} as { target: string }), isErr('InvalidParams', /target/));
+    await assert.rejects(call(core, 'restorePointRestore', { target: s.target, id: 'x', scope: 'everything' as 'both' }), isErr('InvalidParams', /scope/));
+    await assert.rejects(call(core, 'restorePointCreate', {} as { target: string }), isErr('InvalidParams', /target/));
   });
 
   it('memory.list reads the stores', async () => {

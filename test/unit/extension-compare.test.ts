@@ -16,7 +16,7 @@ describe('extension: compare items', () => {
       changed: ['.hermes/memories/MEMORY.md', 'workspace/package.json'],
       agentChanged: [`${store}:memories/MEMORY.md`],
     };
-    const { items, total } = compareItems(changes, { target: 'dir:/home/me/agent', stores: [store] });
+    const { items, total } = compareItems(changes, { localRoot: '/home/me/agent', stores: [store] });
     assert.equal(total, 6);
     assert.deepEqual(
       items.map((i) => [i.path, i.status]),
@@ -34,9 +34,9 @@ describe('extension: compare items', () => {
 
   it('keeps a file whose name extends a directory name ("a.txt" next to "a/"), and caps the rows', () => {
     const changes = { added: ['a', 'a.txt', 'a/b', 'c'], removed: [], changed: [], agentChanged: [] };
-    assert.deepEqual(compareItems(changes, { target: 'dir:/t', stores: [] }).items.map((i) => i.path), ['a.txt', 'a/b', 'c']);
+    assert.deepEqual(compareItems(changes, { localRoot: '/t', stores: [] }).items.map((i) => i.path), ['a.txt', 'a/b', 'c']);
     const many = { added: Array.from({ length: 250 }, (_, i) => `f${i}`), removed: [], changed: [], agentChanged: [] };
-    const r = compareItems(many, { target: 'dir:/t', stores: [], max: 200 });
+    const r = compareItems(many, { localRoot: '/t', stores: [], max: 200 });
     assert.equal(r.items.length, 200);
     assert.equal(r.total, 250);
   });
@@ -44,7 +44,7 @@ describe('extension: compare items', () => {
   it('an agent-state file added since (store outside the target) is shown as added agent state', () => {
     const s = 'hermes:/srv/hermes';
     const changes = { added: ['x'], removed: [], changed: [], agentChanged: [`${s}:skills/new/SKILL.md`] };
-    const { items } = compareItems(changes, { target: 'dir:/home/me/agent', stores: [s] });
+    const { items } = compareItems(changes, { localRoot: '/home/me/agent', stores: [s] });
     assert.deepEqual(items.map((i) => [i.path, i.status]), [[`${s}:skills/new/SKILL.md`, 'changed'], ['x', 'added']]);
   });
 

@@ -11,7 +11,6 @@ import {
   findGuest,
   hostOf,
   isVmTarget,
-  proxmoxOf,
   snapshotTree,
   tokenId,
   vmRestoreOutcome,
@@ -20,9 +19,12 @@ import {
   withTag,
   type Guest,
 } from '../../extension/proxmoxModel';
+import { describeTarget } from '../../sidecar/core/target';
 import type { RestorePoint } from '../../sidecar/protocol';
 
 const T = 'proxmox://pve.lan:8006/pve1/qemu/101';
+/** The extension gets descriptions from the sidecar (target.describe); here straight from the core. */
+const D = describeTarget;
 
 function rp(id: string, minute: number, extra: Partial<RestorePoint> & { parent?: string; vmstate?: boolean } = {}): RestorePoint {
   const { parent, vmstate, ...rest } = extra;
@@ -59,24 +61,24 @@ describe('extension/proxmoxModel', () => {
     assert.equal(tokenId('agent@pve!agentkeep=secret'), 'agent@pve!agentkeep');
   });
 
-  it('reads the parts of proxmox:// targets and tells VM targets apart', () => {
-    assert.deepEqual(proxmoxOf(T), { host: 'pve.lan', port: 8006, node: 'pve1', type: 'qemu', vmid: 101 });
-    assert.equal(proxmoxOf('proxmox://[fd00::1]/-/lxc/200')?.host, 'fd00::1');
-    assert.equal(proxmoxOf('dir:/x'), undefined);
-    assert.equal(proxmoxOf('proxmox://host/pve1/qemu/7'), undefined, 'vmid below 100 does not parse');
-    assert.equal(isVmTarget(T), true);
-    assert.equal(isVmTarget('qemu:/run/vm.sock'), true);
-    assert.equal(isVmTarget('dir:/home/me'), false);
-    assert.equal(canRamState(T), true);
-    assert.equal(canRamState('proxmox://h/pve1/lxc/200'), false, 'containers have no RAM state');
+  it('reads the parts of proxmox:// targets (from target.describe) and tells VM targets apart', () => {
+    assert.deepEqual(D(T).guest, { host: 'pve.lan', port: 8006, node: 'pve1', type: 'qemu', vmid: 101 });
+    assert.equal(D('proxmox://[fd00::1]/-/lxc/200').guest?.host, 'fd00::1');
+    assert.equal(D('dir:/x').guest, undefined);
+    assert.throws(() => D('proxmox://host/pve1/qemu/7'), /not a Proxmox VMID/, 'vmid below 100 does not parse');
+    assert.equal(isVmTarget(D(T)), true);
+    assert.equal(isVmTarget(D('qemu:/run/vm.sock')), true);
+    assert.equal(isVmTarget(D('dir:/home/me')), false);
+    assert.equal(canRamState(D(T)), true);
+    assert.equal(canRamState(D('proxmox://h/pve1/lxc/200')), false, 'containers have no RAM state');
     assert.equal(hostOf({ host: 'fd00::1', port: 8006 }), 'proxmox://[fd00::1]:8006');
   });
 
   it('finds the guest of a target (node "-" = any node) and filters the fleet by tag', () => {
     const g = (vmid: number, node: string, tags: string[]): Guest => ({ target: `proxmox://h:8006/${node}/qemu/${vmid}`, node, vmid, type: 'qemu', status: 'running', tags });
     const guests = [g(101, 'pve1', ['agent']), g(102, 'pve2', ['agent', 'prod']), g(103, 'pve2', [])];
-    assert.equal(findGuest(guests, proxmoxOf('proxmox://h/-/qemu/102')!)?.node, 'pve2');
-    assert.equal(findGuest(guests, proxmoxOf('proxmox://h/pve1/qemu/102')!), undefined, 'a named node must match');
+    assert.equal(findGuest(guests, D('proxmox://h/-/qemu/102').guest!)?.node, 'pve2');
+    assert.equal(findGuest(guests, D('proxmox://h/pve1/qemu/102').guest!), undefined, 'a named node must match');
     assert.deepEqual(withTag(guests, 'agent').map((x) => x.vmid), [101, 102]);
     assert.equal(withTag(guests, '').length, 3);
   });
@@ -112,16 +114,16 @@ describe('extension/proxmoxModel', () => {
   it('words the VM rollback: hard stop, RAM state or start option, the outside world, the resulting state', () => {
     const disk = rp('disk', 1);
     const ram = rp('ram', 2, { vmstate: true });
-    const d = vmRollbackDetail(T, disk);
+    const d = vmRollbackDetail(D(T), disk);
     assert.match(d, /hard-stopped/);
     assert.match(d, /no RAM state: the VM stays stopped after the rollback unless you choose "Roll back and start VM"/);
     assert.match(d, /do not undo the outside world/);
-    assert.match(vmRollbackDetail(T, ram), /has RAM state: the VM resumes/);
-    assert.match(vmRollbackDetail('proxmox://h/pve1/lxc/200', disk), /If the container is running/);
+    assert.match(vmRollbackDetail(D(T), ram), /has RAM state: the VM resumes/);
+    assert.match(vmRollbackDetail(D('proxmox://h/pve1/lxc/200'), disk), /If the container is running/);
     assert.deepEqual(vmRollbackButtons(disk), ['Roll back', 'Roll back and start VM']);
     assert.deepEqual(vmRollbackButtons(ram), ['Roll back'], 'no start offer when RAM state resumes the VM');
 
-    const stopped = vmRestoreOutcome(T, disk, {
+    const stopped = vmRestoreOutcome(D(T), disk, {
       machineState: 'stopped',
       warnings: ['The VM was running and was hard-stopped by the rollback (unsaved work in it is lost).', 'The VM is stopped after the rollback (the snapshot has no RAM state); start it in Proxmox, or restore with --start next time.', 'WARN: a task warning'],
     });
@@ -129,11 +131,11 @@ describe('extension/proxmoxModel', () => {
       stopped,
       'Rolled back to "disk". The VM is stopped: the snapshot has no RAM state. Start it in Proxmox or with "qm start 101" on the node, or choose "Roll back and start VM" next time. The VM was running and was hard-stopped by the rollback (unsaved work in it is lost). WARN: a task warning.',
     );
-    assert.equal(vmRestoreOutcome(T, ram, { machineState: 'running' }), 'Rolled back to "ram". The VM is running.');
+    assert.equal(vmRestoreOutcome(D(T), ram, { machineState: 'running' }), 'Rolled back to "ram". The VM is running.');
     // plain QEMU (loadvm): disks and RAM, no hard stop
-    assert.equal(vmRestoreOutcome('qemu:/run/vm.sock', ram, { machineState: 'running', warnings: ['QEMU paused the VM for the save'] }), 'Rolled back to "ram". The VM\'s disks and RAM are back at the restore point; it is running. QEMU paused the VM for the save.');
-    assert.match(vmRollbackDetail('qemu:/run/vm.sock', ram), /^The VM's disks and RAM go back to the snapshot \(QEMU loadvm\)/);
-    assert.doesNotMatch(vmRollbackDetail('qemu:/run/vm.sock', ram), /hard-stopped/);
+    assert.equal(vmRestoreOutcome(D('qemu:/run/vm.sock'), ram, { machineState: 'running', warnings: ['QEMU paused the VM for the save'] }), 'Rolled back to "ram". The VM\'s disks and RAM are back at the restore point; it is running. QEMU paused the VM for the save.');
+    assert.match(vmRollbackDetail(D('qemu:/run/vm.sock'), ram), /^The VM's disks and RAM go back to the snapshot \(QEMU loadvm\)/);
+    assert.doesNotMatch(vmRollbackDetail(D('qemu:/run/vm.sock'), ram), /hard-stopped/);
   });
 
   it('restricts every setting that picks the host, guest, certificate, stores or state dir in untrusted workspaces', () => {
@@ -149,9 +151,9 @@ describe('extension/proxmoxModel', () => {
   });
 
   it('says where a task goes on after a cancelled wait', () => {
-    const m = continuesMessage(T, 'restoring "x"');
+    const m = continuesMessage(D(T), 'restoring "x"');
     assert.match(m, /^Stopped waiting for restoring "x"\. The Proxmox task continues on pve\.lan/);
     assert.match(m, /pvesh get \/nodes\/pve1\/tasks --vmid 101/);
-    assert.match(continuesMessage('dir:/a', 'creating'), /continues in the AgentKeep sidecar/);
+    assert.match(continuesMessage(D('dir:/a'), 'creating'), /continues in the AgentKeep sidecar/);
   });
 });

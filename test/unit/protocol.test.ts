@@ -58,6 +58,7 @@ describe('protocol', () => {
       lintMemory: rec('lintMemory'),
       diffMemory: rec('diffMemory'),
       discoverAgents: rec('discoverAgents'),
+      describeTarget: rec('describeTarget'),
       guestFileRead: rec('guestFileRead'),
       guestFileWrite: rec('guestFileWrite'),
     };

@@ -39,7 +39,7 @@ describe('proxmox smoke suite (real host)', function () {
     await b.check();
   });
   it('refuses bad names on the client, and the host answers 400 with the same errors map', async () => {
-    const node = await b.client.ownerNode(target.proxmox!.node, type, target.proxmox!.vmid);
+    const node = await b.client.ownerNode(b.pt.node, type, b.pt.vmid);
     for (const [n, text] of [
       [`a${'b'.repeat(40)}`, 'value may only be 40 characters long'],
       ['1abc', "invalid format - invalid configuration ID '1abc'\n"],

@@ -30,6 +30,8 @@ import { AgentKeepError } from '../../core/errors';
 import { isErrno, throwIfAborted } from '../../core/fsutil';
 import { isValidId } from '../../core/journal';
 import { tooLarge } from '../../core/compare';
+import type { TargetDescription } from '../../protocol';
+import { parseLocalPathTarget, type LocalPathOptions } from '../localPath';
 import type { BackendContext, BackendFactory, BackendProgress, MachineBackend, MachineChanges, PathFilter, RestoreOutcome, SnapshotFile, SnapshotInfo } from '../types';
 import type { Entry } from '../dir/manifest';
 import { scanTree } from '../dir/scan';
@@ -412,8 +414,37 @@ export class BtrfsBackend implements MachineBackend {
   }
 }
 
+const BTRFS_FORM = 'Write the target as btrfs:/abs/path/to/subvolume, e.g. btrfs:/srv/agent.';
+
 /** The factory registered in sidecar/machine/index.ts. The btrfs backend stores no objects. */
-export const btrfsBackend: BackendFactory = {
+export const btrfsBackend: BackendFactory<LocalPathOptions> = {
   scheme: 'btrfs',
+  prefix: 'btrfs:',
+  forms: ['btrfs:/abs/path/to/subvolume'],
+  example: 'btrfs:/srv/agent',
+  formHint: BTRFS_FORM,
+  parse: (rest, spec) => parseLocalPathTarget('btrfs', rest, spec, BTRFS_FORM),
+  describe: (t): TargetDescription => ({
+    target: t.spec,
+    backend: 'btrfs',
+    name: path.basename(t.options.path) || t.options.path,
+    kind: 'directory',
+    localRoot: t.options.path,
+    snapshotNoun: 'btrfs snapshot',
+    capabilities: {
+      ramState: false,
+      ramStateOnRequest: false,
+      diff: true,
+      compare: true,
+      readFile: true,
+      relabel: false,
+      guestAccess: false,
+      discover: false,
+      startAfterRollback: false,
+      rollbackStopsGuest: false,
+      speedClass: 'instant',
+      canRunWhileRunning: true,
+    },
+  }),
   create: (ctx) => new BtrfsBackend(ctx),
 };

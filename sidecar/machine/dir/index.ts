@@ -11,11 +11,13 @@ import * as path from 'node:path';
 import { createHash } from 'node:crypto';
 import { AgentKeepError } from '../../core/errors';
 import { diskFullError, isErrno, isNoSpace, mapLimit, nameTooLongError, tempNameFor, throwIfAborted } from '../../core/fsutil';
-import { checkTargetExists } from '../../core/target';
+import type { ParsedTarget } from '../../core/target';
 import type { StateLayout } from '../../core/state';
+import type { TargetDescription } from '../../protocol';
 import { hashFile, SMALL_FILE_LIMIT } from '../../core/objects';
 import type { BackendContext, BackendFactory, BackendProgress, MachineBackend, MachineChanges, PathFilter, SnapshotFile, SnapshotInfo } from '../types';
 import { tooLarge } from '../../core/compare';
+import { parseLocalPathTarget, type LocalPathOptions } from '../localPath';
 import { forgetManifest, readManifest, writeManifest, type Entry, type Manifest } from './manifest';
 import { ObjectIndex } from './usage';
 import { scanTree, statCacheOf } from './scan';
@@ -377,9 +379,62 @@ async function hashFileAny(abs: string): Promise<string> {
   return hashFile(abs);
 }
 
-/** The factory registered in sidecar/machine/index.ts. */
-export const dirBackend: BackendFactory = {
+/**
+ * Check that the target exists and is a directory.
+ * @throws AgentKeepError TargetNotFound naming the path and how to fix it.
+ */
+export async function checkTargetExists(t: ParsedTarget): Promise<void> {
+  let st: import('node:fs').Stats;
+  try {
+    st = await fs.stat(t.path);
+  } catch {
+    throw new AgentKeepError(
+      'TargetNotFound',
+      `Target directory ${t.path} does not exist.`,
+      `Create it or pick an existing directory: dir:/abs/path.`,
+    );
+  }
+  if (!st.isDirectory()) {
+    throw new AgentKeepError(
+      'TargetNotFound',
+      `Target ${t.path} is not a directory.`,
+      'A dir: target must name a directory, e.g. dir:/home/me/.hermes.',
+    );
+  }
+}
+
+const DIR_FORM = 'Write the target as dir:/abs/path, e.g. dir:/home/me/.hermes.';
+
+/** The factory registered in sidecar/machine/index.ts (the first one: the default backend). */
+export const dirBackend: BackendFactory<LocalPathOptions> = {
   scheme: 'dir',
+  prefix: 'dir:',
+  forms: ['dir:/abs/path'],
+  example: 'dir:/home/me/.hermes',
+  formHint: DIR_FORM,
+  parse: (rest, spec) => parseLocalPathTarget('dir', rest, spec, DIR_FORM),
+  describe: (t): TargetDescription => ({
+    target: t.spec,
+    backend: 'dir',
+    name: path.basename(t.options.path) || t.options.path,
+    kind: 'directory',
+    localRoot: t.options.path,
+    snapshotNoun: 'snapshot',
+    capabilities: {
+      ramState: false,
+      ramStateOnRequest: false,
+      diff: true,
+      compare: true,
+      readFile: true,
+      relabel: false,
+      guestAccess: false,
+      discover: false,
+      startAfterRollback: false,
+      rollbackStopsGuest: false,
+      speedClass: 'fast',
+      canRunWhileRunning: true,
+    },
+  }),
   create: (ctx) => new DirBackend(ctx),
   /** Manifests whose restore point is in no journal (a create killed between the two writes); see BackendFactory. */
   async dropOrphans(layout: StateLayout, isLive: (key: string, id: string) => boolean): Promise<void> {

@@ -20,13 +20,17 @@
  * Snapshots not made by AgentKeep (no marker) are listed in tree() but never rolled back or deleted.
  */
 import { AgentKeepError } from '../../core/errors';
-import type { ParsedTarget, ProxmoxTarget } from '../../core/target';
+import type { ParsedTarget } from '../../core/target';
 import type { RestorePoint } from '../../protocol';
 import type { BackendContext, BackendFactory, MachineBackend, RestoreOutcome, SnapshotInfo, SnapshotMeta } from '../types';
+import type { DiscoveredAgent } from '../types';
 import { PveClient, connectionFromEnv, type PveClientOptions, type PveSnapshotItem, type TaskResult } from './client';
 import { checkSnapname, describeSnapshot, lockedError, parseMarker, relabel, type SnapshotMarker } from './describe';
 import { PveError } from './transport';
+import { describeProxmoxTarget, GUEST_WRITE_MAX, isProxmoxTarget, parseProxmoxTarget, PROXMOX_FORM } from './target';
+import type { ProxmoxTarget } from './target';
 
+export { GUEST_WRITE_MAX, isProxmoxTarget, parseProxmoxTarget, type ProxmoxTarget } from './target';
 export { PveClient, authFromEnv, connectionFromEnv, taskSucceeded, type PveClientOptions, type PveSnapshotItem } from './client';
 export { describeSnapshot, parseMarker, checkSnapname, lockedError, type SnapshotMarker } from './describe';
 export { PveError, PveTransport, normalizeFingerprint, type PveAuth, type PveConnectionOptions } from './transport';
@@ -56,7 +60,8 @@ export class ProxmoxBackend implements MachineBackend {
   readonly name = 'proxmox';
   readonly capabilities;
   private clientP?: PveClient;
-  private readonly pt: ProxmoxTarget;
+  /** Where the guest is (the target's parsed options). */
+  readonly pt: ProxmoxTarget;
 
   /**
    * @param target a parsed proxmox:// target
@@ -70,8 +75,11 @@ export class ProxmoxBackend implements MachineBackend {
     private readonly env: NodeJS.ProcessEnv = process.env,
     private readonly log?: (line: string) => void,
   ) {
-    if (!target.proxmox) throw new AgentKeepError('BadTarget', `${target.spec} is not a proxmox:// target.`, 'Write proxmox://HOST[:PORT]/NODE/qemu|lxc/VMID.');
-    this.pt = target.proxmox;
+    if (!isProxmoxTarget(target)) {
+      const hint = 'Write proxmox://HOST[:PORT]/NODE/qemu|lxc/VMID.';
+      throw new AgentKeepError('BadTarget', `${target.spec} is not a proxmox:// target.`, hint);
+    }
+    this.pt = target.options;
     this.capabilities = { ramState: this.pt.type === 'qemu', speedClass: 'fast', canRunWhileRunning: true, diff: false } as const;
   }
 
@@ -298,28 +306,35 @@ export class ProxmoxBackend implements MachineBackend {
   relabel(snapshotId: string, change: { label?: string; important?: boolean }): Promise<void> {
     return this.editDescription(snapshotId, change.label, change.important);
   }
+
+  /** MachineBackend.readGuestFile: see guestFileRead. */
+  readGuestFile(file: string): Promise<Buffer> {
+    return guestFileRead(this, file);
+  }
+
+  /** MachineBackend.writeGuestFile: see guestFileWrite. */
+  writeGuestFile(file: string, content: string): Promise<void> {
+    return guestFileWrite(this, file, content);
+  }
 }
 
 /** The `proxmox` backend family. */
-export const proxmoxBackend: BackendFactory = {
+export const proxmoxBackend: BackendFactory<ProxmoxTarget> = {
   scheme: 'proxmox',
+  prefix: 'proxmox://',
+  forms: ['proxmox://HOST[:PORT]/NODE/qemu|lxc/VMID'],
+  example: 'proxmox://pve.lan/pve1/qemu/101',
+  formHint: PROXMOX_FORM,
+  parse: parseProxmoxTarget,
+  describe: describeProxmoxTarget,
   create(ctx: BackendContext): MachineBackend {
     const log = process.env.AGENTKEEP_PVE_DEBUG === '1' ? (l: string): void => void process.stderr.write(`[pve] ${l}\n`) : undefined;
     return new ProxmoxBackend(ctx.target, {}, process.env, log);
   },
+  discover: { form: 'proxmox://HOST[:PORT]', run: (spec, tag) => discoverAgents(spec, tag) },
 };
 
-/** One agent guest found by discoverAgents (the agent.discover result item). */
-export interface DiscoveredAgent {
-  target: string;
-  name?: string;
-  node: string;
-  vmid: number;
-  type: 'qemu' | 'lxc';
-  status: string;
-  lock?: string;
-  tags: string[];
-}
+export type { DiscoveredAgent } from '../types';
 
 /**
  * Parse `proxmox://HOST[:PORT]` (anything after the host is ignored) for discovery.
@@ -357,8 +372,6 @@ export async function discoverAgents(hostTarget: string, tag = 'agent', env: Nod
 
 /** agent/file-read returns at most 16 MiB (qemu-server Agent.pm `$MAX_READ_SIZE`). */
 export const GUEST_READ_MAX = 16 * 1024 * 1024;
-/** agent/file-write `content` maxLength (qemu-server Agent.pm). */
-export const GUEST_WRITE_MAX = 61440;
 
 function guestAgentApi(client: PveClient, node: string, vmid: number): { read(file: string): Promise<{ content: string; truncated?: number | boolean }>; write(file: string, content: string): Promise<null> } {
   const a = (client.api.nodes.$(node).qemu.$(vmid) as unknown as { agent: Record<string, { $get(p: object): Promise<never>; $post(p: object): Promise<never> }> }).agent;
@@ -366,7 +379,7 @@ function guestAgentApi(client: PveClient, node: string, vmid: number): { read(fi
 }
 
 async function guestAgentCall<T>(backend: ProxmoxBackend, file: string, fn: (node: string) => Promise<T>): Promise<T> {
-  const pt = backend.target.proxmox!;
+  const pt = backend.pt;
   if (pt.type === 'lxc') {
     throw new AgentKeepError('Unsupported', `Containers have no guest agent, so AgentKeep cannot read or write ${file} in CT ${pt.vmid} through the API.`, 'Use a store on a path the sidecar can reach (e.g. a bind mount), or pct pull/push on the node.');
   }
@@ -388,8 +401,8 @@ async function guestAgentCall<T>(backend: ProxmoxBackend, file: string, fn: (nod
  */
 export async function guestFileRead(backend: ProxmoxBackend, file: string): Promise<Buffer> {
   return guestAgentCall(backend, file, async (node) => {
-    const r = await guestAgentApi(backend.client, node, backend.target.proxmox!.vmid).read(file);
-    if (bool(r.truncated)) throw new AgentKeepError('FileError', `${file} in VM ${backend.target.proxmox!.vmid} is larger than 16 MiB, the most the guest agent returns.`, 'Keep agent-state files small, or reach them another way (a shared folder).');
+    const r = await guestAgentApi(backend.client, node, backend.pt.vmid).read(file);
+    if (bool(r.truncated)) throw new AgentKeepError('FileError', `${file} in VM ${backend.pt.vmid} is larger than 16 MiB, the most the guest agent returns.`, 'Keep agent-state files small, or reach them another way (a shared folder).');
     return Buffer.from(r.content ?? '', 'latin1');
   });
 }
@@ -404,5 +417,5 @@ export async function guestFileWrite(backend: ProxmoxBackend, file: string, cont
   if (n > GUEST_WRITE_MAX) {
     throw new AgentKeepError('FileError', `${file} would be ${n} bytes; the guest agent writes at most ${GUEST_WRITE_MAX} bytes per call.`, 'Shorten the content; nothing was written.');
   }
-  await guestAgentCall(backend, file, (node) => guestAgentApi(backend.client, node, backend.target.proxmox!.vmid).write(file, content));
+  await guestAgentCall(backend, file, (node) => guestAgentApi(backend.client, node, backend.pt.vmid).write(file, content));
 }

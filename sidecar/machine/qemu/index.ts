@@ -10,6 +10,8 @@ import * as path from 'node:path';
 import { promises as fs } from 'node:fs';
 import { AgentKeepError } from '../../core/errors';
 import { isValidId } from '../../core/journal';
+import type { TargetDescription } from '../../protocol';
+import { parseLocalPathTarget, type LocalPathOptions } from '../localPath';
 import type { BackendContext, BackendFactory, MachineBackend, RestoreOutcome, SnapshotInfo, SnapshotMeta } from '../types';
 import { imageSnapshots, deleteImageSnapshot, qemuStateDir, readImages, readRecord, removeRecord, writeImages, writeRecord, type ImageSnapshot, type QemuDisk } from './images';
 import { QmpClient, QmpCommandError, startHint, type QmpEvent } from './qmp';
@@ -352,8 +354,37 @@ function intersectTags(perDisk: ImageSnapshot[][]): string[] {
     .filter((n, i, all) => all.indexOf(n) === i && rest.every((r) => r.some((s) => s.name === n)));
 }
 
-/** The qemu backend family (scheme `qemu`). */
-export const qemuBackend: BackendFactory = {
+const QEMU_FORM = 'Write the target as qemu:/abs/path/to/qmp.sock (the socket of -qmp unix:PATH,server,nowait).';
+
+/** The qemu backend family (scheme `qemu`): the target names the VM's QMP socket. */
+export const qemuBackend: BackendFactory<LocalPathOptions> = {
   scheme: 'qemu',
+  prefix: 'qemu:',
+  forms: ['qemu:/abs/path/to/qmp.sock'],
+  example: 'qemu:/run/agent-vm/qmp.sock',
+  formHint: QEMU_FORM,
+  parse: (rest, spec) => parseLocalPathTarget('qemu', rest, spec, QEMU_FORM),
+  describe: (t): TargetDescription => ({
+    target: t.spec,
+    backend: 'qemu',
+    name: t.spec,
+    kind: 'vm',
+    // the socket is local, the VM's files are not: no local root
+    snapshotNoun: 'snapshot',
+    capabilities: {
+      ramState: true,
+      ramStateOnRequest: false,
+      diff: false,
+      compare: false,
+      readFile: false,
+      relabel: false,
+      guestAccess: false,
+      discover: false,
+      startAfterRollback: true,
+      rollbackStopsGuest: false,
+      speedClass: 'fast',
+      canRunWhileRunning: false,
+    },
+  }),
   create: (ctx: BackendContext) => new QemuBackend(ctx),
 };

@@ -6,7 +6,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { LintFinding, MemoryEntry } from '../../protocol';
 import { AgentKeepError } from '../../core/errors';
-import { parseTarget } from '../../core/target';
+import { describeTarget } from '../../core/target';
 import { openStore as defaultOpenStore, type MemoryStoreAdapter } from '../index';
 import { extractClaims } from './claims';
 import { lintEntries } from './index';
@@ -18,9 +18,10 @@ export interface RunLintDeps {
   /** Store opener (default: sidecar/memory openStore). */
   openStore?: (spec: string) => MemoryStoreAdapter;
   /**
-   * The machine to check stale claims against. Default: the target's directory for dir:/btrfs:
-   * targets, none for qemu:/proxmox:// targets (cannot be inspected from the sidecar: stale claims
-   * are then not checked), the local machine when no target is given. `null` turns stale checks off.
+   * The machine to check stale claims against. Default: the target's local root (target.describe
+   * `localRoot`: dir:/btrfs: targets), none for targets without one (qemu:/proxmox://: cannot be
+   * inspected from the sidecar, stale claims are then not checked), the local machine when no target
+   * is given. `null` turns stale checks off.
    */
   probe?: MachineProbe | null;
   /** ms since the epoch, for the age rule (default Date.now()). */
@@ -67,20 +68,21 @@ export function agentHome(adapters: Array<{ kind: string; root: string }>): stri
 async function machineProbe(target: string | undefined, home: string | null | undefined, deps: RunLintDeps): Promise<{ probe?: MachineProbe; skipped?: string }> {
   if (deps.probe !== undefined) return deps.probe ? { probe: deps.probe } : {};
   if (!target) return { probe: localProbe({ home }) };
-  const t = parseTarget(target);
-  if (t.backend === 'dir' || t.backend === 'btrfs') {
-    const st = await fs.stat(t.path).catch(() => undefined);
+  const t = describeTarget(target);
+  const root = t.localRoot;
+  if (root) {
+    const st = await fs.stat(root).catch(() => undefined);
     if (!st?.isDirectory()) {
       throw new AgentKeepError(
         'BadTarget',
-        `Target ${t.spec}: ${t.path} ${st ? 'is not a directory' : 'does not exist'}, so the claims in memory cannot be checked against it.`,
+        `Target ${t.target}: ${root} ${st ? 'is not a directory' : 'does not exist'}, so the claims in memory cannot be checked against it.`,
         `Pass the directory that holds the agent machine's root filesystem (with etc/ and usr/), e.g. --target dir:/srv/agent-root, or leave out --target to check against this machine.`,
       );
     }
-    return { probe: await dirProbe(t.path, t.spec, { home }) };
+    return { probe: await dirProbe(root, t.target, { home }) };
   }
   return {
-    skipped: `Stale claims were not checked: ${t.spec} is a ${t.backend} target, whose files the sidecar cannot read. To check them, lint on that machine, or pass --target dir:<its root filesystem mounted here>.`,
+    skipped: `Stale claims were not checked: ${t.target} is a ${t.backend} target, whose files the sidecar cannot read. To check them, lint on that machine, or pass --target dir:<its root filesystem mounted here>.`,
   };
 }
 

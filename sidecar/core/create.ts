@@ -1,0 +1,181 @@
+/**
+ * Creating restore points: restorePoint.create (machine snapshot of the target + agent-state capture
+ * of its stores, then retention and the size-cap check), and createLocked, which restore also uses
+ * for its pre-restore point.
+ */
+import type { MachineBackend } from '../machine';
+import type { MemoryStoreAdapter } from '../memory';
+import type { ParamsOf, ResultOf, RestorePoint } from '../protocol';
+import { captureStores } from './agentState';
+import { definedOnly, STAGE_TEXT, type AgentCapture, type CoreContext, type Progress, type TargetCtx } from './context';
+import { detectStores } from './detect';
+import { createSpaceError } from './diskfull';
+import { asAgentKeepError } from './errors';
+import { abortedError, isAbortedError, throwIfAborted } from './fsutil';
+import { interruptedRestore } from './interrupted';
+import { newRestorePointId } from './journal';
+import { pruneTarget } from './prune';
+import { cliTargetArgs } from './state';
+import { DEFAULT_SIZE_CAP_BYTES, readStateConfig } from './stateConfig';
+import { capWarning } from './usage';
+
+/** What createLocked records in the new restore point. */
+export interface CreateSpec {
+  label?: string;
+  kind?: RestorePoint['kind'];
+  reason?: RestorePoint['reason'];
+  /** Stores whose agent state is captured. */
+  stores: MemoryStoreAdapter[];
+  pairOf?: string;
+  /** For a pre-restore point: the id being restored. */
+  restoredFrom?: string;
+  important?: boolean;
+  vmstate?: boolean;
+}
+
+/**
+ * Create a restore point; the caller holds the target lock (withTarget with writesObjects). On any
+ * failure the backend snapshot is deleted again and no journal entry is written.
+ * @param abortWhat what an abort (CoreOptions.signal) error says happened
+ */
+export async function createLocked(
+  ctx: CoreContext,
+  t: TargetCtx,
+  p: CreateSpec,
+  progress: Progress,
+  abortWhat = 'the restore point was not created; nothing in the target was changed',
+): Promise<RestorePoint> {
+  const signal = ctx.signal;
+  throwIfAborted(signal, abortWhat);
+  const started = Date.now();
+  let id = newRestorePointId();
+  while (await t.journal.has(id)) id = newRestorePointId();
+  // Parent (stat cache): the last snapshot this process made of the target, else the newest in the journal.
+  const last = ctx.lastSnapshot.get(t.target.key);
+  const parentId =
+    last && (await t.journal.has(last))
+      ? last
+      : (await t.journal.list()).find((r) => r.machine.backend === t.backend.name && r.status !== 'failed')?.id;
+  progress.report('scan', STAGE_TEXT.scan, 0);
+  const kind = p.kind ?? 'manual';
+  const startedAt = new Date(started).toISOString();
+  const label = p.label ?? (kind === 'pre-restore' ? `Before restoring ${p.restoredFrom}` : `Restore point ${startedAt.slice(0, 19).replace('T', ' ')} UTC`);
+  let info: Awaited<ReturnType<MachineBackend['create']>>;
+  try {
+    info = await t.backend.create(id, {
+      parentId,
+      signal,
+      vmstate: p.vmstate,
+      meta: { label, kind, createdAt: startedAt, ...(p.reason ? { reason: p.reason } : {}), ...(p.important ? { important: true } : {}), ...(p.pairOf ? { pairOf: p.pairOf } : {}) },
+      progress: (stage, done, total) => progress.report(stage, STAGE_TEXT[stage] ?? stage, done, total),
+    });
+  } catch (e) {
+    if (!isAbortedError(e)) throw e;
+    // Interrupted (CLI signal): drop temp objects of this instance (a server never aborts, so
+    // concurrent creates of other targets on this instance are not affected).
+    await ctx.objects.removeOwnTemps();
+    throw abortedError(abortWhat);
+  }
+  let agent: AgentCapture[];
+  try {
+    agent = await captureStores(ctx, p.stores, progress, abortWhat);
+    throwIfAborted(signal, abortWhat);
+  } catch (e) {
+    await t.backend.delete(id).catch(() => undefined);
+    if (isAbortedError(e)) await ctx.objects.removeOwnTemps();
+    throw e;
+  }
+  const createdAt = new Date().toISOString();
+  const rp: RestorePoint = {
+    id,
+    target: t.target.spec,
+    label,
+    createdAt,
+    status: 'ready',
+    kind,
+    ...(p.reason ? { reason: p.reason } : {}),
+    machine: {
+      backend: t.backend.name,
+      files: info.files,
+      bytes: info.bytes,
+      newBytes: info.newBytes + 0,
+      durationMs: Date.now() - started,
+      ...(info.skipped ? { skipped: info.skipped } : {}),
+      ...(info.snapname ? { snapname: info.snapname } : {}),
+      ...(info.vmstate ? { vmstate: true } : {}),
+      ...(info.parent ? { parent: info.parent } : {}),
+      ...(info.warnings?.length ? { warnings: info.warnings } : {}),
+    },
+    agent,
+    ...(p.pairOf ? { pairOf: p.pairOf } : {}),
+    ...(p.important ? { important: true } : {}),
+    ...(p.restoredFrom ? { restoredFrom: p.restoredFrom } : {}),
+  };
+  try {
+    await t.journal.put(rp);
+  } catch (e) {
+    await t.backend.delete(id).catch(() => undefined);
+    throw e;
+  }
+  ctx.lastSnapshot.set(t.target.key, id);
+  progress.report('done', `Restore point ${id} created`, info.files, info.files);
+  return rp;
+}
+
+/**
+ * Create a restore point: machine snapshot of the target + capture of each store's agent-state
+ * files. Without `stores` (absent, not `[]`) the Hermes homes found in the target are captured
+ * (detectStores), so a later restore with scope machine spares their memory. Waits up to
+ * lockTimeoutMs for another create/restore of the same target. CoreOptions.signal stops it.
+ * Afterwards retention is applied (`retention` params, else `<stateDir>/config.json`, else the
+ * defaults; see pruneRestorePoints); a failing prune does not fail the create. Then the size cap
+ * is checked where the backend can tell its disk use cheaply (not btrfs): above 90% of
+ * `sizeCapBytes` (default 10 GiB) the result carries `warnings` (not stored in the journal).
+ * A config.json that does not parse is reported in `warnings` (defaults used), not thrown.
+ * @returns the restore point, plus `warnings` when near or over the size cap, `pruned` when retention deleted some
+ * @throws BadTarget, TargetNotFound, BadStateDir, BadStore, StoreNotFound, TargetBusy, FileError,
+ *   DiskFull (the state dir's file system is full: named, with the prune command; nothing kept)
+ */
+export async function createRestorePoint(
+  ctx: CoreContext,
+  p: ParamsOf<'restorePointCreate'>,
+): Promise<ResultOf<'restorePointCreate'>> {
+  const t = await ctx.open(p.target, { mustExist: true, sweep: true });
+  // A broken config.json must not stop a restore point before a risky change: warn, use the defaults.
+  let configProblem: string | undefined;
+  const config = await readStateConfig(ctx.stateDir).catch((e: unknown) => {
+    configProblem = `${asAgentKeepError(e).oneLine()} (retention and the size cap used their defaults for this create)`;
+    return {} as Awaited<ReturnType<typeof readStateConfig>>;
+  });
+  const stores = p.stores ? ctx.openStores(p.stores) : await detectStores(t.target.path);
+  const progress = ctx.progress(p.progressToken);
+  const spec: CreateSpec = {
+    label: p.label,
+    kind: p.kind,
+    reason: p.reason,
+    stores,
+    pairOf: p.pairOf,
+    important: p.important,
+    vmstate: p.vmstate,
+  };
+  const rp = await ctx.withTarget(t, { op: 'create restore point', writesObjects: true }, () =>
+    createLocked(ctx, t, spec, progress),
+  ).catch(async (e: unknown) => {
+    throw await createSpaceError(e, ctx.stateDir, cliTargetArgs(t.target.spec, ctx.stateDir));
+  });
+  ctx.changed(t.target.spec, 'restorePoints');
+  // Retention (params, else <stateDir>/config.json, else the defaults); it never deletes the one
+  // just made (the newest). A busy target is not waited for long: the next create or a prune catches up.
+  const retention = { ...config.retention, ...definedOnly(p.retention ?? {}) };
+  const run = { dryRun: false, lockTimeoutMs: Math.min(ctx.lockTimeoutMs, 2000), estimate: false };
+  const pruned = await pruneTarget(ctx, t, retention, run).catch(() => undefined);
+  const warning = await capWarning(ctx, t, config.sizeCapBytes ?? DEFAULT_SIZE_CAP_BYTES).catch(() => undefined);
+  // A target left half-restored by a killed restore: this restore point holds that mixed state.
+  const broken = await interruptedRestore(ctx.layout, t.target);
+  const half = broken
+    ? `A restore of ${broken.id} never finished (started ${broken.startedAt}), so this restore point may hold a half-restored target. Finish it: agentkeep restore-point restore ${broken.id} ${cliTargetArgs(t.target.spec, ctx.stateDir)} --scope ${broken.scope} --yes${broken.undo ? `, or go back to ${broken.undo}` : ''}.`
+    : undefined;
+  const warnings = [configProblem, warning, half].filter((w): w is string => !!w);
+  // Say what retention deleted: a create must never make restore points vanish silently.
+  return { ...rp, ...(warnings.length ? { warnings } : {}), ...(pruned?.deleted.length ? { pruned: pruned.deleted } : {}) };
+}

@@ -1,0 +1,64 @@
+/**
+ * The memory methods of the core (memory.list/show/edit/remove/add/lint/diff): thin bindings of
+ * sidecar/memory (adapters, and sidecar/memory/ops for the operations) to this core's state dir,
+ * journal and object store, plus the `changed` notification after a write.
+ */
+import * as memoryOps from '../memory/ops';
+import type { ParamsOf, ResultOf } from '../protocol';
+import type { CoreContext } from './context';
+
+/** What sidecar/memory/ops needs from the core: restore points and their captured objects. */
+function opsContext(ctx: CoreContext): memoryOps.MemoryOpsContext {
+  return {
+    stateDir: ctx.stateDir,
+    getRestorePoint: async (target, id) => (await ctx.open(target, { mustExist: false })).journal.get(id),
+    readObject: (hash) => ctx.objects.read(hash),
+  };
+}
+
+/** Entries and usage of each store's memory files. @throws BadStore, StoreNotFound, FileError */
+export async function listMemory(ctx: CoreContext, p: ParamsOf<'memoryList'>): Promise<ResultOf<'memoryList'>> {
+  const out: ResultOf<'memoryList'>['stores'] = [];
+  for (const s of ctx.openStores(p.stores)) out.push(...(await s.list()));
+  return { stores: out };
+}
+
+/** See Methods.memoryShow; implemented in sidecar/memory/ops. */
+export function showMemory(ctx: CoreContext, p: ParamsOf<'memoryShow'>): Promise<ResultOf<'memoryShow'>> {
+  return memoryOps.showMemory(opsContext(ctx), p);
+}
+
+/** See Methods.memoryEdit; implemented in sidecar/memory/ops. */
+export async function editMemory(ctx: CoreContext, p: ParamsOf<'memoryEdit'>): Promise<ResultOf<'memoryEdit'>> {
+  const r = await memoryOps.editMemory(opsContext(ctx), p);
+  ctx.changed('', 'memory');
+  return r;
+}
+
+/** See Methods.memoryRemove; implemented in sidecar/memory/ops. */
+export async function removeMemory(ctx: CoreContext, p: ParamsOf<'memoryRemove'>): Promise<ResultOf<'memoryRemove'>> {
+  const r = await memoryOps.removeMemory(opsContext(ctx), p);
+  ctx.changed('', 'memory');
+  return r;
+}
+
+/** See Methods.memoryAdd; implemented in sidecar/memory/ops. */
+export async function addMemory(ctx: CoreContext, p: ParamsOf<'memoryAdd'>): Promise<ResultOf<'memoryAdd'>> {
+  const r = await memoryOps.addMemory(opsContext(ctx), p);
+  ctx.changed('', 'memory');
+  return r;
+}
+
+/** See Methods.memoryLint; implemented in sidecar/memory/ops. */
+export function lintMemory(ctx: CoreContext, p: ParamsOf<'memoryLint'>): Promise<ResultOf<'memoryLint'>> {
+  return memoryOps.lintMemory(opsContext(ctx), p);
+}
+
+/**
+ * See Methods.memoryDiff: entries added/removed/changed between a restore point's agent-state
+ * capture and now (or another restore point).
+ * @throws RestorePointNotFound, BadStore, Unsupported
+ */
+export function diffMemory(ctx: CoreContext, p: ParamsOf<'memoryDiff'>): Promise<ResultOf<'memoryDiff'>> {
+  return memoryOps.diffMemory(opsContext(ctx), p);
+}

@@ -1,0 +1,123 @@
+/**
+ * restorePoint.restore: put a restore point back with a scope (machine, agent, both), after a
+ * pre-restore point that undoes it, under the target lock and the stores' own locks, with the
+ * "restore in progress" marker (interrupted.ts) while the target is written.
+ */
+import type { ChangeSummary, ParamsOf, ResultOf, RestorePoint, Scope } from '../protocol';
+import type { MemoryStoreAdapter } from '../memory';
+import { agentStateFilter, findCapture, lockStores, noCapture, restoreAgent } from './agentState';
+import { STAGE_TEXT, type CoreContext } from './context';
+import { createLocked } from './create';
+import { noUndoPointUnconfirmed, undoPointSpaceError } from './diskfull';
+import { detectStores } from './detect';
+import { AgentKeepError, asAgentKeepError } from './errors';
+import { isAbortedError } from './fsutil';
+import { clearRestoreMarker, writeRestoreMarker } from './interrupted';
+import { cliTargetArgs } from './state';
+
+/**
+ * Restore a restore point with a scope, after capturing the current state as a `pre-restore`
+ * restore point (returned as `undo`). Scopes: `both` = the whole tree, then the agent-state
+ * captures of the stores; `agent` = only the stores' agent-state files; `machine` = the tree except
+ * the agent-state paths of the stores that live inside it. `stores` defaults to the stores the
+ * restore point captured. `noUndoPoint` with `confirmed` skips the pre-restore point (no `undo` in
+ * the result): the way out when the state dir is too full to hold it.
+ * @throws RestorePointNotFound, CorruptSnapshot (nothing touched), TargetBusy, BadStore, DiskFull
+ *   (the undo point does not fit: nothing touched; the hint offers prune or --no-undo-point),
+ *   ConfirmationRequired (noUndoPoint without confirmed), Internal (failed halfway; the message
+ *   names the pre-restore id to go back to)
+ */
+export async function restoreRestorePoint(
+  ctx: CoreContext,
+  p: ParamsOf<'restorePointRestore'>,
+): Promise<ResultOf<'restorePointRestore'>> {
+  const t = await ctx.open(p.target, { mustExist: true, sweep: true });
+  const progress = ctx.progress(p.progressToken);
+  const result = await ctx.withTarget(t, { op: `restore ${p.id}`, writesObjects: true }, async () => {
+    await ctx.adoptForeign(t, p.id);
+    const rp = await t.journal.get(p.id);
+    const scope: Scope = p.scope;
+    const stores = ctx.openStores(p.stores ?? rp.agent.map((a) => a.store));
+    if (scope === 'agent' && !stores.length) {
+      throw new AgentKeepError(
+        'BadStore',
+        `Restore point ${rp.id} has no agent-state capture, so scope agent has nothing to restore (nothing was changed).`,
+        `Restore it with --scope machine or --scope both, or pick a restore point that captured a store (agentkeep restore-point list ${cliTargetArgs(t.target.spec, ctx.stateDir)}).`,
+      );
+    }
+    if (scope !== 'machine') for (const s of stores) if (!findCapture(rp, s)) throw noCapture(rp, s);
+    if (rp.machine.backend !== t.backend.name) {
+      throw new AgentKeepError('CorruptSnapshot', `Restore point ${rp.id} was made by backend "${rp.machine.backend}", not "${t.backend.name}".`, 'Restore it with the target it was made for.');
+    }
+    // Capture what we are about to replace, so the restore can be undone.
+    const capturable: MemoryStoreAdapter[] = [];
+    for (const s of stores) if (await s.check().then(() => true, () => false)) capturable.push(s);
+    if (!capturable.length && !p.stores) capturable.push(...(await detectStores(t.target.path)));
+    // (noUndoPoint, confirmed: a full state dir, the user chose to restore without a way back)
+    const cli = cliTargetArgs(t.target.spec, ctx.stateDir);
+    if (p.noUndoPoint && !p.confirmed) throw noUndoPointUnconfirmed(rp.id, cli, scope);
+    const didNotStart = `the restore of ${rp.id} did not start; nothing in the target was changed`;
+    const undo = p.noUndoPoint
+      ? undefined
+      : await createLocked(ctx, t, { kind: 'pre-restore', restoredFrom: rp.id, stores: capturable }, progress, didNotStart).catch(async (e: unknown) => {
+          throw await undoPointSpaceError(e, { id: rp.id, scope, stores: p.stores, stateDir: ctx.stateDir, targetArgs: cli });
+        });
+    try {
+      ctx.opts.onRestoreWriting?.(undo);
+    } catch {
+      /* a failing listener must not break the restore */
+    }
+    // A marker while the target is being written: if this process dies (kill -9, power loss) the
+    // next list/status says the target may be half-restored and names the undo. Removed on success.
+    await writeRestoreMarker(ctx.layout, t.target, { id: rp.id, undo: undo?.id, scope, stores: p.stores });
+    let changes: ChangeSummary = { added: [], removed: [], changed: [], agentChanged: [] };
+    let machineState: string | undefined;
+    let warnings: string[] | undefined;
+    // Scopes agent/both write agent-state files: take the stores' own locks first (TargetBusy = nothing written).
+    const unlock = scope === 'machine' ? async () => undefined : await lockStores(stores);
+    try {
+      if (scope !== 'agent') {
+        const inTarget = [...stores, ...(await detectStores(t.target.path))];
+        const skip = agentStateFilter(t.target, inTarget, { keepAgentState: scope === 'machine' });
+        const m = await t.backend.restore(rp.id, {
+          currentId: undo?.id,
+          skip,
+          start: p.start,
+          signal: ctx.signal,
+          progress: (stage, done, total) => progress.report(stage, STAGE_TEXT[stage] ?? stage, done, total),
+        });
+        changes = { added: m.added, removed: m.removed, changed: m.changed, agentChanged: [] };
+        machineState = m.machineState;
+        warnings = m.warnings?.length ? m.warnings : undefined;
+      }
+      if (scope !== 'machine') changes.agentChanged = await restoreAgent(ctx, rp, stores);
+    } catch (e) {
+      const undoCmd = `agentkeep restore-point restore ${undo?.id} ${cli} --scope both --yes`;
+      const saved = undo ? `The state before the restore was saved as restore point ${undo.id}.` : 'It was restored without an undo point, so the state before it is gone.';
+      if (isAbortedError(e)) {
+        throw new AgentKeepError(
+          'Internal',
+          `Interrupted: the restore of ${rp.id} was stopped part-way, so ${t.target.path} is partly restored. ${saved}`,
+          undo ? `Undo with: ${undoCmd} (or run the restore of ${rp.id} again to finish it).` : `Run the restore of ${rp.id} again to finish it.`,
+        );
+      }
+      const err = asAgentKeepError(e);
+      const kinds = ['CorruptSnapshot', 'FileError', 'Hypervisor', 'GuestLocked', 'AuthFailed', 'RestorePointNotFound', 'DiskFull'] as const;
+      throw new AgentKeepError(
+        kinds.find((k) => k === err.kind) ?? 'Internal',
+        `Restore of ${rp.id} stopped: ${err.message} ${saved}`,
+        undo ? `To go back to it: agentkeep restore-point restore ${undo.id} ${cli} --scope both` : `${err.hint ?? 'Fix the cause'}, then run the restore of ${rp.id} again to finish it.`,
+      );
+    } finally {
+      await unlock();
+    }
+    await clearRestoreMarker(ctx.layout, t.target);
+    const restored: RestorePoint = { ...rp, status: 'rolled-back' };
+    await t.journal.put(restored);
+    progress.report('done', `Restored ${rp.id} (${scope})`);
+    return { restored, ...(undo ? { undo } : {}), changes, ...(machineState ? { machineState } : {}), ...(warnings ? { warnings } : {}) };
+  });
+  ctx.changed(t.target.spec, 'restorePoints');
+  if (p.scope !== 'machine') ctx.changed(t.target.spec, 'memory');
+  return result;
+}
