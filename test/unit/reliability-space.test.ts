@@ -116,6 +116,26 @@ describe('a full state dir (issue 13 #2, real tmpfs)', function () {
     assert.deepEqual(storedObjects(state), []);
   });
 
+  it('a restore into a full target file system says the target is full and names the undo point', async () => {
+    const t = mountTmpfs(4 * MiB, 'ak-tmpfs-target-');
+    try {
+      const tree = path.join(t.mnt, 'tree');
+      const target = `dir:${tree}`;
+      const c = new Core({ stateDir: path.join(s.base, 'state2') });
+      put(tree, 'big.bin', pseudoRandom(2 * MiB, 11));
+      const rp = await c.createRestorePoint({ target, stores: [] });
+      fs.rmSync(path.join(tree, 'big.bin'));
+      fillUp(t.mnt, path.join(t.mnt, 'outside-the-target.bin')); // something else fills that file system
+      const e = await expectAgentKeepError(c.restoreRestorePoint({ target, id: rp.id, scope: 'both' }), 'DiskFull');
+      assert.match(e.message, new RegExp(`Restore of ${rp.id} stopped: Cannot restore files into ${tree}: the file system ${t.mnt} \\(tmpfs\\) is full`));
+      assert.match(e.message, /The state before the restore was saved as restore point ak_/);
+      assert.match(e.hint ?? '', /To go back to it: agentkeep restore-point restore ak_/);
+      assert.deepEqual(fs.readdirSync(tree).filter((n) => n.startsWith('.ak-tmp-')), [], 'no temp left in the target');
+    } finally {
+      t.cleanup();
+    }
+  });
+
   it('prune frees what a failed create left when its collection could not run (another create in flight)', async () => {
     // A failed create's objects stay while another operation runs; its marker says "collect me".
     const marker = path.join(state, 'locks', 'inflight');
