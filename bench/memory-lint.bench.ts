@@ -9,7 +9,10 @@
  * random subjects and values, plus 2% exact copies, 2% reworded copies and 1% value swaps, in 4
  * stores of 2,500 entries (so cross-store pairs are compared too).
  * Run: npm run bench:memory-lint   (= npx tsx bench/memory-lint.bench.ts)
- * Env: BENCH_ENTRIES (10000), BENCH_ROUNDS (5), BENCH_NAIVE=0 skips the naive scan.
+ * Env: BENCH_ENTRIES (10000), BENCH_ROUNDS (5), BENCH_NAIVE=0 skips the naive scan,
+ * BENCH_SHARED=N (e.g. 100000): instead, the shared-vocabulary cases of issue 12 — N entries that
+ * share most of their words (one wording, a number each; and the template mix above at N), one round
+ * each, wall and CPU time, peak RSS, and the findings (one group finding, never silent).
  */
 import * as os from 'node:os';
 import { lintEntries, type LintInput } from '../sidecar/memory/lint';
@@ -116,4 +119,31 @@ function main(): void {
   );
 }
 
-if (require.main === module) main();
+/** Issue 12: N entries that share most of their words lint in linear time and memory, and say so. */
+function shared(n: number): void {
+  const cases: Array<[string, LintInput]> = [
+    [`${n.toLocaleString('en-US')} copies of one wording, a number each`, { stores: [{ store: 'hermes:/h', files: [{ kind: 'agent-zero-main', file: '/h/index.pkl', entries: Array.from({ length: n }, (_, i) => ({ id: `e${i}`, text: `User prefers dark mode in editor number ${i}` })) }] }] }],
+    [`${n.toLocaleString('en-US')} entries of the template mix`, generate(n)],
+  ];
+  process.stdout.write(`load average before: ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} CPUs\n`);
+  for (const [name, input] of cases) {
+    if (global.gc) global.gc();
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    const f = lintEntries(input);
+    const wall = performance.now() - t0;
+    const c1 = process.cpuUsage(c0);
+    const byKind: Record<string, number> = {};
+    for (const x of f) byKind[x.kind] = (byKind[x.kind] ?? 0) + 1;
+    const biggest = f.reduce((m, x) => Math.max(m, x.entries.length), 0);
+    process.stdout.write(`${name}: wall ${wall.toFixed(0)} ms, CPU ${((c1.user + c1.system) / 1000).toFixed(0)} ms, RSS now ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB, peak ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MiB; findings ${JSON.stringify(byKind)}, largest finding ${biggest} entries\n`);
+    const note = f.find((x) => x.kind === 'store' && x.message.startsWith('Lint note'));
+    if (note) process.stdout.write(`  ${note.message}\n`);
+  }
+  process.stdout.write(`load average after: ${os.loadavg()[0].toFixed(1)}\n`);
+}
+
+if (require.main === module) {
+  if (process.env.BENCH_SHARED) shared(Number(process.env.BENCH_SHARED));
+  else main();
+}

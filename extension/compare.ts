@@ -47,7 +47,7 @@ export function parseSnapshotUri(uri: vscode.Uri): SnapshotRef {
 
 /**
  * Serves `agentkeep-snapshot:` documents: the file's text at the restore point. Binary files, files
- * above the sidecar's 2 MB cap and read errors are shown as one explanatory line instead of content.
+ * above the sidecar's 2 MiB cap and read errors are shown as one explanatory line instead of content.
  */
 export class SnapshotContentProvider implements vscode.TextDocumentContentProvider {
   constructor(private readonly sidecar: Sidecar) {}

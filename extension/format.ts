@@ -1,26 +1,13 @@
 /**
- * Pure formatting helpers of the extension (no `vscode` import, unit-tested on Node): ages, reasons,
- * what a restore will undo, status bar text. Input shapes come from sidecar/protocol.
+ * Pure formatting helpers of the extension (no `vscode` import, unit-tested on Node): reasons, what a
+ * restore will undo, status bar text. Input shapes come from sidecar/protocol; sizes, ages and first
+ * lines come from the shared sidecar/protocol/format.ts (re-exported here for the extension's modules).
  */
 import * as path from 'node:path';
 import type { ChangeSummary, RestorePoint, ResultOf, Scope, TargetDescription } from '../sidecar/protocol';
+import { firstLine, formatAge, formatBytes, oneLine } from '../sidecar/protocol/format';
 
-/**
- * Short age of an ISO 8601 time relative to `now` (ms since epoch): "just now", "42s ago", "5m ago",
- * "3h ago", "2d ago". Future times (clock skew) read "just now". Unparseable input returns "".
- */
-export function formatAge(iso: string, now: number = Date.now()): string {
-  const t = Date.parse(iso);
-  if (Number.isNaN(t)) return '';
-  const s = Math.floor((now - t) / 1000);
-  if (s < 10) return 'just now';
-  if (s < 60) return `${s}s ago`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m}m ago`;
-  const h = Math.floor(m / 60);
-  if (h < 48) return `${h}h ago`;
-  return `${Math.floor(h / 24)}d ago`;
-}
+export { formatAge, formatBytes } from '../sidecar/protocol/format';
 
 /**
  * One-line reason of a restore point: `npm install left-pad` from setup.sh:3, "before restore of X",
@@ -47,23 +34,10 @@ export function shortReason(rp: Pick<RestorePoint, 'reason' | 'kind' | 'restored
   return formatReason(rp).replace(/`/g, '');
 }
 
-/** Disk use for the Agent view: "12 MB of 10 GB", "(near the cap)" above 90%, "(over the cap)" above it. */
+/** Disk use for the Agent view: "12 MiB of 10 GiB", "(near the cap)" above 90%, "(over the cap)" above it. */
 export function usageText(u: { bytes: number; capBytes: number; level: 'ok' | 'near' | 'over' }): string {
   const base = `${formatBytes(u.bytes)} of ${formatBytes(u.capBytes)}`;
   return u.level === 'over' ? `${base} (over the cap)` : u.level === 'near' ? `${base} (near the cap)` : base;
-}
-
-/** Bytes for humans: 512 B, 1.2 KB, 3.4 MB, 1.1 GB (powers of 1024). */
-export function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  const units = ['KB', 'MB', 'GB', 'TB'];
-  let v = n;
-  let i = -1;
-  do {
-    v /= 1024;
-    i++;
-  } while (v >= 1024 && i < units.length - 1);
-  return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[i]}`;
 }
 
 /** Status bar text for the newest restore point (undefined = none yet). Codicon syntax. */
@@ -141,7 +115,7 @@ export function describeMemoryLoss(r: ResultOf<'memoryDiff'>, scope: Scope): str
   const acts = r.actions ?? [];
   if (acts.length) {
     lines.push(`${plural(acts.length, 'action', 'actions')} the agent took since then will NOT be undone:`);
-    for (const a of acts.slice(0, 5)) lines.push(`  • ${(a.message ?? a.action).replace(/\s+/g, ' ').slice(0, 90)}${a.time ? ` (${formatAge(a.time)})` : ''}`);
+    for (const a of acts.slice(0, 5)) lines.push(`  • ${oneLine(a.message ?? a.action, 90)}${a.time ? ` (${formatAge(a.time)})` : ''}`);
     if (acts.length > 5) lines.push(`  … and ${acts.length - 5} more`);
   }
   return lines;
@@ -154,11 +128,9 @@ export const SCOPE_LABELS: Record<Scope, string> = {
   agent: 'Agent state only',
 };
 
-/** First line of a memory entry, cut to `max` characters with an ellipsis. */
+/** First line of a memory entry for the extension's tree and pickers: firstLine, 80 characters by default. */
 export function entryTitle(text: string, max = 80): string {
-  const first = text.split('\n').find((l) => l.trim()) ?? '';
-  const t = first.trim();
-  return t.length > max ? `${t.slice(0, max - 1)}…` : t;
+  return firstLine(text, max);
 }
 
 /**

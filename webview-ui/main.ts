@@ -5,6 +5,7 @@
  */
 import type { ActionMessage, ShowMessage } from './messages';
 import type { ChangeSummary, Scope } from '../sidecar/protocol';
+import { formatBytes } from '../sidecar/protocol/format';
 
 interface VsCodeApi {
   postMessage(msg: ActionMessage): void;
@@ -19,18 +20,6 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, props: Partial<Record
   Object.assign(e, props);
   for (const c of children) e.append(c);
   return e;
-}
-
-function bytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  const u = ['KB', 'MB', 'GB', 'TB'];
-  let v = n;
-  let i = -1;
-  do {
-    v /= 1024;
-    i++;
-  } while (v >= 1024 && i < u.length - 1);
-  return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${u[i]}`;
 }
 
 /** Render `a `code` b` as text with <code> spans. */
@@ -102,8 +91,8 @@ function render(m: ShowMessage): void {
   row('Target', rp.target);
   row('Backend', rp.machine.backend);
   row('Entries', rp.machine.files.toLocaleString());
-  row('Size', bytes(rp.machine.bytes));
-  row('Newly stored', `${bytes(rp.machine.newBytes)} (the rest was deduplicated)`);
+  row('Size', formatBytes(rp.machine.bytes));
+  row('Newly stored', `${formatBytes(rp.machine.newBytes)} (the rest was deduplicated)`);
   row('Took', `${Math.round(rp.machine.durationMs).toLocaleString()} ms`);
   row('Id', rp.id);
   app.append(dl);
@@ -111,7 +100,7 @@ function render(m: ShowMessage): void {
   app.append(el('h2', { textContent: 'Agent state' }));
   if (!rp.agent.length) app.append(el('p', { className: 'sub', textContent: 'No memory store was captured.' }));
   for (const cap of rp.agent) {
-    app.append(list(cap.store, cap.files.map((f) => `${f.path} · ${bytes(f.size)}`)));
+    app.append(list(cap.store, cap.files.map((f) => `${f.path} · ${formatBytes(f.size)}`)));
   }
 
   app.append(el('h2', { textContent: 'Changes since' }));

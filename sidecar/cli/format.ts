@@ -1,32 +1,15 @@
-/** Human output of the CLI: tables, ages, sizes. Pure functions. */
+/**
+ * Human output of the CLI: tables, restore point and memory reports. Pure functions. Sizes, ages and
+ * one-line excerpts come from the shared sidecar/protocol/format.ts (the extension and the webviews
+ * use the same), so every front end says "12 MiB" and "5m ago" alike.
+ */
 import type { ChangeSummary, MemoryFile, ResultOf, RestorePoint, RiskFinding } from '../protocol';
-
-/** "just now", "42s ago", "3m ago", "5h ago", "2d ago" (from an ISO time, relative to `now`). */
-export function age(iso: string, now = Date.now()): string {
-  const s = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
-  if (!Number.isFinite(s)) return '?';
-  if (s < 5) return 'just now';
-  if (s < 60) return `${s}s ago`;
-  if (s < 3600) return `${Math.floor(s / 60)}m ago`;
-  if (s < 86400) return `${Math.floor(s / 3600)}h ago`;
-  return `${Math.floor(s / 86400)}d ago`;
-}
-
-/** Bytes as "512 B", "1.5 KB", "12.0 MB". */
-export function size(n: number): string {
-  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
-  let v = n;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return i === 0 ? `${v} B` : `${v.toFixed(1)} ${units[i]}`;
-}
+import { firstLine, formatAge as age, formatBytes as size, oneLine } from '../protocol/format';
 
 /** Left-aligned columns separated by two spaces; the last column is not padded. */
 export function table(input: string[][]): string {
   // one row per line: control characters (a newline in a label) would break the columns
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
   const rows = input.map((r) => r.map((c) => c.replace(/[\u0000-\u001f\u007f]+/g, ' ')));
   const widths: number[] = [];
   for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, [...c].length)));
@@ -117,19 +100,28 @@ export function changeSummary(c: ChangeSummary, future: boolean, scope: 'machine
   return lines.length ? lines.join('\n') : '  No differences: the tree already matches the restore point.';
 }
 
-/** Memory stores: per file a header with usage, then one line per entry (id, first line of text). */
+/**
+ * Memory stores: per file a header with usage, then one line per entry (id, first line of text). A
+ * broken file (MemoryFile.broken) says BROKEN instead of a count it does not know, then what is
+ * broken and the fix.
+ */
 export function memoryTable(files: MemoryFile[]): string {
   const out: string[] = [];
   for (const f of files) {
     const u = f.usage;
     const pct = u?.limit ? Math.round((100 * u.chars) / u.limit) : 0;
-    const use = u ? `, ${u.chars}/${u.limit} chars (${pct}%)${u.chars > u.limit ? ' OVER LIMIT' : ''}` : '';
-    out.push(`${f.file} (${f.kind}): ${f.entries.length} ${f.entries.length === 1 ? 'entry' : 'entries'}${use}${f.readOnly ? ` [read-only: ${f.readOnly}]` : ''}`);
-    for (const w of f.warnings ?? []) out.push(`  warning: ${w}`);
+    const over = u && u.chars > u.limit ? ' OVER LIMIT' : '';
+    const use = u && !f.broken ? `, ${u.chars}/${u.limit} chars (${pct}%)${over}` : '';
+    const count = `${f.entries.length} ${f.entries.length === 1 ? 'entry' : 'entries'}`;
+    const known = f.entries.length ? `${count} readable` : 'entries unknown';
+    const broken = `BROKEN (${known}; writes refused)`;
+    const state = f.broken ? broken : count;
+    out.push(`${f.file} (${f.kind}): ${state}${use}${f.readOnly ? ` [read-only: ${f.readOnly}]` : ''}`);
+    if (f.broken) out.push(`  error: ${f.broken.message}`, ...(f.broken.hint ? [`  fix: ${f.broken.hint}`] : []));
+    for (const w of f.warnings ?? []) if (!f.broken || !w.includes(f.broken.message)) out.push(`  warning: ${w}`);
     for (const e of f.entries) {
-      const first = e.text.split('\n')[0];
-      const more = e.text.includes('\n') ? ' …' : '';
-      out.push(`  ${e.id}  ${first.length > 100 ? first.slice(0, 99) + '…' : first}${more}`);
+      const more = e.text.trim().includes('\n') ? ' …' : '';
+      out.push(`  ${e.id}  ${firstLine(e.text, 100)}${more}`);
     }
   }
   return out.join('\n');
@@ -164,8 +156,8 @@ export function memoryShowText(r: ResultOf<'memoryShow'>): string {
   if (!r.provenance.traces.length) lines.push(`  ${r.provenance.note ?? 'no trace'}`);
   for (const t of r.provenance.traces) {
     lines.push(`  ${t.action}  ${t.time ?? '(no time)'}  session ${t.session ?? '?'}${t.source ? ` (${t.source})` : ''}${t.messageId !== undefined ? `  message ${t.messageId}` : ''}`);
-    if (t.previous) lines.push(`    previous: ${t.previous.split('\n')[0].slice(0, 100)}`);
-    if (t.message) lines.push(`    call: ${t.message.replace(/\s+/g, ' ').slice(0, 160)}`);
+    if (t.previous) lines.push(`    previous: ${firstLine(t.previous, 100)}`);
+    if (t.message) lines.push(`    call: ${oneLine(t.message, 160)}`);
   }
   if (r.provenance.traces.length && r.provenance.note) lines.push(`  note: ${r.provenance.note}`);
   return lines.join('\n');
@@ -173,16 +165,19 @@ export function memoryShowText(r: ResultOf<'memoryShow'>): string {
 
 /** memory diff: added / removed / changed entries, then the outside-world actions since. */
 export function memoryDiffText(r: ResultOf<'memoryDiff'>, from: string, to: string): string {
-  const first = (t?: string): string => (t ?? '').split('\n')[0].slice(0, 100);
+  const first = (t?: string): string => firstLine(t ?? '', 100);
   const lines = [`Memory from restore point ${from} to ${to}:`];
-  if (!r.added.length && !r.removed.length && !r.changed.length) lines.push('  No entry changed.');
+  for (const w of r.warnings ?? []) lines.push(`  warning: ${w}`);
+  if (!r.added.length && !r.removed.length && !r.changed.length) {
+    lines.push(r.warnings?.length ? '  No entry changed in the files compared.' : '  No entry changed.');
+  }
   for (const c of r.added) lines.push(`  + ${c.after!.id}  ${first(c.after!.text)}`);
   for (const c of r.removed) lines.push(`  - ${c.before!.id}  ${first(c.before!.text)}`);
   for (const c of r.changed) lines.push(`  ~ ${c.before!.id} -> ${c.after!.id}  ${first(c.after!.text)}`);
   const acts = r.actions ?? [];
   if (acts.length) {
     lines.push(`Actions since ${from} that a rollback cannot undo (${acts.length}):`);
-    for (const a of acts.slice(0, 20)) lines.push(`  ${a.time ?? '?'}  ${(a.message ?? '').replace(/\s+/g, ' ').slice(0, 140)}`);
+    for (const a of acts.slice(0, 20)) lines.push(`  ${a.time ?? '?'}  ${oneLine(a.message ?? '', 140)}`);
     if (acts.length > 20) lines.push(`  … and ${acts.length - 20} more`);
   }
   return lines.join('\n');
@@ -194,7 +189,7 @@ export function memoryDiffText(r: ResultOf<'memoryDiff'>, from: string, to: stri
  */
 export function restoreLossText(r: ResultOf<'memoryDiff'>, scope: 'machine' | 'agent' | 'both'): string {
   const lines: string[] = [];
-  const first = (t?: string): string => (t ?? '').split('\n')[0].slice(0, 100);
+  const first = (t?: string): string => firstLine(t ?? '', 100);
   if (scope !== 'machine') {
     const n = r.added.length + r.changed.length;
     if (n) {
@@ -205,10 +200,11 @@ export function restoreLossText(r: ResultOf<'memoryDiff'>, scope: 'machine' | 'a
   } else if (r.added.length || r.changed.length) {
     lines.push(`  memory learned since the restore point is kept (scope machine): ${r.added.length + r.changed.length} ${r.added.length + r.changed.length === 1 ? 'entry' : 'entries'}`);
   }
+  for (const w of r.warnings ?? []) lines.push(`  warning: ${w}`);
   const acts = r.actions ?? [];
   if (acts.length) {
     lines.push(`  actions the agent took since then that a restore does NOT undo (${acts.length}):`);
-    for (const a of acts.slice(0, 10)) lines.push(`    ${a.time ?? '?'}  ${(a.message ?? '').replace(/\s+/g, ' ').slice(0, 120)}`);
+    for (const a of acts.slice(0, 10)) lines.push(`    ${a.time ?? '?'}  ${oneLine(a.message ?? '', 120)}`);
     if (acts.length > 10) lines.push(`    … and ${acts.length - 10} more`);
     lines.push('  Snapshots do not undo the outside world: messages stay sent, pushes stay pushed.');
   }

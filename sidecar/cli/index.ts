@@ -64,6 +64,7 @@ export interface CliIO {
  * them drive the terminal.
  */
 export function terminalSafe(s: string): string {
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
   return s.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 }
 

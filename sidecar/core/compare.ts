@@ -3,11 +3,12 @@
  * two captures, path normalisation, the size cap and the text/base64 encoding of file contents.
  */
 import type { RestorePoint } from '../protocol';
+import { formatBytes } from '../protocol/format';
 import { AgentKeepError } from './errors';
 
 type AgentCapture = RestorePoint['agent'][number];
 
-/** Default cap of restorePoint.readFile: 2 MB (2097152 bytes). */
+/** Default cap of restorePoint.readFile: 2 MiB (2097152 bytes). */
 export const DEFAULT_READ_MAX_BYTES = 2 * 1024 * 1024;
 
 /**
@@ -46,8 +47,7 @@ export function normalizeRelPath(p: string): string {
 
 /** The error for a file above the read cap. */
 export function tooLarge(what: string, size: number, maxBytes: number): AgentKeepError {
-  const mb = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MB`;
-  return new AgentKeepError('FileError', `${what} is ${mb(size)} (${size} bytes), above the ${mb(maxBytes)} limit for showing a file of a restore point.`, 'Restore the restore point to get the file back, or pass a larger maxBytes (at most 64 MB).');
+  return new AgentKeepError('FileError', `${what} is ${formatBytes(size)} (${size} bytes), above the ${formatBytes(maxBytes)} limit for showing a file of a restore point.`, 'Restore the restore point to get the file back, or pass a larger maxBytes (at most 64 MiB).');
 }
 
 /** utf8 for valid UTF-8 without NUL bytes, base64 otherwise. */

@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
+import { formatBytes } from '../protocol/format';
 import { AgentKeepError } from './errors';
 
 /** Longest path the kernel takes in one system call, in bytes without the final NUL (Linux PATH_MAX 4096). */
@@ -124,17 +125,9 @@ export async function fsFacts(p: string): Promise<FsFacts | undefined> {
   }
 }
 
-/** Bytes in binary units for messages (KiB, MiB, GiB). */
+/** Bytes in binary units for messages (sidecar/protocol/format.ts formatBytes; "? bytes" when unknown). */
 export function bytesText(n: number): string {
-  if (!Number.isFinite(n)) return '? bytes';
-  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return i === 0 ? `${n} bytes` : `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
+  return Number.isFinite(n) ? formatBytes(n) : '? bytes';
 }
 
 /**

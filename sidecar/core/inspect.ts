@@ -87,7 +87,7 @@ export async function compareRestorePoints(
  * One file as it was at a restore point: `<store>:<rel>` from an agent-state capture, else a
  * target-relative path of the machine snapshot. Content is utf8 text, or base64 for binary data.
  * @throws RestorePointNotFound, InvalidParams (path with ".."), FileError (above maxBytes, default
- *   2 MB), CorruptSnapshot (object missing), Internal (backend cannot read snapshots)
+ *   2 MiB), CorruptSnapshot (object missing), Internal (backend cannot read snapshots)
  */
 export async function readRestorePointFile(
   ctx: CoreContext,

@@ -8,7 +8,7 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { ParamsOf, ResultOf, RestorePoint } from '../protocol';
-import { size as formatSize } from '../cli/format';
+import { formatBytes as formatSize } from '../protocol/format';
 import type { CoreContext, TargetCtx } from './context';
 import { cliTargetArgs } from './state';
 import { capLevel, DEFAULT_SIZE_CAP_BYTES, readStateConfig, stateConfigPath } from './stateConfig';

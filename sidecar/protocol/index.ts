@@ -253,6 +253,14 @@ export const MemoryEntry = z.object({
   meta: z.record(z.string(), z.unknown()).optional().describe('Other store metadata (consolidation, hashes, user_id, ...)'),
 });
 export type MemoryEntry = z.infer<typeof MemoryEntry>;
+export const StoreProblem = z
+  .object({
+    code: z.string().describe('Stable string code of the error a read or write of it gives, e.g. "file_error"'),
+    message: z.string().describe('What is broken, naming the file (e.g. "… MEMORY.md is not valid UTF-8: …")'),
+    hint: z.string().optional().describe('How to fix it'),
+  })
+  .describe('A damaged or unreadable part of a store');
+export type StoreProblem = z.infer<typeof StoreProblem>;
 export const MemoryFile = z.object({
   kind: z.string().describe('hermes-memory (MEMORY.md) | hermes-user (USER.md) | hermes-soul | hermes-skill | hermes-archive | agent-zero-<area> | mem0'),
   file: z.string().describe('Absolute path of the file (or database) that holds the entries'),
@@ -267,6 +275,11 @@ export const MemoryFile = z.object({
     .describe('Hermes MEMORY.md/USER.md only: usage against the char limit'),
   readOnly: z.string().optional().describe('Why entries here cannot be edited from AgentKeep (absent = editable)'),
   warnings: z.array(z.string()).optional().describe('Problems found while reading (e.g. embedding model mismatch, non-durable mem0 config)'),
+  broken: StoreProblem.optional().describe(
+    'Set when the file (or a file it depends on, e.g. an Agent Zero index.faiss) is damaged or unreadable: `entries` ' +
+      'holds only what could still be read (none when the file itself could not be), never "empty", and AgentKeep ' +
+      'refuses to write it',
+  ),
 });
 export type MemoryFile = z.infer<typeof MemoryFile>;
 
@@ -283,11 +296,15 @@ export type ProvenanceTrace = z.infer<typeof ProvenanceTrace>;
 export const Provenance = z.object({
   traces: z.array(ProvenanceTrace).describe('Oldest first'),
   note: z.string().optional().describe('Said plainly when no trace exists, and why (no state.db, rows pruned, hand-edited, ...)'),
+  unavailable: StoreProblem.optional().describe(
+    'Set when the store\'s history could not be read (e.g. a damaged state.db or history.db): `traces` are then ' +
+      'unknown, not absent',
+  ),
 });
 export type Provenance = z.infer<typeof Provenance>;
 
 export const LintFinding = z.object({
-  kind: z.enum(['duplicate', 'near-duplicate', 'contradiction', 'over-budget', 'drift', 'untraceable', 'stale', 'age', 'store']).describe('What is wrong'),
+  kind: z.enum(['duplicate', 'near-duplicate', 'contradiction', 'superseded', 'over-budget', 'drift', 'untraceable', 'stale', 'age', 'store']).describe('What is wrong'),
   severity: z.enum(['error', 'warning', 'info']),
   entries: z.array(z.string()).describe('Ids of the entries involved (newest last where known)'),
   stores: z.array(Store).optional().describe('Stores involved'),
@@ -336,14 +353,14 @@ const ProgressToken = z.string().optional().describe('If set, progress notificat
 export const Methods = {
   restorePointCreate: method(
     'restorePoint.create',
-    'Create a restore point: machine snapshot of the target + capture of each store. Waits for the target lock.',
+    'Create a restore point: machine snapshot of the target + capture of each store. Waits for the target lock. Retention runs afterwards (restorePoint.prune with `retention`, else <stateDir>/config.json, else the defaults); a failing retention run does not fail the create.',
     z.object({
       target: Target,
       label: z.string().optional(),
       kind: RestorePointKind.optional(),
       reason: Reason.optional(),
-      stores: z.array(Store).optional().describe('Stores whose agent state is captured'),
-      pairOf: z.string().optional(),
+      stores: z.array(Store).optional().describe('Stores whose agent state is captured (absent, not []: the Hermes homes found in the target)'),
+      pairOf: z.string().optional().describe('For a post restore point: the id of its pre'),
       important: z.boolean().optional().describe('Mark the restore point important (retention keeps the newest 10 important ones)'),
       vmstate: z.boolean().optional().describe('Include RAM state (qemu and Proxmox qemu targets; QEMU always does). Ignored elsewhere'),
       retention: RetentionParams.optional().describe('Retention applied after the create (the extension passes agentkeep.retention.*)'),
@@ -359,7 +376,7 @@ export const Methods = {
   ),
   restorePointList: method(
     'restorePoint.list',
-    'List the restore points of a target, newest first.',
+    'List the restore points of a target, newest first. Proxmox targets also list the AgentKeep snapshots found on the guest but missing from the journal (rebuilt from their description marker, without agent capture).',
     z.object({ target: Target }),
     z.array(RestorePoint),
   ),
@@ -444,7 +461,7 @@ export const Methods = {
   ),
   restorePointLabel: method(
     'restorePoint.label',
-    'Rename a restore point and/or mark it important or not. Proxmox: also rewrites the human part of the snapshot description (PUT /nodes/{node}/{type}/{vmid}/snapshot/{snapname}/config), keeping the AgentKeep marker. Takes the target lock.',
+    'Rename a restore point and/or mark it important or not (invalid_params when neither is given). Proxmox: also rewrites the human part of the snapshot description (PUT /nodes/{node}/{type}/{vmid}/snapshot/{snapname}/config), keeping the AgentKeep marker. Takes the target lock.',
     z.object({
       target: Target,
       id: z.string(),
@@ -470,7 +487,7 @@ export const Methods = {
       target: Target,
       id: z.string(),
       path: z.string().min(1, 'the path is empty: give a target-relative path such as workspace/package.json'),
-      maxBytes: z.number().int().positive().max(64 * 1024 * 1024).optional().describe('Largest content returned, in bytes (default 2 MB = 2097152)'),
+      maxBytes: z.number().int().positive().max(64 * 1024 * 1024).optional().describe('Largest content returned, in bytes (default 2 MiB = 2097152)'),
     }),
     z.object({
       path: z.string().describe('The path as asked'),
@@ -494,7 +511,7 @@ export const Methods = {
   ),
   memoryEdit: method(
     'memory.edit',
-    'Replace the text of one entry, under the store\'s own lock, temp file + rename, refusing when the file no longer parses back to its entries (drift: a .bak is kept) or when its content hash is no longer `expectedHash`. A failed edit leaves the store byte-identical. The replaced state is captured first (undo).',
+    'Replace the text of one entry, under the store\'s own lock, temp file + rename, refusing when the file no longer parses back to its entries (drift: a .bak is kept) or when its content hash is no longer `expectedHash`. A failed edit leaves the store byte-identical. The replaced state is captured first (undo). Errors: conflict (hash changed, drift, ambiguous id prefix), over_budget, entry_not_found, unsupported (read-only file).',
     z.object({ store: Store, entry: z.string().min(1), text: z.string().min(1), expectedHash: z.string().optional() }),
     z.object({ entry: MemoryEntry.describe('The entry as written (new id for Hermes)'), previous: MemoryEntry, contentHash: z.string(), undo: z.object({ store: Store, entry: z.string(), text: z.string() }).describe('memory.edit params that undo this edit') }),
   ),
@@ -520,7 +537,25 @@ export const Methods = {
     'memory.diff',
     'Entries added, removed and changed between a restore point\'s agent-state capture and now (or another restore point).',
     z.object({ target: Target, stores: z.array(Store).optional(), from: z.string().describe('Restore point id'), to: z.string().optional().describe('Restore point id, or "now" (default)') }),
-    z.object({ added: z.array(MemoryEntryChange), removed: z.array(MemoryEntryChange), changed: z.array(MemoryEntryChange), actions: z.array(ProvenanceTrace).optional().describe('Agent actions since `from` that a rollback cannot undo (messages sent, web requests, git pushes ...), from the session history') }),
+    z.object({
+      added: z.array(MemoryEntryChange),
+      removed: z.array(MemoryEntryChange),
+      changed: z.array(MemoryEntryChange),
+      actions: z
+        .array(ProvenanceTrace)
+        .optional()
+        .describe(
+          'Agent actions since `from` that a rollback cannot undo (messages sent, web requests, git pushes ...), ' +
+            'from the session history',
+        ),
+      warnings: z
+        .array(z.string())
+        .optional()
+        .describe(
+          'Files left out because they are broken on one side (MemoryFile.broken, entries unknown): their entries ' +
+            'are not reported as added or removed',
+        ),
+    }),
   ),
   agentDiscover: method(
     'agent.discover',
@@ -611,7 +646,7 @@ export const Notifications = {
   },
   changed: {
     method: METHOD_PREFIX + 'changed',
-    description: 'Restore points or memory of a target changed; clients refresh their views.',
+    description: 'Restore points or memory of a target changed; clients refresh their views. Sent to every connected client after each create, restore, delete, keep, label and prune that deleted something (what: restorePoints), after a restore that put agent state back and each memory edit, remove and add (what: memory).',
     params: z.object({
       target: Target.optional(),
       what: z.enum(['restorePoints', 'memory']),

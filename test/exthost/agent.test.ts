@@ -80,7 +80,7 @@ export function registerAgentSuite(): void {
       assert.equal(roots.length, 1);
       const agent = api.tree.getTreeItem(roots[0]!);
       assert.equal(agent.label, 'agent-home');
-      assert.match(String(agent.description), /^reachable · dir · 0 B of 10 GB$/, 'disk use of the restore points against the size cap');
+      assert.match(String(agent.description), /^reachable · dir · 0 B of 10 GiB$/, 'disk use of the restore points against the size cap');
       assert.deepEqual(labels(api, await api.tree.getChildren(roots[0])), ['Restore points', 'Memory']);
       assert.deepEqual(labels(api, await treePath(api, 'agent-home', 'Restore points')), ['No restore points yet']);
       const files = await treePath(api, 'agent-home', 'Memory', 'hermes');

@@ -100,7 +100,7 @@ describe('core: compare two restore points and read files of a restore point', f
     await assert.rejects(core.readRestorePointFile({ target: s.target, id: rp.id, path: 'big.dat' }), (e: unknown) => {
       assert.ok(e instanceof AgentKeepError);
       assert.equal(e.code, 'file_error');
-      assert.match(e.message, /big\.dat is 3\.0 MB \(3145728 bytes\), above the 2\.0 MB limit/);
+      assert.match(e.message, /big\.dat is 3\.0 MiB \(3145728 bytes\), above the 2\.0 MiB limit/);
       assert.match(e.hint ?? '', /maxBytes/);
       return true;
     });

@@ -244,11 +244,11 @@ describe('agentkeep restore-point prune (real bin on a real tree)', function () 
 
     const listHuman = await ak('restore-point', 'list', '--target', target);
     assert.match(listHuman.stdout, /ID\s+AGE\s+STATUS\s+KIND\s+SIZE\s+LABEL/);
-    assert.match(listHuman.stdout, new RegExp(`${imp}\\s+2d ago\\s+ready\\s+manual, important\\s+64\\.0 KB`));
+    assert.match(listHuman.stdout, new RegExp(`${imp}\\s+2d ago\\s+ready\\s+manual, important\\s+64 KiB`));
 
     const real = await ak('restore-point', 'prune', '--target', target, '--keep', '1', '--keep-important', '1');
     assert.equal(real.code, 0, real.stderr);
-    assert.match(real.stdout, /Deleted 2 restore point\(s\), kept 2; freed 128\.0 KB\./);
+    assert.match(real.stdout, /Deleted 2 restore point\(s\), kept 2; freed 128 KiB\./);
     assert.match(real.stdout, new RegExp(`deleted\\s+${old2}\\s+older than`));
     const after = await json('restore-point', 'list', '--target', target);
     assert.deepEqual(ids(after), [cur, imp]);

@@ -75,15 +75,15 @@ describe('extension/format', () => {
 
   it('formats the disk use of a target against its size cap', () => {
     const cap = 10 * 1024 ** 3;
-    assert.equal(usageText({ bytes: 12 * 1024 * 1024, capBytes: cap, level: 'ok' }), '12 MB of 10 GB');
-    assert.equal(usageText({ bytes: 9.5 * 1024 ** 3, capBytes: cap, level: 'near' }), '9.5 GB of 10 GB (near the cap)');
-    assert.equal(usageText({ bytes: 11 * 1024 ** 3, capBytes: cap, level: 'over' }), '11 GB of 10 GB (over the cap)');
+    assert.equal(usageText({ bytes: 12 * 1024 * 1024, capBytes: cap, level: 'ok' }), '12 MiB of 10 GiB');
+    assert.equal(usageText({ bytes: 9.5 * 1024 ** 3, capBytes: cap, level: 'near' }), '9.5 GiB of 10 GiB (near the cap)');
+    assert.equal(usageText({ bytes: 11 * 1024 ** 3, capBytes: cap, level: 'over' }), '11 GiB of 10 GiB (over the cap)');
   });
 
   it('formats bytes and entry titles', () => {
     assert.equal(formatBytes(512), '512 B');
-    assert.equal(formatBytes(1536), '1.5 KB');
-    assert.equal(formatBytes(300 * 1024 * 1024), '300 MB');
+    assert.equal(formatBytes(1536), '1.5 KiB');
+    assert.equal(formatBytes(300 * 1024 * 1024), '300 MiB');
     assert.equal(entryTitle('\n  first line  \nsecond'), 'first line');
     assert.equal(entryTitle('x'.repeat(100), 10), `${'x'.repeat(9)}…`);
   });

@@ -108,7 +108,7 @@ describe('memory lint (pure core)', () => {
     const got = new Set(candidatePairs(items, 0.25, Infinity).map(([a, b]) => `${a}:${b}`));
     const df = new Map<string, number>();
     for (const it of items) for (const k of it.masked) df.set(k, (df.get(k) ?? 0) + 1);
-    const w = (k: string): number => Math.log(1 + items.length / df.get(k)!);
+    const w = (k: string): number => Math.log(1 + Math.max(items.length, 1000) / df.get(k)!);
     let checked = 0;
     for (let i = 0; i < items.length; i++) {
       for (let j = i + 1; j < items.length; j++) {

@@ -42,7 +42,7 @@ describe('a full state dir (issue 13 #2, real tmpfs)', function () {
     addBig(12);
     const e = await expectAgentKeepError(core.createRestorePoint({ target: s.target, stores: [] }), 'DiskFull');
     assert.ok(e.message.includes(small.mnt), e.message);
-    assert.match(e.message, /\(tmpfs\), now [\d.]+ (MiB|KiB|bytes) free of 8\.0 MiB/);
+    assert.match(e.message, /\(tmpfs\), now [\d.]+ (MiB|KiB|B) free of 8\.0 MiB/);
     assert.match(e.message, /What this create had stored was removed/);
     assert.match(e.hint ?? '', new RegExp(`Free space on ${small.mnt}: agentkeep restore-point prune --target dir:`));
     assert.doesNotMatch(`${e.message} ${e.hint}`, /permission/i);

@@ -52,7 +52,7 @@ describe('usage counts the manifests; create stays flat (issue 13 #4)', function
     fs.writeFileSync(path.join(s.state, 'dir', key(), '.index.json'), '{ damaged');
     put(s.tree, 'more.txt', 'more\n');
     const rp = await core.createRestorePoint({ target: s.target, stores: [] });
-    assert.match((rp.warnings ?? []).join(' '), /use [\d.]+ KB, \d+% of the [\d.]+ KB size cap/);
+    assert.match((rp.warnings ?? []).join(' '), /use [\d.]+ KiB, \d+% of the [\d.]+ KiB size cap/);
     const again = await core.usageRestorePoints({ target: s.target });
     const idx = JSON.parse(fs.readFileSync(path.join(s.state, 'dir', key(), '.index.json'), 'utf8')) as { manifests: Record<string, number> };
     assert.deepEqual(Object.keys(idx.manifests).sort(), again.points.map((p) => p.id).sort(), 'the index was rebuilt and covers both');

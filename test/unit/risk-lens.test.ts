@@ -108,7 +108,7 @@ describe('risk CodeLens (LSP)', function () {
     await initialize({ codeLens: ['system', 'remote-code'] });
     const text = 'pip install x\n\nnpm i -g y\n\nsudo apt-get install -y z\n';
     const uri = pathToFileURL(path.join(tmp, 'a.sh')).href;
-    let got = await lensesOf('a.sh', 'shellscript', text, uri);
+    const got = await lensesOf('a.sh', 'shellscript', text, uri);
     assert.deepEqual([...new Set(got.map(([, , a]) => a.line))], [5]);
 
     await conn.sendNotification('workspace/didChangeConfiguration', { settings: { agentkeep: { codeLens: 'off' } } });

@@ -65,11 +65,8 @@ export function basename(p: string): string {
   return p.split(/[\\/]/).pop() ?? p;
 }
 
-/** The first non-empty line, cut to `max` characters with an ellipsis. */
-export function firstLine(t: string, max = 120): string {
-  const l = (t.split('\n').find((x) => x.trim()) ?? '').trim();
-  return l.length > max ? `${l.slice(0, max - 1)}…` : l;
-}
+/** The first non-empty line, cut to `max` characters (default 120) with an ellipsis: the shared one. */
+export { firstLine } from '../../sidecar/protocol/format';
 
 /** An ISO 8601 UTC time as "2026-03-12 09:15 UTC" (anything else as it is). */
 export function when(iso: string): string {

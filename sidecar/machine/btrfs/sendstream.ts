@@ -72,7 +72,10 @@ function dump(from: string, to: string): Promise<string> {
     let failed: Error | undefined;
     const done = (code: number | null, who: string): void => {
       if (code !== 0) failed ??= new Error(`btrfs ${who} exited ${code}: ${err.trim()}`);
-      if (--left === 0) (failed ? reject(failed) : resolve(out));
+      if (--left === 0) {
+        if (failed) reject(failed);
+        else resolve(out);
+      }
     };
     send.on('error', reject);
     recv.on('error', reject);

@@ -121,12 +121,12 @@ export class PveTransport implements ApiRequestable {
     this.pin = opts.fingerprint ? normalizeFingerprint(opts.fingerprint) : undefined;
     if (opts.auth.kind === 'token') this.secrets.push(opts.auth.secret);
     else this.secrets.push(opts.auth.password);
-    const self = this;
+    const connect = this.connect.bind(this);
     // Agents whose connections are verified (pin or CA) before http writes the request on them.
     // (http's Agent#createSocket accepts the socket through the callback when createConnection returns undefined.)
     class VerifiedAgent extends https.Agent {
       override createConnection(o: https.RequestOptions, cb?: (err: Error | null, s: Duplex) => void): undefined {
-        self.connect(o as tls.ConnectionOptions, (err, s) => cb?.(err, s as Duplex));
+        connect(o as tls.ConnectionOptions, (err, s) => cb?.(err, s as Duplex));
         return undefined;
       }
     }
@@ -232,7 +232,7 @@ export class PveTransport implements ApiRequestable {
    * @throws PveError (kinds: AuthFailed for 401/403 and TLS, GuestLocked for "... is locked (...)",
    *   TargetNotFound for a missing guest or node, Hypervisor for everything else)
    */
-  async doRequest(method: string, path: string, _pathTemplate: string, params?: Record<string, unknown>): Promise<any> {
+  async doRequest(method: string, path: string, _pathTemplate: string, params?: Record<string, unknown>): Promise<unknown> {
     method = method.toUpperCase();
     if (this.opts.auth.kind === 'ticket' && !this.ticket) await this.login();
     try {
@@ -263,7 +263,7 @@ export class PveTransport implements ApiRequestable {
     }
   }
 
-  private async send(method: string, path: string, params?: Record<string, unknown>): Promise<any> {
+  private async send(method: string, path: string, params?: Record<string, unknown>): Promise<unknown> {
     const q = encodeParams(params);
     try {
       return await this.raw(method, path, q, MUTATING.has(method));

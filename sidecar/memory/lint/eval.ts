@@ -30,6 +30,15 @@ interface CaseFile {
 export interface LintCase {
   id: string;
   source?: string;
+  /** Real-wording set: the split, fixed per source in the case file (test/cases/memory-real/README.md). */
+  split?: 'dev' | 'heldout';
+  /** Real-wording set: exact, restated, paraphrase, update-over-time, scoped-lookalike, ... */
+  subkind?: string;
+  /** Real-wording set: duplicate, contradiction or none. */
+  family?: string;
+  /** Real-wording set: ISO language codes of the entries ("en", "zh+en"). */
+  lang?: string;
+  derived?: boolean;
   note?: string;
   entries?: CaseEntry[];
   files?: CaseFile[];
@@ -50,11 +59,12 @@ export async function loadCases(dir: string): Promise<LintCase[]> {
   const out: LintCase[] = [];
   const ids = new Set<string>();
   for (const name of (await fs.readdir(dir)).filter((n) => n.endsWith('.json')).sort()) {
-    const doc = JSON.parse(await fs.readFile(path.join(dir, name), 'utf8')) as { cases: LintCase[] };
+    const doc = JSON.parse(await fs.readFile(path.join(dir, name), 'utf8')) as { cases: LintCase[]; source?: string; split?: 'dev' | 'heldout' };
+    if (doc.split !== undefined && doc.split !== 'dev' && doc.split !== 'heldout') throw new Error(`${name}: split must be "dev" or "heldout", not ${JSON.stringify(doc.split)}`);
     for (const c of doc.cases) {
       if (ids.has(c.id)) throw new Error(`case id "${c.id}" repeats (in ${name})`);
       ids.add(c.id);
-      out.push({ ...c, from: name });
+      out.push({ ...c, ...(doc.source && !c.source ? { source: doc.source } : {}), ...(doc.split ? { split: doc.split } : {}), from: name });
     }
   }
   return out.sort((a, b) => (a.id < b.id ? -1 : 1));
@@ -116,6 +126,8 @@ function pairUnits(kind: string, ids: string[], keyOf: (id: string) => string): 
 
 /** Scoring units of findings (see the module doc). */
 export function findingUnits(f: Pick<LintFinding, 'kind' | 'entries' | 'message' | 'stores'>, keyOf: (id: string) => string): string[] {
+  // A change over time (issue 12) is the contradiction family: these cases were labelled before it existed.
+  if (f.kind === 'superseded') return pairUnits('contradiction', f.entries, keyOf);
   if (PAIR_KINDS.has(f.kind)) return pairUnits(f.kind, f.entries, keyOf);
   if (FILE_KINDS.has(f.kind)) return [`${f.kind} ${f.stores?.[0] ?? ''} ${f.message.split(/\s/)[0].replace(/:$/, '')}`];
   return f.entries.map((id) => `${f.kind} ${id}`);
@@ -179,7 +191,7 @@ export function evaluate(cases: LintCase[], options?: Partial<LintOptions>): Eva
           : findingUnits({ kind: x.kind, entries: x.entries ?? [], message: '' }, keyOf),
       ),
     );
-    const split = splitOf(c.id);
+    const split = c.split ?? splitOf(c.id);
     const fp = [...got].filter((u) => !want.has(u));
     const fn = [...want].filter((u) => !got.has(u));
     for (const u of got) bump(split, u.split(' ')[0], want.has(u) ? 'tp' : 'fp');
@@ -211,6 +223,149 @@ export function formatReport(r: EvalReport): string {
     for (const c of bad) {
       lines.push(`  ${c.id} [${c.split}]${c.fp.length ? `  false positives: ${c.fp.join('; ')}` : ''}${c.fn.length ? `  missed: ${c.fn.join('; ')}` : ''}`);
     }
+  }
+  return lines.join('\n');
+}
+
+/** The two pair families of issue 12: duplicate (duplicate, near-duplicate) and contradiction (contradiction, superseded). */
+export function familyOf(kind: string): 'duplicate' | 'contradiction' | undefined {
+  if (kind === 'duplicate' || kind === 'near-duplicate') return 'duplicate';
+  if (kind === 'contradiction' || kind === 'superseded') return 'contradiction';
+  return undefined;
+}
+
+function familyUnits(kind: string, ids: string[]): string[] {
+  const fam = familyOf(kind);
+  if (!fam) return [];
+  const u = [...new Set(ids)].sort();
+  const out: string[] = [];
+  for (let i = 0; i < u.length; i++) for (let j = i + 1; j < u.length; j++) out.push(`${fam} ${u[i]}|${u[j]}`);
+  return out;
+}
+
+/** Word Jaccard of two texts (letters and digits; CJK/Thai as character bigrams): how much wording two entries share. */
+export function wordOverlap(a: string, b: string): number {
+  const words = (t: string): Set<string> => {
+    const out = new Set<string>();
+    for (const m of t.normalize('NFKC').toLowerCase().matchAll(/[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}]+|[\p{L}\p{N}]+/gu)) {
+      const w = m[0];
+      if (/^[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}]/u.test(w)) {
+        if (w.length === 1) out.add(w);
+        for (let i = 0; i + 1 < w.length; i++) out.add(w.slice(i, i + 2));
+      } else out.add(w);
+    }
+    return out;
+  };
+  const x = words(a);
+  const y = words(b);
+  let inter = 0;
+  for (const w of x) if (y.has(w)) inter++;
+  return x.size + y.size - inter ? inter / (x.size + y.size - inter) : 1;
+}
+
+/** Result of one real-wording case. */
+export interface RealCaseResult extends CaseResult {
+  subkind: string;
+  lang: string;
+  source: string;
+}
+/** Scores of the real-wording set: per split, per family and per sub-kind. */
+export interface RealReport {
+  cases: RealCaseResult[];
+  /** split → row → score; rows: "family:duplicate", "family:contradiction", "family:all", "subkind:<s>", "lang:non-English". */
+  scores: Record<'dev' | 'heldout', Record<string, Score>>;
+  /** Share of the expected pairs whose two entries have word Jaccard < 0.3 (little word overlap), per split. */
+  lowOverlap: Record<'dev' | 'heldout', { pairs: number; low: number }>;
+  /** Negative cases (nothing expected) per split and sub-kind: how many, and how many stayed quiet. */
+  negatives: Record<'dev' | 'heldout', Record<string, { cases: number; quiet: number }>>;
+}
+
+/**
+ * Score the real-wording cases (test/cases/memory-real) by family: an expected entry pair found in a
+ * finding of the same family is a true positive, whichever kind in the family; a pair finding not
+ * expected is a false positive, counted against the case's sub-kind. Other finding kinds are ignored.
+ */
+export function evaluateReal(cases: LintCase[], options?: Partial<LintOptions>): RealReport {
+  const scores: RealReport['scores'] = { dev: {}, heldout: {} };
+  const lowOverlap: RealReport['lowOverlap'] = { dev: { pairs: 0, low: 0 }, heldout: { pairs: 0, low: 0 } };
+  const results: RealCaseResult[] = [];
+  const negatives: RealReport['negatives'] = { dev: {}, heldout: {} };
+  for (const c of cases) {
+    const input = caseInput(c);
+    if (options) input.options = options;
+    const text = new Map<string, string>();
+    for (const s of input.stores) for (const f of s.files) for (const e of f.entries) text.set(e.id, e.text);
+    const t0 = performance.now();
+    const findings = lintEntries(input);
+    const ms = performance.now() - t0;
+    const got = new Set(findings.flatMap((f) => familyUnits(f.kind, f.entries)));
+    const want = new Set(c.expect.flatMap((x) => familyUnits(x.kind, x.entries ?? [])));
+    const split = c.split ?? splitOf(c.id);
+    const subkind = c.subkind ?? 'other';
+    const lang = c.lang ?? 'en';
+    const rows = [`subkind:${subkind}`, ...(lang !== 'en' ? ['lang:non-English'] : []), ...(c.derived ? ['origin:derived'] : ['origin:as-written'])];
+    const bump = (fam: string, k: keyof Score): void => {
+      for (const r of [`family:${fam}`, 'family:all', ...rows]) {
+        scores[split][r] ??= { tp: 0, fp: 0, fn: 0 };
+        scores[split][r][k]++;
+      }
+    };
+    const fp = [...got].filter((u) => !want.has(u));
+    const fn = [...want].filter((u) => !got.has(u));
+    for (const u of got) bump(u.split(' ')[0], want.has(u) ? 'tp' : 'fp');
+    for (const u of fn) bump(u.split(' ')[0], 'fn');
+    // rows with no unit at all still show up (a negative case that stayed quiet)
+    for (const r of rows) scores[split][r] ??= { tp: 0, fp: 0, fn: 0 };
+    for (const u of want) {
+      const [a, b] = u.split(' ')[1].split('|');
+      lowOverlap[split].pairs++;
+      if (wordOverlap(text.get(a) ?? '', text.get(b) ?? '') < 0.3) lowOverlap[split].low++;
+    }
+    if (want.size === 0) {
+      const n = (negatives[split][subkind] ??= { cases: 0, quiet: 0 });
+      n.cases++;
+      if (got.size === 0) n.quiet++;
+    }
+    results.push({ id: c.id, split, fp, fn, ms, subkind, lang, source: c.source ?? '' });
+  }
+  return { cases: results, scores, lowOverlap, negatives };
+}
+
+/** A plain-text table of the real-wording report; failures listed only for the splits in `errorsFor`. */
+export function formatRealReport(r: RealReport, errorsFor: Array<'dev' | 'heldout'> = ['dev']): string {
+  const lines: string[] = [];
+  const n = (s: 'dev' | 'heldout'): number => r.cases.filter((c) => c.split === s).length;
+  const src = (s: 'dev' | 'heldout'): number => new Set(r.cases.filter((c) => c.split === s).map((c) => c.source)).size;
+  lines.push(`real-wording cases: ${r.cases.length} (dev ${n('dev')} from ${src('dev')} sources, held-out ${n('heldout')} from ${src('heldout')} sources)`);
+  for (const s of ['dev', 'heldout'] as const) {
+    const lo = r.lowOverlap[s];
+    lines.push(`  ${s}: ${lo.low} of ${lo.pairs} expected pairs (${lo.pairs ? Math.round((lo.low / lo.pairs) * 100) : 0}%) have word Jaccard < 0.3`);
+  }
+  lines.push('');
+  lines.push('row                              dev: P      R     tp  fp  fn | held-out: P      R     tp  fp  fn');
+  const rows = [...new Set([...Object.keys(r.scores.dev), ...Object.keys(r.scores.heldout)])].sort((a, b) => {
+    const rank = (x: string): number => (x.startsWith('family:') ? 0 : x.startsWith('subkind:') ? 1 : 2);
+    return rank(a) - rank(b) || (a === 'family:all' ? 1 : b === 'family:all' ? -1 : a < b ? -1 : 1);
+  });
+  const cell = (sc?: Score): string => {
+    if (!sc) return '     –      –      –   –   –';
+    const { precision, recall } = pr(sc);
+    return `${(sc.tp + sc.fp ? precision.toFixed(3) : '  –  ').padStart(6)} ${(sc.tp + sc.fn ? recall.toFixed(3) : '  –  ').padStart(6)} ${String(sc.tp).padStart(5)} ${String(sc.fp).padStart(3)} ${String(sc.fn).padStart(3)}`;
+  };
+  for (const row of rows) lines.push(`${row.padEnd(30)} ${cell(r.scores.dev[row])} | ${cell(r.scores.heldout[row])}`);
+  lines.push('');
+  lines.push('negative cases (nothing expected) that stayed quiet:');
+  for (const sk of [...new Set([...Object.keys(r.negatives.dev), ...Object.keys(r.negatives.heldout)])].sort()) {
+    const d = r.negatives.dev[sk];
+    const h = r.negatives.heldout[sk];
+    lines.push(`  ${sk.padEnd(28)} dev ${d ? `${d.quiet}/${d.cases}` : '–'}   held-out ${h ? `${h.quiet}/${h.cases}` : '–'}`);
+  }
+  for (const s of errorsFor) {
+    const bad = r.cases.filter((c) => c.split === s && (c.fp.length || c.fn.length));
+    if (!bad.length) continue;
+    lines.push('');
+    lines.push(`${s} cases with errors:`);
+    for (const c of bad) lines.push(`  ${c.id} [${c.subkind}]${c.fp.length ? `  false positives: ${c.fp.join('; ')}` : ''}${c.fn.length ? `  missed: ${c.fn.join('; ')}` : ''}`);
   }
   return lines.join('\n');
 }

@@ -6,9 +6,9 @@
 import * as path from 'node:path';
 import type { LintFinding } from '../../protocol';
 import type { LintEntry, LintFile, LintInput, LintOptions } from './model';
-import { candidatePairs, classifyPair, prepare, sentences, type Prepared } from './pairs';
+import { candidatePairs, classifyPair, prepare, sentences, type JoinStats, type Prepared } from './pairs';
 import { age, drift, entryTime, overBudget, stale, storeWarnings, untraceable, where } from './rules';
-import { quote } from './text';
+import { normalise, quote } from './text';
 
 export type { LintInput, LintOptions, LintStore, LintFile, LintEntry, MachineFacts } from './model';
 
@@ -16,6 +16,7 @@ export type { LintInput, LintOptions, LintStore, LintFile, LintEntry, MachineFac
 export const DEFAULT_LINT_OPTIONS: LintOptions = {
   maxAgeDays: 90,
   candidateJaccard: 0.25,
+  candidateContainment: 0.5,
   nearJaccard: 0.5,
   nearContainment: 0.85,
   nearTrigram: 0.6,
@@ -136,26 +137,47 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
     });
   }
   // Candidates from the prefix-filtered join; representatives of exact groups only once.
-  const reps = prepared.filter((p) => !p.key || byKey.get(p.key)![0] === p.i);
+  const exactReps = prepared.filter((p) => !p.key || byKey.get(p.key)![0] === p.i);
+  // Template groups (issue 12: a fact restated many times is one finding, not one per pair): entries
+  // whose wording is the same once values are replaced by their type ("User prefers dark mode in
+  // editor number #num"). Three or more become one finding with the count and the members; only the
+  // first enters the pair search, so 100,000 such lines cost one pass, and none goes unreported.
+  const byTemplate = new Map<string, number[]>();
+  for (const p of exactReps) {
+    const key = templateKey(p);
+    if (!key) continue;
+    const list = byTemplate.get(key);
+    if (list) list.push(p.i);
+    else byTemplate.set(key, [p.i]);
+  }
+  const grouped = new Set<number>();
+  for (const [key, group] of byTemplate) {
+    if (group.length < TEMPLATE_GROUP_MIN || varyingSlots(group.map((i) => prepared[i].text)) !== 1) continue;
+    for (const i of group.slice(1)) grouped.add(i);
+    append(out, [templateFinding(key, group, all, prepared, byKey)]);
+  }
+  const reps = exactReps.filter((p) => !grouped.has(p.i));
   // Each sentence of a multi-sentence entry joins the search too (same `i` as its entry), so one fact
   // of a long entry is compared with a short entry that states only it.
   const units: Prepared[] = [...reps];
   for (const p of reps) for (const sentence of sentences(p.text)) units.push(prepare(p.i, sentence));
   const whole: Array<[Prepared, Prepared]> = [];
   const part: Array<[Prepared, Prepared]> = [];
-  for (const [x, y] of candidatePairs(units, o.candidateJaccard)) {
+  const joinStats: JoinStats = { skippedTokens: 0, examples: [], maxDf: 0 };
+  for (const [x, y] of candidatePairs(units, o.candidateJaccard, undefined, o.candidateContainment, joinStats)) {
     const [a, b] = units[x].i < units[y].i ? [units[x], units[y]] : [units[y], units[x]];
     if (a.i !== b.i) (x < reps.length && y < reps.length ? whole : part).push([a, b]);
   }
   const parent = prepared.map((_, i) => i);
-  const why = new Map<string, string>();
+  const why = new Map<number, string>();
+  const N = prepared.length;
   // Contradictions first, so that a near-duplicate cluster never joins two entries that contradict
   // each other (through a third entry similar to both): those are not to be merged.
   const verdicts: Array<{ a: Prepared; b: Prepared; v: ReturnType<typeof classifyPair> }> = [];
   // Whole entries first: a sentence pair only decides for two entries that have no verdict yet.
-  const seenPair = new Set<string>();
-  for (const [a, b] of [...whole, ...part]) {
-    const k = `${a.i}:${b.i}`;
+  const seenPair = new Set<number>();
+  for (const [a, b] of whole.concat(part)) {
+    const k = a.i * N + b.i;
     if (seenPair.has(k)) continue;
     const v = classifyPair(a, b, o);
     if (!v) continue;
@@ -170,23 +192,48 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
   }
   const members = new Map<number, number[]>();
   const membersOf = (r: number): number[] => members.get(r) ?? [r];
+  // Roots of clusters holding an entry that contradicts some entry: only those need the check below.
+  const conflicted = new Uint8Array(N);
+  for (const k of against.keys()) conflicted[k] = 1;
   for (const { a, b, v } of verdicts) {
     if (!v) continue;
     if (v.kind === 'near-duplicate') {
       const ra = find(parent, a.i);
       const rb = find(parent, b.i);
       if (ra === rb) continue;
-      if (membersOf(ra).some((m) => (against.get(m) ?? []).some((c) => find(parent, c) === rb))) continue;
+      if (conflicted[ra] && conflicted[rb] && membersOf(ra).some((m) => (against.get(m) ?? []).some((c) => find(parent, c) === rb))) continue;
       parent[ra] = rb;
+      if (conflicted[ra]) conflicted[rb] = 1;
       const into = membersOf(rb);
       append(into, membersOf(ra));
       members.set(rb, into);
       members.delete(ra);
-      why.set(`${Math.min(a.i, b.i)}:${Math.max(a.i, b.i)}`, v.why);
+      why.set(Math.min(a.i, b.i), v.why);
     } else {
       const la = all[a.i];
       const lb = all[b.i];
       const n = newer(la, lb);
+      const ta = entryTime(la.entry);
+      const tb = entryTime(lb.entry);
+      const timed = ta !== undefined && tb !== undefined && ta !== tb;
+      if (v.update || timed) {
+        // A change over time: the newer entry wins by default; say how we know which one is newer.
+        const byMarker = v.update ? (v.update.newer === 'a' ? la : lb) : undefined;
+        const [old, cur] = byMarker ? (byMarker === la ? [lb, la] : [la, lb]) : n.order;
+        const how = byMarker
+          ? `${label(cur)} records the change ("${v.update!.marker}")${timed ? (entryTime(cur.entry)! > entryTime(old.entry)! ? ', and its time is later' : ', although its recorded time is earlier: check which is true now') : ''}.`
+          : n.text;
+        out.push({
+          kind: 'superseded',
+          severity: 'warning',
+          entries: [old.entry.id, cur.entry.id],
+          stores: storesOf([old, cur]),
+          message: `Superseded (${v.why}: ${v.detail}): ${quote(old.entry.text, 70)} is replaced by ${quote(cur.entry.text, 70)}. ${how}`,
+          evidence: [`older: ${label(old)}: ${quote(old.entry.text)}`, `newer: ${label(cur)}: ${quote(cur.entry.text)}`, `${v.why}: ${v.detail}`, `how it knows which is newer: ${byMarker ? 'the wording of the change' : 'the entries\' times'}`],
+          suggestion: `Keep the newer entry and remove the older one (or fold what is still true into the newer one).`,
+        });
+        continue;
+      }
       const [first, second] = n.order;
       out.push({
         kind: 'contradiction',
@@ -207,7 +254,7 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
   }
   const reasonsOf = new Map<number, Set<string>>();
   for (const [k, w] of why) {
-    const r = find(parent, Number(k.slice(0, k.indexOf(':'))));
+    const r = find(parent, k);
     const set = reasonsOf.get(r) ?? reasonsOf.set(r, new Set()).get(r)!;
     if (set.size < 3) set.add(w);
   }
@@ -232,5 +279,79 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
           : 'Merge them into one entry that keeps every detail, and remove the rest; repeated facts crowd out others and teach the model to skim memory.',
     });
   }
+  if (joinStats.skippedTokens > 0) {
+    out.push({
+      kind: 'store',
+      severity: 'info',
+      entries: [],
+      stores: storesOf(all),
+      message: `Lint note: to stay fast, ${joinStats.skippedTokens} word${joinStats.skippedTokens === 1 ? '' : 's'} shared by more than ${joinStats.maxDf} entries each (${joinStats.examples.map((w) => `"${w}"`).join(', ')}) were not used to find similar entries; two entries that share only such words were not compared.`,
+      evidence: [`${units.length} entries and sentences searched; words in more than ${joinStats.maxDf} of them skipped: ${joinStats.skippedTokens}`],
+      suggestion: 'Nothing to fix in memory; lint a smaller set of stores (one --store at a time) for a full comparison.',
+    });
+  }
   return out;
 }
+
+/** Groups of at least this many entries with one wording (values aside) become one finding. */
+const TEMPLATE_GROUP_MIN = 3;
+
+/** Value-like spans (URLs, e-mails, paths, numbers, versions, times) for template keys. */
+const VALUE_SPAN = /\b(?:https?|ssh|git|ftp):\/\/\S+|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?:~|\.{1,2})?\/[^\s,;()]+|\bv?\d+(?:[.,:/-]\d+)*[a-z]{0,3}\b/g;
+
+/**
+ * The wording of an entry with its values replaced by "#" (every other character kept, case and
+ * spacing folded); undefined when it has no value or fewer than two words.
+ */
+function templateKey(p: Prepared): string | undefined {
+  if (!p.toks.some((t) => t.type !== 'word') || p.toks.filter((t) => t.type === 'word').length < 2) return undefined;
+  return normalise(p.text).replace(VALUE_SPAN, '#').replace(/\s+/g, ' ').replace(/[\s.!;,]+$/, '').trim();
+}
+
+/** How many value positions differ among texts of one template (several = a list of records, not one fact). */
+function varyingSlots(texts: string[]): number {
+  const rows = texts.map((t) => normalise(t).match(VALUE_SPAN) ?? []);
+  let width = 0;
+  for (const r of rows) width = Math.max(width, r.length);
+  let varying = 0;
+  for (let k = 0; k < width; k++) if (new Set(rows.map((r) => r[k])).size > 1) varying++;
+  return varying;
+}
+
+/** One finding for a template group: near-duplicate when every member has its own value, contradiction when values repeat and disagree. */
+function templateFinding(key: string, group: number[], all: Located[], prepared: Prepared[], byKey: Map<string, number[]>): LintFinding {
+  const members = group.flatMap((i) => (prepared[i].key ? byKey.get(prepared[i].key)! : [i]));
+  const items = byAge(members.map((i) => all[i]));
+  const valueOf = (i: number): string => prepared[i].toks.filter((t) => t.type !== 'word').map((t) => t.t).join(' ');
+  const counts = new Map<string, number>();
+  for (const i of members) counts.set(valueOf(i), (counts.get(valueOf(i)) ?? 0) + 1);
+  const repeated = [...counts.values()].some((c) => c > 1);
+  const distinct = [...counts.entries()].sort((x, y) => y[1] - x[1]);
+  const shown = distinct.slice(0, 5).map(([v, c]) => (c > 1 ? `${v} (×${c})` : v)).join(', ');
+  const first = quote(all[group[0]].entry.text, 70);
+  const evidence = items.slice(0, 10).map((l) => `${label(l)}: ${quote(l.entry.text)}`);
+  if (items.length > 10) evidence.push(`… and ${items.length - 10} more (all ${items.length} ids are in the finding's entries)`);
+  evidence.push(`shared wording (values as their type): "${key}"`);
+  evidence.push(`values: ${distinct.length} distinct${distinct.length > 5 ? `, most common: ${shown}` : `: ${shown}`}`);
+  if (repeated && distinct.length > 1) {
+    return {
+      kind: 'contradiction',
+      severity: 'warning',
+      entries: items.map((l) => l.entry.id),
+      stores: storesOf(items),
+      message: `${items.length} entries state one thing with ${distinct.length} different values (${shown}${distinct.length > 5 ? ', …' : ''}): ${first}.`,
+      evidence,
+      suggestion: 'Keep the value that is true now in one entry and remove the others.',
+    };
+  }
+  return {
+    kind: 'near-duplicate',
+    severity: 'warning',
+    entries: items.map((l) => l.entry.id),
+    stores: storesOf(items),
+    message: `${items.length} entries repeat one wording and differ only in ${distinct.length === items.length ? 'a value each' : 'their values'} (${shown}${distinct.length > 5 ? ', …' : ''}): ${first}.`,
+    evidence,
+    suggestion: 'If they restate one fact, keep one entry; if they are a list (tickets, hosts, ports), write it as one entry that lists the values.',
+  };
+}
+

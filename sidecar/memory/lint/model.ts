@@ -54,6 +54,11 @@ export interface LintFile {
   entries: LintEntry[];
   /** Problems the adapter found while reading (non-durable config, embedding model mismatch ...): each becomes a `store` finding. */
   warnings?: string[];
+  /**
+   * The file is broken (MemoryFile.broken: unreadable, a directory, not valid UTF-8, a damaged
+   * index): an error `store` finding; its entries (if any could be read) are still checked.
+   */
+  broken?: { message: string; hint?: string };
 }
 
 /** One store. */
@@ -99,6 +104,8 @@ export interface LintOptions {
   maxAgeDays: number;
   /** Candidate pairs: minimum Jaccard of the masked token sets (values, negations, antonyms masked). */
   candidateJaccard: number;
+  /** Candidate pairs also: minimum weighted containment of the lighter masked set in the other (0 = off). */
+  candidateContainment: number;
   /** Near-duplicate: minimum word-shingle Jaccard (unigrams + bigrams of stemmed content tokens). */
   nearJaccard: number;
   /** Near-duplicate: minimum containment of the smaller token set in the larger one. */

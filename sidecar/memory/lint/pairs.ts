@@ -9,11 +9,11 @@
  * come from a hash of the folded text. Each candidate is then classified by `classifyPair`.
  */
 import type { LintOptions } from './model';
+import { aboutThePast, frameDiff, labelValues, updateMarker, type LabelValue, type UpdateMarker } from './slots';
 import {
   areAlternatives,
   areAntonyms,
   containment,
-  editDistance,
   exactKey,
   FUNCTIONAL,
   incompatibleGroup,
@@ -48,8 +48,13 @@ export interface Prepared {
   values: Map<string, Token['type']>;
   negated: boolean;
   masked: string[];
-  shingles: Set<string>;
+  /** Word shingles (unigrams + bigrams), computed on first use (see shinglesOf). */
+  shingles?: Set<string>;
   tri?: Set<string>;
+  /** The update marker (slots.ts), computed on first use; null = none. */
+  marker?: UpdateMarker | null;
+  /** "Label: value" statements (slots.ts), computed on first use. */
+  labels?: LabelValue[];
 }
 
 /** Prepare one entry text. */
@@ -67,9 +72,14 @@ export function prepare(i: number, text: string): Prepared {
     // (a value right after a negation, "port 2222 (not 22)", is a correction, not a claim)
   });
   const masked = [...new Set(toks.map(maskKey).filter((k): k is string => k !== null))];
-  const seq = toks.filter((t) => !(t.type === 'word' && NEGATIONS.has(t.t))).map((t) => t.t);
   const content = new Set([...words].filter((w) => !SUBJECT_WORDS.has(w)));
-  return { i, text, key: exactKey(text), toks, words, content, values, negated, masked, shingles: shingles(seq) };
+  return { i, text, key: exactKey(text), toks, words, content, values, negated, masked };
+}
+
+/** The word shingles of a prepared entry (negations left out), computed once. */
+function shinglesOf(p: Prepared): Set<string> {
+  p.shingles ??= shingles(p.toks.filter((t) => !(t.type === 'word' && NEGATIONS.has(t.t))).map((t) => t.t));
+  return p.shingles;
 }
 
 /**
@@ -165,7 +175,13 @@ function sameOpening(a: Prepared, b: Prepared): string[] {
 /** What classifyPair decided. */
 export type PairVerdict =
   | { kind: 'near-duplicate'; score: number; why: string }
-  | { kind: 'contradiction'; why: string; detail: string }
+  | {
+      kind: 'contradiction';
+      why: string;
+      detail: string;
+      /** A change over time: which side says it changed (the newer one), and the words that say so. */
+      update?: { newer: 'a' | 'b'; marker: string };
+    }
   | undefined;
 
 function diff(a: Set<string>, b: Set<string>): string[] {
@@ -174,12 +190,24 @@ function diff(a: Set<string>, b: Set<string>): string[] {
   return out;
 }
 
+/** Whether a and b differ by at most one insertion, deletion or substitution (no allocation). */
+export function withinOneEdit(a: string, b: string): boolean {
+  if (a === b) return true;
+  const la = a.length;
+  const lb = b.length;
+  if (Math.abs(la - lb) > 1) return false;
+  let i = 0;
+  while (i < la && i < lb && a[i] === b[i]) i++;
+  if (la === lb) return a.slice(i + 1) === b.slice(i + 1);
+  return la > lb ? a.slice(i + 1) === b.slice(i) : a.slice(i) === b.slice(i + 1);
+}
+
 /** Drop words of `a` and `b` that are the same word up to a typo (edit distance 1 for words of 5+ letters). */
 function dropTypos(a: string[], b: string[]): [string[], string[]] {
   const restB = [...b];
   const restA: string[] = [];
   for (const x of a) {
-    const j = x.length >= 5 ? restB.findIndex((y) => y.length >= 5 && editDistance(x, y, 1) <= 1) : -1;
+    const j = x.length >= 5 ? restB.findIndex((y) => y.length >= 5 && withinOneEdit(x, y)) : -1;
     if (j >= 0) restB.splice(j, 1);
     else restA.push(x);
   }
@@ -193,7 +221,8 @@ function dropTypos(a: string[], b: string[]): [string[], string[]] {
  */
 export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerdict {
   const [wa, wb] = dropTypos(diff(a.content, b.content), diff(b.content, a.content));
-  const shared = [...a.words].filter((w) => b.words.has(w));
+  const shared: string[] = [];
+  for (const w of a.words) if (b.words.has(w)) shared.push(w);
   const va = [...a.values.keys()].filter((v) => !b.values.has(v));
   const vb = [...b.values.keys()].filter((v) => !a.values.has(v));
   // Values of the same type that differ (dates are events, not attributes: they do not conflict).
@@ -262,6 +291,10 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   //    "JavaScript over TypeScript", "pnpm, not npm" vs "npm, not pnpm"): opposite statements
   const swap = wa.length + wb.length <= 2 ? swappedRoles(a, b) : undefined; // mostly the same words
   if (swap) return { kind: 'contradiction', why: 'roles swapped', detail: `"${swap[0]}" and "${swap[1]}" change places` };
+  // 6. the slot model (slots.ts): an update over time, a "Label: value" with another value, or the
+  //    same frame with one short span swapped for another value of the attribute
+  const slot = slotVerdict(a, b, wa, wb);
+  if (slot) return slot;
   // Two words that change places across other words are not the same statement ("Alice does not review
   // code for the billing team" / "Billing does not review code for the Alice team"); across only stop
   // words and list words ("TypeScript and Go" / "Go and TypeScript", "SSH listens" / "listens for SSH") they are.
@@ -272,7 +305,7 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   if (a.negated !== b.negated) return undefined;
   // 6. near-duplicate: similar wording, no value swapped, no distinct content word on both sides
   //    unless the overlap is very high
-  const sj = jaccard(a.shingles, b.shingles);
+  const sj = jaccard(shinglesOf(a), shinglesOf(b));
   const wj = jaccard(a.content, b.content);
   const cont = Math.min(a.content.size, b.content.size) >= 3 ? containment(a.content, b.content) : 0;
   let tri = 0;
@@ -288,6 +321,14 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   if (tri >= o.nearTrigram && !bothSidesDiffer) {
     return { kind: 'near-duplicate', score: tri, why: `character-trigram Jaccard ${tri.toFixed(2)}` };
   }
+  // Scripts without spaces (Chinese ...): restated entries share most character bigrams of the shorter one.
+  const cjkShare = (p: Prepared): number => p.toks.filter((t) => t.cjk).length / Math.max(1, p.toks.length);
+  if (cjkShare(a) >= 0.4 && cjkShare(b) >= 0.4 && Math.min(a.content.size, b.content.size) >= 6) {
+    const c2 = containment(a.content, b.content);
+    if (c2 >= o.nearContainment - 0.35 && !(va.length > 0 && vb.length > 0)) {
+      return { kind: 'near-duplicate', score: c2, why: `${Math.round(c2 * 100)}% of the shorter entry's character pairs are in the other one` };
+    }
+  }
   // The same statement with a different addition on each side ("Prefers concise answers with code
   // first" / "User prefers concise answers and TypeScript examples"): the same opening words, which
   // are at least half of each side's words, and at least three words differ in all (one word swapped
@@ -297,6 +338,22 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
     return { kind: 'near-duplicate', score: head.length / Math.max(a.content.size, b.content.size), why: `both open with the same significant words (stemmed: "${head.join(' ')}"), and each adds a detail` };
   }
   return undefined;
+}
+
+/**
+ * Tokens in more than this many entries are not indexed by the candidate join (a fixed number, so
+ * the work per entry is bounded and the join stays linear in the number of entries; the lint says
+ * when it skipped any).
+ */
+export const MAX_DF = 200;
+
+/** What the candidate join left out to stay fast (reported as a lint note). */
+export interface JoinStats {
+  /** Tokens (masked keys) in more than maxDf entries: not indexed. */
+  skippedTokens: number;
+  /** Up to 5 of them, most frequent first. */
+  examples: string[];
+  maxDf: number;
 }
 
 /**
@@ -310,7 +367,13 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
  * engine's stop words: a pair that shares only such tokens is not a candidate. This bounds the work
  * on template-like stores (10,000 "Staging host for X is IP" lines), at the cost of that guarantee.
  */
-export function candidatePairs(items: Prepared[], t: number, maxDf = Math.max(100, Math.ceil(items.length * 0.02))): Array<[number, number]> {
+export function candidatePairs(
+  items: Prepared[],
+  t: number,
+  maxDf = MAX_DF,
+  containment = 0,
+  stats?: JoinStats,
+): Array<[number, number]> {
   const n = items.length;
   // Token ids, document frequencies and weights in flat arrays (this runs on 10,000+ entries).
   const ids = new Map<string, number>();
@@ -330,7 +393,16 @@ export function candidatePairs(items: Prepared[], t: number, maxDf = Math.max(10
     return a;
   });
   const df = Int32Array.from(dfl);
-  const w = Float64Array.from(dfl, (d) => Math.log(1 + n / d));
+  if (stats) {
+    stats.maxDf = maxDf;
+    const skipped = [...ids.entries()].filter(([, id]) => dfl[id] > maxDf).sort((x, y) => dfl[y[1]] - dfl[x[1]]);
+    stats.skippedTokens = skipped.length;
+    stats.examples = skipped.slice(0, 5).map(([k]) => k);
+  }
+  // IDF with a floor on the corpus size: in a store of a few entries every shared word would otherwise
+  // weigh half of an unshared one, and restatements of one fact would never meet.
+  const N0 = Math.max(n, 1000);
+  const w = Float64Array.from(dfl, (d) => Math.log(1 + N0 / d));
   // Rank: rarest first (ties by id), so prefixes hold the rare tokens. Sets sorted by rank for merges.
   const byRarity = Array.from(dfl.keys()).sort((x, y) => df[x] - df[y] || x - y);
   const rank = new Int32Array(dfl.length);
@@ -363,6 +435,20 @@ export function candidatePairs(items: Prepared[], t: number, maxDf = Math.max(10
     }
     return s;
   };
+  // Containment candidates (issue 12: a condensed restatement shares most of its weight with a longer
+  // entry, but little of the longer one's): the smaller set's prefix (rarest tokens until the weight
+  // left is below c·W) must meet the other set anywhere, so every token with df <= maxDf is indexed.
+  const c = containment;
+  const containPrefix = new Int32Array(n);
+  if (c > 0) {
+    for (let i = 0; i < n; i++) {
+      const a = sets[i];
+      let rest = total[i];
+      let p = 0;
+      while (p < a.length && rest >= c * total[i] - 1e-12) rest -= w[a[p++]];
+      containPrefix[i] = p;
+    }
+  }
   const order = Array.from(total.keys()).sort((x, y) => total[x] - total[y]);
   const index: number[][] = Array.from({ length: dfl.length }, () => []);
   const out: Array<[number, number]> = [];
@@ -385,5 +471,121 @@ export function candidatePairs(items: Prepared[], t: number, maxDf = Math.max(10
     }
     for (let p = 0; p < prefixLen[x]; p++) if (df[sx[p]] <= maxDf) index[sx[p]].push(x);
   }
+  if (c > 0) {
+    // Full postings (token → entries), then each entry probes with its containment prefix the entries
+    // at least as heavy as itself.
+    const post: number[][] = Array.from({ length: dfl.length }, () => []);
+    for (let i = 0; i < n; i++) for (const tok of sets[i]) if (df[tok] <= maxDf) post[tok].push(i);
+    const seen2 = new Int32Array(n).fill(-1);
+    const have = new Set(out.map(([x, y]) => x * n + y));
+    for (let x = 0; x < n; x++) {
+      const sx = sets[x];
+      for (let p = 0; p < containPrefix[x]; p++) {
+        const tok = sx[p];
+        if (df[tok] > maxDf) continue;
+        for (const y of post[tok]) {
+          if (y === x || seen2[y] === x || total[y] < total[x] || (total[y] === total[x] && y < x)) continue;
+          seen2[y] = x;
+          const o = inter(sx, sets[y]);
+          if (o / total[x] >= c - 1e-12) {
+            const key = x < y ? x * n + y : y * n + x;
+            if (!have.has(key)) {
+              have.add(key);
+              out.push(x < y ? [x, y] : [y, x]);
+            }
+          }
+        }
+      }
+    }
+  }
   return out;
 }
+
+/** Words that name a single-valued attribute in "X: value" labels too (besides FUNCTIONAL). */
+const LABEL_SINGLE = /^(?:name|call|called|timezone|tz|time zone|language|lang|preferred language|pronoun|role|title|company|employer|location|city|country|home|model|provider|editor|shell|os|default|port|version|email|phone|branch|voice|tts voice|browser|target|deploy target|height|age)$/;
+
+function markerOf(p: Prepared): UpdateMarker | undefined {
+  if (p.marker === undefined) p.marker = updateMarker(p.text) ?? null;
+  return p.marker ?? undefined;
+}
+
+/** Content tokens both entries share, and the smaller content size. */
+function overlap(a: Prepared, b: Prepared): { shared: number; jac: number } {
+  let shared = 0;
+  for (const w of a.content) if (b.content.has(w)) shared++;
+  return { shared, jac: shared / Math.max(1, a.content.size + b.content.size - shared) };
+}
+
+/**
+ * The slot rules (docs/memory-lint.md "Slots and changes over time"):
+ * 1. one side records a change ("moved from A to B", "switched to", "no longer", "已迁移") about the
+ *    same subject as the other (its "from" value is in the other entry, or they share enough words),
+ *    and the other is not itself about the past ("lived in"): superseded, the marked side is newer;
+ * 2. the same "Label: value" label with a different short value: contradiction;
+ * 3. the same wording except one short span on each side (≤ 3 tokens), where the spans are values
+ *    of one type, exclusive alternatives, antonyms, or follow a single-valued attribute word
+ *    ("lives in", "timezone", "port", "replies in", "deploy target is"): contradiction.
+ */
+function slotVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[]): PairVerdict {
+  const ma = markerOf(a);
+  const mb = markerOf(b);
+  const { shared, jac } = overlap(a, b);
+  // 1. a change over time
+  if (!!ma !== !!mb) {
+    const [other, side] = ma ? [b, 'a' as const] : [a, 'b' as const];
+    const m = (ma ?? mb)!;
+    const fromHit = m.from !== undefined && tokens(m.from).some((t) => t.type !== 'word' || (!t.cjk && other.content.has(t.t))) && tokens(m.from).filter((t) => t.type === 'word').every((t) => t.cjk || other.words.has(t.t) || other.content.size === 0);
+    const small = Math.min(a.content.size, b.content.size);
+    const sameSubject = fromHit || shared >= 3 || (shared >= 2 && jac >= 0.3) || (small <= 3 && shared >= 1 && jac >= 0.25);
+    // "不再用 X" (no longer uses X) and "不用 X" (does not use X) say the same: a retiring marker needs a
+    // positive statement on the other side.
+    const otherNegated = other.negated || /[不没勿禁]/u.test(other.text);
+    if (sameSubject && !aboutThePast(other.text) && !(m.retires && otherNegated)) {
+      return { kind: 'contradiction', why: 'change over time', detail: `the newer entry says "${m.phrase}"${m.from ? ` (from ${m.from})` : ''}`, update: { newer: side, marker: m.phrase } };
+    }
+  }
+  // 2. "Label: value"
+  a.labels ??= a.text.includes(':') || a.text.includes('：') ? labelValues(a.text) : [];
+  b.labels ??= b.text.includes(':') || b.text.includes('：') ? labelValues(b.text) : [];
+  const la = a.labels;
+  const lb = b.labels;
+  for (const x of la) {
+    for (const y of lb) {
+      if (x.label.join(' ') !== y.label.join(' ')) continue;
+      if (!LABEL_SINGLE.test(x.label.join(' ')) && !(x.label.length === 1 && FUNCTIONAL.has(x.label[0]))) continue;
+      const X = new Set(x.valueTokens);
+      const Y = new Set(y.valueTokens);
+      if (!X.size || !Y.size || X.size > 8 || Y.size > 8) continue;
+      let inter = 0;
+      for (const t of X) if (Y.has(t)) inter++;
+      if (inter === 0) return { kind: 'contradiction', why: 'single-valued attribute', detail: `${x.label.join(' ')}: "${x.value}" vs "${y.value}"` };
+    }
+  }
+  // 3. one span swapped in the same frame (only worth aligning when few words differ)
+  const d = wa.length <= 6 && wb.length <= 6 && shared >= 1 ? frameDiff(a.toks, b.toks) : undefined;
+  if (d && d.a.length && d.b.length && d.a.length <= 3 && d.b.length <= 3 && d.frame.length >= 2) {
+    const sa = d.a.map((t) => t.t);
+    const sb = d.b.map((t) => t.t);
+    const typeOf = (ts: Token[]): string => (ts.every((t) => t.type !== 'word') ? ts.map((t) => (t.type === 'ver' ? 'num' : t.type)).join(',') : 'word');
+    const valuesOfOneType = typeOf(d.a) !== 'word' && typeOf(d.a) === typeOf(d.b) && typeOf(d.a) !== 'date';
+    const alt = sa.some((x) => sb.some((y) => areAlternatives(x, y) || areAntonyms(x, y)));
+    // "deploy target for previews is staging" / "... for releases is production": the first word of
+    // each span is a scope (after "for", "in", "on" ...), so two things differ, not one value.
+    const scoped = (p: Prepared, ts: Token[]): boolean =>
+      ts.length >= 2 && ts[0].at !== undefined && /\b(?:for|in|on|at|of|during|when)\s+$/.test(normalise(p.text).slice(Math.max(0, ts[0].at - 12), ts[0].at));
+    const attr = d.before.some((w) => FUNCTIONAL.has(w) || SLOT_WORDS.has(w)) && !(scoped(a, d.a) && scoped(b, d.b));
+    const cjk = d.a.some((t) => t.cjk) || d.b.some((t) => t.cjk);
+    // A name-like span (digits, @, /, _, a dotted or dashed identifier, a CJK name) swapped for another in an
+    // otherwise identical entry of some length is another value, not a rewording ("repo X" → "repo Y",
+    // "@小聪明蛋" → "@木马牛", "skill ai-3d-model-pipeline" → "skill ai-image-to-3d").
+    const nameLike = (ts: Token[]): boolean => ts.some((t) => t.type !== 'word' || /[0-9@/_.-]/.test(t.t) || t.cjk);
+    const named = nameLike(d.a) && nameLike(d.b) && d.frame.length >= 6 && !sa.some((x) => sb.includes(x));
+    if ((!cjk || named) && (valuesOfOneType || alt || named || (attr && wa.length <= 3 && wb.length <= 3))) {
+      return { kind: 'contradiction', why: valuesOfOneType ? 'same subject, different value' : alt ? 'exclusive alternatives' : named ? 'one name swapped for another' : 'single-valued attribute', detail: `"${sa.join(' ')}" vs "${sb.join(' ')}" after "${d.before.join(' ')}"` };
+    }
+  }
+  return undefined;
+}
+
+/** Words after which one value stands (besides FUNCTIONAL): "lives in X", "replies in X", "target is X". */
+const SLOT_WORDS = new Set(['in', 'target', 'reply', 'answer', 'respond', 'response', 'speak', 'language', 'lang', 'model', 'provider', 'voice', 'priority', 'backend', 'via']);

@@ -4,8 +4,9 @@
  */
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import type { LintFinding, MemoryEntry } from '../../protocol';
+import type { LintFinding, MemoryEntry, StoreProblem } from '../../protocol';
 import { AgentKeepError } from '../../core/errors';
+import { problemOf } from '../broken';
 import { describeTarget } from '../../core/target';
 import { openStore as defaultOpenStore, type MemoryStoreAdapter } from '../index';
 import { extractClaims } from './claims';
@@ -86,6 +87,31 @@ async function machineProbe(target: string | undefined, home: string | null | un
   };
 }
 
+/**
+ * The finding for a store whose history could not be read (a damaged state.db or history.db): which
+ * file, that provenance is unavailable, which checks therefore did not run, and the fix.
+ */
+const HERMES_AGE = 'age of MEMORY.md and USER.md entries (Hermes keeps their times only in state.db)';
+
+function historyFinding(h: { store: string; kind: string; problem: StoreProblem; entries: number }): LintFinding {
+  const skipped = [
+    'untraceable (whether a tool call in the history wrote each entry)',
+    ...(h.kind === 'hermes' ? [HERMES_AGE] : []),
+    'which of two contradicting entries is newer',
+  ];
+  return {
+    kind: 'store',
+    severity: 'error',
+    entries: [],
+    stores: [h.store],
+    message:
+      `Provenance is unavailable for ${h.entries} ${h.entries === 1 ? 'entry' : 'entries'} of ${h.store}: ` +
+      `${h.problem.message} These checks did not run for them: ${skipped.join('; ')}. The other checks ran.`,
+    evidence: [h.problem.message],
+    ...(h.problem.hint ? { suggestion: h.problem.hint } : {}),
+  };
+}
+
 function toLintEntry(e: MemoryEntry): LintEntry {
   return {
     id: e.id,
@@ -106,6 +132,10 @@ function toLintEntry(e: MemoryEntry): LintEntry {
  * as untraceable and supplies createdAt/updatedAt from the first/last write, so contradictions can
  * say which entry is newer. Claims about the machine (paths, commands, tool versions, OS release)
  * are probed on the target (see RunLintDeps.probe) within `probeDeadlineMs`.
+ * A store whose history cannot be read (provenance `unavailable`, or provenance throwing: e.g. a
+ * damaged state.db) gets one `store` error naming the file, the fix and the checks that did not run
+ * (untraceable, Hermes entry ages, which contradicting entry is newer); its entries are then not
+ * untraceable, and every other check still runs. Broken files (MemoryFile.broken) are `store` errors.
  *
  * @param p.stores store names `<kind>:/abs/path` (at least one)
  * @param p.target optional target (dir:/abs, btrfs:/abs, qemu:..., proxmox://...) to check claims against
@@ -119,12 +149,16 @@ export async function runLint(p: { stores: string[]; target?: string }, deps: Ru
   const open = deps.openStore ?? defaultOpenStore;
   const stores: LintStore[] = [];
   const adapters: MemoryStoreAdapter[] = [];
+  // stores whose history could not be read: the checks that need provenance did not run for them
+  const noHistory: Array<{ store: string; kind: string; problem: StoreProblem; entries: number }> = [];
   for (const spec of p.stores) {
     const adapter = open(spec);
     adapters.push(adapter);
     const files = await adapter.list();
     const withHistory = deps.provenance !== false && typeof adapter.provenance === 'function' && (await hasHistory(adapter));
     const lintFiles: LintFile[] = [];
+    let problem: StoreProblem | undefined;
+    let unknown = 0;
     for (const f of files) {
       const entries: LintEntry[] = [];
       for (const e of f.entries) {
@@ -132,20 +166,27 @@ export async function runLint(p: { stores: string[]; target?: string }, deps: Ru
         if (withHistory) {
           try {
             const prov = await adapter.provenance!(e);
-            le.provenance = { traced: prov.traces.length > 0, ...(prov.note ? { note: prov.note } : {}) };
-            const times = prov.traces.map((t) => t.time).filter((t): t is string => !!t).sort();
-            if (times.length) {
-              le.createdAt ??= times[0];
-              le.updatedAt ??= times[times.length - 1];
+            if (prov.unavailable) {
+              // unknown, not "no trace": no untraceable finding, no times from the history
+              problem ??= prov.unavailable;
+              unknown++;
+            } else {
+              le.provenance = { traced: prov.traces.length > 0, ...(prov.note ? { note: prov.note } : {}) };
+              const times = prov.traces.map((t) => t.time).filter((t): t is string => !!t).sort();
+              if (times.length) {
+                le.createdAt ??= times[0];
+                le.updatedAt ??= times[times.length - 1];
+              }
             }
-          } catch {
-            /* provenance unknown for this entry: not a finding */
+          } catch (err) {
+            problem ??= problemOf(err); // provenance unknown for this entry: said once per store below
+            unknown++;
           }
         }
         entries.push(le);
       }
       let raw: string | undefined;
-      if (f.kind === 'hermes-memory' || f.kind === 'hermes-user') {
+      if ((f.kind === 'hermes-memory' || f.kind === 'hermes-user') && !f.broken) {
         try {
           raw = await fs.readFile(f.file, 'utf8');
         } catch {
@@ -159,7 +200,14 @@ export async function runLint(p: { stores: string[]; target?: string }, deps: Ru
         ...(f.usage ? { usage: f.usage } : {}),
         ...(raw !== undefined ? { raw } : {}),
         ...(f.warnings?.length ? { warnings: f.warnings } : {}),
+        ...(f.broken ? { broken: f.broken } : {}),
       });
+    }
+    if (problem) {
+      noHistory.push({ store: adapter.spec, kind: adapter.kind, problem, entries: unknown });
+      // the adapter's own warning about the same file is said by that finding
+      const said = problem.message;
+      for (const lf of lintFiles) if (lf.warnings) lf.warnings = lf.warnings.filter((w) => !w.includes(said));
     }
     stores.push({ store: adapter.spec, files: lintFiles });
   }
@@ -168,6 +216,7 @@ export async function runLint(p: { stores: string[]; target?: string }, deps: Ru
   const claims = stores.flatMap((s) => s.files.flatMap((f) => f.entries.flatMap((e) => extractClaims(e.text))));
   if (probe && claims.length) input.machine = await gatherFacts(claims, probe, { deadlineMs: deps.probeDeadlineMs });
   const findings = lintEntries(input);
+  for (const h of noHistory) findings.unshift(historyFinding(h));
   // Say what the stale rule could not look at, so that no stale finding is not read as "all true".
   const limit = skipped ?? (claims.length ? probe?.limits : undefined);
   if (limit) {

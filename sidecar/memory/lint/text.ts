@@ -13,6 +13,8 @@ export interface Token {
   type: TokenType;
   /** Offset of the token in normalise(text) (words only). */
   at?: number;
+  /** A character bigram of a script written without spaces (Chinese, Japanese, Thai, Korean). */
+  cjk?: boolean;
 }
 
 const STOP = new Set(
@@ -20,7 +22,7 @@ const STOP = new Set(
     'a an the is are was were be been being am to of in on at for with and or by as it its this that these those ' +
     'has have had do does did i my me we our us you your he she his her they them their from so also very just ' +
     'which who whom what when where there here then than into onto about over under via per should would could ' +
-    'will shall can may might must let lets please s re ve ll d t all every each any some really only across much many'
+    'will shall can may might must let lets please s re ve ll d t all every each any some really only across much many but'
   ).split(' '),
 );
 
@@ -89,7 +91,7 @@ export const FUNCTIONAL = new Set([
   'name', 'timezone', 'tz', 'email', 'port', 'version', 'password', 'default', 'favorite', 'birthday', 'born', 'live',
   'located', 'location', 'city', 'country', 'editor', 'shell', 'os', 'branch', 'indent', 'font', 'wife', 'husband',
   'partner', 'manager', 'boss', 'phone', 'currency', 'deadline', 'called', 'named', 'title', 'role', 'employer',
-  'salary', 'region', 'runtime', 'distro', 'hometown', 'nickname', 'pronoun', 'spouse',
+  'salary', 'region', 'runtime', 'distro', 'hometown', 'nickname', 'pronoun', 'spouse', 'target', 'timezone',
 ]);
 
 const ANTONYM = new Map<string, Set<string>>();
@@ -178,6 +180,13 @@ export function exactKey(text: string): string {
   return text.normalize('NFKC').toLowerCase().replace(/\s+/g, ' ').replace(/[\s.!;,]+$/, '').trim();
 }
 
+/**
+ * A letter of a spaced script (Latin with accents, Greek, Cyrillic, Hebrew, Arabic, Indic ...), and a
+ * word character: listed scripts, not "any letter but Han", so the regex needs no lookahead per character.
+ */
+const SPACED = '\\p{Script=Latin}\\p{Script=Greek}\\p{Script=Cyrillic}\\p{Script=Armenian}\\p{Script=Georgian}\\p{Script=Hebrew}\\p{Script=Arabic}\\p{Script=Devanagari}\\p{Script=Bengali}\\p{Script=Tamil}\\p{Script=Ethiopic}';
+const WL = `[${SPACED}]`;
+const WC = `[${SPACED}\\p{M}\\p{N}_+#]`;
 // Order matters: the first alternative that matches at a position wins.
 const TOKEN_RE = new RegExp(
   [
@@ -188,16 +197,30 @@ const TOKEN_RE = new RegExp(
     '(?<ip>\\b\\d{1,3}(?:\\.\\d{1,3}){3}(?::\\d+)?\\b)',
     '(?<ver>\\bv?\\d+(?:\\.\\d+)+(?:[-+][\\w.]+)?\\b|\\b[a-z][\\w-]*@v?\\d+(?:\\.\\d+)*\\b)',
     '(?<num>\\b\\d+(?:[.,]\\d+)?(?:[a-z]{1,3})?\\b)',
-    "(?<word>[a-z][a-z0-9_+#]*(?:[.'/-][a-z0-9_+#]+)*)",
+    // Scripts written without spaces (Chinese, Japanese, Thai, Korean): runs, split into character bigrams below.
+    '(?<cjk>[\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Thai}\\p{Script=Hangul}]+)',
+    `(?<word>${WL}${WC}*(?:[.'/-]${WC}+)*)`,
   ].join('|'),
+  'gu',
+);
+
+/** The same tokens for pure ASCII text (most entries): no Unicode property classes, several times faster. */
+const TOKEN_RE_ASCII = new RegExp(
+  TOKEN_RE.source
+    .replace(/\(\?<cjk>[^)]*\)\|/, '')
+    .replace(/\(\?<word>.*\)$/, "(?<word>[a-z][a-z0-9_+#]*(?:[.'/-][a-z0-9_+#]+)*)"),
   'g',
 );
+
+/** Characters of scripts written without spaces, whose words are compared as character bigrams. */
+export const UNSPACED = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}\p{Script=Hangul}]/u;
 
 /** Typed tokens of a text (stopwords dropped, words canonicalised). Negations are kept as words. */
 export function tokens(text: string): Token[] {
   const out: Token[] = [];
   const s = normalise(text);
-  for (const m of s.matchAll(TOKEN_RE)) {
+  // eslint-disable-next-line no-control-regex
+  for (const m of s.matchAll(/^[\x00-\x7f]*$/.test(s) ? TOKEN_RE_ASCII : TOKEN_RE)) {
     const g = m.groups!;
     if (g.url) out.push({ t: g.url.replace(/[.,;:]+$/, ''), type: 'url' });
     else if (g.email) out.push({ t: g.email, type: 'email' });
@@ -209,7 +232,12 @@ export function tokens(text: string): Token[] {
     else if (g.ip) out.push({ t: g.ip, type: 'ip' });
     else if (g.ver) out.push({ t: g.ver.replace(/^v(?=\d)/, ''), type: 'ver' });
     else if (g.num) out.push({ t: g.num, type: 'num' });
-    else if (g.word) {
+    else if (g.cjk) {
+      // Character bigrams (a single character stays one token): restatements share most of them.
+      const run = g.cjk;
+      if (run.length === 1) out.push({ t: run, type: 'word', at: m.index, cjk: true });
+      for (let i = 0; i + 1 < run.length; i++) out.push({ t: run.slice(i, i + 2), type: 'word', at: (m.index ?? 0) + i, cjk: true });
+    } else if (g.word) {
       let w = g.word.replace(/'s$/, '');
       if (w.includes("'")) w = w.replace(/'/g, '');
       if (STOP.has(w)) continue;

@@ -10,7 +10,15 @@ import { runLint } from '../lint/run';
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import type { MemoryEntry, MemoryFile, ParamsOf, ProvenanceTrace, RestorePoint, ResultOf } from '../../protocol';
+import type {
+  MemoryEntry,
+  MemoryFile,
+  ParamsOf,
+  Provenance,
+  ProvenanceTrace,
+  RestorePoint,
+  ResultOf,
+} from '../../protocol';
 import { AgentKeepError } from '../../core/errors';
 import { openStore, uniqueStoreSpecs } from '../index';
 import type { CaptureSource, MemoryStoreAdapter, WriteOptions } from '../types';
@@ -70,7 +78,9 @@ async function resolveEntry(s: MemoryStoreAdapter, id: string): Promise<{ entry:
 
 /**
  * memory.show: the entry (id or unique prefix >= 4 chars) in the first store that has it, its file
- * (without entries), the file's content hash and the entry's provenance.
+ * (without entries), the file's content hash and the entry's provenance. When the store's history
+ * cannot be read (provenance.unavailable, e.g. a damaged state.db), the file gets a warning naming
+ * it and the fix, and the show still succeeds.
  * @throws EntryNotFound (in none of the stores), Conflict (ambiguous id), BadStore, StoreNotFound
  */
 export async function showMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryShow'>): Promise<ResultOf<'memoryShow'>> {
@@ -94,8 +104,15 @@ export async function showMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryShow'
   }
   const { s, entry, file } = hits[0];
   const { entries: _omit, ...fileInfo } = file;
-  const provenance = s.provenance ? await s.provenance(entry) : { traces: [], note: `The ${s.kind} store does not keep provenance.` };
+  const none: Provenance = { traces: [], note: `The ${s.kind} store does not keep provenance.` };
+  const provenance: Provenance = s.provenance ? await s.provenance(entry) : none;
   const contentHash = s.contentHash ? await s.contentHash(file.file) : '';
+  // a store history that cannot be read (e.g. a damaged state.db) is a store warning, not only a note
+  const u = provenance.unavailable;
+  if (u) {
+    const warning = `Provenance unavailable: ${u.message}${u.hint ? ` Fix: ${u.hint}` : ''}`;
+    fileInfo.warnings = [...(fileInfo.warnings ?? []), warning];
+  }
   return { store: s.spec, file: fileInfo, entry: { ...entry, store: entry.store ?? s.spec }, contentHash, provenance };
 }
 
@@ -195,8 +212,10 @@ function clean(e: MemoryEntry): MemoryEntry {
 /**
  * memory.diff: entries added, removed and changed between restore point `from`'s agent-state capture
  * and now (or restore point `to`), per store (default: the stores `from` captured), plus the
- * outside-world actions since `from` (until `to`) from the stores' session history.
- * @throws RestorePointNotFound, BadStore (a store `from` did not capture), Unsupported (a store that
+ * outside-world actions since `from` (until `to`) from the stores' session history. A file broken on
+ * either side with its entries unknown (MemoryFile.broken) is not compared; `warnings` names it.
+ * @throws FileError (a store history needed for the actions is damaged), RestorePointNotFound,
+ *   BadStore (a store `from` did not capture), Unsupported (a store that
  *   cannot read captures)
  */
 export async function diffMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryDiff'>): Promise<ResultOf<'memoryDiff'>> {
@@ -209,6 +228,7 @@ export async function diffMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryDiff'
   }
   const result: ResultOf<'memoryDiff'> = { added: [], removed: [], changed: [], actions: [] };
   const actions: ProvenanceTrace[] = [];
+  const warnings: string[] = [];
   for (const spec of specs) {
     const s = openStore(spec);
     if (!s.listCapture) throw unsupported(s, 'read its entries from a restore point');
@@ -229,13 +249,29 @@ export async function diffMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryDiff'
     };
     const before = await s.listCapture(source(from));
     const after = to ? await s.listCapture(source(to)) : await s.list();
-    const d = diffEntries(s.spec, before, after);
+    // a broken file whose entries are unknown on one side is left out, so its entries do not show up
+    // as removed (or added): said in warnings instead
+    const unknown = new Set<string>();
+    const sides: Array<[MemoryFile[], string]> = [
+      [before, `restore point ${from.id}`],
+      [after, to ? `restore point ${to.id}` : 'now'],
+    ];
+    for (const [files, side] of sides) {
+      for (const f of files) {
+        if (!f.broken || f.entries.length) continue;
+        unknown.add(f.kind);
+        warnings.push(`${f.file} is broken (${side}), so its entries were not compared: ${f.broken.message}`);
+      }
+    }
+    const known = (files: MemoryFile[]): MemoryFile[] => files.filter((f) => !unknown.has(f.kind));
+    const d = diffEntries(s.spec, known(before), known(after));
     result.added.push(...d.added);
     result.removed.push(...d.removed);
     result.changed.push(...d.changed);
     if (s.actionsSince) actions.push(...(await s.actionsSince(from.createdAt, to?.createdAt)));
   }
   result.actions = actions.sort((a, b) => (a.time ?? '').localeCompare(b.time ?? ''));
+  if (warnings.length) result.warnings = warnings;
   return result;
 }
 

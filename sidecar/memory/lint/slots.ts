@@ -1,0 +1,157 @@
+/**
+ * The slot model of the memory lint (issue 12): what an entry says about which attribute, so that
+ * two wordings of one attribute with different values are found as a conflict, and a change over
+ * time ("moved from A to B", "switched to", "now prefers", "upgraded to", "no longer", "已迁移",
+ * "改为", "已弃用") as superseded.
+ *
+ * Three pieces, all pure and linear in the entry length:
+ * - `updateMarker(text)`: the words that say a fact changed (English and Chinese, a few Thai), and
+ *   the from/to values when the entry names them;
+ * - `frameDiff(a, b)`: the two token sequences aligned (longest common subsequence); when they differ
+ *   in exactly one short span on each side, the shared frame and the two spans ("Kiran lives in
+ *   [Whitefield]" / "Kiran lives in [Electronic City]");
+ * - `labelValue(text)`: "Label: value" lines ("**Timezone:** Asia/Shanghai", "- Language: Thai
+ *   only", "称呼偏好：叫他“帅哥”").
+ */
+import { canon, normalise, tokens, type Token } from './text';
+
+/** What says that an entry records a change. */
+export interface UpdateMarker {
+  /** The marker as written, e.g. "moved from", "no longer", "已迁移". */
+  phrase: string;
+  /** The entry says the old value is gone ("no longer", "deprecated", "已弃用", "removed"). */
+  retires: boolean;
+  /** The value it changed from, when named ("moved from Whitefield to Electronic City"). */
+  from?: string;
+  /** The value it changed to, when named. */
+  to?: string;
+}
+
+const EN_FROM_TO = /\b(moved|migrated|switched|changed|upgraded|downgraded|renamed|transitioned|converted|went)\b[^.;]{0,40}?\bfrom\s+([^.;,()]{1,60}?)\s+(?:to|into)\s+([^.;,()]{1,60})/;
+const EN_TO = /\b(moved|migrated|switched|upgraded|downgraded|renamed|changed|converted)\s+(?:over\s+|back\s+)?(?:to|into)\s+([^.;,()]{1,60})/;
+const EN_COLON = /\b(changed|updated|switched|moved|migrated|renamed)\s*:/;
+const EN_NOW = /\b(?:now|nowadays|currently|these days)\b/;
+const EN_RETIRE = /\b(?:no longer|not any ?more|anymore|deprecated|retired|discontinued|decommissioned|removed|deleted|replaced (?:by|with)|superseded|obsolete|was (?:dropped|removed))\b/;
+const EN_CHANGED = /\((?:was|formerly|previously|changed from)\s+([^)]{1,40})\)|\binstead of\s+([^.;,()]{1,40})|\bafter the (?:move|upgrade|migration|reinstall|switch)\b/;
+const ZH_CHANGE = /(已迁移|迁移到|迁移至|切换到|切换为|切到|改为|改成|换成|换为|改用|已改名|改名为|更名为|升级到|升级为|已升级|现用|现在用|现改)/;
+const ZH_RETIRE = /(已弃用|弃用|不再|已关停|关停|已删除|已下线|下线了|停用|ไม่มีอยู่แล้ว|ถูกลบ)/;
+const ZH_FROM_TO = /从\s*([^，。；,;]{1,30}?)\s*(?:切换|迁移|改|换|升级)(?:到|为|成|至)\s*([^，。；,;]{1,30})/;
+
+/**
+ * The update marker of an entry, if any. "now" alone counts only next to a verb of state ("now
+ * prefers", "now runs"): a bare "now" in "do it now" is no change.
+ */
+export function updateMarker(text: string): UpdateMarker | undefined {
+  const s = normalise(text);
+  let m = EN_FROM_TO.exec(s);
+  if (m) return { phrase: `${m[1]} from`, retires: false, from: m[2].trim(), to: m[3].trim() };
+  m = ZH_FROM_TO.exec(s);
+  if (m) return { phrase: '从…到', retires: false, from: m[1].trim(), to: m[2].trim() };
+  m = EN_TO.exec(s);
+  if (m) return { phrase: `${m[1]} to`, retires: false, to: m[2].trim() };
+  m = EN_COLON.exec(s);
+  if (m) return { phrase: m[1], retires: false };
+  m = EN_RETIRE.exec(s);
+  if (m) return { phrase: m[0], retires: true };
+  m = ZH_RETIRE.exec(s);
+  if (m) return { phrase: m[0], retires: true };
+  m = ZH_CHANGE.exec(s);
+  if (m) return { phrase: m[0], retires: false };
+  m = EN_CHANGED.exec(s);
+  if (m) return { phrase: m[0].replace(/\s+\S+$/, '').slice(0, 24), retires: false, ...(m[1] || m[2] ? { from: (m[1] ?? m[2]).trim() } : {}) };
+  m = EN_NOW.exec(s);
+  if (m && /\b(?:now|currently|nowadays)\s+(?:\w+\s+)?(?:is|are|uses?|prefers?|likes?|runs?|lives?|works?|wants?|goes|go|routes?|has|on|at|in|called|named|\d)/.test(s)) return { phrase: m[0], retires: false };
+  if (m && /\b(?:is|are|uses?|runs?|lives?|prefers?|likes?|works?|wants?|has|goes)\b[^.;]{0,40}\bnow[.!)]?\s*$/.test(s)) return { phrase: m[0], retires: false };
+  return undefined;
+}
+
+/** Past tense of a state: "lived in", "was", "used to" — an entry about the past agrees with a later change. */
+export function aboutThePast(text: string): boolean {
+  return /\b(?:lived|used to|formerly|previously|had been|was born)\b/.test(normalise(text));
+}
+
+/** Frame tokens: canonical words and values in order, without the words that only mark a change. */
+const MARK_WORDS = new Set(['now', 'currently', 'nowadays', 'anymore', 'but', 'still', 'again', 'change', 'changed', 'update', 'updated']);
+
+/** The tokens of an entry that frameDiff aligns (without the words that only mark a change). */
+export function frameTokens(toks: Token[]): Token[] {
+  return toks.filter((t) => !(t.type === 'word' && MARK_WORDS.has(t.t)));
+}
+
+/** Two spans that differ in otherwise equal wording. */
+export interface FrameDiff {
+  /** Tokens both share, in order (the frame). */
+  frame: string[];
+  /** What stands in the differing place on each side (may be empty on one side: an insertion). */
+  a: Token[];
+  b: Token[];
+  /** Tokens of the frame right before the differing place (up to 2), for the attribute. */
+  before: string[];
+}
+
+/**
+ * Align two token sequences (LCS, both capped at 80 tokens) and return the single differing hunk,
+ * or undefined when they differ in more than one place or not at all.
+ */
+export function frameDiff(a: string | Token[], b: string | Token[]): FrameDiff | undefined {
+  const x = frameTokens(typeof a === 'string' ? tokens(a) : a).slice(0, 80);
+  const y = frameTokens(typeof b === 'string' ? tokens(b) : b).slice(0, 80);
+  const n = x.length;
+  const m = y.length;
+  if (!n || !m) return undefined;
+  const W = m + 1;
+  const L = new Uint16Array((n + 1) * W);
+  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) L[i * W + j] = x[i].t === y[j].t ? L[(i + 1) * W + j + 1] + 1 : Math.max(L[(i + 1) * W + j], L[i * W + j + 1]);
+  const frame: string[] = [];
+  const hunks: Array<{ a: Token[]; b: Token[]; at: number }> = [];
+  let cur: { a: Token[]; b: Token[]; at: number } | undefined;
+  let i = 0;
+  let j = 0;
+  while (i < n || j < m) {
+    if (i < n && j < m && x[i].t === y[j].t) {
+      if (cur) hunks.push(cur);
+      cur = undefined;
+      frame.push(x[i].t);
+      i++;
+      j++;
+    } else {
+      cur ??= { a: [], b: [], at: frame.length };
+      if (j < m && (i >= n || L[i * W + j + 1] >= L[(i + 1) * W + j])) cur.b.push(y[j++]);
+      else cur.a.push(x[i++]);
+    }
+  }
+  if (cur) hunks.push(cur);
+  if (hunks.length !== 1) return undefined;
+  const [h] = hunks;
+  return { frame, a: h.a, b: h.b, before: frame.slice(Math.max(0, h.at - 2), h.at) };
+}
+
+/** A "Label: value" statement. */
+export interface LabelValue {
+  /** Canonical words of the label (e.g. ["timezone"], ["preferred", "language"]). */
+  label: string[];
+  /** The value as written (trimmed), and its canonical tokens. */
+  value: string;
+  valueTokens: string[];
+}
+
+const LABEL_LINE = /^\s*(?:[-*•]\s*)?(?:\*\*)?([^:：\n*]{1,32}?)(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*(.+?)\s*$/u;
+
+/** The "Label: value" statements of an entry (one per line; only the first clause of the value). */
+export function labelValues(text: string): LabelValue[] {
+  const out: LabelValue[] = [];
+  for (const line of text.split('\n')) {
+    const m = LABEL_LINE.exec(line);
+    if (!m || /^\s*(?:https?|ssh|git)$/i.test(m[1])) continue;
+    const label = tokens(m[1]).filter((t) => t.type === 'word').map((t) => t.t);
+    if (!label.length || label.length > 4) continue;
+    const value = m[2].split(/[.;。；]\s|[。；]/u)[0].trim();
+    out.push({ label, value, valueTokens: tokens(value).map((t) => t.t) });
+  }
+  return out;
+}
+
+/** Canonical form of one word (exported for the rules that compare a span with a lexicon). */
+export function canonWord(w: string): string {
+  return canon(w.toLowerCase());
+}
