@@ -3,8 +3,9 @@
  * one-line excerpts come from the shared sidecar/protocol/format.ts (the extension and the webviews
  * use the same), so every front end says "12 MiB" and "5m ago" alike.
  */
-import type { ChangeSummary, MemoryFile, ResultOf, RestorePoint, RiskFinding } from '../protocol';
+import type { ChangeSummary, MemoryFile, ResultOf, RestorePoint, RiskFinding, StoreDescription } from '../protocol';
 import { firstLine, formatAge as age, formatBytes as size, oneLine } from '../protocol/format';
+import { storeSummary } from '../protocol/stores';
 
 /** Left-aligned columns separated by two spaces; the last column is not padded. */
 export function table(input: string[][]): string {
@@ -19,7 +20,7 @@ export function table(input: string[][]): string {
 function reasonText(rp: RestorePoint): string {
   const r = rp.reason;
   if (!r) return '';
-  if (r.command) return r.command;
+  if (r.command) return r.risk ? `${r.command} (${r.risk})` : r.command;
   return r.text ?? '';
 }
 
@@ -101,11 +102,28 @@ export function changeSummary(c: ChangeSummary, future: boolean, scope: 'machine
 }
 
 /**
- * Memory stores: per file a header with usage, then one line per entry (id, first line of text). A
- * broken file (MemoryFile.broken) says BROKEN instead of a count it does not know, then what is
- * broken and the fix.
+ * Memory stores: per store (when `descriptions` are given) a line saying what it is and can do, then
+ * per file a header with usage, then one line per entry (id, first line of text). A broken file
+ * (MemoryFile.broken) says BROKEN instead of a count it does not know, then what is broken and the fix.
  */
-export function memoryTable(files: MemoryFile[]): string {
+export function memoryTable(files: MemoryFile[], descriptions: readonly StoreDescription[] = []): string {
+  const out: string[] = [];
+  // one heading per store (what it is and can do), then its files; files of no described store last
+  const groups = descriptions.map((d) => ({
+    d: d as StoreDescription | undefined,
+    files: files.filter((f) => f.store === d.store),
+  }));
+  const rest = files.filter((f) => !descriptions.some((d) => d.store === f.store));
+  if (rest.length) groups.push({ d: undefined, files: rest });
+  for (const { d, files: group } of groups) {
+    if (d) out.push(`Store ${d.store}: ${storeSummary(d)}`);
+    out.push(...memoryFileLines(group));
+  }
+  return out.join('\n');
+}
+
+/** The lines of memoryTable for some files (without store headings). */
+function memoryFileLines(files: MemoryFile[]): string[] {
   const out: string[] = [];
   for (const f of files) {
     const u = f.usage;
@@ -124,13 +142,14 @@ export function memoryTable(files: MemoryFile[]): string {
       out.push(`  ${e.id}  ${firstLine(e.text, 100)}${more}`);
     }
   }
-  return out.join('\n');
+  return out;
 }
 
-/** Findings as `file:line[-endLine]  class  command`. */
+/** Findings as `file:line[-endLine]  class  command  why` (why: the reason without its class prefix). */
 export function findingsTable(findings: RiskFinding[]): string {
   if (!findings.length) return 'No risky commands found.';
-  return table(findings.map((f) => [`${f.file}:${f.line}${f.endLine !== f.line ? '-' + f.endLine : ''}`, f.class, f.command]));
+  const why = (f: RiskFinding): string => (f.reason ?? '').replace(/^[a-z-]+: /, '');
+  return table(findings.map((f) => [`${f.file}:${f.line}${f.endLine !== f.line ? '-' + f.endLine : ''}`, f.class, f.command, ...(why(f) ? [`— ${why(f)}`] : [])]));
 }
 
 /** Quote for a POSIX shell (single quotes), for the undo commands the CLI prints. */

@@ -4,7 +4,7 @@
  *     agentkeep --version
  *     agentkeep restore-point create --target T [--label TEXT] [--kind manual|config-edit|update|hook] [--store S ...] [--important] [--vmstate] [--json]
  *     agentkeep restore-point list --target T [--json]
- *     agentkeep restore-point restore ID --target T --scope machine|agent|both [--store S ...] [--start] [--no-undo-point] [--yes] [--json]
+ *     agentkeep restore-point restore ID --target T --scope machine|agent|both [--store S ...] [--start] [--yes] [--json]
  *     agentkeep restore-point diff ID --target T [--store S ...] [--json]
  *     agentkeep restore-point delete ID --target T [--yes] [--json]
  *     agentkeep restore-point label ID --target T [--label TEXT] [--important | --not-important] [--json]
@@ -25,7 +25,8 @@
  *     global: --state-dir DIR (also AGENTKEEP_STATE_DIR)
  *
  * Output: human tables, or with --json ONE JSON document on stdout. Errors: one line on stderr
- * naming the problem and the fix; with --json also `{"error":{code,message,hint}}` on stdout.
+ * naming the problem, the next actions as `agentkeep …` command lines (cli/actions.ts) and the fix;
+ * with --json also `{"error":{code,message,hint,actions}}` on stdout (actions: NextAction data).
  * Exit codes: 0 ok, 1 failure, 2 usage error (unknown command/option, missing or bad argument).
  */
 import { formatFindings } from '../memory/lint/format';
@@ -33,7 +34,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { Command, CommanderError, Help, Option } from 'commander';
-import type { RiskFinding } from '../protocol';
+import { nextAction, type RiskFinding } from '../protocol';
 import { AgentKeepError, asAgentKeepError } from '../core/errors';
 import { call } from '../core/dispatch';
 import type { CoreApi, CoreOptions } from '../core/service';
@@ -43,8 +44,10 @@ import { parseHostPort, readTokenFile, serveWs } from '../server/ws';
 import type { CoreFactory } from '../server/session';
 import { changeSummary, createdLine, findingsTable, memoryDiffText, restoreLossText, memoryShowText, memoryTable, pruneReport, restorePointTable, shellQuote, usageReport } from './format';
 import { guardSignals } from './signals';
-import { cliTargetArgs, resolveStateDir } from '../core/state';
+import { resolveStateDir } from '../core/state';
+import { cliTargetArgs, commandLine, describeProblem, type RenderOptions } from './actions';
 import { parseDuration } from '../core/retention';
+import { describeStore, storeFactories } from '../memory';
 import { VERSION } from './version';
 
 /** Where the CLI writes; replaceable for tests. */
@@ -123,6 +126,8 @@ interface Ctx {
   json: boolean;
   /** `serve` keeps the process alive: do not report an exit code. */
   serving: boolean;
+  /** The --state-dir given (else AGENTKEEP_STATE_DIR), once a command ran: printed commands name it. */
+  stateDir?: string;
 }
 
 function coreOpts(cmd: Command): CoreOptions {
@@ -130,7 +135,24 @@ function coreOpts(cmd: Command): CoreOptions {
   return { stateDir: g.stateDir ?? process.env.AGENTKEEP_STATE_DIR ?? undefined };
 }
 
+/**
+ * How this run prints next actions: with the state dir in use (`--state-dir` only when it is not
+ * the default). A relative state dir (refused by the core) is named as given.
+ */
+function renderOpts(ctx: Ctx): RenderOptions {
+  try {
+    return { stateDir: resolveStateDir(ctx.stateDir) };
+  } catch {
+    return { stateDir: ctx.stateDir ?? resolveStateDir() };
+  }
+}
+
 /** What a VM rollback does, shown before and after it. */
+/** The forms of the registered store kinds, for help texts ("hermes:/abs/path/to/.hermes, agent-zero:/abs/root"). */
+function storeForms(): string {
+  return storeFactories().map((f) => f.forms[0]).join(', ');
+}
+
 /** Said before and after every restore: snapshots roll back the machine, not the world. */
 const OUTSIDE_NOTE = 'A restore does not undo what the agent did outside the machine (messages sent, remote pushes, API calls, payments).';
 const VM_RESTORE_NOTE =
@@ -181,20 +203,31 @@ function program(ctx: Ctx): Command {
       },
     });
 
+  // the state dir of the command about to run, for the commands printed in its output and errors
+  root.hook('preAction', (_root, action) => {
+    ctx.stateDir = coreOpts(action).stateDir;
+  });
+
   const rp = root.command('restore-point').description('create, list, restore and delete restore points');
 
   rp.command('create')
     .description('take a restore point of a target (and capture the agent state of each --store)')
     .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
     .option('--label <text>', 'a label for the restore point')
-    .option('--store <store>', 'memory store whose agent state is captured, e.g. hermes:/home/me/.hermes (repeatable; default: the Hermes homes found in the target)', collect, [])
+    .option(
+      '--store <store>',
+      'memory store whose agent state is captured, e.g. hermes:/home/me/.hermes (repeatable; default: the ' +
+        `stores found in the target: ${storeFactories().filter((f) => f.detect).map((f) => f.kindName).join(', ')})`,
+      collect,
+      [],
+    )
     .addOption(new Option('--kind <kind>', 'why it is taken: manual, config-edit (before editing a config file), update (before updating the agent), hook (from a script or git hook); retention treats them alike').choices(['manual', 'config-edit', 'update', 'hook']).default('manual'))
     .option('--important', 'mark it important (retention keeps the newest 10 important restore points)')
     .option('--vmstate', 'VM targets: include the RAM state (a rollback resumes the VM where it was)')
     .option('--json', 'print the restore point as JSON')
     .action(async (o: { target: string; label?: string; kind: 'manual' | 'config-edit' | 'update' | 'hook'; store: string[]; important?: boolean; vmstate?: boolean }, cmd: Command) => {
       const asJson = json(cmd);
-      const guard = guardSignals('create', ctx.io, cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir)));
+      const guard = guardSignals('create', ctx.io, cliTargetArgs(o.target, renderOpts(ctx).stateDir));
       let rpnt;
       try {
         // a target that does not parse fails in the create below, with the backend's own message
@@ -207,7 +240,8 @@ function program(ctx: Ctx): Command {
       } finally {
         guard.dispose();
       }
-      for (const w of rpnt.warnings ?? []) ctx.io.err(`agentkeep: warning: ${w}`);
+      const notices = rpnt.notices ?? (rpnt.warnings ?? []).map((message) => ({ message }));
+      for (const n of notices) ctx.io.err(`agentkeep: warning: ${describeProblem(n, renderOpts(ctx))}`);
       if (asJson) printJson(ctx, rpnt);
       else {
         const noun = (await call(core(cmd), 'targetDescribe', { target: rpnt.target }).catch(() => undefined))?.snapshotNoun;
@@ -246,12 +280,16 @@ function program(ctx: Ctx): Command {
       // A restore whose process died while writing (kill -9, power loss): say so on stderr, even with --json.
       const broken = (await call(c, 'agentStatus', { target: o.target }).catch(() => undefined))?.interruptedRestore;
       if (broken) {
-        const args = cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir));
-        const stores = (broken.stores ?? []).map((st) => ` --store ${shellQuote(st)}`).join('');
+        // the core's next actions: finish (restore broken.id again), go back (restore broken.undo)
+        const cmdOf = (id: string): string | undefined => {
+          const a = broken.actions?.find((x) => x.params?.id === id);
+          return a && commandLine(a, renderOpts(ctx));
+        };
+        const [finish, back] = [cmdOf(broken.id), broken.undo && cmdOf(broken.undo)];
         ctx.io.err(
           `agentkeep: warning: a restore of ${broken.id} (scope ${broken.scope}) started ${broken.startedAt} never finished: ${o.target} may be half-restored. ` +
-            `Finish it: agentkeep restore-point restore ${broken.id} ${args} --scope ${broken.scope}${stores} --yes` +
-            (broken.undo ? `, or go back: agentkeep restore-point restore ${broken.undo} ${args} --scope both --yes` : ' (it had no undo point)'),
+            `Finish it: ${finish ?? `restore ${broken.id} again`}` +
+            (broken.undo ? `, or go back: ${back ?? `restore ${broken.undo}`}` : ' (it had no undo point)'),
         );
       }
       if (asJson) printJson(ctx, points);
@@ -282,12 +320,13 @@ function program(ctx: Ctx): Command {
       const noUndo = o.undoPoint === false;
       if (noUndo && !o.yes) {
         // Never implied: a restore without an undo point loses the current state for good.
-        const args = cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir));
+        const action = nextAction('Restore without an undo point', 'restorePointRestore', { target: o.target, id, scope: o.scope, ...(stores ? { stores } : {}), noUndoPoint: true, confirmed: true }, { destructive: true });
         if (!ctx.io.isTTY) {
           throw new AgentKeepError(
             'ConfirmationRequired',
             `Restoring ${id} without an undo point replaces the current state of ${o.target} for good and needs confirmation.`,
-            `Pass --yes with --no-undo-point (agentkeep restore-point restore ${id} ${args} --scope ${o.scope} --no-undo-point --yes), or free space and restore with an undo point.`,
+            'Pass --yes with --no-undo-point, or free space and restore with an undo point.',
+            [action],
           );
         }
         ctx.io.err(`Restoring ${id} (scope ${o.scope}) on ${o.target} WITHOUT an undo point: the current state is not captured first, so this restore cannot be undone.`);
@@ -319,7 +358,7 @@ function program(ctx: Ctx): Command {
           throw new AgentKeepError('ConfirmationRequired', 'Restore cancelled; nothing was changed.', 'Answer y to restore, or pass --yes.');
         }
       }
-      const guard = guardSignals('restore', ctx.io, cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir)));
+      const guard = guardSignals('restore', ctx.io, cliTargetArgs(o.target, renderOpts(ctx).stateDir));
       let r;
       try {
         const rc = ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal, onRestoreWriting: (u) => guard.writing(u?.id) });
@@ -331,16 +370,16 @@ function program(ctx: Ctx): Command {
       } finally {
         guard.dispose();
       }
+      const undoAction = r.undo && nextAction('Undo', 'restorePointRestore', { target: o.target, id: r.undo.id, scope: o.scope });
+      const undo = undoAction ? commandLine(undoAction, { ...renderOpts(ctx), yes: false }) : 'none (restored without an undo point)';
       if (asJson) {
         const { id: rid, label, createdAt, status, kind, target } = r.restored;
         printJson(ctx, { id: rid, label, createdAt, status, kind, target, scope: o.scope, restored: r.restored, undo: r.undo, changes: r.changes, ...(r.machineState ? { machineState: r.machineState } : {}), ...(r.warnings ? { warnings: r.warnings } : {}) });
       } else if (pve) {
-        const undo = r.undo ? `agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}` : 'none (restored without an undo point)';
         ctx.io.out([`Rolled back ${o.target} to ${r.restored.id} "${r.restored.label}". The guest is ${r.machineState ?? 'in an unknown state'}.`, ...(r.warnings ?? []).map((w) => `Warning: ${w}`), VM_RESTORE_NOTE.split('\n')[1], `Undo: ${undo}`].join('\n'));
       } else {
         // VM backends: no file list; the whole VM went back, and it is running or paused now.
         const what = r.machineState ? `  The VM's disks and RAM are back at the restore point; the VM is ${r.machineState}.` : changeSummary(r.changes, false, o.scope);
-        const undo = r.undo ? `agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}` : 'none (restored without an undo point)';
         ctx.io.out(`Restored ${r.restored.id} "${r.restored.label}" (scope ${o.scope}).\n${what}\n${OUTSIDE_NOTE}\nUndo: ${undo}`);
         for (const w of r.warnings ?? []) ctx.io.out(`Note: ${w}`);
       }
@@ -414,14 +453,14 @@ function program(ctx: Ctx): Command {
   mem
     .command('list')
     .description('list the entries of memory stores with their usage')
-    .requiredOption('--store <store>', 'memory store, e.g. hermes:/home/me/.hermes (repeatable)', collect, [])
+    .requiredOption('--store <store>', `memory store, one of ${storeForms()} (repeatable)`, collect, [])
     .option('--json', 'print {stores: [...]} as JSON')
     .action(async (o: { store: string[] }, cmd: Command) => {
       const asJson = json(cmd);
       if (o.store.length === 0) throw new UsageError('InvalidParams', 'memory list needs a store.', 'Add --store hermes:/abs/path/to/.hermes (repeatable).');
       const r = await call(core(cmd), 'memoryList', { stores: o.store });
       if (asJson) printJson(ctx, r);
-      else ctx.io.out(memoryTable(r.stores));
+      else ctx.io.out(memoryTable(r.stores, r.descriptions));
     });
 
   root
@@ -542,7 +581,8 @@ function program(ctx: Ctx): Command {
     if (o.store.length > 1) throw new UsageError('InvalidParams', `memory ${what} takes one --store.`, 'Name the store that holds the entry.');
     return o.store[0];
   };
-  const storeOpt = (c: Command): Command => c.option('--store <store>', 'memory store, e.g. hermes:/home/me/.hermes (repeatable)', collect, []);
+  const storeOpt = (c: Command): Command =>
+    c.option('--store <store>', `memory store, one of ${storeForms()} (repeatable)`, collect, []);
 
   storeOpt(mem.command('show').description('show one entry with its provenance (which session and tool call wrote it)'))
     .option('--entry <id>', 'entry id or a unique prefix (>= 4 chars)')
@@ -568,7 +608,10 @@ function program(ctx: Ctx): Command {
       if (!o.text.trim()) throw new UsageError('InvalidParams', 'memory edit --text is empty: an entry cannot be blank.', `Give the new text, or delete the entry: agentkeep memory remove --store ${shellQuote(store)} --entry ${entry}`);
       const r = await call(core(cmd), 'memoryEdit', { store, entry, text: o.text, ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}) });
       if (asJson) printJson(ctx, r);
-      else ctx.io.out(`Edited ${r.previous.id} -> ${r.entry.id} in ${r.entry.file ?? store}.\nUndo: agentkeep memory edit --store ${shellQuote(store)} --entry ${r.undo.entry} --text ${shellQuote(r.undo.text)}`);
+      else {
+        const undo = commandLine(nextAction('Undo', 'memoryEdit', { ...r.undo, store }), renderOpts(ctx));
+        ctx.io.out(`Edited ${r.previous.id} -> ${r.entry.id} in ${r.entry.file ?? store}.\nUndo: ${undo}`);
+      }
     });
 
   storeOpt(mem.command('remove').description('delete one entry (same safety as edit)'))
@@ -580,7 +623,10 @@ function program(ctx: Ctx): Command {
       const store = oneStore(o, 'remove');
       const r = await call(core(cmd), 'memoryRemove', { store, entry: needEntry(o, 'remove'), ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}) });
       if (asJson) printJson(ctx, r);
-      else ctx.io.out(`Removed ${r.removed.id} from ${r.removed.file ?? store}.\nUndo: agentkeep memory add --store ${shellQuote(store)}${r.undo.file ? ` --file ${r.undo.file}` : ''} --text ${shellQuote(r.undo.text)}`);
+      else {
+        const undo = commandLine(nextAction('Undo', 'memoryAdd', { ...r.undo, store }), renderOpts(ctx));
+        ctx.io.out(`Removed ${r.removed.id} from ${r.removed.file ?? store}.\nUndo: ${undo}`);
+      }
     });
 
   storeOpt(mem.command('add').description('add an entry (Hermes: to MEMORY.md, or USER.md with --file user)'))
@@ -619,7 +665,11 @@ function program(ctx: Ctx): Command {
       const asJson = json(cmd);
       if (!o.from) throw new UsageError('InvalidParams', 'memory diff needs --from RESTORE_POINT_ID.', 'Pick one from agentkeep restore-point list --target T.');
       let target = o.target;
-      if (!target && o.store.length === 1) target = `dir:${o.store[0].replace(/^[A-Za-z][A-Za-z0-9_-]*:/, '')}`;
+      if (!target && o.store.length === 1) {
+        // one local store: its directory is the target (the store's description says where, not its string)
+        const root = describeStore(o.store[0]).localRoot;
+        if (root) target = `dir:${root}`;
+      }
       if (!target) throw new UsageError('InvalidParams', 'memory diff needs --target (the target the restore point belongs to).', 'Add --target dir:/abs/path (or give one --store inside that directory).');
       const r = await call(core(cmd), 'memoryDiff', { target, from: o.from, ...(o.to ? { to: o.to } : {}), ...(o.store.length ? { stores: o.store } : {}) });
       if (asJson) printJson(ctx, r);
@@ -739,8 +789,10 @@ export async function runCli(argv: string[], makeCore: CoreFactory, io: CliIO = 
       return 2;
     }
     const err = asAgentKeepError(e);
-    io.err(`agentkeep: ${err.oneLine()}`);
-    if (ctx.json) io.out(JSON.stringify({ error: { code: err.code, message: err.message, ...(err.hint ? { hint: err.hint } : {}) } }));
+    // the core's next actions as the equivalent command lines (with --json also as data)
+    io.err(`agentkeep: ${describeProblem(err, renderOpts(ctx))}`);
+    const more = { ...(err.hint ? { hint: err.hint } : {}), ...(err.actions?.length ? { actions: err.actions } : {}) };
+    if (ctx.json) io.out(JSON.stringify({ error: { code: err.code, message: err.message, ...more } }));
     if (err.kind === 'Internal' && process.env.AGENTKEEP_DEBUG && e instanceof Error && e.stack) io.err(e.stack);
     return e instanceof UsageError ? 2 : 1;
   }

@@ -5,15 +5,15 @@
  */
 import type { ChangeSummary, ParamsOf, ResultOf, RestorePoint, Scope } from '../protocol';
 import type { MemoryStoreAdapter } from '../memory';
+import { listAction, restoreAction } from './actions';
 import { agentStateFilter, findCapture, lockStores, noCapture, restoreAgent } from './agentState';
 import { STAGE_TEXT, type CoreContext } from './context';
 import { createLocked } from './create';
 import { noUndoPointUnconfirmed, undoPointSpaceError } from './diskfull';
-import { detectStores } from './detect';
+import { detectTargetStores } from './detect';
 import { AgentKeepError, asAgentKeepError } from './errors';
 import { isAbortedError } from './fsutil';
 import { clearRestoreMarker, writeRestoreMarker } from './interrupted';
-import { cliTargetArgs } from './state';
 
 /**
  * Restore a restore point with a scope, after capturing the current state as a `pre-restore`
@@ -23,7 +23,7 @@ import { cliTargetArgs } from './state';
  * restore point captured. `noUndoPoint` with `confirmed` skips the pre-restore point (no `undo` in
  * the result): the way out when the state dir is too full to hold it.
  * @throws RestorePointNotFound, CorruptSnapshot (nothing touched), TargetBusy, BadStore, DiskFull
- *   (the undo point does not fit: nothing touched; the hint offers prune or --no-undo-point),
+ *   (the undo point does not fit: nothing touched; the actions offer prune or noUndoPoint),
  *   ConfirmationRequired (noUndoPoint without confirmed), Internal (failed halfway; the message
  *   names the pre-restore id to go back to)
  */
@@ -42,7 +42,8 @@ export async function restoreRestorePoint(
       throw new AgentKeepError(
         'BadStore',
         `Restore point ${rp.id} has no agent-state capture, so scope agent has nothing to restore (nothing was changed).`,
-        `Restore it with --scope machine or --scope both, or pick a restore point that captured a store (agentkeep restore-point list ${cliTargetArgs(t.target.spec, ctx.stateDir)}).`,
+        'To restore agent state, pick a restore point that captured a store.',
+        [restoreAction('Restore the files (scope machine)', t.target.spec, rp.id, 'machine'), listAction(t.target.spec)],
       );
     }
     if (scope !== 'machine') for (const s of stores) if (!findCapture(rp, s)) throw noCapture(rp, s);
@@ -52,15 +53,15 @@ export async function restoreRestorePoint(
     // Capture what we are about to replace, so the restore can be undone.
     const capturable: MemoryStoreAdapter[] = [];
     for (const s of stores) if (await s.check().then(() => true, () => false)) capturable.push(s);
-    if (!capturable.length && !p.stores) capturable.push(...(await detectStores(t.target.path)));
+    if (!capturable.length && !p.stores) capturable.push(...(await detectTargetStores(t.target)));
     // (noUndoPoint, confirmed: a full state dir, the user chose to restore without a way back)
-    const cli = cliTargetArgs(t.target.spec, ctx.stateDir);
-    if (p.noUndoPoint && !p.confirmed) throw noUndoPointUnconfirmed(rp.id, cli, scope);
+    const target = t.target.spec;
+    if (p.noUndoPoint && !p.confirmed) throw noUndoPointUnconfirmed(rp.id, target, scope, p.stores);
     const didNotStart = `the restore of ${rp.id} did not start; nothing in the target was changed`;
     const undo = p.noUndoPoint
       ? undefined
       : await createLocked(ctx, t, { kind: 'pre-restore', restoredFrom: rp.id, stores: capturable }, progress, didNotStart).catch(async (e: unknown) => {
-          throw await undoPointSpaceError(e, { id: rp.id, scope, stores: p.stores, stateDir: ctx.stateDir, targetArgs: cli });
+          throw await undoPointSpaceError(e, { id: rp.id, scope, stores: p.stores, stateDir: ctx.stateDir, target });
         });
     try {
       ctx.opts.onRestoreWriting?.(undo);
@@ -77,7 +78,7 @@ export async function restoreRestorePoint(
     const unlock = scope === 'machine' ? async () => undefined : await lockStores(stores);
     try {
       if (scope !== 'agent') {
-        const inTarget = [...stores, ...(await detectStores(t.target.path))];
+        const inTarget = [...stores, ...(await detectTargetStores(t.target))];
         const skip = agentStateFilter(t.target, inTarget, { keepAgentState: scope === 'machine' });
         const m = await t.backend.restore(rp.id, {
           currentId: undo?.id,
@@ -92,21 +93,19 @@ export async function restoreRestorePoint(
       }
       if (scope !== 'machine') changes.agentChanged = await restoreAgent(ctx, rp, stores);
     } catch (e) {
-      const undoCmd = `agentkeep restore-point restore ${undo?.id} ${cli} --scope both --yes`;
+      const undoActions = undo ? [restoreAction('Undo', target, undo.id, 'both')] : [];
       const saved = undo ? `The state before the restore was saved as restore point ${undo.id}.` : 'It was restored without an undo point, so the state before it is gone.';
+      const finish = restoreAction('Finish the restore', target, rp.id, scope, p.stores);
       if (isAbortedError(e)) {
-        throw new AgentKeepError(
-          'Internal',
-          `Interrupted: the restore of ${rp.id} was stopped part-way, so ${t.target.path} is partly restored. ${saved}`,
-          undo ? `Undo with: ${undoCmd} (or run the restore of ${rp.id} again to finish it).` : `Run the restore of ${rp.id} again to finish it.`,
-        );
+        throw new AgentKeepError('Internal', `Interrupted: the restore of ${rp.id} was stopped part-way, so ${t.target.path} is partly restored. ${saved}`, undefined, [...undoActions, finish]);
       }
       const err = asAgentKeepError(e);
       const kinds = ['CorruptSnapshot', 'FileError', 'Hypervisor', 'GuestLocked', 'AuthFailed', 'RestorePointNotFound', 'DiskFull'] as const;
       throw new AgentKeepError(
         kinds.find((k) => k === err.kind) ?? 'Internal',
         `Restore of ${rp.id} stopped: ${err.message} ${saved}`,
-        undo ? `To go back to it: agentkeep restore-point restore ${undo.id} ${cli} --scope both` : `${err.hint ?? 'Fix the cause'}, then run the restore of ${rp.id} again to finish it.`,
+        undo ? undefined : `${err.hint ?? 'Fix the cause'}, then finish the restore.`,
+        undo ? undoActions : [finish],
       );
     } finally {
       await unlock();

@@ -44,7 +44,11 @@ describe('a full state dir (issue 13 #2, real tmpfs)', function () {
     assert.ok(e.message.includes(small.mnt), e.message);
     assert.match(e.message, /\(tmpfs\), now [\d.]+ (MiB|KiB|B) free of 8\.0 MiB/);
     assert.match(e.message, /What this create had stored was removed/);
-    assert.match(e.hint ?? '', new RegExp(`Free space on ${small.mnt}: agentkeep restore-point prune --target dir:`));
+    assert.match(e.hint ?? '', new RegExp(`Free space on ${small.mnt}: prune or delete restore points`));
+    assert.deepEqual(e.actions?.map((a) => [a.method, a.params?.target, a.params?.dryRun]), [
+      ['agentkeep/restorePoint.prune', s.target, undefined],
+      ['agentkeep/restorePoint.prune', s.target, true],
+    ]);
     assert.doesNotMatch(`${e.message} ${e.hint}`, /permission/i);
     assert.deepEqual(storedObjects(state), [], 'the objects it stored were collected at once');
     assert.deepEqual(tempObjects(state), []);
@@ -68,8 +72,15 @@ describe('a full state dir (issue 13 #2, real tmpfs)', function () {
     assert.match(e.message, new RegExp(`The restore of ${rp.id} did not start: its undo point .* does not fit in the state dir`));
     assert.match(e.message, /Nothing in the target was changed/);
     assert.ok(e.message.includes(small.mnt));
-    assert.match(e.hint ?? '', /free space on .* restore-point prune --target .*--keep 5/);
-    assert.match(e.hint ?? '', new RegExp(`restore without an undo point, so that the current state is lost for good: agentkeep restore-point restore ${rp.id} --target .* --scope both --no-undo-point --yes`));
+    assert.match(e.hint ?? '', /free space on .* or restore without an undo point, so that the current state is lost for good/);
+    const noUndo = e.actions?.find((a) => a.params?.noUndoPoint);
+    assert.deepEqual(noUndo?.params, { target: s.target, id: rp.id, scope: 'both', noUndoPoint: true, confirmed: true });
+    assert.ok(e.actions?.some((a) => a.method === 'agentkeep/restorePoint.prune'));
+    // the CLI prints both choices as command lines
+    const said = await runSidecar(['--state-dir', state, 'restore-point', 'restore', rp.id, '--target', s.target, '--scope', 'both', '--yes']);
+    assert.equal(said.code, 1);
+    assert.match(said.stderr, new RegExp(`restore-point restore ${rp.id} --target \\S+ --state-dir \\S+ --scope both --no-undo-point --yes`));
+    assert.match(said.stderr, /restore-point prune --target \S+ --state-dir \S+ --keep 5/);
     assert.deepEqual(describeTree(s.tree), now, 'the tree is untouched');
     assert.deepEqual(orphanObjects(state), [], 'the partial undo point was collected');
     assert.deepEqual((await core.listRestorePoints({ target: s.target })).map((r) => r.id), [rp.id]);
@@ -129,7 +140,8 @@ describe('a full state dir (issue 13 #2, real tmpfs)', function () {
       const e = await expectAgentKeepError(c.restoreRestorePoint({ target, id: rp.id, scope: 'both' }), 'DiskFull');
       assert.match(e.message, new RegExp(`Restore of ${rp.id} stopped: Cannot restore files into ${tree}: the file system ${t.mnt} \\(tmpfs\\) is full`));
       assert.match(e.message, /The state before the restore was saved as restore point ak_/);
-      assert.match(e.hint ?? '', /To go back to it: agentkeep restore-point restore ak_/);
+      assert.equal(e.actions?.[0]?.title, 'Undo');
+      assert.match(String(e.actions?.[0]?.params?.id), /^ak_/);
       assert.deepEqual(fs.readdirSync(tree).filter((n) => n.startsWith('.ak-tmp-')), [], 'no temp left in the target');
     } finally {
       t.cleanup();

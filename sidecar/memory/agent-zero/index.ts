@@ -18,9 +18,19 @@ import { createHash, randomInt } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { MemoryEntry, MemoryFile, Provenance, StoreProblem } from '../../protocol';
+import { memoryListAction } from '../../core/actions';
 import { AgentKeepError } from '../../core/errors';
 import { brokenError, problemOf } from '../broken';
-import type { CaptureSource, MemoryStoreAdapter, WriteOptions } from '../types';
+import { captureLocalFiles, changedLocalFiles, restoreLocalFiles } from '../files';
+import type {
+  AgentStateOptions,
+  CapturedFile,
+  CaptureSink,
+  CaptureSource,
+  MemoryStoreAdapter,
+  RestoreSource,
+  WriteOptions,
+} from '../types';
 import { AgentZeroApi, type A0Credentials } from './api';
 import { parseDocstore, type A0Document } from './docstore';
 
@@ -221,6 +231,27 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     this.url = opts.url ?? (process.env.AGENTKEEP_A0_URL || undefined);
     const user = process.env.AGENTKEEP_A0_USER;
     this.credentials = opts.credentials ?? (user ? { user, password: process.env.AGENTKEEP_A0_PASSWORD ?? '' } : undefined);
+  }
+
+  /** See MemoryStoreAdapter.location: the Agent Zero root. */
+  get location(): string {
+    return this.root;
+  }
+  /** See MemoryStoreAdapter.localRoot: the Agent Zero root. */
+  get localRoot(): string {
+    return this.root;
+  }
+  /** See MemoryStoreAdapter.capture: the files of agentStateFiles (sidecar/memory/files.ts). */
+  capture(sink: CaptureSink, opts?: AgentStateOptions): Promise<CapturedFile[]> {
+    return captureLocalFiles(this, this.root, sink, opts);
+  }
+  /** See MemoryStoreAdapter.restore: temp file + rename per file (sidecar/memory/files.ts). */
+  restore(files: readonly CapturedFile[], src: RestoreSource, opts?: AgentStateOptions): Promise<string[]> {
+    return restoreLocalFiles(this, this.root, files, src, opts);
+  }
+  /** See MemoryStoreAdapter.changedFiles. */
+  changedFiles(files: readonly CapturedFile[]): Promise<string[]> {
+    return changedLocalFiles(this, this.root, files);
   }
 
   /** @throws StoreNotFound when root is not a directory or has neither usr/memory/ nor memory/. */
@@ -663,7 +694,7 @@ export class AgentZeroStore implements MemoryStoreAdapter {
       const want = entryId.trim().toLowerCase();
       hits = located.filter((l) => l.entry.id.toLowerCase().startsWith(want));
     }
-    if (hits.length === 0) throw new AgentKeepError('EntryNotFound', `No Agent Zero memory with id ${entryId} in ${this.root}.`, 'List the store for the ids (agentkeep memory list --store ...).');
+    if (hits.length === 0) throw new AgentKeepError('EntryNotFound', `No Agent Zero memory with id ${entryId} in ${this.root}.`, undefined, [memoryListAction([this.spec])]);
     if (hits.length > 1) {
       throw new AgentKeepError(
         'Conflict',

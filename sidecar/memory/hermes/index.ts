@@ -19,12 +19,23 @@ import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { MemoryEntry, MemoryFile, Provenance, ProvenanceTrace } from '../../protocol';
+import { memoryListAction } from '../../core/actions';
 import { AgentKeepError } from '../../core/errors';
 import { fsyncDir, isTempName, tempNameFor } from '../../core/fsutil';
 import type { StoreProblem } from '../../protocol';
 import { problemOf } from '../broken';
 import { captureSqlite } from '../sqlite';
-import type { CaptureSource, MemoryStoreAdapter, WriteOptions } from '../types';
+import { captureLocalFiles, changedLocalFiles, restoreLocalFiles } from '../files';
+import type {
+  AgentStateOptions,
+  CaptureSink,
+  CaptureSource,
+  CapturedFile,
+  MemoryStoreAdapter,
+  RestoreSource,
+  StoreLintProfile,
+  WriteOptions,
+} from '../types';
 import { ENTRY_DELIMITER, READ_ONLY, driftReason, entryId, limitsFromConfig, parseEntries, readHome, sha256, usageChars, type FileSource, type HermesLimits, type ReadFile } from './home';
 import { ProvenanceIndex, outsideActions, readHistory, type HermesHistory } from './history';
 import { lockHermesFile } from './lock';
@@ -108,6 +119,33 @@ export class HermesStore implements MemoryStoreAdapter {
     readonly root: string,
     readonly spec: string = `hermes:${root}`,
   ) {}
+
+  /** See MemoryStoreAdapter.location: the home directory. */
+  get location(): string {
+    return this.root;
+  }
+  /** See MemoryStoreAdapter.localRoot: the home directory. */
+  get localRoot(): string {
+    return this.root;
+  }
+
+  /** MEMORY.md, USER.md, SOUL.md, ARCHIVE.jsonl and skills are text files. */
+  readonly textFiles = true;
+
+  /**
+   * Lint knobs: char budgets (MEMORY.md/USER.md usage), history while state.db exists, Hermes' drift
+   * rule on the raw MEMORY.md/USER.md, and "~" = the parent of a home named .hermes (else unknown).
+   */
+  readonly lintProfile: StoreLintProfile = {
+    budgets: true,
+    keepsHistory: () => fs.access(path.join(this.root, 'state.db')).then(() => true, () => false),
+    historyChecks: ['age of MEMORY.md and USER.md entries (Hermes keeps their times only in state.db)'],
+    driftText: async (f) => {
+      if (f.kind !== 'hermes-memory' && f.kind !== 'hermes-user') return undefined;
+      return fs.readFile(f.file, 'utf8').catch(() => undefined);
+    },
+    agentHome: () => (path.basename(this.root) === '.hermes' ? path.dirname(this.root) : null),
+  };
 
   /** @throws AgentKeepError StoreNotFound when root is not a directory or has neither memories/ nor config.yaml. */
   async check(): Promise<void> {
@@ -273,6 +311,19 @@ export class HermesStore implements MemoryStoreAdapter {
     if (rel === 'state.db-wal' || rel === 'state.db-shm') return false;
     if (rel === 'state.db') return captureSqlite(path.join(this.root, 'state.db'), dest);
     await fs.copyFile(path.join(this.root, ...rel.split('/')), dest);
+  }
+
+  /** See MemoryStoreAdapter.capture: the files of agentStateFiles (sidecar/memory/files.ts). */
+  capture(sink: CaptureSink, opts?: AgentStateOptions): Promise<CapturedFile[]> {
+    return captureLocalFiles(this, this.root, sink, opts);
+  }
+  /** See MemoryStoreAdapter.restore: temp file + rename per file (sidecar/memory/files.ts). */
+  restore(files: readonly CapturedFile[], src: RestoreSource, opts?: AgentStateOptions): Promise<string[]> {
+    return restoreLocalFiles(this, this.root, files, src, opts);
+  }
+  /** See MemoryStoreAdapter.changedFiles. */
+  changedFiles(files: readonly CapturedFile[]): Promise<string[]> {
+    return changedLocalFiles(this, this.root, files);
   }
 
   /** Hermes readOnlyReason: none (MEMORY.md and USER.md are editable; other files say so per file). */
@@ -590,7 +641,7 @@ export function resolveIn(files: MemoryFile[], id: string, spec: string): { entr
   const pick = exact.length === 1 ? exact : hits;
   if (pick.length === 1) return pick[0];
   if (!pick.length) {
-    throw new AgentKeepError('EntryNotFound', `No entry ${id} in ${spec}.`, 'List the entries with agentkeep memory list (ids change when the text changes).');
+    throw new AgentKeepError('EntryNotFound', `No entry ${id} in ${spec}.`, 'Ids change when the text changes.', [memoryListAction([spec])]);
   }
   const names = pick.slice(0, 8).map((h) => `${h.entry.id} (${path.basename(h.file.file)}: ${h.entry.text.split('\n')[0].slice(0, 40)})`);
   throw new AgentKeepError('Conflict', `Entry id ${id} is ambiguous in ${spec}: ${names.join(', ')}${pick.length > 8 ? ', …' : ''}.`, 'Give more characters of the id.');

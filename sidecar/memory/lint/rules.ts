@@ -124,7 +124,7 @@ export function drift(store: string, file: LintFile): LintFinding[] {
       stores: [store],
       message: `${name} was edited outside Hermes and no longer reads back as its entries: Hermes's drift guard will refuse the next memory replace/remove on it and leave ${name}.bak.<time>.`,
       evidence,
-      suggestion: `Re-save ${name} with entries separated by a line holding only "§" (no spaces, no empty entries), e.g. with agentkeep memory edit.`,
+      suggestion: `Re-save ${name} with entries separated by a line holding only "§" (no spaces, no empty entries), e.g. by editing one of its entries through AgentKeep (memory edit), which writes the file back that way.`,
     });
   }
   // What Hermes's guard does not see.

@@ -3,7 +3,6 @@
  * it), probes the machine for the claims the entries make, and runs the pure `lintEntries`.
  */
 import { promises as fs } from 'node:fs';
-import * as path from 'node:path';
 import type { LintFinding, MemoryEntry, StoreProblem } from '../../protocol';
 import { AgentKeepError } from '../../core/errors';
 import { problemOf } from '../broken';
@@ -35,30 +34,25 @@ export interface RunLintDeps {
   probeDeadlineMs?: number;
 }
 
-/** Whether the store keeps a write history, so that "no trace" means untraceable (not "unknown"). */
+/**
+ * Whether the store keeps a write history, so that "no trace" means untraceable (not "unknown"):
+ * the adapter's StoreLintProfile.keepsHistory (Hermes: while state.db exists), else yes.
+ */
 async function hasHistory(store: MemoryStoreAdapter): Promise<boolean> {
-  if (store.kind === 'hermes') {
-    try {
-      await fs.access(path.join(store.root, 'state.db'));
-      return true;
-    } catch {
-      return false;
-    }
-  }
-  return true;
+  return (await store.lintProfile?.keepsHistory?.().catch(() => false)) ?? true;
 }
 
 /**
- * What "~" means for these stores: the agent's home. A Hermes home at <home>/.hermes gives <home>;
- * a Hermes store elsewhere (HERMES_HOME set to another directory) or stores naming different homes
- * give null (unknown: ~ paths are not checked); stores that are not Hermes give undefined (the
- * sidecar user's home, the default of the probes).
+ * What "~" means for these stores: the agent's home, from each adapter's StoreLintProfile.agentHome
+ * (Hermes: a home at <home>/.hermes gives <home>, a home elsewhere null). Stores naming different
+ * homes, or one that cannot know, give null (unknown: ~ paths are not checked); when no store has an
+ * opinion, undefined (the sidecar user's home, the default of the probes).
  */
-export function agentHome(adapters: Array<{ kind: string; root: string }>): string | null | undefined {
+export function agentHome(adapters: ReadonlyArray<Pick<MemoryStoreAdapter, 'lintProfile'>>): string | null | undefined {
   const homes = new Set<string | null>();
   for (const a of adapters) {
-    if (a.kind !== 'hermes') continue;
-    homes.add(path.basename(a.root) === '.hermes' ? path.dirname(a.root) : null);
+    const h = a.lintProfile?.agentHome?.();
+    if (h !== undefined) homes.add(h);
   }
   if (homes.size === 0) return undefined;
   const [only] = homes;
@@ -89,14 +83,18 @@ async function machineProbe(target: string | undefined, home: string | null | un
 
 /**
  * The finding for a store whose history could not be read (a damaged state.db or history.db): which
- * file, that provenance is unavailable, which checks therefore did not run, and the fix.
+ * file, that provenance is unavailable, which checks therefore did not run (the store's own
+ * StoreLintProfile.historyChecks among them, e.g. Hermes entry ages), and the fix.
  */
-const HERMES_AGE = 'age of MEMORY.md and USER.md entries (Hermes keeps their times only in state.db)';
-
-function historyFinding(h: { store: string; kind: string; problem: StoreProblem; entries: number }): LintFinding {
+function historyFinding(h: {
+  store: string;
+  historyChecks: readonly string[];
+  problem: StoreProblem;
+  entries: number;
+}): LintFinding {
   const skipped = [
     'untraceable (whether a tool call in the history wrote each entry)',
-    ...(h.kind === 'hermes' ? [HERMES_AGE] : []),
+    ...h.historyChecks,
     'which of two contradicting entries is newer',
   ];
   return {
@@ -126,9 +124,10 @@ function toLintEntry(e: MemoryEntry): LintEntry {
 /**
  * Lint the entries of `p.stores` (memory.lint).
  *
- * For each store: `adapter.list()` gives the files and entries (usage and limits for Hermes);
- * Hermes MEMORY.md/USER.md are re-read raw for the drift rule; `adapter.provenance(entry)` (when the
- * store has it and keeps a history, e.g. Hermes with state.db) marks entries with no recorded write
+ * For each store: `adapter.list()` gives the files and entries (usage and limits for Hermes); the
+ * adapter's StoreLintProfile gives the raw text of the files the drift rule checks (Hermes
+ * MEMORY.md/USER.md), whether it keeps a history and the agent's home for "~"; `adapter.provenance(entry)`
+ * (when the store has it and keeps a history, e.g. Hermes with state.db) marks entries with no recorded write
  * as untraceable and supplies createdAt/updatedAt from the first/last write, so contradictions can
  * say which entry is newer. Claims about the machine (paths, commands, tool versions, OS release)
  * are probed on the target (see RunLintDeps.probe) within `probeDeadlineMs`.
@@ -150,7 +149,8 @@ export async function runLint(p: { stores: string[]; target?: string }, deps: Ru
   const stores: LintStore[] = [];
   const adapters: MemoryStoreAdapter[] = [];
   // stores whose history could not be read: the checks that need provenance did not run for them
-  const noHistory: Array<{ store: string; kind: string; problem: StoreProblem; entries: number }> = [];
+  const noHistory: Array<{ store: string; historyChecks: readonly string[]; problem: StoreProblem; entries: number }> =
+    [];
   for (const spec of p.stores) {
     const adapter = open(spec);
     adapters.push(adapter);
@@ -185,14 +185,8 @@ export async function runLint(p: { stores: string[]; target?: string }, deps: Ru
         }
         entries.push(le);
       }
-      let raw: string | undefined;
-      if ((f.kind === 'hermes-memory' || f.kind === 'hermes-user') && !f.broken) {
-        try {
-          raw = await fs.readFile(f.file, 'utf8');
-        } catch {
-          raw = undefined; // missing file: nothing to drift
-        }
-      }
+      // the raw text for the drift rule where the store checks drift (broken or missing file: nothing to drift)
+      const raw = f.broken ? undefined : await adapter.lintProfile?.driftText?.(f).catch(() => undefined);
       lintFiles.push({
         kind: f.kind,
         file: f.file,
@@ -204,7 +198,8 @@ export async function runLint(p: { stores: string[]; target?: string }, deps: Ru
       });
     }
     if (problem) {
-      noHistory.push({ store: adapter.spec, kind: adapter.kind, problem, entries: unknown });
+      const historyChecks = adapter.lintProfile?.historyChecks ?? [];
+      noHistory.push({ store: adapter.spec, historyChecks, problem, entries: unknown });
       // the adapter's own warning about the same file is said by that finding
       const said = problem.message;
       for (const lf of lintFiles) if (lf.warnings) lf.warnings = lf.warnings.filter((w) => !w.includes(said));

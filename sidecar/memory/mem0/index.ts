@@ -21,7 +21,15 @@ import type { MemoryEntry, MemoryFile, Provenance, StoreProblem } from '../../pr
 import { AgentKeepError } from '../../core/errors';
 import { brokenError, problemOf } from '../broken';
 import { captureSqlite, tableColumns as columns, withReadOnlyDb } from '../sqlite';
-import type { CaptureSource, MemoryStoreAdapter } from '../types';
+import { captureLocalFiles, changedLocalFiles, restoreLocalFiles } from '../files';
+import type {
+  AgentStateOptions,
+  CapturedFile,
+  CaptureSink,
+  CaptureSource,
+  MemoryStoreAdapter,
+  RestoreSource,
+} from '../types';
 
 /**
  * mem0's own default local Qdrant path (mem0/configs/vector_stores/qdrant.py). A fact about mem0, used
@@ -104,6 +112,27 @@ export class Mem0Store implements MemoryStoreAdapter {
     readonly spec: string = `mem0:${root}`,
     private readonly opts: Mem0Options = {},
   ) {}
+
+  /** See MemoryStoreAdapter.location: the mem0 directory. */
+  get location(): string {
+    return this.root;
+  }
+  /** See MemoryStoreAdapter.localRoot: the mem0 directory. */
+  get localRoot(): string {
+    return this.root;
+  }
+  /** See MemoryStoreAdapter.capture: the files of agentStateFiles (sidecar/memory/files.ts). */
+  capture(sink: CaptureSink, opts?: AgentStateOptions): Promise<CapturedFile[]> {
+    return captureLocalFiles(this, this.root, sink, opts);
+  }
+  /** See MemoryStoreAdapter.restore: temp file + rename per file (sidecar/memory/files.ts). */
+  restore(files: readonly CapturedFile[], src: RestoreSource, opts?: AgentStateOptions): Promise<string[]> {
+    return restoreLocalFiles(this, this.root, files, src, opts);
+  }
+  /** See MemoryStoreAdapter.changedFiles. */
+  changedFiles(files: readonly CapturedFile[]): Promise<string[]> {
+    return changedLocalFiles(this, this.root, files);
+  }
 
   private get historyDb(): string {
     return path.join(this.root, 'history.db');

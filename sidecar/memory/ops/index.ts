@@ -19,8 +19,9 @@ import type {
   RestorePoint,
   ResultOf,
 } from '../../protocol';
+import { memoryListAction } from '../../core/actions';
 import { AgentKeepError } from '../../core/errors';
-import { openStore, uniqueStoreSpecs } from '../index';
+import { openStore, sameStore, uniqueStoreSpecs } from '../index';
 import type { CaptureSource, MemoryStoreAdapter, WriteOptions } from '../types';
 import { logWrite, withWriteLog } from './writelog';
 
@@ -50,7 +51,7 @@ async function refuseReadOnly(s: MemoryStoreAdapter): Promise<void> {
 
 /** Where the bytes replaced by memory writes of a store are kept. */
 export function backupDir(stateDir: string, s: MemoryStoreAdapter): string {
-  const key = createHash('sha256').update(`${s.kind}:${s.root}`).digest('hex').slice(0, 16);
+  const key = createHash('sha256').update(`${s.kind}:${s.location}`).digest('hex').slice(0, 16);
   return path.join(stateDir, 'memory-backups', `${s.kind}-${key}`);
 }
 
@@ -72,7 +73,7 @@ async function resolveEntry(s: MemoryStoreAdapter, id: string): Promise<{ entry:
   const want = id.trim().toLowerCase();
   const hits = files.flatMap((f) => f.entries.filter((e) => e.id.toLowerCase().startsWith(want)).map((entry) => ({ entry, file: f })));
   if (hits.length === 1) return hits[0];
-  if (!hits.length) throw new AgentKeepError('EntryNotFound', `No entry ${id} in ${s.spec}.`, 'List the entries with agentkeep memory list.');
+  if (!hits.length) throw new AgentKeepError('EntryNotFound', `No entry ${id} in ${s.spec}.`, undefined, [memoryListAction([s.spec])]);
   throw new AgentKeepError('Conflict', `Entry id ${id} is ambiguous in ${s.spec}: ${hits.slice(0, 8).map((h) => h.entry.id).join(', ')}.`, 'Give more characters of the id.');
 }
 
@@ -97,10 +98,10 @@ export async function showMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryShow'
   }
   if (!hits.length) {
     if (p.stores.length === 1 && notFound) throw notFound;
-    throw new AgentKeepError('EntryNotFound', `No entry ${p.entry} in ${p.stores.join(', ')}.`, 'List the entries with agentkeep memory list (ids change when the text changes).');
+    throw new AgentKeepError('EntryNotFound', `No entry ${p.entry} in ${p.stores.join(', ')}.`, 'Ids change when the text changes.', [memoryListAction(p.stores)]);
   }
   if (hits.length > 1) {
-    throw new AgentKeepError('Conflict', `Entry id ${p.entry} matches entries in several stores: ${hits.map((h) => `${h.entry.id} in ${h.s.spec}`).join(', ')}.`, 'Give one --store, or more characters of the id.');
+    throw new AgentKeepError('Conflict', `Entry id ${p.entry} matches entries in several stores: ${hits.map((h) => `${h.entry.id} in ${h.s.spec}`).join(', ')}.`, 'Name one store, or give more characters of the id.');
   }
   const { s, entry, file } = hits[0];
   const { entries: _omit, ...fileInfo } = file;
@@ -224,7 +225,7 @@ export async function diffMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryDiff'
   const to = p.to && p.to !== 'now' ? await ctx.getRestorePoint(p.target, p.to) : undefined;
   const specs = uniqueStoreSpecs(p.stores?.length ? p.stores : from.agent.map((a) => a.store));
   if (!specs.length) {
-    throw new AgentKeepError('BadStore', `Restore point ${from.id} captured no memory store, so there is no memory to compare.`, 'Pick a restore point taken with --store (restore-point list shows them).');
+    throw new AgentKeepError('BadStore', `Restore point ${from.id} captured no memory store, so there is no memory to compare.`, 'Pick a restore point that captured a store (the list of restore points shows their stores).');
   }
   const result: ResultOf<'memoryDiff'> = { added: [], removed: [], changed: [], actions: [] };
   const actions: ProvenanceTrace[] = [];
@@ -233,7 +234,7 @@ export async function diffMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryDiff'
     const s = openStore(spec);
     if (!s.listCapture) throw unsupported(s, 'read its entries from a restore point');
     const source = (rp: RestorePoint): CaptureSource => {
-      const cap = rp.agent.find((a) => a.store === spec || sameRoot(a.store, s));
+      const cap = rp.agent.find((a) => a.store === spec || sameStore(a.store, s));
       if (!cap) {
         throw new AgentKeepError('BadStore', `Restore point ${rp.id} has no capture of ${spec} (captured: ${rp.agent.map((a) => a.store).join(', ') || 'none'}).`, 'Name a store the restore point captured, or pick another restore point.');
       }
@@ -275,11 +276,3 @@ export async function diffMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryDiff'
   return result;
 }
 
-function sameRoot(a: string, s: MemoryStoreAdapter): boolean {
-  try {
-    const o = openStore(a);
-    return o.kind === s.kind && o.root === s.root;
-  } catch {
-    return false;
-  }
-}
