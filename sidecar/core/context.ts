@@ -159,6 +159,7 @@ export class CoreContext {
     const lock = await lockWithRoom(this.layout, this.layout.targetLock(t.target.key), { op, what: `Target ${t.target.spec}`, timeoutMs, signal: this.opts.signal });
     let marker: InflightMarker | undefined;
     let ok = false;
+    const stored = this.objects.stored;
     try {
       if (writesObjects) {
         await collectIfPending(this);
@@ -168,9 +169,11 @@ export class CoreContext {
       ok = true;
       return r;
     } finally {
-      await marker?.done(ok);
+      // (a failure before anything was stored, e.g. a wrong id, leaves no orphan: no collection)
+      const orphans = !ok && this.objects.stored !== stored;
+      await marker?.done(!orphans);
       await lock.release();
-      if (marker && !ok) await collectGarbage(this).catch(() => undefined);
+      if (marker && orphans) await collectGarbage(this).catch(() => undefined);
     }
   }
 

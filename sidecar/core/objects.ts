@@ -47,6 +47,11 @@ export class ObjectStore {
   private readonly committing = new Set<string>();
   /** Temp files of this instance that may exist (written, not yet renamed or removed). */
   private readonly temps = new Set<string>();
+  /**
+   * Objects this instance has put into the store (renamed into place) so far: an operation that
+   * failed without this changing left no orphan behind (CoreContext.withTarget skips the collection).
+   */
+  stored = 0;
   constructor(readonly dir: string) {}
 
   /** Path of an object. */
@@ -138,6 +143,7 @@ export class ObjectStore {
       await this.ensureFanout(hash);
       await fs.chmod(tmp, OBJECT_MODE);
       await fs.rename(tmp, this.pathOf(hash));
+      this.stored++;
     } finally {
       this.committing.delete(hash);
     }
@@ -161,6 +167,7 @@ export class ObjectStore {
         this.fanouts.add(fo);
       }
       renameSync(tmp, dest);
+      this.stored++;
       return { hash, size: buf.length, newBytes: buf.length };
     } catch (e) {
       rmSync(tmp, { force: true });

@@ -9,6 +9,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
+import { forgetManifest } from '../../sidecar/machine/dir/manifest';
 import { describeTree, pseudoRandom, put, tempSetup } from './dir-fixtures';
 import { buildSidecar, runSidecar, SIDECAR } from './helpers/sidecar';
 import { AS_NOBODY, NOBODY, orphanObjects, storedObjects, tempObjects } from './helpers/tmpfs';
@@ -90,6 +91,28 @@ describe('orphaned objects are collected (issue 13 #3)', function () {
     assert.deepEqual(inflight(), []);
     assert.equal(storedObjects(s.state).length, 30, 'the new restore point has all its objects');
     assert.equal(rp.machine.files, 30);
+  });
+
+  it('a failure before anything was stored (an unknown restore point) leaves no marker and runs no collection', async () => {
+    const core = new Core({ stateDir: s.state });
+    put(s.tree, 'a.txt', 'a\n');
+    const rp = await core.createRestorePoint({ target: s.target, stores: [] });
+    const [key] = fs.readdirSync(path.join(s.state, 'dir'));
+    forgetManifest(path.join(s.state, 'dir', key, `${rp.id}.json`));
+    // a collection reads every manifest: count manifest reads while the restore fails
+    const reads: string[] = [];
+    const orig = fs.promises.readFile;
+    fs.promises.readFile = (async (p: Parameters<typeof orig>[0], ...rest: unknown[]) => {
+      if (String(p).startsWith(path.join(s.state, 'dir'))) reads.push(String(p));
+      return (orig as (...a: unknown[]) => Promise<unknown>)(p, ...rest);
+    }) as typeof orig;
+    try {
+      await assert.rejects(core.restoreRestorePoint({ target: s.target, id: 'ak_20200101_000000_dead', scope: 'both' }), /No restore point/);
+    } finally {
+      fs.promises.readFile = orig;
+    }
+    assert.deepEqual(reads, [], 'no collection ran');
+    assert.deepEqual(inflight(), [], 'no failed- marker: nothing to collect');
   });
 
   it('a manifest without a journal entry (create killed between the two writes) is dropped with its objects', async () => {
