@@ -10,9 +10,12 @@
  *     agentkeep restore-point label ID --target T [--label TEXT] [--important | --not-important] [--json]
  *     agentkeep restore-point prune --target T [--dry-run] [--keep N] [--keep-important N] [--min-age DURATION] [--json]
  *     agentkeep restore-point usage --target T [--json]
+ *     agentkeep target describe --target T [--json]
  *     agentkeep memory list --store S [--store S ...] [--json]
  *     agentkeep guest read|write --target proxmox://HOST/NODE/qemu/VMID --file PATH [--out F | --from F | --text T] [--yes]
  *     agentkeep agent discover --target proxmox://HOST[:PORT] [--tag agent] [--json]
+ *     agentkeep agent add NAME --target T [--store S ...] [--fail-closed] [--replace] [--json]
+ *     agentkeep agent list|remove NAME|default NAME [--json]
  *     agentkeep memory show --store S [--store S ...] --entry ID [--json]
  *     agentkeep memory edit --store S --entry ID --text TEXT [--expected-hash H] [--json]
  *     agentkeep memory remove --store S --entry ID [--expected-hash H] [--json]
@@ -23,6 +26,8 @@
  *     agentkeep risk eval DIR LABELS.json [--json]
  *     agentkeep serve --stdio | --ws HOST:PORT --token-file FILE
  *     global: --state-dir DIR (also AGENTKEEP_STATE_DIR)
+ *     every command with --target / --store also takes --agent NAME; with neither --agent nor --target
+ *     the default agent is used (sidecar/cli/agents.ts)
  *
  * Output: human tables, or with --json ONE JSON document on stdout. Errors: one line on stderr
  * naming the problem, the next actions as `agentkeep …` command lines (cli/actions.ts) and the fix;
@@ -45,7 +50,11 @@ import type { CoreFactory } from '../server/session';
 import { changeSummary, createdLine, findingsTable, memoryDiffText, restoreLossText, memoryShowText, memoryTable, pruneReport, restorePointTable, shellQuote, usageReport } from './format';
 import { guardSignals } from './signals';
 import { resolveStateDir } from '../core/state';
+import { defaultTargetFor, targetForms } from '../core/target';
+import { targetSummary } from '../protocol/targets';
 import { cliTargetArgs, commandLine, describeProblem, type RenderOptions } from './actions';
+import { agentCommands, useNamedAgents } from './agents';
+import { UsageError } from './usage';
 import { parseDuration } from '../core/retention';
 import { describeStore, storeFactories } from '../memory';
 import { VERSION } from './version';
@@ -97,8 +106,6 @@ function collect(v: string, prev: string[]): string[] {
   return [...prev, v];
 }
 
-/** Exit code carried by a usage error. */
-class UsageError extends AgentKeepError {}
 
 /** Option parser for a duration (1h, 30m, 90s, 2d, 0) in ms. @throws UsageError (exit 2) naming the option. */
 function duration(opt: string): (v: string) => number {
@@ -148,6 +155,11 @@ function renderOpts(ctx: Ctx): RenderOptions {
 }
 
 /** What a VM rollback does, shown before and after it. */
+/** Help of a --target option: what it is and the forms of the registered backends ("dir:/abs/path, btrfs:/abs/path, ..."). */
+function targetHelp(what = 'the target'): string {
+  return `${what}: ${targetForms().join(', ')}`;
+}
+
 /** The forms of the registered store kinds, for help texts ("hermes:/abs/path/to/.hermes, agent-zero:/abs/root"). */
 function storeForms(): string {
   return storeFactories().map((f) => f.forms[0]).join(', ');
@@ -212,7 +224,7 @@ function program(ctx: Ctx): Command {
 
   rp.command('create')
     .description('take a restore point of a target (and capture the agent state of each --store)')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--label <text>', 'a label for the restore point')
     .option(
       '--store <store>',
@@ -234,7 +246,7 @@ function program(ctx: Ctx): Command {
         const described = o.vmstate ? await call(core(cmd), 'targetDescribe', { target: o.target }).catch(() => undefined) : undefined;
         const caps = described?.capabilities;
         if (caps && !caps.ramState) {
-          ctx.io.err(`agentkeep: note: --vmstate applies to VM targets (qemu:, proxmox://…/qemu/…); ${o.target} has no RAM state to save, so it is ignored.`);
+          ctx.io.err(`agentkeep: note: --vmstate applies to VM targets whose snapshots can hold RAM state (see: agentkeep target describe); ${o.target} has no RAM state to save, so it is ignored.`);
         }
         rpnt = await call(ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal }), 'restorePointCreate', { target: o.target, label: o.label, stores: o.store.length ? o.store : undefined, kind: o.kind, ...(o.important ? { important: true } : {}), ...(o.vmstate ? { vmstate: true } : {}) });
       } finally {
@@ -259,7 +271,7 @@ function program(ctx: Ctx): Command {
   rp.command('diff')
     .description('what differs between a restore point and now, i.e. what a restore would undo (files and agent state)')
     .argument('<id>', 'restore point id')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--store <store>', 'memory store to compare (repeatable; default: the stores the restore point captured)', collect, [])
     .option('--json', 'print {added, removed, changed, agentChanged} as JSON')
     .action(async (id: string, o: { target: string; store: string[] }, cmd: Command) => {
@@ -271,7 +283,7 @@ function program(ctx: Ctx): Command {
 
   rp.command('list')
     .description('list the restore points of a target, newest first')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--json', 'print a JSON array')
     .action(async (o: { target: string }, cmd: Command) => {
       const asJson = json(cmd);
@@ -299,7 +311,7 @@ function program(ctx: Ctx): Command {
   rp.command('restore')
     .description('make the target identical to a restore point again (the current state is captured first)')
     .argument('<id>', 'restore point id (see: restore-point list)')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .addOption(new Option('--scope <scope>', 'what to put back').choices(['machine', 'agent', 'both']))
     .option('--store <store>', 'memory store (repeatable); default: the stores captured in the restore point', collect, [])
     .option('--start', 'VM targets: start the guest after rolling back to a snapshot without RAM state (Proxmox: needs VM.PowerMgmt)')
@@ -363,7 +375,7 @@ function program(ctx: Ctx): Command {
       try {
         const rc = ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal, onRestoreWriting: (u) => guard.writing(u?.id) });
         if (o.start && caps && !caps.startAfterRollback) {
-          ctx.io.err(`agentkeep: note: --start applies to VM targets (qemu:, proxmox://); ignored for ${o.target}.`);
+          ctx.io.err(`agentkeep: note: --start applies to VM targets that can start after a rollback (see: agentkeep target describe); ignored for ${o.target}.`);
         }
         const noUndoParams = noUndo ? { noUndoPoint: true, confirmed: true } : {};
         r = await call(rc, 'restorePointRestore', { target: o.target, id, scope: o.scope, stores, ...(o.start ? { start: true } : {}), ...noUndoParams });
@@ -388,7 +400,7 @@ function program(ctx: Ctx): Command {
   rp.command('delete')
     .description('delete a restore point (contents still used by others are kept)')
     .argument('<id>', 'restore point id')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--yes', 'do not ask for confirmation')
     .option('--json', 'print the result as JSON')
     .action(async (id: string, o: { target: string; yes?: boolean }, cmd: Command) => {
@@ -409,7 +421,7 @@ function program(ctx: Ctx): Command {
   rp.command('label')
     .description('rename a restore point and/or mark it important (Proxmox: the snapshot description too)')
     .argument('<id>', 'restore point id')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--label <text>', 'the new label')
     .option('--important', 'mark it important (retention keeps the newest 10 important ones longer)')
     .option('--not-important', 'clear the important mark')
@@ -425,7 +437,7 @@ function program(ctx: Ctx): Command {
 
   rp.command('prune')
     .description('apply retention: keep the newest N and the newest N important restore points, delete the rest (never one younger than an hour, the newest, or half of a pre/post pair)')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--dry-run', 'only show what would be deleted')
     .option('--keep <n>', 'newest restore points to keep (default 20)', wholeNumber('--keep'))
     .option('--keep-important <n>', 'newest important restore points to keep (default 10)', wholeNumber('--keep-important'))
@@ -440,13 +452,26 @@ function program(ctx: Ctx): Command {
 
   rp.command('usage')
     .description('disk use of the restore points of a target (each stored object or extent counted once) against the size cap')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--json', 'print {target, bytes, capBytes, level, points: [{id, bytes, newBytes}]} as JSON')
     .action(async (o: { target: string }, cmd: Command) => {
       const asJson = json(cmd);
       const r = await call(core(cmd), 'restorePointUsage', { target: o.target });
       if (asJson) printJson(ctx, r);
       else ctx.io.out(usageReport(r));
+    });
+
+  root
+    .command('target')
+    .description('what a target is and can do, as its backend describes it')
+    .command('describe')
+    .description('the backend, name, kind, local root and capabilities of a target (no I/O: works for an unreachable target)')
+    .requiredOption('--target <target>', targetHelp())
+    .option('--json', 'print the target.describe result as JSON')
+    .action(async (o: { target: string }, cmd: Command) => {
+      const d = await call(core(cmd), 'targetDescribe', { target: o.target });
+      if (json(cmd)) printJson(ctx, d);
+      else ctx.io.out(`Target ${d.target}: ${targetSummary(d)}`);
     });
 
   const mem = root.command('memory').description('inspect, trace, edit and compare agent memory stores');
@@ -463,9 +488,11 @@ function program(ctx: Ctx): Command {
       else ctx.io.out(memoryTable(r.stores, r.descriptions));
     });
 
-  root
+  const agent = root
     .command('agent')
-    .description('agents on a hypervisor')
+    .description('named agents (add, list, remove, default) and the agents on a hypervisor (discover)');
+  agentCommands(agent, { io: ctx.io, core, json, print: (v) => printJson(ctx, v) });
+  agent
     .command('discover')
     .description('list the Proxmox guests with a tag (default "agent") that the token can see, as targets')
     .requiredOption('--target <target>', 'the Proxmox host, e.g. proxmox://pve.lan (credentials from AGENTKEEP_PVE_TOKEN, AGENTKEEP_PVE_FINGERPRINT)')
@@ -659,7 +686,7 @@ function program(ctx: Ctx): Command {
   storeOpt(mem.command('diff').description('entries added, removed and changed since a restore point, and the agent\'s outside-world actions since then'))
     .option('--from <id>', 'restore point id')
     .option('--to <id>', 'restore point id, or now (default)')
-    .option('--target <target>', 'the target the restore point belongs to, e.g. dir:/home/me/.hermes')
+    .option('--target <target>', targetHelp('the target the restore point belongs to'))
     .option('--json', 'print the memory.diff result as JSON')
     .action(async (o: { store: string[]; from?: string; to?: string; target?: string }, cmd: Command) => {
       const asJson = json(cmd);
@@ -668,7 +695,7 @@ function program(ctx: Ctx): Command {
       if (!target && o.store.length === 1) {
         // one local store: its directory is the target (the store's description says where, not its string)
         const root = describeStore(o.store[0]).localRoot;
-        if (root) target = `dir:${root}`;
+        if (root) target = defaultTargetFor(root);
       }
       if (!target) throw new UsageError('InvalidParams', 'memory diff needs --target (the target the restore point belongs to).', 'Add --target dir:/abs/path (or give one --store inside that directory).');
       const r = await call(core(cmd), 'memoryDiff', { target, from: o.from, ...(o.to ? { to: o.to } : {}), ...(o.store.length ? { stores: o.store } : {}) });
@@ -754,6 +781,8 @@ function program(ctx: Ctx): Command {
       ctx.serving = true;
     });
 
+  // --agent NAME (or the default agent) on every command that takes --target / --store
+  useNamedAgents(root, coreOpts);
   return root;
 }
 
