@@ -42,6 +42,7 @@ import { Command, CommanderError, Help, Option } from 'commander';
 import { nextAction, type RiskFinding } from '../protocol';
 import { AgentKeepError, asAgentKeepError } from '../core/errors';
 import { call } from '../core/dispatch';
+import { tempNameFor } from '../core/fsutil';
 import type { CoreApi, CoreOptions } from '../core/service';
 import { evaluate, fileKind, formatEval, parseJsonc, scanText, type EvalLabel } from '../risk';
 import { serveStdio } from '../server/stdio';
@@ -526,7 +527,7 @@ function program(ctx: Ctx): Command {
         ctx.io.out(data.toString('utf8').replace(/\n$/, ''));
         return;
       }
-      const tmp = `${o.out}.agentkeep-${process.pid}.tmp`;
+      const tmp = tempNameFor(path.resolve(o.out)); // (a short name: any --out name up to 255 bytes fits)
       try {
         await fs.writeFile(tmp, data, { mode: 0o600 });
         await fs.rename(tmp, o.out);
