@@ -12,6 +12,7 @@
  *   journal/<targetKey>/.pairs.json        cache: pre/post pairs whose sides do not differ (retention)
  *   locks/gc.lock, locks/inflight/         garbage-collection handshake (sidecar/core/gc.ts)
  *   space-reserve                          64 KiB given back on a full file system so locks and GC still work
+ *   guest-backups/<time>-<guest>-<name>    old content of a guest file, saved before guest write replaced it
  * The state dir is 0700 and owned by the user running the sidecar; objects are 0400, other files 0600.
  */
 import { randomBytes } from 'node:crypto';
@@ -43,6 +44,10 @@ export class StateLayout {
   }
   get gcLock(): string {
     return path.join(this.root, 'locks', 'gc.lock');
+  }
+  /** Where guest write keeps the old content of the files it replaces (mode 700, files 600). */
+  get guestBackupsDir(): string {
+    return path.join(this.root, 'guest-backups');
   }
   get inflightDir(): string {
     return path.join(this.root, 'locks', 'inflight');
