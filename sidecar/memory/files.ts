@@ -101,7 +101,7 @@ export async function restoreLocalFiles(
     if (st?.isFile() && (await hashFile(abs)) === f.hash) continue;
     await fs.mkdir(path.dirname(abs), { recursive: true });
     if (st?.isDirectory()) await fs.rm(abs, { recursive: true, force: true });
-    const tmp = tempNameFor(abs);
+    const tmp = tempNameFor(abs, root);
     try {
       await src.copyOut(f.hash, tmp);
       await fs.chmod(tmp, st?.isFile() ? st.mode & 0o7777 : 0o644);
