@@ -264,7 +264,7 @@ export function runCommand(root: Command, d: RunCliDeps): void {
           const g3 = guardSignals('restore', io, targetArgs);
           try {
             rolledBack = await call(
-              d.core(cmd, { signal: g3.signal, onRestoreWriting: (u) => g3.writing(u.id) }),
+              d.core(cmd, { signal: g3.signal, onRestoreWriting: (u) => g3.writing(u?.id) }),
               'restorePointRestore',
               {
                 target: o.target,
@@ -283,10 +283,10 @@ export function runCommand(root: Command, d: RunCliDeps): void {
               ? `${n(ch.agentChanged)} agent-state file(s) put back`
               : `${n(ch.added)} file(s) removed, ${n(ch.removed)} brought back, ${n(ch.changed)} reverted` +
                 (scope === 'both' ? `, ${n(ch.agentChanged)} agent-state file(s) put back` : '');
-          say(
-            `agentkeep: ${why}: rolled back to pre ${pre.id} (scope ${scope}): ${what}. ` +
-              `Undo: agentkeep restore-point restore ${rolledBack.undo.id} ${targetArgs} --scope ${scope} --yes`,
-          );
+          const undo = rolledBack.undo
+            ? `Undo: agentkeep restore-point restore ${rolledBack.undo.id} ${targetArgs} --scope ${scope} --yes`
+            : 'It took no undo point.';
+          say(`agentkeep: ${why}: rolled back to pre ${pre.id} (scope ${scope}): ${what}. ${undo}`);
         };
         if (o.rollbackOnFailure && exit.code !== 0) {
           await rollBack(`the command failed (${exitText(exit)})`);
@@ -320,7 +320,7 @@ export function runCommand(root: Command, d: RunCliDeps): void {
             exit,
             ...(end.changes ? { changes: end.changes } : {}),
             ...(end.memory ? { memory: end.memory } : {}),
-            ...(rolledBack ? { rolledBack: { scope, undo: rolledBack.undo.id, changes: rolledBack.changes } } : {}),
+            ...(rolledBack ? { rolledBack: { scope, undo: rolledBack.undo?.id, changes: rolledBack.changes } } : {}),
             ...(kept ? { kept: true } : {}),
             restoreCommand: restoreCmd,
           };
