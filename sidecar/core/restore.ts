@@ -6,7 +6,7 @@
 import type { ChangeSummary, ParamsOf, ResultOf, RestorePoint, Scope } from '../protocol';
 import type { MemoryStoreAdapter } from '../memory';
 import { listAction, restoreAction } from './actions';
-import { agentStateFilter, findCapture, lockStores, noCapture, restoreAgent } from './agentState';
+import { agentStateFilter, checkAgentRestore, findCapture, lockStores, noCapture, restoreAgent } from './agentState';
 import { STAGE_TEXT, type CoreContext } from './context';
 import { createLocked } from './create';
 import { detectTargetStores } from './detect';
@@ -20,7 +20,9 @@ import { clearRestoreMarker, writeRestoreMarker } from './interrupted';
  * captures of the stores; `agent` = only the stores' agent-state files; `machine` = the tree except
  * the agent-state paths of the stores that live inside it. `stores` defaults to the stores the
  * restore point captured.
- * @throws RestorePointNotFound, CorruptSnapshot (nothing touched), TargetBusy, BadStore, Internal
+ * @throws RestorePointNotFound, CorruptSnapshot (nothing touched), TargetBusy, BadStore, FileError
+ *   (something in the way of an agent-state file that the undo point would not hold, e.g. a non-empty
+ *   directory where MEMORY.md goes: nothing touched, no undo point), Internal
  *   (failed halfway; the message names the pre-restore id to go back to)
  */
 export async function restoreRestorePoint(
@@ -46,6 +48,8 @@ export async function restoreRestorePoint(
     if (rp.machine.backend !== t.backend.name) {
       throw new AgentKeepError('CorruptSnapshot', `Restore point ${rp.id} was made by backend "${rp.machine.backend}", not "${t.backend.name}".`, 'Restore it with the target it was made for.');
     }
+    // Nothing in the way of the agent-state files that the undo point would not hold (nothing written yet).
+    await checkAgentRestore(t.target, rp, stores, scope);
     // Capture what we are about to replace, so the restore can be undone.
     const capturable: MemoryStoreAdapter[] = [];
     for (const s of stores) if (await s.check().then(() => true, () => false)) capturable.push(s);

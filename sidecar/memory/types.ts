@@ -181,6 +181,13 @@ export interface MemoryStoreAdapter {
    */
   provenance?(entry: MemoryEntry): Promise<Provenance>;
   /**
+   * Check, before anything is written, that `restore(files)` can put every file in place without
+   * deleting data the undo point does not hold (its capture is agentStateFiles()): e.g. a non-empty
+   * directory where a captured file goes. Absent: nothing to check.
+   * @throws FileError naming the path, what is in the way and the fix; nothing written
+   */
+  checkRestore?(files: readonly CapturedFile[]): Promise<void>;
+  /**
    * Replace an entry's text. Under the store's own lock, temp file + rename; refuses (Conflict) when
    * the content hash is no longer `expectedHash`, (EntryNotFound) for an unknown id, (OverBudget)
    * over the char limit; on any refusal the store is byte-identical.

@@ -25,7 +25,7 @@ import { fsyncDir, tempNameFor } from '../../core/fsutil';
 import type { StoreProblem } from '../../protocol';
 import { problemOf } from '../broken';
 import { captureSqlite } from '../sqlite';
-import { captureLocalFiles, changedLocalFiles, restoreLocalFiles } from '../files';
+import { captureLocalFiles, changedLocalFiles, checkLocalRestore, restoreLocalFiles } from '../files';
 import type {
   AgentStateOptions,
   CaptureSink,
@@ -320,6 +320,10 @@ export class HermesStore implements MemoryStoreAdapter {
   /** See MemoryStoreAdapter.restore: temp file + rename per file (sidecar/memory/files.ts). */
   restore(files: readonly CapturedFile[], src: RestoreSource, opts?: AgentStateOptions): Promise<string[]> {
     return restoreLocalFiles(this, this.root, files, src, opts);
+  }
+  /** See MemoryStoreAdapter.checkRestore: nothing in the way that the undo point would not hold (../files.ts). */
+  checkRestore(files: readonly CapturedFile[]): Promise<void> {
+    return checkLocalRestore(this, this.root, files);
   }
   /** See MemoryStoreAdapter.changedFiles. */
   changedFiles(files: readonly CapturedFile[]): Promise<string[]> {
