@@ -12,6 +12,7 @@
  *     agentkeep restore-point usage --target T [--json]
  *     agentkeep memory list --store S [--store S ...] [--json]
  *     agentkeep guest read|write --target proxmox://HOST/NODE/qemu/VMID --file PATH [--out F | --from F | --text T] [--yes]
+ *     agentkeep agent status --target T [--store S ...] [--json]
  *     agentkeep agent discover --target proxmox://HOST[:PORT] [--tag agent] [--json]
  *     agentkeep memory show --store S [--store S ...] --entry ID [--json]
  *     agentkeep memory edit --store S --entry ID --text TEXT [--expected-hash H] [--json]
@@ -42,7 +43,7 @@ import { evaluate, fileKind, formatEval, parseJsonc, scanText, type EvalLabel } 
 import { serveStdio } from '../server/stdio';
 import { parseHostPort, readTokenFile, serveWs } from '../server/ws';
 import type { CoreFactory } from '../server/session';
-import { changeSummary, createdLine, findingsTable, memoryDiffText, restoreLossText, memoryShowText, memoryTable, pruneReport, restorePointTable, shellQuote, usageReport } from './format';
+import { agentStatusText, changeSummary, createdLine, findingsTable, memoryDiffText, restoreLossText, memoryShowText, memoryTable, pruneReport, restorePointTable, shellQuote, usageReport } from './format';
 import { guardSignals } from './signals';
 import { resolveStateDir } from '../core/state';
 import { cliTargetArgs, commandLine, describeProblem, type RenderOptions } from './actions';
@@ -444,9 +445,24 @@ function program(ctx: Ctx): Command {
       else ctx.io.out(memoryTable(r.stores, r.descriptions));
     });
 
-  root
-    .command('agent')
-    .description('agents on a hypervisor')
+  const agent = root.command('agent').description('the status of an agent, and the agents on a hypervisor');
+  agent
+    .command('status')
+    .description(
+      'whether the target is reachable, its restore points, and per store whether it is ok, missing or broken ' +
+        '(which file, what, the fix)',
+    )
+    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/agent-home')
+    .option('--store <store>', `memory store, one of ${storeForms()} (repeatable)`, collect, [])
+    .option('--json', 'print the agent.status result as JSON')
+    .action(async (o: { target: string; store: string[] }, cmd: Command) => {
+      const asJson = json(cmd);
+      const stores = o.store.length ? { stores: o.store } : {};
+      const r = await call(core(cmd), 'agentStatus', { target: o.target, ...stores });
+      if (asJson) printJson(ctx, r);
+      else ctx.io.out(agentStatusText(r, (a) => commandLine(a, renderOpts(ctx))));
+    });
+  agent
     .command('discover')
     .description('list the Proxmox guests with a tag (default "agent") that the token can see, as targets')
     .requiredOption('--target <target>', 'the Proxmox host, e.g. proxmox://pve.lan (credentials from AGENTKEEP_PVE_TOKEN, AGENTKEEP_PVE_FINGERPRINT)')

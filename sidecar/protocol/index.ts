@@ -310,6 +310,48 @@ export const StoreProblem = z
   })
   .describe('A damaged or unreadable part of a store');
 export type StoreProblem = z.infer<typeof StoreProblem>;
+
+/**
+ * One broken part of a store as agent.status reports it: a memory file (MemoryFile.broken) or the
+ * history database that provenance reads (Provenance.unavailable), with what is broken and the fix.
+ */
+export const BrokenStorePart = StoreProblem.extend({
+  part: z
+    .enum(['entries', 'history'])
+    .describe(
+      'entries: a memory file, whose entries are unknown or incomplete (MemoryFile.broken); history: the ' +
+        'database provenance reads (Hermes state.db, mem0 history.db): the entries can be read, where they came ' +
+        'from cannot (Provenance.unavailable)',
+    ),
+  file: z
+    .string()
+    .optional()
+    .describe('Absolute path of the broken file or database (MemoryFile.file); absent when the error names none'),
+  kind: z.string().optional().describe('MemoryFile.kind of a broken memory file, e.g. hermes-memory'),
+  entries: z
+    .number()
+    .int()
+    .optional()
+    .describe('part entries: how many entries could still be read from it (0: none, its entries are unknown)'),
+}).describe('A broken part of a store: which file, what is broken, the fix');
+export type BrokenStorePart = z.infer<typeof BrokenStorePart>;
+
+/**
+ * A broken store as agent.status reports it (sidecar/memory/broken.ts storeProblems): from one
+ * memory.list read of the store and one read of its history, no lint.
+ */
+export const BrokenStore = z
+  .object({
+    readable: z
+      .enum(['partial', 'none'])
+      .describe(
+        'partial: some of its memory can still be read and is shown (the broken files marked, writes to them ' +
+          'refused); none: nothing can be read (memory.list fails with the first problem)',
+      ),
+    parts: z.array(BrokenStorePart).min(1).describe('What is broken, memory files first, then the history'),
+  })
+  .describe('What is broken in a store and whether the rest can be read');
+export type BrokenStore = z.infer<typeof BrokenStore>;
 export const MemoryFile = z.object({
   kind: z.string().describe('hermes-memory (MEMORY.md) | hermes-user (USER.md) | hermes-soul | hermes-skill | hermes-archive | agent-zero-<area> | mem0'),
   file: z
@@ -723,7 +765,9 @@ export const Methods = {
   ),
   agentStatus: method(
     'agent.status',
-    'Status of an agent: its target, whether it is reachable, restore point count and the newest one.',
+    'Status of an agent: its target, whether it is reachable, restore point count and the newest one, and per ' +
+      'store whether it exists and what in it is broken (one memory.list read and one history read per store, no ' +
+      'lint).',
     z.object({ target: Target, stores: z.array(Store).optional() }),
     z.object({
       target: Target,
@@ -736,10 +780,23 @@ export const Methods = {
       stores: z.array(
         z.object({
           store: Store,
-          ok: z.boolean(),
-          message: z.string().optional().describe('Why the store cannot be read'),
+          ok: z
+            .boolean()
+            .describe('The store exists and nothing in it is broken (false: see `message`, and `broken` when set)'),
+          message: z
+            .string()
+            .optional()
+            .describe(
+              'Why the store cannot be read (missing, bad string), or when `broken`: the first part\'s message, e.g. ' +
+                '"/h/memories/MEMORY.md is a directory, not a file: …", led by "Nothing in this store can be read: " ' +
+                'when nothing is, ending "(and 1 more)" for more parts',
+            ),
           description: StoreDescription.optional().describe(
             'The store as its adapter describes it (absent when the string does not parse)',
+          ),
+          broken: BrokenStore.optional().describe(
+            'Set when the store exists but a memory file or its history database is damaged or unreadable: which ' +
+              'file, what, the fix, and whether the rest can be read. Never shown as empty or clean',
           ),
         }),
       ),

@@ -418,6 +418,12 @@ export class HermesStore implements MemoryStoreAdapter {
     return { traces: r.traces, ...(extra ? { note: extra.trim() } : {}) };
   }
 
+  /** See MemoryStoreAdapter.historyProblem: state.db that exists but cannot be read (one read, cached). */
+  async historyProblem(): Promise<{ file: string; problem: StoreProblem } | undefined> {
+    const hi = await this.historyIndex();
+    return hi && 'problem' in hi ? { file: path.join(this.root, 'state.db'), problem: hi.problem } : undefined;
+  }
+
   /** Provenance of many entries (one state.db read); same rules as provenance(). */
   async provenanceAll(entries: MemoryEntry[]): Promise<Provenance[]> {
     await this.historyIndex();

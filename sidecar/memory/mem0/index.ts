@@ -371,6 +371,13 @@ export class Mem0Store implements MemoryStoreAdapter {
     return files;
   }
 
+  /** See MemoryStoreAdapter.historyProblem: history.db that exists but cannot be read (one read, cached). */
+  async historyProblem(): Promise<{ file: string; problem: StoreProblem } | undefined> {
+    if (!(await exists(this.historyDb))) return undefined;
+    const hist = await this.ownHistory();
+    return 'problem' in hist ? { file: this.historyDb, problem: hist.problem } : undefined;
+  }
+
   /**
    * The entry's history.db timeline, oldest first: ADD -> add, UPDATE -> update (with the previous
    * text), DELETE -> remove, NONE -> none; time = updated_at of the change (created_at for ADD),
