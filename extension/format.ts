@@ -107,7 +107,8 @@ export function describeLoss(changes: ChangeSummary, scope: Scope): string[] {
 /**
  * What a restore loses of the agent's memory and what it cannot undo, from memory.diff (entries
  * added/changed since the restore point; the agent's outside-world actions since, from its session
- * history). Lines for a confirmation dialog; empty when there is nothing to say.
+ * history), then memory.diff's warnings (files broken on one side, whose entries were not compared).
+ * Lines for a confirmation dialog; empty when there is nothing to say.
  */
 export function describeMemoryLoss(r: ResultOf<'memoryDiff'>, scope: Scope): string[] {
   const lines: string[] = [];
@@ -126,6 +127,8 @@ export function describeMemoryLoss(r: ResultOf<'memoryDiff'>, scope: Scope): str
     for (const a of acts.slice(0, 5)) lines.push(`  • ${oneLine(a.message ?? a.action, 90)}${a.time ? ` (${formatAge(a.time)})` : ''}`);
     if (acts.length > 5) lines.push(`  … and ${acts.length - 5} more`);
   }
+  // files broken on one side: their entries were not compared (not "nothing learned")
+  for (const w of r.warnings ?? []) lines.push(`⚠ ${w}`);
   return lines;
 }
 
