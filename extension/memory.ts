@@ -494,11 +494,15 @@ export function registerMemoryCommands(ctx: Ctx, inspector: MemoryInspector): vs
   ];
 }
 
-/** Quick pick of an entry across the configured stores (commands run from the palette). */
+/** Quick pick of an entry across the configured stores (commands run from the palette), broken files left out. */
 async function pickEntry(sidecar: Sidecar, title: string): Promise<EntryRef | undefined> {
   const config = readAgentConfig() ?? noConfig();
   const { stores } = await loadMemoryState(sidecar, config);
-  const items = stores.flatMap((s) => s.files.flatMap((f) => f.entries.map((e) => ({ label: entryTitle(e.text), description: path.basename(f.file), detail: s.store, ref: { store: s.store, id: e.id } }))));
+  // entries of a broken file are not offered: AgentKeep refuses to write that file
+  const files = stores.flatMap((s) => s.files.filter((f) => !f.broken).map((f) => ({ s, f })));
+  const items = files.flatMap(({ s, f }) =>
+    f.entries.map((e) => ({ label: entryTitle(e.text), description: path.basename(f.file), detail: s.store, ref: { store: s.store, id: e.id } })),
+  );
   if (!items.length) throw new SidecarError('The configured stores hold no memory entries.', 'entry_not_found', 'Check agentkeep.stores, or open the memory inspector to see what each store holds.');
   return (await vscode.window.showQuickPick(items, { title, matchOnDescription: true }))?.ref;
 }
