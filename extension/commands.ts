@@ -285,7 +285,7 @@ async function createRestorePoint(ctx: Ctx, opts?: CreateOptions): Promise<Resto
   const d = await describe(ctx, config.target);
   const ramOnRequest = !!d && canRamState(d);
   if (vmstate && !ramOnRequest) {
-    throw new UserError(`Restore points of ${config.target} cannot hold RAM state.`, 'unsupported', 'RAM state needs a Proxmox VM (proxmox://HOST/NODE/qemu/VMID); containers and directories snapshot their disk only.');
+    throw new UserError(`Restore points of ${config.target} cannot hold RAM state.`, 'unsupported', `RAM state needs a target whose backend saves it on request (a Proxmox VM); ${d ? `${d.name} (${d.backend}) snapshots` : 'this target snapshots'} its disk only.`);
   }
   let label = opts?.label;
   if (label === undefined) {

@@ -1,5 +1,5 @@
 /**
- * Risky config files (sidecar/risk/config.ts `riskyConfigFile`, decided from the path alone: the
+ * Risky config files (sidecar/protocol/configFiles.ts `riskyConfigFile`, decided from the path alone: the
  * agent's config.yaml, .env, SOUL.md, skills, dependency manifests, lockfiles, compose files, units,
  * crontabs, apt sources). For such a file inside the agent's target (or under a store root):
  * - a CodeLens on line 1, "$(history) Restore point before editing (last: 5m ago)"
@@ -12,7 +12,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { RestorePoint, StoreDescription, TargetDescription } from '../sidecar/protocol';
-import type { RiskyConfig } from '../sidecar/risk/config';
+import type { RiskyConfig } from '../sidecar/protocol/configFiles';
 import { configFilesCodeLens, configFilesPrompt, isTrusted, readAgentConfig } from './config';
 import { riskyConfigOf } from './configScope';
 import { formatAge } from './format';

@@ -10,10 +10,13 @@
  *     agentkeep restore-point label ID --target T [--label TEXT] [--important | --not-important] [--json]
  *     agentkeep restore-point prune --target T [--dry-run] [--keep N] [--keep-important N] [--min-age DURATION] [--json]
  *     agentkeep restore-point usage --target T [--json]
+ *     agentkeep target describe --target T [--json]
  *     agentkeep memory list --store S [--store S ...] [--json]
  *     agentkeep guest read|write --target proxmox://HOST/NODE/qemu/VMID --file PATH [--out F | --from F | --text T] [--yes]
  *     agentkeep agent status --target T [--store S ...] [--json]
  *     agentkeep agent discover --target proxmox://HOST[:PORT] [--tag agent] [--json]
+ *     agentkeep agent add NAME --target T [--store S ...] [--fail-closed] [--replace] [--json]
+ *     agentkeep agent list|remove NAME|default NAME [--json]
  *     agentkeep memory show --store S [--store S ...] --entry ID [--json]
  *     agentkeep memory edit --store S --entry ID --text TEXT [--expected-hash H] [--json]
  *     agentkeep memory remove --store S --entry ID [--expected-hash H] [--json]
@@ -24,6 +27,8 @@
  *     agentkeep risk eval DIR LABELS.json [--json]
  *     agentkeep serve --stdio | --ws HOST:PORT --token-file FILE
  *     global: --state-dir DIR (also AGENTKEEP_STATE_DIR)
+ *     every command with --target / --store also takes --agent NAME; with neither --agent nor --target
+ *     the default agent is used (sidecar/cli/agents.ts)
  *
  * Output: human tables, or with --json ONE JSON document on stdout. Errors: one line on stderr
  * naming the problem, the next actions as `agentkeep …` command lines (cli/actions.ts) and the fix;
@@ -46,7 +51,11 @@ import type { CoreFactory } from '../server/session';
 import { agentStatusText, changeSummary, createdLine, findingsTable, memoryDiffText, restoreLossText, memoryShowText, memoryTable, pruneReport, restorePointTable, shellQuote, usageReport } from './format';
 import { guardSignals } from './signals';
 import { resolveStateDir } from '../core/state';
+import { defaultTargetFor, targetForms } from '../core/target';
+import { targetSummary } from '../protocol/targets';
 import { cliTargetArgs, commandLine, describeProblem, type RenderOptions } from './actions';
+import { agentCommands, useNamedAgents } from './agents';
+import { UsageError } from './usage';
 import { parseDuration } from '../core/retention';
 import { describeStore, storeFactories } from '../memory';
 import { VERSION } from './version';
@@ -98,8 +107,6 @@ function collect(v: string, prev: string[]): string[] {
   return [...prev, v];
 }
 
-/** Exit code carried by a usage error. */
-class UsageError extends AgentKeepError {}
 
 /** Option parser for a duration (1h, 30m, 90s, 2d, 0) in ms. @throws UsageError (exit 2) naming the option. */
 function duration(opt: string): (v: string) => number {
@@ -149,6 +156,11 @@ function renderOpts(ctx: Ctx): RenderOptions {
 }
 
 /** What a VM rollback does, shown before and after it. */
+/** Help of a --target option: what it is and the forms of the registered backends ("dir:/abs/path, btrfs:/abs/path, ..."). */
+function targetHelp(what = 'the target'): string {
+  return `${what}: ${targetForms().join(', ')}`;
+}
+
 /** The forms of the registered store kinds, for help texts ("hermes:/abs/path/to/.hermes, agent-zero:/abs/root"). */
 function storeForms(): string {
   return storeFactories().map((f) => f.forms[0]).join(', ');
@@ -213,7 +225,7 @@ function program(ctx: Ctx): Command {
 
   rp.command('create')
     .description('take a restore point of a target (and capture the agent state of each --store)')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--label <text>', 'a label for the restore point')
     .option(
       '--store <store>',
@@ -235,7 +247,7 @@ function program(ctx: Ctx): Command {
         const described = o.vmstate ? await call(core(cmd), 'targetDescribe', { target: o.target }).catch(() => undefined) : undefined;
         const caps = described?.capabilities;
         if (caps && !caps.ramState) {
-          ctx.io.err(`agentkeep: note: --vmstate applies to VM targets (qemu:, proxmox://…/qemu/…); ${o.target} has no RAM state to save, so it is ignored.`);
+          ctx.io.err(`agentkeep: note: --vmstate applies to VM targets whose snapshots can hold RAM state (see: agentkeep target describe); ${o.target} has no RAM state to save, so it is ignored.`);
         }
         rpnt = await call(ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal }), 'restorePointCreate', { target: o.target, label: o.label, stores: o.store.length ? o.store : undefined, kind: o.kind, ...(o.important ? { important: true } : {}), ...(o.vmstate ? { vmstate: true } : {}) });
       } finally {
@@ -260,7 +272,7 @@ function program(ctx: Ctx): Command {
   rp.command('diff')
     .description('what differs between a restore point and now, i.e. what a restore would undo (files and agent state)')
     .argument('<id>', 'restore point id')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--store <store>', 'memory store to compare (repeatable; default: the stores the restore point captured)', collect, [])
     .option('--json', 'print {added, removed, changed, agentChanged} as JSON')
     .action(async (id: string, o: { target: string; store: string[] }, cmd: Command) => {
@@ -272,7 +284,7 @@ function program(ctx: Ctx): Command {
 
   rp.command('list')
     .description('list the restore points of a target, newest first')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--json', 'print a JSON array')
     .action(async (o: { target: string }, cmd: Command) => {
       const asJson = json(cmd);
@@ -299,7 +311,7 @@ function program(ctx: Ctx): Command {
   rp.command('restore')
     .description('make the target identical to a restore point again (the current state is captured first)')
     .argument('<id>', 'restore point id (see: restore-point list)')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .addOption(new Option('--scope <scope>', 'what to put back').choices(['machine', 'agent', 'both']))
     .option('--store <store>', 'memory store (repeatable); default: the stores captured in the restore point', collect, [])
     .option('--start', 'VM targets: start the guest after rolling back to a snapshot without RAM state (Proxmox: needs VM.PowerMgmt)')
@@ -346,7 +358,7 @@ function program(ctx: Ctx): Command {
       try {
         const rc = ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal, onRestoreWriting: (u) => guard.writing(u.id) });
         if (o.start && caps && !caps.startAfterRollback) {
-          ctx.io.err(`agentkeep: note: --start applies to VM targets (qemu:, proxmox://); ignored for ${o.target}.`);
+          ctx.io.err(`agentkeep: note: --start applies to VM targets that can start after a rollback (see: agentkeep target describe); ignored for ${o.target}.`);
         }
         r = await call(rc, 'restorePointRestore', { target: o.target, id, scope: o.scope, stores, ...(o.start ? { start: true } : {}) });
       } finally {
@@ -370,7 +382,7 @@ function program(ctx: Ctx): Command {
   rp.command('delete')
     .description('delete a restore point (contents still used by others are kept)')
     .argument('<id>', 'restore point id')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--yes', 'do not ask for confirmation')
     .option('--json', 'print the result as JSON')
     .action(async (id: string, o: { target: string; yes?: boolean }, cmd: Command) => {
@@ -391,7 +403,7 @@ function program(ctx: Ctx): Command {
   rp.command('label')
     .description('rename a restore point and/or mark it important (Proxmox: the snapshot description too)')
     .argument('<id>', 'restore point id')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--label <text>', 'the new label')
     .option('--important', 'mark it important (retention keeps the newest 10 important ones longer)')
     .option('--not-important', 'clear the important mark')
@@ -407,7 +419,7 @@ function program(ctx: Ctx): Command {
 
   rp.command('prune')
     .description('apply retention: keep the newest N and the newest N important restore points, delete the rest (never one younger than an hour, the newest, or half of a pre/post pair)')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--dry-run', 'only show what would be deleted')
     .option('--keep <n>', 'newest restore points to keep (default 20)', wholeNumber('--keep'))
     .option('--keep-important <n>', 'newest important restore points to keep (default 10)', wholeNumber('--keep-important'))
@@ -422,13 +434,26 @@ function program(ctx: Ctx): Command {
 
   rp.command('usage')
     .description('disk use of the restore points of a target (each stored object or extent counted once) against the size cap')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--json', 'print {target, bytes, capBytes, level, points: [{id, bytes, newBytes}]} as JSON')
     .action(async (o: { target: string }, cmd: Command) => {
       const asJson = json(cmd);
       const r = await call(core(cmd), 'restorePointUsage', { target: o.target });
       if (asJson) printJson(ctx, r);
       else ctx.io.out(usageReport(r));
+    });
+
+  root
+    .command('target')
+    .description('what a target is and can do, as its backend describes it')
+    .command('describe')
+    .description('the backend, name, kind, local root and capabilities of a target (no I/O: works for an unreachable target)')
+    .requiredOption('--target <target>', targetHelp())
+    .option('--json', 'print the target.describe result as JSON')
+    .action(async (o: { target: string }, cmd: Command) => {
+      const d = await call(core(cmd), 'targetDescribe', { target: o.target });
+      if (json(cmd)) printJson(ctx, d);
+      else ctx.io.out(`Target ${d.target}: ${targetSummary(d)}`);
     });
 
   const mem = root.command('memory').description('inspect, trace, edit and compare agent memory stores');
@@ -445,14 +470,19 @@ function program(ctx: Ctx): Command {
       else ctx.io.out(memoryTable(r.stores, r.descriptions));
     });
 
-  const agent = root.command('agent').description('the status of an agent, and the agents on a hypervisor');
+  const agent = root
+    .command('agent')
+    .description(
+      'named agents (add, list, remove, default), the status of an agent, and the agents on a hypervisor (discover)',
+    );
+  agentCommands(agent, { io: ctx.io, core, json, print: (v) => printJson(ctx, v) });
   agent
     .command('status')
     .description(
       'whether the target is reachable, its restore points, and per store whether it is ok, missing or broken ' +
         '(which file, what, the fix)',
     )
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/agent-home')
+    .requiredOption('--target <target>', targetHelp())
     .option('--store <store>', `memory store, one of ${storeForms()} (repeatable)`, collect, [])
     .option('--json', 'print the agent.status result as JSON')
     .action(async (o: { target: string; store: string[] }, cmd: Command) => {
@@ -656,7 +686,7 @@ function program(ctx: Ctx): Command {
   storeOpt(mem.command('diff').description('entries added, removed and changed since a restore point, and the agent\'s outside-world actions since then'))
     .option('--from <id>', 'restore point id')
     .option('--to <id>', 'restore point id, or now (default)')
-    .option('--target <target>', 'the target the restore point belongs to, e.g. dir:/home/me/.hermes')
+    .option('--target <target>', targetHelp('the target the restore point belongs to'))
     .option('--json', 'print the memory.diff result as JSON')
     .action(async (o: { store: string[]; from?: string; to?: string; target?: string }, cmd: Command) => {
       const asJson = json(cmd);
@@ -665,7 +695,7 @@ function program(ctx: Ctx): Command {
       if (!target && o.store.length === 1) {
         // one local store: its directory is the target (the store's description says where, not its string)
         const root = describeStore(o.store[0]).localRoot;
-        if (root) target = `dir:${root}`;
+        if (root) target = defaultTargetFor(root);
       }
       if (!target) throw new UsageError('InvalidParams', 'memory diff needs --target (the target the restore point belongs to).', 'Add --target dir:/abs/path (or give one --store inside that directory).');
       const r = await call(core(cmd), 'memoryDiff', { target, from: o.from, ...(o.to ? { to: o.to } : {}), ...(o.store.length ? { stores: o.store } : {}) });
@@ -751,6 +781,8 @@ function program(ctx: Ctx): Command {
       ctx.serving = true;
     });
 
+  // --agent NAME (or the default agent) on every command that takes --target / --store
+  useNamedAgents(root, coreOpts);
   return root;
 }
 

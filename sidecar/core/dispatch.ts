@@ -39,6 +39,10 @@ const HANDLERS: Handlers = {
   memoryDiff: (c, p) => c.diffMemory(p),
   agentDiscover: (c, p) => c.discoverAgents(p),
   targetDescribe: (c, p) => c.describeTarget(p),
+  agentList: (c, p) => c.listAgents(p),
+  agentAdd: (c, p) => c.addAgent(p),
+  agentRemove: (c, p) => c.removeAgent(p),
+  agentSetDefault: (c, p) => c.setDefaultAgent(p),
   riskScan: async (_c, p) => scanText(p.file, p.text),
 };
 

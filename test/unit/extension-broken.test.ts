@@ -17,6 +17,7 @@ import {
   memoryFileView,
   storeItemView,
 } from '../../extension/storeView';
+import { agentItemView } from '../../extension/targetView';
 import { Core } from '../../sidecar/core/core';
 import type { MemoryFile } from '../../sidecar/protocol';
 import {
@@ -108,6 +109,11 @@ describe('extension: broken stores shown as broken (real core answers)', functio
     assert.match(v.description, /^broken · /);
     assert.match(v.tooltip, /\nBroken: .*MEMORY\.md is a directory, not a file.*\nFix: Move it away/);
     assert.match(v.tooltip, /\nBroken: SQLite database .*state\.db is damaged.*\nFix: Stop the agent/);
+    const status = await core.agentStatus({ target: `dir:${tmp}`, stores: [store] });
+    const agent = agentItemView(`dir:${tmp}`, status.description, status);
+    assert.equal(agent.icon, 'warning', 'the agent row warns too');
+    assert.match(agent.description, /^memory broken · reachable/);
+    assert.match(agent.tooltip, /Store `hermes:.*`: \$\(warning\) broken: /);
     const lines = brokenStoreLines([st]);
     assert.equal(lines.length, 1);
     assert.match(lines[0], /^Store hermes:.* is broken: .*MEMORY\.md is a directory.* \(and 1 more\) Fix: Move it/);

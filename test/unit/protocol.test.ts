@@ -61,6 +61,10 @@ describe('protocol', () => {
       diffMemory: rec('diffMemory'),
       discoverAgents: rec('discoverAgents'),
       describeTarget: rec('describeTarget'),
+      listAgents: rec('listAgents'),
+      addAgent: rec('addAgent'),
+      removeAgent: rec('removeAgent'),
+      setDefaultAgent: rec('setDefaultAgent'),
       guestFileRead: rec('guestFileRead'),
       guestFileWrite: rec('guestFileWrite'),
     };
