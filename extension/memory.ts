@@ -146,7 +146,7 @@ export class MemoryInspector implements vscode.Disposable {
     private readonly context: vscode.ExtensionContext,
     private readonly sidecar: Sidecar,
     private readonly output: vscode.OutputChannel,
-    /** Called after a change so the Agent view refreshes. */
+    /** Called after a change, and on the inspector's Refresh, so the Agent view and the status bar re-read. */
     private readonly afterChange: () => void,
   ) {
     this.disposables.push(
@@ -237,6 +237,7 @@ export class MemoryInspector implements vscode.Disposable {
         return;
       }
       case 'refresh':
+        this.afterChange(); // the Agent view and the status bar re-read too (e.g. a file broken since)
         await this.refresh();
         return;
       case 'select':
