@@ -11,7 +11,13 @@
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { RestorePoint, StoreDescription, TargetDescription } from '../sidecar/protocol';
+import {
+  LensCommands,
+  LensSettingKeys,
+  type RestorePoint,
+  type StoreDescription,
+  type TargetDescription,
+} from '../sidecar/protocol';
 import type { RiskyConfig } from '../sidecar/protocol/configFiles';
 import { configFilesCodeLens, configFilesPrompt, isTrusted, readAgentConfig } from './config';
 import { riskyConfigOf } from './configScope';
@@ -20,8 +26,8 @@ import type { Sidecar } from './sidecar';
 
 export { riskyConfigOf } from './configScope';
 
-/** Command of the lens and the prompt: agentkeep.restorePointBeforeEdit({file}). */
-export const BEFORE_EDIT_COMMAND = 'agentkeep.restorePointBeforeEdit';
+/** Command of the lens and the prompt: agentkeep.restorePointBeforeEdit({file}) (the protocol's LensCommands). */
+export const BEFORE_EDIT_COMMAND = LensCommands.restorePointBeforeEdit;
 
 /** The prompt's buttons. */
 export const PROMPT_TAKE = 'Take restore point';
@@ -165,7 +171,9 @@ export class ConfigFiles implements vscode.CodeLensProvider, vscode.Disposable {
         this.noteTaken(file, r.restorePoint);
       }
     } else if (answer === PROMPT_NEVER) {
-      await vscode.workspace.getConfiguration('agentkeep').update('configFiles.prompt', false, vscode.ConfigurationTarget.Global);
+      await vscode.workspace
+        .getConfiguration()
+        .update(LensSettingKeys.configFilesPrompt, false, vscode.ConfigurationTarget.Global);
     }
   }
 

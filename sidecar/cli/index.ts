@@ -2,7 +2,8 @@
  * The `agentkeep` command line (commander). Same core as the servers, no RPC.
  *
  *     agentkeep --version
- *     agentkeep restore-point create --target T [--label TEXT] [--kind manual|config-edit|update|hook] [--store S ...] [--important] [--vmstate] [--json]
+ *     agentkeep restore-point create --target T [--label TEXT] [--kind manual|config-edit|update|hook] [--store S ...]
+ *         [--important] [--vmstate] [--reuse] [--json]
  *     agentkeep restore-point list --target T [--json]
  *     agentkeep restore-point restore ID --target T --scope machine|agent|both [--store S ...] [--start] [--yes] [--json]
  *     agentkeep restore-point diff ID --target T [--store S ...] [--json]
@@ -43,13 +44,29 @@ import { Command, CommanderError, Help, Option } from 'commander';
 import { nextAction, type RiskFinding } from '../protocol';
 import { AgentKeepError, asAgentKeepError } from '../core/errors';
 import { call } from '../core/dispatch';
+import { tempNameFor } from '../core/fsutil';
 import type { CoreApi, CoreOptions } from '../core/service';
 import { evaluate, fileKind, formatEval, parseJsonc, scanText, type EvalLabel } from '../risk';
 import { serveStdio } from '../server/stdio';
 import { parseHostPort, readTokenFile, serveWs } from '../server/ws';
 import type { CoreFactory } from '../server/session';
-import { agentStatusText, changeSummary, createdLine, findingsTable, memoryDiffText, restoreLossText, memoryShowText, memoryTable, pruneReport, restorePointTable, shellQuote, usageReport } from './format';
+import {
+  agentStatusText,
+  changeSummary,
+  createdLine,
+  findingsTable,
+  memoryDiffText,
+  memoryShowText,
+  memoryTable,
+  previewText,
+  pruneReport,
+  restorePointTable,
+  shellQuote,
+  usageReport,
+} from './format';
+import { formatAge } from '../protocol/format';
 import { guardSignals } from './signals';
+import { checkGuestWriteSize } from '../core/guest';
 import { resolveStateDir } from '../core/state';
 import { defaultTargetFor, targetForms } from '../core/target';
 import { targetSummary } from '../protocol/targets';
@@ -136,6 +153,17 @@ interface Ctx {
   serving: boolean;
   /** The --state-dir given (else AGENTKEEP_STATE_DIR), once a command ran: printed commands name it. */
   stateDir?: string;
+}
+
+/** Options of `restore-point create`. */
+interface CreateOpts {
+  target: string;
+  label?: string;
+  kind: 'manual' | 'config-edit' | 'update' | 'hook';
+  store: string[];
+  important?: boolean;
+  vmstate?: boolean;
+  reuse?: boolean;
 }
 
 function coreOpts(cmd: Command): CoreOptions {
@@ -237,8 +265,13 @@ function program(ctx: Ctx): Command {
     .addOption(new Option('--kind <kind>', 'why it is taken: manual, config-edit (before editing a config file), update (before updating the agent), hook (from a script or git hook); retention treats them alike').choices(['manual', 'config-edit', 'update', 'hook']).default('manual'))
     .option('--important', 'mark it important (retention keeps the newest 10 important restore points)')
     .option('--vmstate', 'VM targets: include the RAM state (a rollback resumes the VM where it was)')
+    .option(
+      '--reuse',
+      'return the newest restore point instead when it is younger than 60 s and nothing changed since ' +
+        '(targets that can diff; --json says "reused": true)',
+    )
     .option('--json', 'print the restore point as JSON')
-    .action(async (o: { target: string; label?: string; kind: 'manual' | 'config-edit' | 'update' | 'hook'; store: string[]; important?: boolean; vmstate?: boolean }, cmd: Command) => {
+    .action(async (o: CreateOpts, cmd: Command) => {
       const asJson = json(cmd);
       const guard = guardSignals('create', ctx.io, cliTargetArgs(o.target, renderOpts(ctx).stateDir));
       let rpnt;
@@ -249,13 +282,25 @@ function program(ctx: Ctx): Command {
         if (caps && !caps.ramState) {
           ctx.io.err(`agentkeep: note: --vmstate applies to VM targets whose snapshots can hold RAM state (see: agentkeep target describe); ${o.target} has no RAM state to save, so it is ignored.`);
         }
-        rpnt = await call(ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal }), 'restorePointCreate', { target: o.target, label: o.label, stores: o.store.length ? o.store : undefined, kind: o.kind, ...(o.important ? { important: true } : {}), ...(o.vmstate ? { vmstate: true } : {}) });
+        rpnt = await call(ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal }), 'restorePointCreate', {
+          target: o.target,
+          label: o.label,
+          stores: o.store.length ? o.store : undefined,
+          kind: o.kind,
+          ...(o.important ? { important: true } : {}),
+          ...(o.vmstate ? { vmstate: true } : {}),
+          ...(o.reuse ? { reuse: true } : {}),
+        });
       } finally {
         guard.dispose();
       }
       const notices = rpnt.notices ?? (rpnt.warnings ?? []).map((message) => ({ message }));
       for (const n of notices) ctx.io.err(`agentkeep: warning: ${describeProblem(n, renderOpts(ctx))}`);
       if (asJson) printJson(ctx, rpnt);
+      else if (rpnt.reused) {
+        const taken = formatAge(rpnt.createdAt);
+        ctx.io.out(`Reusing restore point ${rpnt.id} "${rpnt.label}" (taken ${taken}; nothing changed since).`);
+      }
       else {
         const noun = (await call(core(cmd), 'targetDescribe', { target: rpnt.target }).catch(() => undefined))?.snapshotNoun;
         ctx.io.out(createdLine(rpnt, noun));
@@ -298,10 +343,11 @@ function program(ctx: Ctx): Command {
           const a = broken.actions?.find((x) => x.params?.id === id);
           return a && commandLine(a, renderOpts(ctx));
         };
-        const [finish, back] = [cmdOf(broken.id), cmdOf(broken.undo)];
+        const [finish, back] = [cmdOf(broken.id), broken.undo && cmdOf(broken.undo)];
         ctx.io.err(
           `agentkeep: warning: a restore of ${broken.id} (scope ${broken.scope}) started ${broken.startedAt} never finished: ${o.target} may be half-restored. ` +
-            `Finish it: ${finish ?? `restore ${broken.id} again`}, or go back: ${back ?? `restore ${broken.undo}`}`,
+            `Finish it: ${finish ?? `restore ${broken.id} again`}` +
+            (broken.undo ? `, or go back: ${back ?? `restore ${broken.undo}`}` : ' (it had no undo point)'),
         );
       }
       if (asJson) printJson(ctx, points);
@@ -315,9 +361,10 @@ function program(ctx: Ctx): Command {
     .addOption(new Option('--scope <scope>', 'what to put back').choices(['machine', 'agent', 'both']))
     .option('--store <store>', 'memory store (repeatable); default: the stores captured in the restore point', collect, [])
     .option('--start', 'VM targets: start the guest after rolling back to a snapshot without RAM state (Proxmox: needs VM.PowerMgmt)')
+    .option('--no-undo-point', 'do not capture the current state first (no undo): for a state dir too full to hold it; needs --yes or a confirmation')
     .option('--yes', 'do not ask for confirmation')
     .option('--json', 'print the result as JSON')
-    .action(async (id: string, o: { target: string; scope: 'machine' | 'agent' | 'both'; store: string[]; start?: boolean; yes?: boolean }, cmd: Command) => {
+    .action(async (id: string, o: { target: string; scope: 'machine' | 'agent' | 'both'; store: string[]; start?: boolean; undoPoint?: boolean; yes?: boolean }, cmd: Command) => {
       if (!o.scope) {
         throw new UsageError('InvalidParams', 'restore needs --scope.', 'Choose --scope both (files and agent memory), machine (files, keeping the current memory) or agent (memory only).');
       }
@@ -328,7 +375,23 @@ function program(ctx: Ctx): Command {
       const caps = (await call(c, 'targetDescribe', { target: o.target }).catch(() => undefined))?.capabilities;
       // a rollback that hard-stops the guest (Proxmox): say what it does to the guest
       const pve = !!caps?.rollbackStopsGuest && o.scope !== 'agent';
-      if (!o.yes) {
+      const noUndo = o.undoPoint === false;
+      if (noUndo && !o.yes) {
+        // Never implied: a restore without an undo point loses the current state for good.
+        const action = nextAction('Restore without an undo point', 'restorePointRestore', { target: o.target, id, scope: o.scope, ...(stores ? { stores } : {}), noUndoPoint: true, confirmed: true }, { destructive: true });
+        if (!ctx.io.isTTY) {
+          throw new AgentKeepError(
+            'ConfirmationRequired',
+            `Restoring ${id} without an undo point replaces the current state of ${o.target} for good and needs confirmation.`,
+            'Pass --yes with --no-undo-point, or free space and restore with an undo point.',
+            [action],
+          );
+        }
+        ctx.io.err(`Restoring ${id} (scope ${o.scope}) on ${o.target} WITHOUT an undo point: the current state is not captured first, so this restore cannot be undone.`);
+        if (!(await ctx.io.confirm('Restore without an undo point?'))) {
+          throw new AgentKeepError('ConfirmationRequired', 'Restore cancelled; nothing was changed.', 'Answer y to restore, or free space and restore with an undo point.');
+        }
+      } else if (!o.yes) {
         if (!ctx.io.isTTY) {
           throw new AgentKeepError(
             'ConfirmationRequired',
@@ -336,19 +399,10 @@ function program(ctx: Ctx): Command {
             'Pass --yes (the current state is captured first, so the restore can be undone).',
           );
         }
-        if (pve) ctx.io.err(`Rolling back ${o.target} to ${id}:\n${VM_RESTORE_NOTE}\nThe current state is snapshotted first, so this can be undone.`);
-        else {
-          // VM backends (qemu) have no file list: their snapshots are whole-VM.
-          const diff = await call(c, 'restorePointDiff', { target: o.target, id, stores }).catch((e: unknown) => {
-            if (e instanceof AgentKeepError && e.kind === 'Unsupported') return undefined;
-            throw e;
-          });
-          const what = diff ? changeSummary(diff, true, o.scope) : '  The whole VM (disks and RAM) goes back to the restore point.';
-          // what a restore loses: memory entries learned since (scopes agent/both) and the outside-world actions since
-          const memDiff = await call(c, 'memoryDiff', { target: o.target, from: id, ...(stores ? { stores } : {}) }).catch(() => undefined);
-          const lost = memDiff ? restoreLossText(memDiff, o.scope) : '';
-          ctx.io.err(`Restoring ${id} (scope ${o.scope}) on ${o.target}:\n${what}${lost ? `\n${lost}` : ''}\n${OUTSIDE_NOTE}\nThe current state is captured first, so this can be undone.`);
-        }
+        // what the restore does, as the core computes it for every front end (restorePoint.preview)
+        const preview = await call(c, 'restorePointPreview', { target: o.target, id, scope: o.scope, stores });
+        const undoable = 'The current state is captured first, so this can be undone.';
+        ctx.io.err(`${previewText(preview, o.target)}\n${OUTSIDE_NOTE}\n${undoable}`);
         if (!(await ctx.io.confirm('Restore?'))) {
           throw new AgentKeepError('ConfirmationRequired', 'Restore cancelled; nothing was changed.', 'Answer y to restore, or pass --yes.');
         }
@@ -356,16 +410,17 @@ function program(ctx: Ctx): Command {
       const guard = guardSignals('restore', ctx.io, cliTargetArgs(o.target, renderOpts(ctx).stateDir));
       let r;
       try {
-        const rc = ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal, onRestoreWriting: (u) => guard.writing(u.id) });
+        const rc = ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal, onRestoreWriting: (u) => guard.writing(u?.id) });
         if (o.start && caps && !caps.startAfterRollback) {
           ctx.io.err(`agentkeep: note: --start applies to VM targets that can start after a rollback (see: agentkeep target describe); ignored for ${o.target}.`);
         }
-        r = await call(rc, 'restorePointRestore', { target: o.target, id, scope: o.scope, stores, ...(o.start ? { start: true } : {}) });
+        const noUndoParams = noUndo ? { noUndoPoint: true, confirmed: true } : {};
+        r = await call(rc, 'restorePointRestore', { target: o.target, id, scope: o.scope, stores, ...(o.start ? { start: true } : {}), ...noUndoParams });
       } finally {
         guard.dispose();
       }
-      const undoAction = nextAction('Undo', 'restorePointRestore', { target: o.target, id: r.undo.id, scope: o.scope });
-      const undo = commandLine(undoAction, { ...renderOpts(ctx), yes: false });
+      const undoAction = r.undo && nextAction('Undo', 'restorePointRestore', { target: o.target, id: r.undo.id, scope: o.scope });
+      const undo = undoAction ? commandLine(undoAction, { ...renderOpts(ctx), yes: false }) : 'none (restored without an undo point)';
       if (asJson) {
         const { id: rid, label, createdAt, status, kind, target } = r.restored;
         printJson(ctx, { id: rid, label, createdAt, status, kind, target, scope: o.scope, restored: r.restored, undo: r.undo, changes: r.changes, ...(r.machineState ? { machineState: r.machineState } : {}), ...(r.warnings ? { warnings: r.warnings } : {}) });
@@ -526,7 +581,7 @@ function program(ctx: Ctx): Command {
         ctx.io.out(data.toString('utf8').replace(/\n$/, ''));
         return;
       }
-      const tmp = `${o.out}.agentkeep-${process.pid}.tmp`;
+      const tmp = tempNameFor(path.resolve(o.out)); // (a short name: any --out name up to 255 bytes fits)
       try {
         await fs.writeFile(tmp, data, { mode: 0o600 });
         await fs.rename(tmp, o.out);
@@ -559,39 +614,15 @@ function program(ctx: Ctx): Command {
           throw new AgentKeepError('FileError', `${o.from} is not UTF-8 text; guest write sends text, so its bytes would change. Nothing was written.`, 'Write text files (memory files are UTF-8), or copy binary files another way.');
         }
       }
-      const bytes = Buffer.byteLength(content, 'utf8');
       const c = core(cmd);
-      const desc = await call(c, 'targetDescribe', { target: o.target });
-      const max = desc.capabilities.guestWriteMaxBytes;
-      if (max !== undefined && bytes > max) {
-        throw new AgentKeepError(
-          'FileError',
-          `The content is ${bytes} bytes; the guest agent writes at most ${max} bytes per call. Nothing was written (and no backup was made).`,
-          'Shorten the content.',
-        );
-      }
+      // too large: say so before asking (the core's write checks again)
+      checkGuestWriteSize(await call(c, 'targetDescribe', { target: o.target }), Buffer.byteLength(content, 'utf8'));
       if (!o.yes) {
         if (!ctx.io.isTTY) throw new AgentKeepError('ConfirmationRequired', `Replacing ${o.file} in the VM needs confirmation.`, 'Pass --yes (take a restore point first if you may want it back).');
         if (!(await ctx.io.confirm(`Replace ${o.file} in ${o.target}?`))) throw new AgentKeepError('ConfirmationRequired', 'Write cancelled; nothing was changed.', 'Answer y, or pass --yes.');
       }
-      // Nothing is lost: the current content (when the file exists) is saved locally first.
-      const old = await c.guestFileRead(o.target, o.file).catch((e: unknown) => {
-        if (/No such file or directory/i.test(e instanceof Error ? e.message : String(e))) return undefined; // a new file
-        throw e;
-      });
-      let backup = '';
-      if (old) {
-        const dir = path.join(resolveStateDir(coreOpts(cmd).stateDir), 'guest-backups');
-        await fs.mkdir(dir, { recursive: true, mode: 0o700 });
-        // the target without its scheme, e.g. pve.lan_pve1_qemu_101
-        const guestName = desc.target
-          .slice(desc.backend.length + 1)
-          .replace(/^\/+/, '')
-          .replace(/[^A-Za-z0-9._-]+/g, '_');
-        backup = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, '-')}-${guestName}-${path.basename(o.file)}`);
-        await fs.writeFile(backup, old, { mode: 0o600 });
-      }
-      await c.guestFileWrite(o.target, o.file, content);
+      // Nothing is lost: the core saves the current content (when the file exists) locally first.
+      const { bytes, backup } = await c.guestFileWrite(o.target, o.file, content);
       if (asJson) printJson(ctx, { file: o.file, bytes, ...(backup ? { backup } : {}) });
       else ctx.io.out(`Wrote ${bytes} bytes to ${o.file} in ${o.target}.${backup ? ` The old content is in ${backup}.` : ''}`);
     });

@@ -3,6 +3,7 @@
  * one module per job (each takes the shared CoreContext of sidecar/core/context.ts):
  *   create.ts     restorePoint.create (snapshot + agent-state capture, retention, size cap)
  *   restore.ts    restorePoint.restore (scopes, pre-restore undo point, store locks)
+ *   preview.ts    restorePoint.preview (what a restore of a scope would do; git repos: gitrepos.ts)
  *   inspect.ts    restorePoint.list / diff / compare / readFile
  *   manage.ts     restorePoint.delete / keep / label
  *   prune.ts      restorePoint.prune and the retention run after a create
@@ -31,12 +32,13 @@ import { compareRestorePoints, diffRestorePoint, listRestorePoints, readRestoreP
 import { deleteRestorePoint, keepRestorePoint, labelRestorePoint } from './manage';
 import * as memory from './memory';
 import type { ObjectStore } from './objects';
+import { previewRestore } from './preview';
 import { pruneRestorePoints } from './prune';
 import { restoreRestorePoint } from './restore';
 import type { StateLayout } from './state';
 import { agentStatus, targetDescription } from './status';
 import { usageRestorePoints } from './usage';
-import type { CoreApi, CoreOptions } from './service';
+import type { CoreApi, CoreOptions, RestoreWithUndo } from './service';
 
 export { DEFAULT_LOCK_TIMEOUT_MS, VERSION } from './context';
 
@@ -73,9 +75,15 @@ export class Core implements CoreApi {
   createRestorePoint(p: ParamsOf<'restorePointCreate'>): Promise<ResultOf<'restorePointCreate'>> {
     return createRestorePoint(this.ctx, p);
   }
-  /** See restore.ts restoreRestorePoint. */
+  /** See restore.ts restoreRestorePoint (without noUndoPoint the result always has its `undo`). */
+  restoreRestorePoint(p: ParamsOf<'restorePointRestore'> & { noUndoPoint?: false }): Promise<RestoreWithUndo>;
+  restoreRestorePoint(p: ParamsOf<'restorePointRestore'>): Promise<ResultOf<'restorePointRestore'>>;
   restoreRestorePoint(p: ParamsOf<'restorePointRestore'>): Promise<ResultOf<'restorePointRestore'>> {
     return restoreRestorePoint(this.ctx, p);
+  }
+  /** See preview.ts previewRestore. */
+  previewRestorePoint(p: ParamsOf<'restorePointPreview'>): Promise<ResultOf<'restorePointPreview'>> {
+    return previewRestore(this.ctx, p);
   }
   /** See inspect.ts listRestorePoints. */
   listRestorePoints(p: ParamsOf<'restorePointList'>): Promise<RestorePoint[]> {
@@ -159,8 +167,8 @@ export class Core implements CoreApi {
   guestFileRead(target: string, file: string): Promise<Buffer> {
     return guestFileRead(this.ctx, target, file);
   }
-  /** See guest.ts guestFileWrite (the CLI's guest write). */
-  guestFileWrite(target: string, file: string, content: string): Promise<void> {
+  /** See guest.ts guestFileWrite (the CLI's guest write): keeps a backup of the old content first. */
+  guestFileWrite(target: string, file: string, content: string): Promise<{ bytes: number; backup?: string }> {
     return guestFileWrite(this.ctx, target, file, content);
   }
   /** See guest.ts discoverAgents. */

@@ -26,8 +26,11 @@ export interface CoreOptions {
    * Called by a restore once its pre-restore point exists, just before the target is changed
    * (the CLI prints the undo command from it when interrupted).
    */
-  onRestoreWriting?: (undo: RestorePoint) => void;
+  onRestoreWriting?: (undo: RestorePoint | undefined) => void;
 }
+
+/** A restore's result when it took its undo point (every restore without noUndoPoint). */
+export type RestoreWithUndo = ResultOf<'restorePointRestore'> & { undo: RestorePoint };
 
 /**
  * The core services that the CLI and both servers call (sidecar/core). Params are validated once,
@@ -42,7 +45,11 @@ export interface CoreApi {
   diffRestorePoint(p: ParamsOf<'restorePointDiff'>): Promise<ChangeSummary>;
   compareRestorePoints(p: ParamsOf<'restorePointCompare'>): Promise<ChangeSummary>;
   readRestorePointFile(p: ParamsOf<'restorePointReadFile'>): Promise<ResultOf<'restorePointReadFile'>>;
+  /** Without noUndoPoint the result always has its `undo` (the pre-restore point). */
+  restoreRestorePoint(p: ParamsOf<'restorePointRestore'> & { noUndoPoint?: false }): Promise<RestoreWithUndo>;
   restoreRestorePoint(p: ParamsOf<'restorePointRestore'>): Promise<ResultOf<'restorePointRestore'>>;
+  /** What a restore would do, changing nothing; see Methods.restorePointPreview. */
+  previewRestorePoint(p: ParamsOf<'restorePointPreview'>): Promise<ResultOf<'restorePointPreview'>>;
   deleteRestorePoint(p: ParamsOf<'restorePointDelete'>): Promise<ResultOf<'restorePointDelete'>>;
   /** Apply retention (sidecar/core/retention.ts) to a target; see Methods.restorePointPrune. */
   pruneRestorePoints(p: ParamsOf<'restorePointPrune'>): Promise<ResultOf<'restorePointPrune'>>;
@@ -71,8 +78,11 @@ export interface CoreApi {
   diffMemory(p: ParamsOf<'memoryDiff'>): Promise<ResultOf<'memoryDiff'>>;
   /** CLI only (no protocol method): read a file in a guest through the hypervisor (Proxmox guest agent). */
   guestFileRead(target: string, file: string): Promise<Buffer>;
-  /** CLI only (no protocol method): replace a file in a guest (at most capabilities.guestWriteMaxBytes). */
-  guestFileWrite(target: string, file: string, content: string): Promise<void>;
+  /**
+   * CLI only (no protocol method): replace a file in a guest (at most capabilities.guestWriteMaxBytes),
+   * after saving its old content under <stateDir>/guest-backups/ (`backup`: that file; absent for a new file).
+   */
+  guestFileWrite(target: string, file: string, content: string): Promise<{ bytes: number; backup?: string }>;
   /** See Methods.agentDiscover. */
   discoverAgents(p: ParamsOf<'agentDiscover'>): Promise<ResultOf<'agentDiscover'>>;
   /** See Methods.agentList: the named agents of the state dir's config.json. */

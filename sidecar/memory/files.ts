@@ -156,7 +156,7 @@ export async function restoreLocalFiles(
     await fs.mkdir(path.dirname(abs), { recursive: true });
     // empty (checkLocalRestore): rmdir fails rather than delete what appeared in it since
     if (st?.isDirectory()) await fs.rmdir(abs);
-    const tmp = tempNameFor(abs);
+    const tmp = tempNameFor(abs, root);
     try {
       await src.copyOut(f.hash, tmp);
       await fs.chmod(tmp, st?.isFile() ? st.mode & 0o7777 : 0o644);

@@ -2,7 +2,8 @@
  * A restore of agent state onto a store where something is in the way of a captured file (issue 13
  * #5: MEMORY.md that is now a directory): the restore never deletes what its undo point would not
  * hold. A non-empty directory (or a file where a directory must be) is refused before anything is
- * written (no undo point, no file changed, no temp file); an empty directory is replaced by the file;
+ * written (no undo point, no file changed, no temp file; restorePoint.preview refuses too); an empty
+ * directory is replaced by the file;
  * scope both over a store inside the target restores it, and its undo brings the directory back.
  * Real files, the real core and dir backend.
  */
@@ -46,6 +47,11 @@ describe('core: agent-state restore onto a path that is in the way', function ()
     memoryBecomesDirectory();
     const before = describeTree(home);
     const points = (await core.listRestorePoints({ target: s.target })).length;
+    // the confirmation's preview refuses as the restore does
+    await assert.rejects(
+      core.previewRestorePoint({ target: s.target, id: rp.id, scope: 'agent', stores: [store] }),
+      (e: AgentKeepError) => e.kind === 'FileError' && /is now a directory holding 1 entry/.test(e.message),
+    );
     await assert.rejects(
       core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'agent', stores: [store] }),
       (e: AgentKeepError) => {
