@@ -13,6 +13,8 @@
  *   gc.ts         garbage collection of the object store
  *   memory.ts     memory.* methods (sidecar/memory/ops)
  *   status.ts     agent.status, target.describe
+ *   requests.ts   request.create / list / approve / deny (the agent's restore requests)
+ *   hookWarnings.ts warnings of the agent hooks (agent.status hookWarnings)
  *   guest.ts      guest file I/O (Proxmox guest agent) and agent.discover, through the backends
  * Params are validated once, at the boundary (sidecar/core/dispatch.ts: the servers, and the CLI
  * through `call`); these methods trust their params' shape. See sidecar/core/state.ts for the
@@ -30,6 +32,7 @@ import { deleteRestorePoint, keepRestorePoint, labelRestorePoint } from './manag
 import * as memory from './memory';
 import type { ObjectStore } from './objects';
 import { pruneRestorePoints } from './prune';
+import { approveRequest, createRequest, denyRequest, listRequests } from './requests';
 import { restoreRestorePoint } from './restore';
 import type { StateLayout } from './state';
 import { agentStatus, targetDescription } from './status';
@@ -143,6 +146,27 @@ export class Core implements CoreApi {
   /** See memory.ts diffMemory. */
   diffMemory(p: ParamsOf<'memoryDiff'>): Promise<ResultOf<'memoryDiff'>> {
     return memory.diffMemory(this.ctx, p);
+  }
+
+  /** See memory.ts recordMemoryWrite. */
+  recordMemoryWrite(p: ParamsOf<'memoryRecordWrite'>): Promise<ResultOf<'memoryRecordWrite'>> {
+    return memory.recordMemoryWrite(this.ctx, p);
+  }
+  /** See requests.ts createRequest. */
+  createRequest(p: ParamsOf<'requestCreate'>): Promise<ResultOf<'requestCreate'>> {
+    return createRequest(this.ctx, p);
+  }
+  /** See requests.ts listRequests. */
+  listRequests(p: ParamsOf<'requestList'>): Promise<ResultOf<'requestList'>> {
+    return listRequests(this.ctx, p);
+  }
+  /** See requests.ts approveRequest. */
+  approveRequest(p: ParamsOf<'requestApprove'>): Promise<ResultOf<'requestApprove'>> {
+    return approveRequest(this.ctx, p);
+  }
+  /** See requests.ts denyRequest. */
+  denyRequest(p: ParamsOf<'requestDeny'>): Promise<ResultOf<'requestDeny'>> {
+    return denyRequest(this.ctx, p);
   }
 
   /** See guest.ts guestFileRead (CLI `agentkeep guest read`). */

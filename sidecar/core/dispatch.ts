@@ -37,6 +37,11 @@ const HANDLERS: Handlers = {
   memoryDiff: (c, p) => c.diffMemory(p),
   agentDiscover: (c, p) => c.discoverAgents(p),
   targetDescribe: (c, p) => c.describeTarget(p),
+  memoryRecordWrite: (c, p) => c.recordMemoryWrite(p),
+  requestCreate: (c, p) => c.createRequest(p),
+  requestList: (c, p) => c.listRequests(p),
+  requestApprove: (c, p) => c.approveRequest(p),
+  requestDeny: (c, p) => c.denyRequest(p),
   riskScan: async (_c, p) => scanText(p.file, p.text),
 };
 

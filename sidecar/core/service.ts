@@ -65,6 +65,16 @@ export interface CoreApi {
   lintMemory(p: ParamsOf<'memoryLint'>): Promise<ResultOf<'memoryLint'>>;
   /** See Methods.memoryDiff. */
   diffMemory(p: ParamsOf<'memoryDiff'>): Promise<ResultOf<'memoryDiff'>>;
+  /** See Methods.memoryRecordWrite (agent hooks around the agent's memory tool). */
+  recordMemoryWrite(p: ParamsOf<'memoryRecordWrite'>): Promise<ResultOf<'memoryRecordWrite'>>;
+  /** See Methods.requestCreate. */
+  createRequest(p: ParamsOf<'requestCreate'>): Promise<ResultOf<'requestCreate'>>;
+  /** See Methods.requestList. */
+  listRequests(p: ParamsOf<'requestList'>): Promise<ResultOf<'requestList'>>;
+  /** See Methods.requestApprove. */
+  approveRequest(p: ParamsOf<'requestApprove'>): Promise<ResultOf<'requestApprove'>>;
+  /** See Methods.requestDeny. */
+  denyRequest(p: ParamsOf<'requestDeny'>): Promise<ResultOf<'requestDeny'>>;
   /** CLI only (no protocol method): read a file in a guest through the hypervisor (Proxmox guest agent). */
   guestFileRead(target: string, file: string): Promise<Buffer>;
   /** CLI only (no protocol method): replace a file in a guest (at most capabilities.guestWriteMaxBytes). */

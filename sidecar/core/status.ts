@@ -8,7 +8,9 @@ import { openStore } from '../memory';
 import type { ParamsOf, ResultOf, RestorePoint } from '../protocol';
 import { VERSION, type CoreContext } from './context';
 import { asAgentKeepError } from './errors';
+import { recentHookWarnings } from './hookWarnings';
 import { interruptedRestore } from './interrupted';
+import { listRequests } from './requests';
 import { describeParsedTarget, describeTarget, resolveTarget } from './target';
 
 /** See Methods.targetDescribe: the target as its backend describes it (no I/O). @throws BadTarget */
@@ -42,6 +44,8 @@ export async function agentStatus(ctx: CoreContext, p: ParamsOf<'agentStatus'>):
     }
   }
   const broken = await interruptedRestore(ctx.layout, target);
+  const hookWarnings = await recentHookWarnings(ctx.stateDir, [...new Set([target.spec, p.target])]).catch(() => []);
+  const pending = (await listRequests(ctx, { target: target.spec, status: 'pending' }).catch(() => [])).length;
   return {
     target: target.spec,
     backend: target.backend,
@@ -52,6 +56,8 @@ export async function agentStatus(ctx: CoreContext, p: ParamsOf<'agentStatus'>):
     ...(rps[0] ? { latest: rps[0] } : {}),
     stores,
     ...(broken ? { interruptedRestore: broken } : {}),
+    ...(hookWarnings.length ? { hookWarnings } : {}),
+    ...(pending ? { pendingRequests: pending } : {}),
     version: VERSION,
   };
 }

@@ -61,6 +61,11 @@ describe('protocol', () => {
       describeTarget: rec('describeTarget'),
       guestFileRead: rec('guestFileRead'),
       guestFileWrite: rec('guestFileWrite'),
+      recordMemoryWrite: rec('recordMemoryWrite'),
+      createRequest: rec('createRequest'),
+      listRequests: rec('listRequests'),
+      approveRequest: rec('approveRequest'),
+      denyRequest: rec('denyRequest'),
     };
 
     it('routes each method to the core and risk.scan to scanText', async () => {
