@@ -22,6 +22,7 @@
  *     agentkeep risk scan FILE... [--json]
  *     agentkeep risk eval DIR LABELS.json [--json]
  *     agentkeep serve --stdio | --ws HOST:PORT --token-file FILE
+ *     agentkeep hook install|remove|status|settings|run …, agentkeep mcp, agentkeep request list|approve|deny (sidecar/cli/hooks.ts)
  *     global: --state-dir DIR (also AGENTKEEP_STATE_DIR)
  *
  * Output: human tables, or with --json ONE JSON document on stdout. Errors: one line on stderr
@@ -42,6 +43,8 @@ import { serveStdio } from '../server/stdio';
 import { parseHostPort, readTokenFile, serveWs } from '../server/ws';
 import type { CoreFactory } from '../server/session';
 import { changeSummary, createdLine, findingsTable, memoryDiffText, restoreLossText, memoryShowText, memoryTable, pruneReport, restorePointTable, shellQuote, usageReport } from './format';
+import { hookWarningsPath } from '../core/hookWarnings';
+import { addHookCommands } from './hooks';
 import { guardSignals } from './signals';
 import { cliTargetArgs, resolveStateDir } from '../core/state';
 import { parseDuration } from '../core/retention';
@@ -253,6 +256,11 @@ function program(ctx: Ctx): Command {
             `Finish it: agentkeep restore-point restore ${broken.id} ${args} --scope ${broken.scope}${stores} --yes, or go back: agentkeep restore-point restore ${broken.undo} ${args} --scope both --yes`,
         );
       }
+      const st = await call(c, 'agentStatus', { target: o.target }).catch(() => undefined);
+      const hw = st?.hookWarnings ?? [];
+      for (const w of hw.slice(0, 3)) ctx.io.err(`agentkeep: warning: ${w.time.slice(0, 19).replace('T', ' ')} UTC, agent hook${w.agent ? ` of ${w.agent}` : ''}: ${w.message} (${w.blocked ? 'the call was blocked' : 'the call went ahead'}).`);
+      if (hw.length > 3) ctx.io.err(`agentkeep: warning: ${hw.length - 3} more hook warning(s) in the last 7 days: they are in ${hookWarningsPath(resolveStateDir(coreOpts(cmd).stateDir))}.`);
+      if (st?.pendingRequests) ctx.io.err(`agentkeep: note: ${st.pendingRequests} restore request(s) of the agent wait for approval: agentkeep request list`);
       if (asJson) printJson(ctx, points);
       else ctx.io.out(restorePointTable(points, o.target));
     });
@@ -684,6 +692,18 @@ function program(ctx: Ctx): Command {
       await serveWs(ctx.makeCore, base, hp, token, (m) => ctx.io.err(m));
       ctx.serving = true;
     });
+
+  addHookCommands(root, {
+    io: ctx.io,
+    core,
+    coreOpts,
+    json,
+    printJson: (v) => printJson(ctx, v),
+    usage: (m, h) => new UsageError('InvalidParams', m, h),
+    serving: () => {
+      ctx.serving = true;
+    },
+  });
 
   return root;
 }
