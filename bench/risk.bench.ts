@@ -8,8 +8,14 @@
  *      - in process, a new document version on every call (scan + lenses, no cache): median, p95
  *      - over a real LSP stdio connection to the built sidecar: didChange (full text) + codeLens
  *        round trip, and the cached round trip (same version)
+ *   3. classification of one terminal command (what the agent hook pays per call): each command of
+ *      test/cases/agent-commands (408 real agent commands) and each labelled command of the corpus, classified
+ *      alone with the verdict memo off; per command the median over BENCH_RISK_CLASSIFY_ROUNDS rounds, then
+ *      the median, p99 and max over commands
  * Run: npm run bench:risk   (= npx tsx bench/risk.bench.ts)
- * Env: BENCH_RISK_MB (5), BENCH_RISK_ROUNDS (7), BENCH_RISK_LENS_ROUNDS (100), BENCH_DIR
+ *      BENCH_RISK_ONLY=classify runs section 3 alone; RISK_ENGINE=DIR measures section 3 on another copy of
+ *      sidecar/risk (one without classifyCommand is measured through scanText of a one-line shell script)
+ * Env: BENCH_RISK_MB (5), BENCH_RISK_ROUNDS (7), BENCH_RISK_LENS_ROUNDS (100), BENCH_RISK_CLASSIFY_ROUNDS (200), BENCH_DIR
  *      (os.tmpdir()/agentkeep-risk-bench), BENCH_KEEP=1 keeps the data, BENCH_MD=path appends the
  *      markdown table there too.
  * ripgrep missing: the rg rows say so (install with `apt-get install -y ripgrep`).
@@ -78,7 +84,60 @@ function rgVersion(): string | undefined {
   return r.status === 0 ? r.stdout.split('\n')[0] : undefined;
 }
 
+/** Section 3: per-command classification time (ms), median per command over rounds; median / p99 / max over commands. */
+async function classifyBench(): Promise<string> {
+  const rounds = Number(process.env.BENCH_RISK_CLASSIFY_ROUNDS ?? 200);
+  const engineDir = process.env.RISK_ENGINE ? path.resolve(process.env.RISK_ENGINE) : path.join(__dirname, '..', 'sidecar', 'risk');
+  const engine = (await import(path.join(engineDir, 'index.ts'))) as {
+    classifyCommand?: (t: string) => unknown;
+    scanText: (f: string, t: string) => unknown[];
+  };
+  const memo = (await import(path.join(engineDir, 'scan.ts'))) as { setRiskMemo: (on: boolean) => void };
+  memo.setRiskMemo(false);
+  const classify = engine.classifyCommand ? (t: string): unknown => engine.classifyCommand!(t) : (t: string): unknown => engine.scanText('command.sh', `${t}\n`);
+  const agent = fs
+    .readFileSync(path.join(__dirname, '..', 'test', 'cases', 'agent-commands', 'commands.jsonl'), 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => (JSON.parse(l) as { command: string }).command);
+  const corpus = (JSON.parse(fs.readFileSync(path.join(CORPUS, 'labels.json'), 'utf8')) as Array<{ command: string }>).map((l) => l.command);
+  const rows: string[] = [];
+  for (const [name, cmds] of [
+    ['agent commands (test/cases/agent-commands)', agent],
+    ['corpus labelled commands', corpus],
+  ] as const) {
+    for (let k = 0; k < 3; k++) for (const c of cmds) classify(c); // JIT warm-up
+    // per command, the median of its rounds (a shared machine's pauses land on single rounds, not on a command)
+    const samples: number[][] = cmds.map(() => []);
+    for (let k = 0; k < rounds; k++) {
+      cmds.forEach((c, i) => {
+        const t0 = process.hrtime.bigint();
+        classify(c);
+        samples[i].push(Number(process.hrtime.bigint() - t0) / 1e6);
+      });
+    }
+    const per = samples.map(median);
+    const s = [...per].sort((a, b) => a - b);
+    const q = (p: number): number => s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)];
+    const slowest = cmds[per.indexOf(s[s.length - 1])];
+    rows.push(`| ${name}: ${cmds.length} commands | ${(median(per) * 1000).toFixed(1)} µs | ${(q(0.99) * 1000).toFixed(1)} µs | ${(s[s.length - 1] * 1000).toFixed(1)} µs (\`${slowest.slice(0, 40).replace(/[|`]/g, ' ')}${slowest.length > 40 ? '…' : ''}\`) |`);
+  }
+  memo.setRiskMemo(true);
+  const engineName = process.env.RISK_ENGINE ? `engine ${engineDir}` : 'this tree';
+  return [
+    `| Classify one command (${engineName}, memo off; per command the median of ${rounds} rounds) | median | p99 | max |`,
+    '|---|---:|---:|---:|',
+    ...rows,
+  ].join('\n');
+}
+
 async function main(): Promise<void> {
+  if (process.env.BENCH_RISK_ONLY === 'classify') {
+    const md = await classifyBench();
+    console.log(md);
+    if (process.env.BENCH_MD) fs.appendFileSync(process.env.BENCH_MD, md + '\n');
+    return;
+  }
   fs.rmSync(BASE, { recursive: true, force: true });
   const dir = path.join(BASE, 'mix');
   fs.mkdirSync(dir, { recursive: true });
@@ -257,6 +316,8 @@ async function main(): Promise<void> {
     const mp = (xs: number[]): string => `${f2(median(xs))} / ${f2(p95(xs))} ms`;
     table.push(`| ${row.name} | ${row.lenses} | ${mp(row.first)} | ${mp(row.cold)} | ${mp(row.lspChange)} | ${mp(row.lspCached)} |`);
   }
+  table.push('');
+  table.push(await classifyBench());
   const md = table.join('\n');
   console.log(md);
   if (!rg) console.log('\nripgrep (rg) is not installed: the ripgrep comparison was skipped. Install it with: apt-get install -y ripgrep');

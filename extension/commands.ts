@@ -4,7 +4,7 @@
  * tests and other extensions can drive them without UI:
  *   agentkeep.createRestorePoint({label?, reason?, vmstate?})             -> RestorePoint
  *   agentkeep.createRestorePointWithRam({label?, reason?})                -> RestorePoint (Proxmox qemu: RAM state)
- *   agentkeep.restore(id | treeNode | {id}, scope?, {confirm?: boolean, start?: boolean}) -> restore result
+ *   agentkeep.restore(id | treeNode | {id}, scope?, {confirm?, start?, stores?}) -> restore result
  *   agentkeep.setProxmoxToken(token?) / agentkeep.clearProxmoxToken()     -> token id / whether one was stored
  *   agentkeep.chooseAgent(target?)                                         -> the new agentkeep.target
  *   agentkeep.deleteRestorePoint(id | treeNode, {confirm?: boolean})      -> {deleted, freedBytes}
@@ -16,13 +16,24 @@
  *   agentkeep.restorePointBeforeEdit({file}, {fresh?})                     -> {restorePoint, reused}
  *   agentkeep.setupDemo({open?: boolean, root?: string})                   -> DemoAgent
  *   agentkeep.pickFolder(folder?: string)                                  -> {target, stores}
- * Errors are shown as a notification (message + hint) and the command resolves undefined; the last
- * error is kept for tests (Ctx.lastError).
+ *   agentkeep.runAction(nextAction, {confirm?: boolean})                   -> the action's result (actions.ts)
+ * Errors are shown as a notification (message + hint, the sidecar's next actions as buttons) and the
+ * command resolves undefined; the last error is kept for tests (Ctx.lastError).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { ChangeSummary, ProgressParams, RestorePoint, ResultOf, Scope, TargetDescription } from '../sidecar/protocol';
+import {
+  NextAction,
+  type ChangeSummary,
+  type Notice,
+  type ProgressParams,
+  type RestorePoint,
+  type ResultOf,
+  type Scope,
+  type TargetDescription,
+} from '../sidecar/protocol';
+import { RUN_ACTION, runAction, showWithActions } from './actions';
 import { compareRestorePoints, compareWithNow, type CompareResult } from './compare';
 import { readAgentConfig, requireTrust, UntrustedError, type AgentConfig } from './config';
 import type { ConfigFiles } from './configFiles';
@@ -57,6 +68,8 @@ export interface LensArg {
   line: number;
   endLine?: number;
   class?: string;
+  /** Why the command is risky, one line (`destructive: git reset --hard discards uncommitted changes`). */
+  reason?: string;
 }
 
 /** Test/automation options of agentkeep.snapshotAndRun. */
@@ -101,7 +114,7 @@ export interface Ctx {
   statusBar: AgentStatusBar;
   output: vscode.OutputChannel;
   showDetails(id: string): Promise<void>;
-  lastError?: { code: string; message: string; hint?: string };
+  lastError?: { code: string; message: string; hint?: string; actions?: NextAction[] };
   /** The message shown after the last VM rollback (machine state, warnings), for tests. */
   lastRestoreMessage?: string;
   /** The config-file lenses and prompt (told when a restore point is taken before an edit). */
@@ -133,12 +146,16 @@ export function guarded<A extends unknown[], R>(ctx: Pick<Ctx, 'output' | 'lastE
       return await fn(...args);
     } catch (e) {
       const err = e instanceof UntrustedError ? new SidecarError(e.message, e.code, e.hint) : toSidecarError(e);
-      ctx.lastError = { code: err.code, message: err.message, hint: err.hint };
+      const actions = err.actions ? { actions: err.actions } : {};
+      ctx.lastError = { code: err.code, message: err.message, hint: err.hint, ...actions };
       ctx.output.appendLine(`[extension] ${name} failed: ${err.code}: ${err.full()}`);
       const show = err.code === 'untrusted' || err.code === CANCELLED ? vscode.window.showWarningMessage : vscode.window.showErrorMessage;
       // Proxmox refused or lacks credentials: the fix in VS Code is the token command, not an env var
       const fix = err.code === 'auth_failed' ? 'Set Proxmox API Token' : undefined;
-      void show(err.full(), ...(fix ? [fix] : []), 'Show Log').then((b) => (b === fix ? vscode.commands.executeCommand('agentkeep.setProxmoxToken') : b && ctx.output.show()));
+      // the sidecar's next actions (undo, finish the restore, list, ...) are buttons that run them
+      void showWithActions(show, err.full(), err.actions, [...(fix ? [fix] : []), 'Show Log']).then((b) =>
+        b === fix ? vscode.commands.executeCommand('agentkeep.setProxmoxToken') : b && ctx.output.show(),
+      );
       return undefined;
     }
   };
@@ -168,7 +185,7 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
       await ctx.statusBar.update();
     }),
     reg('agentkeep.setupDemo', (opts?: { open?: boolean; root?: string }) => setupDemo(ctx, opts)),
-    reg('agentkeep.pickFolder', (folder?: string) => pickFolder(folder)),
+    reg('agentkeep.pickFolder', (folder?: string) => pickFolder(ctx, folder)),
     reg('agentkeep.showLog', async () => ctx.output.show()),
     reg('agentkeep.snapshotAndRun', (arg: LensArg, opts?: SnapshotAndRunOptions) => snapshotAndRun(ctx, arg, opts)),
     reg('agentkeep.compare', (arg?: unknown, to?: unknown) => compareCommand(ctx, arg, to)),
@@ -179,6 +196,15 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
       return compareWithNow(ctx.sidecar, await findRestorePoint(ctx, config, id), config.stores);
     }),
     reg('agentkeep.restorePointBeforeEdit', (arg?: { file?: string }, opts?: { fresh?: boolean }) => restorePointBeforeEdit(ctx, arg, opts)),
+    reg(RUN_ACTION, (a: unknown, opts?: { confirm?: boolean }) => {
+      const parsed = NextAction.safeParse(a);
+      if (!parsed.success) {
+        const why = 'agentkeep.runAction needs a next action {title, method, params}.';
+        throw new UserError(why, 'invalid_params', 'Use a button of an AgentKeep notification.');
+      }
+      const deps = { sidecar: ctx.sidecar, output: ctx.output, afterChange: () => afterChange(ctx) };
+      return runAction(deps, parsed.data, opts);
+    }),
     reg('agentkeep.run', async (arg: LensArg) => {
       requireTrust('Running a command');
       const lens = checkLens(arg);
@@ -224,6 +250,8 @@ interface RestoreOptions {
   confirm?: boolean;
   /** VM targets: start the guest after rolling back to a snapshot without RAM state. */
   start?: boolean;
+  /** The stores to restore (a next action names the ones of the interrupted restore); default agentkeep.stores. */
+  stores?: string[];
 }
 
 /**
@@ -307,9 +335,17 @@ async function createRestorePoint(ctx: Ctx, opts?: CreateOptions): Promise<Resto
   }
 }
 
-/** Show what restorePoint.create warned about (the target's restore points near or over the size cap). */
-function warnAfterCreate(rp: { warnings?: string[] }): void {
-  for (const w of rp.warnings ?? []) void vscode.window.showWarningMessage(`AgentKeep: ${w}`);
+/**
+ * Show what restorePoint.create warned about (the target's restore points near or over the size cap,
+ * a restore that never finished), with the sidecar's next actions as buttons (free space, finish
+ * the restore, go back).
+ */
+function warnAfterCreate(rp: { warnings?: string[]; notices?: Notice[] }): void {
+  const notices = rp.notices ?? (rp.warnings ?? []).map((message) => ({ message }) as Notice);
+  for (const n of notices) {
+    const text = `AgentKeep: ${n.hint ? `${n.message} ${n.hint}` : n.message}`;
+    void showWithActions(vscode.window.showWarningMessage, text, n.actions);
+  }
 }
 
 async function afterChange(ctx: Ctx): Promise<void> {
@@ -370,7 +406,8 @@ async function memoryLoss(ctx: Ctx, config: AgentConfig, id: string, scope: Scop
 
 async function restore(ctx: Ctx, arg?: unknown, scopeArg?: Scope, opts?: RestoreOptions): Promise<ResultOf<'restorePointRestore'> | undefined> {
   requireTrust('Restoring a restore point');
-  const config = requireConfig();
+  const configured = requireConfig();
+  const config = opts?.stores ? { ...configured, stores: opts.stores } : configured;
   const id = await resolveId(ctx, config, arg, 'Restore which restore point?');
   if (!id) return undefined;
   const rp = await findRestorePoint(ctx, config, id);
@@ -574,7 +611,7 @@ async function snapshotAndRun(ctx: Ctx, arg: LensArg, opts: SnapshotAndRunOption
   requireTrust('Snapshot & run');
   const lens = checkLens(arg);
   const config = requireConfig();
-  const reason = { command: lens.command, file: lens.file, line: lens.line, class: lens.class };
+  const reason = { command: lens.command, file: lens.file, line: lens.line, class: lens.class, ...(typeof lens.reason === 'string' && lens.reason ? { risk: lens.reason } : {}) };
   const shown = shortCommand(lens.command);
   const pre = await takeOrReuse(ctx, config, { label: lens.command, reason, title: `Creating restore point before ${shown}`, fresh: opts.fresh });
   const rp = pre.restorePoint;
@@ -691,8 +728,8 @@ async function setupDemo(ctx: Ctx, opts?: { open?: boolean; root?: string }): Pr
   return demo;
 }
 
-/** Point agentkeep.target at a folder (and agentkeep.stores at its Hermes home, if any). */
-async function pickFolder(folder?: string): Promise<{ target: string; stores: string[] } | undefined> {
+/** Point agentkeep.target at a folder (and agentkeep.stores at the stores the sidecar finds in it, if any). */
+async function pickFolder(ctx: Ctx, folder?: string): Promise<{ target: string; stores: string[] } | undefined> {
   requireTrust('Choosing the agent folder');
   let dir = folder;
   if (!dir) {
@@ -703,9 +740,8 @@ async function pickFolder(folder?: string): Promise<{ target: string; stores: st
   if (!path.isAbsolute(dir) || !fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
     throw new UserError(`"${dir}" is not an existing folder.`, 'target_not_found', 'Pick a folder that exists on this machine.');
   }
-  const stores: string[] = [];
-  if (fs.existsSync(path.join(dir, 'memories'))) stores.push(`hermes:${dir}`);
-  else if (fs.existsSync(path.join(dir, '.hermes', 'memories'))) stores.push(`hermes:${path.join(dir, '.hermes')}`);
+  // every registered store kind looks in the folder (store.detect): Hermes homes, Agent Zero roots, ...
+  const stores = (await ctx.sidecar.request('storeDetect', { root: dir })).map((d) => d.store);
   const where = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
   const c = vscode.workspace.getConfiguration('agentkeep');
   await c.update('target', `dir:${dir}`, where);

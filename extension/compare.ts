@@ -118,7 +118,7 @@ async function show(title: string, changes: ChangeSummary, rows: CompareResult['
  */
 export async function compareRestorePoints(sidecar: Sidecar, from: RestorePoint, to: RestorePoint, title?: string): Promise<CompareResult> {
   const changes = await sidecar.request('restorePointCompare', { target: to.target, from: from.id, to: to.id });
-  const stores = [...new Set([...from.agent, ...to.agent].map((a) => a.store))];
+  const stores = await sidecar.describeStores([...new Set([...from.agent, ...to.agent].map((a) => a.store))]);
   const localRoot = await localRootOf(sidecar, to.target);
   const { items, total } = compareItems(changes, { localRoot, stores });
   for (const it of items) {
@@ -142,7 +142,8 @@ export async function compareRestorePoints(sidecar: Sidecar, from: RestorePoint,
 export async function compareWithNow(sidecar: Sidecar, rp: RestorePoint, stores: string[]): Promise<CompareResult> {
   const changes = await sidecar.request('restorePointDiff', { target: rp.target, id: rp.id, stores: stores.length ? stores : undefined });
   const localRoot = await localRootOf(sidecar, rp.target);
-  const { items, total } = compareItems(changes, { localRoot, stores: [...new Set([...rp.agent.map((a) => a.store), ...stores])] });
+  const described = await sidecar.describeStores([...new Set([...rp.agent.map((a) => a.store), ...stores])]);
+  const { items, total } = compareItems(changes, { localRoot, stores: described });
   const rows: CompareResult['rows'] = [];
   for (const it of items) {
     const live = liveUri(localRoot, it);

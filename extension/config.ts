@@ -4,6 +4,7 @@
  * their user-level values, so a cloned repository cannot redirect snapshots.
  */
 import * as vscode from 'vscode';
+import { RISK_CLASSES } from '../sidecar/protocol/risk';
 
 /** The configured agent, or undefined when agentkeep.target is empty. */
 export interface AgentConfig {
@@ -85,15 +86,15 @@ export function readStateDir(): string | undefined {
   return (vscode.workspace.getConfiguration('agentkeep').get<string>('stateDir') ?? '').trim() || undefined;
 }
 
-/** The risk classes a CodeLens filter can name. */
-export const RISK_CLASSES = ['deps', 'toolchain', 'system', 'remote-code'] as const;
+/** The risk classes a CodeLens filter can name (the sidecar's list; package.json's agentkeep.codeLens enum matches it). */
+export { RISK_CLASSES };
 
 /** Which "Snapshot & run" lenses to show: every class, none, or the listed classes. */
 export type CodeLensFilter = 'all' | 'off' | string[];
 
 /**
- * agentkeep.codeLens: `"all"` (default), `"off"`, or a list of classes (deps, toolchain, system,
- * remote-code). The setting that came before it, `"agentkeep.codeLens.enabled": false` in a
+ * agentkeep.codeLens: `"all"` (default), `"off"`, or a list of classes (deps, toolchain, config, system,
+ * destructive, remote-code). The setting that came before it, `"agentkeep.codeLens.enabled": false` in a
  * settings.json, reads as `{enabled: false}` under the same key and still means "off".
  */
 export function codeLensFilter(): CodeLensFilter {

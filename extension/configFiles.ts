@@ -11,7 +11,7 @@
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { RestorePoint, TargetDescription } from '../sidecar/protocol';
+import type { RestorePoint, StoreDescription, TargetDescription } from '../sidecar/protocol';
 import type { RiskyConfig } from '../sidecar/risk/config';
 import { configFilesCodeLens, configFilesPrompt, isTrusted, readAgentConfig } from './config';
 import { riskyConfigOf } from './configScope';
@@ -102,7 +102,8 @@ export class ConfigFiles implements vscode.CodeLensProvider, vscode.Disposable {
     if (!configFilesCodeLens() || !isTrusted()) return [];
     const config = readAgentConfig();
     if (!config) return [];
-    const risky = riskyConfigOf(doc.uri.fsPath, config, await this.describe(config.target));
+    const stores = await this.sidecar.describeStores(config.stores);
+    const risky = riskyConfigOf(doc.uri.fsPath, { stores }, await this.describe(config.target));
     if (!risky) return [];
     if (!this.latestKnown) await this.refresh();
     const last = this.latest ? `last: ${formatAge(this.latest.createdAt)}` : 'none yet';
@@ -125,13 +126,17 @@ export class ConfigFiles implements vscode.CodeLensProvider, vscode.Disposable {
     const config = readAgentConfig();
     if (!config) return;
     const file = e.document.uri.fsPath;
-    // cheap check first (no target scoping); the target's local root is applied below
-    if (!riskyConfigOf(file, config) || this.checking.has(file)) return;
+    // cheap check first (no target scoping, the store descriptions known so far); a store not yet
+    // described may make a file its own, so then the check below runs too
+    const known = config.stores.map((s) => this.sidecar.knownStoreDescription(s));
+    const allKnown = known.every(Boolean);
+    if ((allKnown && !riskyConfigOf(file, { stores: known as StoreDescription[] })) || this.checking.has(file)) return;
     this.checking.add(file);
     void (async () => {
       let risky: RiskyConfig | undefined;
       try {
-        risky = riskyConfigOf(file, config, await this.describe(config.target));
+        const stores = await this.sidecar.describeStores(config.stores);
+        risky = riskyConfigOf(file, { stores }, await this.describe(config.target));
         if (!risky) return;
         // restore points taken elsewhere (the CLI, another window) are noticed within 10 s
         if (!this.latestKnown || Date.now() - this.lastRefresh > 10_000) await this.refresh();

@@ -5,8 +5,7 @@
 import * as path from 'node:path';
 import type { TargetDescription } from '../sidecar/protocol';
 import { riskyConfigFile, type RiskyConfig } from '../sidecar/risk/config';
-import type { AgentConfig } from './config';
-import { storeRoot } from './format';
+import { storeLocalRoot, type StoreRef } from './format';
 
 /** Whether `file` is inside `dir` (or is it). */
 export function inside(file: string, dir: string): boolean {
@@ -16,16 +15,18 @@ export function inside(file: string, dir: string): boolean {
 
 /**
  * Why a file is a risky config file of the configured agent, or undefined: riskyConfigFile with the
- * stores' roots as agent homes, and only for files a restore point of the target covers (inside the
- * target's local root, target.describe `localRoot` of dir: and btrfs: targets, or a store root; any
- * file for targets without a local root, e.g. VMs, or when the description is not known).
+ * stores' local roots (StoreDescription.localRoot; a store known only by its string adds none) as
+ * agent homes, and only for files a restore point of the target covers (inside the target's local
+ * root, target.describe `localRoot` of dir: and btrfs: targets, or a store root; any file for
+ * targets without a local root, e.g. VMs, or when the description is not known).
+ * @param config.stores the configured stores, as descriptions where the sidecar gave them
  */
 export function riskyConfigOf(
   file: string,
-  config: AgentConfig,
+  config: { stores: readonly StoreRef[] },
   target?: Pick<TargetDescription, 'localRoot'>,
 ): RiskyConfig | undefined {
-  const homes = config.stores.map(storeRoot).filter((h): h is string => !!h);
+  const homes = config.stores.map(storeLocalRoot).filter((h): h is string => !!h);
   const risky = riskyConfigFile(file, homes);
   if (!risky) return undefined;
   const root = target?.localRoot;

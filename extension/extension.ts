@@ -7,7 +7,7 @@
  * activate() returns AgentKeepApi, used by the extension-host tests.
  */
 import * as vscode from 'vscode';
-import type { RestorePoint } from '../sidecar/protocol';
+import type { NextAction, RestorePoint } from '../sidecar/protocol';
 import { registerCommands, type Ctx } from './commands';
 import { SNAPSHOT_SCHEME, SnapshotContentProvider } from './compare';
 import { codeLensFilter, readAgentConfig, readStateDir, setSimulateUntrusted } from './config';
@@ -29,8 +29,8 @@ export interface AgentKeepApi {
   tree: AgentTreeProvider;
   /** Refresh the tree and status bar and wait for the status bar to update. */
   refresh(): Promise<void>;
-  /** The last error a command showed (code, message, hint), or undefined. */
-  lastError(): { code: string; message: string; hint?: string } | undefined;
+  /** The last error a command showed (code, message, hint, the sidecar's next actions), or undefined. */
+  lastError(): { code: string; message: string; hint?: string; actions?: NextAction[] } | undefined;
   /** Test hook: act as if the workspace were untrusted. */
   simulateUntrusted(v: boolean): void;
   /** Whether the sidecar process runs. */

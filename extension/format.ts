@@ -4,20 +4,28 @@
  * lines come from the shared sidecar/protocol/format.ts (re-exported here for the extension's modules).
  */
 import * as path from 'node:path';
-import type { ChangeSummary, RestorePoint, ResultOf, Scope, TargetDescription } from '../sidecar/protocol';
+import type {
+  ChangeSummary,
+  RestorePoint,
+  ResultOf,
+  Scope,
+  StoreDescription,
+  TargetDescription,
+} from '../sidecar/protocol';
 import { firstLine, formatAge, formatBytes, oneLine } from '../sidecar/protocol/format';
 
 export { formatAge, formatBytes } from '../sidecar/protocol/format';
 
 /**
- * One-line reason of a restore point: `npm install left-pad` from setup.sh:3, "before restore of X",
- * or the free-form text. Empty string when there is no reason.
+ * One-line reason of a restore point: `npm install left-pad` from setup.sh:3 (and why it was risky, when the
+ * risk engine said: "— deps: npm install changes project dependencies"), "before restore of X", or the
+ * free-form text. Empty string when there is no reason.
  */
 export function formatReason(rp: Pick<RestorePoint, 'reason' | 'kind' | 'restoredFrom'>): string {
   const r = rp.reason;
   if (r?.command) {
     const where = r.file ? ` from ${path.basename(r.file)}${r.line ? `:${r.line}` : ''}` : '';
-    return `\`${r.command}\`${where}`;
+    return `\`${r.command}\`${where}${r.risk ? ` — ${r.risk}` : ''}`;
   }
   if (r?.text) return r.text;
   if (rp.kind === 'pre-restore') return rp.restoredFrom ? `before restoring ${rp.restoredFrom}` : 'before a restore';
@@ -31,7 +39,7 @@ export function formatReason(rp: Pick<RestorePoint, 'reason' | 'kind' | 'restore
 export function shortReason(rp: Pick<RestorePoint, 'reason' | 'kind' | 'restoredFrom' | 'label'>): string {
   const r = rp.reason;
   if (r?.command && (r.command === rp.label || rp.label === `after: ${r.command}`)) return r.file ? `from ${path.basename(r.file)}${r.line ? `:${r.line}` : ''}` : '';
-  return formatReason(rp).replace(/`/g, '');
+  return formatReason(rp).replace(/`/g, '').replace(/ — .*$/, '');
 }
 
 /** Disk use for the Agent view: "12 MiB of 10 GiB", "(near the cap)" above 90%, "(over the cap)" above it. */
@@ -168,15 +176,28 @@ export interface CompareItem {
   /** As in ChangeSummary: target-relative path, or `<store>:<rel>` for agent state. */
   path: string;
   status: 'added' | 'removed' | 'changed';
-  /** For agent state: the store string and the store-relative path. */
-  agent?: { store: string; rel: string };
+  /**
+   * For agent state: the store string, the store-relative path, and the store's local root when it
+   * has one (StoreDescription.localRoot: where the file is on disk now).
+   */
+  agent?: { store: string; rel: string; localRoot?: string };
 }
 
-/** The absolute folder of a store string `<kind>:/abs/path`, or undefined when it does not parse. */
-export function storeRoot(store: string): string | undefined {
-  const i = store.indexOf(':');
-  const p = i > 0 ? store.slice(i + 1) : '';
-  return p.startsWith('/') || /^[A-Za-z]:[\\/]/.test(p) ? p.replace(/[\\/]+$/, '') || '/' : undefined;
+/**
+ * A store as the extension knows it: its description from the sidecar (store.describe, agent.status,
+ * memory.list), or only its string while no description has come (then nothing about it is known:
+ * the extension never reads a store string itself).
+ */
+export type StoreRef = string | Pick<StoreDescription, 'store' | 'localRoot'>;
+
+/** The store string of a StoreRef. */
+export function storeOf(s: StoreRef): string {
+  return typeof s === 'string' ? s : s.store;
+}
+
+/** The local root of a StoreRef (StoreDescription.localRoot), undefined when not local or not known. */
+export function storeLocalRoot(s: StoreRef): string | undefined {
+  return typeof s === 'string' ? undefined : s.localRoot;
 }
 
 /**
@@ -184,13 +205,14 @@ export function storeRoot(store: string): string | undefined {
  * Directories (a path that is the ancestor of another listed path) are left out; agent-state files
  * come first (changed, added, removed), then machine files (changed, added, removed); a machine path
  * that is the same file as a listed agent-state file (a store inside the target's local root) is shown once,
- * as agent state. `stores` are the store strings the restore points captured (to split `<store>:<rel>`);
+ * as agent state. `stores` are the stores the restore points captured (to split `<store>:<rel>`), as
+ * descriptions where known (their `localRoot` places a store inside the target);
  * `localRoot` is the target's local directory (target.describe `localRoot`; absent for VMs), which
  * machine paths are relative to.
  */
 export function compareItems(
   changes: ChangeSummary,
-  opts: { localRoot?: string; stores: readonly string[]; max?: number },
+  opts: { localRoot?: string; stores: readonly StoreRef[]; max?: number },
 ): { items: CompareItem[]; total: number } {
   const all = [...changes.added, ...changes.removed, ...changes.changed];
   const sorted = [...all].sort();
@@ -208,20 +230,21 @@ export function compareItems(
   const root = opts.localRoot;
   const agentItems: CompareItem[] = [];
   const sameFile = new Set<string>();
-  const byLength = [...opts.stores].sort((a, b) => b.length - a.length);
+  const byLength = [...opts.stores].sort((a, b) => storeOf(b).length - storeOf(a).length);
   const status = (p: string): CompareItem['status'] => (changes.added.includes(p) ? 'added' : changes.removed.includes(p) ? 'removed' : 'changed');
   for (const p of changes.agentChanged) {
-    const store = byLength.find((s) => p.startsWith(`${s}:`));
-    if (!store) continue;
+    const ref = byLength.find((s) => p.startsWith(`${storeOf(s)}:`));
+    if (ref === undefined) continue;
+    const store = storeOf(ref);
     const rel = p.slice(store.length + 1);
-    const sr = storeRoot(store);
+    const sr = storeLocalRoot(ref);
     let st: CompareItem['status'] = 'changed';
     if (root && sr && (sr === root || sr.startsWith(root + '/'))) {
       const machinePath = [path.posix.relative(root.replace(/\\/g, '/'), sr.replace(/\\/g, '/')), rel].filter(Boolean).join('/');
       sameFile.add(machinePath);
       if (all.includes(machinePath)) st = status(machinePath);
     }
-    agentItems.push({ path: p, status: st, agent: { store, rel } });
+    agentItems.push({ path: p, status: st, agent: { store, rel, ...(sr ? { localRoot: sr } : {}) } });
   }
   const order = { changed: 0, added: 1, removed: 2 } as const;
   agentItems.sort((a, b) => order[a.status] - order[b.status] || a.path.localeCompare(b.path));
@@ -235,14 +258,14 @@ export function compareItems(
 }
 
 /**
- * Where a compare item is on disk now (the "live" side of a compare view): under its store's root
- * for agent state, under the target's local root (target.describe `localRoot`: dir: and btrfs:
- * targets) for machine files. Undefined when the file is not local (a VM's files, a store whose root
- * is not a local path).
+ * Where a compare item is on disk now (the "live" side of a compare view): under its store's local
+ * root (StoreDescription.localRoot) for agent state, under the target's local root (target.describe
+ * `localRoot`: dir: and btrfs: targets) for machine files. Undefined when the file is not local (a
+ * VM's files, a store reached through an API, a store not described).
  */
 export function livePath(localRoot: string | undefined, item: CompareItem): string | undefined {
   if (item.agent) {
-    const root = storeRoot(item.agent.store);
+    const root = item.agent.localRoot;
     return root ? path.join(root, ...item.agent.rel.split('/')) : undefined;
   }
   return localRoot ? path.join(localRoot, ...item.path.split('/')) : undefined;

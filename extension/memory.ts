@@ -13,6 +13,7 @@
  * applies the undo the sidecar returned. All of it needs a trusted workspace; the inspector is
  * read-only otherwise and says so.
  */
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { LintFinding, MemoryEntry, ParamsOf, Provenance, ResultOf } from '../sidecar/protocol';
@@ -20,7 +21,8 @@ import type { FromInspector, StateMessage, StoreView, ToInspector } from '../web
 import { guarded, type Ctx } from './commands';
 import { snapshotUri } from './compare';
 import { isTrusted, readAgentConfig, requireTrust, type AgentConfig } from './config';
-import { entryTitle, formatAge, storeRoot } from './format';
+import { entryTitle, formatAge } from './format';
+import { showWithActions } from './actions';
 import type { Sidecar } from './sidecar';
 import { SidecarError, toSidecarError } from './sidecar';
 import { webviewHtml } from './webviewHtml';
@@ -71,9 +73,13 @@ export async function loadMemoryState(sidecar: Sidecar, config: AgentConfig): Pr
   const stores = await Promise.all(
     config.stores.map(async (store): Promise<StoreView> => {
       try {
-        return { store, files: (await sidecar.request('memoryList', { stores: [store] })).stores };
+        const r = await sidecar.request('memoryList', { stores: [store] });
+        sidecar.rememberStoreDescriptions(r.descriptions ?? []);
+        const description = r.descriptions?.[0] ?? sidecar.knownStoreDescription(store);
+        return { store, files: r.stores, ...(description ? { description } : {}) };
       } catch (e) {
-        return { store, files: [], error: toSidecarError(e).full() };
+        const description = await sidecar.describeStore(store).catch(() => undefined);
+        return { store, files: [], error: toSidecarError(e).full(), ...(description ? { description } : {}) };
       }
     }),
   );
@@ -241,7 +247,7 @@ export class MemoryInspector implements vscode.Disposable {
         } catch (e) {
           const err = toSidecarError(e);
           this.post({ type: 'notice', severity: err.code === 'conflict' ? 'warning' : 'error', text: err.code === 'conflict' ? conflictText : err.full() });
-          if (err.code !== 'conflict') void vscode.window.showErrorMessage(err.full());
+          if (err.code !== 'conflict') void showWithActions(vscode.window.showErrorMessage, err.full(), err.actions);
         }
         await this.refresh();
         return;
@@ -337,7 +343,8 @@ export class MemoryInspector implements vscode.Disposable {
         await this.undo(change.undo);
         void vscode.window.showInformationMessage(change.action === 'edit' ? 'Edit undone.' : 'Delete undone: the entry is back.');
       } catch (e) {
-        void vscode.window.showErrorMessage(`Undo failed: ${toSidecarError(e).full()}`);
+        const err = toSidecarError(e);
+        void showWithActions(vscode.window.showErrorMessage, `Undo failed: ${err.full()}`, err.actions);
       }
     });
   }
@@ -380,13 +387,25 @@ export class MemoryInspector implements vscode.Disposable {
       if (!pick) return undefined;
       rp = pick.rp;
     }
-    const root = storeRoot(store);
-    if (!root) throw new SidecarError(`The store "${store}" has no absolute path.`, 'bad_store', 'Name stores as <kind>:/abs/path, e.g. hermes:/home/me/.hermes.');
-    // text files only (MEMORY.md, USER.md, SOUL.md, ARCHIVE.jsonl): skills are a folder, other stores databases
-    const files = (await this.sidecar.request('memoryList', { stores: [store] })).stores.filter((f) => f.kind.startsWith('hermes-') && f.kind !== 'hermes-skill');
-    const captured = rp.agent.find((a) => a.store === store)?.files.map((f) => f.path) ?? [];
-    const rels = new Set<string>([...files.map((f) => path.relative(root, f.file).split(path.sep).join('/')), ...captured.filter((p) => /(^|\/)(MEMORY|USER|SOUL)\.md$/.test(p))]);
-    if (!rels.size) throw new SidecarError(`${store} has no text memory files to diff.`, 'unsupported', 'Use the CLI `agentkeep memory diff` for database-backed stores.');
+    // text files only (StoreDescription capability textFiles: Hermes MEMORY.md, USER.md, SOUL.md,
+    // ARCHIVE.jsonl); a folder (Hermes skills/) is left out, as are databases and stores without local files
+    const d = await this.sidecar.describeStore(store);
+    const root = d.capabilities.textFiles ? d.localRoot : undefined;
+    const captured = new Set(rp.agent.find((a) => a.store === store)?.files.map((f) => f.path) ?? []);
+    const files = root ? (await this.sidecar.request('memoryList', { stores: [store] })).stores : [];
+    const rels = new Set<string>();
+    for (const f of files) {
+      const rel = path.relative(root!, f.file).split(path.sep).join('/');
+      if (!rel || rel.startsWith('..') || path.isAbsolute(rel)) continue;
+      if (captured.has(rel) || fs.statSync(f.file, { throwIfNoEntry: false })?.isFile()) rels.add(rel);
+    }
+    if (!root || !rels.size) {
+      throw new SidecarError(
+        `${store} has no text memory files to diff.`,
+        'unsupported',
+        'Use the CLI `agentkeep memory diff` for stores whose memory is a database or not local files.',
+      );
+    }
     const rows: MemoryDiffResult['rows'] = [...rels].sort().map((rel) => [vscode.Uri.file(path.join(root, ...rel.split('/'))).toString(), snapshotUri({ target: rp!.target, id: rp!.id, path: `${store}:${rel}` }).toString()]);
     const title = `Memory: ${rp.label || rp.id} ↔ now`;
     if (rows.length === 1) {

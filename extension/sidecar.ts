@@ -5,24 +5,31 @@
  */
 import * as vscode from 'vscode';
 import { DidChangeConfigurationNotification, LanguageClient, LSPErrorCodes, ResponseError, TransportKind, type NodeModule, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
+import { parseActions } from './actions';
 import { isTrusted, type CodeLensFilter } from './config';
 import {
   Methods,
   Notifications,
   type ChangedParams,
   type MethodName,
+  type NextAction,
   type ParamsOf,
   type ProgressParams,
   type ResultOf,
+  type StoreDescription,
   type TargetDescription,
 } from '../sidecar/protocol';
 
-/** An error from the sidecar, with the protocol's string code and the hint that names the fix. */
+/**
+ * An error from the sidecar, with the protocol's string code, the hint that names the fix and the
+ * next actions (shown as buttons, see actions.ts).
+ */
 export class SidecarError extends Error {
   constructor(
     message: string,
     readonly code: string,
     readonly hint?: string,
+    readonly actions?: NextAction[],
   ) {
     super(message);
     this.name = 'SidecarError';
@@ -33,13 +40,15 @@ export class SidecarError extends Error {
   }
 }
 
-/** Turn anything thrown by a request into a SidecarError (JSON-RPC errors carry data {code, hint}). */
+/** Turn anything thrown by a request into a SidecarError (JSON-RPC errors carry data {code, hint, actions}). */
 export function toSidecarError(e: unknown): SidecarError {
   if (e instanceof SidecarError) return e;
   if (e instanceof ResponseError) {
     if (e.code === LSPErrorCodes.RequestCancelled) return new SidecarError('Stopped waiting.', CANCELLED);
-    const data = (e.data ?? {}) as { code?: unknown; hint?: unknown };
-    return new SidecarError(e.message, typeof data.code === 'string' ? data.code : String(e.code), typeof data.hint === 'string' ? data.hint : undefined);
+    const data = (e.data ?? {}) as { code?: unknown; hint?: unknown; actions?: unknown };
+    const code = typeof data.code === 'string' ? data.code : String(e.code);
+    const hint = typeof data.hint === 'string' ? data.hint : undefined;
+    return new SidecarError(e.message, code, hint, parseActions(data.actions));
   }
   const msg = e instanceof Error ? e.message : String(e);
   return new SidecarError(msg, 'internal');
@@ -74,6 +83,9 @@ export class Sidecar implements vscode.Disposable {
   /** target.describe answers by target string (pure in the sidecar: kept for the session). */
   private readonly descriptions = new Map<string, Promise<TargetDescription>>();
   private readonly described = new Map<string, TargetDescription>();
+  /** store.describe answers by store string (pure in the sidecar: kept for the session). */
+  private readonly storeDescriptions = new Map<string, Promise<StoreDescription>>();
+  private readonly storesDescribed = new Map<string, StoreDescription>();
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -198,6 +210,50 @@ export class Sidecar implements vscode.Disposable {
   rememberDescription(target: string, d: TargetDescription): void {
     this.described.set(target, d);
     if (!this.descriptions.has(target)) this.descriptions.set(target, Promise.resolve(d));
+  }
+
+  /**
+   * What a memory store is and can do (store.describe: kind, display name, location, local root,
+   * capabilities). The extension never reads a store string itself; it uses this. Cached per store
+   * string (the sidecar computes it from the string alone); failures are not.
+   * @throws SidecarError bad_store for a store string that does not parse or names no registered kind
+   */
+  describeStore(store: string): Promise<StoreDescription> {
+    let p = this.storeDescriptions.get(store);
+    if (!p) {
+      p = this.request('storeDescribe', { stores: [store] }).then(([d]) => {
+        if (!d) throw new SidecarError(`The sidecar did not describe ${store}.`, 'internal', 'Update the sidecar.');
+        return d;
+      });
+      this.storeDescriptions.set(store, p);
+      p.then(
+        (d) => this.storesDescribed.set(store, d),
+        () => this.storeDescriptions.delete(store),
+      );
+    }
+    return p;
+  }
+
+  /**
+   * The stores as far as the sidecar can describe them, in order: a description, or the store string
+   * itself for one it cannot (does not parse, or the sidecar is unreachable).
+   */
+  async describeStores(stores: readonly string[]): Promise<Array<StoreDescription | string>> {
+    return Promise.all(stores.map((s) => this.describeStore(s).catch(() => s)));
+  }
+
+  /** The description of `store` if one already came (store.describe, agent.status, memory.list), else undefined. */
+  knownStoreDescription(store: string): StoreDescription | undefined {
+    return this.storesDescribed.get(store);
+  }
+
+  /** Remember store descriptions that came with another answer (agent.status, memory.list). */
+  rememberStoreDescriptions(ds: ReadonlyArray<StoreDescription | undefined>): void {
+    for (const d of ds) {
+      if (!d) continue;
+      this.storesDescribed.set(d.store, d);
+      if (!this.storeDescriptions.has(d.store)) this.storeDescriptions.set(d.store, Promise.resolve(d));
+    }
   }
 
   /**

@@ -8,9 +8,18 @@
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { LintFinding, MemoryFile, RestorePoint, ResultOf, TargetDescription } from '../sidecar/protocol';
+import {
+  Methods,
+  type LintFinding,
+  type MemoryFile,
+  type RestorePoint,
+  type ResultOf,
+  type StoreDescription,
+  type TargetDescription,
+} from '../sidecar/protocol';
 import { readAgentConfig, readProxmoxSettings, type AgentConfig } from './config';
 import { displayLabel, entryTitle, formatAge, formatBytes, formatReason, plural, shortReason, targetName, usageText } from './format';
+import { describeAction, RUN_ACTION } from './actions';
 import { findingsFor, lintStores } from './memory';
 import {
   currentRestorePoint,
@@ -25,7 +34,29 @@ import {
   type Guest,
 } from './proxmox';
 import type { Sidecar } from './sidecar';
+import { isLocalMemoryFile, storeItemView } from './storeView';
 import { toSidecarError } from './sidecar';
+
+/**
+ * The rows of an interrupted restore (agent.status interruptedRestore): one per next action the
+ * sidecar names (finish the restore, go back), each running it on click (confirmation first).
+ */
+function interruptedRows(status: ResultOf<'agentStatus'> | undefined): AgentNode[] {
+  const ir = status?.interruptedRestore;
+  if (!ir) return [];
+  return (ir.actions ?? []).map((a) => ({
+    kind: 'message' as const,
+    label:
+      a.method === Methods.restorePointRestore.method
+        ? `${a.title}: restore ${String(a.params?.id)} (scope ${String(a.params?.scope)})`
+        : a.title,
+    detail:
+      `A restore of ${ir.id} (scope ${ir.scope}) started ${ir.startedAt} never finished: ` +
+      `the target may be half-restored. ${describeAction(a)}`,
+    icon: a.params?.id === ir.id ? 'debug-continue' : 'discard',
+    command: { command: RUN_ACTION, title: a.title, arguments: [a] },
+  }));
+}
 
 /** Every node of the Agent tree. `kind` discriminates. */
 export type AgentNode =
@@ -59,8 +90,8 @@ export type AgentNode =
     }
   | { kind: 'guest'; guest: Guest; current: boolean }
   | { kind: 'memory'; config: AgentConfig }
-  | { kind: 'store'; config: AgentConfig; store: string }
-  | { kind: 'memoryFile'; store: string; file: MemoryFile }
+  | { kind: 'store'; config: AgentConfig; store: string; description?: StoreDescription }
+  | { kind: 'memoryFile'; store: string; file: MemoryFile; description?: StoreDescription; first: boolean }
   | { kind: 'entry'; store: string; file: MemoryFile; text: string; id: string }
   | { kind: 'message'; label: string; detail?: string; icon?: string; command?: vscode.Command };
 
@@ -204,28 +235,32 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         return item;
       }
       case 'store': {
-        const item = new vscode.TreeItem(n.store.split(':')[0] ?? n.store, vscode.TreeItemCollapsibleState.Expanded);
-        item.id = `store:${n.store}`;
-        item.contextValue = 'memoryStore';
         // lint ran in getChildren of Memory, before this row is built: the count is current
         const found = this.findings.filter((f) => (f.stores ? f.stores.includes(n.store) : n.config.stores.length === 1)).length;
-        item.description = [n.store.slice(n.store.indexOf(':') + 1), found ? plural(found, 'finding') : ''].filter(Boolean).join(' · ');
+        const v = storeItemView(n.store, n.description, found, this.lintNote);
+        const item = new vscode.TreeItem(v.label, vscode.TreeItemCollapsibleState.Expanded);
+        item.id = `store:${n.store}`;
+        item.contextValue = 'memoryStore';
+        item.description = v.description;
         item.iconPath = new vscode.ThemeIcon('database');
-        item.tooltip = `${n.store}\n${this.lintNote ?? (found ? `Lint: ${plural(found, 'finding')}. Open the memory inspector to review them.` : 'Lint found nothing.')}`;
+        item.tooltip = v.tooltip;
         return item;
       }
       case 'memoryFile': {
         const f = n.file;
-        // MEMORY.md opens expanded: its entries are what people come to see.
-        const state = f.kind === 'hermes-memory' ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed;
+        // A store's first file opens expanded (Hermes: MEMORY.md): its entries are what people come to see.
+        const state = n.first ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed;
         const item = new vscode.TreeItem(path.basename(f.file), state);
         item.id = `mf:${f.file}`;
         const u = f.usage;
         item.description = u ? `${u.chars}/${u.limit} chars · ${plural(f.entries.length, 'entry', 'entries')}` : plural(f.entries.length, 'entry', 'entries');
         item.iconPath = new vscode.ThemeIcon(u && u.chars > u.limit ? 'warning' : 'file-text');
-        item.resourceUri = vscode.Uri.file(f.file);
         item.tooltip = u ? `${f.file}\n${f.kind}: ${u.chars} of ${u.limit} characters used` : `${f.file}\n${f.kind}`;
-        item.command = { command: 'vscode.open', title: 'Open', arguments: [vscode.Uri.file(f.file)] };
+        // only a local file opens in the editor (a store reached through an API names its files by URL)
+        if (isLocalMemoryFile(f, n.description)) {
+          item.resourceUri = vscode.Uri.file(f.file);
+          item.command = { command: 'vscode.open', title: 'Open', arguments: [vscode.Uri.file(f.file)] };
+        }
         return item;
       }
       case 'entry': {
@@ -305,6 +340,7 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         const status = await this.sidecar.request('agentStatus', { target: config.target, stores: config.stores });
         this.lastStatus = status;
         this.sidecar.rememberDescription(config.target, status.description);
+        this.sidecar.rememberStoreDescriptions(status.stores.map((x) => x.description));
         const d = await discovery;
         const usage = await this.usage(config.target);
         if (!pve || !d) return [{ kind: 'agent', config, description: status.description, status, usage }];
@@ -317,12 +353,14 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
       }
     }
     switch (n.kind) {
-      case 'agent':
+      case 'agent': {
         if (n.error) return [{ kind: 'message', label: n.error, icon: 'error' }];
+        const interrupted = interruptedRows(n.status);
         if (n.guests && n.description?.guest) {
           const pve = n.description.guest;
           const tag = readProxmoxSettings().tag;
           return [
+            ...interrupted,
             ...(n.guestErrorCode === 'auth_failed'
               ? [{ kind: 'message' as const, label: 'Proxmox refused the credentials: set the API token…', detail: n.guestError, icon: 'key', command: { command: 'agentkeep.setProxmoxToken', title: 'Set Proxmox API Token' } }]
               : n.guestError
@@ -342,9 +380,11 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
           ];
         }
         return [
+          ...interrupted,
           { kind: 'restorePoints', config: n.config, description: n.description },
           { kind: 'memory', config: n.config },
         ];
+      }
       case 'restorePoints':
         try {
           const rps = await this.sidecar.request('restorePointList', { target: n.config.target });
@@ -360,11 +400,24 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
       case 'memory':
         if (!n.config.stores.length) return [{ kind: 'message', label: 'No memory store configured', detail: 'Set agentkeep.stores, e.g. ["hermes:/home/me/.hermes"].' }];
         ({ findings: this.findings, lintNote: this.lintNote } = await lintStores(this.sidecar, n.config));
-        return n.config.stores.map((store) => ({ kind: 'store', config: n.config, store }));
+        return (await this.sidecar.describeStores(n.config.stores)).map((d, i) => ({
+          kind: 'store',
+          config: n.config,
+          store: n.config.stores[i]!,
+          ...(typeof d === 'string' ? {} : { description: d }),
+        }));
       case 'store':
         try {
           const res = await this.sidecar.request('memoryList', { stores: [n.store] });
-          return res.stores.map((file) => ({ kind: 'memoryFile', store: n.store, file }));
+          this.sidecar.rememberStoreDescriptions(res.descriptions ?? []);
+          const description = res.descriptions?.[0] ?? n.description;
+          return res.stores.map((file, i) => ({
+            kind: 'memoryFile',
+            store: n.store,
+            file,
+            first: i === 0,
+            ...(description ? { description } : {}),
+          }));
         } catch (e) {
           return [{ kind: 'message', label: toSidecarError(e).full(), icon: 'error' }];
         }

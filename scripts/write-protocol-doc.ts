@@ -46,8 +46,21 @@ token is the trimmed content of the token file (mode 600: a file readable by gro
 refused). A missing or wrong token gets HTTP 401 before any upgrade. The server binds 127.0.0.1
 unless told otherwise and warns for any other address: reach a remote sidecar through an SSH tunnel
 or TLS. Port 0 picks a free port; the real one is printed as \`agentkeep: listening on ws://HOST:PORT\`.
-A frame that is not JSON is answered with a JSON-RPC Parse error (\`-32700\`, \`id: null\`); the socket
-stays open. Tokens shorter than 16 characters are refused.
+Tokens shorter than 16 characters are refused.
+
+Both transports answer as [JSON-RPC 2.0](https://www.jsonrpc.org/specification) requires
+(\`sidecar/server/jsonrpc.ts\`, in front of vscode-jsonrpc, which on its own drops what is not a message):
+
+| received (one stdio message body or one WebSocket text frame) | answer |
+|---|---|
+| not JSON (or a binary WebSocket frame) | Parse error \`-32700\`, \`id: null\`; the connection stays open |
+| JSON that is not a Request object (\`42\`, \`{"hello":"world"}\`, \`jsonrpc\` not \`"2.0"\`, \`method\` not a string, \`params\` neither object nor array) | Invalid Request \`-32600\`, with the request's \`id\` when it has a valid one, else \`id: null\` |
+| \`[]\` | one Invalid Request \`-32600\` (not an array) |
+| a batch \`[...]\` | one array of responses in batch order (invalid elements get their \`-32600\` in place); notifications in it get no response; a batch of only notifications gets nothing |
+| a request with \`id: null\` | answered with \`id: null\` |
+
+Both errors carry \`data: {code: "parse_error" | "invalid_request", hint}\`. LSP clients never batch,
+but any JSON-RPC 2.0 client may; \`$/cancelRequest\` with the id of a batch element cancels it.
 
 ## Conventions
 

@@ -4,6 +4,8 @@
  */
 import { runCli } from './cli';
 import { Core } from './core/core';
+import { asAgentKeepError } from './core/errors';
+import { loadPlugins } from './plugins';
 
 // A reader that goes away (`agentkeep memory list | head -1`) is not an error: stop quietly, as
 // other command-line tools do, instead of an unhandled EPIPE stack trace.
@@ -12,6 +14,15 @@ for (const stream of [process.stdout, process.stderr]) {
     if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
     throw e;
   });
+}
+
+// AGENTKEEP_PLUGINS (test/dev hook, sidecar/plugins.ts): store kinds and backends from modules
+// outside the bundle, registered before any command runs.
+try {
+  loadPlugins();
+} catch (e) {
+  process.stderr.write(`agentkeep: ${asAgentKeepError(e).oneLine()}\n`);
+  process.exit(1);
 }
 
 runCli(process.argv.slice(2), (opts) => new Core(opts)).then(

@@ -3,8 +3,9 @@
  * one-line excerpts come from the shared sidecar/protocol/format.ts (the extension and the webviews
  * use the same), so every front end says "12 MiB" and "5m ago" alike.
  */
-import type { ChangeSummary, MemoryFile, ResultOf, RestorePoint, RiskFinding } from '../protocol';
+import type { ChangeSummary, MemoryFile, ResultOf, RestorePoint, RiskFinding, StoreDescription } from '../protocol';
 import { firstLine, formatAge as age, formatBytes as size, oneLine } from '../protocol/format';
+import { storeSummary } from '../protocol/stores';
 
 /** Left-aligned columns separated by two spaces; the last column is not padded. */
 export function table(input: string[][]): string {
@@ -21,7 +22,7 @@ function reasonText(rp: RestorePoint): string {
   if (!r) return '';
   // an agent's own call (hook, MCP): who, which session and tool, and the command or path
   if (r.origin && r.text) return r.text;
-  if (r.command) return r.command;
+  if (r.command) return r.risk ? `${r.command} (${r.risk})` : r.command;
   return r.text ?? '';
 }
 
@@ -92,27 +93,55 @@ export function changeSummary(c: ChangeSummary, future: boolean, scope: 'machine
   return lines.length ? lines.join('\n') : '  No differences: the tree already matches the restore point.';
 }
 
-/** Memory stores: per file a header with usage, then one line per entry (id, first line of text). */
-export function memoryTable(files: MemoryFile[]): string {
+/**
+ * Memory stores: per store (when `descriptions` are given) a line saying what it is and can do, then
+ * per file a header with usage, then one line per entry (id, first line of text). A broken file
+ * (MemoryFile.broken) says BROKEN instead of a count it does not know, then what is broken and the fix.
+ */
+export function memoryTable(files: MemoryFile[], descriptions: readonly StoreDescription[] = []): string {
+  const out: string[] = [];
+  // one heading per store (what it is and can do), then its files; files of no described store last
+  const groups = descriptions.map((d) => ({
+    d: d as StoreDescription | undefined,
+    files: files.filter((f) => f.store === d.store),
+  }));
+  const rest = files.filter((f) => !descriptions.some((d) => d.store === f.store));
+  if (rest.length) groups.push({ d: undefined, files: rest });
+  for (const { d, files: group } of groups) {
+    if (d) out.push(`Store ${d.store}: ${storeSummary(d)}`);
+    out.push(...memoryFileLines(group));
+  }
+  return out.join('\n');
+}
+
+/** The lines of memoryTable for some files (without store headings). */
+function memoryFileLines(files: MemoryFile[]): string[] {
   const out: string[] = [];
   for (const f of files) {
     const u = f.usage;
     const pct = u?.limit ? Math.round((100 * u.chars) / u.limit) : 0;
-    const use = u ? `, ${u.chars}/${u.limit} chars (${pct}%)${u.chars > u.limit ? ' OVER LIMIT' : ''}` : '';
-    out.push(`${f.file} (${f.kind}): ${f.entries.length} ${f.entries.length === 1 ? 'entry' : 'entries'}${use}${f.readOnly ? ` [read-only: ${f.readOnly}]` : ''}`);
-    for (const w of f.warnings ?? []) out.push(`  warning: ${w}`);
+    const over = u && u.chars > u.limit ? ' OVER LIMIT' : '';
+    const use = u && !f.broken ? `, ${u.chars}/${u.limit} chars (${pct}%)${over}` : '';
+    const count = `${f.entries.length} ${f.entries.length === 1 ? 'entry' : 'entries'}`;
+    const known = f.entries.length ? `${count} readable` : 'entries unknown';
+    const broken = `BROKEN (${known}; writes refused)`;
+    const state = f.broken ? broken : count;
+    out.push(`${f.file} (${f.kind}): ${state}${use}${f.readOnly ? ` [read-only: ${f.readOnly}]` : ''}`);
+    if (f.broken) out.push(`  error: ${f.broken.message}`, ...(f.broken.hint ? [`  fix: ${f.broken.hint}`] : []));
+    for (const w of f.warnings ?? []) if (!f.broken || !w.includes(f.broken.message)) out.push(`  warning: ${w}`);
     for (const e of f.entries) {
       const more = e.text.trim().includes('\n') ? ' …' : '';
       out.push(`  ${e.id}  ${firstLine(e.text, 100)}${more}`);
     }
   }
-  return out.join('\n');
+  return out;
 }
 
-/** Findings as `file:line[-endLine]  class  command`. */
+/** Findings as `file:line[-endLine]  class  command  why` (why: the reason without its class prefix). */
 export function findingsTable(findings: RiskFinding[]): string {
   if (!findings.length) return 'No risky commands found.';
-  return table(findings.map((f) => [`${f.file}:${f.line}${f.endLine !== f.line ? '-' + f.endLine : ''}`, f.class, f.command]));
+  const why = (f: RiskFinding): string => (f.reason ?? '').replace(/^[a-z-]+: /, '');
+  return table(findings.map((f) => [`${f.file}:${f.line}${f.endLine !== f.line ? '-' + f.endLine : ''}`, f.class, f.command, ...(why(f) ? [`— ${why(f)}`] : [])]));
 }
 
 /** Quote for a POSIX shell (single quotes), for the undo commands the CLI prints. */
@@ -149,7 +178,10 @@ export function memoryShowText(r: ResultOf<'memoryShow'>): string {
 export function memoryDiffText(r: ResultOf<'memoryDiff'>, from: string, to: string): string {
   const first = (t?: string): string => firstLine(t ?? '', 100);
   const lines = [`Memory from restore point ${from} to ${to}:`];
-  if (!r.added.length && !r.removed.length && !r.changed.length) lines.push('  No entry changed.');
+  for (const w of r.warnings ?? []) lines.push(`  warning: ${w}`);
+  if (!r.added.length && !r.removed.length && !r.changed.length) {
+    lines.push(r.warnings?.length ? '  No entry changed in the files compared.' : '  No entry changed.');
+  }
   for (const c of r.added) lines.push(`  + ${c.after!.id}  ${first(c.after!.text)}`);
   for (const c of r.removed) lines.push(`  - ${c.before!.id}  ${first(c.before!.text)}`);
   for (const c of r.changed) lines.push(`  ~ ${c.before!.id} -> ${c.after!.id}  ${first(c.after!.text)}`);
@@ -179,6 +211,7 @@ export function restoreLossText(r: ResultOf<'memoryDiff'>, scope: 'machine' | 'a
   } else if (r.added.length || r.changed.length) {
     lines.push(`  memory learned since the restore point is kept (scope machine): ${r.added.length + r.changed.length} ${r.added.length + r.changed.length === 1 ? 'entry' : 'entries'}`);
   }
+  for (const w of r.warnings ?? []) lines.push(`  warning: ${w}`);
   const acts = r.actions ?? [];
   if (acts.length) {
     lines.push(`  actions the agent took since then that a restore does NOT undo (${acts.length}):`);

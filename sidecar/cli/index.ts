@@ -26,7 +26,8 @@
  *     global: --state-dir DIR (also AGENTKEEP_STATE_DIR)
  *
  * Output: human tables, or with --json ONE JSON document on stdout. Errors: one line on stderr
- * naming the problem and the fix; with --json also `{"error":{code,message,hint}}` on stdout.
+ * naming the problem, the next actions as `agentkeep …` command lines (cli/actions.ts) and the fix;
+ * with --json also `{"error":{code,message,hint,actions}}` on stdout (actions: NextAction data).
  * Exit codes: 0 ok, 1 failure, 2 usage error (unknown command/option, missing or bad argument).
  */
 import { formatFindings } from '../memory/lint/format';
@@ -34,7 +35,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { Command, CommanderError, Help, Option } from 'commander';
-import type { RiskFinding } from '../protocol';
+import { nextAction, type RiskFinding } from '../protocol';
 import { AgentKeepError, asAgentKeepError } from '../core/errors';
 import { call } from '../core/dispatch';
 import type { CoreApi, CoreOptions } from '../core/service';
@@ -46,8 +47,10 @@ import { changeSummary, createdLine, findingsTable, memoryDiffText, restoreLossT
 import { hookWarningsPath } from '../core/hookWarnings';
 import { addHookCommands } from './hooks';
 import { guardSignals } from './signals';
-import { cliTargetArgs, resolveStateDir } from '../core/state';
+import { resolveStateDir } from '../core/state';
+import { cliTargetArgs, commandLine, describeProblem, type RenderOptions } from './actions';
 import { parseDuration } from '../core/retention';
+import { describeStore, storeFactories } from '../memory';
 import { VERSION } from './version';
 
 /** Where the CLI writes; replaceable for tests. */
@@ -126,6 +129,8 @@ interface Ctx {
   json: boolean;
   /** `serve` keeps the process alive: do not report an exit code. */
   serving: boolean;
+  /** The --state-dir given (else AGENTKEEP_STATE_DIR), once a command ran: printed commands name it. */
+  stateDir?: string;
 }
 
 function coreOpts(cmd: Command): CoreOptions {
@@ -133,7 +138,24 @@ function coreOpts(cmd: Command): CoreOptions {
   return { stateDir: g.stateDir ?? process.env.AGENTKEEP_STATE_DIR ?? undefined };
 }
 
+/**
+ * How this run prints next actions: with the state dir in use (`--state-dir` only when it is not
+ * the default). A relative state dir (refused by the core) is named as given.
+ */
+function renderOpts(ctx: Ctx): RenderOptions {
+  try {
+    return { stateDir: resolveStateDir(ctx.stateDir) };
+  } catch {
+    return { stateDir: ctx.stateDir ?? resolveStateDir() };
+  }
+}
+
 /** What a VM rollback does, shown before and after it. */
+/** The forms of the registered store kinds, for help texts ("hermes:/abs/path/to/.hermes, agent-zero:/abs/root"). */
+function storeForms(): string {
+  return storeFactories().map((f) => f.forms[0]).join(', ');
+}
+
 /** Said before and after every restore: snapshots roll back the machine, not the world. */
 const OUTSIDE_NOTE = 'A restore does not undo what the agent did outside the machine (messages sent, remote pushes, API calls, payments).';
 const VM_RESTORE_NOTE =
@@ -184,20 +206,31 @@ function program(ctx: Ctx): Command {
       },
     });
 
+  // the state dir of the command about to run, for the commands printed in its output and errors
+  root.hook('preAction', (_root, action) => {
+    ctx.stateDir = coreOpts(action).stateDir;
+  });
+
   const rp = root.command('restore-point').description('create, list, restore and delete restore points');
 
   rp.command('create')
     .description('take a restore point of a target (and capture the agent state of each --store)')
     .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
     .option('--label <text>', 'a label for the restore point')
-    .option('--store <store>', 'memory store whose agent state is captured, e.g. hermes:/home/me/.hermes (repeatable; default: the Hermes homes found in the target)', collect, [])
+    .option(
+      '--store <store>',
+      'memory store whose agent state is captured, e.g. hermes:/home/me/.hermes (repeatable; default: the ' +
+        `stores found in the target: ${storeFactories().filter((f) => f.detect).map((f) => f.kindName).join(', ')})`,
+      collect,
+      [],
+    )
     .addOption(new Option('--kind <kind>', 'why it is taken: manual, config-edit (before editing a config file), update (before updating the agent), hook (from a script or git hook); retention treats them alike').choices(['manual', 'config-edit', 'update', 'hook']).default('manual'))
     .option('--important', 'mark it important (retention keeps the newest 10 important restore points)')
     .option('--vmstate', 'VM targets: include the RAM state (a rollback resumes the VM where it was)')
     .option('--json', 'print the restore point as JSON')
     .action(async (o: { target: string; label?: string; kind: 'manual' | 'config-edit' | 'update' | 'hook'; store: string[]; important?: boolean; vmstate?: boolean }, cmd: Command) => {
       const asJson = json(cmd);
-      const guard = guardSignals('create', ctx.io, cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir)));
+      const guard = guardSignals('create', ctx.io, cliTargetArgs(o.target, renderOpts(ctx).stateDir));
       let rpnt;
       try {
         // a target that does not parse fails in the create below, with the backend's own message
@@ -210,7 +243,8 @@ function program(ctx: Ctx): Command {
       } finally {
         guard.dispose();
       }
-      for (const w of rpnt.warnings ?? []) ctx.io.err(`agentkeep: warning: ${w}`);
+      const notices = rpnt.notices ?? (rpnt.warnings ?? []).map((message) => ({ message }));
+      for (const n of notices) ctx.io.err(`agentkeep: warning: ${describeProblem(n, renderOpts(ctx))}`);
       if (asJson) printJson(ctx, rpnt);
       else {
         const noun = (await call(core(cmd), 'targetDescribe', { target: rpnt.target }).catch(() => undefined))?.snapshotNoun;
@@ -249,11 +283,15 @@ function program(ctx: Ctx): Command {
       // A restore whose process died while writing (kill -9, power loss): say so on stderr, even with --json.
       const broken = (await call(c, 'agentStatus', { target: o.target }).catch(() => undefined))?.interruptedRestore;
       if (broken) {
-        const args = cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir));
-        const stores = (broken.stores ?? []).map((st) => ` --store ${shellQuote(st)}`).join('');
+        // the core's next actions: finish (restore broken.id again), go back (restore broken.undo)
+        const cmdOf = (id: string): string | undefined => {
+          const a = broken.actions?.find((x) => x.params?.id === id);
+          return a && commandLine(a, renderOpts(ctx));
+        };
+        const [finish, back] = [cmdOf(broken.id), cmdOf(broken.undo)];
         ctx.io.err(
           `agentkeep: warning: a restore of ${broken.id} (scope ${broken.scope}) started ${broken.startedAt} never finished: ${o.target} may be half-restored. ` +
-            `Finish it: agentkeep restore-point restore ${broken.id} ${args} --scope ${broken.scope}${stores} --yes, or go back: agentkeep restore-point restore ${broken.undo} ${args} --scope both --yes`,
+            `Finish it: ${finish ?? `restore ${broken.id} again`}, or go back: ${back ?? `restore ${broken.undo}`}`,
         );
       }
       const st = await call(c, 'agentStatus', { target: o.target }).catch(() => undefined);
@@ -310,7 +348,7 @@ function program(ctx: Ctx): Command {
           throw new AgentKeepError('ConfirmationRequired', 'Restore cancelled; nothing was changed.', 'Answer y to restore, or pass --yes.');
         }
       }
-      const guard = guardSignals('restore', ctx.io, cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir)));
+      const guard = guardSignals('restore', ctx.io, cliTargetArgs(o.target, renderOpts(ctx).stateDir));
       let r;
       try {
         const rc = ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal, onRestoreWriting: (u) => guard.writing(u.id) });
@@ -321,16 +359,17 @@ function program(ctx: Ctx): Command {
       } finally {
         guard.dispose();
       }
+      const undoAction = nextAction('Undo', 'restorePointRestore', { target: o.target, id: r.undo.id, scope: o.scope });
+      const undo = commandLine(undoAction, { ...renderOpts(ctx), yes: false });
       if (asJson) {
         const { id: rid, label, createdAt, status, kind, target } = r.restored;
         printJson(ctx, { id: rid, label, createdAt, status, kind, target, scope: o.scope, restored: r.restored, undo: r.undo, changes: r.changes, ...(r.machineState ? { machineState: r.machineState } : {}), ...(r.warnings ? { warnings: r.warnings } : {}) });
       } else if (pve) {
-        const undo = `agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}`;
         ctx.io.out([`Rolled back ${o.target} to ${r.restored.id} "${r.restored.label}". The guest is ${r.machineState ?? 'in an unknown state'}.`, ...(r.warnings ?? []).map((w) => `Warning: ${w}`), VM_RESTORE_NOTE.split('\n')[1], `Undo: ${undo}`].join('\n'));
       } else {
         // VM backends: no file list; the whole VM went back, and it is running or paused now.
         const what = r.machineState ? `  The VM's disks and RAM are back at the restore point; the VM is ${r.machineState}.` : changeSummary(r.changes, false, o.scope);
-        ctx.io.out(`Restored ${r.restored.id} "${r.restored.label}" (scope ${o.scope}).\n${what}\n${OUTSIDE_NOTE}\nUndo: agentkeep restore-point restore ${r.undo.id} ${cliTargetArgs(o.target, resolveStateDir(coreOpts(cmd).stateDir))} --scope ${o.scope}`);
+        ctx.io.out(`Restored ${r.restored.id} "${r.restored.label}" (scope ${o.scope}).\n${what}\n${OUTSIDE_NOTE}\nUndo: ${undo}`);
         for (const w of r.warnings ?? []) ctx.io.out(`Note: ${w}`);
       }
     });
@@ -403,14 +442,14 @@ function program(ctx: Ctx): Command {
   mem
     .command('list')
     .description('list the entries of memory stores with their usage')
-    .requiredOption('--store <store>', 'memory store, e.g. hermes:/home/me/.hermes (repeatable)', collect, [])
+    .requiredOption('--store <store>', `memory store, one of ${storeForms()} (repeatable)`, collect, [])
     .option('--json', 'print {stores: [...]} as JSON')
     .action(async (o: { store: string[] }, cmd: Command) => {
       const asJson = json(cmd);
       if (o.store.length === 0) throw new UsageError('InvalidParams', 'memory list needs a store.', 'Add --store hermes:/abs/path/to/.hermes (repeatable).');
       const r = await call(core(cmd), 'memoryList', { stores: o.store });
       if (asJson) printJson(ctx, r);
-      else ctx.io.out(memoryTable(r.stores));
+      else ctx.io.out(memoryTable(r.stores, r.descriptions));
     });
 
   root
@@ -531,7 +570,8 @@ function program(ctx: Ctx): Command {
     if (o.store.length > 1) throw new UsageError('InvalidParams', `memory ${what} takes one --store.`, 'Name the store that holds the entry.');
     return o.store[0];
   };
-  const storeOpt = (c: Command): Command => c.option('--store <store>', 'memory store, e.g. hermes:/home/me/.hermes (repeatable)', collect, []);
+  const storeOpt = (c: Command): Command =>
+    c.option('--store <store>', `memory store, one of ${storeForms()} (repeatable)`, collect, []);
 
   storeOpt(mem.command('show').description('show one entry with its provenance (which session and tool call wrote it)'))
     .option('--entry <id>', 'entry id or a unique prefix (>= 4 chars)')
@@ -557,7 +597,10 @@ function program(ctx: Ctx): Command {
       if (!o.text.trim()) throw new UsageError('InvalidParams', 'memory edit --text is empty: an entry cannot be blank.', `Give the new text, or delete the entry: agentkeep memory remove --store ${shellQuote(store)} --entry ${entry}`);
       const r = await call(core(cmd), 'memoryEdit', { store, entry, text: o.text, ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}) });
       if (asJson) printJson(ctx, r);
-      else ctx.io.out(`Edited ${r.previous.id} -> ${r.entry.id} in ${r.entry.file ?? store}.\nUndo: agentkeep memory edit --store ${shellQuote(store)} --entry ${r.undo.entry} --text ${shellQuote(r.undo.text)}`);
+      else {
+        const undo = commandLine(nextAction('Undo', 'memoryEdit', { ...r.undo, store }), renderOpts(ctx));
+        ctx.io.out(`Edited ${r.previous.id} -> ${r.entry.id} in ${r.entry.file ?? store}.\nUndo: ${undo}`);
+      }
     });
 
   storeOpt(mem.command('remove').description('delete one entry (same safety as edit)'))
@@ -569,7 +612,10 @@ function program(ctx: Ctx): Command {
       const store = oneStore(o, 'remove');
       const r = await call(core(cmd), 'memoryRemove', { store, entry: needEntry(o, 'remove'), ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}) });
       if (asJson) printJson(ctx, r);
-      else ctx.io.out(`Removed ${r.removed.id} from ${r.removed.file ?? store}.\nUndo: agentkeep memory add --store ${shellQuote(store)}${r.undo.file ? ` --file ${r.undo.file}` : ''} --text ${shellQuote(r.undo.text)}`);
+      else {
+        const undo = commandLine(nextAction('Undo', 'memoryAdd', { ...r.undo, store }), renderOpts(ctx));
+        ctx.io.out(`Removed ${r.removed.id} from ${r.removed.file ?? store}.\nUndo: ${undo}`);
+      }
     });
 
   storeOpt(mem.command('add').description('add an entry (Hermes: to MEMORY.md, or USER.md with --file user)'))
@@ -608,7 +654,11 @@ function program(ctx: Ctx): Command {
       const asJson = json(cmd);
       if (!o.from) throw new UsageError('InvalidParams', 'memory diff needs --from RESTORE_POINT_ID.', 'Pick one from agentkeep restore-point list --target T.');
       let target = o.target;
-      if (!target && o.store.length === 1) target = `dir:${o.store[0].replace(/^[A-Za-z][A-Za-z0-9_-]*:/, '')}`;
+      if (!target && o.store.length === 1) {
+        // one local store: its directory is the target (the store's description says where, not its string)
+        const root = describeStore(o.store[0]).localRoot;
+        if (root) target = `dir:${root}`;
+      }
       if (!target) throw new UsageError('InvalidParams', 'memory diff needs --target (the target the restore point belongs to).', 'Add --target dir:/abs/path (or give one --store inside that directory).');
       const r = await call(core(cmd), 'memoryDiff', { target, from: o.from, ...(o.to ? { to: o.to } : {}), ...(o.store.length ? { stores: o.store } : {}) });
       if (asJson) printJson(ctx, r);
@@ -740,8 +790,10 @@ export async function runCli(argv: string[], makeCore: CoreFactory, io: CliIO = 
       return 2;
     }
     const err = asAgentKeepError(e);
-    io.err(`agentkeep: ${err.oneLine()}`);
-    if (ctx.json) io.out(JSON.stringify({ error: { code: err.code, message: err.message, ...(err.hint ? { hint: err.hint } : {}) } }));
+    // the core's next actions as the equivalent command lines (with --json also as data)
+    io.err(`agentkeep: ${describeProblem(err, renderOpts(ctx))}`);
+    const more = { ...(err.hint ? { hint: err.hint } : {}), ...(err.actions?.length ? { actions: err.actions } : {}) };
+    if (ctx.json) io.out(JSON.stringify({ error: { code: err.code, message: err.message, ...more } }));
     if (err.kind === 'Internal' && process.env.AGENTKEEP_DEBUG && e instanceof Error && e.stack) io.err(e.stack);
     return e instanceof UsageError ? 2 : 1;
   }

@@ -1,25 +1,28 @@
 /**
  * Agent state: capture of the memory stores' agent-state files into the object store, their
- * restore (temp file + rename, under the stores' own locks), what differs from a capture, and the
- * path filter that keeps a machine restore off the stores that live inside the target.
+ * restore (under the stores' own locks), what differs from a capture, and the path filter that keeps
+ * a machine restore off the stores that live inside the target. The files themselves are the
+ * adapters' business (MemoryStoreAdapter.capture / restore / changedFiles; file stores share
+ * sidecar/memory/files.ts): this module never reads or writes a store's files.
  */
-import { promises as fs } from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import type { RestorePoint } from '../protocol';
 import type { PathFilter } from '../machine';
-import { openStore, type MemoryStoreAdapter } from '../memory';
+import { sameStore, type MemoryStoreAdapter } from '../memory';
+import { restoreAction } from './actions';
 import type { AgentCapture, CoreContext, Progress } from './context';
 import { AgentKeepError } from './errors';
-import { isErrno, mapLimit, tempNameFor, throwIfAborted } from './fsutil';
-import { hashFile, type ObjectStore } from './objects';
+import { throwIfAborted } from './fsutil';
 import { isInside } from './state';
-import type { ParsedTarget } from './target';
+import { describeParsedTarget, type ParsedTarget } from './target';
+
+export { sameStore } from '../memory';
 
 /**
- * Stores whose root lies inside the target, as a filter of target-relative paths a machine restore
- * must leave alone: always their volatile paths (lock files, MemoryStoreAdapter.isVolatilePath, for
- * every scope), plus their agent state when `keepAgentState` (scope machine).
+ * Stores whose local root lies inside the target's (target.describe `localRoot`; none for VMs), as a
+ * filter of target-relative paths a machine restore must leave alone: always their volatile paths
+ * (lock files, MemoryStoreAdapter.isVolatilePath, for every scope), plus their agent state when
+ * `keepAgentState` (scope machine). Stores without a local root (an API store) are never inside.
  * @returns undefined when no store lies inside the target
  */
 export function agentStateFilter(
@@ -27,9 +30,11 @@ export function agentStateFilter(
   stores: MemoryStoreAdapter[],
   { keepAgentState }: { keepAgentState: boolean },
 ): PathFilter | undefined {
+  const root = describeParsedTarget(t).localRoot;
+  if (!root) return undefined;
   const inside = stores
-    .filter((s) => isInside(s.root, t.path))
-    .map((s) => ({ s, prefix: path.relative(t.path, s.root).split(path.sep).join('/') }));
+    .filter((s) => !!s.localRoot && isInside(s.localRoot, root))
+    .map((s) => ({ s, prefix: path.relative(root, s.localRoot!).split(path.sep).join('/') }));
   if (!inside.length) return undefined;
   const keep = (s: MemoryStoreAdapter, rel: string): boolean => !!s.isVolatilePath?.(rel) || (keepAgentState && s.isAgentStatePath(rel));
   return (rel: string) =>
@@ -59,7 +64,7 @@ export async function lockStores(stores: MemoryStoreAdapter[]): Promise<() => Pr
 }
 
 /**
- * Capture the agent-state files of each store into the object store.
+ * Capture the agent state of each store into the object store (MemoryStoreAdapter.capture).
  * @param abortWhat what an abort (CoreOptions.signal) error says happened
  * @throws the store's check errors (StoreNotFound, BadStore), FileError for an unreadable file
  */
@@ -72,49 +77,19 @@ export async function captureStores(
   const out: AgentCapture[] = [];
   for (const s of stores) {
     await s.check();
-    const files = await s.agentStateFiles();
-    progress.report('capture', `Capturing agent state of ${s.spec}`, 0, files.length);
-    const captured = await mapLimit(files, 8, async (rel) => {
-      throwIfAborted(ctx.signal, abortWhat);
-      try {
-        if (s.captureFile) return await captureVia(ctx.objects, s, rel);
-        const r = await ctx.objects.putFile(path.join(s.root, ...rel.split('/')));
-        return { path: rel, size: r.size, hash: r.hash };
-      } catch (e) {
-        if (e instanceof AgentKeepError) throw e;
-        if (isErrno(e, 'ENOENT')) return undefined; // vanished meanwhile
-        throw new AgentKeepError('FileError', `Cannot read agent-state file ${path.join(s.root, rel)}: ${(e as Error).message}.`, 'Fix its permissions so the sidecar can read it.');
-      }
+    const files = await s.capture(ctx.objects, {
+      signal: ctx.signal,
+      abortWhat,
+      onFiles: (total) => progress.report('capture', `Capturing agent state of ${s.spec}`, 0, total),
     });
-    out.push({ store: s.spec, files: captured.filter((f): f is NonNullable<typeof f> => !!f) });
+    out.push({ store: s.spec, files });
   }
   return out;
 }
 
 /**
- * Capture one agent-state file through the adapter's captureFile (a consistent copy, e.g. a SQLite
- * database in WAL mode) into a temp file, then into the object store. Undefined when the adapter
- * does not capture `rel` on its own (captureFile resolved false).
- */
-async function captureVia(
-  objects: ObjectStore,
-  s: MemoryStoreAdapter,
-  rel: string,
-): Promise<{ path: string; size: number; hash: string } | undefined> {
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'agentkeep-capture-'));
-  try {
-    const tmp = path.join(dir, 'copy');
-    if ((await s.captureFile!(rel, tmp)) === false) return undefined;
-    const r = await objects.putFile(tmp);
-    return { path: rel, size: r.size, hash: r.hash };
-  } finally {
-    await fs.rm(dir, { recursive: true, force: true }).catch(() => undefined);
-  }
-}
-
-/**
- * Restore the captured agent-state files of `stores` (checked first: every store captured, every
- * object present; then written file by file, temp + rename). The caller holds the stores' locks.
+ * Restore the captured agent state of `stores` (checked first: every store captured, every object
+ * present; then each store's MemoryStoreAdapter.restore). The caller holds the stores' locks.
  * @returns changed paths as `<store>:<rel>`, sorted
  * @throws BadStore (no capture of a store), CorruptSnapshot (object missing): nothing written
  */
@@ -123,53 +98,19 @@ export async function restoreAgent(
   rp: RestorePoint,
   stores: MemoryStoreAdapter[],
 ): Promise<string[]> {
-  const changed: string[] = [];
-  const plans: Array<{ s: MemoryStoreAdapter; cap: AgentCapture; current: string[] }> = [];
+  const plans: Array<{ s: MemoryStoreAdapter; cap: AgentCapture }> = [];
   for (const s of stores) {
     const cap = findCapture(rp, s);
     if (!cap) throw noCapture(rp, s);
-    const current = (await s.agentStateFiles().catch(() => [] as string[])).filter((rel) => !s.isVolatilePath?.(rel));
     for (const f of cap.files) if (!(await ctx.objects.has(f.hash))) throw ctx.objects.missing(f.hash);
-    plans.push({ s, cap, current });
+    plans.push({ s, cap });
   }
-  for (const { s, cap, current } of plans) {
-    const want = new Map(cap.files.map((f) => [f.path, f]));
-    for (const f of cap.files) {
-      if (s.isVolatilePath?.(f.path)) continue; // a lock file captured by an older version
-      throwIfAborted(ctx.signal, 'the restore was stopped part-way');
-      const abs = path.join(s.root, ...f.path.split('/'));
-      const st = await fs.lstat(abs).catch(() => undefined);
-      if (st?.isFile() && (await hashFile(abs)) === f.hash) continue;
-      await fs.mkdir(path.dirname(abs), { recursive: true });
-      if (st?.isDirectory()) await fs.rm(abs, { recursive: true, force: true });
-      const tmp = tempNameFor(abs);
-      try {
-        await ctx.objects.copyOut(f.hash, tmp);
-        await fs.chmod(tmp, st?.isFile() ? st.mode & 0o7777 : 0o644);
-        await fs.rename(tmp, abs);
-      } catch (e) {
-        await fs.rm(tmp, { force: true }).catch(() => undefined);
-        throw e;
-      }
-      changed.push(`${s.spec}:${f.path}`);
-    }
-    for (const rel of current) {
-      if (want.has(rel)) continue;
-      throwIfAborted(ctx.signal, 'the restore was stopped part-way');
-      const abs = path.join(s.root, ...rel.split('/'));
-      await fs.rm(abs, { force: true });
-      changed.push(`${s.spec}:${rel}`);
-      // Prune directories emptied by the removal, up to the store root.
-      let dir = path.dirname(abs);
-      while (dir.length > s.root.length && isInside(dir, s.root)) {
-        try {
-          await fs.rmdir(dir);
-        } catch {
-          break;
-        }
-        dir = path.dirname(dir);
-      }
-    }
+  const changed: string[] = [];
+  const abortWhat = 'the restore was stopped part-way';
+  for (const { s, cap } of plans) {
+    throwIfAborted(ctx.signal, abortWhat);
+    const rels = await s.restore(cap.files, ctx.objects, { signal: ctx.signal, abortWhat });
+    for (const rel of rels) changed.push(`${s.spec}:${rel}`);
   }
   return changed.sort();
 }
@@ -180,27 +121,9 @@ export async function agentDiff(rp: RestorePoint, stores: MemoryStoreAdapter[]):
   for (const s of stores) {
     const cap = findCapture(rp, s);
     if (!cap) continue;
-    const current = new Set(await s.agentStateFiles().catch(() => [] as string[]));
-    for (const f of cap.files) {
-      const abs = path.join(s.root, ...f.path.split('/'));
-      const h = current.has(f.path) ? await hashFile(abs).catch(() => undefined) : undefined;
-      if (h !== f.hash) out.push(`${s.spec}:${f.path}`);
-      current.delete(f.path);
-    }
-    for (const rel of current) out.push(`${s.spec}:${rel}`);
+    for (const rel of await s.changedFiles(cap.files)) out.push(`${s.spec}:${rel}`);
   }
   return out.sort();
-}
-
-/** Whether store spec `a` names the store `s` (same spec, or same kind and root). */
-export function sameStore(a: string, s: MemoryStoreAdapter): boolean {
-  if (a === s.spec) return true;
-  try {
-    const o = openStore(a);
-    return o.kind === s.kind && o.root === s.root;
-  } catch {
-    return false;
-  }
 }
 
 /** The capture of store `s` in a restore point, if it has one. */
@@ -211,5 +134,10 @@ export function findCapture(rp: RestorePoint, s: MemoryStoreAdapter): AgentCaptu
 /** The BadStore error for a restore point without a capture of `s`. */
 export function noCapture(rp: RestorePoint, s: MemoryStoreAdapter): AgentKeepError {
   const have = rp.agent.map((a) => a.store).join(', ') || 'none';
-  return new AgentKeepError('BadStore', `Restore point ${rp.id} has no agent-state capture of ${s.spec} (captured: ${have}).`, 'Restore with --scope machine, or name a store it captured.');
+  return new AgentKeepError(
+    'BadStore',
+    `Restore point ${rp.id} has no agent-state capture of ${s.spec} (captured: ${have}).`,
+    'To restore its agent state, name a store it captured.',
+    [restoreAction('Restore the files (scope machine)', rp.target, rp.id, 'machine')],
+  );
 }

@@ -16,7 +16,7 @@ import { waitForGc } from './gc';
 import { Journal } from './journal';
 import { acquireLock } from './lock';
 import { ObjectStore } from './objects';
-import { StateLayout, checkStateDirVsTarget, cliTargetArgs, ensureStateDir, resolveStateDir } from './state';
+import { StateLayout, checkStateDirVsTarget, ensureStateDir, resolveStateDir } from './state';
 import { resolveTarget, type ParsedTarget } from './target';
 import type { CoreOptions } from './service';
 
@@ -126,7 +126,7 @@ export class CoreContext {
 
   /** The journal of a parsed target (nothing is created until it is written). */
   journalOf(target: ParsedTarget): Journal {
-    return new Journal(this.layout.journalDir(target.key), target.spec, cliTargetArgs(target.spec, this.stateDir));
+    return new Journal(this.layout.journalDir(target.key), target.spec);
   }
 
   /** Tell CoreOptions.onChanged that restore points or memory of a target changed. */

@@ -123,6 +123,14 @@ export class Core implements CoreApi {
   listMemory(p: ParamsOf<'memoryList'>): Promise<ResultOf<'memoryList'>> {
     return memory.listMemory(this.ctx, p);
   }
+  /** See memory.ts describeStores. */
+  describeStores(p: ParamsOf<'storeDescribe'>): Promise<ResultOf<'storeDescribe'>> {
+    return memory.describeStores(p);
+  }
+  /** See memory.ts detectStoresIn. */
+  detectStoresIn(p: ParamsOf<'storeDetect'>): Promise<ResultOf<'storeDetect'>> {
+    return memory.detectStoresIn(p);
+  }
   /** See memory.ts showMemory. */
   showMemory(p: ParamsOf<'memoryShow'>): Promise<ResultOf<'memoryShow'>> {
     return memory.showMemory(this.ctx, p);
@@ -169,11 +177,11 @@ export class Core implements CoreApi {
     return denyRequest(this.ctx, p);
   }
 
-  /** See guest.ts guestFileRead (CLI `agentkeep guest read`). */
+  /** See guest.ts guestFileRead (the CLI's guest read). */
   guestFileRead(target: string, file: string): Promise<Buffer> {
     return guestFileRead(this.ctx, target, file);
   }
-  /** See guest.ts guestFileWrite (CLI `agentkeep guest write`). */
+  /** See guest.ts guestFileWrite (the CLI's guest write). */
   guestFileWrite(target: string, file: string, content: string): Promise<void> {
     return guestFileWrite(this.ctx, target, file, content);
   }

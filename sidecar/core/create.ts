@@ -5,16 +5,16 @@
  */
 import type { MachineBackend } from '../machine';
 import type { MemoryStoreAdapter } from '../memory';
-import type { ParamsOf, ResultOf, RestorePoint } from '../protocol';
+import type { Notice, ParamsOf, ResultOf, RestorePoint } from '../protocol';
+import { interruptedActions } from './actions';
 import { captureStores } from './agentState';
 import { definedOnly, STAGE_TEXT, type AgentCapture, type CoreContext, type Progress, type TargetCtx } from './context';
-import { detectStores } from './detect';
+import { detectTargetStores } from './detect';
 import { asAgentKeepError } from './errors';
 import { abortedError, isAbortedError, throwIfAborted } from './fsutil';
 import { interruptedRestore } from './interrupted';
 import { newRestorePointId } from './journal';
 import { pruneTarget } from './prune';
-import { cliTargetArgs } from './state';
 import { DEFAULT_SIZE_CAP_BYTES, readStateConfig } from './stateConfig';
 import { capWarning } from './usage';
 
@@ -123,9 +123,10 @@ export async function createLocked(
 
 /**
  * Create a restore point: machine snapshot of the target + capture of each store's agent-state
- * files. Without `stores` (absent, not `[]`) the Hermes homes found in the target are captured
- * (detectStores), so a later restore with scope machine spares their memory. Waits up to
- * lockTimeoutMs for another create/restore of the same target. CoreOptions.signal stops it.
+ * files. Without `stores` (absent, not `[]`) the stores found in the target are captured
+ * (detectTargetStores: every registered store kind's detect in its local root), so a later restore
+ * with scope machine spares their memory. Waits up to lockTimeoutMs for another create/restore of
+ * the same target. CoreOptions.signal stops it.
  * Afterwards retention is applied (`retention` params, else `<stateDir>/config.json`, else the
  * defaults; see pruneRestorePoints); a failing prune does not fail the create. Then the size cap
  * is checked where the backend can tell its disk use cheaply (not btrfs): above 90% of
@@ -140,12 +141,14 @@ export async function createRestorePoint(
 ): Promise<ResultOf<'restorePointCreate'>> {
   const t = await ctx.open(p.target, { mustExist: true, sweep: true });
   // A broken config.json must not stop a restore point before a risky change: warn, use the defaults.
-  let configProblem: string | undefined;
+  let configProblem: Notice | undefined;
   const config = await readStateConfig(ctx.stateDir).catch((e: unknown) => {
-    configProblem = `${asAgentKeepError(e).oneLine()} (retention and the size cap used their defaults for this create)`;
+    const err = asAgentKeepError(e);
+    const message = `${err.message} (retention and the size cap used their defaults for this create)`;
+    configProblem = { message, ...(err.hint ? { hint: err.hint } : {}), ...(err.actions ? { actions: err.actions } : {}) };
     return {} as Awaited<ReturnType<typeof readStateConfig>>;
   });
-  const stores = p.stores ? ctx.openStores(p.stores) : await detectStores(t.target.path);
+  const stores = p.stores ? ctx.openStores(p.stores) : await detectTargetStores(t.target);
   const progress = ctx.progress(p.progressToken);
   const spec: CreateSpec = {
     label: p.label,
@@ -168,10 +171,14 @@ export async function createRestorePoint(
   const warning = await capWarning(ctx, t, config.sizeCapBytes ?? DEFAULT_SIZE_CAP_BYTES).catch(() => undefined);
   // A target left half-restored by a killed restore: this restore point holds that mixed state.
   const broken = await interruptedRestore(ctx.layout, t.target);
-  const half = broken
-    ? `A restore of ${broken.id} never finished (started ${broken.startedAt}), so this restore point may hold a half-restored target. Finish it: agentkeep restore-point restore ${broken.id} ${cliTargetArgs(t.target.spec, ctx.stateDir)} --scope ${broken.scope} --yes, or go back to ${broken.undo}.`
-    : undefined;
-  const warnings = [configProblem, warning, half].filter((w): w is string => !!w);
+  const half: Notice | undefined = broken && {
+    message: `A restore of ${broken.id} never finished (started ${broken.startedAt}), so this restore point may hold a half-restored target.`,
+    actions: interruptedActions(t.target.spec, broken),
+  };
+  const notices = [configProblem, warning, half].filter((w): w is Notice => !!w);
+  // `warnings` as text for clients that do not render actions; `notices` with the next actions.
+  const warnings = notices.map((n) => (n.hint ? `${n.message} ${n.hint}` : n.message));
+  const said = notices.length ? { warnings, notices } : {};
   // Say what retention deleted: a create must never make restore points vanish silently.
-  return { ...rp, ...(warnings.length ? { warnings } : {}), ...(pruned?.deleted.length ? { pruned: pruned.deleted } : {}) };
+  return { ...rp, ...said, ...(pruned?.deleted.length ? { pruned: pruned.deleted } : {}) };
 }

@@ -1,40 +1,24 @@
 /**
- * Detection of memory stores inside a target, for a create (and a restore) that names no stores.
- * Today: Hermes homes in a local directory tree (dir and btrfs targets).
+ * Detection of memory stores inside a target, for a create (and a restore) that names no stores:
+ * every registered store kind looks in the target's local root (StoreFactory.detect in
+ * sidecar/memory/<kind>/factory.ts: Hermes homes, Agent Zero roots, mem0 directories).
  */
-import { promises as fs } from 'node:fs';
-import * as path from 'node:path';
-import { openStore, type MemoryStoreAdapter } from '../memory';
+import { detectStores as detectInLocalRoot, type MemoryStoreAdapter } from '../memory';
+import { describeParsedTarget, type ParsedTarget } from './target';
 
 /**
- * Hermes homes found in a target: the target itself when it is a Hermes home (memories/, or
- * config.yaml and SOUL.md), `<target>/.hermes`, and every `<target>/.hermes/profiles/<name>` that is
- * one (HermesStore.check passes). None for a target without a local directory (VM targets).
+ * Stores found in a target by the registered store kinds (sidecar/memory/index.ts detectStores), in
+ * registration order (Hermes homes first). None for a target without a local directory (VM targets).
  * @param targetPath the target's local root (ParsedTarget.path; empty when there is none)
  */
 export async function detectStores(targetPath: string): Promise<MemoryStoreAdapter[]> {
-  const out: MemoryStoreAdapter[] = [];
-  // Only targets that are a local directory tree (dir, btrfs) can hold stores we read directly.
-  if (!targetPath || !(await fs.stat(targetPath).then((st) => st.isDirectory(), () => false))) return out;
-  const isDir = (p: string): Promise<boolean> => fs.stat(p).then((st) => st.isDirectory(), () => false);
-  const exists = (p: string): Promise<boolean> => fs.lstat(p).then(() => true, () => false);
-  const ok = async (home: string): Promise<MemoryStoreAdapter | undefined> => {
-    const s = openStore(`hermes:${home}`);
-    return (await s.check().then(() => true, () => false)) ? s : undefined;
-  };
-  const rootLooksHermes =
-    (await isDir(path.join(targetPath, 'memories'))) || ((await exists(path.join(targetPath, 'config.yaml'))) && (await exists(path.join(targetPath, 'SOUL.md'))));
-  const candidates = rootLooksHermes ? [targetPath] : [];
-  const dot = path.join(targetPath, '.hermes');
-  if (await isDir(dot)) {
-    candidates.push(dot);
-    const profiles = path.join(dot, 'profiles');
-    const names = await fs.readdir(profiles).catch(() => [] as string[]);
-    for (const n of names.sort()) candidates.push(path.join(profiles, n));
-  }
-  for (const c of candidates) {
-    const s = await ok(c);
-    if (s) out.push(s);
-  }
-  return out;
+  return detectInLocalRoot(targetPath);
+}
+
+/**
+ * Stores found in a target's local root (target.describe `localRoot`: dir and btrfs targets); none
+ * for a target without one (VMs: the QMP socket or a remote guest is no directory to look in).
+ */
+export async function detectTargetStores(t: ParsedTarget): Promise<MemoryStoreAdapter[]> {
+  return detectInLocalRoot(describeParsedTarget(t).localRoot);
 }

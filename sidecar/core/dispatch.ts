@@ -28,6 +28,8 @@ const HANDLERS: Handlers = {
   restorePointKeep: (c, p) => c.keepRestorePoint(p),
   restorePointLabel: (c, p) => c.labelRestorePoint(p),
   memoryList: (c, p) => c.listMemory(p),
+  storeDescribe: (c, p) => c.describeStores(p),
+  storeDetect: (c, p) => c.detectStoresIn(p),
   agentStatus: (c, p) => c.agentStatus(p),
   memoryShow: (c, p) => c.showMemory(p),
   memoryEdit: (c, p) => c.editMemory(p),
@@ -110,10 +112,11 @@ export async function dispatch(core: CoreApi, wireMethod: string, params: unknow
   return call(core, key, params as ParamsOf<typeof key>);
 }
 
-/** Turn any error into a JSON-RPC ResponseError: code = numeric protocol code, data = {code, hint}. */
+/** Turn any error into a JSON-RPC ResponseError: code = numeric protocol code, data = {code, hint, actions}. */
 export function toResponseError(e: unknown): ResponseError<ErrorData> {
   const err = asAgentKeepError(e);
   const data: ErrorData = { code: err.code };
   if (err.hint) data.hint = err.hint;
+  if (err.actions?.length) data.actions = err.actions;
   return new ResponseError<ErrorData>(err.rpcCode, err.message, data);
 }

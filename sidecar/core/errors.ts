@@ -1,18 +1,22 @@
-import { ErrorCodes, type ErrorName } from '../protocol';
+import { ErrorCodes, type ErrorName, type NextAction } from '../protocol';
 
 export type ErrorKind = keyof typeof ErrorCodes;
 
 /**
  * The one error type of the sidecar core. `kind` picks the JSON-RPC code and the CLI's string code
- * (see ErrorCodes in sidecar/protocol); `message` names the problem, `hint` names the fix. Transports
- * turn it into a JSON-RPC error with data `{code, hint}`; the CLI prints `message` (+ hint) on one
- * line, or `{error: {code, message, hint}}` with --json.
+ * (see ErrorCodes in sidecar/protocol); `message` names the problem, `hint` names the fix in words,
+ * `actions` are what the user can do next as data (a method with its params, see NextAction in
+ * sidecar/protocol; never CLI text). Transports turn it into a JSON-RPC error with data
+ * `{code, hint, actions}`; the CLI prints `message`, the actions as CLI command lines and
+ * the hint on one line, or `{error: {code, message, hint, actions}}` with --json; the extension shows
+ * the actions as buttons.
  */
 export class AgentKeepError extends Error {
   constructor(
     readonly kind: ErrorKind,
     message: string,
     readonly hint?: string,
+    readonly actions?: NextAction[],
   ) {
     super(message);
     this.name = 'AgentKeepError';
@@ -28,7 +32,7 @@ export class AgentKeepError extends Error {
     return ErrorCodes[this.kind].name;
   }
 
-  /** One line for humans: message, then the fix. */
+  /** One line for humans: message, then the fix in words (the actions are rendered by each front end). */
   oneLine(): string {
     return this.hint ? `${this.message} ${this.hint}` : this.message;
   }

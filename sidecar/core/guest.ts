@@ -1,6 +1,6 @@
 /**
  * Guest I/O and agent discovery, through the target's backend: files inside a guest (Proxmox: a VM
- * through the QEMU guest agent; CLI `agentkeep guest read|write`), and agent.discover (Proxmox:
+ * through the QEMU guest agent; the CLI's guest read and guest write), and agent.discover (Proxmox:
  * guests with a tag). Backends without them are refused with Unsupported.
  */
 import type { MachineBackend } from '../machine';

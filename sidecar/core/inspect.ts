@@ -8,7 +8,7 @@ import type { ChangeSummary, ParamsOf, ResultOf, RestorePoint } from '../protoco
 import { agentDiff, agentStateFilter, sameStore } from './agentState';
 import type { CoreContext } from './context';
 import { compareCaptures, DEFAULT_READ_MAX_BYTES, encodeContent, normalizeRelPath, tooLarge } from './compare';
-import { detectStores } from './detect';
+import { detectTargetStores } from './detect';
 import { AgentKeepError } from './errors';
 
 /**
@@ -46,7 +46,7 @@ export async function diffRestorePoint(ctx: CoreContext, p: ParamsOf<'restorePoi
   const stores = ctx.openStores(p.stores ?? rp.agent.map((a) => a.store));
   // Lock files and other volatile paths of the stores in the target are never touched by a restore,
   // so they are not listed as what it would change.
-  const inTarget = [...stores, ...(await detectStores(t.target.path))];
+  const inTarget = [...stores, ...(await detectTargetStores(t.target))];
   const skip = agentStateFilter(t.target, inTarget, { keepAgentState: false });
   const m = await t.backend.diff(rp.id, { cacheIds: latest ? [latest.id] : [], ...(skip ? { skip } : {}) });
   return { ...m, agentChanged: await agentDiff(rp, stores) };

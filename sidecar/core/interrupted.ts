@@ -12,7 +12,7 @@ import type { StateLayout } from './state';
 import type { ParsedTarget } from './target';
 
 /** A restore that started writing and never finished (agent.status interruptedRestore). */
-export type InterruptedRestore = NonNullable<ResultOf<'agentStatus'>['interruptedRestore']>;
+export type InterruptedRestore = Omit<NonNullable<ResultOf<'agentStatus'>['interruptedRestore']>, 'actions'>;
 
 /** Path of the marker of a target. */
 function markerPath(layout: StateLayout, target: ParsedTarget): string {

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { RestorePoint } from '../protocol';
+import { deleteAction, listAction } from './actions';
 import { AgentKeepError } from './errors';
 import { isErrno, readJsonIfExists, writeJsonAtomic } from './fsutil';
 
@@ -30,13 +31,11 @@ export function isValidId(id: string): boolean {
 export class Journal {
   /**
    * @param dir the journal directory of this target
-   * @param target the target as the user gave it
-   * @param cli the `--target … [--state-dir …]` arguments for CLI hints (state.ts cliTargetArgs)
+   * @param target the target as the user gave it (also the `target` of the errors' next actions)
    */
   constructor(
     readonly dir: string,
     readonly target: string,
-    readonly cli: string = `--target ${target}`,
   ) {}
 
   private file(id: string): string {
@@ -58,25 +57,30 @@ export class Journal {
 
   /**
    * Read one restore point.
-   * @throws AgentKeepError RestorePointNotFound (with a hint to list), CorruptSnapshot for a damaged entry.
+   * @throws AgentKeepError RestorePointNotFound (next action: list), CorruptSnapshot for a damaged
+   *   entry (next action: delete it)
    */
   async get(id: string): Promise<RestorePoint> {
     if (!isValidId(id)) {
-      throw new AgentKeepError('RestorePointNotFound', `"${id}" is not a restore point id.`, `Ids look like ak_20260101_120000_ab12; list them with: agentkeep restore-point list ${this.cli}`);
+      throw new AgentKeepError('RestorePointNotFound', `"${id}" is not a restore point id.`, 'Ids look like ak_20260101_120000_ab12.', [
+        listAction(this.target),
+      ]);
     }
+    const damaged = (why: string): AgentKeepError =>
+      new AgentKeepError('CorruptSnapshot', `The journal entry of ${id} is damaged: ${why}.`, undefined, [
+        deleteAction(this.target, id, 'Delete the damaged restore point'),
+      ]);
     let raw: unknown;
     try {
       raw = await readJsonIfExists(this.file(id));
     } catch (e) {
-      throw new AgentKeepError('CorruptSnapshot', `The journal entry of ${id} is damaged: ${(e as Error).message}.`, `Delete it with: agentkeep restore-point delete ${id} ${this.cli}`);
+      throw damaged((e as Error).message);
     }
     if (raw === undefined) {
-      throw new AgentKeepError('RestorePointNotFound', `No restore point ${id} for ${this.target}.`, `List them with: agentkeep restore-point list ${this.cli}`);
+      throw new AgentKeepError('RestorePointNotFound', `No restore point ${id} for ${this.target}.`, undefined, [listAction(this.target)]);
     }
     const parsed = RestorePoint.safeParse(raw);
-    if (!parsed.success) {
-      throw new AgentKeepError('CorruptSnapshot', `The journal entry of ${id} is damaged: ${parsed.error.issues[0]?.message ?? 'bad shape'}.`, `Delete it with: agentkeep restore-point delete ${id} ${this.cli}`);
-    }
+    if (!parsed.success) throw damaged(parsed.error.issues[0]?.message ?? 'bad shape');
     return parsed.data;
   }
 

@@ -52,7 +52,7 @@ export async function keepRestorePoint(ctx: CoreContext, p: ParamsOf<'restorePoi
  */
 export async function labelRestorePoint(ctx: CoreContext, p: ParamsOf<'restorePointLabel'>): Promise<RestorePoint> {
   if (p.label === undefined && p.important === undefined) {
-    throw new AgentKeepError('InvalidParams', 'Nothing to change: give a new label, or important true/false.', 'Pass --label TEXT and/or --important / --not-important.');
+    throw new AgentKeepError('InvalidParams', 'Nothing to change: give a new label, or important true/false.', 'Give a label and/or important (true or false).');
   }
   const t = await ctx.open(p.target, { mustExist: false });
   const rp = await ctx.withTarget(t, { op: `label ${p.id}` }, async () => {

@@ -3,9 +3,12 @@
  * sidecar/memory (adapters, and sidecar/memory/ops for the operations) to this core's state dir,
  * journal and object store, plus the `changed` notification after a write.
  */
+import * as path from 'node:path';
+import { describeAdapter, describeStore, detectStores } from '../memory';
 import * as memoryOps from '../memory/ops';
 import type { ParamsOf, ResultOf } from '../protocol';
 import type { CoreContext } from './context';
+import { AgentKeepError } from './errors';
 
 /** What sidecar/memory/ops needs from the core: restore points and their captured objects. */
 function opsContext(ctx: CoreContext): memoryOps.MemoryOpsContext {
@@ -16,11 +19,39 @@ function opsContext(ctx: CoreContext): memoryOps.MemoryOpsContext {
   };
 }
 
-/** Entries and usage of each store's memory files. @throws BadStore, StoreNotFound, FileError */
+/**
+ * Entries and usage of each store's memory files, and each store's description (kind, display
+ * name, location, capabilities). @throws BadStore, StoreNotFound, FileError
+ */
 export async function listMemory(ctx: CoreContext, p: ParamsOf<'memoryList'>): Promise<ResultOf<'memoryList'>> {
   const out: ResultOf<'memoryList'>['stores'] = [];
-  for (const s of ctx.openStores(p.stores)) out.push(...(await s.list()));
-  return { stores: out };
+  const descriptions: ResultOf<'memoryList'>['descriptions'] = [];
+  for (const s of ctx.openStores(p.stores)) {
+    // every file names its store (the front ends group files by it)
+    out.push(...(await s.list()).map((f) => (f.store ? f : { ...f, store: s.spec })));
+    descriptions.push(describeAdapter(s));
+  }
+  return { stores: out, descriptions };
+}
+
+/**
+ * See Methods.storeDetect: the stores every registered kind finds in a local directory, described.
+ * @throws InvalidParams for a relative path
+ */
+export async function detectStoresIn(p: ParamsOf<'storeDetect'>): Promise<ResultOf<'storeDetect'>> {
+  if (!path.isAbsolute(p.root)) {
+    throw new AgentKeepError(
+      'InvalidParams',
+      `store.detect needs an absolute directory, not "${p.root}".`,
+      'Pass the absolute path of the folder to look in.',
+    );
+  }
+  return (await detectStores(path.resolve(p.root))).map(describeAdapter);
+}
+
+/** See Methods.storeDescribe: each store string's description (no I/O). @throws BadStore */
+export async function describeStores(p: ParamsOf<'storeDescribe'>): Promise<ResultOf<'storeDescribe'>> {
+  return p.stores.map(describeStore);
 }
 
 /** See Methods.memoryShow; implemented in sidecar/memory/ops. */

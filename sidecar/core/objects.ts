@@ -216,7 +216,7 @@ export class ObjectStore {
     return new AgentKeepError(
       'CorruptSnapshot',
       `Stored object ${hash.slice(0, 12)}… is missing from ${this.dir}; the restore point is damaged.`,
-      'Pick another restore point (agentkeep restore-point list), or delete this one.',
+      'Pick another restore point, or delete this one.',
     );
   }
 

@@ -5,14 +5,14 @@
  */
 import type { ChangeSummary, ParamsOf, ResultOf, RestorePoint, Scope } from '../protocol';
 import type { MemoryStoreAdapter } from '../memory';
+import { listAction, restoreAction } from './actions';
 import { agentStateFilter, findCapture, lockStores, noCapture, restoreAgent } from './agentState';
 import { STAGE_TEXT, type CoreContext } from './context';
 import { createLocked } from './create';
-import { detectStores } from './detect';
+import { detectTargetStores } from './detect';
 import { AgentKeepError, asAgentKeepError } from './errors';
 import { isAbortedError } from './fsutil';
 import { clearRestoreMarker, writeRestoreMarker } from './interrupted';
-import { cliTargetArgs } from './state';
 
 /**
  * Restore a restore point with a scope, after capturing the current state as a `pre-restore`
@@ -38,7 +38,8 @@ export async function restoreRestorePoint(
       throw new AgentKeepError(
         'BadStore',
         `Restore point ${rp.id} has no agent-state capture, so scope agent has nothing to restore (nothing was changed).`,
-        `Restore it with --scope machine or --scope both, or pick a restore point that captured a store (agentkeep restore-point list ${cliTargetArgs(t.target.spec, ctx.stateDir)}).`,
+        'To restore agent state, pick a restore point that captured a store.',
+        [restoreAction('Restore the files (scope machine)', t.target.spec, rp.id, 'machine'), listAction(t.target.spec)],
       );
     }
     if (scope !== 'machine') for (const s of stores) if (!findCapture(rp, s)) throw noCapture(rp, s);
@@ -48,7 +49,7 @@ export async function restoreRestorePoint(
     // Capture what we are about to replace, so the restore can be undone.
     const capturable: MemoryStoreAdapter[] = [];
     for (const s of stores) if (await s.check().then(() => true, () => false)) capturable.push(s);
-    if (!capturable.length && !p.stores) capturable.push(...(await detectStores(t.target.path)));
+    if (!capturable.length && !p.stores) capturable.push(...(await detectTargetStores(t.target)));
     const undo = await createLocked(ctx, t, { kind: 'pre-restore', restoredFrom: rp.id, stores: capturable }, progress, `the restore of ${rp.id} did not start; nothing in the target was changed`);
     try {
       ctx.opts.onRestoreWriting?.(undo);
@@ -65,7 +66,7 @@ export async function restoreRestorePoint(
     const unlock = scope === 'machine' ? async () => undefined : await lockStores(stores);
     try {
       if (scope !== 'agent') {
-        const inTarget = [...stores, ...(await detectStores(t.target.path))];
+        const inTarget = [...stores, ...(await detectTargetStores(t.target))];
         const skip = agentStateFilter(t.target, inTarget, { keepAgentState: scope === 'machine' });
         const m = await t.backend.restore(rp.id, {
           currentId: undo.id,
@@ -80,19 +81,21 @@ export async function restoreRestorePoint(
       }
       if (scope !== 'machine') changes.agentChanged = await restoreAgent(ctx, rp, stores);
     } catch (e) {
-      const undoCmd = `agentkeep restore-point restore ${undo.id} ${cliTargetArgs(t.target.spec, ctx.stateDir)} --scope both --yes`;
+      const undoAction = restoreAction('Undo', t.target.spec, undo.id, 'both');
       if (isAbortedError(e)) {
         throw new AgentKeepError(
           'Internal',
           `Interrupted: the restore of ${rp.id} was stopped part-way, so ${t.target.path} is partly restored. The state before the restore was saved as restore point ${undo.id}.`,
-          `Undo with: ${undoCmd} (or run the restore of ${rp.id} again to finish it).`,
+          undefined,
+          [undoAction, restoreAction('Finish the restore', t.target.spec, rp.id, scope, p.stores)],
         );
       }
       const err = asAgentKeepError(e);
       throw new AgentKeepError(
         (['CorruptSnapshot', 'FileError', 'Hypervisor', 'GuestLocked', 'AuthFailed', 'RestorePointNotFound'] as const).find((k) => k === err.kind) ?? 'Internal',
         `Restore of ${rp.id} stopped: ${err.message} The state before the restore was saved as restore point ${undo.id}.`,
-        `To go back to it: agentkeep restore-point restore ${undo.id} ${cliTargetArgs(t.target.spec, ctx.stateDir)} --scope both`,
+        undefined,
+        [undoAction],
       );
     } finally {
       await unlock();

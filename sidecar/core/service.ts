@@ -17,9 +17,9 @@ export interface CoreOptions {
    * Stops a create or restore of this instance (the CLI aborts it on Ctrl+C / SIGTERM). A create
    * stops, removes its temp objects, writes no journal entry and releases the lock: the target is
    * untouched. A restore stopped before the target is touched changes nothing; stopped while writing,
-   * it finishes no more files, removes its temp files in the target and throws an error whose hint is
-   * the command that restores the pre-restore point. Either way the error message starts with
-   * "Interrupted: " (kind Internal).
+   * it finishes no more files, removes its temp files in the target and throws an error whose next
+   * actions restore the pre-restore point (Undo) or run the restore again (Finish the restore).
+   * Either way the error message starts with "Interrupted: " (kind Internal).
    */
   signal?: AbortSignal;
   /**
@@ -52,6 +52,10 @@ export interface CoreApi {
   /** See Methods.restorePointLabel. */
   labelRestorePoint(p: ParamsOf<'restorePointLabel'>): Promise<RestorePoint>;
   listMemory(p: ParamsOf<'memoryList'>): Promise<ResultOf<'memoryList'>>;
+  /** What store strings name and can do (no I/O); see Methods.storeDescribe. */
+  describeStores(p: ParamsOf<'storeDescribe'>): Promise<ResultOf<'storeDescribe'>>;
+  /** Stores the registered kinds find in a local directory; see Methods.storeDetect. */
+  detectStoresIn(p: ParamsOf<'storeDetect'>): Promise<ResultOf<'storeDetect'>>;
   agentStatus(p: ParamsOf<'agentStatus'>): Promise<ResultOf<'agentStatus'>>;
   /** See Methods.memoryShow. */
   showMemory(p: ParamsOf<'memoryShow'>): Promise<ResultOf<'memoryShow'>>;

@@ -62,17 +62,6 @@ export function resolveStateDir(explicit?: string, env: NodeJS.ProcessEnv = proc
   return path.join(os.homedir(), '.local', 'state', 'agentkeep');
 }
 
-/**
- * The `--target` (and, when the state dir is not the default one, `--state-dir`) arguments that a
- * printed CLI hint needs to reach the same journal, e.g. `--target dir:/x --state-dir /s`.
- */
-export function cliTargetArgs(targetSpec: string, stateDir: string, env: NodeJS.ProcessEnv = process.env): string {
-  const { AGENTKEEP_STATE_DIR: _ignored, ...rest } = env;
-  const def = resolveStateDir(undefined, rest);
-  const q = (s: string): string => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
-  return `--target ${q(targetSpec)}` + (path.resolve(stateDir) === def ? '' : ` --state-dir ${q(stateDir)}`);
-}
-
 /** realpath of `p`, or of its nearest existing ancestor joined with the rest (for paths not yet created). */
 export async function realpathLoose(p: string): Promise<string> {
   const rest: string[] = [];

@@ -4,8 +4,9 @@
  * throwing them. Also target.describe (no I/O).
  */
 import { backendFor } from '../machine';
-import { openStore } from '../memory';
+import { describeAdapter, openStore } from '../memory';
 import type { ParamsOf, ResultOf, RestorePoint } from '../protocol';
+import { interruptedActions } from './actions';
 import { VERSION, type CoreContext } from './context';
 import { asAgentKeepError } from './errors';
 import { recentHookWarnings } from './hookWarnings';
@@ -19,8 +20,9 @@ export async function targetDescription(p: ParamsOf<'targetDescribe'>): Promise<
 }
 
 /**
- * Status of an agent: whether its target is reachable, its restore points, its stores, the
- * sidecar version. Never throws for an unreachable target or a broken store (reported instead).
+ * Status of an agent: whether its target is reachable, its restore points, its stores (each with
+ * its StoreDescription: kind, display name, location, capabilities), the sidecar version. Never
+ * throws for an unreachable target or a broken store (reported instead).
  * @throws BadTarget for a target string that does not parse.
  */
 export async function agentStatus(ctx: CoreContext, p: ParamsOf<'agentStatus'>): Promise<ResultOf<'agentStatus'>> {
@@ -36,11 +38,15 @@ export async function agentStatus(ctx: CoreContext, p: ParamsOf<'agentStatus'>):
   const rps = await ctx.journalOf(target).list().catch(() => [] as RestorePoint[]);
   const stores: ResultOf<'agentStatus'>['stores'] = [];
   for (const spec of p.stores ?? []) {
+    let description: ResultOf<'agentStatus'>['stores'][number]['description'];
     try {
-      await openStore(spec).check();
-      stores.push({ store: spec, ok: true });
+      const s = openStore(spec);
+      description = describeAdapter(s);
+      await s.check();
+      stores.push({ store: spec, ok: true, description });
     } catch (e) {
-      stores.push({ store: spec, ok: false, message: asAgentKeepError(e).oneLine() });
+      const message = asAgentKeepError(e).oneLine();
+      stores.push({ store: spec, ok: false, message, ...(description ? { description } : {}) });
     }
   }
   const broken = await interruptedRestore(ctx.layout, target);
@@ -55,7 +61,7 @@ export async function agentStatus(ctx: CoreContext, p: ParamsOf<'agentStatus'>):
     restorePoints: rps.length,
     ...(rps[0] ? { latest: rps[0] } : {}),
     stores,
-    ...(broken ? { interruptedRestore: broken } : {}),
+    ...(broken ? { interruptedRestore: { ...broken, actions: interruptedActions(target.spec, broken) } } : {}),
     ...(hookWarnings.length ? { hookWarnings } : {}),
     ...(pending ? { pendingRequests: pending } : {}),
     version: VERSION,

@@ -3,10 +3,9 @@
  * extent counted once), the size-cap warning after a create, and the estimate of what deleting some
  * restore points frees (prune).
  */
-import type { ParamsOf, ResultOf, RestorePoint } from '../protocol';
+import { nextAction, type Notice, type ParamsOf, type ResultOf, type RestorePoint } from '../protocol';
 import { formatBytes as formatSize } from '../protocol/format';
 import type { CoreContext, TargetCtx } from './context';
-import { cliTargetArgs } from './state';
 import { capLevel, DEFAULT_SIZE_CAP_BYTES, readStateConfig, stateConfigPath } from './stateConfig';
 
 /** Disk use of some restore points of a target. */
@@ -114,16 +113,22 @@ export async function usageRestorePoints(
 
 /**
  * The size-cap warning after a create: the target's disk use (when the backend can tell it
- * without walking its snapshots) above 90% of the cap; undefined below.
+ * without walking its snapshots) above 90% of the cap, with next actions (prune to the newest 5, or
+ * preview that first); undefined below.
  */
-export async function capWarning(ctx: CoreContext, t: TargetCtx, capBytes: number): Promise<string | undefined> {
+export async function capWarning(ctx: CoreContext, t: TargetCtx, capBytes: number): Promise<Notice | undefined> {
   const u = await usageOf(t, await t.journal.list(), { quick: true });
   if (!u) return undefined;
   const level = capLevel(u.bytes, capBytes);
   if (level === 'ok') return undefined;
   const pct = Math.round((u.bytes / capBytes) * 100);
-  return (
-    `The restore points of ${t.target.spec} use ${formatSize(u.bytes)}, ${pct}% of the ${formatSize(capBytes)} size cap${level === 'over' ? ' (over the cap)' : ''}. ` +
-    `Free space with: agentkeep restore-point prune ${cliTargetArgs(t.target.spec, ctx.stateDir)} --keep 5 (try --dry-run first), or raise sizeCapBytes in ${stateConfigPath(ctx.stateDir)}.`
-  );
+  const target = t.target.spec;
+  return {
+    message: `The restore points of ${target} use ${formatSize(u.bytes)}, ${pct}% of the ${formatSize(capBytes)} size cap${level === 'over' ? ' (over the cap)' : ''}.`,
+    hint: `You can also raise sizeCapBytes in ${stateConfigPath(ctx.stateDir)}.`,
+    actions: [
+      nextAction('Free space', 'restorePointPrune', { target, keep: 5 }, { destructive: true }),
+      nextAction('Preview the prune', 'restorePointPrune', { target, keep: 5, dryRun: true }),
+    ],
+  };
 }

@@ -93,7 +93,7 @@ export async function runHook(call: HookCall, verdict: Acting, args: HookArgs, i
     ...(call.session ? { session: call.session } : {}),
     tool: call.tool,
     ...(call.toolCallId ? { toolCallId: call.toolCallId } : {}),
-    ...(verdict.what === 'command' ? { command: verdict.detail, class: verdict.class } : { path: verdict.detail }),
+    ...(verdict.what === 'command' ? { command: verdict.detail, class: verdict.class, risk: verdict.why } : { path: verdict.detail }),
     text: reasonText(agent.name, call, verdict.detail),
   };
   let pending: Pending | undefined;

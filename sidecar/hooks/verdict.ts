@@ -15,7 +15,8 @@
  * in the YAML and JSONC parsers).
  */
 import * as path from 'node:path';
-import { classifyText, MAYBE_RISKY, type RiskClass } from '../risk/classify';
+import { classifyPipeline, MAYBE_CONFIG_WRITE, MAYBE_RISKY, maxHit, noteDownloads, unwrap, type ClassifyContext, type RiskClass, type RiskHit } from '../risk/classify';
+import { splitCommands } from '../risk/shell';
 import { riskyConfigFile, type RiskyConfigKind } from '../risk/config';
 import { lines, numbered, shellCommands } from '../risk/text';
 import type { HookAgentKind, HookCall } from './call';
@@ -41,22 +42,36 @@ const NONE: Verdict = { action: 'none' };
 /** Config kinds whose write is worth a restore point (manifests and lockfiles are not: the install is). */
 const RISKY_WRITE_KINDS = new Set<RiskyConfigKind>(['agent', 'secrets', 'service', 'cron', 'apt-sources', 'containers']);
 
+/** The directory `cd DIR` moves to, for relative paths later in the same chain (as sidecar/risk/scan.ts). */
+function cdTarget(dir: string, cwd: string | undefined): string | undefined {
+  if (/^[/~$]/.test(dir)) return dir;
+  return cwd ? `${cwd.replace(/\/+$/, '')}/${dir}` : undefined;
+}
+
 /**
- * The risky parts of a shell command text (one command line or a short script).
- * @returns the highest class and the risky logical commands, or null when nothing in it is risky
+ * The risky parts of a shell command text (one command line or a short script), with the same
+ * verdicts as `risk scan` of it as a shell script (sidecar/risk/scan.ts verdictOf: per logical
+ * command, per pipeline, with `cd` of the chain and the files earlier commands downloaded).
+ * @returns the highest class with its reason and the risky parts, or null when nothing in it is risky
  */
-export function classifyShell(text: string): { class: RiskClass; parts: string[] } | null {
-  let top: RiskClass | null = null;
+export function classifyShell(text: string): { class: RiskClass; reason: string; parts: string[] } | null {
+  let top: RiskHit | null = null;
   const parts: string[] = [];
-  const order: RiskClass[] = ['deps', 'toolchain', 'system', 'remote-code'];
+  const ctx: ClassifyContext = { downloaded: new Set() };
   for (const lc of shellCommands(numbered(lines(text)))) {
-    if (!MAYBE_RISKY.test(lc.text)) continue;
-    const c = classifyText(lc.text);
-    if (!c) continue;
-    parts.push(lc.text);
-    if (!top || order.indexOf(c) > order.indexOf(top)) top = c;
+    if (!ctx.downloaded?.size && !MAYBE_RISKY.test(lc.text) && !MAYBE_CONFIG_WRITE.test(lc.text)) continue;
+    let local: ClassifyContext = ctx;
+    for (const p of splitCommands(lc.text)) {
+      const h = classifyPipeline(p, 0, local);
+      for (const c of p.commands) noteDownloads(c.words, ctx);
+      const w = p.commands.length === 1 ? unwrap(p.commands[0].words) : [];
+      if (w[0] === 'cd' && w[1] && !w[1].startsWith('-')) local = { ...local, cwd: cdTarget(w[1], local.cwd) };
+      if (!h) continue;
+      parts.push(p.text);
+      top = maxHit(top, h);
+    }
   }
-  return top ? { class: top, parts } : null;
+  return top ? { class: top.class, reason: top.reason, parts } : null;
 }
 
 /**
@@ -116,17 +131,13 @@ export function decide(kind: HookAgentKind, call: HookCall, homes: string[] = []
     else if (runtime === 'python' || runtime === 'nodejs') commands = shellInCode(code);
   } else if ((call.tool === 'Bash' || call.tool === 'shell') && typeof input.command === 'string') commands = [input.command];
   if (commands.length) {
-    const order: RiskClass[] = ['deps', 'toolchain', 'system', 'remote-code'];
-    let top: RiskClass | null = null;
-    const parts: string[] = [];
+    let top: RiskHit | null = null;
     for (const c of commands) {
       const v = classifyShell(c);
-      if (!v) continue;
-      parts.push(...v.parts);
-      if (!top || order.indexOf(v.class) > order.indexOf(top)) top = v.class;
+      if (v) top = maxHit(top, v);
     }
     if (!top) return NONE;
-    return { action: 'restore-point', what: 'command', detail: commands.join('\n').trim(), class: top, why: `${top}: ${parts.join('; ')}` };
+    return { action: 'restore-point', what: 'command', detail: commands.join('\n').trim(), class: top.class, why: top.reason };
   }
   // file writes
   if (FILE_TOOLS.has(call.tool) && !readOnlyFileCall(input)) {

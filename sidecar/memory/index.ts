@@ -1,86 +1,156 @@
 /**
- * Memory stores: parse a store name (`<kind>:/abs/path`) and return its adapter.
- * Kinds now: `hermes`, `agent-zero` (options `?url=`), `mem0` (options `?qdrant=`, `&collection=`).
- * Options follow the path after `?` as URL query parameters (values URL-encoded).
+ * Registry of memory store kinds. A store is named `<kind>:<rest>`; the kind's StoreFactory parses
+ * the rest (its own forms and options), creates the adapter, describes it and finds its stores in a
+ * target. A new kind is one folder (sidecar/memory/<kind>/ with its factory) plus one registration
+ * line below, or a plugin module (sidecar/plugins.ts, AGENTKEEP_PLUGINS). The core, the lint and the
+ * front ends never branch on a kind: they use the adapter and its description.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import type { StoreCapabilities, StoreDescription } from '../protocol';
 import { AgentKeepError } from '../core/errors';
-import { HermesStore } from './hermes';
-import { AgentZeroStore } from './agent-zero';
-import { Mem0Store } from './mem0';
-import type { MemoryStoreAdapter } from './types';
+import { hermesStore } from './hermes/factory';
+import { agentZeroStore } from './agent-zero/factory';
+import { mem0Store } from './mem0/factory';
+import type { MemoryStoreAdapter, StoreFactory } from './types';
 
-export type { MemoryStoreAdapter } from './types';
+export type * from './types';
 export { HermesStore } from './hermes';
 export { AgentZeroStore } from './agent-zero';
 export { Mem0Store } from './mem0';
 
+const registry = new Map<string, StoreFactory>();
+
+/**
+ * Register a store kind under its name (lower case). The first one registered is the default: its
+ * form is the hint for a store string without a kind. Registering a kind again replaces it.
+ */
+export function registerStore<O>(f: StoreFactory<O>): void {
+  registry.set(f.kind.toLowerCase(), f as StoreFactory);
+}
+
+// ---- registrations (one line per store kind; the first is the default) ----
+registerStore(hermesStore);
+registerStore(agentZeroStore);
+registerStore(mem0Store);
+
+/** Kinds we know of but do not read yet (their stores are reached through vendor APIs). */
 const KNOWN_LATER = ['letta', 'zep', 'graphiti'];
-const OTHER_KINDS = ['agent-zero', 'mem0'];
+
+/** All registered store kinds, in registration order. */
+export function storeFactories(): StoreFactory[] {
+  return [...registry.values()];
+}
+
+/** The factory of `kind` (case-insensitive), or undefined. */
+export function storeFactory(kind: string): StoreFactory | undefined {
+  return registry.get(kind.toLowerCase());
+}
+
+/** "Use hermes:/abs/path/to/.hermes." (the default kind's form). */
+function defaultHint(): string {
+  const [first] = registry.values();
+  return first ? `Use ${first.forms[0]}.` : 'Register a store kind in sidecar/memory/index.ts.';
+}
+
+/** "Registered kinds: hermes (hermes:/abs/path/to/.hermes), agent-zero (...)." */
+function kindsHint(): string {
+  return `Registered kinds: ${storeFactories()
+    .map((f) => `${f.kind} (${f.forms[0]})`)
+    .join(', ')}.`;
+}
 
 /**
  * Parse `spec` and return the store adapter (no I/O; call `check()` to verify the store exists).
- * @param spec `hermes:/abs/path/to/.hermes`
- * @throws AgentKeepError BadStore for a missing kind, an unknown or not-yet-supported kind, or a path
- *   that is not absolute.
+ * @param spec `<kind>:<rest>`, e.g. `hermes:/abs/path/to/.hermes`
+ * @throws AgentKeepError BadStore for a missing kind, an unknown or not-yet-supported kind (the hint
+ *   lists the registered kinds), or whatever the kind's parse refuses (e.g. a path that is not absolute).
  */
 export function openStore(spec: string): MemoryStoreAdapter {
   const m = /^([A-Za-z][A-Za-z0-9_-]*):(.*)$/s.exec(spec ?? '');
   if (!m) {
-    throw new AgentKeepError('BadStore', `Bad store "${spec}": expected <kind>:/abs/path.`, 'Use hermes:/abs/path/to/.hermes.');
+    throw new AgentKeepError('BadStore', `Bad store "${spec}": expected <kind>:/abs/path.`, defaultHint());
   }
   const kind = m[1].toLowerCase();
-  let p = m[2];
-  if (OTHER_KINDS.includes(kind)) return openOtherStore(kind, p, spec);
-  if (kind !== 'hermes') {
+  const f = registry.get(kind);
+  if (!f) {
     if (KNOWN_LATER.includes(kind)) {
-      throw new AgentKeepError('BadStore', `Store kind "${kind}" is not supported yet.`, 'Use a Hermes home for now: hermes:/abs/path/to/.hermes.');
+      throw new AgentKeepError('BadStore', `Store kind "${kind}" is not supported yet.`, kindsHint());
     }
-    throw new AgentKeepError('BadStore', `Unknown store kind "${kind}" in "${spec}".`, 'Use hermes:/abs/path/to/.hermes.');
+    throw new AgentKeepError('BadStore', `Unknown store kind "${kind}" in "${spec}".`, kindsHint());
   }
-  if (p.startsWith('//')) p = p.slice(2); // tolerate hermes:///abs/path
-  if (!p || !path.isAbsolute(p)) {
-    throw new AgentKeepError('BadStore', `Store path "${p}" in "${spec}" is not absolute.`, 'Use hermes:/abs/path/to/.hermes (an absolute path).');
-  }
-  return new HermesStore(path.resolve(p), spec);
+  return f.create({ kind: f.kind, spec, options: f.parse(m[2], spec) });
+}
+
+/** Capabilities of an adapter, from what it implements (see StoreCapabilities in the protocol). */
+export function storeCapabilities(s: MemoryStoreAdapter): StoreCapabilities {
+  return {
+    edit: typeof s.edit === 'function' && typeof s.remove === 'function' && typeof s.add === 'function',
+    provenance: typeof s.provenance === 'function',
+    budgets: !!s.lintProfile?.budgets,
+    drift: typeof s.lintProfile?.driftText === 'function',
+    diff: typeof s.listCapture === 'function',
+    actions: typeof s.actionsSince === 'function',
+    lock: typeof s.lockAgentState === 'function',
+    textFiles: !!s.textFiles && !!s.localRoot,
+  };
+}
+
+/** The last two parts of a path ("agent-home/.hermes"). */
+function lastTwo(p: string): string {
+  return (
+    p
+      .replace(/[\\/]+$/, '')
+      .split(/[\\/]/)
+      .slice(-2)
+      .join('/') || p
+  );
+}
+
+/** What an adapter is and can do (store.describe; no I/O). */
+export function describeAdapter(s: MemoryStoreAdapter): StoreDescription {
+  const f = registry.get(s.kind.toLowerCase());
+  return {
+    store: s.spec,
+    kind: s.kind,
+    kindName: f?.kindName ?? s.kind,
+    name: f?.displayName?.(s) ?? (s.localRoot ? lastTwo(s.localRoot) : s.location),
+    location: s.location,
+    ...(s.localRoot ? { localRoot: s.localRoot } : {}),
+    capabilities: storeCapabilities(s),
+  };
+}
+
+/** What a store string names and can do (store.describe; no I/O). @throws BadStore as openStore */
+export function describeStore(spec: string): StoreDescription {
+  return describeAdapter(openStore(spec));
 }
 
 /**
- * `agent-zero:/abs/root[?url=http://host:port]` and `mem0:/abs/dir[?qdrant=/abs/path][&collection=name]`.
- * @throws AgentKeepError BadStore for a relative path, an unknown option or a relative qdrant path.
- */
-function openOtherStore(kind: string, rest: string, spec: string): MemoryStoreAdapter {
-  const q = rest.indexOf('?');
-  let p = q >= 0 ? rest.slice(0, q) : rest;
-  const params = new URLSearchParams(q >= 0 ? rest.slice(q + 1) : '');
-  if (p.startsWith('//')) p = p.slice(2);
-  const example = kind === 'agent-zero' ? 'agent-zero:/abs/root?url=http://127.0.0.1:50001' : 'mem0:/home/me/.mem0?qdrant=/home/me/.mem0/qdrant';
-  if (!p || !path.isAbsolute(p)) {
-    throw new AgentKeepError('BadStore', `Store path "${p}" in "${spec}" is not absolute.`, `Use an absolute path, e.g. ${example}.`);
-  }
-  const allowed = kind === 'agent-zero' ? ['url'] : ['qdrant', 'collection'];
-  for (const k of params.keys()) {
-    if (!allowed.includes(k)) throw new AgentKeepError('BadStore', `Unknown option "${k}" in store "${spec}".`, `${kind} stores take ${allowed.map((a) => `?${a}=`).join(', ')}, e.g. ${example}.`);
-  }
-  if (kind === 'agent-zero') return new AgentZeroStore(path.resolve(p), spec, { url: params.get('url') || undefined });
-  const qdrant = params.get('qdrant') || undefined;
-  if (qdrant && !path.isAbsolute(qdrant)) throw new AgentKeepError('BadStore', `Qdrant path "${qdrant}" in "${spec}" is not absolute.`, `Use e.g. ${example}.`);
-  return new Mem0Store(path.resolve(p), spec, { qdrant: qdrant && path.resolve(qdrant), collection: params.get('collection') || undefined });
-}
-
-/**
- * The real path of a store root (symlinks resolved; the path as given when it does not exist), the
- * identity of a store together with its kind.
+ * The identity of a store: its kind and the real path of its local root (symlinks resolved; the
+ * path as given when it does not exist), or its location when it has no local root.
  */
 export function storeIdentity(s: MemoryStoreAdapter): string {
-  let real = s.root;
-  try {
-    real = fs.realpathSync(s.root);
-  } catch {
-    /* missing: check() will say so */
+  let real = s.localRoot ?? s.location;
+  if (s.localRoot) {
+    try {
+      real = fs.realpathSync(s.localRoot);
+    } catch {
+      /* missing: check() will say so */
+    }
   }
   return `${s.kind}\0${real}`;
+}
+
+/** Whether store string `a` names the store `s` (same string, or same kind and location). */
+export function sameStore(a: string, s: MemoryStoreAdapter): boolean {
+  if (a === s.spec) return true;
+  try {
+    const o = openStore(a);
+    return o.kind === s.kind && o.location === s.location;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -105,4 +175,25 @@ export function openStores(specs: readonly string[]): MemoryStoreAdapter[] {
 /** The store names of `specs` without the later names of the same store (see openStores). */
 export function uniqueStoreSpecs(specs: readonly string[]): string[] {
   return openStores(specs).map((s) => s.spec);
+}
+
+/**
+ * Stores found in a target's local root (a directory tree the sidecar reads directly: dir and btrfs
+ * targets), asking every registered kind's detect in registration order; a store found twice (same
+ * identity) is listed once. None for a target without a local root (VM targets: `localRoot` empty).
+ * A kind whose detect fails finds nothing (detection never stops a create).
+ */
+export async function detectStores(localRoot: string | undefined): Promise<MemoryStoreAdapter[]> {
+  if (!localRoot || !path.isAbsolute(localRoot)) return [];
+  if (
+    !(await fs.promises.stat(localRoot).then(
+      (st) => st.isDirectory(),
+      () => false,
+    ))
+  )
+    return [];
+  const specs: string[] = [];
+  for (const f of registry.values())
+    if (f.detect) specs.push(...(await f.detect(localRoot).catch(() => [] as string[])));
+  return openStores(specs);
 }

@@ -17,6 +17,9 @@
  *   - `withReadOnlyDb(db, fn)`        -> copy, open, run fn(db), close, remove the copy; retries
  *   - `captureSqlite(db, dest)`       -> one self-contained file (WAL checkpointed into it) at dest
  *   - `tableColumns(db, table)`       -> column names of a table (empty when it does not exist)
+ *   - `damagedDbHint(db)`             -> the fix for a damaged database (sqlite3 .recover, restore point)
+ * A database that stays malformed after the retries is damaged (not a copy racing a write): it is a
+ * FileError "SQLite database <path> is damaged: …" with damagedDbHint, never a bare SQLite error.
  * FTS5 is compiled into node-sqlite3-wasm 0.8.60, but readers here do not depend on it (plain
  * tables and LIKE only).
  */
@@ -72,6 +75,37 @@ export function isTransientSqliteError(e: unknown): boolean {
   return /SQLITE_BUSY|SQLITE_LOCKED|SQLITE_IOERR|database is locked|disk I\/O error|malformed|changed during the copy|not a database/i.test(m);
 }
 
+/** Whether an error (after the retries) says the database file itself is damaged or not SQLite. */
+export function isDamagedSqliteError(e: unknown): boolean {
+  const msg = String((e as Error)?.message ?? e);
+  return /malformed|not a database|SQLITE_CORRUPT|SQLITE_NOTADB|database corruption|file is encrypted/i.test(msg);
+}
+
+/**
+ * The fix for a damaged SQLite database of an agent store (AgentKeep only reads it, never repairs it):
+ * recover what SQLite can still read with the sqlite3 shell's `.recover`, or restore the store from a
+ * restore point. Used as the hint of the FileError a damaged database gives.
+ */
+export function damagedDbHint(db: string): string {
+  const q = (p: string): string => (/^[A-Za-z0-9_./:=@%+-]+$/.test(p) ? p : `'${p.replace(/'/g, `'\\''`)}'`);
+  return (
+    'Stop the agent and keep a copy of the file, then recover what SQLite can still read: ' +
+    `sqlite3 ${q(db)} ".recover" | sqlite3 ${q(db + '.recovered')} (check it, then move it into place); ` +
+    'or restore the store from a restore point (agentkeep restore-point list, then restore-point restore <id> ' +
+    '--scope agent). AgentKeep only reads this file and never repairs it.'
+  );
+}
+
+/** The FileError of a database that stays unreadable after the retries: damaged (with the fix) or otherwise. */
+function unreadableDb(dbPath: string, e: unknown): AgentKeepError {
+  const msg = (e as Error)?.message ?? String(e);
+  if (isDamagedSqliteError(e)) {
+    return new AgentKeepError('FileError', `SQLite database ${dbPath} is damaged: ${msg}.`, damagedDbHint(dbPath));
+  }
+  const hint = 'Check that it is a SQLite database (not truncated); AgentKeep only reads it.';
+  return new AgentKeepError('FileError', `Cannot read SQLite database ${dbPath}: ${msg}.`, hint);
+}
+
 /**
  * Copy `db` and its `-wal` (when present) into `destDir` as one consistent pair: both files are
  * stat'ed before and after the copy, and the copy is repeated while either changed.
@@ -118,7 +152,9 @@ function openCopy(copy: string, readOnly: boolean): SqliteDb {
  * Run `fn` on a read-only, consistent copy of the database at `dbPath` (see the module doc); the
  * copy is removed afterwards. Transient errors (copy raced a write, SQLITE_BUSY, ...) are retried.
  * @throws AgentKeepError FileError: missing or unreadable database, or one that stays unreadable
- *   (not SQLite, corrupt) after the retries; errors thrown by `fn` that are not transient pass through.
+ *   after the retries: "is damaged" with the recovery hint (damagedDbHint) when SQLite says it is
+ *   malformed or not a database, at open or in a query of `fn` (a damaged page in the middle);
+ *   errors thrown by `fn` that are not transient pass through.
  */
 export async function withReadOnlyDb<T>(dbPath: string, fn: (db: SqliteDb) => T | Promise<T>): Promise<T> {
   for (let attempt = 0; ; attempt++) {
@@ -133,12 +169,14 @@ export async function withReadOnlyDb<T>(dbPath: string, fn: (db: SqliteDb) => T 
           await sleep(20 * (attempt + 1));
           continue;
         }
-        throw new AgentKeepError('FileError', `Cannot read SQLite database ${dbPath}: ${(e as Error).message}.`, 'Check that it is a SQLite database (not truncated); AgentKeep only reads it.');
+        throw unreadableDb(dbPath, e);
       }
       try {
         return await fn(db);
       } catch (e) {
-        if (e instanceof AgentKeepError || attempt >= SQLITE_RETRIES || !isTransientSqliteError(e)) throw e;
+        if (e instanceof AgentKeepError || !isTransientSqliteError(e)) throw e;
+        // still failing after the retries: the database itself is damaged (a page in the middle), not a race
+        if (attempt >= SQLITE_RETRIES) throw unreadableDb(dbPath, e);
       } finally {
         db.close();
       }

@@ -23,18 +23,103 @@ export interface WriteOptions {
 }
 
 
+/** One captured agent-state file: store-relative POSIX path, size in bytes, sha256 (hex) of the content. */
+export interface CapturedFile {
+  path: string;
+  size: number;
+  hash: string;
+}
+
+/**
+ * Where a capture puts file content (the core's content-addressed object store, ObjectStore in
+ * sidecar/core/objects.ts): the content is stored once under its sha256.
+ */
+export interface CaptureSink {
+  /** Store the content of a local file. @throws Node fs errors (ENOENT when it vanished) */
+  putFile(abs: string): Promise<{ hash: string; size: number }>;
+  /** Store bytes (a store without local files, e.g. an API export). */
+  putBuffer(data: Uint8Array): Promise<{ hash: string; size: number }>;
+}
+
+/** Where a restore reads captured content from (the core's object store). */
+export interface RestoreSource {
+  /** Write the content with sha256 `hash` to local file `dest` (temp + rename is the caller's job). */
+  copyOut(hash: string, dest: string): Promise<void>;
+  /** The content with sha256 `hash`. @throws CorruptSnapshot when missing */
+  read(hash: string): Promise<Buffer>;
+}
+
+/** How capture/restore run. */
+export interface AgentStateOptions {
+  /** Stops the operation between files (the core's CoreOptions.signal). */
+  signal?: AbortSignal;
+  /** What an abort error says happened, e.g. "the restore was stopped part-way". */
+  abortWhat?: string;
+  /** Called once the files to capture are known (progress: `total` files). */
+  onFiles?(total: number): void;
+}
+
+/**
+ * What memory lint (sidecar/memory/lint/run.ts) needs to know about a store beyond its entries; the
+ * lint asks the adapter, never the store's kind. Absent = no history beyond `provenance`, no drift
+ * check, no opinion about the agent's home.
+ */
+export interface StoreLintProfile {
+  /** Its files carry usage against a char limit (MemoryFile.usage): the budget rule applies. */
+  readonly budgets?: boolean;
+  /**
+   * Whether the store keeps a write history right now (Hermes: state.db exists), so that an entry
+   * with no trace is untraceable rather than unknown. Absent = yes, when the adapter has provenance.
+   */
+  keepsHistory?(): Promise<boolean>;
+  /**
+   * Checks, besides untraceable and which contradicting entry is newer, that need the history and
+   * so do not run when it cannot be read, as the lint names them (Hermes: the age of MEMORY.md and
+   * USER.md entries, whose times live only in state.db).
+   */
+  readonly historyChecks?: readonly string[];
+  /**
+   * The raw text of a file the drift rule checks (Hermes MEMORY.md / USER.md, entries split on
+   * "\n§\n"), or undefined when this file is not checked (or cannot be read: nothing to drift).
+   */
+  driftText?(file: MemoryFile): Promise<string | undefined>;
+  /**
+   * The directory "~" means in this store's entries (Hermes: the parent of a `.hermes` home), null
+   * when it cannot be known (a Hermes home elsewhere). Absent: no opinion (the sidecar user's home).
+   */
+  agentHome?(): string | null;
+}
+
 /**
  * One memory store format behind one interface (sidecar/memory/<kind>/). A store is named
- * `<kind>:/abs/path` (e.g. `hermes:/home/me/.hermes`); `openStore` in sidecar/memory/index.ts parses
- * the name and returns the adapter.
+ * `<kind>:<rest>` (e.g. `hermes:/home/me/.hermes`); the kind's StoreFactory (registered in
+ * sidecar/memory/index.ts) parses the rest and creates the adapter. The core reaches the store's
+ * agent state only through capture / restore / changedFiles: it never reads or writes the store's
+ * files itself, so a store need not be local files at all (see `localRoot`).
  */
 export interface MemoryStoreAdapter {
   /** Store kind, e.g. "hermes". */
   readonly kind: string;
-  /** Absolute root of the store (e.g. the Hermes home). */
-  readonly root: string;
-  /** The store name as given (`kind:/abs/path`). */
+  /**
+   * Where the store is, for display and identity (with `kind`): an absolute path for file stores, a
+   * URL or any other stable string for a store reached over the network.
+   */
+  readonly location: string;
+  /**
+   * Absolute local directory that holds the store's files, when it has one (the agent-state paths
+   * are relative to it). The core uses it only to spare the store's files inside a target during a
+   * machine restore; absent for a store reached through an API or another machine.
+   */
+  readonly localRoot?: string;
+  /** The store name as given (`kind:...`). */
   readonly spec: string;
+  /** What memory lint needs from this store (see StoreLintProfile). */
+  readonly lintProfile?: StoreLintProfile;
+  /**
+   * Its memory files (MemoryFile.file) are plain text under localRoot, so a text diff of a file
+   * against its capture shows the changes (Hermes). Absent: databases, pickles or no local files.
+   */
+  readonly textFiles?: boolean;
   /**
    * Check that the store exists and is of this kind.
    * @throws AgentKeepError StoreNotFound naming what is missing and how to fix it.
@@ -43,17 +128,33 @@ export interface MemoryStoreAdapter {
   /** Read the memory files with entries and usage. @throws AgentKeepError StoreNotFound / FileError */
   list(): Promise<MemoryFile[]>;
   /**
-   * Agent-state files that exist now, as POSIX paths relative to `root`, sorted. These are what a
+   * Agent-state files that exist now, as store-relative POSIX paths, sorted. These are what a
    * restore point captures for this store and what scope `agent` restores.
    */
   agentStateFiles(): Promise<string[]>;
-  /** Whether a root-relative POSIX path is agent state of this store (whether or not it exists). */
+  /** Whether a store-relative POSIX path is agent state of this store (whether or not it exists). */
   isAgentStatePath(rel: string): boolean;
+  /**
+   * Capture every agent-state file into `sink` (file stores: sidecar/memory/files.ts
+   * captureLocalFiles, a consistent copy of each agentStateFiles() entry).
+   * @returns the captured files (a file that vanished meanwhile is left out)
+   * @throws FileError naming an unreadable file; the abort error when `opts.signal` fires
+   */
+  capture(sink: CaptureSink, opts?: AgentStateOptions): Promise<CapturedFile[]>;
+  /**
+   * Make the store's agent state what `files` captured: write each file that differs, remove the
+   * agent-state files the capture does not hold (never volatile paths). The caller has checked that
+   * every object exists and holds the store's lock (lockAgentState).
+   * @returns store-relative paths changed, in the order written
+   */
+  restore(files: readonly CapturedFile[], src: RestoreSource, opts?: AgentStateOptions): Promise<string[]>;
+  /** Store-relative paths whose content now differs from `files` (changed, gone, or new since). */
+  changedFiles(files: readonly CapturedFile[]): Promise<string[]>;
 
   // ---- optional capabilities (issue 4); absent = the store cannot do it, and the core says so ----
 
   /**
-   * Whether a root-relative POSIX path is volatile: a file the store's own writers use for
+   * Whether a store-relative POSIX path is volatile: a file the store's own writers use for
    * coordination (Hermes: `memories/MEMORY.md.lock`, `USER.md.lock`). A restore of any scope never
    * creates, deletes or modifies these (the core passes them to the backend's skip filter), and
    * agentStateFiles never lists them.
@@ -111,4 +212,45 @@ export interface MemoryStoreAdapter {
    * world (messages sent, web requests, git pushes, ...), from the store's session history, oldest first.
    */
   actionsSince?(sinceIso: string, untilIso?: string): Promise<ProvenanceTrace[]>;
+}
+
+/**
+ * A store kind: owns its store strings (forms, parsing, typed options), describes a store, creates
+ * its adapter and finds its stores in a target's local root. Registered with one line in
+ * sidecar/memory/index.ts (or from a plugin module: sidecar/plugins.ts). `O`: its parsed options.
+ */
+export interface StoreFactory<O = unknown> {
+  /** The kind before the colon, lower case, e.g. "hermes". */
+  readonly kind: string;
+  /** The kind as people write it, e.g. "Hermes", "Agent Zero". */
+  readonly kindName: string;
+  /** The forms of its store strings for help texts, e.g. ["hermes:/abs/path/to/.hermes"]. */
+  readonly forms: readonly string[];
+  /** An example store string, e.g. "hermes:/home/me/.hermes". */
+  readonly example: string;
+  /**
+   * Parse the part of a store string after `<kind>:` (no I/O).
+   * @param rest e.g. `/home/me/.hermes` for `hermes:/home/me/.hermes`
+   * @param spec the whole store string as given, for messages
+   * @throws AgentKeepError BadStore naming the wrong part and the right form
+   */
+  parse(rest: string, spec: string): O;
+  /** The adapter for a parsed store (no I/O; its check() says whether the store exists). */
+  create(p: ParsedStore<O>): MemoryStoreAdapter;
+  /**
+   * Store strings of this kind found in a target's local root (a directory tree the sidecar can
+   * read), each one whose check() passes; [] when none. Only sure markers count (a false positive
+   * would capture and restore files that are not agent state).
+   */
+  detect?(localRoot: string): Promise<string[]>;
+  /** Display name for views (default: the last two parts of localRoot, else the location). */
+  displayName?(adapter: MemoryStoreAdapter): string;
+}
+
+/** A store string split and parsed by its factory. */
+export interface ParsedStore<O = unknown> {
+  kind: string;
+  /** The store string as given. */
+  spec: string;
+  options: O;
 }

@@ -9,9 +9,13 @@
  *
  * Conventions: times are ISO 8601 strings in UTC; sizes are bytes; paths are absolute POSIX paths;
  * a `target` is a URI-like string (`dir:/abs/path`, `btrfs:`, `qemu:`, `proxmox://`; target.describe
- * says what its backend can do); a `store` is `<kind>:/abs/path` (`hermes:/abs/home`).
+ * says what its backend can do); a `store` is `<kind>:<where>` (`hermes:/abs/home`; each registered
+ * kind parses its own rest, store.describe says what a store is and can do).
  */
 import { z } from 'zod';
+import { RISK_CLASSES, RISK_CLASS_DESCRIPTIONS } from './risk';
+
+export { RISK_CLASSES, RISK_CLASS_DESCRIPTIONS, type RiskClass } from './risk';
 
 /** Prefix of every AgentKeep method on the wire. */
 export const METHOD_PREFIX = 'agentkeep/';
@@ -68,10 +72,53 @@ export const ErrorCodes = {
 } as const;
 export type ErrorName = (typeof ErrorCodes)[keyof typeof ErrorCodes]['name'];
 
-/** `error.data` of every AgentKeep JSON-RPC error: the string code, and a hint naming the fix. */
+/** Front-end commands a NextAction can name instead of a method. */
+export const NextActionCommand = z
+  .enum(['openSettings', 'showLog'])
+  .describe('openSettings: open the editor settings at `setting`; showLog: show the sidecar log');
+
+/**
+ * What the user can do next about an error or a warning, as data (never as CLI text): a protocol
+ * method with its params, or a front-end command. Front ends render it: the CLI as the equivalent
+ * `agentkeep …` command line ("<title> with: <command>"), the extension as a button that runs the
+ * method through its sidecar client (asking first when `destructive`).
+ */
+export const NextAction = z.object({
+  title: z
+    .string()
+    .min(1)
+    .describe('Short imperative label without a trailing period, e.g. "Undo", "List restore points": the button text'),
+  method: z
+    .string()
+    .startsWith(METHOD_PREFIX)
+    .optional()
+    .describe('The method that does it, by its wire name, e.g. agentkeep/restorePoint.restore'),
+  params: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe('The params of `method` (they pass its params schema), e.g. {target, id, scope}'),
+  destructive: z
+    .boolean()
+    .optional()
+    .describe('It replaces or deletes state (a restore, a delete, a prune): front ends confirm before running it'),
+  command: NextActionCommand.optional(),
+  setting: z.string().optional().describe('For command openSettings: the setting id, e.g. agentkeep.stateDir'),
+});
+export type NextAction = z.infer<typeof NextAction>;
+
+/** A warning with what the user can do about it: the same structure as an error's message, hint and actions. */
+export const Notice = z.object({
+  message: z.string().describe('What happened, in one or two sentences (no command lines)'),
+  hint: z.string().optional().describe('What the user can do about it, in words'),
+  actions: z.array(NextAction).optional().describe('What the user can do about it, as runnable actions'),
+});
+export type Notice = z.infer<typeof Notice>;
+
+/** `error.data` of every AgentKeep JSON-RPC error: the string code, a hint naming the fix, and next actions. */
 export const ErrorData = z.object({
   code: z.string().describe('Stable string code, e.g. "target_busy"'),
-  hint: z.string().optional().describe('What the user can do about it'),
+  hint: z.string().optional().describe('What the user can do about it, in words'),
+  actions: z.array(NextAction).optional().describe('What the user can do about it, as runnable actions (first = the usual fix)'),
 });
 export type ErrorData = z.infer<typeof ErrorData>;
 
@@ -83,7 +130,10 @@ export const Target = z
   .string()
   .min(1, 'the target is empty: give one such as dir:/abs/path')
   .describe('Target URI: dir:/abs/path (embedded default), btrfs:/abs/subvolume, qemu:/abs/qmp.sock, proxmox://HOST[:PORT]/NODE/qemu|lxc/VMID (NODE "-": find it via /cluster/resources)');
-export const Store = z.string().min(1, 'the store is empty: give one such as hermes:/abs/path/to/.hermes').describe('Memory store: <kind>:/abs/path, e.g. hermes:/home/me/.hermes');
+export const Store = z
+  .string()
+  .min(1, 'the store is empty: give one such as hermes:/abs/path/to/.hermes')
+  .describe('Memory store: <kind>:<where>, e.g. hermes:/home/me/.hermes (store.describe says what it is)');
 export const Scope = z.enum(['machine', 'agent', 'both']).describe(
   'What a restore puts back: machine (files/packages, keeping current agent state), agent (only agent-state files), both',
 );
@@ -102,7 +152,8 @@ export const Reason = z
     command: z.string().optional().describe('The command that was about to run, exactly as in the file'),
     file: z.string().optional().describe('Absolute path of the file that holds the command'),
     line: z.number().int().positive().optional().describe('1-based line of the command'),
-    class: z.string().optional().describe('Risk class: deps | toolchain | system | remote-code'),
+    class: z.string().optional().describe(`Risk class: ${RISK_CLASSES.join(' | ')}`),
+    risk: z.string().optional().describe('Why the command is risky, one line, e.g. "destructive: git reset --hard discards uncommitted changes"'),
     text: z.string().optional().describe('Free-form reason'),
     origin: z
       .enum(['hook', 'mcp'])
@@ -260,9 +311,22 @@ export const MemoryEntry = z.object({
   meta: z.record(z.string(), z.unknown()).optional().describe('Other store metadata (consolidation, hashes, user_id, ...)'),
 });
 export type MemoryEntry = z.infer<typeof MemoryEntry>;
+export const StoreProblem = z
+  .object({
+    code: z.string().describe('Stable string code of the error a read or write of it gives, e.g. "file_error"'),
+    message: z.string().describe('What is broken, naming the file (e.g. "… MEMORY.md is not valid UTF-8: …")'),
+    hint: z.string().optional().describe('How to fix it'),
+  })
+  .describe('A damaged or unreadable part of a store');
+export type StoreProblem = z.infer<typeof StoreProblem>;
 export const MemoryFile = z.object({
   kind: z.string().describe('hermes-memory (MEMORY.md) | hermes-user (USER.md) | hermes-soul | hermes-skill | hermes-archive | agent-zero-<area> | mem0'),
-  file: z.string().describe('Absolute path of the file (or database) that holds the entries'),
+  file: z
+    .string()
+    .describe(
+      'Absolute path of the file (or database) that holds the entries; for a store without local files ' +
+        "(no StoreDescription.localRoot): where they are, in the store's words (e.g. a URL)",
+    ),
   store: Store.optional().describe('The store this file belongs to'),
   entries: z.array(MemoryEntry),
   usage: z
@@ -274,8 +338,81 @@ export const MemoryFile = z.object({
     .describe('Hermes MEMORY.md/USER.md only: usage against the char limit'),
   readOnly: z.string().optional().describe('Why entries here cannot be edited from AgentKeep (absent = editable)'),
   warnings: z.array(z.string()).optional().describe('Problems found while reading (e.g. embedding model mismatch, non-durable mem0 config)'),
+  broken: StoreProblem.optional().describe(
+    'Set when the file (or a file it depends on, e.g. an Agent Zero index.faiss) is damaged or unreadable: `entries` ' +
+      'holds only what could still be read (none when the file itself could not be), never "empty", and AgentKeep ' +
+      'refuses to write it',
+  ),
 });
 export type MemoryFile = z.infer<typeof MemoryFile>;
+
+/**
+ * What a memory store can do, from its adapter (sidecar/memory/<kind>/): the front ends show these
+ * and branch on them, never on the store's kind or on the store string.
+ */
+export const StoreCapabilities = z
+  .object({
+    edit: z
+      .boolean()
+      .describe(
+        'memory.edit/remove/add work for this kind of store (a store can still be read-only for a reason it ' +
+          'states: MemoryFile.readOnly)',
+      ),
+    provenance: z
+      .boolean()
+      .describe(
+        'memory.show traces an entry to the writes that made it (Hermes: state.db tool calls; mem0: history.db)',
+      ),
+    budgets: z
+      .boolean()
+      .describe('Its files carry usage against a char limit (MemoryFile.usage), which memory.lint checks'),
+    drift: z
+      .boolean()
+      .describe("memory.lint checks its files for hand edits the agent's own parser would read differently (drift)"),
+    diff: z.boolean().describe("memory.diff reads its entries from a restore point's capture"),
+    actions: z
+      .boolean()
+      .describe(
+        'Its session history tells which outside-world actions the agent took since a time (what a restore ' +
+          'cannot undo)',
+      ),
+    lock: z
+      .boolean()
+      .describe("A restore of its agent state takes the store's own write lock, as the agent's writers do"),
+    textFiles: z
+      .boolean()
+      .describe(
+        'Its memory files (MemoryFile.file) are plain text under localRoot, so an editor diff of a file against its ' +
+          'capture shows the changes (Hermes MEMORY.md, USER.md, SOUL.md); false for databases and pickles',
+      ),
+  })
+  .describe('What a memory store can do');
+export type StoreCapabilities = z.infer<typeof StoreCapabilities>;
+
+/**
+ * A memory store as its adapter describes it (store.describe, memory.list `descriptions`, agent.status
+ * `stores[].description`): from the store string alone (no I/O), so it is there for a missing store too.
+ */
+export const StoreDescription = z
+  .object({
+    store: Store.describe('The store string as given'),
+    kind: z.string().describe('Store kind (the registered name before the colon), e.g. hermes, agent-zero, mem0'),
+    kindName: z.string().describe('The kind as people write it, e.g. Hermes, Agent Zero, mem0'),
+    name: z.string().describe('Short name for views, e.g. "agent-home/.hermes" (the last two parts of its path)'),
+    location: z
+      .string()
+      .describe('Where the store is, for display: an absolute path, or a URL for a store reached over the network'),
+    localRoot: z
+      .string()
+      .optional()
+      .describe(
+        "Absolute local directory that holds the store's files, when it has one; its agent-state paths are " +
+          'relative to it. Absent for stores reached through an API',
+      ),
+    capabilities: StoreCapabilities,
+  })
+  .describe('A memory store as its adapter describes it');
+export type StoreDescription = z.infer<typeof StoreDescription>;
 
 export const ProvenanceTrace = z.object({
   action: z.enum(['add', 'replace', 'remove', 'update', 'none', 'consolidate']).describe('What the tool call / history row did to the entry'),
@@ -290,6 +427,10 @@ export type ProvenanceTrace = z.infer<typeof ProvenanceTrace>;
 export const Provenance = z.object({
   traces: z.array(ProvenanceTrace).describe('Oldest first'),
   note: z.string().optional().describe('Said plainly when no trace exists, and why (no state.db, rows pruned, hand-edited, ...)'),
+  unavailable: StoreProblem.optional().describe(
+    'Set when the store\'s history could not be read (e.g. a damaged state.db or history.db): `traces` are then ' +
+      'unknown, not absent',
+  ),
 });
 export type Provenance = z.infer<typeof Provenance>;
 
@@ -398,6 +539,10 @@ export const Methods = {
     }),
     RestorePoint.extend({
       warnings: z.array(z.string()).optional().describe('What the user should know, e.g. the target\'s restore points use more than 90% of the size cap (not stored in the journal)'),
+      notices: z
+        .array(Notice)
+        .optional()
+        .describe('The same warnings, each with what the user can do about it (hint, next actions); front ends that render actions show these instead of `warnings`'),
       pruned: z
         .array(z.object({ id: z.string(), reason: z.string() }))
         .optional()
@@ -524,7 +669,28 @@ export const Methods = {
     'memory.list',
     'List the entries of memory stores with their usage against the char limits.',
     z.object({ stores: z.array(Store) }),
-    z.object({ stores: z.array(MemoryFile) }),
+    z.object({
+      stores: z.array(MemoryFile),
+      descriptions: z
+        .array(StoreDescription)
+        .describe('One per store listed, in order (a store named twice is listed once)'),
+    }),
+  ),
+  storeDescribe: method(
+    'store.describe',
+    'What each memory store is and what it can do (kind, display name, location, local root, capabilities), ' +
+      'from the store strings alone: no I/O, so it works for a missing store. BadStore for a string that does ' +
+      'not parse or names an unregistered kind.',
+    z.object({ stores: z.array(Store).min(1) }),
+    z.array(StoreDescription),
+  ),
+  storeDetect: method(
+    'store.detect',
+    'Memory stores found in a local directory by every registered store kind (Hermes homes, Agent Zero roots, ' +
+      '~/.mem0): what a create without stores captures for a target with this root. InvalidParams for a ' +
+      'relative path; [] for a directory that holds none or does not exist.',
+    z.object({ root: z.string().min(1).describe('Absolute local directory, e.g. the folder of a dir: target') }),
+    z.array(StoreDescription),
   ),
   memoryShow: method(
     'memory.show',
@@ -560,7 +726,25 @@ export const Methods = {
     'memory.diff',
     'Entries added, removed and changed between a restore point\'s agent-state capture and now (or another restore point).',
     z.object({ target: Target, stores: z.array(Store).optional(), from: z.string().describe('Restore point id'), to: z.string().optional().describe('Restore point id, or "now" (default)') }),
-    z.object({ added: z.array(MemoryEntryChange), removed: z.array(MemoryEntryChange), changed: z.array(MemoryEntryChange), actions: z.array(ProvenanceTrace).optional().describe('Agent actions since `from` that a rollback cannot undo (messages sent, web requests, git pushes ...), from the session history') }),
+    z.object({
+      added: z.array(MemoryEntryChange),
+      removed: z.array(MemoryEntryChange),
+      changed: z.array(MemoryEntryChange),
+      actions: z
+        .array(ProvenanceTrace)
+        .optional()
+        .describe(
+          'Agent actions since `from` that a rollback cannot undo (messages sent, web requests, git pushes ...), ' +
+            'from the session history',
+        ),
+      warnings: z
+        .array(z.string())
+        .optional()
+        .describe(
+          'Files left out because they are broken on one side (MemoryFile.broken, entries unknown): their entries ' +
+            'are not reported as added or removed',
+        ),
+    }),
   ),
   agentDiscover: method(
     'agent.discover',
@@ -598,7 +782,16 @@ export const Methods = {
       message: z.string().optional().describe('Why it is not reachable'),
       restorePoints: z.number().int(),
       latest: RestorePoint.optional(),
-      stores: z.array(z.object({ store: Store, ok: z.boolean(), message: z.string().optional() })),
+      stores: z.array(
+        z.object({
+          store: Store,
+          ok: z.boolean(),
+          message: z.string().optional().describe('Why the store cannot be read'),
+          description: StoreDescription.optional().describe(
+            'The store as its adapter describes it (absent when the string does not parse)',
+          ),
+        }),
+      ),
       interruptedRestore: z
         .object({
           id: z.string(),
@@ -606,6 +799,7 @@ export const Methods = {
           scope: Scope.describe('The scope of the interrupted restore: finish it with the same scope'),
           stores: z.array(Store).optional().describe('The stores it was given, if any'),
           startedAt: z.string(),
+          actions: z.array(NextAction).optional().describe('Finish it (restore `id` again), or go back (restore `undo`)'),
         })
         .optional()
         .describe('A restore that started writing the target and never finished (its process died): the target may be half-restored. Restore `id` again to finish it, or `undo` to go back'),
@@ -679,12 +873,13 @@ export const Methods = {
         line: z.number().int().positive(),
         endLine: z.number().int().positive(),
         command: z.string(),
-        class: z.enum(['deps', 'toolchain', 'system', 'remote-code']),
+        class: z.enum(RISK_CLASSES).describe(RISK_CLASSES.map((c) => `${c}: ${RISK_CLASS_DESCRIPTIONS[c]}`).join('; ')),
         kind: z
           .string()
           .optional()
           .describe('File kind the scanner read the file as: shell | markdown | powershell | dockerfile | makefile | justfile | compose | workflow | notebook | notebook-cell | package-json | devcontainer | vscode-tasks'),
         risk: z.string().optional().describe('Reason text naming the risky part(s) of the command and what they change'),
+        reason: z.string().optional().describe('One line: why the highest part is risky, e.g. "destructive: git reset --hard discards uncommitted changes"'),
       }),
     ),
   ),
@@ -724,8 +919,28 @@ export type ChangedParams = z.infer<typeof Notifications.changed.params>;
 export type RiskFinding = ResultOf<'riskScan'>[number];
 
 /**
+ * A NextAction that runs protocol method `key` with `params` (typed by the method's params).
+ * @param opts.destructive the action replaces or deletes state (front ends confirm first)
+ */
+export function nextAction<K extends MethodName>(
+  title: string,
+  key: K,
+  params: ParamsOf<K>,
+  opts: { destructive?: boolean } = {},
+): NextAction {
+  const a: NextAction = { title, method: Methods[key].method, params: params as Record<string, unknown> };
+  return opts.destructive ? { ...a, destructive: true } : a;
+}
+
+/** The protocol key of a wire method name (`agentkeep/restorePoint.list` -> `restorePointList`), or undefined. */
+export function methodKey(wire: string): MethodName | undefined {
+  return (Object.keys(Methods) as MethodName[]).find((k) => Methods[k].method === wire);
+}
+
+/**
  * The whole protocol as one JSON Schema document (draft 2020-12): `methods.<wire name>` with
- * `params`/`result`, `notifications.<wire name>` with `params`, and `errors` (code table).
+ * `params`/`result`, `notifications.<wire name>` with `params`, `errors` (code table) and `errorData`
+ * (the JSON-RPC `error.data` shape, with its next actions).
  */
 export function protocolJsonSchema(): Record<string, unknown> {
   const methods: Record<string, unknown> = {};
@@ -747,5 +962,6 @@ export function protocolJsonSchema(): Record<string, unknown> {
     methods,
     notifications,
     errors: Object.values(ErrorCodes),
+    errorData: z.toJSONSchema(ErrorData),
   };
 }

@@ -3,6 +3,8 @@ export {
   scanText,
   scanCommands,
   scanNotebookCell,
+  classifyCommand,
+  type CommandVerdict,
   logicalCommands,
   fileKind,
   CLASS_REASON,
@@ -12,7 +14,8 @@ export {
   type RiskyCommand,
   type RiskyPart,
 } from './scan';
-export { classifyText, classifyWords, maxClass, type RiskClass } from './classify';
-export { riskyConfigFile, type RiskyConfig } from './config';
+export { classifyText, classifyWords, maxClass, maxHit, RISK_CLASSES, type RiskClass, type RiskHit } from './classify';
+export { riskyConfigFile, configWriteTarget, type RiskyConfig } from './config';
 export { evaluate, formatEval, type EvalLabel, type EvalResult } from './eval';
+export { evaluateCommands, formatCommandEval, parseCommandCases, type CommandCase, type CommandEvalResult } from './eval-commands';
 export { parseJsonc } from './jsonc';

@@ -11,10 +11,11 @@
  * vscode-tasks (.vscode/tasks.json).
  *
  * One finding per logical command (see text.ts): a `&&`/`||`/`;`/`|` chain is one command, with the
- * highest class of its risky parts (remote-code > system > toolchain > deps); `risk` names the parts.
+ * highest class of its risky parts (remote-code > destructive > system > config > toolchain > deps); `risk`
+ * names the parts, `reason` says in one line why the top part is risky.
  */
 import type { RiskFinding } from '../protocol';
-import { classifyPipeline, maxClass, MAYBE_RISKY, noteDownloads, type ClassifyContext, type RiskClass } from './classify';
+import { CLASS_REASON, classifyPipeline, maxHit, MAYBE_CONFIG_WRITE, MAYBE_RISKY, noteDownloads, RISK_CLASSES, unwrap, type ClassifyContext, type RiskClass, type RiskHit } from './classify';
 import { splitCommands } from './shell';
 import { dockerCommands, expand, justCommands, lines, makeCommands, markdownCommands, numbered, psCommands, shellCommands, type LogicalCommand } from './text';
 import {
@@ -56,6 +57,8 @@ export interface RiskyPart {
   /** The pipeline's text, e.g. `pnpm dlx @example/icons-cli@latest sync`. */
   text: string;
   class: RiskClass;
+  /** Why, in one line: `remote-code: pnpm dlx runs code fetched from the network`. */
+  reason: string;
 }
 
 /** A risky logical command: what one CodeLens pair runs (the whole logical command). */
@@ -66,16 +69,12 @@ export interface RiskyCommand extends LogicalCommand {
   parts: RiskyPart[];
   /** Reason text naming the risky part(s), e.g. `pnpm dlx x: runs code fetched from the network`. */
   risk: string;
+  /** One line, the reason of the highest part: `destructive: git reset --hard discards uncommitted changes`. */
+  reason: string;
   kind: FileKind;
 }
 
-/** What each class means, for the `risk` reason text. */
-export const CLASS_REASON: Record<RiskClass, string> = {
-  deps: 'changes project dependencies',
-  toolchain: 'installs or changes user-wide or global tools',
-  system: 'changes OS packages, persistent services or containers',
-  'remote-code': 'runs code fetched from the network',
-};
+export { CLASS_REASON };
 
 /**
  * File kind from the path (only the base name and a `.github/workflows/` or `.vscode/` parent count)
@@ -173,6 +172,7 @@ interface Verdict {
   downloads: string[];
   text: string;
   risk: string;
+  reason: string;
 }
 
 /**
@@ -202,23 +202,28 @@ function verdictOf(lc: LogicalCommand, ctx: ClassifyContext): Verdict {
   }
   const before = ctx.downloaded ? new Set(ctx.downloaded) : undefined;
   const parts: RiskyPart[] = [];
-  let top: RiskClass | null = null;
-  // fast path: a command that names no known tool cannot be risky (unless it may run a downloaded file)
-  if (ctx.downloaded?.size || MAYBE_RISKY.test(lc.vars ? expand(lc.text, lc.vars) : lc.text)) {
+  let top: RiskHit | null = null;
+  // fast path: a command that names no known tool and redirects nowhere cannot be risky (unless it may run a downloaded file)
+  const probe = lc.vars ? expand(lc.text, lc.vars) : lc.text;
+  if (ctx.downloaded?.size || MAYBE_RISKY.test(probe) || MAYBE_CONFIG_WRITE.test(probe)) {
     // PowerShell: `\` separates paths; double it so the POSIX word splitter keeps it
     const src = lc.powershell ? lc.text.replace(/\\/g, '\\\\') : lc.text;
+    // `cd DIR` of the chain resolves later relative paths; it does not outlive the logical command
+    let local: ClassifyContext = ctx;
     for (const p of splitCommands(src)) {
-      let cls: RiskClass | null = null;
-      if (lc.vars && /\$[({]/.test(p.text)) for (const e of splitCommands(expand(p.text, lc.vars))) cls = maxClass(cls, classifyPipeline(e, 0, ctx));
-      else cls = classifyPipeline(p, 0, ctx);
+      let h: RiskHit | null = null;
+      if (lc.vars && /\$[({]/.test(p.text)) for (const e of splitCommands(expand(p.text, lc.vars))) h = maxHit(h, classifyPipeline(e, 0, local));
+      else h = classifyPipeline(p, 0, local);
       for (const c of p.commands) noteDownloads(c.words, ctx);
-      if (!cls) continue;
-      parts.push({ text: lc.powershell ? p.text.replace(/\\\\/g, '\\') : p.text, class: cls });
-      top = maxClass(top, cls);
+      const w = p.commands.length === 1 ? unwrap(p.commands[0].words) : [];
+      if (w[0] === 'cd' && w[1] && !w[1].startsWith('-')) local = { ...local, cwd: cdTarget(w[1], local.cwd) };
+      if (!h) continue;
+      parts.push({ text: lc.powershell ? p.text.replace(/\\\\/g, '\\') : p.text, class: h.class, reason: h.reason });
+      top = maxHit(top, h);
     }
   }
   const downloads = ctx.downloaded && before ? [...ctx.downloaded].filter((d) => !before.has(d)) : [];
-  const v: Verdict = { parts, top, downloads, text: top ? tidy(lc.text) : lc.text, risk: top ? reasonOf(parts, top) : '' };
+  const v: Verdict = { parts, top: top?.class ?? null, downloads, text: top ? tidy(lc.text) : lc.text, risk: top ? reasonOf(parts, top.class) : '', reason: top?.reason ?? '' };
   if (memoable) {
     if (MEMO.size >= MEMO_MAX) MEMO.clear();
     MEMO.set(key, v);
@@ -226,12 +231,18 @@ function verdictOf(lc: LogicalCommand, ctx: ClassifyContext): Verdict {
   return v;
 }
 
+/** The directory `cd DIR` moves to, for resolving relative paths of the same chain (no I/O; `cd -` and `cd` alone are unknown). */
+function cdTarget(dir: string, cwd: string | undefined): string | undefined {
+  if (/^[/~$]/.test(dir)) return dir;
+  return cwd ? `${cwd.replace(/\/+$/, '')}/${dir}` : undefined;
+}
+
 /** Classify logical commands: the risky ones with their parts, class and reason. */
 function classify(cmds: LogicalCommand[], kind: FileKind, ctx: ClassifyContext): RiskyCommand[] {
   const out: RiskyCommand[] = [];
   for (const lc of cmds) {
     const v = verdictOf(lc, ctx);
-    if (v.top) out.push({ line: lc.line, endLine: lc.endLine, text: v.text, class: v.top, parts: v.parts, risk: v.risk, kind });
+    if (v.top) out.push({ line: lc.line, endLine: lc.endLine, text: v.text, class: v.top, parts: v.parts, risk: v.risk, reason: v.reason, kind });
   }
   return out;
 }
@@ -257,7 +268,28 @@ export function scanCommands(file: string, text: string, kind: FileKind = fileKi
  *   command (continuations joined); `risk` names the risky part(s). [] for unknown file kinds.
  */
 export function scanText(file: string, text: string, kind?: FileKind): RiskFinding[] {
-  return scanCommands(file, text, kind).map((c) => ({ file, line: c.line, endLine: c.endLine, command: c.text, class: c.class, kind: c.kind, risk: c.risk }));
+  return scanCommands(file, text, kind).map((c) => ({ file, line: c.line, endLine: c.endLine, command: c.text, class: c.class, kind: c.kind, risk: c.risk, reason: c.reason }));
+}
+
+/** The verdict on one terminal command: its class, a one-line reason and the risky parts. */
+export interface CommandVerdict {
+  class: RiskClass;
+  /** e.g. `destructive: git reset --hard discards uncommitted changes (on build-01)` */
+  reason: string;
+  parts: RiskyPart[];
+}
+
+/**
+ * Classify a terminal command as an agent's terminal tool receives it (`hermes` terminal `command`, a Bash tool
+ * call): one command line, or a short script (several lines, continuations, heredocs). What the hook calls;
+ * pure and fast (well under 1 ms for a command; see bench/risk.bench.ts).
+ * @returns the highest class of its risky parts with that part's reason, or null when nothing in it is risky
+ */
+export function classifyCommand(text: string): CommandVerdict | null {
+  const cmds = scanCommands('command.sh', text, 'shell');
+  if (!cmds.length) return null;
+  const top = cmds.reduce((a, c) => (RISK_CLASSES.indexOf(c.class) > RISK_CLASSES.indexOf(a.class) ? c : a));
+  return { class: top.class, reason: top.reason, parts: cmds.flatMap((c) => c.parts) };
 }
 
 /**

@@ -120,6 +120,8 @@ export function words(s: string): string[] {
   let has = false;
   let q: string | null = null;
   let depth = 0;
+  // words that start with a quote are never redirections (`"<your_email>"`, `'>'`)
+  let quoted: Set<number> | undefined;
   for (let i = 0; i < s.length; i++) {
     const c = s[i];
     if (q) {
@@ -140,6 +142,7 @@ export function words(s: string): string[] {
       has = false;
       continue;
     }
+    if (!has && (c === "'" || c === '"')) (quoted ??= new Set()).add(out.length);
     has = true;
     if (c === '\\' && i + 1 < s.length) cur += s[++i];
     else if (c === "'" || c === '"') q = c;
@@ -150,15 +153,15 @@ export function words(s: string): string[] {
     } else cur += c;
   }
   if (has) out.push(cur);
-  return dropRedirections(out);
+  return dropRedirections(out, quoted);
 }
 
-/** Drop redirections: `>file`, `2>&1`, `> file`, `<file`, `&>/dev/null`. */
-function dropRedirections(out: string[]): string[] {
+/** Drop redirections: `>file`, `2>&1`, `> file`, `<file`, `&>/dev/null` (not words that were quoted). */
+function dropRedirections(out: string[], quoted?: Set<number>): string[] {
   const res: string[] = [];
   for (let i = 0; i < out.length; i++) {
     const w = out[i];
-    if (!w.includes('>') && !w.includes('<')) {
+    if ((!w.includes('>') && !w.includes('<')) || quoted?.has(i)) {
       res.push(w);
       continue;
     }
@@ -170,4 +173,67 @@ function dropRedirections(out: string[]): string[] {
     res.push(w);
   }
   return res;
+}
+
+/**
+ * The output redirections of one simple command (`> f`, `>> f`, `1> f`, `&> f`, `>| f`): operator and target,
+ * quotes removed; not `2> f` (stderr), not fd duplications (`2>&1`, `>&2`), nothing inside quotes or `$(…)`.
+ * `cat > ~/.hermes/config.yaml <<'EOF'` → `[{op: '>', target: '~/.hermes/config.yaml'}]`.
+ */
+export function redirectTargets(s: string): Array<{ op: '>' | '>>'; target: string }> {
+  if (!s.includes('>')) return [];
+  const out: Array<{ op: '>' | '>>'; target: string }> = [];
+  let q: string | null = null;
+  let depth = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i];
+    if (q) {
+      if (c === '\\' && q === '"') i++;
+      else if (c === q) q = null;
+      continue;
+    }
+    if (c === '\\') {
+      i++;
+      continue;
+    }
+    if (c === "'" || c === '"' || c === '`') {
+      q = c;
+      continue;
+    }
+    if ((c === '$' || c === '<') && s[i + 1] === '(') {
+      depth++;
+      i++;
+      continue;
+    }
+    if (depth > 0) {
+      if (c === '(') depth++;
+      else if (c === ')') depth--;
+      continue;
+    }
+    if (c !== '>' || s[i + 1] === '(') continue;
+    const before = s[i - 1];
+    if (before === '>' || before === '<') continue; // second char of `>>`, or `<>`
+    if (before !== undefined && /\d/.test(before) && before !== '1' && (i < 2 || !/\w/.test(s[i - 2]))) continue; // 2> f
+    let j = i + 1;
+    const op = s[j] === '>' ? '>>' : '>';
+    if (s[j] === '>' || s[j] === '|') j++;
+    if (s[j] === '&') continue; // >&2
+    while (s[j] === ' ' || s[j] === '\t') j++;
+    let t = '';
+    let tq: string | null = null;
+    for (; j < s.length; j++) {
+      const d = s[j];
+      if (tq) {
+        if (d === tq) tq = null;
+        else t += d;
+        continue;
+      }
+      if (d === "'" || d === '"') tq = d;
+      else if (/[\s;&|<>()]/.test(d)) break;
+      else t += d;
+    }
+    if (t) out.push({ op, target: t });
+    i = j - 1;
+  }
+  return out;
 }

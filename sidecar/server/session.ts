@@ -18,7 +18,7 @@ import { TextDocument } from 'vscode-languageserver-textdocument';
 import { Notifications, type ChangedParams, type ErrorData, type ProgressParams } from '../protocol';
 import { dispatch, toResponseError, wireMethods } from '../core/dispatch';
 import type { CoreApi, CoreOptions } from '../core/service';
-import { fileKind, scanCommands, type FileKind, type RiskyCommand } from '../risk';
+import { fileKind, RISK_CLASSES, scanCommands, type FileKind, type RiskyCommand } from '../risk';
 import { VERSION } from '../cli/version';
 
 /** Command ids of the two lenses (contributed by the extension). */
@@ -40,8 +40,10 @@ export interface LensArgument {
   line: number;
   /** 1-based last line (of the block). */
   endLine: number;
-  /** Highest risk class of the command (block): deps | toolchain | system | remote-code. */
+  /** Highest risk class of the command (block): deps | toolchain | config | system | destructive | remote-code. */
   class: string;
+  /** Why, one line, of the block's highest command (`destructive: git reset --hard discards uncommitted changes`): the lens tooltip. */
+  reason?: string;
 }
 
 /** Creates the core for a server; the server passes hooks that forward notifications. */
@@ -96,7 +98,7 @@ const LANGUAGE_KIND: Record<string, FileKind> = {
   just: 'justfile',
 };
 
-/** Which lenses to show: every class, none, or only the listed classes (deps | toolchain | system | remote-code). */
+/** Which lenses to show: every class, none, or only the listed classes (see RISK_CLASSES). */
 export type CodeLensFilter = 'all' | 'off' | string[];
 
 /** Read a lens filter from client settings (`'all' | 'off' | string[]`, or `{enabled: false}`); anything else is 'all'. */
@@ -121,22 +123,25 @@ export function riskyCommandsOf(doc: TextDocument): RiskyCommand[] {
   return scanCommands(file, text, kind);
 }
 
-const PRIORITY: Record<string, number> = { deps: 1, toolchain: 2, system: 3, 'remote-code': 4 };
+const PRIORITY: Record<string, number> = Object.fromEntries(RISK_CLASSES.map((c, i) => [c, i + 1]));
 
 /**
  * Group risky commands into blocks: commands on consecutive lines (the next starts on the line after the
  * previous one ends) form one block. A block's command is its commands joined by "\n", its class the
  * highest of them.
  */
-export function lensBlocks(cmds: RiskyCommand[]): Array<{ line: number; endLine: number; command: string; class: string }> {
-  const out: Array<{ line: number; endLine: number; command: string; class: string }> = [];
+export function lensBlocks(cmds: RiskyCommand[]): Array<{ line: number; endLine: number; command: string; class: string; reason: string }> {
+  const out: Array<{ line: number; endLine: number; command: string; class: string; reason: string }> = [];
   for (const c of cmds) {
     const last = out.at(-1);
     if (last && c.line === last.endLine + 1) {
       last.endLine = c.endLine;
       last.command += `\n${c.text}`;
-      if (PRIORITY[c.class] > PRIORITY[last.class]) last.class = c.class;
-    } else out.push({ line: c.line, endLine: c.endLine, command: c.text, class: c.class });
+      if (PRIORITY[c.class] > PRIORITY[last.class]) {
+        last.class = c.class;
+        last.reason = c.reason;
+      }
+    } else out.push({ line: c.line, endLine: c.endLine, command: c.text, class: c.class, reason: c.reason });
   }
   return out;
 }
@@ -154,7 +159,7 @@ export function codeLensesFor(doc: TextDocument, filter: CodeLensFilter = 'all',
   const shown = filter === 'all' ? cmds : cmds.filter((c) => filter.includes(c.class));
   const lenses: CodeLens[] = [];
   for (const b of lensBlocks(shown)) {
-    const arg: LensArgument = { command: b.command, file, uri: doc.uri, line: b.line, endLine: b.endLine, class: b.class };
+    const arg: LensArgument = { command: b.command, file, uri: doc.uri, line: b.line, endLine: b.endLine, class: b.class, ...(b.reason ? { reason: b.reason } : {}) };
     const lineText = doc.getText({ start: { line: b.line - 1, character: 0 }, end: { line: b.line, character: 0 } }).replace(/\r?\n$/, '');
     const range = { start: { line: b.line - 1, character: 0 }, end: { line: b.line - 1, character: lineText.length } };
     // range-only lenses: the client asks codeLens/resolve for the command of each visible lens
@@ -173,10 +178,12 @@ export function resolveLens(lens: CodeLens): CodeLens {
   if (lens.command) return lens;
   const data = lens.data as { kind?: string; arg?: LensArgument } | undefined;
   if (!data?.arg) return lens;
+  // the tooltip names why the command is risky (LSP 3.18 Command.tooltip; VS Code shows it on hover)
+  const tooltip = data.arg.reason ? { tooltip: data.kind === 'run' ? `Run without a restore point. ${data.arg.reason}` : `Take a restore point, then run. ${data.arg.reason}` } : {};
   const command =
     data.kind === 'run'
-      ? { title: '$(play) Run', command: RUN_COMMAND, arguments: [data.arg] }
-      : { title: '$(history) Snapshot & run', command: SNAPSHOT_AND_RUN_COMMAND, arguments: [data.arg] };
+      ? { title: '$(play) Run', command: RUN_COMMAND, arguments: [data.arg], ...tooltip }
+      : { title: '$(history) Snapshot & run', command: SNAPSHOT_AND_RUN_COMMAND, arguments: [data.arg], ...tooltip };
   return { ...lens, command };
 }
 

@@ -3,8 +3,14 @@
  * stdout is the LSP channel: everything else goes to stderr or the connection console.
  */
 import { inspect } from 'node:util';
-import { createConnection, ProposedFeatures } from 'vscode-languageserver/node';
+import {
+  createConnection,
+  ProposedFeatures,
+  StreamMessageReader,
+  StreamMessageWriter,
+} from 'vscode-languageserver/node';
 import type { CoreOptions } from '../core/service';
+import { JsonRpcGate, RAW_JSON_DECODER } from './jsonrpc';
 import { ConnectionHub, serveConnection, type CoreFactory } from './session';
 
 /**
@@ -22,7 +28,15 @@ export function serveStdio(makeCore: CoreFactory, base: CoreOptions): void {
   console.debug = toErr;
   console.warn = toErr;
   console.error = toErr;
-  const connection = createConnection(ProposedFeatures.all, process.stdin, process.stdout);
+  // Content-Length framed bodies go unparsed to the gate (./jsonrpc.ts), which answers what is not a
+  // JSON-RPC request (-32700, -32600) and batches, instead of vscode-jsonrpc dropping them.
+  const frames = new StreamMessageReader(process.stdin, { contentTypeDecoder: RAW_JSON_DECODER });
+  const gate = new JsonRpcGate(frames, new StreamMessageWriter(process.stdout));
+  const connection = createConnection(ProposedFeatures.all, gate.reader, gate.writer);
+  // as vscode-languageserver does for stdio streams: the client closing stdin ends the server
+  const onEnd = (): never => process.exit(gate.shutdownRequested ? 0 : 1);
+  process.stdin.on('end', onEnd);
+  process.stdin.on('close', onEnd);
   const hub = new ConnectionHub();
   hub.add(connection);
   const core = makeCore(hub.coreOptions(base));

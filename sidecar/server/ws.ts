@@ -13,7 +13,8 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { AgentKeepError } from '../core/errors';
 import type { CoreOptions } from '../core/service';
 import { ConnectionHub, serveConnection, type CoreFactory } from './session';
-import { WebSocketMessageReader, WebSocketMessageWriter } from './wsTransport';
+import { JsonRpcGate } from './jsonrpc';
+import { WebSocketFrameReader, WebSocketMessageWriter } from './wsTransport';
 
 /** A parsed `HOST:PORT`. */
 export interface HostPort {
@@ -127,12 +128,13 @@ export async function serveWs(makeCore: CoreFactory, base: CoreOptions, listen: 
 
   const attach = (ws: WebSocket): void => {
     // A remote client's processId means nothing here; drop it so the server never watches a foreign pid.
-    const reader = new WebSocketMessageReader(ws, (m: Message) => {
+    // The gate answers frames that are not JSON-RPC requests and batches (./jsonrpc.ts).
+    const gate = new JsonRpcGate(new WebSocketFrameReader(ws), new WebSocketMessageWriter(ws), (m: Message) => {
       const r = m as RequestMessage;
       if (r.method === 'initialize' && r.params && typeof r.params === 'object') (r.params as { processId?: unknown }).processId = null;
       return m;
     });
-    const writer = new WebSocketMessageWriter(ws);
+    const { reader, writer } = gate;
     let shutdown = false;
     const watchDog: WatchDog = {
       initialize: () => undefined,

@@ -1,9 +1,12 @@
 /**
- * JSON-RPC over one WebSocket: one JSON-RPC message per text frame. A MessageReader/MessageWriter
- * pair for vscode-jsonrpc on top of a `ws` socket.
+ * JSON-RPC over one WebSocket: one JSON-RPC message (or one batch array) per text frame. A
+ * MessageReader/MessageWriter pair for vscode-jsonrpc on top of a `ws` socket (clients use
+ * WebSocketMessageReader), and WebSocketFrameReader, the server's reader, which hands each frame
+ * unparsed to the JSON-RPC gate (./jsonrpc.ts) so that every frame gets the answer JSON-RPC 2.0 asks for.
  */
 import { AbstractMessageReader, AbstractMessageWriter, Disposable, type DataCallback, type Message, type MessageReader, type MessageWriter } from 'vscode-languageserver';
 import type { RawData, WebSocket } from 'ws';
+import { badFrame, rawFrame } from './jsonrpc';
 
 function text(data: RawData): string {
   if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
@@ -54,7 +57,36 @@ export class WebSocketMessageReader extends AbstractMessageReader implements Mes
   }
 }
 
-/** Writes one JSON-RPC message per WebSocket text frame. */
+/**
+ * The server's reader: each frame as it came, unparsed (rawFrame(text), or badFrame for a binary
+ * frame), for a JsonRpcGate, which answers frames that are not JSON-RPC and splits batches.
+ */
+export class WebSocketFrameReader extends AbstractMessageReader implements MessageReader {
+  private callback: DataCallback | undefined;
+  private readonly queue: Message[] = [];
+
+  constructor(socket: WebSocket) {
+    super();
+    socket.on('message', (data: RawData, isBinary: boolean) => {
+      const binary = 'binary frames are not JSON-RPC messages (send text frames)';
+      const m = isBinary ? badFrame(binary) : rawFrame(text(data));
+      if (this.callback) this.callback(m);
+      else this.queue.push(m);
+    });
+    socket.on('error', (e) => this.fireError(e));
+    socket.on('close', () => this.fireClose());
+  }
+
+  listen(callback: DataCallback): Disposable {
+    this.callback = callback;
+    while (this.queue.length) callback(this.queue.shift()!);
+    return Disposable.create(() => {
+      this.callback = undefined;
+    });
+  }
+}
+
+/** Writes one JSON-RPC message (or one batch answer, an array) per WebSocket text frame. */
 export class WebSocketMessageWriter extends AbstractMessageWriter implements MessageWriter {
   private errorCount = 0;
 

@@ -6,6 +6,7 @@
  */
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { AgentKeepApi } from '../../extension/extension';
@@ -294,6 +295,39 @@ export function registerAgentSuite(): void {
       const missing = await vscode.commands.executeCommand('agentkeep.pickFolder', path.join(root, 'does-not-exist'));
       assert.equal(missing, undefined);
       assert.equal(api.lastError()?.code, 'target_not_found');
+    });
+
+    it('shows the sidecar\'s next actions: an error carries them, an interrupted restore gets rows that run them', async function () {
+      this.timeout(120000);
+      // an error from the sidecar keeps its next actions (the notification shows them as buttons)
+      const unknown = 'ak_20990101_000000_zzzz';
+      const failed = await vscode.commands.executeCommand('agentkeep.runAction', { title: 'Rename', method: 'agentkeep/restorePoint.label', params: { target: target(), id: unknown, label: 'x' } });
+      assert.equal(failed, undefined);
+      assert.equal(api.lastError()?.code, 'restore_point_not_found');
+      assert.deepEqual(api.lastError()?.actions, [{ title: 'List restore points', method: 'agentkeep/restorePoint.list', params: { target: target() } }]);
+
+      // a restore whose process died while writing: its marker in the journal dir (pid above any pid_max)
+      const a = await vscode.commands.executeCommand<RestorePoint>('agentkeep.createRestorePoint', { label: 'interrupted from' });
+      const b = await vscode.commands.executeCommand<RestorePoint>('agentkeep.createRestorePoint', { label: 'before the interrupted restore' });
+      assert.ok(a && b, JSON.stringify(api.lastError()));
+      const journal = path.join(vscode.workspace.getConfiguration('agentkeep').get<string>('stateDir')!, 'journal');
+      const key = fs.readdirSync(journal).find((k) => fs.existsSync(path.join(journal, k, `${a.id}.json`)));
+      assert.ok(key, 'the journal dir of the target');
+      const marker = path.join(journal, key, '.restoring.json');
+      fs.writeFileSync(marker, JSON.stringify({ id: a.id, undo: b.id, scope: 'agent', startedAt: new Date().toISOString(), pid: 4194305, host: os.hostname() }));
+      await api.refresh();
+      const rows = await treePath(api, 'agent-home');
+      assert.deepEqual(labels(api, rows), [`Finish the restore: restore ${a.id} (scope agent)`, `Go back: restore ${b.id} (scope both)`, 'Restore points', 'Memory']);
+      const goBack = api.tree.getTreeItem(rows[1]!).command!;
+      assert.equal(goBack.command, 'agentkeep.runAction');
+      // the row runs the action through the restore command (confirm: false stands for the modal's Restore)
+      const res = await vscode.commands.executeCommand<ResultOf<'restorePointRestore'>>(goBack.command, ...(goBack.arguments ?? []), { confirm: false });
+      assert.ok(res, `go back returned a result (last error: ${JSON.stringify(api.lastError())})`);
+      assert.equal(res.restored.id, b.id);
+      assert.equal(fs.existsSync(marker), false, 'a finished restore removes the marker');
+      await api.refresh();
+      assert.deepEqual(labels(api, await treePath(api, 'agent-home')), ['Restore points', 'Memory']);
+      for (const id of [res.undo.id, b.id, a.id]) await vscode.commands.executeCommand('agentkeep.deleteRestorePoint', id, { confirm: false });
     });
   });
 }

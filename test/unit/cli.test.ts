@@ -158,11 +158,21 @@ describe('agentkeep CLI (real bin on real trees)', function () {
     await fs.writeFile(md, '# x\n\n```bash\nsudo apt-get install -y jq \\\n  curl\n```\n');
     const r = await json('risk', 'scan', f, md);
     assert.deepEqual(r, [
-      { file: f, line: 2, endLine: 2, command: 'npm install left-pad', class: 'deps', kind: 'shell', risk: 'npm install left-pad (deps: changes project dependencies)' },
-      { file: md, line: 4, endLine: 5, command: 'sudo apt-get install -y jq curl', class: 'system', kind: 'markdown', risk: 'sudo apt-get install -y jq curl (system: changes OS packages, persistent services or containers)' },
+      { file: f, line: 2, endLine: 2, command: 'npm install left-pad', class: 'deps', kind: 'shell', risk: 'npm install left-pad (deps: changes project dependencies)', reason: 'deps: npm install changes project dependencies' },
+      // system's wording names what the widened class covers (users, permissions, firewall); findings carry `reason`
+      {
+        file: md,
+        line: 4,
+        endLine: 5,
+        command: 'sudo apt-get install -y jq curl',
+        class: 'system',
+        kind: 'markdown',
+        risk: 'sudo apt-get install -y jq curl (system: changes OS packages, persistent services, containers, users, permissions or the firewall)',
+        reason: 'system: apt-get install changes OS packages, persistent services, containers, users, permissions or the firewall',
+      },
     ]);
     const human = await ak('risk', 'scan', f);
-    assert.match(human.stdout, /setup\.sh:2\s+deps\s+npm install left-pad/);
+    assert.match(human.stdout, /setup\.sh:2\s+deps\s+npm install left-pad\s+— npm install changes project dependencies$/m);
   });
 
   it('errors: bad target, missing target, bad store, unknown id; one line, exit 1, JSON error with --json', async () => {

@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
 import { AgentKeepError } from '../../sidecar/core/errors';
+import { fixText } from './helpers/errors';
 import { describeTree, makeHermesHome, put, tempSetup } from './dir-fixtures';
 
 const describeTreeAll = describeTree;
@@ -124,7 +125,7 @@ describe('core: restore scopes with a Hermes home inside the target', function (
     await assert.rejects(core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'agent', stores: [store] }), (e: AgentKeepError) => {
       assert.equal(e.kind, 'BadStore');
       assert.match(e.message, /no agent-state capture/);
-      assert.match(e.hint ?? '', /--scope machine/);
+      assert.match(fixText(e), /--scope machine/);
       return true;
     });
     assert.deepEqual(describeTree(s.tree), now);

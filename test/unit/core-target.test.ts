@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import { Core, VERSION } from '../../sidecar/core/core';
 import { call } from '../../sidecar/core/dispatch';
 import { AgentKeepError } from '../../sidecar/core/errors';
+import { fixText } from './helpers/errors';
 import { ID_PATTERN, newRestorePointId } from '../../sidecar/core/journal';
 import { resolveStateDir } from '../../sidecar/core/state';
 import { parseTarget } from '../../sidecar/core/target';
@@ -19,7 +20,7 @@ const isErr = (kind: string, re?: RegExp, hintRe?: RegExp) => (e: AgentKeepError
   assert.ok(e instanceof AgentKeepError, `not an AgentKeepError: ${String(e)}`);
   assert.equal(e.kind, kind, e.message);
   if (re) assert.match(e.message, re);
-  if (hintRe) assert.match(e.hint ?? '', hintRe);
+  if (hintRe) assert.match(fixText(e), hintRe); // hint and next actions, as the CLI prints them
   return true;
 };
 

@@ -11,6 +11,7 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
 import { AgentKeepError } from '../../sidecar/core/errors';
+import { fixText } from './helpers/errors';
 import { acquireLock } from '../../sidecar/core/lock';
 import { TEMP_MAX_AGE_MS } from '../../sidecar/core/objects';
 import { parseTarget, resolveTarget } from '../../sidecar/core/target';
@@ -21,7 +22,7 @@ const isErr = (kind: string, re?: RegExp, hintRe?: RegExp) => (e: AgentKeepError
   assert.ok(e instanceof AgentKeepError, `not an AgentKeepError: ${String(e)}`);
   assert.equal(e.kind, kind, e.message);
   if (re) assert.match(e.message, re);
-  if (hintRe) assert.match(e.hint ?? '', hintRe);
+  if (hintRe) assert.match(fixText(e), hintRe); // hint and next actions, as the CLI prints them
   return true;
 };
 

@@ -9,6 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
 import { AgentKeepError } from '../../sidecar/core/errors';
+import { fixText } from './helpers/errors';
 import { describeTree, pseudoRandom, put, tempLeftovers, tempSetup } from './dir-fixtures';
 
 describe('dir backend: restore makes the tree identical', function () {
@@ -226,7 +227,7 @@ describe('dir backend: damage', function () {
       assert.equal(e.kind, 'CorruptSnapshot');
       assert.match(e.message, /missing/);
       assert.match(e.message, /ak_\d{8}_\d{6}_[0-9a-f]{4}/, 'names the pre-restore id');
-      assert.match(e.hint ?? '', /restore-point restore ak_/);
+      assert.match(fixText(e), /restore-point restore ak_/);
       return true;
     });
     assert.deepEqual(describeTree(s.tree), before);

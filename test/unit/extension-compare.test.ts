@@ -1,10 +1,12 @@
 /**
  * Pure helpers of the extension's compare view and notifications (extension/format.ts): which files
- * a ChangeSummary shows (directories left out, agent state first and once), store roots, short
- * command text, and the reason of a post restore point.
+ * a ChangeSummary shows (directories left out, agent state first and once), store roots (from the
+ * stores' descriptions, as store.describe gives them), short command text, and the reason of a post
+ * restore point.
  */
 import * as assert from 'node:assert/strict';
-import { compareItems, shortCommand, shortReason, storeRoot } from '../../extension/format';
+import { compareItems, shortCommand, shortReason, storeLocalRoot } from '../../extension/format';
+import { describeStore } from '../../sidecar/memory';
 
 describe('extension: compare items', () => {
   const store = 'hermes:/home/me/agent/.hermes';
@@ -16,7 +18,7 @@ describe('extension: compare items', () => {
       changed: ['.hermes/memories/MEMORY.md', 'workspace/package.json'],
       agentChanged: [`${store}:memories/MEMORY.md`],
     };
-    const { items, total } = compareItems(changes, { localRoot: '/home/me/agent', stores: [store] });
+    const { items, total } = compareItems(changes, { localRoot: '/home/me/agent', stores: [describeStore(store)] });
     assert.equal(total, 6);
     assert.deepEqual(
       items.map((i) => [i.path, i.status]),
@@ -29,7 +31,7 @@ describe('extension: compare items', () => {
         ['workspace/old.txt', 'removed'],
       ],
     );
-    assert.deepEqual(items[0]!.agent, { store, rel: 'memories/MEMORY.md' });
+    assert.deepEqual(items[0]!.agent, { store, rel: 'memories/MEMORY.md', localRoot: '/home/me/agent/.hermes' });
   });
 
   it('keeps a file whose name extends a directory name ("a.txt" next to "a/"), and caps the rows', () => {
@@ -44,13 +46,15 @@ describe('extension: compare items', () => {
   it('an agent-state file added since (store outside the target) is shown as added agent state', () => {
     const s = 'hermes:/srv/hermes';
     const changes = { added: ['x'], removed: [], changed: [], agentChanged: [`${s}:skills/new/SKILL.md`] };
-    const { items } = compareItems(changes, { localRoot: '/home/me/agent', stores: [s] });
+    const { items } = compareItems(changes, { localRoot: '/home/me/agent', stores: [describeStore(s)] });
     assert.deepEqual(items.map((i) => [i.path, i.status]), [[`${s}:skills/new/SKILL.md`, 'changed'], ['x', 'added']]);
   });
 
   it('store roots, short commands, post reasons', () => {
-    assert.equal(storeRoot('hermes:/home/me/.hermes/'), '/home/me/.hermes');
-    assert.equal(storeRoot('hermes:relative'), undefined);
+    // the root comes from the store's description (store.describe), never from the store string
+    assert.equal(storeLocalRoot(describeStore('hermes:/home/me/.hermes/')), '/home/me/.hermes');
+    assert.throws(() => describeStore('hermes:relative'), /not absolute/);
+    assert.equal(storeLocalRoot('hermes:/home/me/.hermes'), undefined, 'a store not described has no known root');
     assert.equal(shortCommand('apt-get update\napt-get install -y jq'), 'apt-get update && apt-get install -y jq');
     assert.equal(shortCommand('x'.repeat(80)).length, 60);
     const reason = { command: 'npm install left-pad', file: '/w/setup.sh', line: 5 };

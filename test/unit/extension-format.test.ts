@@ -26,6 +26,10 @@ describe('extension/format', () => {
     assert.equal(formatReason(rp), '`npm install left-pad` from setup.sh:3');
     assert.equal(shortReason(rp), 'from setup.sh:3');
     assert.equal(shortReason({ ...rp, label: 'before upgrade' }), 'npm install left-pad from setup.sh:3');
+    // with the risk engine's reason (Snapshot & run passes it as reason.risk): the details view shows it, the short form not
+    const risky = { ...rp, label: 'before reset', reason: { ...rp.reason, command: 'git reset --hard', risk: 'destructive: git reset --hard discards uncommitted changes' } };
+    assert.equal(formatReason(risky), '`git reset --hard` from setup.sh:3 — destructive: git reset --hard discards uncommitted changes');
+    assert.equal(shortReason(risky), 'git reset --hard from setup.sh:3');
     assert.equal(formatReason({ kind: 'manual', reason: { text: 'before the upgrade' } }), 'before the upgrade');
     assert.equal(formatReason({ kind: 'pre-restore', restoredFrom: 'ak_1' }), 'before restoring ak_1');
     assert.equal(formatReason({ kind: 'manual' }), '');

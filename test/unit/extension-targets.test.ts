@@ -9,6 +9,7 @@ import { riskyConfigOf } from '../../extension/configScope';
 import { compareItems, livePath, targetName } from '../../extension/format';
 import { isVmTarget } from '../../extension/proxmoxModel';
 import { describeTarget } from '../../sidecar/core/target';
+import { describeStore } from '../../sidecar/memory';
 
 describe('extension: targets by description', () => {
   const btrfs = describeTarget('btrfs:/srv/agent/');
@@ -32,17 +33,23 @@ describe('extension: targets by description', () => {
     assert.equal(livePath(btrfs.localRoot, { path: 'workspace/package.json', status: 'changed' }), '/srv/agent/workspace/package.json');
     assert.equal(livePath(qemu.localRoot, { path: 'workspace/package.json', status: 'changed' }), undefined);
     assert.equal(livePath(pve.localRoot, { path: 'x', status: 'changed' }), undefined);
-    const agent = { path: 'hermes:/srv/agent/.hermes:memories/MEMORY.md', status: 'changed' as const, agent: { store: 'hermes:/srv/agent/.hermes', rel: 'memories/MEMORY.md' } };
+    const root = describeStore('hermes:/srv/agent/.hermes').localRoot; // as compareItems puts it on the item
+    const agent = {
+      path: 'hermes:/srv/agent/.hermes:memories/MEMORY.md',
+      status: 'changed' as const,
+      agent: { store: 'hermes:/srv/agent/.hermes', rel: 'memories/MEMORY.md', localRoot: root },
+    };
     assert.equal(livePath(qemu.localRoot, agent), '/srv/agent/.hermes/memories/MEMORY.md', 'agent state is under its store root');
   });
 
   it('shows a store inside a btrfs target once, as agent state', () => {
     const store = 'hermes:/srv/agent/.hermes';
     const changes = { added: [], removed: [], changed: ['.hermes/memories/MEMORY.md', 'workspace/package.json'], agentChanged: [`${store}:memories/MEMORY.md`] };
-    const onBtrfs = compareItems(changes, { localRoot: btrfs.localRoot, stores: [store] }).items.map((i) => i.path);
+    const described = [describeStore(store)];
+    const onBtrfs = compareItems(changes, { localRoot: btrfs.localRoot, stores: described }).items.map((i) => i.path);
     assert.deepEqual(onBtrfs, [`${store}:memories/MEMORY.md`, 'workspace/package.json']);
     // without a local root the machine path cannot be matched to the store file: both are listed
-    assert.equal(compareItems(changes, { localRoot: qemu.localRoot, stores: [store] }).items.length, 3);
+    assert.equal(compareItems(changes, { localRoot: qemu.localRoot, stores: [describeStore(store)] }).items.length, 3);
   });
 
   it('scopes config files to a btrfs target and its stores; VM targets scope nothing', () => {

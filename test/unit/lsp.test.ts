@@ -65,12 +65,13 @@ describe('agentkeep serve --stdio (LSP)', function () {
     assert.equal(lenses.length, 2);
     assert.ok(lenses.every((l) => !l.command), 'range-only lenses; commands come from codeLens/resolve');
     const resolved = await Promise.all(lenses.map((l) => conn.sendRequest('codeLens/resolve', l) as Promise<CodeLens>));
-    const arg = { command: 'npm install left-pad', file, uri, line: 3, endLine: 3, class: 'deps' };
+    // the argument carries the reason, and the resolved command shows it as its tooltip (issue 15)
+    const arg = { command: 'npm install left-pad', file, uri, line: 3, endLine: 3, class: 'deps', reason: 'deps: npm install changes project dependencies' };
     assert.deepEqual(
-      resolved.map((l) => [l.range.start.line, l.command?.title, l.command?.command, l.command?.arguments]),
+      resolved.map((l) => [l.range.start.line, l.command?.title, l.command?.command, l.command?.arguments, l.command?.tooltip]),
       [
-        [2, '$(history) Snapshot & run', 'agentkeep.snapshotAndRun', [arg]],
-        [2, '$(play) Run', 'agentkeep.run', [arg]],
+        [2, '$(history) Snapshot & run', 'agentkeep.snapshotAndRun', [arg], 'Take a restore point, then run. deps: npm install changes project dependencies'],
+        [2, '$(play) Run', 'agentkeep.run', [arg], 'Run without a restore point. deps: npm install changes project dependencies'],
       ],
     );
     // resolve keeps the command

@@ -90,6 +90,8 @@ describe('agent-zero memory store', function () {
     await fs.mkdir(legacy, { recursive: true });
     await fs.mkdir(path.join(root, 'memory', 'embeddings'), { recursive: true }); // old cache dir: not a subdir
     await fs.copyFile(path.join(FIXTURE, 'usr', 'memory', 'default', 'embedding.json'), path.join(legacy, 'embedding.json'));
+    // Agent Zero saves index.faiss with index.pkl
+    await fs.copyFile(path.join(FIXTURE, 'usr', 'memory', 'default', 'index.faiss'), path.join(legacy, 'index.faiss'));
     await python(`
 import sys; sys.path.insert(0, ${JSON.stringify(path.join(FIXTURES, 'memory'))})
 import a0_pickle as a
@@ -111,12 +113,16 @@ a.save(${JSON.stringify(path.join(legacy, 'index.pkl'))}, a.InMemoryDocstore(d),
     const only = await openStore(`agent-zero:${root}`).list();
     assert.deepEqual(only.flatMap((f) => f.entries.map((e) => e.id)), ['5d2c0a3e-1111-4a3b-8c2d-000000000001']);
     assert.equal(only[0].warnings, undefined);
+    assert.equal(only[0].broken, undefined);
   });
 
   it('lists project memory (usr/projects/<p>/.a0proj/memory = subdir projects/<p>) and edits it through the API', async () => {
     const proj = path.join(root, 'usr', 'projects', 'web', '.a0proj', 'memory');
     await fs.mkdir(proj, { recursive: true });
     await fs.copyFile(path.join(FIXTURE, 'usr', 'memory', 'default', 'embedding.json'), path.join(proj, 'embedding.json'));
+    // Agent Zero saves index.faiss with index.pkl; without it the subdir is broken (Agent Zero would
+    // save an empty index over index.pkl)
+    await fs.copyFile(path.join(FIXTURE, 'usr', 'memory', 'default', 'index.faiss'), path.join(proj, 'index.faiss'));
     await python(`
 import sys; sys.path.insert(0, ${JSON.stringify(path.join(FIXTURES, 'memory'))})
 import a0_pickle as a

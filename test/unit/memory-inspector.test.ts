@@ -4,6 +4,7 @@
  */
 import * as assert from 'node:assert/strict';
 import type { LintFinding, MemoryFile } from '../../sidecar/protocol';
+import { describeStore } from '../../sidecar/memory';
 import { areaOf, buildRows, firstLine, readableMessage, rowMatches, storeName, when, type Filter } from '../../webview-ui/memory/logic';
 
 const hermes = 'hermes:/home/sam/agent-home/.hermes';
@@ -89,8 +90,11 @@ describe('memory inspector: text formatting', () => {
   });
 
   it('names stores and cuts first lines', () => {
-    assert.equal(storeName(hermes), 'hermes · agent-home/.hermes');
-    assert.equal(storeName('agent-zero:/srv/a0/'), 'agent-zero · srv/a0');
+    // from the store's description (memory.list `descriptions`), never parsed from the string
+    assert.equal(storeName({ store: hermes, description: describeStore(hermes) }), 'hermes · agent-home/.hermes');
+    const a0 = 'agent-zero:/srv/a0/';
+    assert.equal(storeName({ store: a0, description: describeStore(a0) }), 'agent-zero · srv/a0');
+    assert.equal(storeName({ store: 'letta:agent-1' }), 'letta:agent-1', 'without a description: the string as given');
     assert.equal(firstLine('\n  Name: Sam Rivera.\nWorks in UTC+1.'), 'Name: Sam Rivera.');
     assert.equal(firstLine('x'.repeat(200), 10), `${'x'.repeat(9)}…`);
   });

@@ -175,8 +175,17 @@ describe('Hermes provenance from state.db (real SQLite)', () => {
     assert.equal(path.dirname(copy), tmp);
   });
 
-  it('a file that is not SQLite is a FileError naming it', async () => {
+  it('a file that is not SQLite: provenance unavailable, a FileError naming it and the fix (issue 13 #5)', async () => {
     await fs.writeFile(path.join(home, 'state.db'), 'not a database at all, just text'.repeat(200));
-    await assert.rejects(new HermesStore(home).provenance(entry('x')), (e: Error & { kind?: string }) => e.kind === 'FileError' && /state\.db/.test(e.message));
+    const p = await new HermesStore(home).provenance(entry('x'));
+    assert.deepEqual(p.traces, []);
+    assert.equal(p.unavailable?.code, 'file_error');
+    assert.match(p.unavailable?.message ?? '', /state\.db is damaged: file is not a database/);
+    assert.match(p.unavailable?.hint ?? '', /\.recover/);
+    // what cannot do without the history still fails, with the same FileError
+    await assert.rejects(
+      new HermesStore(home).actionsSince(new Date(0).toISOString()),
+      (e: Error & { kind?: string }) => e.kind === 'FileError' && /state\.db/.test(e.message),
+    );
   });
 });

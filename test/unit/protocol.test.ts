@@ -50,6 +50,8 @@ describe('protocol', () => {
       labelRestorePoint: rec('labelRestorePoint'),
       pruneRestorePoints: rec('pruneRestorePoints'),
       listMemory: rec('listMemory'),
+      describeStores: rec('describeStores'),
+      detectStoresIn: rec('detectStoresIn'),
       agentStatus: rec('agentStatus'),
       showMemory: rec('showMemory'),
       editMemory: rec('editMemory'),
@@ -81,7 +83,7 @@ describe('protocol', () => {
       assert.equal(calls.at(-1)![0], 'discoverAgents');
       const n = calls.length;
       const found = await dispatch(core, 'agentkeep/risk.scan', { file: 'a.sh', text: 'echo\npip install x\n' });
-      assert.deepEqual(found, [{ file: 'a.sh', line: 2, endLine: 2, command: 'pip install x', class: 'deps', kind: 'shell', risk: 'pip install x (deps: changes project dependencies)' }]);
+      assert.deepEqual(found, [{ file: 'a.sh', line: 2, endLine: 2, command: 'pip install x', class: 'deps', kind: 'shell', risk: 'pip install x (deps: changes project dependencies)', reason: 'deps: pip install changes project dependencies' }]);
       assert.equal(calls.length, n, 'risk.scan does not touch the core');
     });
 

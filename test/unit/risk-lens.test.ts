@@ -5,14 +5,15 @@
  */
 import * as assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { promises as fs } from 'node:fs';
+import { promises as fs, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type CodeLens, type MessageConnection } from 'vscode-languageserver/node';
 import { TextDocument } from 'vscode-languageserver-textdocument';
 import { codeLensesFor, lensBlocks, parseCodeLensFilter, resolveLens, type LensArgument } from '../../sidecar/server/session';
-import { scanCommands } from '../../sidecar/risk';
+import { RISK_CLASSES, scanCommands } from '../../sidecar/risk';
+import { RISK_CLASSES as PROTOCOL_CLASSES } from '../../sidecar/protocol';
 import { buildSidecar, startSidecar } from './helpers/sidecar';
 
 type Arg = LensArgument;
@@ -64,11 +65,12 @@ describe('risk CodeLens (LSP)', function () {
     return resolved.map((l) => [l.range.start.line, l.command!.title, l.command!.arguments![0] as Arg]);
   }
 
-  it('keeps the lens contract: setup.sh npm install and a Markdown bash fence, one argument {command, file, uri, line, endLine, class}', async () => {
+  it('keeps the lens contract: setup.sh npm install and a Markdown bash fence, one argument {command, file, uri, line, endLine, class, reason}', async () => {
     await initialize();
     const file = path.join(tmp, 'setup.sh');
     const sh = await lensesOf('setup.sh', 'shellscript', '#!/bin/sh\nset -e\nnpm install --no-audit --no-fund left-pad@1.3.0\necho done\n');
-    const arg = { command: 'npm install --no-audit --no-fund left-pad@1.3.0', file, uri: pathToFileURL(file).href, line: 3, endLine: 3, class: 'deps' };
+    // `reason` joined the argument with the destructive/config classes (issue 15): the lens tooltip and the restore point's reason
+    const arg = { command: 'npm install --no-audit --no-fund left-pad@1.3.0', file, uri: pathToFileURL(file).href, line: 3, endLine: 3, class: 'deps', reason: 'deps: npm install changes project dependencies' };
     assert.deepEqual(sh, [
       [2, '$(history) Snapshot & run', arg],
       [2, '$(play) Run', arg],
@@ -167,6 +169,54 @@ describe('risk CodeLens helpers', () => {
     assert.equal(parseCodeLensFilter({ enabled: true }), 'all');
     assert.deepEqual(parseCodeLensFilter(['deps', 3, 'system']), ['deps', 'system']);
     assert.deepEqual(parseCodeLensFilter({ classes: ['remote-code'] }), ['remote-code']);
+  });
+
+  it('knows one list of classes: the engine, the protocol (and its schema) and the agentkeep.codeLens setting agree', () => {
+    const pkg = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
+      contributes: { configuration: { properties: Record<string, { anyOf: Array<{ items?: { enum: string[]; enumDescriptions: string[] } }> }> } };
+    };
+    const item = pkg.contributes.configuration.properties['agentkeep.codeLens'].anyOf[1].items!;
+    assert.deepEqual(item.enum, [...RISK_CLASSES]);
+    assert.equal(item.enumDescriptions.length, RISK_CLASSES.length);
+    assert.deepEqual([...PROTOCOL_CLASSES], [...RISK_CLASSES]);
+    const enums: string[][] = [];
+    const walk = (v: unknown): void => {
+      if (Array.isArray(v)) v.forEach(walk);
+      else if (v && typeof v === 'object') {
+        for (const [k, x] of Object.entries(v)) {
+          if (k === 'enum' && Array.isArray(x)) enums.push(x as string[]);
+          else walk(x);
+        }
+      }
+    };
+    walk(JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'sidecar', 'protocol', 'protocol.schema.json'), 'utf8')));
+    assert.ok(enums.some((e) => JSON.stringify(e) === JSON.stringify([...RISK_CLASSES])), 'protocol.schema.json lists the classes (npx tsx scripts/write-protocol-schema.ts)');
+    for (const c of ['destructive', 'config']) assert.deepEqual(parseCodeLensFilter([c]), [c]);
+  });
+
+  it('puts the reason into the lens argument and the tooltip; a config-only filter keeps only that lens pair', () => {
+    const text = 'pip install a\n\ngit reset --hard origin/main\necho "export X=1" >> ~/.bashrc\n';
+    const doc = TextDocument.create('file:///w/a.sh', 'shellscript', 1, text);
+    const lenses = codeLensesFor(doc).map(resolveLens);
+    assert.deepEqual(
+      lenses.map((l) => [l.range.start.line, (l.command!.arguments![0] as Arg).class, (l.command!.arguments![0] as Arg).reason]),
+      [
+        [0, 'deps', 'deps: pip install changes project dependencies'],
+        [0, 'deps', 'deps: pip install changes project dependencies'],
+        // one block of two lines: the highest class (destructive over config) and its reason
+        [2, 'destructive', 'destructive: git reset --hard discards uncommitted changes'],
+        [2, 'destructive', 'destructive: git reset --hard discards uncommitted changes'],
+      ],
+    );
+    assert.equal(lenses[2].command!.tooltip, 'Take a restore point, then run. destructive: git reset --hard discards uncommitted changes');
+    assert.match(lenses[3].command!.tooltip!, /^Run without a restore point\. destructive: /);
+    assert.deepEqual(
+      codeLensesFor(doc, ['config']).map(resolveLens).map((l) => [(l.command!.arguments![0] as Arg).line, (l.command!.arguments![0] as Arg).reason]),
+      [
+        [4, 'config: echo >> ~/.bashrc appends to a shell start-up file'],
+        [4, 'config: echo >> ~/.bashrc appends to a shell start-up file'],
+      ],
+    );
   });
 
   it('filters before grouping, so a hidden class does not join blocks', () => {

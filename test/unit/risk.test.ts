@@ -1,7 +1,8 @@
 import * as assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { scanText, scanCommands, scanNotebookCell, fileKind, evaluate, type EvalLabel } from '../../sidecar/risk';
+import { scanText, scanCommands, scanNotebookCell, fileKind, evaluate, classifyCommand, configWriteTarget, evaluateCommands, parseCommandCases, type EvalLabel } from '../../sidecar/risk';
+import { redirectTargets } from '../../sidecar/risk/shell';
 import { FIXTURES } from './helpers/paths';
 
 const CORPUS = path.join(FIXTURES, 'risk-corpus');
@@ -202,9 +203,10 @@ describe('risk scan', () => {
       ['docker compose up --build -d', 'system'],
       ['docker-compose -f x.yml up', 'system'],
       ['docker compose pull', 'system'],
-      ['crontab mycron', 'system'],
-      ["echo '0 5 * * * run' | crontab -", 'system'],
-      ['(crontab -l; echo "0 5 * * * /x") | crontab -', 'system'],
+      // writing the crontab is config since the destructive/config classes (issue 15); `crontab -r` is destructive
+      ['crontab mycron', 'config'],
+      ["echo '0 5 * * * run' | crontab -", 'config'],
+      ['(crontab -l; echo "0 5 * * * /x") | crontab -', 'config'],
       ['hermes gateway install', 'system'],
       ['playwright install --with-deps chromium', 'system'],
       ['wsl --install -d Ubuntu', 'system'],
@@ -281,7 +283,7 @@ describe('risk scan', () => {
       ['hermes update --check', null],
       ['hermes skills list', null],
       ['hermes gateway restart', null],
-      ['hermes config migrate', null],
+      ['hermes config migrate', 'config'], // rewrites config.yaml (issue 15 lists it with config)
       ['systemctl status docker', null],
       ['systemctl --user restart hermes-gateway', null],
       ['sudo systemctl daemon-reload', null],
@@ -298,7 +300,7 @@ describe('risk scan', () => {
       ['git clone https://example.com/x.git', null],
       ['curl -o x.tar.gz https://example.com/x.tar.gz', null],
       ['curl -fsSL https://example.com/gpg | sudo gpg --dearmor -o /usr/share/keyrings/x.gpg', null],
-      ['echo "deb https://example.com stable main" | sudo tee /etc/apt/sources.list.d/x.list', null],
+      ['echo "deb https://example.com stable main" | sudo tee /etc/apt/sources.list.d/x.list', 'config'], // a write into /etc
       ['echo "npm install -g foo"', null],
       ['echo npm install -g foo', null],
       ["printf 'pip install x\\n'", null],
@@ -314,13 +316,13 @@ describe('risk scan', () => {
       ['pipx ensurepath', null],
       ['git lfs install', null],
       ['pre-commit install', null],
-      ['usermod -aG docker "$USER"', null],
+      ['usermod -aG docker "$USER"', 'system'], // users and groups widen system (issue 15)
       ['Set-ExecutionPolicy RemoteSigned -Scope CurrentUser', null],
       ['npm init -y', null],
       ['install -d ~/.config/x', null],
       ['curl -fsSL -o /tmp/x.tgz https://example.com/x.tgz', null],
       ['sudo add-apt-repository -y ppa:deadsnakes/ppa', null],
-      ["sudo sh -c 'echo \"deb https://example.com stable main\" > /etc/apt/sources.list.d/x.list'", null],
+      ["sudo sh -c 'echo \"deb https://example.com stable main\" > /etc/apt/sources.list.d/x.list'", 'config'],
       ['conda activate env', null],
       ['docker run -it --rm -p 8080:80 agent0ai/agent-zero', null],
       ['alias ni="npm install"', null],
@@ -391,7 +393,7 @@ describe('risk scan', () => {
       [7, 7, 'deps', 'cd web && npm install && pip install -r requirements.txt; echo done'],
       [8, 8, 'deps', 'CI=1 env FOO=bar npm ci'],
       [14, 14, 'remote-code', 'curl -LsSf https://example.com/uv.sh | sh'],
-      [16, 16, 'system', "echo '0 5 * * * run' | crontab -"],
+      [16, 16, 'config', "echo '0 5 * * * run' | crontab -"],
       [17, 17, 'deps', 'docker exec -it agent bash -lc "pip install pandas"'],
       [19, 19, 'toolchain', 'brew install jq'],
       [22, 22, 'system', 'apt-get install -y jq'],
@@ -519,6 +521,8 @@ describe('risk scan', () => {
       [5, 5, 'deps', 'pip install x'],
       [7, 9, 'system', 'apt-get update && apt-get install -y jq'],
       [12, 12, 'deps', 'pip install y'],
+      // the write into /etc is config (the lens would run it on this machine); the heredoc body stays data
+      [15, 15, 'config', 'cat > /etc/x.conf <<EOF'],
     ]);
   });
 
@@ -745,5 +749,318 @@ describe('risk scan', () => {
     const ms = Number(process.hrtime.bigint() - t0) / 1e6;
     assert.equal(found.length, 500);
     assert.ok(ms < 500, `scan of 5000 lines took ${ms} ms`);
+  });
+});
+
+describe('risk classes destructive and config, the wider system class, wrappers (issue 15)', () => {
+  /** [command, class or null, reason pattern?] through classifyCommand, the hook's entry point. */
+  function check(cases: Array<[string, string | null, RegExp?]>): void {
+    const wrong: string[] = [];
+    for (const [cmd, want, why] of cases) {
+      const v = classifyCommand(cmd);
+      if ((v?.class ?? null) !== want) wrong.push(`${cmd}: want ${want}, got ${v?.class ?? null} (${v?.reason ?? ''})`);
+      else if (why && !why.test(v!.reason)) wrong.push(`${cmd}: reason ${JSON.stringify(v!.reason)} does not match ${why}`);
+    }
+    assert.deepEqual(wrong, []);
+  }
+
+  it('destructive: deletes, history rewrites, disk writes, database drops, infrastructure teardown', () => {
+    check([
+      ['rm -rf *', 'destructive', /^destructive: rm -rf \* deletes everything under it$/],
+      ['rm -rf "$HOME"', 'destructive', /deletes everything under it/],
+      ['rm -f ~/', 'destructive'],
+      ['rm -rf /Users/me/project/scripts', 'destructive', /^destructive: rm -rf \/Users\/me\/project\/scripts deletes files for good$/],
+      ['rm -r -- /tmp/plan-stage', 'destructive'], // a recursive delete in /tmp still lost user files (openai/codex#42253)
+      ['rm /home/me/bots/logic.mjs', 'destructive', /outside the project/],
+      ['rm $HERMES_HOME/state.db', 'destructive', /the agent's home/],
+      ['rm -rf ~/.hermes', 'destructive', /deletes the agent's home/],
+      ['rm -rf .git', 'destructive'],
+      ['unlink /etc/nginx/sites-enabled/default', 'destructive', /system configuration under \/etc/],
+      ['xargs rm -rf < list.txt', 'destructive', /targets from stdin/],
+      ['git reset --hard origin/main', 'destructive', /^destructive: git reset --hard discards uncommitted changes$/],
+      ['git reset HEAD && git checkout -- .', 'destructive', /git checkout -- <paths> discards/],
+      ['git checkout .', 'destructive'],
+      ['git restore .', 'destructive'],
+      ['git clean -fdx', 'destructive', /^destructive: git clean -fdx deletes untracked files$/],
+      ['git clean -f <path>', 'destructive'],
+      ['git push --force', 'destructive', /a restore point cannot undo a push/],
+      ['git push -f origin main', 'destructive'],
+      ['git push --force-with-lease', 'destructive'],
+      ['git push origin +main', 'destructive'],
+      ['git push origin --delete old', 'destructive', /deletes a remote branch/],
+      ['git rm -rf .', 'destructive'],
+      ['git stash drop', 'destructive'],
+      ['git branch -D wip', 'destructive'],
+      ['git gc --prune=now', 'destructive'],
+      ['dd if=/dev/zero of=/dev/sdb bs=1M', 'destructive', /overwrites a disk/],
+      ['echo x > /dev/nvme0n1', 'destructive', /overwrites a disk/],
+      ['mkfs.ext4 /dev/sdb1', 'destructive', /formats a filesystem/],
+      ['wipefs -a /dev/sdb', 'destructive'],
+      ['shred -u secret.txt', 'destructive'],
+      ['truncate -s0 $HERMES_HOME/state.db', 'destructive'],
+      ['find . -maxdepth 2 -type d ! -path ./archive -exec rm -rf {} +', 'destructive', /find -exec rm/],
+      ['find /var/log -name "*.gz" -delete', 'destructive', /find -delete/],
+      ['psql -c "DROP TABLE users"', 'destructive', /^destructive: psql runs DROP TABLE and deletes data$/],
+      ['mysql -u root -e "TRUNCATE TABLE sessions"', 'destructive', /TRUNCATE TABLE/],
+      ["sqlite3 $HERMES_HOME/state.db 'delete from messages where 1=1'", 'destructive', /DELETE FROM/],
+      ['redis-cli FLUSHALL', 'destructive'],
+      ['su - postgres -c "dropdb app"', 'destructive', /\(as postgres\)$/],
+      ['npx prisma migrate reset --force', 'destructive'],
+      ['pnpm prisma migrate reset --force', 'destructive'],
+      ['npx prisma db push --accept-data-loss', 'destructive'],
+      ['npx supabase db reset', 'destructive'],
+      ['python manage.py flush --noinput', 'destructive'],
+      ['terraform destroy', 'destructive'],
+      ['terraform apply -auto-approve', 'destructive', /without review/],
+      ['kubectl delete namespace staging', 'destructive'],
+      ['helm uninstall web', 'destructive'],
+      ['docker system prune -af --volumes', 'destructive', /and volumes/],
+      ['docker volume prune', 'destructive'],
+      ['docker compose down -v', 'destructive'],
+      ['crontab -r', 'destructive', /every scheduled job/],
+      ['mv $HERMES_HOME /tmp/lost', 'destructive', /moves the directory away/],
+      ['rd /s /q C:\\Users\\me\\old', 'destructive'],
+    ]);
+  });
+
+  it('config: the agent\'s and the machine\'s configuration, written by its tools, redirections, tee, cp, sed -i, heredocs', () => {
+    check([
+      ['hermes config set model.provider openrouter', 'config', /^config: hermes config set rewrites the agent's config\.yaml$/],
+      ['hermes config migrate', 'config'],
+      ['hermes model', 'config'],
+      ['hermes doctor --fix', 'config'],
+      ['hermes cron create "every 5m" --script w.sh', 'config'],
+      ['hermes plugins remove x', 'config'],
+      ['claude mcp add github -- npx -y @modelcontextprotocol/server-github', 'config', /MCP servers/],
+      ['claude config set autoUpdates false', 'config'],
+      ['codex mcp add x -- uvx x', 'config'],
+      ['gemini mcp add x uvx x', 'config'],
+      ['git config --global user.email "<you@example.com>"', 'config', /every repository/],
+      ['npm config set prefix ~/.npm-global', 'config'],
+      ['crontab -e', 'config'],
+      ['crontab jobs.txt', 'config'],
+      ['systemctl edit hermes-gateway', 'config'],
+      ["sed -i 's/^#Port 22/Port 2222/' /etc/ssh/sshd_config", 'config', /^config: sed -i rewrites \/etc\/ssh\/sshd_config \(the SSH server configuration\)$/],
+      ["sed -i.bak 's/KEY=.*/KEY=x/' .env", 'config', /secrets/],
+      ["sed -e 's/a/b/' -i ~/.hermes/config.yaml", 'config'],
+      ["perl -pi -e 's/on/off/' ~/.hermes/config.yaml", 'config'],
+      ["echo 'export PATH=$HOME/.local/bin:$PATH' >> ~/.bashrc", 'config', /^config: echo >> ~\/\.bashrc appends to a shell start-up file$/],
+      ['echo "export X=1" >>"$HOME/.zshrc"', 'config'],
+      ["cat > ~/.hermes/config.yaml <<'EOF'", 'config', /overwrites the agent's own configuration/],
+      ['cat > "$HERMES_HOME/.env" <<ENV', 'config'],
+      ['cat << EOF > /etc/docker/daemon.json', 'config', /Docker daemon/],
+      ['echo \'{"log-driver":"local"}\' | sudo tee /etc/docker/daemon.json', 'config', /^config: tee \/etc\/docker\/daemon\.json writes the Docker daemon configuration$/],
+      ['cat key.pub | tee -a ~/.ssh/authorized_keys', 'config'],
+      ['cp cli-config.yaml.example ~/.hermes/config.yaml', 'config', /replaces/],
+      ['sudo install -m 644 app.service /etc/systemd/system/app.service', 'config', /a systemd unit/],
+      ['ln -sf /opt/x/config.yaml ~/.hermes/config.yaml', 'config'],
+      ['echo "..." >> .claude/settings.json', 'config', /Claude Code/],
+      ['cd ~/.hermes && sed -i "s/a/b/" config.yaml', 'config'], // relative to the chain's cd
+    ]);
+  });
+
+  it('system, wider: ownership and modes of system or home paths, users, firewall, package holds, kernel and service settings', () => {
+    check([
+      ['sudo chown -R $USER:$(id -gn) /usr && sudo chmod -R u+w /usr', 'system', /chown -R \/usr changes ownership of a system or home path/],
+      ['sudo chown root:root /home', 'system'],
+      ['chmod 700 /home/ubuntu/.hermes', 'system'],
+      ['chown -R ubuntu:ubuntu /home/ubuntu/.hermes', 'system'],
+      ['sudo find /home/ubuntu/.hermes -type d -exec chmod 700 {} \\;', 'system'],
+      ['cd /home/ubuntu/.hermes && find . -type d -exec chmod 775 {} \\;', 'system'],
+      ['sudo setfacl -R -m u:1024:rX ./data', 'system'],
+      ['useradd -m -s /bin/bash hermes', 'system'],
+      ['sudo usermod -aG docker $USER', 'system'],
+      ['sudo ufw allow OpenSSH', 'system', /firewall/],
+      ['ufw --force enable', 'system'],
+      ['sudo iptables -A INPUT -p tcp --dport 80 -j ACCEPT', 'system'],
+      ["sudo apt-mark hold 'nvidia*'", 'system', /which packages apt upgrades/],
+      ['sysctl -w vm.swappiness=10', 'system'],
+      ['hostnamectl set-hostname box', 'system'],
+      ['loginctl enable-linger hermes', 'system'],
+      ['pm2 save', 'system'],
+      ['launchctl remove ai.hermes.gateway', 'system'],
+      ['proot-distro install ubuntu', 'system'],
+    ]);
+  });
+
+  it('looks through wrappers: sudo variables, setsid, ssh (on that host), multipass, proot-distro, kubectl/compose exec, su, eval, subshells', () => {
+    check([
+      ['${SUDO} apt-get install -y jq', 'system'],
+      ['$SUDO apt-get install -y jq', 'system'],
+      ['$STD apt install -y git', 'system'],
+      ['$STD setsid --wait env HOME=/home/h bash <(curl -fsSL https://example.com/install.sh) --skip-setup', 'remote-code'],
+      ['ssh prod "sudo apt-get install -y nginx"', 'system', /\(on prod\)$/],
+      ["ssh -i key.pem ubuntu@10.0.0.5 'rm -rf /srv/app'", 'destructive', /^destructive: rm -rf \/srv\/app deletes files for good \(on 10\.0\.0\.5\)$/],
+      ['multipass exec vm1 -- sudo apt install -y git', 'system', /\(in multipass vm1\)$/],
+      ['proot-distro login ubuntu -- apt install -y python3', 'system', /\(in proot-distro ubuntu\)$/],
+      ['kubectl exec -it web-0 -- rm -rf /data', 'destructive', /\(in pod web-0\)$/],
+      ['docker compose exec app pip install x', 'deps', /\(in service app\)$/],
+      ['su - postgres -c "psql -c \'DROP DATABASE app\'"', 'destructive'],
+      ['eval "rm -rf ./cache-x"', 'destructive'],
+      ['nohup pip install x &', 'deps'],
+      ['timeout 60 npm install', 'deps'],
+      ['time git push --force', 'destructive'],
+      ['env FOO=1 bash -c "rm -rf dist && git clean -fdx"', 'destructive'],
+      ['(cd /tmp && rm -rf work)', 'destructive', /\/tmp\/work/],
+      ['pipenv install requests', 'deps'],
+      ['mise use -g node@20', 'toolchain', /global mise config/],
+      ['hermes plugins install owner/repo --enable', 'remote-code'],
+      ['claude update', 'remote-code', /replaces the agent/],
+      ['npm install -g @anthropic-ai/claude-code', 'toolchain'],
+    ]);
+  });
+
+  it('keeps read-only and look-alike commands safe', () => {
+    check([
+      ['git status', null],
+      ['git log --oneline -5', null],
+      ['git diff HEAD~1', null],
+      ['git reset --soft HEAD~1', null],
+      ['git reset HEAD file.txt', null],
+      ['git clean -n', null],
+      ['git checkout -b feature', null],
+      ['git checkout --orphan docs', null],
+      ['git restore --staged file.txt', null],
+      ['git stash', null],
+      ['git stash pop', null],
+      ['git branch -d merged', null],
+      ['git rm --cached .env', null],
+      ['git config --global --get user.name', null],
+      ['git config user.email me@example.com', null], // this repository only
+      ['git commit -m "rm -rf the old code"', null],
+      ['git push origin main', null],
+      ['rm -rf build dist *.egg-info', null],
+      ['rm -rf node_modules package-lock.json', null],
+      ['rm -rf /var/lib/apt/lists/*', null],
+      ['rm -rf ~/.cache/pip', null],
+      ['rm -rf .venv && python -m venv .venv', null],
+      ['rm -rf /path/to/project/apps/app/swift-frontend/build/DerivedData-brad', null],
+      ['rm -f .blah.swp .gitignore.swp', null],
+      ['rm -f /tmp/out.txt', null],
+      ['rm notes.txt', null],
+      ['find . -name "*.pyc" -delete', null],
+      ['find . -name __pycache__ -exec rm -rf {} +', null],
+      ['find . -name "*.ts" | xargs grep -n TODO', null],
+      ['dd if=disk.img of=/dev/null', null],
+      ['wipefs /dev/sdb', null],
+      ['psql -c "SELECT count(*) FROM users"', null],
+      ['sqlite3 app.db ".tables"', null],
+      ['npx prisma db push', null],
+      ['npx prisma migrate dev', null],
+      ['terraform plan', null],
+      ['kubectl get pods -A', null],
+      ['kubectl exec web-0 -- ls /data', null],
+      ['docker compose down', 'system'], // removes containers (system), keeps volumes
+      ['docker compose stop', null],
+      ['cat .env', null],
+      ['cat ~/.hermes/config.yaml', null],
+      ["sed -n '1,20p' /etc/ssh/sshd_config", null],
+      ['grep -A5 "Match User ftpuser" /etc/ssh/sshd_config', null],
+      ["sed -i 's/foo/bar/' src/app.py", null],
+      ["perl -wne 'print' config.yaml", null],
+      ['echo hi > out.txt', null],
+      ['cat /etc/os-release > info.txt', null],
+      ['make 2>&1 | tee build.log', null],
+      ['tee /tmp/output.txt', null],
+      ["cat > file << 'EOF'", null],
+      ['cp a.txt b.txt', null],
+      ['mv old.txt new.txt', null],
+      ['chmod +x run.sh', null],
+      ['chmod -R 755 ./scripts', null],
+      ['chown -R me:me ./build', null],
+      ['id bob', null],
+      ['sudo ufw status verbose', null],
+      ['sudo iptables -L -n', null],
+      ['apt-mark showhold', null],
+      ['sysctl vm.swappiness', null],
+      ['hostnamectl status', null],
+      ['crontab -l', null],
+      ['systemctl status hermes-gateway', null],
+      ['hermes config', null],
+      ['hermes config check', null],
+      ['hermes update --check', null],
+      ['hermes plugins list', null],
+      ['hermes approvals test "rm -rf /tmp/demo"', null],
+      ['claude mcp list', null],
+      ['claude doctor', null],
+      ['npm config get prefix', null],
+      ['pipenv run pytest', null],
+      ['mise ls', null],
+      ['mise run setup', null],
+      ['ssh prod "uptime"', null],
+      ["ssh -o ConnectTimeout=5 user@host 'echo hello' 2>&1; echo \"EXIT: $?\"", null],
+      ['multipass exec vm1 -- ls', null],
+      ['proot-distro login ubuntu', null],
+      ['grep -rn "rm -rf" .', null],
+      ['echo "run git reset --hard to discard"', null],
+      ['printf "x" > /dev/null', null],
+      ['docker run --rm -v $PWD:/w alpine rm -rf /w/tmp', null],
+      ['sudo -n true', null],
+      ['sudo apt update', null],
+    ]);
+  });
+
+  it('classifyCommand reads a short script: heredoc into a config file is config, its body is data; the top part names the reason', () => {
+    const v = classifyCommand("mkdir -p ~/.hermes\ncat > ~/.hermes/config.yaml <<'EOF'\nmodel: x\nterminal: pip install nope\nEOF\nhermes gateway restart\n");
+    assert.equal(v?.class, 'config');
+    assert.equal(v?.reason, "config: cat > ~/.hermes/config.yaml overwrites the agent's own configuration");
+    assert.deepEqual(v?.parts.map((p) => [p.class, p.text]), [['config', "cat > ~/.hermes/config.yaml <<'EOF'"]]);
+    const chain = classifyCommand('git stash && git reset --hard origin/main && npm ci');
+    assert.equal(chain?.class, 'destructive');
+    assert.deepEqual(chain?.parts.map((p) => p.class), ['destructive', 'deps']);
+    assert.equal(classifyCommand('ls -la && git status'), null);
+  });
+
+  it('finds redirection targets outside quotes and substitutions; knows which written paths are configuration', () => {
+    assert.deepEqual(redirectTargets("echo x >> ~/.bashrc 2>/dev/null"), [{ op: '>>', target: '~/.bashrc' }]);
+    assert.deepEqual(redirectTargets("echo 'a > b' \"c > d\" $(x > y)"), []);
+    assert.deepEqual(redirectTargets('make 2>&1 >out.log'), [{ op: '>', target: 'out.log' }]);
+    assert.deepEqual(redirectTargets('x &> all.log'), [{ op: '>', target: 'all.log' }]);
+    assert.deepEqual(redirectTargets('echo "x" >"$HOME/.zshrc"'), [{ op: '>', target: '$HOME/.zshrc' }]);
+    const cases: Array<[string, string | undefined]> = [
+      ['~/.bashrc', 'a shell start-up file'],
+      ['/home/hermes/.profile', 'a shell start-up file'],
+      ['"$HERMES_HOME/.env"', 'secrets (.env)'],
+      ['~/.hermes/config.yaml', "the agent's own configuration"],
+      ['/etc/ssh/sshd_config', 'the SSH server configuration'],
+      ['/etc/docker/daemon.json', 'the Docker daemon configuration'],
+      ['~/.ssh/authorized_keys', 'SSH configuration'],
+      ['.claude/settings.json', "Claude Code's settings, hooks or MCP servers"],
+      ['~/.config/systemd/user/h.service', 'a service definition'],
+      ['skills/x/SKILL.md', 'agent configuration'],
+      ['.env.example', undefined],
+      ['unit.service', undefined], // a unit file in a project is not installed
+      ['config.yaml', undefined], // not a Hermes home
+      ['requirements.txt', undefined],
+      ['/tmp/x.conf', undefined],
+      ['/dev/null', undefined],
+    ];
+    assert.deepEqual(
+      cases.map(([p]) => [p, configWriteTarget(p)]),
+      cases,
+    );
+  });
+
+  it('reaches precision and recall >= 0.95 on the agent commands, dev and held-out, detection and class-exact', () => {
+    const cases = parseCommandCases(readFileSync(path.join(__dirname, '..', 'cases', 'agent-commands', 'commands.jsonl'), 'utf8'));
+    assert.ok(cases.length >= 400, `${cases.length} cases`);
+    const r = evaluateCommands(cases, (c) => classifyCommand(c)?.class ?? null);
+    for (const [name, s] of [
+      ['dev', r.dev],
+      ['held-out', r.heldOut],
+    ] as const) {
+      for (const m of [s.detection, s.exact]) assert.ok(m.precision >= 0.95 && m.recall >= 0.95, `${name}: ${JSON.stringify(m)}; misses ${JSON.stringify(s.misses)}`);
+    }
+    // every class is in both splits
+    for (const c of ['deps', 'toolchain', 'config', 'system', 'destructive', 'remote-code']) assert.ok(r.dev.byClass[c]?.cases && r.heldOut.byClass[c]?.cases, c);
+  });
+
+  it('classifies one command well under 1 ms', () => {
+    const cmds = ['git reset --hard origin/main', "ssh prod 'sudo apt-get install -y nginx && systemctl enable --now nginx'", 'echo x >> ~/.bashrc', 'ls -la'];
+    for (const c of cmds) classifyCommand(c);
+    const t0 = process.hrtime.bigint();
+    for (let k = 0; k < 200; k++) for (const c of cmds) classifyCommand(c);
+    const perCommand = Number(process.hrtime.bigint() - t0) / 1e6 / (200 * cmds.length);
+    assert.ok(perCommand < 1, `${perCommand} ms per command`);
   });
 });

@@ -3,6 +3,7 @@
  * and the text formatting of the detail pane. Unit-tested in test/unit/memory-inspector.test.ts.
  */
 import type { LintFinding, MemoryEntry, MemoryFile } from '../../sidecar/protocol';
+import { storeLabel, storeSummary } from '../../sidecar/protocol/stores';
 import type { StoreView } from './messages';
 
 /** One entry of the list with where it lives and the findings that name it. */
@@ -53,11 +54,17 @@ export function rowMatches(r: Row, filter: Filter): boolean {
   return true;
 }
 
-/** A store string as "kind · last/two" (e.g. "hermes · agent-home/.hermes"). */
-export function storeName(store: string): string {
-  const i = store.indexOf(':');
-  const p = store.slice(i + 1).replace(/\/+$/, '');
-  return `${store.slice(0, i)} · ${p.split('/').slice(-2).join('/')}`;
+/**
+ * A store's short label, "kind · name" from its description (e.g. "hermes · agent-home/.hermes"),
+ * or the store string as configured when the sidecar gave no description (it is never parsed here).
+ */
+export function storeName(s: Pick<StoreView, 'store' | 'description'>): string {
+  return s.description ? storeLabel(s.description) : s.store;
+}
+
+/** What a store is and can do, one line (for a tooltip), or the store string without a description. */
+export function storeTitle(s: Pick<StoreView, 'store' | 'description'>): string {
+  return s.description ? `${s.store}\n${storeSummary(s.description)}` : s.store;
 }
 
 /** The last segment of a path. */

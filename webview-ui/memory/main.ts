@@ -11,7 +11,19 @@ import '@vscode-elements/elements/dist/vscode-textarea/index.js';
 import '@vscode-elements/elements/dist/vscode-single-select/index.js';
 import '@vscode-elements/elements/dist/vscode-option/index.js';
 import type { LintFinding, MemoryFile } from '../../sidecar/protocol';
-import { areaOf, basename, buildRows, firstLine, readableMessage, rowMatches, storeName, when, type Filter, type Row } from './logic';
+import {
+  areaOf,
+  basename,
+  buildRows,
+  firstLine,
+  readableMessage,
+  rowMatches,
+  storeName,
+  storeTitle,
+  when,
+  type Filter,
+  type Row,
+} from './logic';
 import type { DetailMessage, FromInspector, StateMessage, ToInspector } from './messages';
 
 interface VsCodeApi {
@@ -75,8 +87,10 @@ function toolbar(): HTMLElement {
     renderList();
   });
   bar.append(el('label', {}, 'Search', search));
-  const stores = state?.stores.map((s) => s.store) ?? [];
-  bar.append(select('Store', filter.store, [['', 'All stores'], ...stores.map((s): [string, string] => [s, storeName(s)])], (v) => ((filter.store = v), renderList())));
+  const stores = state?.stores ?? [];
+  const storeOptions = stores.map((s): [string, string] => [s.store, storeName(s)]);
+  const pickStore = (v: string): void => ((filter.store = v), renderList());
+  bar.append(select('Store', filter.store, [['', 'All stores'], ...storeOptions], pickStore));
   const areas = [...new Set(rows().map((r) => areaOf(r.file, r.entry)))].sort();
   bar.append(select('Area', filter.area, [['', 'All areas'], ...areas.map((a): [string, string] => [a, a])], (v) => ((filter.area = v), renderList())));
   const kinds = [...new Set(state?.findings.map((f) => f.kind) ?? [])].sort();
@@ -117,13 +131,19 @@ function renderList(): void {
   const byFile = new Map<string, Row[]>();
   for (const r of shown) byFile.set(`${r.store}\u0000${r.file.file}`, [...(byFile.get(`${r.store}\u0000${r.file.file}`) ?? []), r]);
   for (const s of state.stores) {
-    if (s.error && (!filter.store || filter.store === s.store)) listEl.append(el('div', { className: 'file' }, el('div', { className: 'name', textContent: storeName(s.store) }), el('div', { className: 'error', textContent: s.error })));
+    if (s.error && (!filter.store || filter.store === s.store)) {
+      const name = el('div', { className: 'name', textContent: storeName(s), title: storeTitle(s) });
+      listEl.append(el('div', { className: 'file' }, name, el('div', { className: 'error', textContent: s.error })));
+    }
     for (const f of s.files) {
       const rs = byFile.get(`${s.store}\u0000${f.file}`);
       if (!rs) continue;
       const head = el('div', { className: 'file' });
       const meta = [f.usage ? `${f.usage.chars}/${f.usage.limit} chars` : '', `${f.entries.length} ${f.entries.length === 1 ? 'entry' : 'entries'}`, f.readOnly ? 'read-only' : ''].filter(Boolean).join(' · ');
-      head.append(el('div', { className: 'name', textContent: basename(f.file), title: f.file }), el('div', { className: 'meta', textContent: `${storeName(s.store)} · ${meta}` }));
+      head.append(
+        el('div', { className: 'name', textContent: basename(f.file), title: f.file }),
+        el('div', { className: 'meta', textContent: `${storeName(s)} · ${meta}`, title: storeTitle(s) }),
+      );
       const bar = usageBar(f);
       if (bar) head.append(bar);
       for (const w of f.warnings ?? []) head.append(el('div', { className: 'note', textContent: `⚠ ${w}` }));

@@ -2,13 +2,18 @@
  * Messages between the memory inspector webview (webview-ui/memory/main.ts, bundled to
  * out/memory.js) and the extension (extension/memory.ts), sent with postMessage. Types only.
  */
-import type { LintFinding, MemoryFile, ResultOf } from '../../sidecar/protocol';
+import type { LintFinding, MemoryFile, ResultOf, StoreDescription } from '../../sidecar/protocol';
 
 /** One configured store as the inspector shows it: its files (memory.list) or why they could not be read. */
 export interface StoreView {
   store: string;
   files: MemoryFile[];
   error?: string;
+  /**
+   * What the store is and can do (memory.list `descriptions`, or store.describe); absent when the
+   * sidecar could not say.
+   */
+  description?: StoreDescription;
 }
 
 /** Extension -> webview: everything the list shows. Sent on open and after each change. */

@@ -26,6 +26,7 @@ import { randomBytes } from 'node:crypto';
 import { execFile, spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
+import { deleteAction, listAction } from '../../core/actions';
 import { AgentKeepError } from '../../core/errors';
 import { isErrno, throwIfAborted } from '../../core/fsutil';
 import { isValidId } from '../../core/journal';
@@ -129,8 +130,12 @@ export class BtrfsBackend implements MachineBackend {
   /** `<parent>/.agentkeep-snapshots/<name>`: where this target's snapshots live. */
   readonly snapDir: string;
 
+  /** The target as given (for the errors' next actions). */
+  private readonly spec: string;
+
   constructor(ctx: BackendContext) {
     this.subvol = ctx.target.path;
+    this.spec = ctx.target.spec;
     this.snapDir = path.join(path.dirname(this.subvol), SNAPSHOTS_DIR, path.basename(this.subvol));
   }
 
@@ -233,7 +238,10 @@ export class BtrfsBackend implements MachineBackend {
   private async existing(id: string): Promise<string> {
     const p = this.snapshotPath(id);
     if (!isValidId(id) || !(await fs.stat(p).then((s) => s.isDirectory(), () => false))) {
-      throw new AgentKeepError('CorruptSnapshot', `The btrfs snapshot of ${id} is missing (${p}).`, 'Pick another restore point (agentkeep restore-point list), or delete this one.');
+      throw new AgentKeepError('CorruptSnapshot', `The btrfs snapshot of ${id} is missing (${p}).`, 'Pick another restore point, or delete this one.', [
+        listAction(this.spec),
+        ...(isValidId(id) ? [deleteAction(this.spec, id)] : []),
+      ]);
     }
     return p;
   }

@@ -9,6 +9,7 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { createHash } from 'node:crypto';
+import { deleteAction, listAction } from '../../core/actions';
 import { AgentKeepError } from '../../core/errors';
 import { isErrno, mapLimit, tempNameFor, throwIfAborted } from '../../core/fsutil';
 import type { ParsedTarget } from '../../core/target';
@@ -78,7 +79,11 @@ export class DirBackend implements MachineBackend {
   async manifest(id: string): Promise<Manifest> {
     const m = await readManifest(this.manifestPath(id));
     if (!m) {
-      throw new AgentKeepError('CorruptSnapshot', `The snapshot data of ${id} is missing (${this.manifestPath(id)}).`, 'Pick another restore point (agentkeep restore-point list), or delete this one.');
+      const target = this.ctx.target.spec;
+      throw new AgentKeepError('CorruptSnapshot', `The snapshot data of ${id} is missing (${this.manifestPath(id)}).`, 'Pick another restore point, or delete this one.', [
+        listAction(target),
+        deleteAction(target, id),
+      ]);
     }
     return m;
   }

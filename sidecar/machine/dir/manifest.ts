@@ -104,7 +104,7 @@ function bad(file: string, why: string): AgentKeepError {
   return new AgentKeepError(
     'CorruptSnapshot',
     `The snapshot manifest ${file} is damaged (${why}).`,
-    'Pick another restore point (agentkeep restore-point list), or delete this one.',
+    'Pick another restore point, or delete this one.',
   );
 }
 

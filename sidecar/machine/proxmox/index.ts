@@ -19,6 +19,7 @@
  * - `PveTransport` (transport.ts): the HTTPS transport with fingerprint/CA pinning and no retries of mutations.
  * Snapshots not made by AgentKeep (no marker) are listed in tree() but never rolled back or deleted.
  */
+import { listAction } from '../../core/actions';
 import { AgentKeepError } from '../../core/errors';
 import type { ParsedTarget } from '../../core/target';
 import type { RestorePoint } from '../../protocol';
@@ -257,7 +258,9 @@ export class ProxmoxBackend implements MachineBackend {
   }
 
   private missing(id: string): AgentKeepError {
-    return new AgentKeepError('RestorePointNotFound', `${this.T} ${this.pt.vmid} has no AgentKeep snapshot for restore point ${id}.`, 'It may have been deleted in Proxmox; list the snapshots with agentkeep restore-point list.');
+    return new AgentKeepError('RestorePointNotFound', `${this.T} ${this.pt.vmid} has no AgentKeep snapshot for restore point ${id}.`, 'It may have been deleted in Proxmox.', [
+      listAction(this.target.spec),
+    ]);
   }
 
   /** Delete the snapshot of `snapshotId` (no force). A missing snapshot counts as deleted. */

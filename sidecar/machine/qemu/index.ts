@@ -8,6 +8,7 @@
  */
 import * as path from 'node:path';
 import { promises as fs } from 'node:fs';
+import { deleteAction, listAction } from '../../core/actions';
 import { AgentKeepError } from '../../core/errors';
 import { isValidId } from '../../core/journal';
 import type { TargetDescription } from '../../protocol';
@@ -134,7 +135,7 @@ export async function loadSnapshot(qmp: QmpClient, tag: string, vmstateNode: str
     throw new AgentKeepError(
       'Hypervisor',
       `${what} Nothing was loaded; the failed load had left the VM paused (status ${after.status}), so AgentKeep resumed it (cont): it is ${now.running ? 'running' : now.status} again.`,
-      'Pick another restore point (agentkeep restore-point list).',
+      'Pick another restore point.',
     );
   }
   throw new AgentKeepError(
@@ -217,7 +218,7 @@ export class QemuBackend implements MachineBackend {
       assertSnapshotable(d);
       for (const disk of d.disks) {
         if (d.tags.get(disk.node)?.some((s) => s.name === snapshotId)) {
-          throw new AgentKeepError('Conflict', `Image ${disk.file} (node ${disk.node}) already holds a snapshot named ${snapshotId}.`, 'Take the restore point again (a new id is picked), or delete the old snapshot (agentkeep restore-point delete, or QMP snapshot-delete).');
+          throw new AgentKeepError('Conflict', `Image ${disk.file} (node ${disk.node}) already holds a snapshot named ${snapshotId}.`, 'Take the restore point again (a new id is picked), or delete the old snapshot with QMP snapshot-delete.');
         }
       }
       await writeImages(this.dir, this.ctx.target.spec, d.disks);
@@ -294,7 +295,11 @@ export class QemuBackend implements MachineBackend {
       for (const x of disks) {
         const snap = d.tags.get(x.node)?.find((s) => s.name === snapshotId);
         if (!snap) {
-          throw new AgentKeepError('CorruptSnapshot', `Snapshot ${snapshotId} is not in image ${x.file} (node ${x.node}): it was deleted outside AgentKeep. Nothing was changed.`, 'Pick another restore point (agentkeep restore-point list), and delete this one.');
+          const target = this.ctx.target.spec;
+          throw new AgentKeepError('CorruptSnapshot', `Snapshot ${snapshotId} is not in image ${x.file} (node ${x.node}): it was deleted outside AgentKeep. Nothing was changed.`, 'Pick another restore point, and delete this one.', [
+            listAction(target),
+            deleteAction(target, snapshotId),
+          ]);
         }
       }
       const vmstateNode = rec?.vmstateNode ?? disks[0].node;

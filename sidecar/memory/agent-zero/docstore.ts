@@ -80,7 +80,7 @@ export function parseDocstore(buf: Uint8Array, file: string): A0Docstore {
   } catch (e) {
     throw new AgentKeepError(
       'FileError',
-      `Cannot unpickle ${file}: ${(e as Error).message}.`,
+      `Cannot unpickle ${file}: ${(e as Error).message.replace(/[.\s]+$/, '')}.`,
       'The file is damaged or not a LangChain FAISS index.pkl; Agent Zero re-creates it from its knowledge and memories only if you delete the memory subdir (a loss). Restore it from a restore point instead.',
     );
   }

@@ -17,14 +17,35 @@
 import { createHash, randomInt } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import type { MemoryEntry, MemoryFile, Provenance } from '../../protocol';
+import type { MemoryEntry, MemoryFile, Provenance, StoreProblem } from '../../protocol';
+import { memoryListAction } from '../../core/actions';
 import { AgentKeepError } from '../../core/errors';
-import type { CaptureSource, MemoryStoreAdapter, WriteOptions } from '../types';
+import { brokenError, problemOf } from '../broken';
+import { captureLocalFiles, changedLocalFiles, restoreLocalFiles } from '../files';
+import type {
+  AgentStateOptions,
+  CapturedFile,
+  CaptureSink,
+  CaptureSource,
+  MemoryStoreAdapter,
+  RestoreSource,
+  WriteOptions,
+} from '../types';
 import { AgentZeroApi, type A0Credentials } from './api';
 import { parseDocstore, type A0Document } from './docstore';
 
-/** Files of one memory subdir that are agent state. */
-export const A0_STATE_FILES = ['index.pkl', 'index.faiss', 'embedding.json', 'knowledge_import.json'];
+/**
+ * Files of one memory subdir that are agent state. `index.faiss.sha256` (newer Agent Zero, written
+ * after each save) belongs with index.faiss: restoring index.faiss without it makes Agent Zero see a
+ * hash mismatch and replace the memory with an empty one (see faissProblem).
+ */
+export const A0_STATE_FILES = [
+  'index.pkl',
+  'index.faiss',
+  'index.faiss.sha256',
+  'embedding.json',
+  'knowledge_import.json',
+];
 /** Areas in Agent Zero's order (`instruments` only in older versions). */
 export const A0_AREAS = ['main', 'fragments', 'solutions', 'instruments'];
 /** Agent Zero's default embedding model (plugins/_model_config/default_config.yaml). */
@@ -114,6 +135,14 @@ export function a0TimeToIso(ts: unknown): string | undefined {
   return Number.isNaN(d.getTime()) ? undefined : d.toISOString();
 }
 
+const NOT_EMBEDDING = 'not {"model_provider", "model_name"}';
+
+/** Whether embedding.json holds what Agent Zero reads from it (`model_provider`, `model_name` strings). */
+function isEmbeddingConfig(v: unknown): boolean {
+  const o = v as { model_provider?: unknown; model_name?: unknown } | undefined;
+  return !!o && typeof o === 'object' && typeof o.model_provider === 'string' && typeof o.model_name === 'string';
+}
+
 /** Now in Agent Zero's timestamp format (UTC, see a0TimeToIso). */
 function a0Now(): string {
   return new Date().toISOString().slice(0, 19).replace('T', ' ');
@@ -145,6 +174,44 @@ export async function configuredEmbedding(root: string): Promise<{ provider: str
   return { ...A0_DEFAULT_EMBEDDING, from: 'Agent Zero\'s default (no usr/plugins/_model_config/config.json or settings.json with a model)' };
 }
 
+/** Flat FAISS indexes (IndexFlatIP, which Agent Zero creates, and the L2 / other-metric variants). */
+const FLAT_FOURCC = ['IxFI', 'IxF2', 'IxFl'];
+
+/**
+ * Whether the bytes of an `index.faiss` are a FAISS index faiss.read_index can load: the fourcc
+ * (every FAISS index type starts with "I"), and for the flat indexes Agent Zero writes the whole
+ * layout of faiss/impl/index_write.cpp: fourcc, `d` int32, `ntotal` int64, two int64 dummies,
+ * `is_trained` u8, `metric_type` int32 (+ float metric_arg when > 1), then the vectors as a uint64
+ * count of floats and the float32 data (ntotal * d floats). Returns the reason it is damaged, or
+ * undefined; `ntotal` is returned for a flat index that checks out.
+ */
+export function faissProblem(buf: Buffer): { problem?: string; ntotal?: number; d?: number } {
+  if (buf.length < 4) return { problem: `it is ${buf.length} bytes long, too short for a FAISS index` };
+  const fourcc = buf.toString('latin1', 0, 4);
+  if (fourcc[0] !== 'I') {
+    return { problem: `it does not start with a FAISS index type (first bytes ${buf.subarray(0, 4).toString('hex')})` };
+  }
+  if (!FLAT_FOURCC.includes(fourcc)) return {}; // another index type: not checked further
+  if (buf.length < 37) return { problem: `the ${fourcc} header is cut off (${buf.length} bytes)` };
+  const d = buf.readInt32LE(4);
+  const ntotal = Number(buf.readBigInt64LE(8));
+  const metric = buf.readInt32LE(33);
+  const head = 37 + (metric > 1 ? 4 : 0);
+  if (d <= 0 || ntotal < 0 || buf.length < head + 8) {
+    return { problem: `the ${fourcc} header is damaged (d ${d}, ntotal ${ntotal}, ${buf.length} bytes)` };
+  }
+  const floats = Number(buf.readBigUInt64LE(head));
+  const want = head + 8 + ntotal * d * 4;
+  if (floats !== ntotal * d || buf.length !== want) {
+    return {
+      problem:
+        `its header says ${ntotal} vectors of dimension ${d} (${want} bytes), ` +
+        `but the file has ${buf.length} bytes (truncated, or written over)`,
+    };
+  }
+  return { ntotal, d };
+}
+
 /** The Agent Zero memory store adapter. */
 export class AgentZeroStore implements MemoryStoreAdapter {
   readonly kind = 'agent-zero';
@@ -164,6 +231,27 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     this.url = opts.url ?? (process.env.AGENTKEEP_A0_URL || undefined);
     const user = process.env.AGENTKEEP_A0_USER;
     this.credentials = opts.credentials ?? (user ? { user, password: process.env.AGENTKEEP_A0_PASSWORD ?? '' } : undefined);
+  }
+
+  /** See MemoryStoreAdapter.location: the Agent Zero root. */
+  get location(): string {
+    return this.root;
+  }
+  /** See MemoryStoreAdapter.localRoot: the Agent Zero root. */
+  get localRoot(): string {
+    return this.root;
+  }
+  /** See MemoryStoreAdapter.capture: the files of agentStateFiles (sidecar/memory/files.ts). */
+  capture(sink: CaptureSink, opts?: AgentStateOptions): Promise<CapturedFile[]> {
+    return captureLocalFiles(this, this.root, sink, opts);
+  }
+  /** See MemoryStoreAdapter.restore: temp file + rename per file (sidecar/memory/files.ts). */
+  restore(files: readonly CapturedFile[], src: RestoreSource, opts?: AgentStateOptions): Promise<string[]> {
+    return restoreLocalFiles(this, this.root, files, src, opts);
+  }
+  /** See MemoryStoreAdapter.changedFiles. */
+  changedFiles(files: readonly CapturedFile[]): Promise<string[]> {
+    return changedLocalFiles(this, this.root, files);
   }
 
   /** @throws StoreNotFound when root is not a directory or has neither usr/memory/ nor memory/. */
@@ -230,8 +318,8 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     const conf = await configuredEmbedding(this.root);
     if (emb.missing) {
       w.push(`${dir.rel}/embedding.json is missing: Agent Zero will re-embed every memory of "${dir.subdir}" on its next load (memory.py initialize).`);
-    } else if (emb.error) {
-      w.push(`${dir.rel}/embedding.json cannot be read: ${emb.error}.`);
+    } else if (emb.error || !isEmbeddingConfig(emb.value)) {
+      /* broken: reported by dirProblems */
     } else {
       const e = emb.value as { model_provider?: unknown; model_name?: unknown };
       if (e.model_provider !== conf.provider || e.model_name !== conf.name) {
@@ -255,10 +343,108 @@ export class AgentZeroStore implements MemoryStoreAdapter {
   }
 
   /**
-   * MemoryFiles of one subdir from its parsed docstore: one per area (canonical order), entries
-   * oldest first; `warnings` go on the first file only, so they are not repeated.
+   * What is broken in one memory subdir, worst first (empty: nothing). Each is a FileError naming
+   * the file, what Agent Zero does with it (agent0ai/agent-zero @ 0b89c417
+   * plugins/_memory/helpers/memory.py `Memory.initialize`, the same in frdel/agent-zero @ 00ba24c0
+   * python/helpers/memory.py but without the hash check: it loads the subdir only when index.faiss
+   * exists, with FAISS.load_local, which needs index.pkl too; it checks index.faiss against
+   * index.faiss.sha256 when that exists; it reads embedding.json with json.loads), and the fix:
+   *   - index.pkl missing while index.faiss exists: Agent Zero fails to load the subdir;
+   *   - index.faiss missing while index.pkl exists: Agent Zero starts an EMPTY index and saves it over
+   *     index.pkl on its next load (the memories are lost then);
+   *   - index.faiss not a FAISS index, or a flat index truncated (faissProblem): load fails;
+   *   - index.faiss.sha256 does not match index.faiss: Agent Zero discards the index and saves an
+   *     empty one over it (memories lost on the next load);
+   *   - embedding.json not JSON or without model_provider/model_name (with index.faiss present):
+   *     Agent Zero's load fails.
+   * (index.pkl that does not unpickle is found by readAll, from parseDocstore.)
    */
-  private filesOf(dir: A0MemoryDir, docs: A0Document[], file: string, warnings: string[], readOnly: string | undefined, located: Located[]): MemoryFile[] {
+  private async dirProblems(dir: A0MemoryDir, hasPkl: boolean): Promise<AgentKeepError[]> {
+    const abs = path.join(this.root, dir.rel);
+    const out: AgentKeepError[] = [];
+    const restore =
+      'restore the memory subdir from a restore point (agentkeep restore-point restore <id> --scope agent ' +
+      'restores index.pkl, index.faiss and their hash together)';
+    const fileError = (message: string, hint: string): AgentKeepError => new AgentKeepError('FileError', message, hint);
+    const perms = 'Check the permissions of the Agent Zero directory (Docker volumes are often owned by root).';
+    let faiss: Buffer | undefined;
+    try {
+      faiss = await fs.readFile(path.join(abs, 'index.faiss'));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
+        out.push(fileError(`Cannot read ${abs}/index.faiss: ${(e as Error).message}.`, perms));
+      }
+    }
+    const faissMissing = !faiss && !out.length;
+    if (!hasPkl && faiss) {
+      out.push(
+        fileError(
+          `${dir.rel}/index.pkl is missing but ${dir.rel}/index.faiss exists: Agent Zero cannot load memory subdir ` +
+            `"${dir.subdir}" (FAISS.load_local needs both), and its documents (texts, ids) are not there to show.`,
+          `Put index.pkl back: ${restore}.`,
+        ),
+      );
+    }
+    if (hasPkl && faissMissing) {
+      out.push(
+        fileError(
+          `${dir.rel}/index.faiss is missing but index.pkl holds the memories of "${dir.subdir}": on its next load ` +
+            'Agent Zero starts an empty index and saves it over index.pkl, and these memories are lost.',
+          `Before Agent Zero starts again, keep a copy (cp -a ${abs} ${abs}.bak), then ${restore}.`,
+        ),
+      );
+    }
+    if (faiss) {
+      const f = faissProblem(faiss);
+      if (f.problem) {
+        out.push(
+          fileError(
+            `${dir.rel}/index.faiss is damaged: ${f.problem}. Agent Zero cannot load memory subdir "${dir.subdir}".`,
+            `Keep a copy of ${abs}, then ${restore}. The texts are in index.pkl, which AgentKeep still shows.`,
+          ),
+        );
+      }
+      const stored = await fs.readFile(path.join(abs, 'index.faiss.sha256'), 'utf8').catch(() => undefined);
+      if (stored !== undefined && stored.trim() !== createHash('sha256').update(faiss).digest('hex')) {
+        out.push(
+          fileError(
+            `${dir.rel}/index.faiss does not match ${dir.rel}/index.faiss.sha256: on its next load Agent Zero ` +
+              'discards this index and saves an empty one in its place ("FAISS index hash mismatch … index will be ' +
+              `rebuilt"), and the memories of "${dir.subdir}" are lost.`,
+            `Before Agent Zero starts again, keep a copy (cp -a ${abs} ${abs}.bak). If index.faiss is intact (it ` +
+              `loads, and its vector count matches index.pkl), delete the stale index.faiss.sha256; else ${restore}.`,
+          ),
+        );
+      }
+      const emb = await readJson(path.join(abs, 'embedding.json'));
+      if (!emb.missing && (emb.error || !isEmbeddingConfig(emb.value))) {
+        out.push(
+          fileError(
+            `${dir.rel}/embedding.json is ${emb.error ? `unreadable (${emb.error})` : NOT_EMBEDDING}: ` +
+              `Agent Zero fails to load memory subdir "${dir.subdir}" (it reads the embedding model from it).`,
+            `Delete ${abs}/embedding.json (Agent Zero then re-embeds every memory of the subdir on its next load and ` +
+              'keeps them), or restore it from a restore point.',
+          ),
+        );
+      }
+    }
+    return out;
+  }
+
+  /**
+   * MemoryFiles of one subdir from its parsed docstore: one per area (canonical order), entries
+   * oldest first; `warnings` go on the first file only, so they are not repeated; `broken` (what is
+   * damaged in the subdir) goes on each, as each is refused for writes.
+   */
+  private filesOf(
+    dir: A0MemoryDir,
+    docs: A0Document[],
+    file: string,
+    warnings: string[],
+    readOnly: string | undefined,
+    located: Located[],
+    broken?: StoreProblem,
+  ): MemoryFile[] {
     const byArea = new Map<string, MemoryEntry[]>();
     for (const doc of docs) {
       const entry = this.toEntry(doc, dir, file);
@@ -277,33 +463,70 @@ export class AgentZeroStore implements MemoryStoreAdapter {
       entries: (byArea.get(a) ?? []).sort((x, y) => cmp(x.createdAt ?? '', y.createdAt ?? '') || cmp(x.id, y.id)),
       ...(readOnly ? { readOnly } : {}),
       ...(i === 0 && warnings.length ? { warnings } : {}),
+      ...(broken ? { broken } : {}),
     }));
   }
 
-  private async readAll(): Promise<{ files: MemoryFile[]; located: Located[] }> {
+  /**
+   * Every subdir's files and entries. A subdir with a problem (dirProblems, or an index.pkl that
+   * cannot be read or unpickled) is listed with `broken` (and what could still be read); only when
+   * no subdir's index.pkl could be read at all is the first problem thrown.
+   */
+  private async readAll(): Promise<{ files: MemoryFile[]; located: Located[]; broken: Map<string, StoreProblem> }> {
     await this.check();
     const readOnly = await this.readOnlyReason();
     const dirs = await this.memoryDirs();
     const files: MemoryFile[] = [];
     const located: Located[] = [];
+    const brokenDirs = new Map<string, StoreProblem>();
+    const unread: AgentKeepError[] = [];
     for (const dir of dirs) {
       const pkl = path.join(this.root, dir.rel, 'index.pkl');
       let buf: Buffer | undefined;
       const warnings: string[] = [];
+      const problems: AgentKeepError[] = [];
       try {
         buf = await fs.readFile(pkl);
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
-          throw new AgentKeepError('FileError', `Cannot read ${pkl}: ${(e as Error).message}.`, 'Check the permissions of the Agent Zero directory (Docker volumes are often owned by root).');
-        }
-        warnings.push(`${dir.rel}/index.pkl is missing: no memories in "${dir.subdir}" (Agent Zero creates it on the first save).`);
+          const perms = 'Check the permissions of the Agent Zero directory (Docker volumes are often owned by root).';
+          problems.push(new AgentKeepError('FileError', `Cannot read ${pkl}: ${(e as Error).message}.`, perms));
+        } else if (!(await fs.stat(path.join(this.root, dir.rel, 'index.faiss')).catch(() => undefined))) {
+          const first = '(Agent Zero creates it on the first save)';
+          warnings.push(`${dir.rel}/index.pkl is missing: no memories in "${dir.subdir}" ${first}.`);
+        } // with index.faiss present a missing index.pkl is broken (dirProblems)
       }
-      const docs = buf ? parseDocstore(buf, pkl) : { docs: [], warnings: [] as string[] };
+      let docs: { docs: A0Document[]; warnings: string[] } = { docs: [], warnings: [] };
+      if (buf) {
+        try {
+          docs = parseDocstore(buf, pkl);
+        } catch (e) {
+          if (!(e instanceof AgentKeepError)) throw e;
+          problems.push(e);
+        }
+      }
+      if (problems.length) unread.push(problems[0]);
+      problems.push(...(await this.dirProblems(dir, buf !== undefined)));
+      for (const p of problems.slice(1)) warnings.push(`Also broken: ${p.message} ${p.hint ?? ''}`.trim());
       warnings.push(...docs.warnings);
       warnings.push(...(await this.dirWarnings(dir, dirs, new Set(docs.docs.map((d) => (typeof d.metadata.id === 'string' && d.metadata.id ? d.metadata.id : d.key))))));
-      files.push(...this.filesOf(dir, docs.docs, pkl, warnings, readOnly, located));
+      const broken = problems.length ? problemOf(problems[0]) : undefined;
+      if (broken) brokenDirs.set(dir.rel, broken);
+      files.push(...this.filesOf(dir, docs.docs, pkl, warnings, readOnly, located, broken));
     }
-    return { files, located };
+    if (dirs.length && unread.length === dirs.length) throw unread[0]; // nothing at all could be read
+    return { files, located, broken: brokenDirs };
+  }
+
+  /**
+   * @throws FileError (what is broken, the fix) when memory subdir `rel` is broken: AgentKeep does not
+   *   change a damaged store.
+   */
+  private refuseBroken(broken: Map<string, StoreProblem>, rel: string): void {
+    const p = broken.get(rel);
+    if (!p) return;
+    const refused = 'AgentKeep does not change a damaged memory subdir; nothing was sent to Agent Zero.';
+    throw brokenError({ ...p, message: `${p.message} ${refused}` });
   }
 
   /**
@@ -334,7 +557,8 @@ export class AgentZeroStore implements MemoryStoreAdapter {
    * One MemoryFile per memory subdir and area (kind `agent-zero-<area>`, file = the subdir's
    * index.pkl), entries oldest first. Warnings (on the subdir's first file): embedding model
    * mismatch, missing embedding.json, unknown pickle shapes, stale knowledge_import.json, a leftover
-   * older layout. @throws StoreNotFound, FileError (unreadable or not a docstore pickle)
+   * older layout. A broken subdir (see dirProblems) is listed with `broken` on each of its files.
+   * @throws StoreNotFound, FileError (no subdir's index.pkl could be read or unpickled)
    */
   async list(): Promise<MemoryFile[]> {
     return (await this.readAll()).files;
@@ -464,13 +688,13 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     if (expectedHash !== undefined && expectedHash !== hash) {
       throw new AgentKeepError('Conflict', `Agent Zero memory in ${this.root} changed since it was read.`, 'List the store again and retry; nothing was changed.');
     }
-    const { located } = await this.readAll();
+    const { located, broken } = await this.readAll();
     let hits = located.filter((l) => l.entry.id === entryId);
     if (!hits.length && entryId.trim().length >= 4) {
       const want = entryId.trim().toLowerCase();
       hits = located.filter((l) => l.entry.id.toLowerCase().startsWith(want));
     }
-    if (hits.length === 0) throw new AgentKeepError('EntryNotFound', `No Agent Zero memory with id ${entryId} in ${this.root}.`, 'List the store for the ids (agentkeep memory list --store ...).');
+    if (hits.length === 0) throw new AgentKeepError('EntryNotFound', `No Agent Zero memory with id ${entryId} in ${this.root}.`, undefined, [memoryListAction([this.spec])]);
     if (hits.length > 1) {
       throw new AgentKeepError(
         'Conflict',
@@ -478,6 +702,7 @@ export class AgentZeroStore implements MemoryStoreAdapter {
         'Give more characters of the id; an id in several subdirs (ids are unique per subdir only) is edited in the Agent Zero dashboard of that subdir.',
       );
     }
+    this.refuseBroken(broken, hits[0].dir.rel);
     return { target: hits[0], hash };
   }
 
@@ -547,6 +772,7 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     const dirs = await this.memoryDirs();
     const dir = subdirPart ? dirs.find((d) => d.subdir === subdirPart) : (dirs.find((d) => d.layout === 'current' && d.subdir === 'default') ?? dirs[0]);
     if (!dir) throw new AgentKeepError('EntryNotFound', `No memory subdir ${subdirPart ?? 'default'} in ${this.root}.`, `Use one of: ${dirs.map((d) => d.subdir).join(', ') || '(none: let Agent Zero save a first memory)'}.`);
+    this.refuseBroken((await this.readAll()).broken, dir.rel);
     const area = areaPart || 'main';
     const id = newA0Id();
     const md = { id, area, timestamp: a0Now() };

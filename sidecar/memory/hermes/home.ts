@@ -14,6 +14,7 @@ import * as path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import type { MemoryEntry, MemoryFile } from '../../protocol';
 import { AgentKeepError } from '../../core/errors';
+import { describeOffset, firstInvalidUtf8, problemOf } from '../broken';
 
 /** Hermes's entry delimiter. */
 export const ENTRY_DELIMITER = '\n§\n';
@@ -190,27 +191,59 @@ function mk(area: string, text: string, file: string, spec: string, extra: Parti
   return { id, text, store: spec, file, area, ...extra };
 }
 
+/**
+ * The error for a Hermes memory file that is not valid UTF-8. Hermes reads MEMORY.md and USER.md
+ * with `path.read_text(encoding="utf-8")` and catches only OSError (NousResearch/hermes-agent
+ * tools/memory_tool.py @ 029cfb25, MemoryStore._read_file), so the UnicodeDecodeError ends its
+ * memory load: Hermes refuses the file. AgentKeep does the same: no entries decoded with U+FFFD, and
+ * no write (which would store the U+FFFD replacements for good).
+ */
+export function invalidUtf8Error(file: string, raw: Buffer, offset: number): AgentKeepError {
+  return new AgentKeepError(
+    'FileError',
+    `${file} is not valid UTF-8: the first bad byte sequence is at ${describeOffset(raw, offset)}. Hermes reads this ` +
+      'file as strict UTF-8 and fails to load it, so its entries are not shown, and AgentKeep does not write it ' +
+      '(that would turn the bad bytes into U+FFFD for good).',
+    `Fix the bytes at that offset in an editor that shows them (iconv -f UTF-8 -t UTF-8 ${file} >/dev/null names the ` +
+      'position) and save as UTF-8, or restore the file from a restore point ' +
+      '(agentkeep restore-point restore <id> --scope agent).',
+  );
+}
+
+/** The warning for a read-only file (SOUL.md, ARCHIVE.jsonl) that is not valid UTF-8: shown with U+FFFD. */
+function utf8Warning(raw: Buffer): string[] {
+  const bad = firstInvalidUtf8(raw);
+  if (bad === undefined) return [];
+  return [`Not valid UTF-8 (first bad byte sequence at ${describeOffset(raw, bad)}): bad bytes are shown as U+FFFD.`];
+}
+
 /** One memory file as read, with its raw bytes (for the compare-and-swap hash). */
 export interface ReadFile {
   file: MemoryFile;
   /** Root-relative POSIX path. */
   rel: string;
   raw?: Buffer;
-  /** Why the file could not be read (it is listed with no entries and a warning; writes to it rethrow this). */
+  /**
+   * Why the file could not be read or is broken (unreadable, a directory, not valid UTF-8): it is
+   * listed with no entries, `broken` and a warning; writes to it rethrow this.
+   */
   error?: Error;
 }
 
 /**
  * Read every memory file of a Hermes home from `src`: MEMORY.md and USER.md always (zero entries
  * when absent), SOUL.md, ARCHIVE.jsonl and each SKILL.md when present. Never throws for bad content
- * (warnings instead).
+ * (warnings instead). A file that cannot be read or is broken (`src.read` throws a FileError: a
+ * directory, a dangling symlink, no permission; or MEMORY.md / USER.md not valid UTF-8, see
+ * invalidUtf8Error) is listed with no entries, `broken` and a warning, never as empty; only when no
+ * file at all could be read is its error thrown.
  */
 export async function readHome(src: FileSource, spec: string): Promise<ReadFile[]> {
   const cfg = await src.read('config.yaml').catch(() => undefined); // unreadable config: default limits
   const limits = limitsFromConfig(cfg?.toString('utf8'));
   const out: ReadFile[] = [];
-  // One unreadable memory file (e.g. USER.md mode 000) does not hide the others: it is listed empty
-  // with a warning; only when every memory file fails is the error thrown.
+  // One unreadable or broken memory file (e.g. USER.md mode 000) does not hide the others: it is
+  // listed as broken (no entries, `broken`, a warning); only when every memory file fails is the error thrown.
   const errors: Error[] = [];
   let readable = 0;
   const tryRead = async (rel: string): Promise<{ raw?: Buffer; error?: Error }> => {
@@ -229,10 +262,18 @@ export async function readHome(src: FileSource, spec: string): Promise<ReadFile[
     ['hermes-memory', 'memory', 'memories/MEMORY.md', limits.memory],
     ['hermes-user', 'user', 'memories/USER.md', limits.user],
   ] as const) {
-    const { raw, error } = await tryRead(rel);
+    const read = await tryRead(rel);
+    let { raw, error } = read;
+    const file = src.display(rel);
+    const bad = raw ? firstInvalidUtf8(raw) : undefined;
+    if (raw && bad !== undefined) {
+      error = invalidUtf8Error(file, raw, bad);
+      errors.push(error);
+      readable--;
+      raw = undefined;
+    }
     const text = raw?.toString('utf8') ?? '';
     const entries = parseEntries(text);
-    const file = src.display(rel);
     const warnings: string[] = error ? [unreadable(error)] : [];
     const drift = raw ? driftReason(text, limit) : undefined;
     if (drift) warnings.push(`Drift: ${drift}. Hermes refuses to replace or remove entries until it is fixed (it keeps a .bak).`);
@@ -246,23 +287,42 @@ export async function readHome(src: FileSource, spec: string): Promise<ReadFile[
         file,
         store: spec,
         entries: entries.map((t) => mk(area, t, file, spec)),
-        usage: { chars: usageChars(entries), limit },
+        // a broken file's usage is unknown (not 0): no usage, `broken` instead
+        ...(error ? {} : { usage: { chars: usageChars(entries), limit } }),
         ...(warnings.length ? { warnings } : {}),
+        ...(error ? { broken: problemOf(error) } : {}),
       },
     });
   }
   const { raw: soul, error: soulError } = await tryRead('SOUL.md');
-  if (soulError) out.push({ rel: 'SOUL.md', error: soulError, file: { kind: 'hermes-soul', file: src.display('SOUL.md'), store: spec, entries: [], readOnly: READ_ONLY.soul, warnings: [unreadable(soulError)] } });
+  if (soulError) {
+    const file = src.display('SOUL.md');
+    const warnings = [unreadable(soulError)];
+    const broken = problemOf(soulError);
+    const mf = { kind: 'hermes-soul', file, store: spec, entries: [], readOnly: READ_ONLY.soul, warnings, broken };
+    out.push({ rel: 'SOUL.md', error: soulError, file: mf });
+  }
   if (soul) {
     const file = src.display('SOUL.md');
-    out.push({ rel: 'SOUL.md', raw: soul, file: { kind: 'hermes-soul', file, store: spec, entries: soulEntries(soul.toString('utf8')).map((t) => mk('soul', t, file, spec)), readOnly: READ_ONLY.soul } });
+    const warnings = utf8Warning(soul);
+    const entries = soulEntries(soul.toString('utf8')).map((t) => mk('soul', t, file, spec));
+    const w = warnings.length ? { warnings } : {};
+    const mf = { kind: 'hermes-soul', file, store: spec, entries, readOnly: READ_ONLY.soul, ...w };
+    out.push({ rel: 'SOUL.md', raw: soul, file: mf });
   }
   const { raw: archive, error: archiveError } = await tryRead('memories/ARCHIVE.jsonl');
-  if (archiveError) out.push({ rel: 'memories/ARCHIVE.jsonl', error: archiveError, file: { kind: 'hermes-archive', file: src.display('memories/ARCHIVE.jsonl'), store: spec, entries: [], readOnly: READ_ONLY.archive, warnings: [unreadable(archiveError)] } });
+  if (archiveError) {
+    const file = src.display('memories/ARCHIVE.jsonl');
+    const warnings = [unreadable(archiveError)];
+    const broken = problemOf(archiveError);
+    const readOnly = READ_ONLY.archive;
+    const mf = { kind: 'hermes-archive', file, store: spec, entries: [], readOnly, warnings, broken };
+    out.push({ rel: 'memories/ARCHIVE.jsonl', error: archiveError, file: mf });
+  }
   if (archive) {
     const file = src.display('memories/ARCHIVE.jsonl');
     const entries: MemoryEntry[] = [];
-    const warnings: string[] = [];
+    const warnings: string[] = utf8Warning(archive);
     archive
       .toString('utf8')
       .split(/\r?\n/)

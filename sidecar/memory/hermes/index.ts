@@ -19,10 +19,23 @@ import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { MemoryEntry, MemoryFile, Provenance, ProvenanceTrace } from '../../protocol';
+import { memoryListAction } from '../../core/actions';
 import { AgentKeepError } from '../../core/errors';
 import { fsyncDir, tempNameFor } from '../../core/fsutil';
+import type { StoreProblem } from '../../protocol';
+import { problemOf } from '../broken';
 import { captureSqlite } from '../sqlite';
-import type { CaptureSource, MemoryStoreAdapter, WriteOptions } from '../types';
+import { captureLocalFiles, changedLocalFiles, restoreLocalFiles } from '../files';
+import type {
+  AgentStateOptions,
+  CaptureSink,
+  CaptureSource,
+  CapturedFile,
+  MemoryStoreAdapter,
+  RestoreSource,
+  StoreLintProfile,
+  WriteOptions,
+} from '../types';
 import { ENTRY_DELIMITER, READ_ONLY, driftReason, entryId, limitsFromConfig, parseEntries, readHome, sha256, usageChars, type FileSource, type HermesLimits, type ReadFile } from './home';
 import { ProvenanceIndex, outsideActions, readHistory, type HermesHistory } from './history';
 import { lockHermesFile } from './lock';
@@ -90,10 +103,13 @@ export async function findHermesHomes(env: NodeJS.ProcessEnv = process.env, home
   return out;
 }
 
+/** state.db as read: the memory ops and their index, or why it could not be read. */
+type HistoryRead = { h: HermesHistory; index: ProvenanceIndex } | { problem: StoreProblem };
+
 /** The Hermes memory store adapter for one home directory. */
 export class HermesStore implements MemoryStoreAdapter {
   readonly kind = 'hermes';
-  private history?: { key: string; h: HermesHistory; index: ProvenanceIndex };
+  private history?: HistoryRead & { key: string };
 
   /**
    * @param root absolute path of the Hermes home (the directory holding memories/ and config.yaml)
@@ -103,6 +119,33 @@ export class HermesStore implements MemoryStoreAdapter {
     readonly root: string,
     readonly spec: string = `hermes:${root}`,
   ) {}
+
+  /** See MemoryStoreAdapter.location: the home directory. */
+  get location(): string {
+    return this.root;
+  }
+  /** See MemoryStoreAdapter.localRoot: the home directory. */
+  get localRoot(): string {
+    return this.root;
+  }
+
+  /** MEMORY.md, USER.md, SOUL.md, ARCHIVE.jsonl and skills are text files. */
+  readonly textFiles = true;
+
+  /**
+   * Lint knobs: char budgets (MEMORY.md/USER.md usage), history while state.db exists, Hermes' drift
+   * rule on the raw MEMORY.md/USER.md, and "~" = the parent of a home named .hermes (else unknown).
+   */
+  readonly lintProfile: StoreLintProfile = {
+    budgets: true,
+    keepsHistory: () => fs.access(path.join(this.root, 'state.db')).then(() => true, () => false),
+    historyChecks: ['age of MEMORY.md and USER.md entries (Hermes keeps their times only in state.db)'],
+    driftText: async (f) => {
+      if (f.kind !== 'hermes-memory' && f.kind !== 'hermes-user') return undefined;
+      return fs.readFile(f.file, 'utf8').catch(() => undefined);
+    },
+    agentHome: () => (path.basename(this.root) === '.hermes' ? path.dirname(this.root) : null),
+  };
 
   /** @throws AgentKeepError StoreNotFound when root is not a directory or has neither memories/ nor config.yaml. */
   async check(): Promise<void> {
@@ -124,18 +167,54 @@ export class HermesStore implements MemoryStoreAdapter {
     return {
       read: async (rel) => {
         const abs = path.join(this.root, ...rel.split('/'));
+        const fail = (e: unknown): AgentKeepError => {
+          const perm = (e as NodeJS.ErrnoException).code === 'EACCES' || (e as NodeJS.ErrnoException).code === 'EPERM';
+          return new AgentKeepError(
+            'FileError',
+            `Cannot read ${abs}: ${perm ? `permission denied for ${os.userInfo().username}` : (e as Error).message}.`,
+            perm
+              ? `Give the user running AgentKeep read access (e.g. chmod u+r ${abs}, or run AgentKeep as the ` +
+                "agent's user)."
+              : 'Check the file permissions of the Hermes home.',
+          );
+        };
+        let st: import('node:fs').Stats;
+        try {
+          st = await fs.stat(abs); // first: a FIFO would block readFile, a directory is not "absent"
+        } catch (e) {
+          const code = (e as NodeJS.ErrnoException).code;
+          if (code === 'ENOTDIR') return undefined;
+          if (code !== 'ENOENT') throw fail(e);
+          const link = await fs.readlink(abs).catch(() => undefined);
+          if (link === undefined) return undefined;
+          throw new AgentKeepError(
+            'FileError',
+            `${abs} is a symbolic link to ${link}, which does not exist: Hermes sees no entries there, and a write ` +
+              'would replace the link with a file.',
+            'Restore the file the link points to, or replace the link with the file (e.g. from a restore point: ' +
+              'agentkeep restore-point restore <id> --scope agent).',
+          );
+        }
+        if (!st.isFile()) {
+          const kind = st.isFIFO() ? 'a FIFO' : st.isSocket() ? 'a socket' : 'a device';
+          const what = st.isDirectory() ? 'a directory' : kind;
+          throw new AgentKeepError(
+            'FileError',
+            `${abs} is ${what}, not a file: Hermes cannot read ${path.basename(abs)} from it (its memory tool then ` +
+              'sees no entries and fails to write), and AgentKeep does not write there.',
+            st.isDirectory()
+              ? `Move it away (mv ${abs} ${abs}.dir), then put the file back: restore it from a restore point ` +
+                  '(agentkeep restore-point restore <id> --scope agent), or write its entries into a file of that ' +
+                  'name (one line holding only "§" between entries).'
+              : `Remove it (rm ${abs}) and restore the file from a restore point ` +
+                '(agentkeep restore-point restore <id> --scope agent).',
+          );
+        }
         try {
           return await fs.readFile(abs);
         } catch (e) {
-          const code = (e as NodeJS.ErrnoException).code;
-          if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
-          if (code === 'EISDIR') return undefined;
-          const perm = code === 'EACCES' || code === 'EPERM';
-          throw new AgentKeepError(
-            'FileError',
-            `Cannot read ${abs}: ${perm ? `permission denied for ${os.userInfo().username}` : (e as Error).message}.`,
-            perm ? `Give the user running AgentKeep read access (e.g. chmod u+r ${abs}, or run AgentKeep as the agent's user).` : 'Check the file permissions of the Hermes home.',
-          );
+          if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined; // removed meanwhile
+          throw fail(e);
         }
       },
       list: async (dir) => {
@@ -234,6 +313,19 @@ export class HermesStore implements MemoryStoreAdapter {
     await fs.copyFile(path.join(this.root, ...rel.split('/')), dest);
   }
 
+  /** See MemoryStoreAdapter.capture: the files of agentStateFiles (sidecar/memory/files.ts). */
+  capture(sink: CaptureSink, opts?: AgentStateOptions): Promise<CapturedFile[]> {
+    return captureLocalFiles(this, this.root, sink, opts);
+  }
+  /** See MemoryStoreAdapter.restore: temp file + rename per file (sidecar/memory/files.ts). */
+  restore(files: readonly CapturedFile[], src: RestoreSource, opts?: AgentStateOptions): Promise<string[]> {
+    return restoreLocalFiles(this, this.root, files, src, opts);
+  }
+  /** See MemoryStoreAdapter.changedFiles. */
+  changedFiles(files: readonly CapturedFile[]): Promise<string[]> {
+    return changedLocalFiles(this, this.root, files);
+  }
+
   /** Hermes readOnlyReason: none (MEMORY.md and USER.md are editable; other files say so per file). */
   async readOnlyReason(): Promise<string | undefined> {
     return undefined;
@@ -244,7 +336,15 @@ export class HermesStore implements MemoryStoreAdapter {
    * editable content (both files) without `file`. A missing file hashes as empty.
    */
   async contentHash(file?: string): Promise<string> {
-    const raw = async (rel: string): Promise<Buffer> => (await this.disk().read(rel)) ?? Buffer.alloc(0);
+    // a broken file (a directory, a dangling link, unreadable) hashes as its error, so it differs from
+    // an empty file and stays stable while it stays broken
+    const raw = async (rel: string): Promise<Buffer> => {
+      try {
+        return (await this.disk().read(rel)) ?? Buffer.alloc(0);
+      } catch (e) {
+        return Buffer.from(`broken\0${(e as Error).message}`);
+      }
+    };
     if (file) {
       const rel = Object.values(EDITABLE).find((r) => path.join(this.root, ...r.split('/')) === file);
       if (!rel) return sha256((await fs.readFile(file).catch(() => Buffer.alloc(0))) as Buffer);
@@ -261,15 +361,25 @@ export class HermesStore implements MemoryStoreAdapter {
     return resolveIn(await this.list(), id, this.spec);
   }
 
-  private async historyIndex(): Promise<{ h: HermesHistory; index: ProvenanceIndex } | undefined> {
+  /**
+   * state.db read once per version (size and mtime of the db and its WAL): the memory ops, or the
+   * problem that keeps it from being read (damaged, not SQLite, unreadable), cached the same way so a
+   * damaged state.db costs one read, not one per entry. undefined: no state.db.
+   */
+  private async historyIndex(): Promise<HistoryRead | undefined> {
     const db = path.join(this.root, 'state.db');
     const st = await fs.stat(db).catch(() => undefined);
     if (!st) return undefined;
     const wal = await fs.stat(db + '-wal').catch(() => undefined);
     const key = `${st.size}:${st.mtimeMs}:${wal?.size ?? 0}:${wal?.mtimeMs ?? 0}`;
     if (this.history?.key !== key) {
-      const h = await readHistory(db);
-      this.history = { key, h, index: new ProvenanceIndex(h.memoryOps) };
+      try {
+        const h = await readHistory(db);
+        this.history = { key, h, index: new ProvenanceIndex(h.memoryOps) };
+      } catch (e) {
+        if (!(e instanceof AgentKeepError && e.kind === 'FileError')) throw e;
+        this.history = { key, problem: problemOf(e) };
+      }
     }
     return this.history;
   }
@@ -278,7 +388,8 @@ export class HermesStore implements MemoryStoreAdapter {
    * Provenance of an entry: the `memory` tool calls in state.db that added or replaced it, oldest
    * first (exact text, else whitespace/case-normalised, then the replace chain through old_text).
    * SOUL.md, skills and the archive are not written by the memory tool; the note says so.
-   * @throws FileError when state.db exists but cannot be read
+   * A state.db that exists but cannot be read (damaged, not SQLite, no permission) gives no traces
+   * and `unavailable` (the FileError, with the fix): the entry's origin is unknown, not "by hand".
    */
   async provenance(entry: MemoryEntry): Promise<Provenance> {
     if (entry.area && entry.area !== 'memory' && entry.area !== 'user') {
@@ -287,6 +398,15 @@ export class HermesStore implements MemoryStoreAdapter {
     }
     const hi = await this.historyIndex();
     if (!hi) return { traces: [], note: `no state.db in this home (${this.root}), so there is no session history to trace this entry to` };
+    if ('problem' in hi) {
+      return {
+        traces: [],
+        note:
+          `Provenance unavailable: ${hi.problem.message} ` +
+          'Which session wrote this entry is unknown (not "edited by hand").',
+        unavailable: hi.problem,
+      };
+    }
     const r = hi.index.tracesFor(entry.area ?? 'memory', entry.text);
     const extra = hi.h.notes.length ? ` (${hi.h.notes.join('; ')})` : '';
     if (r.how === 'none') return { traces: [], note: `no memory tool call in state.db wrote this text: it was probably edited by hand${extra}` };
@@ -521,7 +641,7 @@ export function resolveIn(files: MemoryFile[], id: string, spec: string): { entr
   const pick = exact.length === 1 ? exact : hits;
   if (pick.length === 1) return pick[0];
   if (!pick.length) {
-    throw new AgentKeepError('EntryNotFound', `No entry ${id} in ${spec}.`, 'List the entries with agentkeep memory list (ids change when the text changes).');
+    throw new AgentKeepError('EntryNotFound', `No entry ${id} in ${spec}.`, 'Ids change when the text changes.', [memoryListAction([spec])]);
   }
   const names = pick.slice(0, 8).map((h) => `${h.entry.id} (${path.basename(h.file.file)}: ${h.entry.text.split('\n')[0].slice(0, 40)})`);
   throw new AgentKeepError('Conflict', `Entry id ${id} is ambiguous in ${spec}: ${names.join(', ')}${pick.length > 8 ? ', …' : ''}.`, 'Give more characters of the id.');

@@ -54,6 +54,11 @@ export interface LintFile {
   entries: LintEntry[];
   /** Problems the adapter found while reading (non-durable config, embedding model mismatch ...): each becomes a `store` finding. */
   warnings?: string[];
+  /**
+   * The file is broken (MemoryFile.broken: unreadable, a directory, not valid UTF-8, a damaged
+   * index): an error `store` finding; its entries (if any could be read) are still checked.
+   */
+  broken?: { message: string; hint?: string };
 }
 
 /** One store. */

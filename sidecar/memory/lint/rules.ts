@@ -124,7 +124,7 @@ export function drift(store: string, file: LintFile): LintFinding[] {
       stores: [store],
       message: `${name} was edited outside Hermes and no longer reads back as its entries: Hermes's drift guard will refuse the next memory replace/remove on it and leave ${name}.bak.<time>.`,
       evidence,
-      suggestion: `Re-save ${name} with entries separated by a line holding only "§" (no spaces, no empty entries), e.g. with agentkeep memory edit.`,
+      suggestion: `Re-save ${name} with entries separated by a line holding only "§" (no spaces, no empty entries), e.g. by editing one of its entries through AgentKeep (memory edit), which writes the file back that way.`,
     });
   }
   // What Hermes's guard does not see.
@@ -257,13 +257,32 @@ export function stale(store: string, file: LintFile, m: MachineFacts): LintFindi
  */
 const COVERED_BY_DRIFT = [/^Drift: /, /^Changed outside Hermes' memory tool: /];
 
-/** Store warnings from the adapter (non-durable config, embedding model mismatch ...). */
+/**
+ * Store warnings from the adapter (non-durable config, embedding model mismatch ...), and one error
+ * per broken file (LintFile.broken: what is broken, the fix; its warnings that repeat it are left out).
+ */
 export function storeWarnings(s: LintStore): LintFinding[] {
+  const TRUST = 'the store cannot be trusted as it is';
+  const UNREAD = 'its entries could not be read or checked (the file is not empty)';
   const out: LintFinding[] = [];
   const seen = new Set<string>();
   for (const f of s.files) {
+    const b = f.broken;
+    if (b && !seen.has(b.message)) {
+      seen.add(b.message); // Agent Zero: one broken subdir marks each of its area files
+      out.push({
+        kind: 'store',
+        severity: 'error',
+        entries: [],
+        stores: [s.store],
+        message: `${path.basename(f.file)} is broken, so ${f.entries.length ? TRUST : UNREAD}: ${b.message}`,
+        evidence: [f.file],
+        ...(b.hint ? { suggestion: b.hint } : {}),
+      });
+    }
     for (const w of f.warnings ?? []) {
       if (seen.has(w)) continue; // one store-wide warning repeated per file
+      if (b && w.includes(b.message)) continue;
       if (f.raw !== undefined && COVERED_BY_DRIFT.some((re) => re.test(w))) continue;
       seen.add(w);
       out.push({ kind: 'store', severity: 'warning', entries: [], stores: [s.store], message: `${path.basename(f.file)}: ${w}`, evidence: [f.file] });

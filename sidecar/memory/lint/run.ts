@@ -3,9 +3,9 @@
  * it), probes the machine for the claims the entries make, and runs the pure `lintEntries`.
  */
 import { promises as fs } from 'node:fs';
-import * as path from 'node:path';
-import type { LintFinding, MemoryEntry } from '../../protocol';
+import type { LintFinding, MemoryEntry, StoreProblem } from '../../protocol';
 import { AgentKeepError } from '../../core/errors';
+import { problemOf } from '../broken';
 import { describeTarget } from '../../core/target';
 import { openStore as defaultOpenStore, type MemoryStoreAdapter } from '../index';
 import { extractClaims } from './claims';
@@ -34,30 +34,25 @@ export interface RunLintDeps {
   probeDeadlineMs?: number;
 }
 
-/** Whether the store keeps a write history, so that "no trace" means untraceable (not "unknown"). */
+/**
+ * Whether the store keeps a write history, so that "no trace" means untraceable (not "unknown"):
+ * the adapter's StoreLintProfile.keepsHistory (Hermes: while state.db exists), else yes.
+ */
 async function hasHistory(store: MemoryStoreAdapter): Promise<boolean> {
-  if (store.kind === 'hermes') {
-    try {
-      await fs.access(path.join(store.root, 'state.db'));
-      return true;
-    } catch {
-      return false;
-    }
-  }
-  return true;
+  return (await store.lintProfile?.keepsHistory?.().catch(() => false)) ?? true;
 }
 
 /**
- * What "~" means for these stores: the agent's home. A Hermes home at <home>/.hermes gives <home>;
- * a Hermes store elsewhere (HERMES_HOME set to another directory) or stores naming different homes
- * give null (unknown: ~ paths are not checked); stores that are not Hermes give undefined (the
- * sidecar user's home, the default of the probes).
+ * What "~" means for these stores: the agent's home, from each adapter's StoreLintProfile.agentHome
+ * (Hermes: a home at <home>/.hermes gives <home>, a home elsewhere null). Stores naming different
+ * homes, or one that cannot know, give null (unknown: ~ paths are not checked); when no store has an
+ * opinion, undefined (the sidecar user's home, the default of the probes).
  */
-export function agentHome(adapters: Array<{ kind: string; root: string }>): string | null | undefined {
+export function agentHome(adapters: ReadonlyArray<Pick<MemoryStoreAdapter, 'lintProfile'>>): string | null | undefined {
   const homes = new Set<string | null>();
   for (const a of adapters) {
-    if (a.kind !== 'hermes') continue;
-    homes.add(path.basename(a.root) === '.hermes' ? path.dirname(a.root) : null);
+    const h = a.lintProfile?.agentHome?.();
+    if (h !== undefined) homes.add(h);
   }
   if (homes.size === 0) return undefined;
   const [only] = homes;
@@ -86,6 +81,35 @@ async function machineProbe(target: string | undefined, home: string | null | un
   };
 }
 
+/**
+ * The finding for a store whose history could not be read (a damaged state.db or history.db): which
+ * file, that provenance is unavailable, which checks therefore did not run (the store's own
+ * StoreLintProfile.historyChecks among them, e.g. Hermes entry ages), and the fix.
+ */
+function historyFinding(h: {
+  store: string;
+  historyChecks: readonly string[];
+  problem: StoreProblem;
+  entries: number;
+}): LintFinding {
+  const skipped = [
+    'untraceable (whether a tool call in the history wrote each entry)',
+    ...h.historyChecks,
+    'which of two contradicting entries is newer',
+  ];
+  return {
+    kind: 'store',
+    severity: 'error',
+    entries: [],
+    stores: [h.store],
+    message:
+      `Provenance is unavailable for ${h.entries} ${h.entries === 1 ? 'entry' : 'entries'} of ${h.store}: ` +
+      `${h.problem.message} These checks did not run for them: ${skipped.join('; ')}. The other checks ran.`,
+    evidence: [h.problem.message],
+    ...(h.problem.hint ? { suggestion: h.problem.hint } : {}),
+  };
+}
+
 function toLintEntry(e: MemoryEntry): LintEntry {
   return {
     id: e.id,
@@ -100,12 +124,17 @@ function toLintEntry(e: MemoryEntry): LintEntry {
 /**
  * Lint the entries of `p.stores` (memory.lint).
  *
- * For each store: `adapter.list()` gives the files and entries (usage and limits for Hermes);
- * Hermes MEMORY.md/USER.md are re-read raw for the drift rule; `adapter.provenance(entry)` (when the
- * store has it and keeps a history, e.g. Hermes with state.db) marks entries with no recorded write
+ * For each store: `adapter.list()` gives the files and entries (usage and limits for Hermes); the
+ * adapter's StoreLintProfile gives the raw text of the files the drift rule checks (Hermes
+ * MEMORY.md/USER.md), whether it keeps a history and the agent's home for "~"; `adapter.provenance(entry)`
+ * (when the store has it and keeps a history, e.g. Hermes with state.db) marks entries with no recorded write
  * as untraceable and supplies createdAt/updatedAt from the first/last write, so contradictions can
  * say which entry is newer. Claims about the machine (paths, commands, tool versions, OS release)
  * are probed on the target (see RunLintDeps.probe) within `probeDeadlineMs`.
+ * A store whose history cannot be read (provenance `unavailable`, or provenance throwing: e.g. a
+ * damaged state.db) gets one `store` error naming the file, the fix and the checks that did not run
+ * (untraceable, Hermes entry ages, which contradicting entry is newer); its entries are then not
+ * untraceable, and every other check still runs. Broken files (MemoryFile.broken) are `store` errors.
  *
  * @param p.stores store names `<kind>:/abs/path` (at least one)
  * @param p.target optional target (dir:/abs, btrfs:/abs, qemu:..., proxmox://...) to check claims against
@@ -119,12 +148,17 @@ export async function runLint(p: { stores: string[]; target?: string }, deps: Ru
   const open = deps.openStore ?? defaultOpenStore;
   const stores: LintStore[] = [];
   const adapters: MemoryStoreAdapter[] = [];
+  // stores whose history could not be read: the checks that need provenance did not run for them
+  const noHistory: Array<{ store: string; historyChecks: readonly string[]; problem: StoreProblem; entries: number }> =
+    [];
   for (const spec of p.stores) {
     const adapter = open(spec);
     adapters.push(adapter);
     const files = await adapter.list();
     const withHistory = deps.provenance !== false && typeof adapter.provenance === 'function' && (await hasHistory(adapter));
     const lintFiles: LintFile[] = [];
+    let problem: StoreProblem | undefined;
+    let unknown = 0;
     for (const f of files) {
       const entries: LintEntry[] = [];
       for (const e of f.entries) {
@@ -132,26 +166,27 @@ export async function runLint(p: { stores: string[]; target?: string }, deps: Ru
         if (withHistory) {
           try {
             const prov = await adapter.provenance!(e);
-            le.provenance = { traced: prov.traces.length > 0, ...(prov.note ? { note: prov.note } : {}) };
-            const times = prov.traces.map((t) => t.time).filter((t): t is string => !!t).sort();
-            if (times.length) {
-              le.createdAt ??= times[0];
-              le.updatedAt ??= times[times.length - 1];
+            if (prov.unavailable) {
+              // unknown, not "no trace": no untraceable finding, no times from the history
+              problem ??= prov.unavailable;
+              unknown++;
+            } else {
+              le.provenance = { traced: prov.traces.length > 0, ...(prov.note ? { note: prov.note } : {}) };
+              const times = prov.traces.map((t) => t.time).filter((t): t is string => !!t).sort();
+              if (times.length) {
+                le.createdAt ??= times[0];
+                le.updatedAt ??= times[times.length - 1];
+              }
             }
-          } catch {
-            /* provenance unknown for this entry: not a finding */
+          } catch (err) {
+            problem ??= problemOf(err); // provenance unknown for this entry: said once per store below
+            unknown++;
           }
         }
         entries.push(le);
       }
-      let raw: string | undefined;
-      if (f.kind === 'hermes-memory' || f.kind === 'hermes-user') {
-        try {
-          raw = await fs.readFile(f.file, 'utf8');
-        } catch {
-          raw = undefined; // missing file: nothing to drift
-        }
-      }
+      // the raw text for the drift rule where the store checks drift (broken or missing file: nothing to drift)
+      const raw = f.broken ? undefined : await adapter.lintProfile?.driftText?.(f).catch(() => undefined);
       lintFiles.push({
         kind: f.kind,
         file: f.file,
@@ -159,7 +194,15 @@ export async function runLint(p: { stores: string[]; target?: string }, deps: Ru
         ...(f.usage ? { usage: f.usage } : {}),
         ...(raw !== undefined ? { raw } : {}),
         ...(f.warnings?.length ? { warnings: f.warnings } : {}),
+        ...(f.broken ? { broken: f.broken } : {}),
       });
+    }
+    if (problem) {
+      const historyChecks = adapter.lintProfile?.historyChecks ?? [];
+      noHistory.push({ store: adapter.spec, historyChecks, problem, entries: unknown });
+      // the adapter's own warning about the same file is said by that finding
+      const said = problem.message;
+      for (const lf of lintFiles) if (lf.warnings) lf.warnings = lf.warnings.filter((w) => !w.includes(said));
     }
     stores.push({ store: adapter.spec, files: lintFiles });
   }
@@ -168,6 +211,7 @@ export async function runLint(p: { stores: string[]; target?: string }, deps: Ru
   const claims = stores.flatMap((s) => s.files.flatMap((f) => f.entries.flatMap((e) => extractClaims(e.text))));
   if (probe && claims.length) input.machine = await gatherFacts(claims, probe, { deadlineMs: deps.probeDeadlineMs });
   const findings = lintEntries(input);
+  for (const h of noHistory) findings.unshift(historyFinding(h));
   // Say what the stale rule could not look at, so that no stale finding is not read as "all true".
   const limit = skipped ?? (claims.length ? probe?.limits : undefined);
   if (limit) {

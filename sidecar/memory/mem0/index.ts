@@ -17,10 +17,19 @@ import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Parser } from 'pickleparser';
-import type { MemoryEntry, MemoryFile, Provenance } from '../../protocol';
+import type { MemoryEntry, MemoryFile, Provenance, StoreProblem } from '../../protocol';
 import { AgentKeepError } from '../../core/errors';
+import { brokenError, problemOf } from '../broken';
 import { captureSqlite, tableColumns as columns, withReadOnlyDb } from '../sqlite';
-import type { CaptureSource, MemoryStoreAdapter } from '../types';
+import { captureLocalFiles, changedLocalFiles, restoreLocalFiles } from '../files';
+import type {
+  AgentStateOptions,
+  CapturedFile,
+  CaptureSink,
+  CaptureSource,
+  MemoryStoreAdapter,
+  RestoreSource,
+} from '../types';
 
 /**
  * mem0's own default local Qdrant path (mem0/configs/vector_stores/qdrant.py). A fact about mem0, used
@@ -104,6 +113,27 @@ export class Mem0Store implements MemoryStoreAdapter {
     private readonly opts: Mem0Options = {},
   ) {}
 
+  /** See MemoryStoreAdapter.location: the mem0 directory. */
+  get location(): string {
+    return this.root;
+  }
+  /** See MemoryStoreAdapter.localRoot: the mem0 directory. */
+  get localRoot(): string {
+    return this.root;
+  }
+  /** See MemoryStoreAdapter.capture: the files of agentStateFiles (sidecar/memory/files.ts). */
+  capture(sink: CaptureSink, opts?: AgentStateOptions): Promise<CapturedFile[]> {
+    return captureLocalFiles(this, this.root, sink, opts);
+  }
+  /** See MemoryStoreAdapter.restore: temp file + rename per file (sidecar/memory/files.ts). */
+  restore(files: readonly CapturedFile[], src: RestoreSource, opts?: AgentStateOptions): Promise<string[]> {
+    return restoreLocalFiles(this, this.root, files, src, opts);
+  }
+  /** See MemoryStoreAdapter.changedFiles. */
+  changedFiles(files: readonly CapturedFile[]): Promise<string[]> {
+    return changedLocalFiles(this, this.root, files);
+  }
+
   private get historyDb(): string {
     return path.join(this.root, 'history.db');
   }
@@ -150,7 +180,31 @@ export class Mem0Store implements MemoryStoreAdapter {
     return 'mem0 changes memories only through its own API (Memory.update / Memory.delete, which also embed the text and write history.db); AgentKeep does not call it yet, so this store is read-only.';
   }
 
-  /** All history.db rows, oldest first (empty when history.db is missing). @throws FileError */
+  /**
+   * The store's own history.db read once per version (size, mtime of the db and its WAL): the rows,
+   * or the problem that keeps it from being read (damaged, not SQLite), so a damaged history.db costs
+   * one read, not one per entry. @throws what history() throws other than FileError
+   */
+  private async ownHistory(): Promise<{ rows: Mem0HistoryRow[] } | { problem: StoreProblem }> {
+    const st = await fs.stat(this.historyDb).catch(() => undefined);
+    const wal = await fs.stat(this.historyDb + '-wal').catch(() => undefined);
+    const key = `${st?.size}:${st?.mtimeMs}:${wal?.size ?? 0}:${wal?.mtimeMs ?? 0}`;
+    if (this.hist?.key !== key) {
+      try {
+        this.hist = { key, rows: await this.history() };
+      } catch (e) {
+        if (!(e instanceof AgentKeepError && e.kind === 'FileError')) throw e;
+        this.hist = { key, problem: problemOf(e) };
+      }
+    }
+    return this.hist.problem ? { problem: this.hist.problem } : { rows: this.hist.rows! };
+  }
+  private hist?: { key: string; rows?: Mem0HistoryRow[]; problem?: StoreProblem };
+
+  /**
+   * All history.db rows, oldest first (empty when history.db is missing).
+   * @throws FileError, "is damaged" with the recovery hint for a damaged database (../sqlite.ts)
+   */
   async history(dbPath = this.historyDb): Promise<Mem0HistoryRow[]> {
     if (!(await exists(dbPath))) return [];
     return withReadOnlyDb(dbPath, (db) => {
@@ -232,7 +286,11 @@ export class Mem0Store implements MemoryStoreAdapter {
    * first; without Qdrant storage, one reconstructed from history.db. Warnings (first file): the
    * configuration is not durable (Qdrant or history.db under /tmp or another ephemeral dir, a
    * collection created with on_disk false, which makes mem0 delete the Qdrant path on every start),
-   * history.db missing, Qdrant storage outside the store directory (not captured in restore points).
+   * history.db missing, Qdrant storage outside the store directory (not captured in restore points),
+   * history.db damaged (the change history is unavailable; mem0 itself cannot open it).
+   * A collection whose storage.sqlite is damaged is listed with `broken` and no entries (never as
+   * empty); so is history.db when the entries come from it. Only when every file is broken is the
+   * first problem thrown.
    * @throws StoreNotFound, FileError
    */
   async list(): Promise<MemoryFile[]> {
@@ -240,6 +298,12 @@ export class Mem0Store implements MemoryStoreAdapter {
     const readOnly = await this.readOnlyReason();
     const warnings: string[] = [];
     const hasHistory = await exists(this.historyDb);
+    const hist = hasHistory ? await this.ownHistory() : { rows: [] as Mem0HistoryRow[] };
+    if ('problem' in hist) {
+      const fix = hist.problem.hint ? ` Fix: ${hist.problem.hint}` : '';
+      const what = 'mem0 cannot open it either, and the change history of these memories (provenance) is unavailable.';
+      warnings.push(`${hist.problem.message} ${what}${fix}`);
+    }
     if (!hasHistory) {
       warnings.push(`history.db is missing in ${this.root}: mem0 keeps no record of how memories changed (check history_db_path / MEM0_DIR; mem0ai/mem0#3717: a history path inside a container without a volume is lost on redeploy).`);
     } else if (isEphemeralPath(await fs.realpath(this.historyDb))) {
@@ -270,9 +334,20 @@ export class Mem0Store implements MemoryStoreAdapter {
             `Collection "${c.name}" was created with on_disk ${onDisk === false ? 'false' : 'unset (false)'} (${q.path}/meta.json): with on_disk false, mem0 deletes the local Qdrant path each time it starts (mem0/vector_stores/qdrant.py), so these memories do not survive a restart. Set vector_store.config.on_disk: true.`,
           );
         }
-        const entries = await this.readPoints(c.db, c.name, c.db, warnings);
-        entries.sort(byCreatedThenId);
-        files.push({ kind: 'mem0', file: c.db, store: this.spec, entries, readOnly });
+        try {
+          const entries = await this.readPoints(c.db, c.name, c.db, warnings);
+          entries.sort(byCreatedThenId);
+          files.push({ kind: 'mem0', file: c.db, store: this.spec, entries, readOnly });
+        } catch (e) {
+          if (!(e instanceof AgentKeepError && e.kind === 'FileError')) throw e;
+          // the Qdrant local client loads every point at start: mem0 cannot open this collection either
+          const problem = problemOf(e);
+          const why =
+            `Qdrant's local mode (and so mem0) cannot load collection "${c.name}" from it; ` +
+            'its memories are not shown.';
+          const broken = { ...problem, message: `${problem.message} ${why}` };
+          files.push({ kind: 'mem0', file: c.db, store: this.spec, entries: [], readOnly, broken });
+        }
       }
     }
     if (!files.length) {
@@ -282,10 +357,13 @@ export class Mem0Store implements MemoryStoreAdapter {
             (this.opts.qdrant ? '' : ` If this mem0 uses its default path, name it: ${this.spec.split('?')[0]}?qdrant=${MEM0_DEFAULT_QDRANT} (that path does not survive a reboot).`),
         );
       }
-      const entries = this.fromHistory(await this.history());
-      files.push({ kind: 'mem0', file: this.historyDb, store: this.spec, entries, readOnly });
+      const file = { kind: 'mem0', file: this.historyDb, store: this.spec, readOnly };
+      if ('problem' in hist) files.push({ ...file, entries: [], broken: hist.problem });
+      else files.push({ ...file, entries: this.fromHistory(hist.rows) });
     }
     if (warnings.length) files[0].warnings = warnings;
+    const broken = files.filter((f) => f.broken);
+    if (broken.length === files.length) throw brokenError(broken[0].broken!); // nothing could be read
     return files;
   }
 
@@ -293,11 +371,17 @@ export class Mem0Store implements MemoryStoreAdapter {
    * The entry's history.db timeline, oldest first: ADD -> add, UPDATE -> update (with the previous
    * text), DELETE -> remove, NONE -> none; time = updated_at of the change (created_at for ADD),
    * source = actor_id or role. history.db does not link a memory to the message it came from
-   * (mem0ai/mem0#7047), so `session`/`messageId` stay empty.
+   * (mem0ai/mem0#7047), so `session`/`messageId` stay empty. A damaged history.db gives no traces and
+   * `unavailable` (the FileError with the fix).
    */
   async provenance(entry: MemoryEntry): Promise<Provenance> {
-    const rows = (await this.history()).filter((r) => r.memory_id === entry.id);
     if (!(await exists(this.historyDb))) return { traces: [], note: `No trace: ${this.historyDb} does not exist, so mem0 kept no history for this memory.` };
+    const hist = await this.ownHistory();
+    if ('problem' in hist) {
+      const note = `Provenance unavailable: ${hist.problem.message} Its change history is unknown (not "no history").`;
+      return { traces: [], note, unavailable: hist.problem };
+    }
+    const rows = hist.rows.filter((r) => r.memory_id === entry.id);
     const traces: Provenance['traces'] = rows.map((r) => {
       const time = mem0TimeToIso(r.event === 'ADD' ? r.created_at : (r.updated_at ?? r.created_at));
       const src = r.actor_id ?? r.role ?? undefined;

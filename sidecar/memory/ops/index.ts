@@ -10,9 +10,18 @@ import { runLint } from '../lint/run';
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import type { MemoryEntry, MemoryFile, ParamsOf, ProvenanceTrace, RestorePoint, ResultOf } from '../../protocol';
+import type {
+  MemoryEntry,
+  MemoryFile,
+  ParamsOf,
+  Provenance,
+  ProvenanceTrace,
+  RestorePoint,
+  ResultOf,
+} from '../../protocol';
+import { memoryListAction } from '../../core/actions';
 import { AgentKeepError } from '../../core/errors';
-import { openStore, uniqueStoreSpecs } from '../index';
+import { openStore, sameStore, uniqueStoreSpecs } from '../index';
 import type { CaptureSource, MemoryStoreAdapter, WriteOptions } from '../types';
 import { logHookWrite, logWrite, withWriteLog } from './writelog';
 
@@ -42,7 +51,7 @@ async function refuseReadOnly(s: MemoryStoreAdapter): Promise<void> {
 
 /** Where the bytes replaced by memory writes of a store are kept. */
 export function backupDir(stateDir: string, s: MemoryStoreAdapter): string {
-  const key = createHash('sha256').update(`${s.kind}:${s.root}`).digest('hex').slice(0, 16);
+  const key = createHash('sha256').update(`${s.kind}:${s.location}`).digest('hex').slice(0, 16);
   return path.join(stateDir, 'memory-backups', `${s.kind}-${key}`);
 }
 
@@ -64,13 +73,15 @@ async function resolveEntry(s: MemoryStoreAdapter, id: string): Promise<{ entry:
   const want = id.trim().toLowerCase();
   const hits = files.flatMap((f) => f.entries.filter((e) => e.id.toLowerCase().startsWith(want)).map((entry) => ({ entry, file: f })));
   if (hits.length === 1) return hits[0];
-  if (!hits.length) throw new AgentKeepError('EntryNotFound', `No entry ${id} in ${s.spec}.`, 'List the entries with agentkeep memory list.');
+  if (!hits.length) throw new AgentKeepError('EntryNotFound', `No entry ${id} in ${s.spec}.`, undefined, [memoryListAction([s.spec])]);
   throw new AgentKeepError('Conflict', `Entry id ${id} is ambiguous in ${s.spec}: ${hits.slice(0, 8).map((h) => h.entry.id).join(', ')}.`, 'Give more characters of the id.');
 }
 
 /**
  * memory.show: the entry (id or unique prefix >= 4 chars) in the first store that has it, its file
- * (without entries), the file's content hash and the entry's provenance.
+ * (without entries), the file's content hash and the entry's provenance. When the store's history
+ * cannot be read (provenance.unavailable, e.g. a damaged state.db), the file gets a warning naming
+ * it and the fix, and the show still succeeds.
  * @throws EntryNotFound (in none of the stores), Conflict (ambiguous id), BadStore, StoreNotFound
  */
 export async function showMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryShow'>): Promise<ResultOf<'memoryShow'>> {
@@ -87,15 +98,22 @@ export async function showMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryShow'
   }
   if (!hits.length) {
     if (p.stores.length === 1 && notFound) throw notFound;
-    throw new AgentKeepError('EntryNotFound', `No entry ${p.entry} in ${p.stores.join(', ')}.`, 'List the entries with agentkeep memory list (ids change when the text changes).');
+    throw new AgentKeepError('EntryNotFound', `No entry ${p.entry} in ${p.stores.join(', ')}.`, 'Ids change when the text changes.', [memoryListAction(p.stores)]);
   }
   if (hits.length > 1) {
-    throw new AgentKeepError('Conflict', `Entry id ${p.entry} matches entries in several stores: ${hits.map((h) => `${h.entry.id} in ${h.s.spec}`).join(', ')}.`, 'Give one --store, or more characters of the id.');
+    throw new AgentKeepError('Conflict', `Entry id ${p.entry} matches entries in several stores: ${hits.map((h) => `${h.entry.id} in ${h.s.spec}`).join(', ')}.`, 'Name one store, or give more characters of the id.');
   }
   const { s, entry, file } = hits[0];
   const { entries: _omit, ...fileInfo } = file;
-  const provenance = s.provenance ? await s.provenance(entry) : { traces: [], note: `The ${s.kind} store does not keep provenance.` };
+  const none: Provenance = { traces: [], note: `The ${s.kind} store does not keep provenance.` };
+  const provenance: Provenance = s.provenance ? await s.provenance(entry) : none;
   const contentHash = s.contentHash ? await s.contentHash(file.file) : '';
+  // a store history that cannot be read (e.g. a damaged state.db) is a store warning, not only a note
+  const u = provenance.unavailable;
+  if (u) {
+    const warning = `Provenance unavailable: ${u.message}${u.hint ? ` Fix: ${u.hint}` : ''}`;
+    fileInfo.warnings = [...(fileInfo.warnings ?? []), warning];
+  }
   return { store: s.spec, file: fileInfo, entry: { ...entry, store: entry.store ?? s.spec }, contentHash, provenance };
 }
 
@@ -195,8 +213,10 @@ function clean(e: MemoryEntry): MemoryEntry {
 /**
  * memory.diff: entries added, removed and changed between restore point `from`'s agent-state capture
  * and now (or restore point `to`), per store (default: the stores `from` captured), plus the
- * outside-world actions since `from` (until `to`) from the stores' session history.
- * @throws RestorePointNotFound, BadStore (a store `from` did not capture), Unsupported (a store that
+ * outside-world actions since `from` (until `to`) from the stores' session history. A file broken on
+ * either side with its entries unknown (MemoryFile.broken) is not compared; `warnings` names it.
+ * @throws FileError (a store history needed for the actions is damaged), RestorePointNotFound,
+ *   BadStore (a store `from` did not capture), Unsupported (a store that
  *   cannot read captures)
  */
 export async function diffMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryDiff'>): Promise<ResultOf<'memoryDiff'>> {
@@ -205,15 +225,16 @@ export async function diffMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryDiff'
   const to = p.to && p.to !== 'now' ? await ctx.getRestorePoint(p.target, p.to) : undefined;
   const specs = uniqueStoreSpecs(p.stores?.length ? p.stores : from.agent.map((a) => a.store));
   if (!specs.length) {
-    throw new AgentKeepError('BadStore', `Restore point ${from.id} captured no memory store, so there is no memory to compare.`, 'Pick a restore point taken with --store (restore-point list shows them).');
+    throw new AgentKeepError('BadStore', `Restore point ${from.id} captured no memory store, so there is no memory to compare.`, 'Pick a restore point that captured a store (the list of restore points shows their stores).');
   }
   const result: ResultOf<'memoryDiff'> = { added: [], removed: [], changed: [], actions: [] };
   const actions: ProvenanceTrace[] = [];
+  const warnings: string[] = [];
   for (const spec of specs) {
     const s = openStore(spec);
     if (!s.listCapture) throw unsupported(s, 'read its entries from a restore point');
     const source = (rp: RestorePoint): CaptureSource => {
-      const cap = rp.agent.find((a) => a.store === spec || sameRoot(a.store, s));
+      const cap = rp.agent.find((a) => a.store === spec || sameStore(a.store, s));
       if (!cap) {
         throw new AgentKeepError('BadStore', `Restore point ${rp.id} has no capture of ${spec} (captured: ${rp.agent.map((a) => a.store).join(', ') || 'none'}).`, 'Name a store the restore point captured, or pick another restore point.');
       }
@@ -229,23 +250,30 @@ export async function diffMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryDiff'
     };
     const before = await s.listCapture(source(from));
     const after = to ? await s.listCapture(source(to)) : await s.list();
-    const d = diffEntries(s.spec, before, after);
+    // a broken file whose entries are unknown on one side is left out, so its entries do not show up
+    // as removed (or added): said in warnings instead
+    const unknown = new Set<string>();
+    const sides: Array<[MemoryFile[], string]> = [
+      [before, `restore point ${from.id}`],
+      [after, to ? `restore point ${to.id}` : 'now'],
+    ];
+    for (const [files, side] of sides) {
+      for (const f of files) {
+        if (!f.broken || f.entries.length) continue;
+        unknown.add(f.kind);
+        warnings.push(`${f.file} is broken (${side}), so its entries were not compared: ${f.broken.message}`);
+      }
+    }
+    const known = (files: MemoryFile[]): MemoryFile[] => files.filter((f) => !unknown.has(f.kind));
+    const d = diffEntries(s.spec, known(before), known(after));
     result.added.push(...d.added);
     result.removed.push(...d.removed);
     result.changed.push(...d.changed);
     if (s.actionsSince) actions.push(...(await s.actionsSince(from.createdAt, to?.createdAt)));
   }
   result.actions = actions.sort((a, b) => (a.time ?? '').localeCompare(b.time ?? ''));
+  if (warnings.length) result.warnings = warnings;
   return result;
-}
-
-function sameRoot(a: string, s: MemoryStoreAdapter): boolean {
-  try {
-    const o = openStore(a);
-    return o.kind === s.kind && o.root === s.root;
-  } catch {
-    return false;
-  }
 }
 
 /**

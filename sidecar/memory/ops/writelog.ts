@@ -166,8 +166,12 @@ export function withWriteLog(s: MemoryStoreAdapter, dir: string): MemoryStoreAda
     const mine = tracesFromLog(await (cached ??= readWrites(dir)), entry);
     if (!mine.length) return p;
     const traces = [...p.traces, ...mine].sort((a, b) => (a.time ?? '').localeCompare(b.time ?? ''));
-    if (p.traces.length) return { traces, ...(p.note ? { note: p.note } : {}) };
-    return { traces, note: `written by AgentKeep (memory ${mine[mine.length - 1].action === 'replace' ? 'edit' : 'add'}, logged in ${writeLogPath(dir)}); no agent tool call wrote this text` };
+    if (p.traces.length) return { ...p, traces };
+    const verb = mine[mine.length - 1].action === 'replace' ? 'edit' : 'add';
+    const how = `written by AgentKeep (memory ${verb}, logged in ${writeLogPath(dir)})`;
+    // the store's history could not be read: whether an agent tool call wrote it too is unknown
+    if (p.unavailable) return { ...p, traces, note: `${how}; ${p.note ?? p.unavailable.message}` };
+    return { traces, note: `${how}; no agent tool call wrote this text` };
   };
   return new Proxy(s, { get: (target, prop, recv) => (prop === 'provenance' ? provenance : Reflect.get(target, prop, recv)) });
 }

@@ -1,0 +1,54 @@
+/**
+ * The `agent-zero` store kind: `agent-zero:/abs/root[?url=http://host:port]` (the Agent Zero
+ * install, Docker: the folder mounted at /a0; `url` = its running web UI, which enables edits), and
+ * where Agent Zero roots are found in a target's local root.
+ */
+import * as path from 'node:path';
+import { checkStoreOptions, localStorePath, splitStoreOptions } from '../files';
+import type { StoreFactory } from '../types';
+import { AgentZeroStore } from './index';
+
+const EXAMPLE = 'agent-zero:/abs/root?url=http://127.0.0.1:50001';
+
+/** Parsed `agent-zero:` store. */
+export interface AgentZeroStoreOptions {
+  root: string;
+  url?: string;
+}
+
+/**
+ * Agent Zero roots in a local directory tree: the tree itself, or `<root>/a0` (the Docker mount
+ * point in a guest's root filesystem), when check passes AND a memory subdir holds an index.pkl (a
+ * FAISS docstore Agent Zero saved): an empty usr/ is no sure sign. Store strings.
+ */
+async function detectAgentZero(localRoot: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const root of [localRoot, path.join(localRoot, 'a0')]) {
+    const s = new AgentZeroStore(root);
+    if (
+      !(await s.check().then(
+        () => true,
+        () => false,
+      ))
+    )
+      continue;
+    const files = await s.agentStateFiles().catch(() => [] as string[]);
+    if (files.some((f) => f.endsWith('/index.pkl'))) out.push(`agent-zero:${root}`);
+  }
+  return out;
+}
+
+export const agentZeroStore: StoreFactory<AgentZeroStoreOptions> = {
+  kind: 'agent-zero',
+  kindName: 'Agent Zero',
+  forms: ['agent-zero:/abs/root', 'agent-zero:/abs/root?url=http://HOST:PORT'],
+  example: EXAMPLE,
+  parse: (rest, spec) => {
+    const { path: p, params } = splitStoreOptions(rest);
+    const root = localStorePath(p, spec, `Use an absolute path, e.g. ${EXAMPLE}.`);
+    checkStoreOptions('agent-zero', params, spec, ['url'], EXAMPLE);
+    return { root, url: params.get('url') || undefined };
+  },
+  create: (p) => new AgentZeroStore(p.options.root, p.spec, { url: p.options.url }),
+  detect: detectAgentZero,
+};

@@ -1,0 +1,203 @@
+/**
+ * The default agent-state implementation of the stores whose agent state is files under a local
+ * directory (Hermes, Agent Zero, mem0): capture each agent-state file into the object store (a
+ * consistent copy through the adapter's captureFile where it has one), restore them (temp file +
+ * rename, mode kept, files the capture does not hold removed, emptied directories pruned), and say
+ * which files differ from a capture. Plus the parsing the three share for `<kind>:/abs/path[?opts]`.
+ * A store that is not local files (an API store) implements capture/restore itself instead.
+ */
+import { promises as fs } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { AgentKeepError } from '../core/errors';
+import { isErrno, mapLimit, tempNameFor, throwIfAborted } from '../core/fsutil';
+import { hashFile } from '../core/objects';
+import { isInside } from '../core/state';
+import type { AgentStateOptions, CaptureSink, CapturedFile, MemoryStoreAdapter, RestoreSource } from './types';
+
+/** What the default implementation needs of a file store's adapter. */
+export type LocalFileStore = Pick<MemoryStoreAdapter, 'spec' | 'agentStateFiles' | 'isVolatilePath' | 'captureFile'>;
+
+/** The absolute path of store-relative POSIX path `rel` under `root`. */
+function absOf(root: string, rel: string): string {
+  return path.join(root, ...rel.split('/'));
+}
+
+/**
+ * Capture the agent-state files of a file store under `root` into `sink`, 8 at a time: through the
+ * adapter's captureFile (a consistent copy, e.g. a SQLite database in WAL mode) into a temp file when
+ * it has one, else the file itself. A file that vanished meanwhile is left out.
+ * @throws FileError naming an unreadable file (AgentKeepErrors of captureFile pass through); the
+ *   abort error when `opts.signal` fires
+ */
+export async function captureLocalFiles(
+  s: LocalFileStore,
+  root: string,
+  sink: CaptureSink,
+  opts: AgentStateOptions = {},
+): Promise<CapturedFile[]> {
+  const files = await s.agentStateFiles();
+  opts.onFiles?.(files.length);
+  const captured = await mapLimit(files, 8, async (rel): Promise<CapturedFile | undefined> => {
+    throwIfAborted(opts.signal, opts.abortWhat ?? 'the capture was stopped');
+    try {
+      if (s.captureFile) return await captureVia(s, rel, sink);
+      const r = await sink.putFile(absOf(root, rel));
+      return { path: rel, size: r.size, hash: r.hash };
+    } catch (e) {
+      if (e instanceof AgentKeepError) throw e;
+      if (isErrno(e, 'ENOENT')) return undefined; // vanished meanwhile
+      throw new AgentKeepError(
+        'FileError',
+        `Cannot read agent-state file ${path.join(root, rel)}: ${(e as Error).message}.`,
+        'Fix its permissions so the sidecar can read it.',
+      );
+    }
+  });
+  return captured.filter((f): f is CapturedFile => !!f);
+}
+
+/**
+ * One agent-state file through the adapter's captureFile into a temp file, then into the sink.
+ * Undefined when the adapter does not capture `rel` on its own (captureFile resolved false).
+ */
+async function captureVia(s: LocalFileStore, rel: string, sink: CaptureSink): Promise<CapturedFile | undefined> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'agentkeep-capture-'));
+  try {
+    const tmp = path.join(dir, 'copy');
+    if ((await s.captureFile!(rel, tmp)) === false) return undefined;
+    const r = await sink.putFile(tmp);
+    return { path: rel, size: r.size, hash: r.hash };
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+/**
+ * Make the agent-state files under `root` what `files` captured: each file whose content differs is
+ * written to a temp file next to it and renamed over it (its mode kept; 0644 for a new file; a
+ * directory in the way is removed); agent-state files that exist now but are not in `files` are
+ * removed, and directories emptied by that are pruned up to `root`. Volatile paths (lock files) are
+ * never touched. The caller has checked that every object exists and holds the store's lock.
+ * @returns store-relative paths changed, in the order written
+ * @throws the abort error when `opts.signal` fires (between files); fs errors
+ */
+export async function restoreLocalFiles(
+  s: LocalFileStore,
+  root: string,
+  files: readonly CapturedFile[],
+  src: RestoreSource,
+  opts: AgentStateOptions = {},
+): Promise<string[]> {
+  const what = opts.abortWhat ?? 'the restore was stopped part-way';
+  const current = (await s.agentStateFiles().catch(() => [] as string[])).filter((rel) => !s.isVolatilePath?.(rel));
+  const want = new Set(files.map((f) => f.path));
+  const changed: string[] = [];
+  for (const f of files) {
+    if (s.isVolatilePath?.(f.path)) continue; // a lock file captured by an older version
+    throwIfAborted(opts.signal, what);
+    const abs = absOf(root, f.path);
+    const st = await fs.lstat(abs).catch(() => undefined);
+    if (st?.isFile() && (await hashFile(abs)) === f.hash) continue;
+    await fs.mkdir(path.dirname(abs), { recursive: true });
+    if (st?.isDirectory()) await fs.rm(abs, { recursive: true, force: true });
+    const tmp = tempNameFor(abs);
+    try {
+      await src.copyOut(f.hash, tmp);
+      await fs.chmod(tmp, st?.isFile() ? st.mode & 0o7777 : 0o644);
+      await fs.rename(tmp, abs);
+    } catch (e) {
+      await fs.rm(tmp, { force: true }).catch(() => undefined);
+      throw e;
+    }
+    changed.push(f.path);
+  }
+  for (const rel of current) {
+    if (want.has(rel)) continue;
+    throwIfAborted(opts.signal, what);
+    const abs = absOf(root, rel);
+    await fs.rm(abs, { force: true });
+    changed.push(rel);
+    // Prune directories emptied by the removal, up to the store root.
+    let dir = path.dirname(abs);
+    while (dir.length > root.length && isInside(dir, root)) {
+      try {
+        await fs.rmdir(dir);
+      } catch {
+        break;
+      }
+      dir = path.dirname(dir);
+    }
+  }
+  return changed;
+}
+
+/**
+ * Store-relative paths under `root` whose content differs from `files`: captured files that changed
+ * or are gone, then agent-state files that exist now but were not captured.
+ */
+export async function changedLocalFiles(
+  s: LocalFileStore,
+  root: string,
+  files: readonly CapturedFile[],
+): Promise<string[]> {
+  const out: string[] = [];
+  const current = new Set(await s.agentStateFiles().catch(() => [] as string[]));
+  for (const f of files) {
+    const h = current.has(f.path) ? await hashFile(absOf(root, f.path)).catch(() => undefined) : undefined;
+    if (h !== f.hash) out.push(f.path);
+    current.delete(f.path);
+  }
+  out.push(...current);
+  return out;
+}
+
+/**
+ * The absolute local path of a file store's string, `<kind>:/abs/path` (also `<kind>:///abs/path`),
+ * normalised (no trailing slash, no `..`).
+ * @param p the part after `<kind>:` without options
+ * @param hint the fix the error names, e.g. "Use hermes:/abs/path/to/.hermes (an absolute path)."
+ * @throws AgentKeepError BadStore when the path is empty or not absolute
+ */
+export function localStorePath(p: string, spec: string, hint: string): string {
+  const q = p.startsWith('//') ? p.slice(2) : p; // tolerate hermes:///abs/path
+  if (!q || !path.isAbsolute(q))
+    throw new AgentKeepError('BadStore', `Store path "${q}" in "${spec}" is not absolute.`, hint);
+  return path.resolve(q);
+}
+
+/** Split `/abs/path?a=1&b=2` into the path and its options (URL query parameters, values URL-decoded). */
+export function splitStoreOptions(rest: string): { path: string; params: URLSearchParams } {
+  const q = rest.indexOf('?');
+  return { path: q >= 0 ? rest.slice(0, q) : rest, params: new URLSearchParams(q >= 0 ? rest.slice(q + 1) : '') };
+}
+
+/**
+ * Refuse options other than `allowed`.
+ * @throws AgentKeepError BadStore for an unknown option (the hint lists the allowed ones and `example`)
+ */
+export function checkStoreOptions(
+  kind: string,
+  params: URLSearchParams,
+  spec: string,
+  allowed: readonly string[],
+  example: string,
+): void {
+  for (const k of params.keys()) {
+    if (!allowed.includes(k)) {
+      throw new AgentKeepError(
+        'BadStore',
+        `Unknown option "${k}" in store "${spec}".`,
+        `${kind} stores take ${allowed.map((a) => `?${a}=`).join(', ')}, e.g. ${example}.`,
+      );
+    }
+  }
+}
+
+/** Whether `p` is a directory (following symlinks). */
+export function isDirectory(p: string): Promise<boolean> {
+  return fs.stat(p).then(
+    (st) => st.isDirectory(),
+    () => false,
+  );
+}

@@ -1,0 +1,65 @@
+/**
+ * The `mem0` store kind: `mem0:/abs/dir[?qdrant=/abs/path][&collection=name]` (mem0's directory,
+ * $MEM0_DIR or ~/.mem0, holding history.db; `qdrant` = the local Qdrant storage when it is not
+ * `<dir>/qdrant`), and where mem0 directories are found in a target's local root.
+ */
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import { AgentKeepError } from '../../core/errors';
+import { checkStoreOptions, localStorePath, splitStoreOptions } from '../files';
+import type { StoreFactory } from '../types';
+import { Mem0Store } from './index';
+
+const EXAMPLE = 'mem0:/home/me/.mem0?qdrant=/home/me/.mem0/qdrant';
+
+/** Parsed `mem0:` store. */
+export interface Mem0StoreOptions {
+  dir: string;
+  qdrant?: string;
+  collection?: string;
+}
+
+/** Whether `file` starts with the SQLite header ("SQLite format 3\0"). */
+async function isSqlite(file: string): Promise<boolean> {
+  const fh = await fs.open(file, 'r').catch(() => undefined);
+  if (!fh) return false;
+  try {
+    const buf = Buffer.alloc(16);
+    const { bytesRead } = await fh.read(buf, 0, 16, 0);
+    return bytesRead === 16 && buf.toString('latin1') === 'SQLite format 3\0';
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * mem0 directories in a local directory tree: `<root>/.mem0` (mem0's default directory in a home)
+ * when its history.db is a SQLite database: the name alone is no sure sign. The Qdrant storage is
+ * not guessed (mem0's default /tmp/qdrant is machine-wide): name it with ?qdrant= to capture it.
+ */
+async function detectMem0(localRoot: string): Promise<string[]> {
+  const dir = path.join(localRoot, '.mem0');
+  return (await isSqlite(path.join(dir, 'history.db'))) ? [`mem0:${dir}`] : [];
+}
+
+export const mem0Store: StoreFactory<Mem0StoreOptions> = {
+  kind: 'mem0',
+  kindName: 'mem0',
+  forms: ['mem0:/abs/dir', 'mem0:/abs/dir?qdrant=/abs/path&collection=NAME'],
+  example: EXAMPLE,
+  parse: (rest, spec) => {
+    const { path: p, params } = splitStoreOptions(rest);
+    const dir = localStorePath(p, spec, `Use an absolute path, e.g. ${EXAMPLE}.`);
+    checkStoreOptions('mem0', params, spec, ['qdrant', 'collection'], EXAMPLE);
+    const qdrant = params.get('qdrant') || undefined;
+    if (qdrant && !path.isAbsolute(qdrant))
+      throw new AgentKeepError(
+        'BadStore',
+        `Qdrant path "${qdrant}" in "${spec}" is not absolute.`,
+        `Use e.g. ${EXAMPLE}.`,
+      );
+    return { dir, qdrant: qdrant && path.resolve(qdrant), collection: params.get('collection') || undefined };
+  },
+  create: (p) => new Mem0Store(p.options.dir, p.spec, { qdrant: p.options.qdrant, collection: p.options.collection }),
+  detect: detectMem0,
+};
