@@ -164,6 +164,8 @@ if (require.main === module && /(^|[\\/])(hook\.js|entry\.ts)$/.test(__filename)
   hookMain(process.argv.slice(2), io, loadBundledFull).then(
     (code) => {
       process.exitCode = code;
+      // an abandoned restore point (over budget) is aborted; never outlive the answer by more than 2 s
+      setTimeout(() => process.exit(code), 2000).unref();
     },
     (e: unknown) => {
       process.stderr.write(`agentkeep hook: internal error: ${e instanceof Error ? e.message : String(e)}; the tool call goes ahead.\n`);

@@ -112,7 +112,7 @@ export async function runHook(call: HookCall, verdict: Acting, args: HookArgs, i
     reason,
     ...(pending?.pre ? { pairOf: pending.pre } : {}),
   };
-  const budget = overBudget(left() - 1000, 'the restore point');
+  const budget = overBudget(Math.max(500, left() - 1000), 'the restore point');
   try {
     const rp = await Promise.race([callCore(core, 'restorePointCreate', params), budget.promise]);
     if (call.event === 'pre') {
