@@ -114,6 +114,13 @@ describe('Hermes hook (install into config.yaml, run as Hermes runs it)', functi
     return ours[0].command;
   }
 
+  it('the hook program stays small: out/hook.js holds the risk classifier, not the core, zod or the YAML parser', async () => {
+    const code = await fs.readFile(HOOK, 'utf8');
+    assert.ok(code.length < 120 * 1024, `out/hook.js is ${code.length} bytes`);
+    for (const heavy of ['ZodType', 'LineCounter', 'node-sqlite3-wasm', 'McpServer']) assert.ok(!code.includes(heavy), `out/hook.js bundles ${heavy}`);
+    assert.ok(code.includes('hook-full.js'), 'it loads the full part at run time');
+  });
+
   it('install adds the six entries and keeps every other byte; a second install changes nothing; remove restores the file byte for byte', async () => {
     const r = await ak('hook', 'install', 'hermes', '--home', home);
     assert.equal(r.code, 0, r.stderr);
