@@ -19,9 +19,9 @@ import { call } from '../core/dispatch';
 import { AgentKeepError } from '../core/errors';
 import { resolveStateDir } from '../core/state';
 import { cliTargetArgs } from './actions';
-import { resolveTarget } from '../core/target';
 import type { RestoreRequest } from '../protocol';
-import { listHookAgents, resolveHookAgent, saveHookAgent, type HookAgent } from '../hooks/agents';
+import { resolveAgent } from '../core/agents';
+import { resolveHookAgent } from '../hooks/agents';
 import { hookMain, processStdin, type HookFull } from '../hooks/entry';
 import { hermesHomeOf, installAgentZero, installHermes, removeAgentZero, removeHermes, statusAgentZero, statusHermes, type HookChange, type HookStatus } from '../hooks/install';
 import { serveMcp } from '../hooks/mcp';
@@ -71,22 +71,26 @@ function requestsTable(rs: RestoreRequest[]): string {
   return table([['ID', 'STATUS', 'AGENT', 'RESTORE POINT', 'SCOPE', 'TARGET', 'REASON'], ...rs.map((r) => [r.id, r.status, r.agent ?? '', r.restorePoint, r.scope, r.target, r.reason])]);
 }
 
+/** The agent an install acts for, and whether it is to be (re)registered as a named agent. */
+interface InstallAgent {
+  name: string;
+  target: string;
+  stores?: string[];
+  register: boolean;
+}
+
 /**
- * The agent a command acts for. --target makes (or updates) it; without one a known name is used;
- * `fallback` sets up an unnamed first agent (hook install hermes: the Hermes home itself).
- * @throws InvalidParams for an unknown --agent without --target (naming the known ones)
+ * The agent `hook install` sets up: --target (with --store) names (or re-points) the agent NAME;
+ * without it a named agent (--agent NAME, else the default one) is used; with no agent set up at all,
+ * `hook install hermes` makes one named hermes for the Hermes home (dir:HOME, hermes:HOME).
+ * @throws AgentNotFound for an unknown --agent without --target (naming the known ones)
  */
-async function agentFor(stateDir: string, o: { agent?: string; target?: string; store: string[] }, fallbackName: string, fallback?: { target: string; stores: string[] }): Promise<{ agent: HookAgent; fresh: boolean }> {
-  const name = o.agent ?? fallbackName;
-  if (o.target) {
-    await resolveTarget(o.target); // a target that does not parse fails here, before anything is written
-    const old = (await listHookAgents(stateDir)).find((a) => a.name === name);
-    return { agent: { name, target: o.target, stores: o.store, failClosed: old?.failClosed ?? false, allowAgentRestores: old?.allowAgentRestores ?? false }, fresh: true };
-  }
-  const known = (await listHookAgents(stateDir)).find((a) => a.name === name);
-  if (known) return { agent: known, fresh: false };
-  if (!o.agent && fallback) return { agent: { name, ...fallback, failClosed: false, allowAgentRestores: false }, fresh: true };
-  return { agent: await resolveHookAgent(stateDir, { agent: name }), fresh: false };
+async function installAgent(d: HookCliDeps, stateDir: string, kind: Kind, home: string | undefined, o: { agent?: string; target?: string; store: string[] }): Promise<InstallAgent> {
+  if (o.target) return { name: o.agent ?? kind, target: o.target, ...(o.store.length ? { stores: o.store } : {}), register: true };
+  const r = await resolveAgent(stateDir, { agent: o.agent, stores: o.store });
+  if (r?.name) return { name: r.name, target: r.target, ...(r.stores ? { stores: r.stores } : {}), register: !!o.store.length };
+  if (kind === 'hermes' && home) return { name: o.agent ?? 'hermes', target: `dir:${home}`, stores: [`hermes:${home}`], register: true };
+  throw d.usage('hook install agent-zero needs the agent: --agent NAME (agentkeep agent add NAME --target T) or --target T.', 'Give e.g. --agent a0 --target dir:/a0/usr.');
 }
 
 /** Add `hook`, `mcp` and `request` to the program. */
@@ -109,13 +113,22 @@ export function addHookCommands(root: Command, d: HookCliDeps): void {
       const asJson = d.json(cmd);
       const kind = kindOf(d, k);
       const stateDir = stateDirOf(cmd);
+      const c = d.core(cmd);
       const home = kind === 'hermes' ? hermesHomeOf(o.home) : undefined;
-      const { agent, fresh } = await agentFor(stateDir, o, kind, home ? { target: `dir:${home}`, stores: [`hermes:${home}`] } : undefined);
-      const change = kind === 'hermes' ? await installHermes({ home: o.home, agent: agent.name, stateDir, mcp: o.mcp }) : await installAgentZero({ root: o.root, agent: agent.name, stateDir });
-      if (fresh) await saveHookAgent(stateDir, agent);
-      if (kind === 'agent-zero' && !agent.target) change.notes.push('Give the agent a target: agentkeep hook install agent-zero --root DIR --agent NAME --target T.');
-      change.notes.push(`Restore points of agent ${agent.name} go to ${agent.target}${agent.stores.length ? ` with ${agent.stores.join(', ')}` : ''}; fail ${agent.failClosed ? 'closed' : 'open'} (agentkeep hook settings --agent ${agent.name} changes it).`);
-      if (asJson) d.printJson({ ...change, agent });
+      const agent = await installAgent(d, stateDir, kind, home, o);
+      const install = (dryRun: boolean): Promise<HookChange> =>
+        kind === 'hermes' ? installHermes({ home: o.home, agent: agent.name, stateDir, mcp: o.mcp, dryRun }) : installAgentZero({ root: o.root, agent: agent.name, stateDir, dryRun });
+      // everything is checked before anything is written: the agent's config, then the named agent
+      await install(true);
+      if (agent.register) {
+        const old = (await call(c, 'agentList', {})).agents.find((a) => a.name === agent.name);
+        const same = old && old.target === agent.target && JSON.stringify(old.stores ?? []) === JSON.stringify(agent.stores ?? []);
+        if (!same) await call(c, 'agentAdd', { name: agent.name, target: agent.target, ...(agent.stores ? { stores: agent.stores } : {}), ...(old ? { replace: true, failClosed: old.failClosed } : {}) });
+      }
+      const change = await install(false);
+      const named = (await call(c, 'agentList', {})).agents.find((a) => a.name === agent.name);
+      change.notes.push(`Restore points of agent ${agent.name} go to ${named?.target ?? agent.target}${named?.stores?.length ? ` with ${named.stores.join(', ')}` : ''}; fail ${named?.failClosed ? 'closed' : 'open'} (agentkeep hook settings --agent ${agent.name} changes it).`);
+      if (asJson) d.printJson({ ...change, agent: named });
       else d.io.out(changeText(change));
     });
 
@@ -146,10 +159,10 @@ export function addHookCommands(root: Command, d: HookCliDeps): void {
       const kinds: Kind[] = k ? [kindOf(d, k)] : o.root ? (o.home ? ['hermes', 'agent-zero'] : ['agent-zero']) : ['hermes'];
       const hooks: HookStatus[] = [];
       for (const kind of kinds) hooks.push(kind === 'hermes' ? await statusHermes({ home: o.home }) : await statusAgentZero({ root: o.root }));
-      const agents = await listHookAgents(stateDirOf(cmd));
+      const { agents } = await call(d.core(cmd), 'agentList', {});
       if (asJson) d.printJson({ hooks, agents });
       else {
-        const ag = agents.length ? `Agents:\n${table([['NAME', 'TARGET', 'STORES', 'FAIL', 'AGENT RESTORES'], ...agents.map((a) => [a.name, a.target, a.stores.join(', '), a.failClosed ? 'closed' : 'open', a.allowAgentRestores ? 'scope agent without approval' : 'need approval'])])}` : 'No agents set up yet.';
+        const ag = agents.length ? `Agents:\n${table([['NAME', 'TARGET', 'STORES', 'FAIL', 'AGENT RESTORES'], ...agents.map((a) => [a.name, a.target, (a.stores ?? []).join(', '), a.failClosed ? 'closed' : 'open', a.allowAgentRestores ? 'scope agent without approval' : 'need approval'])])}` : 'No agents set up yet.';
         d.io.out([...hooks.map(statusText), ag].join('\n'));
       }
     });
@@ -167,15 +180,13 @@ export function addHookCommands(root: Command, d: HookCliDeps): void {
       const asJson = d.json(cmd);
       if (o.failClosed && o.failOpen) throw d.usage('--fail-closed and --fail-open contradict each other.', 'Give one of them.');
       if (o.allowAgentRestores && o.approveAgentRestores) throw d.usage('--allow-agent-restores and --approve-agent-restores contradict each other.', 'Give one of them.');
-      const stateDir = stateDirOf(cmd);
-      const a = await resolveHookAgent(stateDir, { agent: o.agent });
-      const next = await saveHookAgent(stateDir, {
-        name: a.name,
+      const next = await call(d.core(cmd), 'agentSetSettings', {
+        name: o.agent,
         ...(o.failClosed ? { failClosed: true } : o.failOpen ? { failClosed: false } : {}),
         ...(o.allowAgentRestores ? { allowAgentRestores: true } : o.approveAgentRestores ? { allowAgentRestores: false } : {}),
       });
       if (asJson) d.printJson(next);
-      else d.io.out(`Agent ${next.name}: target ${next.target}; fail ${next.failClosed ? 'closed (a risky call is blocked when its restore point cannot be taken)' : 'open (a risky call goes ahead when its restore point cannot be taken, with a warning)'}; restore requests ${next.allowAgentRestores ? 'of scope agent run without approval' : 'wait for approval'}.`);
+      else d.io.out(`Agent ${next.name}: target ${next.target}; hooks fail ${next.failClosed ? 'closed (a risky call is blocked when its restore point cannot be taken)' : 'open (a risky call goes ahead when its restore point cannot be taken, with a warning)'}; restore requests ${next.allowAgentRestores ? 'of scope agent run without approval' : 'wait for approval'}.`);
     });
 
   hook
@@ -208,11 +219,13 @@ export function addHookCommands(root: Command, d: HookCliDeps): void {
     .command('list')
     .description('restore requests, newest first (pending only, unless --all)')
     .option('--target <target>', 'only this target\'s')
+    .option('--agent <name>', "only this agent's (its target)")
     .option('--all', 'also approved, denied and failed ones')
     .option('--json', 'print a JSON array')
-    .action(async (o: { target?: string; all?: boolean }, cmd: Command) => {
+    .action(async (o: { target?: string; agent?: string; all?: boolean }, cmd: Command) => {
       const asJson = d.json(cmd);
-      const rs = await call(d.core(cmd), 'requestList', { ...(o.target ? { target: o.target } : {}), ...(o.all ? {} : { status: 'pending' }) });
+      const target = o.target ?? (o.agent ? (await resolveHookAgent(stateDirOf(cmd), { agent: o.agent })).target : undefined);
+      const rs = await call(d.core(cmd), 'requestList', { ...(target ? { target } : {}), ...(o.all ? {} : { status: 'pending' }) });
       if (asJson) d.printJson(rs);
       else d.io.out(requestsTable(rs));
     });

@@ -13,6 +13,8 @@
  *     agentkeep memory list --store S [--store S ...] [--json]
  *     agentkeep guest read|write --target proxmox://HOST/NODE/qemu/VMID --file PATH [--out F | --from F | --text T] [--yes]
  *     agentkeep agent discover --target proxmox://HOST[:PORT] [--tag agent] [--json]
+ *     agentkeep agent add NAME --target T [--store S ...] [--fail-closed] [--replace] [--json]
+ *     agentkeep agent list|remove NAME|default NAME [--json]
  *     agentkeep memory show --store S [--store S ...] --entry ID [--json]
  *     agentkeep memory edit --store S --entry ID --text TEXT [--expected-hash H] [--json]
  *     agentkeep memory remove --store S --entry ID [--expected-hash H] [--json]
@@ -24,6 +26,8 @@
  *     agentkeep serve --stdio | --ws HOST:PORT --token-file FILE
  *     agentkeep hook install|remove|status|settings|run …, agentkeep mcp, agentkeep request list|approve|deny (sidecar/cli/hooks.ts)
  *     global: --state-dir DIR (also AGENTKEEP_STATE_DIR)
+ *     every command with --target / --store also takes --agent NAME; with neither --agent nor --target
+ *     the default agent is used (sidecar/cli/agents.ts)
  *
  * Output: human tables, or with --json ONE JSON document on stdout. Errors: one line on stderr
  * naming the problem, the next actions as `agentkeep …` command lines (cli/actions.ts) and the fix;
@@ -49,6 +53,8 @@ import { addHookCommands } from './hooks';
 import { guardSignals } from './signals';
 import { resolveStateDir } from '../core/state';
 import { cliTargetArgs, commandLine, describeProblem, type RenderOptions } from './actions';
+import { agentCommands, useNamedAgents } from './agents';
+import { UsageError } from './usage';
 import { parseDuration } from '../core/retention';
 import { describeStore, storeFactories } from '../memory';
 import { VERSION } from './version';
@@ -100,8 +106,6 @@ function collect(v: string, prev: string[]): string[] {
   return [...prev, v];
 }
 
-/** Exit code carried by a usage error. */
-class UsageError extends AgentKeepError {}
 
 /** Option parser for a duration (1h, 30m, 90s, 2d, 0) in ms. @throws UsageError (exit 2) naming the option. */
 function duration(opt: string): (v: string) => number {
@@ -452,9 +456,11 @@ function program(ctx: Ctx): Command {
       else ctx.io.out(memoryTable(r.stores, r.descriptions));
     });
 
-  root
+  const agent = root
     .command('agent')
-    .description('agents on a hypervisor')
+    .description('named agents (add, list, remove, default) and the agents on a hypervisor (discover)');
+  agentCommands(agent, { io: ctx.io, core, json, print: (v) => printJson(ctx, v) });
+  agent
     .command('discover')
     .description('list the Proxmox guests with a tag (default "agent") that the token can see, as targets')
     .requiredOption('--target <target>', 'the Proxmox host, e.g. proxmox://pve.lan (credentials from AGENTKEEP_PVE_TOKEN, AGENTKEEP_PVE_FINGERPRINT)')
@@ -755,6 +761,8 @@ function program(ctx: Ctx): Command {
     },
   });
 
+  // --agent NAME (or the default agent) on every command that takes --target / --store
+  useNamedAgents(root, coreOpts);
   return root;
 }
 

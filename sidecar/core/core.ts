@@ -16,12 +16,14 @@
  *   requests.ts   request.create / list / approve / deny (the agent's restore requests)
  *   hookWarnings.ts warnings of the agent hooks (agent.status hookWarnings)
  *   guest.ts      guest file I/O (Proxmox guest agent) and agent.discover, through the backends
+ *   agents.ts     agent.list / add / remove / setDefault: the named agents in <stateDir>/config.json
  * Params are validated once, at the boundary (sidecar/core/dispatch.ts: the servers, and the CLI
  * through `call`); these methods trust their params' shape. See sidecar/core/state.ts for the
  * state-dir layout.
  */
 import type { MemoryStoreAdapter } from '../memory';
 import type { ChangeSummary, ParamsOf, ResultOf, RestorePoint } from '../protocol';
+import { addAgent, listAgents, removeAgent, setAgentSettings, setDefaultAgent } from './agents';
 import { CoreContext } from './context';
 import { createRestorePoint } from './create';
 import { detectStores } from './detect';
@@ -188,6 +190,26 @@ export class Core implements CoreApi {
   /** See guest.ts discoverAgents. */
   discoverAgents(p: ParamsOf<'agentDiscover'>): Promise<ResultOf<'agentDiscover'>> {
     return discoverAgents(p);
+  }
+  /** See agents.ts listAgents. */
+  listAgents(p: ParamsOf<'agentList'>): Promise<ResultOf<'agentList'>> {
+    return listAgents(this.ctx, p);
+  }
+  /** See agents.ts addAgent. */
+  addAgent(p: ParamsOf<'agentAdd'>): Promise<ResultOf<'agentAdd'>> {
+    return addAgent(this.ctx, p);
+  }
+  /** See agents.ts removeAgent. */
+  removeAgent(p: ParamsOf<'agentRemove'>): Promise<ResultOf<'agentRemove'>> {
+    return removeAgent(this.ctx, p);
+  }
+  /** See agents.ts setAgentSettings. */
+  setAgentSettings(p: ParamsOf<'agentSetSettings'>): Promise<ResultOf<'agentSetSettings'>> {
+    return setAgentSettings(this.ctx, p);
+  }
+  /** See agents.ts setDefaultAgent. */
+  setDefaultAgent(p: ParamsOf<'agentSetDefault'>): Promise<ResultOf<'agentSetDefault'>> {
+    return setDefaultAgent(this.ctx, p);
   }
   /** See status.ts targetDescription. */
   describeTarget(p: ParamsOf<'targetDescribe'>): Promise<ResultOf<'targetDescribe'>> {

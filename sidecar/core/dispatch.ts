@@ -44,6 +44,11 @@ const HANDLERS: Handlers = {
   requestList: (c, p) => c.listRequests(p),
   requestApprove: (c, p) => c.approveRequest(p),
   requestDeny: (c, p) => c.denyRequest(p),
+  agentList: (c, p) => c.listAgents(p),
+  agentAdd: (c, p) => c.addAgent(p),
+  agentRemove: (c, p) => c.removeAgent(p),
+  agentSetDefault: (c, p) => c.setDefaultAgent(p),
+  agentSetSettings: (c, p) => c.setAgentSettings(p),
   riskScan: async (_c, p) => scanText(p.file, p.text),
 };
 

@@ -85,6 +85,16 @@ export interface CoreApi {
   guestFileWrite(target: string, file: string, content: string): Promise<void>;
   /** See Methods.agentDiscover. */
   discoverAgents(p: ParamsOf<'agentDiscover'>): Promise<ResultOf<'agentDiscover'>>;
+  /** See Methods.agentList: the named agents of the state dir's config.json. */
+  listAgents(p: ParamsOf<'agentList'>): Promise<ResultOf<'agentList'>>;
+  /** See Methods.agentAdd. */
+  addAgent(p: ParamsOf<'agentAdd'>): Promise<ResultOf<'agentAdd'>>;
+  /** See Methods.agentRemove. */
+  removeAgent(p: ParamsOf<'agentRemove'>): Promise<ResultOf<'agentRemove'>>;
+  /** See Methods.agentSetDefault. */
+  setDefaultAgent(p: ParamsOf<'agentSetDefault'>): Promise<ResultOf<'agentSetDefault'>>;
+  /** See Methods.agentSetSettings. */
+  setAgentSettings(p: ParamsOf<'agentSetSettings'>): Promise<ResultOf<'agentSetSettings'>>;
   /** See Methods.targetDescribe: capabilities, local root and guest of a target (no I/O). */
   describeTarget(p: ParamsOf<'targetDescribe'>): Promise<ResultOf<'targetDescribe'>>;
 }

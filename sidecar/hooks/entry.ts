@@ -85,12 +85,12 @@ function storePath(spec: string): string {
   return spec.replace(/^[A-Za-z][A-Za-z0-9_-]*:/, '');
 }
 
-/** The agent's home folders: its stores (command line, else hooks/agents.json) and HERMES_HOME. */
+/** The agent's home folders: its stores (command line, else the named agent's in config.json) and HERMES_HOME. */
 export function agentHomes(args: HookArgs, env: NodeJS.ProcessEnv = process.env): string[] {
   let stores = args.stores;
   if (!stores.length && args.agent) {
     try {
-      const f = JSON.parse(readFileSync(path.join(hookStateDir(args, env), 'hooks', 'agents.json'), 'utf8')) as { agents?: Record<string, { stores?: string[] }> };
+      const f = JSON.parse(readFileSync(path.join(hookStateDir(args, env), 'config.json'), 'utf8')) as { agents?: Record<string, { stores?: string[] }> };
       stores = f.agents?.[args.agent]?.stores ?? [];
     } catch {
       /* no settings yet */

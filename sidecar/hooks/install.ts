@@ -95,9 +95,10 @@ export function hermesHookCommand(p: HookPrograms, agent: string, stateDir: stri
 
 /**
  * Add AgentKeep's hooks (and with `mcp` its MCP server) to a Hermes home's config.yaml.
+ * @param o.dryRun check everything and report, but write nothing
  * @throws InvalidParams (not a Hermes home, config.yaml does not parse, flow-style hooks), Unsupported (not built)
  */
-export async function installHermes(o: { home?: string; agent: string; stateDir: string; mcp?: boolean; programs?: HookPrograms }): Promise<HookChange> {
+export async function installHermes(o: { home?: string; agent: string; stateDir: string; mcp?: boolean; programs?: HookPrograms; dryRun?: boolean }): Promise<HookChange> {
   const home = hermesHomeOf(o.home);
   const file = await hermesConfigFile(home);
   const progs = o.programs ?? hookPrograms();
@@ -110,6 +111,7 @@ export async function installHermes(o: { home?: string; agent: string; stateDir:
   if (out === text) {
     return { kind: 'hermes', files: [file], changed: false, message: `AgentKeep's hooks${o.mcp ? ' and MCP server are' : ' are'} already in ${file}; nothing changed.`, command, notes };
   }
+  if (o.dryRun) return { kind: 'hermes', files: [file], changed: true, message: `Would add AgentKeep's entries to ${file}.`, command, notes };
   const paths = installRecordPaths(o.stateDir, file);
   const old = await readJsonIfExists<HermesRecord>(paths.record).catch(() => undefined);
   // keep the first backup while the file is still as the last install left it (remove then restores the original bytes)
@@ -229,7 +231,7 @@ export function agentZeroHookArgv(p: HookPrograms, agent: string, stateDir: stri
  * Write the two extension files into an Agent Zero folder.
  * @throws InvalidParams (not Agent Zero; a file of the same name not written by AgentKeep is in the way)
  */
-export async function installAgentZero(o: { root?: string; agent: string; stateDir: string; programs?: HookPrograms }): Promise<HookChange> {
+export async function installAgentZero(o: { root?: string; agent: string; stateDir: string; programs?: HookPrograms; dryRun?: boolean }): Promise<HookChange> {
   const root = await agentZeroRoot(o.root);
   const progs = o.programs ?? hookPrograms();
   const argv = agentZeroHookArgv(progs, o.agent, o.stateDir);
@@ -244,6 +246,7 @@ export async function installAgentZero(o: { root?: string; agent: string; stateD
   if (current.before === want.before && current.after === want.after) {
     return { kind: 'agent-zero', files: [files.before, files.after], changed: false, message: `AgentKeep's extensions are already in ${root}; nothing changed.`, command: argv.map(shlexQuote).join(' '), notes };
   }
+  if (o.dryRun) return { kind: 'agent-zero', files: [files.before, files.after], changed: true, message: `Would write ${files.before} and ${files.after}.`, notes };
   for (const k of ['before', 'after'] as const) {
     await fs.mkdir(path.dirname(files[k]), { recursive: true });
     await writeFileAtomic(files[k], want[k]);

@@ -67,6 +67,8 @@ export const ErrorCodes = {
   AuthFailed: { code: -33017, name: 'auth_failed' },
   /** The guest is locked (Proxmox `lock`: backup, snapshot, snapshot-delete, ...) or the VM is busy; AgentKeep never unlocks by itself. */
   GuestLocked: { code: -33018, name: 'guest_locked' },
+  /** No named agent of that name in <stateDir>/config.json (agent add NAME makes one); the message names the known ones. */
+  AgentNotFound: { code: -33030, name: 'agent_not_found' },
   /** Anything else; the message says what happened. */
   Internal: { code: -33099, name: 'internal' },
 } as const;
@@ -491,6 +493,49 @@ export const RestoreRequest = z.object({
 });
 export type RestoreRequest = z.infer<typeof RestoreRequest>;
 
+/** The name of a named agent (`agentkeep agent add NAME`), as given to `--agent NAME`. */
+export const AgentName = z
+  .string()
+  .regex(
+    /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/,
+    'an agent name starts with a letter and has at most 64 letters, digits, "_", "." or "-"',
+  )
+  .describe('Name of a named agent, e.g. "hermes-vm" (a letter first, then letters, digits, _ . -; at most 64)');
+
+/** Per-agent settings as kept under `agents.<name>` of <stateDir>/config.json. */
+export const AgentSettings = z
+  .object({
+    target: Target,
+    stores: z
+      .array(Store)
+      .optional()
+      .describe('Stores whose agent state each restore point captures; absent: the Hermes homes found in the target'),
+    failClosed: z
+      .boolean()
+      .optional()
+      .describe(
+        "Hooks block the agent's tool call when a restore point cannot be taken (absent/false: fail open, the call " +
+          'goes through with a warning). apt hooks are always fail-open',
+      ),
+    allowAgentRestores: z
+      .boolean()
+      .optional()
+      .describe(
+        "The agent's own restore requests (MCP restore_request) of scope agent run without a person's approval " +
+          '(absent/false: every request waits for request.approve). Scope machine and both always wait',
+      ),
+  })
+  .describe("One named agent's settings in <stateDir>/config.json");
+export type AgentSettings = z.infer<typeof AgentSettings>;
+
+/** A named agent as agent.list returns it. */
+export const NamedAgent = AgentSettings.extend({
+  name: AgentName,
+  failClosed: z.boolean().describe('See AgentSettings.failClosed (false when not set)'),
+  default: z.boolean().describe('This is the default agent (used when a command names no --agent and no --target)'),
+}).describe('A named agent');
+export type NamedAgent = z.infer<typeof NamedAgent>;
+
 // ---------------------------------------------------------------------------------------------
 // Methods
 // ---------------------------------------------------------------------------------------------
@@ -769,6 +814,60 @@ export const Methods = {
       'alone: no I/O, so it works for an unreachable target. BadTarget for a string that does not parse.',
     z.object({ target: Target }),
     TargetDescription,
+  ),
+  agentList: method(
+    'agent.list',
+    'The named agents kept in <stateDir>/config.json (`agentkeep agent add`), sorted by name, and which one is the ' +
+      'default. A config.json that does not parse is an error (bad_state_dir naming the file and the field), never an ' +
+      'empty list.',
+    z.object({}),
+    z.object({
+      agents: z.array(NamedAgent),
+      default: AgentName.optional().describe('The default agent, when one is set'),
+      configFile: z.string().describe('Absolute path of the config.json they live in'),
+    }),
+  ),
+  agentAdd: method(
+    'agent.add',
+    'Add a named agent: its target and stores (checked: they must parse; a local target must exist) and its ' +
+      'settings, written to <stateDir>/config.json atomically, every other key kept. The first agent becomes the ' +
+      'default. invalid_params when the name is taken (unless `replace`).',
+    z.object({
+      name: AgentName,
+      target: Target,
+      stores: z.array(Store).optional().describe('Stores to capture; absent: the Hermes homes found in the target'),
+      failClosed: z.boolean().optional().describe('See AgentSettings.failClosed (default false)'),
+      replace: z.boolean().optional().describe('Replace an agent of that name instead of refusing'),
+    }),
+    NamedAgent,
+  ),
+  agentRemove: method(
+    'agent.remove',
+    'Remove a named agent from <stateDir>/config.json (its restore points stay: they belong to the target). ' +
+      'Removing the default agent leaves no default. agent_not_found naming the known agents.',
+    z.object({ name: z.string().min(1, 'the agent name is empty').describe('The agent') }),
+    z.object({
+      removed: AgentName,
+      default: AgentName.optional().describe('The default agent after the removal, if any'),
+    }),
+  ),
+  agentSetDefault: method(
+    'agent.setDefault',
+    'Make a named agent the default one (used when a command names neither an agent nor a target). ' +
+      'agent_not_found naming the known agents.',
+    z.object({ name: z.string().min(1, 'the agent name is empty').describe('The agent') }),
+    NamedAgent,
+  ),
+  agentSetSettings: method(
+    'agent.setSettings',
+    "Change a named agent's hook settings (failClosed, allowAgentRestores) in <stateDir>/config.json, every " +
+      'other key kept; a setting not given keeps its value. agent_not_found naming the known agents.',
+    z.object({
+      name: z.string().min(1, 'the agent name is empty').describe('The agent'),
+      failClosed: z.boolean().optional().describe('See AgentSettings.failClosed'),
+      allowAgentRestores: z.boolean().optional().describe('See AgentSettings.allowAgentRestores'),
+    }),
+    NamedAgent,
   ),
   agentStatus: method(
     'agent.status',

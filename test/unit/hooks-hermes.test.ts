@@ -205,7 +205,7 @@ describe('Hermes hook (install into config.yaml, run as Hermes runs it)', functi
     assert.equal(r.code, 1);
     assert.match(r.stderr, /config\.yaml does not parse as YAML \(line \d+, column \d+: .*\); nothing was changed\. Fix the file/);
     assert.equal(await fs.readFile(cfg, 'utf8'), broken);
-    assert.ok(!existsSync(path.join(state, 'hooks', 'agents.json')), 'no agent recorded');
+    assert.ok(!existsSync(path.join(state, 'config.json')), 'no agent recorded');
     assert.ok(!existsSync(path.join(state, 'hooks', 'backups')), 'no backup written');
 
     const notHome = path.join(tmp, 'project');
@@ -218,7 +218,7 @@ describe('Hermes hook (install into config.yaml, run as Hermes runs it)', functi
     await fs.writeFile(cfg, HERMES_CONFIG);
     const u = await ak('hook', 'install', 'hermes', '--home', home, '--agent', 'nosuch');
     assert.equal(u.code, 1);
-    assert.match(u.stderr, /Unknown agent "nosuch"/);
+    assert.match(u.stderr, /No agent named "nosuch"/);
     assert.equal(await fs.readFile(cfg, 'utf8'), HERMES_CONFIG);
 
     const flow = 'hooks: {pre_tool_call: []}\n';
@@ -316,7 +316,10 @@ describe('Hermes hook (install into config.yaml, run as Hermes runs it)', functi
   });
 
   it('fails open with a warning that list and agent.status show (target unreachable, target busy); fail-closed blocks with Hermes block JSON', async () => {
+    // the agent's target goes away after the install (an unmounted disk, a deleted folder)
+    await fs.mkdir(path.join(tmp, 'missing'));
     assert.equal((await ak('hook', 'install', 'hermes', '--home', home, '--agent', 'gone', '--target', `dir:${path.join(tmp, 'missing')}`)).code, 0);
+    await fs.rm(path.join(tmp, 'missing'), { recursive: true });
     const command = await installedCommand();
     const pay = hermesPayload('pre', 'terminal', { command: 'sudo apt-get install -y nginx' }, 'sess_x', 'call_x');
     const r = await runHookCommand(command, pay);
