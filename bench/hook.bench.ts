@@ -22,13 +22,24 @@ const ROOT = path.resolve(__dirname, '..');
 const ROUNDS = Number(process.env.BENCH_HOOK_ROUNDS ?? 30);
 
 async function buildOut(): Promise<void> {
-  const common: BuildOptions = { absWorkingDir: ROOT, bundle: true, platform: 'node', target: 'node20', format: 'cjs', mainFields: ['module', 'main'], logLevel: 'error' };
+  const common: BuildOptions = {
+    absWorkingDir: ROOT,
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    mainFields: ['module', 'main'],
+    logLevel: 'error',
+  };
   await Promise.all([
     build({ ...common, entryPoints: ['sidecar/main.ts'], outfile: 'out/sidecar.js' }),
     build({ ...common, entryPoints: ['sidecar/hooks/entry.ts'], outfile: 'out/hook.js', minify: true }),
     build({ ...common, entryPoints: ['sidecar/hooks/run.ts'], outfile: 'out/hook-full.js' }),
   ]);
-  fs.copyFileSync(path.join(ROOT, 'node_modules/node-sqlite3-wasm/dist/node-sqlite3-wasm.wasm'), path.join(ROOT, 'out/node-sqlite3-wasm.wasm'));
+  fs.copyFileSync(
+    path.join(ROOT, 'node_modules/node-sqlite3-wasm/dist/node-sqlite3-wasm.wasm'),
+    path.join(ROOT, 'out/node-sqlite3-wasm.wasm'),
+  );
 }
 
 /** Wall time of one process run, in ms. */
@@ -41,7 +52,15 @@ function run(argv: string[], stdin = ''): number {
 }
 
 function payload(command: string, id: string): string {
-  return JSON.stringify({ hook_event_name: 'pre_tool_call', tool_name: 'terminal', tool_input: { command }, session_id: 'sess_bench', cwd: '/tmp', profile: 'default', extra: { task_id: 't', tool_call_id: id, turn_id: 'u', api_request_id: 'r', middleware_trace: [] } });
+  return JSON.stringify({
+    hook_event_name: 'pre_tool_call',
+    tool_name: 'terminal',
+    tool_input: { command },
+    session_id: 'sess_bench',
+    cwd: '/tmp',
+    profile: 'default',
+    extra: { task_id: 't', tool_call_id: id, turn_id: 'u', api_request_id: 'r', middleware_trace: [] },
+  });
 }
 
 async function main(): Promise<void> {
@@ -55,10 +74,39 @@ async function main(): Promise<void> {
     fs.writeFileSync(path.join(d, `f${i}.txt`), `file ${i}\n`.repeat(20));
   }
   const node = process.execPath;
-  const hook = [node, path.join(ROOT, 'out/hook.js'), 'hook', 'run', 'hermes', '--agent', 'bench', '--target', `dir:${tree}`, '--state-dir', state];
-  const cli = [node, path.join(ROOT, 'out/sidecar.js'), '--state-dir', state, 'hook', 'run', 'hermes', '--agent', 'bench', '--target', `dir:${tree}`];
+  const hook = [
+    node,
+    path.join(ROOT, 'out/hook.js'),
+    'hook',
+    'run',
+    'hermes',
+    '--agent',
+    'bench',
+    '--target',
+    `dir:${tree}`,
+    '--state-dir',
+    state,
+  ];
+  const cli = [
+    node,
+    path.join(ROOT, 'out/sidecar.js'),
+    '--state-dir',
+    state,
+    'hook',
+    'run',
+    'hermes',
+    '--agent',
+    'bench',
+    '--target',
+    `dir:${tree}`,
+  ];
   const safe = payload('ls -la && git status', 'call_safe');
-  const rows: Record<string, number[]> = { 'node -e 0': [], 'out/hook.js, non-risky terminal call': [], 'out/sidecar.js hook run, same call': [], 'out/hook.js, risky call (pre restore point, dir, 2,000 files)': [] };
+  const rows: Record<string, number[]> = {
+    'node -e 0': [],
+    'out/hook.js, non-risky terminal call': [],
+    'out/sidecar.js hook run, same call': [],
+    'out/hook.js, risky call (pre restore point, dir, 2,000 files)': [],
+  };
   // warm the page cache once
   run([node, '-e', '0']);
   run(hook, safe);
@@ -67,17 +115,26 @@ async function main(): Promise<void> {
     rows['node -e 0'].push(run([node, '-e', '0']));
     rows['out/hook.js, non-risky terminal call'].push(run(hook, safe));
     rows['out/sidecar.js hook run, same call'].push(run(cli, safe));
-    if (r % 3 === 0) rows['out/hook.js, risky call (pre restore point, dir, 2,000 files)'].push(run(hook, payload('pip install requests', `call_${r}`)));
+    if (r % 3 === 0)
+      rows['out/hook.js, risky call (pre restore point, dir, 2,000 files)'].push(
+        run(hook, payload('pip install requests', `call_${r}`)),
+      );
   }
   const base = median(rows['node -e 0']);
   const p90 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.9)];
   const lines = [
     `| process (${ROUNDS} rounds, interleaved) | median | p90 | × node -e 0 |`,
     '|---|---:|---:|---:|',
-    ...Object.entries(rows).map(([k, xs]) => `| ${k} | ${median(xs).toFixed(0)} ms | ${p90(xs).toFixed(0)} ms | ${(median(xs) / base).toFixed(2)}× |`),
+    ...Object.entries(rows).map(
+      ([k, xs]) =>
+        `| ${k} | ${median(xs).toFixed(0)} ms | ${p90(xs).toFixed(0)} ms | ${(median(xs) / base).toFixed(2)}× |`,
+    ),
   ];
   const ratio = median(rows['out/hook.js, non-risky terminal call']) / base;
-  const verdict = `Non-risky call: ${ratio.toFixed(2)}× node -e 0 (budget 1.5×): ${ratio <= 1.5 ? 'within' : 'OVER'} budget. Load average: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} on ${os.cpus().length} CPUs; Node ${process.version}.`;
+  const verdict = `Non-risky call: ${ratio.toFixed(2)}× node -e 0 (budget 1.5×): ${ratio <= 1.5 ? 'within' : 'OVER'} budget. Load average: ${os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')} on ${os.cpus().length} CPUs; Node ${process.version}.`;
   const out = `${lines.join('\n')}\n\n${verdict}\n`;
   process.stdout.write(out);
   if (process.env.BENCH_MD) fs.appendFileSync(process.env.BENCH_MD, `\n${out}`);

@@ -31,7 +31,11 @@ export async function recordHookWarning(stateDir: string, w: HookWarning): Promi
  *   the hook was given are matched by that spelling too
  * @param now for tests
  */
-export async function recentHookWarnings(stateDir: string, targets: string[], now = Date.now()): Promise<HookWarning[]> {
+export async function recentHookWarnings(
+  stateDir: string,
+  targets: string[],
+  now = Date.now(),
+): Promise<HookWarning[]> {
   const raw = await fs.readFile(hookWarningsPath(stateDir), 'utf8').catch(() => '');
   const out: HookWarning[] = [];
   for (const line of raw.split('\n')) {

@@ -24,7 +24,12 @@ function requestsDir(ctx: CoreContext): string {
 }
 
 function requestFile(ctx: CoreContext, id: string): string {
-  if (!ID.test(id)) throw new AgentKeepError('InvalidParams', `"${id}" is not a restore request id (req_YYYYMMDD_HHMMSS_xxxx).`, 'See agentkeep request list.');
+  if (!ID.test(id))
+    throw new AgentKeepError(
+      'InvalidParams',
+      `"${id}" is not a restore request id (req_YYYYMMDD_HHMMSS_xxxx).`,
+      'See agentkeep request list.',
+    );
   return path.join(requestsDir(ctx), `${id}.json`);
 }
 
@@ -35,7 +40,11 @@ function newId(now = new Date()): string {
 
 async function lock<T>(ctx: CoreContext, fn: () => Promise<T>): Promise<T> {
   await fs.mkdir(ctx.layout.locksDir, { recursive: true, mode: 0o700 });
-  return withLock(path.join(ctx.layout.locksDir, 'requests.lock'), { op: 'restore request', what: 'Restore requests', timeoutMs: 10_000 }, fn);
+  return withLock(
+    path.join(ctx.layout.locksDir, 'requests.lock'),
+    { op: 'restore request', what: 'Restore requests', timeoutMs: 10_000 },
+    fn,
+  );
 }
 
 async function read(ctx: CoreContext, id: string): Promise<RestoreRequest> {
@@ -48,12 +57,23 @@ async function read(ctx: CoreContext, id: string): Promise<RestoreRequest> {
 async function runRestore(ctx: CoreContext, r: RestoreRequest, by: string): Promise<ResultOf<'requestApprove'>> {
   const decidedAt = new Date().toISOString();
   try {
-    const res = await restoreRestorePoint(ctx, { target: r.target, id: r.restorePoint, scope: r.scope, ...(r.stores?.length ? { stores: r.stores } : {}) });
+    const res = await restoreRestorePoint(ctx, {
+      target: r.target,
+      id: r.restorePoint,
+      scope: r.scope,
+      ...(r.stores?.length ? { stores: r.stores } : {}),
+    });
     const done: RestoreRequest = { ...r, status: 'approved', decidedAt, decidedBy: by, undo: res.undo.id };
     await writeJsonAtomic(requestFile(ctx, r.id), done, { pretty: true });
     return { request: done, restore: { undo: res.undo.id, changes: res.changes } };
   } catch (e) {
-    const failed: RestoreRequest = { ...r, status: 'failed', decidedAt, decidedBy: by, note: asAgentKeepError(e).oneLine() };
+    const failed: RestoreRequest = {
+      ...r,
+      status: 'failed',
+      decidedAt,
+      decidedBy: by,
+      note: asAgentKeepError(e).oneLine(),
+    };
     await writeJsonAtomic(requestFile(ctx, r.id), failed, { pretty: true });
     throw e;
   }
@@ -64,7 +84,10 @@ async function runRestore(ctx: CoreContext, r: RestoreRequest, by: string): Prom
  * exists). With allowAgentRestores and scope agent, the restore runs at once (decidedBy "auto").
  * @throws BadTarget, RestorePointNotFound, InvalidParams
  */
-export async function createRequest(ctx: CoreContext, p: ParamsOf<'requestCreate'>): Promise<ResultOf<'requestCreate'>> {
+export async function createRequest(
+  ctx: CoreContext,
+  p: ParamsOf<'requestCreate'>,
+): Promise<ResultOf<'requestCreate'>> {
   const t = await ctx.open(p.target, { mustExist: false });
   await t.journal.get(p.restorePoint);
   const r: RestoreRequest = {
@@ -93,7 +116,10 @@ export async function listRequests(ctx: CoreContext, p: ParamsOf<'requestList'>)
   const names = await fs.readdir(requestsDir(ctx)).catch(() => [] as string[]);
   const want = p.target ? (await resolveTarget(p.target)).spec : undefined;
   const out: RestoreRequest[] = [];
-  for (const n of names.filter((x) => x.endsWith('.json')).sort().reverse()) {
+  for (const n of names
+    .filter((x) => x.endsWith('.json'))
+    .sort()
+    .reverse()) {
     const r = await readJsonIfExists<RestoreRequest>(path.join(requestsDir(ctx), n)).catch(() => undefined);
     if (!r || (want && r.target !== want) || (p.status && r.status !== p.status)) continue;
     out.push(r);
@@ -102,11 +128,18 @@ export async function listRequests(ctx: CoreContext, p: ParamsOf<'requestList'>)
 }
 
 function notPending(r: RestoreRequest): AgentKeepError {
-  return new AgentKeepError('InvalidParams', `Restore request ${r.id} is ${r.status}${r.decidedAt ? ` (since ${r.decidedAt})` : ''}, not pending.`, 'Only pending requests can be approved or denied: see agentkeep request list.');
+  return new AgentKeepError(
+    'InvalidParams',
+    `Restore request ${r.id} is ${r.status}${r.decidedAt ? ` (since ${r.decidedAt})` : ''}, not pending.`,
+    'Only pending requests can be approved or denied: see agentkeep request list.',
+  );
 }
 
 /** request.approve: run the restore of a pending request. @throws InvalidParams (not pending), the restore's errors */
-export async function approveRequest(ctx: CoreContext, p: ParamsOf<'requestApprove'>): Promise<ResultOf<'requestApprove'>> {
+export async function approveRequest(
+  ctx: CoreContext,
+  p: ParamsOf<'requestApprove'>,
+): Promise<ResultOf<'requestApprove'>> {
   return lock(ctx, async () => {
     const r = await read(ctx, p.id);
     if (r.status !== 'pending') throw notPending(r);
@@ -119,7 +152,13 @@ export async function denyRequest(ctx: CoreContext, p: ParamsOf<'requestDeny'>):
   return lock(ctx, async () => {
     const r = await read(ctx, p.id);
     if (r.status !== 'pending') throw notPending(r);
-    const denied: RestoreRequest = { ...r, status: 'denied', decidedAt: new Date().toISOString(), decidedBy: 'person', ...(p.note ? { note: p.note } : {}) };
+    const denied: RestoreRequest = {
+      ...r,
+      status: 'denied',
+      decidedAt: new Date().toISOString(),
+      decidedBy: 'person',
+      ...(p.note ? { note: p.note } : {}),
+    };
     await writeJsonAtomic(requestFile(ctx, r.id), denied, { pretty: true });
     ctx.changed(r.target, 'restorePoints');
     return denied;

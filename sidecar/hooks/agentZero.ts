@@ -135,4 +135,3 @@ class AgentKeepAfter(Extension):
 `;
   return { before, after };
 }
-

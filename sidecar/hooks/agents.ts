@@ -24,7 +24,10 @@ export interface HookAgent {
  * @throws AgentNotFound (unknown name, naming the known ones), InvalidParams (no agent set up and no
  *   target; several agents and no default), BadStateDir (config.json does not parse)
  */
-export async function resolveHookAgent(stateDir: string, o: { agent?: string; target?: string; stores?: string[] }): Promise<HookAgent> {
+export async function resolveHookAgent(
+  stateDir: string,
+  o: { agent?: string; target?: string; stores?: string[] },
+): Promise<HookAgent> {
   const config = await readStateConfig(stateDir);
   const settings = (name: string | undefined): { failClosed: boolean; allowAgentRestores: boolean } => {
     const a = name && Object.hasOwn(config.agents ?? {}, name) ? config.agents![name] : undefined;

@@ -48,19 +48,31 @@ export function parseHookPayload(text: string): HookCall | null {
     raw = JSON.parse(text);
   } catch (e) {
     const shown = text.trim().slice(0, 60);
-    throw new PayloadError(`stdin is not JSON (${(e as Error).message.replace(/\s+/g, ' ')}${shown ? `; it starts with ${JSON.stringify(shown)}` : '; it is empty'})`);
+    throw new PayloadError(
+      `stdin is not JSON (${(e as Error).message.replace(/\s+/g, ' ')}${shown ? `; it starts with ${JSON.stringify(shown)}` : '; it is empty'})`,
+    );
   }
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new PayloadError('stdin is JSON but not an object with hook_event_name and tool_name');
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw))
+    throw new PayloadError('stdin is JSON but not an object with hook_event_name and tool_name');
   const o = raw as Record<string, unknown>;
   const ev = o.hook_event_name;
-  const event = ev === 'pre_tool_call' || ev === 'PreToolUse' ? 'pre' : ev === 'post_tool_call' || ev === 'PostToolUse' ? 'post' : null;
+  const event =
+    ev === 'pre_tool_call' || ev === 'PreToolUse'
+      ? 'pre'
+      : ev === 'post_tool_call' || ev === 'PostToolUse'
+        ? 'post'
+        : null;
   if (!event) {
     if (typeof ev !== 'string') throw new PayloadError('stdin has no hook_event_name');
     return null;
   }
-  if (typeof o.tool_name !== 'string' || !o.tool_name) throw new PayloadError(`stdin has no tool_name for ${String(ev)}`);
+  if (typeof o.tool_name !== 'string' || !o.tool_name)
+    throw new PayloadError(`stdin has no tool_name for ${String(ev)}`);
   const extra = o.extra && typeof o.extra === 'object' ? (o.extra as Record<string, unknown>) : {};
-  const input = o.tool_input && typeof o.tool_input === 'object' && !Array.isArray(o.tool_input) ? (o.tool_input as Record<string, unknown>) : {};
+  const input =
+    o.tool_input && typeof o.tool_input === 'object' && !Array.isArray(o.tool_input)
+      ? (o.tool_input as Record<string, unknown>)
+      : {};
   const id = extra.tool_call_id ?? o.tool_use_id;
   return {
     event,
@@ -91,6 +103,8 @@ function stable(v: unknown): string {
  * @returns 24 hex chars (a file name)
  */
 export function pairKey(kind: HookAgentKind, c: HookCall): string {
-  const basis = c.toolCallId ? `${kind}\0${c.session}\0id\0${c.toolCallId}` : `${kind}\0${c.session}\0${c.tool}\0${stable(c.input)}`;
+  const basis = c.toolCallId
+    ? `${kind}\0${c.session}\0id\0${c.toolCallId}`
+    : `${kind}\0${c.session}\0${c.tool}\0${stable(c.input)}`;
   return createHash('sha256').update(basis).digest('hex').slice(0, 24);
 }

@@ -43,7 +43,13 @@ export interface HookIO {
 
 /** The part of the sidecar that takes restore points and records memory writes (./run.ts). */
 export interface HookFull {
-  runHook(call: HookCall, verdict: Exclude<Verdict, { action: 'none' }>, args: HookArgs, io: HookIO, budgetMs: number): Promise<void>;
+  runHook(
+    call: HookCall,
+    verdict: Exclude<Verdict, { action: 'none' }>,
+    args: HookArgs,
+    io: HookIO,
+    budgetMs: number,
+  ): Promise<void>;
 }
 
 /**
@@ -55,10 +61,14 @@ export function parseHookArgs(argv: string[]): HookArgs {
   if (a[0] === 'hook') a.shift();
   if (a[0] === 'run') a.shift();
   const kind = a.shift();
-  if (kind !== 'hermes' && kind !== 'agent-zero') throw new Error(`unknown agent kind "${kind ?? ''}" (use hermes or agent-zero)`);
+  if (kind !== 'hermes' && kind !== 'agent-zero')
+    throw new Error(`unknown agent kind "${kind ?? ''}" (use hermes or agent-zero)`);
   const out: HookArgs = { kind, stores: [] };
   for (let i = 0; i < a.length; i++) {
-    const [flag, inline] = a[i].startsWith('--') && a[i].includes('=') ? [a[i].slice(0, a[i].indexOf('=')), a[i].slice(a[i].indexOf('=') + 1)] : [a[i], undefined];
+    const [flag, inline] =
+      a[i].startsWith('--') && a[i].includes('=')
+        ? [a[i].slice(0, a[i].indexOf('=')), a[i].slice(a[i].indexOf('=') + 1)]
+        : [a[i], undefined];
     const value = (): string => {
       const v = inline ?? a[++i];
       if (v === undefined) throw new Error(`${flag} needs a value`);
@@ -90,7 +100,9 @@ export function agentHomes(args: HookArgs, env: NodeJS.ProcessEnv = process.env)
   let stores = args.stores;
   if (!stores.length && args.agent) {
     try {
-      const f = JSON.parse(readFileSync(path.join(hookStateDir(args, env), 'config.json'), 'utf8')) as { agents?: Record<string, { stores?: string[] }> };
+      const f = JSON.parse(readFileSync(path.join(hookStateDir(args, env), 'config.json'), 'utf8')) as {
+        agents?: Record<string, { stores?: string[] }>;
+      };
       stores = f.agents?.[args.agent]?.stores ?? [];
     } catch {
       /* no settings yet */
@@ -122,12 +134,19 @@ export function processStdin(timeoutMs: number): Promise<string> {
  * @param loadFull loads ./run.ts (the bundle's out/hook-full.js); called only for calls that need it
  * @returns the exit code: always 0 (a hook must not fail the agent's call)
  */
-export async function hookMain(argv: string[], io: HookIO, loadFull: () => HookFull, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function hookMain(
+  argv: string[],
+  io: HookIO,
+  loadFull: () => HookFull,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
   let args: HookArgs;
   try {
     args = parseHookArgs(argv);
   } catch (e) {
-    io.err(`agentkeep hook: ${(e as Error).message}; the tool call goes ahead without a restore point. Reinstall the hook: agentkeep hook install hermes.`);
+    io.err(
+      `agentkeep hook: ${(e as Error).message}; the tool call goes ahead without a restore point. Reinstall the hook: agentkeep hook install hermes.`,
+    );
     return 0;
   }
   const budget = hookBudgetMs(env);
@@ -146,7 +165,9 @@ export async function hookMain(argv: string[], io: HookIO, loadFull: () => HookF
   try {
     await loadFull().runHook(call, verdict, args, io, budget);
   } catch (e) {
-    io.err(`agentkeep hook: ${e instanceof Error ? e.message : String(e)}; the tool call goes ahead without a restore point.`);
+    io.err(
+      `agentkeep hook: ${e instanceof Error ? e.message : String(e)}; the tool call goes ahead without a restore point.`,
+    );
   }
   return 0;
 }
@@ -160,7 +181,11 @@ function loadBundledFull(): HookFull {
 
 // Run only as the hook program itself (out/hook.js, or this file under tsx), not when bundled into the CLI.
 if (require.main === module && /(^|[\\/])(hook\.js|entry\.ts)$/.test(__filename)) {
-  const io: HookIO = { readStdin: processStdin, out: (s) => process.stdout.write(`${s}\n`), err: (s) => process.stderr.write(`${s}\n`) };
+  const io: HookIO = {
+    readStdin: processStdin,
+    out: (s) => process.stdout.write(`${s}\n`),
+    err: (s) => process.stderr.write(`${s}\n`),
+  };
   hookMain(process.argv.slice(2), io, loadBundledFull).then(
     (code) => {
       process.exitCode = code;
@@ -168,7 +193,9 @@ if (require.main === module && /(^|[\\/])(hook\.js|entry\.ts)$/.test(__filename)
       setTimeout(() => process.exit(code), 2000).unref();
     },
     (e: unknown) => {
-      process.stderr.write(`agentkeep hook: internal error: ${e instanceof Error ? e.message : String(e)}; the tool call goes ahead.\n`);
+      process.stderr.write(
+        `agentkeep hook: internal error: ${e instanceof Error ? e.message : String(e)}; the tool call goes ahead.\n`,
+      );
       process.exitCode = 0;
     },
   );

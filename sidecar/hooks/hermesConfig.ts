@@ -17,7 +17,17 @@ import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Pair, type YAMLMap, type YAMLSeq } from 'yaml';
+import {
+  isMap,
+  isScalar,
+  isSeq,
+  LineCounter,
+  parseDocument,
+  type Document,
+  type Pair,
+  type YAMLMap,
+  type YAMLSeq,
+} from 'yaml';
 import { AgentKeepError } from '../core/errors';
 import { writeFileAtomic } from '../core/fsutil';
 
@@ -56,7 +66,9 @@ export function shlexQuote(s: string): string {
 
 /** The six hook entries for a command. */
 export function wantedEntries(command: string): HookEntry[] {
-  return HERMES_EVENTS.flatMap((event) => HERMES_MATCHERS.map((matcher) => ({ event, matcher, command, timeout: HERMES_HOOK_TIMEOUT_S })));
+  return HERMES_EVENTS.flatMap((event) =>
+    HERMES_MATCHERS.map((matcher) => ({ event, matcher, command, timeout: HERMES_HOOK_TIMEOUT_S })),
+  );
 }
 
 interface Parsed {
@@ -72,11 +84,20 @@ export function parseConfig(text: string, file: string): Parsed {
   if (doc.errors.length) {
     const e = doc.errors[0];
     const at = lc.linePos(e.pos[0]);
-    throw new AgentKeepError('InvalidParams', `${file} does not parse as YAML (line ${at.line}, column ${at.col}: ${e.message.split('\n')[0]}); nothing was changed.`, 'Fix the file (Hermes cannot read it either), then run the install again.');
+    throw new AgentKeepError(
+      'InvalidParams',
+      `${file} does not parse as YAML (line ${at.line}, column ${at.col}: ${e.message.split('\n')[0]}); nothing was changed.`,
+      'Fix the file (Hermes cannot read it either), then run the install again.',
+    );
   }
   const c = doc.contents;
   if (c === null || (isScalar(c) && c.value === null)) return { text, doc, root: null };
-  if (!isMap(c) || c.flow) throw new AgentKeepError('InvalidParams', `${file} is not a block mapping of settings at the top level; nothing was changed.`, 'Hermes expects `key: value` settings; fix the file first.');
+  if (!isMap(c) || c.flow)
+    throw new AgentKeepError(
+      'InvalidParams',
+      `${file} is not a block mapping of settings at the top level; nothing was changed.`,
+      'Hermes expects `key: value` settings; fix the file first.',
+    );
   return { text, doc, root: c };
 }
 
@@ -93,7 +114,8 @@ export function agentKeepEntries(p: Parsed): Array<{ event: string; index: numbe
   for (const [event, list] of Object.entries(hooks)) {
     if (!Array.isArray(list)) continue;
     list.forEach((e, index) => {
-      if (e && typeof e === 'object' && isAgentKeepHookCommand((e as Record<string, unknown>).command)) out.push({ event, index, entry: e as Record<string, unknown> });
+      if (e && typeof e === 'object' && isAgentKeepHookCommand((e as Record<string, unknown>).command))
+        out.push({ event, index, entry: e as Record<string, unknown> });
     });
   }
   return out;
@@ -118,7 +140,9 @@ function q(s: string): string {
 
 function renderItems(entries: HookEntry[], dash: number): string {
   const d = ' '.repeat(dash);
-  return entries.map((e) => `${d}- matcher: ${q(e.matcher)}\n${d}  command: ${q(e.command)}\n${d}  timeout: ${e.timeout}\n`).join('');
+  return entries
+    .map((e) => `${d}- matcher: ${q(e.matcher)}\n${d}  command: ${q(e.command)}\n${d}  timeout: ${e.timeout}\n`)
+    .join('');
 }
 
 function renderMcp(m: NonNullable<HermesWanted['mcp']>, ind: number): string {
@@ -127,7 +151,11 @@ function renderMcp(m: NonNullable<HermesWanted['mcp']>, ind: number): string {
 }
 
 function flowError(file: string, key: string): AgentKeepError {
-  return new AgentKeepError('InvalidParams', `${file}: \`${key}:\` is written in flow style ({…} or […]) or as a plain value, which AgentKeep does not edit; nothing was changed.`, `Write ${key}: as an indented block (see Hermes' cli-config.yaml.example), or add AgentKeep's entries by hand.`);
+  return new AgentKeepError(
+    'InvalidParams',
+    `${file}: \`${key}:\` is written in flow style ({…} or […]) or as a plain value, which AgentKeep does not edit; nothing was changed.`,
+    `Write ${key}: as an indented block (see Hermes' cli-config.yaml.example), or add AgentKeep's entries by hand.`,
+  );
 }
 
 /**
@@ -136,10 +164,16 @@ function flowError(file: string, key: string): AgentKeepError {
  * @returns `text` unchanged when everything is already there
  * @throws InvalidParams for YAML it cannot edit safely (flow style, a `hooks:` that is not a mapping)
  */
-export function addEntries(p: Parsed, file: string, want: HermesWanted): { text: string; added: HookEntry[]; mcpAdded: boolean } {
+export function addEntries(
+  p: Parsed,
+  file: string,
+  want: HermesWanted,
+): { text: string; added: HookEntry[]; mcpAdded: boolean } {
   const text = p.text;
   const have = agentKeepEntries(p);
-  const missing = wantedEntries(want.command).filter((w) => !have.some((h) => h.event === w.event && h.entry.matcher === w.matcher && h.entry.command === w.command));
+  const missing = wantedEntries(want.command).filter(
+    (w) => !have.some((h) => h.event === w.event && h.entry.matcher === w.matcher && h.entry.command === w.command),
+  );
   const mcpPair = pairOf(p.root, 'mcp_servers');
   const mcpHave = mcpPair && isMap(mcpPair.value) ? pairOf(mcpPair.value, 'agentkeep') : undefined;
   const mcpMissing = !!want.mcp && !mcpHave;
@@ -158,14 +192,16 @@ export function addEntries(p: Parsed, file: string, want: HermesWanted): { text:
     if (!hooks) {
       const ind = ' '.repeat(rootInd);
       let s = `${ind}hooks:\n`;
-      for (const ev of HERMES_EVENTS) if (byEvent(ev).length) s += `${ind}  ${ev}:\n${renderItems(byEvent(ev), rootInd + 4)}`;
+      for (const ev of HERMES_EVENTS)
+        if (byEvent(ev).length) s += `${ind}  ${ev}:\n${renderItems(byEvent(ev), rootInd + 4)}`;
       appendTop(s);
     } else if (isScalar(hooks.value) && hooks.value.value === null && !hooks.value.source) {
       const keyRange = (hooks.key as { range: number[] }).range;
       const ind = col(text, keyRange[0]) + 2;
       const { at, pre } = afterLine(text, keyRange[1]);
       let s = pre;
-      for (const ev of HERMES_EVENTS) if (byEvent(ev).length) s += `${' '.repeat(ind)}${ev}:\n${renderItems(byEvent(ev), ind + 2)}`;
+      for (const ev of HERMES_EVENTS)
+        if (byEvent(ev).length) s += `${' '.repeat(ind)}${ev}:\n${renderItems(byEvent(ev), ind + 2)}`;
       inserts.push({ at, text: s });
     } else if (isMap(hooks.value) && !hooks.value.flow) {
       const hm = hooks.value;
@@ -218,12 +254,22 @@ export function addEntries(p: Parsed, file: string, want: HermesWanted): { text:
   const expected = structuredClone((p.doc.toJS() ?? {}) as Record<string, unknown>);
   if (missing.length) {
     const hooks = (expected.hooks ??= {}) as Record<string, unknown[] | null>;
-    for (const m of missing) (hooks[m.event] ??= []).push({ matcher: m.matcher, command: m.command, timeout: m.timeout });
+    for (const m of missing)
+      (hooks[m.event] ??= []).push({ matcher: m.matcher, command: m.command, timeout: m.timeout });
   }
-  if (mcpMissing && want.mcp) ((expected.mcp_servers ??= {}) as Record<string, unknown>).agentkeep = { command: want.mcp.command, args: want.mcp.args, timeout: HERMES_MCP_TIMEOUT_S };
+  if (mcpMissing && want.mcp)
+    ((expected.mcp_servers ??= {}) as Record<string, unknown>).agentkeep = {
+      command: want.mcp.command,
+      args: want.mcp.args,
+      timeout: HERMES_MCP_TIMEOUT_S,
+    };
   const again = parseDocument(out);
   if (again.errors.length || !isDeepStrictEqual(again.toJS(), expected)) {
-    throw new AgentKeepError('Internal', `Could not add AgentKeep's entries to ${file} without changing anything else in it; nothing was changed.`, 'Add them by hand (agentkeep hook status hermes prints them), and report the file\'s layout as a bug.');
+    throw new AgentKeepError(
+      'Internal',
+      `Could not add AgentKeep's entries to ${file} without changing anything else in it; nothing was changed.`,
+      "Add them by hand (agentkeep hook status hermes prints them), and report the file's layout as a bug.",
+    );
   }
   return { text: out, added: missing, mcpAdded: mcpMissing };
 }
@@ -233,7 +279,11 @@ export function addEntries(p: Parsed, file: string, want: HermesWanted): { text:
  * removed whole; an event list or `hooks:` / `mcp_servers:` left empty is removed when `created`
  * says install added it. Checked like addEntries.
  */
-export function removeEntries(p: Parsed, file: string, created: { hooks?: boolean; events?: string[]; mcpServers?: boolean } = {}): { text: string; removed: number; mcpRemoved: boolean } {
+export function removeEntries(
+  p: Parsed,
+  file: string,
+  created: { hooks?: boolean; events?: string[]; mcpServers?: boolean } = {},
+): { text: string; removed: number; mcpRemoved: boolean } {
   const text = p.text;
   const cuts: Array<[number, number]> = [];
   let removed = 0;
@@ -290,9 +340,23 @@ export function removeEntries(p: Parsed, file: string, created: { hooks?: boolea
   let out = text;
   for (const [a, b] of merged.reverse()) out = out.slice(0, a) + out.slice(b);
   const again = parseDocument(out);
-  if (again.errors.length) throw new AgentKeepError('Internal', `Could not remove AgentKeep's entries from ${file} cleanly; nothing was changed.`, 'Remove the entries whose command runs "hook run hermes" by hand.');
-  const left = agentKeepEntries({ text: out, doc: again, root: isMap(again.contents) ? (again.contents as YAMLMap) : null });
-  if (left.length) throw new AgentKeepError('Internal', `AgentKeep's entries in ${file} are not all in block style; removed none.`, 'Remove the entries whose command runs "hook run hermes" by hand.');
+  if (again.errors.length)
+    throw new AgentKeepError(
+      'Internal',
+      `Could not remove AgentKeep's entries from ${file} cleanly; nothing was changed.`,
+      'Remove the entries whose command runs "hook run hermes" by hand.',
+    );
+  const left = agentKeepEntries({
+    text: out,
+    doc: again,
+    root: isMap(again.contents) ? (again.contents as YAMLMap) : null,
+  });
+  if (left.length)
+    throw new AgentKeepError(
+      'Internal',
+      `AgentKeep's entries in ${file} are not all in block style; removed none.`,
+      'Remove the entries whose command runs "hook run hermes" by hand.',
+    );
   return { text: out, removed, mcpRemoved };
 }
 
@@ -311,5 +375,8 @@ export async function writeConfig(file: string, text: string | Uint8Array): Prom
 /** Where install keeps its record and backup of one config.yaml. */
 export function installRecordPaths(stateDir: string, configFile: string): { record: string; backup: string } {
   const key = sha256(path.resolve(configFile)).slice(0, 16);
-  return { record: path.join(stateDir, 'hooks', `hermes-${key}.json`), backup: path.join(stateDir, 'hooks', 'backups', `hermes-${key}-config.yaml`) };
+  return {
+    record: path.join(stateDir, 'hooks', `hermes-${key}.json`),
+    backup: path.join(stateDir, 'hooks', 'backups', `hermes-${key}-config.yaml`),
+  };
 }

@@ -12,7 +12,18 @@ import * as path from 'node:path';
 import { AgentKeepError } from '../core/errors';
 import { readJsonIfExists, writeFileAtomic, writeJsonAtomic } from '../core/fsutil';
 import { AGENT_ZERO_FILES, AGENT_ZERO_MARKER, agentZeroFiles } from './agentZero';
-import { addEntries, agentKeepEntries, HERMES_EVENTS, installRecordPaths, parseConfig, removeEntries, sha256, shlexQuote, writeConfig, type HookEntry } from './hermesConfig';
+import {
+  addEntries,
+  agentKeepEntries,
+  HERMES_EVENTS,
+  installRecordPaths,
+  parseConfig,
+  removeEntries,
+  sha256,
+  shlexQuote,
+  writeConfig,
+  type HookEntry,
+} from './hermesConfig';
 
 /** The programs the installed hooks run (absolute paths: Hermes runs them without a shell or PATH lookup). */
 export interface HookPrograms {
@@ -31,9 +42,14 @@ export interface HookPrograms {
 export function hookPrograms(): HookPrograms {
   for (const dir of [__dirname, path.resolve(__dirname, '..', '..', 'out')]) {
     const hook = path.join(dir, 'hook.js');
-    if (existsSync(hook) && existsSync(path.join(dir, 'hook-full.js'))) return { node: process.execPath, hook, sidecar: path.join(dir, 'sidecar.js') };
+    if (existsSync(hook) && existsSync(path.join(dir, 'hook-full.js')))
+      return { node: process.execPath, hook, sidecar: path.join(dir, 'sidecar.js') };
   }
-  throw new AgentKeepError('Unsupported', 'The hook program out/hook.js is not built.', 'Build it first: npm run build (or install the packaged extension).');
+  throw new AgentKeepError(
+    'Unsupported',
+    'The hook program out/hook.js is not built.',
+    'Build it first: npm run build (or install the packaged extension).',
+  );
 }
 
 /** Hermes' first-use consent, in the words install prints. */
@@ -53,14 +69,25 @@ export function hermesHomeOf(home?: string, env: NodeJS.ProcessEnv = process.env
 /** config.yaml of a Hermes home. @throws TargetNotFound / InvalidParams naming what is missing */
 async function hermesConfigFile(home: string): Promise<string> {
   const st = await fs.stat(home).catch(() => undefined);
-  if (!st?.isDirectory()) throw new AgentKeepError('InvalidParams', `No Hermes home at ${home}: ${st ? 'not a directory' : 'no such directory'}; nothing was changed.`, 'Give the folder Hermes uses (HERMES_HOME, usually ~/.hermes) with --home DIR.');
+  if (!st?.isDirectory())
+    throw new AgentKeepError(
+      'InvalidParams',
+      `No Hermes home at ${home}: ${st ? 'not a directory' : 'no such directory'}; nothing was changed.`,
+      'Give the folder Hermes uses (HERMES_HOME, usually ~/.hermes) with --home DIR.',
+    );
   const file = path.join(home, 'config.yaml');
   if (existsSync(file)) return file;
-  const hermesLike = ['memories', 'state.db', 'SOUL.md', '.env', 'sessions', 'skills'].some((n) => existsSync(path.join(home, n)));
+  const hermesLike = ['memories', 'state.db', 'SOUL.md', '.env', 'sessions', 'skills'].some((n) =>
+    existsSync(path.join(home, n)),
+  );
   throw new AgentKeepError(
     'InvalidParams',
-    hermesLike ? `${home} has no config.yaml; nothing was changed.` : `${home} is not a Hermes home (no config.yaml, memories/ or state.db); nothing was changed.`,
-    hermesLike ? 'Run hermes once (or hermes setup) so it writes config.yaml, then install again.' : 'Give the folder Hermes uses (HERMES_HOME, usually ~/.hermes) with --home DIR.',
+    hermesLike
+      ? `${home} has no config.yaml; nothing was changed.`
+      : `${home} is not a Hermes home (no config.yaml, memories/ or state.db); nothing was changed.`,
+    hermesLike
+      ? 'Run hermes once (or hermes setup) so it writes config.yaml, then install again.'
+      : 'Give the folder Hermes uses (HERMES_HOME, usually ~/.hermes) with --home DIR.',
   );
 }
 
@@ -98,39 +125,94 @@ export function hermesHookCommand(p: HookPrograms, agent: string, stateDir: stri
  * @param o.dryRun check everything and report, but write nothing
  * @throws InvalidParams (not a Hermes home, config.yaml does not parse, flow-style hooks), Unsupported (not built)
  */
-export async function installHermes(o: { home?: string; agent: string; stateDir: string; mcp?: boolean; programs?: HookPrograms; dryRun?: boolean }): Promise<HookChange> {
+export async function installHermes(o: {
+  home?: string;
+  agent: string;
+  stateDir: string;
+  mcp?: boolean;
+  programs?: HookPrograms;
+  dryRun?: boolean;
+}): Promise<HookChange> {
   const home = hermesHomeOf(o.home);
   const file = await hermesConfigFile(home);
   const progs = o.programs ?? hookPrograms();
   const command = hermesHookCommand(progs, o.agent, o.stateDir);
   const text = await fs.readFile(file, 'utf8');
   const parsed = parseConfig(text, file);
-  const mcp = o.mcp ? { command: progs.node, args: [progs.sidecar, 'mcp', '--agent', o.agent, '--state-dir', o.stateDir] } : undefined;
+  const mcp = o.mcp
+    ? { command: progs.node, args: [progs.sidecar, 'mcp', '--agent', o.agent, '--state-dir', o.stateDir] }
+    : undefined;
   const { text: out, added, mcpAdded } = addEntries(parsed, file, { command, ...(mcp ? { mcp } : {}) });
   const notes = [consentNote(home)];
   if (out === text) {
-    return { kind: 'hermes', files: [file], changed: false, message: `AgentKeep's hooks${o.mcp ? ' and MCP server are' : ' are'} already in ${file}; nothing changed.`, command, notes };
+    return {
+      kind: 'hermes',
+      files: [file],
+      changed: false,
+      message: `AgentKeep's hooks${o.mcp ? ' and MCP server are' : ' are'} already in ${file}; nothing changed.`,
+      command,
+      notes,
+    };
   }
-  if (o.dryRun) return { kind: 'hermes', files: [file], changed: true, message: `Would add AgentKeep's entries to ${file}.`, command, notes };
+  if (o.dryRun)
+    return {
+      kind: 'hermes',
+      files: [file],
+      changed: true,
+      message: `Would add AgentKeep's entries to ${file}.`,
+      command,
+      notes,
+    };
   const paths = installRecordPaths(o.stateDir, file);
   const old = await readJsonIfExists<HermesRecord>(paths.record).catch(() => undefined);
   // keep the first backup while the file is still as the last install left it (remove then restores the original bytes)
   const keepOld = old && old.afterHash === sha256(text) && existsSync(old.backup);
   const createdNow = {
     hooks: !parsed.root?.items.some((x) => (x.key as { value?: unknown }).value === 'hooks'),
-    events: HERMES_EVENTS.filter((ev) => added.some((a: HookEntry) => a.event === ev) && !agentKeepEntries(parsed).some((h) => h.event === ev) && !hasEvent(parsed, ev)),
+    events: HERMES_EVENTS.filter(
+      (ev) =>
+        added.some((a: HookEntry) => a.event === ev) &&
+        !agentKeepEntries(parsed).some((h) => h.event === ev) &&
+        !hasEvent(parsed, ev),
+    ),
     mcpServers: mcpAdded && !parsed.root?.items.some((x) => (x.key as { value?: unknown }).value === 'mcp_servers'),
   };
   const created = keepOld
-    ? { hooks: old.created.hooks || createdNow.hooks, events: [...new Set([...(old.created.events ?? []), ...createdNow.events])], mcpServers: old.created.mcpServers || createdNow.mcpServers }
+    ? {
+        hooks: old.created.hooks || createdNow.hooks,
+        events: [...new Set([...(old.created.events ?? []), ...createdNow.events])],
+        mcpServers: old.created.mcpServers || createdNow.mcpServers,
+      }
     : createdNow;
   await fs.mkdir(path.dirname(paths.backup), { recursive: true, mode: 0o700 });
   if (!keepOld) await writeFileAtomic(paths.backup, text, { mode: 0o600 });
   await writeConfig(file, out);
-  const rec: HermesRecord = { config: file, backup: paths.backup, afterHash: sha256(out), installedAt: new Date().toISOString(), command, created };
+  const rec: HermesRecord = {
+    config: file,
+    backup: paths.backup,
+    afterHash: sha256(out),
+    installedAt: new Date().toISOString(),
+    command,
+    created,
+  };
   await writeJsonAtomic(paths.record, rec, { pretty: true });
-  const what = [added.length ? `${added.length} hook entries (pre_tool_call and post_tool_call: terminal, write_file|patch, memory)` : '', mcpAdded ? 'the MCP server mcp_servers.agentkeep' : ''].filter(Boolean).join(' and ');
-  return { kind: 'hermes', files: [file], changed: true, message: `Added ${what} to ${file}; backup of the old file: ${paths.backup}.`, backup: paths.backup, command, notes };
+  const what = [
+    added.length
+      ? `${added.length} hook entries (pre_tool_call and post_tool_call: terminal, write_file|patch, memory)`
+      : '',
+    mcpAdded ? 'the MCP server mcp_servers.agentkeep' : '',
+  ]
+    .filter(Boolean)
+    .join(' and ');
+  return {
+    kind: 'hermes',
+    files: [file],
+    changed: true,
+    message: `Added ${what} to ${file}; backup of the old file: ${paths.backup}.`,
+    backup: paths.backup,
+    command,
+    notes,
+  };
 }
 
 function hasEvent(p: ReturnType<typeof parseConfig>, ev: string): boolean {
@@ -153,13 +235,26 @@ export async function removeHermes(o: { home?: string; stateDir: string }): Prom
     const original = await fs.readFile(rec.backup);
     await writeConfig(file, original);
     await fs.rm(paths.record, { force: true });
-    return { kind: 'hermes', files: [file], changed: true, message: `Put ${file} back as it was before the install (from ${rec.backup}, byte for byte).`, backup: rec.backup, notes: [] };
+    return {
+      kind: 'hermes',
+      files: [file],
+      changed: true,
+      message: `Put ${file} back as it was before the install (from ${rec.backup}, byte for byte).`,
+      backup: rec.backup,
+      notes: [],
+    };
   }
   const parsed = parseConfig(text, file);
   const { text: out, removed, mcpRemoved } = removeEntries(parsed, file, rec?.created);
   if (out === text) {
     await fs.rm(paths.record, { force: true });
-    return { kind: 'hermes', files: [file], changed: false, message: `No AgentKeep entries in ${file}; nothing changed.`, notes: [] };
+    return {
+      kind: 'hermes',
+      files: [file],
+      changed: false,
+      message: `No AgentKeep entries in ${file}; nothing changed.`,
+      notes: [],
+    };
   }
   const backup = path.join(path.dirname(paths.backup), `hermes-${sha256(file).slice(0, 16)}-before-remove.yaml`);
   await fs.mkdir(path.dirname(backup), { recursive: true, mode: 0o700 });
@@ -170,7 +265,9 @@ export async function removeHermes(o: { home?: string; stateDir: string }): Prom
     kind: 'hermes',
     files: [file],
     changed: true,
-    message: `Removed ${removed} AgentKeep hook entries${mcpRemoved ? ' and mcp_servers.agentkeep' : ''} from ${file} (it changed since the install, so only AgentKeep's entries were cut out); backup: ${backup}.`,
+    message:
+      `Removed ${removed} AgentKeep hook entries${mcpRemoved ? ' and mcp_servers.agentkeep' : ''} from ${file} ` +
+      `(it changed since the install, so only AgentKeep's entries were cut out); backup: ${backup}.`,
     backup,
     notes: [],
   };
@@ -194,7 +291,9 @@ export async function statusHermes(o: { home?: string }): Promise<HookStatus> {
   const js = (parsed.doc.toJS() ?? {}) as { hooks_auto_accept?: unknown; mcp_servers?: Record<string, unknown> };
   let approvals: Array<{ event?: string; command?: string }> = [];
   try {
-    const a = JSON.parse(await fs.readFile(path.join(home, 'shell-hooks-allowlist.json'), 'utf8')) as { approvals?: typeof approvals };
+    const a = JSON.parse(await fs.readFile(path.join(home, 'shell-hooks-allowlist.json'), 'utf8')) as {
+      approvals?: typeof approvals;
+    };
     approvals = Array.isArray(a.approvals) ? a.approvals : [];
   } catch {
     /* no allowlist yet */
@@ -209,15 +308,31 @@ export async function statusHermes(o: { home?: string }): Promise<HookStatus> {
   const notes: string[] = [];
   if (entries.length && !entries.every((e) => e.consent) && !autoAccept) notes.push(consentNote(home));
   if (autoAccept) notes.push('hooks_auto_accept: true in config.yaml: Hermes runs the hooks without asking.');
-  return { kind: 'hermes', location: file, installed: entries.length > 0, entries, mcp: !!js.mcp_servers && typeof js.mcp_servers === 'object' && 'agentkeep' in js.mcp_servers, notes };
+  return {
+    kind: 'hermes',
+    location: file,
+    installed: entries.length > 0,
+    entries,
+    mcp: !!js.mcp_servers && typeof js.mcp_servers === 'object' && 'agentkeep' in js.mcp_servers,
+    notes,
+  };
 }
 
 /** The extension folder check. @throws InvalidParams when `root` is not an Agent Zero checkout */
 async function agentZeroRoot(root: string | undefined): Promise<string> {
-  if (!root) throw new AgentKeepError('InvalidParams', 'hook install agent-zero needs --root DIR (the Agent Zero folder, /a0 in its Docker image).', 'Give e.g. --root /a0.');
+  if (!root)
+    throw new AgentKeepError(
+      'InvalidParams',
+      'hook install agent-zero needs --root DIR (the Agent Zero folder, /a0 in its Docker image).',
+      'Give e.g. --root /a0.',
+    );
   const abs = path.resolve(root);
   if (!existsSync(path.join(abs, 'python', 'helpers', 'extension.py'))) {
-    throw new AgentKeepError('InvalidParams', `${abs} is not an Agent Zero folder (no python/helpers/extension.py); nothing was changed.`, 'Give the folder that holds agent.py and python/ (/a0 in the Docker image) with --root DIR.');
+    throw new AgentKeepError(
+      'InvalidParams',
+      `${abs} is not an Agent Zero folder (no python/helpers/extension.py); nothing was changed.`,
+      'Give the folder that holds agent.py and python/ (/a0 in the Docker image) with --root DIR.',
+    );
   }
   return abs;
 }
@@ -231,27 +346,64 @@ export function agentZeroHookArgv(p: HookPrograms, agent: string, stateDir: stri
  * Write the two extension files into an Agent Zero folder.
  * @throws InvalidParams (not Agent Zero; a file of the same name not written by AgentKeep is in the way)
  */
-export async function installAgentZero(o: { root?: string; agent: string; stateDir: string; programs?: HookPrograms; dryRun?: boolean }): Promise<HookChange> {
+export async function installAgentZero(o: {
+  root?: string;
+  agent: string;
+  stateDir: string;
+  programs?: HookPrograms;
+  dryRun?: boolean;
+}): Promise<HookChange> {
   const root = await agentZeroRoot(o.root);
   const progs = o.programs ?? hookPrograms();
   const argv = agentZeroHookArgv(progs, o.agent, o.stateDir);
   const want = agentZeroFiles(argv);
   const files = { before: path.join(root, AGENT_ZERO_FILES.before), after: path.join(root, AGENT_ZERO_FILES.after) };
-  const current = { before: await fs.readFile(files.before, 'utf8').catch(() => undefined), after: await fs.readFile(files.after, 'utf8').catch(() => undefined) };
+  const current = {
+    before: await fs.readFile(files.before, 'utf8').catch(() => undefined),
+    after: await fs.readFile(files.after, 'utf8').catch(() => undefined),
+  };
   for (const k of ['before', 'after'] as const) {
     const c = current[k];
-    if (c !== undefined && !c.startsWith(AGENT_ZERO_MARKER)) throw new AgentKeepError('InvalidParams', `${files[k]} exists and was not written by AgentKeep; nothing was changed.`, 'Move that file away (or rename it), then install again.');
+    if (c !== undefined && !c.startsWith(AGENT_ZERO_MARKER))
+      throw new AgentKeepError(
+        'InvalidParams',
+        `${files[k]} exists and was not written by AgentKeep; nothing was changed.`,
+        'Move that file away (or rename it), then install again.',
+      );
   }
-  const notes = ['Agent Zero loads extensions when the agent starts: restart it (docker restart <container>) so the hook takes effect.'];
+  const notes = [
+    'Agent Zero loads extensions when the agent starts: restart it (docker restart <container>) so the hook takes effect.',
+  ];
   if (current.before === want.before && current.after === want.after) {
-    return { kind: 'agent-zero', files: [files.before, files.after], changed: false, message: `AgentKeep's extensions are already in ${root}; nothing changed.`, command: argv.map(shlexQuote).join(' '), notes };
+    return {
+      kind: 'agent-zero',
+      files: [files.before, files.after],
+      changed: false,
+      message: `AgentKeep's extensions are already in ${root}; nothing changed.`,
+      command: argv.map(shlexQuote).join(' '),
+      notes,
+    };
   }
-  if (o.dryRun) return { kind: 'agent-zero', files: [files.before, files.after], changed: true, message: `Would write ${files.before} and ${files.after}.`, notes };
+  if (o.dryRun)
+    return {
+      kind: 'agent-zero',
+      files: [files.before, files.after],
+      changed: true,
+      message: `Would write ${files.before} and ${files.after}.`,
+      notes,
+    };
   for (const k of ['before', 'after'] as const) {
     await fs.mkdir(path.dirname(files[k]), { recursive: true });
     await writeFileAtomic(files[k], want[k]);
   }
-  return { kind: 'agent-zero', files: [files.before, files.after], changed: true, message: `Wrote ${files.before} and ${files.after}.`, command: argv.map(shlexQuote).join(' '), notes };
+  return {
+    kind: 'agent-zero',
+    files: [files.before, files.after],
+    changed: true,
+    message: `Wrote ${files.before} and ${files.after}.`,
+    command: argv.map(shlexQuote).join(' '),
+    notes,
+  };
 }
 
 /** Remove the extension files AgentKeep wrote (files without its marker are left alone and named). */
@@ -269,7 +421,15 @@ export async function removeAgentZero(o: { root?: string }): Promise<HookChange>
     } else foreign.push(f);
   }
   const notes = foreign.map((f) => `${f} was not written by AgentKeep and was left alone.`);
-  return { kind: 'agent-zero', files: removed, changed: removed.length > 0, message: removed.length ? `Removed ${removed.join(' and ')}; restart Agent Zero so it stops loading them.` : `No AgentKeep extensions in ${root}; nothing changed.`, notes };
+  return {
+    kind: 'agent-zero',
+    files: removed,
+    changed: removed.length > 0,
+    message: removed.length
+      ? `Removed ${removed.join(' and ')}; restart Agent Zero so it stops loading them.`
+      : `No AgentKeep extensions in ${root}; nothing changed.`,
+    notes,
+  };
 }
 
 /** Whether AgentKeep's extensions are in an Agent Zero folder. */
@@ -279,7 +439,14 @@ export async function statusAgentZero(o: { root?: string }): Promise<HookStatus>
   for (const rel of Object.values(AGENT_ZERO_FILES)) {
     const f = path.join(root, rel);
     const c = await fs.readFile(f, 'utf8').catch(() => undefined);
-    if (c?.startsWith(AGENT_ZERO_MARKER)) entries.push({ file: f, command: (/^AGENTKEEP_COMMAND = (.*)$/m.exec(c)?.[1] ?? '').trim() });
+    if (c?.startsWith(AGENT_ZERO_MARKER))
+      entries.push({ file: f, command: (/^AGENTKEEP_COMMAND = (.*)$/m.exec(c)?.[1] ?? '').trim() });
   }
-  return { kind: 'agent-zero', location: root, installed: entries.length === 2, entries, notes: entries.length === 1 ? ['Only one of the two extension files is there: install again.'] : [] };
+  return {
+    kind: 'agent-zero',
+    location: root,
+    installed: entries.length === 2,
+    entries,
+    notes: entries.length === 1 ? ['Only one of the two extension files is there: install again.'] : [],
+  };
 }

@@ -32,7 +32,8 @@ export const TOOL_DESCRIPTIONS = {
     'editing .env or system files, installing a skill, or a larger experiment. Give the reason in one sentence ' +
     '(it is shown to the person next to the restore point). Takes seconds. ' +
     OUTSIDE,
-  restore_point_list: 'List the restore points of this machine, newest first (id, age, kind, label, reason). Use it to find the id for restore_point_diff or restore_request.',
+  restore_point_list:
+    'List the restore points of this machine, newest first (id, age, kind, label, reason). Use it to find the id for restore_point_diff or restore_request.',
   restore_point_diff:
     'Show what changed since a restore point (files added, removed, changed; agent-state files), i.e. what a restore would undo. ' +
     'Use it before you ask for a restore, and to check what an install changed.',
@@ -75,7 +76,11 @@ export function agentKeepMcpServer(agent: HookAgent, stateDir: string): McpServe
     {
       description: TOOL_DESCRIPTIONS.restore_point_create,
       inputSchema: {
-        reason: z.string().trim().min(1, 'say why: e.g. "before pip install torch"').describe('Why, in one sentence: what you are about to change'),
+        reason: z
+          .string()
+          .trim()
+          .min(1, 'say why: e.g. "before pip install torch"')
+          .describe('Why, in one sentence: what you are about to change'),
         label: z.string().trim().max(200).optional().describe('Short label (default: the reason)'),
       },
     },
@@ -86,30 +91,56 @@ export function agentKeepMcpServer(agent: HookAgent, stateDir: string): McpServe
           ...stores,
           kind: 'manual',
           label: label || reason.slice(0, 200),
-          reason: { origin: 'mcp', agent: agent.name, tool: 'restore_point_create', text: `by the agent ${agent.name}: ${reason}` },
+          reason: {
+            origin: 'mcp',
+            agent: agent.name,
+            tool: 'restore_point_create',
+            text: `by the agent ${agent.name}: ${reason}`,
+          },
         });
         return `Created restore point ${rp.id} ("${rp.label}") of ${rp.target}.${rp.warnings?.length ? ` Note: ${rp.warnings.join(' ')}` : ''}`;
       }),
   );
 
-  server.registerTool('restore_point_list', { description: TOOL_DESCRIPTIONS.restore_point_list, inputSchema: { limit: z.number().int().min(1).max(100).optional().describe('At most this many (default 20)') } }, async ({ limit }) =>
-    guarded(async () => {
-      const points = await call(core(), 'restorePointList', { target: agent.target });
-      if (!points.length) return `No restore points of ${agent.target} yet.`;
-      return points
-        .slice(0, limit ?? 20)
-        .map((p) => `${p.id}  ${formatAge(p.createdAt)}  ${p.kind}  ${p.label}${p.reason?.text ? `  (${p.reason.text})` : ''}`)
-        .join('\n');
-    }),
+  server.registerTool(
+    'restore_point_list',
+    {
+      description: TOOL_DESCRIPTIONS.restore_point_list,
+      inputSchema: { limit: z.number().int().min(1).max(100).optional().describe('At most this many (default 20)') },
+    },
+    async ({ limit }) =>
+      guarded(async () => {
+        const points = await call(core(), 'restorePointList', { target: agent.target });
+        if (!points.length) return `No restore points of ${agent.target} yet.`;
+        return points
+          .slice(0, limit ?? 20)
+          .map(
+            (p) =>
+              `${p.id}  ${formatAge(p.createdAt)}  ${p.kind}  ${p.label}${p.reason?.text ? `  (${p.reason.text})` : ''}`,
+          )
+          .join('\n');
+      }),
   );
 
-  server.registerTool('restore_point_diff', { description: TOOL_DESCRIPTIONS.restore_point_diff, inputSchema: { id: z.string().min(1).describe('Restore point id (restore_point_list)') } }, async ({ id }) =>
-    guarded(async () => {
-      const d = await call(core(), 'restorePointDiff', { target: agent.target, id, ...stores });
-      const part = (t: string, xs: string[]): string => (xs.length ? `${t} (${xs.length}): ${xs.slice(0, 30).join(', ')}${xs.length > 30 ? ', …' : ''}` : '');
-      const lines = [part('added', d.added), part('removed', d.removed), part('changed', d.changed), part('agent state changed', d.agentChanged)].filter(Boolean);
-      return lines.length ? `Since ${id}:\n${lines.join('\n')}` : `Nothing changed since ${id}.`;
-    }),
+  server.registerTool(
+    'restore_point_diff',
+    {
+      description: TOOL_DESCRIPTIONS.restore_point_diff,
+      inputSchema: { id: z.string().min(1).describe('Restore point id (restore_point_list)') },
+    },
+    async ({ id }) =>
+      guarded(async () => {
+        const d = await call(core(), 'restorePointDiff', { target: agent.target, id, ...stores });
+        const part = (t: string, xs: string[]): string =>
+          xs.length ? `${t} (${xs.length}): ${xs.slice(0, 30).join(', ')}${xs.length > 30 ? ', …' : ''}` : '';
+        const lines = [
+          part('added', d.added),
+          part('removed', d.removed),
+          part('changed', d.changed),
+          part('agent state changed', d.agentChanged),
+        ].filter(Boolean);
+        return lines.length ? `Since ${id}:\n${lines.join('\n')}` : `Nothing changed since ${id}.`;
+      }),
   );
 
   server.registerTool(
@@ -118,14 +149,25 @@ export function agentKeepMcpServer(agent: HookAgent, stateDir: string): McpServe
       description: TOOL_DESCRIPTIONS.restore_request,
       inputSchema: {
         id: z.string().min(1).describe('Restore point id to go back to (restore_point_list)'),
-        scope: z.enum(['machine', 'agent', 'both']).describe('machine: files and packages; agent: memory and agent state; both'),
+        scope: z
+          .enum(['machine', 'agent', 'both'])
+          .describe('machine: files and packages; agent: memory and agent state; both'),
         reason: z.string().trim().min(1).describe('Why the restore is needed, in one sentence (the person reads it)'),
       },
     },
     async ({ id, scope, reason }) =>
       guarded(async () => {
-        const r = await call(core(), 'requestCreate', { target: agent.target, ...stores, restorePoint: id, scope, reason, agent: agent.name, allowAgentRestores: agent.allowAgentRestores });
-        if (r.status === 'approved') return `Restored ${id} (scope ${scope}) at once: this agent may restore its own agent state. Undo: restore ${r.undo}. ${OUTSIDE}`;
+        const r = await call(core(), 'requestCreate', {
+          target: agent.target,
+          ...stores,
+          restorePoint: id,
+          scope,
+          reason,
+          agent: agent.name,
+          allowAgentRestores: agent.allowAgentRestores,
+        });
+        if (r.status === 'approved')
+          return `Restored ${id} (scope ${scope}) at once: this agent may restore its own agent state. Undo: restore ${r.undo}. ${OUTSIDE}`;
         if (r.status === 'failed') return `The restore of ${id} failed: ${r.note ?? 'see agentkeep request list'}.`;
         return `Request ${r.id} is pending: nothing was restored. A person has to approve it (agentkeep request approve ${r.id}) or deny it. ${OUTSIDE}`;
       }),
@@ -133,10 +175,13 @@ export function agentKeepMcpServer(agent: HookAgent, stateDir: string): McpServe
 
   server.registerTool('memory_lint', { description: TOOL_DESCRIPTIONS.memory_lint, inputSchema: {} }, async () =>
     guarded(async () => {
-      if (!agent.stores.length) return `Agent ${agent.name} has no memory stores set up (hook install … --store hermes:/path), so there is nothing to check.`;
+      if (!agent.stores.length)
+        return `Agent ${agent.name} has no memory stores set up (hook install … --store hermes:/path), so there is nothing to check.`;
       const r = await call(core(), 'memoryLint', { stores: agent.stores, target: agent.target });
       if (!r.findings.length) return 'No findings: the memory looks consistent.';
-      return r.findings.map((f) => `${f.severity} ${f.kind}: ${f.message}${f.suggestion ? ` (${f.suggestion})` : ''}`).join('\n');
+      return r.findings
+        .map((f) => `${f.severity} ${f.kind}: ${f.message}${f.suggestion ? ` (${f.suggestion})` : ''}`)
+        .join('\n');
     }),
   );
   return server;

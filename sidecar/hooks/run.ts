@@ -64,7 +64,10 @@ function hermesHome(a: HookAgent, env: NodeJS.ProcessEnv): string {
 function overBudget(ms: number, what: string): { promise: Promise<never>; cancel: () => void } {
   let timer: NodeJS.Timeout | undefined;
   const promise = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} took longer than the hook's budget of ${Math.round(ms / 1000)} s`)), ms);
+    timer = setTimeout(
+      () => reject(new Error(`${what} took longer than the hook's budget of ${Math.round(ms / 1000)} s`)),
+      ms,
+    );
   });
   return { promise, cancel: () => clearTimeout(timer) };
 }
@@ -74,7 +77,14 @@ function overBudget(ms: number, what: string): { promise: Promise<never>; cancel
  * blocks, fail-closed pre calls only).
  * @param budgetMs how long it may take in all (restore point creation is aborted before that)
  */
-export async function runHook(call: HookCall, verdict: Acting, args: HookArgs, io: HookIO, budgetMs: number, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+export async function runHook(
+  call: HookCall,
+  verdict: Acting,
+  args: HookArgs,
+  io: HookIO,
+  budgetMs: number,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<void> {
   const stateDir = hookStateDir(args, env);
   const agent = await resolveHookAgent(stateDir, args);
   const pendingDir = path.join(stateDir, 'hooks', 'pending');
@@ -93,7 +103,9 @@ export async function runHook(call: HookCall, verdict: Acting, args: HookArgs, i
     ...(call.session ? { session: call.session } : {}),
     tool: call.tool,
     ...(call.toolCallId ? { toolCallId: call.toolCallId } : {}),
-    ...(verdict.what === 'command' ? { command: verdict.detail, class: verdict.class, risk: verdict.why } : { path: verdict.detail }),
+    ...(verdict.what === 'command'
+      ? { command: verdict.detail, class: verdict.class, risk: verdict.why }
+      : { path: verdict.detail }),
     text: reasonText(agent.name, call, verdict.detail),
   };
   let pending: Pending | undefined;
@@ -117,7 +129,12 @@ export async function runHook(call: HookCall, verdict: Acting, args: HookArgs, i
     const rp = await Promise.race([callCore(core, 'restorePointCreate', params), budget.promise]);
     if (call.event === 'pre') {
       await fs.mkdir(pendingDir, { recursive: true, mode: 0o700 });
-      await writeJsonAtomic(pendingFile, { kind: 'restore-point', time: new Date().toISOString(), pre: rp.id, target: agent.target } satisfies Pending);
+      await writeJsonAtomic(pendingFile, {
+        kind: 'restore-point',
+        time: new Date().toISOString(),
+        pre: rp.id,
+        target: agent.target,
+      } satisfies Pending);
       io.err(`agentkeep: restore point ${rp.id} before ${call.tool}: ${short(verdict.detail)}`);
     } else {
       await fs.rm(pendingFile, { force: true });
@@ -147,7 +164,9 @@ export async function runHook(call: HookCall, verdict: Acting, args: HookArgs, i
       io.out(JSON.stringify({ decision: 'block', reason: msg }));
       io.err(`agentkeep: blocked ${call.tool} (fail-closed): no restore point: ${why}`);
     } else {
-      io.err(`agentkeep: warning: no ${call.event} restore point for ${call.tool} (${why}); the call goes ahead. agentkeep restore-point list shows this warning.`);
+      io.err(
+        `agentkeep: warning: no ${call.event} restore point for ${call.tool} (${why}); the call goes ahead. agentkeep restore-point list shows this warning.`,
+      );
     }
   } finally {
     budget.cancel();
@@ -171,13 +190,20 @@ async function memoryCall(
   const read = (): Promise<string> => fs.readFile(file, 'utf8').catch(() => '');
   if (call.event === 'pre') {
     await fs.mkdir(path.dirname(pendingFile), { recursive: true, mode: 0o700 });
-    await writeJsonAtomic(pendingFile, { kind: 'memory', time: new Date().toISOString(), file, before: await read() } satisfies Pending);
+    await writeJsonAtomic(pendingFile, {
+      kind: 'memory',
+      time: new Date().toISOString(),
+      file,
+      before: await read(),
+    } satisfies Pending);
     return;
   }
   const pending = await readPending(pendingFile);
   await fs.rm(pendingFile, { force: true });
   if (pending?.kind !== 'memory' || pending.before === undefined) {
-    io.err(`agentkeep: note: no pre_tool_call record for this memory call (the pre hook is not installed or did not run); its write is not logged.`);
+    io.err(
+      `agentkeep: note: no pre_tool_call record for this memory call (the pre hook is not installed or did not run); its write is not logged.`,
+    );
     return;
   }
   try {
@@ -198,7 +224,15 @@ async function memoryCall(
     });
   } catch (e) {
     const why = asAgentKeepError(e).oneLine();
-    await recordHookWarning(stateDir, { time: new Date().toISOString(), target: agent.target, agent: agent.name, tool: call.tool, phase: 'memory', blocked: false, message: `The memory write was not logged: ${why}` }).catch(() => undefined);
+    await recordHookWarning(stateDir, {
+      time: new Date().toISOString(),
+      target: agent.target,
+      agent: agent.name,
+      tool: call.tool,
+      phase: 'memory',
+      blocked: false,
+      message: `The memory write was not logged: ${why}`,
+    }).catch(() => undefined);
     io.err(`agentkeep: warning: the memory write was not logged (${why}).`);
   }
 }
@@ -217,6 +251,7 @@ async function sweepPending(dir: string): Promise<void> {
   if (names.length < 50) return;
   for (const n of names) {
     const st = await fs.stat(path.join(dir, n)).catch(() => undefined);
-    if (st && Date.now() - st.mtimeMs > PENDING_MAX_AGE_MS) await fs.rm(path.join(dir, n), { force: true }).catch(() => undefined);
+    if (st && Date.now() - st.mtimeMs > PENDING_MAX_AGE_MS)
+      await fs.rm(path.join(dir, n), { force: true }).catch(() => undefined);
   }
 }

@@ -15,7 +15,17 @@
  * in the YAML and JSONC parsers).
  */
 import * as path from 'node:path';
-import { classifyPipeline, MAYBE_CONFIG_WRITE, MAYBE_RISKY, maxHit, noteDownloads, unwrap, type ClassifyContext, type RiskClass, type RiskHit } from '../risk/classify';
+import {
+  classifyPipeline,
+  MAYBE_CONFIG_WRITE,
+  MAYBE_RISKY,
+  maxHit,
+  noteDownloads,
+  unwrap,
+  type ClassifyContext,
+  type RiskClass,
+  type RiskHit,
+} from '../risk/classify';
 import { splitCommands } from '../risk/shell';
 import { riskyConfigFile, type RiskyConfigKind } from '../risk/config';
 import { lines, numbered, shellCommands } from '../risk/text';
@@ -35,12 +45,25 @@ export type Verdict =
       /** One sentence for the reason: the risky part(s) of the command, or what the file is. */
       why: string;
     }
-  | { action: 'memory'; memoryAction: 'add' | 'replace' | 'remove'; target: string; content?: string; oldText?: string };
+  | {
+      action: 'memory';
+      memoryAction: 'add' | 'replace' | 'remove';
+      target: string;
+      content?: string;
+      oldText?: string;
+    };
 
 const NONE: Verdict = { action: 'none' };
 
 /** Config kinds whose write is worth a restore point (manifests and lockfiles are not: the install is). */
-const RISKY_WRITE_KINDS = new Set<RiskyConfigKind>(['agent', 'secrets', 'service', 'cron', 'apt-sources', 'containers']);
+const RISKY_WRITE_KINDS = new Set<RiskyConfigKind>([
+  'agent',
+  'secrets',
+  'service',
+  'cron',
+  'apt-sources',
+  'containers',
+]);
 
 /** The directory `cd DIR` moves to, for relative paths later in the same chain (as sidecar/risk/scan.ts). */
 function cdTarget(dir: string, cwd: string | undefined): string | undefined {
@@ -86,7 +109,8 @@ export function shellInCode(code: string): string[] {
     if (t.startsWith('!')) out.push(t.slice(1));
     else if (/^%(pip|conda|mamba|uv)\b/.test(t)) out.push(t.slice(1));
   }
-  const call = /\b(?:os\.system|os\.popen|subprocess\.(?:run|call|check_call|check_output|Popen|getoutput|getstatusoutput)|execSync|execFileSync|exec|spawnSync|spawn)\s*\(\s*(?:[rbf]{0,2}("""|'''|"|'|`)([\s\S]*?)\1|\[([^\]]*)\])/g;
+  const call =
+    /\b(?:os\.system|os\.popen|subprocess\.(?:run|call|check_call|check_output|Popen|getoutput|getstatusoutput)|execSync|execFileSync|exec|spawnSync|spawn)\s*\(\s*(?:[rbf]{0,2}("""|'''|"|'|`)([\s\S]*?)\1|\[([^\]]*)\])/g;
   for (const m of code.matchAll(call)) {
     if (m[2] !== undefined) out.push(m[2]);
     else if (m[3] !== undefined) {
@@ -100,14 +124,25 @@ export function shellInCode(code: string): string[] {
 /** Paths a Hermes `patch` call writes: its `path`, or the files a V4A patch names. */
 function patchPaths(input: Record<string, unknown>): string[] {
   const out: string[] = [];
-  for (const k of ['path', 'file_path', 'file', 'filename', 'target_file']) if (typeof input[k] === 'string' && input[k]) out.push(input[k] as string);
-  if (typeof input.patch === 'string') for (const m of input.patch.matchAll(/^\*\*\* (?:Add|Update|Delete) File: (.+)$/gm)) out.push(m[1].trim());
-  if (typeof input.patch === 'string') for (const m of input.patch.matchAll(/^\*\*\* Move to: (.+)$/gm)) out.push(m[1].trim());
+  for (const k of ['path', 'file_path', 'file', 'filename', 'target_file'])
+    if (typeof input[k] === 'string' && input[k]) out.push(input[k] as string);
+  if (typeof input.patch === 'string')
+    for (const m of input.patch.matchAll(/^\*\*\* (?:Add|Update|Delete) File: (.+)$/gm)) out.push(m[1].trim());
+  if (typeof input.patch === 'string')
+    for (const m of input.patch.matchAll(/^\*\*\* Move to: (.+)$/gm)) out.push(m[1].trim());
   return out;
 }
 
 /** Tool names that write files, by agent (Hermes' own; file tools seen in Agent Zero builds). */
-const FILE_TOOLS = new Set(['write_file', 'patch', 'text_editor', 'file_write', 'edit_file', 'replace_in_file', 'str_replace_editor']);
+const FILE_TOOLS = new Set([
+  'write_file',
+  'patch',
+  'text_editor',
+  'file_write',
+  'edit_file',
+  'replace_in_file',
+  'str_replace_editor',
+]);
 
 /** Whether a file-tool call only reads (text_editor `op: read`, str_replace_editor `command: view`). */
 function readOnlyFileCall(input: Record<string, unknown>): boolean {
@@ -125,11 +160,14 @@ export function decide(kind: HookAgentKind, call: HookCall, homes: string[] = []
   let commands: string[] = [];
   if (call.tool === 'terminal' && typeof input.command === 'string') commands = [input.command];
   else if (call.tool === 'code_execution_tool' || call.tool === 'execute_code') {
-    const runtime = String(input.runtime ?? (call.tool === 'execute_code' ? 'python' : '')).toLowerCase().trim();
+    const runtime = String(input.runtime ?? (call.tool === 'execute_code' ? 'python' : ''))
+      .toLowerCase()
+      .trim();
     const code = typeof input.code === 'string' ? input.code : typeof input.command === 'string' ? input.command : '';
     if (runtime === 'terminal') commands = [code];
     else if (runtime === 'python' || runtime === 'nodejs') commands = shellInCode(code);
-  } else if ((call.tool === 'Bash' || call.tool === 'shell') && typeof input.command === 'string') commands = [input.command];
+  } else if ((call.tool === 'Bash' || call.tool === 'shell') && typeof input.command === 'string')
+    commands = [input.command];
   if (commands.length) {
     let top: RiskHit | null = null;
     for (const c of commands) {
@@ -137,14 +175,21 @@ export function decide(kind: HookAgentKind, call: HookCall, homes: string[] = []
       if (v) top = maxHit(top, v);
     }
     if (!top) return NONE;
-    return { action: 'restore-point', what: 'command', detail: commands.join('\n').trim(), class: top.class, why: top.reason };
+    return {
+      action: 'restore-point',
+      what: 'command',
+      detail: commands.join('\n').trim(),
+      class: top.class,
+      why: top.reason,
+    };
   }
   // file writes
   if (FILE_TOOLS.has(call.tool) && !readOnlyFileCall(input)) {
     for (const p of patchPaths(input)) {
       const abs = path.isAbsolute(p) ? p : p.startsWith('~/') ? p : path.resolve(call.cwd ?? '/', p);
       const r = riskyConfigFile(abs, homes);
-      if (r && RISKY_WRITE_KINDS.has(r.kind)) return { action: 'restore-point', what: 'file', detail: p, class: r.kind, why: r.reason };
+      if (r && RISKY_WRITE_KINDS.has(r.kind))
+        return { action: 'restore-point', what: 'file', detail: p, class: r.kind, why: r.reason };
     }
     return NONE;
   }

@@ -36,18 +36,31 @@ describe('agentkeep mcp (the SDK client over stdio)', function () {
     assert.equal((await ak('hook', 'install', 'hermes', '--home', machine, '--mcp')).code, 0);
     config = await fs.readFile(path.join(machine, 'config.yaml'), 'utf8');
     client = new Client({ name: 'agentkeep-test', version: '1.0.0' });
-    await client.connect(new StdioClientTransport({ command: process.execPath, args: [SIDECAR, '--state-dir', state, 'mcp', '--agent', 'hermes'], stderr: 'pipe' }));
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [SIDECAR, '--state-dir', state, 'mcp', '--agent', 'hermes'],
+        stderr: 'pipe',
+      }),
+    );
   });
   afterEach(async () => {
     await client?.close();
     await fs.rm(tmp, { recursive: true, force: true });
   });
 
-  const callTool = async (name: string, args: Record<string, unknown>): Promise<ToolResult> => (await client.callTool({ name, arguments: args })) as ToolResult;
+  const callTool = async (name: string, args: Record<string, unknown>): Promise<ToolResult> =>
+    (await client.callTool({ name, arguments: args })) as ToolResult;
 
   it('lists the five tools, with descriptions that say when to call them and what a restore cannot undo', async () => {
     const { tools } = await client.listTools();
-    assert.deepEqual(tools.map((t) => t.name).sort(), ['memory_lint', 'restore_point_create', 'restore_point_diff', 'restore_point_list', 'restore_request']);
+    assert.deepEqual(tools.map((t) => t.name).sort(), [
+      'memory_lint',
+      'restore_point_create',
+      'restore_point_diff',
+      'restore_point_list',
+      'restore_request',
+    ]);
     const create = tools.find((t) => t.name === 'restore_point_create')!;
     assert.match(create.description!, /before .*installing or upgrading packages.*updating yourself.*config/);
     assert.match(create.description!, /cannot undo what you already did outside it/);
@@ -63,7 +76,10 @@ describe('agentkeep mcp (the SDK client over stdio)', function () {
     const id = /restore point (ak_\w+)/.exec(made.content[0].text)![1];
     const [rp] = await json('restore-point', 'list', '--target', `dir:${machine}`);
     assert.equal(rp.id, id);
-    assert.deepEqual({ origin: rp.reason.origin, agent: rp.reason.agent, text: rp.reason.text }, { origin: 'mcp', agent: 'hermes', text: 'by the agent hermes: before switching the model provider' });
+    assert.deepEqual(
+      { origin: rp.reason.origin, agent: rp.reason.agent, text: rp.reason.text },
+      { origin: 'mcp', agent: 'hermes', text: 'by the agent hermes: before switching the model provider' },
+    );
     const listed = await callTool('restore_point_list', {});
     assert.match(listed.content[0].text, new RegExp(id));
 
@@ -71,13 +87,24 @@ describe('agentkeep mcp (the SDK client over stdio)', function () {
     await fs.writeFile(path.join(machine, 'config.yaml'), 'model: [broken\n');
     const diff = await callTool('restore_point_diff', { id });
     assert.match(diff.content[0].text, /changed \(1\): config\.yaml/);
-    const asked = await callTool('restore_request', { id, scope: 'machine', reason: 'my config.yaml no longer parses' });
+    const asked = await callTool('restore_request', {
+      id,
+      scope: 'machine',
+      reason: 'my config.yaml no longer parses',
+    });
     assert.ok(!asked.isError, asked.content[0]?.text);
     assert.match(asked.content[0].text, /Request (req_\w+) is pending: nothing was restored/);
     const reqId = /Request (req_\w+)/.exec(asked.content[0].text)![1];
-    assert.equal(await fs.readFile(path.join(machine, 'config.yaml'), 'utf8'), 'model: [broken\n', 'nothing restored by the request');
+    assert.equal(
+      await fs.readFile(path.join(machine, 'config.yaml'), 'utf8'),
+      'model: [broken\n',
+      'nothing restored by the request',
+    );
     const pending = await json('request', 'list');
-    assert.deepEqual(pending.map((r: any) => [r.id, r.status, r.restorePoint, r.scope, r.agent, r.reason]), [[reqId, 'pending', id, 'machine', 'hermes', 'my config.yaml no longer parses']]);
+    assert.deepEqual(
+      pending.map((r: any) => [r.id, r.status, r.restorePoint, r.scope, r.agent, r.reason]),
+      [[reqId, 'pending', id, 'machine', 'hermes', 'my config.yaml no longer parses']],
+    );
     const lst = await ak('restore-point', 'list', '--target', `dir:${machine}`);
     assert.match(lst.stderr, /1 restore request\(s\) of the agent wait for approval/);
 
@@ -87,7 +114,10 @@ describe('agentkeep mcp (the SDK client over stdio)', function () {
     assert.match(noYes.stderr, /needs confirmation\. Pass --yes/);
     const ok = await ak('request', 'approve', reqId, '--yes');
     assert.equal(ok.code, 0, ok.stderr);
-    assert.match(ok.stdout, /Approved req_\w+: restored ak_\w+ \(scope machine\).*\n[\s\S]*Undo: agentkeep restore-point restore ak_\w+/);
+    assert.match(
+      ok.stdout,
+      /Approved req_\w+: restored ak_\w+ \(scope machine\).*\n[\s\S]*Undo: agentkeep restore-point restore ak_\w+/,
+    );
     assert.equal(await fs.readFile(path.join(machine, 'config.yaml'), 'utf8'), config, 'restored');
     const done = await json('request', 'list', '--all');
     assert.equal(done[0].status, 'approved');
@@ -108,7 +138,7 @@ describe('agentkeep mcp (the SDK client over stdio)', function () {
     assert.match(bad.content[0].text, /ak_nosuch/);
   });
 
-  it('memory_lint reports the findings of the agent\'s stores', async () => {
+  it("memory_lint reports the findings of the agent's stores", async () => {
     const r = await callTool('memory_lint', {});
     assert.ok(!r.isError, r.content[0]?.text);
     assert.match(r.content[0].text, /duplicate/);
@@ -118,7 +148,13 @@ describe('agentkeep mcp (the SDK client over stdio)', function () {
     assert.equal((await ak('hook', 'settings', '--agent', 'hermes', '--allow-agent-restores')).code, 0);
     await client.close();
     client = new Client({ name: 'agentkeep-test', version: '1.0.0' });
-    await client.connect(new StdioClientTransport({ command: process.execPath, args: [SIDECAR, '--state-dir', state, 'mcp', '--agent', 'hermes'], stderr: 'pipe' }));
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [SIDECAR, '--state-dir', state, 'mcp', '--agent', 'hermes'],
+        stderr: 'pipe',
+      }),
+    );
     const made = await callTool('restore_point_create', { reason: 'before a memory cleanup' });
     const id = /restore point (ak_\w+)/.exec(made.content[0].text)![1];
     await fs.writeFile(path.join(machine, 'memories', 'MEMORY.md'), 'Uses pip');
