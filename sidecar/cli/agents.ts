@@ -199,6 +199,8 @@ export function useNamedAgents(root: Command, coreOpts: (cmd: Command) => CoreOp
     const given = o.store ?? [];
     if (name.startsWith('memory ')) {
       if (given.length && o.agent === undefined) return; // explicit stores: no agent involved
+      // memory diff --target T without --store: the stores are the ones the restore point captured
+      if (name === 'memory diff' && o.target !== undefined && o.agent === undefined) return;
       const r = await resolve(stateDir, {
         agent: o.agent,
         ...(o.agent !== undefined && o.target !== undefined ? { target: o.target } : {}),

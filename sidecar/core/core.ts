@@ -3,6 +3,7 @@
  * one module per job (each takes the shared CoreContext of sidecar/core/context.ts):
  *   create.ts     restorePoint.create (snapshot + agent-state capture, retention, size cap)
  *   restore.ts    restorePoint.restore (scopes, pre-restore undo point, store locks)
+ *   preview.ts    restorePoint.preview (what a restore of a scope would do; git repos: gitrepos.ts)
  *   inspect.ts    restorePoint.list / diff / compare / readFile
  *   manage.ts     restorePoint.delete / keep / label
  *   prune.ts      restorePoint.prune and the retention run after a create
@@ -33,6 +34,7 @@ import { compareRestorePoints, diffRestorePoint, listRestorePoints, readRestoreP
 import { deleteRestorePoint, keepRestorePoint, labelRestorePoint } from './manage';
 import * as memory from './memory';
 import type { ObjectStore } from './objects';
+import { previewRestore } from './preview';
 import { pruneRestorePoints } from './prune';
 import { approveRequest, createRequest, denyRequest, listRequests } from './requests';
 import { restoreRestorePoint } from './restore';
@@ -79,6 +81,10 @@ export class Core implements CoreApi {
   /** See restore.ts restoreRestorePoint. */
   restoreRestorePoint(p: ParamsOf<'restorePointRestore'>): Promise<ResultOf<'restorePointRestore'>> {
     return restoreRestorePoint(this.ctx, p);
+  }
+  /** See preview.ts previewRestore. */
+  previewRestorePoint(p: ParamsOf<'restorePointPreview'>): Promise<ResultOf<'restorePointPreview'>> {
+    return previewRestore(this.ctx, p);
   }
   /** See inspect.ts listRestorePoints. */
   listRestorePoints(p: ParamsOf<'restorePointList'>): Promise<RestorePoint[]> {
@@ -183,8 +189,8 @@ export class Core implements CoreApi {
   guestFileRead(target: string, file: string): Promise<Buffer> {
     return guestFileRead(this.ctx, target, file);
   }
-  /** See guest.ts guestFileWrite (the CLI's guest write). */
-  guestFileWrite(target: string, file: string, content: string): Promise<void> {
+  /** See guest.ts guestFileWrite (the CLI's guest write): keeps a backup of the old content first. */
+  guestFileWrite(target: string, file: string, content: string): Promise<{ bytes: number; backup?: string }> {
     return guestFileWrite(this.ctx, target, file, content);
   }
   /** See guest.ts discoverAgents. */

@@ -22,6 +22,7 @@ const HANDLERS: Handlers = {
   restorePointCompare: (c, p) => c.compareRestorePoints(p),
   restorePointReadFile: (c, p) => c.readRestorePointFile(p),
   restorePointRestore: (c, p) => c.restoreRestorePoint(p),
+  restorePointPreview: (c, p) => c.previewRestorePoint(p),
   restorePointDelete: (c, p) => c.deleteRestorePoint(p),
   restorePointPrune: (c, p) => c.pruneRestorePoints(p),
   restorePointUsage: (c, p) => c.usageRestorePoints(p),

@@ -43,6 +43,8 @@ export interface CoreApi {
   compareRestorePoints(p: ParamsOf<'restorePointCompare'>): Promise<ChangeSummary>;
   readRestorePointFile(p: ParamsOf<'restorePointReadFile'>): Promise<ResultOf<'restorePointReadFile'>>;
   restoreRestorePoint(p: ParamsOf<'restorePointRestore'>): Promise<ResultOf<'restorePointRestore'>>;
+  /** What a restore would do, changing nothing; see Methods.restorePointPreview. */
+  previewRestorePoint(p: ParamsOf<'restorePointPreview'>): Promise<ResultOf<'restorePointPreview'>>;
   deleteRestorePoint(p: ParamsOf<'restorePointDelete'>): Promise<ResultOf<'restorePointDelete'>>;
   /** Apply retention (sidecar/core/retention.ts) to a target; see Methods.restorePointPrune. */
   pruneRestorePoints(p: ParamsOf<'restorePointPrune'>): Promise<ResultOf<'restorePointPrune'>>;
@@ -81,8 +83,11 @@ export interface CoreApi {
   denyRequest(p: ParamsOf<'requestDeny'>): Promise<ResultOf<'requestDeny'>>;
   /** CLI only (no protocol method): read a file in a guest through the hypervisor (Proxmox guest agent). */
   guestFileRead(target: string, file: string): Promise<Buffer>;
-  /** CLI only (no protocol method): replace a file in a guest (at most capabilities.guestWriteMaxBytes). */
-  guestFileWrite(target: string, file: string, content: string): Promise<void>;
+  /**
+   * CLI only (no protocol method): replace a file in a guest (at most capabilities.guestWriteMaxBytes),
+   * after saving its old content under <stateDir>/guest-backups/ (`backup`: that file; absent for a new file).
+   */
+  guestFileWrite(target: string, file: string, content: string): Promise<{ bytes: number; backup?: string }>;
   /** See Methods.agentDiscover. */
   discoverAgents(p: ParamsOf<'agentDiscover'>): Promise<ResultOf<'agentDiscover'>>;
   /** See Methods.agentList: the named agents of the state dir's config.json. */
