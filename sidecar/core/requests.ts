@@ -63,9 +63,12 @@ async function runRestore(ctx: CoreContext, r: RestoreRequest, by: string): Prom
       scope: r.scope,
       ...(r.stores?.length ? { stores: r.stores } : {}),
     });
-    const done: RestoreRequest = { ...r, status: 'approved', decidedAt, decidedBy: by, undo: res.undo.id };
+    // an approved request always restores with its undo point (noUndoPoint is never passed here)
+    const undo = res.undo;
+    if (!undo) throw new AgentKeepError('Internal', `The restore of request ${r.id} made no undo point.`);
+    const done: RestoreRequest = { ...r, status: 'approved', decidedAt, decidedBy: by, undo: undo.id };
     await writeJsonAtomic(requestFile(ctx, r.id), done, { pretty: true });
-    return { request: done, restore: { undo: res.undo.id, changes: res.changes } };
+    return { request: done, restore: { undo: undo.id, changes: res.changes } };
   } catch (e) {
     const failed: RestoreRequest = {
       ...r,
