@@ -80,7 +80,11 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
     ),
   );
   ctx.configFiles = configFiles;
-  const memory = new MemoryInspector(context, sidecar, output, () => tree.refresh());
+  // after a change or the inspector's Refresh: the Agent view and the status bar re-read (a store may be broken now)
+  const memory = new MemoryInspector(context, sidecar, output, () => {
+    tree.refresh();
+    void statusBar.update();
+  });
   context.subscriptions.push(memory, ...registerMemoryCommands(ctx, memory));
   context.subscriptions.push(configFiles, vscode.workspace.registerTextDocumentContentProvider(SNAPSHOT_SCHEME, new SnapshotContentProvider(sidecar)));
 

@@ -43,6 +43,11 @@ export interface MemoryChange {
 export interface MemoryDiffResult {
   restorePoint: string;
   rows: Array<[string, string]>;
+  /**
+   * What the diff could not show, shown as a warning next to it: memory.diff `warnings` (files broken
+   * on one side, their entries not compared) and live files left out because they are broken now.
+   */
+  warnings?: string[];
 }
 
 /** What the inspector webview reported after its last render (see FromInspector "rendered"). */
@@ -141,7 +146,7 @@ export class MemoryInspector implements vscode.Disposable {
     private readonly context: vscode.ExtensionContext,
     private readonly sidecar: Sidecar,
     private readonly output: vscode.OutputChannel,
-    /** Called after a change so the Agent view refreshes. */
+    /** Called after a change, and on the inspector's Refresh, so the Agent view and the status bar re-read. */
     private readonly afterChange: () => void,
   ) {
     this.disposables.push(
@@ -232,6 +237,7 @@ export class MemoryInspector implements vscode.Disposable {
         return;
       }
       case 'refresh':
+        this.afterChange(); // the Agent view and the status bar re-read too (e.g. a file broken since)
         await this.refresh();
         return;
       case 'select':
@@ -393,11 +399,24 @@ export class MemoryInspector implements vscode.Disposable {
     const root = d.capabilities.textFiles ? d.localRoot : undefined;
     const captured = new Set(rp.agent.find((a) => a.store === store)?.files.map((f) => f.path) ?? []);
     const files = root ? (await this.sidecar.request('memoryList', { stores: [store] })).stores : [];
+    const warnings = root ? await this.diffWarnings(config.target, rp.id, store) : [];
     const rels = new Set<string>();
     for (const f of files) {
       const rel = path.relative(root!, f.file).split(path.sep).join('/');
       if (!rel || rel.startsWith('..') || path.isAbsolute(rel)) continue;
+      const live = fs.lstatSync(f.file, { throwIfNoEntry: false });
+      // broken now and no file to open (a directory, a FIFO, a dangling link): left out, and said
+      if (f.broken && live && !live.isFile()) {
+        const fix = f.broken.hint ? ` Fix: ${f.broken.hint}` : '';
+        warnings.push(`${rel} is not shown: it is broken now (${f.broken.message}${fix})`);
+        continue;
+      }
       if (captured.has(rel) || fs.statSync(f.file, { throwIfNoEntry: false })?.isFile()) rels.add(rel);
+    }
+    if (root && !rels.size && warnings.length) {
+      const hint = files.find((f) => f.broken?.hint)?.broken?.hint;
+      const what = `${store} has no text memory file that can be diffed now: ${warnings.join(' ')}`;
+      throw new SidecarError(what, 'file_error', hint);
     }
     if (!root || !rels.size) {
       throw new SidecarError(
@@ -414,7 +433,22 @@ export class MemoryInspector implements vscode.Disposable {
     } else {
       await vscode.commands.executeCommand('vscode.changes', title, rows.map(([live, old]) => [vscode.Uri.parse(live), vscode.Uri.parse(old), vscode.Uri.parse(live)]));
     }
-    return { restorePoint: rp.id, rows };
+    if (warnings.length) void vscode.window.showWarningMessage(`Memory diff of ${store}: ${warnings.join(' ')}`);
+    return { restorePoint: rp.id, rows, ...(warnings.length ? { warnings } : {}) };
+  }
+
+  /**
+   * memory.diff's warnings for `store` against restore point `rpId` (files broken on one side, whose
+   * entries were not compared); a memory.diff that fails on a broken file (a damaged history) is
+   * one warning with its message and fix. [] when there is nothing to say.
+   */
+  private async diffWarnings(target: string, rpId: string, store: string): Promise<string[]> {
+    try {
+      return (await this.sidecar.request('memoryDiff', { target, from: rpId, stores: [store] })).warnings ?? [];
+    } catch (e) {
+      const err = toSidecarError(e);
+      return err.code === 'file_error' ? [`The entries could not be compared: ${err.full()}`] : [];
+    }
   }
 
   private html(webview: vscode.Webview): string {
@@ -461,11 +495,15 @@ export function registerMemoryCommands(ctx: Ctx, inspector: MemoryInspector): vs
   ];
 }
 
-/** Quick pick of an entry across the configured stores (commands run from the palette). */
+/** Quick pick of an entry across the configured stores (commands run from the palette), broken files left out. */
 async function pickEntry(sidecar: Sidecar, title: string): Promise<EntryRef | undefined> {
   const config = readAgentConfig() ?? noConfig();
   const { stores } = await loadMemoryState(sidecar, config);
-  const items = stores.flatMap((s) => s.files.flatMap((f) => f.entries.map((e) => ({ label: entryTitle(e.text), description: path.basename(f.file), detail: s.store, ref: { store: s.store, id: e.id } }))));
+  // entries of a broken file are not offered: AgentKeep refuses to write that file
+  const files = stores.flatMap((s) => s.files.filter((f) => !f.broken).map((f) => ({ s, f })));
+  const items = files.flatMap(({ s, f }) =>
+    f.entries.map((e) => ({ label: entryTitle(e.text), description: path.basename(f.file), detail: s.store, ref: { store: s.store, id: e.id } })),
+  );
   if (!items.length) throw new SidecarError('The configured stores hold no memory entries.', 'entry_not_found', 'Check agentkeep.stores, or open the memory inspector to see what each store holds.');
   return (await vscode.window.showQuickPick(items, { title, matchOnDescription: true }))?.ref;
 }
@@ -512,6 +550,7 @@ const INSPECTOR_CSS = `
   .list { border: 1px solid var(--vscode-panel-border, var(--vscode-widget-border, transparent)); border-radius: 3px; max-height: calc(100vh - 190px); overflow: auto; }
   .file { padding: 6px 8px 4px; border-bottom: 1px solid var(--vscode-panel-border, transparent); background: var(--vscode-sideBarSectionHeader-background, transparent); position: sticky; top: 0; z-index: 1; }
   .file .name { font-weight: 600; }
+  .file.broken { border-left: 3px solid var(--vscode-errorForeground); }
   .file .meta { color: var(--vscode-descriptionForeground); font-size: 0.9em; }
   .bar { height: 4px; margin-top: 4px; background: var(--vscode-input-background, rgba(128,128,128,0.2)); border-radius: 2px; overflow: hidden; }
   .bar > div { height: 100%; background: var(--vscode-progressBar-background, #0e70c0); }

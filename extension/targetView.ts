@@ -12,9 +12,12 @@ import { formatAge, formatBytes, targetName, usageText } from './format';
 export interface AgentItemView {
   /** The backend's display name of the target (target.describe `name`), else the target string. */
   label: string;
-  /** "reachable · dir · 12 MiB of 10 GiB", with "restore interrupted · " first when one never finished. */
+  /**
+   * "reachable · dir · 12 MiB of 10 GiB", with "memory broken · " first when agent.status reports a
+   * store broken, and "restore interrupted · " first when one never finished.
+   */
   description: string;
-  /** Codicon id: warning (interrupted restore, near or over the size cap), vm-active, vm-outline. */
+  /** Codicon id: warning (interrupted restore, a broken store, near or over the size cap), vm-active, vm-outline. */
   icon: string;
   /** Markdown (theme icons on): target, backend and reachability, capabilities, restore points, disk use, stores. */
   tooltip: string;
@@ -33,7 +36,9 @@ export function agentItemView(
 ): AgentItemView {
   const backend = d?.backend ?? s.backend;
   let description = `${s.reachable ? 'reachable' : 'unreachable'} · ${backend}${u ? ` · ${usageText(u)}` : ''}`;
-  const warn = !!s.interruptedRestore || (!!u && u.level !== 'ok');
+  const broken = s.stores.some((st) => st.broken);
+  if (broken) description = `memory broken · ${description}`;
+  const warn = !!s.interruptedRestore || (!!u && u.level !== 'ok') || broken;
   const md: string[] = [`**Target** \`${target}\``];
   const ir = s.interruptedRestore;
   if (ir) {
@@ -55,7 +60,10 @@ export function agentItemView(
       u.level === 'over' ? ' — **over the cap**: prune some restore points' : u.level === 'near' ? ' — near the cap' : '';
     md.push(`Disk use: ${formatBytes(u.bytes)} of the ${formatBytes(u.capBytes)} cap${level}`);
   }
-  for (const st of s.stores) md.push(`Store \`${st.store}\`: ${st.ok ? 'ok' : (st.message ?? 'not ok')}`);
+  for (const st of s.stores) {
+    const state = st.ok ? 'ok' : `${st.broken ? '$(warning) broken: ' : ''}${st.message ?? 'not ok'}`;
+    md.push(`Store \`${st.store}\`: ${state}`);
+  }
   md.push(`Sidecar ${s.version}`);
   return {
     label: targetName(target, d),

@@ -6,7 +6,6 @@
  * restorePoint.list, memory.list (one call per store, so files group under their store), memory.lint
  * (badges on entries with findings; none when the sidecar has no lint).
  */
-import * as path from 'node:path';
 import * as vscode from 'vscode';
 import {
   Methods,
@@ -18,7 +17,7 @@ import {
   type TargetDescription,
 } from '../sidecar/protocol';
 import { readAgentConfig, readProxmoxSettings, type AgentConfig } from './config';
-import { displayLabel, entryTitle, formatAge, formatBytes, formatReason, plural, shortReason, targetName } from './format';
+import { displayLabel, entryTitle, formatAge, formatBytes, formatReason, shortReason, targetName } from './format';
 import { describeAction, RUN_ACTION } from './actions';
 import { findingsFor, lintStores } from './memory';
 import {
@@ -34,7 +33,14 @@ import {
   type Guest,
 } from './proxmox';
 import type { Sidecar } from './sidecar';
-import { isLocalMemoryFile, storeItemView } from './storeView';
+import {
+  brokenFileRows,
+  entryContextValue,
+  isLocalMemoryFile,
+  memoryFileView,
+  storeItemView,
+  type StoreStatus,
+} from './storeView';
 import { agentItemView } from './targetView';
 import { toSidecarError } from './sidecar';
 
@@ -91,7 +97,14 @@ export type AgentNode =
     }
   | { kind: 'guest'; guest: Guest; current: boolean }
   | { kind: 'memory'; config: AgentConfig }
-  | { kind: 'store'; config: AgentConfig; store: string; description?: StoreDescription }
+  | {
+      kind: 'store';
+      config: AgentConfig;
+      store: string;
+      description?: StoreDescription;
+      /** The store as agent.status reported it (ok, missing, or `broken` with what and the fix). */
+      status?: StoreStatus;
+    }
   | { kind: 'memoryFile'; store: string; file: MemoryFile; description?: StoreDescription; first: boolean }
   | { kind: 'entry'; store: string; file: MemoryFile; text: string; id: string }
   | { kind: 'message'; label: string; detail?: string; icon?: string; command?: vscode.Command };
@@ -227,25 +240,31 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
       case 'store': {
         // lint ran in getChildren of Memory, before this row is built: the count is current
         const found = this.findings.filter((f) => (f.stores ? f.stores.includes(n.store) : n.config.stores.length === 1)).length;
-        const v = storeItemView(n.store, n.description, found, this.lintNote);
+        const v = storeItemView(n.store, n.description, found, this.lintNote, n.status);
         const item = new vscode.TreeItem(v.label, vscode.TreeItemCollapsibleState.Expanded);
         item.id = `store:${n.store}`;
         item.contextValue = 'memoryStore';
         item.description = v.description;
-        item.iconPath = new vscode.ThemeIcon('database');
+        const warn = v.icon === 'warning' ? new vscode.ThemeColor('list.warningForeground') : undefined;
+        item.iconPath = new vscode.ThemeIcon(v.icon, warn);
         item.tooltip = v.tooltip;
         return item;
       }
       case 'memoryFile': {
         const f = n.file;
-        // A store's first file opens expanded (Hermes: MEMORY.md): its entries are what people come to see.
-        const state = n.first ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed;
-        const item = new vscode.TreeItem(path.basename(f.file), state);
-        item.id = `mf:${f.file}`;
-        const u = f.usage;
-        item.description = u ? `${u.chars}/${u.limit} chars · ${plural(f.entries.length, 'entry', 'entries')}` : plural(f.entries.length, 'entry', 'entries');
-        item.iconPath = new vscode.ThemeIcon(u && u.chars > u.limit ? 'warning' : 'file-text');
-        item.tooltip = u ? `${f.file}\n${f.kind}: ${u.chars} of ${u.limit} characters used` : `${f.file}\n${f.kind}`;
+        const v = memoryFileView(f);
+        // A store's first file opens expanded (Hermes: MEMORY.md): its entries are what people come to see;
+        // so does a broken file: what is broken and the fix are its first rows.
+        const open = n.first || !!f.broken;
+        const state = open ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed;
+        const item = new vscode.TreeItem(v.label, state);
+        item.id = `mf:${f.file}#${f.kind}`; // Agent Zero: one index.pkl holds several area files
+        item.description = v.description;
+        item.contextValue = v.contextValue;
+        const colors = { 'file-text': undefined, error: 'list.errorForeground', warning: 'list.warningForeground' };
+        const color = colors[v.icon];
+        item.iconPath = new vscode.ThemeIcon(v.icon, color ? new vscode.ThemeColor(color) : undefined);
+        item.tooltip = v.tooltip;
         // only a local file opens in the editor (a store reached through an API names its files by URL)
         if (isLocalMemoryFile(f, n.description)) {
           item.resourceUri = vscode.Uri.file(f.file);
@@ -264,7 +283,7 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         item.tooltip = md;
         const worst = found.some((f) => f.severity === 'error') ? 'error' : found.some((f) => f.severity === 'warning') ? 'warning' : found.length ? 'info' : undefined;
         item.iconPath = worst ? new vscode.ThemeIcon(worst, new vscode.ThemeColor(worst === 'error' ? 'list.errorForeground' : worst === 'warning' ? 'list.warningForeground' : 'foreground')) : new vscode.ThemeIcon('note');
-        item.contextValue = n.file.readOnly ? 'memoryEntry.readOnly' : 'memoryEntry';
+        item.contextValue = entryContextValue(n.file);
         item.command = { command: 'agentkeep.openMemoryInspector', title: 'Open in the memory inspector', arguments: [{ store: n.store, id: n.id }] };
         item.accessibilityInformation = { label: `Memory entry ${entryTitle(n.text)}, ${item.description}` };
         return item;
@@ -390,12 +409,16 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
       case 'memory':
         if (!n.config.stores.length) return [{ kind: 'message', label: 'No memory store configured', detail: 'Set agentkeep.stores, e.g. ["hermes:/home/me/.hermes"].' }];
         ({ findings: this.findings, lintNote: this.lintNote } = await lintStores(this.sidecar, n.config));
-        return (await this.sidecar.describeStores(n.config.stores)).map((d, i) => ({
-          kind: 'store',
-          config: n.config,
-          store: n.config.stores[i]!,
-          ...(typeof d === 'string' ? {} : { description: d }),
-        }));
+        return (await this.sidecar.describeStores(n.config.stores)).map((d, i) => {
+          const status = this.lastStatus?.stores.find((x) => x.store === n.config.stores[i]);
+          return {
+            kind: 'store',
+            config: n.config,
+            store: n.config.stores[i]!,
+            ...(typeof d === 'string' ? {} : { description: d }),
+            ...(status ? { status } : {}),
+          };
+        });
       case 'store':
         try {
           const res = await this.sidecar.request('memoryList', { stores: [n.store] });
@@ -411,8 +434,14 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         } catch (e) {
           return [{ kind: 'message', label: toSidecarError(e).full(), icon: 'error' }];
         }
-      case 'memoryFile':
-        return n.file.entries.map((e) => ({ kind: 'entry', store: n.store, file: n.file, text: e.text, id: e.id }));
+      case 'memoryFile': {
+        // a broken file says what is broken and the fix first; then the entries that could be read
+        const rows = brokenFileRows(n.file).map((r): AgentNode => ({ kind: 'message', ...r }));
+        const entries = n.file.entries.map(
+          (e): AgentNode => ({ kind: 'entry', store: n.store, file: n.file, text: e.text, id: e.id }),
+        );
+        return [...rows, ...entries];
+      }
       case 'restorePoint':
         return n.children ?? [];
       case 'guests':

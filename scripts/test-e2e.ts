@@ -13,6 +13,7 @@
  * keep-or-rollback.png, compare.png, statusbar.png, restore-quickpick.png, restore-scope.png,
  * restore-confirm.png, after-restore.png,
  * details.png, memory-inspector.png, memory-detail.png, memory-edit.png, memory-empty-search.png,
+ * memory-broken.png (MEMORY.md made a directory: shown broken with the fix),
  * welcome.png, agent-view-proxmox.png, restore-confirm-proxmox.png, after-rollback-proxmox.png);
  * on failure, failure.png. Exit code 0 = all present.
  *
@@ -93,10 +94,12 @@ async function typeLabel(page: Page, label: string): Promise<void> {
 
 /**
  * The memory inspector: open it from the command palette, check the list (usage bar, entries), then
- * select an entry and check the detail pane (full text, metadata, provenance section).
- * Screenshots memory-inspector.png and memory-detail.png.
+ * select an entry and check the detail pane (full text, metadata, provenance section), then a
+ * MEMORY.md made a directory under `hermesHome` (shown broken with the fix; put back afterwards).
+ * Screenshots memory-inspector.png, memory-detail.png, memory-edit.png, memory-empty-search.png and
+ * memory-broken.png.
  */
-async function memoryInspector(page: Page): Promise<void> {
+async function memoryInspector(page: Page, hermesHome: string): Promise<void> {
   await runCommand(page, 'View: Close All Editors');
   await page.waitForTimeout(300);
   // room for the inspector: hide the panel (terminal) and the side bar (Ctrl+J / Ctrl+B toggle them)
@@ -156,6 +159,33 @@ async function memoryInspector(page: Page): Promise<void> {
   checks++;
   await shot(page, 'memory-empty-search.png');
   for (let i = 0; i < 'no-such-memory-xyz'.length; i++) await page.keyboard.press('Backspace');
+  // a broken MEMORY.md (a directory): the header says BROKEN with what and the fix, no "0 entries"
+  const mem = path.join(hermesHome, 'memories', 'MEMORY.md');
+  const content = fs.readFileSync(mem);
+  fs.rmSync(mem);
+  fs.mkdirSync(mem);
+  fs.writeFileSync(path.join(mem, 'notes.txt'), 'not an entry');
+  try {
+    await webview.locator('.toolbar vscode-button', { hasText: 'Refresh' }).click();
+    try {
+      const head = webview.locator('.file.broken', { hasText: 'MEMORY.md' });
+      await head.locator('.meta', { hasText: 'BROKEN (entries unknown; writes refused)' }).waitFor({ timeout: 10000 });
+      await head.locator('.error', { hasText: 'broken: ' }).waitFor({ timeout: 5000 });
+      await head.locator('.note', { hasText: 'Fix: Move it away' }).waitFor({ timeout: 5000 });
+      // Refresh re-reads agent.status: the status bar item gets its warning badge
+      await page.locator('.statusbar-item[aria-label*="memory store broken"]').waitFor({ timeout: 10000 });
+    } catch {
+      throw new Error('The memory inspector did not show MEMORY.md (a directory) as broken with the fix, or the status bar no warning.');
+    }
+    checks += 4;
+    await page.mouse.move(1000, 700);
+    await shot(page, 'memory-broken.png');
+  } finally {
+    fs.rmSync(mem, { recursive: true, force: true });
+    fs.writeFileSync(mem, content);
+  }
+  await webview.locator('.toolbar vscode-button', { hasText: 'Refresh' }).click();
+  await webview.locator('.file .name', { hasText: 'MEMORY.md' }).first().waitFor({ timeout: 10000 });
 }
 
 /**
@@ -268,7 +298,7 @@ async function main(): Promise<number> {
     await expectVisible(page, '.statusbar-item', 'The AgentKeep status bar item', { hasText: 'no restore point', timeout: 60000 });
     step('status bar item: no restore point');
     if (only === 'memory') {
-      await memoryInspector(page);
+      await memoryInspector(page, demo.hermesHome);
       ok = true;
       console.log(`  ${checks} passing (UI elements present)`);
       return 0;
@@ -377,7 +407,7 @@ async function main(): Promise<number> {
     await page.mouse.move(1000, 700);
     await shot(page, 'details.png');
 
-    await memoryInspector(page);
+    await memoryInspector(page, demo.hermesHome);
 
     // A folder without an agent: the welcome view, and its "Set up demo agent" button.
     const empty = path.join(tmp, 'no-agent');

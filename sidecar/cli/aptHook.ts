@@ -1,5 +1,6 @@
 /**
- * The apt hook in the CLI (issue 15 item 6):
+ * The apt hook in the CLI (issue 15 item 6), as the apt branch of the `hook` commands
+ * (sidecar/cli/hooks.ts):
  *
  *     agentkeep hook install apt [--agent NAME | --target T --store S…] [--apt-conf-dir DIR] [--timeout S] [--json]
  *     agentkeep hook remove apt [--apt-conf-dir DIR] [--json]
@@ -15,6 +16,7 @@ import { resolveAgent } from '../core/agents';
 import type { CoreApi, CoreOptions } from '../core/service';
 import { resolveStateDir } from '../core/state';
 import {
+  aptPaths,
   DEFAULT_APT_BUDGET_MS,
   DEFAULT_APT_CONF_DIR,
   installApt,
@@ -35,14 +37,6 @@ export interface AptHookCliDeps {
   coreOpts: (cmd: Command) => CoreOptions;
   json: (cmd: Command) => boolean;
   print: (v: unknown) => void;
-}
-
-function collect(v: string, prev: string[]): string[] {
-  return [...prev, v];
-}
-
-function onlyApt(kind: string): void {
-  if (kind !== 'apt') throw new UsageError('InvalidParams', `Unknown hook kind "${kind}".`, 'Use apt.');
 }
 
 /** out/sidecar.js of this build (the bundle's own file; from source: the repository's out/). */
@@ -81,151 +75,114 @@ function statusText(s: AptHookStatus): string {
   return lines.join('\n');
 }
 
-/** Add install/remove/status/run for `apt` to the `hook` command group. */
-export function aptHookCommands(hook: Command, d: AptHookCliDeps): void {
-  const stateDirOf = (cmd: Command): string => resolveStateDir(d.coreOpts(cmd).stateDir);
-  const confDirOpt = (): Option =>
-    new Option('--apt-conf-dir <dir>', `APT's configuration parts directory (default ${DEFAULT_APT_CONF_DIR})`);
-
-  hook
-    .command('install')
-    .description(
-      'apt: take a pre/post pair of restore points around each apt command ' +
-        '(writes /etc/apt/apt.conf.d/80agentkeep; root)',
-    )
-    .argument('<kind>', 'apt')
-    .option(
-      '--agent <name>',
-      'the named agent whose target and stores the restore points are of (default: the default agent)',
-    )
-    .option('--target <target>', 'instead of an agent: the target, e.g. btrfs:/ or proxmox://pve.lan/pve1/qemu/101')
-    .option('--store <store>', 'with --target: memory store to capture (repeatable)', collect, [])
-    .addOption(confDirOpt())
-    .option(
+/** The apt-only options of `hook install|remove|status|run` (sidecar/cli/hooks.ts adds them). */
+export function aptOptions(): { confDir: Option; timeout: Option; dpkg: Option; budget: Option } {
+  return {
+    confDir: new Option(
+      '--apt-conf-dir <dir>',
+      `apt: APT's configuration parts directory (default ${DEFAULT_APT_CONF_DIR})`,
+    ),
+    timeout: new Option(
       '--timeout <seconds>',
-      `time box of each hook step (default ${DEFAULT_APT_BUDGET_MS / 1000}); ` +
+      `apt: time box of each hook step (default ${DEFAULT_APT_BUDGET_MS / 1000}); ` +
         'apt goes on without a restore point after it',
-    )
-    .option('--json', 'print the result as JSON')
-    .action(
-      async (
-        kind: string,
-        o: { agent?: string; target?: string; store: string[]; aptConfDir?: string; timeout?: string },
-        cmd: Command,
-      ) => {
-        const asJson = d.json(cmd);
-        onlyApt(kind);
-        const stateDir = stateDirOf(cmd);
-        const secs = o.timeout === undefined ? DEFAULT_APT_BUDGET_MS / 1000 : Number(o.timeout);
-        if (!Number.isFinite(secs) || secs < 1 || secs > 120)
-          throw new UsageError(
-            'InvalidParams',
-            `--timeout must be 1 to 120 seconds, got "${o.timeout}".`,
-            'Give e.g. --timeout 4.',
-          );
-        const r = await resolveAgent(stateDir, { agent: o.agent, target: o.target, stores: o.store });
-        if (!r)
-          throw new UsageError(
-            'InvalidParams',
-            'hook install apt needs --agent NAME or --target T, and no agents are set up.',
-            'Name the agent once: agentkeep agent add NAME --target T [--store S].',
-          );
-        const sidecar = sidecarProgram();
-        const change = await installApt(
-          {
-            node: process.execPath,
-            sidecar,
-            stateDir,
-            ...(r.via === 'target'
-              ? { target: r.target, ...(r.stores ? { stores: r.stores } : {}) }
-              : { agent: r.name }),
-            budgetMs: Math.round(secs * 1000),
-          },
-          o.aptConfDir,
-        );
-        const loose = writableByOthers([process.execPath, sidecar, stateDir]);
-        if (loose.length)
-          change.notes.push(
-            `apt runs the hook as root, and these are not root-only: ${loose.join(', ')}. ` +
-              'Whoever can write them can run code as root during apt; install AgentKeep root-owned for the apt hook.',
-          );
-        if (asJson) d.print(change);
-        else d.io.out(changeText(change));
-      },
+    ),
+    dpkg: new Option('--dpkg <step>', 'apt: which DPkg hook calls it').choices([...APT_STEPS]),
+    budget: new Option('--budget-ms <ms>', 'apt: time box of this step').hideHelp(),
+  };
+}
+
+/** `hook install apt`: resolve the agent (or target) now, write the two files. */
+export async function aptInstall(
+  d: AptHookCliDeps,
+  cmd: Command,
+  o: { agent?: string; target?: string; store: string[]; aptConfDir?: string; timeout?: string },
+): Promise<void> {
+  const asJson = d.json(cmd);
+  const stateDir = resolveStateDir(d.coreOpts(cmd).stateDir);
+  const secs = o.timeout === undefined ? DEFAULT_APT_BUDGET_MS / 1000 : Number(o.timeout);
+  if (!Number.isFinite(secs) || secs < 1 || secs > 120) {
+    throw new UsageError(
+      'InvalidParams',
+      `--timeout must be 1 to 120 seconds, got "${o.timeout}".`,
+      'Give e.g. --timeout 4.',
     );
-
-  hook
-    .command('remove')
-    .description('apt: remove the apt hook (its restore points stay)')
-    .argument('<kind>', 'apt')
-    .addOption(confDirOpt())
-    .option('--json', 'print the result as JSON')
-    .action(async (kind: string, o: { aptConfDir?: string }, cmd: Command) => {
-      const asJson = d.json(cmd);
-      onlyApt(kind);
-      const change = await removeApt(o.aptConfDir);
-      if (asJson) d.print(change);
-      else d.io.out(changeText(change));
-    });
-
-  hook
-    .command('status')
-    .description('which AgentKeep hooks are installed (apt)')
-    .argument('[kind]', 'apt (default)')
-    .addOption(confDirOpt())
-    .option('--json', 'print the status as JSON')
-    .action(async (kind: string | undefined, o: { aptConfDir?: string }, cmd: Command) => {
-      const asJson = d.json(cmd);
-      onlyApt(kind ?? 'apt');
-      const s = await statusApt(o.aptConfDir);
-      if (asJson) d.print({ apt: s });
-      else d.io.out(statusText(s));
-    });
-
-  hook
-    .command('run')
-    .description(
-      'what an installed hook runs (apt: at DPkg::Pre-Invoke, Pre-Install-Pkgs and Post-Invoke); never fails',
-    )
-    .argument('<kind>', 'apt')
-    .addOption(new Option('--dpkg <step>', 'which DPkg hook calls it').choices([...APT_STEPS]))
-    .option('--agent <name>', 'the named agent')
-    .option('--target <target>', 'the target (instead of an agent)')
-    .option('--store <store>', 'memory store (repeatable)', collect, [])
-    .option('--budget-ms <ms>', 'time box of this step', String(DEFAULT_APT_BUDGET_MS))
-    .action(
-      async (
-        kind: string,
-        o: { dpkg?: AptStep; agent?: string; target?: string; store: string[]; budgetMs: string },
-        cmd: Command,
-      ) => {
-        onlyApt(kind);
-        if (!o.dpkg)
-          throw new UsageError(
-            'InvalidParams',
-            'hook run apt needs --dpkg STEP.',
-            `Give one of ${APT_STEPS.join(', ')}.`,
-          );
-        const stateDir = stateDirOf(cmd);
-        const budgetMs = Number(o.budgetMs) > 0 ? Number(o.budgetMs) : DEFAULT_APT_BUDGET_MS;
-        await runAptHook(
-          {
-            step: o.dpkg,
-            stateDir,
-            ...(o.agent ? { agent: o.agent } : {}),
-            ...(o.target ? { target: o.target } : {}),
-            stores: o.store,
-            budgetMs,
-          },
-          {
-            makeCore: d.makeCore,
-            readStdin: readAllStdin,
-            err: (l) => d.io.err(l),
-            targetArgs: (t) => cliTargetArgs(t, stateDir),
-          },
-        );
-      },
+  }
+  const r = await resolveAgent(stateDir, { agent: o.agent, target: o.target, stores: o.store });
+  if (!r) {
+    throw new UsageError(
+      'InvalidParams',
+      'hook install apt needs --agent NAME or --target T, and no agents are set up.',
+      'Name the agent once: agentkeep agent add NAME --target T [--store S].',
     );
+  }
+  const sidecar = sidecarProgram();
+  const change = await installApt(
+    {
+      node: process.execPath,
+      sidecar,
+      stateDir,
+      ...(r.via === 'target' ? { target: r.target, ...(r.stores ? { stores: r.stores } : {}) } : { agent: r.name }),
+      budgetMs: Math.round(secs * 1000),
+    },
+    o.aptConfDir,
+  );
+  const loose = writableByOthers([process.execPath, sidecar, stateDir]);
+  if (loose.length) {
+    change.notes.push(
+      `apt runs the hook as root, and these are not root-only: ${loose.join(', ')}. ` +
+        'Whoever can write them can run code as root during apt; install AgentKeep root-owned for the apt hook.',
+    );
+  }
+  if (asJson) d.print(change);
+  else d.io.out(changeText(change));
+}
+
+/** `hook remove apt`. */
+export async function aptRemove(d: AptHookCliDeps, cmd: Command, o: { aptConfDir?: string }): Promise<void> {
+  const asJson = d.json(cmd);
+  const change = await removeApt(o.aptConfDir);
+  if (asJson) d.print(change);
+  else d.io.out(changeText(change));
+}
+
+/** What `hook status` says about apt (text), and its JSON. */
+export async function aptStatus(o: { aptConfDir?: string }): Promise<{ text: string; status: AptHookStatus }> {
+  const status = await statusApt(o.aptConfDir);
+  return { text: statusText(status), status };
+}
+
+/** Whether `hook status` without a kind reports apt too: a conf dir was given, or it is installed in the default one. */
+export function aptStatusWanted(o: { aptConfDir?: string }): boolean {
+  return o.aptConfDir !== undefined || existsSync(aptPaths().conf);
+}
+
+/** `hook run apt --dpkg STEP`: what the installed entry runs; never fails. */
+export async function aptRun(
+  d: AptHookCliDeps,
+  cmd: Command,
+  o: { dpkg?: AptStep; agent?: string; target?: string; store: string[]; budgetMs?: string },
+): Promise<void> {
+  if (!o.dpkg)
+    throw new UsageError('InvalidParams', 'hook run apt needs --dpkg STEP.', `Give one of ${APT_STEPS.join(', ')}.`);
+  const stateDir = resolveStateDir(d.coreOpts(cmd).stateDir);
+  const budgetMs = Number(o.budgetMs) > 0 ? Number(o.budgetMs) : DEFAULT_APT_BUDGET_MS;
+  await runAptHook(
+    {
+      step: o.dpkg,
+      stateDir,
+      ...(o.agent ? { agent: o.agent } : {}),
+      ...(o.target ? { target: o.target } : {}),
+      stores: o.store,
+      budgetMs,
+    },
+    {
+      makeCore: d.makeCore,
+      readStdin: readAllStdin,
+      err: (l) => d.io.err(l),
+      targetArgs: (t) => cliTargetArgs(t, stateDir),
+    },
+  );
 }
 
 /** All of stdin (the package list APT writes; it closes the pipe when done). */

@@ -9,6 +9,7 @@ import type {
   GitHead,
   GitRepoChange,
   MemoryFile,
+  NextAction,
   PathSample,
   RestorePoint,
   RestorePreview,
@@ -32,6 +33,8 @@ export function table(input: string[][]): string {
 function reasonText(rp: RestorePoint): string {
   const r = rp.reason;
   if (!r) return '';
+  // an agent's own call (hook, MCP): who, which session and tool, and the command or path
+  if (r.origin && r.text) return r.text;
   if (r.command) return r.risk ? `${r.command} (${r.risk})` : r.command;
   return r.text ?? '';
 }
@@ -175,6 +178,47 @@ function memoryFileLines(files: MemoryFile[]): string[] {
     }
   }
   return out;
+}
+
+/**
+ * agent status: the target (backend, reachable or why not), its restore points and the newest one,
+ * then per store "ok", why it cannot be read, or BROKEN with each broken part (which file, what,
+ * the fix) and whether the rest can be read; then an interrupted restore and the sidecar version.
+ * `commandOf` renders a next action as a command line (cli/actions.ts).
+ */
+export function agentStatusText(
+  s: ResultOf<'agentStatus'>,
+  commandOf: (a: NextAction) => string | undefined,
+  now = Date.now(),
+): string {
+  const out = [`Agent ${s.target} (${s.backend}): ${s.reachable ? 'reachable' : `NOT REACHABLE: ${s.message ?? ''}`}`];
+  const latest = s.latest ? `, newest ${s.latest.id} "${s.latest.label}" (${age(s.latest.createdAt, now)})` : '';
+  out.push(`  restore points: ${s.restorePoints}${latest}`);
+  for (const st of s.stores) {
+    const b = st.broken;
+    if (!b) {
+      out.push(`  store ${st.store}: ${st.ok ? 'ok' : `CANNOT BE READ: ${st.message ?? ''}`}`);
+      continue;
+    }
+    const rest = b.readable === 'none' ? 'nothing readable' : 'the rest is readable';
+    out.push(`  store ${st.store}: BROKEN (${rest}; writes to the broken files refused)`);
+    // each message names its file
+    for (const p of b.parts) {
+      const readable = p.entries ? `${p.entries} entries readable` : 'entries unknown';
+      const what = p.part === 'history' ? 'history: provenance unavailable' : readable;
+      out.push(`    error (${what}): ${p.message}`, ...(p.hint ? [`      fix: ${p.hint}`] : []));
+    }
+  }
+  const ir = s.interruptedRestore;
+  if (ir) {
+    out.push(
+      `  warning: a restore of ${ir.id} (scope ${ir.scope}) started ${ir.startedAt} never finished: ` +
+        'the target may be half-restored.',
+    );
+    for (const a of ir.actions ?? []) out.push(`    ${a.title}${commandOf(a) ? `: ${commandOf(a)}` : ''}`);
+  }
+  out.push(`  sidecar ${s.version}`);
+  return out.join('\n');
 }
 
 /** Findings as `file:line[-endLine]  class  command  why` (why: the reason without its class prefix). */

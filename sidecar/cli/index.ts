@@ -14,6 +14,7 @@
  *     agentkeep target describe --target T [--json]
  *     agentkeep memory list --store S [--store S ...] [--json]
  *     agentkeep guest read|write --target proxmox://HOST/NODE/qemu/VMID --file PATH [--out F | --from F | --text T] [--yes]
+ *     agentkeep agent status --target T [--store S ...] [--json]
  *     agentkeep agent discover --target proxmox://HOST[:PORT] [--tag agent] [--json]
  *     agentkeep agent add NAME --target T [--store S ...] [--fail-closed] [--replace] [--json]
  *     agentkeep agent list|remove NAME|default NAME [--json]
@@ -29,6 +30,7 @@
  *     agentkeep risk scan FILE... [--json]
  *     agentkeep risk eval DIR LABELS.json [--json]
  *     agentkeep serve --stdio | --ws HOST:PORT --token-file FILE
+ *     agentkeep hook install|remove|status|settings|run …, agentkeep mcp, agentkeep request list|approve|deny (sidecar/cli/hooks.ts)
  *     global: --state-dir DIR (also AGENTKEEP_STATE_DIR)
  *     every command with --target / --store also takes --agent NAME; with neither --agent nor --target
  *     the default agent is used (sidecar/cli/agents.ts)
@@ -53,6 +55,7 @@ import { serveStdio } from '../server/stdio';
 import { parseHostPort, readTokenFile, serveWs } from '../server/ws';
 import type { CoreFactory } from '../server/session';
 import {
+  agentStatusText,
   changeSummary,
   createdLine,
   findingsTable,
@@ -66,6 +69,8 @@ import {
   usageReport,
 } from './format';
 import { formatAge } from '../protocol/format';
+import { hookWarningsPath } from '../core/hookWarnings';
+import { addHookCommands } from './hooks';
 import { guardSignals } from './signals';
 import { checkGuestWriteSize } from '../core/guest';
 import { resolveStateDir } from '../core/state';
@@ -74,7 +79,6 @@ import { targetSummary } from '../protocol/targets';
 import { cliTargetArgs, commandLine, describeProblem, type RenderOptions } from './actions';
 import { agentCommands, useNamedAgents } from './agents';
 import { runCommand } from './run';
-import { aptHookCommands } from './aptHook';
 import { UsageError } from './usage';
 import { parseDuration } from '../core/retention';
 import { describeStore, storeFactories } from '../memory';
@@ -355,6 +359,11 @@ function program(ctx: Ctx): Command {
             (broken.undo ? `, or go back: ${back ?? `restore ${broken.undo}`}` : ' (it had no undo point)'),
         );
       }
+      const st = await call(c, 'agentStatus', { target: o.target }).catch(() => undefined);
+      const hw = st?.hookWarnings ?? [];
+      for (const w of hw.slice(0, 3)) ctx.io.err(`agentkeep: warning: ${w.time.slice(0, 19).replace('T', ' ')} UTC, agent hook${w.agent ? ` of ${w.agent}` : ''}: ${w.message} (${w.blocked ? 'the call was blocked' : 'the call went ahead'}).`);
+      if (hw.length > 3) ctx.io.err(`agentkeep: warning: ${hw.length - 3} more hook warning(s) in the last 7 days: they are in ${hookWarningsPath(resolveStateDir(coreOpts(cmd).stateDir))}.`);
+      if (st?.pendingRequests) ctx.io.err(`agentkeep: note: ${st.pendingRequests} restore request(s) of the agent wait for approval: agentkeep request list`);
       if (asJson) printJson(ctx, points);
       else ctx.io.out(restorePointTable(points, o.target));
     });
@@ -532,8 +541,26 @@ function program(ctx: Ctx): Command {
 
   const agent = root
     .command('agent')
-    .description('named agents (add, list, remove, default) and the agents on a hypervisor (discover)');
+    .description(
+      'named agents (add, list, remove, default), the status of an agent, and the agents on a hypervisor (discover)',
+    );
   agentCommands(agent, { io: ctx.io, core, json, print: (v) => printJson(ctx, v) });
+  agent
+    .command('status')
+    .description(
+      'whether the target is reachable, its restore points, and per store whether it is ok, missing or broken ' +
+        '(which file, what, the fix)',
+    )
+    .requiredOption('--target <target>', targetHelp())
+    .option('--store <store>', `memory store, one of ${storeForms()} (repeatable)`, collect, [])
+    .option('--json', 'print the agent.status result as JSON')
+    .action(async (o: { target: string; store: string[] }, cmd: Command) => {
+      const asJson = json(cmd);
+      const stores = o.store.length ? { stores: o.store } : {};
+      const r = await call(core(cmd), 'agentStatus', { target: o.target, ...stores });
+      if (asJson) printJson(ctx, r);
+      else ctx.io.out(agentStatusText(r, (a) => commandLine(a, renderOpts(ctx))));
+    });
   agent
     .command('discover')
     .description('list the Proxmox guests with a tag (default "agent") that the token can see, as targets')
@@ -799,8 +826,18 @@ function program(ctx: Ctx): Command {
       ctx.serving = true;
     });
 
-  const hook = root.command('hook').description("restore points at the machine's own moments: the apt hook");
-  aptHookCommands(hook, { io: ctx.io, makeCore: ctx.makeCore, coreOpts, json, print: (v) => printJson(ctx, v) });
+  addHookCommands(root, {
+    io: ctx.io,
+    core,
+    coreOpts,
+    json,
+    printJson: (v) => printJson(ctx, v),
+    usage: (m, h) => new UsageError('InvalidParams', m, h),
+    serving: () => {
+      ctx.serving = true;
+    },
+    makeCore: ctx.makeCore,
+  });
 
   runCommand(root, {
     io: ctx.io,

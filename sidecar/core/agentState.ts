@@ -6,7 +6,7 @@
  * sidecar/memory/files.ts): this module never reads or writes a store's files.
  */
 import * as path from 'node:path';
-import type { RestorePoint } from '../protocol';
+import type { RestorePoint, Scope } from '../protocol';
 import type { PathFilter } from '../machine';
 import { sameStore, type MemoryStoreAdapter } from '../memory';
 import { restoreAction } from './actions';
@@ -113,6 +113,29 @@ export async function restoreAgent(
     for (const rel of rels) changed.push(`${s.spec}:${rel}`);
   }
   return changed.sort();
+}
+
+/**
+ * Before a restore with `scope` writes anything (and before its undo point): each store's
+ * MemoryStoreAdapter.checkRestore of its capture, so a store with something in the way that the undo
+ * point would not hold (a non-empty directory where MEMORY.md goes) refuses with nothing changed.
+ * Scope both leaves out stores inside the target's local root: the machine restore puts their paths
+ * back first, and the undo point's machine capture holds what was in the way.
+ * @throws FileError from the store's check (what is in the way, the fix)
+ */
+export async function checkAgentRestore(
+  t: ParsedTarget,
+  rp: RestorePoint,
+  stores: MemoryStoreAdapter[],
+  scope: Scope,
+): Promise<void> {
+  if (scope === 'machine') return;
+  const root = scope === 'both' ? describeParsedTarget(t).localRoot : undefined;
+  for (const s of stores) {
+    if (root && s.localRoot && isInside(s.localRoot, root)) continue;
+    const cap = findCapture(rp, s);
+    if (cap) await s.checkRestore?.(cap.files);
+  }
 }
 
 /** Agent-state differences between a restore point's captures and now (`<store>:<rel>`, sorted). */

@@ -23,7 +23,7 @@ import {
   type Scope,
   type TargetDescription,
 } from '../protocol';
-import { agentDiff, agentStateFilter } from './agentState';
+import { agentDiff, agentStateFilter, checkAgentRestore } from './agentState';
 import type { CoreContext, TargetCtx } from './context';
 import { detectTargetStores } from './detect';
 import { asAgentKeepError } from './errors';
@@ -37,7 +37,8 @@ const GIT_READ_MAX = 8 * 1024 * 1024;
 
 /**
  * See Methods.restorePointPreview.
- * @throws BadTarget, TargetNotFound, RestorePointNotFound, BadStore and CorruptSnapshot as
+ * @throws BadTarget, TargetNotFound, RestorePointNotFound, BadStore, CorruptSnapshot and FileError
+ *   (something in the way of an agent-state file: agentState.ts checkAgentRestore) as
  *   restorePoint.restore would before touching anything; CorruptSnapshot for a damaged snapshot
  */
 export async function previewRestore(ctx: CoreContext, p: ParamsOf<'restorePointPreview'>): Promise<RestorePreview> {
@@ -45,6 +46,8 @@ export async function previewRestore(ctx: CoreContext, p: ParamsOf<'restorePoint
   const rp = await restorePointOf(t, p.id);
   const scope: Scope = p.scope;
   const stores = restoreStores(ctx, t, rp, scope, p.stores);
+  // what the restore would refuse before writing anything (something in the way of an agent-state file)
+  await checkAgentRestore(t.target, rp, stores, scope);
   const limit = p.limit ?? PREVIEW_LIMIT;
   const d = describeParsedTarget(t.target);
   const warnings: string[] = [];

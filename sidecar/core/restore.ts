@@ -6,7 +6,7 @@
 import type { ChangeSummary, ParamsOf, ResultOf, RestorePoint, Scope } from '../protocol';
 import type { MemoryStoreAdapter } from '../memory';
 import { listAction, restoreAction } from './actions';
-import { agentStateFilter, findCapture, lockStores, noCapture, restoreAgent } from './agentState';
+import { agentStateFilter, checkAgentRestore, findCapture, lockStores, noCapture, restoreAgent } from './agentState';
 import { STAGE_TEXT, type CoreContext, type TargetCtx } from './context';
 import { createLocked } from './create';
 import { noUndoPointUnconfirmed, undoPointSpaceError } from './diskfull';
@@ -54,8 +54,10 @@ export function restoreStores(
  * the result): the way out when the state dir is too full to hold it.
  * @throws RestorePointNotFound, CorruptSnapshot (nothing touched), TargetBusy, BadStore, DiskFull
  *   (the undo point does not fit: nothing touched; the actions offer prune or noUndoPoint),
- *   ConfirmationRequired (noUndoPoint without confirmed), Internal (failed halfway; the message
- *   names the pre-restore id to go back to)
+ *   ConfirmationRequired (noUndoPoint without confirmed), FileError (something in the way of an
+ *   agent-state file that the undo point would not hold, e.g. a non-empty directory where MEMORY.md
+ *   goes: nothing touched, no undo point), Internal (failed halfway; the message names the
+ *   pre-restore id to go back to)
  */
 export async function restoreRestorePoint(
   ctx: CoreContext,
@@ -68,6 +70,8 @@ export async function restoreRestorePoint(
     const rp = await t.journal.get(p.id);
     const scope: Scope = p.scope;
     const stores = restoreStores(ctx, t, rp, scope, p.stores);
+    // Nothing in the way of the agent-state files that the undo point would not hold (nothing written yet).
+    await checkAgentRestore(t.target, rp, stores, scope);
     // Capture what we are about to replace, so the restore can be undone.
     const capturable: MemoryStoreAdapter[] = [];
     for (const s of stores) if (await s.check().then(() => true, () => false)) capturable.push(s);

@@ -102,7 +102,12 @@ export async function beginRun(ctx: CoreContext, spec: RunSpec): Promise<ResultO
     ...(spec.stores ? { stores: spec.stores } : {}),
     kind: 'pre',
     label: spec.label ?? `Before: ${clip(line)}`,
-    reason: { command: line, text: `${origin}${spec.agent ? ` for agent ${spec.agent}` : ''}` },
+    reason: {
+      command: line,
+      text: `${origin}${spec.agent ? ` for agent ${spec.agent}` : ''}: ${clip(line)}`,
+      origin: 'run',
+      ...(spec.agent ? { agent: spec.agent } : {}),
+    },
   });
 }
 
@@ -150,6 +155,7 @@ export async function pairSummary(
  */
 export async function endRun(ctx: CoreContext, spec: RunSpec, pre: RestorePoint, exit: RunExit): Promise<RunEnd> {
   const line = commandLine(spec.command);
+  const who = `${spec.origin ?? 'agentkeep run'}${spec.agent ? ` for agent ${spec.agent}` : ''}`;
   let post: ResultOf<'restorePointCreate'>;
   try {
     post = await createRestorePoint(ctx, {
@@ -158,7 +164,12 @@ export async function endRun(ctx: CoreContext, spec: RunSpec, pre: RestorePoint,
       kind: 'post',
       pairOf: pre.id,
       label: `After: ${clip(line, LABEL_MAX - 12)} (${exitText(exit)})`,
-      reason: { command: line, text: `${spec.origin ?? 'agentkeep run'}: ${exitText(exit)}` },
+      reason: {
+        command: line,
+        text: `${who} (${exitText(exit)}): ${clip(line)}`,
+        origin: 'run',
+        ...(spec.agent ? { agent: spec.agent } : {}),
+      },
     });
   } catch (e) {
     return { postError: asAgentKeepError(e).oneLine(), notices: [] };

@@ -1,15 +1,17 @@
 /**
  * agent.status: whether a target is reachable, what it is (its backend's description), its restore
- * points, its stores, an interrupted restore, the sidecar version. Reports problems instead of
- * throwing them. Also target.describe (no I/O).
+ * points, its stores (missing or broken), an interrupted restore, the sidecar version. Reports
+ * problems instead of throwing them. Also target.describe (no I/O).
  */
 import { backendFor } from '../machine';
-import { describeAdapter, openStore } from '../memory';
+import { brokenSummary, describeAdapter, openStore, storeProblems } from '../memory';
 import type { ParamsOf, ResultOf, RestorePoint } from '../protocol';
 import { interruptedActions } from './actions';
 import { VERSION, type CoreContext } from './context';
 import { asAgentKeepError } from './errors';
+import { recentHookWarnings } from './hookWarnings';
 import { interruptedRestore } from './interrupted';
+import { listRequests } from './requests';
 import { describeParsedTarget, describeTarget, resolveTarget } from './target';
 
 /** See Methods.targetDescribe: the target as its backend describes it (no I/O). @throws BadTarget */
@@ -19,8 +21,10 @@ export async function targetDescription(p: ParamsOf<'targetDescribe'>): Promise<
 
 /**
  * Status of an agent: whether its target is reachable, its restore points, its stores (each with
- * its StoreDescription: kind, display name, location, capabilities), the sidecar version. Never
- * throws for an unreachable target or a broken store (reported instead).
+ * its StoreDescription: kind, display name, location, capabilities, and what in it is broken:
+ * memory/broken.ts storeProblems, one memory.list read and one history read per store, no lint),
+ * the sidecar version. Never throws for an unreachable target or a broken store (reported instead:
+ * a broken store is `ok: false` with `broken` and a one-line `message`).
  * @throws BadTarget for a target string that does not parse.
  */
 export async function agentStatus(ctx: CoreContext, p: ParamsOf<'agentStatus'>): Promise<ResultOf<'agentStatus'>> {
@@ -41,13 +45,17 @@ export async function agentStatus(ctx: CoreContext, p: ParamsOf<'agentStatus'>):
       const s = openStore(spec);
       description = describeAdapter(s);
       await s.check();
-      stores.push({ store: spec, ok: true, description });
+      const broken = await storeProblems(s);
+      if (broken) stores.push({ store: spec, ok: false, message: brokenSummary(broken), description, broken });
+      else stores.push({ store: spec, ok: true, description });
     } catch (e) {
       const message = asAgentKeepError(e).oneLine();
       stores.push({ store: spec, ok: false, message, ...(description ? { description } : {}) });
     }
   }
   const broken = await interruptedRestore(ctx.layout, target);
+  const hookWarnings = await recentHookWarnings(ctx.stateDir, [...new Set([target.spec, p.target])]).catch(() => []);
+  const pending = (await listRequests(ctx, { target: target.spec, status: 'pending' }).catch(() => [])).length;
   return {
     target: target.spec,
     backend: target.backend,
@@ -58,6 +66,8 @@ export async function agentStatus(ctx: CoreContext, p: ParamsOf<'agentStatus'>):
     ...(rps[0] ? { latest: rps[0] } : {}),
     stores,
     ...(broken ? { interruptedRestore: { ...broken, actions: interruptedActions(target.spec, broken) } } : {}),
+    ...(hookWarnings.length ? { hookWarnings } : {}),
+    ...(pending ? { pendingRequests: pending } : {}),
     version: VERSION,
   };
 }

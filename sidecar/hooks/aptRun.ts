@@ -191,6 +191,8 @@ interface AptRecord {
   post?: string;
   /** The reason text of the pre. */
   summary?: string;
+  /** The named agent the restore points are of, if any. */
+  agent?: string;
 }
 
 function recordsDir(stateDir: string): string {
@@ -290,9 +292,10 @@ async function step(args: AptRunArgs, deps: AptRunDeps, signal: AbortSignal): Pr
       ...(r.stores ? { stores: r.stores } : {}),
       kind: 'pre',
       label: clip(summary, 120),
-      reason: { command, text: summary },
+      reason: { command, text: summary, origin: 'apt', ...(r.name ? { agent: r.name } : {}) },
     });
-    rec = { ...rec, command, target: r.target, stores: pre.agent.map((a) => a.store), pre: pre.id, summary };
+    const stores = pre.agent.map((a) => a.store);
+    rec = { ...rec, command, target: r.target, stores, pre: pre.id, summary, ...(r.name ? { agent: r.name } : {}) };
     await writeJsonAtomic(file, rec, { durable: false });
     deps.err(`agentkeep: restore point ${pre.id} before ${summary}`);
     return;
@@ -308,7 +311,12 @@ async function step(args: AptRunArgs, deps: AptRunDeps, signal: AbortSignal): Pr
     kind: 'post',
     pairOf: preId,
     label: clip(`After ${rec.summary ?? 'apt'}`, 120),
-    reason: { command: rec.command, text: rec.summary ?? 'apt' },
+    reason: {
+      command: rec.command,
+      text: rec.summary ?? 'apt',
+      origin: 'apt',
+      ...(rec.agent ? { agent: rec.agent } : {}),
+    },
   });
   rec = { ...rec, post: post.id };
   await writeJsonAtomic(file, rec, { durable: false });

@@ -4,13 +4,57 @@
  * refuse writes to it.
  */
 import { isUtf8 } from 'node:buffer';
-import type { StoreProblem } from '../protocol';
+import type { BrokenStore, BrokenStorePart, StoreProblem } from '../protocol';
 import { AgentKeepError, asAgentKeepError } from '../core/errors';
+import type { MemoryStoreAdapter } from './types';
 
 /** The protocol shape of an error: {code, message, hint}. */
 export function problemOf(e: unknown): StoreProblem {
   const a = asAgentKeepError(e);
   return { code: a.code, message: a.message, ...(a.hint ? { hint: a.hint } : {}) };
+}
+
+/**
+ * What is broken in store `s` (agent.status `broken`), from one `list()` and one `historyProblem()`
+ * (no lint, no provenance per entry): each memory file with MemoryFile.broken (and how many entries
+ * could still be read from it), then the history database when it cannot be read. `readable` is
+ * `none` when list() fails (nothing can be read: the error is the one part), else `partial`.
+ * @returns undefined when nothing is broken
+ * @throws nothing for a broken store; the caller has run `s.check()` (a missing store is not broken)
+ */
+export async function storeProblems(s: MemoryStoreAdapter): Promise<BrokenStore | undefined> {
+  const parts: BrokenStorePart[] = [];
+  let readable: BrokenStore['readable'] = 'partial';
+  try {
+    for (const f of await s.list()) {
+      if (!f.broken) continue;
+      // one broken Agent Zero subdir marks each of its area files: one part, its entries counted together
+      const same = parts.find((p) => p.message === f.broken!.message);
+      if (same) same.entries = (same.entries ?? 0) + f.entries.length;
+      else parts.push({ part: 'entries', file: f.file, kind: f.kind, entries: f.entries.length, ...f.broken });
+    }
+  } catch (e) {
+    readable = 'none';
+    parts.push({ part: 'entries', entries: 0, ...problemOf(e) });
+  }
+  const h = await s.historyProblem?.().catch((e: unknown) => ({ file: undefined, problem: problemOf(e) }));
+  if (h) {
+    // mem0 without Qdrant reads its entries from history.db: one problem, said once (with its file)
+    const same = parts.find((p) => p.message === h.problem.message);
+    if (same) same.file ??= h.file;
+    else parts.push({ part: 'history', ...(h.file ? { file: h.file } : {}), ...h.problem });
+  }
+  return parts.length ? { readable, parts } : undefined;
+}
+
+/**
+ * One line for a broken store (agent.status `message`): the first part's message, e.g. "Hermes
+ * memory file /h/memories/MEMORY.md is a directory, not a file.", then "(and N more)".
+ */
+export function brokenSummary(b: BrokenStore): string {
+  const more = b.parts.length > 1 ? ` (and ${b.parts.length - 1} more)` : '';
+  const what = b.readable === 'none' ? 'Nothing in this store can be read: ' : '';
+  return `${what}${b.parts[0].message}${more}`;
 }
 
 /** The error a write to a broken file throws: the same kind, message and fix as the problem. */

@@ -73,14 +73,67 @@ async function captureVia(s: LocalFileStore, rel: string, sink: CaptureSink): Pr
   }
 }
 
+/** `p` quoted for a POSIX shell (in the fixes the errors name). */
+function shq(p: string): string {
+  return /^[A-Za-z0-9_./:=@%+-]+$/.test(p) ? p : `'${p.replace(/'/g, `'\\''`)}'`;
+}
+
 /**
- * Make the agent-state files under `root` what `files` captured: each file whose content differs is
- * written to a temp file next to it and renamed over it (its mode kept; 0644 for a new file; a
- * directory in the way is removed); agent-state files that exist now but are not in `files` are
- * removed, and directories emptied by that are pruned up to `root`. Volatile paths (lock files) are
- * never touched. The caller has checked that every object exists and holds the store's lock.
+ * Check that restoreLocalFiles can put each of `files` in place under `root` without deleting data
+ * that the undo point does not hold (a pre-restore point captures agentStateFiles(): regular files
+ * and symlinks only). Where a captured file goes there may be nothing, a file or symlink (captured),
+ * a FIFO or socket (no data) or an empty directory (removed); every directory on the way must be a
+ * directory or absent. A file that already holds the captured content is not checked.
+ * @throws FileError before anything is written: a non-empty directory where a file goes (named with
+ *   a few of its entries), or a file, device or dangling symlink where a directory must be; the hint
+ *   says to move it away and restore again
+ */
+export async function checkLocalRestore(
+  s: LocalFileStore,
+  root: string,
+  files: readonly CapturedFile[],
+): Promise<void> {
+  const refuse = (abs: string, rel: string, what: string): AgentKeepError =>
+    new AgentKeepError(
+      'FileError',
+      `Cannot restore ${rel} of ${s.spec}: ${abs} is ${what}. The undo point would not hold it, so AgentKeep ` +
+        'does not delete it; nothing was changed.',
+      `Move it away (mv ${shq(abs)} ${shq(`${abs}.moved`)}), check what it holds, then restore again.`,
+    );
+  for (const f of files) {
+    if (s.isVolatilePath?.(f.path)) continue;
+    const parts = f.path.split('/');
+    // each directory on the way: a directory (or a symlink to one), or absent (created)
+    for (let i = 1; i < parts.length; i++) {
+      const dir = absOf(root, parts.slice(0, i).join('/'));
+      const l = await fs.lstat(dir).catch(() => undefined);
+      if (!l) break; // absent: mkdir creates it and everything below
+      const st = l.isSymbolicLink() ? await fs.stat(dir).catch(() => undefined) : l;
+      if (st?.isDirectory()) continue;
+      const what = !st ? 'a symlink to something that does not exist' : st.isFile() ? 'a file' : 'not a directory';
+      throw refuse(dir, f.path, `${what}, where the restore needs the directory ${parts.slice(0, i).join('/')}`);
+    }
+    const abs = absOf(root, f.path);
+    const st = await fs.lstat(abs).catch(() => undefined);
+    if (!st?.isDirectory()) continue;
+    const names = await fs.readdir(abs);
+    if (!names.length) continue; // an empty directory holds nothing: replaced by the file
+    const some = names.slice(0, 3).join(', ') + (names.length > 3 ? ', …' : '');
+    const n = `${names.length} ${names.length === 1 ? 'entry' : 'entries'}`;
+    throw refuse(abs, f.path, `now a directory holding ${n} (${some}), not the file the restore point holds`);
+  }
+}
+
+/**
+ * Make the agent-state files under `root` what `files` captured, after checkLocalRestore (nothing is
+ * written when something is in the way): each file whose content differs is written to a temp file
+ * next to it and renamed over it (its mode kept; 0644 for a new file; an empty directory in the way
+ * is removed); agent-state files that exist now but are not in `files` are removed, and directories
+ * emptied by that are pruned up to `root`. Volatile paths (lock files) are never touched. The caller
+ * has checked that every object exists and holds the store's lock.
  * @returns store-relative paths changed, in the order written
- * @throws the abort error when `opts.signal` fires (between files); fs errors
+ * @throws FileError from checkLocalRestore (nothing written); the abort error when `opts.signal`
+ *   fires (between files); fs errors
  */
 export async function restoreLocalFiles(
   s: LocalFileStore,
@@ -92,6 +145,7 @@ export async function restoreLocalFiles(
   const what = opts.abortWhat ?? 'the restore was stopped part-way';
   const current = (await s.agentStateFiles().catch(() => [] as string[])).filter((rel) => !s.isVolatilePath?.(rel));
   const want = new Set(files.map((f) => f.path));
+  await checkLocalRestore(s, root, files);
   const changed: string[] = [];
   for (const f of files) {
     if (s.isVolatilePath?.(f.path)) continue; // a lock file captured by an older version
@@ -100,7 +154,8 @@ export async function restoreLocalFiles(
     const st = await fs.lstat(abs).catch(() => undefined);
     if (st?.isFile() && (await hashFile(abs)) === f.hash) continue;
     await fs.mkdir(path.dirname(abs), { recursive: true });
-    if (st?.isDirectory()) await fs.rm(abs, { recursive: true, force: true });
+    // empty (checkLocalRestore): rmdir fails rather than delete what appeared in it since
+    if (st?.isDirectory()) await fs.rmdir(abs);
     const tmp = tempNameFor(abs, root);
     try {
       await src.copyOut(f.hash, tmp);

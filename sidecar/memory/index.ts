@@ -18,6 +18,7 @@ export type * from './types';
 export { HermesStore } from './hermes';
 export { AgentZeroStore } from './agent-zero';
 export { Mem0Store } from './mem0';
+export { brokenSummary, storeProblems } from './broken';
 
 const registry = new Map<string, StoreFactory>();
 

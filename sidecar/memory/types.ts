@@ -1,4 +1,4 @@
-import type { MemoryEntry, MemoryFile, Provenance, ProvenanceTrace } from '../protocol';
+import type { MemoryEntry, MemoryFile, Provenance, ProvenanceTrace, StoreProblem } from '../protocol';
 
 /**
  * Files of an agent-state capture in a restore point (memory.diff reads entries from it), keyed by
@@ -180,6 +180,20 @@ export interface MemoryStoreAdapter {
    * Says plainly in `note` when no trace exists.
    */
   provenance?(entry: MemoryEntry): Promise<Provenance>;
+  /**
+   * Whether the history `provenance` reads (Hermes state.db, mem0 history.db) can be read: undefined
+   * when it can or when there is none; else its absolute path and the problem that makes provenance
+   * `unavailable` (the same FileError, with the fix). One read of the history, cached like provenance's
+   * (agent.status asks it for every store).
+   */
+  historyProblem?(): Promise<{ file: string; problem: StoreProblem } | undefined>;
+  /**
+   * Check, before anything is written, that `restore(files)` can put every file in place without
+   * deleting data the undo point does not hold (its capture is agentStateFiles()): e.g. a non-empty
+   * directory where a captured file goes. Absent: nothing to check.
+   * @throws FileError naming the path, what is in the way and the fix; nothing written
+   */
+  checkRestore?(files: readonly CapturedFile[]): Promise<void>;
   /**
    * Replace an entry's text. Under the store's own lock, temp file + rename; refuses (Conflict) when
    * the content hash is no longer `expectedHash`, (EntryNotFound) for an unknown id, (OverBudget)

@@ -2,7 +2,8 @@
  * The memory inspector and the memory commands in the real extension host, against the real sidecar
  * and the demo agent's real Hermes home (<demo>/agent-home/.hermes): the webview renders the
  * entries; edit, delete and their undo change MEMORY.md on disk (undo byte-identically); an edit
- * against a stale content hash is refused and writes nothing; lint findings become tree badges.
+ * against a stale content hash is refused and writes nothing; lint findings become tree badges; a
+ * MEMORY.md that is a directory shows as broken in the Agent view, the inspector and the status bar.
  * Each test leaves MEMORY.md as it found it (earlier suites may have changed it).
  */
 import * as assert from 'node:assert/strict';
@@ -168,6 +169,43 @@ export function registerMemorySuite(): void {
       assert.equal(old.getText(), original, 'the restore point side is MEMORY.md as captured');
       await vscode.commands.executeCommand('workbench.action.closeAllEditors');
       await vscode.commands.executeCommand('agentkeep.deleteRestorePoint', rp.id, { confirm: false });
+    });
+
+    it('shows a MEMORY.md that is a directory as broken (no "0 entries", no edit), with the fix; warns in the status bar', async function () {
+      const content = fs.readFileSync(memFile);
+      fs.rmSync(memFile);
+      fs.mkdirSync(memFile);
+      fs.writeFileSync(path.join(memFile, 'stray.txt'), 'not an entry');
+      try {
+        await api.refresh();
+        const files = await treePath(api, 'agent-home', 'Memory');
+        const storeRow = api.tree.getTreeItem(files.find((n) => n.kind === 'store')!);
+        assert.match(String(storeRow.description), /^broken · /, 'the store row says broken');
+        assert.equal((storeRow.iconPath as vscode.ThemeIcon).id, 'warning', 'a warning badge on the store row');
+        const mf = (await treePath(api, 'agent-home', 'Memory', 'hermes')).find((n) => n.kind === 'memoryFile' && n.file.kind === 'hermes-memory');
+        assert.ok(mf, 'MEMORY.md is still listed');
+        const item = api.tree.getTreeItem(mf);
+        log(`MEMORY.md row: ${String(item.description)}`);
+        assert.match(String(item.description), /^broken: MEMORY\.md is a directory, not a file/);
+        assert.doesNotMatch(String(item.description), /\d+ entr|\d+\/\d+ chars/, 'no "0 entries", no usage');
+        assert.equal((item.iconPath as vscode.ThemeIcon).id, 'error');
+        assert.equal(item.contextValue, 'memoryFile.broken');
+        assert.match(String(item.tooltip), /\nFix: Move it away \(mv /);
+        const rows = await treePath(api, 'agent-home', 'Memory', 'hermes', 'MEMORY.md');
+        assert.deepEqual(rows.map((n) => n.kind), ['message', 'message'], 'what is broken and the fix; no entry rows');
+        assert.match(labels(api, rows)[0]!, /^Entries unknown: MEMORY\.md is a directory/);
+        assert.match(labels(api, rows)[1]!, /^Fix: Move it away/);
+        assert.match(api.getStatusBarText(), /\$\(warning\)$/, 'the status bar warns');
+        await vscode.commands.executeCommand('agentkeep.openMemoryInspector');
+        const r = await until('the inspector to show the broken file', () => (api.memoryInspector().rendered?.broken ? api.memoryInspector().rendered : undefined), 30000);
+        assert.equal(r.broken, 1, 'the webview shows MEMORY.md as broken');
+        assert.equal(fs.readdirSync(memFile).join(), 'stray.txt', 'nothing written into it');
+      } finally {
+        fs.rmSync(memFile, { recursive: true, force: true });
+        fs.writeFileSync(memFile, content);
+        await api.refresh();
+      }
+      assert.doesNotMatch(api.getStatusBarText(), /warning/, 'the warning goes once the file is back');
     });
 
     it('puts lint findings on the tree entries as badges (or says lint is unavailable)', async function () {

@@ -148,6 +148,8 @@ describe('apt hook (real apt-get and dpkg, as root)', function () {
     assert.equal(post.kind, 'post');
     assert.equal(post.pairOf, pre.id);
     assert.equal(pre.reason?.text, `apt: install ${PKG} 1.0-1`);
+    assert.equal(pre.reason?.origin, 'apt');
+    assert.equal(pre.reason?.agent, 'sys');
     assert.match(pre.reason?.command ?? '', new RegExp(`apt-get -y install ${deb.replace(/[.]/g, '\\.')}`));
     assert.match(
       inst.stdout + inst.stderr,

@@ -19,21 +19,10 @@ import { buildSidecar, cliRunner } from './helpers/sidecar';
 import { startA0Stub, type A0Stub } from './helpers/agent-zero-stub';
 import { expectAgentKeepError } from './helpers/errors';
 import { copyFixture, hashTree } from './helpers/hermes-db';
+import { damagePages } from './helpers/damage';
 import { FIXTURES } from './helpers/paths';
 
 const HERMES = path.join(FIXTURES, 'memory', 'hermes');
-
-/**
- * Overwrite pages `from`..`to` (0-based, inclusive) of a SQLite file with a fixed garbage pattern:
- * a damaged middle (the header page and the last pages stay intact).
- */
-async function damagePages(file: string, from: number, to: number): Promise<void> {
-  const buf = await fs.readFile(file);
-  const pageSize = buf.readUInt16BE(16) === 1 ? 65536 : buf.readUInt16BE(16);
-  assert.ok(buf.length >= (to + 2) * pageSize, `${file} has more than ${to + 1} pages`);
-  for (let p = from; p <= to; p++) for (let i = 0; i < pageSize; i++) buf[p * pageSize + i] = (i * 37 + p) & 0xff;
-  await fs.writeFile(file, buf);
-}
 
 /** What node-sqlite3-wasm's PRAGMA integrity_check says about a database: "ok", or the damage it found. */
 function integrity(file: string): string {

@@ -225,6 +225,8 @@ describe('agentkeep run (real processes)', function () {
     await assert.rejects(fs.stat(path.join(agent, 'made.txt')));
     const rps = await points();
     const pre = rps.find((p) => p.kind === 'pre')!;
-    assert.equal(pre.reason?.text, 'agentkeep run for agent box');
+    assert.equal(pre.reason?.text, "agentkeep run for agent box: sh -c 'echo x > made.txt'");
+    assert.equal(pre.reason?.origin, 'run');
+    assert.equal(pre.reason?.agent, 'box');
   });
 });

@@ -2,7 +2,7 @@
  * The memory inspector's pure logic (no DOM): the rows of the entry list, the search and filters,
  * and the text formatting of the detail pane. Unit-tested in test/unit/memory-inspector.test.ts.
  */
-import type { LintFinding, MemoryEntry, MemoryFile } from '../../sidecar/protocol';
+import type { LintFinding, MemoryEntry, MemoryFile, Provenance } from '../../sidecar/protocol';
 import { storeLabel, storeSummary } from '../../sidecar/protocol/stores';
 import type { StoreView } from './messages';
 
@@ -98,4 +98,71 @@ export function readableMessage(msg: string): string {
     /* not JSON: shown as it is */
   }
   return msg;
+}
+
+/**
+ * The meta line of a file header: usage and entry count ("812/2200 chars · 5 entries · read-only"),
+ * or for a broken file (MemoryFile.broken) "BROKEN (entries unknown; writes refused)" / "BROKEN (3
+ * entries readable; writes refused)": never a count or usage it does not know.
+ */
+export function fileMeta(f: MemoryFile): string {
+  const n = `${f.entries.length} ${f.entries.length === 1 ? 'entry' : 'entries'}`;
+  if (f.broken) return `BROKEN (${f.entries.length ? `${n} readable` : 'entries unknown'}; writes refused)`;
+  const usage = f.usage ? `${f.usage.chars}/${f.usage.limit} chars` : '';
+  return [usage, n, f.readOnly ? 'read-only' : ''].filter(Boolean).join(' · ');
+}
+
+/** What a broken file's header says: "broken: <message>" and "Fix: <hint>"; undefined when not broken. */
+export function brokenText(f: MemoryFile): { problem: string; fix?: string } | undefined {
+  const b = f.broken;
+  return b ? { problem: `broken: ${b.message}`, ...(b.hint ? { fix: `Fix: ${b.hint}` } : {}) } : undefined;
+}
+
+/** Warnings of a file header, without the ones that repeat its broken message (said once). */
+export function fileWarnings(f: MemoryFile): string[] {
+  return (f.warnings ?? []).filter((w) => !f.broken || !w.includes(f.broken.message));
+}
+
+/**
+ * Why an entry cannot be edited or deleted here, or undefined when it can: Restricted Mode, its
+ * file is broken (AgentKeep refuses to write it; the fix), or the file is read-only.
+ */
+export function writeBlockReason(file: MemoryFile, trusted: boolean): string | undefined {
+  if (!trusted) {
+    return (
+      'Restricted Mode: this workspace is not trusted, so the memory inspector is read-only. ' +
+      'Trust the workspace (Manage Workspace Trust) to edit or delete memory.'
+    );
+  }
+  const b = file.broken;
+  if (b) return `This file is broken, so AgentKeep does not write it: ${b.message}${b.hint ? ` Fix: ${b.hint}` : ''}`;
+  return file.readOnly;
+}
+
+/**
+ * The provenance line of a store whose history cannot be read (Provenance.unavailable): "provenance
+ * unavailable: <what> — <fix>"; undefined when the history was read.
+ */
+export function provenanceUnavailable(p: Provenance): string | undefined {
+  const u = p.unavailable;
+  return u ? `provenance unavailable: ${u.message}${u.hint ? ` — ${u.hint}` : ''}` : undefined;
+}
+
+/**
+ * What the list says when it shows no entry: the filters hide them, every file it could read is
+ * empty (broken files are named above and counted here: not "no entries"), or no store is set.
+ */
+export function emptyListText(stores: readonly StoreView[], total: number): string {
+  if (total) return `No entry matches the search and filters (${total} entries in all).`;
+  if (!stores.length) return 'No memory store is configured. Set agentkeep.stores, e.g. ["hermes:/home/me/.hermes"].';
+  const broken = stores.flatMap((s) => s.files).filter((f) => f.broken).length;
+  const failed = stores.filter((s) => s.error).length;
+  if (broken || failed) {
+    const what = [
+      broken ? `${broken} ${broken === 1 ? 'file is' : 'files are'} broken` : '',
+      failed ? `${failed} ${failed === 1 ? 'store' : 'stores'} could not be read` : '',
+    ];
+    return `No entry could be read: ${what.filter(Boolean).join(' and ')} (see above). This is not an empty memory.`;
+  }
+  return 'The configured stores hold no memory entries yet.';
 }

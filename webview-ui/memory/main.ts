@@ -14,13 +14,19 @@ import type { LintFinding, MemoryFile } from '../../sidecar/protocol';
 import {
   areaOf,
   basename,
+  brokenText,
   buildRows,
+  emptyListText,
+  fileMeta,
+  fileWarnings,
   firstLine,
+  provenanceUnavailable,
   readableMessage,
   rowMatches,
   storeName,
   storeTitle,
   when,
+  writeBlockReason,
   type Filter,
   type Row,
 } from './logic';
@@ -137,23 +143,28 @@ function renderList(): void {
     }
     for (const f of s.files) {
       const rs = byFile.get(`${s.store}\u0000${f.file}`);
-      if (!rs) continue;
-      const head = el('div', { className: 'file' });
-      const meta = [f.usage ? `${f.usage.chars}/${f.usage.limit} chars` : '', `${f.entries.length} ${f.entries.length === 1 ? 'entry' : 'entries'}`, f.readOnly ? 'read-only' : ''].filter(Boolean).join(' · ');
+      // a broken file is always shown (unless its store is filtered out): what is broken, the fix
+      if (!rs && !(f.broken && (!filter.store || filter.store === s.store))) continue;
+      const head = el('div', { className: f.broken ? 'file broken' : 'file' });
       head.append(
         el('div', { className: 'name', textContent: basename(f.file), title: f.file }),
-        el('div', { className: 'meta', textContent: `${storeName(s)} · ${meta}`, title: storeTitle(s) }),
+        el('div', { className: 'meta', textContent: `${storeName(s)} · ${fileMeta(f)}`, title: storeTitle(s) }),
       );
-      const bar = usageBar(f);
-      if (bar) head.append(bar);
-      for (const w of f.warnings ?? []) head.append(el('div', { className: 'note', textContent: `⚠ ${w}` }));
+      const broken = brokenText(f);
+      if (broken) {
+        head.append(el('div', { className: 'error', role: 'alert', textContent: broken.problem }));
+        if (broken.fix) head.append(el('div', { className: 'note', textContent: broken.fix }));
+      } else {
+        const bar = usageBar(f);
+        if (bar) head.append(bar);
+      }
+      for (const w of fileWarnings(f)) head.append(el('div', { className: 'note', textContent: `⚠ ${w}` }));
       listEl.append(head);
-      for (const r of rs) listEl.append(entryButton(r));
+      for (const r of rs ?? []) listEl.append(entryButton(r));
     }
   }
   if (!shown.length) {
-    const total = all.length;
-    listEl.append(el('div', { className: 'empty', textContent: total ? `No entry matches the search and filters (${total} entries in all).` : state.stores.length ? 'The configured stores hold no memory entries yet.' : 'No memory store is configured. Set agentkeep.stores, e.g. ["hermes:/home/me/.hermes"].' }));
+    listEl.append(el('div', { className: 'empty', textContent: emptyListText(state.stores, all.length) }));
   }
   report(all.length, shown.length);
 }
@@ -250,7 +261,13 @@ function renderDetail(): void {
   if (!show) psec.append(el('p', { className: detail?.error ? 'error' : 'note', textContent: detail?.error ?? 'Loading where this entry came from…' }));
   else {
     const traces = show.provenance.traces;
-    if (!traces.length) psec.append(el('p', { className: 'note', textContent: show.provenance.note ?? 'No trace of where this entry came from.' }));
+    const unavailable = provenanceUnavailable(show.provenance);
+    // a history that cannot be read: where the entry came from is unknown, not "no trace"
+    if (unavailable) psec.append(el('p', { className: 'error', role: 'alert', textContent: unavailable }));
+    else if (!traces.length) {
+      const note = show.provenance.note ?? 'No trace of where this entry came from.';
+      psec.append(el('p', { className: 'note', textContent: note }));
+    }
     traces.forEach((t, i) => {
       const box = el('div', { className: 'trace' });
       box.append(el('div', { className: 'head', textContent: `${t.action} · ${t.time ? when(t.time) : 'time unknown'}` }));
@@ -262,7 +279,9 @@ function renderDetail(): void {
       box.append(el('div', { className: 'actions' }, open));
       psec.append(box);
     });
-    if (traces.length && show.provenance.note) psec.append(el('p', { className: 'note', textContent: show.provenance.note }));
+    if (traces.length && show.provenance.note && !unavailable) {
+      psec.append(el('p', { className: 'note', textContent: show.provenance.note }));
+    }
   }
   detailEl.append(psec);
   const dl = el('dl');
@@ -272,7 +291,9 @@ function renderDetail(): void {
   add('Area', areaOf(row.file, row.entry));
   add('Id', row.entry.id);
   add('Length', `${row.entry.text.length} characters`);
-  if (row.file.usage) add('File usage', `${row.file.usage.chars} of ${row.file.usage.limit} characters (${Math.round((row.file.usage.chars / Math.max(1, row.file.usage.limit)) * 100)}%)`);
+  const b = row.file.broken;
+  if (b) add('Broken', `${b.message}${b.hint ? ` Fix: ${b.hint}` : ''}`);
+  if (row.file.usage && !row.file.broken) add('File usage', `${row.file.usage.chars} of ${row.file.usage.limit} characters (${Math.round((row.file.usage.chars / Math.max(1, row.file.usage.limit)) * 100)}%)`);
   add('Created', row.entry.createdAt && when(row.entry.createdAt));
   add('Updated', row.entry.updatedAt && when(row.entry.updatedAt));
   add('Source', row.entry.source);
@@ -281,10 +302,9 @@ function renderDetail(): void {
   report();
 }
 
-/** Why this entry cannot be changed here, or undefined when it can. */
+/** Why this entry cannot be changed here (untrusted, broken file, read-only), or undefined when it can. */
 function readOnlyReason(row: Row): string | undefined {
-  if (!state?.trusted) return 'Restricted Mode: this workspace is not trusted, so the memory inspector is read-only. Trust the workspace (Manage Workspace Trust) to edit or delete memory.';
-  return row.file.readOnly;
+  return writeBlockReason(row.file, !!state?.trusted);
 }
 
 function actions(row: Row, show: DetailMessage['show']): HTMLElement {
@@ -313,6 +333,8 @@ function report(total = rows().length, shown = listEl?.querySelectorAll('button.
     traces: show?.provenance.traces.length,
     findings: state?.findings.length ?? 0,
     readOnlyNote: state && !state.trusted ? 'untrusted' : undefined,
+    broken: listEl?.querySelectorAll('.file.broken').length ?? 0,
+    provenanceUnavailable: show ? provenanceUnavailable(show.provenance) : undefined,
   });
 }
 

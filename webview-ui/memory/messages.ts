@@ -60,4 +60,16 @@ export type FromInspector =
   | { type: 'openSession'; store: string; id: string; trace: number }
   | { type: 'diff'; store: string }
   /** What the webview shows after a render (tests read it through the extension API). */
-  | { type: 'rendered'; entries: number; shown: number; detail?: string; traces?: number; findings: number; readOnlyNote?: string };
+  | {
+      type: 'rendered';
+      entries: number;
+      shown: number;
+      detail?: string;
+      traces?: number;
+      findings: number;
+      readOnlyNote?: string;
+      /** Broken files the list shows (MemoryFile.broken), each with what is broken and the fix. */
+      broken?: number;
+      /** The detail's "provenance unavailable: …" line, when the store's history cannot be read. */
+      provenanceUnavailable?: string;
+    };

@@ -21,7 +21,7 @@ import type { MemoryEntry, MemoryFile, Provenance, StoreProblem } from '../../pr
 import { memoryListAction } from '../../core/actions';
 import { AgentKeepError } from '../../core/errors';
 import { brokenError, problemOf } from '../broken';
-import { captureLocalFiles, changedLocalFiles, restoreLocalFiles } from '../files';
+import { captureLocalFiles, changedLocalFiles, checkLocalRestore, restoreLocalFiles } from '../files';
 import type {
   AgentStateOptions,
   CapturedFile,
@@ -248,6 +248,10 @@ export class AgentZeroStore implements MemoryStoreAdapter {
   /** See MemoryStoreAdapter.restore: temp file + rename per file (sidecar/memory/files.ts). */
   restore(files: readonly CapturedFile[], src: RestoreSource, opts?: AgentStateOptions): Promise<string[]> {
     return restoreLocalFiles(this, this.root, files, src, opts);
+  }
+  /** See MemoryStoreAdapter.checkRestore: nothing in the way that the undo point would not hold (../files.ts). */
+  checkRestore(files: readonly CapturedFile[]): Promise<void> {
+    return checkLocalRestore(this, this.root, files);
   }
   /** See MemoryStoreAdapter.changedFiles. */
   changedFiles(files: readonly CapturedFile[]): Promise<string[]> {

@@ -25,7 +25,7 @@ import { fsyncDir, isTempName, tempNameFor } from '../../core/fsutil';
 import type { StoreProblem } from '../../protocol';
 import { problemOf } from '../broken';
 import { captureSqlite } from '../sqlite';
-import { captureLocalFiles, changedLocalFiles, restoreLocalFiles } from '../files';
+import { captureLocalFiles, changedLocalFiles, checkLocalRestore, restoreLocalFiles } from '../files';
 import type {
   AgentStateOptions,
   CaptureSink,
@@ -321,6 +321,10 @@ export class HermesStore implements MemoryStoreAdapter {
   restore(files: readonly CapturedFile[], src: RestoreSource, opts?: AgentStateOptions): Promise<string[]> {
     return restoreLocalFiles(this, this.root, files, src, opts);
   }
+  /** See MemoryStoreAdapter.checkRestore: nothing in the way that the undo point would not hold (../files.ts). */
+  checkRestore(files: readonly CapturedFile[]): Promise<void> {
+    return checkLocalRestore(this, this.root, files);
+  }
   /** See MemoryStoreAdapter.changedFiles. */
   changedFiles(files: readonly CapturedFile[]): Promise<string[]> {
     return changedLocalFiles(this, this.root, files);
@@ -412,6 +416,12 @@ export class HermesStore implements MemoryStoreAdapter {
     if (r.how === 'none') return { traces: [], note: `no memory tool call in state.db wrote this text: it was probably edited by hand${extra}` };
     if (r.how === 'normalised') return { traces: r.traces, note: `matched ignoring whitespace and case: the text was changed by hand after the tool call${extra}` };
     return { traces: r.traces, ...(extra ? { note: extra.trim() } : {}) };
+  }
+
+  /** See MemoryStoreAdapter.historyProblem: state.db that exists but cannot be read (one read, cached). */
+  async historyProblem(): Promise<{ file: string; problem: StoreProblem } | undefined> {
+    const hi = await this.historyIndex();
+    return hi && 'problem' in hi ? { file: path.join(this.root, 'state.db'), problem: hi.problem } : undefined;
   }
 
   /** Provenance of many entries (one state.db read); same rules as provenance(). */

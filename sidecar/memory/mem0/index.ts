@@ -21,7 +21,7 @@ import type { MemoryEntry, MemoryFile, Provenance, StoreProblem } from '../../pr
 import { AgentKeepError } from '../../core/errors';
 import { brokenError, problemOf } from '../broken';
 import { captureSqlite, tableColumns as columns, withReadOnlyDb } from '../sqlite';
-import { captureLocalFiles, changedLocalFiles, restoreLocalFiles } from '../files';
+import { captureLocalFiles, changedLocalFiles, checkLocalRestore, restoreLocalFiles } from '../files';
 import type {
   AgentStateOptions,
   CapturedFile,
@@ -128,6 +128,10 @@ export class Mem0Store implements MemoryStoreAdapter {
   /** See MemoryStoreAdapter.restore: temp file + rename per file (sidecar/memory/files.ts). */
   restore(files: readonly CapturedFile[], src: RestoreSource, opts?: AgentStateOptions): Promise<string[]> {
     return restoreLocalFiles(this, this.root, files, src, opts);
+  }
+  /** See MemoryStoreAdapter.checkRestore: nothing in the way that the undo point would not hold (../files.ts). */
+  checkRestore(files: readonly CapturedFile[]): Promise<void> {
+    return checkLocalRestore(this, this.root, files);
   }
   /** See MemoryStoreAdapter.changedFiles. */
   changedFiles(files: readonly CapturedFile[]): Promise<string[]> {
@@ -365,6 +369,13 @@ export class Mem0Store implements MemoryStoreAdapter {
     const broken = files.filter((f) => f.broken);
     if (broken.length === files.length) throw brokenError(broken[0].broken!); // nothing could be read
     return files;
+  }
+
+  /** See MemoryStoreAdapter.historyProblem: history.db that exists but cannot be read (one read, cached). */
+  async historyProblem(): Promise<{ file: string; problem: StoreProblem } | undefined> {
+    if (!(await exists(this.historyDb))) return undefined;
+    const hist = await this.ownHistory();
+    return 'problem' in hist ? { file: this.historyDb, problem: hist.problem } : undefined;
   }
 
   /**
