@@ -50,7 +50,7 @@ export function guardSignals(mode: 'create' | 'restore', io: Pick<CliIO, 'err'>,
     }
     if (mode === 'restore' && writing && count === 1) {
       io.err(
-        `agentkeep: finishing the restore so the tree is not left half-written (Ctrl+C again to stop now; ${undoId ? `undo with: agentkeep restore-point restore ${undoId} ${targetArgs} --scope both --yes` : 'it has no undo point'})`,
+        `agentkeep: finishing the restore so the tree is not left half-written; Ctrl+C again to stop now. ${undoId ? `Undo with: agentkeep restore-point restore ${undoId} ${targetArgs} --scope both --yes` : 'It has no undo point.'}`,
       );
       return;
     }

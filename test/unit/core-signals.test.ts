@@ -119,7 +119,7 @@ describe('CLI: Ctrl+C and SIGTERM during create and restore (real process, real 
     assert.equal(res.code, 0, res.stderr);
     assert.match(
       res.stderr,
-      /agentkeep: finishing the restore so the tree is not left half-written \(Ctrl\+C again to stop now; undo with: agentkeep restore-point restore ak_\w+ --target \S+ --state-dir \S+ --scope both --yes\)/,
+      /agentkeep: finishing the restore so the tree is not left half-written; Ctrl\+C again to stop now\. Undo with: agentkeep restore-point restore ak_\w+ --target \S+ --state-dir \S+ --scope both --yes$/m,
     );
     assert.match(res.stdout, new RegExp(`Restored ${id}`));
     assert.deepEqual(describeTree(s.tree), v1);

@@ -174,7 +174,7 @@ describe('restore-point lifecycle (real bin, real trees)', function () {
     await writeConfig({ sizeCapBytes: 140_000 });
     const c = await ak('restore-point', 'create', '--target', target, '--json');
     assert.equal(c.code, 0, c.stderr);
-    assert.match(c.stderr, /warning: The restore points of dir:.* use 1\d\d(\.\d)? KiB, \d+% of the 137 KiB size cap\. Free space with: agentkeep restore-point prune/);
+    assert.match(c.stderr, /warning: The restore points of dir:.* use 1\d\d(\.\d)? KiB, \d+% of the 137 KiB size cap\. .*Free space with: agentkeep restore-point prune/);
     assert.equal(JSON.parse(c.stdout).warnings.length, 1);
     assert.equal((await json('restore-point', 'usage', '--target', target)).level, 'near');
     await writeConfig({ sizeCapBytes: 100_000 });
