@@ -28,6 +28,7 @@ export function buildSidecar(): Promise<void> {
     sourcesContent: false,
     logLevel: 'error',
     banner: { js: '#!/usr/bin/env node' },
+    external: ['cpu-features', '*.node'], // as esbuild.mjs: ssh2's optional native parts are never bundled
   }).then(() => {
     chmodSync(SIDECAR, 0o755);
     // node-sqlite3-wasm loads its .wasm next to the bundle (as esbuild.mjs copies it)
