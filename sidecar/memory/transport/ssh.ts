@@ -15,6 +15,7 @@
  * socket does not keep the process alive while idle). Timeouts: 10 s to connect (TCP + handshake +
  * login), 30 s per operation; each error names the host and the step.
  */
+import { createHash } from 'node:crypto';
 import { promises as fs, createWriteStream } from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
@@ -36,6 +37,8 @@ export const SSH_OP_TIMEOUT_MS = 30_000;
 export const SSH_IDLE_CLOSE_MS = 2_000;
 /** Exec channels at once on one connection (OpenSSH MaxSessions is 10, SFTP takes one). */
 const MAX_CHANNELS = 6;
+/** Files up to this size are hashed here after an SFTP read (bigger: sha256sum on the machine). */
+const HASH_HERE_BYTES = 4 << 20;
 
 /** Timeouts of one transport (tests shorten them). */
 export interface SshTimeouts {
@@ -320,7 +323,7 @@ async function connect(loc: SshLocation, key: string, timeoutMs: number): Promis
       `Check that ${loc.host} is up and reachable on port ${loc.port} (ssh -p ${loc.port} ${loc.user}@${loc.host} true).`,
     );
   const sock = await new Promise<net.Socket>((resolve, reject) => {
-    const s = net.connect({ host: loc.host, port: loc.port });
+    const s = net.connect({ host: loc.host, port: loc.port, noDelay: true });
     const t = setTimeout(() => {
       s.destroy();
       reject(timedOut('connecting'));
@@ -498,13 +501,15 @@ export class SshTransport implements FileTransport {
       }));
   }
 
+  /** Small files are read over SFTP and hashed here (no command round trip); big ones with sha256sum there. */
   async hashFile(abs: string): Promise<string> {
+    const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
+    const st = await this.stat(abs);
+    if (st.size <= HASH_HERE_BYTES) return sha(await this.readFile(abs));
     const r = await this.exec(['sha256sum', '-b', '--', abs]);
     const m = /^([0-9a-f]{64})\b/.exec(r.stdout.toString('latin1'));
     if (r.code === 0 && m) return m[1];
-    // no sha256sum there (or it failed): read it and hash here; a missing file fails as readFile does
-    const { createHash } = await import('node:crypto');
-    return createHash('sha256').update(await this.readFile(abs)).digest('hex');
+    return sha(await this.readFile(abs)); // no sha256sum there
   }
 
   async stamps(files: readonly string[]): Promise<Array<FileStamp | undefined>> {
