@@ -1,5 +1,5 @@
 /**
- * Hermes memory stores on another machine over SSH (issue 11 item 1), against a real OpenSSH server
+ * Memory stores on another machine over SSH (issue 11 item 1: Hermes, Agent Zero, mem0), against a real OpenSSH server
  * (Debian's openssh-server) that the tests start on 127.0.0.1 with a temporary host key, client key
  * and known_hosts (./helpers/sshd.ts). The "other machine" is this one seen through sshd: the Hermes
  * home is a temp copy of test/fixtures/memory/hermes, reached as `hermes:ssh://user@127.0.0.1:PORT/…`,
@@ -39,7 +39,7 @@ function keyFingerprint(pub: string): string {
   return /SHA256:\S+/.exec(spawnSync('ssh-keygen', ['-lf', pub]).stdout.toString())![0];
 }
 
-describe('Hermes store over SSH (real OpenSSH on 127.0.0.1)', function () {
+describe('memory stores over SSH (real OpenSSH on 127.0.0.1)', function () {
   this.timeout(120000);
   let sshd: TestSshd;
   let base: string;
@@ -260,6 +260,46 @@ describe('Hermes store over SSH (real OpenSSH on 127.0.0.1)', function () {
     assert.ok(Date.now() - t0 >= 500, 'the restore waited for Hermes\' lock on the remote');
     assert.ok((await fs.readFile(mem())).equals(before), 'MEMORY.md written back over SSH');
     assert.equal(await fs.readFile(path.join(tree, 'app.txt'), 'utf8'), 'v2\n', 'scope agent leaves the machine alone');
+  });
+
+  it('Agent Zero and mem0 over SSH: list and show equal the local result; capture and a scope agent restore over SSH', async () => {
+    const a0 = await fs.mkdtemp(path.join(base, 'a0-'));
+    await fs.cp(path.join(FIXTURES, 'memory', 'agent-zero'), a0, { recursive: true });
+    const m0 = await fs.mkdtemp(path.join(base, 'mem0-'));
+    await fs.cp(path.join(FIXTURES, 'memory', 'mem0'), m0, { recursive: true });
+    const core = new Core({ stateDir: state });
+    const pairs: Array<[string, string]> = [
+      [`agent-zero:${sshd.url(a0)}`, `agent-zero:${a0}`],
+      [`mem0:${sshd.url(m0)}`, `mem0:${m0}`],
+    ];
+    for (const [r, l] of pairs) {
+      const viaSsh = await core.listMemory({ stores: [r] });
+      const here = await core.listMemory({ stores: [l] });
+      const same = (v: unknown): unknown => JSON.parse(JSON.stringify(asLocal(v, r)).split(local).join(l));
+      assert.ok(here.stores.some((f) => f.entries.length), l);
+      assert.deepEqual(same(viaSsh.stores), here.stores, r);
+      assert.equal(viaSsh.descriptions[0].localRoot, undefined);
+      const e = here.stores.find((f) => f.entries.length)!.entries[0];
+      assert.deepEqual(same(await core.showMemory({ stores: [r], entry: e.id })), await core.showMemory({ stores: [l], entry: e.id }));
+    }
+    // capture both in a restore point of a dir: target, damage them, restore scope agent over SSH
+    const tree = await fs.mkdtemp(path.join(base, 'tree-'));
+    const target = `dir:${tree}`;
+    const files = [
+      path.join(a0, 'usr/memory/default/index.pkl'),
+      path.join(a0, 'usr/memory/default/embedding.json'),
+      path.join(m0, 'history.db'),
+      path.join(m0, 'qdrant/collection/mem0/storage.sqlite'),
+    ];
+    const before = await Promise.all(files.map((f) => fs.readFile(f)));
+    const rp = await core.createRestorePoint({ target, stores: pairs.map(([r]) => r) });
+    assert.equal(rp.agent.length, 2);
+    assert.ok(rp.agent.every((a) => a.files.length >= 2), JSON.stringify(rp.agent));
+    await fs.writeFile(files[1], '{"model_provider":"other","model_name":"x"}');
+    await fs.rm(files[0]);
+    await fs.rm(files[3]);
+    await core.restoreRestorePoint({ target, id: rp.id, scope: 'agent', stores: pairs.map(([r]) => r) });
+    for (const [i, f] of files.entries()) assert.ok((await fs.readFile(f)).equals(before[i]), `${f} written back over SSH`);
   });
 
   it('the CLI bundle works over SSH with every native module refused (ssh2 runs pure JS) ', async () => {

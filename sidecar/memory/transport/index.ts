@@ -87,6 +87,8 @@ export interface FileTransport {
   lstat(abs: string): Promise<FileStat>;
   /** The target of a symbolic link. @throws EINVAL-ish errors for a non-link, ENOENT */
   readlink(abs: string): Promise<string>;
+  /** The canonical absolute path (symlinks resolved). @throws ENOENT */
+  realpath(abs: string): Promise<string>;
   /** The whole file. @throws ENOENT, EACCES, EISDIR ... */
   readFile(abs: string): Promise<Buffer>;
   /** Entries of a directory. @throws ENOENT, ENOTDIR, EACCES */
@@ -139,6 +141,7 @@ export const localTransport: FileTransport = {
   stat: (abs) => fs.stat(abs),
   lstat: (abs) => fs.lstat(abs),
   readlink: (abs) => fs.readlink(abs),
+  realpath: (abs) => fs.realpath(abs),
   readFile: (abs) => fs.readFile(abs),
   readdir: (abs) => fs.readdir(abs, { withFileTypes: true }),
   hashFile: (abs) => hashFile(abs),

@@ -485,6 +485,10 @@ export class SshTransport implements FileTransport {
     return this.sftp<string>('readlink', abs, (s, cb) => s.readlink(abs, cb));
   }
 
+  realpath(abs: string): Promise<string> {
+    return this.sftp<string>('resolve', abs, (s, cb) => s.realpath(abs, cb));
+  }
+
   readFile(abs: string): Promise<Buffer> {
     return this.sftp<Buffer>('read', abs, (s, cb) => s.readFile(abs, cb));
   }
