@@ -35,7 +35,7 @@ const FRONT_END_ZONE = {
   from: './sidecar',
   except: ['./protocol'],
   message:
-    'The extension and the webviews import only sidecar/protocol (and sidecar/protocol/format.ts): ' +
+    'The extension and the webviews import only sidecar/protocol (its schemas and pure modules: format.ts, ...): ' +
     'move what they need into the protocol, or ask the sidecar for it over JSON-RPC.',
 };
 
@@ -58,58 +58,30 @@ const CORE_ZONES = [
   },
   {
     from: './sidecar/memory',
-    except: ['./index.ts', './types.ts'],
+    // ./ops: the memory operations (show/edit/remove/add/lint/diff) are store-agnostic: they open
+    // stores through the registry and call the adapters' capabilities, so they belong with the
+    // registry, not with a concrete store. They are not re-exported from index.ts because they import
+    // it (openStore): a re-export would be an import cycle.
+    except: ['./index.ts', './types.ts', './ops'],
     message:
-      'sidecar/core reaches memory stores only through sidecar/memory/index.ts (the registry) and ' +
-      'sidecar/memory/types.ts: add what you need to the store interface.',
+      'sidecar/core reaches memory stores only through sidecar/memory/index.ts (the registry), ' +
+      'sidecar/memory/types.ts and the store-agnostic sidecar/memory/ops: add what you need to the store interface.',
   },
 ];
 
-// TEMPORARY ALLOWLIST: removed when issue 10's core/backends/stores work lands.
-// Each entry is one file that still breaks a layer rule, and exactly the modules it may still import
-// (relative to the zone's `from`). The layer rules stay errors for every other import of these files
-// and for every other file. When a helper's branch removes a violation, delete its entry; when the
-// list is empty, delete it and layerRules() keeps working unchanged.
-const TEMP_LAYER_ALLOWLIST = [
-  // the extension classifies risky config files itself (moves into the protocol or behind a request)
-  { file: 'extension/configFiles.ts', from: './sidecar', allow: ['./risk/config.ts'] },
-  { file: 'extension/configScope.ts', from: './sidecar', allow: ['./risk/config.ts'] },
-  // the core calls memory operations directly (moves behind sidecar/memory/index.ts)
-  { file: 'sidecar/core/memory.ts', from: './sidecar/memory', allow: ['./ops'] },
-];
-
-/** A zone with the allowlisted modules of `file` added to its exceptions. */
-function withAllowlist(zone, file) {
-  const extra = TEMP_LAYER_ALLOWLIST.filter((a) => a.file === file && a.from === zone.from).flatMap((a) => a.allow);
-  return extra.length ? { ...zone, except: [...(zone.except ?? []), ...extra] } : zone;
-}
-
-/** The zones of every layer rule for files matched by `target` (one glob), as seen from `file`. */
-function zonesFor(target, file) {
-  const out = [];
-  if (target.startsWith('extension/') || target.startsWith('webview-ui/')) {
-    out.push({ target: `./${target}`, ...withAllowlist(FRONT_END_ZONE, file) });
-  }
-  if (target.startsWith('sidecar/core/')) {
-    for (const z of CORE_ZONES) out.push({ target: `./${target}`, ...withAllowlist(z, file) });
-  }
-  return out;
-}
-
-/** Config blocks for the layer rules: one for each layer, one more for each allowlisted file. */
+/** Config blocks for the layer rules: one for the front ends, one for the core. */
 function layerRules() {
   const rule = (zones) => ({ 'import/no-restricted-paths': ['error', { zones, basePath: import.meta.dirname }] });
-  const blocks = [
+  return [
     {
       files: ['extension/**/*.ts', 'webview-ui/**/*.ts'],
-      rules: rule([...zonesFor('extension/**', undefined), ...zonesFor('webview-ui/**', undefined)]),
+      rules: rule([
+        { target: './extension/**', ...FRONT_END_ZONE },
+        { target: './webview-ui/**', ...FRONT_END_ZONE },
+      ]),
     },
-    { files: ['sidecar/core/**/*.ts'], rules: rule(zonesFor('sidecar/core/**', undefined)) },
+    { files: ['sidecar/core/**/*.ts'], rules: rule(CORE_ZONES.map((z) => ({ target: './sidecar/core/**', ...z }))) },
   ];
-  for (const file of [...new Set(TEMP_LAYER_ALLOWLIST.map((a) => a.file))]) {
-    blocks.push({ files: [file], rules: rule(zonesFor(file, file)) });
-  }
-  return blocks;
 }
 
 export default defineConfig(

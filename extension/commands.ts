@@ -24,7 +24,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import {
+  LensArgument,
+  LensCommands,
   NextAction,
+  REUSE_WINDOW_MS,
   type ChangeSummary,
   type Notice,
   type ProgressParams,
@@ -38,7 +41,17 @@ import { compareRestorePoints, compareWithNow, type CompareResult } from './comp
 import { readAgentConfig, requireTrust, UntrustedError, type AgentConfig } from './config';
 import type { ConfigFiles } from './configFiles';
 import { createDemoAgent, type DemoAgent } from './demo';
-import { describeLoss, describeMemoryLoss, displayLabel, formatAge, plural, SCOPE_LABELS, shortCommand, shortReason } from './format';
+import {
+  describeGitRepos,
+  describeMemoryLoss,
+  describePreview,
+  displayLabel,
+  formatAge,
+  plural,
+  SCOPE_LABELS,
+  shortCommand,
+  shortReason,
+} from './format';
 import type { Sidecar } from './sidecar';
 import { SidecarError, toSidecarError } from './sidecar';
 import type { AgentStatusBar } from './statusBar';
@@ -60,17 +73,8 @@ import {
 } from './proxmox';
 import { CANCELLED } from './sidecar';
 
-/** The argument of the CodeLens commands (from the sidecar's LSP CodeLens). Lines are 1-based. */
-export interface LensArg {
-  command: string;
-  file: string;
-  uri?: string;
-  line: number;
-  endLine?: number;
-  class?: string;
-  /** Why the command is risky, one line (`destructive: git reset --hard discards uncommitted changes`). */
-  reason?: string;
-}
+/** The argument of the CodeLens commands (the sidecar's LSP CodeLens): the protocol's LensArgument (1-based lines). */
+export type LensArg = LensArgument;
 
 /** Test/automation options of agentkeep.snapshotAndRun. */
 export interface SnapshotAndRunOptions {
@@ -103,8 +107,8 @@ export interface SnapshotAndRunResult {
   compared?: CompareResult[];
 }
 
-/** An automatic restore point younger than this (ms) is reused when the target has not changed since. */
-export const REUSE_WINDOW_MS = 60_000;
+/** An automatic restore point younger than this (ms) is reused when nothing changed since (the protocol's). */
+export { REUSE_WINDOW_MS };
 
 /** State shared by the commands. */
 export interface Ctx {
@@ -187,7 +191,7 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
     reg('agentkeep.setupDemo', (opts?: { open?: boolean; root?: string }) => setupDemo(ctx, opts)),
     reg('agentkeep.pickFolder', (folder?: string) => pickFolder(ctx, folder)),
     reg('agentkeep.showLog', async () => ctx.output.show()),
-    reg('agentkeep.snapshotAndRun', (arg: LensArg, opts?: SnapshotAndRunOptions) => snapshotAndRun(ctx, arg, opts)),
+    reg(LensCommands.snapshotAndRun, (arg: LensArg, opts?: SnapshotAndRunOptions) => snapshotAndRun(ctx, arg, opts)),
     reg('agentkeep.compare', (arg?: unknown, to?: unknown) => compareCommand(ctx, arg, to)),
     reg('agentkeep.compareWithNow', async (arg?: unknown) => {
       const config = requireConfig();
@@ -195,7 +199,9 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
       if (!id) return undefined;
       return compareWithNow(ctx.sidecar, await findRestorePoint(ctx, config, id), config.stores);
     }),
-    reg('agentkeep.restorePointBeforeEdit', (arg?: { file?: string }, opts?: { fresh?: boolean }) => restorePointBeforeEdit(ctx, arg, opts)),
+    reg(LensCommands.restorePointBeforeEdit, (arg?: { file?: string }, opts?: { fresh?: boolean }) =>
+      restorePointBeforeEdit(ctx, arg, opts),
+    ),
     reg(RUN_ACTION, (a: unknown, opts?: { confirm?: boolean }) => {
       const parsed = NextAction.safeParse(a);
       if (!parsed.success) {
@@ -205,7 +211,7 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
       const deps = { sidecar: ctx.sidecar, output: ctx.output, afterChange: () => afterChange(ctx) };
       return runAction(deps, parsed.data, opts);
     }),
-    reg('agentkeep.run', async (arg: LensArg) => {
+    reg(LensCommands.run, async (arg: LensArg) => {
       requireTrust('Running a command');
       const lens = checkLens(arg);
       const out = await runInTerminal(lens.command, { cwd: path.dirname(lens.file), name: `Run: ${lens.command}` });
@@ -214,12 +220,13 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
   ];
 }
 
+/** The lens argument, checked with the protocol's schema. @throws UserError invalid_params naming the fix */
 function checkLens(arg: unknown): LensArg {
-  const a = arg as Partial<LensArg> | undefined;
-  if (!a || typeof a.command !== 'string' || !a.command.trim() || typeof a.file !== 'string' || typeof a.line !== 'number') {
+  const parsed = LensArgument.safeParse(arg);
+  if (!parsed.success) {
     throw new UserError('This command needs the CodeLens argument {command, file, line}.', 'invalid_params', 'Use the "Snapshot & run" or "Run" CodeLens above a command in a script.');
   }
-  return a as LensArg;
+  return parsed.data;
 }
 
 /** Progress adapter: sidecar progress notifications -> a VS Code progress. */
@@ -285,7 +292,7 @@ async function createRestorePoint(ctx: Ctx, opts?: CreateOptions): Promise<Resto
   const d = await describe(ctx, config.target);
   const ramOnRequest = !!d && canRamState(d);
   if (vmstate && !ramOnRequest) {
-    throw new UserError(`Restore points of ${config.target} cannot hold RAM state.`, 'unsupported', 'RAM state needs a Proxmox VM (proxmox://HOST/NODE/qemu/VMID); containers and directories snapshot their disk only.');
+    throw new UserError(`Restore points of ${config.target} cannot hold RAM state.`, 'unsupported', `RAM state needs a target whose backend saves it on request (a Proxmox VM); ${d ? `${d.name} (${d.backend}) snapshots` : 'this target snapshots'} its disk only.`);
   }
   let label = opts?.label;
   if (label === undefined) {
@@ -389,21 +396,40 @@ async function findRestorePoint(ctx: Ctx, config: AgentConfig, id: string): Prom
   return rp;
 }
 
-/** Restore: pick > scope > confirmation (what will be lost) > restore with progress > Undo offer. */
 /**
- * Lines for a restore confirmation from memory.diff: memory entries learned since the restore point
- * (lost unless scope is machine) and the agent's outside-world actions since (never undone). Empty
- * when the stores keep no history or the sidecar cannot tell (the confirmation still warns in general).
+ * The confirmation of a restore: restorePoint.preview (what the sidecar says a restore of `scope`
+ * does) as a modal. A VM or container rollback shows what happens to the guest (hard stop, RAM
+ * state, the start choice); a directory target the files, git repositories, memory entries and
+ * outside-world actions. Resolves undefined when not confirmed, else whether to start the guest.
+ * @param question the question for a directory target; `button` confirms it
  */
-async function memoryLoss(ctx: Ctx, config: AgentConfig, id: string, scope: Scope): Promise<string[]> {
-  try {
-    const r = await ctx.sidecar.request('memoryDiff', { target: config.target, from: id, ...(config.stores.length ? { stores: config.stores } : {}) });
-    return describeMemoryLoss(r, scope);
-  } catch {
-    return [];
+async function confirmRestore(
+  ctx: Ctx,
+  config: AgentConfig,
+  rp: RestorePoint,
+  scope: Scope,
+  question: string,
+  button: string,
+): Promise<{ start?: boolean } | undefined> {
+  const params = { target: config.target, id: rp.id, scope, stores: config.stores };
+  const preview = await ctx.sidecar.request('restorePointPreview', params);
+  const d = preview.effects ? await describe(ctx, config.target) : undefined;
+  if (preview.effects && d) {
+    const notes = preview.warnings.map((w) => `Note: ${w}`);
+    const more = [...describeGitRepos(preview.gitRepos), ...describeMemoryLoss(preview), ...notes];
+    const detail = [vmRollbackDetail(d, preview.effects), ...(more.length ? [more.join('\n')] : [])].join('\n\n');
+    const buttons = vmRollbackButtons(preview.effects);
+    const vmQuestion = vmRollbackQuestion(d, rp, scope);
+    const answer = await vscode.window.showWarningMessage(vmQuestion, { modal: true, detail }, ...buttons);
+    return answer ? { start: answer === ROLLBACK_AND_START } : undefined;
   }
+  const undoable = 'The current state is captured first, so this restore can be undone.';
+  const detail = `${describePreview(preview).join('\n')}\n\n${undoable}`;
+  const answer = await vscode.window.showWarningMessage(question, { modal: true, detail }, button);
+  return answer === button ? {} : undefined;
 }
 
+/** Restore: pick > scope > confirmation (restorePoint.preview) > restore with progress > Undo offer. */
 async function restore(ctx: Ctx, arg?: unknown, scopeArg?: Scope, opts?: RestoreOptions): Promise<ResultOf<'restorePointRestore'> | undefined> {
   requireTrust('Restoring a restore point');
   const configured = requireConfig();
@@ -421,26 +447,13 @@ async function restore(ctx: Ctx, arg?: unknown, scopeArg?: Scope, opts?: Restore
     scope = picked.scope;
   }
   let start = opts?.start;
-  const d = await describe(ctx, config.target);
-  if (d && isVmTarget(d) && scope !== 'agent') {
-    if (opts?.confirm !== false) {
-      const answer = await vscode.window.showWarningMessage(vmRollbackQuestion(d, rp, scope), { modal: true, detail: vmRollbackDetail(d, rp) }, ...vmRollbackButtons(rp));
-      if (!answer) return undefined;
-      if (start === undefined) start = answer === ROLLBACK_AND_START;
-    }
-    return doRestore(ctx, config, rp, scope, false, start);
-  }
   if (opts?.confirm !== false) {
-    const changes = await ctx.sidecar.request('restorePointDiff', { target: config.target, id, stores: config.stores });
-    const memory = await memoryLoss(ctx, config, rp.id, scope);
-    const answer = await vscode.window.showWarningMessage(
-      `Restore "${rp.label}" (${formatAge(rp.createdAt)}): ${SCOPE_LABELS[scope]}?`,
-      { modal: true, detail: [...describeLoss(changes, scope), ...memory].join('\n') + '\n\nThe current state is captured first, so this restore can be undone.' },
-      'Restore',
-    );
-    if (answer !== 'Restore') return undefined;
+    const question = `Restore "${rp.label}" (${formatAge(rp.createdAt)}): ${SCOPE_LABELS[scope]}?`;
+    const ok = await confirmRestore(ctx, config, rp, scope, question, 'Restore');
+    if (!ok) return undefined;
+    if (start === undefined) start = ok.start;
   }
-  return doRestore(ctx, config, rp, scope);
+  return doRestore(ctx, config, rp, scope, false, start);
 }
 
 async function doRestore(ctx: Ctx, config: AgentConfig, rp: RestorePoint, scope: Scope, quiet = false, start?: boolean): Promise<ResultOf<'restorePointRestore'>> {
@@ -560,43 +573,42 @@ async function keep(ctx: Ctx, arg?: unknown): Promise<RestorePoint | undefined> 
 }
 
 /**
- * A restore point for an automatic moment (before a command, before a config edit): the newest
- * restore point of the target is reused when it is younger than REUSE_WINDOW_MS, captured the
- * configured stores, and restorePoint.diff against it is empty (nothing changed since); otherwise a
- * new one is created (`kind`: pre before a command, config-edit before a config edit). `fresh` always creates one.
+ * A restore point for an automatic moment (before a command, before a config edit), `kind` pre or
+ * config-edit: restorePoint.create with `reuse` (unless `fresh`), so the sidecar returns the newest
+ * restore point instead when it is younger than REUSE_WINDOW_MS and nothing changed since (its rule,
+ * see the protocol); this only shows progress and says which it was.
  */
 async function takeOrReuse(
   ctx: Ctx,
   config: AgentConfig,
   p: { label: string; reason: RestorePoint['reason']; title: string; fresh?: boolean; kind?: 'pre' | 'config-edit' },
 ): Promise<{ restorePoint: RestorePoint; reused: boolean; cancelled: boolean }> {
-  if (!p.fresh) {
-    const newest = (await ctx.sidecar.request('restorePointList', { target: config.target })).find((r) => r.status !== 'failed');
-    const age = newest ? Date.now() - Date.parse(newest.createdAt) : Infinity;
-    const covers = newest && config.stores.every((s) => newest.agent.some((a) => a.store === s));
-    // reuse needs restorePoint.diff to tell that nothing changed (VM snapshots cannot)
-    const canDiff = !!(await describe(ctx, config.target))?.capabilities.diff;
-    if (newest && covers && age >= 0 && age < REUSE_WINDOW_MS && canDiff) {
-      const d = await ctx.sidecar.request('restorePointDiff', { target: config.target, id: newest.id, stores: config.stores });
-      if (!d.added.length && !d.removed.length && !d.changed.length && !d.agentChanged.length) {
-        ctx.output.appendLine(`[extension] reusing restore point ${newest.id} (${formatAge(newest.createdAt)}, nothing changed since)`);
-        return { restorePoint: newest, reused: true, cancelled: false };
-      }
-    }
-  }
   const done = ctx.statusBar.setBusy('Creating restore point…');
   let cancelled = false;
+  let reused = false;
   try {
     const rp = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: p.title, cancellable: true }, async (progress, token) => {
-      const r = await ctx.sidecar.request('restorePointCreate', { target: config.target, stores: config.stores, label: p.label, kind: p.kind ?? 'pre', reason: p.reason, retention: config.retention }, progressReporter(progress));
+      const params = {
+        target: config.target,
+        stores: config.stores,
+        label: p.label,
+        kind: p.kind ?? 'pre',
+        reason: p.reason,
+        retention: config.retention,
+        ...(p.fresh ? {} : { reuse: true, reuseWithinMs: REUSE_WINDOW_MS }),
+      };
+      const r = await ctx.sidecar.request('restorePointCreate', params, progressReporter(progress));
       cancelled = token.isCancellationRequested;
-      warnAfterCreate(r);
+      reused = r.reused === true;
+      if (!reused) warnAfterCreate(r);
       return r;
     });
-    return { restorePoint: rp, reused: false, cancelled };
+    const age = formatAge(rp.createdAt);
+    if (reused) ctx.output.appendLine(`[extension] reusing restore point ${rp.id} (${age}, nothing changed since)`);
+    return { restorePoint: rp, reused, cancelled };
   } finally {
     done();
-    await afterChange(ctx);
+    if (!reused) await afterChange(ctx);
   }
 }
 
@@ -661,20 +673,11 @@ async function snapshotAndRun(ctx: Ctx, arg: LensArg, opts: SnapshotAndRunOption
     await afterChange(ctx);
   } else if (decision === 'rollback') {
     let start: boolean | undefined;
-    const d = await describe(ctx, config.target);
-    if (!opts.decision && d && isVmTarget(d)) {
-      const answer = await vscode.window.showWarningMessage(vmRollbackQuestion(d, rp, 'both'), { modal: true, detail: vmRollbackDetail(d, rp) }, ...vmRollbackButtons(rp));
-      if (!answer) return result;
-      start = answer === ROLLBACK_AND_START;
-    } else if (!opts.decision) {
-      const changes = await ctx.sidecar.request('restorePointDiff', { target: config.target, id: rp.id, stores: config.stores });
-      const memory = await memoryLoss(ctx, config, rp.id, 'both');
-      const answer = await vscode.window.showWarningMessage(
-        `Roll back ${shown}: restore "${rp.label}" (${formatAge(rp.createdAt)}), machine + agent state?`,
-        { modal: true, detail: [...describeLoss(changes, 'both'), ...memory].join('\n') + '\n\nThe current state is captured first, so this can be undone.' },
-        'Roll back',
-      );
-      if (answer !== 'Roll back') return result;
+    if (!opts.decision) {
+      const question = `Roll back ${shown}: restore "${rp.label}" (${formatAge(rp.createdAt)}), machine + agent state?`;
+      const ok = await confirmRestore(ctx, config, rp, 'both', question, 'Roll back');
+      if (!ok) return result;
+      start = ok.start;
     }
     result.decision = 'rollback';
     result.restore = await doRestore(ctx, config, rp, 'both', false, start);

@@ -4,7 +4,13 @@
  * their user-level values, so a cloned repository cannot redirect snapshots.
  */
 import * as vscode from 'vscode';
-import { RISK_CLASSES } from '../sidecar/protocol/risk';
+import {
+  LENS_SETTING_DEFAULTS,
+  LensSettingKeys,
+  parseCodeLensFilter,
+  RISK_CLASSES,
+  type CodeLensFilter,
+} from '../sidecar/protocol';
 
 /** The configured agent, or undefined when agentkeep.target is empty. */
 export interface AgentConfig {
@@ -86,11 +92,17 @@ export function readStateDir(): string | undefined {
   return (vscode.workspace.getConfiguration('agentkeep').get<string>('stateDir') ?? '').trim() || undefined;
 }
 
-/** The risk classes a CodeLens filter can name (the sidecar's list; package.json's agentkeep.codeLens enum matches it). */
-export { RISK_CLASSES };
+/**
+ * The risk classes a CodeLens filter can name (the sidecar's list; package.json's agentkeep.codeLens enum
+ * matches it), and the filter type: the protocol's (sidecar/protocol/risk.ts, lens.ts).
+ */
+export { RISK_CLASSES, type CodeLensFilter };
 
-/** Which "Snapshot & run" lenses to show: every class, none, or the listed classes. */
-export type CodeLensFilter = 'all' | 'off' | string[];
+/** A setting of LensSettingKeys by its full name, read through its section (agentkeep / configFiles.codeLens). */
+function lensSetting<T>(key: string, fallback: T): T {
+  const [section, ...rest] = key.split('.');
+  return vscode.workspace.getConfiguration(section).get<T>(rest.join('.'), fallback);
+}
 
 /**
  * agentkeep.codeLens: `"all"` (default), `"off"`, or a list of classes (deps, toolchain, config, system,
@@ -98,25 +110,22 @@ export type CodeLensFilter = 'all' | 'off' | string[];
  * settings.json, reads as `{enabled: false}` under the same key and still means "off".
  */
 export function codeLensFilter(): CodeLensFilter {
-  return parseCodeLensSetting(vscode.workspace.getConfiguration('agentkeep').get<unknown>('codeLens'));
+  return parseCodeLensSetting(lensSetting<unknown>(LensSettingKeys.codeLens, LENS_SETTING_DEFAULTS.codeLens));
 }
 
-/** See codeLensFilter. Unknown class names are dropped; anything unreadable is "all". */
+/** See codeLensFilter: the protocol's parseCodeLensFilter (unknown classes dropped; anything unreadable is "all"). */
 export function parseCodeLensSetting(v: unknown): CodeLensFilter {
-  if (v === 'off' || v === false) return 'off';
-  if (Array.isArray(v)) return v.filter((x): x is string => typeof x === 'string' && (RISK_CLASSES as readonly string[]).includes(x));
-  if (v && typeof v === 'object' && (v as { enabled?: unknown }).enabled === false) return 'off';
-  return 'all';
+  return parseCodeLensFilter(v);
 }
 
 /** agentkeep.configFiles.codeLens: "Restore point before editing" on risky config files (default true). */
 export function configFilesCodeLens(): boolean {
-  return vscode.workspace.getConfiguration('agentkeep').get<boolean>('configFiles.codeLens', true);
+  return lensSetting<boolean>(LensSettingKeys.configFilesCodeLens, LENS_SETTING_DEFAULTS.configFilesCodeLens);
 }
 
 /** agentkeep.configFiles.prompt: ask for a restore point on the first change of a risky config file (default true). */
 export function configFilesPrompt(): boolean {
-  return vscode.workspace.getConfiguration('agentkeep').get<boolean>('configFiles.prompt', true);
+  return lensSetting<boolean>(LensSettingKeys.configFilesPrompt, LENS_SETTING_DEFAULTS.configFilesPrompt);
 }
 
 let simulateUntrusted = false;

@@ -1,5 +1,5 @@
 /**
- * Risky config files (sidecar/risk/config.ts `riskyConfigFile`, decided from the path alone: the
+ * Risky config files (sidecar/protocol/configFiles.ts `riskyConfigFile`, decided from the path alone: the
  * agent's config.yaml, .env, SOUL.md, skills, dependency manifests, lockfiles, compose files, units,
  * crontabs, apt sources). For such a file inside the agent's target (or under a store root):
  * - a CodeLens on line 1, "$(history) Restore point before editing (last: 5m ago)"
@@ -11,8 +11,14 @@
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { RestorePoint, StoreDescription, TargetDescription } from '../sidecar/protocol';
-import type { RiskyConfig } from '../sidecar/risk/config';
+import {
+  LensCommands,
+  LensSettingKeys,
+  type RestorePoint,
+  type StoreDescription,
+  type TargetDescription,
+} from '../sidecar/protocol';
+import type { RiskyConfig } from '../sidecar/protocol/configFiles';
 import { configFilesCodeLens, configFilesPrompt, isTrusted, readAgentConfig } from './config';
 import { riskyConfigOf } from './configScope';
 import { formatAge } from './format';
@@ -20,8 +26,8 @@ import type { Sidecar } from './sidecar';
 
 export { riskyConfigOf } from './configScope';
 
-/** Command of the lens and the prompt: agentkeep.restorePointBeforeEdit({file}). */
-export const BEFORE_EDIT_COMMAND = 'agentkeep.restorePointBeforeEdit';
+/** Command of the lens and the prompt: agentkeep.restorePointBeforeEdit({file}) (the protocol's LensCommands). */
+export const BEFORE_EDIT_COMMAND = LensCommands.restorePointBeforeEdit;
 
 /** The prompt's buttons. */
 export const PROMPT_TAKE = 'Take restore point';
@@ -165,7 +171,9 @@ export class ConfigFiles implements vscode.CodeLensProvider, vscode.Disposable {
         this.noteTaken(file, r.restorePoint);
       }
     } else if (answer === PROMPT_NEVER) {
-      await vscode.workspace.getConfiguration('agentkeep').update('configFiles.prompt', false, vscode.ConfigurationTarget.Global);
+      await vscode.workspace
+        .getConfiguration()
+        .update(LensSettingKeys.configFilesPrompt, false, vscode.ConfigurationTarget.Global);
     }
   }
 

@@ -4,7 +4,7 @@
  */
 import * as path from 'node:path';
 import type { TargetDescription } from '../sidecar/protocol';
-import { riskyConfigFile, type RiskyConfig } from '../sidecar/risk/config';
+import { riskyConfigFile, type RiskyConfig } from '../sidecar/protocol/configFiles';
 import { storeLocalRoot, type StoreRef } from './format';
 
 /** Whether `file` is inside `dir` (or is it). */

@@ -7,7 +7,7 @@
  * activate() returns AgentKeepApi, used by the extension-host tests.
  */
 import * as vscode from 'vscode';
-import type { NextAction, RestorePoint } from '../sidecar/protocol';
+import { LensCommands, LensSettingKeys, type NextAction, type RestorePoint } from '../sidecar/protocol';
 import { registerCommands, type Ctx } from './commands';
 import { SNAPSHOT_SCHEME, SnapshotContentProvider } from './compare';
 import { codeLensFilter, readAgentConfig, readStateDir, setSimulateUntrusted } from './config';
@@ -71,7 +71,14 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
   const details = new DetailsPanel(context, sidecar);
   const ctx: Ctx = { context, sidecar, tree, statusBar, output, showDetails: (id) => details.show(id) };
   ctxRef = ctx;
-  const configFiles = new ConfigFiles(sidecar, (file) => Promise.resolve(vscode.commands.executeCommand<{ restorePoint: RestorePoint; reused: boolean } | undefined>('agentkeep.restorePointBeforeEdit', { file })));
+  const configFiles = new ConfigFiles(sidecar, (file) =>
+    Promise.resolve(
+      vscode.commands.executeCommand<{ restorePoint: RestorePoint; reused: boolean } | undefined>(
+        LensCommands.restorePointBeforeEdit,
+        { file },
+      ),
+    ),
+  );
   ctx.configFiles = configFiles;
   const memory = new MemoryInspector(context, sidecar, output, () => tree.refresh());
   context.subscriptions.push(memory, ...registerMemoryCommands(ctx, memory));
@@ -104,7 +111,8 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
       if (!e.affectsConfiguration('agentkeep')) return;
       if (e.affectsConfiguration('agentkeep.stateDir')) await sidecar.restart();
       else if (e.affectsConfiguration('agentkeep.proxmox.fingerprint') || e.affectsConfiguration('agentkeep.proxmox.caFile')) await sidecar.refreshEnv();
-      if (e.affectsConfiguration('agentkeep.codeLens')) await sidecar.pushSettings().catch((err) => output.appendLine(`[extension] codeLens setting: ${String(err)}`));
+      if (e.affectsConfiguration(LensSettingKeys.codeLens))
+        await sidecar.pushSettings().catch((err) => output.appendLine(`[extension] codeLens setting: ${String(err)}`));
       await applyConfig();
       void configFiles.refresh();
     }),

@@ -6,8 +6,12 @@
 import * as path from 'node:path';
 import type {
   ChangeSummary,
+  EntrySample,
+  GitHead,
+  GitRepoChange,
+  PathSample,
   RestorePoint,
-  ResultOf,
+  RestorePreview,
   Scope,
   StoreDescription,
   TargetDescription,
@@ -59,74 +63,109 @@ export function plural(n: number, word: string, pluralWord = `${word}s`): string
 }
 
 /**
- * Up to `max` paths, then "and N more". Paths whose ancestor is also listed fold into it, with a
- * count: ["a/nm", "a/nm/x", "a/nm/x/y", "a/p.json"] -> "a/nm/ (+2 inside), a/p.json".
+ * A preview list (restorePoint.preview PathSample) as a short phrase: the first `max` top-most paths,
+ * a folded directory as "dir/ (+N inside)", then "and N more".
  */
-export function samplePaths(paths: readonly string[], max = 3): string {
-  const set = new Set(paths);
-  const inside = new Map<string, number>();
-  const roots: string[] = [];
-  for (const p of paths) {
-    const parts = p.split('/');
-    let root: string | undefined;
-    for (let i = 1; i < parts.length; i++) {
-      const anc = parts.slice(0, i).join('/');
-      if (set.has(anc)) {
-        root = anc;
-        break;
-      }
-    }
-    if (root) inside.set(root, (inside.get(root) ?? 0) + 1);
-    else roots.push(p);
-  }
-  const show = (r: string) => (inside.has(r) ? `${r}/ (+${inside.get(r)} inside)` : r);
-  const shown = roots.slice(0, max).map(show).join(', ');
-  return roots.length > max ? `${shown} and ${roots.length - max} more` : shown;
+export function sampleText(s: PathSample, max = 3): string {
+  const shown = s.items.slice(0, max).map((g) => (g.inside ? `${g.path}/ (+${g.inside} inside)` : g.path)).join(', ');
+  return s.groups > max ? `${shown} and ${s.groups - max} more` : shown;
 }
 
 /**
- * What a restore with `scope` will undo, as sentences for a confirmation dialog. Machine changes are
- * listed unless scope is `agent`; agent-state changes unless scope is `machine`. Always ends with the
- * reminder that snapshots do not undo effects outside the machine.
+ * What a restore will undo, from restorePoint.preview, as sentences for a confirmation dialog: the
+ * files it removes, reverts and brings back, the agent state it puts back (the preview holds only
+ * what its scope touches). Always ends with the reminder that snapshots do not undo effects outside
+ * the machine.
  */
-export function describeLoss(changes: ChangeSummary, scope: Scope): string[] {
+export function describeLoss(p: Pick<RestorePreview, 'machine' | 'agentFiles' | 'effects'>): string[] {
   const lines: string[] = [];
-  if (scope !== 'agent') {
-    if (changes.added.length) lines.push(`${plural(changes.added.length, 'new file or folder', 'new files and folders')} will be removed: ${samplePaths(changes.added)}.`);
-    if (changes.changed.length) lines.push(`${plural(changes.changed.length, 'changed file')} will be reverted: ${samplePaths(changes.changed)}.`);
-    if (changes.removed.length) lines.push(`${plural(changes.removed.length, 'deleted file')} will come back: ${samplePaths(changes.removed)}.`);
+  const m = p.machine;
+  if (m?.added.count) {
+    const what = plural(m.added.count, 'new file or folder', 'new files and folders');
+    lines.push(`${what} will be removed: ${sampleText(m.added)}.`);
   }
-  if (scope !== 'machine' && changes.agentChanged.length) {
-    lines.push(`Agent state will be put back: ${samplePaths(changes.agentChanged)} (entries added since are lost).`);
-  }
-  if (!lines.length) lines.push('Nothing changed since this restore point.');
+  if (m?.changed.count)
+    lines.push(`${plural(m.changed.count, 'changed file')} will be reverted: ${sampleText(m.changed)}.`);
+  if (m?.removed.count)
+    lines.push(`${plural(m.removed.count, 'deleted file')} will come back: ${sampleText(m.removed)}.`);
+  if (p.agentFiles?.count)
+    lines.push(`Agent state will be put back: ${sampleText(p.agentFiles)} (entries added since are lost).`);
+  if (!lines.length && !p.effects) lines.push('Nothing changed since this restore point.');
   lines.push('Snapshots do not undo what the agent did outside this machine (emails sent, issues opened, payments).');
   return lines;
 }
 
+/** "main 3c1d2e4", "detached 9a8b7c6" (restorePoint.preview GitHead). */
+function headText(h: GitHead | undefined): string {
+  if (!h) return 'none';
+  const where = h.ref ? h.ref.replace(/^refs\/heads\//, '') : 'detached';
+  return `${where} ${h.commit ? h.commit.slice(0, 7) : '(no commits)'}`;
+}
+
+/** One sentence per git repository whose HEAD or branches the restore changes (restorePoint.preview `gitRepos`). */
+export function describeGitRepos(repos: readonly GitRepoChange[]): string[] {
+  return repos.map((r) => {
+    const repo = `Git repository ${r.path}`;
+    if (r.effect === 'removed') {
+      return `${repo} was made since then and will be deleted (HEAD ${headText(r.head.current)}).`;
+    }
+    if (r.effect === 'brought-back') {
+      return `${repo} was deleted since then and will come back (HEAD ${headText(r.head.restored)}).`;
+    }
+    const branches = r.branches.map((b) =>
+      b.restored ? `${b.name} → ${b.restored.slice(0, 7)}` : `${b.name} deleted`,
+    );
+    const head = `HEAD ${headText(r.head.current)} → ${headText(r.head.restored)}`;
+    const which = branches.length ? ` (branches: ${branches.join(', ')})` : '';
+    return `${repo}: ${head}${which}; commits made since leave it.${r.note ? ` ${r.note}` : ''}`;
+  });
+}
+
 /**
- * What a restore loses of the agent's memory and what it cannot undo, from memory.diff (entries
- * added/changed since the restore point; the agent's outside-world actions since, from its session
- * history). Lines for a confirmation dialog; empty when there is nothing to say.
+ * What a restore does to the agent's memory and what it cannot undo, from restorePoint.preview
+ * (the sidecar's rule: entries learned since are lost unless the scope is machine, which keeps them;
+ * entries removed since come back; the outside-world actions since are never undone). Lines for a
+ * confirmation dialog; empty when there is nothing to say.
  */
-export function describeMemoryLoss(r: ResultOf<'memoryDiff'>, scope: Scope): string[] {
+export function describeMemoryLoss(p: Pick<RestorePreview, 'memory' | 'actions'>): string[] {
   const lines: string[] = [];
   const first = (t?: string): string => entryTitle(t ?? '', 70);
-  const learned = [...r.added, ...r.changed];
-  if (scope !== 'machine' && learned.length) {
-    lines.push(`${plural(learned.length, 'memory entry', 'memory entries')} learned since then will be lost:`);
-    for (const c of learned.slice(0, 5)) lines.push(`  • ${first(c.after?.text)}`);
-    if (learned.length > 5) lines.push(`  … and ${learned.length - 5} more`);
-  } else if (learned.length) {
-    lines.push(`${plural(learned.length, 'memory entry', 'memory entries')} learned since then stay (scope machine keeps the current memory).`);
+  const list = (s: EntrySample): void => {
+    for (const e of s.items.slice(0, 5)) lines.push(`  • ${first(e.text)}`);
+    if (s.count > 5) lines.push(`  … and ${s.count - 5} more`);
+  };
+  const m = p.memory;
+  if (m?.lost.count) {
+    lines.push(`${plural(m.lost.count, 'memory entry', 'memory entries')} learned since then will be lost:`);
+    list(m.lost);
   }
-  const acts = r.actions ?? [];
-  if (acts.length) {
-    lines.push(`${plural(acts.length, 'action', 'actions')} the agent took since then will NOT be undone:`);
-    for (const a of acts.slice(0, 5)) lines.push(`  • ${oneLine(a.message ?? a.action, 90)}${a.time ? ` (${formatAge(a.time)})` : ''}`);
-    if (acts.length > 5) lines.push(`  … and ${acts.length - 5} more`);
+  if (m?.broughtBack.count) {
+    lines.push(
+      `${plural(m.broughtBack.count, 'memory entry', 'memory entries')} removed or changed since then will come back:`,
+    );
+    list(m.broughtBack);
+  }
+  if (m?.kept.count) {
+    const n = plural(m.kept.count, 'memory entry', 'memory entries');
+    lines.push(`${n} learned since then stay (scope machine keeps the current memory).`);
+  }
+  const acts = p.actions;
+  if (acts.count) {
+    lines.push(`${plural(acts.count, 'action', 'actions')} the agent took since then will NOT be undone:`);
+    for (const a of acts.items.slice(0, 5))
+      lines.push(`  • ${oneLine(a.message ?? a.action, 90)}${a.time ? ` (${formatAge(a.time)})` : ''}`);
+    if (acts.count > 5) lines.push(`  … and ${acts.count - 5} more`);
   }
   return lines;
+}
+
+/**
+ * The whole detail of a restore confirmation for a directory target, from restorePoint.preview:
+ * files, git repositories, memory, outside-world actions, then the preview's warnings.
+ */
+export function describePreview(p: RestorePreview): string[] {
+  const notes = p.warnings.map((w) => `Note: ${w}`);
+  return [...describeLoss(p), ...describeGitRepos(p.gitRepos), ...describeMemoryLoss(p), ...notes];
 }
 
 /** Human names of the restore scopes, for pickers and messages. */

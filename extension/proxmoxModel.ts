@@ -5,7 +5,14 @@
  * wording of VM rollbacks. What a target is comes from the sidecar (target.describe: `kind`,
  * `capabilities`, `guest`); nothing here reads a target string.
  */
-import type { RestorePoint, ResultOf, Scope, TargetDescription, TargetGuest } from '../sidecar/protocol';
+import type {
+  RestoreEffects,
+  RestorePoint,
+  ResultOf,
+  Scope,
+  TargetDescription,
+  TargetGuest,
+} from '../sidecar/protocol';
 import { formatAge } from './format';
 
 /** A guest as agent.discover reports it. */
@@ -152,25 +159,30 @@ export function vmRollbackQuestion(d: TargetDescription, rp: RestorePoint, scope
   return `Roll back ${what} to "${rp.label}" (${formatAge(rp.createdAt)})${scope === 'both' ? ', machine + agent state' : ''}?`;
 }
 
-/** Detail of that confirmation: hard stop, RAM state or not, the outside world, undo. */
-export function vmRollbackDetail(d: TargetDescription, rp: RestorePoint): string {
+/**
+ * Detail of that confirmation, from restorePoint.preview `effects` (what the sidecar says the
+ * rollback does to the guest): hard stop or QEMU loadvm, RAM state or the start choice, the outside
+ * world, undo.
+ */
+export function vmRollbackDetail(d: TargetDescription, e: RestoreEffects): string {
   const vm = guestWord(d);
-  const lines = d.capabilities.rollbackStopsGuest
+  const lines = e.stopsGuest
     ? [`If the ${vm} is running it is hard-stopped (no clean shutdown: unsaved work in it is lost), then its disks go back to the snapshot.`]
     : ['The VM\'s disks and RAM go back to the snapshot (QEMU loadvm): what runs in it now is replaced, and unsaved work in it is lost.'];
+  const unless = e.canStartAfter ? ` unless you choose "${ROLLBACK_AND_START}"` : '';
   lines.push(
-    rp.machine.vmstate
+    e.resumesRam
       ? `The snapshot has RAM state: the ${vm} resumes running where it was when the snapshot was taken.`
-      : `The snapshot has no RAM state: the ${vm} stays stopped after the rollback unless you choose "${ROLLBACK_AND_START}".`,
+      : `The snapshot has no RAM state: the ${vm} stays stopped after the rollback${unless}.`,
   );
   lines.push('Snapshots do not undo the outside world: messages and emails sent, API calls, payments, git pushes and changes on other machines stay done.');
   lines.push('The current state is captured first (a restore point), so this rollback can be undone.');
   return lines.join('\n\n');
 }
 
-/** Buttons of that confirmation: start afterwards is offered only when the snapshot has no RAM state. */
-export function vmRollbackButtons(rp: RestorePoint): string[] {
-  return rp.machine.vmstate ? [ROLLBACK] : [ROLLBACK, ROLLBACK_AND_START];
+/** Buttons of that confirmation: start afterwards is offered when the preview says it can (no RAM state). */
+export function vmRollbackButtons(e: Pick<RestoreEffects, 'canStartAfter'>): string[] {
+  return e.canStartAfter ? [ROLLBACK, ROLLBACK_AND_START] : [ROLLBACK];
 }
 
 /**

@@ -15,6 +15,7 @@ import {
   type NextAction,
   type ParamsOf,
   type ProgressParams,
+  type LensSettings,
   type ResultOf,
   type StoreDescription,
   type TargetDescription,
@@ -139,7 +140,7 @@ export class Sidecar implements vscode.Disposable {
       documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }, { scheme: 'vscode-notebook-cell' }],
       outputChannel: this.output,
       // the sidecar filters by class (agentkeep.codeLens); pushed again on change by pushSettings()
-      initializationOptions: { codeLens: this.codeLensFilter() },
+      initializationOptions: { codeLens: this.codeLensFilter() } satisfies LensSettings,
       middleware: {
         // running commands needs trust: no lenses in an untrusted workspace, none when switched off
         provideCodeLenses: (doc, token, next) => (isTrusted() && this.codeLensFilter() !== 'off' ? next(doc, token) : []),
@@ -263,7 +264,8 @@ export class Sidecar implements vscode.Disposable {
    */
   async pushSettings(): Promise<void> {
     if (!this.client?.isRunning()) return;
-    await this.client.sendNotification(DidChangeConfigurationNotification.type, { settings: { agentkeep: { codeLens: this.codeLensFilter() } } });
+    const agentkeep: LensSettings = { codeLens: this.codeLensFilter() };
+    await this.client.sendNotification(DidChangeConfigurationNotification.type, { settings: { agentkeep } });
   }
 
   /** Stop and restart (e.g. when agentkeep.stateDir or the Proxmox token changes). No-op if never started. */

@@ -18,7 +18,7 @@ import {
   type TargetDescription,
 } from '../sidecar/protocol';
 import { readAgentConfig, readProxmoxSettings, type AgentConfig } from './config';
-import { displayLabel, entryTitle, formatAge, formatBytes, formatReason, plural, shortReason, targetName, usageText } from './format';
+import { displayLabel, entryTitle, formatAge, formatBytes, formatReason, plural, shortReason, targetName } from './format';
 import { describeAction, RUN_ACTION } from './actions';
 import { findingsFor, lintStores } from './memory';
 import {
@@ -35,6 +35,7 @@ import {
 } from './proxmox';
 import type { Sidecar } from './sidecar';
 import { isLocalMemoryFile, storeItemView } from './storeView';
+import { agentItemView } from './targetView';
 import { toSidecarError } from './sidecar';
 
 /**
@@ -157,22 +158,11 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         } else if (n.description?.guest) {
           return this.guestAgentItem(item, n, n.description, n.description.guest);
         } else if (s) {
-          const u = n.usage;
-          item.description = `${s.reachable ? 'reachable' : 'unreachable'} · ${s.backend}${u ? ` · ${usageText(u)}` : ''}`;
-          item.iconPath = new vscode.ThemeIcon(s.interruptedRestore || (u && u.level !== 'ok') ? 'warning' : s.reachable ? 'vm-active' : 'vm-outline');
-          const md = new vscode.MarkdownString(undefined, true);
-          md.appendMarkdown(`**Target** \`${n.config.target}\`\n\n`);
-          const ir = s.interruptedRestore;
-          if (ir) {
-            item.description = `restore interrupted · ${item.description}`;
-            md.appendMarkdown(`$(warning) **A restore of ${ir.id} (scope ${ir.scope}) never finished** (started ${formatAge(ir.startedAt)}): the target may be half-restored. Restore ${ir.id} again with scope ${ir.scope} to finish it, or restore ${ir.undo} to go back.\n\n`);
-          }
-          md.appendMarkdown(`Backend: ${s.backend} · ${s.reachable ? 'reachable' : `not reachable: ${s.message ?? ''}`}\n\n`);
-          md.appendMarkdown(`Restore points: ${s.restorePoints}\n\n`);
-          if (u) md.appendMarkdown(`Disk use: ${formatBytes(u.bytes)} of the ${formatBytes(u.capBytes)} cap${u.level === 'over' ? ' — **over the cap**: prune some restore points' : u.level === 'near' ? ' — near the cap' : ''}\n\n`);
-          for (const st of s.stores) md.appendMarkdown(`Store \`${st.store}\`: ${st.ok ? 'ok' : st.message ?? 'not ok'}\n\n`);
-          md.appendMarkdown(`Sidecar ${s.version}`);
-          item.tooltip = md;
+          const v = agentItemView(n.config.target, n.description, s, n.usage);
+          item.label = v.label;
+          item.description = v.description;
+          item.iconPath = new vscode.ThemeIcon(v.icon);
+          item.tooltip = new vscode.MarkdownString(v.tooltip, true);
         } else {
           item.iconPath = new vscode.ThemeIcon('vm');
         }

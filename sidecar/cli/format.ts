@@ -3,7 +3,19 @@
  * one-line excerpts come from the shared sidecar/protocol/format.ts (the extension and the webviews
  * use the same), so every front end says "12 MiB" and "5m ago" alike.
  */
-import type { ChangeSummary, MemoryFile, ResultOf, RestorePoint, RiskFinding, StoreDescription } from '../protocol';
+import type {
+  ChangeSummary,
+  EntrySample,
+  GitHead,
+  GitRepoChange,
+  MemoryFile,
+  PathSample,
+  RestorePoint,
+  RestorePreview,
+  ResultOf,
+  RiskFinding,
+  StoreDescription,
+} from '../protocol';
 import { firstLine, formatAge as age, formatBytes as size, oneLine } from '../protocol/format';
 import { storeSummary } from '../protocol/stores';
 
@@ -192,30 +204,110 @@ export function memoryDiffText(r: ResultOf<'memoryDiff'>, from: string, to: stri
   return lines.join('\n');
 }
 
-/**
- * For the restore confirmation: memory entries added since the restore point (lost with scope agent
- * or both; kept with machine) and the agent's outside-world actions since, which no snapshot undoes.
- */
-export function restoreLossText(r: ResultOf<'memoryDiff'>, scope: 'machine' | 'agent' | 'both'): string {
-  const lines: string[] = [];
-  const first = (t?: string): string => firstLine(t ?? '', 100);
-  if (scope !== 'machine') {
-    const n = r.added.length + r.changed.length;
-    if (n) {
-      lines.push(`  memory learned since the restore point, will be lost (${n}):`);
-      for (const c of [...r.added, ...r.changed].slice(0, 10)) lines.push(`    ${c.after!.id}  ${first(c.after!.text)}`);
-      if (n > 10) lines.push(`    … and ${n - 10} more`);
+/** A commit for people: its first 7 hex digits. */
+function shortSha(c: string | undefined): string {
+  return c ? c.slice(0, 7) : '(no commits)';
+}
+
+/** Where a HEAD points, e.g. "main 3c1d2e4", "detached 9a8b7c6". */
+function headText(h: GitHead | undefined): string {
+  if (!h) return '(none)';
+  const where = h.ref ? h.ref.replace(/^refs\/heads\//, '') : 'detached';
+  return `${where} ${shortSha(h.commit)}`;
+}
+
+/** One line per git repository a restore changes (restorePoint.preview `gitRepos`). */
+export function gitRepoLines(repos: GitRepoChange[]): string[] {
+  if (!repos.length) return [];
+  const lines = [`  git repositories whose HEAD or branches the restore changes (${repos.length}):`];
+  for (const r of repos) {
+    if (r.effect === 'removed') {
+      const head = headText(r.head.current);
+      lines.push(`    ${r.path}: made since the restore point, the restore deletes it (HEAD ${head})`);
+    } else if (r.effect === 'brought-back') {
+      lines.push(`    ${r.path}: deleted since, the restore brings it back (HEAD ${headText(r.head.restored)})`);
+    } else {
+      const branches = r.branches.map((b) => {
+        const from = b.current ? shortSha(b.current) : '(none)';
+        return `${b.name} ${from} -> ${b.restored ? shortSha(b.restored) : '(deleted)'}`;
+      });
+      const known = r.head.current || r.head.restored;
+      const head = known ? `HEAD ${headText(r.head.current)} -> ${headText(r.head.restored)}` : 'HEAD unknown';
+      lines.push(`    ${r.path}: ${head}${branches.length ? `; branch ${branches.join(', ')}` : ''}`);
     }
-  } else if (r.added.length || r.changed.length) {
-    lines.push(`  memory learned since the restore point is kept (scope machine): ${r.added.length + r.changed.length} ${r.added.length + r.changed.length === 1 ? 'entry' : 'entries'}`);
+    if (r.note) lines.push(`      note: ${r.note}`);
   }
-  for (const w of r.warnings ?? []) lines.push(`  warning: ${w}`);
-  const acts = r.actions ?? [];
-  if (acts.length) {
-    lines.push(`  actions the agent took since then that a restore does NOT undo (${acts.length}):`);
-    for (const a of acts.slice(0, 10)) lines.push(`    ${a.time ?? '?'}  ${oneLine(a.message ?? '', 120)}`);
-    if (acts.length > 10) lines.push(`    … and ${acts.length - 10} more`);
+  if (repos.some((r) => r.effect !== 'brought-back')) {
+    lines.push(
+      '  Commits made since leave these repositories with their .git ' +
+        '(the state before the restore is kept as the undo restore point).',
+    );
+  }
+  return lines;
+}
+
+/** "  title (count):" and the first `max` top-most paths of a preview list, folded directories with "(+N inside)". */
+function sampleLines(title: string, s: PathSample, max = 10): string[] {
+  if (!s.count) return [];
+  const shown = s.items.slice(0, max);
+  const lines = shown.map((g) => `    ${g.path}${g.inside ? `/ (+${g.inside} inside)` : ''}`);
+  const rest = s.count - shown.reduce((n, g) => n + 1 + g.inside, 0);
+  if (rest > 0) lines.push(`    … and ${rest} more`);
+  return [`  ${title} (${s.count}):`, ...lines];
+}
+
+/** Entries of a memory sample, one line each (id, first line), at most `max`. */
+function entryLines(s: EntrySample, max = 10): string[] {
+  const lines = s.items.slice(0, max).map((e) => `    ${e.id}  ${firstLine(e.text, 100)}`);
+  if (s.count > max) lines.push(`    … and ${s.count - max} more`);
+  return lines;
+}
+
+/**
+ * The restore confirmation, from restorePoint.preview: what the restore removes, reverts and brings
+ * back (or what it does to a VM), git repositories whose HEAD moves, memory entries lost, brought back
+ * and kept, the agent's outside-world actions since (never undone), and the preview's warnings.
+ */
+export function previewText(p: RestorePreview, target: string): string {
+  const lines = [`Restoring ${p.restorePoint.id} (scope ${p.scope}) on ${target}:`];
+  const e = p.effects;
+  if (e?.stopsGuest) lines.push('  A running guest is hard-stopped by the rollback (unsaved work in it is lost).');
+  if (e?.wholeMachine) {
+    const unless = e.canStartAfter ? ' unless --start' : '';
+    lines.push(
+      e.resumesRam
+        ? '  The whole VM (disks and RAM) goes back to the restore point.'
+        : `  The guest's disks go back to the restore point; without RAM state it stays stopped${unless}.`,
+    );
+  }
+  const files = [
+    ...(p.machine ? sampleLines('created since the restore point, will be removed', p.machine.added) : []),
+    ...(p.machine ? sampleLines('deleted since the restore point, will be brought back', p.machine.removed) : []),
+    ...(p.machine ? sampleLines('changed since the restore point, will be reverted', p.machine.changed) : []),
+    ...(p.agentFiles ? sampleLines('agent-state files that will be put back', p.agentFiles) : []),
+  ];
+  if (files.length) lines.push(...files);
+  else if (!e) lines.push('  No differences: the tree already matches the restore point.');
+  lines.push(...gitRepoLines(p.gitRepos));
+  const m = p.memory;
+  if (m?.lost.count)
+    lines.push(`  memory learned since the restore point, will be lost (${m.lost.count}):`, ...entryLines(m.lost));
+  if (m?.broughtBack.count)
+    lines.push(
+      `  memory removed or changed since, will come back (${m.broughtBack.count}):`,
+      ...entryLines(m.broughtBack),
+    );
+  if (m?.kept.count) {
+    const n = `${m.kept.count} ${m.kept.count === 1 ? 'entry' : 'entries'}`;
+    lines.push(`  memory learned since the restore point is kept (scope machine): ${n}`);
+  }
+  const acts = p.actions;
+  if (acts.count) {
+    lines.push(`  actions the agent took since then that a restore does NOT undo (${acts.count}):`);
+    for (const a of acts.items.slice(0, 10)) lines.push(`    ${a.time ?? '?'}  ${oneLine(a.message ?? '', 120)}`);
+    if (acts.count > 10) lines.push(`    … and ${acts.count - 10} more`);
     lines.push('  Snapshots do not undo the outside world: messages stay sent, pushes stay pushed.');
   }
+  for (const w of p.warnings) lines.push(`  warning: ${w}`);
   return lines.join('\n');
 }

@@ -2,7 +2,8 @@
  * The `agentkeep` command line (commander). Same core as the servers, no RPC.
  *
  *     agentkeep --version
- *     agentkeep restore-point create --target T [--label TEXT] [--kind manual|config-edit|update|hook] [--store S ...] [--important] [--vmstate] [--json]
+ *     agentkeep restore-point create --target T [--label TEXT] [--kind manual|config-edit|update|hook] [--store S ...]
+ *         [--important] [--vmstate] [--reuse] [--json]
  *     agentkeep restore-point list --target T [--json]
  *     agentkeep restore-point restore ID --target T --scope machine|agent|both [--store S ...] [--start] [--yes] [--json]
  *     agentkeep restore-point diff ID --target T [--store S ...] [--json]
@@ -10,9 +11,12 @@
  *     agentkeep restore-point label ID --target T [--label TEXT] [--important | --not-important] [--json]
  *     agentkeep restore-point prune --target T [--dry-run] [--keep N] [--keep-important N] [--min-age DURATION] [--json]
  *     agentkeep restore-point usage --target T [--json]
+ *     agentkeep target describe --target T [--json]
  *     agentkeep memory list --store S [--store S ...] [--json]
  *     agentkeep guest read|write --target proxmox://HOST/NODE/qemu/VMID --file PATH [--out F | --from F | --text T] [--yes]
  *     agentkeep agent discover --target proxmox://HOST[:PORT] [--tag agent] [--json]
+ *     agentkeep agent add NAME --target T [--store S ...] [--fail-closed] [--replace] [--json]
+ *     agentkeep agent list|remove NAME|default NAME [--json]
  *     agentkeep memory show --store S [--store S ...] --entry ID [--json]
  *     agentkeep memory edit --store S --entry ID --text TEXT [--expected-hash H] [--json]
  *     agentkeep memory remove --store S --entry ID [--expected-hash H] [--json]
@@ -23,6 +27,8 @@
  *     agentkeep risk eval DIR LABELS.json [--json]
  *     agentkeep serve --stdio | --ws HOST:PORT --token-file FILE
  *     global: --state-dir DIR (also AGENTKEEP_STATE_DIR)
+ *     every command with --target / --store also takes --agent NAME; with neither --agent nor --target
+ *     the default agent is used (sidecar/cli/agents.ts)
  *
  * Output: human tables, or with --json ONE JSON document on stdout. Errors: one line on stderr
  * naming the problem, the next actions as `agentkeep …` command lines (cli/actions.ts) and the fix;
@@ -42,10 +48,28 @@ import { evaluate, fileKind, formatEval, parseJsonc, scanText, type EvalLabel } 
 import { serveStdio } from '../server/stdio';
 import { parseHostPort, readTokenFile, serveWs } from '../server/ws';
 import type { CoreFactory } from '../server/session';
-import { changeSummary, createdLine, findingsTable, memoryDiffText, restoreLossText, memoryShowText, memoryTable, pruneReport, restorePointTable, shellQuote, usageReport } from './format';
+import {
+  changeSummary,
+  createdLine,
+  findingsTable,
+  memoryDiffText,
+  memoryShowText,
+  memoryTable,
+  previewText,
+  pruneReport,
+  restorePointTable,
+  shellQuote,
+  usageReport,
+} from './format';
+import { formatAge } from '../protocol/format';
 import { guardSignals } from './signals';
+import { checkGuestWriteSize } from '../core/guest';
 import { resolveStateDir } from '../core/state';
+import { defaultTargetFor, targetForms } from '../core/target';
+import { targetSummary } from '../protocol/targets';
 import { cliTargetArgs, commandLine, describeProblem, type RenderOptions } from './actions';
+import { agentCommands, useNamedAgents } from './agents';
+import { UsageError } from './usage';
 import { parseDuration } from '../core/retention';
 import { describeStore, storeFactories } from '../memory';
 import { VERSION } from './version';
@@ -97,8 +121,6 @@ function collect(v: string, prev: string[]): string[] {
   return [...prev, v];
 }
 
-/** Exit code carried by a usage error. */
-class UsageError extends AgentKeepError {}
 
 /** Option parser for a duration (1h, 30m, 90s, 2d, 0) in ms. @throws UsageError (exit 2) naming the option. */
 function duration(opt: string): (v: string) => number {
@@ -130,6 +152,17 @@ interface Ctx {
   stateDir?: string;
 }
 
+/** Options of `restore-point create`. */
+interface CreateOpts {
+  target: string;
+  label?: string;
+  kind: 'manual' | 'config-edit' | 'update' | 'hook';
+  store: string[];
+  important?: boolean;
+  vmstate?: boolean;
+  reuse?: boolean;
+}
+
 function coreOpts(cmd: Command): CoreOptions {
   const g = cmd.optsWithGlobals<{ stateDir?: string }>();
   return { stateDir: g.stateDir ?? process.env.AGENTKEEP_STATE_DIR ?? undefined };
@@ -148,6 +181,11 @@ function renderOpts(ctx: Ctx): RenderOptions {
 }
 
 /** What a VM rollback does, shown before and after it. */
+/** Help of a --target option: what it is and the forms of the registered backends ("dir:/abs/path, btrfs:/abs/path, ..."). */
+function targetHelp(what = 'the target'): string {
+  return `${what}: ${targetForms().join(', ')}`;
+}
+
 /** The forms of the registered store kinds, for help texts ("hermes:/abs/path/to/.hermes, agent-zero:/abs/root"). */
 function storeForms(): string {
   return storeFactories().map((f) => f.forms[0]).join(', ');
@@ -212,7 +250,7 @@ function program(ctx: Ctx): Command {
 
   rp.command('create')
     .description('take a restore point of a target (and capture the agent state of each --store)')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--label <text>', 'a label for the restore point')
     .option(
       '--store <store>',
@@ -224,8 +262,13 @@ function program(ctx: Ctx): Command {
     .addOption(new Option('--kind <kind>', 'why it is taken: manual, config-edit (before editing a config file), update (before updating the agent), hook (from a script or git hook); retention treats them alike').choices(['manual', 'config-edit', 'update', 'hook']).default('manual'))
     .option('--important', 'mark it important (retention keeps the newest 10 important restore points)')
     .option('--vmstate', 'VM targets: include the RAM state (a rollback resumes the VM where it was)')
+    .option(
+      '--reuse',
+      'return the newest restore point instead when it is younger than 60 s and nothing changed since ' +
+        '(targets that can diff; --json says "reused": true)',
+    )
     .option('--json', 'print the restore point as JSON')
-    .action(async (o: { target: string; label?: string; kind: 'manual' | 'config-edit' | 'update' | 'hook'; store: string[]; important?: boolean; vmstate?: boolean }, cmd: Command) => {
+    .action(async (o: CreateOpts, cmd: Command) => {
       const asJson = json(cmd);
       const guard = guardSignals('create', ctx.io, cliTargetArgs(o.target, renderOpts(ctx).stateDir));
       let rpnt;
@@ -234,15 +277,27 @@ function program(ctx: Ctx): Command {
         const described = o.vmstate ? await call(core(cmd), 'targetDescribe', { target: o.target }).catch(() => undefined) : undefined;
         const caps = described?.capabilities;
         if (caps && !caps.ramState) {
-          ctx.io.err(`agentkeep: note: --vmstate applies to VM targets (qemu:, proxmox://…/qemu/…); ${o.target} has no RAM state to save, so it is ignored.`);
+          ctx.io.err(`agentkeep: note: --vmstate applies to VM targets whose snapshots can hold RAM state (see: agentkeep target describe); ${o.target} has no RAM state to save, so it is ignored.`);
         }
-        rpnt = await call(ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal }), 'restorePointCreate', { target: o.target, label: o.label, stores: o.store.length ? o.store : undefined, kind: o.kind, ...(o.important ? { important: true } : {}), ...(o.vmstate ? { vmstate: true } : {}) });
+        rpnt = await call(ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal }), 'restorePointCreate', {
+          target: o.target,
+          label: o.label,
+          stores: o.store.length ? o.store : undefined,
+          kind: o.kind,
+          ...(o.important ? { important: true } : {}),
+          ...(o.vmstate ? { vmstate: true } : {}),
+          ...(o.reuse ? { reuse: true } : {}),
+        });
       } finally {
         guard.dispose();
       }
       const notices = rpnt.notices ?? (rpnt.warnings ?? []).map((message) => ({ message }));
       for (const n of notices) ctx.io.err(`agentkeep: warning: ${describeProblem(n, renderOpts(ctx))}`);
       if (asJson) printJson(ctx, rpnt);
+      else if (rpnt.reused) {
+        const taken = formatAge(rpnt.createdAt);
+        ctx.io.out(`Reusing restore point ${rpnt.id} "${rpnt.label}" (taken ${taken}; nothing changed since).`);
+      }
       else {
         const noun = (await call(core(cmd), 'targetDescribe', { target: rpnt.target }).catch(() => undefined))?.snapshotNoun;
         ctx.io.out(createdLine(rpnt, noun));
@@ -259,7 +314,7 @@ function program(ctx: Ctx): Command {
   rp.command('diff')
     .description('what differs between a restore point and now, i.e. what a restore would undo (files and agent state)')
     .argument('<id>', 'restore point id')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--store <store>', 'memory store to compare (repeatable; default: the stores the restore point captured)', collect, [])
     .option('--json', 'print {added, removed, changed, agentChanged} as JSON')
     .action(async (id: string, o: { target: string; store: string[] }, cmd: Command) => {
@@ -271,7 +326,7 @@ function program(ctx: Ctx): Command {
 
   rp.command('list')
     .description('list the restore points of a target, newest first')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--json', 'print a JSON array')
     .action(async (o: { target: string }, cmd: Command) => {
       const asJson = json(cmd);
@@ -298,7 +353,7 @@ function program(ctx: Ctx): Command {
   rp.command('restore')
     .description('make the target identical to a restore point again (the current state is captured first)')
     .argument('<id>', 'restore point id (see: restore-point list)')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .addOption(new Option('--scope <scope>', 'what to put back').choices(['machine', 'agent', 'both']))
     .option('--store <store>', 'memory store (repeatable); default: the stores captured in the restore point', collect, [])
     .option('--start', 'VM targets: start the guest after rolling back to a snapshot without RAM state (Proxmox: needs VM.PowerMgmt)')
@@ -323,19 +378,10 @@ function program(ctx: Ctx): Command {
             'Pass --yes (the current state is captured first, so the restore can be undone).',
           );
         }
-        if (pve) ctx.io.err(`Rolling back ${o.target} to ${id}:\n${VM_RESTORE_NOTE}\nThe current state is snapshotted first, so this can be undone.`);
-        else {
-          // VM backends (qemu) have no file list: their snapshots are whole-VM.
-          const diff = await call(c, 'restorePointDiff', { target: o.target, id, stores }).catch((e: unknown) => {
-            if (e instanceof AgentKeepError && e.kind === 'Unsupported') return undefined;
-            throw e;
-          });
-          const what = diff ? changeSummary(diff, true, o.scope) : '  The whole VM (disks and RAM) goes back to the restore point.';
-          // what a restore loses: memory entries learned since (scopes agent/both) and the outside-world actions since
-          const memDiff = await call(c, 'memoryDiff', { target: o.target, from: id, ...(stores ? { stores } : {}) }).catch(() => undefined);
-          const lost = memDiff ? restoreLossText(memDiff, o.scope) : '';
-          ctx.io.err(`Restoring ${id} (scope ${o.scope}) on ${o.target}:\n${what}${lost ? `\n${lost}` : ''}\n${OUTSIDE_NOTE}\nThe current state is captured first, so this can be undone.`);
-        }
+        // what the restore does, as the core computes it for every front end (restorePoint.preview)
+        const preview = await call(c, 'restorePointPreview', { target: o.target, id, scope: o.scope, stores });
+        const undoable = 'The current state is captured first, so this can be undone.';
+        ctx.io.err(`${previewText(preview, o.target)}\n${OUTSIDE_NOTE}\n${undoable}`);
         if (!(await ctx.io.confirm('Restore?'))) {
           throw new AgentKeepError('ConfirmationRequired', 'Restore cancelled; nothing was changed.', 'Answer y to restore, or pass --yes.');
         }
@@ -345,7 +391,7 @@ function program(ctx: Ctx): Command {
       try {
         const rc = ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal, onRestoreWriting: (u) => guard.writing(u.id) });
         if (o.start && caps && !caps.startAfterRollback) {
-          ctx.io.err(`agentkeep: note: --start applies to VM targets (qemu:, proxmox://); ignored for ${o.target}.`);
+          ctx.io.err(`agentkeep: note: --start applies to VM targets that can start after a rollback (see: agentkeep target describe); ignored for ${o.target}.`);
         }
         r = await call(rc, 'restorePointRestore', { target: o.target, id, scope: o.scope, stores, ...(o.start ? { start: true } : {}) });
       } finally {
@@ -369,7 +415,7 @@ function program(ctx: Ctx): Command {
   rp.command('delete')
     .description('delete a restore point (contents still used by others are kept)')
     .argument('<id>', 'restore point id')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--yes', 'do not ask for confirmation')
     .option('--json', 'print the result as JSON')
     .action(async (id: string, o: { target: string; yes?: boolean }, cmd: Command) => {
@@ -390,7 +436,7 @@ function program(ctx: Ctx): Command {
   rp.command('label')
     .description('rename a restore point and/or mark it important (Proxmox: the snapshot description too)')
     .argument('<id>', 'restore point id')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--label <text>', 'the new label')
     .option('--important', 'mark it important (retention keeps the newest 10 important ones longer)')
     .option('--not-important', 'clear the important mark')
@@ -406,7 +452,7 @@ function program(ctx: Ctx): Command {
 
   rp.command('prune')
     .description('apply retention: keep the newest N and the newest N important restore points, delete the rest (never one younger than an hour, the newest, or half of a pre/post pair)')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--dry-run', 'only show what would be deleted')
     .option('--keep <n>', 'newest restore points to keep (default 20)', wholeNumber('--keep'))
     .option('--keep-important <n>', 'newest important restore points to keep (default 10)', wholeNumber('--keep-important'))
@@ -421,13 +467,26 @@ function program(ctx: Ctx): Command {
 
   rp.command('usage')
     .description('disk use of the restore points of a target (each stored object or extent counted once) against the size cap')
-    .requiredOption('--target <target>', 'the target, e.g. dir:/home/me/.hermes')
+    .requiredOption('--target <target>', targetHelp())
     .option('--json', 'print {target, bytes, capBytes, level, points: [{id, bytes, newBytes}]} as JSON')
     .action(async (o: { target: string }, cmd: Command) => {
       const asJson = json(cmd);
       const r = await call(core(cmd), 'restorePointUsage', { target: o.target });
       if (asJson) printJson(ctx, r);
       else ctx.io.out(usageReport(r));
+    });
+
+  root
+    .command('target')
+    .description('what a target is and can do, as its backend describes it')
+    .command('describe')
+    .description('the backend, name, kind, local root and capabilities of a target (no I/O: works for an unreachable target)')
+    .requiredOption('--target <target>', targetHelp())
+    .option('--json', 'print the target.describe result as JSON')
+    .action(async (o: { target: string }, cmd: Command) => {
+      const d = await call(core(cmd), 'targetDescribe', { target: o.target });
+      if (json(cmd)) printJson(ctx, d);
+      else ctx.io.out(`Target ${d.target}: ${targetSummary(d)}`);
     });
 
   const mem = root.command('memory').description('inspect, trace, edit and compare agent memory stores');
@@ -444,9 +503,11 @@ function program(ctx: Ctx): Command {
       else ctx.io.out(memoryTable(r.stores, r.descriptions));
     });
 
-  root
+  const agent = root
     .command('agent')
-    .description('agents on a hypervisor')
+    .description('named agents (add, list, remove, default) and the agents on a hypervisor (discover)');
+  agentCommands(agent, { io: ctx.io, core, json, print: (v) => printJson(ctx, v) });
+  agent
     .command('discover')
     .description('list the Proxmox guests with a tag (default "agent") that the token can see, as targets')
     .requiredOption('--target <target>', 'the Proxmox host, e.g. proxmox://pve.lan (credentials from AGENTKEEP_PVE_TOKEN, AGENTKEEP_PVE_FINGERPRINT)')
@@ -513,39 +574,15 @@ function program(ctx: Ctx): Command {
           throw new AgentKeepError('FileError', `${o.from} is not UTF-8 text; guest write sends text, so its bytes would change. Nothing was written.`, 'Write text files (memory files are UTF-8), or copy binary files another way.');
         }
       }
-      const bytes = Buffer.byteLength(content, 'utf8');
       const c = core(cmd);
-      const desc = await call(c, 'targetDescribe', { target: o.target });
-      const max = desc.capabilities.guestWriteMaxBytes;
-      if (max !== undefined && bytes > max) {
-        throw new AgentKeepError(
-          'FileError',
-          `The content is ${bytes} bytes; the guest agent writes at most ${max} bytes per call. Nothing was written (and no backup was made).`,
-          'Shorten the content.',
-        );
-      }
+      // too large: say so before asking (the core's write checks again)
+      checkGuestWriteSize(await call(c, 'targetDescribe', { target: o.target }), Buffer.byteLength(content, 'utf8'));
       if (!o.yes) {
         if (!ctx.io.isTTY) throw new AgentKeepError('ConfirmationRequired', `Replacing ${o.file} in the VM needs confirmation.`, 'Pass --yes (take a restore point first if you may want it back).');
         if (!(await ctx.io.confirm(`Replace ${o.file} in ${o.target}?`))) throw new AgentKeepError('ConfirmationRequired', 'Write cancelled; nothing was changed.', 'Answer y, or pass --yes.');
       }
-      // Nothing is lost: the current content (when the file exists) is saved locally first.
-      const old = await c.guestFileRead(o.target, o.file).catch((e: unknown) => {
-        if (/No such file or directory/i.test(e instanceof Error ? e.message : String(e))) return undefined; // a new file
-        throw e;
-      });
-      let backup = '';
-      if (old) {
-        const dir = path.join(resolveStateDir(coreOpts(cmd).stateDir), 'guest-backups');
-        await fs.mkdir(dir, { recursive: true, mode: 0o700 });
-        // the target without its scheme, e.g. pve.lan_pve1_qemu_101
-        const guestName = desc.target
-          .slice(desc.backend.length + 1)
-          .replace(/^\/+/, '')
-          .replace(/[^A-Za-z0-9._-]+/g, '_');
-        backup = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, '-')}-${guestName}-${path.basename(o.file)}`);
-        await fs.writeFile(backup, old, { mode: 0o600 });
-      }
-      await c.guestFileWrite(o.target, o.file, content);
+      // Nothing is lost: the core saves the current content (when the file exists) locally first.
+      const { bytes, backup } = await c.guestFileWrite(o.target, o.file, content);
       if (asJson) printJson(ctx, { file: o.file, bytes, ...(backup ? { backup } : {}) });
       else ctx.io.out(`Wrote ${bytes} bytes to ${o.file} in ${o.target}.${backup ? ` The old content is in ${backup}.` : ''}`);
     });
@@ -640,7 +677,7 @@ function program(ctx: Ctx): Command {
   storeOpt(mem.command('diff').description('entries added, removed and changed since a restore point, and the agent\'s outside-world actions since then'))
     .option('--from <id>', 'restore point id')
     .option('--to <id>', 'restore point id, or now (default)')
-    .option('--target <target>', 'the target the restore point belongs to, e.g. dir:/home/me/.hermes')
+    .option('--target <target>', targetHelp('the target the restore point belongs to'))
     .option('--json', 'print the memory.diff result as JSON')
     .action(async (o: { store: string[]; from?: string; to?: string; target?: string }, cmd: Command) => {
       const asJson = json(cmd);
@@ -649,7 +686,7 @@ function program(ctx: Ctx): Command {
       if (!target && o.store.length === 1) {
         // one local store: its directory is the target (the store's description says where, not its string)
         const root = describeStore(o.store[0]).localRoot;
-        if (root) target = `dir:${root}`;
+        if (root) target = defaultTargetFor(root);
       }
       if (!target) throw new UsageError('InvalidParams', 'memory diff needs --target (the target the restore point belongs to).', 'Add --target dir:/abs/path (or give one --store inside that directory).');
       const r = await call(core(cmd), 'memoryDiff', { target, from: o.from, ...(o.to ? { to: o.to } : {}), ...(o.store.length ? { stores: o.store } : {}) });
@@ -735,6 +772,8 @@ function program(ctx: Ctx): Command {
       ctx.serving = true;
     });
 
+  // --agent NAME (or the default agent) on every command that takes --target / --store
+  useNamedAgents(root, coreOpts);
   return root;
 }
 

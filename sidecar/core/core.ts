@@ -3,6 +3,7 @@
  * one module per job (each takes the shared CoreContext of sidecar/core/context.ts):
  *   create.ts     restorePoint.create (snapshot + agent-state capture, retention, size cap)
  *   restore.ts    restorePoint.restore (scopes, pre-restore undo point, store locks)
+ *   preview.ts    restorePoint.preview (what a restore of a scope would do; git repos: gitrepos.ts)
  *   inspect.ts    restorePoint.list / diff / compare / readFile
  *   manage.ts     restorePoint.delete / keep / label
  *   prune.ts      restorePoint.prune and the retention run after a create
@@ -14,12 +15,14 @@
  *   memory.ts     memory.* methods (sidecar/memory/ops)
  *   status.ts     agent.status, target.describe
  *   guest.ts      guest file I/O (Proxmox guest agent) and agent.discover, through the backends
+ *   agents.ts     agent.list / add / remove / setDefault: the named agents in <stateDir>/config.json
  * Params are validated once, at the boundary (sidecar/core/dispatch.ts: the servers, and the CLI
  * through `call`); these methods trust their params' shape. See sidecar/core/state.ts for the
  * state-dir layout.
  */
 import type { MemoryStoreAdapter } from '../memory';
 import type { ChangeSummary, ParamsOf, ResultOf, RestorePoint } from '../protocol';
+import { addAgent, listAgents, removeAgent, setDefaultAgent } from './agents';
 import { CoreContext } from './context';
 import { createRestorePoint } from './create';
 import { detectStores } from './detect';
@@ -29,6 +32,7 @@ import { compareRestorePoints, diffRestorePoint, listRestorePoints, readRestoreP
 import { deleteRestorePoint, keepRestorePoint, labelRestorePoint } from './manage';
 import * as memory from './memory';
 import type { ObjectStore } from './objects';
+import { previewRestore } from './preview';
 import { pruneRestorePoints } from './prune';
 import { restoreRestorePoint } from './restore';
 import type { StateLayout } from './state';
@@ -74,6 +78,10 @@ export class Core implements CoreApi {
   /** See restore.ts restoreRestorePoint. */
   restoreRestorePoint(p: ParamsOf<'restorePointRestore'>): Promise<ResultOf<'restorePointRestore'>> {
     return restoreRestorePoint(this.ctx, p);
+  }
+  /** See preview.ts previewRestore. */
+  previewRestorePoint(p: ParamsOf<'restorePointPreview'>): Promise<ResultOf<'restorePointPreview'>> {
+    return previewRestore(this.ctx, p);
   }
   /** See inspect.ts listRestorePoints. */
   listRestorePoints(p: ParamsOf<'restorePointList'>): Promise<RestorePoint[]> {
@@ -157,13 +165,29 @@ export class Core implements CoreApi {
   guestFileRead(target: string, file: string): Promise<Buffer> {
     return guestFileRead(this.ctx, target, file);
   }
-  /** See guest.ts guestFileWrite (the CLI's guest write). */
-  guestFileWrite(target: string, file: string, content: string): Promise<void> {
+  /** See guest.ts guestFileWrite (the CLI's guest write): keeps a backup of the old content first. */
+  guestFileWrite(target: string, file: string, content: string): Promise<{ bytes: number; backup?: string }> {
     return guestFileWrite(this.ctx, target, file, content);
   }
   /** See guest.ts discoverAgents. */
   discoverAgents(p: ParamsOf<'agentDiscover'>): Promise<ResultOf<'agentDiscover'>> {
     return discoverAgents(p);
+  }
+  /** See agents.ts listAgents. */
+  listAgents(p: ParamsOf<'agentList'>): Promise<ResultOf<'agentList'>> {
+    return listAgents(this.ctx, p);
+  }
+  /** See agents.ts addAgent. */
+  addAgent(p: ParamsOf<'agentAdd'>): Promise<ResultOf<'agentAdd'>> {
+    return addAgent(this.ctx, p);
+  }
+  /** See agents.ts removeAgent. */
+  removeAgent(p: ParamsOf<'agentRemove'>): Promise<ResultOf<'agentRemove'>> {
+    return removeAgent(this.ctx, p);
+  }
+  /** See agents.ts setDefaultAgent. */
+  setDefaultAgent(p: ParamsOf<'agentSetDefault'>): Promise<ResultOf<'agentSetDefault'>> {
+    return setDefaultAgent(this.ctx, p);
   }
   /** See status.ts targetDescription. */
   describeTarget(p: ParamsOf<'targetDescribe'>): Promise<ResultOf<'targetDescribe'>> {

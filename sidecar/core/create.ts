@@ -5,9 +5,9 @@
  */
 import type { MachineBackend } from '../machine';
 import type { MemoryStoreAdapter } from '../memory';
-import type { Notice, ParamsOf, ResultOf, RestorePoint } from '../protocol';
+import { REUSE_WINDOW_MS, type Notice, type ParamsOf, type ResultOf, type RestorePoint } from '../protocol';
 import { interruptedActions } from './actions';
-import { captureStores } from './agentState';
+import { agentDiff, agentStateFilter, captureStores, findCapture } from './agentState';
 import { definedOnly, STAGE_TEXT, type AgentCapture, type CoreContext, type Progress, type TargetCtx } from './context';
 import { detectTargetStores } from './detect';
 import { asAgentKeepError } from './errors';
@@ -122,6 +122,33 @@ export async function createLocked(
 }
 
 /**
+ * The restore point a create with `reuse` returns instead of a new one: the newest usable restore
+ * point of the target when it is younger than `reuseWithinMs` (default REUSE_WINDOW_MS, 60 s),
+ * captured every store of this create, holds RAM state if asked for, and nothing differs from it
+ * (the backend's diff and the stores' agent state; backends that cannot diff never reuse).
+ * The caller holds the target lock.
+ */
+async function reusableRestorePoint(
+  ctx: CoreContext,
+  t: TargetCtx,
+  stores: MemoryStoreAdapter[],
+  p: ParamsOf<'restorePointCreate'>,
+): Promise<RestorePoint | undefined> {
+  if (!t.backend.diff) return undefined;
+  const newest = (await t.journal.list()).find((r) => r.status !== 'failed');
+  if (!newest || newest.machine.backend !== t.backend.name) return undefined;
+  const age = Date.now() - Date.parse(newest.createdAt);
+  if (!(age >= 0 && age < (p.reuseWithinMs ?? REUSE_WINDOW_MS))) return undefined;
+  if (!stores.every((s) => findCapture(newest, s))) return undefined;
+  if (p.vmstate && !newest.machine.vmstate) return undefined;
+  const inTarget = [...stores, ...(await detectTargetStores(t.target))];
+  const skip = agentStateFilter(t.target, inTarget, { keepAgentState: false });
+  const m = await t.backend.diff(newest.id, { cacheIds: [], ...(skip ? { skip } : {}) });
+  if (m.added.length || m.removed.length || m.changed.length) return undefined;
+  return (await agentDiff(newest, stores)).length ? undefined : newest;
+}
+
+/**
  * Create a restore point: machine snapshot of the target + capture of each store's agent-state
  * files. Without `stores` (absent, not `[]`) the stores found in the target are captured
  * (detectTargetStores: every registered store kind's detect in its local root), so a later restore
@@ -132,6 +159,9 @@ export async function createLocked(
  * is checked where the backend can tell its disk use cheaply (not btrfs): above 90% of
  * `sizeCapBytes` (default 10 GiB) the result carries `warnings` (not stored in the journal).
  * A config.json that does not parse is reported in `warnings` (defaults used), not thrown.
+ * With `reuse`, a fresh restore point nothing differs from is returned instead, with `reused: true`
+ * (see reusableRestorePoint; no retention run, no `changed` notification): the rule of Snapshot & run
+ * and "Restore point before editing", for every front end.
  * @returns the restore point, plus `warnings` when near or over the size cap, `pruned` when retention deleted some
  * @throws BadTarget, TargetNotFound, BadStateDir, BadStore, StoreNotFound, TargetBusy, FileError
  */
@@ -159,9 +189,18 @@ export async function createRestorePoint(
     important: p.important,
     vmstate: p.vmstate,
   };
-  const rp = await ctx.withTarget(t, { op: 'create restore point', writesObjects: true }, () =>
-    createLocked(ctx, t, spec, progress),
-  );
+  const made = await ctx.withTarget(t, { op: 'create restore point', writesObjects: true }, async () => {
+    // reuse-or-create: decided under the lock, so nothing changes between the check and the answer
+    const reusable = p.reuse ? await reusableRestorePoint(ctx, t, stores, p) : undefined;
+    return reusable
+      ? { rp: reusable, reused: true }
+      : { rp: await createLocked(ctx, t, spec, progress), reused: false };
+  });
+  if (made.reused) {
+    progress.report('done', `Reusing restore point ${made.rp.id} (nothing changed since)`);
+    return { ...made.rp, reused: true };
+  }
+  const rp = made.rp;
   ctx.changed(t.target.spec, 'restorePoints');
   // Retention (params, else <stateDir>/config.json, else the defaults); it never deletes the one
   // just made (the newest). A busy target is not waited for long: the next create or a prune catches up.

@@ -22,6 +22,7 @@ const HANDLERS: Handlers = {
   restorePointCompare: (c, p) => c.compareRestorePoints(p),
   restorePointReadFile: (c, p) => c.readRestorePointFile(p),
   restorePointRestore: (c, p) => c.restoreRestorePoint(p),
+  restorePointPreview: (c, p) => c.previewRestorePoint(p),
   restorePointDelete: (c, p) => c.deleteRestorePoint(p),
   restorePointPrune: (c, p) => c.pruneRestorePoints(p),
   restorePointUsage: (c, p) => c.usageRestorePoints(p),
@@ -39,6 +40,10 @@ const HANDLERS: Handlers = {
   memoryDiff: (c, p) => c.diffMemory(p),
   agentDiscover: (c, p) => c.discoverAgents(p),
   targetDescribe: (c, p) => c.describeTarget(p),
+  agentList: (c, p) => c.listAgents(p),
+  agentAdd: (c, p) => c.addAgent(p),
+  agentRemove: (c, p) => c.removeAgent(p),
+  agentSetDefault: (c, p) => c.setDefaultAgent(p),
   riskScan: async (_c, p) => scanText(p.file, p.text),
 };
 

@@ -56,7 +56,8 @@ export async function diffRestorePoint(ctx: CoreContext, p: ParamsOf<'restorePoi
  * What changed from restore point `from` to restore point `to` of one target: the machine
  * snapshots compared with each other (no scan of the live tree) and the agent-state captures of the
  * stores both hold. Needs no lock: manifests and journal entries are written atomically.
- * @throws RestorePointNotFound, CorruptSnapshot, BadTarget, Internal (backend cannot compare)
+ * @throws RestorePointNotFound, CorruptSnapshot, BadTarget, Unsupported (the backend cannot compare:
+ *   target.describe capabilities.compare false)
  */
 export async function compareRestorePoints(
   ctx: CoreContext,
@@ -70,7 +71,8 @@ export async function compareRestorePoints(
     }
   }
   if (!t.backend.compare) {
-    throw new AgentKeepError('Internal', `The ${t.backend.name} backend cannot compare two snapshots.`, 'Use restorePoint.diff (compare with now) instead.');
+    const hint = t.backend.diff ? 'Use restorePoint.diff (compare with now) instead.' : 'Compare the agent state with memory diff instead.';
+    throw new AgentKeepError('Unsupported', `The ${t.backend.name} backend cannot compare two snapshots.`, hint);
   }
   const m = await t.backend.compare(a.id, b.id);
   const same = (x: string, y: string): boolean => {
@@ -87,7 +89,8 @@ export async function compareRestorePoints(
  * One file as it was at a restore point: `<store>:<rel>` from an agent-state capture, else a
  * target-relative path of the machine snapshot. Content is utf8 text, or base64 for binary data.
  * @throws RestorePointNotFound, InvalidParams (path with ".."), FileError (above maxBytes, default
- *   2 MiB), CorruptSnapshot (object missing), Internal (backend cannot read snapshots)
+ *   2 MiB), CorruptSnapshot (object missing), Unsupported (the backend cannot read snapshots:
+ *   capabilities.readFile false)
  */
 export async function readRestorePointFile(
   ctx: CoreContext,
@@ -106,7 +109,7 @@ export async function readRestorePointFile(
     else file = { type: 'file', size: f.size, data: await ctx.objects.read(f.hash) };
   } else {
     if (!t.backend.readFile) {
-      throw new AgentKeepError('Internal', `The ${t.backend.name} backend cannot read files of a snapshot.`, 'Restore the restore point to see its files.');
+      throw new AgentKeepError('Unsupported', `The ${t.backend.name} backend cannot read files of a snapshot.`, 'Restore the restore point to see its files.');
     }
     file = await t.backend.readFile(rp.id, normalizeRelPath(p.path), max);
   }

@@ -7,12 +7,42 @@ import type { ChangeSummary, ParamsOf, ResultOf, RestorePoint, Scope } from '../
 import type { MemoryStoreAdapter } from '../memory';
 import { listAction, restoreAction } from './actions';
 import { agentStateFilter, findCapture, lockStores, noCapture, restoreAgent } from './agentState';
-import { STAGE_TEXT, type CoreContext } from './context';
+import { STAGE_TEXT, type CoreContext, type TargetCtx } from './context';
 import { createLocked } from './create';
 import { detectTargetStores } from './detect';
 import { AgentKeepError, asAgentKeepError } from './errors';
 import { isAbortedError } from './fsutil';
 import { clearRestoreMarker, writeRestoreMarker } from './interrupted';
+
+/**
+ * The stores a restore of `rp` with `scope` works on (`given`, default the stores `rp` captured),
+ * after the checks that refuse it before anything is touched (restorePoint.preview makes the same).
+ * @throws BadStore (scope agent without any capture; a store `rp` did not capture, scopes agent and
+ *   both), CorruptSnapshot (made by another backend)
+ */
+export function restoreStores(
+  ctx: CoreContext,
+  t: TargetCtx,
+  rp: RestorePoint,
+  scope: Scope,
+  given: readonly string[] | undefined,
+): MemoryStoreAdapter[] {
+  const stores = ctx.openStores(given ?? rp.agent.map((a) => a.store));
+  if (scope === 'agent' && !stores.length) {
+    throw new AgentKeepError(
+      'BadStore',
+      `Restore point ${rp.id} has no agent-state capture, so scope agent has nothing to restore (nothing was changed).`,
+      'To restore agent state, pick a restore point that captured a store.',
+      [restoreAction('Restore the files (scope machine)', t.target.spec, rp.id, 'machine'), listAction(t.target.spec)],
+    );
+  }
+  if (scope !== 'machine') for (const s of stores) if (!findCapture(rp, s)) throw noCapture(rp, s);
+  if (rp.machine.backend !== t.backend.name) {
+    const why = `Restore point ${rp.id} was made by backend "${rp.machine.backend}", not "${t.backend.name}".`;
+    throw new AgentKeepError('CorruptSnapshot', why, 'Restore it with the target it was made for.');
+  }
+  return stores;
+}
 
 /**
  * Restore a restore point with a scope, after capturing the current state as a `pre-restore`
@@ -33,19 +63,7 @@ export async function restoreRestorePoint(
     await ctx.adoptForeign(t, p.id);
     const rp = await t.journal.get(p.id);
     const scope: Scope = p.scope;
-    const stores = ctx.openStores(p.stores ?? rp.agent.map((a) => a.store));
-    if (scope === 'agent' && !stores.length) {
-      throw new AgentKeepError(
-        'BadStore',
-        `Restore point ${rp.id} has no agent-state capture, so scope agent has nothing to restore (nothing was changed).`,
-        'To restore agent state, pick a restore point that captured a store.',
-        [restoreAction('Restore the files (scope machine)', t.target.spec, rp.id, 'machine'), listAction(t.target.spec)],
-      );
-    }
-    if (scope !== 'machine') for (const s of stores) if (!findCapture(rp, s)) throw noCapture(rp, s);
-    if (rp.machine.backend !== t.backend.name) {
-      throw new AgentKeepError('CorruptSnapshot', `Restore point ${rp.id} was made by backend "${rp.machine.backend}", not "${t.backend.name}".`, 'Restore it with the target it was made for.');
-    }
+    const stores = restoreStores(ctx, t, rp, scope, p.stores);
     // Capture what we are about to replace, so the restore can be undone.
     const capturable: MemoryStoreAdapter[] = [];
     for (const s of stores) if (await s.check().then(() => true, () => false)) capturable.push(s);

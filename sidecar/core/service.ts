@@ -43,6 +43,8 @@ export interface CoreApi {
   compareRestorePoints(p: ParamsOf<'restorePointCompare'>): Promise<ChangeSummary>;
   readRestorePointFile(p: ParamsOf<'restorePointReadFile'>): Promise<ResultOf<'restorePointReadFile'>>;
   restoreRestorePoint(p: ParamsOf<'restorePointRestore'>): Promise<ResultOf<'restorePointRestore'>>;
+  /** What a restore would do, changing nothing; see Methods.restorePointPreview. */
+  previewRestorePoint(p: ParamsOf<'restorePointPreview'>): Promise<ResultOf<'restorePointPreview'>>;
   deleteRestorePoint(p: ParamsOf<'restorePointDelete'>): Promise<ResultOf<'restorePointDelete'>>;
   /** Apply retention (sidecar/core/retention.ts) to a target; see Methods.restorePointPrune. */
   pruneRestorePoints(p: ParamsOf<'restorePointPrune'>): Promise<ResultOf<'restorePointPrune'>>;
@@ -71,10 +73,21 @@ export interface CoreApi {
   diffMemory(p: ParamsOf<'memoryDiff'>): Promise<ResultOf<'memoryDiff'>>;
   /** CLI only (no protocol method): read a file in a guest through the hypervisor (Proxmox guest agent). */
   guestFileRead(target: string, file: string): Promise<Buffer>;
-  /** CLI only (no protocol method): replace a file in a guest (at most capabilities.guestWriteMaxBytes). */
-  guestFileWrite(target: string, file: string, content: string): Promise<void>;
+  /**
+   * CLI only (no protocol method): replace a file in a guest (at most capabilities.guestWriteMaxBytes),
+   * after saving its old content under <stateDir>/guest-backups/ (`backup`: that file; absent for a new file).
+   */
+  guestFileWrite(target: string, file: string, content: string): Promise<{ bytes: number; backup?: string }>;
   /** See Methods.agentDiscover. */
   discoverAgents(p: ParamsOf<'agentDiscover'>): Promise<ResultOf<'agentDiscover'>>;
+  /** See Methods.agentList: the named agents of the state dir's config.json. */
+  listAgents(p: ParamsOf<'agentList'>): Promise<ResultOf<'agentList'>>;
+  /** See Methods.agentAdd. */
+  addAgent(p: ParamsOf<'agentAdd'>): Promise<ResultOf<'agentAdd'>>;
+  /** See Methods.agentRemove. */
+  removeAgent(p: ParamsOf<'agentRemove'>): Promise<ResultOf<'agentRemove'>>;
+  /** See Methods.agentSetDefault. */
+  setDefaultAgent(p: ParamsOf<'agentSetDefault'>): Promise<ResultOf<'agentSetDefault'>>;
   /** See Methods.targetDescribe: capabilities, local root and guest of a target (no I/O). */
   describeTarget(p: ParamsOf<'targetDescribe'>): Promise<ResultOf<'targetDescribe'>>;
 }

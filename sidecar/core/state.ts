@@ -9,6 +9,7 @@
  *   dir/<targetKey>/<snapshotId>.json      dir-backend manifests
  *   locks/<targetKey>.lock                 target lock (create/restore/delete)
  *   locks/gc.lock, locks/inflight/         garbage-collection handshake
+ *   guest-backups/<time>-<guest>-<name>    old content of a guest file, saved before guest write replaced it
  */
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
@@ -38,6 +39,10 @@ export class StateLayout {
   }
   get gcLock(): string {
     return path.join(this.root, 'locks', 'gc.lock');
+  }
+  /** Where guest write keeps the old content of the files it replaces (mode 700, files 600). */
+  get guestBackupsDir(): string {
+    return path.join(this.root, 'guest-backups');
   }
   get inflightDir(): string {
     return path.join(this.root, 'locks', 'inflight');

@@ -74,6 +74,20 @@ export function parseTarget(spec: string): ParsedTarget {
   return { backend: f.scheme, path: r.path ?? '', spec: r.spec, key, options: r.options };
 }
 
+/** The forms of every registered backend's target strings, default first (for help texts). */
+export function targetForms(): string[] {
+  return backends().flatMap((b) => b.forms);
+}
+
+/**
+ * The target of the default backend (the first registered: dir) for a local directory: what a bare
+ * folder means where a command needs a target and has only a path (memory diff of one local store).
+ * @param dir absolute path @throws AgentKeepError BadTarget as parseTarget (a relative path)
+ */
+export function defaultTargetFor(dir: string): string {
+  return parseTarget(`${defaultBackend().scheme}:${dir}`).spec;
+}
+
 /**
  * Parse a target string and key it by the real path of the local path it names: two spellings of
  * the same directory (a symlinked path, a bind of the same path through a symlinked parent) share one

@@ -13,9 +13,11 @@
  * kind parses its own rest, store.describe says what a store is and can do).
  */
 import { z } from 'zod';
-import { RISK_CLASSES, RISK_CLASS_DESCRIPTIONS } from './risk';
+import { RISK_CLASSES } from './risk';
+import { RiskClassSchema } from './lens';
 
 export { RISK_CLASSES, RISK_CLASS_DESCRIPTIONS, type RiskClass } from './risk';
+export * from './lens';
 
 /** Prefix of every AgentKeep method on the wire. */
 export const METHOD_PREFIX = 'agentkeep/';
@@ -67,6 +69,8 @@ export const ErrorCodes = {
   AuthFailed: { code: -33017, name: 'auth_failed' },
   /** The guest is locked (Proxmox `lock`: backup, snapshot, snapshot-delete, ...) or the VM is busy; AgentKeep never unlocks by itself. */
   GuestLocked: { code: -33018, name: 'guest_locked' },
+  /** No named agent of that name in <stateDir>/config.json (agent add NAME makes one); the message names the known ones. */
+  AgentNotFound: { code: -33030, name: 'agent_not_found' },
   /** Anything else; the message says what happened. */
   Internal: { code: -33099, name: 'internal' },
 } as const;
@@ -442,6 +446,161 @@ export const MemoryEntryChange = z.object({
   after: MemoryEntry.optional().describe('Absent for removed'),
 });
 
+/** The name of a named agent (`agentkeep agent add NAME`), as given to `--agent NAME`. */
+export const AgentName = z
+  .string()
+  .regex(
+    /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/,
+    'an agent name starts with a letter and has at most 64 letters, digits, "_", "." or "-"',
+  )
+  .describe('Name of a named agent, e.g. "hermes-vm" (a letter first, then letters, digits, _ . -; at most 64)');
+
+/** Per-agent settings as kept under `agents.<name>` of <stateDir>/config.json. */
+export const AgentSettings = z
+  .object({
+    target: Target,
+    stores: z
+      .array(Store)
+      .optional()
+      .describe('Stores whose agent state each restore point captures; absent: the Hermes homes found in the target'),
+    failClosed: z
+      .boolean()
+      .optional()
+      .describe(
+        "Hooks block the agent's tool call when a restore point cannot be taken (absent/false: fail open, the call " +
+          'goes through with a warning). apt hooks are always fail-open',
+      ),
+  })
+  .describe("One named agent's settings in <stateDir>/config.json");
+export type AgentSettings = z.infer<typeof AgentSettings>;
+
+/** A named agent as agent.list returns it. */
+export const NamedAgent = AgentSettings.extend({
+  name: AgentName,
+  failClosed: z.boolean().describe('See AgentSettings.failClosed (false when not set)'),
+  default: z.boolean().describe('This is the default agent (used when a command names no --agent and no --target)'),
+}).describe('A named agent');
+export type NamedAgent = z.infer<typeof NamedAgent>;
+
+// ---------------------------------------------------------------------------------------------
+// Restore preview (restorePoint.preview)
+// ---------------------------------------------------------------------------------------------
+
+/** Most items of each list in a restore preview, unless `limit` says otherwise. */
+export const PREVIEW_LIMIT = 50;
+
+/**
+ * One path of a preview list with the listed paths under it folded in: a directory created since
+ * the restore point is one item, `inside` counts its listed descendants.
+ */
+export const PathGroup = z.object({
+  path: z.string().describe('Target-relative POSIX path (agent state: `<store>:<rel>`)'),
+  inside: z.number().int().min(0).describe('Listed paths under it (0 for a file)'),
+});
+export type PathGroup = z.infer<typeof PathGroup>;
+
+/** A list of paths, counted whole and sampled: top-most paths first (descendants folded in), sorted. */
+export const PathSample = z.object({
+  count: z.number().int().min(0).describe('How many paths there are in all (with the descendants of listed folders)'),
+  groups: z.number().int().min(0).describe('How many top-most paths (PathGroup items) there are in all'),
+  items: z.array(PathGroup).describe('The first top-most paths, sorted, at most `limit` of them'),
+});
+export type PathSample = z.infer<typeof PathSample>;
+
+/** Memory entries, counted whole and sampled. */
+export const EntrySample = z.object({
+  count: z.number().int().min(0),
+  items: z.array(MemoryEntry).describe('The first entries (with `store` set), at most `limit`'),
+});
+export type EntrySample = z.infer<typeof EntrySample>;
+
+/** Where a git HEAD points. */
+export const GitHead = z.object({
+  ref: z.string().optional().describe('The ref HEAD names, e.g. refs/heads/main; absent for a detached HEAD'),
+  commit: z.string().optional().describe('The commit HEAD resolves to (40 hex); absent for a branch without commits'),
+});
+export type GitHead = z.infer<typeof GitHead>;
+
+/** A git repository inside the target whose HEAD or branches a restore changes (issue: cline#13550). */
+export const GitRepoChange = z.object({
+  path: z.string().describe('Target-relative path of the repository (the folder that holds .git; "." = the root)'),
+  effect: z
+    .enum(['moved', 'removed', 'brought-back'])
+    .describe(
+      'moved: HEAD or branches go back (commits made since leave the repository with its .git); removed: ' +
+        'the repository was made since the restore point and the restore deletes it; brought-back: deleted ' +
+        'since, it comes back',
+    ),
+  head: z
+    .object({
+      current: GitHead.optional().describe('HEAD now'),
+      restored: GitHead.optional().describe('HEAD after the restore'),
+    })
+    .describe('HEAD now and after the restore (a side is absent when the repository does not exist then)'),
+  branches: z
+    .array(
+      z.object({
+        name: z.string().describe('Branch name (refs/heads/<name>)'),
+        current: z.string().optional().describe('Commit now; absent: the restore brings the branch back'),
+        restored: z.string().optional().describe('Commit after the restore; absent: the restore deletes the branch'),
+      }),
+    )
+    .describe('Branches whose commit the restore changes, by name'),
+  note: z.string().optional().describe('What could not be read (reftable refs, a .git file pointing elsewhere)'),
+});
+export type GitRepoChange = z.infer<typeof GitRepoChange>;
+
+/** What a machine rollback of a VM or container does to the guest (backend capabilities + the snapshot). */
+export const RestoreEffects = z.object({
+  wholeMachine: z.boolean().describe('The whole guest goes back (disks, and RAM if the snapshot has it): no file list'),
+  stopsGuest: z.boolean().describe('A running guest is hard-stopped first (Proxmox): unsaved work in it is lost'),
+  resumesRam: z.boolean().describe('The snapshot holds RAM state: the guest resumes running where it was'),
+  canStartAfter: z
+    .boolean()
+    .describe('Without RAM state the guest stays stopped after the rollback; restorePoint.restore `start` starts it'),
+});
+export type RestoreEffects = z.infer<typeof RestoreEffects>;
+
+/** The result of restorePoint.preview. */
+export const RestorePreview = z.object({
+  restorePoint: RestorePoint.describe('The restore point the preview is of'),
+  scope: Scope,
+  machine: z
+    .object({
+      added: PathSample.describe('Created since the restore point: the restore removes them'),
+      changed: PathSample.describe('Changed since: the restore reverts them'),
+      removed: PathSample.describe('Deleted since: the restore brings them back'),
+    })
+    .optional()
+    .describe(
+      'Files a machine restore changes, where the backend can diff (capabilities.diff); absent for scope agent ' +
+        'and whole-VM snapshots',
+    ),
+  agentFiles: PathSample.optional().describe(
+    'Agent-state files (`<store>:<rel>`) the restore puts back; absent for scope machine',
+  ),
+  effects: RestoreEffects.optional().describe(
+    'VM and container targets, scopes machine and both: what the rollback does to the guest',
+  ),
+  memory: z
+    .object({
+      lost: EntrySample.describe('Entries there now that the restore takes away: learned/changed since (agent, both)'),
+      broughtBack: EntrySample.describe('Entries removed or changed since that the restore brings back (agent, both)'),
+      kept: EntrySample.describe('Entries learned or changed since that stay: scope machine keeps the current memory'),
+    })
+    .optional()
+    .describe('Memory entries, from memory.diff of each store; absent when no store was compared (none given)'),
+  actions: z
+    .object({
+      count: z.number().int().min(0),
+      items: z.array(ProvenanceTrace).describe('Oldest first, at most `limit`'),
+    })
+    .describe("The agent's outside-world actions since the restore point (messages, pushes): no restore undoes them"),
+  gitRepos: z.array(GitRepoChange).describe('Git repositories in the target whose HEAD or branches the restore moves'),
+  warnings: z.array(z.string()).describe('What the preview could not tell, e.g. a store it could not compare'),
+});
+export type RestorePreview = z.infer<typeof RestorePreview>;
+
 // ---------------------------------------------------------------------------------------------
 // Methods
 // ---------------------------------------------------------------------------------------------
@@ -470,6 +629,9 @@ export const RetentionParams = z
   })
   .describe('Retention settings; unset fields come from <stateDir>/config.json, else the defaults');
 
+/** restorePoint.create `reuse`: the default age limit of a restore point to reuse, in milliseconds. */
+export const REUSE_WINDOW_MS = 60_000;
+
 const ProgressToken = z.string().optional().describe('If set, progress notifications carry this token');
 
 export const Methods = {
@@ -486,9 +648,29 @@ export const Methods = {
       important: z.boolean().optional().describe('Mark the restore point important (retention keeps the newest 10 important ones)'),
       vmstate: z.boolean().optional().describe('Include RAM state (qemu and Proxmox qemu targets; QEMU always does). Ignored elsewhere'),
       retention: RetentionParams.optional().describe('Retention applied after the create (the extension passes agentkeep.retention.*)'),
+      reuse: z
+        .boolean()
+        .optional()
+        .describe(
+          'Reuse instead of creating: when the newest restore point of the target is younger than ' +
+            'reuseWithinMs, holds a capture of every store of this create, and nothing differs from it ' +
+            '(restorePoint.diff empty: backends with capabilities.diff only), return it with `reused: true` ' +
+            '(nothing is created, retention does not run)',
+        ),
+      reuseWithinMs: z
+        .number()
+        .int()
+        .positive()
+        .max(24 * 3600 * 1000)
+        .optional()
+        .describe('With reuse: the age limit, in milliseconds (default 60000 = REUSE_WINDOW_MS)'),
       progressToken: ProgressToken,
     }),
     RestorePoint.extend({
+      reused: z
+        .boolean()
+        .optional()
+        .describe('true: `reuse` found a restore point to reuse and returned it; nothing was created'),
       warnings: z.array(z.string()).optional().describe('What the user should know, e.g. the target\'s restore points use more than 90% of the size cap (not stored in the journal)'),
       notices: z
         .array(Notice)
@@ -511,6 +693,33 @@ export const Methods = {
     'What differs between a restore point and now, i.e. what a restore would undo.',
     z.object({ target: Target, id: z.string(), stores: z.array(Store).optional() }),
     ChangeSummary,
+  ),
+  restorePointPreview: method(
+    'restorePoint.preview',
+    'What a restore of `id` with `scope` would do, changing nothing (the confirmation of every front end ' +
+      'shows it): files it removes, reverts and brings back (backends with capabilities.diff; the same ' +
+      'agent-state filter as the restore), agent-state files it puts back, for a VM what happens to the guest ' +
+      '(hard stop, RAM state, start), memory entries lost, brought back and kept, the outside-world actions ' +
+      'since (never undone), and git repositories inside the target whose HEAD or branches change. Refuses ' +
+      'what the restore would refuse (scope agent without a capture, a store the restore point did not ' +
+      'capture). Takes no lock.',
+    z.object({
+      target: Target,
+      id: z.string(),
+      scope: Scope,
+      stores: z
+        .array(Store)
+        .optional()
+        .describe('As restorePoint.restore: default the stores the restore point captured'),
+      limit: z
+        .number()
+        .int()
+        .min(1)
+        .max(10000)
+        .optional()
+        .describe('Most items of each list (paths, entries, actions), default 50 (PREVIEW_LIMIT); counts are whole'),
+    }),
+    RestorePreview,
   ),
   restorePointRestore: method(
     'restorePoint.restore',
@@ -721,6 +930,49 @@ export const Methods = {
     z.object({ target: Target }),
     TargetDescription,
   ),
+  agentList: method(
+    'agent.list',
+    'The named agents kept in <stateDir>/config.json (`agentkeep agent add`), sorted by name, and which one is the ' +
+      'default. A config.json that does not parse is an error (bad_state_dir naming the file and the field), never an ' +
+      'empty list.',
+    z.object({}),
+    z.object({
+      agents: z.array(NamedAgent),
+      default: AgentName.optional().describe('The default agent, when one is set'),
+      configFile: z.string().describe('Absolute path of the config.json they live in'),
+    }),
+  ),
+  agentAdd: method(
+    'agent.add',
+    'Add a named agent: its target and stores (checked: they must parse; a local target must exist) and its ' +
+      'settings, written to <stateDir>/config.json atomically, every other key kept. The first agent becomes the ' +
+      'default. invalid_params when the name is taken (unless `replace`).',
+    z.object({
+      name: AgentName,
+      target: Target,
+      stores: z.array(Store).optional().describe('Stores to capture; absent: the Hermes homes found in the target'),
+      failClosed: z.boolean().optional().describe('See AgentSettings.failClosed (default false)'),
+      replace: z.boolean().optional().describe('Replace an agent of that name instead of refusing'),
+    }),
+    NamedAgent,
+  ),
+  agentRemove: method(
+    'agent.remove',
+    'Remove a named agent from <stateDir>/config.json (its restore points stay: they belong to the target). ' +
+      'Removing the default agent leaves no default. agent_not_found naming the known agents.',
+    z.object({ name: z.string().min(1, 'the agent name is empty').describe('The agent') }),
+    z.object({
+      removed: AgentName,
+      default: AgentName.optional().describe('The default agent after the removal, if any'),
+    }),
+  ),
+  agentSetDefault: method(
+    'agent.setDefault',
+    'Make a named agent the default one (used when a command names neither an agent nor a target). ' +
+      'agent_not_found naming the known agents.',
+    z.object({ name: z.string().min(1, 'the agent name is empty').describe('The agent') }),
+    NamedAgent,
+  ),
   agentStatus: method(
     'agent.status',
     'Status of an agent: its target, whether it is reachable, restore point count and the newest one.',
@@ -767,7 +1019,7 @@ export const Methods = {
         line: z.number().int().positive(),
         endLine: z.number().int().positive(),
         command: z.string(),
-        class: z.enum(RISK_CLASSES).describe(RISK_CLASSES.map((c) => `${c}: ${RISK_CLASS_DESCRIPTIONS[c]}`).join('; ')),
+        class: RiskClassSchema,
         kind: z
           .string()
           .optional()

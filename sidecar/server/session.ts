@@ -15,36 +15,29 @@ import {
   type InitializeResult,
 } from 'vscode-languageserver';
 import { TextDocument } from 'vscode-languageserver-textdocument';
-import { Notifications, type ChangedParams, type ErrorData, type ProgressParams } from '../protocol';
+import {
+  codeLensSettingOf,
+  LensCommands,
+  Notifications,
+  parseCodeLensFilter,
+  type ChangedParams,
+  type CodeLensFilter,
+  type ErrorData,
+  type LensArgument,
+  type LensSettings,
+  type ProgressParams,
+} from '../protocol';
 import { dispatch, toResponseError, wireMethods } from '../core/dispatch';
 import type { CoreApi, CoreOptions } from '../core/service';
 import { fileKind, RISK_CLASSES, scanCommands, type FileKind, type RiskyCommand } from '../risk';
 import { VERSION } from '../cli/version';
 
-/** Command ids of the two lenses (contributed by the extension). */
-export const SNAPSHOT_AND_RUN_COMMAND = 'agentkeep.snapshotAndRun';
-export const RUN_COMMAND = 'agentkeep.run';
+/** Command ids of the two lenses (contributed by the extension; sidecar/protocol/lens.ts). */
+export const SNAPSHOT_AND_RUN_COMMAND = LensCommands.snapshotAndRun;
+export const RUN_COMMAND = LensCommands.run;
 
-/** The one argument of both lens commands. */
-export interface LensArgument {
-  /**
-   * What the terminal should run: the logical command as written (continuations joined); for a block of
-   * risky commands on consecutive lines, their commands joined by "\n".
-   */
-  command: string;
-  /** File system path of the document (from a file: URI; the URI path otherwise). */
-  file: string;
-  /** The document URI as the client sent it. */
-  uri: string;
-  /** 1-based first line (of the block). */
-  line: number;
-  /** 1-based last line (of the block). */
-  endLine: number;
-  /** Highest risk class of the command (block): deps | toolchain | config | system | destructive | remote-code. */
-  class: string;
-  /** Why, one line, of the block's highest command (`destructive: git reset --hard discards uncommitted changes`): the lens tooltip. */
-  reason?: string;
-}
+/** The one argument of both lens commands: the protocol's (sidecar/protocol/lens.ts). */
+export type { LensArgument };
 
 /** Creates the core for a server; the server passes hooks that forward notifications. */
 export type CoreFactory = (opts: CoreOptions) => CoreApi;
@@ -98,20 +91,8 @@ const LANGUAGE_KIND: Record<string, FileKind> = {
   just: 'justfile',
 };
 
-/** Which lenses to show: every class, none, or only the listed classes (see RISK_CLASSES). */
-export type CodeLensFilter = 'all' | 'off' | string[];
-
-/** Read a lens filter from client settings (`'all' | 'off' | string[]`, or `{enabled: false}`); anything else is 'all'. */
-export function parseCodeLensFilter(v: unknown): CodeLensFilter {
-  if (v === 'off' || v === false) return 'off';
-  if (Array.isArray(v)) return v.filter((x): x is string => typeof x === 'string');
-  if (v && typeof v === 'object') {
-    const o = v as { enabled?: unknown; classes?: unknown };
-    if (o.enabled === false) return 'off';
-    if (o.classes !== undefined) return parseCodeLensFilter(o.classes);
-  }
-  return 'all';
-}
+/** The lens filter and its parsing are the protocol's (sidecar/protocol/lens.ts), shared with the extension. */
+export { parseCodeLensFilter, type CodeLensFilter };
 
 /** Risky commands of a document: its file kind from the URI (notebook cells, file name) or else its languageId. */
 export function riskyCommandsOf(doc: TextDocument): RiskyCommand[] {
@@ -222,8 +203,9 @@ export function serveConnection(connection: Connection, core: CoreApi, log: (msg
   let canRefresh = false;
 
   connection.onInitialize((params): InitializeResult => {
-    const init = params.initializationOptions as { codeLens?: unknown } | undefined;
-    if (init && 'codeLens' in init) filter = parseCodeLensFilter(init.codeLens);
+    // LensSettings (sidecar/protocol/lens.ts); parsed leniently, an unreadable filter is "all"
+    const init = params.initializationOptions as Partial<Record<keyof LensSettings, unknown>> | undefined;
+    if (init && typeof init === 'object' && 'codeLens' in init) filter = parseCodeLensFilter(init.codeLens);
     canRefresh = Boolean(params.capabilities.workspace?.codeLens?.refreshSupport);
     return {
       capabilities: {
@@ -236,10 +218,9 @@ export function serveConnection(connection: Connection, core: CoreApi, log: (msg
 
   // settings push: {agentkeep: {codeLens: 'all' | 'off' | [classes]}} (or {codeLens: …})
   connection.onDidChangeConfiguration((p) => {
-    const settings = p.settings as { agentkeep?: { codeLens?: unknown }; codeLens?: unknown } | undefined;
-    const v = settings?.agentkeep && 'codeLens' in settings.agentkeep ? settings.agentkeep.codeLens : settings && 'codeLens' in settings ? settings.codeLens : undefined;
+    const v = codeLensSettingOf(p.settings);
     if (v === undefined) return;
-    filter = parseCodeLensFilter(v);
+    filter = v;
     if (canRefresh) void connection.sendRequest('workspace/codeLens/refresh').catch(() => undefined);
   });
 

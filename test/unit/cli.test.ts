@@ -2,7 +2,7 @@ import * as assert from 'node:assert/strict';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { buildSidecar, runSidecar, SIDECAR, type RunResult } from './helpers/sidecar';
 import { FIXTURES } from './helpers/paths';
 
@@ -118,6 +118,24 @@ describe('agentkeep CLI (real bin on real trees)', function () {
     assert.equal(typeof del.freedBytes, 'number');
     const finalList = await json('restore-point', 'list', '--target', target);
     assert.ok(!finalList.some((p: { id: string }) => p.id === rp.id));
+  });
+
+  it('create --reuse returns the newest restore point while nothing changed, a new one after a change', async () => {
+    const first = await json('restore-point', 'create', '--target', target, '--label', 'first');
+    const again = await json('restore-point', 'create', '--target', target, '--reuse');
+    assert.equal(again.reused, true);
+    assert.equal(again.id, first.id);
+    const human = await ak('restore-point', 'create', '--target', target, '--reuse');
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(
+      human.stdout,
+      new RegExp(`^Reusing restore point ${first.id} "first" \\(taken just now; nothing changed since\\)\\.`),
+    );
+    await fs.writeFile(path.join(agent, 'workspace', 'changed.txt'), 'x');
+    const fresh = await json('restore-point', 'create', '--target', target, '--reuse');
+    assert.equal(fresh.reused, undefined);
+    assert.notEqual(fresh.id, first.id);
+    assert.equal((await json('restore-point', 'list', '--target', target)).length, 2, 'reuse created nothing');
   });
 
   it('scope agent restores only agent-state files', async () => {
@@ -301,5 +319,44 @@ describe('agentkeep CLI (real bin on real trees)', function () {
     assert.match(r.output, /Restored [^\n]*\n[\s\S]*A restore does not undo what the agent did outside the machine/);
     assert.equal(await fs.readFile(path.join(agent, 'workspace', 'setup.sh'), 'utf8'), '#!/bin/sh\nnpm install left-pad\n');
     await assert.rejects(fs.stat(path.join(agent, 'workspace', 'added.txt')));
+  });
+
+  it('on a TTY, the restore confirmation names a nested git repository whose HEAD the restore moves back', async () => {
+    const repo = path.join(agent, 'workspace', 'proj');
+    await fs.mkdir(repo);
+    const env = {
+      ...process.env,
+      GIT_CONFIG_GLOBAL: '/dev/null',
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_AUTHOR_NAME: 'T',
+      GIT_AUTHOR_EMAIL: 't@example.invalid',
+      GIT_COMMITTER_NAME: 'T',
+      GIT_COMMITTER_EMAIL: 't@example.invalid',
+    };
+    const git = (...args: string[]): string => execFileSync('git', args, { cwd: repo, env, encoding: 'utf8' }).trim();
+    const commit = async (text: string): Promise<string> => {
+      await fs.writeFile(path.join(repo, 'README.md'), text);
+      git('add', 'README.md');
+      git('commit', '-q', '-m', text);
+      return git('rev-parse', 'HEAD');
+    };
+    git('init', '-q', '-b', 'main');
+    const c1 = await commit('one');
+    const rp = await json('restore-point', 'create', '--target', target);
+    await commit('two');
+    const c3 = await commit('three');
+    const r = await onTty(['restore-point', 'restore', rp.id, '--target', target, '--scope', 'machine'], 'n');
+    assert.equal(r.code, 1, r.output);
+    const line = new RegExp(
+      `git repositories whose HEAD or branches the restore changes \\(1\\):\\s+workspace/proj: ` +
+        `HEAD main ${c3.slice(0, 7)} -> main ${c1.slice(0, 7)}; branch main ${c3.slice(0, 7)} -> ${c1.slice(0, 7)}`,
+    );
+    assert.match(r.output, line);
+    assert.match(r.output, /Commits made since leave these repositories/);
+    assert.match(
+      r.output,
+      /changed since the restore point, will be reverted \(\d+\):[\s\S]*workspace\/proj\/README\.md/,
+    );
+    assert.equal(git('rev-parse', 'HEAD'), c3, 'answering n changes nothing');
   });
 });

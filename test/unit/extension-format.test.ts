@@ -1,6 +1,23 @@
 /** Pure formatting helpers of the extension (extension/format.ts). */
 import * as assert from 'node:assert/strict';
-import { commandLine, describeLoss, describeMemoryLoss, displayLabel, entryTitle, formatAge, formatBytes, formatReason, samplePaths, shortReason, statusBarText, usageText } from '../../extension/format';
+import {
+  commandLine,
+  describeGitRepos,
+  describeLoss,
+  describeMemoryLoss,
+  describePreview,
+  displayLabel,
+  entryTitle,
+  formatAge,
+  formatBytes,
+  formatReason,
+  sampleText,
+  shortReason,
+  statusBarText,
+  usageText,
+} from '../../extension/format';
+import { samplePaths } from '../../sidecar/core/preview';
+import { PREVIEW_LIMIT } from '../../sidecar/protocol';
 
 const NOW = Date.parse('2026-11-30T12:00:00Z');
 const ago = (s: number) => new Date(NOW - s * 1000).toISOString();
@@ -40,41 +57,121 @@ describe('extension/format', () => {
   });
 
   it('folds nested paths and says what a restore will lose, per scope', () => {
+    // the lists come from restorePoint.preview: the sidecar folds and counts them (samplePaths), scoped
     const added = ['w/node_modules', 'w/node_modules/left-pad', 'w/node_modules/left-pad/index.js', 'w/package-lock.json'];
-    assert.equal(samplePaths(added), 'w/node_modules/ (+2 inside), w/package-lock.json');
-    assert.equal(samplePaths(['a', 'b', 'c', 'd', 'e'], 3), 'a, b, c and 2 more');
-    const changes = { added, removed: ['w/old.txt'], changed: ['w/package.json'], agentChanged: ['hermes:memories/MEMORY.md'] };
-    const both = describeLoss(changes, 'both');
+    const sample = (paths: string[]) => samplePaths(paths, PREVIEW_LIMIT);
+    assert.equal(sampleText(sample(added)), 'w/node_modules/ (+2 inside), w/package-lock.json');
+    assert.equal(sampleText(sample(['a', 'b', 'c', 'd', 'e']), 3), 'a, b, c and 2 more');
+    const machine = { added: sample(added), removed: sample(['w/old.txt']), changed: sample(['w/package.json']) };
+    const agentFiles = sample(['hermes:memories/MEMORY.md']);
+    const both = describeLoss({ machine, agentFiles });
     assert.match(both[0]!, /^4 new files and folders will be removed: w\/node_modules\/ \(\+2 inside\)/);
     assert.match(both[1]!, /^1 changed file will be reverted: w\/package.json/);
     assert.match(both[2]!, /^1 deleted file will come back/);
     assert.match(both[3]!, /MEMORY\.md/);
     assert.match(both.at(-1)!, /outside this machine \(emails sent, issues opened, payments\)/);
-    const machine = describeLoss(changes, 'machine');
-    assert.ok(!machine.some((l) => l.includes('MEMORY.md')), 'scope machine keeps memory');
-    const agent = describeLoss(changes, 'agent');
+    const machineOnly = describeLoss({ machine });
+    assert.ok(!machineOnly.some((l) => l.includes('MEMORY.md')), 'scope machine keeps memory');
+    const agent = describeLoss({ agentFiles });
     assert.ok(!agent.some((l) => l.includes('node_modules')), 'scope agent keeps machine files');
-    assert.equal(describeLoss({ added: [], removed: [], changed: [], agentChanged: [] }, 'both')[0], 'Nothing changed since this restore point.');
+    const none = sample([]);
+    assert.equal(
+      describeLoss({ machine: { added: none, removed: none, changed: none }, agentFiles: none })[0],
+      'Nothing changed since this restore point.',
+    );
   });
 
   it('says which memory entries a restore loses and which outside actions it cannot undo', () => {
     const store = 'hermes:/h';
-    const e = (id: string, text: string) => ({ id, text });
-    const r = {
-      added: [{ store, after: e('a1', 'Staging moved to port 2222\nmore') }],
-      removed: [],
-      changed: [{ store, before: e('c0', 'old'), after: e('c1', 'User prefers tabs') }],
-      actions: [{ action: 'none' as const, message: 'send_message to telegram: "deployed"', time: new Date(Date.now() - 3_600_000).toISOString() }],
+    const e = (id: string, text: string) => ({ id, text, store });
+    const entries = (...items: Array<ReturnType<typeof e>>) => ({ count: items.length, items });
+    // what restorePoint.preview says for an entry added and one changed since (scope both: both lost)
+    const learned = entries(e('a1', 'Staging moved to port 2222\nmore'), e('c1', 'User prefers tabs'));
+    const actions = {
+      count: 1,
+      items: [
+        {
+          action: 'none' as const,
+          message: 'send_message to telegram: "deployed"',
+          time: new Date(Date.now() - 3_600_000).toISOString(),
+        },
+      ],
     };
-    const both = describeMemoryLoss(r, 'both');
+    const both = describeMemoryLoss({ memory: { lost: learned, broughtBack: entries(), kept: entries() }, actions });
     assert.equal(both[0], '2 memory entries learned since then will be lost:');
     assert.equal(both[1], '  • Staging moved to port 2222');
     assert.equal(both[2], '  • User prefers tabs');
     assert.equal(both[3], '1 action the agent took since then will NOT be undone:');
     assert.match(both[4]!, /send_message to telegram: "deployed" \(1h ago\)/);
-    const machine = describeMemoryLoss(r, 'machine');
+    const machine = describeMemoryLoss({ memory: { lost: entries(), broughtBack: entries(), kept: learned }, actions });
     assert.match(machine[0]!, /2 memory entries learned since then stay/);
-    assert.deepEqual(describeMemoryLoss({ added: [], removed: [], changed: [] }, 'both'), []);
+    const back = describeMemoryLoss({
+      memory: { lost: entries(), broughtBack: entries(e('c0', 'old')), kept: entries() },
+      actions: { count: 0, items: [] },
+    });
+    assert.deepEqual(back, ['1 memory entry removed or changed since then will come back:', '  • old']);
+    assert.deepEqual(
+      describeMemoryLoss({
+        memory: { lost: entries(), broughtBack: entries(), kept: entries() },
+        actions: { count: 0, items: [] },
+      }),
+      [],
+    );
+  });
+
+  it('names git repositories whose HEAD a restore moves, and renders a whole preview', () => {
+    const c = (n: string) => n.repeat(40);
+    const repos = [
+      {
+        path: 'workspace/proj',
+        effect: 'moved' as const,
+        head: {
+          current: { ref: 'refs/heads/main', commit: c('a') },
+          restored: { ref: 'refs/heads/main', commit: c('b') },
+        },
+        branches: [
+          { name: 'main', current: c('a'), restored: c('b') },
+          { name: 'feature', current: c('a') },
+        ],
+      },
+      {
+        path: 'other',
+        effect: 'removed' as const,
+        head: { current: { ref: 'refs/heads/trunk', commit: c('c') } },
+        branches: [],
+      },
+    ];
+    assert.deepEqual(describeGitRepos(repos), [
+      'Git repository workspace/proj: HEAD main aaaaaaa → main bbbbbbb ' +
+        '(branches: main → bbbbbbb, feature deleted); commits made since leave it.',
+      'Git repository other was made since then and will be deleted (HEAD trunk ccccccc).',
+    ]);
+    const none = samplePaths([], PREVIEW_LIMIT);
+    const rp = {
+      id: 'ak_1',
+      target: 'dir:/a',
+      label: 'x',
+      createdAt: new Date().toISOString(),
+      status: 'ready' as const,
+      kind: 'manual' as const,
+      machine: { backend: 'dir', files: 1, bytes: 1, newBytes: 1, durationMs: 1 },
+      agent: [],
+    };
+    const lines = describePreview({
+      restorePoint: rp,
+      scope: 'machine',
+      machine: {
+        added: none,
+        removed: none,
+        changed: samplePaths(['workspace/proj/.git/refs/heads/main'], PREVIEW_LIMIT),
+      },
+      actions: { count: 0, items: [] },
+      gitRepos: repos,
+      warnings: ['w1'],
+    });
+    assert.match(lines[0]!, /^1 changed file will be reverted/);
+    assert.match(lines[2]!, /^Git repository workspace\/proj: HEAD main aaaaaaa → main bbbbbbb/);
+    assert.equal(lines.at(-1), 'Note: w1');
   });
 
   it('formats the disk use of a target against its size cap', () => {

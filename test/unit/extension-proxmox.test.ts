@@ -19,6 +19,7 @@ import {
   withTag,
   type Guest,
 } from '../../extension/proxmoxModel';
+import { restoreEffects } from '../../sidecar/core/preview';
 import { describeTarget } from '../../sidecar/core/target';
 import type { RestorePoint } from '../../sidecar/protocol';
 
@@ -114,14 +115,17 @@ describe('extension/proxmoxModel', () => {
   it('words the VM rollback: hard stop, RAM state or start option, the outside world, the resulting state', () => {
     const disk = rp('disk', 1);
     const ram = rp('ram', 2, { vmstate: true });
-    const d = vmRollbackDetail(D(T), disk);
+    // the effects come from restorePoint.preview (the core's restoreEffects: capabilities + the snapshot)
+    const fx = (target: string, r: RestorePoint) => restoreEffects(D(target), r)!;
+    const d = vmRollbackDetail(D(T), fx(T, disk));
     assert.match(d, /hard-stopped/);
     assert.match(d, /no RAM state: the VM stays stopped after the rollback unless you choose "Roll back and start VM"/);
     assert.match(d, /do not undo the outside world/);
-    assert.match(vmRollbackDetail(D(T), ram), /has RAM state: the VM resumes/);
-    assert.match(vmRollbackDetail(D('proxmox://h/pve1/lxc/200'), disk), /If the container is running/);
-    assert.deepEqual(vmRollbackButtons(disk), ['Roll back', 'Roll back and start VM']);
-    assert.deepEqual(vmRollbackButtons(ram), ['Roll back'], 'no start offer when RAM state resumes the VM');
+    assert.match(vmRollbackDetail(D(T), fx(T, ram)), /has RAM state: the VM resumes/);
+    const lxc = 'proxmox://h/pve1/lxc/200';
+    assert.match(vmRollbackDetail(D(lxc), fx(lxc, disk)), /If the container is running/);
+    assert.deepEqual(vmRollbackButtons(fx(T, disk)), ['Roll back', 'Roll back and start VM']);
+    assert.deepEqual(vmRollbackButtons(fx(T, ram)), ['Roll back'], 'no start offer when RAM state resumes the VM');
 
     const stopped = vmRestoreOutcome(D(T), disk, {
       machineState: 'stopped',
@@ -134,8 +138,17 @@ describe('extension/proxmoxModel', () => {
     assert.equal(vmRestoreOutcome(D(T), ram, { machineState: 'running' }), 'Rolled back to "ram". The VM is running.');
     // plain QEMU (loadvm): disks and RAM, no hard stop
     assert.equal(vmRestoreOutcome(D('qemu:/run/vm.sock'), ram, { machineState: 'running', warnings: ['QEMU paused the VM for the save'] }), 'Rolled back to "ram". The VM\'s disks and RAM are back at the restore point; it is running. QEMU paused the VM for the save.');
-    assert.match(vmRollbackDetail(D('qemu:/run/vm.sock'), ram), /^The VM's disks and RAM go back to the snapshot \(QEMU loadvm\)/);
-    assert.doesNotMatch(vmRollbackDetail(D('qemu:/run/vm.sock'), ram), /hard-stopped/);
+    const qemu = 'qemu:/run/vm.sock';
+    assert.match(
+      vmRollbackDetail(D(qemu), fx(qemu, ram)),
+      /^The VM's disks and RAM go back to the snapshot \(QEMU loadvm\)/,
+    );
+    assert.doesNotMatch(vmRollbackDetail(D(qemu), fx(qemu, ram)), /hard-stopped/);
+    assert.deepEqual(
+      vmRollbackButtons(fx(qemu, disk)),
+      ['Roll back'],
+      'a QEMU snapshot always holds RAM: no start offer',
+    );
   });
 
   it('restricts every setting that picks the host, guest, certificate, stores or state dir in untrusted workspaces', () => {

@@ -49,6 +49,9 @@ describe('memory inspector: list logic', () => {
     assert.equal(areaOf(memFile, memFile.entries[0]!), 'memory');
     assert.equal(areaOf(userFile, userFile.entries[0]!), 'user');
     assert.equal(areaOf(a0File, a0File.entries[0]!), 'solutions');
+    // a kind the inspector has never heard of: the file kind's last part, no store kind named
+    const other: MemoryFile = { kind: 'throwaway', file: 'throwaway://notes/memories', entries: [{ id: 'x1', text: 't' }] };
+    assert.equal(areaOf(other, other.entries[0]!), 'throwaway');
   });
 
   it('filters by store, area and finding kind ("*" = any finding)', () => {

@@ -1,6 +1,18 @@
 import * as assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { Methods, Notifications, ErrorCodes, protocolJsonSchema } from '../../sidecar/protocol';
+import {
+  codeLensSettingOf,
+  ErrorCodes,
+  LENS_SETTING_DEFAULTS,
+  LensArgument,
+  LensCommands,
+  LensSettingKeys,
+  Methods,
+  Notifications,
+  parseCodeLensFilter,
+  protocolJsonSchema,
+  RISK_CLASSES,
+} from '../../sidecar/protocol';
 import { SCHEMA_FILE, schemaText } from '../../scripts/write-protocol-schema';
 import { dispatch, toResponseError, wireMethods } from '../../sidecar/core/dispatch';
 import { AgentKeepError } from '../../sidecar/core/errors';
@@ -28,6 +40,40 @@ describe('protocol', () => {
     assert.deepEqual(wireMethods().sort(), Object.values(Methods).map((d) => d.method).sort());
   });
 
+  it('the lens contract matches what package.json contributes: command ids, setting names and risk classes', () => {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', `file://${__filename}`), 'utf8')) as {
+      contributes: {
+        commands: Array<{ command: string }>;
+        configuration: {
+          properties: Record<string, { default?: unknown; anyOf?: Array<{ items?: { enum?: string[] } }> }>;
+        };
+      };
+    };
+    const commands = new Set(pkg.contributes.commands.map((c) => c.command));
+    for (const id of Object.values(LensCommands)) assert.ok(commands.has(id), `package.json contributes ${id}`);
+    const props = pkg.contributes.configuration.properties;
+    for (const [k, key] of Object.entries(LensSettingKeys)) {
+      assert.ok(props[key], `package.json contributes the setting ${key}`);
+      assert.deepEqual(
+        props[key]!.default,
+        LENS_SETTING_DEFAULTS[k as keyof typeof LENS_SETTING_DEFAULTS],
+        `default of ${key}`,
+      );
+    }
+    assert.deepEqual(props[LensSettingKeys.codeLens]!.anyOf?.[1]?.items?.enum, [...RISK_CLASSES]);
+    // one parser for both sides
+    assert.deepEqual(parseCodeLensFilter(['deps', 'nope', 'system']), ['deps', 'system']);
+    assert.equal(codeLensSettingOf({ agentkeep: { codeLens: 'off' } }), 'off');
+    assert.deepEqual(codeLensSettingOf({ codeLens: ['remote-code'] }), ['remote-code']);
+    assert.equal(codeLensSettingOf({ agentkeep: {} }), undefined, 'no codeLens in the push: nothing changes');
+    assert.ok(LensArgument.safeParse({ command: 'npm i', file: '/w/a.sh', line: 3 }).success);
+    assert.ok(
+      !LensArgument.safeParse({ command: '  ', file: '/w/a.sh', line: 3 }).success,
+      'an empty command is refused',
+    );
+    assert.ok(!LensArgument.safeParse({ command: 'npm i', file: '/w/a.sh', line: 0 }).success, 'lines are 1-based');
+  });
+
   describe('dispatch', () => {
     // A recording core: dispatch must route each method to its core call with validated params.
     const calls: Array<[string, unknown]> = [];
@@ -45,6 +91,7 @@ describe('protocol', () => {
       usageRestorePoints: rec('usageRestorePoints'),
       readRestorePointFile: rec('readRestorePointFile'),
       restoreRestorePoint: rec('restoreRestorePoint'),
+      previewRestorePoint: rec('previewRestorePoint'),
       deleteRestorePoint: rec('deleteRestorePoint'),
       keepRestorePoint: rec('keepRestorePoint'),
       labelRestorePoint: rec('labelRestorePoint'),
@@ -61,6 +108,10 @@ describe('protocol', () => {
       diffMemory: rec('diffMemory'),
       discoverAgents: rec('discoverAgents'),
       describeTarget: rec('describeTarget'),
+      listAgents: rec('listAgents'),
+      addAgent: rec('addAgent'),
+      removeAgent: rec('removeAgent'),
+      setDefaultAgent: rec('setDefaultAgent'),
       guestFileRead: rec('guestFileRead'),
       guestFileWrite: rec('guestFileWrite'),
     };

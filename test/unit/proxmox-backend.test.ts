@@ -4,9 +4,10 @@
  * markers, discovery and guest-agent file access.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { Core } from '../../sidecar/core/core';
 import { describeSnapshot, discoverAgents, guestFileRead, guestFileWrite, normalizeFingerprint, parseMarker, type ProxmoxBackend } from '../../sidecar/machine/proxmox';
 import { makeCert, type PveSim } from '../pve-sim/server';
 import { TOKEN_ID, TOKEN_SECRET, rejection, simBackend, simEnv, startSim } from './helpers/pve';
@@ -304,6 +305,73 @@ describe('proxmox backend (simulator over HTTPS)', function () {
       assert.equal(sim.guests.get(101)!.files.get('/root/.hermes/memories/MEMORY.md')?.toString('utf8'), 'hello §\n');
       sim.guests.get(101)!.files.set('/bin', Buffer.from([0, 1, 254, 255]));
       assert.deepEqual([...(await guestFileRead(b, '/bin'))], [0, 1, 254, 255]);
+    });
+    it('the core keeps the old content before a guest write, so every front end gets the backup', async () => {
+      const env = simEnv(sim);
+      const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+      Object.assign(process.env, env);
+      const state = mkdtempSync(path.join(os.tmpdir(), 'ak-pve-backup-'));
+      try {
+        const core = new Core({ stateDir: state });
+        const target = `proxmox://127.0.0.1:${sim.port}/pve1/qemu/101`;
+        const mem = '/root/.hermes/memories/MEMORY.md';
+        sim.guests.get(101)!.files.set(mem, Buffer.from('old entry\n'));
+        const r = await core.guestFileWrite(target, mem, 'new entry\n');
+        assert.equal(r.bytes, 10);
+        assert.ok(r.backup);
+        assert.equal(path.dirname(r.backup), path.join(state, 'guest-backups'));
+        assert.match(path.basename(r.backup), /-127\.0\.0\.1_\d+_pve1_qemu_101-MEMORY\.md$/);
+        assert.equal(readFileSync(r.backup, 'utf8'), 'old entry\n');
+        assert.equal(statSync(r.backup).mode & 0o777, 0o600, 'only the owner reads the backup');
+        assert.equal(sim.guests.get(101)!.files.get(mem)!.toString('utf8'), 'new entry\n');
+        assert.equal(
+          (await core.guestFileWrite(target, '/root/new.txt', 'x')).backup,
+          undefined,
+          'a new file has nothing to keep',
+        );
+        const before = sim.mutations().length;
+        const e = await rejection(core.guestFileWrite(target, mem, 'a'.repeat(61441)));
+        assert.equal(e.kind, 'FileError');
+        assert.match(e.message, /at most 61440 bytes.*no backup was made/);
+        assert.equal(sim.mutations().length, before, 'nothing sent');
+        assert.equal(readdirSync(path.join(state, 'guest-backups')).length, 1);
+      } finally {
+        for (const [k, v] of Object.entries(saved)) {
+          if (v === undefined) delete process.env[k];
+          else process.env[k] = v;
+        }
+        rmSync(state, { recursive: true, force: true });
+      }
+    });
+    it('restorePoint.preview of a VM says what the rollback does to the guest, and changes nothing', async () => {
+      const env = simEnv(sim);
+      const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+      Object.assign(process.env, env);
+      const state = mkdtempSync(path.join(os.tmpdir(), 'ak-pve-preview-'));
+      try {
+        const core = new Core({ stateDir: state });
+        const target = `proxmox://127.0.0.1:${sim.port}/pve1/qemu/101`;
+        const disk = await core.createRestorePoint({ target, stores: [] });
+        const ram = await core.createRestorePoint({ target, stores: [], vmstate: true });
+        const before = sim.mutations().length;
+        const p = await core.previewRestorePoint({ target, id: disk.id, scope: 'machine' });
+        assert.deepEqual(p.effects, { wholeMachine: true, stopsGuest: true, resumesRam: false, canStartAfter: true });
+        assert.equal(p.machine, undefined, 'no file list for a VM');
+        assert.deepEqual(p.gitRepos, []);
+        const r = await core.previewRestorePoint({ target, id: ram.id, scope: 'both' });
+        assert.deepEqual(r.effects, { wholeMachine: true, stopsGuest: true, resumesRam: true, canStartAfter: false });
+        assert.equal(
+          (await core.previewRestorePoint({ target, id: disk.id, scope: 'machine' })).effects?.stopsGuest,
+          true,
+        );
+        assert.equal(sim.mutations().length, before, 'the preview sent no mutation');
+      } finally {
+        for (const [k, v] of Object.entries(saved)) {
+          if (v === undefined) delete process.env[k];
+          else process.env[k] = v;
+        }
+        rmSync(state, { recursive: true, force: true });
+      }
     });
     it('refuses content over 61440 bytes without sending, and files over 16 MiB', async () => {
       const b = backend(101);

@@ -22,9 +22,14 @@ export interface Filter {
   finding: string;
 }
 
-/** The area of an entry: the store's own area (Agent Zero), else the file kind without the store prefix (Hermes: memory, user, soul, skill, archive). */
+/**
+ * The area of an entry: the one its store gives it (MemoryEntry.area: Hermes memory, user, soul, skill,
+ * archive; Agent Zero main, fragments, ...), else the last part of the file kind, which is
+ * `<store kind>-<area>` or the store kind alone (MemoryFile.kind: `hermes-user` -> user, `mem0` -> mem0).
+ * No store kind is named here.
+ */
 export function areaOf(file: MemoryFile, e: MemoryEntry): string {
-  return e.area ?? file.kind.replace(/^hermes-|^agent-zero-/, '');
+  return e.area ?? file.kind.slice(file.kind.lastIndexOf('-') + 1);
 }
 
 /** Every entry of every file of every store, in store/file order, with its findings. */

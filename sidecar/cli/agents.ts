@@ -1,0 +1,240 @@
+/**
+ * Named agents in the CLI (issue 15 item 2):
+ *
+ *     agentkeep agent add NAME --target T [--store S ...] [--fail-closed] [--replace] [--json]
+ *     agentkeep agent list [--json]
+ *     agentkeep agent remove NAME [--json]
+ *     agentkeep agent default NAME [--json]
+ *
+ * and `--agent NAME` on every command that takes --target or --store (useNamedAgents): a command
+ * given neither --agent nor --target uses the default agent (or the only one). The agents live in
+ * `<stateDir>/config.json` (sidecar/core/agents.ts decides; this module only renders).
+ */
+import type { Command } from 'commander';
+import type { CliIO } from './index';
+import { resolveAgent, type AgentChoice, type ResolvedAgent } from '../core/agents';
+import { AgentKeepError } from '../core/errors';
+import { call } from '../core/dispatch';
+import type { CoreApi, CoreOptions } from '../core/service';
+import { resolveStateDir } from '../core/state';
+import { AgentName, type NamedAgent } from '../protocol';
+import { shellQuote, table } from './format';
+import { UsageError } from './usage';
+
+/** What the agent commands need from the CLI's program. */
+export interface AgentCliDeps {
+  io: CliIO;
+  /** The core for a command (its --state-dir). */
+  core: (cmd: Command) => CoreApi;
+  /** Whether the command runs with --json (and remembers it, so errors are JSON too). */
+  json: (cmd: Command) => boolean;
+  /** Print one JSON document on stdout. */
+  print: (v: unknown) => void;
+}
+
+function collect(v: string, prev: string[]): string[] {
+  return [...prev, v];
+}
+
+/** One line per agent: `* name  target  stores  fail-closed`. */
+export function agentTable(agents: NamedAgent[], configFile: string): string {
+  if (!agents.length)
+    return `No agents are set up (${configFile}). Add one: agentkeep agent add NAME --target T [--store S]`;
+  const rows = agents.map((a) => [
+    a.default ? '*' : ' ',
+    a.name,
+    a.target,
+    a.stores?.length ? a.stores.join(' ') : '(stores found in the target)',
+    a.failClosed ? 'fail-closed' : 'fail-open',
+  ]);
+  return `${table([[' ', 'NAME', 'TARGET', 'STORES', 'HOOKS'], ...rows])}\n(* = the default agent; ${configFile})`;
+}
+
+/** Add `add`, `list`, `remove` and `default` to the `agent` command group. */
+export function agentCommands(agent: Command, d: AgentCliDeps): void {
+  agent
+    .command('add')
+    .description(
+      'name an agent (its target and stores) so commands take --agent NAME instead of --target/--store; ' +
+        'the first one added is the default',
+    )
+    .argument('<name>', 'a name: a letter, then letters, digits, _ . - (at most 64)')
+    .requiredOption(
+      '--target <target>',
+      "the agent's target, e.g. dir:/home/me/.hermes or proxmox://pve.lan/pve1/qemu/101",
+    )
+    .option(
+      '--store <store>',
+      'memory store of the agent (repeatable; default: the stores found in the target at each create)',
+      collect,
+      [],
+    )
+    .option(
+      '--fail-closed',
+      'agent hooks block a tool call when no restore point can be taken (default: let it through with a warning)',
+    )
+    .option('--replace', 'replace an agent of that name')
+    .option('--json', 'print the agent as JSON')
+    .action(
+      async (
+        name: string,
+        o: { target: string; store: string[]; failClosed?: boolean; replace?: boolean },
+        cmd: Command,
+      ) => {
+        const asJson = d.json(cmd);
+        const bad = AgentName.safeParse(name).error?.issues[0]?.message;
+        if (bad)
+          throw new UsageError('InvalidParams', `Bad agent name "${name}": ${bad}.`, 'Pick a name such as hermes-vm.');
+        const a = await call(d.core(cmd), 'agentAdd', {
+          name,
+          target: o.target,
+          ...(o.store.length ? { stores: o.store } : {}),
+          ...(o.failClosed ? { failClosed: true } : {}),
+          ...(o.replace ? { replace: true } : {}),
+        });
+        if (asJson) d.print(a);
+        else {
+          const stores = a.stores?.length ? `stores ${a.stores.join(', ')}` : 'the stores found in the target';
+          d.io.out(
+            `Agent ${a.name}: ${a.target}, ${stores}${a.failClosed ? ', fail-closed' : ''}.` +
+              (a.default
+                ? ` It is the default agent: commands without --agent or --target use it.`
+                : ` Use it with --agent ${shellQuote(a.name)}.`),
+          );
+        }
+      },
+    );
+
+  agent
+    .command('list')
+    .description('the named agents and which one is the default')
+    .option('--json', 'print {agents, default, configFile} as JSON')
+    .action(async (_o: unknown, cmd: Command) => {
+      const asJson = d.json(cmd);
+      const r = await call(d.core(cmd), 'agentList', {});
+      if (asJson) d.print(r);
+      else d.io.out(agentTable(r.agents, r.configFile));
+    });
+
+  agent
+    .command('remove')
+    .description('forget a named agent (its restore points stay: they belong to the target)')
+    .argument('<name>', 'the agent')
+    .option('--json', 'print {removed, default} as JSON')
+    .action(async (name: string, _o: unknown, cmd: Command) => {
+      const asJson = d.json(cmd);
+      const r = await call(d.core(cmd), 'agentRemove', { name });
+      if (asJson) d.print(r);
+      else
+        d.io.out(
+          `Removed agent ${r.removed}; its restore points are kept.` +
+            (r.default ? ` The default agent is ${r.default}.` : ''),
+        );
+    });
+
+  agent
+    .command('default')
+    .description('make a named agent the default (used when a command names neither --agent nor --target)')
+    .argument('<name>', 'the agent')
+    .option('--json', 'print the agent as JSON')
+    .action(async (name: string, _o: unknown, cmd: Command) => {
+      const asJson = d.json(cmd);
+      const a = await call(d.core(cmd), 'agentSetDefault', { name });
+      if (asJson) d.print(a);
+      else d.io.out(`The default agent is ${a.name} (${a.target}).`);
+    });
+}
+
+/** The command's name below the root, e.g. `restore-point create`. */
+function fullName(cmd: Command): string {
+  const parts: string[] = [];
+  for (let c: Command | null = cmd; c?.parent; c = c.parent) parts.unshift(c.name());
+  return parts.join(' ');
+}
+
+/** Commands that take --target but define an agent rather than pick one. */
+const DEFINES_AGENT = new Set(['agent add']);
+/** Store commands that also take a target: from the agent when the agent is used and no --target is given. */
+const STORE_AND_TARGET = new Set(['memory lint', 'memory diff']);
+
+/**
+ * Give every command that takes --target or --store an `--agent NAME` option, make --target and
+ * --store optional there, and fill them in before the action runs (a commander preAction hook):
+ *   - restore-point …, guest …, agent discover and the other target commands: --agent's target
+ *     (and its stores unless --store is given), else --target, else the default agent, else the
+ *     only agent; none of them is a usage error saying what to give;
+ *   - memory …: --store as given; without --store the stores of --agent or of the default agent
+ *     (memory lint and memory diff also take its target unless --target is given).
+ * Commands that define their own --agent option resolve it themselves.
+ * @param coreOpts the core options of a command (its --state-dir)
+ */
+export function useNamedAgents(root: Command, coreOpts: (cmd: Command) => CoreOptions): void {
+  const handled = new Set<Command>();
+  const walk = (cmd: Command): void => {
+    for (const sub of cmd.commands) walk(sub);
+    const name = fullName(cmd);
+    const opt = (long: string) => cmd.options.find((o) => o.long === long);
+    const target = opt('--target');
+    const store = opt('--store');
+    if ((!target && !store) || opt('--agent') || DEFINES_AGENT.has(name)) return;
+    for (const o of [target, store]) if (o) o.mandatory = false;
+    if (target) target.description += ' (or --agent NAME; default: the default agent)';
+    cmd.option('--agent <name>', 'a named agent (agentkeep agent list): its target and stores');
+    handled.add(cmd);
+  };
+  walk(root);
+  // a bad or ambiguous --agent is a usage error (exit 2), with the core's message and code
+  const resolve = (stateDir: string, choice: AgentChoice): Promise<ResolvedAgent | undefined> =>
+    resolveAgent(stateDir, choice).catch((e: unknown) => {
+      if (e instanceof AgentKeepError && (e.kind === 'InvalidParams' || e.kind === 'AgentNotFound'))
+        throw new UsageError(e.kind, e.message, e.hint);
+      throw e;
+    });
+  root.hook('preAction', async (_root, cmd) => {
+    if (!handled.has(cmd)) return;
+    const name = fullName(cmd);
+    const o = cmd.opts<{ agent?: string; target?: string; store?: string[] }>();
+    const stateDir = resolveStateDir(coreOpts(cmd).stateDir);
+    const hasStore = cmd.options.some((x) => x.long === '--store');
+    const given = o.store ?? [];
+    if (name.startsWith('memory ')) {
+      if (given.length && o.agent === undefined) return; // explicit stores: no agent involved
+      // memory diff --target T without --store: the stores are the ones the restore point captured
+      if (name === 'memory diff' && o.target !== undefined && o.agent === undefined) return;
+      const r = await resolve(stateDir, {
+        agent: o.agent,
+        ...(o.agent !== undefined && o.target !== undefined ? { target: o.target } : {}),
+      });
+      if (!r) {
+        throw new UsageError(
+          'InvalidParams',
+          `${name} needs a store (--store S or --agent NAME), and no agents are set up.`,
+          'Add --store hermes:/abs/path/to/.hermes, or name the agent once: ' +
+            'agentkeep agent add NAME --target T --store S.',
+        );
+      }
+      const stores = given.length ? given : (r.stores ?? []);
+      if (!stores.length) {
+        throw new UsageError(
+          'InvalidParams',
+          `${name}: agent ${r.name} has no stores set (its restore points capture the stores found in its target).`,
+          `Give --store S, or set them: ` +
+            `agentkeep agent add ${r.name} --target ${shellQuote(r.target)} --store S --replace.`,
+        );
+      }
+      cmd.setOptionValue('store', stores);
+      if (STORE_AND_TARGET.has(name) && o.target === undefined) cmd.setOptionValue('target', r.target);
+      return;
+    }
+    const r = await resolve(stateDir, { agent: o.agent, target: o.target, stores: given });
+    if (!r) {
+      throw new UsageError(
+        'InvalidParams',
+        `${name} needs --target T or --agent NAME, and no agents are set up.`,
+        'Add --target dir:/abs/path, or name the agent once: agentkeep agent add NAME --target T [--store S].',
+      );
+    }
+    cmd.setOptionValue('target', r.target);
+    if (hasStore) cmd.setOptionValue('store', r.stores ?? []);
+  });
+}
