@@ -48,7 +48,10 @@ export async function captureLocalFiles(
     throwIfAborted(opts.signal, opts.abortWhat ?? 'the capture was stopped');
     try {
       if (s.captureFile) return await captureVia(s, rel, sink);
-      if (io.remote) return await captureVia({ captureFile: (r, dest) => io.download(absOf(root, r, io), dest) }, rel, sink);
+      if (io.remote) {
+        const download = (r: string, dest: string): Promise<void> => io.download(absOf(root, r, io), dest);
+        return await captureVia({ captureFile: download }, rel, sink);
+      }
       const r = await sink.putFile(absOf(root, rel));
       return { path: rel, size: r.size, hash: r.hash };
     } catch (e) {
@@ -68,7 +71,11 @@ export async function captureLocalFiles(
  * One agent-state file through the adapter's captureFile into a temp file, then into the sink.
  * Undefined when the adapter does not capture `rel` on its own (captureFile resolved false).
  */
-async function captureVia(s: Pick<LocalFileStore, 'captureFile'>, rel: string, sink: CaptureSink): Promise<CapturedFile | undefined> {
+async function captureVia(
+  s: Pick<LocalFileStore, 'captureFile'>,
+  rel: string,
+  sink: CaptureSink,
+): Promise<CapturedFile | undefined> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'agentkeep-capture-'));
   try {
     const tmp = path.join(dir, 'copy');
@@ -146,7 +153,13 @@ export async function restoreLocalFiles(
 }
 
 /** Write the object `hash` as new file `dest` on another machine (via a local temp copy). */
-async function uploadObject(io: FileTransport, src: RestoreSource, hash: string, dest: string, mode: number): Promise<void> {
+async function uploadObject(
+  io: FileTransport,
+  src: RestoreSource,
+  hash: string,
+  dest: string,
+  mode: number,
+): Promise<void> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'agentkeep-upload-'));
   try {
     const local = path.join(dir, 'object');
@@ -207,7 +220,13 @@ export interface StorePlace {
  * @param hint the fix for a bad local path; `sshForm` the ssh:// form for a bad SSH location
  * @throws AgentKeepError BadStore naming the wrong part
  */
-export function storePlace(p: string, params: URLSearchParams, spec: string, hint: string, sshForm: string): StorePlace {
+export function storePlace(
+  p: string,
+  params: URLSearchParams,
+  spec: string,
+  hint: string,
+  sshForm: string,
+): StorePlace {
   if (isSshLocation(p)) {
     const ssh = parseSshLocation(p, params, spec, sshForm);
     return { path: ssh.path, ssh };

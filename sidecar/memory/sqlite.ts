@@ -152,7 +152,11 @@ function openCopy(copy: string, readOnly: boolean): SqliteDb {
  *   malformed or not a database, at open or in a query of `fn` (a damaged page in the middle);
  *   errors thrown by `fn` that are not transient pass through.
  */
-export async function withReadOnlyDb<T>(dbPath: string, fn: (db: SqliteDb) => T | Promise<T>, io: FileTransport = localTransport): Promise<T> {
+export async function withReadOnlyDb<T>(
+  dbPath: string,
+  fn: (db: SqliteDb) => T | Promise<T>,
+  io: FileTransport = localTransport,
+): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'agentkeep-sqlite-'));
     try {

@@ -24,7 +24,8 @@ import { freePort, startSshd, type TestSshd } from './helpers/sshd';
 
 /** A python3 process holding fcntl.flock(LOCK_EX) on `file` for `seconds`, as Hermes' memory tool does. */
 async function holdLock(file: string, seconds: number): Promise<ChildProcess> {
-  const code = 'import fcntl,sys,time\nf=open(sys.argv[1],"a+")\nfcntl.flock(f,fcntl.LOCK_EX)\nprint("held",flush=True)\n' +
+  const code =
+    'import fcntl,sys,time\nf=open(sys.argv[1],"a+")\nfcntl.flock(f,fcntl.LOCK_EX)\nprint("held",flush=True)\n' +
     'time.sleep(float(sys.argv[2]))\nfcntl.flock(f,fcntl.LOCK_UN)\nprint("released",flush=True)\nsys.stdin.read()';
   const py = spawn('python3', ['-c', code, file, String(seconds)], { stdio: ['pipe', 'pipe', 'inherit'] });
   await new Promise<void>((resolve, reject) => {
@@ -79,14 +80,23 @@ describe('memory stores over SSH (real OpenSSH on 127.0.0.1)', function () {
 
   /** A result of the SSH store with its names replaced by the local store's, to compare. */
   const asLocal = (v: unknown, spec = remote): unknown =>
-    JSON.parse(JSON.stringify(v).split(JSON.stringify(spec).slice(1, -1)).join(local).split(`ssh://${sshd.user}@127.0.0.1:${sshd.port}`).join(''));
+    JSON.parse(
+      JSON.stringify(v)
+        .split(JSON.stringify(spec).slice(1, -1))
+        .join(local)
+        .split(`ssh://${sshd.user}@127.0.0.1:${sshd.port}`)
+        .join(''),
+    );
 
   it('parses ssh:// store strings and refuses bad ones naming the part', () => {
     const s = openStore('hermes:ssh://root@10.0.0.5:2222/root/.hermes') as HermesStore;
     assert.equal(s.location, 'ssh://root@10.0.0.5:2222/root/.hermes');
     assert.equal(s.localRoot, undefined);
     assert.equal(s.root, '/root/.hermes');
-    assert.equal((openStore('hermes:ssh://10.0.0.5/root/.hermes') as HermesStore).location, `ssh://${os.userInfo().username}@10.0.0.5:22/root/.hermes`);
+    assert.equal(
+      (openStore('hermes:ssh://10.0.0.5/root/.hermes') as HermesStore).location,
+      `ssh://${os.userInfo().username}@10.0.0.5:22/root/.hermes`,
+    );
     assert.throws(() => openStore('hermes:ssh://root@10.0.0.5'), /no path after the host/);
     assert.throws(() => openStore('hermes:ssh://root@10.0.0.5:99999/x'), /BadStore|port|Invalid/);
     assert.throws(() => openStore('hermes:ssh://root@10.0.0.5/x?identity=rel/key'), /not an absolute path/);
@@ -94,7 +104,7 @@ describe('memory stores over SSH (real OpenSSH on 127.0.0.1)', function () {
     assert.throws(() => openStore('hermes:ssh://root:pw@10.0.0.5/x'), /password/);
   });
 
-  it('list, show and provenance over SSH equal the local result on the same files; one connection, closed when idle', async () => {
+  it('list, show, provenance over SSH equal the local result; one connection, closed when idle', async () => {
     const core = new Core({ stateDir: state });
     const viaSsh = await core.listMemory({ stores: [remote] });
     const here = await core.listMemory({ stores: [local] });
@@ -115,8 +125,13 @@ describe('memory stores over SSH (real OpenSSH on 127.0.0.1)', function () {
       }
     }
     // state.db holds traced writes: provenance over SSH read the copy of state.db (+ WAL)
-    const shows = await Promise.all(here.stores.flatMap((f) => f.entries).map((e) => core.showMemory({ stores: [remote], entry: e.id })));
-    assert.ok(shows.some((s) => s.provenance.traces.length > 0), 'some entry is traced to a state.db tool call');
+    const shows = await Promise.all(
+      here.stores.flatMap((f) => f.entries).map((e) => core.showMemory({ stores: [remote], entry: e.id })),
+    );
+    assert.ok(
+      shows.some((s) => s.provenance.traces.length > 0),
+      'some entry is traced to a state.db tool call',
+    );
     assert.equal(openSshConnections(), 1);
     await new Promise((r) => setTimeout(r, 2600));
     assert.equal(openSshConnections(), 0, 'closed 2 s after the last operation');
@@ -131,7 +146,8 @@ describe('memory stores over SSH (real OpenSSH on 127.0.0.1)', function () {
       'args=json.dumps({"action":"add","target":"memory","content":"Only in the WAL."})',
       'calls=json.dumps([{"id":"w1","type":"function","function":{"name":"memory","arguments":args}}])',
       'c.execute("INSERT INTO messages(session_id, role, content, tool_calls, timestamp) VALUES (?,?,?,?,?)",' +
-        ' ((c.execute("SELECT id FROM sessions LIMIT 1").fetchone() or [None])[0], "assistant", "", calls, 1767225600.0))',
+        ' ((c.execute("SELECT id FROM sessions LIMIT 1").fetchone() or [None])[0],' +
+        ' "assistant", "", calls, 1767225600.0))',
       'c.commit()',
       'import os; print(os.path.getsize(sys.argv[1]+"-wal"))',
       'sys.stdin.read()',
@@ -156,7 +172,7 @@ describe('memory stores over SSH (real OpenSSH on 127.0.0.1)', function () {
     assert.ok((await fs.readFile(`${db}-wal`)).equals(wal), 'state.db-wal not written');
   });
 
-  it('an edit over SSH waits for Hermes\' flock on the remote, writes, and keeps the backup with the sidecar; undo puts it back', async () => {
+  it("an edit over SSH waits for Hermes' flock there, writes, keeps the backup with the sidecar; undo", async () => {
     const core = new Core({ stateDir: state });
     const before = await fs.readFile(mem());
     const [entry] = (await core.listMemory({ stores: [remote] })).stores[0].entries;
@@ -169,7 +185,9 @@ describe('memory stores over SSH (real OpenSSH on 127.0.0.1)', function () {
     // the bytes it replaced are kept by the sidecar, locally
     const backups = await fs.readdir(path.join(state, 'memory-backups'));
     assert.equal(backups.length, 1);
-    const kept = (await fs.readdir(path.join(state, 'memory-backups', backups[0]))).filter((f) => f.endsWith('-MEMORY.md'));
+    const kept = (await fs.readdir(path.join(state, 'memory-backups', backups[0]))).filter((f) =>
+      f.endsWith('-MEMORY.md'),
+    );
     assert.equal(kept.length, 1);
     assert.ok((await fs.readFile(path.join(state, 'memory-backups', backups[0], kept[0]))).equals(before));
     // undo (the params memory.edit returned) restores the old text over SSH
@@ -182,7 +200,7 @@ describe('memory stores over SSH (real OpenSSH on 127.0.0.1)', function () {
     assert.ok((await fs.readFile(mem(), 'utf8')).includes(entry.text));
   });
 
-  it('a holder that keeps the remote lock is TargetBusy naming the process on that machine; nothing written', async () => {
+  it('a holder that keeps the remote lock: TargetBusy naming the process there; nothing written', async () => {
     const s = openStore(remote) as HermesStore;
     holder = await holdLock(`${mem()}.lock`, 30);
     const e = await expectAgentKeepError(lockHermesFile(`${mem()}.lock`, 1, s.io), 'TargetBusy', /python3/);
@@ -191,7 +209,10 @@ describe('memory stores over SSH (real OpenSSH on 127.0.0.1)', function () {
     const core = new Core({ stateDir: state });
     const [entry] = (await core.listMemory({ stores: [remote] })).stores[0].entries;
     // the store's own wait (10 s) then TargetBusy, the file byte-identical
-    await expectAgentKeepError(core.editMemory({ store: remote, entry: entry.id, text: 'Never written.' }), 'TargetBusy');
+    await expectAgentKeepError(
+      core.editMemory({ store: remote, entry: entry.id, text: 'Never written.' }),
+      'TargetBusy',
+    );
     assert.ok((await fs.readFile(mem())).equals(before));
   });
 
@@ -215,7 +236,11 @@ describe('memory stores over SSH (real OpenSSH on 127.0.0.1)', function () {
     try {
       const core = new Core({ stateDir: state });
       const before = await fs.readFile(mem());
-      await expectAgentKeepError(core.addMemory({ store: remote, text: 'Never written.' }), 'Unsupported', /no flock program.*util-linux/s);
+      await expectAgentKeepError(
+        core.addMemory({ store: remote, text: 'Never written.' }),
+        'Unsupported',
+        /no flock program.*util-linux/s,
+      );
       assert.ok((await fs.readFile(mem())).equals(before));
     } finally {
       await fs.rm(fake, { force: true });
@@ -225,19 +250,26 @@ describe('memory stores over SSH (real OpenSSH on 127.0.0.1)', function () {
   it('lint checks stale claims on the remote machine (its PATH, its tool versions), not on this one', async () => {
     await fs.writeFile(mem(), 'The agent runs hermes 9.9 on its host.\n§\nProject uses Node 20 for the build.');
     const core = new Core({ stateDir: state });
-    const stale = (fs: Array<{ kind: string; message: string }>): string[] => fs.filter((f) => f.kind === 'stale').map((f) => f.message);
+    const stale = (fs: Array<{ kind: string; message: string }>): string[] =>
+      fs.filter((f) => f.kind === 'stale').map((f) => f.message);
     const viaSsh = stale((await core.lintMemory({ stores: [remote] })).findings);
     const here = stale((await core.lintMemory({ stores: [local] })).findings);
     const where = `${sshd.user}@127.0.0.1:${sshd.port}`;
     // remote: hermes 9.9.1 is there; node is 18 there (this machine's node is 20)
     assert.ok(!viaSsh.some((m) => /hermes/.test(m)), viaSsh.join('\n'));
-    assert.ok(viaSsh.some((m) => m.includes(`disagrees with ${where}`) && /node 18\.19\.1/.test(m)), viaSsh.join('\n'));
+    assert.ok(
+      viaSsh.some((m) => m.includes(`disagrees with ${where}`) && /node 18\.19\.1/.test(m)),
+      viaSsh.join('\n'),
+    );
     // here: no hermes on PATH; node agrees
-    assert.ok(here.some((m) => /hermes is not installed on this machine/.test(m)), here.join('\n'));
+    assert.ok(
+      here.some((m) => /hermes is not installed on this machine/.test(m)),
+      here.join('\n'),
+    );
     assert.ok(!here.some((m) => /Node 20/.test(m)), here.join('\n'));
   });
 
-  it('capture in a restore point of a dir: target, memory diff, and a scope agent restore writing back over SSH', async () => {
+  it('capture in a restore point of a dir: target, memory diff, a scope agent restore over SSH', async () => {
     const tree = await fs.mkdtemp(path.join(base, 'tree-'));
     await fs.writeFile(path.join(tree, 'app.txt'), 'v1\n');
     const target = `dir:${tree}`;
@@ -257,12 +289,12 @@ describe('memory stores over SSH (real OpenSSH on 127.0.0.1)', function () {
     holder = await holdLock(`${mem()}.lock`, 0.6);
     const t0 = Date.now();
     await core.restoreRestorePoint({ target, id: rp.id, scope: 'agent', stores: [remote] });
-    assert.ok(Date.now() - t0 >= 500, 'the restore waited for Hermes\' lock on the remote');
+    assert.ok(Date.now() - t0 >= 500, "the restore waited for Hermes' lock on the remote");
     assert.ok((await fs.readFile(mem())).equals(before), 'MEMORY.md written back over SSH');
     assert.equal(await fs.readFile(path.join(tree, 'app.txt'), 'utf8'), 'v2\n', 'scope agent leaves the machine alone');
   });
 
-  it('Agent Zero and mem0 over SSH: list and show equal the local result; capture and a scope agent restore over SSH', async () => {
+  it('Agent Zero and mem0 over SSH: list and show equal local; capture and a scope agent restore', async () => {
     const a0 = await fs.mkdtemp(path.join(base, 'a0-'));
     await fs.cp(path.join(FIXTURES, 'memory', 'agent-zero'), a0, { recursive: true });
     const m0 = await fs.mkdtemp(path.join(base, 'mem0-'));
@@ -276,11 +308,17 @@ describe('memory stores over SSH (real OpenSSH on 127.0.0.1)', function () {
       const viaSsh = await core.listMemory({ stores: [r] });
       const here = await core.listMemory({ stores: [l] });
       const same = (v: unknown): unknown => JSON.parse(JSON.stringify(asLocal(v, r)).split(local).join(l));
-      assert.ok(here.stores.some((f) => f.entries.length), l);
+      assert.ok(
+        here.stores.some((f) => f.entries.length),
+        l,
+      );
       assert.deepEqual(same(viaSsh.stores), here.stores, r);
       assert.equal(viaSsh.descriptions[0].localRoot, undefined);
       const e = here.stores.find((f) => f.entries.length)!.entries[0];
-      assert.deepEqual(same(await core.showMemory({ stores: [r], entry: e.id })), await core.showMemory({ stores: [l], entry: e.id }));
+      assert.deepEqual(
+        same(await core.showMemory({ stores: [r], entry: e.id })),
+        await core.showMemory({ stores: [l], entry: e.id }),
+      );
     }
     // capture both in a restore point of a dir: target, damage them, restore scope agent over SSH
     const tree = await fs.mkdtemp(path.join(base, 'tree-'));
@@ -294,25 +332,34 @@ describe('memory stores over SSH (real OpenSSH on 127.0.0.1)', function () {
     const before = await Promise.all(files.map((f) => fs.readFile(f)));
     const rp = await core.createRestorePoint({ target, stores: pairs.map(([r]) => r) });
     assert.equal(rp.agent.length, 2);
-    assert.ok(rp.agent.every((a) => a.files.length >= 2), JSON.stringify(rp.agent));
+    assert.ok(
+      rp.agent.every((a) => a.files.length >= 2),
+      JSON.stringify(rp.agent),
+    );
     await fs.writeFile(files[1], '{"model_provider":"other","model_name":"x"}');
     await fs.rm(files[0]);
     await fs.rm(files[3]);
     await core.restoreRestorePoint({ target, id: rp.id, scope: 'agent', stores: pairs.map(([r]) => r) });
-    for (const [i, f] of files.entries()) assert.ok((await fs.readFile(f)).equals(before[i]), `${f} written back over SSH`);
+    for (const [i, f] of files.entries())
+      assert.ok((await fs.readFile(f)).equals(before[i]), `${f} written back over SSH`);
   });
 
   it('the CLI bundle works over SSH with every native module refused (ssh2 runs pure JS) ', async () => {
     await buildSidecar();
     const blocker = path.join(base, 'no-native.js');
-    writeFileSync(blocker, "require('module')._extensions['.node'] = (m, f) => { throw new Error('native module refused: ' + f); };\n");
-    const r = await runSidecar(['memory', 'list', '--store', remote, '--json'], { NODE_OPTIONS: `--require ${blocker}` });
+    writeFileSync(
+      blocker,
+      "require('module')._extensions['.node'] = (m, f) => { throw new Error('native module refused: ' + f); };\n",
+    );
+    const r = await runSidecar(['memory', 'list', '--store', remote, '--json'], {
+      NODE_OPTIONS: `--require ${blocker}`,
+    });
     assert.equal(r.code, 0, r.stderr);
     const out = JSON.parse(r.stdout) as { stores: Array<{ entries: unknown[] }> };
     assert.equal(out.stores[0].entries.length, 4);
   });
 
-  it('an unknown host key is refused with its fingerprint and the command that accepts it; that command works; hashed entries match', async () => {
+  it('an unknown host key: refused with its fingerprint and the accept command, which works; hashed', async () => {
     const kh = path.join(base, 'known_hosts.empty');
     await fs.writeFile(kh, '');
     const spec = `hermes:${sshd.url(home, { known_hosts: kh })}`;
@@ -333,22 +380,36 @@ describe('memory stores over SSH (real OpenSSH on 127.0.0.1)', function () {
     assert.equal((await openStore(spec).list())[0].entries.length, 4);
   });
 
-  it('bad input: unreachable host, wrong key, not a Hermes home: clear errors naming the fix, nothing written', async () => {
+  it('bad input: unreachable host, wrong key, not a Hermes home: errors naming the fix, nothing written', async () => {
     const port = await freePort();
-    await expectAgentKeepError(openStore(`hermes:ssh://${sshd.user}@127.0.0.1:${port}${home}?known_hosts=${sshd.knownHosts}&identity=${sshd.clientKey}`).list(), 'StoreNotFound', /refused the connection.*sshd runs on port/s);
+    await expectAgentKeepError(
+      openStore(
+        `hermes:ssh://${sshd.user}@127.0.0.1:${port}${home}?known_hosts=${sshd.knownHosts}&identity=${sshd.clientKey}`,
+      ).list(),
+      'StoreNotFound',
+      /refused the connection.*sshd runs on port/s,
+    );
     const wrong = path.join(base, 'wrong_ed25519');
     await fs.rm(wrong, { force: true });
     spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', wrong]);
     const env = process.env.SSH_AUTH_SOCK;
     delete process.env.SSH_AUTH_SOCK;
     try {
-      await expectAgentKeepError(openStore(`hermes:${sshd.url(home, { identity: wrong })}`).list(), 'AuthFailed', /accepted none of the keys tried.*wrong_ed25519.*ssh-copy-id/s);
+      await expectAgentKeepError(
+        openStore(`hermes:${sshd.url(home, { identity: wrong })}`).list(),
+        'AuthFailed',
+        /accepted none of the keys tried.*wrong_ed25519.*ssh-copy-id/s,
+      );
     } finally {
       if (env !== undefined) process.env.SSH_AUTH_SOCK = env;
     }
     const empty = await fs.mkdtemp(path.join(base, 'empty-'));
     await expectAgentKeepError(openStore(`hermes:${sshd.url(empty)}`).list(), 'StoreNotFound', /Not a Hermes home/);
-    await expectAgentKeepError(openStore(`hermes:${sshd.url(path.join(base, 'nope'))}`).list(), 'StoreNotFound', /does not exist/);
+    await expectAgentKeepError(
+      openStore(`hermes:${sshd.url(path.join(base, 'nope'))}`).list(),
+      'StoreNotFound',
+      /does not exist/,
+    );
     assert.deepEqual(await fs.readdir(empty), []);
   });
 
@@ -359,7 +420,11 @@ describe('memory stores over SSH (real OpenSSH on 127.0.0.1)', function () {
     await sshd.rekey();
     const newFp = keyFingerprint(path.join(sshd.dir, 'host_ed25519.pub'));
     const core = new Core({ stateDir: state });
-    const e = await expectAgentKeepError(core.addMemory({ store: remote, text: 'Never written.' }), 'AuthFailed', /CHANGED/);
+    const e = await expectAgentKeepError(
+      core.addMemory({ store: remote, text: 'Never written.' }),
+      'AuthFailed',
+      /CHANGED/,
+    );
     assert.ok(e.message.includes(newFp) && e.message.includes(oldFp), e.message);
     assert.match(e.hint ?? '', new RegExp(`ssh-keygen -R '\\[127\\.0\\.0\\.1\\]:${sshd.port}'`));
     assert.ok((await fs.readFile(mem())).equals(before));

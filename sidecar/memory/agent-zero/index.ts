@@ -112,7 +112,10 @@ async function isDir(p: string, io: FileTransport = localTransport): Promise<boo
   }
 }
 
-async function readJson(p: string, io: FileTransport = localTransport): Promise<{ value?: unknown; error?: string; missing?: boolean }> {
+async function readJson(
+  p: string,
+  io: FileTransport = localTransport,
+): Promise<{ value?: unknown; error?: string; missing?: boolean }> {
   let raw: string;
   try {
     raw = (await io.readFile(p)).toString('utf8');
@@ -161,7 +164,10 @@ function newA0Id(): string {
 }
 
 /** The embedding model Agent Zero is configured to use, and where that was read. */
-export async function configuredEmbedding(root: string, io: FileTransport = localTransport): Promise<{ provider: string; name: string; from: string }> {
+export async function configuredEmbedding(
+  root: string,
+  io: FileTransport = localTransport,
+): Promise<{ provider: string; name: string; from: string }> {
   // current: plugin config saved by the settings UI (helpers/plugins.py determine_plugin_asset_path)
   const plug = joinOn(io, root, 'usr/plugins/_model_config/config.json');
   const p = await readJson(plug, io);
@@ -422,7 +428,10 @@ export class AgentZeroStore implements MemoryStoreAdapter {
           ),
         );
       }
-      const stored = await this.io.readFile(this.abs(dir.rel, 'index.faiss.sha256')).then((b) => b.toString('utf8'), () => undefined);
+      const stored = await this.io.readFile(this.abs(dir.rel, 'index.faiss.sha256')).then(
+        (b) => b.toString('utf8'),
+        () => undefined,
+      );
       if (stored !== undefined && stored.trim() !== createHash('sha256').update(faiss).digest('hex')) {
         out.push(
           fileError(

@@ -61,7 +61,8 @@ export const hermesStore: StoreFactory<HermesStoreOptions> = {
     const hint = 'Use hermes:/abs/path/to/.hermes (an absolute path).';
     if (!isSshLocation(rest)) return { home: localStorePath(rest, spec, hint) };
     const { path: p, params } = splitStoreOptions(rest);
-    checkStoreOptions('hermes', params, spec, SSH_OPTIONS, 'hermes:ssh://root@10.0.0.5/root/.hermes?identity=/home/me/.ssh/id_ed25519');
+    const example = 'hermes:ssh://root@10.0.0.5/root/.hermes?identity=/home/me/.ssh/id_ed25519';
+    checkStoreOptions('hermes', params, spec, SSH_OPTIONS, example);
     const place = storePlace(p, params, spec, hint, SSH_FORM);
     return { home: place.path, ssh: place.ssh };
   },

@@ -340,7 +340,9 @@ export class HermesStore implements MemoryStoreAdapter {
     };
     if (!(await exists(this.abs('memories'), this.io))) return { release };
     try {
-      for (const rel of Object.values(EDITABLE)) held.push(await lockHermesFile(this.abs(rel) + '.lock', undefined, this.io));
+      for (const rel of Object.values(EDITABLE)) {
+        held.push(await lockHermesFile(this.abs(rel) + '.lock', undefined, this.io));
+      }
     } catch (e) {
       await release();
       throw e;
@@ -394,7 +396,8 @@ export class HermesStore implements MemoryStoreAdapter {
       const rel = Object.values(EDITABLE).find((r) => this.io.display(this.abs(r)) === file);
       if (!rel) {
         // another file of the home (MemoryFile.file is shown as a URL on another machine)
-        const own = this.io.remote && file.startsWith(`${this.location}/`) ? this.abs(decodeURI(file.slice(this.location.length))) : file;
+        const mine = this.io.remote && file.startsWith(`${this.location}/`);
+        const own = mine ? this.abs(decodeURI(file.slice(this.location.length))) : file;
         return sha256(await this.io.readFile(own).catch(() => Buffer.alloc(0)));
       }
       return sha256(await raw(rel));

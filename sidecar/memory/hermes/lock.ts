@@ -36,7 +36,11 @@ export const LOCK_WAIT_S = 10;
  *   FileError when the lock file cannot be opened; Unsupported when the other machine has no `flock`
  *   (nothing is written there without Hermes' lock)
  */
-export async function lockHermesFile(lockFile: string, waitS = LOCK_WAIT_S, io: FileTransport = localTransport): Promise<HermesLock> {
+export async function lockHermesFile(
+  lockFile: string,
+  waitS = LOCK_WAIT_S,
+  io: FileTransport = localTransport,
+): Promise<HermesLock> {
   const shown = io.display(lockFile);
   try {
     await io.touch(lockFile); // Hermes opens it the same way; it stays empty
@@ -60,7 +64,9 @@ export async function lockHermesFile(lockFile: string, waitS = LOCK_WAIT_S, io: 
     cmd = await io.spawn(['flock', '-x', '-w', String(waitS), lockFile, 'sh', '-c', 'echo locked; read _']);
   } catch (e) {
     // no flock program here: see the module doc (the compare-and-swap is the only guard)
-    if (!io.remote && (e as NodeJS.ErrnoException).code === 'ENOENT') return { held: false, release: async () => undefined };
+    if (!io.remote && (e as NodeJS.ErrnoException).code === 'ENOENT') {
+      return { held: false, release: async () => undefined };
+    }
     throw e;
   }
   return new Promise<HermesLock>((resolve, reject) => {
@@ -89,8 +95,10 @@ export async function lockHermesFile(lockFile: string, waitS = LOCK_WAIT_S, io: 
         reject(
           new AgentKeepError(
             'Unsupported',
-            `${io.where} has no flock program, so AgentKeep cannot take Hermes' memory lock ${shown} there. Nothing was changed.`,
-            'Install util-linux on that machine (Debian/Ubuntu: apt-get install util-linux; Alpine: apk add util-linux), then try again.',
+            `${io.where} has no flock program, so AgentKeep cannot take Hermes' memory lock ${shown} there. ` +
+              'Nothing was changed.',
+            'Install util-linux on that machine (Debian/Ubuntu: apt-get install util-linux; Alpine: apk add ' +
+              'util-linux), then try again.',
           ),
         );
         return;

@@ -167,7 +167,11 @@ export async function dirProbe(root: string, where: string, opts: { home?: strin
  * claim), then `@o <line>` per line of /etc/os-release when asked. Versions run with `timeout`
  * where the machine has it, LC_ALL=C, stdin closed.
  */
-export function probeScript(items: ReadonlyArray<{ kind: 'path'; path: string } | { kind: 'command'; name: string; versionArgs?: string[] }>, wantOs: boolean, timeoutS: number): string {
+export function probeScript(
+  items: ReadonlyArray<{ kind: 'path'; path: string } | { kind: 'command'; name: string; versionArgs?: string[] }>,
+  wantOs: boolean,
+  timeoutS: number,
+): string {
   const lines = [`if command -v timeout >/dev/null 2>&1; then T="timeout ${timeoutS}"; else T=; fi`];
   items.forEach((it, i) => {
     if (it.kind === 'path') {
@@ -178,7 +182,8 @@ export function probeScript(items: ReadonlyArray<{ kind: 'path'; path: string } 
     lines.push(`f=$(command -v ${shellQuote(it.name)} 2>/dev/null | head -n 1); echo "@${i} $f"`);
     if (it.versionArgs) {
       const args = it.versionArgs.map(shellQuote).join(' ');
-      lines.push(`if [ -n "$f" ]; then v=$(LC_ALL=C $T "$f" ${args} 2>&1 </dev/null | head -c 2000 | tr '\\n' ' '); echo "@${i}v $v"; fi`);
+      const run = `LC_ALL=C $T "$f" ${args} 2>&1 </dev/null | head -c 2000 | tr '\\n' ' '`;
+      lines.push(`if [ -n "$f" ]; then v=$(${run}); echo "@${i}v $v"; fi`);
     }
   });
   if (wantOs) lines.push("[ -r /etc/os-release ] && sed 's/^/@o /' /etc/os-release");
@@ -192,18 +197,26 @@ export function probeScript(items: ReadonlyArray<{ kind: 'path'; path: string } 
  * (undefined for what it could not tell, so the claim is not judged). `home` is what "~" means: the
  * agent's home on that machine (null: unknown, ~ paths are not judged).
  */
-export function transportProbe(io: FileTransport, opts: { home?: string | null; timeoutMs?: number } = {}): MachineProbe {
+export function transportProbe(
+  io: FileTransport,
+  opts: { home?: string | null; timeoutMs?: number } = {},
+): MachineProbe {
   const home = opts.home ?? null;
   const perCommandS = Math.max(1, Math.round((opts.timeoutMs ?? 2000) / 1000));
   const paths = new Map<string, PathFact>();
   const commands = new Map<string, CommandFact>();
   let osFact: MachineFacts['os'] | undefined;
-  const expand = (p: string): string | undefined => (p.startsWith('~') ? (home === null ? undefined : path.posix.join(home, p.slice(2))) : p);
+  const expand = (p: string): string | undefined => {
+    if (!p.startsWith('~')) return p;
+    return home === null ? undefined : path.posix.join(home, p.slice(2));
+  };
   return {
     where: io.where,
     ...(home === null ? { limits: NO_HOME } : {}),
     async prepare(claims, deadlineMs) {
-      type Item = { kind: 'path'; path: string; key: string } | { kind: 'command'; name: string; versionArgs?: string[]; key: string };
+      type Item =
+        | { kind: 'path'; path: string; key: string }
+        | { kind: 'command'; name: string; versionArgs?: string[]; key: string };
       const items: Item[] = [];
       const seen = new Set<string>();
       let wantOs = false;
@@ -225,10 +238,12 @@ export function transportProbe(io: FileTransport, opts: { home?: string | null; 
         if (seen.has(k)) continue;
         seen.add(k);
         const argv = Object.values(VERSION_COMMANDS).find((a) => a[0] === bin) ?? [bin, '--version'];
-        items.push({ kind: 'command', name: bin, key: `${bin}:${withVersion}`, ...(withVersion ? { versionArgs: argv.slice(1) } : {}) });
+        const versionArgs = withVersion ? { versionArgs: argv.slice(1) } : {};
+        items.push({ kind: 'command', name: bin, key: `${bin}:${withVersion}`, ...versionArgs });
       }
       if (!items.length && !wantOs) return;
-      const r = await io.exec(['sh', '-c', probeScript(items, wantOs, perCommandS)], { timeoutMs: Math.max(1000, deadlineMs) });
+      const script = probeScript(items, wantOs, perCommandS);
+      const r = await io.exec(['sh', '-c', script], { timeoutMs: Math.max(1000, deadlineMs) });
       if (r.code === null) return; // timed out: nothing is judged
       const out = new Map<string, string>();
       const osLines: string[] = [];
@@ -251,7 +266,8 @@ export function transportProbe(io: FileTransport, opts: { home?: string | null; 
           return;
         }
         const version = it.versionArgs ? parseVersion(out.get(`${i}v`) ?? '') : undefined;
-        const detail = it.versionArgs ? `${found} ${it.versionArgs.join(' ')} on ${io.where}` : `${found} on ${io.where}`;
+        const run = it.versionArgs ? `${found} ${it.versionArgs.join(' ')}` : found;
+        const detail = `${run} on ${io.where}`;
         commands.set(it.key, { found: true, ...(version ? { version } : {}), detail });
       });
       const text = osLines.join('\n');

@@ -66,7 +66,10 @@ export function agentHome(adapters: ReadonlyArray<Pick<MemoryStoreAdapter, 'lint
  * every store is on that one machine; `mixed` names the machines when they differ (stale claims
  * cannot be judged against one of them for all); undefined when every store is on this machine.
  */
-export function storeMachine(adapters: ReadonlyArray<Pick<MemoryStoreAdapter, 'lintProfile'>>): { io?: FileTransport; mixed?: string[] } {
+export function storeMachine(adapters: ReadonlyArray<Pick<MemoryStoreAdapter, 'lintProfile'>>): {
+  io?: FileTransport;
+  mixed?: string[];
+} {
   const where = new Map<string, FileTransport | undefined>();
   for (const a of adapters) {
     const io = a.lintProfile?.machine;
@@ -83,13 +86,20 @@ export function storeMachine(adapters: ReadonlyArray<Pick<MemoryStoreAdapter, 'l
  * Stores on another machine (storeMachine) are checked there, unless a target with a local root
  * names the machine's files explicitly.
  */
-async function machineProbe(target: string | undefined, home: string | null | undefined, deps: RunLintDeps, adapters: MemoryStoreAdapter[] = []): Promise<{ probe?: MachineProbe; skipped?: string }> {
+async function machineProbe(
+  target: string | undefined,
+  home: string | null | undefined,
+  deps: RunLintDeps,
+  adapters: MemoryStoreAdapter[] = [],
+): Promise<{ probe?: MachineProbe; skipped?: string }> {
   if (deps.probe !== undefined) return deps.probe ? { probe: deps.probe } : {};
   const m = storeMachine(adapters);
   const t = target ? describeTarget(target) : undefined;
   if (m.mixed && !t?.localRoot) {
     return {
-      skipped: `Stale claims were not checked: the stores are on different machines (${m.mixed.join(', ')}), and a claim is about the machine its agent runs on. Lint the stores of each machine on their own.`,
+      skipped:
+        `Stale claims were not checked: the stores are on different machines (${m.mixed.join(', ')}), and a ` +
+        'claim is about the machine its agent runs on. Lint the stores of each machine on their own.',
     };
   }
   if (m.io && !t?.localRoot) return { probe: transportProbe(m.io, { home }) };

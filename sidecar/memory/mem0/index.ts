@@ -236,7 +236,13 @@ export class Mem0Store implements MemoryStoreAdapter {
     }, io);
   }
 
-  private readPoints(dbPath: string, collection: string, file: string, warnings: string[], io: FileTransport = this.io): Promise<MemoryEntry[]> {
+  private readPoints(
+    dbPath: string,
+    collection: string,
+    file: string,
+    warnings: string[],
+    io: FileTransport = this.io,
+  ): Promise<MemoryEntry[]> {
     return withReadOnlyDb(dbPath, (db) => {
       if (!columns(db, 'points').length) {
         warnings.push(`${io.display(dbPath)} has no points table; not a Qdrant local collection.`);
@@ -493,7 +499,8 @@ export class Mem0Store implements MemoryStoreAdapter {
         const tmp = path.join(dir, `${files.length}.sqlite`);
         await fs.writeFile(tmp, buf);
         const warnings: string[] = [];
-        const entries = (await this.readPoints(tmp, name, src.display(rel), warnings, localTransport)).sort(byCreatedThenId);
+        const points = await this.readPoints(tmp, name, src.display(rel), warnings, localTransport);
+        const entries = points.sort(byCreatedThenId);
         files.push({ kind: 'mem0', file: src.display(rel), store: this.spec, entries, readOnly, ...(warnings.length ? { warnings } : {}) });
       }
       if (!files.length) {

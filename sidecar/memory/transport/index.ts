@@ -122,7 +122,10 @@ export interface FileTransport {
    * @throws when it cannot be started at all (ENOENT-coded error locally: no such program) or the
    *   machine cannot be reached; a non-zero exit is a result, not an error
    */
-  exec(argv: readonly string[], opts?: { stdin?: Uint8Array; timeoutMs?: number; env?: Record<string, string> }): Promise<ExecResult>;
+  exec(
+    argv: readonly string[],
+    opts?: { stdin?: Uint8Array; timeoutMs?: number; env?: Record<string, string> },
+  ): Promise<ExecResult>;
   /** Start a long-running command with piped stdin/stdout (a lock holder). */
   spawn(argv: readonly string[]): Promise<RunningCommand>;
 }

@@ -46,7 +46,13 @@ export function parseKnownHosts(text: string, file: string): KnownHostLine[] {
 
 /** Whether one glob pattern (`*`, `?`) matches `name`, case-insensitively (OpenSSH match_pattern). */
 function globMatch(pattern: string, name: string): boolean {
-  const re = new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`, 'i');
+  const re = new RegExp(
+    `^${pattern
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.')}$`,
+    'i',
+  );
   return re.test(name);
 }
 

@@ -20,7 +20,7 @@ export interface SshLocation {
   port: number;
   /** Absolute path on that machine (normalised, no trailing slash). */
   path: string;
-  /** Private key file to log in with (`?identity=`); default: the SSH agent, then ~/.ssh/id_ed25519, id_ecdsa, id_rsa. */
+  /** Private key file to log in with (`?identity=`); default: the SSH agent, then ~/.ssh/id_ed25519, id_rsa... */
   identity?: string;
   /** known_hosts file to check the host key against (`?known_hosts=`); default ~/.ssh/known_hosts. */
   knownHosts?: string;
@@ -57,7 +57,11 @@ export function sshWhere(l: Pick<SshLocation, 'user' | 'host' | 'port'>): string
  */
 export function parseSshLocation(url: string, params: URLSearchParams, spec: string, form: string): SshLocation {
   const bad = (what: string): AgentKeepError =>
-    new AgentKeepError('BadStore', `Bad SSH location in store "${spec}": ${what}.`, `Use ${form}, e.g. ${form.replace(/user@host\[:port\]/, 'root@10.0.0.5')}.`);
+    new AgentKeepError(
+      'BadStore',
+      `Bad SSH location in store "${spec}": ${what}.`,
+      `Use ${form}, e.g. ${form.replace(/user@host\[:port\]/, 'root@10.0.0.5')}.`,
+    );
   let u: URL;
   try {
     u = new URL(url);

@@ -53,7 +53,12 @@ const SFTP_CODES: Record<number, string> = { 1: 'EOF', 2: 'ENOENT', 3: 'EACCES',
 function sftpError(e: unknown, step: string, shown: string): NodeJS.ErrnoException {
   const raw = e as { code?: number | string; message?: string };
   const code = typeof raw.code === 'number' ? (SFTP_CODES[raw.code] ?? 'EIO') : (raw.code ?? 'EIO');
-  const what = code === 'ENOENT' ? 'no such file or directory' : code === 'EACCES' ? 'permission denied' : raw.message || String(e);
+  const what =
+    code === 'ENOENT'
+      ? 'no such file or directory'
+      : code === 'EACCES'
+        ? 'permission denied'
+        : raw.message || String(e);
   return Object.assign(new Error(`${step} ${shown}: ${what}`), { code });
 }
 
@@ -174,7 +179,16 @@ function algorithmsFor(type: string): string[] {
 }
 
 /** Host key algorithms ssh2 1.x verifies (lib/protocol/constants.js SUPPORTED_SERVER_HOST_KEY). */
-const HOST_KEY_ALGS = ['ssh-ed25519', 'ecdsa-sha2-nistp256', 'ecdsa-sha2-nistp384', 'ecdsa-sha2-nistp521', 'rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa', 'ssh-dss'];
+const HOST_KEY_ALGS = [
+  'ssh-ed25519',
+  'ecdsa-sha2-nistp256',
+  'ecdsa-sha2-nistp384',
+  'ecdsa-sha2-nistp521',
+  'rsa-sha2-512',
+  'rsa-sha2-256',
+  'ssh-rsa',
+  'ssh-dss',
+];
 
 /** ssh-keyscan's name of a key type (-t). */
 function keyscanType(type: string): string {
@@ -251,7 +265,12 @@ async function authMethods(loc: SshLocation): Promise<{ methods: AnyAuthMethod[]
 }
 
 /** The AuthFailed error for a host key known_hosts does not vouch for. */
-function hostKeyError(loc: SshLocation, v: Exclude<HostKeyVerdict, { status: 'known' }>, blob: Buffer | undefined, files: string[]): AgentKeepError {
+function hostKeyError(
+  loc: SshLocation,
+  v: Exclude<HostKeyVerdict, { status: 'known' }>,
+  blob: Buffer | undefined,
+  files: string[],
+): AgentKeepError {
   const name = hostKeyName(loc.host, loc.port);
   const file = tilde(loc.knownHosts ?? files[0]);
   const type = blob ? keyTypeOf(blob) : v.status === 'changed' ? v.lines[0].type : 'ssh-ed25519';
@@ -273,7 +292,7 @@ function hostKeyError(loc: SshLocation, v: Exclude<HostKeyVerdict, { status: 'kn
       'AuthFailed',
       `The host key of ${name} (${presented}) is marked @revoked in ${tilde(v.line.file)} line ${v.line.line}. ` +
         'AgentKeep refuses to connect; nothing was read or written.',
-      'Ask the host\'s admin for its current key; remove the @revoked line only if the revocation was a mistake.',
+      "Ask the host's admin for its current key; remove the @revoked line only if the revocation was a mistake.",
     );
   }
   const old = v.lines.map((l) => `${l.type} ${fingerprint(l.key)} (${tilde(l.file)} line ${l.line})`).join(', ');
@@ -309,9 +328,15 @@ function socketError(loc: SshLocation, e: NodeJS.ErrnoException): AgentKeepError
 async function connect(loc: SshLocation, key: string, timeoutMs: number): Promise<Connection> {
   const where = sshWhere(loc);
   const deadline = Date.now() + timeoutMs;
-  const files = loc.knownHosts ? [loc.knownHosts] : [path.join(os.homedir(), '.ssh', 'known_hosts'), '/etc/ssh/ssh_known_hosts'];
+  const files = loc.knownHosts
+    ? [loc.knownHosts]
+    : [path.join(os.homedir(), '.ssh', 'known_hosts'), '/etc/ssh/ssh_known_hosts'];
   const lines = await readKnownHosts(files).catch((e: Error) => {
-    throw new AgentKeepError('AuthFailed', `Cannot read known_hosts ${files.join(', ')}: ${e.message}.`, 'Fix its permissions so the sidecar can read it.');
+    throw new AgentKeepError(
+      'AuthFailed',
+      `Cannot read known_hosts ${files.join(', ')}: ${e.message}.`,
+      'Fix its permissions so the sidecar can read it.',
+    );
   });
   const name = hostKeyName(loc.host, loc.port);
   const types = recordedTypes(lines, name);
@@ -320,7 +345,8 @@ async function connect(loc: SshLocation, key: string, timeoutMs: number): Promis
     new AgentKeepError(
       'StoreNotFound',
       `SSH to ${where}: ${step} timed out after ${Math.round(timeoutMs / 1000)} s.`,
-      `Check that ${loc.host} is up and reachable on port ${loc.port} (ssh -p ${loc.port} ${loc.user}@${loc.host} true).`,
+      `Check that ${loc.host} is up and reachable on port ${loc.port} ` +
+        `(ssh -p ${loc.port} ${loc.user}@${loc.host} true).`,
     );
   const sock = await new Promise<net.Socket>((resolve, reject) => {
     const s = net.connect({ host: loc.host, port: loc.port, noDelay: true });
@@ -352,7 +378,9 @@ async function connect(loc: SshLocation, key: string, timeoutMs: number): Promis
       verdict = checkHostKey(lines, name, blob);
       return verdict.status === 'known';
     },
-    ...(algs.length ? { algorithms: { serverHostKey: algs as NonNullable<ConnectConfig['algorithms']>['serverHostKey'] } } : {}),
+    ...(algs.length
+      ? { algorithms: { serverHostKey: algs as NonNullable<ConnectConfig['algorithms']>['serverHostKey'] } }
+      : {}),
   };
   return new Promise<Connection>((resolve, reject) => {
     let done = false;
@@ -386,9 +414,23 @@ async function connect(loc: SshLocation, key: string, timeoutMs: number): Promis
         );
       }
       if (e.level === 'client-timeout') return fail(timedOut('the SSH handshake and login'));
-      fail(new AgentKeepError('StoreNotFound', `SSH to ${where} failed during the handshake: ${msg}.`, `Check that port ${loc.port} of ${loc.host} is an SSH server.`));
+      fail(
+        new AgentKeepError(
+          'StoreNotFound',
+          `SSH to ${where} failed during the handshake: ${msg}.`,
+          `Check that port ${loc.port} of ${loc.host} is an SSH server.`,
+        ),
+      );
     });
-    client.on('close', () => fail(new AgentKeepError('StoreNotFound', `SSH to ${where}: the server closed the connection during the handshake.`, `Check sshd's log on ${loc.host}.`)));
+    client.on('close', () =>
+      fail(
+        new AgentKeepError(
+          'StoreNotFound',
+          `SSH to ${where}: the server closed the connection during the handshake.`,
+          `Check sshd's log on ${loc.host}.`,
+        ),
+      ),
+    );
     client.connect(cfg);
   });
 }
@@ -438,7 +480,12 @@ export class SshTransport implements FileTransport {
   }
 
   /** Run `f` on the connection (kept open and referenced meanwhile), within the op timeout. */
-  private async use<T>(step: string, shown: string, f: (c: Connection) => Promise<T>, timeoutMs = this.opMs): Promise<T> {
+  private async use<T>(
+    step: string,
+    shown: string,
+    f: (c: Connection) => Promise<T>,
+    timeoutMs = this.opMs,
+  ): Promise<T> {
     const c = await connectionFor(this.loc, this.connectMs);
     c.acquire();
     let timer: NodeJS.Timeout | undefined;
@@ -465,11 +512,17 @@ export class SshTransport implements FileTransport {
   }
 
   /** One SFTP call with Node-style errors. */
-  private sftp<T>(step: string, abs: string, call: (s: SFTPWrapper, cb: (err: unknown, v?: T) => void) => void): Promise<T> {
+  private sftp<T>(
+    step: string,
+    abs: string,
+    call: (s: SFTPWrapper, cb: (err: unknown, v?: T) => void) => void,
+  ): Promise<T> {
     const shown = this.display(abs);
     return this.use(step, shown, async (c) => {
       const s = await c.sftp();
-      return new Promise<T>((resolve, reject) => call(s, (err, v) => (err ? reject(sftpError(err, step, shown)) : resolve(v as T))));
+      return new Promise<T>((resolve, reject) =>
+        call(s, (err, v) => (err ? reject(sftpError(err, step, shown)) : resolve(v as T))),
+      );
     });
   }
 
@@ -558,16 +611,19 @@ export class SshTransport implements FileTransport {
     await this.use('write', shown, async (c) => {
       const s = await c.sftp();
       const call = <T>(step: string, f: (cb: (err: unknown, v?: T) => void) => void): Promise<T> =>
-        new Promise<T>((resolve, reject) => f((err, v) => (err ? reject(sftpError(err, step, shown)) : resolve(v as T))));
+        new Promise<T>((resolve, reject) =>
+          f((err, v) => (err ? reject(sftpError(err, step, shown)) : resolve(v as T))),
+        );
       const h = await call<Buffer>('create', (cb) => s.open(abs, 'wx', { mode }, cb));
       try {
-        const write = (buf: Buffer, pos: number): Promise<void> => call('write', (cb) => s.write(h, buf, 0, buf.length, pos, cb));
+        const write = (buf: Buffer, pos: number): Promise<void> =>
+          call('write', (cb) => s.write(h, buf, 0, buf.length, pos, cb));
         const CHUNK = 32 * 1024;
         if ('localFile' in data) {
           const src = await fs.open(data.localFile, 'r');
           try {
             const buf = Buffer.alloc(CHUNK);
-            for (let pos = 0; ; ) {
+            for (let pos = 0; ;) {
               const { bytesRead } = await src.read(buf, 0, CHUNK, pos);
               if (!bytesRead) break;
               await write(Buffer.from(buf.subarray(0, bytesRead)), pos);
@@ -581,7 +637,8 @@ export class SshTransport implements FileTransport {
           for (let pos = 0; pos < b.length; pos += CHUNK) await write(b.subarray(pos, pos + CHUNK), pos);
         }
         await call('chmod', (cb) => s.fchmod(h, mode, cb)); // exact mode, whatever sftp-server's umask
-        await call('fsync', (cb) => s.ext_openssh_fsync(h, cb)).catch(() => undefined); // fsync@openssh.com where offered
+        // fsync@openssh.com where the server offers it
+        await call('fsync', (cb) => s.ext_openssh_fsync(h, cb)).catch(() => undefined);
       } finally {
         await call('close', (cb) => s.close(h, cb)).catch(() => undefined);
       }
@@ -600,7 +657,8 @@ export class SshTransport implements FileTransport {
     } catch (e) {
       if (!/not supported|unsupported/i.test((e as Error).message)) throw e;
       const r = await this.exec(['mv', '-f', '--', from, to]);
-      if (r.code !== 0) throw Object.assign(new Error(`rename ${this.display(from)}: ${r.stderr.toString().trim()}`), { code: 'EIO' });
+      if (r.code !== 0)
+        throw Object.assign(new Error(`rename ${this.display(from)}: ${r.stderr.toString().trim()}`), { code: 'EIO' });
     }
   }
 
@@ -613,7 +671,8 @@ export class SshTransport implements FileTransport {
     if (st.isDirectory()) {
       if (!opts.recursive) return this.rmdir(abs);
       const r = await this.exec(['rm', '-rf', '--', abs]);
-      if (r.code !== 0) throw Object.assign(new Error(`remove ${this.display(abs)}: ${r.stderr.toString().trim()}`), { code: 'EIO' });
+      if (r.code !== 0)
+        throw Object.assign(new Error(`remove ${this.display(abs)}: ${r.stderr.toString().trim()}`), { code: 'EIO' });
       return;
     }
     await this.sftp<void>('remove', abs, (s, cb) => s.unlink(abs, cb)).catch((e: NodeJS.ErrnoException) => {
@@ -662,7 +721,14 @@ export class SshTransport implements FileTransport {
           c.client.exec(line, (err, ch) => {
             if (err) {
               c.channels.give();
-              reject(new AgentKeepError('FileError', `SSH ${this.where}: cannot run ${line.slice(0, 80)}: ${err.message}.`, `Check that ${this.loc.user} may run commands on ${this.loc.host} (no ForceCommand or restricted shell).`));
+              reject(
+                new AgentKeepError(
+                  'FileError',
+                  `SSH ${this.where}: cannot run ${line.slice(0, 80)}: ${err.message}.`,
+                  `Check that ${this.loc.user} may run commands on ${this.loc.host} ` +
+                    '(no ForceCommand or restricted shell).',
+                ),
+              );
               return;
             }
             let given = false;
@@ -678,7 +744,10 @@ export class SshTransport implements FileTransport {
     );
   }
 
-  exec(argv: readonly string[], opts: { stdin?: Uint8Array; timeoutMs?: number; env?: Record<string, string> } = {}): Promise<ExecResult> {
+  exec(
+    argv: readonly string[],
+    opts: { stdin?: Uint8Array; timeoutMs?: number; env?: Record<string, string> } = {},
+  ): Promise<ExecResult> {
     const line = this.commandLine(argv, opts.env);
     const run = (c: Connection): Promise<ExecResult> =>
       this.channel(c, line).then(

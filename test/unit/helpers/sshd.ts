@@ -21,10 +21,15 @@ export function ensureSshd(): void {
   if (process.getuid?.() === 0 && spawnSync('sh', ['-c', 'command -v apt-get']).status === 0) {
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
     spawnSync('apt-get', ['update', '-qq'], { stdio: 'ignore', env });
-    const r = spawnSync('apt-get', ['install', '-y', '-qq', '-o', 'DPkg::Lock::Timeout=600', 'openssh-server'], { stdio: 'ignore', env });
+    const r = spawnSync('apt-get', ['install', '-y', '-qq', '-o', 'DPkg::Lock::Timeout=600', 'openssh-server'], {
+      stdio: 'ignore',
+      env,
+    });
     if (r.status === 0 && existsSync(SSHD)) return;
   }
-  throw new Error(`${SSHD} is missing: install openssh-server (sudo apt-get install -y openssh-server) to run the SSH store tests.`);
+  throw new Error(
+    `${SSHD} is missing: install openssh-server (sudo apt-get install -y openssh-server) to run the SSH store tests.`,
+  );
 }
 
 /** A free TCP port on 127.0.0.1. */
@@ -84,7 +89,8 @@ async function waitForPort(port: number, child: ChildProcess, log: () => string)
 /** Start a private sshd (see the module doc). `path`: directories put first on the sessions' PATH. */
 export async function startSshd(opts: { path?: string[] } = {}): Promise<TestSshd> {
   ensureSshd();
-  if (process.getuid?.() === 0) await fs.mkdir('/run/sshd', { recursive: true, mode: 0o755 }); // privilege separation dir
+  // sshd's privilege separation directory
+  if (process.getuid?.() === 0) await fs.mkdir('/run/sshd', { recursive: true, mode: 0o755 });
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'agentkeep-sshd-'));
   const hostKeyFile = path.join(dir, 'host_ed25519');
   const clientKey = path.join(dir, 'client_ed25519');
