@@ -10,13 +10,14 @@
 import * as assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { promises as fs, writeFileSync } from 'node:fs';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
 import { openStore } from '../../sidecar/memory';
 import { lockHermesFile } from '../../sidecar/memory/hermes/lock';
 import type { HermesStore } from '../../sidecar/memory/hermes';
-import { closeSshConnections, openSshConnections } from '../../sidecar/memory/transport/ssh';
+import { closeSshConnections, openSshConnections, SshTransport } from '../../sidecar/memory/transport/ssh';
 import { FIXTURES } from './helpers/paths';
 import { expectAgentKeepError } from './helpers/errors';
 import { buildSidecar, runSidecar } from './helpers/sidecar';
@@ -411,6 +412,85 @@ describe('memory stores over SSH (real OpenSSH on 127.0.0.1)', function () {
       /does not exist/,
     );
     assert.deepEqual(await fs.readdir(empty), []);
+  });
+
+  it('logs in with a key from the SSH agent (SSH_AUTH_SOCK) when no ?identity= is given', async () => {
+    const sock = path.join(base, 'agent.sock');
+    const agent = spawn('ssh-agent', ['-D', '-a', sock], { stdio: 'ignore' });
+    const saved = process.env.SSH_AUTH_SOCK;
+    try {
+      for (let i = 0; i < 100 && !(await fs.stat(sock).catch(() => undefined)); i++)
+        await new Promise((r) => setTimeout(r, 50));
+      const add = spawnSync('ssh-add', [sshd.clientKey], { env: { ...process.env, SSH_AUTH_SOCK: sock } });
+      assert.equal(add.status, 0, add.stderr.toString());
+      process.env.SSH_AUTH_SOCK = sock;
+      closeSshConnections();
+      const spec = `hermes:ssh://${sshd.user}@127.0.0.1:${sshd.port}${home}?known_hosts=${sshd.knownHosts}`;
+      assert.equal((await openStore(spec).list())[0].entries.length, 4);
+    } finally {
+      if (saved === undefined) delete process.env.SSH_AUTH_SOCK;
+      else process.env.SSH_AUTH_SOCK = saved;
+      closeSshConnections();
+      agent.kill();
+    }
+  });
+
+  it('timeouts name the host and the step: a server that never speaks SSH, a stopped session', async () => {
+    // a TCP server that accepts and stays silent: the handshake times out (connect budget 1 s here)
+    const silent = net.createServer((sock) => sock.on('error', () => undefined));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const port = (silent.address() as net.AddressInfo).port;
+    try {
+      const loc = {
+        user: sshd.user,
+        host: '127.0.0.1',
+        port,
+        path: home,
+        identity: sshd.clientKey,
+        knownHosts: sshd.knownHosts,
+      };
+      const t0 = Date.now();
+      await expectAgentKeepError(
+        new SshTransport(loc, { connectMs: 1000 }).stat(home),
+        'StoreNotFound',
+        new RegExp(`SSH to ${sshd.user}@127\\.0\\.0\\.1:${port}: .*timed out after 1 s`),
+      );
+      assert.ok(Date.now() - t0 < 5000);
+    } finally {
+      silent.close();
+    }
+    // a live connection whose sshd session is stopped (SIGSTOP): the next operation times out (1 s here)
+    closeSshConnections();
+    const io = new SshTransport(
+      {
+        user: sshd.user,
+        host: '127.0.0.1',
+        port: sshd.port,
+        path: home,
+        identity: sshd.clientKey,
+        knownHosts: sshd.knownHosts,
+      },
+      { opMs: 1000 },
+    );
+    await io.stat(home);
+    const pids = sshd.sessions();
+    assert.ok(pids.length >= 1);
+    for (const pid of pids) process.kill(pid, 'SIGSTOP');
+    try {
+      await expectAgentKeepError(
+        io.readFile(mem()),
+        'FileError',
+        new RegExp(`SSH ${sshd.user}@127\\.0\\.0\\.1:${sshd.port}: read ssh://.*MEMORY\\.md timed out after 1 s`),
+      );
+    } finally {
+      for (const pid of pids) {
+        process.kill(pid, 'SIGCONT');
+        process.kill(pid, 'SIGTERM');
+      }
+    }
+    // the connection was dropped: the next call connects again and works
+    assert.ok((await io.readFile(mem())).length > 0);
+    closeSshConnections();
   });
 
   it('a changed host key is refused (fingerprints old and new, the fix), nothing written', async () => {

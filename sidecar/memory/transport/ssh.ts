@@ -483,26 +483,39 @@ export class SshTransport implements FileTransport {
   private async use<T>(
     step: string,
     shown: string,
-    f: (c: Connection) => Promise<T>,
+    f: (c: Connection, progress: () => void) => Promise<T>,
     timeoutMs = this.opMs,
   ): Promise<T> {
     const c = await connectionFor(this.loc, this.connectMs);
     c.acquire();
     let timer: NodeJS.Timeout | undefined;
+    let moved = false;
+    let fail: (e: Error) => void = () => undefined;
+    const arm = (): void => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        c.close(); // its state is unknown now: the next call connects again
+        const s = Math.round(timeoutMs / 1000);
+        fail(
+          new AgentKeepError(
+            'FileError',
+            `SSH ${this.where}: ${step} ${shown} ${moved ? `made no progress for ${s} s` : `timed out after ${s} s`}.`,
+            `Check the connection to ${this.loc.host} and that the machine is not overloaded, then try again.`,
+          ),
+        );
+      }, timeoutMs);
+    };
+    // a transfer that keeps moving (progress) is not cut off: the timeout counts from its last chunk
+    const progress = (): void => {
+      moved = true;
+      arm();
+    };
     try {
       return await Promise.race([
-        f(c),
+        f(c, progress),
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => {
-            c.close(); // its state is unknown now: the next call connects again
-            reject(
-              new AgentKeepError(
-                'FileError',
-                `SSH ${this.where}: ${step} ${shown} timed out after ${Math.round(timeoutMs / 1000)} s.`,
-                `Check the connection to ${this.loc.host} and that the machine is not overloaded, then try again.`,
-              ),
-            );
-          }, timeoutMs);
+          fail = reject;
+          arm();
         }),
       ]);
     } finally {
@@ -596,10 +609,12 @@ export class SshTransport implements FileTransport {
 
   async download(abs: string, dest: string): Promise<void> {
     const shown = this.display(abs);
-    await this.use('copy', shown, async (c) => {
+    await this.use('copy', shown, async (c, progress) => {
       const s = await c.sftp();
       try {
-        await pipeline(s.createReadStream(abs), createWriteStream(dest));
+        const src = s.createReadStream(abs);
+        src.on('data', progress);
+        await pipeline(src, createWriteStream(dest));
       } catch (e) {
         throw sftpError(e, 'copy', shown);
       }
@@ -608,7 +623,7 @@ export class SshTransport implements FileTransport {
 
   async writeNew(abs: string, data: Uint8Array | { localFile: string }, mode: number): Promise<void> {
     const shown = this.display(abs);
-    await this.use('write', shown, async (c) => {
+    await this.use('write', shown, async (c, progress) => {
       const s = await c.sftp();
       const call = <T>(step: string, f: (cb: (err: unknown, v?: T) => void) => void): Promise<T> =>
         new Promise<T>((resolve, reject) =>
@@ -617,7 +632,7 @@ export class SshTransport implements FileTransport {
       const h = await call<Buffer>('create', (cb) => s.open(abs, 'wx', { mode }, cb));
       try {
         const write = (buf: Buffer, pos: number): Promise<void> =>
-          call('write', (cb) => s.write(h, buf, 0, buf.length, pos, cb));
+          call<void>('write', (cb) => s.write(h, buf, 0, buf.length, pos, cb)).then(progress);
         const CHUNK = 32 * 1024;
         if ('localFile' in data) {
           const src = await fs.open(data.localFile, 'r');

@@ -67,6 +67,8 @@ export interface TestSshd {
   stop(): Promise<void>;
   /** Start it again on the same port with another host key (a "reinstalled" host). */
   rekey(): Promise<void>;
+  /** Pids of the per-connection sshd processes (children of the listener). */
+  sessions(): number[];
 }
 
 async function waitForPort(port: number, child: ChildProcess, log: () => string): Promise<void> {
@@ -154,6 +156,12 @@ export async function startSshd(opts: { path?: string[] } = {}): Promise<TestSsh
       await stop();
       await fs.rm(dir, { recursive: true, force: true });
     },
+    sessions: () =>
+      spawnSync('pgrep', ['-P', String(child.pid)])
+        .stdout.toString()
+        .split(/\s+/)
+        .filter(Boolean)
+        .map(Number),
     rekey: async () => {
       await stop();
       await fs.rm(hostKeyFile, { force: true });
