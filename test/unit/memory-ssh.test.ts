@@ -20,7 +20,7 @@ import type { HermesStore } from '../../sidecar/memory/hermes';
 import { closeSshConnections, openSshConnections, SshTransport } from '../../sidecar/memory/transport/ssh';
 import { FIXTURES } from './helpers/paths';
 import { expectAgentKeepError } from './helpers/errors';
-import { buildSidecar, runSidecar } from './helpers/sidecar';
+import { buildSidecar, cliRunner, runSidecar } from './helpers/sidecar';
 import { freePort, startSshd, type TestSshd } from './helpers/sshd';
 
 /** A python3 process holding fcntl.flock(LOCK_EX) on `file` for `seconds`, as Hermes' memory tool does. */
@@ -358,6 +358,32 @@ describe('memory stores over SSH (real OpenSSH on 127.0.0.1)', function () {
     assert.equal(r.code, 0, r.stderr);
     const out = JSON.parse(r.stdout) as { stores: Array<{ entries: unknown[] }> };
     assert.equal(out.stores[0].entries.length, 4);
+  });
+
+  it('agent add --ssh names the machine once: its stores are reached over SSH by every command', async () => {
+    await buildSidecar();
+    const { json, ak } = cliRunner(() => state);
+    const tree = await fs.mkdtemp(path.join(base, 'tree-'));
+    const q = `?identity=${sshd.clientKey}&known_hosts=${sshd.knownHosts}`;
+    const ssh = `${sshd.user}@127.0.0.1:${sshd.port}`;
+    const a = await json(
+      'agent',
+      'add',
+      'vm',
+      '--target',
+      `dir:${tree}`,
+      '--ssh',
+      ssh,
+      '--store',
+      `hermes:${home}${q}`,
+    );
+    assert.deepEqual(a.stores, [`hermes:ssh://${ssh}${home}${q}`]);
+    const list = await json('memory', 'list', '--agent', 'vm');
+    assert.equal(list.stores[0].entries.length, 4);
+    assert.equal(list.descriptions[0].location, `ssh://${ssh}${home}`);
+    const bad = await ak('agent', 'add', 'vm2', '--target', `dir:${tree}`, '--ssh', ssh);
+    assert.equal(bad.code, 2, bad.stderr);
+    assert.match(bad.stderr, /--ssh needs the stores on that machine/);
   });
 
   it('an unknown host key: refused with its fingerprint and the accept command, which works; hashed', async () => {
