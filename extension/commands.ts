@@ -469,7 +469,7 @@ async function doRestore(ctx: Ctx, config: AgentConfig, rp: RestorePoint, scope:
       if (!quiet) {
         const show = res.machineState === 'running' ? vscode.window.showInformationMessage : vscode.window.showWarningMessage;
         void show(text, 'Undo restore').then(async (b) => {
-          if (b) await vscode.commands.executeCommand('agentkeep.restore', res.undo.id, scope, { confirm: false });
+          if (b && res.undo) await vscode.commands.executeCommand('agentkeep.restore', res.undo.id, scope, { confirm: false });
         });
       }
       ctx.lastRestoreMessage = text;
@@ -477,7 +477,7 @@ async function doRestore(ctx: Ctx, config: AgentConfig, rp: RestorePoint, scope:
     }
     if (!quiet) {
       void vscode.window.showInformationMessage(`Restored "${rp.label}" (${SCOPE_LABELS[scope]}). ${summarize(res.changes, scope)}`, 'Undo restore').then(async (b) => {
-        if (b) await vscode.commands.executeCommand('agentkeep.restore', res.undo.id, scope, { confirm: false });
+        if (b && res.undo) await vscode.commands.executeCommand('agentkeep.restore', res.undo.id, scope, { confirm: false });
       });
     }
     return res;

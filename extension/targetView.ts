@@ -40,8 +40,8 @@ export function agentItemView(
     description = `restore interrupted · ${description}`;
     md.push(
       `$(warning) **A restore of ${ir.id} (scope ${ir.scope}) never finished** (started ${formatAge(ir.startedAt)}): ` +
-        `the target may be half-restored. Restore ${ir.id} again with scope ${ir.scope} to finish it, or restore ` +
-        `${ir.undo} to go back.`,
+        `the target may be half-restored. Restore ${ir.id} again with scope ${ir.scope} to finish it` +
+        (ir.undo ? `, or restore ${ir.undo} to go back.` : ' (it had no undo point).'),
     );
   }
   md.push(`Backend: ${backend} · ${s.reachable ? 'reachable' : `not reachable: ${s.message ?? ''}`}`);

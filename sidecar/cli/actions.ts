@@ -68,7 +68,9 @@ function argv<K extends MethodName>(
         `--scope ${p.scope}`,
         ...storeArgs(p.stores),
         p.start && '--start',
-        yes,
+        p.noUndoPoint && '--no-undo-point',
+        // (a restore without an undo point always says --yes: the action is the confirmation asked for)
+        p.noUndoPoint && p.confirmed ? '--yes' : yes,
       ];
     }
     case 'restorePointList':

@@ -55,10 +55,20 @@ export function pruneReport(r: { deleted: Array<{ id: string; reason: string }>;
 }
 
 /** restore-point usage: one summary line (use, cap, level), then ID / SIZE / ONLY-IT per restore point. */
-export function usageReport(r: { target: string; bytes: number; capBytes: number; level: 'ok' | 'near' | 'over'; points: Array<{ id: string; bytes: number; newBytes: number }> }): string {
+export function usageReport(r: {
+  target: string;
+  bytes: number;
+  metaBytes?: number;
+  stateDirBytes?: number;
+  capBytes: number;
+  level: 'ok' | 'near' | 'over';
+  points: Array<{ id: string; bytes: number; newBytes: number }>;
+}): string {
   const pct = r.capBytes ? Math.round((r.bytes / r.capBytes) * 100) : 0;
   const warn = r.level === 'over' ? ' OVER THE CAP: prune some (restore-point prune --dry-run shows what)' : r.level === 'near' ? ' (near the cap)' : '';
-  const head = `Restore points of ${r.target} use ${size(r.bytes)} of the ${size(r.capBytes)} cap (${pct}%)${warn}.`;
+  const meta = r.metaBytes ? ` (${size(r.metaBytes)} of it manifests and journal)` : '';
+  const all = r.stateDirBytes !== undefined ? ` The state dir holds ${size(r.stateDirBytes)} in all (every target).` : '';
+  const head = `Restore points of ${r.target} use ${size(r.bytes)}${meta} of the ${size(r.capBytes)} cap (${pct}%)${warn}.${all}`;
   if (!r.points.length) return head;
   return `${head}\n${table([['ID', 'SIZE', 'ONLY IT'], ...r.points.map((p) => [p.id, size(p.bytes), size(p.newBytes)])])}`;
 }

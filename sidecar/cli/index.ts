@@ -43,6 +43,7 @@ import { Command, CommanderError, Help, Option } from 'commander';
 import { nextAction, type RiskFinding } from '../protocol';
 import { AgentKeepError, asAgentKeepError } from '../core/errors';
 import { call } from '../core/dispatch';
+import { tempNameFor } from '../core/fsutil';
 import type { CoreApi, CoreOptions } from '../core/service';
 import { evaluate, fileKind, formatEval, parseJsonc, scanText, type EvalLabel } from '../risk';
 import { serveStdio } from '../server/stdio';
@@ -340,10 +341,11 @@ function program(ctx: Ctx): Command {
           const a = broken.actions?.find((x) => x.params?.id === id);
           return a && commandLine(a, renderOpts(ctx));
         };
-        const [finish, back] = [cmdOf(broken.id), cmdOf(broken.undo)];
+        const [finish, back] = [cmdOf(broken.id), broken.undo && cmdOf(broken.undo)];
         ctx.io.err(
           `agentkeep: warning: a restore of ${broken.id} (scope ${broken.scope}) started ${broken.startedAt} never finished: ${o.target} may be half-restored. ` +
-            `Finish it: ${finish ?? `restore ${broken.id} again`}, or go back: ${back ?? `restore ${broken.undo}`}`,
+            `Finish it: ${finish ?? `restore ${broken.id} again`}` +
+            (broken.undo ? `, or go back: ${back ?? `restore ${broken.undo}`}` : ' (it had no undo point)'),
         );
       }
       if (asJson) printJson(ctx, points);
@@ -357,9 +359,10 @@ function program(ctx: Ctx): Command {
     .addOption(new Option('--scope <scope>', 'what to put back').choices(['machine', 'agent', 'both']))
     .option('--store <store>', 'memory store (repeatable); default: the stores captured in the restore point', collect, [])
     .option('--start', 'VM targets: start the guest after rolling back to a snapshot without RAM state (Proxmox: needs VM.PowerMgmt)')
+    .option('--no-undo-point', 'do not capture the current state first (no undo): for a state dir too full to hold it; needs --yes or a confirmation')
     .option('--yes', 'do not ask for confirmation')
     .option('--json', 'print the result as JSON')
-    .action(async (id: string, o: { target: string; scope: 'machine' | 'agent' | 'both'; store: string[]; start?: boolean; yes?: boolean }, cmd: Command) => {
+    .action(async (id: string, o: { target: string; scope: 'machine' | 'agent' | 'both'; store: string[]; start?: boolean; undoPoint?: boolean; yes?: boolean }, cmd: Command) => {
       if (!o.scope) {
         throw new UsageError('InvalidParams', 'restore needs --scope.', 'Choose --scope both (files and agent memory), machine (files, keeping the current memory) or agent (memory only).');
       }
@@ -370,7 +373,23 @@ function program(ctx: Ctx): Command {
       const caps = (await call(c, 'targetDescribe', { target: o.target }).catch(() => undefined))?.capabilities;
       // a rollback that hard-stops the guest (Proxmox): say what it does to the guest
       const pve = !!caps?.rollbackStopsGuest && o.scope !== 'agent';
-      if (!o.yes) {
+      const noUndo = o.undoPoint === false;
+      if (noUndo && !o.yes) {
+        // Never implied: a restore without an undo point loses the current state for good.
+        const action = nextAction('Restore without an undo point', 'restorePointRestore', { target: o.target, id, scope: o.scope, ...(stores ? { stores } : {}), noUndoPoint: true, confirmed: true }, { destructive: true });
+        if (!ctx.io.isTTY) {
+          throw new AgentKeepError(
+            'ConfirmationRequired',
+            `Restoring ${id} without an undo point replaces the current state of ${o.target} for good and needs confirmation.`,
+            'Pass --yes with --no-undo-point, or free space and restore with an undo point.',
+            [action],
+          );
+        }
+        ctx.io.err(`Restoring ${id} (scope ${o.scope}) on ${o.target} WITHOUT an undo point: the current state is not captured first, so this restore cannot be undone.`);
+        if (!(await ctx.io.confirm('Restore without an undo point?'))) {
+          throw new AgentKeepError('ConfirmationRequired', 'Restore cancelled; nothing was changed.', 'Answer y to restore, or free space and restore with an undo point.');
+        }
+      } else if (!o.yes) {
         if (!ctx.io.isTTY) {
           throw new AgentKeepError(
             'ConfirmationRequired',
@@ -389,16 +408,17 @@ function program(ctx: Ctx): Command {
       const guard = guardSignals('restore', ctx.io, cliTargetArgs(o.target, renderOpts(ctx).stateDir));
       let r;
       try {
-        const rc = ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal, onRestoreWriting: (u) => guard.writing(u.id) });
+        const rc = ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal, onRestoreWriting: (u) => guard.writing(u?.id) });
         if (o.start && caps && !caps.startAfterRollback) {
           ctx.io.err(`agentkeep: note: --start applies to VM targets that can start after a rollback (see: agentkeep target describe); ignored for ${o.target}.`);
         }
-        r = await call(rc, 'restorePointRestore', { target: o.target, id, scope: o.scope, stores, ...(o.start ? { start: true } : {}) });
+        const noUndoParams = noUndo ? { noUndoPoint: true, confirmed: true } : {};
+        r = await call(rc, 'restorePointRestore', { target: o.target, id, scope: o.scope, stores, ...(o.start ? { start: true } : {}), ...noUndoParams });
       } finally {
         guard.dispose();
       }
-      const undoAction = nextAction('Undo', 'restorePointRestore', { target: o.target, id: r.undo.id, scope: o.scope });
-      const undo = commandLine(undoAction, { ...renderOpts(ctx), yes: false });
+      const undoAction = r.undo && nextAction('Undo', 'restorePointRestore', { target: o.target, id: r.undo.id, scope: o.scope });
+      const undo = undoAction ? commandLine(undoAction, { ...renderOpts(ctx), yes: false }) : 'none (restored without an undo point)';
       if (asJson) {
         const { id: rid, label, createdAt, status, kind, target } = r.restored;
         printJson(ctx, { id: rid, label, createdAt, status, kind, target, scope: o.scope, restored: r.restored, undo: r.undo, changes: r.changes, ...(r.machineState ? { machineState: r.machineState } : {}), ...(r.warnings ? { warnings: r.warnings } : {}) });
@@ -541,7 +561,7 @@ function program(ctx: Ctx): Command {
         ctx.io.out(data.toString('utf8').replace(/\n$/, ''));
         return;
       }
-      const tmp = `${o.out}.agentkeep-${process.pid}.tmp`;
+      const tmp = tempNameFor(path.resolve(o.out)); // (a short name: any --out name up to 255 bytes fits)
       try {
         await fs.writeFile(tmp, data, { mode: 0o600 });
         await fs.rename(tmp, o.out);

@@ -19,8 +19,11 @@ export const HANDLED_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM'];
 export interface SignalGuard {
   /** Aborted when the operation must stop now (CoreOptions.signal). */
   readonly signal: AbortSignal;
-  /** The restore has captured its pre-restore point `undoId` and starts writing (CoreOptions.onRestoreWriting). */
-  writing(undoId: string): void;
+  /**
+   * The restore has captured its pre-restore point `undoId` (undefined: a restore without an undo
+   * point) and starts writing (CoreOptions.onRestoreWriting).
+   */
+  writing(undoId: string | undefined): void;
   /** Remove the signal handlers (always call it, in a finally). */
   dispose(): void;
 }
@@ -35,6 +38,7 @@ export interface SignalGuard {
 export function guardSignals(mode: 'create' | 'restore', io: Pick<CliIO, 'err'>, targetArgs: string, proc: NodeJS.Process = process): SignalGuard {
   const ctl = new AbortController();
   let undoId: string | undefined;
+  let writing = false;
   let count = 0;
   const onSignal = (sig: NodeJS.Signals): void => {
     count++;
@@ -44,14 +48,14 @@ export function guardSignals(mode: 'create' | 'restore', io: Pick<CliIO, 'err'>,
       proc.exit(sig === 'SIGTERM' ? 143 : 130);
       return;
     }
-    if (mode === 'restore' && undoId && count === 1) {
+    if (mode === 'restore' && writing && count === 1) {
       io.err(
-        `agentkeep: finishing the restore so the tree is not left half-written (Ctrl+C again to stop now; undo with: agentkeep restore-point restore ${undoId} ${targetArgs} --scope both --yes)`,
+        `agentkeep: finishing the restore so the tree is not left half-written (Ctrl+C again to stop now; ${undoId ? `undo with: agentkeep restore-point restore ${undoId} ${targetArgs} --scope both --yes` : 'it has no undo point'})`,
       );
       return;
     }
     io.err(
-      mode === 'create' || !undoId
+      mode === 'create' || !writing
         ? `agentkeep: ${sig}: stopping; nothing in the target is changed.`
         : `agentkeep: ${sig} again: stopping the restore now.`,
     );
@@ -62,6 +66,7 @@ export function guardSignals(mode: 'create' | 'restore', io: Pick<CliIO, 'err'>,
     signal: ctl.signal,
     writing: (id) => {
       undoId = id;
+      writing = true;
     },
     dispose: () => {
       for (const s of HANDLED_SIGNALS) proc.off(s, onSignal);

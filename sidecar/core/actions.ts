@@ -23,16 +23,31 @@ export function restoreAction(title: string, target: string, id: string, scope: 
 
 /**
  * What to do about a restore that never finished: finish it (restore `id` again with the same scope
- * and stores), or go back (restore its pre-restore point `undo`, scope both).
+ * and stores), or go back (restore its pre-restore point `undo`, scope both; none for a restore
+ * without an undo point).
  */
 export function interruptedActions(
   target: string,
-  ir: { id: string; undo: string; scope: Scope; stores?: string[] },
+  ir: { id: string; undo?: string; scope: Scope; stores?: string[] },
 ): NextAction[] {
   return [
     restoreAction('Finish the restore', target, ir.id, ir.scope, ir.stores),
-    restoreAction('Go back', target, ir.undo, 'both'),
+    ...(ir.undo ? [restoreAction('Go back', target, ir.undo, 'both')] : []), // (none: restored without an undo point)
   ];
+}
+
+/** Free space in the state dir: prune the target (keep 5), and preview it first. */
+export function freeSpaceActions(target: string): NextAction[] {
+  return [
+    nextAction('Free space', 'restorePointPrune', { target, keep: 5 }, { destructive: true }),
+    nextAction('Preview the prune', 'restorePointPrune', { target, keep: 5, dryRun: true }),
+  ];
+}
+
+/** Restore without an undo point, after the user confirmed (a state dir too full to hold one). */
+export function restoreWithoutUndoAction(target: string, id: string, scope: Scope, stores?: string[]): NextAction {
+  const params = { target, id, scope, ...(stores?.length ? { stores } : {}), noUndoPoint: true, confirmed: true };
+  return nextAction('Restore without an undo point', 'restorePointRestore', params, { destructive: true });
 }
 
 /** List the entries of memory stores (memory.list), e.g. after an unknown entry id. */

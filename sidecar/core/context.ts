@@ -4,17 +4,12 @@
  * (parse, bind backend and journal), the per-target lock (withTarget), throttled progress and the
  * `changed` notifications, plus the per-instance caches (stat-cache parent, identical pairs).
  */
-import { randomBytes } from 'node:crypto';
-import { promises as fs } from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
 import { version as packageVersion } from '../../package.json';
 import type { ProgressParams, RestorePoint } from '../protocol';
 import { backendFor, type MachineBackend } from '../machine';
 import { openStores as openStoresUnique, type MemoryStoreAdapter } from '../memory';
-import { waitForGc } from './gc';
+import { collectGarbage, collectIfPending, lockWithRoom, registerInflight, type InflightMarker } from './gc';
 import { Journal } from './journal';
-import { acquireLock } from './lock';
 import { ObjectStore } from './objects';
 import { StateLayout, checkStateDirVsTarget, ensureStateDir, resolveStateDir } from './state';
 import { resolveTarget, type ParsedTarget } from './target';
@@ -149,26 +144,36 @@ export class CoreContext {
   }
 
   /**
-   * Run `fn` holding the target's lock (see WithTargetOptions.writesObjects for the GC handshake).
-   * @throws TargetBusy when the lock is not free within the timeout
+   * Run `fn` holding the target's lock (see WithTargetOptions.writesObjects for the GC handshake,
+   * sidecar/core/gc.ts). An operation that writes objects first collects what a failed or killed
+   * earlier one left (collectIfPending: one readdir when there is nothing); when `fn` fails, what
+   * it stored and no restore point references is collected at once (or by the next create, while
+   * another operation runs). On a full file system the lock still fits (gc.ts space reserve).
+   * @throws TargetBusy when the lock is not free within the timeout; DiskFull when not even the lock fits
    */
   async withTarget<T>(
   t: TargetCtx,
   { op, writesObjects = false, timeoutMs = this.lockTimeoutMs }: WithTargetOptions,
   fn: () => Promise<T>,
 ): Promise<T> {
-    const lock = await acquireLock(this.layout.targetLock(t.target.key), { op, what: `Target ${t.target.spec}`, timeoutMs, signal: this.opts.signal });
-    let marker: string | undefined;
+    const lock = await lockWithRoom(this.layout, this.layout.targetLock(t.target.key), { op, what: `Target ${t.target.spec}`, timeoutMs, signal: this.opts.signal });
+    let marker: InflightMarker | undefined;
+    let ok = false;
+    const stored = this.objects.stored;
     try {
       if (writesObjects) {
-        marker = path.join(this.layout.inflightDir, `${process.pid}-${randomBytes(6).toString('hex')}`);
-        await fs.writeFile(marker, JSON.stringify({ pid: process.pid, host: os.hostname(), op, target: t.target.spec }));
-        await waitForGc(this.layout, this.lockTimeoutMs);
+        await collectIfPending(this);
+        marker = await registerInflight(this.layout, { op, target: t.target.spec }, this.lockTimeoutMs);
       }
-      return await fn();
+      const r = await fn();
+      ok = true;
+      return r;
     } finally {
-      if (marker) await fs.rm(marker, { force: true }).catch(() => undefined);
+      // (a failure before anything was stored, e.g. a wrong id, leaves no orphan: no collection)
+      const orphans = !ok && this.objects.stored !== stored;
+      await marker?.done(!orphans);
       await lock.release();
+      if (marker && orphans) await collectGarbage(this).catch(() => undefined);
     }
   }
 

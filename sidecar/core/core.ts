@@ -38,7 +38,7 @@ import { restoreRestorePoint } from './restore';
 import type { StateLayout } from './state';
 import { agentStatus, targetDescription } from './status';
 import { usageRestorePoints } from './usage';
-import type { CoreApi, CoreOptions } from './service';
+import type { CoreApi, CoreOptions, RestoreWithUndo } from './service';
 
 export { DEFAULT_LOCK_TIMEOUT_MS, VERSION } from './context';
 
@@ -75,7 +75,9 @@ export class Core implements CoreApi {
   createRestorePoint(p: ParamsOf<'restorePointCreate'>): Promise<ResultOf<'restorePointCreate'>> {
     return createRestorePoint(this.ctx, p);
   }
-  /** See restore.ts restoreRestorePoint. */
+  /** See restore.ts restoreRestorePoint (without noUndoPoint the result always has its `undo`). */
+  restoreRestorePoint(p: ParamsOf<'restorePointRestore'> & { noUndoPoint?: false }): Promise<RestoreWithUndo>;
+  restoreRestorePoint(p: ParamsOf<'restorePointRestore'>): Promise<ResultOf<'restorePointRestore'>>;
   restoreRestorePoint(p: ParamsOf<'restorePointRestore'>): Promise<ResultOf<'restorePointRestore'>> {
     return restoreRestorePoint(this.ctx, p);
   }

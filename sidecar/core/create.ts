@@ -10,6 +10,7 @@ import { interruptedActions } from './actions';
 import { agentDiff, agentStateFilter, captureStores, findCapture } from './agentState';
 import { definedOnly, STAGE_TEXT, type AgentCapture, type CoreContext, type Progress, type TargetCtx } from './context';
 import { detectTargetStores } from './detect';
+import { createSpaceError } from './diskfull';
 import { asAgentKeepError } from './errors';
 import { abortedError, isAbortedError, throwIfAborted } from './fsutil';
 import { interruptedRestore } from './interrupted';
@@ -163,7 +164,8 @@ async function reusableRestorePoint(
  * (see reusableRestorePoint; no retention run, no `changed` notification): the rule of Snapshot & run
  * and "Restore point before editing", for every front end.
  * @returns the restore point, plus `warnings` when near or over the size cap, `pruned` when retention deleted some
- * @throws BadTarget, TargetNotFound, BadStateDir, BadStore, StoreNotFound, TargetBusy, FileError
+ * @throws BadTarget, TargetNotFound, BadStateDir, BadStore, StoreNotFound, TargetBusy, FileError,
+ *   DiskFull (the state dir's file system is full: named, with the prune actions; nothing kept)
  */
 export async function createRestorePoint(
   ctx: CoreContext,
@@ -195,6 +197,8 @@ export async function createRestorePoint(
     return reusable
       ? { rp: reusable, reused: true }
       : { rp: await createLocked(ctx, t, spec, progress), reused: false };
+  }).catch(async (e: unknown) => {
+    throw await createSpaceError(e, ctx.stateDir, t.target.spec);
   });
   if (made.reused) {
     progress.report('done', `Reusing restore point ${made.rp.id} (nothing changed since)`);

@@ -1,30 +1,105 @@
 /**
- * Garbage collection of the shared object store (mark & sweep over every target's journal and every
- * backend's manifests), and its handshake with writers: a create or restore registers an in-flight
- * marker under locks/inflight/ and waits while a collection holds locks/gc.lock (CoreContext.withTarget).
+ * Garbage collection of the object store, and the handshake that makes it safe next to running
+ * creates and restores (any process, any target, same state dir):
+ *
+ * - An operation that writes objects (create, restore) registers an in-flight marker
+ *   `locks/inflight/<pid>-<hex>` before it stores anything, then waits while a collection holds
+ *   `locks/gc.lock` (waitForGc). A collection takes `locks/gc.lock` first, then looks at the
+ *   markers: while any live one exists it does nothing. So an object is never removed between the
+ *   moment a writer finds it already stored (deduplication) and the moment its manifest names it.
+ * - A marker whose process is gone (kill -9, power loss) or that its operation renamed to
+ *   `failed-<pid>-<hex>` (the operation failed or was interrupted) says "objects may be orphaned":
+ *   the next create or restore runs a collection first (collectIfPending), and a failed operation
+ *   runs one at once. The markers are removed only after a collection that completed, so an orphan
+ *   is never forgotten because a collection was skipped.
+ * - `space-reserve` in the state dir is 64 KiB of incompressible bytes, given back when a lock or
+ *   marker cannot be written for lack of space, so a collection, a prune or a delete can still take
+ *   their locks on a full file system and free space. It is written again when space allows.
+ *
+ * The handshake runs in CoreContext.withTarget (context.ts). Source: the stale-pid rule is that of
+ * sidecar/core/lock.ts.
  */
+import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { RestorePoint } from '../protocol';
 import { backends } from '../machine';
+import type { RestorePoint } from '../protocol';
 import { AgentKeepError } from './errors';
-import { isErrno } from './fsutil';
+import { diskFullError, isErrno, isNoSpace, isTempName } from './fsutil';
 import { acquireLock, isStale, pidAlive, type HeldLock, type LockInfo } from './lock';
 import type { ObjectStore } from './objects';
-import type { StateLayout } from './state';
+import { ensureReserve, releaseReserve, type StateLayout } from './state';
 
-/** What a garbage collection needs (a CoreContext has it). */
-export interface GcDeps {
-  layout: StateLayout;
-  objects: ObjectStore;
-  lockTimeoutMs: number;
+/** Temp files of state writes (journal, manifests) older than this are left by a dead writer. */
+const STATE_TEMP_MAX_AGE_MS = 10 * 60_000;
+
+/** The fix when not even a lock file fits (the reserve is used up): only other files can make room. */
+const NOTHING_LEFT =
+  'Not even a lock file fits there: make some room on that file system by removing files that are not AgentKeep\'s (never objects by hand), then run agentkeep restore-point prune to free more.';
+
+/**
+ * Run `write`; when it fails for lack of space, give the reserve back and run it once more.
+ * @throws AgentKeepError DiskFull naming the file system when it still does not fit.
+ */
+export async function withRoom<T>(layout: StateLayout, what: string, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (e) {
+    if (!isNoSpace(e)) throw e;
+    if (await releaseReserve(layout)) {
+      try {
+        return await write();
+      } catch (e2) {
+        if (!isNoSpace(e2)) throw e2;
+        throw e2 instanceof AgentKeepError ? e2 : await diskFullError(layout.root, e2, what, NOTHING_LEFT);
+      }
+    }
+    throw e instanceof AgentKeepError ? e : await diskFullError(layout.root, e, what, NOTHING_LEFT);
+  }
+}
+
+/** Take a lock file of the state dir (acquireLock), giving the reserve back if it does not fit. */
+export function lockWithRoom(layout: StateLayout, file: string, opts: Parameters<typeof acquireLock>[1]): Promise<HeldLock> {
+  return withRoom(layout, `Cannot take the lock ${file}`, () => acquireLock(file, opts));
+}
+
+/** An in-flight marker of a running create or restore. */
+export interface InflightMarker {
+  readonly file: string;
+  /**
+   * End of the operation: `ok` removes the marker; otherwise it becomes `failed-<pid>-<hex>`, so
+   * a collection (now, or by the next create) looks for objects the operation left unreferenced.
+   */
+  done(ok: boolean): Promise<void>;
 }
 
 /**
- * Wait while a live garbage collection holds the GC lock.
- * @throws TargetBusy after `timeoutMs`
+ * Register an in-flight marker (before any object is stored), then wait while a collection runs.
+ * @throws AgentKeepError DiskFull (no room even after the reserve), TargetBusy (a collection did not end in time)
  */
+export async function registerInflight(layout: StateLayout, info: { op: string; target: string }, timeoutMs: number): Promise<InflightMarker> {
+  const name = `${process.pid}-${randomBytes(6).toString('hex')}`;
+  const file = path.join(layout.inflightDir, name);
+  const body = JSON.stringify({ pid: process.pid, host: os.hostname(), op: info.op, target: info.target, time: new Date().toISOString() });
+  await withRoom(layout, `Cannot register the ${info.op} in ${layout.inflightDir}`, () => fs.writeFile(file, body, { mode: 0o600 }));
+  const marker: InflightMarker = {
+    file,
+    done: async (ok) => {
+      if (ok) await fs.rm(file, { force: true }).catch(() => undefined);
+      else await fs.rename(file, path.join(layout.inflightDir, `failed-${name}`)).catch(() => fs.rm(file, { force: true }).catch(() => undefined));
+    },
+  };
+  try {
+    await waitForGc(layout, timeoutMs);
+  } catch (e) {
+    await marker.done(true); // nothing was stored yet
+    throw e;
+  }
+  return marker;
+}
+
+/** Wait while a live garbage collection holds the GC lock. @throws AgentKeepError TargetBusy after `timeoutMs`. */
 export async function waitForGc(layout: StateLayout, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -33,6 +108,7 @@ export async function waitForGc(layout: StateLayout, timeoutMs: number): Promise
       info = JSON.parse(await fs.readFile(layout.gcLock, 'utf8')) as LockInfo;
     } catch (e) {
       if (isErrno(e, 'ENOENT')) return;
+      // unparsable: a collector between create and write (tryLock removes its file when the write fails)
     }
     if (info && isStale(info)) return;
     if (Date.now() > deadline) {
@@ -42,69 +118,154 @@ export async function waitForGc(layout: StateLayout, timeoutMs: number): Promise
   }
 }
 
-/** Whether a create or restore is running anywhere on this state dir (live in-flight markers). */
-async function othersInFlight(layout: StateLayout): Promise<boolean> {
+/** The markers: whether a create/restore is running anywhere (`live`), and the markers that call for a collection (`pending`). */
+export async function inflightState(layout: StateLayout): Promise<{ live: boolean; pending: string[] }> {
   let names: string[];
   try {
     names = await fs.readdir(layout.inflightDir);
   } catch {
-    return false;
+    return { live: false, pending: [] };
   }
+  const pending: string[] = [];
+  let live = false;
   for (const n of names) {
     const p = path.join(layout.inflightDir, n);
+    if (n.startsWith('failed-')) {
+      pending.push(p);
+      continue;
+    }
     try {
       const info = JSON.parse(await fs.readFile(p, 'utf8')) as { pid: number; host: string };
-      if (info.host !== os.hostname() || pidAlive(info.pid)) return true;
-      await fs.rm(p, { force: true }); // left by a dead process
+      if (info.host !== os.hostname() || pidAlive(info.pid)) live = true;
+      else pending.push(p); // its process is gone (kill -9): it may have left objects behind
     } catch {
-      /* vanished or half-written: its owner is running */
-      if (await fs.stat(p).then(() => true, () => false)) return true;
+      // vanished, or half-written by an owner that is starting: running unless it is gone
+      const st = await fs.stat(p).catch(() => undefined);
+      const m = /^(\d+)-/.exec(n);
+      if (st && m && !pidAlive(Number(m[1]))) pending.push(p);
+      else if (st) live = true;
     }
   }
-  return false;
+  return { live, pending };
+}
+
+/** Whether a collection is due: a failed operation or a dead process left a marker. Cheap (one readdir). */
+export async function gcPending(layout: StateLayout): Promise<boolean> {
+  try {
+    const names = await fs.readdir(layout.inflightDir);
+    if (names.some((n) => n.startsWith('failed-'))) return true;
+    if (!names.length) return false;
+  } catch {
+    return false;
+  }
+  return (await inflightState(layout)).pending.length > 0;
+}
+
+/** Result of a collection. */
+export interface GcResult {
+  /** Bytes of the objects removed. */
+  freedBytes: number;
+  /** Objects removed. */
+  removed: number;
+  /** Why nothing was collected, when nothing was: another operation runs, the lock was busy, a journal entry is damaged. */
+  skipped?: 'busy' | 'damaged';
+}
+
+/** What a garbage collection needs (a CoreContext has it). */
+export interface GcDeps {
+  layout: StateLayout;
+  objects: ObjectStore;
+  lockTimeoutMs: number;
 }
 
 /**
- * Mark & sweep: delete objects no restore point of any target references (machine manifests of
- * every backend + agent captures of every journal). Skipped (0 freed) while a create or restore is
- * in flight, while another collection runs, or when a journal entry is damaged; the next delete
- * collects what was left.
- * @returns freedBytes (bytes of objects removed) and removed (their count)
+ * Mark & sweep: delete the objects no restore point of any target references (manifests of every
+ * backend + agent captures of every journal), dir manifests whose restore point is in no journal
+ * (left by a create killed between the two writes), temp files of state writes of dead writers,
+ * and temp objects of dead writers. Skipped while a create or restore is in flight (the next
+ * create, delete or prune collects); keeps everything when a journal entry is damaged.
+ * (deps.lockTimeoutMs: how long to wait for another collection's lock)
  */
-export async function collectGarbage(
-  { layout, objects, lockTimeoutMs }: GcDeps,
-): Promise<{ freedBytes: number; removed: number }> {
+export async function collectGarbage({ layout, objects, lockTimeoutMs }: GcDeps): Promise<GcResult> {
   let gc: HeldLock;
   try {
-    gc = await acquireLock(layout.gcLock, { op: 'garbage collection', what: 'The object store', timeoutMs: lockTimeoutMs });
+    gc = await lockWithRoom(layout, layout.gcLock, { op: 'garbage collection', what: 'The object store', timeoutMs: lockTimeoutMs });
   } catch {
-    return { freedBytes: 0, removed: 0 };
+    return { freedBytes: 0, removed: 0, skipped: 'busy' };
   }
   try {
-    if (await othersInFlight(layout)) return { freedBytes: 0, removed: 0 };
-    const keep = new Set<string>();
+    const { live, pending } = await inflightState(layout);
+    if (live) return { freedBytes: 0, removed: 0, skipped: 'busy' };
+    const journals = await journalIds(layout);
+    if (!journals) return { freedBytes: 0, removed: 0, skipped: 'damaged' };
+    for (const f of backends()) await f.dropOrphans?.(layout, (key, id) => journals.ids.get(key)?.has(id) ?? false);
+    const keep = new Set(journals.agentObjects);
     for (const f of backends()) for (const h of (await f.referencedObjects?.(layout)) ?? []) keep.add(h);
-    let keys: string[] = [];
-    try {
-      keys = await fs.readdir(layout.journalRoot);
-    } catch {
-      /* no journals */
-    }
-    for (const k of keys) {
-      const dir = layout.journalDir(k);
-      for (const n of await fs.readdir(dir).catch(() => [] as string[])) {
-        if (!n.endsWith('.json') || n === 'target.json' || n.startsWith('.')) continue;
-        try {
-          const rp = JSON.parse(await fs.readFile(path.join(dir, n), 'utf8')) as RestorePoint;
-          for (const a of rp.agent ?? []) for (const f of a.files ?? []) keep.add(f.hash);
-        } catch {
-          // A damaged journal entry: keep everything rather than risk deleting what it references.
-          return { freedBytes: 0, removed: 0 };
-        }
-      }
-    }
-    return await objects.sweep(keep);
+    const r = await objects.sweep(keep);
+    await sweepStateTemps(layout);
+    for (const p of pending) await fs.rm(p, { force: true }).catch(() => undefined);
+    await ensureReserve(layout);
+    return r;
   } finally {
     await gc.release();
   }
+}
+
+/**
+ * Ids of every journal (target key -> ids with an entry) and the objects their agent captures name;
+ * undefined when an entry does not parse (then nothing may be deleted).
+ */
+async function journalIds(layout: StateLayout): Promise<{ ids: Map<string, Set<string>>; agentObjects: Set<string> } | undefined> {
+  const ids = new Map<string, Set<string>>();
+  const agentObjects = new Set<string>();
+  let keys: string[] = [];
+  try {
+    keys = await fs.readdir(layout.journalRoot);
+  } catch (e) {
+    if (!isErrno(e, 'ENOENT')) return undefined;
+  }
+  for (const k of keys) {
+    const dir = layout.journalDir(k);
+    let names: string[];
+    try {
+      names = await fs.readdir(dir);
+    } catch (e) {
+      if (isErrno(e, 'ENOTDIR')) continue;
+      return undefined; // unreadable journal: keep everything
+    }
+    const set = new Set<string>();
+    ids.set(k, set);
+    for (const n of names) {
+      if (!n.endsWith('.json') || n === 'target.json' || n.startsWith('.')) continue;
+      set.add(n.slice(0, -5));
+      try {
+        const rp = JSON.parse(await fs.readFile(path.join(dir, n), 'utf8')) as RestorePoint;
+        for (const a of rp.agent ?? []) for (const f of a.files ?? []) agentObjects.add(f.hash);
+      } catch {
+        return undefined; // a damaged journal entry: keep everything rather than risk deleting what it references
+      }
+    }
+  }
+  return { ids, agentObjects };
+}
+
+/** Remove temp files of atomic state writes (journal/, dir/) whose writer is long gone. */
+async function sweepStateTemps(layout: StateLayout, now = Date.now()): Promise<void> {
+  for (const root of [layout.journalRoot, layout.dirBackendRoot]) {
+    for (const k of await fs.readdir(root).catch(() => [] as string[])) {
+      const dir = path.join(root, k);
+      for (const n of await fs.readdir(dir).catch(() => [] as string[])) {
+        if (!isTempName(n)) continue;
+        const p = path.join(dir, n);
+        const st = await fs.lstat(p).catch(() => undefined);
+        if (st && now - st.mtimeMs > STATE_TEMP_MAX_AGE_MS) await fs.rm(p, { force: true }).catch(() => undefined);
+      }
+    }
+  }
+}
+
+/** Run a collection when one is due (gcPending); the cost of a collection only after a failure. */
+export async function collectIfPending(deps: GcDeps): Promise<GcResult | undefined> {
+  if (!(await gcPending(deps.layout))) return undefined;
+  return collectGarbage(deps);
 }

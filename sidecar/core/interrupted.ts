@@ -21,16 +21,16 @@ function markerPath(layout: StateLayout, target: ParsedTarget): string {
 
 /**
  * Write the marker before a restore changes the target (best effort: a failure does not stop it).
- * @param m the restore: id being restored, its pre-restore point `undo`, scope and stores as given
+ * @param m the restore: id being restored, its pre-restore point `undo` (none with noUndoPoint), scope and stores as given
  */
 export async function writeRestoreMarker(
   layout: StateLayout,
   target: ParsedTarget,
-  m: { id: string; undo: string; scope: Scope; stores?: string[] },
+  m: { id: string; undo?: string; scope: Scope; stores?: string[] },
 ): Promise<void> {
   const stores = m.stores ? { stores: m.stores } : {};
   const startedAt = new Date().toISOString();
-  const body = { id: m.id, undo: m.undo, scope: m.scope, ...stores, startedAt, pid: process.pid, host: os.hostname() };
+  const body = { id: m.id, ...(m.undo ? { undo: m.undo } : {}), scope: m.scope, ...stores, startedAt, pid: process.pid, host: os.hostname() };
   await fs.writeFile(markerPath(layout, target), JSON.stringify(body), { mode: 0o600 }).catch(() => undefined);
 }
 
@@ -51,9 +51,9 @@ export async function interruptedRestore(
   const raw = await fs.readFile(markerPath(layout, target), 'utf8').catch(() => undefined);
   if (!raw) return undefined;
   try {
-    const m = JSON.parse(raw) as { id: string; undo: string; scope?: Scope; stores?: string[]; startedAt: string; pid: number; host: string };
+    const m = JSON.parse(raw) as { id: string; undo?: string; scope?: Scope; stores?: string[]; startedAt: string; pid: number; host: string };
     if (m.host === os.hostname() && pidAlive(m.pid)) return undefined;
-    return { id: m.id, undo: m.undo, scope: m.scope ?? 'both', ...(m.stores ? { stores: m.stores } : {}), startedAt: m.startedAt };
+    return { id: m.id, ...(m.undo ? { undo: m.undo } : {}), scope: m.scope ?? 'both', ...(m.stores ? { stores: m.stores } : {}), startedAt: m.startedAt };
   } catch {
     return undefined;
   }

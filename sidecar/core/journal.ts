@@ -116,6 +116,20 @@ export class Journal {
     return out.sort((a, b) => (a.createdAt === b.createdAt ? (a.id < b.id ? 1 : -1) : a.createdAt < b.createdAt ? 1 : -1));
   }
 
+  /** Bytes of every file of this journal (entries, target.json, markers); 0 when it does not exist. */
+  async bytes(): Promise<number> {
+    let names: string[];
+    try {
+      names = await fs.readdir(this.dir);
+    } catch (e) {
+      if (isErrno(e, 'ENOENT')) return 0;
+      throw e;
+    }
+    let n = 0;
+    for (const name of names) n += (await fs.lstat(path.join(this.dir, name)).catch(() => undefined))?.size ?? 0;
+    return n;
+  }
+
   /** Remove a restore point's entry. @throws RestorePointNotFound */
   async remove(id: string): Promise<void> {
     await this.get(id).catch((e: AgentKeepError) => {

@@ -88,12 +88,16 @@ export async function tryLock(file: string, op: string): Promise<HeldLock | { ho
   await fs.mkdir(path.dirname(file), { recursive: true });
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      const h = await fs.open(file, 'wx', 0o644);
+      const h = await fs.open(file, 'wx', 0o600);
       try {
         await h.writeFile(JSON.stringify(info));
-      } finally {
-        await h.close();
+      } catch (e) {
+        // (a full disk): never leave an empty lock file that others would wait on
+        await h.close().catch(() => undefined);
+        await fs.rm(file, { force: true }).catch(() => undefined);
+        throw e;
       }
+      await h.close();
       return {
         file,
         info,

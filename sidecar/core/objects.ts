@@ -1,13 +1,15 @@
 /**
  * The content-addressed object store shared by every target: `objects/<hh>/<sha256 hex>`, one file
- * per distinct content, read-only (0444). New objects are written to `objects/tmp/` and renamed into
- * place, so an object path either holds the full content or does not exist.
+ * per distinct content, readable by its owner only (0400: a restore point never widens who can read
+ * a file, e.g. a 0600 `.env`). New objects are written to `objects/tmp/` and renamed into place, so
+ * an object path either holds the full content or does not exist. A full file system while storing
+ * fails with DiskFull (naming it), never with the error of a file of the target.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, existsSync, mkdirSync, promises as fs, readFileSync, renameSync, rmSync, writeFileSync, constants as fsc } from 'node:fs';
 import * as path from 'node:path';
 import { AgentKeepError } from './errors';
-import { isErrno } from './fsutil';
+import { diskFullError, isErrno, isNoSpace } from './fsutil';
 import { pidAlive } from './lock';
 
 /** Temp objects older than this are removed even if their writer's pid is alive (pid reuse, another host). */
@@ -17,6 +19,9 @@ const MAX_PID = 4_194_304;
 
 /** Files up to this size are read into memory once (hash + write); larger ones are copied then hashed as a stream. */
 export const SMALL_FILE_LIMIT = 1 << 20;
+
+/** Mode of a stored object: read-only, owner only. */
+export const OBJECT_MODE = 0o400;
 
 /** Result of storing one file. */
 export interface PutResult {
@@ -42,6 +47,11 @@ export class ObjectStore {
   private readonly committing = new Set<string>();
   /** Temp files of this instance that may exist (written, not yet renamed or removed). */
   private readonly temps = new Set<string>();
+  /**
+   * Objects this instance has put into the store (renamed into place) so far: an operation that
+   * failed without this changing left no orphan behind (CoreContext.withTarget skips the collection).
+   */
+  stored = 0;
   constructor(readonly dir: string) {}
 
   /** Path of an object. */
@@ -131,8 +141,9 @@ export class ObjectStore {
     this.committing.add(hash);
     try {
       await this.ensureFanout(hash);
-      await fs.chmod(tmp, 0o444);
+      await fs.chmod(tmp, OBJECT_MODE);
       await fs.rename(tmp, this.pathOf(hash));
+      this.stored++;
     } finally {
       this.committing.delete(hash);
     }
@@ -149,17 +160,18 @@ export class ObjectStore {
     if (existsSync(dest)) return { hash, size: buf.length, newBytes: 0 };
     const tmp = this.tmpPath();
     try {
-      writeFileSync(tmp, buf, { mode: 0o444, flag: 'wx' });
+      writeFileSync(tmp, buf, { mode: OBJECT_MODE, flag: 'wx' });
       const fo = hash.slice(0, 2);
       if (!this.fanouts.has(fo)) {
         mkdirSync(path.join(this.dir, fo), { recursive: true });
         this.fanouts.add(fo);
       }
       renameSync(tmp, dest);
+      this.stored++;
       return { hash, size: buf.length, newBytes: buf.length };
     } catch (e) {
       rmSync(tmp, { force: true });
-      throw e;
+      throw await this.writeError(e);
     } finally {
       this.temps.delete(tmp);
     }
@@ -182,10 +194,16 @@ export class ObjectStore {
       return { hash, size: real, newBytes: await this.commit(tmp, hash, real) };
     } catch (e) {
       await fs.rm(tmp, { force: true }).catch(() => undefined);
-      throw e;
+      throw await this.writeError(e);
     } finally {
       this.temps.delete(tmp);
     }
+  }
+
+  /** A write error of the store: a full file system becomes DiskFull naming it; others unchanged. */
+  private async writeError(e: unknown): Promise<unknown> {
+    if (!isNoSpace(e) || e instanceof AgentKeepError) return e;
+    return diskFullError(this.dir, e, `Cannot store file contents in ${this.dir}`);
   }
 
   /**

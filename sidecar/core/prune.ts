@@ -10,6 +10,7 @@ import { collectGarbage } from './gc';
 import { DEFAULT_MIN_AGE_MS, planPrune, type PruneOptions } from './retention';
 import { readStateConfig } from './stateConfig';
 import { freeEstimate } from './usage';
+import { PairCache } from './paircache';
 
 /** How pruneTarget runs. */
 export interface PruneRun {
@@ -61,8 +62,9 @@ export async function pruneTarget(
 /**
  * Ids of the post restore points (both sides older than `minAgeMs`, neither the newest) whose pre
  * does not differ from them, by the backend's compare of the two snapshots and the agent-state
- * captures. Results are cached per instance (the snapshots never change); a failing compare counts
- * as "differs".
+ * captures. Results are cached per instance and in the journal dir (paircache.ts: the snapshots
+ * never change, so a new CLI process does not compare every old pair again); a failing compare
+ * counts as "differs" and is not cached on disk.
  */
 async function identicalPairs(
   ctx: CoreContext,
@@ -75,32 +77,36 @@ async function identicalPairs(
   if (!compare) return out;
   const byId = new Map(points.map((r) => [r.id, r]));
   const old = (r: RestorePoint): boolean => Date.now() - Date.parse(r.createdAt) >= minAgeMs && r.id !== points[0]?.id;
+  const disk = new PairCache(t.journal.dir);
   for (const post of points) {
     const pre = post.pairOf ? byId.get(post.pairOf) : undefined;
     if (!pre || !old(post) || !old(pre)) continue;
     if (pre.machine.backend !== t.backend.name || post.machine.backend !== t.backend.name) continue;
     const key = `${t.target.key}/${post.id}`;
-    let same = ctx.pairSame.get(key);
+    let same = ctx.pairSame.get(key) ?? (await disk.get(post.id));
     if (same === undefined) {
       try {
         const m = await compare(pre.id, post.id);
         const agent = compareCaptures(pre.agent, post.agent, (x, y) => x === y);
         const sameStores = pre.agent.length === post.agent.length && pre.agent.every((a) => post.agent.some((b) => b.store === a.store));
         same = sameStores && !m.added.length && !m.removed.length && !m.changed.length && !agent.length;
+        await disk.set(post.id, same);
       } catch {
         same = false;
       }
-      ctx.pairSame.set(key, same);
     }
+    ctx.pairSame.set(key, same);
     if (same) out.add(post.id);
   }
+  await disk.save(new Set(points.map((r) => r.id)));
   return out;
 }
 
 /**
  * Apply retention to a target: keep the newest `keep` (default 20) and newest `keepImportant`
  * (default 10) important restore points, never delete one younger than an hour, the newest one, or
- * half of a pre/post pair; delete the rest (not with dryRun) and garbage-collect. Unset params come
+ * half of a pre/post pair; delete the rest (not with dryRun) and garbage-collect (also when nothing
+ * is deleted: objects left by failed or killed operations are freed). Unset params come
  * from <stateDir>/config.json, else the defaults.
  * @returns deleted / kept, each `{id, reason}` newest first; freedBytes (0 for a dry run).
  * @throws BadTarget, BadStateDir, TargetBusy
@@ -113,5 +119,8 @@ export async function pruneRestorePoints(
   const config = await readStateConfig(ctx.stateDir);
   const given = definedOnly({ keep: p.keep, keepImportant: p.keepImportant, minAgeMs: p.minAgeMs });
   const opts = { ...config.retention, ...given };
-  return pruneTarget(ctx, t, opts, { dryRun: p.dryRun ?? false });
+  const res = await pruneTarget(ctx, t, opts, { dryRun: p.dryRun ?? false });
+  // Nothing to delete: still collect what failed or killed operations (or an older version) left.
+  if (!p.dryRun && !res.deleted.length) res.freedBytes += (await collectGarbage(ctx)).freedBytes;
+  return res;
 }

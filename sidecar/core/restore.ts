@@ -9,6 +9,7 @@ import { listAction, restoreAction } from './actions';
 import { agentStateFilter, findCapture, lockStores, noCapture, restoreAgent } from './agentState';
 import { STAGE_TEXT, type CoreContext, type TargetCtx } from './context';
 import { createLocked } from './create';
+import { noUndoPointUnconfirmed, undoPointSpaceError } from './diskfull';
 import { detectTargetStores } from './detect';
 import { AgentKeepError, asAgentKeepError } from './errors';
 import { isAbortedError } from './fsutil';
@@ -49,9 +50,12 @@ export function restoreStores(
  * restore point (returned as `undo`). Scopes: `both` = the whole tree, then the agent-state
  * captures of the stores; `agent` = only the stores' agent-state files; `machine` = the tree except
  * the agent-state paths of the stores that live inside it. `stores` defaults to the stores the
- * restore point captured.
- * @throws RestorePointNotFound, CorruptSnapshot (nothing touched), TargetBusy, BadStore, Internal
- *   (failed halfway; the message names the pre-restore id to go back to)
+ * restore point captured. `noUndoPoint` with `confirmed` skips the pre-restore point (no `undo` in
+ * the result): the way out when the state dir is too full to hold it.
+ * @throws RestorePointNotFound, CorruptSnapshot (nothing touched), TargetBusy, BadStore, DiskFull
+ *   (the undo point does not fit: nothing touched; the actions offer prune or noUndoPoint),
+ *   ConfirmationRequired (noUndoPoint without confirmed), Internal (failed halfway; the message
+ *   names the pre-restore id to go back to)
  */
 export async function restoreRestorePoint(
   ctx: CoreContext,
@@ -68,7 +72,15 @@ export async function restoreRestorePoint(
     const capturable: MemoryStoreAdapter[] = [];
     for (const s of stores) if (await s.check().then(() => true, () => false)) capturable.push(s);
     if (!capturable.length && !p.stores) capturable.push(...(await detectTargetStores(t.target)));
-    const undo = await createLocked(ctx, t, { kind: 'pre-restore', restoredFrom: rp.id, stores: capturable }, progress, `the restore of ${rp.id} did not start; nothing in the target was changed`);
+    // (noUndoPoint, confirmed: a full state dir, the user chose to restore without a way back)
+    const target = t.target.spec;
+    if (p.noUndoPoint && !p.confirmed) throw noUndoPointUnconfirmed(rp.id, target, scope, p.stores);
+    const didNotStart = `the restore of ${rp.id} did not start; nothing in the target was changed`;
+    const undo = p.noUndoPoint
+      ? undefined
+      : await createLocked(ctx, t, { kind: 'pre-restore', restoredFrom: rp.id, stores: capturable }, progress, didNotStart).catch(async (e: unknown) => {
+          throw await undoPointSpaceError(e, { id: rp.id, scope, stores: p.stores, stateDir: ctx.stateDir, target });
+        });
     try {
       ctx.opts.onRestoreWriting?.(undo);
     } catch {
@@ -76,7 +88,7 @@ export async function restoreRestorePoint(
     }
     // A marker while the target is being written: if this process dies (kill -9, power loss) the
     // next list/status says the target may be half-restored and names the undo. Removed on success.
-    await writeRestoreMarker(ctx.layout, t.target, { id: rp.id, undo: undo.id, scope, stores: p.stores });
+    await writeRestoreMarker(ctx.layout, t.target, { id: rp.id, undo: undo?.id, scope, stores: p.stores });
     let changes: ChangeSummary = { added: [], removed: [], changed: [], agentChanged: [] };
     let machineState: string | undefined;
     let warnings: string[] | undefined;
@@ -87,7 +99,7 @@ export async function restoreRestorePoint(
         const inTarget = [...stores, ...(await detectTargetStores(t.target))];
         const skip = agentStateFilter(t.target, inTarget, { keepAgentState: scope === 'machine' });
         const m = await t.backend.restore(rp.id, {
-          currentId: undo.id,
+          currentId: undo?.id,
           skip,
           start: p.start,
           signal: ctx.signal,
@@ -99,21 +111,19 @@ export async function restoreRestorePoint(
       }
       if (scope !== 'machine') changes.agentChanged = await restoreAgent(ctx, rp, stores);
     } catch (e) {
-      const undoAction = restoreAction('Undo', t.target.spec, undo.id, 'both');
+      const undoActions = undo ? [restoreAction('Undo', target, undo.id, 'both')] : [];
+      const saved = undo ? `The state before the restore was saved as restore point ${undo.id}.` : 'It was restored without an undo point, so the state before it is gone.';
+      const finish = restoreAction('Finish the restore', target, rp.id, scope, p.stores);
       if (isAbortedError(e)) {
-        throw new AgentKeepError(
-          'Internal',
-          `Interrupted: the restore of ${rp.id} was stopped part-way, so ${t.target.path} is partly restored. The state before the restore was saved as restore point ${undo.id}.`,
-          undefined,
-          [undoAction, restoreAction('Finish the restore', t.target.spec, rp.id, scope, p.stores)],
-        );
+        throw new AgentKeepError('Internal', `Interrupted: the restore of ${rp.id} was stopped part-way, so ${t.target.path} is partly restored. ${saved}`, undefined, [...undoActions, finish]);
       }
       const err = asAgentKeepError(e);
+      const kinds = ['CorruptSnapshot', 'FileError', 'Hypervisor', 'GuestLocked', 'AuthFailed', 'RestorePointNotFound', 'DiskFull'] as const;
       throw new AgentKeepError(
-        (['CorruptSnapshot', 'FileError', 'Hypervisor', 'GuestLocked', 'AuthFailed', 'RestorePointNotFound'] as const).find((k) => k === err.kind) ?? 'Internal',
-        `Restore of ${rp.id} stopped: ${err.message} The state before the restore was saved as restore point ${undo.id}.`,
-        undefined,
-        [undoAction],
+        kinds.find((k) => k === err.kind) ?? 'Internal',
+        `Restore of ${rp.id} stopped: ${err.message} ${saved}`,
+        undo ? undefined : `${err.hint ?? 'Fix the cause'}, then finish the restore.`,
+        undo ? undoActions : [finish],
       );
     } finally {
       await unlock();
@@ -122,7 +132,7 @@ export async function restoreRestorePoint(
     const restored: RestorePoint = { ...rp, status: 'rolled-back' };
     await t.journal.put(restored);
     progress.report('done', `Restored ${rp.id} (${scope})`);
-    return { restored, undo, changes, ...(machineState ? { machineState } : {}), ...(warnings ? { warnings } : {}) };
+    return { restored, ...(undo ? { undo } : {}), changes, ...(machineState ? { machineState } : {}), ...(warnings ? { warnings } : {}) };
   });
   ctx.changed(t.target.spec, 'restorePoints');
   if (p.scope !== 'machine') ctx.changed(t.target.spec, 'memory');

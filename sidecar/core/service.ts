@@ -26,8 +26,11 @@ export interface CoreOptions {
    * Called by a restore once its pre-restore point exists, just before the target is changed
    * (the CLI prints the undo command from it when interrupted).
    */
-  onRestoreWriting?: (undo: RestorePoint) => void;
+  onRestoreWriting?: (undo: RestorePoint | undefined) => void;
 }
+
+/** A restore's result when it took its undo point (every restore without noUndoPoint). */
+export type RestoreWithUndo = ResultOf<'restorePointRestore'> & { undo: RestorePoint };
 
 /**
  * The core services that the CLI and both servers call (sidecar/core). Params are validated once,
@@ -42,6 +45,8 @@ export interface CoreApi {
   diffRestorePoint(p: ParamsOf<'restorePointDiff'>): Promise<ChangeSummary>;
   compareRestorePoints(p: ParamsOf<'restorePointCompare'>): Promise<ChangeSummary>;
   readRestorePointFile(p: ParamsOf<'restorePointReadFile'>): Promise<ResultOf<'restorePointReadFile'>>;
+  /** Without noUndoPoint the result always has its `undo` (the pre-restore point). */
+  restoreRestorePoint(p: ParamsOf<'restorePointRestore'> & { noUndoPoint?: false }): Promise<RestoreWithUndo>;
   restoreRestorePoint(p: ParamsOf<'restorePointRestore'>): Promise<ResultOf<'restorePointRestore'>>;
   /** What a restore would do, changing nothing; see Methods.restorePointPreview. */
   previewRestorePoint(p: ParamsOf<'restorePointPreview'>): Promise<ResultOf<'restorePointPreview'>>;

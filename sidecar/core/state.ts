@@ -8,9 +8,14 @@
  *   objects/tmp/<pid>-<hex>                temp files of objects being written (swept when <pid> is dead or after 24 h)
  *   dir/<targetKey>/<snapshotId>.json      dir-backend manifests
  *   locks/<targetKey>.lock                 target lock (create/restore/delete)
- *   locks/gc.lock, locks/inflight/         garbage-collection handshake
+ *   dir/<targetKey>/.index.json            objects all manifests of the target hold (usage; rebuilt when stale)
+ *   journal/<targetKey>/.pairs.json        cache: pre/post pairs whose sides do not differ (retention)
+ *   locks/gc.lock, locks/inflight/         garbage-collection handshake (sidecar/core/gc.ts)
+ *   space-reserve                          64 KiB given back on a full file system so locks and GC still work
  *   guest-backups/<time>-<guest>-<name>    old content of a guest file, saved before guest write replaced it
+ * The state dir is 0700 and owned by the user running the sidecar; objects are 0400, other files 0600.
  */
+import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -114,18 +119,85 @@ export async function checkStateDirVsTarget(stateDir: string, targetPath: string
   }
 }
 
+/** Size of the space reserve in bytes (sidecar/core/gc.ts withRoom gives it back on a full file system). */
+export const RESERVE_BYTES = 64 * 1024;
+/** The reserve is written again only when this much is free (it never takes the last bytes, but comes back soon after a recovery). */
+const RESERVE_MIN_FREE = 2 * RESERVE_BYTES;
+
+/** Path of the space reserve. */
+export function reservePath(layout: StateLayout): string {
+  return path.join(layout.root, 'space-reserve');
+}
+
+/** Give the space reserve back to the file system. @returns whether there was one to give. */
+export async function releaseReserve(layout: StateLayout): Promise<boolean> {
+  try {
+    await fs.rm(reservePath(layout));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Write the space reserve when it is missing and the file system has room to spare (best effort). */
+export async function ensureReserve(layout: StateLayout): Promise<void> {
+  const p = reservePath(layout);
+  if (await fs.lstat(p).then(() => true, () => false)) return;
+  try {
+    const st = await fs.statfs(layout.root);
+    if (st.bavail * st.bsize < RESERVE_MIN_FREE) return;
+    // random bytes: zeros could be stored sparse or compressed and reserve nothing
+    await fs.writeFile(p, randomBytes(RESERVE_BYTES), { flag: 'wx', mode: 0o600 });
+  } catch {
+    await fs.rm(p, { force: true }).catch(() => undefined);
+  }
+}
+
+/** The uid of this process (undefined where the platform has none). */
+function myUid(): number | undefined {
+  return typeof process.getuid === 'function' ? process.getuid() : undefined;
+}
+
 /**
- * Create the state dir (mode 0700) and check it is a writable directory.
- * @throws AgentKeepError BadStateDir when it cannot be created or written.
+ * Create the state dir (mode 0700) and check it is a writable directory of ours. A state dir that
+ * exists with wider permissions (e.g. 0755, as `mkdir` or an admin makes /var/lib/agentkeep) is
+ * made 0700: it holds copies of every captured file, secrets included, and a restore point must
+ * never widen who can read a file. Also writes the space reserve (best effort).
+ * @throws AgentKeepError BadStateDir when it cannot be created or written, is owned by another
+ *   user, or its permissions cannot be narrowed; the hint names the fix.
  */
 export async function ensureStateDir(layout: StateLayout): Promise<void> {
+  let st: import('node:fs').Stats;
   try {
     await fs.mkdir(layout.root, { recursive: true, mode: 0o700 });
-    const st = await fs.stat(layout.root);
+    st = await fs.stat(layout.root);
     if (!st.isDirectory()) throw new Error('not a directory');
+  } catch (e) {
+    throw new AgentKeepError('BadStateDir', `The state dir ${layout.root} is not usable: ${(e as Error).message}.`, 'Point --state-dir (or AGENTKEEP_STATE_DIR) at a writable directory.');
+  }
+  const uid = myUid();
+  if (uid !== undefined && st.uid !== uid) {
+    throw new AgentKeepError(
+      'BadStateDir',
+      `The state dir ${layout.root} belongs to uid ${st.uid}, not to this user (uid ${uid}); its restore points would mix owners and could be read by another user.`,
+      `Make it yours (sudo chown -R ${uid} ${layout.root} && chmod 700 ${layout.root}), or point --state-dir (or AGENTKEEP_STATE_DIR) at a directory of your own.`,
+    );
+  }
+  if ((st.mode & 0o077) !== 0) {
+    try {
+      await fs.chmod(layout.root, st.mode & 0o700);
+    } catch (e) {
+      throw new AgentKeepError(
+        'BadStateDir',
+        `The state dir ${layout.root} can be read by other users (mode ${(st.mode & 0o777).toString(8)}) and could not be made private: ${(e as Error).message}.`,
+        `Run: chmod 700 ${layout.root}, or point --state-dir (or AGENTKEEP_STATE_DIR) at a directory of your own.`,
+      );
+    }
+  }
+  try {
     await fs.access(layout.root, fs.constants.W_OK);
-    await fs.mkdir(layout.locksDir, { recursive: true });
-    await fs.mkdir(layout.inflightDir, { recursive: true });
+    await fs.mkdir(layout.locksDir, { recursive: true, mode: 0o700 });
+    await fs.mkdir(layout.inflightDir, { recursive: true, mode: 0o700 });
   } catch (e) {
     throw new AgentKeepError(
       'BadStateDir',
@@ -133,4 +205,5 @@ export async function ensureStateDir(layout: StateLayout): Promise<void> {
       'Point --state-dir (or AGENTKEEP_STATE_DIR) at a writable directory.',
     );
   }
+  await ensureReserve(layout);
 }

@@ -1,8 +1,12 @@
 /**
  * Disk use of restore points: per target and per restore point (each stored object or snapshot
- * extent counted once), the size-cap warning after a create, and the estimate of what deleting some
- * restore points frees (prune).
+ * extent counted once, plus what the state dir holds besides contents: the backend's own data, e.g.
+ * dir manifests, often a third of the state dir for trees of many small files, and the journal),
+ * the size-cap warning after a create, and the estimate of what deleting some restore points frees
+ * (prune). Sizes are file sizes in bytes (st_size).
  */
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
 import { nextAction, type Notice, type ParamsOf, type ResultOf, type RestorePoint } from '../protocol';
 import { formatBytes as formatSize } from '../protocol/format';
 import type { CoreContext, TargetCtx } from './context';
@@ -10,23 +14,45 @@ import { capLevel, DEFAULT_SIZE_CAP_BYTES, readStateConfig, stateConfigPath } fr
 
 /** Disk use of some restore points of a target. */
 export interface Usage {
-  /** Bytes they hold, every object or extent once. */
+  /** Bytes they hold, every object or extent once, plus metaBytes. */
   bytes: number;
+  /** Of `bytes`: the backend's own files in the state dir (dir manifests and their index) and the journal's. */
+  metaBytes: number;
   /** Per restore point id: logical size and the bytes it alone holds. */
   points: Map<string, { bytes: number; newBytes: number }>;
 }
 
 /**
  * Disk use of restore points `points` of a target: `bytes` counts every stored object (dir
- * manifests via backend.objectsOf, agent captures) or snapshot extent (backend.usage) once; per
- * point from backend.usage, else the journal's machine.bytes / newBytes. With `quick`, undefined
- * when the backend would have to walk its snapshots (btrfs).
+ * manifests via backend.objectsOf, agent captures) or snapshot extent (backend.usage) once, plus
+ * the backend's own data and the journal (metaBytes); per point from backend.usage, else the
+ * journal's machine.bytes / newBytes. With `quick` (the size-cap check after every create) the
+ * contents come from backend.heldObjects (dir: one index file instead of every manifest, so create
+ * time stays flat as restore points accumulate), and it is undefined when the backend would have
+ * to walk its snapshots (btrfs).
  */
 export async function usageOf(
   t: TargetCtx,
   points: RestorePoint[],
   { quick }: { quick: boolean },
 ): Promise<Usage | undefined> {
+  const held = t.backend.heldObjects ? await t.backend.heldObjects().catch(() => undefined) : undefined;
+  const metaBytes = (held?.metaBytes ?? 0) + (await t.journal.bytes().catch(() => 0));
+  if (quick && held) {
+    let bytes = metaBytes;
+    for (const size of held.objects.values()) bytes += size;
+    const seen = new Set(held.objects.keys());
+    for (const r of points) {
+      for (const a of r.agent) {
+        for (const f of a.files) {
+          if (seen.has(f.hash)) continue;
+          seen.add(f.hash);
+          bytes += f.size;
+        }
+      }
+    }
+    return { bytes, metaBytes, points: new Map() };
+  }
   const mine = points.filter((r) => r.machine.backend === t.backend.name);
   const ext = t.backend.usage ? await t.backend.usage(mine.map((r) => r.id), { quick }) : undefined;
   if (t.backend.usage && !ext) return undefined;
@@ -48,7 +74,7 @@ export async function usageOf(
     } else if (!ext) machineBytes += r.machine.newBytes;
     for (const a of r.agent) for (const f of a.files) hold(f.hash, f.size, r.id, seen);
   }
-  let bytes = machineBytes;
+  let bytes = machineBytes + metaBytes;
   const only = new Map<string, number>();
   for (const o of objects.values()) {
     bytes += o.size;
@@ -61,7 +87,7 @@ export async function usageOf(
     // extents; else (VM snapshots) what the journal recorded at create.
     per.set(r.id, e ?? { bytes: r.machine.bytes, newBytes: t.backend.objectsOf ? (only.get(r.id) ?? 0) : r.machine.newBytes });
   }
-  return { bytes, points: per };
+  return { bytes, metaBytes, points: per };
 }
 
 /**
@@ -101,10 +127,12 @@ export async function usageRestorePoints(
   const t = await ctx.open(p.target, { mustExist: false });
   const capBytes = (await readStateConfig(ctx.stateDir)).sizeCapBytes ?? DEFAULT_SIZE_CAP_BYTES;
   const points = await t.journal.list();
-  const u = (await usageOf(t, points, { quick: false })) ?? { bytes: 0, points: new Map() };
+  const u = (await usageOf(t, points, { quick: false })) ?? { bytes: 0, metaBytes: 0, points: new Map() };
   return {
     target: t.target.spec,
     bytes: u.bytes,
+    metaBytes: u.metaBytes,
+    stateDirBytes: await treeBytes(ctx.stateDir),
     capBytes,
     level: capLevel(u.bytes, capBytes),
     points: points.map((r) => ({ id: r.id, ...(u.points.get(r.id) ?? { bytes: r.machine.bytes, newBytes: r.machine.newBytes }) })),
@@ -131,4 +159,24 @@ export async function capWarning(ctx: CoreContext, t: TargetCtx, capBytes: numbe
       nextAction('Preview the prune', 'restorePointPrune', { target, keep: 5, dryRun: true }),
     ],
   };
+}
+
+/** Bytes of every file below `root` (st_size; symlinks as links), 0 when it does not exist. Walks the tree. */
+export async function treeBytes(root: string): Promise<number> {
+  let total = 0;
+  const walk = async (dir: string): Promise<void> => {
+    let ents: import('node:fs').Dirent[];
+    try {
+      ents = await fs.readdir(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of ents) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) await walk(p);
+      else total += (await fs.lstat(p).catch(() => undefined))?.size ?? 0;
+    }
+  };
+  await walk(root);
+  return total;
 }

@@ -161,6 +161,12 @@ export interface MachineBackend {
    */
   objectsOf?(id: string): Promise<Map<string, number>>;
   /**
+   * Distinct objects all snapshots of the target hold in the object store (hash -> size) and the
+   * bytes of the backend's own data in the state dir (dir: manifests), cheaply (dir: an index kept
+   * by create and delete, not a read of every manifest). For the size-cap check after a create.
+   */
+  heldObjects?(): Promise<{ objects: Map<string, number>; metaBytes: number }>;
+  /**
    * Restore points the backend can rebuild from the hypervisor alone (Proxmox: the `agentkeep:v1:`
    * marker in snapshot descriptions), so `restore-point list` shows snapshots another machine made.
    * Optional; they carry no agent-state capture.
@@ -229,6 +235,13 @@ export interface BackendFactory<O = unknown> {
   create(ctx: BackendContext<O>): MachineBackend;
   /** Object hashes referenced by every snapshot of every target of this backend (for GC). */
   referencedObjects?(layout: StateLayout): Promise<Set<string>>;
+  /**
+   * Delete snapshot data kept in the state dir whose restore point is in no journal (`isLive` says
+   * which are: target key, snapshot id), e.g. a dir manifest written by a create killed before its
+   * journal entry. Called only by the garbage collection, under its lock, while no create or
+   * restore runs anywhere on the state dir.
+   */
+  dropOrphans?(layout: StateLayout, isLive: (targetKey: string, snapshotId: string) => boolean): Promise<void>;
   /**
    * Agents on a host (agent.discover). `form` is the host form it takes, e.g. "proxmox://HOST[:PORT]";
    * `run` gets the whole target string (a guest target of the host works too) and the tag ("" = all).

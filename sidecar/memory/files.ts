@@ -117,7 +117,7 @@ export async function restoreLocalFiles(
     if (st?.isFile() && (await io.hashFile(abs)) === f.hash) continue;
     await io.mkdirp(p.dirname(abs));
     if (st?.isDirectory()) await io.rm(abs, { recursive: true });
-    const tmp = tempNameFor(abs);
+    const tmp = tempNameFor(abs, root);
     const mode = st?.isFile() ? st.mode & 0o7777 : 0o644;
     try {
       if (io.remote) await uploadObject(io, src, f.hash, tmp, mode);

@@ -69,6 +69,8 @@ export const ErrorCodes = {
   AuthFailed: { code: -33017, name: 'auth_failed' },
   /** The guest is locked (Proxmox `lock`: backup, snapshot, snapshot-delete, ...) or the VM is busy; AgentKeep never unlocks by itself. */
   GuestLocked: { code: -33018, name: 'guest_locked' },
+  /** A file system is full (ENOSPC) or the disk quota is used up (EDQUOT); the message names its mount point and free bytes. Nothing half-written is kept. */
+  DiskFull: { code: -33019, name: 'disk_full' },
   /** No named agent of that name in <stateDir>/config.json (agent add NAME makes one); the message names the known ones. */
   AgentNotFound: { code: -33030, name: 'agent_not_found' },
   /** Anything else; the message says what happened. */
@@ -730,11 +732,16 @@ export const Methods = {
       scope: Scope,
       stores: z.array(Store).optional(),
       start: z.boolean().optional().describe('VM targets: start the guest after a rollback to a snapshot without RAM state (Proxmox `start`)'),
+      noUndoPoint: z
+        .boolean()
+        .optional()
+        .describe('Restore without taking the pre-restore restore point first, so the restore cannot be undone (for a state dir too full to hold it: the DiskFull error of a restore offers it). Refused (ConfirmationRequired) unless `confirmed` is true. CLI: --no-undo-point --yes'),
+      confirmed: z.boolean().optional().describe('The user confirmed a restore without an undo point (noUndoPoint)'),
       progressToken: ProgressToken,
     }),
     z.object({
       restored: RestorePoint,
-      undo: RestorePoint.describe('The pre-restore capture; restore it to undo this restore'),
+      undo: RestorePoint.optional().describe('The pre-restore capture; restore it to undo this restore. Absent only with noUndoPoint'),
       changes: ChangeSummary,
       machineState: z.string().optional().describe('VM targets: guest state after the rollback (running | stopped | paused)'),
       warnings: z.array(z.string()).optional().describe('What the user must know (e.g. "the VM was stopped by the rollback; start it")'),
@@ -773,7 +780,9 @@ export const Methods = {
     z.object({ target: Target }),
     z.object({
       target: Target,
-      bytes: z.number().int().describe('Bytes the target\'s restore points hold: distinct objects of its manifests and agent captures (dir), extents of its snapshots counted once plus agent captures (btrfs), else the sum of newBytes'),
+      bytes: z.number().int().describe('Bytes the target\'s restore points hold: distinct objects of its manifests and agent captures (dir), extents of its snapshots counted once plus agent captures (btrfs), else the sum of newBytes; plus metaBytes'),
+      metaBytes: z.number().int().describe('Of bytes: the target\'s snapshot data in the state dir besides contents (dir manifests and their index) and its journal'),
+      stateDirBytes: z.number().int().describe('Everything the state dir holds, all targets together (objects, manifests, journals, memory backups, locks), in bytes'),
       capBytes: z.number().int().describe('The size cap of one target, in bytes'),
       level: z.enum(['ok', 'near', 'over']).describe('near: above 90% of the cap; over: above the cap'),
       points: z
@@ -998,7 +1007,7 @@ export const Methods = {
       interruptedRestore: z
         .object({
           id: z.string(),
-          undo: z.string().describe('The pre-restore point: restore it to go back'),
+          undo: z.string().optional().describe('The pre-restore point: restore it to go back (absent for a restore without an undo point, noUndoPoint)'),
           scope: Scope.describe('The scope of the interrupted restore: finish it with the same scope'),
           stores: z.array(Store).optional().describe('The stores it was given, if any'),
           startedAt: z.string(),

@@ -193,15 +193,15 @@ export function registerAgentSuite(): void {
       assert.equal(fs.readFileSync(path.join(agentHome, '.hermes', 'memories', 'MEMORY.md'), 'utf8'), DEMO_MEMORY_ENTRIES.join('\n§\n'), 'memory restored too');
       assert.equal((fs.statSync(path.join(agentHome, '.hermes', '.env')).mode & 0o777).toString(8), '600');
       assert.ok(res.changes.added.some((p) => p.includes('node_modules')), 'the change summary names node_modules');
-      assert.equal(res.undo.kind, 'pre-restore');
+      assert.equal(res.undo!.kind, 'pre-restore');
       await api.refresh();
       const rows = await treePath(api, 'agent-home', 'Restore points');
       const rps = api.getTreeRestorePoints();
       assert.equal(rows.length, 3, 'pre, post and the pre-restore point');
-      assert.ok(rps.some((p: RestorePoint) => p.kind === 'pre-restore' && p.id === res.undo.id), 'the tree shows the pre-restore point');
-      assert.equal(rps[0]!.id, res.undo.id, 'newest first');
+      assert.ok(rps.some((p: RestorePoint) => p.kind === 'pre-restore' && p.id === res.undo!.id), 'the tree shows the pre-restore point');
+      assert.equal(rps[0]!.id, res.undo!.id, 'newest first');
 
-      const undo = await vscode.commands.executeCommand<ResultOf<'restorePointRestore'>>('agentkeep.restore', res.undo.id, 'both', { confirm: false });
+      const undo = await vscode.commands.executeCommand<ResultOf<'restorePointRestore'>>('agentkeep.restore', res.undo!.id, 'both', { confirm: false });
       assert.ok(undo, `undo returned a result (last error: ${JSON.stringify(api.lastError())})`);
       assert.ok(fs.existsSync(path.join(workspace, 'node_modules', 'left-pad', 'package.json')), 'undo brought left-pad back');
       assert.match(fs.readFileSync(path.join(agentHome, '.hermes', 'memories', 'MEMORY.md'), 'utf8'), /left-pad 1\.3\.0 is installed/);
@@ -327,7 +327,7 @@ export function registerAgentSuite(): void {
       assert.equal(fs.existsSync(marker), false, 'a finished restore removes the marker');
       await api.refresh();
       assert.deepEqual(labels(api, await treePath(api, 'agent-home')), ['Restore points', 'Memory']);
-      for (const id of [res.undo.id, b.id, a.id]) await vscode.commands.executeCommand('agentkeep.deleteRestorePoint', id, { confirm: false });
+      for (const id of [res.undo!.id, b.id, a.id]) await vscode.commands.executeCommand('agentkeep.deleteRestorePoint', id, { confirm: false });
     });
   });
 }

@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { createHash } from 'node:crypto';
 import { deleteAction, listAction } from '../../core/actions';
 import { AgentKeepError } from '../../core/errors';
-import { isErrno, mapLimit, tempNameFor, throwIfAborted } from '../../core/fsutil';
+import { diskFullError, isErrno, isNoSpace, mapLimit, nameTooLongError, tempNameFor, throwIfAborted } from '../../core/fsutil';
 import type { ParsedTarget } from '../../core/target';
 import type { StateLayout } from '../../core/state';
 import type { TargetDescription } from '../../protocol';
@@ -20,6 +20,7 @@ import type { BackendContext, BackendFactory, BackendProgress, MachineBackend, M
 import { tooLarge } from '../../core/compare';
 import { parseLocalPathTarget, type LocalPathOptions } from '../localPath';
 import { forgetManifest, readManifest, writeManifest, type Entry, type Manifest } from './manifest';
+import { ObjectIndex } from './usage';
 import { scanTree, statCacheOf } from './scan';
 
 const CONCURRENCY = 8;
@@ -57,10 +58,13 @@ export class DirBackend implements MachineBackend {
   readonly capabilities = { ramState: false, speedClass: 'fast', canRunWhileRunning: true, diff: true } as const;
   private readonly root: string;
   private readonly manifestDir: string;
+  /** Objects all manifests of the target hold (usage.ts), for the size-cap check after a create. */
+  private readonly index: ObjectIndex;
 
   constructor(private readonly ctx: BackendContext) {
     this.root = ctx.target.path;
     this.manifestDir = path.join(ctx.layout.dirBackendRoot, ctx.target.key);
+    this.index = new ObjectIndex(this.manifestDir, () => this.list(), (id) => readManifest(this.manifestPath(id)));
   }
 
   /** Path of a snapshot's manifest. */
@@ -132,6 +136,7 @@ export class DirBackend implements MachineBackend {
     };
     throwIfAborted(opts.signal, 'the restore point was not created; nothing in the target was changed');
     await writeManifest(this.manifestPath(snapshotId), m);
+    await this.index.added(snapshotId, m);
     return { files: r.entries.length, bytes: r.bytes, newBytes: r.newBytes, skipped: r.skipped };
   }
 
@@ -146,8 +151,18 @@ export class DirBackend implements MachineBackend {
 
   async delete(snapshotId: string): Promise<void> {
     const f = this.manifestPath(snapshotId);
+    await this.index.removed(snapshotId, await this.manifestOrUndefined(snapshotId));
     forgetManifest(f);
     await fs.rm(f, { force: true });
+  }
+
+  /**
+   * Distinct objects all snapshots of the target hold (hash -> size) and the bytes of its manifests,
+   * from the object index (one file; rebuilt from the manifests when it is out of date).
+   */
+  async heldObjects(): Promise<{ objects: Map<string, number>; metaBytes: number }> {
+    const h = await this.index.held();
+    return { objects: h.objects, metaBytes: h.manifestBytes };
   }
 
   async diff(snapshotId: string, opts: { skip?: PathFilter; cacheIds?: string[] }): Promise<MachineChanges> {
@@ -314,7 +329,7 @@ export class DirBackend implements MachineBackend {
           tick();
           return;
         }
-        const tmp = tempNameFor(a);
+        const tmp = tempNameFor(a, this.root);
         temps.add(tmp);
         if (e.t === 'l') {
           await fs.symlink(e.l as string, tmp);
@@ -333,6 +348,8 @@ export class DirBackend implements MachineBackend {
       await Promise.all([...temps].map((t) => fs.rm(t, { force: true }).catch(() => undefined)));
       // Put back the directory modes relaxed for writing (what is restored so far stays).
       for (const [d, m] of relaxed) if (m >= 0) await fs.chmod(d ? abs(d) : this.root, m).catch(() => undefined);
+      if (isNoSpace(err) && !(err instanceof AgentKeepError)) throw await diskFullError(this.root, err, `Cannot restore files into ${this.root}`);
+      if (isErrno(err, 'ENAMETOOLONG')) throw nameTooLongError(String((err as NodeJS.ErrnoException).path ?? this.root), 'Cannot restore');
       throw err;
     }
 
@@ -424,6 +441,19 @@ export const dirBackend: BackendFactory<LocalPathOptions> = {
     },
   }),
   create: (ctx) => new DirBackend(ctx),
+  /** Manifests whose restore point is in no journal (a create killed between the two writes); see BackendFactory. */
+  async dropOrphans(layout: StateLayout, isLive: (key: string, id: string) => boolean): Promise<void> {
+    for (const k of await fs.readdir(layout.dirBackendRoot).catch(() => [] as string[])) {
+      const dir = path.join(layout.dirBackendRoot, k);
+      for (const n of await fs.readdir(dir).catch(() => [] as string[])) {
+        if (!n.endsWith('.json') || n.startsWith('.')) continue;
+        const id = n.slice(0, -5);
+        if (isLive(k, id)) continue;
+        forgetManifest(path.join(dir, n));
+        await fs.rm(path.join(dir, n), { force: true });
+      }
+    }
+  },
   /** Every object hash named by any dir manifest of any target. @throws CorruptSnapshot for a damaged manifest. */
   async referencedObjects(layout: StateLayout): Promise<Set<string>> {
     const out = new Set<string>();

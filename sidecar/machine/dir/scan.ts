@@ -2,7 +2,7 @@
  * Walk a directory tree into manifest entries, reusing hashes from a previous manifest when a file's
  * (size, mtime, ctime, inode) match (git's index stat cache), and hashing the rest with bounded
  * parallelism. Symlinks are recorded, never followed. Sockets, FIFOs and devices are left out and
- * counted (`skipped`); our own temp files (`.<name>.ak-tmp-<hex>`) are left out and listed (`temps`).
+ * counted (`skipped`); our own temp files (`.ak-tmp-<hex>`, fsutil isTempName) are left out and listed (`temps`).
  * A name that is not valid UTF-8 fails the scan (FileError naming it); an entry is treated as
  * vanished only when a fresh listing of its directory no longer holds it.
  *
@@ -14,7 +14,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { AgentKeepError } from '../../core/errors';
-import { isErrno, isTempName, mapLimit, throwIfAborted } from '../../core/fsutil';
+import { isErrno, isTempName, mapLimit, nameTooLongError, shortPath, throwIfAborted } from '../../core/fsutil';
 import type { PathFilter } from '../types';
 import { RACY_MS, type Entry, type Manifest } from './manifest';
 import { lstatMany, STAT_FIELDS } from './statpool';
@@ -105,14 +105,31 @@ export interface ScanResult {
   hashed: number;
   /** Sockets, FIFOs and device files found and left out (not captured). */
   skipped: number;
-  /** Our own temp files (fsutil tempNameFor: `.<name>.ak-tmp-<12 hex>`) found and left out, target-relative. */
+  /** Our own temp files (fsutil tempNameFor: `.ak-tmp-<12 hex>`, or an older version's `.<name>.ak-tmp-<12 hex>`) found and left out, target-relative. */
   temps: string[];
 }
 
 const yieldNow = (): Promise<void> => new Promise((r) => setImmediate(r));
 
-function fileError(abs: string, e: unknown): AgentKeepError {
-  return new AgentKeepError('FileError', `Cannot read ${abs}: ${(e as Error).message}.`, 'Fix the permissions of that path (the sidecar must be able to read the whole target).');
+/**
+ * The error for a path of the target that cannot be read, by its cause: permissions (EACCES, EPERM)
+ * get the permissions fix; a name or path too long for the kernel (ENAMETOOLONG) says so; an I/O
+ * error says the disk may be failing; anything else names the system's message without a guess.
+ */
+export function fileError(abs: string, e: unknown): AgentKeepError {
+  if (e instanceof AgentKeepError) return e;
+  const msg = (e as Error).message;
+  if (isErrno(e, 'EACCES', 'EPERM')) {
+    return new AgentKeepError('FileError', `Cannot read ${shortPath(abs)}: permission denied.`, 'Fix the permissions of that path (the sidecar must be able to read the whole target), or run as a user who can read it.');
+  }
+  if (isErrno(e, 'ENAMETOOLONG')) return nameTooLongError(abs, 'Cannot capture');
+  if (isErrno(e, 'EIO')) {
+    return new AgentKeepError('FileError', `Cannot read ${shortPath(abs)}: input/output error (${msg}).`, 'The disk or network file system may be failing: check the system log (dmesg) and copy the file elsewhere if you can.');
+  }
+  if (isErrno(e, 'ELOOP')) {
+    return new AgentKeepError('FileError', `Cannot read ${shortPath(abs)}: too many levels of symbolic links.`, 'Check the symlinks along that path.');
+  }
+  return new AgentKeepError('FileError', `Cannot read ${shortPath(abs)}: ${msg}.`, 'Check that path (it must stay readable while the restore point is taken), then try again.');
 }
 
 /** A name as a bash $'...' string: printable ASCII as is, every other byte as \xNN. */

@@ -21,7 +21,7 @@ import * as path from 'node:path';
 import type { MemoryEntry, MemoryFile, Provenance, ProvenanceTrace } from '../../protocol';
 import { memoryListAction } from '../../core/actions';
 import { AgentKeepError } from '../../core/errors';
-import { tempNameFor } from '../../core/fsutil';
+import { isTempName, tempNameFor } from '../../core/fsutil';
 import type { StoreProblem } from '../../protocol';
 import { problemOf } from '../broken';
 import { captureSqlite } from '../sqlite';
@@ -81,7 +81,7 @@ async function walkFiles(base: string, dir: string, out: string[], io: FileTrans
   for (const e of entries) {
     const rel = dir ? `${dir}/${e.name}` : e.name;
     if (e.isDirectory()) await walkFiles(base, rel, out, io);
-    else if (e.isFile() || e.isSymbolicLink()) out.push(rel);
+    else if ((e.isFile() || e.isSymbolicLink()) && !isTempName(e.name)) out.push(rel); // (a killed write's temp is never agent state)
   }
 }
 

@@ -6,7 +6,7 @@
 import * as path from 'node:path';
 import type { LintFinding } from '../../protocol';
 import type { LintEntry, LintFile, LintInput, LintOptions } from './model';
-import { candidatePairs, classifyPair, prepare, sentences, type JoinStats, type Prepared } from './pairs';
+import { candidatePairs, classifyPair, MAX_SLOT_GROUP, prepare, sentences, slotCandidates, type JoinStats, type Prepared } from './pairs';
 import { age, drift, entryTime, overBudget, stale, storeWarnings, untraceable, where } from './rules';
 import { normalise, quote } from './text';
 
@@ -164,7 +164,16 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
   const whole: Array<[Prepared, Prepared]> = [];
   const part: Array<[Prepared, Prepared]> = [];
   const joinStats: JoinStats = { skippedTokens: 0, examples: [], maxDf: 0 };
-  for (const [x, y] of candidatePairs(units, o.candidateJaccard, undefined, o.candidateContainment, joinStats)) {
+  const joined = candidatePairs(units, o.candidateJaccard, undefined, o.candidateContainment, joinStats);
+  // and the pairs only the slot rules can decide (same single-valued label; a change from a value the other names)
+  const U = units.length;
+  const have = new Set(joined.map(([x, y]) => x * U + y));
+  for (const [x, y] of slotCandidates(units, joinStats)) {
+    if (have.has(x * U + y)) continue;
+    have.add(x * U + y);
+    joined.push([x, y]);
+  }
+  for (const [x, y] of joined) {
     const [a, b] = units[x].i < units[y].i ? [units[x], units[y]] : [units[y], units[x]];
     if (a.i !== b.i) (x < reps.length && y < reps.length ? whole : part).push([a, b]);
   }
@@ -176,11 +185,16 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
   const verdicts: Array<{ a: Prepared; b: Prepared; v: ReturnType<typeof classifyPair> }> = [];
   // Whole entries first: a sentence pair only decides for two entries that have no verdict yet.
   const seenPair = new Set<number>();
-  for (const [a, b] of whole.concat(part)) {
+  for (const [n, [a, b]] of whole.concat(part).entries()) {
     const k = a.i * N + b.i;
     if (seenPair.has(k)) continue;
     const v = classifyPair(a, b, o);
     if (!v) continue;
+    if (v.kind === 'distinct') {
+      // two whole entries that disagree: none of their sentences is a repeat of the other's
+      if (n < whole.length) seenPair.add(k);
+      continue;
+    }
     seenPair.add(k);
     verdicts.push({ a: prepared[a.i], b: prepared[b.i], v });
   }
@@ -196,7 +210,7 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
   const conflicted = new Uint8Array(N);
   for (const k of against.keys()) conflicted[k] = 1;
   for (const { a, b, v } of verdicts) {
-    if (!v) continue;
+    if (!v || v.kind === 'distinct') continue;
     if (v.kind === 'near-duplicate') {
       const ra = find(parent, a.i);
       const rb = find(parent, b.i);
@@ -287,6 +301,18 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
       stores: storesOf(all),
       message: `Lint note: to stay fast, ${joinStats.skippedTokens} word${joinStats.skippedTokens === 1 ? '' : 's'} shared by more than ${joinStats.maxDf} entries each (${joinStats.examples.map((w) => `"${w}"`).join(', ')}) were not used to find similar entries; two entries that share only such words were not compared.`,
       evidence: [`${units.length} entries and sentences searched; words in more than ${joinStats.maxDf} of them skipped: ${joinStats.skippedTokens}`],
+      suggestion: 'Nothing to fix in memory; lint a smaller set of stores (one --store at a time) for a full comparison.',
+    });
+  }
+  const slots = joinStats.skippedSlots ?? 0;
+  if (slots > 0) {
+    out.push({
+      kind: 'store',
+      severity: 'info',
+      entries: [],
+      stores: storesOf(all),
+      message: `Lint note: to stay fast, ${slots} label${slots === 1 ? '' : 's'} or changed-from word${slots === 1 ? '' : 's'} held by more than ${MAX_SLOT_GROUP} entries each did not pair those entries for the slot rules; such entries were compared only when their wording is similar.`,
+      evidence: [`labels and changed-from words shared by more than ${MAX_SLOT_GROUP} entries: ${slots}`],
       suggestion: 'Nothing to fix in memory; lint a smaller set of stores (one --store at a time) for a full comparison.',
     });
   }

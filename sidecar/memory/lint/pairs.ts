@@ -9,7 +9,9 @@
  * come from a hash of the folded text. Each candidate is then classified by `classifyPair`.
  */
 import type { LintOptions } from './model';
-import { aboutThePast, frameDiff, labelValues, updateMarker, type LabelValue, type UpdateMarker } from './slots';
+import { relation, specificity } from './lexicon';
+import { aboutThePast, frameDiff, frameHunks, labelValues, updateMarker, type LabelValue, type UpdateMarker } from './slots';
+import { align, anchors, otherScript, polarityDiff, scriptMix, type Alignment, type SoftEntry } from './soft';
 import {
   areAlternatives,
   areAntonyms,
@@ -55,6 +57,12 @@ export interface Prepared {
   marker?: UpdateMarker | null;
   /** "Label: value" statements (slots.ts), computed on first use. */
   labels?: LabelValue[];
+  /** Polarity of the content words (soft.ts), computed on first use. */
+  pol?: Map<string, number>;
+  negSubject?: Map<string, string[]>;
+  script?: number;
+  items?: SoftEntry['items'];
+  anchors?: Set<string>;
 }
 
 /** Prepare one entry text. */
@@ -175,6 +183,12 @@ function sameOpening(a: Prepared, b: Prepared): string[] {
 /** What classifyPair decided. */
 export type PairVerdict =
   | { kind: 'near-duplicate'; score: number; why: string }
+  /**
+   * Two whole entries that disagree somewhere, though not as a finding the lint can explain (a word
+   * negated in one only, a value changed in its slot): no finding, and no sentence of one may be
+   * called a repeat of a sentence of the other.
+   */
+  | { kind: 'distinct'; why: string }
   | {
       kind: 'contradiction';
       why: string;
@@ -267,6 +281,15 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
       const [x, y] = conflictingValues[0];
       return { kind: 'contradiction', why: 'same subject, different value', detail: `${x} vs ${y}` };
     }
+    // A change over time names its new value ("proxy moved to 127.0.0.1:7890"), and an edited entry may
+    // change several values in one place ("cron 17:00/17:10" → "cron 20:30/20:40").
+    const change = changeOverTime(a, b);
+    if (change) return change;
+    const hunk = valuesHunk(a, b);
+    if (hunk) return hunk;
+    if (onlyA.some((x) => onlyB.some((y) => typed([x], a.values).size && sameSlot(a, x, b, y) && a.values.get(x) === b.values.get(y)))) {
+      return { kind: 'distinct', why: 'a value differs in the same slot' };
+    }
     return undefined; // different subjects with different values: unrelated facts
   }
   // 3. a negated restatement
@@ -295,6 +318,19 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   //    same frame with one short span swapped for another value of the attribute
   const slot = slotVerdict(a, b, wa, wb);
   if (slot) return slot;
+  // 7. negated in one, asserted in the other, clause by clause (soft.ts polarity): "No iOS devices (no
+  //    iPhone/iPad)" / "... and an iPhone"; "Never write to any database" / "Database writes are fine"
+  let aligned: Alignment | undefined;
+  const al = (): Alignment => (aligned ??= align(a, b));
+  // (negations are known in English and Chinese: across two scripts, "όχι password" is not read as one)
+  const pd = scriptMix(a, b) ? { conflict: [], bothNegated: [], agree: 0 } : polarityDiff(a, b);
+  const head = pd.conflict[0]?.split('~')[0];
+  if (
+    (pd.conflict.length >= 2 && weight(pd.conflict) >= 1.5 && pd.conflict.length > pd.agree + pd.bothNegated.length && al().contain >= 0.4) ||
+    (pd.conflict.length === 1 && specificity(head) === 1 && pd.agree >= 2 && al().contain >= 0.9)
+  ) {
+    return { kind: 'contradiction', why: 'negated in one, asserted in the other', detail: `${pd.conflict.map((w) => `"${w}"`).join(', ')} ${pd.conflict.length === 1 ? 'is' : 'are'} negated in one entry and not in the other` };
+  }
   // Two words that change places across other words are not the same statement ("Alice does not review
   // code for the billing team" / "Billing does not review code for the Alice team"); across only stop
   // words and list words ("TypeScript and Go" / "Go and TypeScript", "SSH listens" / "listens for SSH") they are.
@@ -302,7 +338,9 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
     const t = transposition(a, b);
     if (t && t.gaps.some((g) => tokens(g).length > 0)) return undefined;
   }
-  if (a.negated !== b.negated) return undefined;
+  // Negated on one side only: a restatement only when the same words are negated on both sides
+  // ("..., never scripts on the host" / "... over local host-based scripts").
+  if (a.negated !== b.negated && !(pd.conflict.length === 0 && pd.bothNegated.length > 0)) return undefined;
   // 6. near-duplicate: similar wording, no value swapped, no distinct content word on both sides
   //    unless the overlap is very high
   const sj = jaccard(shinglesOf(a), shinglesOf(b));
@@ -333,9 +371,55 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   // first" / "User prefers concise answers and TypeScript examples"): the same opening words, which
   // are at least half of each side's words, and at least three words differ in all (one word swapped
   // for another, "Weekly sync with Ana about billing" / "... about search", is another fact).
-  const head = shared.length >= 3 && wa.length + wb.length >= 3 && shared.length * 2 >= a.content.size && shared.length * 2 >= b.content.size ? sameOpening(a, b) : [];
-  if (head.length >= 3 && head.length * 2 >= a.content.size && head.length * 2 >= b.content.size) {
-    return { kind: 'near-duplicate', score: head.length / Math.max(a.content.size, b.content.size), why: `both open with the same significant words (stemmed: "${head.join(' ')}"), and each adds a detail` };
+  const opening = shared.length >= 3 && wa.length + wb.length >= 3 && shared.length * 2 >= a.content.size && shared.length * 2 >= b.content.size ? sameOpening(a, b) : [];
+  if (opening.length >= 3 && opening.length * 2 >= a.content.size && opening.length * 2 >= b.content.size) {
+    return { kind: 'near-duplicate', score: opening.length / Math.max(a.content.size, b.content.size), why: `both open with the same significant words (stemmed: "${opening.join(' ')}"), and each adds a detail` };
+  }
+  if (pd.conflict.length > 0) return undefined;
+  return softDuplicate(a, b, al());
+}
+
+/** Summed specificity (lexicon.ts) of words shown as "a" or "a~b". */
+function weight(ws: string[]): number {
+  let s = 0;
+  for (const w of ws) s += specificity(w.split('~')[0]);
+  return s;
+}
+
+/** Soft near-duplicate: weighted word alignment with the lexicon (soft.ts align). */
+export const SOFT_SCORE = 0.5;
+
+/**
+ * The soft near-duplicate rules (issue 12), after every other rule said nothing:
+ * 1. across two languages (one entry mostly in another script): the names, terms and values a
+ *    translation keeps as written ("RunPod", "PUBLIC_KEY", "#ef4444") — at least three shared, and at
+ *    least 60% of the smaller side's;
+ * 2. the words aligned through lemmas, typos, derivations and WordNet synonyms ("replies" ~ "answer"),
+ *    each weighted by how specific it is: weighted Dice >= SOFT_SCORE, and at least four words matched
+ *    on each side, or 90% of the lighter side's weight matched.
+ */
+function softDuplicate(a: Prepared, b: Prepared, al: Alignment): PairVerdict {
+  const lv = sameLabelValue(a, b);
+  if (lv) return { kind: 'near-duplicate', score: 1, why: `the same label "${lv.label}" with the same value "${lv.value}"` };
+  const mix = scriptMix(a, b);
+  if (mix) {
+    const x = anchors(a);
+    const y = anchors(b);
+    const both = [...x].filter((t) => y.has(t));
+    if (both.length >= 3 && both.length >= 0.6 * Math.min(x.size, y.size)) {
+      return { kind: 'near-duplicate', score: both.length / Math.min(x.size, y.size), why: `the same names, terms and values in two languages (${mix}): ${both.slice(0, 6).map((w) => `"${w}"`).join(', ')}` };
+    }
+    return undefined;
+  }
+  const matched = Math.min(al.matchedA, al.matchedB);
+  if ((al.links.length > 0 || !al.restA.length || !al.restB.length) && al.score >= SOFT_SCORE && (matched >= 4 || (al.contain >= 0.9 && matched >= 2))) {
+    // The same frame with words swapped one for one (none a synonym of the other) is another subject, not
+    // a rewording: "Ines owns the reports service" / "Ines owns the Lena service", "X owns the Y service" /
+    // "Z owns the W service" (as for the rules above).
+    const h = al.restA.length && al.restB.length ? frameHunks(a.toks, b.toks) : undefined;
+    if (h && h.hunks.every((x) => x.a.length === 1 && x.b.length === 1 && !relation(x.a[0].t, x.b[0].t))) return undefined;
+    const lex = al.links.length ? `; ${al.links.slice(0, 4).join(', ')}` : '';
+    return { kind: 'near-duplicate', score: al.score, why: `the words align (lemmas, typos, derivations and WordNet synonyms): weighted overlap ${al.score.toFixed(2)}, ${al.matchedA} and ${al.matchedB} words matched${lex}` };
   }
   return undefined;
 }
@@ -354,6 +438,99 @@ export interface JoinStats {
   /** Up to 5 of them, most frequent first. */
   examples: string[];
   maxDf: number;
+  /** Slot keys (labels, changed-from words) held by more than MAX_SLOT_GROUP entries: not used (slotCandidates). */
+  skippedSlots?: number;
+}
+
+/** Labels of a person's identity, which a store holds for several people: not paired by label alone. */
+const PERSON_LABEL = /^(?:name|call|called|nickname|title|role|pronoun|age|height|email|phone)$/;
+
+/** A label or a changed-from word shared by more entries than this does not pair them (slotCandidates). */
+export const MAX_SLOT_GROUP = 50;
+
+/**
+ * Candidate pairs the similarity join misses but the slot rules can decide (issue 12): entries with
+ * the same single-valued "Label: value" label ("Timezone: America/New_York" / "Timezone: now
+ * America/Chicago (Central) after the move"), and an entry that records a change from a value with
+ * the entries that name that value ("switched from PostgreSQL to MySQL" / "FastAPI + PostgreSQL +
+ * Redis"), and an entry mostly in a non-Latin script with the entries that share two or more of its
+ * names, terms and values (soft.ts anchors). Linear: one pass builds the groups; a group larger than MAX_SLOT_GROUP is skipped and
+ * counted in stats.skippedSlots.
+ */
+export function slotCandidates(items: Prepared[], stats?: JoinStats): Array<[number, number]> {
+  const out: Array<[number, number]> = [];
+  let skipped = 0;
+  const byLabel = new Map<string, number[]>();
+  items.forEach((p, i) => {
+    if (!p.text.includes(':') && !p.text.includes('：')) return;
+    for (const l of labelsOf(p)) {
+      // a store names several people (the owner, the agent, family): "Name: Ryan" / "Name: Hermes Prime" are two subjects
+      if (!singleValuedLabel(l.label) || PERSON_LABEL.test(l.label.join(' '))) continue;
+      const k = l.label.join(' ');
+      (byLabel.get(k) ?? byLabel.set(k, []).get(k)!).push(i);
+    }
+  });
+  for (const g of byLabel.values()) {
+    const u = [...new Set(g)];
+    if (u.length > MAX_SLOT_GROUP) {
+      skipped++;
+      continue;
+    }
+    for (let x = 0; x < u.length; x++) for (let y = x + 1; y < u.length; y++) out.push([u[x], u[y]]);
+  }
+  // changed-from words: the rarest content word of the "from" value, looked up in every entry's words
+  const wanted = new Map<string, number[]>();
+  items.forEach((p, i) => {
+    if (!/from|从|was|formerly|previously|instead/i.test(p.text)) return;
+    const from = markerOf(p)?.from;
+    if (!from) return;
+    const w = tokens(from).find((t) => t.type === 'word' && !t.cjk && specificity(t.t) === 1) ?? tokens(from).find((t) => t.type === 'word' && !t.cjk);
+    if (w) (wanted.get(w.t) ?? wanted.set(w.t, []).get(w.t)!).push(i);
+  });
+  if (wanted.size) {
+    const holders = new Map<string, number[]>();
+    items.forEach((p, i) => {
+      for (const w of p.words) if (wanted.has(w)) (holders.get(w) ?? holders.set(w, []).get(w)!).push(i);
+    });
+    for (const [w, marked] of wanted) {
+      const hs = holders.get(w) ?? [];
+      if (hs.length > MAX_SLOT_GROUP) {
+        skipped++;
+        continue;
+      }
+      for (const x of marked) for (const y of hs) if (x !== y) out.push(x < y ? [x, y] : [y, x]);
+    }
+  }
+  // an entry mostly in a non-Latin script and the entries that share two or more of the names, terms and
+  // values it keeps as written ("RunPod", "PUBLIC_KEY", "taskkill", "#ef4444"): its CJK character pairs
+  // outweigh them in the similarity join
+  const mixed = new Map<number, Set<string>>();
+  items.forEach((p, i) => {
+    if (otherScript(p) < 0.25) return;
+    const an = anchors(p);
+    if (an.size >= 2) mixed.set(i, an);
+  });
+  if (mixed.size) {
+    const need = new Set<string>();
+    for (const an of mixed.values()) for (const t of an) need.add(t);
+    const post = new Map<string, number[]>();
+    items.forEach((p, i) => {
+      for (const t of anchors(p)) if (need.has(t)) (post.get(t) ?? post.set(t, []).get(t)!).push(i);
+    });
+    const tooCommon = new Set<string>();
+    for (const [t, list] of post) if (list.length > MAX_SLOT_GROUP) tooCommon.add(t);
+    skipped += tooCommon.size;
+    for (const [x, an] of mixed) {
+      const count = new Map<number, number>();
+      for (const t of an) {
+        if (tooCommon.has(t)) continue;
+        for (const y of post.get(t) ?? []) if (y !== x) count.set(y, (count.get(y) ?? 0) + 1);
+      }
+      for (const [y, c] of count) if (c >= 2 && !(mixed.has(y) && y < x)) out.push(x < y ? [x, y] : [y, x]);
+    }
+  }
+  if (stats) stats.skippedSlots = skipped;
+  return out;
 }
 
 /**
@@ -527,10 +704,23 @@ function overlap(a: Prepared, b: Prepared): { shared: number; jac: number } {
  *    ("lives in", "timezone", "port", "replies in", "deploy target is"): contradiction.
  */
 function slotVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[]): PairVerdict {
+  const { shared } = overlap(a, b);
+  // 1. a change over time
+  const change = changeOverTime(a, b);
+  if (change) return change;
+  // 2. "Label: value"
+  return labelVerdict(a, b) ?? spanVerdict(a, b, wa, wb, shared);
+}
+
+/**
+ * A change over time: one side records a change ("moved from A to B", "switched to", "no longer",
+ * "已迁移") about the same subject as the other (its "from" value is in the other entry, or they
+ * share enough words), and the other is not itself about the past ("lived in"): the marked side is newer.
+ */
+function changeOverTime(a: Prepared, b: Prepared): PairVerdict {
   const ma = markerOf(a);
   const mb = markerOf(b);
   const { shared, jac } = overlap(a, b);
-  // 1. a change over time
   if (!!ma !== !!mb) {
     const [other, side] = ma ? [b, 'a' as const] : [a, 'b' as const];
     const m = (ma ?? mb)!;
@@ -544,23 +734,77 @@ function slotVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[]): Pair
       return { kind: 'contradiction', why: 'change over time', detail: `the newer entry says "${m.phrase}"${m.from ? ` (from ${m.from})` : ''}`, update: { newer: side, marker: m.phrase } };
     }
   }
-  // 2. "Label: value"
-  a.labels ??= a.text.includes(':') || a.text.includes('：') ? labelValues(a.text) : [];
-  b.labels ??= b.text.includes(':') || b.text.includes('：') ? labelValues(b.text) : [];
-  const la = a.labels;
-  const lb = b.labels;
+  return undefined;
+}
+
+/** The "Label: value" statements of an entry, computed once. */
+export function labelsOf(p: Prepared): LabelValue[] {
+  p.labels ??= p.text.includes(':') || p.text.includes('：') ? labelValues(p.text) : [];
+  return p.labels;
+}
+
+/** Whether a label names a single-valued attribute ("Timezone", "Preferred language", "Name"). */
+export function singleValuedLabel(label: string[]): boolean {
+  return LABEL_SINGLE.test(label.join(' ')) || (label.length === 1 && FUNCTIONAL.has(label[0]));
+}
+
+/** The value tokens of a label, with the last segment of a slashed name ("asia/shanghai" → also "shanghai"). */
+function valueSet(l: LabelValue): Set<string> {
+  const out = new Set(l.valueTokens);
+  for (const t of l.valueTokens) if (t.includes('/') && !t.endsWith('/')) out.add(t.slice(t.lastIndexOf('/') + 1));
+  return out;
+}
+
+/**
+ * The same single-valued label with a value that names the same thing ("TZ: Asia/Shanghai" /
+ * "Timezone: UTC+8, Shanghai"): a shared value word that is a name or term, not a common word.
+ */
+function sameLabelValue(a: Prepared, b: Prepared): { label: string; value: string } | undefined {
+  for (const x of labelsOf(a)) {
+    for (const y of labelsOf(b)) {
+      if (x.label.join(' ') !== y.label.join(' ') || !singleValuedLabel(x.label)) continue;
+      const Y = valueSet(y);
+      const hit = [...valueSet(x)].find((t) => Y.has(t) && specificity(t) === 1);
+      if (hit) return { label: x.label.join(' '), value: hit };
+    }
+  }
+  return undefined;
+}
+
+/** The same single-valued "Label: value" label with a short, different value. */
+function labelVerdict(a: Prepared, b: Prepared): PairVerdict {
+  const la = labelsOf(a);
+  const lb = labelsOf(b);
   for (const x of la) {
     for (const y of lb) {
-      if (x.label.join(' ') !== y.label.join(' ')) continue;
-      if (!LABEL_SINGLE.test(x.label.join(' ')) && !(x.label.length === 1 && FUNCTIONAL.has(x.label[0]))) continue;
-      const X = new Set(x.valueTokens);
-      const Y = new Set(y.valueTokens);
+      if (x.label.join(' ') !== y.label.join(' ') || !singleValuedLabel(x.label)) continue;
+      const X = valueSet(x);
+      const Y = valueSet(y);
       if (!X.size || !Y.size || X.size > 8 || Y.size > 8) continue;
       let inter = 0;
       for (const t of X) if (Y.has(t)) inter++;
       if (inter === 0) return { kind: 'contradiction', why: 'single-valued attribute', detail: `${x.label.join(' ')}: "${x.value}" vs "${y.value}"` };
     }
   }
+  return undefined;
+}
+
+/**
+ * One entry edited in one place, where several values changed ("cron 17:00/17:10" → "cron
+ * 20:30/20:40"): a single differing hunk of 1-8 values of the same types on each side (no dates: two
+ * dates are two events), in a frame of six or more shared tokens.
+ */
+function valuesHunk(a: Prepared, b: Prepared): PairVerdict {
+  if (Math.abs(a.toks.length - b.toks.length) > 8) return undefined;
+  const d = frameDiff(a.toks, b.toks);
+  if (!d || !d.a.length || d.a.length !== d.b.length || d.a.length > 8 || d.frame.length < 6) return undefined;
+  const types = (ts: Token[]): string => ts.map((t) => (t.type === 'ver' ? 'num' : t.type)).join(',');
+  if (d.a.some((t) => t.type === 'word' || t.type === 'date') || types(d.a) !== types(d.b)) return undefined;
+  return { kind: 'contradiction', why: 'same subject, different values', detail: `"${d.a.map((t) => t.t).join(' ')}" vs "${d.b.map((t) => t.t).join(' ')}" after "${d.before.join(' ')}"` };
+}
+
+/** One short span swapped in the same frame. */
+function spanVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[], shared: number): PairVerdict {
   // 3. one span swapped in the same frame (only worth aligning when few words differ)
   const d = wa.length <= 6 && wb.length <= 6 && shared >= 1 ? frameDiff(a.toks, b.toks) : undefined;
   if (d && d.a.length && d.b.length && d.a.length <= 3 && d.b.length <= 3 && d.frame.length >= 2) {
@@ -568,7 +812,9 @@ function slotVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[]): Pair
     const sb = d.b.map((t) => t.t);
     const typeOf = (ts: Token[]): string => (ts.every((t) => t.type !== 'word') ? ts.map((t) => (t.type === 'ver' ? 'num' : t.type)).join(',') : 'word');
     const valuesOfOneType = typeOf(d.a) !== 'word' && typeOf(d.a) === typeOf(d.b) && typeOf(d.a) !== 'date';
-    const alt = sa.some((x) => sb.some((y) => areAlternatives(x, y) || areAntonyms(x, y)));
+    // (the words of a slashed compound count one by one: "puppeteer/chromium" / "firefox")
+    const split = (ws: string[]): string[] => ws.flatMap((w) => (w.includes('/') && !w.startsWith('/') ? [w, ...w.split('/')] : [w]));
+    const alt = split(sa).some((x) => split(sb).some((y) => areAlternatives(x, y) || areAntonyms(x, y)));
     // "deploy target for previews is staging" / "... for releases is production": the first word of
     // each span is a scope (after "for", "in", "on" ...), so two things differ, not one value.
     const scoped = (p: Prepared, ts: Token[]): boolean =>
@@ -579,7 +825,9 @@ function slotVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[]): Pair
     // otherwise identical entry of some length is another value, not a rewording ("repo X" → "repo Y",
     // "@小聪明蛋" → "@木马牛", "skill ai-3d-model-pipeline" → "skill ai-image-to-3d").
     const nameLike = (ts: Token[]): boolean => ts.some((t) => t.type !== 'word' || /[0-9@/_.-]/.test(t.t) || t.cjk);
-    const named = nameLike(d.a) && nameLike(d.b) && d.frame.length >= 6 && !sa.some((x) => sb.includes(x));
+    // a handle: "@木马牛" / "@Gödel"
+    const handle = (p: Prepared, ts: Token[]): boolean => p.text.includes('@') && ts[0].at !== undefined && normalise(p.text)[ts[0].at - 1] === '@';
+    const named = ((nameLike(d.a) && nameLike(d.b)) || (handle(a, d.a) && handle(b, d.b))) && d.frame.length >= 6 && !sa.some((x) => sb.includes(x));
     if ((!cjk || named) && (valuesOfOneType || alt || named || (attr && wa.length <= 3 && wb.length <= 3))) {
       return { kind: 'contradiction', why: valuesOfOneType ? 'same subject, different value' : alt ? 'exclusive alternatives' : named ? 'one name swapped for another' : 'single-valued attribute', detail: `"${sa.join(' ')}" vs "${sb.join(' ')}" after "${d.before.join(' ')}"` };
     }

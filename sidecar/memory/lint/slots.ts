@@ -94,6 +94,25 @@ export interface FrameDiff {
  * or undefined when they differ in more than one place or not at all.
  */
 export function frameDiff(a: string | Token[], b: string | Token[]): FrameDiff | undefined {
+  const r = frameHunks(a, b);
+  if (!r || r.hunks.length !== 1) return undefined;
+  const [h] = r.hunks;
+  return { frame: r.frame, a: h.a, b: h.b, before: r.frame.slice(Math.max(0, h.at - 2), h.at) };
+}
+
+/** One place where two aligned wordings differ: the tokens of each side there, and where it is in the frame. */
+export interface Hunk {
+  a: Token[];
+  b: Token[];
+  /** Index into the frame of the first shared token after the hunk. */
+  at: number;
+}
+
+/**
+ * Align two token sequences (LCS, both capped at 80 tokens, without the words that only mark a
+ * change): the shared frame and every hunk where they differ; undefined when either is empty.
+ */
+export function frameHunks(a: string | Token[], b: string | Token[]): { frame: string[]; hunks: Hunk[] } | undefined {
   const x = frameTokens(typeof a === 'string' ? tokens(a) : a).slice(0, 80);
   const y = frameTokens(typeof b === 'string' ? tokens(b) : b).slice(0, 80);
   const n = x.length;
@@ -103,8 +122,8 @@ export function frameDiff(a: string | Token[], b: string | Token[]): FrameDiff |
   const L = new Uint16Array((n + 1) * W);
   for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) L[i * W + j] = x[i].t === y[j].t ? L[(i + 1) * W + j + 1] + 1 : Math.max(L[(i + 1) * W + j], L[i * W + j + 1]);
   const frame: string[] = [];
-  const hunks: Array<{ a: Token[]; b: Token[]; at: number }> = [];
-  let cur: { a: Token[]; b: Token[]; at: number } | undefined;
+  const hunks: Hunk[] = [];
+  let cur: Hunk | undefined;
   let i = 0;
   let j = 0;
   while (i < n || j < m) {
@@ -121,9 +140,7 @@ export function frameDiff(a: string | Token[], b: string | Token[]): FrameDiff |
     }
   }
   if (cur) hunks.push(cur);
-  if (hunks.length !== 1) return undefined;
-  const [h] = hunks;
-  return { frame, a: h.a, b: h.b, before: frame.slice(Math.max(0, h.at - 2), h.at) };
+  return { frame, hunks };
 }
 
 /** A "Label: value" statement. */

@@ -3,6 +3,7 @@
  * lexicons (negations, antonyms, exclusive alternatives, single-valued attributes, incompatible
  * claims) and the similarity measures. Pure functions.
  */
+import { wordnetAntonyms, wordnetLemma } from './lexicon';
 
 /** Token types: words and the value shapes a memory asserts. */
 export type TokenType = 'word' | 'num' | 'ver' | 'ip' | 'date' | 'path' | 'url' | 'email';
@@ -38,7 +39,7 @@ const SYNONYMS: Record<string, string> = {
   postgresql: 'postgres', psql: 'postgres', macos: 'mac', osx: 'mac', window: 'windows', utilize: 'use', utilise: 'use',
   employ: 'use', listen: 'listen', machine: 'host', server: 'host', box: 'host', hostname: 'host', username: 'user',
   favourite: 'favorite', indentation: 'indent', telephone: 'phone', mobile: 'phone', e: 'e',
-  disabled: 'disable', enabled: 'enable', turned: 'turn', speak: 'speak', lang: 'language',
+  disabled: 'disable', enabled: 'enable', turned: 'turn', speak: 'speak', lang: 'language', tz: 'timezone',
 };
 
 /** Antonym pairs (canonical stems): a restatement with one swapped for the other contradicts. */
@@ -65,7 +66,8 @@ const ALTERNATIVES: string[][] = [
   ['react', 'vue', 'svelte', 'angular', 'solid'], ['concise', 'verbose', 'detailed'], ['morning', 'afternoon', 'evening', 'night'],
   ['english', 'german', 'french', 'spanish', 'italian', 'dutch', 'japanese', 'chinese'], ['cat', 'dog'],
   ['nginx', 'apache', 'caddy', 'traefik'], ['slack', 'discord', 'teams', 'telegram', 'signal', 'whatsapp'],
-  ['gmail', 'outlook', 'protonmail', 'fastmail'], ['chrome', 'firefox', 'safari', 'edge', 'brave'],
+  ['gmail', 'outlook', 'protonmail', 'fastmail'], ['chrome', 'chromium', 'firefox', 'safari', 'edge', 'brave'],
+  ['puppeteer', 'playwright', 'selenium', 'cypress'],
   ['merge', 'rebase', 'squash'], ['main', 'master', 'develop', 'trunk'], ['iphone', 'android', 'pixel'],
   ['ssh', 'https'], ['utc', 'cet', 'cest', 'pst', 'est', 'gmt'],
 ];
@@ -109,9 +111,9 @@ for (const g of INCOMPATIBLE) {
   for (const w of g.conflict) (INCOMPAT_WORD.get(w) ?? INCOMPAT_WORD.set(w, []).get(w)!).push({ group: g.group, side: 'conflict' });
 }
 
-/** Whether a and b (canonical stems) are antonyms. */
+/** Whether a and b (canonical stems) are antonyms: the list above, or WordNet's main senses (lexicon.ts: "short" / "long"). */
 export function areAntonyms(a: string, b: string): boolean {
-  return ANTONYM.get(a)?.has(b) ?? false;
+  return (ANTONYM.get(a)?.has(b) ?? false) || wordnetAntonyms(a, b);
 }
 /** Whether a and b are different members of one exclusive-alternatives group. */
 export function areAlternatives(a: string, b: string): boolean {
@@ -150,11 +152,15 @@ export function stem(w: string): string {
 }
 
 const canonMemo = new Map<string, string>();
-/** Canonical word: stem, then synonym map (memoised; the vocabulary of a store is small). */
+/**
+ * Canonical word: the WordNet lemma where the lexicon has one ("handled" → "handle", "running" →
+ * "run"; lexicon.ts), else the light stemmer; then the synonym map (memoised; the vocabulary of a
+ * store is small).
+ */
 export function canon(w: string): string {
   let c = canonMemo.get(w);
   if (c === undefined) {
-    const s = stem(w);
+    const s = wordnetLemma(w) ?? stem(w);
     c = SYNONYMS[s] ?? SYNONYMS[w] ?? s;
     if (canonMemo.size > 100_000) canonMemo.clear();
     canonMemo.set(w, c);

@@ -59,10 +59,10 @@ function writeOpts(ctx: MemoryOpsContext, s: MemoryStoreAdapter): WriteOptions {
   return {
     beforeWrite: async (file, previous) => {
       const dir = backupDir(ctx.stateDir, s);
-      await fs.mkdir(dir, { recursive: true });
+      await fs.mkdir(dir, { recursive: true, mode: 0o700 }); // (a state dir made here is private too)
       const stamp = new Date().toISOString().replace(/[:.]/g, '-');
       await fs.writeFile(path.join(dir, `${stamp}-${path.basename(file)}`), previous, { flag: 'wx', mode: 0o600 });
-      await fs.writeFile(path.join(dir, 'store.txt'), `${s.spec}\n`).catch(() => undefined);
+      await fs.writeFile(path.join(dir, 'store.txt'), `${s.spec}\n`, { mode: 0o600 }).catch(() => undefined);
     },
   };
 }

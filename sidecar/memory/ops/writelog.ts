@@ -54,7 +54,7 @@ export async function logWrite(dir: string, s: MemoryStoreAdapter, action: Write
     text: entry.text.slice(0, MAX_TEXT),
     ...(previous !== undefined ? { previous: previous.slice(0, MAX_TEXT) } : {}),
   };
-  await fs.mkdir(dir, { recursive: true });
+  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
   await fs.appendFile(writeLogPath(dir), JSON.stringify(rec) + '\n', { mode: 0o600 });
 }
 

@@ -1,0 +1,146 @@
+/**
+ * The object index of one dir target: `dir/<targetKey>/.index.json` holds, for the manifests of
+ * the target, every object they name with its size and how many manifests name it, and each
+ * manifest's own size in bytes. Create adds the new manifest, delete subtracts the deleted one, so
+ * the size-cap check after a create reads one file instead of every manifest (create time stays
+ * flat as restore points accumulate).
+ *
+ * The index is a cache: it records the manifest ids it covers, and a reader whose listing of the
+ * manifests differs (a create killed between manifest and index, two writers racing, an older
+ * version that did not keep one) rebuilds it from the manifests. Written atomically, not fsynced
+ * (a lost index is rebuilt).
+ */
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import { writeFileAtomic } from '../../core/fsutil';
+import type { Manifest } from './manifest';
+
+/** File name of the index inside the target's manifest directory (a dot file: never a manifest). */
+export const INDEX_NAME = '.index.json';
+
+interface IndexFile {
+  v: 1;
+  /** Manifest id -> bytes of its file. */
+  manifests: Record<string, number>;
+  /** Object hash -> [size in bytes, number of manifests naming it]. */
+  objects: Record<string, [number, number]>;
+}
+
+/** The distinct objects of one manifest: hash -> size. */
+function objectsOfManifest(m: Manifest): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const e of m.entries) if (e.h) out.set(e.h, e.s);
+  return out;
+}
+
+/** What the index answers: distinct objects (hash -> size) and the bytes of the manifests. */
+export interface HeldObjects {
+  objects: Map<string, number>;
+  manifestBytes: number;
+}
+
+/** The object index of one target's manifest directory. */
+export class ObjectIndex {
+  constructor(
+    private readonly dir: string,
+    /** Ids of the manifests present now. */
+    private readonly listIds: () => Promise<string[]>,
+    /** Read a manifest (undefined when gone). */
+    private readonly read: (id: string) => Promise<Manifest | undefined>,
+  ) {}
+
+  private get file(): string {
+    return path.join(this.dir, INDEX_NAME);
+  }
+
+  private async load(): Promise<IndexFile | undefined> {
+    try {
+      const x = JSON.parse(await fs.readFile(this.file, 'utf8')) as IndexFile;
+      return x && x.v === 1 && x.manifests && x.objects ? x : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async save(x: IndexFile): Promise<void> {
+    await writeFileAtomic(this.file, JSON.stringify(x), { durable: false }).catch(() => undefined); // a cache: rebuilt when lost
+  }
+
+  private static sameIds(x: IndexFile, ids: string[]): boolean {
+    const have = Object.keys(x.manifests);
+    if (have.length !== ids.length) return false;
+    return ids.every((id) => Object.prototype.hasOwnProperty.call(x.manifests, id));
+  }
+
+  private static add(x: IndexFile, id: string, m: Manifest, bytes: number): void {
+    x.manifests[id] = bytes;
+    for (const [h, size] of objectsOfManifest(m)) {
+      const o = x.objects[h];
+      if (o) o[1]++;
+      else x.objects[h] = [size, 1];
+    }
+  }
+
+  private async manifestBytes(id: string): Promise<number> {
+    return (await fs.stat(path.join(this.dir, `${id}.json`)).catch(() => undefined))?.size ?? 0;
+  }
+
+  /** Build the index from every manifest (after a mismatch). Damaged manifests count with their bytes only. */
+  private async rebuild(): Promise<IndexFile> {
+    const x: IndexFile = { v: 1, manifests: {}, objects: {} };
+    for (const id of await this.listIds()) {
+      const m = await this.read(id).catch(() => undefined);
+      const bytes = await this.manifestBytes(id);
+      if (m) ObjectIndex.add(x, id, m, bytes);
+      else x.manifests[id] = bytes;
+    }
+    await this.save(x);
+    return x;
+  }
+
+  /** The index, rebuilt when it does not cover exactly the manifests present. */
+  private async current(): Promise<IndexFile> {
+    const [x, ids] = await Promise.all([this.load(), this.listIds()]);
+    if (x && ObjectIndex.sameIds(x, ids)) return x;
+    return this.rebuild();
+  }
+
+  /** Record manifest `id` (just written). */
+  async added(id: string, m: Manifest): Promise<void> {
+    const [x, ids] = await Promise.all([this.load(), this.listIds()]);
+    if (!x || !ObjectIndex.sameIds(x, ids.filter((i) => i !== id)) || x.manifests[id] !== undefined) {
+      await this.rebuild();
+      return;
+    }
+    ObjectIndex.add(x, id, m, await this.manifestBytes(id));
+    await this.save(x);
+  }
+
+  /** Forget manifest `id` (about to be deleted; `m` its content when it could be read). */
+  async removed(id: string, m: Manifest | undefined): Promise<void> {
+    const x = await this.load();
+    if (!x || x.manifests[id] === undefined) return;
+    if (!m) {
+      await fs.rm(this.file, { force: true }).catch(() => undefined); // cannot subtract: rebuilt by the next reader
+      return;
+    }
+    delete x.manifests[id];
+    for (const h of objectsOfManifest(m).keys()) {
+      const o = x.objects[h];
+      if (!o) continue;
+      if (--o[1] <= 0) delete x.objects[h];
+    }
+    await this.save(x);
+  }
+
+  /** Distinct objects of all the target's manifests, and the manifests' bytes. */
+  async held(): Promise<HeldObjects> {
+    const x = await this.current();
+    const objects = new Map<string, number>();
+    for (const [h, [size]] of Object.entries(x.objects)) objects.set(h, size);
+    let manifestBytes = 0;
+    for (const b of Object.values(x.manifests)) manifestBytes += b;
+    manifestBytes += (await fs.stat(this.file).catch(() => undefined))?.size ?? 0;
+    return { objects, manifestBytes };
+  }
+}
