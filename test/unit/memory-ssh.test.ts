@@ -115,6 +115,10 @@ describe('memory stores over SSH (real OpenSSH on 127.0.0.1)', function () {
     // described as a store without a local root, at its ssh:// location
     assert.equal(viaSsh.descriptions[0].location, `ssh://${sshd.user}@127.0.0.1:${sshd.port}${home}`);
     assert.equal(viaSsh.descriptions[0].localRoot, undefined);
+    assert.equal(
+      viaSsh.descriptions[0].name,
+      `${path.basename(base)}/${path.basename(home)} on ${sshd.user}@127.0.0.1:${sshd.port}`,
+    );
     assert.equal(viaSsh.descriptions[0].capabilities.edit, true);
     assert.equal(viaSsh.descriptions[0].capabilities.lock, true);
     assert.equal(openSshConnections(), 1, 'one connection for the whole batch');
