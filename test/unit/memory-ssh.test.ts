@@ -18,7 +18,7 @@ import { openStore } from '../../sidecar/memory';
 import { lockHermesFile } from '../../sidecar/memory/hermes/lock';
 import type { HermesStore } from '../../sidecar/memory/hermes';
 import { closeSshConnections, openSshConnections, SshTransport } from '../../sidecar/memory/transport/ssh';
-import { FIXTURES } from './helpers/paths';
+import { FIXTURES, REPO } from './helpers/paths';
 import { expectAgentKeepError } from './helpers/errors';
 import { buildSidecar, cliRunner, runSidecar } from './helpers/sidecar';
 import { freePort, startSshd, type TestSshd } from './helpers/sshd';
@@ -34,6 +34,14 @@ async function holdLock(file: string, seconds: number): Promise<ChildProcess> {
     py.stdout!.on('data', (d: Buffer) => d.toString().includes('held') && resolve());
   });
   return py;
+}
+
+/** Whether a non-blocking flock on `file` would block now (someone holds it). */
+function isLocked(file: string): boolean {
+  const code =
+    'import fcntl,sys\nf=open(sys.argv[1],"a")\ntry:\n  fcntl.flock(f,fcntl.LOCK_EX|fcntl.LOCK_NB); print("free")\n' +
+    'except BlockingIOError: print("blocked")';
+  return spawnSync('python3', ['-c', code, file]).stdout.toString().trim() === 'blocked';
 }
 
 /** `SHA256:…` of a public key file, from ssh-keygen -lf. */
@@ -219,6 +227,33 @@ describe('memory stores over SSH (real OpenSSH on 127.0.0.1)', function () {
       'TargetBusy',
     );
     assert.ok((await fs.readFile(mem())).equals(before));
+  });
+
+  it('a lock held over SSH dies with the process holding it (kill -9): Hermes can write again', async () => {
+    const script = [
+      `const { lockHermesFile } = require(${JSON.stringify(path.join(REPO, 'sidecar/memory/hermes/lock.ts'))});`,
+      `const { SshTransport } = require(${JSON.stringify(path.join(REPO, 'sidecar/memory/transport/ssh.ts'))});`,
+      `const io = new SshTransport(${JSON.stringify({ user: sshd.user, host: '127.0.0.1', port: sshd.port, path: home, identity: sshd.clientKey, knownHosts: sshd.knownHosts })});`,
+      `lockHermesFile(${JSON.stringify(`${mem()}.lock`)}, 10, io).then(() => console.log('held'), (e) => { console.error(e); process.exit(1); });`,
+      'setInterval(() => undefined, 1000);',
+    ].join('\n');
+    const child = spawn(process.execPath, ['-r', 'tsx/cjs', '-e', script], {
+      cwd: REPO,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    holder = child;
+    await new Promise<void>((resolve, reject) => {
+      child.stdout!.on('data', (d: Buffer) => d.toString().includes('held') && resolve());
+      child.once('exit', (code) => reject(new Error(`the lock holder exited ${code}`)));
+    });
+    assert.ok(isLocked(`${mem()}.lock`), 'held by the flock on the other side');
+    child.kill('SIGKILL');
+    let free = false;
+    for (let i = 0; i < 100 && !free; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      free = !isLocked(`${mem()}.lock`);
+    }
+    assert.ok(free, 'the lock was released when the connection died');
   });
 
   it('compare-and-swap: an edit with the hash of an older read is refused, nothing written', async () => {
