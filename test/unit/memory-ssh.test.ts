@@ -230,11 +230,15 @@ describe('memory stores over SSH (real OpenSSH on 127.0.0.1)', function () {
   });
 
   it('a lock held over SSH dies with the process holding it (kill -9): Hermes can write again', async () => {
+    const loc = { user: sshd.user, host: '127.0.0.1', port: sshd.port, path: home };
+    const q = (v: unknown): string => JSON.stringify(v);
     const script = [
-      `const { lockHermesFile } = require(${JSON.stringify(path.join(REPO, 'sidecar/memory/hermes/lock.ts'))});`,
-      `const { SshTransport } = require(${JSON.stringify(path.join(REPO, 'sidecar/memory/transport/ssh.ts'))});`,
-      `const io = new SshTransport(${JSON.stringify({ user: sshd.user, host: '127.0.0.1', port: sshd.port, path: home, identity: sshd.clientKey, knownHosts: sshd.knownHosts })});`,
-      `lockHermesFile(${JSON.stringify(`${mem()}.lock`)}, 10, io).then(() => console.log('held'), (e) => { console.error(e); process.exit(1); });`,
+      `const { lockHermesFile } = require(${q(path.join(REPO, 'sidecar/memory/hermes/lock.ts'))});`,
+      `const { SshTransport } = require(${q(path.join(REPO, 'sidecar/memory/transport/ssh.ts'))});`,
+      `const io = new SshTransport(${q({ ...loc, identity: sshd.clientKey, knownHosts: sshd.knownHosts })});`,
+      `lockHermesFile(${q(`${mem()}.lock`)}, 10, io).then(`,
+      "  () => console.log('held'),",
+      '  (e) => { console.error(e); process.exit(1); });',
       'setInterval(() => undefined, 1000);',
     ].join('\n');
     const child = spawn(process.execPath, ['-r', 'tsx/cjs', '-e', script], {
