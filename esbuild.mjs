@@ -1,6 +1,10 @@
 // Bundles the three outputs of AgentKeep:
 //   out/extension.js   the VS Code extension (CommonJS, `vscode` external)
 //   out/sidecar.js     the sidecar, a Node program with a shebang (`agentkeep` bin)
+//   out/hook.js        the agent hook's small entry point (`hook install` writes it into the agent's
+//                      config): stdin + the risk classifier only, so a non-risky call costs little
+//   out/hook-full.js   the rest of the hook (restore points, memory records), loaded by hook.js only
+//                      for a call that needs it
 //   out/webview.js     the restore point details webview bundle (browser IIFE)
 //   out/memory.js      the memory inspector webview bundle (browser IIFE, with @vscode-elements/elements)
 // plus out/test/exthost/index.js, the mocha suite that runs inside a real extension host.
@@ -48,6 +52,8 @@ const node = { ...common, platform: 'node', target: 'node20', format: 'cjs', mai
 const builds = [
   { ...node, entryPoints: ['extension/extension.ts'], outfile: 'out/extension.js', external: ['vscode'] },
   { ...node, entryPoints: ['sidecar/main.ts'], outfile: 'out/sidecar.js', banner: { js: '#!/usr/bin/env node' }, external: NO_NATIVE },
+  { ...node, entryPoints: ['sidecar/hooks/entry.ts'], outfile: 'out/hook.js', banner: { js: '#!/usr/bin/env node' }, minify: true, external: NO_NATIVE },
+  { ...node, entryPoints: ['sidecar/hooks/run.ts'], outfile: 'out/hook-full.js', external: NO_NATIVE },
   { ...common, entryPoints: ['webview-ui/main.ts'], outfile: 'out/webview.js', platform: 'browser', format: 'iife', target: 'es2022' },
   { ...common, entryPoints: ['webview-ui/memory/main.ts'], outfile: 'out/memory.js', platform: 'browser', format: 'iife', target: 'es2022' },
   { ...node, entryPoints: ['test/exthost/index.ts'], outfile: 'out/test/exthost/index.js', external: ['vscode', 'mocha'] },
@@ -65,4 +71,5 @@ if (watch) {
 } else {
   await Promise.all(builds.map((b) => esbuild.build(b)));
   chmodSync('out/sidecar.js', 0o755);
+  chmodSync('out/hook.js', 0o755);
 }

@@ -32,6 +32,8 @@ export function table(input: string[][]): string {
 function reasonText(rp: RestorePoint): string {
   const r = rp.reason;
   if (!r) return '';
+  // an agent's own call (hook, MCP): who, which session and tool, and the command or path
+  if (r.origin && r.text) return r.text;
   if (r.command) return r.risk ? `${r.command} (${r.risk})` : r.command;
   return r.text ?? '';
 }

@@ -26,6 +26,7 @@
  *     agentkeep risk scan FILE... [--json]
  *     agentkeep risk eval DIR LABELS.json [--json]
  *     agentkeep serve --stdio | --ws HOST:PORT --token-file FILE
+ *     agentkeep hook install|remove|status|settings|run …, agentkeep mcp, agentkeep request list|approve|deny (sidecar/cli/hooks.ts)
  *     global: --state-dir DIR (also AGENTKEEP_STATE_DIR)
  *     every command with --target / --store also takes --agent NAME; with neither --agent nor --target
  *     the default agent is used (sidecar/cli/agents.ts)
@@ -63,6 +64,8 @@ import {
   usageReport,
 } from './format';
 import { formatAge } from '../protocol/format';
+import { hookWarningsPath } from '../core/hookWarnings';
+import { addHookCommands } from './hooks';
 import { guardSignals } from './signals';
 import { checkGuestWriteSize } from '../core/guest';
 import { resolveStateDir } from '../core/state';
@@ -348,6 +351,11 @@ function program(ctx: Ctx): Command {
             (broken.undo ? `, or go back: ${back ?? `restore ${broken.undo}`}` : ' (it had no undo point)'),
         );
       }
+      const st = await call(c, 'agentStatus', { target: o.target }).catch(() => undefined);
+      const hw = st?.hookWarnings ?? [];
+      for (const w of hw.slice(0, 3)) ctx.io.err(`agentkeep: warning: ${w.time.slice(0, 19).replace('T', ' ')} UTC, agent hook${w.agent ? ` of ${w.agent}` : ''}: ${w.message} (${w.blocked ? 'the call was blocked' : 'the call went ahead'}).`);
+      if (hw.length > 3) ctx.io.err(`agentkeep: warning: ${hw.length - 3} more hook warning(s) in the last 7 days: they are in ${hookWarningsPath(resolveStateDir(coreOpts(cmd).stateDir))}.`);
+      if (st?.pendingRequests) ctx.io.err(`agentkeep: note: ${st.pendingRequests} restore request(s) of the agent wait for approval: agentkeep request list`);
       if (asJson) printJson(ctx, points);
       else ctx.io.out(restorePointTable(points, o.target));
     });
@@ -791,6 +799,18 @@ function program(ctx: Ctx): Command {
       await serveWs(ctx.makeCore, base, hp, token, (m) => ctx.io.err(m));
       ctx.serving = true;
     });
+
+  addHookCommands(root, {
+    io: ctx.io,
+    core,
+    coreOpts,
+    json,
+    printJson: (v) => printJson(ctx, v),
+    usage: (m, h) => new UsageError('InvalidParams', m, h),
+    serving: () => {
+      ctx.serving = true;
+    },
+  });
 
   // --agent NAME (or the default agent) on every command that takes --target / --store
   useNamedAgents(root, coreOpts);

@@ -12,7 +12,8 @@
  * named agent, the explicit target, else the default agent, else the only agent. Several agents and no
  * default is an error naming the choices; an unknown name is an error naming the known ones.
  * Per-agent settings: `failClosed` (hooks block a tool call when no restore point can be taken;
- * default off).
+ * default off) and `allowAgentRestores` (the agent's scope-agent restore requests run without
+ * approval; default off), changed with agent.setSettings.
  */
 import { backendFor } from '../machine';
 import { openStore } from '../memory';
@@ -42,6 +43,7 @@ function toNamed(name: string, a: AgentSettings, dflt: string | undefined): Name
     target: a.target,
     ...(a.stores ? { stores: a.stores } : {}),
     failClosed: a.failClosed ?? false,
+    ...(a.allowAgentRestores ? { allowAgentRestores: true } : {}),
     default: name === dflt,
   };
 }
@@ -132,6 +134,23 @@ export async function setDefaultAgent(
   const { config } = await updateStateConfig(ctx.stateDir, (raw, current) => {
     if (!agentOf(current, p.name)) throw unknownAgent(p.name, current, ctx.stateDir);
     raw.defaultAgent = p.name;
+  });
+  return toNamed(p.name, agentOf(config, p.name)!, config.defaultAgent);
+}
+
+/**
+ * See Methods.agentSetSettings: change failClosed / allowAgentRestores of a named agent (the hooks'
+ * settings; `hook settings` in the CLI). A setting not given keeps its value; false removes the key.
+ * @throws AgentNotFound, BadStateDir
+ */
+export async function setAgentSettings(ctx: CoreContext, p: ParamsOf<'agentSetSettings'>): Promise<ResultOf<'agentSetSettings'>> {
+  const { config } = await updateStateConfig(ctx.stateDir, (raw, current) => {
+    if (!agentOf(current, p.name)) throw unknownAgent(p.name, current, ctx.stateDir);
+    const a = (raw.agents as Record<string, Record<string, unknown>>)[p.name];
+    for (const k of ['failClosed', 'allowAgentRestores'] as const) {
+      if (p[k] === true) a[k] = true;
+      else if (p[k] === false) delete a[k];
+    }
   });
   return toNamed(p.name, agentOf(config, p.name)!, config.defaultAgent);
 }

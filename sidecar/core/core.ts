@@ -14,6 +14,8 @@
  *   gc.ts         garbage collection of the object store
  *   memory.ts     memory.* methods (sidecar/memory/ops)
  *   status.ts     agent.status, target.describe
+ *   requests.ts   request.create / list / approve / deny (the agent's restore requests)
+ *   hookWarnings.ts warnings of the agent hooks (agent.status hookWarnings)
  *   guest.ts      guest file I/O (Proxmox guest agent) and agent.discover, through the backends
  *   agents.ts     agent.list / add / remove / setDefault: the named agents in <stateDir>/config.json
  * Params are validated once, at the boundary (sidecar/core/dispatch.ts: the servers, and the CLI
@@ -22,7 +24,7 @@
  */
 import type { MemoryStoreAdapter } from '../memory';
 import type { ChangeSummary, ParamsOf, ResultOf, RestorePoint } from '../protocol';
-import { addAgent, listAgents, removeAgent, setDefaultAgent } from './agents';
+import { addAgent, listAgents, removeAgent, setAgentSettings, setDefaultAgent } from './agents';
 import { CoreContext } from './context';
 import { createRestorePoint } from './create';
 import { detectStores } from './detect';
@@ -34,6 +36,7 @@ import * as memory from './memory';
 import type { ObjectStore } from './objects';
 import { previewRestore } from './preview';
 import { pruneRestorePoints } from './prune';
+import { approveRequest, createRequest, denyRequest, listRequests } from './requests';
 import { restoreRestorePoint } from './restore';
 import type { StateLayout } from './state';
 import { agentStatus, targetDescription } from './status';
@@ -163,6 +166,27 @@ export class Core implements CoreApi {
     return memory.diffMemory(this.ctx, p);
   }
 
+  /** See memory.ts recordMemoryWrite. */
+  recordMemoryWrite(p: ParamsOf<'memoryRecordWrite'>): Promise<ResultOf<'memoryRecordWrite'>> {
+    return memory.recordMemoryWrite(this.ctx, p);
+  }
+  /** See requests.ts createRequest. */
+  createRequest(p: ParamsOf<'requestCreate'>): Promise<ResultOf<'requestCreate'>> {
+    return createRequest(this.ctx, p);
+  }
+  /** See requests.ts listRequests. */
+  listRequests(p: ParamsOf<'requestList'>): Promise<ResultOf<'requestList'>> {
+    return listRequests(this.ctx, p);
+  }
+  /** See requests.ts approveRequest. */
+  approveRequest(p: ParamsOf<'requestApprove'>): Promise<ResultOf<'requestApprove'>> {
+    return approveRequest(this.ctx, p);
+  }
+  /** See requests.ts denyRequest. */
+  denyRequest(p: ParamsOf<'requestDeny'>): Promise<ResultOf<'requestDeny'>> {
+    return denyRequest(this.ctx, p);
+  }
+
   /** See guest.ts guestFileRead (the CLI's guest read). */
   guestFileRead(target: string, file: string): Promise<Buffer> {
     return guestFileRead(this.ctx, target, file);
@@ -186,6 +210,10 @@ export class Core implements CoreApi {
   /** See agents.ts removeAgent. */
   removeAgent(p: ParamsOf<'agentRemove'>): Promise<ResultOf<'agentRemove'>> {
     return removeAgent(this.ctx, p);
+  }
+  /** See agents.ts setAgentSettings. */
+  setAgentSettings(p: ParamsOf<'agentSetSettings'>): Promise<ResultOf<'agentSetSettings'>> {
+    return setAgentSettings(this.ctx, p);
   }
   /** See agents.ts setDefaultAgent. */
   setDefaultAgent(p: ParamsOf<'agentSetDefault'>): Promise<ResultOf<'agentSetDefault'>> {

@@ -40,10 +40,16 @@ const HANDLERS: Handlers = {
   memoryDiff: (c, p) => c.diffMemory(p),
   agentDiscover: (c, p) => c.discoverAgents(p),
   targetDescribe: (c, p) => c.describeTarget(p),
+  memoryRecordWrite: (c, p) => c.recordMemoryWrite(p),
+  requestCreate: (c, p) => c.createRequest(p),
+  requestList: (c, p) => c.listRequests(p),
+  requestApprove: (c, p) => c.approveRequest(p),
+  requestDeny: (c, p) => c.denyRequest(p),
   agentList: (c, p) => c.listAgents(p),
   agentAdd: (c, p) => c.addAgent(p),
   agentRemove: (c, p) => c.removeAgent(p),
   agentSetDefault: (c, p) => c.setDefaultAgent(p),
+  agentSetSettings: (c, p) => c.setAgentSettings(p),
   riskScan: async (_c, p) => scanText(p.file, p.text),
 };
 

@@ -93,3 +93,10 @@ export function lintMemory(ctx: CoreContext, p: ParamsOf<'memoryLint'>): Promise
 export function diffMemory(ctx: CoreContext, p: ParamsOf<'memoryDiff'>): Promise<ResultOf<'memoryDiff'>> {
   return memoryOps.diffMemory(opsContext(ctx), p);
 }
+
+/** See Methods.memoryRecordWrite; implemented in sidecar/memory/ops (the store's write log). */
+export async function recordMemoryWrite(ctx: CoreContext, p: ParamsOf<'memoryRecordWrite'>): Promise<ResultOf<'memoryRecordWrite'>> {
+  const r = await memoryOps.recordWrite(opsContext(ctx), p);
+  if (r.changed) ctx.changed('', 'memory');
+  return r;
+}

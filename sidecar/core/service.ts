@@ -76,6 +76,16 @@ export interface CoreApi {
   lintMemory(p: ParamsOf<'memoryLint'>): Promise<ResultOf<'memoryLint'>>;
   /** See Methods.memoryDiff. */
   diffMemory(p: ParamsOf<'memoryDiff'>): Promise<ResultOf<'memoryDiff'>>;
+  /** See Methods.memoryRecordWrite (agent hooks around the agent's memory tool). */
+  recordMemoryWrite(p: ParamsOf<'memoryRecordWrite'>): Promise<ResultOf<'memoryRecordWrite'>>;
+  /** See Methods.requestCreate. */
+  createRequest(p: ParamsOf<'requestCreate'>): Promise<ResultOf<'requestCreate'>>;
+  /** See Methods.requestList. */
+  listRequests(p: ParamsOf<'requestList'>): Promise<ResultOf<'requestList'>>;
+  /** See Methods.requestApprove. */
+  approveRequest(p: ParamsOf<'requestApprove'>): Promise<ResultOf<'requestApprove'>>;
+  /** See Methods.requestDeny. */
+  denyRequest(p: ParamsOf<'requestDeny'>): Promise<ResultOf<'requestDeny'>>;
   /** CLI only (no protocol method): read a file in a guest through the hypervisor (Proxmox guest agent). */
   guestFileRead(target: string, file: string): Promise<Buffer>;
   /**
@@ -93,6 +103,8 @@ export interface CoreApi {
   removeAgent(p: ParamsOf<'agentRemove'>): Promise<ResultOf<'agentRemove'>>;
   /** See Methods.agentSetDefault. */
   setDefaultAgent(p: ParamsOf<'agentSetDefault'>): Promise<ResultOf<'agentSetDefault'>>;
+  /** See Methods.agentSetSettings. */
+  setAgentSettings(p: ParamsOf<'agentSetSettings'>): Promise<ResultOf<'agentSetSettings'>>;
   /** See Methods.targetDescribe: capabilities, local root and guest of a target (no I/O). */
   describeTarget(p: ParamsOf<'targetDescribe'>): Promise<ResultOf<'targetDescribe'>>;
 }

@@ -9,7 +9,9 @@ import type { ParamsOf, ResultOf, RestorePoint } from '../protocol';
 import { interruptedActions } from './actions';
 import { VERSION, type CoreContext } from './context';
 import { asAgentKeepError } from './errors';
+import { recentHookWarnings } from './hookWarnings';
 import { interruptedRestore } from './interrupted';
+import { listRequests } from './requests';
 import { describeParsedTarget, describeTarget, resolveTarget } from './target';
 
 /** See Methods.targetDescribe: the target as its backend describes it (no I/O). @throws BadTarget */
@@ -48,6 +50,8 @@ export async function agentStatus(ctx: CoreContext, p: ParamsOf<'agentStatus'>):
     }
   }
   const broken = await interruptedRestore(ctx.layout, target);
+  const hookWarnings = await recentHookWarnings(ctx.stateDir, [...new Set([target.spec, p.target])]).catch(() => []);
+  const pending = (await listRequests(ctx, { target: target.spec, status: 'pending' }).catch(() => [])).length;
   return {
     target: target.spec,
     backend: target.backend,
@@ -58,6 +62,8 @@ export async function agentStatus(ctx: CoreContext, p: ParamsOf<'agentStatus'>):
     ...(rps[0] ? { latest: rps[0] } : {}),
     stores,
     ...(broken ? { interruptedRestore: { ...broken, actions: interruptedActions(target.spec, broken) } } : {}),
+    ...(hookWarnings.length ? { hookWarnings } : {}),
+    ...(pending ? { pendingRequests: pending } : {}),
     version: VERSION,
   };
 }

@@ -161,6 +161,15 @@ export const Reason = z
     class: z.string().optional().describe(`Risk class: ${RISK_CLASSES.join(' | ')}`),
     risk: z.string().optional().describe('Why the command is risky, one line, e.g. "destructive: git reset --hard discards uncommitted changes"'),
     text: z.string().optional().describe('Free-form reason'),
+    origin: z
+      .enum(['hook', 'mcp'])
+      .optional()
+      .describe("Who took it: hook = an agent hook (Hermes shell hook, Agent Zero extension) around the agent's own tool call; mcp = the agent through AgentKeep's MCP tools"),
+    agent: z.string().optional().describe('Name of the agent whose tool call it was taken for (hook, mcp)'),
+    session: z.string().optional().describe("The agent's session id (Hermes session_id, Agent Zero context id)"),
+    tool: z.string().optional().describe('The agent tool that was about to run: terminal, write_file, patch, code_execution_tool, ...'),
+    toolCallId: z.string().optional().describe("The agent's id of the tool call (pairs the pre and post restore points)"),
+    path: z.string().optional().describe('For a file write: the path the tool writes, as the agent gave it'),
   })
   .describe('Why the restore point was taken');
 
@@ -448,6 +457,46 @@ export const MemoryEntryChange = z.object({
   after: MemoryEntry.optional().describe('Absent for removed'),
 });
 
+/**
+ * A warning an agent hook recorded: a restore point it could not take around the agent's own tool
+ * call (target busy, disk full, hypervisor unreachable, over its time budget). Kept in
+ * `<stateDir>/hooks/warnings.jsonl` (sidecar/core/hookWarnings.ts); agent.status and `restore-point
+ * list` show the recent ones.
+ */
+export const HookWarning = z.object({
+  time: z.string().describe('ISO 8601, UTC'),
+  target: Target,
+  agent: z.string().optional().describe('Agent name'),
+  tool: z.string().optional().describe('The agent tool the hook fired for'),
+  session: z.string().optional().describe("The agent's session id"),
+  toolCallId: z.string().optional(),
+  phase: z.enum(['pre', 'post', 'memory']).describe('pre: before the tool ran; post: after; memory: the memory write record'),
+  blocked: z.boolean().describe('true: the agent is fail-closed and the tool call was blocked; false: it was let through'),
+  message: z.string().describe('What failed, in one sentence'),
+});
+export type HookWarning = z.infer<typeof HookWarning>;
+
+/** A restore the agent asked for (MCP restore_request); it never runs until a person approves it. */
+export const RestoreRequest = z.object({
+  id: z.string().describe('Request id, req_YYYYMMDD_HHMMSS_xxxx'),
+  createdAt: z.string().describe('ISO 8601, UTC'),
+  target: Target,
+  stores: z.array(Store).optional().describe('Stores the restore would put back (scope agent or both)'),
+  restorePoint: z.string().describe('Id of the restore point to restore'),
+  scope: Scope,
+  reason: z.string().describe("The agent's reason, as it gave it"),
+  agent: z.string().optional().describe('Agent name'),
+  session: z.string().optional(),
+  status: z
+    .enum(['pending', 'approved', 'denied', 'failed'])
+    .describe('pending: waits for a person; approved: restored; denied; failed: approved but the restore failed'),
+  decidedAt: z.string().optional().describe('ISO 8601, UTC: when it was approved or denied'),
+  decidedBy: z.string().optional().describe('cli | protocol | auto (the agent setting that allows scope-agent restores)'),
+  note: z.string().optional().describe("The person's note on deny, or the restore's error on failed"),
+  undo: z.string().optional().describe('Approved: the pre-restore point (restore it to undo the restore)'),
+});
+export type RestoreRequest = z.infer<typeof RestoreRequest>;
+
 /** The name of a named agent (`agentkeep agent add NAME`), as given to `--agent NAME`. */
 export const AgentName = z
   .string()
@@ -471,6 +520,13 @@ export const AgentSettings = z
       .describe(
         "Hooks block the agent's tool call when a restore point cannot be taken (absent/false: fail open, the call " +
           'goes through with a warning). apt hooks are always fail-open',
+      ),
+    allowAgentRestores: z
+      .boolean()
+      .optional()
+      .describe(
+        "The agent's own restore requests (MCP restore_request) of scope agent run without a person's approval " +
+          '(absent/false: every request waits for request.approve). Scope machine and both always wait',
       ),
   })
   .describe("One named agent's settings in <stateDir>/config.json");
@@ -982,6 +1038,17 @@ export const Methods = {
     z.object({ name: z.string().min(1, 'the agent name is empty').describe('The agent') }),
     NamedAgent,
   ),
+  agentSetSettings: method(
+    'agent.setSettings',
+    "Change a named agent's hook settings (failClosed, allowAgentRestores) in <stateDir>/config.json, every " +
+      'other key kept; a setting not given keeps its value. agent_not_found naming the known agents.',
+    z.object({
+      name: z.string().min(1, 'the agent name is empty').describe('The agent'),
+      failClosed: z.boolean().optional().describe('See AgentSettings.failClosed'),
+      allowAgentRestores: z.boolean().optional().describe('See AgentSettings.allowAgentRestores'),
+    }),
+    NamedAgent,
+  ),
   agentStatus: method(
     'agent.status',
     'Status of an agent: its target, whether it is reachable, restore point count and the newest one.',
@@ -1015,8 +1082,65 @@ export const Methods = {
         })
         .optional()
         .describe('A restore that started writing the target and never finished (its process died): the target may be half-restored. Restore `id` again to finish it, or `undo` to go back'),
+      hookWarnings: z
+        .array(HookWarning)
+        .optional()
+        .describe("Restore points an agent hook could not take around the agent's own tool calls (newest first, last 7 days, at most 20); absent when none"),
+      pendingRequests: z.number().int().optional().describe('Restore requests of the agent waiting for approval (request.list); absent when none'),
       version: z.string().describe('Sidecar version'),
     }),
+  ),
+  memoryRecordWrite: method(
+    'memory.recordWrite',
+    "Record one write of the agent's own memory tool (an agent hook around Hermes' `memory` tool call) in the store's write log (<stateDir>/memory-backups/<store key>/writes.jsonl, source \"hook\"): the memory file's content before and after, the action, target, session and tool call id. Append-only; nothing in the store is changed.",
+    z.object({
+      store: Store,
+      file: z.string().describe('Absolute path of the memory file the tool wrote (MEMORY.md, USER.md)'),
+      action: z.enum(['add', 'replace', 'remove']).describe("The memory tool's action"),
+      target: z.string().optional().describe("The memory tool's target: memory | user"),
+      content: z.string().optional().describe("The tool's content argument"),
+      oldText: z.string().optional().describe("The tool's old_text argument (replace, remove)"),
+      before: z.string().describe('The file content before the tool ran ("" when it did not exist)'),
+      after: z.string().describe('The file content after the tool ran'),
+      agent: z.string().optional(),
+      session: z.string().optional(),
+      toolCallId: z.string().optional(),
+      tool: z.string().optional().describe('The tool name (memory)'),
+    }),
+    z.object({ log: z.string().describe('Path of the write log the record was appended to'), changed: z.boolean().describe('Whether the file content differs before and after') }),
+  ),
+  requestCreate: method(
+    'request.create',
+    'Store a restore request of the agent (MCP restore_request). It never restores by itself: it waits in request.list until a person approves or denies it, unless the agent setting allowAgentRestores lets a scope-agent request run at once (off by default).',
+    z.object({
+      target: Target,
+      stores: z.array(Store).optional(),
+      restorePoint: z.string().min(1),
+      scope: Scope,
+      reason: z.string().trim().min(1, 'the reason is empty: say why the restore is needed'),
+      agent: z.string().optional(),
+      session: z.string().optional(),
+      allowAgentRestores: z.boolean().optional().describe('The agent may restore scope agent without approval (from its settings)'),
+    }),
+    RestoreRequest,
+  ),
+  requestList: method(
+    'request.list',
+    'Restore requests, newest first (all targets, or one).',
+    z.object({ target: Target.optional(), status: z.enum(['pending', 'approved', 'denied', 'failed']).optional() }),
+    z.array(RestoreRequest),
+  ),
+  requestApprove: method(
+    'request.approve',
+    "Approve a pending restore request: runs restorePoint.restore with the request's target, restore point, scope and stores (with its pre-restore point). The client confirms with the person first (the CLI: --yes or a TTY prompt). Errors: invalid_params for a request that is not pending.",
+    z.object({ id: z.string().min(1) }),
+    z.object({ request: RestoreRequest, restore: z.object({ undo: z.string(), changes: ChangeSummary }).optional() }),
+  ),
+  requestDeny: method(
+    'request.deny',
+    'Deny a pending restore request; nothing is restored.',
+    z.object({ id: z.string().min(1), note: z.string().optional() }),
+    RestoreRequest,
   ),
   riskScan: method(
     'risk.scan',

@@ -112,8 +112,14 @@ describe('protocol', () => {
       addAgent: rec('addAgent'),
       removeAgent: rec('removeAgent'),
       setDefaultAgent: rec('setDefaultAgent'),
+      setAgentSettings: rec('setAgentSettings'),
       guestFileRead: rec('guestFileRead'),
       guestFileWrite: rec('guestFileWrite'),
+      recordMemoryWrite: rec('recordMemoryWrite'),
+      createRequest: rec('createRequest'),
+      listRequests: rec('listRequests'),
+      approveRequest: rec('approveRequest'),
+      denyRequest: rec('denyRequest'),
     };
 
     it('routes each method to the core and risk.scan to scanText', async () => {

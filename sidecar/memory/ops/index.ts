@@ -23,7 +23,7 @@ import { memoryListAction } from '../../core/actions';
 import { AgentKeepError } from '../../core/errors';
 import { openStore, sameStore, uniqueStoreSpecs } from '../index';
 import type { CaptureSource, MemoryStoreAdapter, WriteOptions } from '../types';
-import { logWrite, withWriteLog } from './writelog';
+import { logHookWrite, logWrite, withWriteLog } from './writelog';
 
 /** Context the memory operations get from the core (restore-point access for diff). */
 export interface MemoryOpsContext {
@@ -276,3 +276,14 @@ export async function diffMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryDiff'
   return result;
 }
 
+/**
+ * memory.recordWrite: append what an agent hook saw of the agent's own memory tool call to the
+ * store's write log (source "hook"; see ./writelog.ts). Nothing in the store is written.
+ * @throws BadStore, StoreNotFound (the store must open)
+ */
+export async function recordWrite(ctx: MemoryOpsContext, p: ParamsOf<'memoryRecordWrite'>): Promise<ResultOf<'memoryRecordWrite'>> {
+  const s = openStore(p.store);
+  const { store, ...w } = p;
+  const log = await logHookWrite(backupDir(ctx.stateDir, s), store, w);
+  return { log, changed: p.before !== p.after };
+}

@@ -9,8 +9,15 @@
  *    "id": entry id, "textHash": sha256 of the entry text, "text": the text (<= 2000 chars),
  *    "previous"?: the text before (replace)}
  *
- * The log is append-only (one `appendFile` per write, O_APPEND); unparsable lines are skipped.
- * `withWriteLog` wraps an adapter so provenance() adds a trace with `source: "agentkeep"` for each
+ * Writes of the agent's own memory tool, seen by an agent hook (sidecar/hooks, memory.recordWrite),
+ * go to the same log with `"source": "hook"` and the tool call's context:
+ *
+ *   {"time", "store", "file", "action", "id", "textHash", "text": the tool's content, "previous"?: its
+ *    old_text, "source": "hook", "target"?: memory|user, "agent"?, "session"?, "toolCallId"?, "tool"?,
+ *    "before": the file content before the call, "after": after it (each <= 256 KiB)}
+ *
+ * Records without `source` are AgentKeep's own writes. The log is append-only (one `appendFile` per
+ * write, O_APPEND); unparsable lines are skipped. `withWriteLog` wraps an adapter so provenance() adds a trace with `source: "agentkeep"` for each
  * logged add/replace whose text and file match the entry.
  */
 import { createHash } from 'node:crypto';
@@ -29,9 +36,21 @@ export interface WriteRecord {
   textHash: string;
   text: string;
   previous?: string;
+  /** Absent: AgentKeep's own write (memory edit/add/remove); "hook": the agent's memory tool, seen by a hook. */
+  source?: 'hook';
+  target?: string;
+  agent?: string;
+  session?: string;
+  toolCallId?: string;
+  tool?: string;
+  /** Hook records: the memory file's content before and after the tool call. */
+  before?: string;
+  after?: string;
 }
 
 const MAX_TEXT = 2000;
+/** Largest before/after file content kept in a hook record (Hermes files are a few KiB; bigger is cut). */
+const MAX_FILE = 256 * 1024;
 
 function textHash(text: string): string {
   return createHash('sha256').update(text, 'utf8').digest('hex');
@@ -58,6 +77,47 @@ export async function logWrite(dir: string, s: MemoryStoreAdapter, action: Write
   await fs.appendFile(writeLogPath(dir), JSON.stringify(rec) + '\n', { mode: 0o600 });
 }
 
+/** What a hook saw of one memory tool call (memory.recordWrite params without the store). */
+export interface HookWrite {
+  file: string;
+  action: WriteRecord['action'];
+  target?: string;
+  content?: string;
+  oldText?: string;
+  before: string;
+  after: string;
+  agent?: string;
+  session?: string;
+  toolCallId?: string;
+  tool?: string;
+}
+
+/** Append a hook record (source "hook") for one call of the agent's memory tool; returns the log's path. */
+export async function logHookWrite(dir: string, store: string, w: HookWrite): Promise<string> {
+  const text = w.content ?? w.oldText ?? '';
+  const rec: WriteRecord = {
+    time: new Date().toISOString(),
+    store,
+    file: w.file,
+    action: w.action,
+    id: createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 12),
+    textHash: textHash(text),
+    text: text.slice(0, MAX_TEXT),
+    ...(w.oldText !== undefined ? { previous: w.oldText.slice(0, MAX_TEXT) } : {}),
+    source: 'hook',
+    ...(w.target ? { target: w.target } : {}),
+    ...(w.agent ? { agent: w.agent } : {}),
+    ...(w.session ? { session: w.session } : {}),
+    ...(w.toolCallId ? { toolCallId: w.toolCallId } : {}),
+    ...(w.tool ? { tool: w.tool } : {}),
+    before: w.before.slice(0, MAX_FILE),
+    after: w.after.slice(0, MAX_FILE),
+  };
+  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+  await fs.appendFile(writeLogPath(dir), JSON.stringify(rec) + '\n', { mode: 0o600 });
+  return writeLogPath(dir);
+}
+
 /** The records of a store's write log, oldest first (missing log = none; bad lines skipped). */
 export async function readWrites(dir: string): Promise<WriteRecord[]> {
   const raw = await fs.readFile(writeLogPath(dir), 'utf8').catch(() => '');
@@ -74,11 +134,15 @@ export async function readWrites(dir: string): Promise<WriteRecord[]> {
   return out;
 }
 
-/** Traces of `entry` in the log: adds and replaces that wrote exactly its text (same file when both know it). */
+/**
+ * Traces of `entry` in the log: AgentKeep's own adds and replaces that wrote exactly its text (same
+ * file when both know it). Hook records are left out: the agent's own tool call is already in its
+ * session history (Hermes state.db), which provenance reads.
+ */
 export function tracesFromLog(records: WriteRecord[], entry: MemoryEntry): ProvenanceTrace[] {
   const h = textHash(entry.text);
   return records
-    .filter((r) => r.action !== 'remove' && r.textHash === h && (!r.file || !entry.file || r.file === entry.file))
+    .filter((r) => r.source === undefined && r.action !== 'remove' && r.textHash === h && (!r.file || !entry.file || r.file === entry.file))
     .map((r) => ({
       action: r.action,
       time: r.time,

@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, copyFileSync } from 'node:fs';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { build } from 'esbuild';
+import { build, type BuildOptions } from 'esbuild';
 import { REPO } from './paths';
 
 export const SIDECAR = path.join(REPO, 'out', 'sidecar.js');
@@ -35,6 +35,23 @@ export function buildSidecar(): Promise<void> {
     copyFileSync(path.join(REPO, 'node_modules', 'node-sqlite3-wasm', 'dist', 'node-sqlite3-wasm.wasm'), path.join(REPO, 'out', 'node-sqlite3-wasm.wasm'));
   });
   return built;
+}
+
+export const HOOK = path.join(REPO, 'out', 'hook.js');
+let hookBuilt: Promise<void> | undefined;
+
+/**
+ * Bundle the agent hook as esbuild.mjs does: out/hook.js (sidecar/hooks/entry.ts, minified) and
+ * out/hook-full.js (sidecar/hooks/run.ts), plus out/sidecar.js (buildSidecar).
+ */
+export function buildHook(): Promise<void> {
+  const common: BuildOptions = { absWorkingDir: REPO, bundle: true, platform: 'node', target: 'node20', format: 'cjs', mainFields: ['module', 'main'], sourcemap: true, sourcesContent: false, logLevel: 'error', external: ['cpu-features', '*.node'] };
+  hookBuilt ??= Promise.all([
+    buildSidecar(),
+    build({ ...common, entryPoints: ['sidecar/hooks/entry.ts'], outfile: HOOK, minify: true, banner: { js: '#!/usr/bin/env node' } }),
+    build({ ...common, entryPoints: ['sidecar/hooks/run.ts'], outfile: path.join(REPO, 'out', 'hook-full.js') }),
+  ]).then(() => chmodSync(HOOK, 0o755));
+  return hookBuilt;
 }
 
 export interface RunResult {

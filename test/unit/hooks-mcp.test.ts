@@ -1,0 +1,167 @@
+/**
+ * Issue 15 item 5: `agentkeep mcp`, through the MCP SDK's own client over stdio (a real child
+ * process): the tools and their descriptions, a restore point with the agent's reason, a
+ * restore_request that only becomes a pending request, and its approval through the CLI restoring.
+ */
+import * as assert from 'node:assert/strict';
+import { promises as fs } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { buildHook, cliRunner, SIDECAR } from './helpers/sidecar';
+
+type ToolResult = { content: Array<{ type: string; text: string }>; isError?: boolean };
+
+describe('agentkeep mcp (the SDK client over stdio)', function () {
+  this.timeout(120000);
+  let tmp: string;
+  let machine: string;
+  let state: string;
+  let client: Client;
+  let config: string;
+  const { ak, json } = cliRunner(() => state);
+
+  before(async () => {
+    await buildHook();
+  });
+  beforeEach(async () => {
+    tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'ak-mcp-'));
+    machine = path.join(tmp, 'home');
+    state = path.join(tmp, 'state');
+    await fs.mkdir(path.join(machine, 'memories'), { recursive: true });
+    await fs.writeFile(path.join(machine, 'config.yaml'), 'model:\n  default: a\n');
+    await fs.writeFile(path.join(machine, 'memories', 'MEMORY.md'), 'Uses uv\n§\nUses uv');
+    // the agent as hook install records it
+    assert.equal((await ak('hook', 'install', 'hermes', '--home', machine, '--mcp')).code, 0);
+    config = await fs.readFile(path.join(machine, 'config.yaml'), 'utf8');
+    client = new Client({ name: 'agentkeep-test', version: '1.0.0' });
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [SIDECAR, '--state-dir', state, 'mcp', '--agent', 'hermes'],
+        stderr: 'pipe',
+      }),
+    );
+  });
+  afterEach(async () => {
+    await client?.close();
+    await fs.rm(tmp, { recursive: true, force: true });
+  });
+
+  const callTool = async (name: string, args: Record<string, unknown>): Promise<ToolResult> =>
+    (await client.callTool({ name, arguments: args })) as ToolResult;
+
+  it('lists the five tools, with descriptions that say when to call them and what a restore cannot undo', async () => {
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.map((t) => t.name).sort(), [
+      'memory_lint',
+      'restore_point_create',
+      'restore_point_diff',
+      'restore_point_list',
+      'restore_request',
+    ]);
+    const create = tools.find((t) => t.name === 'restore_point_create')!;
+    assert.match(create.description!, /before .*installing or upgrading packages.*updating yourself.*config/);
+    assert.match(create.description!, /cannot undo what you already did outside it/);
+    assert.deepEqual((create.inputSchema as { required?: string[] }).required, ['reason']);
+    assert.match(tools.find((t) => t.name === 'restore_request')!.description!, /never restores by itself/);
+  });
+
+  it('restore_point_create needs a reason and records it; restore_request is pending until approved through the CLI, which restores', async () => {
+    const noReason = await callTool('restore_point_create', {});
+    assert.equal(noReason.isError, true, 'reason is required');
+    const made = await callTool('restore_point_create', { reason: 'before switching the model provider' });
+    assert.ok(!made.isError, made.content[0]?.text);
+    const id = /restore point (ak_\w+)/.exec(made.content[0].text)![1];
+    const [rp] = await json('restore-point', 'list', '--target', `dir:${machine}`);
+    assert.equal(rp.id, id);
+    assert.deepEqual(
+      { origin: rp.reason.origin, agent: rp.reason.agent, text: rp.reason.text },
+      { origin: 'mcp', agent: 'hermes', text: 'by the agent hermes: before switching the model provider' },
+    );
+    const listed = await callTool('restore_point_list', {});
+    assert.match(listed.content[0].text, new RegExp(id));
+
+    // the agent breaks its config, then asks for a restore
+    await fs.writeFile(path.join(machine, 'config.yaml'), 'model: [broken\n');
+    const diff = await callTool('restore_point_diff', { id });
+    assert.match(diff.content[0].text, /changed \(1\): config\.yaml/);
+    const asked = await callTool('restore_request', {
+      id,
+      scope: 'machine',
+      reason: 'my config.yaml no longer parses',
+    });
+    assert.ok(!asked.isError, asked.content[0]?.text);
+    assert.match(asked.content[0].text, /Request (req_\w+) is pending: nothing was restored/);
+    const reqId = /Request (req_\w+)/.exec(asked.content[0].text)![1];
+    assert.equal(
+      await fs.readFile(path.join(machine, 'config.yaml'), 'utf8'),
+      'model: [broken\n',
+      'nothing restored by the request',
+    );
+    const pending = await json('request', 'list');
+    assert.deepEqual(
+      pending.map((r: any) => [r.id, r.status, r.restorePoint, r.scope, r.agent, r.reason]),
+      [[reqId, 'pending', id, 'machine', 'hermes', 'my config.yaml no longer parses']],
+    );
+    const lst = await ak('restore-point', 'list', '--target', `dir:${machine}`);
+    assert.match(lst.stderr, /1 restore request\(s\) of the agent wait for approval/);
+
+    // approval needs confirmation off a TTY
+    const noYes = await ak('request', 'approve', reqId);
+    assert.equal(noYes.code, 1);
+    assert.match(noYes.stderr, /needs confirmation\. Pass --yes/);
+    const ok = await ak('request', 'approve', reqId, '--yes');
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.match(
+      ok.stdout,
+      /Approved req_\w+: restored ak_\w+ \(scope machine\).*\n[\s\S]*Undo: agentkeep restore-point restore ak_\w+/,
+    );
+    assert.equal(await fs.readFile(path.join(machine, 'config.yaml'), 'utf8'), config, 'restored');
+    const done = await json('request', 'list', '--all');
+    assert.equal(done[0].status, 'approved');
+    assert.ok(done[0].undo);
+    const twice = await ak('request', 'approve', reqId, '--yes');
+    assert.equal(twice.code, 1);
+    assert.match(twice.stderr, /is approved, not pending/);
+
+    // deny: nothing restored
+    const again = await callTool('restore_request', { id, scope: 'both', reason: 'try again' });
+    const second = /Request (req_\w+)/.exec(again.content[0].text)![1];
+    const den = await ak('request', 'deny', second, '--note', 'no');
+    assert.equal(den.code, 0, den.stderr);
+    assert.equal((await json('request', 'list', '--all')).find((r: any) => r.id === second).status, 'denied');
+
+    const bad = await callTool('restore_request', { id: 'ak_nosuch', scope: 'agent', reason: 'x' });
+    assert.equal(bad.isError, true);
+    assert.match(bad.content[0].text, /ak_nosuch/);
+  });
+
+  it("memory_lint reports the findings of the agent's stores", async () => {
+    const r = await callTool('memory_lint', {});
+    assert.ok(!r.isError, r.content[0]?.text);
+    assert.match(r.content[0].text, /duplicate/);
+  });
+
+  it('an agent allowed to restore scope agent without approval gets its request run at once', async () => {
+    assert.equal((await ak('hook', 'settings', '--agent', 'hermes', '--allow-agent-restores')).code, 0);
+    await client.close();
+    client = new Client({ name: 'agentkeep-test', version: '1.0.0' });
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [SIDECAR, '--state-dir', state, 'mcp', '--agent', 'hermes'],
+        stderr: 'pipe',
+      }),
+    );
+    const made = await callTool('restore_point_create', { reason: 'before a memory cleanup' });
+    const id = /restore point (ak_\w+)/.exec(made.content[0].text)![1];
+    await fs.writeFile(path.join(machine, 'memories', 'MEMORY.md'), 'Uses pip');
+    const r = await callTool('restore_request', { id, scope: 'agent', reason: 'I removed the wrong entry' });
+    assert.match(r.content[0].text, /Restored .* at once/);
+    assert.equal(await fs.readFile(path.join(machine, 'memories', 'MEMORY.md'), 'utf8'), 'Uses uv\n§\nUses uv');
+    const m = await callTool('restore_request', { id, scope: 'machine', reason: 'and the machine' });
+    assert.match(m.content[0].text, /is pending/, 'scope machine still needs approval');
+  });
+});
