@@ -1,4 +1,5 @@
 import type { MemoryEntry, MemoryFile, Provenance, ProvenanceTrace, StoreProblem } from '../protocol';
+import type { FileTransport } from './transport';
 
 /**
  * Files of an agent-state capture in a restore point (memory.diff reads entries from it), keyed by
@@ -88,6 +89,12 @@ export interface StoreLintProfile {
    * when it cannot be known (a Hermes home elsewhere). Absent: no opinion (the sidecar user's home).
    */
   agentHome?(): string | null;
+  /**
+   * The machine the store's files are on when that is not the sidecar's (a store reached over SSH):
+   * stale claims (paths, commands, tool versions, OS release) are checked there, through this
+   * transport (sidecar/memory/lint/machine.ts transportProbe). Absent: this machine, or the target.
+   */
+  readonly machine?: FileTransport;
 }
 
 /**

@@ -13,6 +13,7 @@
  */
 import type { ProvenanceTrace } from '../../protocol';
 import { tableColumns, withReadOnlyDb, type SqliteDb } from '../sqlite';
+import type { FileTransport } from '../transport';
 import { isoTime } from './home';
 
 /** One `memory` tool call operation from state.db. */
@@ -99,11 +100,12 @@ function opsOfArgs(args: Record<string, unknown>): Array<Record<string, unknown>
 
 /**
  * Read the history of one state.db: every `memory` tool call (in message order) and, when
- * `actionsSince` is given (unix seconds), every tool call at or after that time.
+ * `actionsSince` is given (unix seconds), every tool call at or after that time. `io`: the machine
+ * the database is on (default this one; elsewhere it is copied here first and the copy is read).
  * @throws AgentKeepError FileError (unreadable database), see withReadOnlyDb
  */
-export async function readHistory(dbPath: string, actionsSince?: number): Promise<HermesHistory> {
-  return withReadOnlyDb(dbPath, (db) => readHistoryFrom(db, actionsSince));
+export async function readHistory(dbPath: string, actionsSince?: number, io?: FileTransport): Promise<HermesHistory> {
+  return withReadOnlyDb(dbPath, (db) => readHistoryFrom(db, actionsSince), io);
 }
 
 /** readHistory on an open database (tests and the bench use it directly). */

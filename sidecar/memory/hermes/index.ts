@@ -21,11 +21,12 @@ import * as path from 'node:path';
 import type { MemoryEntry, MemoryFile, Provenance, ProvenanceTrace } from '../../protocol';
 import { memoryListAction } from '../../core/actions';
 import { AgentKeepError } from '../../core/errors';
-import { fsyncDir, isTempName, tempNameFor } from '../../core/fsutil';
+import { isTempName, tempNameFor } from '../../core/fsutil';
 import type { StoreProblem } from '../../protocol';
 import { problemOf } from '../broken';
 import { captureSqlite } from '../sqlite';
 import { captureLocalFiles, changedLocalFiles, checkLocalRestore, restoreLocalFiles } from '../files';
+import { joinOn, localTransport, pathOn, type DirEntry, type FileStat, type FileTransport } from '../transport';
 import type {
   AgentStateOptions,
   CaptureSink,
@@ -59,24 +60,27 @@ export async function readLimits(home: string): Promise<HermesLimits> {
   return limitsFromConfig(await fs.readFile(path.join(home, 'config.yaml'), 'utf8').catch(() => undefined));
 }
 
-async function exists(p: string): Promise<boolean> {
-  return fs.lstat(p).then(
+async function exists(p: string, io: FileTransport = localTransport): Promise<boolean> {
+  return io.lstat(p).then(
     () => true,
     () => false,
   );
 }
 
-/** All regular files under `dir` (not following symlinked dirs), as POSIX paths relative to `base`. */
-async function walkFiles(base: string, dir: string, out: string[]): Promise<void> {
-  let entries: import('node:fs').Dirent[];
+/**
+ * All regular files under `dir` (not following symlinked dirs), as POSIX paths relative to `base`,
+ * on the machine of `io`.
+ */
+async function walkFiles(base: string, dir: string, out: string[], io: FileTransport = localTransport): Promise<void> {
+  let entries: DirEntry[];
   try {
-    entries = await fs.readdir(path.join(base, dir), { withFileTypes: true });
+    entries = await io.readdir(joinOn(io, base, dir));
   } catch {
     return;
   }
   for (const e of entries) {
     const rel = dir ? `${dir}/${e.name}` : e.name;
-    if (e.isDirectory()) await walkFiles(base, rel, out);
+    if (e.isDirectory()) await walkFiles(base, rel, out, io);
     else if ((e.isFile() || e.isSymbolicLink()) && !isTempName(e.name)) out.push(rel); // (a killed write's temp is never agent state)
   }
 }
@@ -106,27 +110,42 @@ export async function findHermesHomes(env: NodeJS.ProcessEnv = process.env, home
 /** state.db as read: the memory ops and their index, or why it could not be read. */
 type HistoryRead = { h: HermesHistory; index: ProvenanceIndex } | { problem: StoreProblem };
 
-/** The Hermes memory store adapter for one home directory. */
+/**
+ * The Hermes memory store adapter for one home directory, on this machine or on another one: every
+ * file operation, lock and probe goes through its FileTransport (../transport: node:fs here, SFTP and
+ * exec over SSH for `hermes:ssh://user@host[:port]/abs/home`), so both work alike.
+ */
 export class HermesStore implements MemoryStoreAdapter {
   readonly kind = 'hermes';
   private history?: HistoryRead & { key: string };
 
   /**
-   * @param root absolute path of the Hermes home (the directory holding memories/ and config.yaml)
-   * @param spec the store name as given, `hermes:/abs/home`
+   * @param root absolute path of the Hermes home (the directory holding memories/ and config.yaml) on
+   *   the machine of `io`
+   * @param spec the store name as given, `hermes:/abs/home` or `hermes:ssh://user@host/abs/home`
+   * @param io the machine the home is on (default this one)
    */
   constructor(
     readonly root: string,
     readonly spec: string = `hermes:${root}`,
-  ) {}
-
-  /** See MemoryStoreAdapter.location: the home directory. */
-  get location(): string {
-    return this.root;
+    readonly io: FileTransport = localTransport,
+  ) {
+    // stale claims are about the machine the home is on
+    if (io.remote) this.lintProfile = { ...this.lintProfile, machine: io };
   }
-  /** See MemoryStoreAdapter.localRoot: the home directory. */
-  get localRoot(): string {
-    return this.root;
+
+  /** See MemoryStoreAdapter.location: the home directory (ssh://user@host:port/abs/home on another machine). */
+  get location(): string {
+    return this.io.display(this.root);
+  }
+  /** See MemoryStoreAdapter.localRoot: the home directory; none for a home on another machine. */
+  get localRoot(): string | undefined {
+    return this.io.remote ? undefined : this.root;
+  }
+
+  /** The absolute path of a home-relative POSIX path on the home's machine. */
+  private abs(rel: string): string {
+    return joinOn(this.io, this.root, rel);
   }
 
   /** MEMORY.md, USER.md, SOUL.md, ARCHIVE.jsonl and skills are text files. */
@@ -138,54 +157,80 @@ export class HermesStore implements MemoryStoreAdapter {
    */
   readonly lintProfile: StoreLintProfile = {
     budgets: true,
-    keepsHistory: () => fs.access(path.join(this.root, 'state.db')).then(() => true, () => false),
+    keepsHistory: () => this.io.stat(this.abs('state.db')).then(() => true, () => false),
     historyChecks: ['age of MEMORY.md and USER.md entries (Hermes keeps their times only in state.db)'],
     driftText: async (f) => {
       if (f.kind !== 'hermes-memory' && f.kind !== 'hermes-user') return undefined;
-      return fs.readFile(f.file, 'utf8').catch(() => undefined);
+      const rel = f.kind === 'hermes-memory' ? EDITABLE.memory : EDITABLE.user;
+      const file = f.file === this.io.display(this.abs(rel)) ? this.abs(rel) : f.file;
+      return this.io.readFile(file).then((b) => b.toString('utf8'), () => undefined);
     },
-    agentHome: () => (path.basename(this.root) === '.hermes' ? path.dirname(this.root) : null),
+    agentHome: () => {
+      const p = pathOn(this.io);
+      return p.basename(this.root) === '.hermes' ? p.dirname(this.root) : null;
+    },
   };
 
   /** @throws AgentKeepError StoreNotFound when root is not a directory or has neither memories/ nor config.yaml. */
   async check(): Promise<void> {
-    let st: import('node:fs').Stats;
+    let st: FileStat;
+    const shown = this.location;
     try {
-      st = await fs.stat(this.root);
-    } catch {
-      throw new AgentKeepError('StoreNotFound', `Hermes home ${this.root} does not exist.`, 'Point --store at the HERMES_HOME, usually hermes:~/.hermes written as an absolute path.');
+      st = await this.io.stat(this.root);
+    } catch (e) {
+      if (e instanceof AgentKeepError) throw e; // the other machine cannot be reached or refused us
+      if (this.io.remote && (e as NodeJS.ErrnoException).code !== 'ENOENT') {
+        throw new AgentKeepError(
+          'StoreNotFound',
+          `Cannot read the Hermes home ${shown}: ${(e as Error).message}.`,
+          `Check that ${this.io.user} may read ${this.root} on that machine, or log in as the user Hermes runs as.`,
+        );
+      }
+      throw new AgentKeepError(
+        'StoreNotFound',
+        `Hermes home ${shown} does not exist.`,
+        this.io.remote
+          ? `Point the store at the HERMES_HOME on that machine (an absolute path there), e.g. ` +
+              `hermes:ssh://${this.io.where.replace(/:\d+$/, '')}/home/USER/.hermes.`
+          : 'Point --store at the HERMES_HOME, usually hermes:~/.hermes written as an absolute path.',
+      );
     }
     if (!st.isDirectory()) {
-      throw new AgentKeepError('StoreNotFound', `Hermes home ${this.root} is not a directory.`, 'Point --store at the HERMES_HOME directory, usually ~/.hermes.');
+      throw new AgentKeepError('StoreNotFound', `Hermes home ${shown} is not a directory.`, 'Point --store at the HERMES_HOME directory, usually ~/.hermes.');
     }
-    if (!(await exists(path.join(this.root, 'memories'))) && !(await exists(path.join(this.root, 'config.yaml')))) {
-      throw new AgentKeepError('StoreNotFound', `Not a Hermes home: no memories/ or config.yaml in ${this.root}.`, 'Point at the HERMES_HOME, usually ~/.hermes.');
+    if (!(await exists(this.abs('memories'), this.io)) && !(await exists(this.abs('config.yaml'), this.io))) {
+      throw new AgentKeepError('StoreNotFound', `Not a Hermes home: no memories/ or config.yaml in ${shown}.`, 'Point at the HERMES_HOME, usually ~/.hermes.');
     }
   }
 
   private disk(): FileSource {
     return {
       read: async (rel) => {
-        const abs = path.join(this.root, ...rel.split('/'));
+        const io = this.io;
+        const file = this.abs(rel);
+        const abs = io.display(file);
         const fail = (e: unknown): AgentKeepError => {
+          if (e instanceof AgentKeepError) return e; // the connection to the other machine
           const perm = (e as NodeJS.ErrnoException).code === 'EACCES' || (e as NodeJS.ErrnoException).code === 'EPERM';
           return new AgentKeepError(
             'FileError',
-            `Cannot read ${abs}: ${perm ? `permission denied for ${os.userInfo().username}` : (e as Error).message}.`,
+            `Cannot read ${abs}: ${perm ? `permission denied for ${io.user}` : (e as Error).message}.`,
             perm
-              ? `Give the user running AgentKeep read access (e.g. chmod u+r ${abs}, or run AgentKeep as the ` +
-                "agent's user)."
+              ? io.remote
+                ? `Give ${io.user} read access on that machine (e.g. chmod u+r ${file}), or log in as the agent's user.`
+                : `Give the user running AgentKeep read access (e.g. chmod u+r ${abs}, or run AgentKeep as the ` +
+                  "agent's user)."
               : 'Check the file permissions of the Hermes home.',
           );
         };
-        let st: import('node:fs').Stats;
+        let st: FileStat;
         try {
-          st = await fs.stat(abs); // first: a FIFO would block readFile, a directory is not "absent"
+          st = await io.stat(file); // first: a FIFO would block readFile, a directory is not "absent"
         } catch (e) {
           const code = (e as NodeJS.ErrnoException).code;
           if (code === 'ENOTDIR') return undefined;
           if (code !== 'ENOENT') throw fail(e);
-          const link = await fs.readlink(abs).catch(() => undefined);
+          const link = await io.readlink(file).catch(() => undefined);
           if (link === undefined) return undefined;
           throw new AgentKeepError(
             'FileError',
@@ -200,18 +245,18 @@ export class HermesStore implements MemoryStoreAdapter {
           const what = st.isDirectory() ? 'a directory' : kind;
           throw new AgentKeepError(
             'FileError',
-            `${abs} is ${what}, not a file: Hermes cannot read ${path.basename(abs)} from it (its memory tool then ` +
+            `${abs} is ${what}, not a file: Hermes cannot read ${path.posix.basename(file)} from it (its memory tool then ` +
               'sees no entries and fails to write), and AgentKeep does not write there.',
             st.isDirectory()
-              ? `Move it away (mv ${abs} ${abs}.dir), then put the file back: restore it from a restore point ` +
+              ? `Move it away (mv ${file} ${file}.dir), then put the file back: restore it from a restore point ` +
                   '(agentkeep restore-point restore <id> --scope agent), or write its entries into a file of that ' +
                   'name (one line holding only "§" between entries).'
-              : `Remove it (rm ${abs}) and restore the file from a restore point ` +
+              : `Remove it (rm ${file}) and restore the file from a restore point ` +
                 '(agentkeep restore-point restore <id> --scope agent).',
           );
         }
         try {
-          return await fs.readFile(abs);
+          return await io.readFile(file);
         } catch (e) {
           if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined; // removed meanwhile
           throw fail(e);
@@ -219,10 +264,10 @@ export class HermesStore implements MemoryStoreAdapter {
       },
       list: async (dir) => {
         const out: string[] = [];
-        await walkFiles(this.root, dir, out);
+        await walkFiles(this.root, dir, out, this.io);
         return out;
       },
-      display: (rel) => path.join(this.root, ...rel.split('/')),
+      display: (rel) => this.io.display(this.abs(rel)),
     };
   }
 
@@ -255,13 +300,13 @@ export class HermesStore implements MemoryStoreAdapter {
     const out: string[] = [];
     for (const rel of FIXED_STATE_FILES) {
       try {
-        const st = await fs.lstat(path.join(this.root, rel));
+        const st = await this.io.lstat(this.abs(rel));
         if (st.isFile() || st.isSymbolicLink()) out.push(rel);
-      } catch {
-        /* absent */
+      } catch (e) {
+        if (e instanceof AgentKeepError) throw e; // the other machine cannot be reached: not "absent"
       }
     }
-    await walkFiles(this.root, 'skills', out);
+    await walkFiles(this.root, 'skills', out, this.io);
     return out.sort();
   }
 
@@ -293,9 +338,11 @@ export class HermesStore implements MemoryStoreAdapter {
     const release = async (): Promise<void> => {
       for (const l of held.reverse()) await l.release();
     };
-    if (!(await exists(path.join(this.root, 'memories')))) return { release };
+    if (!(await exists(this.abs('memories'), this.io))) return { release };
     try {
-      for (const rel of Object.values(EDITABLE)) held.push(await lockHermesFile(path.join(this.root, ...rel.split('/')) + '.lock'));
+      for (const rel of Object.values(EDITABLE)) {
+        held.push(await lockHermesFile(this.abs(rel) + '.lock', undefined, this.io));
+      }
     } catch (e) {
       await release();
       throw e;
@@ -309,25 +356,25 @@ export class HermesStore implements MemoryStoreAdapter {
    */
   async captureFile(rel: string, dest: string): Promise<void | boolean> {
     if (rel === 'state.db-wal' || rel === 'state.db-shm') return false;
-    if (rel === 'state.db') return captureSqlite(path.join(this.root, 'state.db'), dest);
-    await fs.copyFile(path.join(this.root, ...rel.split('/')), dest);
+    if (rel === 'state.db') return captureSqlite(this.abs('state.db'), dest, this.io);
+    await this.io.download(this.abs(rel), dest);
   }
 
   /** See MemoryStoreAdapter.capture: the files of agentStateFiles (sidecar/memory/files.ts). */
   capture(sink: CaptureSink, opts?: AgentStateOptions): Promise<CapturedFile[]> {
-    return captureLocalFiles(this, this.root, sink, opts);
+    return captureLocalFiles(this, this.root, sink, opts, this.io);
   }
   /** See MemoryStoreAdapter.restore: temp file + rename per file (sidecar/memory/files.ts). */
   restore(files: readonly CapturedFile[], src: RestoreSource, opts?: AgentStateOptions): Promise<string[]> {
-    return restoreLocalFiles(this, this.root, files, src, opts);
+    return restoreLocalFiles(this, this.root, files, src, opts, this.io);
   }
   /** See MemoryStoreAdapter.checkRestore: nothing in the way that the undo point would not hold (../files.ts). */
   checkRestore(files: readonly CapturedFile[]): Promise<void> {
-    return checkLocalRestore(this, this.root, files);
+    return checkLocalRestore(this, this.root, files, this.io);
   }
   /** See MemoryStoreAdapter.changedFiles. */
   changedFiles(files: readonly CapturedFile[]): Promise<string[]> {
-    return changedLocalFiles(this, this.root, files);
+    return changedLocalFiles(this, this.root, files, this.io);
   }
 
   /** Hermes readOnlyReason: none (MEMORY.md and USER.md are editable; other files say so per file). */
@@ -350,8 +397,13 @@ export class HermesStore implements MemoryStoreAdapter {
       }
     };
     if (file) {
-      const rel = Object.values(EDITABLE).find((r) => path.join(this.root, ...r.split('/')) === file);
-      if (!rel) return sha256((await fs.readFile(file).catch(() => Buffer.alloc(0))) as Buffer);
+      const rel = Object.values(EDITABLE).find((r) => this.io.display(this.abs(r)) === file);
+      if (!rel) {
+        // another file of the home (MemoryFile.file is shown as a URL on another machine)
+        const mine = this.io.remote && file.startsWith(`${this.location}/`);
+        const own = mine ? this.abs(decodeURI(file.slice(this.location.length))) : file;
+        return sha256(await this.io.readFile(own).catch(() => Buffer.alloc(0)));
+      }
       return sha256(await raw(rel));
     }
     return sha256(sha256(await raw(EDITABLE.memory)) + sha256(await raw(EDITABLE.user)));
@@ -371,14 +423,16 @@ export class HermesStore implements MemoryStoreAdapter {
    * damaged state.db costs one read, not one per entry. undefined: no state.db.
    */
   private async historyIndex(): Promise<HistoryRead | undefined> {
-    const db = path.join(this.root, 'state.db');
-    const st = await fs.stat(db).catch(() => undefined);
+    const db = this.abs('state.db');
+    const [st, wal] = await this.io.stamps([db, db + '-wal']).catch((e: unknown) => {
+      if (e instanceof AgentKeepError) throw e; // the other machine cannot be reached
+      return [undefined, undefined]; // cannot even stat it: as if there were none (as before)
+    });
     if (!st) return undefined;
-    const wal = await fs.stat(db + '-wal').catch(() => undefined);
-    const key = `${st.size}:${st.mtimeMs}:${wal?.size ?? 0}:${wal?.mtimeMs ?? 0}`;
+    const key = `${st.size}:${st.mtime}:${st.ino}:${wal?.size ?? 0}:${wal?.mtime ?? 0}`;
     if (this.history?.key !== key) {
       try {
-        const h = await readHistory(db);
+        const h = await readHistory(db, undefined, this.io);
         this.history = { key, h, index: new ProvenanceIndex(h.memoryOps) };
       } catch (e) {
         if (!(e instanceof AgentKeepError && e.kind === 'FileError')) throw e;
@@ -401,7 +455,7 @@ export class HermesStore implements MemoryStoreAdapter {
       return { traces: [], note: `Not traced: ${what}, not by the memory tool.` };
     }
     const hi = await this.historyIndex();
-    if (!hi) return { traces: [], note: `no state.db in this home (${this.root}), so there is no session history to trace this entry to` };
+    if (!hi) return { traces: [], note: `no state.db in this home (${this.location}), so there is no session history to trace this entry to` };
     if ('problem' in hi) {
       return {
         traces: [],
@@ -432,11 +486,11 @@ export class HermesStore implements MemoryStoreAdapter {
 
   /** See MemoryStoreAdapter.actionsSince: outside-world tool calls in state.db (./history.ts classifyAction). */
   async actionsSince(sinceIso: string, untilIso?: string): Promise<ProvenanceTrace[]> {
-    const db = path.join(this.root, 'state.db');
-    if (!(await exists(db))) return [];
+    const db = this.abs('state.db');
+    if (!(await exists(db, this.io))) return [];
     const since = Date.parse(sinceIso) / 1000;
     const until = untilIso ? Date.parse(untilIso) / 1000 : Infinity;
-    const h = await readHistory(db, since);
+    const h = await readHistory(db, since, this.io);
     return outsideActions(h.toolCalls.filter((c) => c.time === undefined || c.time < until));
   }
 
@@ -506,7 +560,9 @@ export class HermesStore implements MemoryStoreAdapter {
     change: (entries: string[], e?: MemoryEntry) => string[],
   ): Promise<{ hash: string; written: boolean; entry: (text: string) => MemoryEntry }> {
     const redo = id !== undefined ? 'Show the entry again (memory show) and redo the edit on what is there now.' : 'List the memory again (memory list) and add the entry again if it is still missing.';
-    const plan = async (): Promise<{ area: string; abs: string; raw: Buffer; next: string[] | undefined; e?: MemoryEntry }> => {
+    // abs: the path on the home's machine; shown: how it is shown (the same path here, a URL over SSH)
+    type Plan = { area: string; abs: string; shown: string; raw: Buffer; next: string[] | undefined; e?: MemoryEntry };
+    const plan = async (): Promise<Plan> => {
       const files = await this.read();
       if (expectedHash) {
         // first: the content changed since it was read (that is why an id may no longer resolve)
@@ -514,7 +570,7 @@ export class HermesStore implements MemoryStoreAdapter {
         if (!hashes.includes(expectedHash) && expectedHash !== sha256(hashes.join(''))) {
           throw new AgentKeepError(
             'Conflict',
-            `The memory of ${this.root} changed since it was read (no file has sha256 ${expectedHash.slice(0, 12)}… any more): the agent or someone else wrote it in between. Nothing was changed.`,
+            `The memory of ${this.location} changed since it was read (no file has sha256 ${expectedHash.slice(0, 12)}… any more): the agent or someone else wrote it in between. Nothing was changed.`,
             redo,
           );
         }
@@ -532,12 +588,13 @@ export class HermesStore implements MemoryStoreAdapter {
       const rf = files.find((f) => f.rel === EDITABLE[area!])!;
       if (rf.error) throw rf.error; // unreadable: never write over what we could not read
       const raw = rf.raw ?? Buffer.alloc(0);
-      const abs = path.join(this.root, ...EDITABLE[area!].split('/'));
+      const abs = this.abs(EDITABLE[area!]);
+      const shown = this.io.display(abs);
       const hash = sha256(raw);
       if (expectedHash && expectedHash !== hash && expectedHash !== (await this.contentHash())) {
         throw new AgentKeepError(
           'Conflict',
-          `${abs} changed since it was read (sha256 ${hash.slice(0, 12)}…, expected ${expectedHash.slice(0, 12)}…): the agent or someone else wrote it in between. Nothing was changed.`,
+          `${shown} changed since it was read (sha256 ${hash.slice(0, 12)}…, expected ${expectedHash.slice(0, 12)}…): the agent or someone else wrote it in between. Nothing was changed.`,
           redo,
         );
       }
@@ -548,10 +605,10 @@ export class HermesStore implements MemoryStoreAdapter {
         const drift = driftReason(text, limit);
         if (drift) {
           const bak = `${abs}.bak.${Math.floor(Date.now() / 1000)}`;
-          await fs.writeFile(bak, raw, { flag: 'wx' }).catch(() => undefined);
+          await this.io.writeNew(bak, raw, 0o644).catch(() => undefined);
           throw new AgentKeepError(
             'Conflict',
-            `${abs} has drifted: ${drift}. As Hermes does, the edit is refused and a copy was kept as ${bak}. Nothing else was changed.`,
+            `${shown} has drifted: ${drift}. As Hermes does, the edit is refused and a copy was kept as ${this.io.display(bak)}. Nothing else was changed.`,
             `Fix the file by hand (entries separated by a line holding only "§"), or restore it from a restore point, then edit again.`,
           );
         }
@@ -562,59 +619,62 @@ export class HermesStore implements MemoryStoreAdapter {
       if (after > limit && after > before) {
         throw new AgentKeepError(
           'OverBudget',
-          `The change would make ${path.basename(abs)} ${after} chars, over its ${limit}-char limit (now ${before}). Nothing was written.`,
+          `The change would make ${path.posix.basename(abs)} ${after} chars, over its ${limit}-char limit (now ${before}). Nothing was written.`,
           `Shorten the text or remove other entries first (limit: memory.${area === 'user' ? 'user' : 'memory'}_char_limit in config.yaml).`,
         );
       }
-      return { area: area!, abs, raw, next: next.length === entries.length && next.every((x, i) => x === entries[i]) ? undefined : next, e };
+      return { area: area!, abs, shown, raw, next: next.length === entries.length && next.every((x, i) => x === entries[i]) ? undefined : next, e };
     };
 
     const first = await plan(); // every refusal happens here, before the lock file is touched
     let written = false;
     if (!first.next) {
       // nothing to change (an exact duplicate add, an edit to the same text): no lock, nothing touched
-      return { hash: sha256(first.raw), written, entry: (text) => ({ id: entryId(text), text, store: this.spec, file: first.abs, area: first.area }) };
+      return { hash: sha256(first.raw), written, entry: (text) => ({ id: entryId(text), text, store: this.spec, file: first.shown, area: first.area }) };
     }
-    const lock = await lockHermesFile(`${first.abs}.lock`);
+    const lock = await lockHermesFile(`${first.abs}.lock`, undefined, this.io);
     let hash: string;
     try {
       const p = await plan(); // re-read under the lock: what Hermes wrote meanwhile counts
       // An add without expectedHash appends to what is there now (plan re-checked it); an edit or
       // remove (or an add with expectedHash) acted on what it read, so a change meanwhile is a conflict.
       if (!p.raw.equals(first.raw) && (id !== undefined || expectedHash)) {
-        throw new AgentKeepError('Conflict', `${p.abs} changed while AgentKeep waited for Hermes' lock. Nothing was changed.`, redo);
+        throw new AgentKeepError('Conflict', `${p.shown} changed while AgentKeep waited for Hermes' lock. Nothing was changed.`, redo);
       }
       written = !!p.next;
       if (!p.next) {
         hash = sha256(p.raw);
       } else {
-        await opts?.beforeWrite?.(p.abs, p.raw);
+        await opts?.beforeWrite?.(p.shown, p.raw);
         const data = p.next.join(ENTRY_DELIMITER);
-        const st = await fs.stat(p.abs).catch(() => undefined);
-        await fs.mkdir(path.dirname(p.abs), { recursive: true });
+        const io = this.io;
+        const notConnection = (e: unknown): undefined => {
+          if (e instanceof AgentKeepError) throw e; // the other machine cannot be reached: never "absent"
+          return undefined;
+        };
+        const st = await io.stat(p.abs).catch(notConnection);
+        await io.mkdirp(path.posix.dirname(p.abs));
         const tmp = tempNameFor(p.abs);
         try {
-          await fs.writeFile(tmp, data, { mode: st ? st.mode & 0o7777 : 0o644, flag: 'wx' });
-          const h = await fs.open(tmp, 'r+');
-          await h.sync().finally(() => h.close());
+          await io.writeNew(tmp, Buffer.from(data, 'utf8'), st ? st.mode & 0o7777 : 0o644);
           // last compare-and-swap right before the rename (covers a writer that ignores the lock)
-          const now = await fs.readFile(p.abs).catch(() => Buffer.alloc(0));
+          const now = (await io.readFile(p.abs).catch(notConnection)) ?? Buffer.alloc(0);
           if (!now.equals(p.raw)) {
-            throw new AgentKeepError('Conflict', `${p.abs} changed while AgentKeep was writing (a writer that does not take Hermes' lock). Nothing was changed.`, redo);
+            throw new AgentKeepError('Conflict', `${p.shown} changed while AgentKeep was writing (a writer that does not take Hermes' lock). Nothing was changed.`, redo);
           }
-          await fs.rename(tmp, p.abs);
+          await io.rename(tmp, p.abs);
         } catch (e) {
-          await fs.rm(tmp, { force: true }).catch(() => undefined);
+          await io.rm(tmp).catch(() => undefined);
           throw e;
         }
-        await fsyncDir(path.dirname(p.abs));
+        await io.fsyncDir(path.posix.dirname(p.abs));
         hash = sha256(Buffer.from(data, 'utf8'));
       }
     } finally {
       await lock.release();
     }
     const area = first.area;
-    const file = first.abs;
+    const file = first.shown;
     return { hash, written, entry: (text) => ({ id: entryId(text), text, store: this.spec, file, area }) };
   }
 }

@@ -28,6 +28,7 @@ export function buildSidecar(): Promise<void> {
     sourcesContent: false,
     logLevel: 'error',
     banner: { js: '#!/usr/bin/env node' },
+    external: ['cpu-features', '*.node'], // as esbuild.mjs: ssh2's optional native parts are never bundled
   }).then(() => {
     chmodSync(SIDECAR, 0o755);
     // node-sqlite3-wasm loads its .wasm next to the bundle (as esbuild.mjs copies it)
@@ -44,7 +45,7 @@ let hookBuilt: Promise<void> | undefined;
  * out/hook-full.js (sidecar/hooks/run.ts), plus out/sidecar.js (buildSidecar).
  */
 export function buildHook(): Promise<void> {
-  const common: BuildOptions = { absWorkingDir: REPO, bundle: true, platform: 'node', target: 'node20', format: 'cjs', mainFields: ['module', 'main'], sourcemap: true, sourcesContent: false, logLevel: 'error' };
+  const common: BuildOptions = { absWorkingDir: REPO, bundle: true, platform: 'node', target: 'node20', format: 'cjs', mainFields: ['module', 'main'], sourcemap: true, sourcesContent: false, logLevel: 'error', external: ['cpu-features', '*.node'] };
   hookBuilt ??= Promise.all([
     buildSidecar(),
     build({ ...common, entryPoints: ['sidecar/hooks/entry.ts'], outfile: HOOK, minify: true, banner: { js: '#!/usr/bin/env node' } }),
