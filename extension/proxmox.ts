@@ -11,7 +11,7 @@
  */
 import * as vscode from 'vscode';
 import { readAgentConfig, readProxmoxSettings, requireTrust } from './config';
-import { checkTokenFormat, hostOf, tokenId, withTag, type Guest } from './proxmoxModel';
+import { agentPicks, checkTokenFormat, hostOf, tokenId, withTag, type Guest } from './proxmoxModel';
 import type { Sidecar } from './sidecar';
 import { SidecarError } from './sidecar';
 
@@ -94,21 +94,32 @@ export async function clearProxmoxToken(secrets: vscode.SecretStorage, sidecar: 
 }
 
 /**
- * "AgentKeep: Choose Agent": set agentkeep.target to `target`, or to a guest picked from
- * agent.discover (the agentkeep.proxmox.tag guests of the configured host). Returns the new target.
- * @throws SidecarError when no Proxmox host is configured or discovery fails.
+ * "AgentKeep: Choose Agent": set agentkeep.target to `target`, or to a named agent of the sidecar's
+ * state dir (agent.list: agentkeep.target and agentkeep.stores) or a guest picked from agent.discover
+ * (the agentkeep.proxmox.tag guests of the configured host). Returns the new target.
+ * @throws SidecarError when there is no named agent and no Proxmox host is configured, or discovery fails.
  */
 export async function chooseAgent(sidecar: Sidecar, target?: string): Promise<string | undefined> {
   requireTrust('Choosing the agent');
   let chosen = target;
+  let stores: string[] | undefined;
   if (!chosen) {
+    // the named agents (agentkeep agent add); a state dir the sidecar cannot read just offers none
+    const named = (await sidecar.request('agentList', {}).catch(() => undefined))?.agents ?? [];
     const where = await discoveryTarget(sidecar);
-    if (!where) {
-      throw new SidecarError('No Proxmox host is configured to discover agents on.', 'bad_target', 'Set agentkeep.proxmox.host (and run "AgentKeep: Set Proxmox API Token"), or set agentkeep.target.');
+    if (!where && !named.length) {
+      throw new SidecarError(
+        'No Proxmox host is configured to discover agents on, and no named agent is set up.',
+        'bad_target',
+        'Set agentkeep.proxmox.host (and run "AgentKeep: Set Proxmox API Token"), name one with ' +
+          'agentkeep agent add NAME --target T, or set agentkeep.target.',
+      );
     }
     const tag = readProxmoxSettings().tag;
-    const guests = withTag(await discoverGuests(sidecar, where, ''), tag);
-    if (!guests.length) {
+    // with named agents to offer, a failing discovery only leaves the guests out
+    const found = where ? await discoverGuests(sidecar, where, '').catch((e: unknown) => (named.length ? [] : Promise.reject(e))) : [];
+    const guests = withTag(found, tag);
+    if (!guests.length && !named.length) {
       throw new SidecarError(
         tag ? `No guest with the Proxmox tag "${tag}" is visible to the token.` : 'No guest is visible to the token.',
         'target_not_found',
@@ -116,19 +127,18 @@ export async function chooseAgent(sidecar: Sidecar, target?: string): Promise<st
       );
     }
     const current = readAgentConfig()?.target;
-    const picked = await vscode.window.showQuickPick(
-      guests.map((g) => ({
-        label: `$(${g.type === 'lxc' ? 'package' : 'vm'}) ${g.name ?? `${g.type} ${g.vmid}`}`,
-        description: `${g.vmid} · ${g.node} · ${g.status}${g.lock ? ` · locked (${g.lock})` : ''}${g.target === current ? ' · current' : ''}`,
-        detail: g.tags.length ? `tags: ${g.tags.join(', ')}` : undefined,
-        target: g.target,
-      })),
-      { title: 'Choose the agent this window manages', placeHolder: tag ? `Guests tagged "${tag}"` : 'All guests', matchOnDescription: true },
-    );
+    const what = [named.length ? 'Named agents' : '', where ? (tag ? `guests tagged "${tag}"` : 'all guests') : ''];
+    const picked = await vscode.window.showQuickPick(agentPicks(named, guests, current), {
+      title: 'Choose the agent this window manages',
+      placeHolder: what.filter(Boolean).join(', then '),
+      matchOnDescription: true,
+    });
     chosen = picked?.target;
+    stores = picked?.stores;
     if (!chosen) return undefined;
   }
   const scope = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
   await vscode.workspace.getConfiguration('agentkeep').update('target', chosen, scope);
+  if (stores) await vscode.workspace.getConfiguration('agentkeep').update('stores', stores, scope);
   return chosen;
 }

@@ -17,6 +17,41 @@ import { formatAge } from './format';
 
 /** A guest as agent.discover reports it. */
 export type Guest = ResultOf<'agentDiscover'>[number];
+/** A named agent of the sidecar's state dir (agent.list). */
+export type NamedAgentInfo = ResultOf<'agentList'>['agents'][number];
+
+/** One row of "Choose Agent": a named agent (target + stores) or a discovered guest (target only). */
+export interface AgentPick {
+  label: string;
+  description: string;
+  detail?: string;
+  target: string;
+  /** Set for a named agent: agentkeep.stores becomes these ([] = the stores found in the target). */
+  stores?: string[];
+}
+
+/**
+ * The rows of "Choose Agent": the named agents first (agentkeep agent add; the default one marked),
+ * then the guests discovered on the Proxmox host. `current` (agentkeep.target) is marked.
+ */
+export function agentPicks(named: readonly NamedAgentInfo[], guests: readonly Guest[], current?: string): AgentPick[] {
+  const cur = (t: string): string => (t === current ? ' · current' : '');
+  return [
+    ...named.map((a) => ({
+      label: `$(person) ${a.name}`,
+      description: `${a.target}${a.default ? ' · default agent' : ''}${cur(a.target)}`,
+      detail: a.stores?.length ? `stores: ${a.stores.join(', ')}` : 'stores: the ones found in the target',
+      target: a.target,
+      stores: a.stores ?? [],
+    })),
+    ...guests.map((g) => ({
+      label: `$(${g.type === 'lxc' ? 'package' : 'vm'}) ${g.name ?? `${g.type} ${g.vmid}`}`,
+      description: `${g.vmid} · ${g.node} · ${g.status}${g.lock ? ` · locked (${g.lock})` : ''}${cur(g.target)}`,
+      detail: g.tags.length ? `tags: ${g.tags.join(', ')}` : undefined,
+      target: g.target,
+    })),
+  ];
+}
 
 /**
  * Why `token` is not a Proxmox API token in the form `USER@REALM!TOKENID=SECRET` (e.g.

@@ -56,6 +56,8 @@ function argv<K extends MethodName>(
   o: Required<RenderOptions>,
 ): Array<string | false | undefined> | undefined {
   const t = (target: string): string => cliTargetArgs(target, o.stateDir);
+  // commands without a target still need the state dir when it is not the default one
+  const sd = (): string | undefined => /--state-dir .*$/.exec(cliTargetArgs('x', o.stateDir))?.[0];
   const yes = o.yes && '--yes';
   // one case per method the CLI has a command for (keep, compare, readFile, status, risk.scan have none)
   switch (key) {
@@ -157,6 +159,24 @@ function argv<K extends MethodName>(
       const p = params as ParamsOf<'memoryDiff'>;
       return ['memory diff', `--from ${q(p.from)}`, p.to && `--to ${q(p.to)}`, t(p.target), ...storeArgs(p.stores)];
     }
+    case 'agentList':
+      return ['agent list', sd()];
+    case 'agentAdd': {
+      const p = params as ParamsOf<'agentAdd'>;
+      return [
+        'agent add',
+        q(p.name),
+        `--target ${q(p.target)}`,
+        ...storeArgs(p.stores),
+        p.failClosed && '--fail-closed',
+        p.replace && '--replace',
+        sd(),
+      ];
+    }
+    case 'agentRemove':
+      return ['agent remove', q((params as ParamsOf<'agentRemove'>).name), sd()];
+    case 'agentSetDefault':
+      return ['agent default', q((params as ParamsOf<'agentSetDefault'>).name), sd()];
     case 'agentDiscover': {
       const p = params as ParamsOf<'agentDiscover'>;
       return ['agent discover', `--target ${q(p.target)}`, p.tag !== undefined && `--tag ${q(p.tag)}`];

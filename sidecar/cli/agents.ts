@@ -224,7 +224,7 @@ export function useNamedAgents(root: Command, coreOpts: (cmd: Command) => CoreOp
   const resolve = (stateDir: string, choice: AgentChoice): Promise<ResolvedAgent | undefined> =>
     resolveAgent(stateDir, choice).catch((e: unknown) => {
       if (e instanceof AgentKeepError && (e.kind === 'InvalidParams' || e.kind === 'AgentNotFound'))
-        throw new UsageError(e.kind, e.message, e.hint);
+        throw new UsageError(e.kind, e.message, e.hint, e.actions);
       throw e;
     });
   root.hook('preAction', async (_root, cmd) => {
@@ -242,6 +242,9 @@ export function useNamedAgents(root: Command, coreOpts: (cmd: Command) => CoreOp
         agent: o.agent,
         ...(o.agent !== undefined && o.target !== undefined ? { target: o.target } : {}),
       });
+      // memory diff needs no store: without one it compares the stores the restore point captured
+      const storesOptional = name === 'memory diff';
+      if (!r && storesOptional) return;
       if (!r) {
         throw new UsageError(
           'InvalidParams',
@@ -251,7 +254,7 @@ export function useNamedAgents(root: Command, coreOpts: (cmd: Command) => CoreOp
         );
       }
       const stores = given.length ? given : (r.stores ?? []);
-      if (!stores.length) {
+      if (!stores.length && !storesOptional) {
         throw new UsageError(
           'InvalidParams',
           `${name}: agent ${r.name} has no stores set (its restore points capture the stores found in its target).`,
@@ -259,7 +262,7 @@ export function useNamedAgents(root: Command, coreOpts: (cmd: Command) => CoreOp
             `agentkeep agent add ${r.name} --target ${shellQuote(r.target)} --store S --replace.`,
         );
       }
-      cmd.setOptionValue('store', stores);
+      if (stores.length) cmd.setOptionValue('store', stores);
       if (STORE_AND_TARGET.has(name) && o.target === undefined) cmd.setOptionValue('target', r.target);
       return;
     }
@@ -273,5 +276,6 @@ export function useNamedAgents(root: Command, coreOpts: (cmd: Command) => CoreOp
     }
     cmd.setOptionValue('target', r.target);
     if (hasStore) cmd.setOptionValue('store', r.stores ?? []);
+    if (r.name) cmd.setOptionValue('resolvedAgent', r.name);
   });
 }

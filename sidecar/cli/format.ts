@@ -39,11 +39,31 @@ function reasonText(rp: RestorePoint): string {
   return r.text ?? '';
 }
 
-/** Restore points, newest first: ID, AGE, STATUS, KIND, SIZE (bytes this restore point newly stored), LABEL, REASON. */
+/** The message for a pre restore point whose post is missing (its command, or whatever wrapped it, died). */
+export const PRE_WITHOUT_POST = 'pre without post: the command did not finish';
+
+/**
+ * KIND of a restore point in the list, with its pair: `pre, post ID`, `post of ID`, or for a pre
+ * whose post is missing PRE_WITHOUT_POST.
+ */
+export function kindText(p: RestorePoint, points: readonly RestorePoint[]): string {
+  let k: string = p.kind;
+  if (p.kind === 'pre') {
+    const post = points.find((x) => x.kind === 'post' && x.pairOf === p.id);
+    k = post ? `pre, post ${post.id}` : PRE_WITHOUT_POST;
+  } else if (p.kind === 'post' && p.pairOf) k = `post of ${p.pairOf}`;
+  return k + (p.important ? ', important' : '');
+}
+
+/** Restore points, newest first: ID, AGE, STATUS, KIND (with pairs), SIZE (bytes newly stored), LABEL, REASON. */
 export function restorePointTable(points: RestorePoint[], target: string, now = Date.now()): string {
   if (!points.length) return `No restore points of ${target} yet. Create one: agentkeep restore-point create --target ${target}`;
   const sorted = [...points].sort((a, b) => Date.parse(b.createdAt) - Date.parse(a.createdAt));
-  return table([['ID', 'AGE', 'STATUS', 'KIND', 'SIZE', 'LABEL', 'REASON'], ...sorted.map((p) => [p.id, age(p.createdAt, now), p.status, p.kind + (p.important ? ', important' : ''), size(p.machine.newBytes), p.label, reasonText(p)])]);
+  const row = (p: RestorePoint): string[] => {
+    const kind = kindText(p, points);
+    return [p.id, age(p.createdAt, now), p.status, kind, size(p.machine.newBytes), p.label, reasonText(p)];
+  };
+  return table([['ID', 'AGE', 'STATUS', 'KIND', 'SIZE', 'LABEL', 'REASON'], ...sorted.map(row)]);
 }
 
 /** Prune result, one line per restore point: "deleted|kept  ID  reason" (dry run: "would delete"). */

@@ -8,6 +8,7 @@
  *     agentkeep hook status [hermes|agent-zero] [--home DIR] [--root DIR] [--json]
  *     agentkeep hook settings --agent NAME [--fail-closed | --fail-open] [--allow-agent-restores | --approve-agent-restores] [--json]
  *     agentkeep hook run hermes|agent-zero [--agent NAME] [--target T] [--store S…]   (the agent runs it; JSON on stdin)
+ *     agentkeep hook install|remove|status|run apt …                                   (sidecar/cli/aptHook.ts)
  *     agentkeep mcp [--agent NAME] [--target T] [--store S…]                            (MCP server on stdio)
  *     agentkeep request list [--target T] [--all] [--json]
  *     agentkeep request approve ID [--yes] [--json]
@@ -38,11 +39,15 @@ import { serveMcp } from '../hooks/mcp';
 import * as full from '../hooks/run';
 import { changeSummary, shellQuote, table } from './format';
 import type { CliIO } from './index';
+import { aptInstall, aptOptions, aptRemove, aptRun, aptStatus, aptStatusWanted, type AptHookCliDeps } from './aptHook';
+import type { AptStep } from '../hooks/aptRun';
 
 /** What the hook commands need from the CLI (sidecar/cli/index.ts). */
 export interface HookCliDeps {
   io: CliIO;
   core: (cmd: Command) => CoreApi;
+  /** A core with given options (the apt hook's time-boxed creates). */
+  makeCore: (o: CoreOptions) => CoreApi;
   coreOpts: (cmd: Command) => CoreOptions;
   /** Marks the command as --json (errors become JSON too) and says whether it is. */
   json: (cmd: Command) => boolean;
@@ -53,18 +58,15 @@ export interface HookCliDeps {
   serving: () => void;
 }
 
-type Kind = 'hermes' | 'agent-zero';
+type Kind = 'hermes' | 'agent-zero' | 'apt';
 
 function collect(v: string, prev: string[]): string[] {
   return [...prev, v];
 }
 
 function kindOf(d: HookCliDeps, k: string): Kind {
-  if (k === 'hermes' || k === 'agent-zero') return k;
-  throw d.usage(
-    `Unknown agent kind "${k}".`,
-    'Use hermes or agent-zero (apt: see agentkeep hook --help when that helper lands).',
-  );
+  if (k === 'hermes' || k === 'agent-zero' || k === 'apt') return k;
+  throw d.usage(`Unknown hook kind "${k}".`, 'Use hermes, agent-zero or apt.');
 }
 
 function changeText(c: HookChange): string {
@@ -134,15 +136,25 @@ async function installAgent(
 export function addHookCommands(root: Command, d: HookCliDeps): void {
   const hook = root
     .command('hook')
-    .description("restore points at the agent's own moments: hooks for Hermes and Agent Zero");
+    .description("restore points at the agent's own moments: hooks for Hermes, Agent Zero and apt");
   const stateDirOf = (cmd: Command): string => resolveStateDir(d.coreOpts(cmd).stateDir);
+  // the apt hook (sidecar/cli/aptHook.ts): its own options on the same commands
+  const aptDeps: AptHookCliDeps = {
+    io: d.io,
+    makeCore: d.makeCore,
+    coreOpts: d.coreOpts,
+    json: d.json,
+    print: d.printJson,
+  };
+  const apt = (): ReturnType<typeof aptOptions> => aptOptions();
 
   hook
     .command('install')
     .description(
-      "add AgentKeep's hook to an agent: Hermes config.yaml hooks (and --mcp its MCP server), Agent Zero extension files",
+      "add AgentKeep's hook to an agent: Hermes config.yaml hooks (and --mcp its MCP server), Agent Zero extension " +
+        'files; apt: a pre/post pair around each apt command (/etc/apt/apt.conf.d/80agentkeep, root)',
     )
-    .argument('<kind>', 'hermes | agent-zero')
+    .argument('<kind>', 'hermes | agent-zero | apt')
     .option('--home <dir>', 'hermes: the Hermes home (default: $HERMES_HOME, else ~/.hermes)')
     .option('--root <dir>', 'agent-zero: the Agent Zero folder (/a0 in its Docker image)')
     .option('--agent <name>', 'name of the agent (default: hermes / agent-zero); it appears in restore point reasons')
@@ -154,15 +166,27 @@ export function addHookCommands(root: Command, d: HookCliDeps): void {
       [],
     )
     .option('--mcp', "hermes: also register AgentKeep's MCP server (mcp_servers.agentkeep)")
+    .addOption(apt().confDir)
+    .addOption(apt().timeout)
     .option('--json', 'print the result as JSON')
     .action(
       async (
         k: string,
-        o: { home?: string; root?: string; agent?: string; target?: string; store: string[]; mcp?: boolean },
+        o: {
+          home?: string;
+          root?: string;
+          agent?: string;
+          target?: string;
+          store: string[];
+          mcp?: boolean;
+          aptConfDir?: string;
+          timeout?: string;
+        },
         cmd: Command,
       ) => {
         const asJson = d.json(cmd);
         const kind = kindOf(d, k);
+        if (kind === 'apt') return aptInstall(aptDeps, cmd, o);
         const stateDir = stateDirOf(cmd);
         const c = d.core(cmd);
         const home = kind === 'hermes' ? hermesHomeOf(o.home) : undefined;
@@ -202,13 +226,15 @@ export function addHookCommands(root: Command, d: HookCliDeps): void {
   hook
     .command('remove')
     .description("take AgentKeep's hook out of an agent again (Hermes: config.yaml back as it was)")
-    .argument('<kind>', 'hermes | agent-zero')
+    .argument('<kind>', 'hermes | agent-zero | apt')
     .option('--home <dir>', 'hermes: the Hermes home (default: $HERMES_HOME, else ~/.hermes)')
     .option('--root <dir>', 'agent-zero: the Agent Zero folder')
+    .addOption(apt().confDir)
     .option('--json', 'print the result as JSON')
-    .action(async (k: string, o: { home?: string; root?: string }, cmd: Command) => {
+    .action(async (k: string, o: { home?: string; root?: string; aptConfDir?: string }, cmd: Command) => {
       const asJson = d.json(cmd);
       const kind = kindOf(d, k);
+      if (kind === 'apt') return aptRemove(aptDeps, cmd, o);
       const change =
         kind === 'hermes'
           ? await removeHermes({ home: o.home, stateDir: stateDirOf(cmd) })
@@ -220,24 +246,36 @@ export function addHookCommands(root: Command, d: HookCliDeps): void {
   hook
     .command('status')
     .description('what AgentKeep hooks are installed (Hermes: with its first-use consent), and the agents they act for')
-    .argument('[kind]', 'hermes | agent-zero (default: hermes, and agent-zero with --root)')
+    .argument('[kind]', 'hermes | agent-zero | apt (default: hermes, agent-zero with --root, apt when installed)')
     .option('--home <dir>', 'hermes: the Hermes home')
     .option('--root <dir>', 'agent-zero: the Agent Zero folder')
-    .option('--json', 'print {hooks, agents} as JSON')
-    .action(async (k: string | undefined, o: { home?: string; root?: string }, cmd: Command) => {
+    .addOption(apt().confDir)
+    .option('--json', 'print {hooks, agents, apt} as JSON')
+    .action(async (k: string | undefined, o: { home?: string; root?: string; aptConfDir?: string }, cmd: Command) => {
       const asJson = d.json(cmd);
-      const kinds: Kind[] = k
-        ? [kindOf(d, k)]
+      const asked = k ? kindOf(d, k) : undefined;
+      const kinds: Kind[] = asked
+        ? asked === 'apt'
+          ? []
+          : [asked]
         : o.root
           ? o.home
             ? ['hermes', 'agent-zero']
             : ['agent-zero']
-          : ['hermes'];
+          : o.aptConfDir !== undefined
+            ? []
+            : ['hermes'];
       const hooks: HookStatus[] = [];
       for (const kind of kinds)
         hooks.push(kind === 'hermes' ? await statusHermes({ home: o.home }) : await statusAgentZero({ root: o.root }));
+      const aptSt = asked === 'apt' || (!asked && aptStatusWanted(o)) ? await aptStatus(o) : undefined;
+      if (aptSt && asked === 'apt') {
+        if (asJson) d.printJson({ apt: aptSt.status });
+        else d.io.out(aptSt.text);
+        return;
+      }
       const { agents } = await call(d.core(cmd), 'agentList', {});
-      if (asJson) d.printJson({ hooks, agents });
+      if (asJson) d.printJson({ hooks, agents, ...(aptSt ? { apt: aptSt.status } : {}) });
       else {
         const ag = agents.length
           ? `Agents:\n${table([
@@ -251,7 +289,7 @@ export function addHookCommands(root: Command, d: HookCliDeps): void {
               ]),
             ])}`
           : 'No agents set up yet.';
-        d.io.out([...hooks.map(statusText), ag].join('\n'));
+        d.io.out([...hooks.map(statusText), ...(aptSt ? [aptSt.text] : []), ag].join('\n'));
       }
     });
 
@@ -307,27 +345,36 @@ export function addHookCommands(root: Command, d: HookCliDeps): void {
   hook
     .command('run')
     .description('the hook itself: reads the tool call as JSON on stdin (the agent runs this; see docs/agent-hooks.md)')
-    .argument('<kind>', 'hermes | agent-zero')
+    .argument('<kind>', 'hermes | agent-zero | apt')
     .option('--agent <name>', 'the agent')
     .option('--target <target>', "override the agent's target")
     .option('--store <store>', "override the agent's stores (repeatable)", collect, [])
-    .action(async (k: string, o: { agent?: string; target?: string; store: string[] }, cmd: Command) => {
-      const argv = [
-        'hook',
-        'run',
-        k,
-        ...(o.agent ? ['--agent', o.agent] : []),
-        ...(o.target ? ['--target', o.target] : []),
-        ...o.store.flatMap((s) => ['--store', s]),
-        '--state-dir',
-        stateDirOf(cmd),
-      ];
-      await hookMain(
-        argv,
-        { readStdin: processStdin, out: (s) => d.io.out(s), err: (s) => d.io.err(s) },
-        () => full as HookFull,
-      );
-    });
+    .addOption(apt().dpkg)
+    .addOption(apt().budget)
+    .action(
+      async (
+        k: string,
+        o: { agent?: string; target?: string; store: string[]; dpkg?: AptStep; budgetMs?: string },
+        cmd: Command,
+      ) => {
+        if (kindOf(d, k) === 'apt') return aptRun(aptDeps, cmd, o);
+        const argv = [
+          'hook',
+          'run',
+          k,
+          ...(o.agent ? ['--agent', o.agent] : []),
+          ...(o.target ? ['--target', o.target] : []),
+          ...o.store.flatMap((s) => ['--store', s]),
+          '--state-dir',
+          stateDirOf(cmd),
+        ];
+        await hookMain(
+          argv,
+          { readStdin: processStdin, out: (s) => d.io.out(s), err: (s) => d.io.err(s) },
+          () => full as HookFull,
+        );
+      },
+    );
 
   root
     .command('mcp')

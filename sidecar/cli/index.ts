@@ -24,6 +24,9 @@
  *     agentkeep memory add --store S --text TEXT [--file memory|user] [--json]
  *     agentkeep memory lint --store S [--store S ...] [--target T] [--json]
  *     agentkeep memory diff --from ID [--to ID|now] [--target T] [--store S ...] [--json]
+ *     agentkeep run [--agent NAME | --target T --store S ...] [--label L] [--rollback-on-failure] [--scope S] [--json] -- CMD ARGS...
+ *     agentkeep hook install apt [--agent NAME | --target T --store S ...] [--apt-conf-dir DIR] [--timeout S] [--json]
+ *     agentkeep hook remove apt | hook status [apt] [--apt-conf-dir DIR] [--json]
  *     agentkeep risk scan FILE... [--json]
  *     agentkeep risk eval DIR LABELS.json [--json]
  *     agentkeep serve --stdio | --ws HOST:PORT --token-file FILE
@@ -75,6 +78,7 @@ import { defaultTargetFor, targetForms } from '../core/target';
 import { targetSummary } from '../protocol/targets';
 import { cliTargetArgs, commandLine, describeProblem, type RenderOptions } from './actions';
 import { agentCommands, useNamedAgents } from './agents';
+import { runCommand } from './run';
 import { UsageError } from './usage';
 import { parseDuration } from '../core/retention';
 import { describeStore, storeFactories } from '../memory';
@@ -154,6 +158,8 @@ interface Ctx {
   json: boolean;
   /** `serve` keeps the process alive: do not report an exit code. */
   serving: boolean;
+  /** The exit code a command chose (`run`: its command's); default 0. */
+  exitCode?: number;
   /** The --state-dir given (else AGENTKEEP_STATE_DIR), once a command ran: printed commands name it. */
   stateDir?: string;
 }
@@ -830,6 +836,15 @@ function program(ctx: Ctx): Command {
     serving: () => {
       ctx.serving = true;
     },
+    makeCore: ctx.makeCore,
+  });
+
+  runCommand(root, {
+    io: ctx.io,
+    core: (cmd, extra) => ctx.makeCore({ ...coreOpts(cmd), ...extra }),
+    coreOpts,
+    json,
+    setExitCode: (code) => (ctx.exitCode = code),
   });
 
   // --agent NAME (or the default agent) on every command that takes --target / --store
@@ -855,12 +870,14 @@ function applyExit(cmd: Command, ctx: Ctx): void {
  * @returns the exit code (0 ok, 1 failure, 2 usage error), or null when a server keeps running
  */
 export async function runCli(argv: string[], makeCore: CoreFactory, io: CliIO = processIO()): Promise<number | null> {
-  const ctx: Ctx = { io, makeCore, json: argv.includes('--json'), serving: false };
+  // `--json` after `--` belongs to the command that `agentkeep run` runs, not to agentkeep
+  const own = argv.includes('--') ? argv.slice(0, argv.indexOf('--')) : argv;
+  const ctx: Ctx = { io, makeCore, json: own.includes('--json'), serving: false };
   const root = program(ctx);
   applyExit(root, ctx);
   try {
     await root.parseAsync(argv, { from: 'user' });
-    return ctx.serving ? null : 0;
+    return ctx.serving ? null : (ctx.exitCode ?? 0);
   } catch (e) {
     if (e instanceof CommanderError) {
       if (e.code === 'commander.version' || e.code === 'commander.helpDisplayed') return 0;

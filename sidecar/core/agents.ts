@@ -17,7 +17,7 @@
  */
 import { backendFor } from '../machine';
 import { openStore } from '../memory';
-import type { AgentSettings, NamedAgent, ParamsOf, ResultOf } from '../protocol';
+import { nextAction, type AgentSettings, type NamedAgent, type ParamsOf, type ResultOf } from '../protocol';
 import type { CoreContext } from './context';
 import { AgentKeepError } from './errors';
 import { readStateConfig, stateConfigPath, updateStateConfig, type StateConfig } from './stateConfig';
@@ -65,8 +65,9 @@ export function unknownAgent(name: string, config: StateConfig, stateDir: string
       ? `No agent named "${name}" in ${stateConfigPath(stateDir)}. Known agents: ${names(known)}.`
       : `No agent named "${name}": no agents are set up in ${stateConfigPath(stateDir)}.`,
     known.length
-      ? `Use one of them with --agent, or add it: agentkeep agent add ${name} --target T [--store S].`
-      : `Add one: agentkeep agent add ${name} --target T [--store S].`,
+      ? 'Use one of them, or add this one (agent add, with its target).'
+      : 'Add it first (agent add, with its target).',
+    known.length ? [nextAction('List the agents', 'agentList', {})] : [],
   );
 }
 
@@ -102,7 +103,8 @@ export async function addAgent(ctx: CoreContext, p: ParamsOf<'agentAdd'>): Promi
       throw new AgentKeepError(
         'InvalidParams',
         `An agent named "${p.name}" exists already (target ${old.target}); nothing was changed.`,
-        `Pick another name, or replace it: agentkeep agent add ${p.name} --target T --replace.`,
+        'Pick another name, or replace it.',
+        [nextAction('Replace it', 'agentAdd', { ...p, replace: true })],
       );
     }
     // Keep the fields of a replaced agent that this call does not set (e.g. settings added by hooks).
@@ -193,8 +195,8 @@ export async function resolveAgent(stateDir: string, choice: AgentChoice): Promi
   if (choice.agent !== undefined && choice.target !== undefined) {
     throw new AgentKeepError(
       'InvalidParams',
-      `Both --agent ${choice.agent} and --target ${choice.target} were given.`,
-      "Give one of them: --agent NAME uses that agent's target and stores.",
+      `Both an agent (${choice.agent}) and a target (${choice.target}) were given.`,
+      'Give one of them: the agent brings its own target and stores.',
     );
   }
   if (choice.target !== undefined)
@@ -214,6 +216,7 @@ export async function resolveAgent(stateDir: string, choice: AgentChoice): Promi
   throw new AgentKeepError(
     'InvalidParams',
     `Several agents are set up (${names(all)}) and none is the default, so it is not clear which one is meant.`,
-    `Name one with --agent ${all[0]}, or make one the default: agentkeep agent default ${all[0]}.`,
+    'Name the agent to use (--agent NAME), or make one the default.',
+    [nextAction(`Make ${all[0]} the default`, 'agentSetDefault', { name: all[0] })],
   );
 }

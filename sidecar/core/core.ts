@@ -18,6 +18,7 @@
  *   hookWarnings.ts warnings of the agent hooks (agent.status hookWarnings)
  *   guest.ts      guest file I/O (Proxmox guest agent) and agent.discover, through the backends
  *   agents.ts     agent.list / add / remove / setDefault: the named agents in <stateDir>/config.json
+ *   run.ts        a command between a pre and a post restore point (`agentkeep run`)
  * Params are validated once, at the boundary (sidecar/core/dispatch.ts: the servers, and the CLI
  * through `call`); these methods trust their params' shape. See sidecar/core/state.ts for the
  * state-dir layout.
@@ -26,6 +27,7 @@ import type { MemoryStoreAdapter } from '../memory';
 import type { ChangeSummary, ParamsOf, ResultOf, RestorePoint } from '../protocol';
 import { addAgent, listAgents, removeAgent, setAgentSettings, setDefaultAgent } from './agents';
 import { CoreContext } from './context';
+import { beginRun, endRun, runWrapped, type RunEnd, type RunExit, type RunResult, type RunSpec } from './run';
 import { createRestorePoint } from './create';
 import { detectStores } from './detect';
 import { collectGarbage } from './gc';
@@ -198,6 +200,18 @@ export class Core implements CoreApi {
   /** See guest.ts discoverAgents. */
   discoverAgents(p: ParamsOf<'agentDiscover'>): Promise<ResultOf<'agentDiscover'>> {
     return discoverAgents(p);
+  }
+  /** See run.ts beginRun (CLI `agentkeep run`; no protocol method). */
+  beginRun(spec: RunSpec): Promise<ResultOf<'restorePointCreate'>> {
+    return beginRun(this.ctx, spec);
+  }
+  /** See run.ts endRun. */
+  endRun(spec: RunSpec, pre: RestorePoint, exit: RunExit): Promise<RunEnd> {
+    return endRun(this.ctx, spec, pre, exit);
+  }
+  /** See run.ts runWrapped. */
+  runWrapped(spec: RunSpec, exec: (pre: RestorePoint) => Promise<RunExit>): Promise<RunResult> {
+    return runWrapped(this.ctx, spec, exec);
   }
   /** See agents.ts listAgents. */
   listAgents(p: ParamsOf<'agentList'>): Promise<ResultOf<'agentList'>> {

@@ -1,4 +1,5 @@
 import type { ChangedParams, ChangeSummary, ParamsOf, ProgressParams, ResultOf, RestorePoint } from '../protocol';
+import type { RunEnd, RunExit, RunResult, RunSpec } from './run';
 
 /** Options shared by every Core instance (CLI run, stdio server, WebSocket server). */
 export interface CoreOptions {
@@ -95,6 +96,12 @@ export interface CoreApi {
   guestFileWrite(target: string, file: string, content: string): Promise<{ bytes: number; backup?: string }>;
   /** See Methods.agentDiscover. */
   discoverAgents(p: ParamsOf<'agentDiscover'>): Promise<ResultOf<'agentDiscover'>>;
+  /** CLI only (no protocol method): the pre restore point of a wrapped command (sidecar/core/run.ts). */
+  beginRun(spec: RunSpec): Promise<ResultOf<'restorePointCreate'>>;
+  /** CLI only: the post restore point of a wrapped command and what changed (never throws for the post). */
+  endRun(spec: RunSpec, pre: RestorePoint, exit: RunExit): Promise<RunEnd>;
+  /** Both halves around `exec` (the editor's Snapshot & run can use it). */
+  runWrapped(spec: RunSpec, exec: (pre: RestorePoint) => Promise<RunExit>): Promise<RunResult>;
   /** See Methods.agentList: the named agents of the state dir's config.json. */
   listAgents(p: ParamsOf<'agentList'>): Promise<ResultOf<'agentList'>>;
   /** See Methods.agentAdd. */

@@ -162,10 +162,14 @@ export const Reason = z
     risk: z.string().optional().describe('Why the command is risky, one line, e.g. "destructive: git reset --hard discards uncommitted changes"'),
     text: z.string().optional().describe('Free-form reason'),
     origin: z
-      .enum(['hook', 'mcp'])
+      .enum(['hook', 'mcp', 'run', 'apt'])
       .optional()
-      .describe("Who took it: hook = an agent hook (Hermes shell hook, Agent Zero extension) around the agent's own tool call; mcp = the agent through AgentKeep's MCP tools"),
-    agent: z.string().optional().describe('Name of the agent whose tool call it was taken for (hook, mcp)'),
+      .describe(
+        "Who took it: hook = an agent hook (Hermes shell hook, Agent Zero extension) around the agent's own tool " +
+          "call; mcp = the agent through AgentKeep's MCP tools; run = `agentkeep run` around a command; apt = the " +
+          'apt hook around an apt command',
+      ),
+    agent: z.string().optional().describe('Name of the agent whose tool call it was taken for (hook, mcp, run, apt)'),
     session: z.string().optional().describe("The agent's session id (Hermes session_id, Agent Zero context id)"),
     tool: z.string().optional().describe('The agent tool that was about to run: terminal, write_file, patch, code_execution_tool, ...'),
     toolCallId: z.string().optional().describe("The agent's id of the tool call (pairs the pre and post restore points)"),

@@ -113,6 +113,10 @@ describe('named agents', function () {
       [`hermes:${a2}`],
       "--store replaces the agent's stores",
     );
+    // memory diff takes the agent's target; an agent without stores compares what the restore point captured
+    const md = await ak('memory', 'diff', '--from', rp2.id, '--agent', 'two');
+    assert.equal(md.code, 0, md.stderr);
+    assert.match(md.stdout, new RegExp(`Memory from restore point ${rp2.id} to now`));
     // memory commands take the agent's stores
     const mem = await json('memory', 'list');
     assert.equal(mem.stores.length, 2);
@@ -139,14 +143,14 @@ describe('named agents', function () {
     );
     usage(
       await ak('restore-point', 'list'),
-      /Several agents are set up \(one, two\) and none is the default.*--agent one.*agentkeep agent default one/,
+      /Several agents are set up \(one, two\) and none is the default.*agentkeep agent default one .*--agent NAME/,
     );
     const unknown = await ak('restore-point', 'list', '--agent', 'three', '--json');
     usage(unknown, /No agent named "three" in .*config\.json\. Known agents: one, two\./);
     assert.equal(JSON.parse(unknown.stdout).error.code, 'agent_not_found');
     usage(
       await ak('restore-point', 'list', '--agent', 'one', '--target', `dir:${a1}`),
-      /Both --agent one and --target .* were given/,
+      /Both an agent \(one\) and a target \(dir:.*\) were given/,
     );
     usage(
       await ak('agent', 'add', '9lives', '--target', `dir:${a1}`),

@@ -3,6 +3,7 @@ import * as assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import {
+  agentPicks,
   canRamState,
   checkTokenFormat,
   continuesMessage,
@@ -168,5 +169,20 @@ describe('extension/proxmoxModel', () => {
     assert.match(m, /^Stopped waiting for restoring "x"\. The Proxmox task continues on pve\.lan/);
     assert.match(m, /pvesh get \/nodes\/pve1\/tasks --vmid 101/);
     assert.match(continuesMessage(D('dir:/a'), 'creating'), /continues in the AgentKeep sidecar/);
+  });
+
+  it('Choose Agent offers the named agents first (default and current marked), then the guests', () => {
+    const named = [
+      { name: 'box', target: 'dir:/srv/hermes', stores: ['hermes:/srv/hermes'], failClosed: false, default: true },
+      { name: 'vm', target: T, failClosed: true, default: false },
+    ];
+    const guests: Guest[] = [{ target: 'proxmox://pve.lan:8006/pve1/qemu/102', name: 'b', node: 'pve1', vmid: 102, type: 'qemu', status: 'running', tags: ['agent'] }];
+    const picks = agentPicks(named, guests, T);
+    assert.deepEqual(picks.map((p) => p.label), ['$(person) box', '$(person) vm', '$(vm) b']);
+    assert.match(picks[0].description, /dir:\/srv\/hermes · default agent$/);
+    assert.deepEqual(picks[0].stores, ['hermes:/srv/hermes']);
+    assert.match(picks[1].description, / · current$/);
+    assert.deepEqual(picks[1].stores, [], 'a named agent without stores clears agentkeep.stores');
+    assert.equal(picks[2].stores, undefined, 'a guest leaves agentkeep.stores alone');
   });
 });

@@ -73,9 +73,13 @@ export interface PveClientOptions {
 }
 
 // proxmox-api ships CommonJS under `require` but its typings only as ESM, so the value comes through
-// require() and the types through an import-mode type import.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const { proxmoxApi } = require('proxmox-api') as { proxmoxApi: (engine: ApiRequestable) => Proxmox.Api };
+// require() and the types through an import-mode type import. Loaded on first use: it pulls in its
+// own undici, which compiles llhttp's WASM, so every other command (and the apt hook) would pay for it.
+function proxmoxApi(engine: ApiRequestable): Proxmox.Api {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const lib = require('proxmox-api') as { proxmoxApi: (engine: ApiRequestable) => Proxmox.Api };
+  return lib.proxmoxApi(engine);
+}
 
 const TOKEN_HINT = 'Set AGENTKEEP_PVE_TOKEN=USER@REALM!TOKENID=SECRET (an API token from Datacenter > Permissions > API Tokens), or AGENTKEEP_PVE_USER + AGENTKEEP_PVE_PASSWORD.';
 
