@@ -26,7 +26,11 @@ const problemMatcher = {
         if (location) console.error(`    ${location.file}:${location.line}:${location.column}:`);
       }
       if (build.initialOptions.outfile?.endsWith('sidecar.js') && result.errors.length === 0) {
-        try { chmodSync(build.initialOptions.outfile, 0o755); } catch { /* first build in watch */ }
+        try {
+          chmodSync(build.initialOptions.outfile, 0o755);
+        } catch {
+          /* first build in watch */
+        }
       }
       console.log(`[watch] build finished: ${build.initialOptions.outfile}`);
     });
@@ -51,12 +55,44 @@ const node = { ...common, platform: 'node', target: 'node20', format: 'cjs', mai
 
 const builds = [
   { ...node, entryPoints: ['extension/extension.ts'], outfile: 'out/extension.js', external: ['vscode'] },
-  { ...node, entryPoints: ['sidecar/main.ts'], outfile: 'out/sidecar.js', banner: { js: '#!/usr/bin/env node' }, external: NO_NATIVE },
-  { ...node, entryPoints: ['sidecar/hooks/entry.ts'], outfile: 'out/hook.js', banner: { js: '#!/usr/bin/env node' }, minify: true, external: NO_NATIVE },
+  {
+    ...node,
+    entryPoints: ['sidecar/main.ts'],
+    outfile: 'out/sidecar.js',
+    banner: { js: '#!/usr/bin/env node' },
+    external: NO_NATIVE,
+  },
+  {
+    ...node,
+    entryPoints: ['sidecar/hooks/entry.ts'],
+    outfile: 'out/hook.js',
+    banner: { js: '#!/usr/bin/env node' },
+    minify: true,
+    external: NO_NATIVE,
+  },
   { ...node, entryPoints: ['sidecar/hooks/run.ts'], outfile: 'out/hook-full.js', external: NO_NATIVE },
-  { ...common, entryPoints: ['webview-ui/main.ts'], outfile: 'out/webview.js', platform: 'browser', format: 'iife', target: 'es2022' },
-  { ...common, entryPoints: ['webview-ui/memory/main.ts'], outfile: 'out/memory.js', platform: 'browser', format: 'iife', target: 'es2022' },
-  { ...node, entryPoints: ['test/exthost/index.ts'], outfile: 'out/test/exthost/index.js', external: ['vscode', 'mocha'] },
+  {
+    ...common,
+    entryPoints: ['webview-ui/main.ts'],
+    outfile: 'out/webview.js',
+    platform: 'browser',
+    format: 'iife',
+    target: 'es2022',
+  },
+  {
+    ...common,
+    entryPoints: ['webview-ui/memory/main.ts'],
+    outfile: 'out/memory.js',
+    platform: 'browser',
+    format: 'iife',
+    target: 'es2022',
+  },
+  {
+    ...node,
+    entryPoints: ['test/exthost/index.ts'],
+    outfile: 'out/test/exthost/index.js',
+    external: ['vscode', 'mocha'],
+  },
 ];
 
 // node-sqlite3-wasm loads its .wasm from the directory of the running script (out/ once bundled).

@@ -35,7 +35,12 @@ export interface SignalGuard {
  * @param targetArgs the `--target … [--state-dir …]` arguments of the undo command (state.ts cliTargetArgs)
  * @param proc the process to listen on (default: this process; replaceable for tests)
  */
-export function guardSignals(mode: 'create' | 'restore', io: Pick<CliIO, 'err'>, targetArgs: string, proc: NodeJS.Process = process): SignalGuard {
+export function guardSignals(
+  mode: 'create' | 'restore',
+  io: Pick<CliIO, 'err'>,
+  targetArgs: string,
+  proc: NodeJS.Process = process,
+): SignalGuard {
   const ctl = new AbortController();
   let undoId: string | undefined;
   let writing = false;

@@ -44,7 +44,11 @@ function sqlite(): typeof import('node-sqlite3-wasm') {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     mod ??= require('node-sqlite3-wasm') as typeof import('node-sqlite3-wasm');
   } catch (e) {
-    throw new AgentKeepError('Internal', `Cannot load the SQLite WASM module: ${(e as Error).message}.`, 'The bundled sidecar needs node-sqlite3-wasm.wasm next to sidecar.js: rebuild with npm run build.');
+    throw new AgentKeepError(
+      'Internal',
+      `Cannot load the SQLite WASM module: ${(e as Error).message}.`,
+      'The bundled sidecar needs node-sqlite3-wasm.wasm next to sidecar.js: rebuild with npm run build.',
+    );
   }
   return mod;
 }
@@ -59,7 +63,9 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 /** Whether an error from SQLite or the copy is worth retrying. */
 export function isTransientSqliteError(e: unknown): boolean {
   const m = String((e as Error)?.message ?? e);
-  return /SQLITE_BUSY|SQLITE_LOCKED|SQLITE_IOERR|database is locked|disk I\/O error|malformed|changed during the copy|not a database/i.test(m);
+  return /SQLITE_BUSY|SQLITE_LOCKED|SQLITE_IOERR|database is locked|disk I\/O error|malformed|changed during the copy|not a database/i.test(
+    m,
+  );
 }
 
 /** Whether an error (after the retries) says the database file itself is damaged or not SQLite. */
@@ -112,7 +118,8 @@ export async function consistentCopy(db: string, destDir: string, io: FileTransp
   const shown = io.display(db);
   for (let attempt = 0; ; attempt++) {
     const before = await io.stamps([db, db + '-wal']);
-    if (!before[0]) throw new AgentKeepError('FileError', `SQLite database ${shown} does not exist.`, 'Check the store path.');
+    if (!before[0])
+      throw new AgentKeepError('FileError', `SQLite database ${shown} does not exist.`, 'Check the store path.');
     await fs.rm(dest + '-wal', { force: true });
     try {
       await io.download(db, dest);
@@ -120,12 +127,20 @@ export async function consistentCopy(db: string, destDir: string, io: FileTransp
     } catch (e) {
       if (e instanceof AgentKeepError) throw e; // the connection, not the file
       if ((e as NodeJS.ErrnoException).code === 'ENOENT' && attempt < SQLITE_RETRIES) continue; // WAL removed by a checkpoint meanwhile
-      throw new AgentKeepError('FileError', `Cannot copy SQLite database ${shown}: ${(e as Error).message}.`, 'Check that the sidecar can read the file.');
+      throw new AgentKeepError(
+        'FileError',
+        `Cannot copy SQLite database ${shown}: ${(e as Error).message}.`,
+        'Check that the sidecar can read the file.',
+      );
     }
     const after = await io.stamps([db, db + '-wal']);
     if (sameStamp(before[0], after[0]) && sameStamp(before[1], after[1])) return dest;
     if (attempt >= SQLITE_RETRIES) {
-      throw new AgentKeepError('FileError', `SQLite database ${shown} kept changing while it was copied (${attempt + 1} attempts).`, 'Try again in a moment, when the agent is idle.');
+      throw new AgentKeepError(
+        'FileError',
+        `SQLite database ${shown} kept changing while it was copied (${attempt + 1} attempts).`,
+        'Try again in a moment, when the agent is idle.',
+      );
     }
     await sleep(20 * (attempt + 1));
   }
@@ -210,7 +225,11 @@ export async function captureSqlite(dbPath: string, dest: string, io: FileTransp
           }
         } catch (e) {
           if (attempt < SQLITE_RETRIES && isTransientSqliteError(e)) continue;
-          throw new AgentKeepError('FileError', `Cannot take a consistent copy of SQLite database ${io.display(dbPath)}: ${(e as Error).message}.`, 'Check that it is a SQLite database; AgentKeep only reads it.');
+          throw new AgentKeepError(
+            'FileError',
+            `Cannot take a consistent copy of SQLite database ${io.display(dbPath)}: ${(e as Error).message}.`,
+            'Check that it is a SQLite database; AgentKeep only reads it.',
+          );
         }
       }
       await fs.copyFile(copy, dest);

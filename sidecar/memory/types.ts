@@ -23,7 +23,6 @@ export interface WriteOptions {
   beforeWrite?(file: string, previous: Buffer): Promise<void>;
 }
 
-
 /** One captured agent-state file: store-relative POSIX path, size in bytes, sha256 (hex) of the content. */
 export interface CapturedFile {
   path: string;
@@ -206,14 +205,28 @@ export interface MemoryStoreAdapter {
    * the content hash is no longer `expectedHash`, (EntryNotFound) for an unknown id, (OverBudget)
    * over the char limit; on any refusal the store is byte-identical.
    */
-  edit?(entryId: string, text: string, expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; previous: MemoryEntry; contentHash: string }>;
+  edit?(
+    entryId: string,
+    text: string,
+    expectedHash?: string,
+    opts?: WriteOptions,
+  ): Promise<{ entry: MemoryEntry; previous: MemoryEntry; contentHash: string }>;
   /** Delete an entry, with the same safety as edit. */
-  remove?(entryId: string, expectedHash?: string, opts?: WriteOptions): Promise<{ removed: MemoryEntry; contentHash: string; file?: string }>;
+  remove?(
+    entryId: string,
+    expectedHash?: string,
+    opts?: WriteOptions,
+  ): Promise<{ removed: MemoryEntry; contentHash: string; file?: string }>;
   /**
    * Add an entry (e.g. undo of remove); `file` is store-specific (hermes: memory | user).
    * `alreadyPresent`: the exact entry was there already and nothing was written.
    */
-  add?(text: string, file?: string, expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; contentHash: string; alreadyPresent?: boolean }>;
+  add?(
+    text: string,
+    file?: string,
+    expectedHash?: string,
+    opts?: WriteOptions,
+  ): Promise<{ entry: MemoryEntry; contentHash: string; alreadyPresent?: boolean }>;
   /**
    * Write a consistent copy of agent-state file `rel` to `dest` (e.g. a SQLite database in WAL mode:
    * never a torn copy). Absent = a plain file copy is consistent. Resolves `false` when `rel` is

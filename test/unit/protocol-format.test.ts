@@ -98,8 +98,17 @@ describe('sidecar/protocol/format (shared by the CLI, the extension and the webv
     };
     assert.match(restorePointTable([rp], 'dir:/a', NOW), /^ak_1 +5m ago +ready +manual +3\.0 MiB +one$/m);
     // list names why a Snapshot & run command was risky (reason.risk from the risk engine)
-    const pre: RestorePoint = { ...rp, id: 'ak_2', kind: 'pre', label: 'git reset --hard', reason: { command: 'git reset --hard', risk: 'destructive: git reset --hard discards uncommitted changes' } };
-    assert.match(restorePointTable([pre], 'dir:/a', NOW), /^ak_2 .* pre +3\.0 MiB +git reset --hard +git reset --hard \(destructive: git reset --hard discards uncommitted changes\)$/m);
+    const pre: RestorePoint = {
+      ...rp,
+      id: 'ak_2',
+      kind: 'pre',
+      label: 'git reset --hard',
+      reason: { command: 'git reset --hard', risk: 'destructive: git reset --hard discards uncommitted changes' },
+    };
+    assert.match(
+      restorePointTable([pre], 'dir:/a', NOW),
+      /^ak_2 .* pre +3\.0 MiB +git reset --hard +git reset --hard \(destructive: git reset --hard discards uncommitted changes\)$/m,
+    );
     const usage = usageReport({ target: 'dir:/a', bytes: 12 * MiB, capBytes: 10 * GiB, level: 'ok', points: [] });
     assert.equal(usage, 'Restore points of dir:/a use 12 MiB of the 10 GiB cap (0%).');
   });

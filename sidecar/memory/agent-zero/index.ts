@@ -172,16 +172,21 @@ export async function configuredEmbedding(
   const plug = joinOn(io, root, 'usr/plugins/_model_config/config.json');
   const p = await readJson(plug, io);
   const em = (p.value as { embedding_model?: { provider?: unknown; name?: unknown } } | undefined)?.embedding_model;
-  if (em && typeof em.provider === 'string' && typeof em.name === 'string') return { provider: em.provider, name: em.name, from: io.display(plug) };
+  if (em && typeof em.provider === 'string' && typeof em.name === 'string')
+    return { provider: em.provider, name: em.name, from: io.display(plug) };
   // older: settings.json keys embed_model_provider / embed_model_name
   for (const rel of ['usr/settings.json', 'tmp/settings.json']) {
     const f = joinOn(io, root, rel);
-    const s = (await readJson(f, io)).value as { embed_model_provider?: unknown; embed_model_name?: unknown } | undefined;
+    const s = (await readJson(f, io)).value as
+      { embed_model_provider?: unknown; embed_model_name?: unknown } | undefined;
     if (s && typeof s.embed_model_provider === 'string' && typeof s.embed_model_name === 'string') {
       return { provider: s.embed_model_provider, name: s.embed_model_name, from: io.display(f) };
     }
   }
-  return { ...A0_DEFAULT_EMBEDDING, from: 'Agent Zero\'s default (no usr/plugins/_model_config/config.json or settings.json with a model)' };
+  return {
+    ...A0_DEFAULT_EMBEDDING,
+    from: "Agent Zero's default (no usr/plugins/_model_config/config.json or settings.json with a model)",
+  };
 }
 
 /** Flat FAISS indexes (IndexFlatIP, which Agent Zero creates, and the L2 / other-metric variants). */
@@ -246,7 +251,8 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     if (io.remote) this.lintProfile = { machine: io };
     this.url = opts.url ?? (process.env.AGENTKEEP_A0_URL || undefined);
     const user = process.env.AGENTKEEP_A0_USER;
-    this.credentials = opts.credentials ?? (user ? { user, password: process.env.AGENTKEEP_A0_PASSWORD ?? '' } : undefined);
+    this.credentials =
+      opts.credentials ?? (user ? { user, password: process.env.AGENTKEEP_A0_PASSWORD ?? '' } : undefined);
   }
 
   /** Stale claims are checked on the machine of a root reached over SSH (StoreLintProfile.machine). */
@@ -284,7 +290,11 @@ export class AgentZeroStore implements MemoryStoreAdapter {
   /** @throws StoreNotFound when root is not a directory or has neither usr/memory/ nor memory/. */
   async check(): Promise<void> {
     if (!(await isDir(this.root, this.io))) {
-      throw new AgentKeepError('StoreNotFound', `Agent Zero root ${this.location} does not exist or is not a directory.`, 'Point --store at the Agent Zero directory (Docker: the host folder mounted at /a0, or at /a0/usr with its parent), e.g. agent-zero:/srv/agent-zero.');
+      throw new AgentKeepError(
+        'StoreNotFound',
+        `Agent Zero root ${this.location} does not exist or is not a directory.`,
+        'Point --store at the Agent Zero directory (Docker: the host folder mounted at /a0, or at /a0/usr with its parent), e.g. agent-zero:/srv/agent-zero.',
+      );
     }
     for (const l of LAYOUTS) if (await isDir(this.abs(l), this.io)) return;
     throw new AgentKeepError(
@@ -321,7 +331,7 @@ export class AgentZeroStore implements MemoryStoreAdapter {
   /** Why edits are not possible (no URL configured), or undefined when an API URL is set. */
   async readOnlyReason(): Promise<string | undefined> {
     if (this.url) return undefined;
-    return 'Agent Zero keeps memory in a FAISS index; AgentKeep edits it only through Agent Zero\'s own API: set AGENTKEEP_A0_URL (or add ?url=http://host:port to the store) to the running Agent Zero web UI.';
+    return "Agent Zero keeps memory in a FAISS index; AgentKeep edits it only through Agent Zero's own API: set AGENTKEEP_A0_URL (or add ?url=http://host:port to the store) to the running Agent Zero web UI.";
   }
 
   private toEntry(doc: A0Document, dir: A0MemoryDir, file: string): MemoryEntry {
@@ -334,7 +344,16 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     const knowledge = md.knowledge_source === true;
     const src = knowledge ? `knowledge:${String(md.source_path ?? md.source_file ?? 'unknown file')}` : 'conversation';
     const createdAt = a0TimeToIso(md.timestamp);
-    return { id, text: doc.text, store: this.spec, file, area, ...(createdAt ? { createdAt } : {}), source: src, meta: rest };
+    return {
+      id,
+      text: doc.text,
+      store: this.spec,
+      file,
+      area,
+      ...(createdAt ? { createdAt } : {}),
+      source: src,
+      meta: rest,
+    };
   }
 
   /** Warnings about one memory dir that do not depend on the docstore (embedding model, layout). */
@@ -343,7 +362,9 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     const emb = await readJson(this.abs(dir.rel, 'embedding.json'), this.io);
     const conf = await configuredEmbedding(this.root, this.io);
     if (emb.missing) {
-      w.push(`${dir.rel}/embedding.json is missing: Agent Zero will re-embed every memory of "${dir.subdir}" on its next load (memory.py initialize).`);
+      w.push(
+        `${dir.rel}/embedding.json is missing: Agent Zero will re-embed every memory of "${dir.subdir}" on its next load (memory.py initialize).`,
+      );
     } else if (emb.error || !isEmbeddingConfig(emb.value)) {
       /* broken: reported by dirProblems */
     } else {
@@ -355,15 +376,21 @@ export class AgentZeroStore implements MemoryStoreAdapter {
       }
     }
     if (dir.layout === 'legacy' && all.some((d) => d.layout === 'current' && d.subdir === dir.subdir)) {
-      w.push(`Both usr/memory/${dir.subdir} and the older memory/${dir.subdir} exist: current Agent Zero reads only usr/memory/${dir.subdir}; the older one is a leftover of an earlier version.`);
+      w.push(
+        `Both usr/memory/${dir.subdir} and the older memory/${dir.subdir} exist: current Agent Zero reads only usr/memory/${dir.subdir}; the older one is a leftover of an earlier version.`,
+      );
     }
     const ki = await readJson(this.abs(dir.rel, 'knowledge_import.json'), this.io);
     if (ki.value && typeof ki.value === 'object') {
       const missing: string[] = [];
       for (const rec of Object.values(ki.value as Record<string, { ids?: unknown }>)) {
-        if (Array.isArray(rec?.ids)) for (const id of rec.ids) if (typeof id === 'string' && !ids.has(id)) missing.push(id);
+        if (Array.isArray(rec?.ids))
+          for (const id of rec.ids) if (typeof id === 'string' && !ids.has(id)) missing.push(id);
       }
-      if (missing.length) w.push(`${dir.rel}/knowledge_import.json lists ${missing.length} id(s) that are not in index.pkl (e.g. ${missing[0]}): Agent Zero will re-import those knowledge files.`);
+      if (missing.length)
+        w.push(
+          `${dir.rel}/knowledge_import.json lists ${missing.length} id(s) that are not in index.pkl (e.g. ${missing[0]}): Agent Zero will re-import those knowledge files.`,
+        );
     }
     return w;
   }
@@ -542,7 +569,13 @@ export class AgentZeroStore implements MemoryStoreAdapter {
       problems.push(...(await this.dirProblems(dir, buf !== undefined)));
       for (const p of problems.slice(1)) warnings.push(`Also broken: ${p.message} ${p.hint ?? ''}`.trim());
       warnings.push(...docs.warnings);
-      warnings.push(...(await this.dirWarnings(dir, dirs, new Set(docs.docs.map((d) => (typeof d.metadata.id === 'string' && d.metadata.id ? d.metadata.id : d.key))))));
+      warnings.push(
+        ...(await this.dirWarnings(
+          dir,
+          dirs,
+          new Set(docs.docs.map((d) => (typeof d.metadata.id === 'string' && d.metadata.id ? d.metadata.id : d.key))),
+        )),
+      );
       const broken = problems.length ? problemOf(problems[0]) : undefined;
       if (broken) brokenDirs.set(dir.rel, broken);
       files.push(...this.filesOf(dir, docs.docs, pkl, warnings, readOnly, located, broken));
@@ -649,7 +682,12 @@ export class AgentZeroStore implements MemoryStoreAdapter {
         }
       }
       if (ok || (stable && attempt >= 5)) return true;
-      if (attempt >= 10) throw new AgentKeepError('FileError', `${shown} kept changing while it was captured.`, 'Agent Zero is saving memory right now; try again in a moment.');
+      if (attempt >= 10)
+        throw new AgentKeepError(
+          'FileError',
+          `${shown} kept changing while it was captured.`,
+          'Agent Zero is saving memory right now; try again in a moment.',
+        );
       await new Promise((r) => setTimeout(r, 25 * (attempt + 1)));
     }
   }
@@ -699,13 +737,17 @@ export class AgentZeroStore implements MemoryStoreAdapter {
       traces,
       note: knowledge
         ? 'Agent Zero keeps no history of memory changes; this entry came from a knowledge file.'
-        : 'Agent Zero keeps no history of memory changes or of the conversation that saved a memory; the traces are what the entry\'s own metadata says (time, area, consolidation).',
+        : "Agent Zero keeps no history of memory changes or of the conversation that saved a memory; the traces are what the entry's own metadata says (time, area, consolidation).",
     };
   }
 
   private api(): AgentZeroApi {
     if (!this.url) {
-      throw new AgentKeepError('Unsupported', `Agent Zero store ${this.spec} is read-only.`, 'Set AGENTKEEP_A0_URL (or add ?url=http://host:port to the store) to the running Agent Zero web UI; AgentKeep never rewrites index.pkl.');
+      throw new AgentKeepError(
+        'Unsupported',
+        `Agent Zero store ${this.spec} is read-only.`,
+        'Set AGENTKEEP_A0_URL (or add ?url=http://host:port to the store) to the running Agent Zero web UI; AgentKeep never rewrites index.pkl.',
+      );
     }
     return new AgentZeroApi(this.url, this.credentials);
   }
@@ -722,7 +764,11 @@ export class AgentZeroStore implements MemoryStoreAdapter {
   private async locate(entryId: string, expectedHash?: string): Promise<{ target: Located; hash: string }> {
     const hash = await this.contentHash();
     if (expectedHash !== undefined && expectedHash !== hash) {
-      throw new AgentKeepError('Conflict', `Agent Zero memory in ${this.location} changed since it was read.`, 'List the store again and retry; nothing was changed.');
+      throw new AgentKeepError(
+        'Conflict',
+        `Agent Zero memory in ${this.location} changed since it was read.`,
+        'List the store again and retry; nothing was changed.',
+      );
     }
     const { located, broken } = await this.readAll();
     let hits = located.filter((l) => l.entry.id === entryId);
@@ -730,11 +776,20 @@ export class AgentZeroStore implements MemoryStoreAdapter {
       const want = entryId.trim().toLowerCase();
       hits = located.filter((l) => l.entry.id.toLowerCase().startsWith(want));
     }
-    if (hits.length === 0) throw new AgentKeepError('EntryNotFound', `No Agent Zero memory with id ${entryId} in ${this.location}.`, undefined, [memoryListAction([this.spec])]);
+    if (hits.length === 0)
+      throw new AgentKeepError(
+        'EntryNotFound',
+        `No Agent Zero memory with id ${entryId} in ${this.location}.`,
+        undefined,
+        [memoryListAction([this.spec])],
+      );
     if (hits.length > 1) {
       throw new AgentKeepError(
         'Conflict',
-        `Id ${entryId} is ambiguous: ${hits.slice(0, 8).map((h) => `${h.entry.id} in ${h.dir.rel}`).join(', ')}.`,
+        `Id ${entryId} is ambiguous: ${hits
+          .slice(0, 8)
+          .map((h) => `${h.entry.id} in ${h.dir.rel}`)
+          .join(', ')}.`,
         'Give more characters of the id; an id in several subdirs (ids are unique per subdir only) is edited in the Agent Zero dashboard of that subdir.',
       );
     }
@@ -764,21 +819,39 @@ export class AgentZeroStore implements MemoryStoreAdapter {
    * save by the agent in the instant between is not detected.
    * @throws Unsupported (no URL), EntryNotFound, Conflict, AuthFailed, Internal (API refused or unreachable)
    */
-  async edit(entryId: string, text: string, expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; previous: MemoryEntry; contentHash: string }> {
+  async edit(
+    entryId: string,
+    text: string,
+    expectedHash?: string,
+    opts?: WriteOptions,
+  ): Promise<{ entry: MemoryEntry; previous: MemoryEntry; contentHash: string }> {
     const api = this.api();
-    if (!text.trim()) throw new AgentKeepError('InvalidParams', 'The new text is empty.', 'Give the new text, or remove the entry instead.');
+    if (!text.trim())
+      throw new AgentKeepError(
+        'InvalidParams',
+        'The new text is empty.',
+        'Give the new text, or remove the entry instead.',
+      );
     const { target } = await this.locate(entryId, expectedHash);
     await this.backup(target.dir.rel, opts);
     const md = { ...target.doc.metadata, id: target.entry.id };
     const original = this.dashboardFormat(target.doc.text, md);
-    await api.dashboard('update', { memory_subdir: target.dir.subdir, original, edited: { ...original, content_full: text } });
+    await api.dashboard('update', {
+      memory_subdir: target.dir.subdir,
+      original,
+      edited: { ...original, content_full: text },
+    });
     const after = await this.reread(target.dir.rel, target.entry.id);
     if (!after.entry || after.entry.text !== text) throw this.notReflected('edit');
     return { entry: after.entry, previous: target.entry, contentHash: after.hash };
   }
 
   /** Delete an entry through the dashboard `delete` action; the area is returned as `file` (for add). @throws as edit */
-  async remove(entryId: string, expectedHash?: string, opts?: WriteOptions): Promise<{ removed: MemoryEntry; contentHash: string; file?: string }> {
+  async remove(
+    entryId: string,
+    expectedHash?: string,
+    opts?: WriteOptions,
+  ): Promise<{ removed: MemoryEntry; contentHash: string; file?: string }> {
     const api = this.api();
     const { target } = await this.locate(entryId, expectedHash);
     await this.backup(target.dir.rel, opts);
@@ -786,7 +859,11 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     const after = await this.reread(target.dir.rel, target.entry.id);
     if (after.entry) throw this.notReflected('delete');
     const area = target.entry.area ?? 'main';
-    return { removed: target.entry, contentHash: after.hash, file: target.dir.subdir === 'default' ? area : `${target.dir.subdir}/${area}` };
+    return {
+      removed: target.entry,
+      contentHash: after.hash,
+      file: target.dir.subdir === 'default' ? area : `${target.dir.subdir}/${area}`,
+    };
   }
 
   /**
@@ -796,24 +873,44 @@ export class AgentZeroStore implements MemoryStoreAdapter {
    *   (e.g. `projects/web/main`); default subdir: `default`
    * @throws as edit
    */
-  async add(text: string, file?: string, expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; contentHash: string }> {
+  async add(
+    text: string,
+    file?: string,
+    expectedHash?: string,
+    opts?: WriteOptions,
+  ): Promise<{ entry: MemoryEntry; contentHash: string }> {
     const api = this.api();
     if (!text.trim()) throw new AgentKeepError('InvalidParams', 'The text is empty.', 'Give the text of the memory.');
     const hash = await this.contentHash();
     if (expectedHash !== undefined && expectedHash !== hash) {
-      throw new AgentKeepError('Conflict', `Agent Zero memory in ${this.location} changed since it was read.`, 'List the store again and retry; nothing was changed.');
+      throw new AgentKeepError(
+        'Conflict',
+        `Agent Zero memory in ${this.location} changed since it was read.`,
+        'List the store again and retry; nothing was changed.',
+      );
     }
     const cut = file ? file.lastIndexOf('/') : -1;
     const [subdirPart, areaPart] = file && cut > 0 ? [file.slice(0, cut), file.slice(cut + 1)] : [undefined, file];
     const dirs = await this.memoryDirs();
-    const dir = subdirPart ? dirs.find((d) => d.subdir === subdirPart) : (dirs.find((d) => d.layout === 'current' && d.subdir === 'default') ?? dirs[0]);
-    if (!dir) throw new AgentKeepError('EntryNotFound', `No memory subdir ${subdirPart ?? 'default'} in ${this.location}.`, `Use one of: ${dirs.map((d) => d.subdir).join(', ') || '(none: let Agent Zero save a first memory)'}.`);
+    const dir = subdirPart
+      ? dirs.find((d) => d.subdir === subdirPart)
+      : (dirs.find((d) => d.layout === 'current' && d.subdir === 'default') ?? dirs[0]);
+    if (!dir)
+      throw new AgentKeepError(
+        'EntryNotFound',
+        `No memory subdir ${subdirPart ?? 'default'} in ${this.location}.`,
+        `Use one of: ${dirs.map((d) => d.subdir).join(', ') || '(none: let Agent Zero save a first memory)'}.`,
+      );
     this.refuseBroken((await this.readAll()).broken, dir.rel);
     const area = areaPart || 'main';
     const id = newA0Id();
     const md = { id, area, timestamp: a0Now() };
     await this.backup(dir.rel, opts);
-    await api.dashboard('update', { memory_subdir: dir.subdir, original: this.dashboardFormat(text, md), edited: this.dashboardFormat(text, md) });
+    await api.dashboard('update', {
+      memory_subdir: dir.subdir,
+      original: this.dashboardFormat(text, md),
+      edited: this.dashboardFormat(text, md),
+    });
     const after = await this.reread(dir.rel, id);
     if (!after.entry) throw this.notReflected('add');
     return { entry: after.entry, contentHash: after.hash };

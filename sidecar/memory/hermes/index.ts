@@ -37,14 +37,45 @@ import type {
   StoreLintProfile,
   WriteOptions,
 } from '../types';
-import { ENTRY_DELIMITER, READ_ONLY, driftReason, entryId, limitsFromConfig, parseEntries, readHome, sha256, usageChars, type FileSource, type HermesLimits, type ReadFile } from './home';
+import {
+  ENTRY_DELIMITER,
+  READ_ONLY,
+  driftReason,
+  entryId,
+  limitsFromConfig,
+  parseEntries,
+  readHome,
+  sha256,
+  usageChars,
+  type FileSource,
+  type HermesLimits,
+  type ReadFile,
+} from './home';
 import { ProvenanceIndex, outsideActions, readHistory, type HermesHistory } from './history';
 import { lockHermesFile } from './lock';
 
-export { ENTRY_DELIMITER, DEFAULT_MEMORY_CHAR_LIMIT, DEFAULT_USER_CHAR_LIMIT, parseEntries, usageChars, entryId, driftReason, limitsFromConfig, type HermesLimits } from './home';
+export {
+  ENTRY_DELIMITER,
+  DEFAULT_MEMORY_CHAR_LIMIT,
+  DEFAULT_USER_CHAR_LIMIT,
+  parseEntries,
+  usageChars,
+  entryId,
+  driftReason,
+  limitsFromConfig,
+  type HermesLimits,
+} from './home';
 
 /** Fixed agent-state files of a Hermes home (relative POSIX paths); skills/** is added on top. */
-const FIXED_STATE_FILES = ['memories/MEMORY.md', 'memories/USER.md', 'memories/ARCHIVE.jsonl', 'SOUL.md', 'state.db', 'state.db-wal', 'state.db-shm'];
+const FIXED_STATE_FILES = [
+  'memories/MEMORY.md',
+  'memories/USER.md',
+  'memories/ARCHIVE.jsonl',
+  'SOUL.md',
+  'state.db',
+  'state.db-wal',
+  'state.db-shm',
+];
 
 /** The editable files: area -> root-relative path. */
 const EDITABLE: Record<string, string> = { memory: 'memories/MEMORY.md', user: 'memories/USER.md' };
@@ -91,10 +122,14 @@ async function walkFiles(base: string, dir: string, out: string[], io: FileTrans
  * @param env environment to read HERMES_HOME from (default process.env)
  * @param homedir the user's home directory (default os.homedir())
  */
-export async function findHermesHomes(env: NodeJS.ProcessEnv = process.env, homedir: string = os.homedir()): Promise<string[]> {
+export async function findHermesHomes(
+  env: NodeJS.ProcessEnv = process.env,
+  homedir: string = os.homedir(),
+): Promise<string[]> {
   const roots = [env.HERMES_HOME, path.join(homedir, '.hermes')].filter((x): x is string => !!x && path.isAbsolute(x));
   const out: string[] = [];
-  const isHome = async (p: string): Promise<boolean> => (await exists(path.join(p, 'memories'))) || (await exists(path.join(p, 'config.yaml')));
+  const isHome = async (p: string): Promise<boolean> =>
+    (await exists(path.join(p, 'memories'))) || (await exists(path.join(p, 'config.yaml')));
   for (const r of roots) {
     const root = path.resolve(r);
     if (!out.includes(root) && (await isHome(root))) out.push(root);
@@ -157,13 +192,20 @@ export class HermesStore implements MemoryStoreAdapter {
    */
   readonly lintProfile: StoreLintProfile = {
     budgets: true,
-    keepsHistory: () => this.io.stat(this.abs('state.db')).then(() => true, () => false),
+    keepsHistory: () =>
+      this.io.stat(this.abs('state.db')).then(
+        () => true,
+        () => false,
+      ),
     historyChecks: ['age of MEMORY.md and USER.md entries (Hermes keeps their times only in state.db)'],
     driftText: async (f) => {
       if (f.kind !== 'hermes-memory' && f.kind !== 'hermes-user') return undefined;
       const rel = f.kind === 'hermes-memory' ? EDITABLE.memory : EDITABLE.user;
       const file = f.file === this.io.display(this.abs(rel)) ? this.abs(rel) : f.file;
-      return this.io.readFile(file).then((b) => b.toString('utf8'), () => undefined);
+      return this.io.readFile(file).then(
+        (b) => b.toString('utf8'),
+        () => undefined,
+      );
     },
     agentHome: () => {
       const p = pathOn(this.io);
@@ -196,10 +238,18 @@ export class HermesStore implements MemoryStoreAdapter {
       );
     }
     if (!st.isDirectory()) {
-      throw new AgentKeepError('StoreNotFound', `Hermes home ${shown} is not a directory.`, 'Point --store at the HERMES_HOME directory, usually ~/.hermes.');
+      throw new AgentKeepError(
+        'StoreNotFound',
+        `Hermes home ${shown} is not a directory.`,
+        'Point --store at the HERMES_HOME directory, usually ~/.hermes.',
+      );
     }
     if (!(await exists(this.abs('memories'), this.io)) && !(await exists(this.abs('config.yaml'), this.io))) {
-      throw new AgentKeepError('StoreNotFound', `Not a Hermes home: no memories/ or config.yaml in ${shown}.`, 'Point at the HERMES_HOME, usually ~/.hermes.');
+      throw new AgentKeepError(
+        'StoreNotFound',
+        `Not a Hermes home: no memories/ or config.yaml in ${shown}.`,
+        'Point at the HERMES_HOME, usually ~/.hermes.',
+      );
     }
   }
 
@@ -252,7 +302,7 @@ export class HermesStore implements MemoryStoreAdapter {
                   '(agentkeep restore-point restore <id> --scope agent), or write its entries into a file of that ' +
                   'name (one line holding only "§" between entries).'
               : `Remove it (rm ${file}) and restore the file from a restore point ` +
-                '(agentkeep restore-point restore <id> --scope agent).',
+                  '(agentkeep restore-point restore <id> --scope agent).',
           );
         }
         try {
@@ -451,11 +501,20 @@ export class HermesStore implements MemoryStoreAdapter {
    */
   async provenance(entry: MemoryEntry): Promise<Provenance> {
     if (entry.area && entry.area !== 'memory' && entry.area !== 'user') {
-      const what = entry.area === 'soul' ? 'SOUL.md is written by hand' : entry.area === 'skill' ? 'skills are written by skill_manage or by hand' : 'archived entries were moved by Hermes\' eviction';
+      const what =
+        entry.area === 'soul'
+          ? 'SOUL.md is written by hand'
+          : entry.area === 'skill'
+            ? 'skills are written by skill_manage or by hand'
+            : "archived entries were moved by Hermes' eviction";
       return { traces: [], note: `Not traced: ${what}, not by the memory tool.` };
     }
     const hi = await this.historyIndex();
-    if (!hi) return { traces: [], note: `no state.db in this home (${this.location}), so there is no session history to trace this entry to` };
+    if (!hi)
+      return {
+        traces: [],
+        note: `no state.db in this home (${this.location}), so there is no session history to trace this entry to`,
+      };
     if ('problem' in hi) {
       return {
         traces: [],
@@ -467,8 +526,16 @@ export class HermesStore implements MemoryStoreAdapter {
     }
     const r = hi.index.tracesFor(entry.area ?? 'memory', entry.text);
     const extra = hi.h.notes.length ? ` (${hi.h.notes.join('; ')})` : '';
-    if (r.how === 'none') return { traces: [], note: `no memory tool call in state.db wrote this text: it was probably edited by hand${extra}` };
-    if (r.how === 'normalised') return { traces: r.traces, note: `matched ignoring whitespace and case: the text was changed by hand after the tool call${extra}` };
+    if (r.how === 'none')
+      return {
+        traces: [],
+        note: `no memory tool call in state.db wrote this text: it was probably edited by hand${extra}`,
+      };
+    if (r.how === 'normalised')
+      return {
+        traces: r.traces,
+        note: `matched ignoring whitespace and case: the text was changed by hand after the tool call${extra}`,
+      };
     return { traces: r.traces, ...(extra ? { note: extra.trim() } : {}) };
   }
 
@@ -502,7 +569,12 @@ export class HermesStore implements MemoryStoreAdapter {
    * @throws EntryNotFound, Conflict (ambiguous id, hash changed, drift), OverBudget, Unsupported
    *   (read-only file), InvalidParams (empty text or text containing the delimiter), TargetBusy (lock)
    */
-  async edit(id: string, text: string, expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; previous: MemoryEntry; contentHash: string }> {
+  async edit(
+    id: string,
+    text: string,
+    expectedHash?: string,
+    opts?: WriteOptions,
+  ): Promise<{ entry: MemoryEntry; previous: MemoryEntry; contentHash: string }> {
     const clean = checkText(text);
     let previous!: MemoryEntry;
     const r = await this.write(id, undefined, expectedHash, opts, (entries, e) => {
@@ -523,7 +595,11 @@ export class HermesStore implements MemoryStoreAdapter {
   }
 
   /** Delete a MEMORY.md / USER.md entry; same checks as edit. @returns the removed entry and its file (memory | user) */
-  async remove(id: string, expectedHash?: string, opts?: WriteOptions): Promise<{ removed: MemoryEntry; contentHash: string; file?: string }> {
+  async remove(
+    id: string,
+    expectedHash?: string,
+    opts?: WriteOptions,
+  ): Promise<{ removed: MemoryEntry; contentHash: string; file?: string }> {
     let removed!: MemoryEntry;
     const r = await this.write(id, undefined, expectedHash, opts, (entries, e) => {
       removed = e!;
@@ -540,11 +616,24 @@ export class HermesStore implements MemoryStoreAdapter {
    * and the entry appended to what is there then (parallel adds all land); with it, the CAS holds.
    * @throws InvalidParams (bad file or text), OverBudget, Conflict (hash changed), TargetBusy
    */
-  async add(text: string, file = 'memory', expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; contentHash: string; alreadyPresent?: boolean }> {
+  async add(
+    text: string,
+    file = 'memory',
+    expectedHash?: string,
+    opts?: WriteOptions,
+  ): Promise<{ entry: MemoryEntry; contentHash: string; alreadyPresent?: boolean }> {
     const clean = checkText(text);
-    const area = file === 'user' || file === 'USER.md' ? 'user' : file === 'memory' || file === 'MEMORY.md' ? 'memory' : undefined;
-    if (!area) throw new AgentKeepError('InvalidParams', `Unknown Hermes memory file "${file}".`, 'Use file memory (MEMORY.md) or user (USER.md).');
-    const r = await this.write(undefined, area, expectedHash, opts, (entries) => (entries.includes(clean) ? entries : [...entries, clean]));
+    const area =
+      file === 'user' || file === 'USER.md' ? 'user' : file === 'memory' || file === 'MEMORY.md' ? 'memory' : undefined;
+    if (!area)
+      throw new AgentKeepError(
+        'InvalidParams',
+        `Unknown Hermes memory file "${file}".`,
+        'Use file memory (MEMORY.md) or user (USER.md).',
+      );
+    const r = await this.write(undefined, area, expectedHash, opts, (entries) =>
+      entries.includes(clean) ? entries : [...entries, clean],
+    );
     return { entry: r.entry(clean), contentHash: r.hash, ...(r.written ? {} : { alreadyPresent: true }) };
   }
 
@@ -559,14 +648,19 @@ export class HermesStore implements MemoryStoreAdapter {
     opts: WriteOptions | undefined,
     change: (entries: string[], e?: MemoryEntry) => string[],
   ): Promise<{ hash: string; written: boolean; entry: (text: string) => MemoryEntry }> {
-    const redo = id !== undefined ? 'Show the entry again (memory show) and redo the edit on what is there now.' : 'List the memory again (memory list) and add the entry again if it is still missing.';
+    const redo =
+      id !== undefined
+        ? 'Show the entry again (memory show) and redo the edit on what is there now.'
+        : 'List the memory again (memory list) and add the entry again if it is still missing.';
     // abs: the path on the home's machine; shown: how it is shown (the same path here, a URL over SSH)
     type Plan = { area: string; abs: string; shown: string; raw: Buffer; next: string[] | undefined; e?: MemoryEntry };
     const plan = async (): Promise<Plan> => {
       const files = await this.read();
       if (expectedHash) {
         // first: the content changed since it was read (that is why an id may no longer resolve)
-        const hashes = files.filter((f) => Object.values(EDITABLE).includes(f.rel)).map((f) => sha256(f.raw ?? Buffer.alloc(0)));
+        const hashes = files
+          .filter((f) => Object.values(EDITABLE).includes(f.rel))
+          .map((f) => sha256(f.raw ?? Buffer.alloc(0)));
         if (!hashes.includes(expectedHash) && expectedHash !== sha256(hashes.join(''))) {
           throw new AgentKeepError(
             'Conflict',
@@ -578,11 +672,19 @@ export class HermesStore implements MemoryStoreAdapter {
       let area = addArea;
       let e: MemoryEntry | undefined;
       if (id !== undefined) {
-        const found = resolveIn(files.map((f) => f.file), id, this.spec);
+        const found = resolveIn(
+          files.map((f) => f.file),
+          id,
+          this.spec,
+        );
         e = found.entry;
         area = e.area;
         if (!area || !EDITABLE[area]) {
-          throw new AgentKeepError('Unsupported', `Entry ${e.id} is in ${found.file.file}, which AgentKeep does not edit: ${READ_ONLY[area ?? ''] ?? 'read-only'}.`, 'Edit entries of MEMORY.md or USER.md, or that file by hand.');
+          throw new AgentKeepError(
+            'Unsupported',
+            `Entry ${e.id} is in ${found.file.file}, which AgentKeep does not edit: ${READ_ONLY[area ?? ''] ?? 'read-only'}.`,
+            'Edit entries of MEMORY.md or USER.md, or that file by hand.',
+          );
         }
       }
       const rf = files.find((f) => f.rel === EDITABLE[area!])!;
@@ -623,14 +725,25 @@ export class HermesStore implements MemoryStoreAdapter {
           `Shorten the text or remove other entries first (limit: memory.${area === 'user' ? 'user' : 'memory'}_char_limit in config.yaml).`,
         );
       }
-      return { area: area!, abs, shown, raw, next: next.length === entries.length && next.every((x, i) => x === entries[i]) ? undefined : next, e };
+      return {
+        area: area!,
+        abs,
+        shown,
+        raw,
+        next: next.length === entries.length && next.every((x, i) => x === entries[i]) ? undefined : next,
+        e,
+      };
     };
 
     const first = await plan(); // every refusal happens here, before the lock file is touched
     let written = false;
     if (!first.next) {
       // nothing to change (an exact duplicate add, an edit to the same text): no lock, nothing touched
-      return { hash: sha256(first.raw), written, entry: (text) => ({ id: entryId(text), text, store: this.spec, file: first.shown, area: first.area }) };
+      return {
+        hash: sha256(first.raw),
+        written,
+        entry: (text) => ({ id: entryId(text), text, store: this.spec, file: first.shown, area: first.area }),
+      };
     }
     const lock = await lockHermesFile(`${first.abs}.lock`, undefined, this.io);
     let hash: string;
@@ -639,7 +752,11 @@ export class HermesStore implements MemoryStoreAdapter {
       // An add without expectedHash appends to what is there now (plan re-checked it); an edit or
       // remove (or an add with expectedHash) acted on what it read, so a change meanwhile is a conflict.
       if (!p.raw.equals(first.raw) && (id !== undefined || expectedHash)) {
-        throw new AgentKeepError('Conflict', `${p.shown} changed while AgentKeep waited for Hermes' lock. Nothing was changed.`, redo);
+        throw new AgentKeepError(
+          'Conflict',
+          `${p.shown} changed while AgentKeep waited for Hermes' lock. Nothing was changed.`,
+          redo,
+        );
       }
       written = !!p.next;
       if (!p.next) {
@@ -660,7 +777,11 @@ export class HermesStore implements MemoryStoreAdapter {
           // last compare-and-swap right before the rename (covers a writer that ignores the lock)
           const now = (await io.readFile(p.abs).catch(notConnection)) ?? Buffer.alloc(0);
           if (!now.equals(p.raw)) {
-            throw new AgentKeepError('Conflict', `${p.shown} changed while AgentKeep was writing (a writer that does not take Hermes' lock). Nothing was changed.`, redo);
+            throw new AgentKeepError(
+              'Conflict',
+              `${p.shown} changed while AgentKeep was writing (a writer that does not take Hermes' lock). Nothing was changed.`,
+              redo,
+            );
           }
           await io.rename(tmp, p.abs);
         } catch (e) {
@@ -682,9 +803,18 @@ export class HermesStore implements MemoryStoreAdapter {
 /** Reject text Hermes would not store as one entry. @throws InvalidParams */
 function checkText(text: string): string {
   const t = text.replace(/\r\n/g, '\n').trim();
-  if (!t) throw new AgentKeepError('InvalidParams', 'The entry text is empty.', 'Give the text with --text, or remove the entry instead.');
+  if (!t)
+    throw new AgentKeepError(
+      'InvalidParams',
+      'The entry text is empty.',
+      'Give the text with --text, or remove the entry instead.',
+    );
   if (t.includes(ENTRY_DELIMITER) || /(^|\n)§(\n|$)/.test(t)) {
-    throw new AgentKeepError('InvalidParams', 'The text contains a line holding only "§", Hermes\' entry delimiter: it would become two entries.', 'Add each entry on its own (memory add), or drop the "§" line.');
+    throw new AgentKeepError(
+      'InvalidParams',
+      'The text contains a line holding only "§", Hermes\' entry delimiter: it would become two entries.',
+      'Add each entry on its own (memory add), or drop the "§" line.',
+    );
   }
   return t;
 }
@@ -697,7 +827,11 @@ function checkText(text: string): string {
 export function resolveIn(files: MemoryFile[], id: string, spec: string): { entry: MemoryEntry; file: MemoryFile } {
   const want = id.trim().toLowerCase();
   if (want.length < MIN_ID_PREFIX) {
-    throw new AgentKeepError('InvalidParams', `Entry id "${id}" is too short.`, `Give at least ${MIN_ID_PREFIX} characters of the id (see memory list).`);
+    throw new AgentKeepError(
+      'InvalidParams',
+      `Entry id "${id}" is too short.`,
+      `Give at least ${MIN_ID_PREFIX} characters of the id (see memory list).`,
+    );
   }
   const hits: Array<{ entry: MemoryEntry; file: MemoryFile }> = [];
   for (const f of files) {
@@ -711,8 +845,16 @@ export function resolveIn(files: MemoryFile[], id: string, spec: string): { entr
   const pick = exact.length === 1 ? exact : hits;
   if (pick.length === 1) return pick[0];
   if (!pick.length) {
-    throw new AgentKeepError('EntryNotFound', `No entry ${id} in ${spec}.`, 'Ids change when the text changes.', [memoryListAction([spec])]);
+    throw new AgentKeepError('EntryNotFound', `No entry ${id} in ${spec}.`, 'Ids change when the text changes.', [
+      memoryListAction([spec]),
+    ]);
   }
-  const names = pick.slice(0, 8).map((h) => `${h.entry.id} (${path.basename(h.file.file)}: ${h.entry.text.split('\n')[0].slice(0, 40)})`);
-  throw new AgentKeepError('Conflict', `Entry id ${id} is ambiguous in ${spec}: ${names.join(', ')}${pick.length > 8 ? ', …' : ''}.`, 'Give more characters of the id.');
+  const names = pick
+    .slice(0, 8)
+    .map((h) => `${h.entry.id} (${path.basename(h.file.file)}: ${h.entry.text.split('\n')[0].slice(0, 40)})`);
+  throw new AgentKeepError(
+    'Conflict',
+    `Entry id ${id} is ambiguous in ${spec}: ${names.join(', ')}${pick.length > 8 ? ', …' : ''}.`,
+    'Give more characters of the id.',
+  );
 }

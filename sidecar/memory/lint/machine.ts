@@ -40,10 +40,11 @@ export interface MachineProbe {
 }
 
 /** Whether anything (file, dir, dangling symlink) is at `p`. */
-const exists = (p: string): Promise<boolean> => fs.lstat(p).then(
-  () => true,
-  () => false,
-);
+const exists = (p: string): Promise<boolean> =>
+  fs.lstat(p).then(
+    () => true,
+    () => false,
+  );
 
 async function readOsRelease(file: string): Promise<MachineFacts['os'] | undefined> {
   let text: string;
@@ -83,20 +84,28 @@ async function onPath(name: string, env: NodeJS.ProcessEnv): Promise<string | un
 
 function runVersion(argv: string[], timeoutMs: number): Promise<string | undefined> {
   return new Promise((resolve) => {
-    execFile(argv[0], argv.slice(1), { timeout: timeoutMs, maxBuffer: 64 * 1024, env: { ...process.env, LC_ALL: 'C' } }, (_err, stdout, stderr) => {
-      resolve(parseVersion(`${stdout ?? ''}\n${stderr ?? ''}`));
-    });
+    execFile(
+      argv[0],
+      argv.slice(1),
+      { timeout: timeoutMs, maxBuffer: 64 * 1024, env: { ...process.env, LC_ALL: 'C' } },
+      (_err, stdout, stderr) => {
+        resolve(parseVersion(`${stdout ?? ''}\n${stderr ?? ''}`));
+      },
+    );
   });
 }
 
 /** Why ~ paths are not checked when the agent's home is unknown. */
-const NO_HOME = '"~/..." paths were not checked: the agent\'s home directory is unknown (the Hermes store path does not end in .hermes, or the stores name different homes), and "~" of the sidecar user would be a different directory.';
+const NO_HOME =
+  '"~/..." paths were not checked: the agent\'s home directory is unknown (the Hermes store path does not end in .hermes, or the stores name different homes), and "~" of the sidecar user would be a different directory.';
 
 /**
  * Probe of the machine the sidecar runs on. `home` is what "~" means: the agent's home (default the
  * sidecar user's home); `null` = unknown, so ~ paths are not judged.
  */
-export function localProbe(opts: { home?: string | null; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): MachineProbe {
+export function localProbe(
+  opts: { home?: string | null; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): MachineProbe {
   const home = opts.home === undefined ? os.homedir() : opts.home;
   const env = opts.env ?? process.env;
   const timeoutMs = opts.timeoutMs ?? 2000;
@@ -114,7 +123,11 @@ export function localProbe(opts: { home?: string | null; env?: NodeJS.ProcessEnv
         if (!found) return { found: false, detail: 'not on PATH' };
         const argv = Object.values(VERSION_COMMANDS).find((a) => a[0] === name) ?? [name, '--version'];
         const version = withVersion ? await runVersion([found, ...argv.slice(1)], timeoutMs) : undefined;
-        return { found: true, ...(version ? { version } : {}), detail: withVersion ? `${found} ${argv.slice(1).join(' ')}` : found };
+        return {
+          found: true,
+          ...(version ? { version } : {}),
+          detail: withVersion ? `${found} ${argv.slice(1).join(' ')}` : found,
+        };
       });
     },
     os: () => readOsRelease('/etc/os-release'),
@@ -128,7 +141,11 @@ const BIN_DIRS = ['usr/local/bin', 'usr/bin', 'bin', 'usr/sbin', 'sbin'];
  * (etc/ and usr/ inside), absolute paths, ~ paths (the sidecar user's home path inside it), bin
  * directories and etc/os-release are read inside it; otherwise only absolute paths under `root`.
  */
-export async function dirProbe(root: string, where: string, opts: { home?: string | null } = {}): Promise<MachineProbe> {
+export async function dirProbe(
+  root: string,
+  where: string,
+  opts: { home?: string | null } = {},
+): Promise<MachineProbe> {
   const rootfs = (await exists(path.join(root, 'etc'))) && (await exists(path.join(root, 'usr')));
   const home = opts.home === undefined ? os.homedir() : opts.home;
   const limits = !rootfs
@@ -289,7 +306,11 @@ export function transportProbe(
  * Probe every claim (deduplicated), at most `concurrency` at a time, stopping at `deadlineMs`
  * (claims not probed by then are left out, so they are not judged).
  */
-export async function gatherFacts(claims: Claim[], probe: MachineProbe, opts: { deadlineMs?: number; concurrency?: number } = {}): Promise<MachineFacts> {
+export async function gatherFacts(
+  claims: Claim[],
+  probe: MachineProbe,
+  opts: { deadlineMs?: number; concurrency?: number } = {},
+): Promise<MachineFacts> {
   const facts: MachineFacts = { where: probe.where, paths: {}, commands: {} };
   const deadline = Date.now() + (opts.deadlineMs ?? 5000);
   await probe.prepare?.(claims, deadline - Date.now());

@@ -181,9 +181,16 @@ function toLintEntry(e: MemoryEntry): LintEntry {
  * @returns {findings} sorted errors → warnings → info (see lintEntries)
  * @throws AgentKeepError InvalidParams (no store), BadStore, StoreNotFound, FileError, BadTarget
  */
-export async function runLint(p: { stores: string[]; target?: string }, deps: RunLintDeps = {}): Promise<{ findings: LintFinding[] }> {
+export async function runLint(
+  p: { stores: string[]; target?: string },
+  deps: RunLintDeps = {},
+): Promise<{ findings: LintFinding[] }> {
   if (!p.stores?.length) {
-    throw new AgentKeepError('InvalidParams', 'memory lint needs at least one store.', 'Pass --store hermes:/abs/path/to/.hermes (repeatable).');
+    throw new AgentKeepError(
+      'InvalidParams',
+      'memory lint needs at least one store.',
+      'Pass --store hermes:/abs/path/to/.hermes (repeatable).',
+    );
   }
   const open = deps.openStore ?? defaultOpenStore;
   const stores: LintStore[] = [];
@@ -195,7 +202,8 @@ export async function runLint(p: { stores: string[]; target?: string }, deps: Ru
     const adapter = open(spec);
     adapters.push(adapter);
     const files = await adapter.list();
-    const withHistory = deps.provenance !== false && typeof adapter.provenance === 'function' && (await hasHistory(adapter));
+    const withHistory =
+      deps.provenance !== false && typeof adapter.provenance === 'function' && (await hasHistory(adapter));
     const lintFiles: LintFile[] = [];
     let problem: StoreProblem | undefined;
     let unknown = 0;
@@ -212,7 +220,10 @@ export async function runLint(p: { stores: string[]; target?: string }, deps: Ru
               unknown++;
             } else {
               le.provenance = { traced: prov.traces.length > 0, ...(prov.note ? { note: prov.note } : {}) };
-              const times = prov.traces.map((t) => t.time).filter((t): t is string => !!t).sort();
+              const times = prov.traces
+                .map((t) => t.time)
+                .filter((t): t is string => !!t)
+                .sort();
               if (times.length) {
                 le.createdAt ??= times[0];
                 le.updatedAt ??= times[times.length - 1];
@@ -261,7 +272,9 @@ export async function runLint(p: { stores: string[]; target?: string }, deps: Ru
       entries: [],
       stores: stores.map((s) => s.store),
       message: limit,
-      evidence: [`${claims.length} claim${claims.length === 1 ? '' : 's'} about the machine in these entries (paths, commands, tool versions, OS release)`],
+      evidence: [
+        `${claims.length} claim${claims.length === 1 ? '' : 's'} about the machine in these entries (paths, commands, tool versions, OS release)`,
+      ],
     });
   }
   return { findings };

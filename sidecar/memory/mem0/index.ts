@@ -99,7 +99,12 @@ function byCreatedThenId(a: MemoryEntry, b: MemoryEntry): number {
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
-const EVENT_ACTION: Record<string, Provenance['traces'][number]['action']> = { ADD: 'add', UPDATE: 'update', DELETE: 'remove', NONE: 'none' };
+const EVENT_ACTION: Record<string, Provenance['traces'][number]['action']> = {
+  ADD: 'add',
+  UPDATE: 'update',
+  DELETE: 'remove',
+  NONE: 'none',
+};
 
 /**
  * The mem0 store adapter (read-only), for a directory on this machine or on another one (its
@@ -157,7 +162,10 @@ export class Mem0Store implements MemoryStoreAdapter {
 
   /** The Qdrant storage path in use and how it was chosen, or undefined when none exists. */
   async qdrantPath(): Promise<{ path: string; how: string } | undefined> {
-    if (this.opts.qdrant) return (await exists(this.opts.qdrant, this.io)) ? { path: this.opts.qdrant, how: 'store option ?qdrant=' } : undefined;
+    if (this.opts.qdrant)
+      return (await exists(this.opts.qdrant, this.io))
+        ? { path: this.opts.qdrant, how: 'store option ?qdrant=' }
+        : undefined;
     const inside = joinOn(this.io, this.root, 'qdrant');
     if (await exists(inside, this.io)) return { path: inside, how: `${this.io.display(inside)}` };
     return undefined;
@@ -183,9 +191,18 @@ export class Mem0Store implements MemoryStoreAdapter {
       st = await this.io.stat(this.root);
     } catch (e) {
       if (e instanceof AgentKeepError) throw e;
-      throw new AgentKeepError('StoreNotFound', `mem0 directory ${this.location} does not exist.`, 'Point --store at mem0\'s directory ($MEM0_DIR, default ~/.mem0, as an absolute path), e.g. mem0:/home/me/.mem0.');
+      throw new AgentKeepError(
+        'StoreNotFound',
+        `mem0 directory ${this.location} does not exist.`,
+        "Point --store at mem0's directory ($MEM0_DIR, default ~/.mem0, as an absolute path), e.g. mem0:/home/me/.mem0.",
+      );
     }
-    if (!st.isDirectory()) throw new AgentKeepError('StoreNotFound', `mem0 directory ${this.location} is not a directory.`, 'Point --store at the directory that holds history.db.');
+    if (!st.isDirectory())
+      throw new AgentKeepError(
+        'StoreNotFound',
+        `mem0 directory ${this.location} is not a directory.`,
+        'Point --store at the directory that holds history.db.',
+      );
     if (!(await exists(this.historyDb, this.io)) && !(await this.qdrantPath())) {
       throw new AgentKeepError(
         'StoreNotFound',
@@ -230,14 +247,33 @@ export class Mem0Store implements MemoryStoreAdapter {
    */
   async history(dbPath = this.historyDb, io: FileTransport = this.io): Promise<Mem0HistoryRow[]> {
     if (!(await exists(dbPath, io))) return [];
-    return withReadOnlyDb(dbPath, (db) => {
-      const cols = new Set(columns(db, 'history'));
-      if (!cols.size) return [];
-      const pick = (c: string): string => (cols.has(c) ? c : `NULL AS ${c}`);
-      const sel = ['id', 'memory_id', 'old_memory', 'new_memory', 'event', 'created_at', 'updated_at', 'is_deleted', 'actor_id', 'role'].map(pick).join(', ');
-      // created_at is the memory's creation time on every row; updated_at the time of the change
-      return db.all(`SELECT ${sel} FROM history ORDER BY COALESCE(updated_at, created_at), rowid`) as unknown as Mem0HistoryRow[];
-    }, io);
+    return withReadOnlyDb(
+      dbPath,
+      (db) => {
+        const cols = new Set(columns(db, 'history'));
+        if (!cols.size) return [];
+        const pick = (c: string): string => (cols.has(c) ? c : `NULL AS ${c}`);
+        const sel = [
+          'id',
+          'memory_id',
+          'old_memory',
+          'new_memory',
+          'event',
+          'created_at',
+          'updated_at',
+          'is_deleted',
+          'actor_id',
+          'role',
+        ]
+          .map(pick)
+          .join(', ');
+        // created_at is the memory's creation time on every row; updated_at the time of the change
+        return db.all(
+          `SELECT ${sel} FROM history ORDER BY COALESCE(updated_at, created_at), rowid`,
+        ) as unknown as Mem0HistoryRow[];
+      },
+      io,
+    );
   }
 
   private readPoints(
@@ -247,49 +283,79 @@ export class Mem0Store implements MemoryStoreAdapter {
     warnings: string[],
     io: FileTransport = this.io,
   ): Promise<MemoryEntry[]> {
-    return withReadOnlyDb(dbPath, (db) => {
-      if (!columns(db, 'points').length) {
-        warnings.push(`${io.display(dbPath)} has no points table; not a Qdrant local collection.`);
-        return [];
-      }
-      const rows = db.all('SELECT id, point FROM points') as Array<{ id: string; point: Uint8Array }>;
-      const out: MemoryEntry[] = [];
-      let bad = 0;
-      for (const r of rows) {
-        let point: unknown;
-        try {
-          point = new Parser().parse(r.point);
-        } catch {
-          bad++;
-          continue;
+    return withReadOnlyDb(
+      dbPath,
+      (db) => {
+        if (!columns(db, 'points').length) {
+          warnings.push(`${io.display(dbPath)} has no points table; not a Qdrant local collection.`);
+          return [];
         }
-        const st = isObj(point) && isObj(point.__dict__) ? point.__dict__ : point;
-        if (!isObj(st) || !isObj(st.payload)) {
-          bad++;
-          continue;
+        const rows = db.all('SELECT id, point FROM points') as Array<{ id: string; point: Uint8Array }>;
+        const out: MemoryEntry[] = [];
+        let bad = 0;
+        for (const r of rows) {
+          let point: unknown;
+          try {
+            point = new Parser().parse(r.point);
+          } catch {
+            bad++;
+            continue;
+          }
+          const st = isObj(point) && isObj(point.__dict__) ? point.__dict__ : point;
+          if (!isObj(st) || !isObj(st.payload)) {
+            bad++;
+            continue;
+          }
+          const payload = st.payload;
+          const text =
+            typeof payload.data === 'string'
+              ? payload.data
+              : typeof payload.memory === 'string'
+                ? payload.memory
+                : undefined;
+          if (text === undefined) {
+            bad++;
+            continue;
+          }
+          const id = typeof st.id === 'string' || typeof st.id === 'number' ? String(st.id) : String(r.id);
+          const meta: Record<string, unknown> = { collection };
+          for (const [k, v] of Object.entries(payload))
+            if (k !== 'data' && k !== 'memory' && k !== 'created_at' && k !== 'updated_at') meta[k] = v;
+          const createdAt = mem0TimeToIso(payload.created_at);
+          const updatedAt = mem0TimeToIso(payload.updated_at);
+          const source =
+            typeof payload.actor_id === 'string' && payload.actor_id
+              ? payload.actor_id
+              : typeof payload.role === 'string'
+                ? payload.role
+                : undefined;
+          out.push({
+            id,
+            text,
+            store: this.spec,
+            file,
+            ...(createdAt ? { createdAt } : {}),
+            ...(updatedAt ? { updatedAt } : {}),
+            ...(source ? { source } : {}),
+            meta,
+          });
         }
-        const payload = st.payload;
-        const text = typeof payload.data === 'string' ? payload.data : typeof payload.memory === 'string' ? payload.memory : undefined;
-        if (text === undefined) {
-          bad++;
-          continue;
-        }
-        const id = typeof st.id === 'string' || typeof st.id === 'number' ? String(st.id) : String(r.id);
-        const meta: Record<string, unknown> = { collection };
-        for (const [k, v] of Object.entries(payload)) if (k !== 'data' && k !== 'memory' && k !== 'created_at' && k !== 'updated_at') meta[k] = v;
-        const createdAt = mem0TimeToIso(payload.created_at);
-        const updatedAt = mem0TimeToIso(payload.updated_at);
-        const source = typeof payload.actor_id === 'string' && payload.actor_id ? payload.actor_id : typeof payload.role === 'string' ? payload.role : undefined;
-        out.push({ id, text, store: this.spec, file, ...(createdAt ? { createdAt } : {}), ...(updatedAt ? { updatedAt } : {}), ...(source ? { source } : {}), meta });
-      }
-      if (bad) warnings.push(`${io.display(dbPath)}: ${bad} point(s) could not be read as mem0 memories (no payload data); skipped.`);
-      return out;
-    }, io);
+        if (bad)
+          warnings.push(
+            `${io.display(dbPath)}: ${bad} point(s) could not be read as mem0 memories (no payload data); skipped.`,
+          );
+        return out;
+      },
+      io,
+    );
   }
 
   /** Entries reconstructed from history.db: the last state of every memory whose last event is not DELETE. */
   private fromHistory(rows: Mem0HistoryRow[], file = this.io.display(this.historyDb)): MemoryEntry[] {
-    const last = new Map<string, { text: string | null; created?: string; updated?: string; deleted: boolean; actor?: string }>();
+    const last = new Map<
+      string,
+      { text: string | null; created?: string; updated?: string; deleted: boolean; actor?: string }
+    >();
     for (const r of rows) {
       const prev = last.get(r.memory_id);
       const deleted = r.event === 'DELETE' || r.is_deleted === 1;
@@ -305,7 +371,16 @@ export class Mem0Store implements MemoryStoreAdapter {
     const out: MemoryEntry[] = [];
     for (const [id, s] of last) {
       if (s.deleted || s.text == null) continue;
-      out.push({ id, text: s.text, store: this.spec, file, ...(s.created ? { createdAt: s.created } : {}), ...(s.updated ? { updatedAt: s.updated } : {}), ...(s.actor ? { source: s.actor } : {}), meta: { reconstructedFromHistory: true } });
+      out.push({
+        id,
+        text: s.text,
+        store: this.spec,
+        file,
+        ...(s.created ? { createdAt: s.created } : {}),
+        ...(s.updated ? { updatedAt: s.updated } : {}),
+        ...(s.actor ? { source: s.actor } : {}),
+        meta: { reconstructedFromHistory: true },
+      });
     }
     return out;
   }
@@ -334,9 +409,13 @@ export class Mem0Store implements MemoryStoreAdapter {
       warnings.push(`${hist.problem.message} ${what}${fix}`);
     }
     if (!hasHistory) {
-      warnings.push(`history.db is missing in ${this.location}: mem0 keeps no record of how memories changed (check history_db_path / MEM0_DIR; mem0ai/mem0#3717: a history path inside a container without a volume is lost on redeploy).`);
+      warnings.push(
+        `history.db is missing in ${this.location}: mem0 keeps no record of how memories changed (check history_db_path / MEM0_DIR; mem0ai/mem0#3717: a history path inside a container without a volume is lost on redeploy).`,
+      );
     } else if (isEphemeralPath(await this.io.realpath(this.historyDb))) {
-      warnings.push(`history.db is under ${this.io.display(path.posix.dirname(this.historyDb))}, which does not survive a reboot: set history_db_path (or MEM0_DIR) to a persistent directory.`);
+      warnings.push(
+        `history.db is under ${this.io.display(path.posix.dirname(this.historyDb))}, which does not survive a reboot: set history_db_path (or MEM0_DIR) to a persistent directory.`,
+      );
     }
     const q = await this.qdrantPath();
     const files: MemoryFile[] = [];
@@ -344,24 +423,31 @@ export class Mem0Store implements MemoryStoreAdapter {
       const real = await this.io.realpath(q.path);
       const qShown = this.io.display(q.path);
       if (isEphemeralPath(real)) {
-        warnings.push(`The Qdrant storage ${qShown} is under a temporary directory (mem0's default /tmp/qdrant): its memories are lost on reboot. Set vector_store.config.path to a persistent directory and on_disk: true.`);
+        warnings.push(
+          `The Qdrant storage ${qShown} is under a temporary directory (mem0's default /tmp/qdrant): its memories are lost on reboot. Set vector_store.config.path to a persistent directory and on_disk: true.`,
+        );
       }
       const rel = path.posix.relative(this.root, real);
       if (rel.startsWith('..') || path.posix.isAbsolute(rel)) {
-        warnings.push(`The Qdrant storage ${qShown} is outside ${this.location}: restore points of this store capture history.db only. Move it into the store directory (vector_store.config.path) to capture it.`);
+        warnings.push(
+          `The Qdrant storage ${qShown} is outside ${this.location}: restore points of this store capture history.db only. Move it into the store directory (vector_store.config.path) to capture it.`,
+        );
       }
       const meta = await this.io
         .readFile(path.posix.join(q.path, 'meta.json'))
         .then((t) => JSON.parse(t.toString('utf8')) as unknown)
         .catch(() => undefined);
       const cols = await this.collections(q.path);
-      if (!cols.length) warnings.push(`No collection with a storage.sqlite under ${qShown}/collection/${this.opts.collection ?? '*'}.`);
+      if (!cols.length)
+        warnings.push(`No collection with a storage.sqlite under ${qShown}/collection/${this.opts.collection ?? '*'}.`);
       for (const c of cols) {
         const conf = isObj(meta) && isObj(meta.collections) ? meta.collections[c.name] : undefined;
         const vectors = isObj(conf) ? conf.vectors : undefined;
         const onDisk = isObj(vectors) ? vectors.on_disk : undefined;
         if (!isObj(meta)) {
-          warnings.push(`${qShown}/meta.json is missing or unreadable: cannot tell whether collection "${c.name}" was created with on_disk: true.`);
+          warnings.push(
+            `${qShown}/meta.json is missing or unreadable: cannot tell whether collection "${c.name}" was created with on_disk: true.`,
+          );
         } else if (onDisk !== true) {
           warnings.push(
             `Collection "${c.name}" was created with on_disk ${onDisk === false ? 'false' : 'unset (false)'} (${qShown}/meta.json): with on_disk false, mem0 deletes the local Qdrant path each time it starts (mem0/vector_stores/qdrant.py), so these memories do not survive a restart. Set vector_store.config.on_disk: true.`,
@@ -387,7 +473,9 @@ export class Mem0Store implements MemoryStoreAdapter {
       if (!q) {
         warnings.push(
           `No local Qdrant storage found (${this.io.display(this.opts.qdrant ?? joinOn(this.io, this.root, 'qdrant'))}); entries are reconstructed from history.db (a remote vector store cannot be read here).` +
-            (this.opts.qdrant ? '' : ` If this mem0 uses its default path, name it: ${this.spec.split('?')[0]}?qdrant=${MEM0_DEFAULT_QDRANT} (that path does not survive a reboot).`),
+            (this.opts.qdrant
+              ? ''
+              : ` If this mem0 uses its default path, name it: ${this.spec.split('?')[0]}?qdrant=${MEM0_DEFAULT_QDRANT} (that path does not survive a reboot).`),
         );
       }
       const file = { kind: 'mem0', file: this.io.display(this.historyDb), store: this.spec, readOnly };
@@ -415,7 +503,11 @@ export class Mem0Store implements MemoryStoreAdapter {
    * `unavailable` (the FileError with the fix).
    */
   async provenance(entry: MemoryEntry): Promise<Provenance> {
-    if (!(await exists(this.historyDb, this.io))) return { traces: [], note: `No trace: ${this.io.display(this.historyDb)} does not exist, so mem0 kept no history for this memory.` };
+    if (!(await exists(this.historyDb, this.io)))
+      return {
+        traces: [],
+        note: `No trace: ${this.io.display(this.historyDb)} does not exist, so mem0 kept no history for this memory.`,
+      };
     const hist = await this.ownHistory();
     if ('problem' in hist) {
       const note = `Provenance unavailable: ${hist.problem.message} Its change history is unknown (not "no history").`;
@@ -438,7 +530,7 @@ export class Mem0Store implements MemoryStoreAdapter {
     return {
       traces,
       note: traces.length
-        ? 'From mem0\'s history.db; mem0 does not record which message a memory was extracted from (mem0ai/mem0#7047).'
+        ? "From mem0's history.db; mem0 does not record which message a memory was extracted from (mem0ai/mem0#7047)."
         : `No trace: history.db has no rows for memory ${entry.id} (added before history was kept, history.db reset, or written by another mem0 process with another history_db_path).`,
     };
   }
@@ -454,7 +546,8 @@ export class Mem0Store implements MemoryStoreAdapter {
   /** history.db (+ -wal) and every file of the Qdrant storage when it lies inside the store dir; POSIX relative, sorted. */
   async agentStateFiles(): Promise<string[]> {
     const out: string[] = [];
-    for (const f of ['history.db', 'history.db-wal']) if (await exists(joinOn(this.io, this.root, f), this.io)) out.push(f);
+    for (const f of ['history.db', 'history.db-wal'])
+      if (await exists(joinOn(this.io, this.root, f), this.io)) out.push(f);
     const q = await this.qdrantRel();
     if (q) {
       const walk = async (rel: string): Promise<void> => {
@@ -512,7 +605,14 @@ export class Mem0Store implements MemoryStoreAdapter {
         const warnings: string[] = [];
         const points = await this.readPoints(tmp, name, src.display(rel), warnings, localTransport);
         const entries = points.sort(byCreatedThenId);
-        files.push({ kind: 'mem0', file: src.display(rel), store: this.spec, entries, readOnly, ...(warnings.length ? { warnings } : {}) });
+        files.push({
+          kind: 'mem0',
+          file: src.display(rel),
+          store: this.spec,
+          entries,
+          readOnly,
+          ...(warnings.length ? { warnings } : {}),
+        });
       }
       if (!files.length) {
         const buf = src.files.includes('history.db') ? await src.read('history.db') : undefined;
