@@ -152,6 +152,14 @@ function openCopy(copy: string, readOnly: boolean): SqliteDb {
   try {
     db.exec('PRAGMA locking_mode=EXCLUSIVE');
     db.get('SELECT count(*) AS n FROM sqlite_master'); // forces the first read: header + WAL index
+    if (readOnly) {
+      // A damaged page that no query of ours happens to read must still make the store "damaged",
+      // never clean: SQLite's quick_check reads every page (O(pages), no index cross-check).
+      const r = db.get('PRAGMA quick_check(1)') as Record<string, unknown> | undefined;
+      const verdict = r ? String(Object.values(r)[0]) : 'ok';
+      // the same words SQLite uses when a query reads the damaged page (the page list is for sqlite3 itself)
+      if (verdict !== 'ok') throw new Error('database disk image is malformed');
+    }
   } catch (e) {
     db.close();
     throw e;
