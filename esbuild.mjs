@@ -26,7 +26,11 @@ const problemMatcher = {
         if (location) console.error(`    ${location.file}:${location.line}:${location.column}:`);
       }
       if (build.initialOptions.outfile?.endsWith('sidecar.js') && result.errors.length === 0) {
-        try { chmodSync(build.initialOptions.outfile, 0o755); } catch { /* first build in watch */ }
+        try {
+          chmodSync(build.initialOptions.outfile, 0o755);
+        } catch {
+          /* first build in watch */
+        }
       }
       console.log(`[watch] build finished: ${build.initialOptions.outfile}`);
     });
@@ -42,17 +46,53 @@ const common = {
   plugins: watch ? [problemMatcher] : [],
 };
 
+// ssh2's optional native parts (cpu-features, its sshcrypto.node binding) stay out of the bundle; the
+// sidecar refuses them at run time too (sidecar/memory/transport/ssh2.ts), so ssh2 runs its pure-JS path.
+const NO_NATIVE = ['cpu-features', '*.node'];
+
 // mainFields: prefer ESM entries (jsonc-parser's UMD `main` does not bundle).
 const node = { ...common, platform: 'node', target: 'node20', format: 'cjs', mainFields: ['module', 'main'] };
 
 const builds = [
   { ...node, entryPoints: ['extension/extension.ts'], outfile: 'out/extension.js', external: ['vscode'] },
-  { ...node, entryPoints: ['sidecar/main.ts'], outfile: 'out/sidecar.js', banner: { js: '#!/usr/bin/env node' } },
-  { ...node, entryPoints: ['sidecar/hooks/entry.ts'], outfile: 'out/hook.js', banner: { js: '#!/usr/bin/env node' }, minify: true },
-  { ...node, entryPoints: ['sidecar/hooks/run.ts'], outfile: 'out/hook-full.js' },
-  { ...common, entryPoints: ['webview-ui/main.ts'], outfile: 'out/webview.js', platform: 'browser', format: 'iife', target: 'es2022' },
-  { ...common, entryPoints: ['webview-ui/memory/main.ts'], outfile: 'out/memory.js', platform: 'browser', format: 'iife', target: 'es2022' },
-  { ...node, entryPoints: ['test/exthost/index.ts'], outfile: 'out/test/exthost/index.js', external: ['vscode', 'mocha'] },
+  {
+    ...node,
+    entryPoints: ['sidecar/main.ts'],
+    outfile: 'out/sidecar.js',
+    banner: { js: '#!/usr/bin/env node' },
+    external: NO_NATIVE,
+  },
+  {
+    ...node,
+    entryPoints: ['sidecar/hooks/entry.ts'],
+    outfile: 'out/hook.js',
+    banner: { js: '#!/usr/bin/env node' },
+    minify: true,
+    external: NO_NATIVE,
+  },
+  { ...node, entryPoints: ['sidecar/hooks/run.ts'], outfile: 'out/hook-full.js', external: NO_NATIVE },
+  {
+    ...common,
+    entryPoints: ['webview-ui/main.ts'],
+    outfile: 'out/webview.js',
+    platform: 'browser',
+    format: 'iife',
+    target: 'es2022',
+  },
+  {
+    ...common,
+    entryPoints: ['webview-ui/memory/main.ts'],
+    outfile: 'out/memory.js',
+    platform: 'browser',
+    format: 'iife',
+    target: 'es2022',
+  },
+  {
+    ...node,
+    entryPoints: ['test/exthost/index.ts'],
+    outfile: 'out/test/exthost/index.js',
+    external: ['vscode', 'mocha'],
+  },
 ];
 
 // node-sqlite3-wasm loads its .wasm from the directory of the running script (out/ once bundled).

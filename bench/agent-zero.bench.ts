@@ -36,7 +36,10 @@ async function main(): Promise<void> {
   fs.mkdirSync(dir, { recursive: true });
   const pkl = path.join(dir, 'index.pkl');
   execFileSync('python3', [PY, 'make', pkl, String(N)]);
-  fs.writeFileSync(path.join(dir, 'embedding.json'), JSON.stringify({ model_provider: 'huggingface', model_name: 'sentence-transformers/all-MiniLM-L6-v2' }));
+  fs.writeFileSync(
+    path.join(dir, 'embedding.json'),
+    JSON.stringify({ model_provider: 'huggingface', model_name: 'sentence-transformers/all-MiniLM-L6-v2' }),
+  );
   const size = fs.statSync(pkl).size;
   const store = new AgentZeroStore(path.join(BASE, 'a0'));
 
@@ -70,7 +73,9 @@ print(len(s._dict), d * 1000)`;
     [`${pyVer} subprocess: start + pickle.load (wall)`, median(pyWall)],
     [`${pyVer}: pickle.load alone (in-process)`, median(pyLoad)],
   ];
-  console.log(`index.pkl: ${N} memories, ${(size / 1024 / 1024).toFixed(1)} MB; median of ${ROUNDS} rounds; Node ${process.version}`);
+  console.log(
+    `index.pkl: ${N} memories, ${(size / 1024 / 1024).toFixed(1)} MB; median of ${ROUNDS} rounds; Node ${process.version}`,
+  );
   console.log('| what | median | vs python3 subprocess |');
   console.log('|---|---:|---:|');
   for (const [what, t] of rows) console.log(`| ${what} | ${fmt(t)} | ${(t / median(pyWall)).toFixed(2)}× |`);

@@ -44,7 +44,12 @@ function mutate(root: string, n: number, r: number): void {
     const f = path.join(root, `pkg${Math.floor(i / 5000)}`, `mod${Math.floor(i / 50) % 100}`, `f${i}.txt`);
     if (fs.existsSync(f)) fs.appendFileSync(f, `changed in round ${r}\n`);
     fs.writeFileSync(path.join(root, 'pkg0', 'mod0', `new-${r}-${k}.txt`), `new ${r} ${k}\n`);
-    const g = path.join(root, `pkg${Math.floor(((i + 7) % n) / 5000)}`, `mod${Math.floor(((i + 7) % n) / 50) % 100}`, `f${(i + 7) % n}.txt`);
+    const g = path.join(
+      root,
+      `pkg${Math.floor(((i + 7) % n) / 5000)}`,
+      `mod${Math.floor(((i + 7) % n) / 50) % 100}`,
+      `f${(i + 7) % n}.txt`,
+    );
     fs.rmSync(g, { force: true });
   }
 }
@@ -69,7 +74,10 @@ async function main(): Promise<void> {
       const core = new Core({ stateDir: state });
       const gitDir = path.join(lb.mnt, `shadow-${n}.git`);
       const git = (...args: string[]): string =>
-        execFileSync('git', args, { env: { ...process.env, GIT_DIR: gitDir, GIT_WORK_TREE: gitTree, GIT_CONFIG_NOSYSTEM: '1', HOME: lb.base }, maxBuffer: 1 << 26 }).toString();
+        execFileSync('git', args, {
+          env: { ...process.env, GIT_DIR: gitDir, GIT_WORK_TREE: gitTree, GIT_CONFIG_NOSYSTEM: '1', HOME: lb.base },
+          maxBuffer: 1 << 26,
+        }).toString();
       git('init', '-q');
       git('config', 'user.name', 'Bench Checkpoint');
       git('config', 'user.email', 'bench@example.invalid');
@@ -86,13 +94,19 @@ async function main(): Promise<void> {
           creates.push((await time(() => core.createRestorePoint({ target, stores: [] })))[0]);
           const [ms, rr] = await time(() => core.restoreRestorePoint({ target, id: first.id, scope: 'machine' }));
           restores.push(ms);
-          console.log(`${target}: restore changed ${rr.changes.added.length + rr.changes.removed.length + rr.changes.changed.length} paths in ${ms.toFixed(0)} ms`);
+          console.log(
+            `${target}: restore changed ${rr.changes.added.length + rr.changes.removed.length + rr.changes.changed.length} paths in ${ms.toFixed(0)} ms`,
+          );
         }
         return { initial, create: median(creates), restore: median(restores) };
       };
       const b = await row(`btrfs:${sv}`, sv);
       // The backend's rollback alone (what the core adds around it: lock, pre-restore point, journal).
-      const backend = new BtrfsBackend({ target: await resolveTarget(`btrfs:${sv}`), layout: core.layout, objects: core.objects });
+      const backend = new BtrfsBackend({
+        target: await resolveTarget(`btrfs:${sv}`),
+        layout: core.layout,
+        objects: core.objects,
+      });
       const first = (await core.listRestorePoints({ target: `btrfs:${sv}` })).at(-1)!.id;
       const swaps: number[] = [];
       for (let r = 1; r <= ROUNDS; r++) {
@@ -137,12 +151,19 @@ async function main(): Promise<void> {
     }
     const fmt = (ms: number): string => (ms < 100 ? ms.toFixed(1) : ms.toFixed(0));
     const ratio = (a: number, b: number): string => (a / b).toFixed(3);
-    lines.push('| files | step | AgentKeep btrfs | AgentKeep dir | shadow git | btrfs / dir | btrfs / git |', '|---|---|---|---|---|---|---|');
+    lines.push(
+      '| files | step | AgentKeep btrfs | AgentKeep dir | shadow git | btrfs / dir | btrfs / git |',
+      '|---|---|---|---|---|---|---|',
+    );
     for (const r of results) {
       for (const step of ['initial', 'create', 'restore'] as const) {
-        lines.push(`| ${r.n.toLocaleString('en')} | ${step === 'initial' ? 'initial create' : step === 'create' ? 'create after 30 changes' : 'restore (incl. pre-restore point + change list)'} | ${fmt(r.btrfs[step])} ms | ${fmt(r.dir[step])} ms | ${fmt(r.git[step])} ms | ${ratio(r.btrfs[step], r.dir[step])} | ${ratio(r.btrfs[step], r.git[step])} |`);
+        lines.push(
+          `| ${r.n.toLocaleString('en')} | ${step === 'initial' ? 'initial create' : step === 'create' ? 'create after 30 changes' : 'restore (incl. pre-restore point + change list)'} | ${fmt(r.btrfs[step])} ms | ${fmt(r.dir[step])} ms | ${fmt(r.git[step])} ms | ${ratio(r.btrfs[step], r.dir[step])} | ${ratio(r.btrfs[step], r.git[step])} |`,
+        );
       }
-      lines.push(`| ${r.n.toLocaleString('en')} | btrfs backend restore alone (no pre-restore point) | ${fmt(r.btrfs.swap ?? 0)} ms | | | | |`);
+      lines.push(
+        `| ${r.n.toLocaleString('en')} | btrfs backend restore alone (no pre-restore point) | ${fmt(r.btrfs.swap ?? 0)} ms | | | | |`,
+      );
     }
     const info = `node ${process.version}, ${execFileSync('btrfs', ['--version']).toString().trim()}, ${execFileSync('git', ['--version']).toString().trim()}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), ${os.platform()} ${os.release()}, loop-device btrfs on ${os.tmpdir()}`;
     const table = lines.join('\n');

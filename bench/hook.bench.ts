@@ -30,6 +30,7 @@ async function buildOut(): Promise<void> {
     format: 'cjs',
     mainFields: ['module', 'main'],
     logLevel: 'error',
+    external: ['cpu-features', '*.node'], // as esbuild.mjs: ssh2's optional native parts are never bundled
   };
   await Promise.all([
     build({ ...common, entryPoints: ['sidecar/main.ts'], outfile: 'out/sidecar.js' }),

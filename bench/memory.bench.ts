@@ -110,10 +110,15 @@ async function main(): Promise<void> {
   const home = path.join(BASE, 'hermes');
   fs.mkdirSync(path.join(home, 'memories'), { recursive: true });
   let t = performance.now();
-  const counts = JSON.parse(execFileSync('python3', ['-c', GEN, home, String(MESSAGES)]).toString()) as { memory: number; user: number };
+  const counts = JSON.parse(execFileSync('python3', ['-c', GEN, home, String(MESSAGES)]).toString()) as {
+    memory: number;
+    user: number;
+  };
   const genMs = performance.now() - t;
   const dbBytes = fs.statSync(path.join(home, 'state.db')).size;
-  console.log(`generated ${MESSAGES} messages (${(dbBytes / 1e6).toFixed(1)} MB state.db), ${counts.memory} + ${counts.user} entries, in ${Math.round(genMs)} ms`);
+  console.log(
+    `generated ${MESSAGES} messages (${(dbBytes / 1e6).toFixed(1)} MB state.db), ${counts.memory} + ${counts.user} entries, in ${Math.round(genMs)} ms`,
+  );
 
   const ours: number[] = [];
   let traced = 0;
@@ -121,7 +126,9 @@ async function main(): Promise<void> {
   for (let r = 0; r < ROUNDS; r++) {
     t = performance.now();
     const s = new HermesStore(home);
-    const entries = (await s.list()).filter((f) => f.kind === 'hermes-memory' || f.kind === 'hermes-user').flatMap((f) => f.entries);
+    const entries = (await s.list())
+      .filter((f) => f.kind === 'hermes-memory' || f.kind === 'hermes-user')
+      .flatMap((f) => f.entries);
     const prov = await s.provenanceAll(entries);
     ours.push(performance.now() - t);
     traced = prov.filter((p) => p.traces.length).length;
@@ -130,12 +137,16 @@ async function main(): Promise<void> {
 
   const naive: number[] = [];
   let naiveFound = 0;
-  const entries = (await new HermesStore(home).list()).filter((f) => f.kind === 'hermes-memory' || f.kind === 'hermes-user').flatMap((f) => f.entries);
+  const entries = (await new HermesStore(home).list())
+    .filter((f) => f.kind === 'hermes-memory' || f.kind === 'hermes-user')
+    .flatMap((f) => f.entries);
   for (let r = 0; r < Math.min(ROUNDS, 3); r++) {
     t = performance.now();
     naiveFound = await withReadOnlyDb(path.join(home, 'state.db'), (db) => {
       let found = 0;
-      const st = db.prepare(`SELECT m.id, m.session_id, m.timestamp, s.source FROM messages m LEFT JOIN sessions s ON s.id = m.session_id WHERE m.tool_calls LIKE ? ORDER BY m.id`);
+      const st = db.prepare(
+        `SELECT m.id, m.session_id, m.timestamp, s.source FROM messages m LEFT JOIN sessions s ON s.id = m.session_id WHERE m.tool_calls LIKE ? ORDER BY m.id`,
+      );
       try {
         for (const e of entries) if (st.all([`%${e.text}%`]).length) found++;
       } finally {
@@ -151,9 +162,13 @@ async function main(): Promise<void> {
   console.log(`| what (${MESSAGES} messages, ${entriesN} entries) | median ms | entries traced |`);
   console.log('|---|---|---|');
   console.log(`| AgentKeep: copy + list + provenance of every entry | ${o.toFixed(0)} | ${traced}/${entriesN} |`);
-  console.log(`| naive: per-entry \`tool_calls LIKE '%text%'\` (same copy, same SQLite) | ${n.toFixed(0)} | ${naiveFound}/${entriesN} |`);
+  console.log(
+    `| naive: per-entry \`tool_calls LIKE '%text%'\` (same copy, same SQLite) | ${n.toFixed(0)} | ${naiveFound}/${entriesN} |`,
+  );
   console.log(`| ratio naive / AgentKeep | ${(n / o).toFixed(1)}x | |`);
-  console.log(`rounds: ours ${ours.map((x) => x.toFixed(0)).join(', ')}; naive ${naive.map((x) => x.toFixed(0)).join(', ')}`);
+  console.log(
+    `rounds: ours ${ours.map((x) => x.toFixed(0)).join(', ')}; naive ${naive.map((x) => x.toFixed(0)).join(', ')}`,
+  );
   if (!process.env.BENCH_KEEP) fs.rmSync(BASE, { recursive: true, force: true });
 }
 

@@ -31,11 +31,25 @@ function plain(sim: PveSim, method: string, p: string, form?: Record<string, str
   const body = form ? new URLSearchParams(form).toString() : undefined;
   return new Promise((resolve, reject) => {
     const req = https.request(
-      { host: '127.0.0.1', port: sim.port, method, path: `/api2/json${p}`, ca: sim.cert.cert, headers: { Authorization: `PVEAPIToken=${TOKEN.id}=${TOKEN.secret}`, ...(body ? { 'Content-Type': 'application/x-www-form-urlencoded' } : {}) } },
+      {
+        host: '127.0.0.1',
+        port: sim.port,
+        method,
+        path: `/api2/json${p}`,
+        ca: sim.cert.cert,
+        headers: {
+          Authorization: `PVEAPIToken=${TOKEN.id}=${TOKEN.secret}`,
+          ...(body ? { 'Content-Type': 'application/x-www-form-urlencoded' } : {}),
+        },
+      },
       (res) => {
         let t = '';
         res.on('data', (c) => (t += c));
-        res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(t).data) : reject(new Error(`${res.statusCode} ${res.statusMessage}`))));
+        res.on('end', () =>
+          res.statusCode === 200
+            ? resolve(JSON.parse(t).data)
+            : reject(new Error(`${res.statusCode} ${res.statusMessage}`)),
+        );
       },
     );
     req.on('error', reject);
@@ -50,7 +64,11 @@ async function main(): Promise<void> {
   const r = rng(42);
   const durations = Array.from({ length: 2 * N }, () => Math.round(100 + r() * 1900));
   const target = parseTarget(`proxmox://127.0.0.1:${sim.port}/pve1/qemu/101`);
-  const b = new ProxmoxBackend(target, {}, { AGENTKEEP_PVE_TOKEN: `${TOKEN.id}=${TOKEN.secret}`, AGENTKEEP_PVE_FINGERPRINT: sim.cert.fingerprint });
+  const b = new ProxmoxBackend(
+    target,
+    {},
+    { AGENTKEEP_PVE_TOKEN: `${TOKEN.id}=${TOKEN.secret}`, AGENTKEEP_PVE_FINGERPRINT: sim.cert.fingerprint },
+  );
 
   // AgentKeep: full create through the backend; the delay is measured on waitTask inside it.
   const akDelay: number[] = [];
@@ -64,7 +82,9 @@ async function main(): Promise<void> {
   for (let i = 0; i < N; i++) {
     sim.faults.taskMs = durations[i];
     const before = sim.requests.length;
-    await b.create(`ak_bench_${i}`, { meta: { label: `bench ${i}`, kind: 'manual', createdAt: new Date().toISOString() } });
+    await b.create(`ak_bench_${i}`, {
+      meta: { label: `bench ${i}`, kind: 'manual', createdAt: new Date().toISOString() },
+    });
     akReq.push(sim.requests.length - before);
   }
   sim.faults.taskMs = 300;
@@ -103,10 +123,15 @@ async function main(): Promise<void> {
     ['task-stop delay, p95 (ms)', quantile(akDelay, 0.95), quantile(plDelay, 0.95)],
     ['requests per create (mean)', mean(akReq), mean(plReq)],
   ];
-  console.log(`Proxmox backend vs plain 1 s poll loop, ${N} restore points each, task run times 100-2000 ms (seed 42), simulator over HTTPS on 127.0.0.1`);
+  console.log(
+    `Proxmox backend vs plain 1 s poll loop, ${N} restore points each, task run times 100-2000 ms (seed 42), simulator over HTTPS on 127.0.0.1`,
+  );
   console.log('| measure | AgentKeep | plain loop (1 s poll) | ratio AgentKeep/plain |');
   console.log('|---|---|---|---|');
-  for (const [name, a, p] of rows) console.log(`| ${name} | ${Number(a).toFixed(1)} | ${Number(p).toFixed(1)} | ${(Number(a) / Number(p)).toFixed(2)}x |`);
+  for (const [name, a, p] of rows)
+    console.log(
+      `| ${name} | ${Number(a).toFixed(1)} | ${Number(p).toFixed(1)} | ${(Number(a) / Number(p)).toFixed(2)}x |`,
+    );
   console.log(`| requests per rollback / per delete (AgentKeep) | ${akRollbackReq} / ${akDeleteReq} | | |`);
   console.log(`target: median task-stop delay < 100 ms -> ${quantile(akDelay, 0.5) < 100 ? 'met' : 'NOT met'}`);
 }

@@ -73,7 +73,11 @@ async function main(): Promise<void> {
     const vm = await startVm(path.join(tmp, 'vm'), { kernel: true, memMiB: MEM });
     await new Promise((r) => setTimeout(r, 1500)); // let the guest fill its RAM
     const layout = new StateLayout(path.join(tmp, 'state'));
-    const backend = new QemuBackend({ target: parseTarget(`qemu:${vm.socket}`), layout, objects: new ObjectStore(layout.objectsDir) });
+    const backend = new QemuBackend({
+      target: parseTarget(`qemu:${vm.socket}`),
+      layout,
+      objects: new ObjectStore(layout.objectsDir),
+    });
     const t = { akSave: [] as number[], akLoad: [] as number[], minSave: [] as number[], minLoad: [] as number[] };
     for (let r = 0; r < ROUNDS; r++) {
       const ak = async (): Promise<void> => {
@@ -109,7 +113,9 @@ async function main(): Promise<void> {
       '',
       '| operation | AgentKeep qemu backend | minimal QMP script | difference | ratio |',
       '|---|---:|---:|---:|---:|',
-      ...rows.map(([op, a, m]) => `| ${op} | ${fmt(a)} | ${fmt(m)} | ${Math.round(a - m)} ms | ${(a / m).toFixed(2)}× |`),
+      ...rows.map(
+        ([op, a, m]) => `| ${op} | ${fmt(a)} | ${fmt(m)} | ${Math.round(a - m)} ms | ${(a / m).toFixed(2)}× |`,
+      ),
       '',
       `all rounds (ms): AgentKeep save ${t.akSave.map(Math.round).join(', ')}; load ${t.akLoad.map(Math.round).join(', ')}`,
       `                 minimal   save ${t.minSave.map(Math.round).join(', ')}; load ${t.minLoad.map(Math.round).join(', ')}`,

@@ -33,7 +33,10 @@ const stateDir = path.join(BASE, 'state');
 const gitDir = path.join(BASE, 'shadow.git');
 const tarDir = path.join(BASE, 'tar');
 
-const WORDS = 'agent memory restore point snapshot install package node python venv cache config skill session tool call file tree hash object manifest lock journal'.split(' ');
+const WORDS =
+  'agent memory restore point snapshot install package node python venv cache config skill session tool call file tree hash object manifest lock journal'.split(
+    ' ',
+  );
 
 function textOf(rand: () => number, bytes: number): string {
   const parts: string[] = [];
@@ -88,7 +91,6 @@ const git = (...args: string[]): string =>
     maxBuffer: 1 << 26,
   }).toString();
 
-
 async function main(): Promise<void> {
   const t0 = Date.now();
   console.log(`Generating ${FILES} files, ~${MB} MB under ${tree} ...`);
@@ -109,10 +111,12 @@ async function main(): Promise<void> {
   // 1. initial
   const [akInit, rp1] = await time(() => core.createRestorePoint({ target, label: 'initial' }));
   res.agentkeep.initial = akInit;
-  res.git.initial = (await time(() => {
-    git('add', '-A');
-    git('commit', '-q', '-m', 'initial');
-  }))[0];
+  res.git.initial = (
+    await time(() => {
+      git('add', '-A');
+      git('commit', '-q', '-m', 'initial');
+    })
+  )[0];
   const c1 = git('rev-parse', 'HEAD').trim();
   res.tar.initial = (await time(() => execFileSync('tar', ['-cf', path.join(tarDir, '1.tar'), '-C', tree, '.'])))[0];
 
@@ -124,20 +128,27 @@ async function main(): Promise<void> {
   let akNew = 0;
   for (let r = 0; r < ROUNDS; r++) {
     await new Promise((res2) => setTimeout(res2, 120));
-    for (let k = 0; k < 8; k++) fs.appendFileSync(path.join(tree, files[Math.floor(rand() * (files.length - BIN_COUNT))]), `\nedit ${r}.${k}\n`);
+    for (let k = 0; k < 8; k++)
+      fs.appendFileSync(path.join(tree, files[Math.floor(rand() * (files.length - BIN_COUNT))]), `\nedit ${r}.${k}\n`);
     fs.writeFileSync(path.join(tree, files[files.length - 1 - r]), randomBytes(1 << 20));
     fs.writeFileSync(path.join(tree, `new-${r}.txt`), `new file ${r}\n`);
     await new Promise((res2) => setTimeout(res2, 120));
     const [a, rp] = await time(() => core.createRestorePoint({ target, label: `round ${r}` }));
     ak.push(a);
     akNew = rp.machine.newBytes;
-    gi.push((await time(() => {
-      git('add', '-A');
-      git('commit', '-q', '-m', `round ${r}`);
-    }))[0]);
+    gi.push(
+      (
+        await time(() => {
+          git('add', '-A');
+          git('commit', '-q', '-m', `round ${r}`);
+        })
+      )[0],
+    );
     ta.push((await time(() => execFileSync('tar', ['-cf', path.join(tarDir, `inc${r}.tar`), '-C', tree, '.'])))[0]);
   }
-  console.log(`incremental rounds (ms): AgentKeep ${ak.map((x) => x.toFixed(0)).join(', ')} | git ${gi.map((x) => x.toFixed(0)).join(', ')} | tar ${ta.map((x) => x.toFixed(0)).join(', ')}`);
+  console.log(
+    `incremental rounds (ms): AgentKeep ${ak.map((x) => x.toFixed(0)).join(', ')} | git ${gi.map((x) => x.toFixed(0)).join(', ')} | tar ${ta.map((x) => x.toFixed(0)).join(', ')}`,
+  );
   res.agentkeep.incremental = median(ak);
   res.git.incremental = median(gi);
   res.tar.incremental = median(ta);
@@ -147,15 +158,19 @@ async function main(): Promise<void> {
   const [akRes, rr] = await time(() => core.restoreRestorePoint({ target, id: rp1.id, scope: 'machine' }));
   res.agentkeep.restore = akRes;
   git('reset', '--hard', '-q', cLast); // back to the last state (not timed)
-  res.git.restore = (await time(() => {
-    git('clean', '-fdq');
-    git('reset', '--hard', '-q', c1);
-  }))[0];
-  res.tar.restore = (await time(() => {
-    fs.rmSync(tree, { recursive: true, force: true });
-    fs.mkdirSync(tree);
-    execFileSync('tar', ['-xf', path.join(tarDir, '1.tar'), '-C', tree]);
-  }))[0];
+  res.git.restore = (
+    await time(() => {
+      git('clean', '-fdq');
+      git('reset', '--hard', '-q', c1);
+    })
+  )[0];
+  res.tar.restore = (
+    await time(() => {
+      fs.rmSync(tree, { recursive: true, force: true });
+      fs.mkdirSync(tree);
+      execFileSync('tar', ['-xf', path.join(tarDir, '1.tar'), '-C', tree]);
+    })
+  )[0];
 
   const sizes = { agentkeep: duBytes(stateDir), git: duBytes(gitDir), tar: duBytes(tarDir) };
   const fmt = (ms: number): string => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(0)} ms`);
@@ -166,16 +181,22 @@ async function main(): Promise<void> {
   ];
   for (const step of ['initial', 'incremental', 'restore']) {
     const a = res.agentkeep[step];
-    rows.push(`| ${step} | ${fmt(a)} | ${fmt(res.git[step])} | ${fmt(res.tar[step])} | ${ratio(a, res.git[step])} | ${ratio(a, res.tar[step])} |`);
+    rows.push(
+      `| ${step} | ${fmt(a)} | ${fmt(res.git[step])} | ${fmt(res.tar[step])} | ${ratio(a, res.git[step])} | ${ratio(a, res.tar[step])} |`,
+    );
   }
-  rows.push(`| store on disk after all steps | ${(sizes.agentkeep / 1e6).toFixed(0)} MB | ${(sizes.git / 1e6).toFixed(0)} MB | ${(sizes.tar / 1e6).toFixed(0)} MB | ${ratio(sizes.agentkeep, sizes.git)} | ${ratio(sizes.agentkeep, sizes.tar)} |`);
+  rows.push(
+    `| store on disk after all steps | ${(sizes.agentkeep / 1e6).toFixed(0)} MB | ${(sizes.git / 1e6).toFixed(0)} MB | ${(sizes.tar / 1e6).toFixed(0)} MB | ${ratio(sizes.agentkeep, sizes.git)} | ${ratio(sizes.agentkeep, sizes.tar)} |`,
+  );
   const table = rows.join('\n');
   const info =
     `tree: ${FILES} files (${BIN_COUNT} binaries), ${(duBytes(tree) / 1e6).toFixed(0)} MB; incremental = median of ${ROUNDS} rounds of 10 changed files; ` +
     `AgentKeep stored ${(akNew / 1e6).toFixed(2)} MB new in the last round; restore changed ${rr.changes.changed.length + rr.changes.added.length + rr.changes.removed.length} paths; ` +
     `node ${process.version}, ${execFileSync('git', ['--version']).toString().trim()}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), ${os.platform()} ${os.release()}`;
   console.log('\n' + table + '\n\n' + info);
-  console.log(`\nincremental create: AgentKeep / shadow git = ${(res.agentkeep.incremental / res.git.incremental).toFixed(2)} (aim ≤ 0.50)`);
+  console.log(
+    `\nincremental create: AgentKeep / shadow git = ${(res.agentkeep.incremental / res.git.incremental).toFixed(2)} (aim ≤ 0.50)`,
+  );
   console.log(`total bench time ${((Date.now() - t0) / 1000).toFixed(0)} s`);
   if (process.env.BENCH_MD) fs.writeFileSync(process.env.BENCH_MD, table + '\n\n' + info + '\n');
   if (!process.env.BENCH_KEEP) fs.rmSync(BASE, { recursive: true, force: true });

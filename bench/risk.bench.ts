@@ -26,7 +26,12 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { TextDocument } from 'vscode-languageserver-textdocument';
-import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type CodeLens } from 'vscode-languageserver/node';
+import {
+  createMessageConnection,
+  StreamMessageReader,
+  StreamMessageWriter,
+  type CodeLens,
+} from 'vscode-languageserver/node';
 import { scanText } from '../sidecar/risk';
 import { rng } from './lib';
 import { setRiskMemo } from '../sidecar/risk/scan';
@@ -46,9 +51,24 @@ const CORPUS = path.join(__dirname, '..', 'test', 'fixtures', 'risk-corpus');
 const RG_PATTERN =
   '(^|[\\s;&|(`!%$"\'/])(sudo\\s+)?(apt-get|apt|dpkg|snap|dnf|yum|pacman|zypper|apk|brew|pip3?|pipx|uv|uvx|poetry|conda|mamba|npm|pnpm|yarn|bun|bunx|npx|cargo|go|gem|rustup|corepack|docker|podman|systemctl|crontab|hermes|winget|scoop|choco|playwright|make|wsl|Install-Module)\\s+(-\\S+\\s+)*(install|i|add|ci|sync|update|upgrade|remove|uninstall|rm|dlx|run|pull|compose|enable|disable|link|prepare|bundle|skills|gateway|get|tool|inject|image|env|-[gy]|-S\\w*|-U|--install|--yes|-Name|only-allow|\\S+@)|(curl|wget|irm|iwr|Invoke-RestMethod)\\b.*\\|\\s*(sudo\\s+)?((ba|z)?sh|iex|Invoke-Expression|crontab)\\b|\\$\\((curl|wget)\\b|\\|\\s*crontab\\b';
 
-
-const FILLER_SH = ['echo "step $i done"', 'cd "$ROOT" && ls -la', 'export PATH="$HOME/.local/bin:$PATH"', 'if [ -f .env ]; then . ./.env; fi', 'log "building $TARGET"', 'mkdir -p "$OUT" && cp -r dist/* "$OUT"', '# check the version before continuing', 'git status --short'];
-const FILLER_MD = ['The agent keeps its state in the home folder; see the configuration page for details.', 'Run the tests before opening a pull request.', '', '## Notes', '- keep the API key in `.env`, not in the config', 'Use `npm run build` to produce the bundle.'];
+const FILLER_SH = [
+  'echo "step $i done"',
+  'cd "$ROOT" && ls -la',
+  'export PATH="$HOME/.local/bin:$PATH"',
+  'if [ -f .env ]; then . ./.env; fi',
+  'log "building $TARGET"',
+  'mkdir -p "$OUT" && cp -r dist/* "$OUT"',
+  '# check the version before continuing',
+  'git status --short',
+];
+const FILLER_MD = [
+  'The agent keeps its state in the home folder; see the configuration page for details.',
+  'Run the tests before opening a pull request.',
+  '',
+  '## Notes',
+  '- keep the API key in `.env`, not in the config',
+  'Use `npm run build` to produce the bundle.',
+];
 
 /** A shell or Markdown file of about `bytes` bytes: corpus files with renamed packages, plus filler lines. */
 function makeFile(kind: 'sh' | 'md', bytes: number, r: () => number, sources: string[]): string {
@@ -57,11 +77,17 @@ function makeFile(kind: 'sh' | 'md', bytes: number, r: () => number, sources: st
   while (size < bytes) {
     let chunk: string;
     if (r() < 0.25) {
-      chunk = sources[Math.floor(r() * sources.length)].replace(/\b(example-[a-z-]+|left-pad|requests|jq|ffmpeg)\b/g, (m) => `${m}${Math.floor(r() * 1000)}`);
+      chunk = sources[Math.floor(r() * sources.length)].replace(
+        /\b(example-[a-z-]+|left-pad|requests|jq|ffmpeg)\b/g,
+        (m) => `${m}${Math.floor(r() * 1000)}`,
+      );
     } else {
       const filler = kind === 'sh' ? FILLER_SH : FILLER_MD;
       const lines = Array.from({ length: 20 }, () => filler[Math.floor(r() * filler.length)]);
-      chunk = kind === 'md' ? `${lines.join('\n')}\n\n\`\`\`bash\n${FILLER_SH.slice(0, 3).join('\n')}\n\`\`\`\n` : lines.join('\n');
+      chunk =
+        kind === 'md'
+          ? `${lines.join('\n')}\n\n\`\`\`bash\n${FILLER_SH.slice(0, 3).join('\n')}\n\`\`\`\n`
+          : lines.join('\n');
     }
     out.push(chunk);
     size += chunk.length + 1;
@@ -87,20 +113,26 @@ function rgVersion(): string | undefined {
 /** Section 3: per-command classification time (ms), median per command over rounds; median / p99 / max over commands. */
 async function classifyBench(): Promise<string> {
   const rounds = Number(process.env.BENCH_RISK_CLASSIFY_ROUNDS ?? 200);
-  const engineDir = process.env.RISK_ENGINE ? path.resolve(process.env.RISK_ENGINE) : path.join(__dirname, '..', 'sidecar', 'risk');
+  const engineDir = process.env.RISK_ENGINE
+    ? path.resolve(process.env.RISK_ENGINE)
+    : path.join(__dirname, '..', 'sidecar', 'risk');
   const engine = (await import(path.join(engineDir, 'index.ts'))) as {
     classifyCommand?: (t: string) => unknown;
     scanText: (f: string, t: string) => unknown[];
   };
   const memo = (await import(path.join(engineDir, 'scan.ts'))) as { setRiskMemo: (on: boolean) => void };
   memo.setRiskMemo(false);
-  const classify = engine.classifyCommand ? (t: string): unknown => engine.classifyCommand!(t) : (t: string): unknown => engine.scanText('command.sh', `${t}\n`);
+  const classify = engine.classifyCommand
+    ? (t: string): unknown => engine.classifyCommand!(t)
+    : (t: string): unknown => engine.scanText('command.sh', `${t}\n`);
   const agent = fs
     .readFileSync(path.join(__dirname, '..', 'test', 'cases', 'agent-commands', 'commands.jsonl'), 'utf8')
     .split('\n')
     .filter((l) => l.trim())
     .map((l) => (JSON.parse(l) as { command: string }).command);
-  const corpus = (JSON.parse(fs.readFileSync(path.join(CORPUS, 'labels.json'), 'utf8')) as Array<{ command: string }>).map((l) => l.command);
+  const corpus = (
+    JSON.parse(fs.readFileSync(path.join(CORPUS, 'labels.json'), 'utf8')) as Array<{ command: string }>
+  ).map((l) => l.command);
   const rows: string[] = [];
   for (const [name, cmds] of [
     ['agent commands (test/cases/agent-commands)', agent],
@@ -120,7 +152,9 @@ async function classifyBench(): Promise<string> {
     const s = [...per].sort((a, b) => a - b);
     const q = (p: number): number => s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)];
     const slowest = cmds[per.indexOf(s[s.length - 1])];
-    rows.push(`| ${name}: ${cmds.length} commands | ${(median(per) * 1000).toFixed(1)} µs | ${(q(0.99) * 1000).toFixed(1)} µs | ${(s[s.length - 1] * 1000).toFixed(1)} µs (\`${slowest.slice(0, 40).replace(/[|`]/g, ' ')}${slowest.length > 40 ? '…' : ''}\`) |`);
+    rows.push(
+      `| ${name}: ${cmds.length} commands | ${(median(per) * 1000).toFixed(1)} µs | ${(q(0.99) * 1000).toFixed(1)} µs | ${(s[s.length - 1] * 1000).toFixed(1)} µs (\`${slowest.slice(0, 40).replace(/[|`]/g, ' ')}${slowest.length > 40 ? '…' : ''}\`) |`,
+    );
   }
   memo.setRiskMemo(true);
   const engineName = process.env.RISK_ENGINE ? `engine ${engineDir}` : 'this tree';
@@ -141,10 +175,16 @@ async function main(): Promise<void> {
   fs.rmSync(BASE, { recursive: true, force: true });
   const dir = path.join(BASE, 'mix');
   fs.mkdirSync(dir, { recursive: true });
-  const shSources = ['shell/devbox/setup.sh', 'shell/macos/bootstrap-mac.sh'].map((f) => fs.readFileSync(path.join(CORPUS, f), 'utf8'));
-  const mdSources = ['markdown/devbox-notes/SETUP.md', 'markdown/windows/INSTALL-windows.md', 'skill/pdf-tools/SKILL.md', 'skill/web-scraper/SKILL.md', 'agent-zero-docs/maintenance/docs/updating.md'].map((f) =>
+  const shSources = ['shell/devbox/setup.sh', 'shell/macos/bootstrap-mac.sh'].map((f) =>
     fs.readFileSync(path.join(CORPUS, f), 'utf8'),
   );
+  const mdSources = [
+    'markdown/devbox-notes/SETUP.md',
+    'markdown/windows/INSTALL-windows.md',
+    'skill/pdf-tools/SKILL.md',
+    'skill/web-scraper/SKILL.md',
+    'agent-zero-docs/maintenance/docs/updating.md',
+  ].map((f) => fs.readFileSync(path.join(CORPUS, f), 'utf8'));
   const r = rng(42);
   const nFiles = 50;
   const per = Math.round((MB * 1024 * 1024) / nFiles);
@@ -178,7 +218,10 @@ async function main(): Promise<void> {
       const t0 = process.hrtime.bigint();
       const out = execFileSync('rg', args, { encoding: 'utf8', maxBuffer: 1 << 26 });
       times.push(ms(t0));
-      lines = out.split('\n').filter(Boolean).reduce((s, n) => s + Number(n), 0);
+      lines = out
+        .split('\n')
+        .filter(Boolean)
+        .reduce((s, n) => s + Number(n), 0);
     }
     return { times, lines };
   };
@@ -191,10 +234,16 @@ async function main(): Promise<void> {
   let rgCorpus: { precision: number; recall: number; flagged: number } | undefined;
   let akCorpus: { precision: number; recall: number; flagged: number } | undefined;
   {
-    const labels = JSON.parse(fs.readFileSync(path.join(CORPUS, 'labels.json'), 'utf8')) as Array<{ file: string; line: number; end_line: number }>;
+    const labels = JSON.parse(fs.readFileSync(path.join(CORPUS, 'labels.json'), 'utf8')) as Array<{
+      file: string;
+      line: number;
+      end_line: number;
+    }>;
     const names = fs.readFileSync(path.join(CORPUS, 'FILES.txt'), 'utf8').split('\n').filter(Boolean);
     const labelled = new Set(labels.map((l) => `${l.file}:${l.line}`));
-    const covered = new Set(labels.flatMap((l) => Array.from({ length: l.end_line - l.line + 1 }, (_, k) => `${l.file}:${l.line + k}`)));
+    const covered = new Set(
+      labels.flatMap((l) => Array.from({ length: l.end_line - l.line + 1 }, (_, k) => `${l.file}:${l.line + k}`)),
+    );
     const pr = (flagged: Set<string>): { precision: number; recall: number; flagged: number } => {
       // a flagged line inside a labelled command counts for that command (rg sees physical lines)
       const hitLabels = new Set<string>();
@@ -206,19 +255,41 @@ async function main(): Promise<void> {
         const l = labels.find((x) => x.file === file && x.line <= line && line <= x.end_line);
         if (l) hitLabels.add(`${l.file}:${l.line}`);
       }
-      return { precision: flagged.size ? good / flagged.size : 1, recall: hitLabels.size / labelled.size, flagged: flagged.size };
+      return {
+        precision: flagged.size ? good / flagged.size : 1,
+        recall: hitLabels.size / labelled.size,
+        flagged: flagged.size,
+      };
     };
     if (rg) {
-      const out = spawnSync('rg', ['-n', '--no-heading', '--with-filename', '-e', RG_PATTERN, ...names], { cwd: CORPUS, encoding: 'utf8' }).stdout;
-      rgCorpus = pr(new Set(out.split('\n').filter(Boolean).map((l) => l.split(':').slice(0, 2).join(':'))));
+      const out = spawnSync('rg', ['-n', '--no-heading', '--with-filename', '-e', RG_PATTERN, ...names], {
+        cwd: CORPUS,
+        encoding: 'utf8',
+      }).stdout;
+      rgCorpus = pr(
+        new Set(
+          out
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => l.split(':').slice(0, 2).join(':')),
+        ),
+      );
     }
-    akCorpus = pr(new Set(names.flatMap((f) => scanText(f, fs.readFileSync(path.join(CORPUS, f), 'utf8')).map((x) => `${f}:${x.line}`))));
+    akCorpus = pr(
+      new Set(
+        names.flatMap((f) => scanText(f, fs.readFileSync(path.join(CORPUS, f), 'utf8')).map((x) => `${f}:${x.line}`)),
+      ),
+    );
   }
 
   // 2. CodeLens latency on 5,000-line files: typical (a file of the mix: corpus chunks + ordinary
   // lines) and dense (corpus files only: every fourth line or so is risky)
   const fiveK = (kind: 'sh' | 'md', dense: boolean): string => {
-    const src = dense ? (kind === 'sh' ? shSources : mdSources) : [fs.readFileSync(files[kind === 'sh' ? 0 : 1], 'utf8')];
+    const src = dense
+      ? kind === 'sh'
+        ? shSources
+        : mdSources
+      : [fs.readFileSync(files[kind === 'sh' ? 0 : 1], 'utf8')];
     const lines: string[] = [];
     let i = 0;
     while (lines.length < 5000) lines.push(...src[i++ % src.length].split('\n'));
@@ -231,7 +302,14 @@ async function main(): Promise<void> {
     }
     return lines.slice(0, cut).join('\n') + '\n';
   };
-  const lensRows: Array<{ name: string; lenses: number; first: number[]; cold: number[]; lspChange: number[]; lspCached: number[] }> = [];
+  const lensRows: Array<{
+    name: string;
+    lenses: number;
+    first: number[];
+    cold: number[];
+    lspChange: number[];
+    lspCached: number[];
+  }> = [];
   await buildSidecar();
   const child = startSidecar(['serve', '--stdio'], { AGENTKEEP_STATE_DIR: path.join(BASE, 'state') });
   const conn = createMessageConnection(new StreamMessageReader(child.stdout!), new StreamMessageWriter(child.stdin!));
@@ -266,12 +344,17 @@ async function main(): Promise<void> {
         lenses = codeLensesFor(doc).length;
         cold.push(ms(t0));
       }
-      await conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: lang, version: 1, text } });
+      await conn.sendNotification('textDocument/didOpen', {
+        textDocument: { uri, languageId: lang, version: 1, text },
+      });
       const lspChange: number[] = [];
       const lspCached: number[] = [];
       for (let k = 0; k < LENS_ROUNDS; k++) {
         const t0 = process.hrtime.bigint();
-        await conn.sendNotification('textDocument/didChange', { textDocument: { uri, version: k + 2 }, contentChanges: [{ text: k % 2 ? text : text + '\n' }] });
+        await conn.sendNotification('textDocument/didChange', {
+          textDocument: { uri, version: k + 2 },
+          contentChanges: [{ text: k % 2 ? text : text + '\n' }],
+        });
         const got = (await conn.sendRequest('textDocument/codeLens', { textDocument: { uri } })) as CodeLens[];
         lspChange.push(ms(t0));
         if (got.length !== lenses) throw new Error(`LSP returned ${got.length} lenses, in process ${lenses}`);
@@ -279,7 +362,14 @@ async function main(): Promise<void> {
         await conn.sendRequest('textDocument/codeLens', { textDocument: { uri } });
         lspCached.push(ms(t1));
       }
-      lensRows.push({ name: `${kind === 'sh' ? 'shell' : 'Markdown'}, ${dense ? 'dense' : 'typical'} (${text.split('\n').length - 1} lines)`, lenses, first, cold, lspChange, lspCached });
+      lensRows.push({
+        name: `${kind === 'sh' ? 'shell' : 'Markdown'}, ${dense ? 'dense' : 'typical'} (${text.split('\n').length - 1} lines)`,
+        lenses,
+        first,
+        cold,
+        lspChange,
+        lspCached,
+      });
     }
   } finally {
     conn.dispose();
@@ -291,22 +381,37 @@ async function main(): Promise<void> {
   const node = process.version;
   const cpu = os.cpus()[0]?.model ?? 'cpu';
   const table: string[] = [];
-  table.push(`Data: ${files.length} files (${files.length / 2} .sh, ${files.length / 2} .md), ${f2(mb)} MB, ${totalLines} lines, generated from the corpus shell/Markdown files with filler. ${os.cpus().length} × ${cpu}, Node ${node}${rg ? `, ${rg}` : ''}. Median of ${ROUNDS} runs.`);
+  table.push(
+    `Data: ${files.length} files (${files.length / 2} .sh, ${files.length / 2} .md), ${f2(mb)} MB, ${totalLines} lines, generated from the corpus shell/Markdown files with filler. ${os.cpus().length} × ${cpu}, Node ${node}${rg ? `, ${rg}` : ''}. Median of ${ROUNDS} runs.`,
+  );
   table.push('');
   table.push('| Scan of the 5 MB mix | time (median) | throughput | hits |');
   table.push('|---|---:|---:|---:|');
-  table.push(`| AgentKeep \`scanText\` (read + scan, 1 thread, in process) | ${f1(median(scanTimes))} ms | ${f1(mb / (median(scanTimes) / 1000))} MB/s | ${findings} risky commands |`);
+  table.push(
+    `| AgentKeep \`scanText\` (read + scan, 1 thread, in process) | ${f1(median(scanTimes))} ms | ${f1(mb / (median(scanTimes) / 1000))} MB/s | ${findings} risky commands |`,
+  );
   if (rgAll && rg1) {
-    table.push(`| ripgrep, same command-name patterns, all threads (\`rg -c\`) | ${f1(median(rgAll.times))} ms | ${f1(mb / (median(rgAll.times) / 1000))} MB/s | ${rgAll.lines} matching lines |`);
-    table.push(`| ripgrep, one thread (\`rg -j1 -c\`) | ${f1(median(rg1.times))} ms | ${f1(mb / (median(rg1.times) / 1000))} MB/s | ${rg1.lines} matching lines |`);
+    table.push(
+      `| ripgrep, same command-name patterns, all threads (\`rg -c\`) | ${f1(median(rgAll.times))} ms | ${f1(mb / (median(rgAll.times) / 1000))} MB/s | ${rgAll.lines} matching lines |`,
+    );
+    table.push(
+      `| ripgrep, one thread (\`rg -j1 -c\`) | ${f1(median(rg1.times))} ms | ${f1(mb / (median(rg1.times) / 1000))} MB/s | ${rg1.lines} matching lines |`,
+    );
   } else {
     table.push('| ripgrep | not run: `rg` is not installed (apt-get install -y ripgrep) | | |');
   }
   table.push('');
   table.push('| On the labelled corpus (21 files, lines only, class ignored) | flagged lines | precision | recall |');
   table.push('|---|---:|---:|---:|');
-  if (akCorpus) table.push(`| AgentKeep scanner | ${akCorpus.flagged} | ${akCorpus.precision.toFixed(3)} | ${akCorpus.recall.toFixed(3)} |`);
-  table.push(rgCorpus ? `| ripgrep, same command-name patterns | ${rgCorpus.flagged} | ${rgCorpus.precision.toFixed(3)} | ${rgCorpus.recall.toFixed(3)} |` : '| ripgrep | not run: `rg` is not installed | | |');
+  if (akCorpus)
+    table.push(
+      `| AgentKeep scanner | ${akCorpus.flagged} | ${akCorpus.precision.toFixed(3)} | ${akCorpus.recall.toFixed(3)} |`,
+    );
+  table.push(
+    rgCorpus
+      ? `| ripgrep, same command-name patterns | ${rgCorpus.flagged} | ${rgCorpus.precision.toFixed(3)} | ${rgCorpus.recall.toFixed(3)} |`
+      : '| ripgrep | not run: `rg` is not installed | | |',
+  );
   table.push('');
   table.push(
     `| provideCodeLenses (5,000-line file) | lenses | in process, first request after open: median / p95 | in process, new version each call (typing): median / p95 | LSP stdio, didChange + codeLens round trip: median / p95 | LSP, same version (cached): median / p95 |`,
@@ -314,13 +419,18 @@ async function main(): Promise<void> {
   table.push('|---|---:|---:|---:|---:|---:|');
   for (const row of lensRows) {
     const mp = (xs: number[]): string => `${f2(median(xs))} / ${f2(p95(xs))} ms`;
-    table.push(`| ${row.name} | ${row.lenses} | ${mp(row.first)} | ${mp(row.cold)} | ${mp(row.lspChange)} | ${mp(row.lspCached)} |`);
+    table.push(
+      `| ${row.name} | ${row.lenses} | ${mp(row.first)} | ${mp(row.cold)} | ${mp(row.lspChange)} | ${mp(row.lspCached)} |`,
+    );
   }
   table.push('');
   table.push(await classifyBench());
   const md = table.join('\n');
   console.log(md);
-  if (!rg) console.log('\nripgrep (rg) is not installed: the ripgrep comparison was skipped. Install it with: apt-get install -y ripgrep');
+  if (!rg)
+    console.log(
+      '\nripgrep (rg) is not installed: the ripgrep comparison was skipped. Install it with: apt-get install -y ripgrep',
+    );
   if (process.env.BENCH_MD) fs.appendFileSync(process.env.BENCH_MD, md + '\n');
   if (!process.env.BENCH_KEEP) fs.rmSync(BASE, { recursive: true, force: true });
 }

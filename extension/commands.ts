@@ -138,12 +138,21 @@ function describe(ctx: Pick<Ctx, 'sidecar'>, target: string): Promise<TargetDesc
 
 function requireConfig(): AgentConfig {
   const c = readAgentConfig();
-  if (!c) throw new UserError('No agent is configured.', 'no_agent', 'Run "AgentKeep: Set Up Demo Agent" or "AgentKeep: Pick Agent Folder…", or set agentkeep.target.');
+  if (!c)
+    throw new UserError(
+      'No agent is configured.',
+      'no_agent',
+      'Run "AgentKeep: Set Up Demo Agent" or "AgentKeep: Pick Agent Folder…", or set agentkeep.target.',
+    );
   return c;
 }
 
 /** Wrap a command: errors become a notification (message + hint) and are recorded for tests. */
-export function guarded<A extends unknown[], R>(ctx: Pick<Ctx, 'output' | 'lastError'>, name: string, fn: (...args: A) => Promise<R>): (...args: A) => Promise<R | undefined> {
+export function guarded<A extends unknown[], R>(
+  ctx: Pick<Ctx, 'output' | 'lastError'>,
+  name: string,
+  fn: (...args: A) => Promise<R>,
+): (...args: A) => Promise<R | undefined> {
   return async (...args: A) => {
     try {
       ctx.lastError = undefined;
@@ -153,7 +162,10 @@ export function guarded<A extends unknown[], R>(ctx: Pick<Ctx, 'output' | 'lastE
       const actions = err.actions ? { actions: err.actions } : {};
       ctx.lastError = { code: err.code, message: err.message, hint: err.hint, ...actions };
       ctx.output.appendLine(`[extension] ${name} failed: ${err.code}: ${err.full()}`);
-      const show = err.code === 'untrusted' || err.code === CANCELLED ? vscode.window.showWarningMessage : vscode.window.showErrorMessage;
+      const show =
+        err.code === 'untrusted' || err.code === CANCELLED
+          ? vscode.window.showWarningMessage
+          : vscode.window.showErrorMessage;
       // Proxmox refused or lacks credentials: the fix in VS Code is the token command, not an env var
       const fix = err.code === 'auth_failed' ? 'Set Proxmox API Token' : undefined;
       // the sidecar's next actions (undo, finish the restore, list, ...) are buttons that run them
@@ -167,17 +179,28 @@ export function guarded<A extends unknown[], R>(ctx: Pick<Ctx, 'output' | 'lastE
 
 /** Register every command; returns their disposables. */
 export function registerCommands(ctx: Ctx): vscode.Disposable[] {
-  const reg = <A extends unknown[], R>(id: string, fn: (...args: A) => Promise<R>) => vscode.commands.registerCommand(id, guarded(ctx, id, fn));
+  const reg = <A extends unknown[], R>(id: string, fn: (...args: A) => Promise<R>) =>
+    vscode.commands.registerCommand(id, guarded(ctx, id, fn));
   return [
     reg('agentkeep.createRestorePoint', (opts?: CreateOptions) => createRestorePoint(ctx, opts)),
-    reg('agentkeep.createRestorePointWithRam', (opts?: CreateOptions) => createRestorePoint(ctx, { ...opts, vmstate: true })),
+    reg('agentkeep.createRestorePointWithRam', (opts?: CreateOptions) =>
+      createRestorePoint(ctx, { ...opts, vmstate: true }),
+    ),
     reg('agentkeep.restore', (arg?: unknown, scope?: Scope, opts?: RestoreOptions) => restore(ctx, arg, scope, opts)),
-    reg('agentkeep.setProxmoxToken', (token?: string) => setProxmoxToken(ctx.context.secrets, ctx.sidecar, typeof token === 'string' ? token : undefined)),
+    reg('agentkeep.setProxmoxToken', (token?: string) =>
+      setProxmoxToken(ctx.context.secrets, ctx.sidecar, typeof token === 'string' ? token : undefined),
+    ),
     reg('agentkeep.clearProxmoxToken', () => clearProxmoxToken(ctx.context.secrets, ctx.sidecar)),
-    reg('agentkeep.chooseAgent', (target?: unknown) => chooseAgent(ctx.sidecar, typeof target === 'string' ? target : undefined)),
-    reg('agentkeep.deleteRestorePoint', (arg?: unknown, opts?: { confirm?: boolean }) => deleteRestorePoint(ctx, arg, opts)),
+    reg('agentkeep.chooseAgent', (target?: unknown) =>
+      chooseAgent(ctx.sidecar, typeof target === 'string' ? target : undefined),
+    ),
+    reg('agentkeep.deleteRestorePoint', (arg?: unknown, opts?: { confirm?: boolean }) =>
+      deleteRestorePoint(ctx, arg, opts),
+    ),
     reg('agentkeep.keep', (arg?: unknown) => keep(ctx, arg)),
-    reg('agentkeep.renameRestorePoint', (arg?: unknown, label?: string) => renameRestorePoint(ctx, arg, typeof label === 'string' ? label : undefined)),
+    reg('agentkeep.renameRestorePoint', (arg?: unknown, label?: string) =>
+      renameRestorePoint(ctx, arg, typeof label === 'string' ? label : undefined),
+    ),
     reg('agentkeep.toggleImportant', (arg?: unknown) => toggleImportant(ctx, arg)),
     reg('agentkeep.showDetails', async (arg?: unknown) => {
       const config = requireConfig();
@@ -224,13 +247,19 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
 function checkLens(arg: unknown): LensArg {
   const parsed = LensArgument.safeParse(arg);
   if (!parsed.success) {
-    throw new UserError('This command needs the CodeLens argument {command, file, line}.', 'invalid_params', 'Use the "Snapshot & run" or "Run" CodeLens above a command in a script.');
+    throw new UserError(
+      'This command needs the CodeLens argument {command, file, line}.',
+      'invalid_params',
+      'Use the "Snapshot & run" or "Run" CodeLens above a command in a script.',
+    );
   }
   return parsed.data;
 }
 
 /** Progress adapter: sidecar progress notifications -> a VS Code progress. */
-function progressReporter(progress: vscode.Progress<{ message?: string; increment?: number }>): (p: ProgressParams) => void {
+function progressReporter(
+  progress: vscode.Progress<{ message?: string; increment?: number }>,
+): (p: ProgressParams) => void {
   let last = 0;
   return (p) => {
     let increment: number | undefined;
@@ -271,12 +300,18 @@ async function longTask<T>(
   ctx: Ctx,
   target: string,
   title: string,
-  fn: (progress: vscode.Progress<{ message?: string; increment?: number }>, token: vscode.CancellationToken | undefined) => Promise<T>,
+  fn: (
+    progress: vscode.Progress<{ message?: string; increment?: number }>,
+    token: vscode.CancellationToken | undefined,
+  ) => Promise<T>,
 ): Promise<T> {
   const d = await describe(ctx, target);
   const cancellable = !!d && isVmTarget(d);
   try {
-    return await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable }, (progress, token) => fn(progress, cancellable ? token : undefined));
+    return await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title, cancellable },
+      (progress, token) => fn(progress, cancellable ? token : undefined),
+    );
   } catch (e) {
     const err = toSidecarError(e);
     if (err.code !== CANCELLED) throw e;
@@ -292,7 +327,11 @@ async function createRestorePoint(ctx: Ctx, opts?: CreateOptions): Promise<Resto
   const d = await describe(ctx, config.target);
   const ramOnRequest = !!d && canRamState(d);
   if (vmstate && !ramOnRequest) {
-    throw new UserError(`Restore points of ${config.target} cannot hold RAM state.`, 'unsupported', `RAM state needs a target whose backend saves it on request (a Proxmox VM); ${d ? `${d.name} (${d.backend}) snapshots` : 'this target snapshots'} its disk only.`);
+    throw new UserError(
+      `Restore points of ${config.target} cannot hold RAM state.`,
+      'unsupported',
+      `RAM state needs a target whose backend saves it on request (a Proxmox VM); ${d ? `${d.name} (${d.backend}) snapshots` : 'this target snapshots'} its disk only.`,
+    );
   }
   let label = opts?.label;
   if (label === undefined) {
@@ -307,9 +346,13 @@ async function createRestorePoint(ctx: Ctx, opts?: CreateOptions): Promise<Resto
       const picked = await vscode.window.showQuickPick(
         [
           { label: '$(database) Disk only', description: 'fast; a rollback leaves the VM stopped', ram: false },
-          { label: '$(chip) Take restore point with RAM state', description: 'slower, uses storage for the RAM; a rollback resumes the running VM', ram: true },
+          {
+            label: '$(chip) Take restore point with RAM state',
+            description: 'slower, uses storage for the RAM; a rollback resumes the running VM',
+            ram: true,
+          },
         ],
-        { title: `Create restore point "${label}"`, placeHolder: 'Include the VM\'s RAM state (Proxmox vmstate)?' },
+        { title: `Create restore point "${label}"`, placeHolder: "Include the VM's RAM state (Proxmox vmstate)?" },
       );
       if (!picked) return undefined;
       vmstate = picked.ram;
@@ -327,13 +370,34 @@ async function createRestorePoint(ctx: Ctx, opts?: CreateOptions): Promise<Resto
     const rp = await longTask(ctx, config.target, title, (progress, token) =>
       ctx.sidecar.request(
         'restorePointCreate',
-        { target: config.target, stores: config.stores, label, kind: 'manual', reason: opts?.reason, retention: config.retention, ...(vmstate ? { vmstate } : {}) },
+        {
+          target: config.target,
+          stores: config.stores,
+          label,
+          kind: 'manual',
+          reason: opts?.reason,
+          retention: config.retention,
+          ...(vmstate ? { vmstate } : {}),
+        },
         progressReporter(progress),
         token,
       ),
     );
-    const pruned = rp.pruned?.length ? [`Retention deleted ${plural(rp.pruned.length, 'older restore point')} (${rp.pruned.map((d) => d.reason).slice(0, 2).join('; ')}).`] : [];
-    void vscode.window.showInformationMessage([`Restore point "${rp.label}" created${rp.machine.vmstate ? ' with RAM state' : ''}.`, ...(rp.machine.warnings ?? []), ...pruned].join(' '));
+    const pruned = rp.pruned?.length
+      ? [
+          `Retention deleted ${plural(rp.pruned.length, 'older restore point')} (${rp.pruned
+            .map((d) => d.reason)
+            .slice(0, 2)
+            .join('; ')}).`,
+        ]
+      : [];
+    void vscode.window.showInformationMessage(
+      [
+        `Restore point "${rp.label}" created${rp.machine.vmstate ? ' with RAM state' : ''}.`,
+        ...(rp.machine.warnings ?? []),
+        ...pruned,
+      ].join(' '),
+    );
     warnAfterCreate(rp);
     return rp;
   } finally {
@@ -373,7 +437,12 @@ async function resolveId(ctx: Ctx, config: AgentConfig, arg: unknown, title: str
 async function pickRestorePoint(ctx: Ctx, config: AgentConfig, title: string): Promise<RestorePoint | undefined> {
   const rps = await ctx.sidecar.request('restorePointList', { target: config.target });
   if (!rps.length) {
-    void vscode.window.showInformationMessage('This agent has no restore points yet. Use "Snapshot & run" above a risky command, or "AgentKeep: Create Restore Point".', 'Create Restore Point').then((b) => b && vscode.commands.executeCommand('agentkeep.createRestorePoint'));
+    void vscode.window
+      .showInformationMessage(
+        'This agent has no restore points yet. Use "Snapshot & run" above a risky command, or "AgentKeep: Create Restore Point".',
+        'Create Restore Point',
+      )
+      .then((b) => b && vscode.commands.executeCommand('agentkeep.createRestorePoint'));
     return undefined;
   }
   const byId = new Map(rps.map((r) => [r.id, r.label]));
@@ -392,7 +461,12 @@ async function pickRestorePoint(ctx: Ctx, config: AgentConfig, title: string): P
 async function findRestorePoint(ctx: Ctx, config: AgentConfig, id: string): Promise<RestorePoint> {
   const rps = await ctx.sidecar.request('restorePointList', { target: config.target });
   const rp = rps.find((r) => r.id === id);
-  if (!rp) throw new UserError(`No restore point "${id}" for ${config.target}.`, 'restore_point_not_found', 'Refresh the Agent view and pick one from the list.');
+  if (!rp)
+    throw new UserError(
+      `No restore point "${id}" for ${config.target}.`,
+      'restore_point_not_found',
+      'Refresh the Agent view and pick one from the list.',
+    );
   return rp;
 }
 
@@ -430,7 +504,12 @@ async function confirmRestore(
 }
 
 /** Restore: pick > scope > confirmation (restorePoint.preview) > restore with progress > Undo offer. */
-async function restore(ctx: Ctx, arg?: unknown, scopeArg?: Scope, opts?: RestoreOptions): Promise<ResultOf<'restorePointRestore'> | undefined> {
+async function restore(
+  ctx: Ctx,
+  arg?: unknown,
+  scopeArg?: Scope,
+  opts?: RestoreOptions,
+): Promise<ResultOf<'restorePointRestore'> | undefined> {
   requireTrust('Restoring a restore point');
   const configured = requireConfig();
   const config = opts?.stores ? { ...configured, stores: opts.stores } : configured;
@@ -440,7 +519,11 @@ async function restore(ctx: Ctx, arg?: unknown, scopeArg?: Scope, opts?: Restore
   let scope = scopeArg;
   if (!scope) {
     const picked = await vscode.window.showQuickPick(
-      (['both', 'machine', 'agent'] as Scope[]).map((s) => ({ label: SCOPE_LABELS[s], scope: s, description: s === 'both' ? 'recommended' : undefined })),
+      (['both', 'machine', 'agent'] as Scope[]).map((s) => ({
+        label: SCOPE_LABELS[s],
+        scope: s,
+        description: s === 'both' ? 'recommended' : undefined,
+      })),
       { title: `Restore "${rp.label}": what to put back?`, placeHolder: 'Scope of the restore' },
     );
     if (!picked) return undefined;
@@ -456,29 +539,49 @@ async function restore(ctx: Ctx, arg?: unknown, scopeArg?: Scope, opts?: Restore
   return doRestore(ctx, config, rp, scope, false, start);
 }
 
-async function doRestore(ctx: Ctx, config: AgentConfig, rp: RestorePoint, scope: Scope, quiet = false, start?: boolean): Promise<ResultOf<'restorePointRestore'>> {
+async function doRestore(
+  ctx: Ctx,
+  config: AgentConfig,
+  rp: RestorePoint,
+  scope: Scope,
+  quiet = false,
+  start?: boolean,
+): Promise<ResultOf<'restorePointRestore'>> {
   const done = ctx.statusBar.setBusy(`Restoring ${rp.label}…`);
   try {
     const res = await longTask(ctx, config.target, `Restoring "${rp.label}"…`, (progress, token) =>
-      ctx.sidecar.request('restorePointRestore', { target: config.target, id: rp.id, scope, stores: config.stores, ...(start !== undefined ? { start } : {}) }, progressReporter(progress), token),
+      ctx.sidecar.request(
+        'restorePointRestore',
+        { target: config.target, id: rp.id, scope, stores: config.stores, ...(start !== undefined ? { start } : {}) },
+        progressReporter(progress),
+        token,
+      ),
     );
     const d = res.machineState !== undefined || res.warnings?.length ? await describe(ctx, config.target) : undefined;
     if (d && (res.machineState !== undefined || res.warnings?.length)) {
       const text = vmRestoreOutcome(d, rp, res);
       ctx.output.appendLine(`[extension] ${text}`);
       if (!quiet) {
-        const show = res.machineState === 'running' ? vscode.window.showInformationMessage : vscode.window.showWarningMessage;
+        const show =
+          res.machineState === 'running' ? vscode.window.showInformationMessage : vscode.window.showWarningMessage;
         void show(text, 'Undo restore').then(async (b) => {
-          if (b && res.undo) await vscode.commands.executeCommand('agentkeep.restore', res.undo.id, scope, { confirm: false });
+          if (b && res.undo)
+            await vscode.commands.executeCommand('agentkeep.restore', res.undo.id, scope, { confirm: false });
         });
       }
       ctx.lastRestoreMessage = text;
       return res;
     }
     if (!quiet) {
-      void vscode.window.showInformationMessage(`Restored "${rp.label}" (${SCOPE_LABELS[scope]}). ${summarize(res.changes, scope)}`, 'Undo restore').then(async (b) => {
-        if (b && res.undo) await vscode.commands.executeCommand('agentkeep.restore', res.undo.id, scope, { confirm: false });
-      });
+      void vscode.window
+        .showInformationMessage(
+          `Restored "${rp.label}" (${SCOPE_LABELS[scope]}). ${summarize(res.changes, scope)}`,
+          'Undo restore',
+        )
+        .then(async (b) => {
+          if (b && res.undo)
+            await vscode.commands.executeCommand('agentkeep.restore', res.undo.id, scope, { confirm: false });
+        });
     }
     return res;
   } finally {
@@ -494,11 +597,16 @@ function summarize(c: ChangeSummary, scope: Scope): string {
     if (c.changed.length) parts.push(`${plural(c.changed.length, 'file')} reverted`);
     if (c.removed.length) parts.push(`${plural(c.removed.length, 'file')} brought back`);
   }
-  if (scope !== 'machine' && c.agentChanged.length) parts.push(`${plural(c.agentChanged.length, 'agent-state file')} put back`);
+  if (scope !== 'machine' && c.agentChanged.length)
+    parts.push(`${plural(c.agentChanged.length, 'agent-state file')} put back`);
   return parts.length ? `${parts.join(', ')}.` : 'Nothing had changed.';
 }
 
-async function deleteRestorePoint(ctx: Ctx, arg?: unknown, opts?: { confirm?: boolean }): Promise<ResultOf<'restorePointDelete'> | undefined> {
+async function deleteRestorePoint(
+  ctx: Ctx,
+  arg?: unknown,
+  opts?: { confirm?: boolean },
+): Promise<ResultOf<'restorePointDelete'> | undefined> {
   requireTrust('Deleting a restore point');
   const config = requireConfig();
   const id = await resolveId(ctx, config, arg, 'Delete which restore point?');
@@ -507,7 +615,10 @@ async function deleteRestorePoint(ctx: Ctx, arg?: unknown, opts?: { confirm?: bo
   if (opts?.confirm !== false) {
     const answer = await vscode.window.showWarningMessage(
       `Delete restore point "${rp.label}" (${formatAge(rp.createdAt)})?`,
-      { modal: true, detail: 'You will not be able to restore it any more. Files that other restore points also hold stay stored.' },
+      {
+        modal: true,
+        detail: 'You will not be able to restore it any more. Files that other restore points also hold stay stored.',
+      },
       'Delete',
     );
     if (answer !== 'Delete') return undefined;
@@ -534,7 +645,8 @@ async function renameRestorePoint(ctx: Ctx, arg?: unknown, label?: string): Prom
       title: 'Rename restore point',
       value: rp.label,
       prompt: 'A label that says why this restore point matters',
-      validateInput: (v) => (v.trim() ? (v.length > 200 ? 'At most 200 characters.' : undefined) : 'The label cannot be empty.'),
+      validateInput: (v) =>
+        v.trim() ? (v.length > 200 ? 'At most 200 characters.' : undefined) : 'The label cannot be empty.',
     }));
   if (next === undefined || next.trim() === rp.label) return undefined;
   try {
@@ -553,7 +665,10 @@ async function toggleImportant(ctx: Ctx, arg?: unknown): Promise<RestorePoint | 
   const rp = await findRestorePoint(ctx, config, id);
   try {
     const r = await ctx.sidecar.request('restorePointLabel', { target: config.target, id, important: !rp.important });
-    void vscode.window.setStatusBarMessage(r.important ? `"${r.label}" is marked important` : `"${r.label}" is no longer marked important`, 4000);
+    void vscode.window.setStatusBarMessage(
+      r.important ? `"${r.label}" is marked important` : `"${r.label}" is no longer marked important`,
+      4000,
+    );
     return r;
   } finally {
     await afterChange(ctx);
@@ -587,22 +702,25 @@ async function takeOrReuse(
   let cancelled = false;
   let reused = false;
   try {
-    const rp = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: p.title, cancellable: true }, async (progress, token) => {
-      const params = {
-        target: config.target,
-        stores: config.stores,
-        label: p.label,
-        kind: p.kind ?? 'pre',
-        reason: p.reason,
-        retention: config.retention,
-        ...(p.fresh ? {} : { reuse: true, reuseWithinMs: REUSE_WINDOW_MS }),
-      };
-      const r = await ctx.sidecar.request('restorePointCreate', params, progressReporter(progress));
-      cancelled = token.isCancellationRequested;
-      reused = r.reused === true;
-      if (!reused) warnAfterCreate(r);
-      return r;
-    });
+    const rp = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: p.title, cancellable: true },
+      async (progress, token) => {
+        const params = {
+          target: config.target,
+          stores: config.stores,
+          label: p.label,
+          kind: p.kind ?? 'pre',
+          reason: p.reason,
+          retention: config.retention,
+          ...(p.fresh ? {} : { reuse: true, reuseWithinMs: REUSE_WINDOW_MS }),
+        };
+        const r = await ctx.sidecar.request('restorePointCreate', params, progressReporter(progress));
+        cancelled = token.isCancellationRequested;
+        reused = r.reused === true;
+        if (!reused) warnAfterCreate(r);
+        return r;
+      },
+    );
     const age = formatAge(rp.createdAt);
     if (reused) ctx.output.appendLine(`[extension] reusing restore point ${rp.id} (${age}, nothing changed since)`);
     return { restorePoint: rp, reused, cancelled };
@@ -619,17 +737,40 @@ async function takeOrReuse(
  * the command failed). Keep marks both kept; Roll back restores the pre with scope both after showing
  * what will be undone; Compare opens the pre-to-post changes and asks again.
  */
-async function snapshotAndRun(ctx: Ctx, arg: LensArg, opts: SnapshotAndRunOptions = {}): Promise<SnapshotAndRunResult | undefined> {
+async function snapshotAndRun(
+  ctx: Ctx,
+  arg: LensArg,
+  opts: SnapshotAndRunOptions = {},
+): Promise<SnapshotAndRunResult | undefined> {
   requireTrust('Snapshot & run');
   const lens = checkLens(arg);
   const config = requireConfig();
-  const reason = { command: lens.command, file: lens.file, line: lens.line, class: lens.class, ...(typeof lens.reason === 'string' && lens.reason ? { risk: lens.reason } : {}) };
+  const reason = {
+    command: lens.command,
+    file: lens.file,
+    line: lens.line,
+    class: lens.class,
+    ...(typeof lens.reason === 'string' && lens.reason ? { risk: lens.reason } : {}),
+  };
   const shown = shortCommand(lens.command);
-  const pre = await takeOrReuse(ctx, config, { label: lens.command, reason, title: `Creating restore point before ${shown}`, fresh: opts.fresh });
+  const pre = await takeOrReuse(ctx, config, {
+    label: lens.command,
+    reason,
+    title: `Creating restore point before ${shown}`,
+    fresh: opts.fresh,
+  });
   const rp = pre.restorePoint;
   if (pre.cancelled) {
-    void vscode.window.showInformationMessage(`Cancelled: ${shown} did not run. The restore point "${rp.label}" was created.`);
-    return { restorePoint: rp, reused: pre.reused, exitCode: undefined, viaShellIntegration: false, decision: 'cancelled' };
+    void vscode.window.showInformationMessage(
+      `Cancelled: ${shown} did not run. The restore point "${rp.label}" was created.`,
+    );
+    return {
+      restorePoint: rp,
+      reused: pre.reused,
+      exitCode: undefined,
+      viaShellIntegration: false,
+      decision: 'cancelled',
+    };
   }
   const outcome = await runInTerminal(lens.command, {
     cwd: path.dirname(lens.file),
@@ -641,23 +782,54 @@ async function snapshotAndRun(ctx: Ctx, arg: LensArg, opts: SnapshotAndRunOption
   const doneBusy = ctx.statusBar.setBusy('Creating restore point…');
   let post: RestorePoint;
   try {
-    post = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Creating restore point after ${shown}` }, (progress) =>
-      ctx.sidecar.request('restorePointCreate', { target: config.target, stores: config.stores, label: `after: ${lens.command}`, kind: 'post', pairOf: rp.id, reason, retention: config.retention }, progressReporter(progress)),
+    post = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `Creating restore point after ${shown}` },
+      (progress) =>
+        ctx.sidecar.request(
+          'restorePointCreate',
+          {
+            target: config.target,
+            stores: config.stores,
+            label: `after: ${lens.command}`,
+            kind: 'post',
+            pairOf: rp.id,
+            reason,
+            retention: config.retention,
+          },
+          progressReporter(progress),
+        ),
     );
   } finally {
     doneBusy();
     await afterChange(ctx);
   }
-  const result: SnapshotAndRunResult = { restorePoint: rp, reused: pre.reused, post, exitCode: outcome.exitCode, viaShellIntegration: outcome.viaShellIntegration, decision: 'none' };
+  const result: SnapshotAndRunResult = {
+    restorePoint: rp,
+    reused: pre.reused,
+    post,
+    exitCode: outcome.exitCode,
+    viaShellIntegration: outcome.viaShellIntegration,
+    decision: 'none',
+  };
   let decision = opts.decision;
   if (!decision) {
     const failed = outcome.exitCode !== undefined && outcome.exitCode !== 0;
-    const how = outcome.exitCode === undefined ? (outcome.finished ? 'finished' : 'may still be running') : `exited ${outcome.exitCode}`;
+    const how =
+      outcome.exitCode === undefined
+        ? outcome.finished
+          ? 'finished'
+          : 'may still be running'
+        : `exited ${outcome.exitCode}`;
     const buttons = failed ? ['Roll back', 'Keep', 'Compare'] : ['Keep', 'Roll back', 'Compare'];
     const show = failed ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
-    const before = pre.reused ? `using the restore point taken ${formatAge(rp.createdAt)} (nothing changed since)` : `restore point taken ${formatAge(rp.createdAt)}`;
+    const before = pre.reused
+      ? `using the restore point taken ${formatAge(rp.createdAt)} (nothing changed since)`
+      : `restore point taken ${formatAge(rp.createdAt)}`;
     for (;;) {
-      const answer = await show(`\`${shown}\` ${how} · ${before}. Keep the change, roll back, or compare before and after?`, ...buttons);
+      const answer = await show(
+        `\`${shown}\` ${how} · ${before}. Keep the change, roll back, or compare before and after?`,
+        ...buttons,
+      );
       if (answer === 'Compare') {
         (result.compared ??= []).push(await compareRestorePoints(ctx.sidecar, rp, post, `${shown}: before ↔ after`));
         continue;
@@ -696,27 +868,64 @@ async function compareCommand(ctx: Ctx, arg?: unknown, to?: unknown): Promise<Co
   const rps = await ctx.sidecar.request('restorePointList', { target: config.target });
   const find = (x: string): RestorePoint => {
     const r = rps.find((p) => p.id === x);
-    if (!r) throw new UserError(`No restore point "${x}" for ${config.target}.`, 'restore_point_not_found', 'Refresh the Agent view and pick one from the list.');
+    if (!r)
+      throw new UserError(
+        `No restore point "${x}" for ${config.target}.`,
+        'restore_point_not_found',
+        'Refresh the Agent view and pick one from the list.',
+      );
     return r;
   };
   const rp = find(id);
   if (typeof to === 'string' && to) return compareRestorePoints(ctx.sidecar, rp, find(to));
-  if (rp.kind === 'post' && rp.pairOf) return compareRestorePoints(ctx.sidecar, find(rp.pairOf), rp, `${rp.reason?.command ? shortCommand(rp.reason.command) : rp.label}: before ↔ after`);
+  if (rp.kind === 'post' && rp.pairOf)
+    return compareRestorePoints(
+      ctx.sidecar,
+      find(rp.pairOf),
+      rp,
+      `${rp.reason?.command ? shortCommand(rp.reason.command) : rp.label}: before ↔ after`,
+    );
   const post = rps.find((p) => p.kind === 'post' && p.pairOf === rp.id);
-  if (post) return compareRestorePoints(ctx.sidecar, rp, post, `${rp.reason?.command ? shortCommand(rp.reason.command) : rp.label}: before ↔ after`);
+  if (post)
+    return compareRestorePoints(
+      ctx.sidecar,
+      rp,
+      post,
+      `${rp.reason?.command ? shortCommand(rp.reason.command) : rp.label}: before ↔ after`,
+    );
   return compareWithNow(ctx.sidecar, rp, config.stores);
 }
 
 /** "Restore point before editing" (config-file lens and prompt): take one, or reuse one of the last minute. */
-async function restorePointBeforeEdit(ctx: Ctx, arg?: { file?: string }, opts?: { fresh?: boolean }): Promise<{ restorePoint: RestorePoint; reused: boolean } | undefined> {
+async function restorePointBeforeEdit(
+  ctx: Ctx,
+  arg?: { file?: string },
+  opts?: { fresh?: boolean },
+): Promise<{ restorePoint: RestorePoint; reused: boolean } | undefined> {
   requireTrust('Creating a restore point');
   const config = requireConfig();
   const file = arg?.file ?? vscode.window.activeTextEditor?.document.uri.fsPath;
-  if (!file) throw new UserError('No file to take a restore point for.', 'invalid_params', 'Use the "Restore point before editing" lens at the top of a config file.');
+  if (!file)
+    throw new UserError(
+      'No file to take a restore point for.',
+      'invalid_params',
+      'Use the "Restore point before editing" lens at the top of a config file.',
+    );
   const base = path.basename(file);
-  const r = await takeOrReuse(ctx, config, { label: `before editing ${base}`, reason: { file, text: `before editing ${base}` }, title: `Creating restore point before editing ${base}`, fresh: opts?.fresh, kind: 'config-edit' });
+  const r = await takeOrReuse(ctx, config, {
+    label: `before editing ${base}`,
+    reason: { file, text: `before editing ${base}` },
+    title: `Creating restore point before editing ${base}`,
+    fresh: opts?.fresh,
+    kind: 'config-edit',
+  });
   ctx.configFiles?.noteTaken(file, r.restorePoint);
-  void vscode.window.setStatusBarMessage(r.reused ? `AgentKeep: using the restore point taken ${formatAge(r.restorePoint.createdAt)} (nothing changed since)` : `AgentKeep: restore point taken before editing ${base}`, 5000);
+  void vscode.window.setStatusBarMessage(
+    r.reused
+      ? `AgentKeep: using the restore point taken ${formatAge(r.restorePoint.createdAt)} (nothing changed since)`
+      : `AgentKeep: restore point taken before editing ${base}`,
+    5000,
+  );
   return { restorePoint: r.restorePoint, reused: r.reused };
 }
 
@@ -726,7 +935,9 @@ async function setupDemo(ctx: Ctx, opts?: { open?: boolean; root?: string }): Pr
   const demo = createDemoAgent(root);
   ctx.output.appendLine(`[extension] demo agent ${demo.created ? 'created' : 'already there'} at ${demo.root}`);
   if (opts?.open !== false) {
-    await vscode.commands.executeCommand('vscode.openFolder', vscode.Uri.file(demo.workspace), { forceNewWindow: false });
+    await vscode.commands.executeCommand('vscode.openFolder', vscode.Uri.file(demo.workspace), {
+      forceNewWindow: false,
+    });
   }
   return demo;
 }
@@ -736,16 +947,28 @@ async function pickFolder(ctx: Ctx, folder?: string): Promise<{ target: string; 
   requireTrust('Choosing the agent folder');
   let dir = folder;
   if (!dir) {
-    const picked = await vscode.window.showOpenDialog({ canSelectFolders: true, canSelectFiles: false, canSelectMany: false, openLabel: 'Use as agent folder', title: 'Pick the agent\'s home folder (e.g. the folder that holds .hermes)' });
+    const picked = await vscode.window.showOpenDialog({
+      canSelectFolders: true,
+      canSelectFiles: false,
+      canSelectMany: false,
+      openLabel: 'Use as agent folder',
+      title: "Pick the agent's home folder (e.g. the folder that holds .hermes)",
+    });
     dir = picked?.[0]?.fsPath;
     if (!dir) return undefined;
   }
   if (!path.isAbsolute(dir) || !fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) {
-    throw new UserError(`"${dir}" is not an existing folder.`, 'target_not_found', 'Pick a folder that exists on this machine.');
+    throw new UserError(
+      `"${dir}" is not an existing folder.`,
+      'target_not_found',
+      'Pick a folder that exists on this machine.',
+    );
   }
   // every registered store kind looks in the folder (store.detect): Hermes homes, Agent Zero roots, ...
   const stores = (await ctx.sidecar.request('storeDetect', { root: dir })).map((d) => d.store);
-  const where = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
+  const where = vscode.workspace.workspaceFolders?.length
+    ? vscode.ConfigurationTarget.Workspace
+    : vscode.ConfigurationTarget.Global;
   const c = vscode.workspace.getConfiguration('agentkeep');
   await c.update('target', `dir:${dir}`, where);
   if (stores.length) await c.update('stores', stores, where);

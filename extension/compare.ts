@@ -31,18 +31,25 @@ export interface SnapshotRef {
  */
 export function snapshotUri(ref: SnapshotRef): vscode.Uri {
   const shown = ref.path.includes(':') ? ref.path.slice(ref.path.lastIndexOf(':') + 1) : ref.path;
-  return vscode.Uri.from({ scheme: SNAPSHOT_SCHEME, path: `/${shown.replace(/^\/+/, '')}`, query: JSON.stringify(ref) });
+  return vscode.Uri.from({
+    scheme: SNAPSHOT_SCHEME,
+    path: `/${shown.replace(/^\/+/, '')}`,
+    query: JSON.stringify(ref),
+  });
 }
 
 /** Parse a snapshot URI. @throws Error naming the problem for a URI that was not made by snapshotUri. */
 export function parseSnapshotUri(uri: vscode.Uri): SnapshotRef {
   try {
     const r = JSON.parse(uri.query) as Partial<SnapshotRef>;
-    if (typeof r.target === 'string' && typeof r.id === 'string' && typeof r.path === 'string') return { target: r.target, id: r.id, path: r.path };
+    if (typeof r.target === 'string' && typeof r.id === 'string' && typeof r.path === 'string')
+      return { target: r.target, id: r.id, path: r.path };
   } catch {
     /* fall through */
   }
-  throw new Error(`${uri.toString()} is not an AgentKeep restore point file (its query must name target, id and path).`);
+  throw new Error(
+    `${uri.toString()} is not an AgentKeep restore point file (its query must name target, id and path).`,
+  );
 }
 
 /**
@@ -98,7 +105,12 @@ function captured(rp: RestorePoint, store: string, rel: string): boolean {
 }
 
 /** Open `vscode.changes` with rows; an empty comparison shows a message instead. */
-async function show(title: string, changes: ChangeSummary, rows: CompareResult['rows'], total: number): Promise<CompareResult> {
+async function show(
+  title: string,
+  changes: ChangeSummary,
+  rows: CompareResult['rows'],
+  total: number,
+): Promise<CompareResult> {
   if (!rows.length) {
     void vscode.window.showInformationMessage(`${title}: no file changed.`);
     return { title, changes, rows, total };
@@ -107,7 +119,11 @@ async function show(title: string, changes: ChangeSummary, rows: CompareResult['
   await vscode.commands.executeCommand(
     'vscode.changes',
     shownTitle,
-    rows.map(([r, a, b]) => [vscode.Uri.parse(r), a ? vscode.Uri.parse(a) : undefined, b ? vscode.Uri.parse(b) : undefined]),
+    rows.map(([r, a, b]) => [
+      vscode.Uri.parse(r),
+      a ? vscode.Uri.parse(a) : undefined,
+      b ? vscode.Uri.parse(b) : undefined,
+    ]),
   );
   return { title: shownTitle, changes, rows, total };
 }
@@ -116,7 +132,12 @@ async function show(title: string, changes: ChangeSummary, rows: CompareResult['
  * Open what changed from restore point `from` to `to` (restorePoint.compare): each file's content at
  * `from` against its content at `to`; added files have no "before", removed ones no "after".
  */
-export async function compareRestorePoints(sidecar: Sidecar, from: RestorePoint, to: RestorePoint, title?: string): Promise<CompareResult> {
+export async function compareRestorePoints(
+  sidecar: Sidecar,
+  from: RestorePoint,
+  to: RestorePoint,
+  title?: string,
+): Promise<CompareResult> {
   const changes = await sidecar.request('restorePointCompare', { target: to.target, from: from.id, to: to.id });
   const stores = await sidecar.describeStores([...new Set([...from.agent, ...to.agent].map((a) => a.store))]);
   const localRoot = await localRootOf(sidecar, to.target);
@@ -127,8 +148,10 @@ export async function compareRestorePoints(sidecar: Sidecar, from: RestorePoint,
     else if (it.agent && !captured(to, it.agent.store, it.agent.rel)) it.status = 'removed';
   }
   const rows: CompareResult['rows'] = items.map((it) => {
-    const before = it.status === 'added' ? undefined : snapshotUri({ target: from.target, id: from.id, path: it.path }).toString();
-    const after = it.status === 'removed' ? undefined : snapshotUri({ target: to.target, id: to.id, path: it.path }).toString();
+    const before =
+      it.status === 'added' ? undefined : snapshotUri({ target: from.target, id: from.id, path: it.path }).toString();
+    const after =
+      it.status === 'removed' ? undefined : snapshotUri({ target: to.target, id: to.id, path: it.path }).toString();
     const resource = liveUri(localRoot, it) ?? snapshotUri({ target: to.target, id: to.id, path: it.path });
     return [resource.toString(), before, after];
   });
@@ -140,7 +163,11 @@ export async function compareRestorePoints(sidecar: Sidecar, from: RestorePoint,
  * against the file on disk now.
  */
 export async function compareWithNow(sidecar: Sidecar, rp: RestorePoint, stores: string[]): Promise<CompareResult> {
-  const changes = await sidecar.request('restorePointDiff', { target: rp.target, id: rp.id, stores: stores.length ? stores : undefined });
+  const changes = await sidecar.request('restorePointDiff', {
+    target: rp.target,
+    id: rp.id,
+    stores: stores.length ? stores : undefined,
+  });
   const localRoot = await localRootOf(sidecar, rp.target);
   const described = await sidecar.describeStores([...new Set([...rp.agent.map((a) => a.store), ...stores])]);
   const { items, total } = compareItems(changes, { localRoot, stores: described });
@@ -151,7 +178,8 @@ export async function compareWithNow(sidecar: Sidecar, rp: RestorePoint, stores:
     if (it.agent && !captured(rp, it.agent.store, it.agent.rel)) it.status = 'added';
     else if (it.agent && !fs.existsSync(live.fsPath)) it.status = 'removed';
     // diff: added = exists now only; removed = only in the restore point
-    const before = it.status === 'added' ? undefined : snapshotUri({ target: rp.target, id: rp.id, path: it.path }).toString();
+    const before =
+      it.status === 'added' ? undefined : snapshotUri({ target: rp.target, id: rp.id, path: it.path }).toString();
     const after = it.status === 'removed' ? undefined : live.toString();
     rows.push([live.toString(), before, after]);
   }

@@ -114,7 +114,14 @@ export class ConfigFiles implements vscode.CodeLensProvider, vscode.Disposable {
     if (!this.latestKnown) await this.refresh();
     const last = this.latest ? `last: ${formatAge(this.latest.createdAt)}` : 'none yet';
     const range = new vscode.Range(0, 0, 0, 0);
-    return [new vscode.CodeLens(range, { title: `$(history) Restore point before editing (${last})`, command: BEFORE_EDIT_COMMAND, arguments: [{ file: doc.uri.fsPath }], tooltip: risky.reason })];
+    return [
+      new vscode.CodeLens(range, {
+        title: `$(history) Restore point before editing (${last})`,
+        command: BEFORE_EDIT_COMMAND,
+        arguments: [{ file: doc.uri.fsPath }],
+        tooltip: risky.reason,
+      }),
+    ];
   }
 
   /** The target's description from the sidecar; undefined when it cannot say (any file then counts). */
@@ -161,7 +168,9 @@ export class ConfigFiles implements vscode.CodeLensProvider, vscode.Disposable {
     const buttons = [PROMPT_TAKE, PROMPT_NOT_NOW, PROMPT_NEVER];
     const record: ConfigPromptRecord = { file, message, answer: undefined };
     this.prompts.push(record);
-    const answer = this.answer ? await this.answer(message, buttons) : await vscode.window.showInformationMessage(`${message} ${risky.reason}`, ...buttons);
+    const answer = this.answer
+      ? await this.answer(message, buttons)
+      : await vscode.window.showInformationMessage(`${message} ${risky.reason}`, ...buttons);
     record.answer = answer;
     if (answer === PROMPT_TAKE) {
       const r = await this.take(file);

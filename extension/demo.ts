@@ -54,7 +54,7 @@ const MEMORY_ENTRIES = [
   'Tests live in workspace/test and run with `npm test`; the suite takes about 40 seconds.',
   'The user prefers short status reports: what changed, what is left, any risk. No emojis.',
   'The nightly backup job runs at 02:30 UTC from cron; do not restart the database between 02:15 and 03:00.',
-  'left-pad is pinned at 1.3.0 in the team\'s other projects; upgrading it was discussed and rejected in March.',
+  "left-pad is pinned at 1.3.0 in the team's other projects; upgrading it was discussed and rejected in March.",
 ];
 
 const USER_ENTRIES = [
@@ -127,7 +127,9 @@ pip install requests
  */
 export function createDemoAgent(root: string, options: DemoOptions = {}): DemoAgent {
   if (!path.isAbsolute(root)) {
-    throw new Error(`The demo root "${root}" is not an absolute path. Pass an absolute folder, e.g. path.resolve(root).`);
+    throw new Error(
+      `The demo root "${root}" is not an absolute path. Pass an absolute folder, e.g. path.resolve(root).`,
+    );
   }
   const agentHome = path.join(root, 'agent-home');
   const hermesHome = path.join(agentHome, '.hermes');
@@ -157,7 +159,10 @@ export function createDemoAgent(root: string, options: DemoOptions = {}): DemoAg
   write(path.join(hermesHome, 'memories', 'USER.md'), USER_ENTRIES.join(SEP));
   write(path.join(hermesHome, 'skills', 'devops', 'deploy-staging', 'SKILL.md'), SKILL_MD);
 
-  write(path.join(workspace, 'package.json'), JSON.stringify({ name: 'demo-agent-tools', private: true }, null, 2) + '\n');
+  write(
+    path.join(workspace, 'package.json'),
+    JSON.stringify({ name: 'demo-agent-tools', private: true }, null, 2) + '\n',
+  );
   write(demo.setupScript, SETUP_SH, 0o755);
   write(path.join(workspace, 'README.md'), README_MD);
   const settings = {

@@ -77,10 +77,17 @@ export class DetailsPanel implements vscode.Disposable {
     const byId = new Map(rps.map((r) => [r.id, r.label]));
     const title = displayLabel(rp, byId);
     const from = rp.restoredFrom ? byId.get(rp.restoredFrom) : undefined;
-    const reason = rp.kind === 'pre-restore' && from && !rp.reason ? `Captured automatically before restoring "${from}", so that restore can be undone.` : formatReason(rp);
+    const reason =
+      rp.kind === 'pre-restore' && from && !rp.reason
+        ? `Captured automatically before restoring "${from}", so that restore can be undone.`
+        : formatReason(rp);
     const msg: ShowMessage = { type: 'show', rp, title, trusted: isTrusted(), age: formatAge(rp.createdAt), reason };
     try {
-      msg.changes = await this.sidecar.request('restorePointDiff', { target: config.target, id, stores: config.stores });
+      msg.changes = await this.sidecar.request('restorePointDiff', {
+        target: config.target,
+        id,
+        stores: config.stores,
+      });
     } catch (e) {
       msg.diffError = toSidecarError(e).full();
     }
@@ -112,7 +119,12 @@ export class DetailsPanel implements vscode.Disposable {
   }
 
   private html(webview: vscode.Webview): string {
-    return webviewHtml(webview, this.context.extensionUri, { script: 'webview.js', title: 'Restore point', css: DETAILS_CSS, loading: 'Loading…' });
+    return webviewHtml(webview, this.context.extensionUri, {
+      script: 'webview.js',
+      title: 'Restore point',
+      css: DETAILS_CSS,
+      loading: 'Loading…',
+    });
   }
 
   dispose(): void {

@@ -86,7 +86,10 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
     void statusBar.update();
   });
   context.subscriptions.push(memory, ...registerMemoryCommands(ctx, memory));
-  context.subscriptions.push(configFiles, vscode.workspace.registerTextDocumentContentProvider(SNAPSHOT_SCHEME, new SnapshotContentProvider(sidecar)));
+  context.subscriptions.push(
+    configFiles,
+    vscode.workspace.registerTextDocumentContentProvider(SNAPSHOT_SCHEME, new SnapshotContentProvider(sidecar)),
+  );
 
   const view = vscode.window.createTreeView('agentkeep.agent', { treeDataProvider: tree, showCollapseAll: true });
   context.subscriptions.push(output, sidecar, statusBar, details, view, ...registerCommands(ctx));
@@ -114,7 +117,11 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
     vscode.workspace.onDidChangeConfiguration(async (e) => {
       if (!e.affectsConfiguration('agentkeep')) return;
       if (e.affectsConfiguration('agentkeep.stateDir')) await sidecar.restart();
-      else if (e.affectsConfiguration('agentkeep.proxmox.fingerprint') || e.affectsConfiguration('agentkeep.proxmox.caFile')) await sidecar.refreshEnv();
+      else if (
+        e.affectsConfiguration('agentkeep.proxmox.fingerprint') ||
+        e.affectsConfiguration('agentkeep.proxmox.caFile')
+      )
+        await sidecar.refreshEnv();
       if (e.affectsConfiguration(LensSettingKeys.codeLens))
         await sidecar.pushSettings().catch((err) => output.appendLine(`[extension] codeLens setting: ${String(err)}`));
       await applyConfig();

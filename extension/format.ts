@@ -42,8 +42,11 @@ export function formatReason(rp: Pick<RestorePoint, 'reason' | 'kind' | 'restore
  */
 export function shortReason(rp: Pick<RestorePoint, 'reason' | 'kind' | 'restoredFrom' | 'label'>): string {
   const r = rp.reason;
-  if (r?.command && (r.command === rp.label || rp.label === `after: ${r.command}`)) return r.file ? `from ${path.basename(r.file)}${r.line ? `:${r.line}` : ''}` : '';
-  return formatReason(rp).replace(/`/g, '').replace(/ — .*$/, '');
+  if (r?.command && (r.command === rp.label || rp.label === `after: ${r.command}`))
+    return r.file ? `from ${path.basename(r.file)}${r.line ? `:${r.line}` : ''}` : '';
+  return formatReason(rp)
+    .replace(/`/g, '')
+    .replace(/ — .*$/, '');
 }
 
 /** Disk use for the Agent view: "12 MiB of 10 GiB", "(near the cap)" above 90%, "(over the cap)" above it. */
@@ -67,7 +70,10 @@ export function plural(n: number, word: string, pluralWord = `${word}s`): string
  * a folded directory as "dir/ (+N inside)", then "and N more".
  */
 export function sampleText(s: PathSample, max = 3): string {
-  const shown = s.items.slice(0, max).map((g) => (g.inside ? `${g.path}/ (+${g.inside} inside)` : g.path)).join(', ');
+  const shown = s.items
+    .slice(0, max)
+    .map((g) => (g.inside ? `${g.path}/ (+${g.inside} inside)` : g.path))
+    .join(', ');
   return s.groups > max ? `${shown} and ${s.groups - max} more` : shown;
 }
 
@@ -192,7 +198,10 @@ export function targetName(target: string, d?: Pick<TargetDescription, 'name'>):
  * Label to show for a restore point. A pre-restore point whose label is the sidecar's default
  * ("Before restoring <id>") names the restored point by its label instead of its id, when known.
  */
-export function displayLabel(rp: Pick<RestorePoint, 'label' | 'id' | 'kind' | 'restoredFrom'>, labelsById: ReadonlyMap<string, string>): string {
+export function displayLabel(
+  rp: Pick<RestorePoint, 'label' | 'id' | 'kind' | 'restoredFrom'>,
+  labelsById: ReadonlyMap<string, string>,
+): string {
   if (rp.kind === 'pre-restore' && rp.restoredFrom && rp.label === `Before restoring ${rp.restoredFrom}`) {
     const from = labelsById.get(rp.restoredFrom);
     if (from) return `Before restoring "${from}"`;
@@ -206,7 +215,10 @@ export function displayLabel(rp: Pick<RestorePoint, 'label' | 'id' | 'kind' | 'r
  * stops the block (as `set -e` would) and its exit code is the one reported.
  */
 export function commandLine(text: string): string {
-  const parts = text.split('\n').map((s) => s.trim()).filter(Boolean);
+  const parts = text
+    .split('\n')
+    .map((s) => s.trim())
+    .filter(Boolean);
   return parts.join(' && ');
 }
 
@@ -270,7 +282,8 @@ export function compareItems(
   const agentItems: CompareItem[] = [];
   const sameFile = new Set<string>();
   const byLength = [...opts.stores].sort((a, b) => storeOf(b).length - storeOf(a).length);
-  const status = (p: string): CompareItem['status'] => (changes.added.includes(p) ? 'added' : changes.removed.includes(p) ? 'removed' : 'changed');
+  const status = (p: string): CompareItem['status'] =>
+    changes.added.includes(p) ? 'added' : changes.removed.includes(p) ? 'removed' : 'changed';
   for (const p of changes.agentChanged) {
     const ref = byLength.find((s) => p.startsWith(`${storeOf(s)}:`));
     if (ref === undefined) continue;
@@ -279,7 +292,9 @@ export function compareItems(
     const sr = storeLocalRoot(ref);
     let st: CompareItem['status'] = 'changed';
     if (root && sr && (sr === root || sr.startsWith(root + '/'))) {
-      const machinePath = [path.posix.relative(root.replace(/\\/g, '/'), sr.replace(/\\/g, '/')), rel].filter(Boolean).join('/');
+      const machinePath = [path.posix.relative(root.replace(/\\/g, '/'), sr.replace(/\\/g, '/')), rel]
+        .filter(Boolean)
+        .join('/');
       sameFile.add(machinePath);
       if (all.includes(machinePath)) st = status(machinePath);
     }
@@ -288,7 +303,11 @@ export function compareItems(
   const order = { changed: 0, added: 1, removed: 2 } as const;
   agentItems.sort((a, b) => order[a.status] - order[b.status] || a.path.localeCompare(b.path));
   const machine: CompareItem[] = [];
-  for (const [list, st] of [[changes.changed, 'changed'], [changes.added, 'added'], [changes.removed, 'removed']] as const) {
+  for (const [list, st] of [
+    [changes.changed, 'changed'],
+    [changes.added, 'added'],
+    [changes.removed, 'removed'],
+  ] as const) {
     for (const p of list) if (!dirs.has(p) && !sameFile.has(p)) machine.push({ path: p, status: st });
   }
   const items = [...agentItems, ...machine];

@@ -28,7 +28,8 @@ import { SidecarError, toSidecarError } from './sidecar';
 import { webviewHtml } from './webviewHtml';
 
 /** What undoes a memory change: the memory.edit or memory.add params the sidecar returned. */
-export type MemoryUndo = { kind: 'edit'; params: ParamsOf<'memoryEdit'> } | { kind: 'add'; params: ParamsOf<'memoryAdd'> };
+export type MemoryUndo =
+  { kind: 'edit'; params: ParamsOf<'memoryEdit'> } | { kind: 'add'; params: ParamsOf<'memoryAdd'> };
 
 /** What an edit or delete did (returned by the commands, for tests and other extensions). */
 export interface MemoryChange {
@@ -93,13 +94,22 @@ export async function loadMemoryState(sidecar: Sidecar, config: AgentConfig): Pr
 }
 
 /** memory.lint over the configured stores; Unsupported or any failure becomes a note instead of findings. */
-export async function lintStores(sidecar: Sidecar, config: AgentConfig): Promise<{ findings: LintFinding[]; lintNote?: string }> {
+export async function lintStores(
+  sidecar: Sidecar,
+  config: AgentConfig,
+): Promise<{ findings: LintFinding[]; lintNote?: string }> {
   if (!config.stores.length) return { findings: [] };
   try {
-    return { findings: (await sidecar.request('memoryLint', { stores: config.stores, target: config.target })).findings };
+    return {
+      findings: (await sidecar.request('memoryLint', { stores: config.stores, target: config.target })).findings,
+    };
   } catch (e) {
     const err = toSidecarError(e);
-    return { findings: [], lintNote: err.code === 'unsupported' ? `Lint findings are not available: ${err.message}` : `Lint failed: ${err.full()}` };
+    return {
+      findings: [],
+      lintNote:
+        err.code === 'unsupported' ? `Lint findings are not available: ${err.message}` : `Lint failed: ${err.full()}`,
+    };
   }
 }
 
@@ -109,7 +119,11 @@ export function findingsFor(findings: readonly LintFinding[], id: string): LintF
 }
 
 function noConfig(): never {
-  throw new SidecarError('No agent is configured.', 'no_agent', 'Run "AgentKeep: Set Up Demo Agent" or "AgentKeep: Pick Agent Folder…", or set agentkeep.target and agentkeep.stores.');
+  throw new SidecarError(
+    'No agent is configured.',
+    'no_agent',
+    'Run "AgentKeep: Set Up Demo Agent" or "AgentKeep: Pick Agent Folder…", or set agentkeep.target and agentkeep.stores.',
+  );
 }
 
 /** The entry a command argument names: {store, id}, or an Agent view entry node. */
@@ -151,7 +165,9 @@ export class MemoryInspector implements vscode.Disposable {
   ) {
     this.disposables.push(
       vscode.workspace.registerTextDocumentContentProvider(TRACE_SCHEME, {
-        provideTextDocumentContent: (uri) => this.traceDocs.get(uri.toString()) ?? '(This session document is no longer available: open it again from the memory inspector.)\n',
+        provideTextDocumentContent: (uri) =>
+          this.traceDocs.get(uri.toString()) ??
+          '(This session document is no longer available: open it again from the memory inspector.)\n',
       }),
     );
   }
@@ -174,7 +190,10 @@ export class MemoryInspector implements vscode.Disposable {
       this.ready = false;
       this.rendered = undefined;
       this.panel.webview.html = this.html(this.panel.webview);
-      this.panel.webview.onDidReceiveMessage((m: FromInspector) => void this.onMessage(m).catch((e) => this.output.appendLine(`[memory] ${m.type}: ${String(e)}`)));
+      this.panel.webview.onDidReceiveMessage(
+        (m: FromInspector) =>
+          void this.onMessage(m).catch((e) => this.output.appendLine(`[memory] ${m.type}: ${String(e)}`)),
+      );
       this.panel.onDidDispose(() => {
         this.panel = undefined;
         this.ready = false;
@@ -203,8 +222,16 @@ export class MemoryInspector implements vscode.Disposable {
       /* the list shows the store errors; diff will say what is wrong */
     }
     const sel = this.selected;
-    const exists = sel && state.stores.some((s) => s.store === sel.store && s.files.some((f) => f.entries.some((e) => e.id === sel.id)));
-    const msg: StateMessage = { type: 'state', ...state, trusted: isTrusted(), restorePoints, select: exists ? sel : undefined };
+    const exists =
+      sel &&
+      state.stores.some((s) => s.store === sel.store && s.files.some((f) => f.entries.some((e) => e.id === sel.id)));
+    const msg: StateMessage = {
+      type: 'state',
+      ...state,
+      trusted: isTrusted(),
+      restorePoints,
+      select: exists ? sel : undefined,
+    };
     this.post(msg);
     if (sel && exists) await this.sendDetail(sel);
   }
@@ -246,13 +273,20 @@ export class MemoryInspector implements vscode.Disposable {
         return;
       case 'edit':
       case 'delete': {
-        const run = m.type === 'edit' ? () => this.edit({ store: m.store, id: m.id }, m.text, m.expectedHash) : () => this.remove({ store: m.store, id: m.id }, { expectedHash: m.expectedHash });
+        const run =
+          m.type === 'edit'
+            ? () => this.edit({ store: m.store, id: m.id }, m.text, m.expectedHash)
+            : () => this.remove({ store: m.store, id: m.id }, { expectedHash: m.expectedHash });
         try {
           const c = await run();
           if (c && c.action === 'edit') this.selected = { store: c.store, id: c.entry.id };
         } catch (e) {
           const err = toSidecarError(e);
-          this.post({ type: 'notice', severity: err.code === 'conflict' ? 'warning' : 'error', text: err.code === 'conflict' ? conflictText : err.full() });
+          this.post({
+            type: 'notice',
+            severity: err.code === 'conflict' ? 'warning' : 'error',
+            text: err.code === 'conflict' ? conflictText : err.full(),
+          });
           if (err.code !== 'conflict') void showWithActions(vscode.window.showErrorMessage, err.full(), err.actions);
         }
         await this.refresh();
@@ -275,15 +309,26 @@ export class MemoryInspector implements vscode.Disposable {
    */
   async edit(ref: EntryRef, text: string, expectedHash?: string): Promise<MemoryChange> {
     requireTrust('Editing agent memory');
-    if (!text.trim()) throw new SidecarError('The new text of the memory entry is empty.', 'invalid_params', 'Type the entry\'s new text, or use Delete to remove it.');
-    const hash = expectedHash ?? (await this.sidecar.request('memoryShow', { stores: [ref.store], entry: ref.id })).contentHash;
+    if (!text.trim())
+      throw new SidecarError(
+        'The new text of the memory entry is empty.',
+        'invalid_params',
+        "Type the entry's new text, or use Delete to remove it.",
+      );
+    const hash =
+      expectedHash ?? (await this.sidecar.request('memoryShow', { stores: [ref.store], entry: ref.id })).contentHash;
     let r: ResultOf<'memoryEdit'>;
     try {
       r = await this.sidecar.request('memoryEdit', { store: ref.store, entry: ref.id, text, expectedHash: hash });
     } catch (e) {
       throw await this.onConflict(e);
     }
-    const change: MemoryChange = { action: 'edit', store: ref.store, entry: r.entry, undo: { kind: 'edit', params: r.undo } };
+    const change: MemoryChange = {
+      action: 'edit',
+      store: ref.store,
+      entry: r.entry,
+      undo: { kind: 'edit', params: r.undo },
+    };
     this.changed(change, `Memory entry edited: ${quoted(r.entry)}.`);
     return change;
   }
@@ -293,25 +338,40 @@ export class MemoryInspector implements vscode.Disposable {
    * Returns undefined when the user cancels. Conflict as for edit().
    * @throws SidecarError
    */
-  async remove(ref: EntryRef, opts: { confirm?: boolean; expectedHash?: string } = {}): Promise<MemoryChange | undefined> {
+  async remove(
+    ref: EntryRef,
+    opts: { confirm?: boolean; expectedHash?: string } = {},
+  ): Promise<MemoryChange | undefined> {
     requireTrust('Deleting agent memory');
     const show = await this.sidecar.request('memoryShow', { stores: [ref.store], entry: ref.id });
     if (opts.confirm !== false) {
       const answer = await vscode.window.showWarningMessage(
         `Delete this memory entry from ${path.basename(show.file.file)}?`,
-        { modal: true, detail: `${show.entry.text}\n\nThe agent forgets it at its next session. You can undo right after.` },
+        {
+          modal: true,
+          detail: `${show.entry.text}\n\nThe agent forgets it at its next session. You can undo right after.`,
+        },
         'Delete',
       );
       if (answer !== 'Delete') return undefined;
     }
     let r: ResultOf<'memoryRemove'>;
     try {
-      r = await this.sidecar.request('memoryRemove', { store: ref.store, entry: ref.id, expectedHash: opts.expectedHash ?? show.contentHash });
+      r = await this.sidecar.request('memoryRemove', {
+        store: ref.store,
+        entry: ref.id,
+        expectedHash: opts.expectedHash ?? show.contentHash,
+      });
     } catch (e) {
       throw await this.onConflict(e);
     }
     if (this.selected?.id === ref.id) this.selected = undefined;
-    const change: MemoryChange = { action: 'delete', store: ref.store, entry: r.removed, undo: { kind: 'add', params: r.undo } };
+    const change: MemoryChange = {
+      action: 'delete',
+      store: ref.store,
+      entry: r.removed,
+      undo: { kind: 'add', params: r.undo },
+    };
     this.changed(change, `Memory entry deleted: ${quoted(r.removed)}.`);
     return change;
   }
@@ -319,7 +379,10 @@ export class MemoryInspector implements vscode.Disposable {
   /** Apply an undo (memory.edit or memory.add). @throws SidecarError */
   async undo(u: MemoryUndo): Promise<ResultOf<'memoryEdit'> | ResultOf<'memoryAdd'>> {
     requireTrust('Undoing a memory change');
-    const r = u.kind === 'edit' ? await this.sidecar.request('memoryEdit', u.params) : await this.sidecar.request('memoryAdd', u.params);
+    const r =
+      u.kind === 'edit'
+        ? await this.sidecar.request('memoryEdit', u.params)
+        : await this.sidecar.request('memoryAdd', u.params);
     if (this.selected && u.kind === 'edit' && 'entry' in r) this.selected = { store: u.params.store, id: r.entry.id };
     this.afterChange();
     await this.refresh();
@@ -347,7 +410,9 @@ export class MemoryInspector implements vscode.Disposable {
       if (b !== 'Undo') return;
       try {
         await this.undo(change.undo);
-        void vscode.window.showInformationMessage(change.action === 'edit' ? 'Edit undone.' : 'Delete undone: the entry is back.');
+        void vscode.window.showInformationMessage(
+          change.action === 'edit' ? 'Edit undone.' : 'Delete undone: the entry is back.',
+        );
       } catch (e) {
         const err = toSidecarError(e);
         void showWithActions(vscode.window.showErrorMessage, `Undo failed: ${err.full()}`, err.actions);
@@ -364,8 +429,17 @@ export class MemoryInspector implements vscode.Disposable {
   async openSession(ref: EntryRef, trace: number): Promise<vscode.Uri> {
     const show = await this.sidecar.request('memoryShow', { stores: [ref.store], entry: ref.id });
     const t = show.provenance.traces[trace];
-    if (!t) throw new SidecarError(`Entry ${ref.id} has no provenance trace number ${trace + 1} (it has ${show.provenance.traces.length}).`, 'entry_not_found', 'Reopen the memory inspector: the entry changed.');
-    const uri = vscode.Uri.from({ scheme: TRACE_SCHEME, path: `/session-${(t.session ?? 'unknown').replace(/[^\w.-]+/g, '_')}.md`, query: `${ref.id}-${trace}-${Date.now()}` });
+    if (!t)
+      throw new SidecarError(
+        `Entry ${ref.id} has no provenance trace number ${trace + 1} (it has ${show.provenance.traces.length}).`,
+        'entry_not_found',
+        'Reopen the memory inspector: the entry changed.',
+      );
+    const uri = vscode.Uri.from({
+      scheme: TRACE_SCHEME,
+      path: `/session-${(t.session ?? 'unknown').replace(/[^\w.-]+/g, '_')}.md`,
+      query: `${ref.id}-${trace}-${Date.now()}`,
+    });
     this.traceDocs.set(uri.toString(), sessionDocument(show, t));
     const doc = await vscode.workspace.openTextDocument(uri);
     await vscode.window.showTextDocument(doc, { preview: true, viewColumn: vscode.ViewColumn.Beside });
@@ -381,14 +455,35 @@ export class MemoryInspector implements vscode.Disposable {
    */
   async diff(store: string, rpId?: string): Promise<MemoryDiffResult | undefined> {
     const config = readAgentConfig() ?? noConfig();
-    const rps = (await this.sidecar.request('restorePointList', { target: config.target })).filter((rp) => rp.agent.some((a) => a.store === store));
-    if (!rps.length) throw new SidecarError(`No restore point of ${config.target} captured the memory of ${store}.`, 'restore_point_not_found', 'Create a restore point first (AgentKeep: Create Restore Point); it captures the configured stores.');
+    const rps = (await this.sidecar.request('restorePointList', { target: config.target })).filter((rp) =>
+      rp.agent.some((a) => a.store === store),
+    );
+    if (!rps.length)
+      throw new SidecarError(
+        `No restore point of ${config.target} captured the memory of ${store}.`,
+        'restore_point_not_found',
+        'Create a restore point first (AgentKeep: Create Restore Point); it captures the configured stores.',
+      );
     let rp = rpId ? rps.find((r) => r.id === rpId) : undefined;
-    if (rpId && !rp) throw new SidecarError(`Restore point ${rpId} did not capture ${store}.`, 'restore_point_not_found', 'Pick one of the restore points that captured it (run the command without an id).');
+    if (rpId && !rp)
+      throw new SidecarError(
+        `Restore point ${rpId} did not capture ${store}.`,
+        'restore_point_not_found',
+        'Pick one of the restore points that captured it (run the command without an id).',
+      );
     if (!rp) {
       const pick = await vscode.window.showQuickPick(
-        rps.map((r) => ({ label: r.label || r.id, description: formatAge(r.createdAt), detail: `${r.agent.find((a) => a.store === store)?.files.length ?? 0} agent-state files · ${r.id}`, rp: r })),
-        { title: `Diff the memory of ${store} against which restore point?`, matchOnDescription: true, matchOnDetail: true },
+        rps.map((r) => ({
+          label: r.label || r.id,
+          description: formatAge(r.createdAt),
+          detail: `${r.agent.find((a) => a.store === store)?.files.length ?? 0} agent-state files · ${r.id}`,
+          rp: r,
+        })),
+        {
+          title: `Diff the memory of ${store} against which restore point?`,
+          matchOnDescription: true,
+          matchOnDetail: true,
+        },
       );
       if (!pick) return undefined;
       rp = pick.rp;
@@ -425,13 +520,27 @@ export class MemoryInspector implements vscode.Disposable {
         'Use the CLI `agentkeep memory diff` for stores whose memory is a database or not local files.',
       );
     }
-    const rows: MemoryDiffResult['rows'] = [...rels].sort().map((rel) => [vscode.Uri.file(path.join(root, ...rel.split('/'))).toString(), snapshotUri({ target: rp!.target, id: rp!.id, path: `${store}:${rel}` }).toString()]);
+    const rows: MemoryDiffResult['rows'] = [...rels]
+      .sort()
+      .map((rel) => [
+        vscode.Uri.file(path.join(root, ...rel.split('/'))).toString(),
+        snapshotUri({ target: rp!.target, id: rp!.id, path: `${store}:${rel}` }).toString(),
+      ]);
     const title = `Memory: ${rp.label || rp.id} ↔ now`;
     if (rows.length === 1) {
       const [live, old] = rows[0]!;
-      await vscode.commands.executeCommand('vscode.diff', vscode.Uri.parse(old), vscode.Uri.parse(live), `${path.basename(vscode.Uri.parse(live).fsPath)} (${title})`);
+      await vscode.commands.executeCommand(
+        'vscode.diff',
+        vscode.Uri.parse(old),
+        vscode.Uri.parse(live),
+        `${path.basename(vscode.Uri.parse(live).fsPath)} (${title})`,
+      );
     } else {
-      await vscode.commands.executeCommand('vscode.changes', title, rows.map(([live, old]) => [vscode.Uri.parse(live), vscode.Uri.parse(old), vscode.Uri.parse(live)]));
+      await vscode.commands.executeCommand(
+        'vscode.changes',
+        title,
+        rows.map(([live, old]) => [vscode.Uri.parse(live), vscode.Uri.parse(old), vscode.Uri.parse(live)]),
+      );
     }
     if (warnings.length) void vscode.window.showWarningMessage(`Memory diff of ${store}: ${warnings.join(' ')}`);
     return { restorePoint: rp.id, rows, ...(warnings.length ? { warnings } : {}) };
@@ -452,7 +561,12 @@ export class MemoryInspector implements vscode.Disposable {
   }
 
   private html(webview: vscode.Webview): string {
-    return webviewHtml(webview, this.context.extensionUri, { script: 'memory.js', title: 'Agent memory', css: INSPECTOR_CSS, loading: 'Loading memory…' });
+    return webviewHtml(webview, this.context.extensionUri, {
+      script: 'memory.js',
+      title: 'Agent memory',
+      css: INSPECTOR_CSS,
+      loading: 'Loading memory…',
+    });
   }
 
   dispose(): void {
@@ -463,8 +577,10 @@ export class MemoryInspector implements vscode.Disposable {
 
 /** Register the memory commands (see the module comment) on `inspector`; errors are shown like every command's. */
 export function registerMemoryCommands(ctx: Ctx, inspector: MemoryInspector): vscode.Disposable[] {
-  const reg = <A extends unknown[], R>(id: string, fn: (...args: A) => Promise<R>) => vscode.commands.registerCommand(id, guarded(ctx, id, fn));
-  const entryArg = async (arg: unknown, title: string): Promise<EntryRef | undefined> => toEntryRef(arg) ?? pickEntry(ctx.sidecar, title);
+  const reg = <A extends unknown[], R>(id: string, fn: (...args: A) => Promise<R>) =>
+    vscode.commands.registerCommand(id, guarded(ctx, id, fn));
+  const entryArg = async (arg: unknown, title: string): Promise<EntryRef | undefined> =>
+    toEntryRef(arg) ?? pickEntry(ctx.sidecar, title);
   return [
     reg('agentkeep.openMemoryInspector', async (arg?: unknown) => inspector.open(toEntryRef(arg))),
     reg('agentkeep.editMemoryEntry', async (arg?: unknown, text?: string, opts?: { expectedHash?: string }) => {
@@ -474,7 +590,12 @@ export function registerMemoryCommands(ctx: Ctx, inspector: MemoryInspector): vs
       let newText = typeof text === 'string' ? text : undefined; // a tree context menu passes the selection here
       if (newText === undefined) {
         const show = await ctx.sidecar.request('memoryShow', { stores: [ref.store], entry: ref.id });
-        newText = await vscode.window.showInputBox({ title: `Edit memory entry (${path.basename(show.file.file)})`, value: show.entry.text, prompt: 'The new text of the entry. Saving checks that the agent did not change the file in between.', ignoreFocusOut: true });
+        newText = await vscode.window.showInputBox({
+          title: `Edit memory entry (${path.basename(show.file.file)})`,
+          value: show.entry.text,
+          prompt: 'The new text of the entry. Saving checks that the agent did not change the file in between.',
+          ignoreFocusOut: true,
+        });
         if (newText === undefined || newText === show.entry.text) return undefined;
         return inspector.edit(ref, newText, show.contentHash);
       }
@@ -488,10 +609,18 @@ export function registerMemoryCommands(ctx: Ctx, inspector: MemoryInspector): vs
     reg('agentkeep.undoMemoryChange', async (u: MemoryUndo) => inspector.undo(u)),
     reg('agentkeep.diffMemory', async (arg?: unknown, rpId?: string) => {
       const config = readAgentConfig() ?? noConfig();
-      const store = typeof arg === 'string' ? arg : (arg as { store?: string } | undefined)?.store ?? (config.stores.length === 1 ? config.stores[0] : await vscode.window.showQuickPick(config.stores, { title: 'Diff the memory of which store?' }));
+      const store =
+        typeof arg === 'string'
+          ? arg
+          : ((arg as { store?: string } | undefined)?.store ??
+            (config.stores.length === 1
+              ? config.stores[0]
+              : await vscode.window.showQuickPick(config.stores, { title: 'Diff the memory of which store?' })));
       return store ? inspector.diff(store, typeof rpId === 'string' ? rpId : undefined) : undefined;
     }),
-    reg('agentkeep.openSessionMessages', async (arg: EntryRef & { trace?: number }) => (await inspector.openSession(arg, arg.trace ?? 0)).toString()),
+    reg('agentkeep.openSessionMessages', async (arg: EntryRef & { trace?: number }) =>
+      (await inspector.openSession(arg, arg.trace ?? 0)).toString(),
+    ),
   ];
 }
 
@@ -502,13 +631,24 @@ async function pickEntry(sidecar: Sidecar, title: string): Promise<EntryRef | un
   // entries of a broken file are not offered: AgentKeep refuses to write that file
   const files = stores.flatMap((s) => s.files.filter((f) => !f.broken).map((f) => ({ s, f })));
   const items = files.flatMap(({ s, f }) =>
-    f.entries.map((e) => ({ label: entryTitle(e.text), description: path.basename(f.file), detail: s.store, ref: { store: s.store, id: e.id } })),
+    f.entries.map((e) => ({
+      label: entryTitle(e.text),
+      description: path.basename(f.file),
+      detail: s.store,
+      ref: { store: s.store, id: e.id },
+    })),
   );
-  if (!items.length) throw new SidecarError('The configured stores hold no memory entries.', 'entry_not_found', 'Check agentkeep.stores, or open the memory inspector to see what each store holds.');
+  if (!items.length)
+    throw new SidecarError(
+      'The configured stores hold no memory entries.',
+      'entry_not_found',
+      'Check agentkeep.stores, or open the memory inspector to see what each store holds.',
+    );
   return (await vscode.window.showQuickPick(items, { title, matchOnDescription: true }))?.ref;
 }
 
-const conflictText = 'The agent changed this memory file since you opened it, so nothing was written. The inspector now shows its current content: check it and edit again.';
+const conflictText =
+  'The agent changed this memory file since you opened it, so nothing was written. The inspector now shows its current content: check it and edit again.';
 
 /** The text of a "session messages" document for trace `t` of an entry. */
 export function sessionDocument(show: ResultOf<'memoryShow'>, t: Provenance['traces'][number]): string {
@@ -528,7 +668,15 @@ export function sessionDocument(show: ResultOf<'memoryShow'>, t: Provenance['tra
     '',
   ];
   if (t.previous) lines.push('## Text before this change', '', t.previous, '');
-  lines.push('## Entry now', '', show.entry.text, '', '---', 'AgentKeep shows the message recorded by the provenance trace (from the store\'s session history, e.g. Hermes state.db). Reading the whole session needs a sidecar method that this version does not have.', '');
+  lines.push(
+    '## Entry now',
+    '',
+    show.entry.text,
+    '',
+    '---',
+    "AgentKeep shows the message recorded by the provenance trace (from the store's session history, e.g. Hermes state.db). Reading the whole session needs a sidecar method that this version does not have.",
+    '',
+  );
   return lines.join('\n');
 }
 

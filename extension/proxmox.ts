@@ -60,12 +60,17 @@ export async function discoverGuests(sidecar: Sidecar, target: string, tag = '')
  * "AgentKeep: Set Proxmox API Token": ask for `USER@REALM!TOKENID=SECRET` (password input) unless
  * given, store it in SecretStorage, restart the sidecar with it. Returns the token id (no secret).
  */
-export async function setProxmoxToken(secrets: vscode.SecretStorage, sidecar: Sidecar, token?: string): Promise<string | undefined> {
+export async function setProxmoxToken(
+  secrets: vscode.SecretStorage,
+  sidecar: Sidecar,
+  token?: string,
+): Promise<string | undefined> {
   let t = token;
   if (t === undefined) {
     t = await vscode.window.showInputBox({
       title: 'Proxmox API token',
-      prompt: 'USER@REALM!TOKENID=SECRET (Datacenter > Permissions > API Tokens). Kept in VS Code\'s secret storage, never in settings.',
+      prompt:
+        "USER@REALM!TOKENID=SECRET (Datacenter > Permissions > API Tokens). Kept in VS Code's secret storage, never in settings.",
       placeHolder: 'agent@pve!agentkeep=xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx',
       password: true,
       ignoreFocusOut: true,
@@ -75,7 +80,12 @@ export async function setProxmoxToken(secrets: vscode.SecretStorage, sidecar: Si
   }
   t = t.trim();
   const bad = checkTokenFormat(t);
-  if (bad) throw new SidecarError(`That is not a Proxmox API token. ${bad}`, 'invalid_params', 'Copy the token id and secret from Datacenter > Permissions > API Tokens.');
+  if (bad)
+    throw new SidecarError(
+      `That is not a Proxmox API token. ${bad}`,
+      'invalid_params',
+      'Copy the token id and secret from Datacenter > Permissions > API Tokens.',
+    );
   await secrets.store(TOKEN_SECRET_KEY, t);
   sidecar.output.appendLine('[extension] Proxmox API token stored in SecretStorage');
   await sidecar.refreshEnv();
@@ -89,7 +99,10 @@ export async function clearProxmoxToken(secrets: vscode.SecretStorage, sidecar: 
   await secrets.delete(TOKEN_SECRET_KEY);
   sidecar.output.appendLine('[extension] Proxmox API token removed from SecretStorage');
   await sidecar.refreshEnv();
-  void vscode.window.setStatusBarMessage(had ? 'AgentKeep: Proxmox API token cleared' : 'AgentKeep: no Proxmox API token was stored', 4000);
+  void vscode.window.setStatusBarMessage(
+    had ? 'AgentKeep: Proxmox API token cleared' : 'AgentKeep: no Proxmox API token was stored',
+    4000,
+  );
   return had;
 }
 
@@ -117,13 +130,17 @@ export async function chooseAgent(sidecar: Sidecar, target?: string): Promise<st
     }
     const tag = readProxmoxSettings().tag;
     // with named agents to offer, a failing discovery only leaves the guests out
-    const found = where ? await discoverGuests(sidecar, where, '').catch((e: unknown) => (named.length ? [] : Promise.reject(e))) : [];
+    const found = where
+      ? await discoverGuests(sidecar, where, '').catch((e: unknown) => (named.length ? [] : Promise.reject(e)))
+      : [];
     const guests = withTag(found, tag);
     if (!guests.length && !named.length) {
       throw new SidecarError(
         tag ? `No guest with the Proxmox tag "${tag}" is visible to the token.` : 'No guest is visible to the token.',
         'target_not_found',
-        tag ? `Add the tag "${tag}" to the agent's VM or container (Options > Tags), or change agentkeep.proxmox.tag. The token needs VM.Audit on the guests.` : 'Give the token VM.Audit on the guests.',
+        tag
+          ? `Add the tag "${tag}" to the agent's VM or container (Options > Tags), or change agentkeep.proxmox.tag. The token needs VM.Audit on the guests.`
+          : 'Give the token VM.Audit on the guests.',
       );
     }
     const current = readAgentConfig()?.target;
@@ -137,7 +154,9 @@ export async function chooseAgent(sidecar: Sidecar, target?: string): Promise<st
     stores = picked?.stores;
     if (!chosen) return undefined;
   }
-  const scope = vscode.workspace.workspaceFolders?.length ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
+  const scope = vscode.workspace.workspaceFolders?.length
+    ? vscode.ConfigurationTarget.Workspace
+    : vscode.ConfigurationTarget.Global;
   await vscode.workspace.getConfiguration('agentkeep').update('target', chosen, scope);
   if (stores) await vscode.workspace.getConfiguration('agentkeep').update('stores', stores, scope);
   return chosen;

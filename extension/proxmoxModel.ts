@@ -61,10 +61,13 @@ export function checkTokenFormat(token: string): string | undefined {
   const t = token.trim();
   if (!t) return 'Enter the token as USER@REALM!TOKENID=SECRET.';
   const eq = t.indexOf('=');
-  if (eq < 0) return 'The "=SECRET" part is missing: write USER@REALM!TOKENID=SECRET (the secret is shown once, when the token is created).';
+  if (eq < 0)
+    return 'The "=SECRET" part is missing: write USER@REALM!TOKENID=SECRET (the secret is shown once, when the token is created).';
   const id = t.slice(0, eq);
-  if (!/^[^\s@!=]+@[^\s@!=]+$/.test(id.split('!')[0] ?? '')) return 'The token must start with the user and realm, e.g. agent@pve!agentkeep=SECRET.';
-  if (!/^[^\s@!=]+@[^\s@!=]+![A-Za-z][A-Za-z0-9._-]*$/.test(id)) return 'The token id is missing: write USER@REALM!TOKENID=SECRET, e.g. agent@pve!agentkeep=SECRET.';
+  if (!/^[^\s@!=]+@[^\s@!=]+$/.test(id.split('!')[0] ?? ''))
+    return 'The token must start with the user and realm, e.g. agent@pve!agentkeep=SECRET.';
+  if (!/^[^\s@!=]+@[^\s@!=]+![A-Za-z][A-Za-z0-9._-]*$/.test(id))
+    return 'The token id is missing: write USER@REALM!TOKENID=SECRET, e.g. agent@pve!agentkeep=SECRET.';
   if (!/^\S+$/.test(t.slice(eq + 1))) return 'The secret after "=" is empty or has spaces.';
   return undefined;
 }
@@ -202,15 +205,21 @@ export function vmRollbackQuestion(d: TargetDescription, rp: RestorePoint, scope
 export function vmRollbackDetail(d: TargetDescription, e: RestoreEffects): string {
   const vm = guestWord(d);
   const lines = e.stopsGuest
-    ? [`If the ${vm} is running it is hard-stopped (no clean shutdown: unsaved work in it is lost), then its disks go back to the snapshot.`]
-    : ['The VM\'s disks and RAM go back to the snapshot (QEMU loadvm): what runs in it now is replaced, and unsaved work in it is lost.'];
+    ? [
+        `If the ${vm} is running it is hard-stopped (no clean shutdown: unsaved work in it is lost), then its disks go back to the snapshot.`,
+      ]
+    : [
+        "The VM's disks and RAM go back to the snapshot (QEMU loadvm): what runs in it now is replaced, and unsaved work in it is lost.",
+      ];
   const unless = e.canStartAfter ? ` unless you choose "${ROLLBACK_AND_START}"` : '';
   lines.push(
     e.resumesRam
       ? `The snapshot has RAM state: the ${vm} resumes running where it was when the snapshot was taken.`
       : `The snapshot has no RAM state: the ${vm} stays stopped after the rollback${unless}.`,
   );
-  lines.push('Snapshots do not undo the outside world: messages and emails sent, API calls, payments, git pushes and changes on other machines stay done.');
+  lines.push(
+    'Snapshots do not undo the outside world: messages and emails sent, API calls, payments, git pushes and changes on other machines stay done.',
+  );
   lines.push('The current state is captured first (a restore point), so this rollback can be undone.');
   return lines.join('\n\n');
 }
@@ -236,8 +245,12 @@ export function vmRestoreOutcome(
   if (!d.capabilities.rollbackStopsGuest && res.machineState) {
     parts.push(`The VM's disks and RAM are back at the restore point; it is ${res.machineState}.`); // qemu: (QMP loadvm)
   } else if (res.machineState === 'stopped') {
-    const how = p ? ` Start it in Proxmox or with "${p.type === 'lxc' ? 'pct' : 'qm'} start ${p.vmid}" on the node` : ' Start it';
-    parts.push(`The ${vm} is stopped: ${rp.machine.vmstate ? 'its RAM state did not resume' : 'the snapshot has no RAM state'}.${how}, or choose "${ROLLBACK_AND_START}" next time.`);
+    const how = p
+      ? ` Start it in Proxmox or with "${p.type === 'lxc' ? 'pct' : 'qm'} start ${p.vmid}" on the node`
+      : ' Start it';
+    parts.push(
+      `The ${vm} is stopped: ${rp.machine.vmstate ? 'its RAM state did not resume' : 'the snapshot has no RAM state'}.${how}, or choose "${ROLLBACK_AND_START}" next time.`,
+    );
   } else if (res.machineState) {
     parts.push(`The ${vm} is ${res.machineState}.`);
   }
@@ -248,4 +261,3 @@ export function vmRestoreOutcome(
   }
   return parts.join(' ');
 }
-

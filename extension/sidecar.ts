@@ -4,7 +4,16 @@
  * AgentKeep JSON-RPC service (agentkeep/* requests from sidecar/protocol).
  */
 import * as vscode from 'vscode';
-import { DidChangeConfigurationNotification, LanguageClient, LSPErrorCodes, ResponseError, TransportKind, type NodeModule, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
+import {
+  DidChangeConfigurationNotification,
+  LanguageClient,
+  LSPErrorCodes,
+  ResponseError,
+  TransportKind,
+  type NodeModule,
+  type LanguageClientOptions,
+  type ServerOptions,
+} from 'vscode-languageclient/node';
 import { parseActions } from './actions';
 import { isTrusted, type CodeLensFilter } from './config';
 import {
@@ -143,13 +152,16 @@ export class Sidecar implements vscode.Disposable {
       initializationOptions: { codeLens: this.codeLensFilter() } satisfies LensSettings,
       middleware: {
         // running commands needs trust: no lenses in an untrusted workspace, none when switched off
-        provideCodeLenses: (doc, token, next) => (isTrusted() && this.codeLensFilter() !== 'off' ? next(doc, token) : []),
+        provideCodeLenses: (doc, token, next) =>
+          isTrusted() && this.codeLensFilter() !== 'off' ? next(doc, token) : [],
       },
     };
     const client = new LanguageClient('agentkeep', 'AgentKeep', serverOptions, clientOptions);
     this.output.appendLine(`[extension] starting sidecar: ${module} ${args.join(' ')}`);
     await client.start();
-    client.onNotification(Notifications.progress.method, (p: ProgressParams) => this.progressListeners.get(p.token)?.(p));
+    client.onNotification(Notifications.progress.method, (p: ProgressParams) =>
+      this.progressListeners.get(p.token)?.(p),
+    );
     client.onNotification(Notifications.changed.method, (c: ChangedParams) => this.changedEmitter.fire(c));
     return client;
   }
@@ -159,7 +171,12 @@ export class Sidecar implements vscode.Disposable {
    * validated against its zod schema. Throws SidecarError (message + hint from the sidecar).
    * `onProgress` receives `agentkeep/progress` notifications of this call.
    */
-  async request<K extends MethodName>(name: K, params: ParamsOf<K>, onProgress?: (p: ProgressParams) => void, token?: vscode.CancellationToken): Promise<ResultOf<K>> {
+  async request<K extends MethodName>(
+    name: K,
+    params: ParamsOf<K>,
+    onProgress?: (p: ProgressParams) => void,
+    token?: vscode.CancellationToken,
+  ): Promise<ResultOf<K>> {
     const def = Methods[name];
     let progressToken: string | undefined;
     if (onProgress) {
@@ -170,10 +187,17 @@ export class Sidecar implements vscode.Disposable {
     try {
       const client = await this.start();
       // no undefined token argument: vscode-jsonrpc would send [params, null] by position
-      const raw = await untilCancelled(token ? client.sendRequest(def.method, params, token) : client.sendRequest(def.method, params), token);
+      const raw = await untilCancelled(
+        token ? client.sendRequest(def.method, params, token) : client.sendRequest(def.method, params),
+        token,
+      );
       const parsed = def.result.safeParse(raw);
       if (!parsed.success) {
-        throw new SidecarError(`The sidecar answered ${def.method} with an unexpected shape: ${parsed.error.issues[0]?.message ?? 'invalid'}.`, 'internal', 'Rebuild both halves with `node esbuild.mjs` so the extension and the sidecar use the same protocol.');
+        throw new SidecarError(
+          `The sidecar answered ${def.method} with an unexpected shape: ${parsed.error.issues[0]?.message ?? 'invalid'}.`,
+          'internal',
+          'Rebuild both halves with `node esbuild.mjs` so the extension and the sidecar use the same protocol.',
+        );
       }
       return parsed.data as ResultOf<K>;
     } catch (e) {
@@ -283,7 +307,9 @@ export class Sidecar implements vscode.Disposable {
     this.envCheck = this.envCheck.then(async () => {
       if (!this.client && !this.starting) return;
       if (JSON.stringify(await this.env()) === this.startedEnv) return;
-      this.output.appendLine('[extension] sidecar environment changed (Proxmox token or TLS settings): restarting the sidecar');
+      this.output.appendLine(
+        '[extension] sidecar environment changed (Proxmox token or TLS settings): restarting the sidecar',
+      );
       await this.restart();
     });
     return this.envCheck;

@@ -45,7 +45,7 @@ export class AgentStatusBar implements vscode.Disposable {
     try {
       const s = await this.sidecar.request('agentStatus', { target: config.target, stores: config.stores });
       this.latest = s.latest;
-      this.error = s.reachable ? undefined : s.message ?? 'The target is not reachable.';
+      this.error = s.reachable ? undefined : (s.message ?? 'The target is not reachable.');
       this.broken = brokenStoreLines(s.stores);
     } catch (e) {
       this.error = toSidecarError(e).full();

@@ -57,7 +57,11 @@ export function agentItemView(
   md.push(`Restore points: ${s.restorePoints}`);
   if (u) {
     const level =
-      u.level === 'over' ? ' — **over the cap**: prune some restore points' : u.level === 'near' ? ' — near the cap' : '';
+      u.level === 'over'
+        ? ' — **over the cap**: prune some restore points'
+        : u.level === 'near'
+          ? ' — near the cap'
+          : '';
     md.push(`Disk use: ${formatBytes(u.bytes)} of the ${formatBytes(u.capBytes)} cap${level}`);
   }
   for (const st of s.stores) {

@@ -54,7 +54,6 @@ export interface RunOptions {
   assumeFinished?: boolean;
 }
 
-
 /**
  * Create a terminal in `cwd`, run `command`, resolve when it ends. Rejects on timeoutMs.
  * Source of the exit code: shell integration when available; otherwise a modal "Did the command
@@ -63,7 +62,10 @@ export interface RunOptions {
 export async function runInTerminal(commandText: string, opts: RunOptions): Promise<RunOutcome> {
   const command = commandLine(commandText);
   const w = vscode.window as WindowWithShellIntegration;
-  const terminal = vscode.window.createTerminal({ name: opts.name ?? 'AgentKeep', cwd: opts.cwd }) as TerminalWithShellIntegration;
+  const terminal = vscode.window.createTerminal({
+    name: opts.name ?? 'AgentKeep',
+    cwd: opts.cwd,
+  }) as TerminalWithShellIntegration;
   terminal.show(true);
   const si = await waitForShellIntegration(terminal, w, opts.shellIntegrationTimeoutMs ?? 5000);
   if (si && w.onDidEndTerminalShellExecution) {
@@ -80,7 +82,11 @@ export async function runInTerminal(commandText: string, opts: RunOptions): Prom
       if (opts.timeoutMs) {
         timer = setTimeout(() => {
           sub.dispose();
-          reject(new Error(`"${command}" did not finish within ${Math.round(opts.timeoutMs! / 1000)} s. It may still be running in the terminal "${terminal.name}".`));
+          reject(
+            new Error(
+              `"${command}" did not finish within ${Math.round(opts.timeoutMs! / 1000)} s. It may still be running in the terminal "${terminal.name}".`,
+            ),
+          );
         }, opts.timeoutMs);
       }
       execution = si.executeCommand(command);
@@ -90,13 +96,20 @@ export async function runInTerminal(commandText: string, opts: RunOptions): Prom
   if (opts.assumeFinished) return { exitCode: undefined, viaShellIntegration: false, finished: true, terminal };
   const finished = await vscode.window.showInformationMessage(
     `Did "${command}" finish?`,
-    { modal: true, detail: 'The terminal does not report exit codes (no shell integration). Answer when the command has ended.' },
+    {
+      modal: true,
+      detail: 'The terminal does not report exit codes (no shell integration). Answer when the command has ended.',
+    },
     'It finished',
   );
   return { exitCode: undefined, viaShellIntegration: false, finished: finished === 'It finished', terminal };
 }
 
-async function waitForShellIntegration(terminal: TerminalWithShellIntegration, w: WindowWithShellIntegration, timeoutMs: number): Promise<ShellIntegration | undefined> {
+async function waitForShellIntegration(
+  terminal: TerminalWithShellIntegration,
+  w: WindowWithShellIntegration,
+  timeoutMs: number,
+): Promise<ShellIntegration | undefined> {
   if (terminal.shellIntegration) return terminal.shellIntegration;
   if (!w.onDidChangeTerminalShellIntegration) return undefined;
   const onChange = w.onDidChangeTerminalShellIntegration;

@@ -160,7 +160,10 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
   getTreeItem(n: AgentNode): vscode.TreeItem {
     switch (n.kind) {
       case 'agent': {
-        const item = new vscode.TreeItem(targetName(n.config.target, n.description), vscode.TreeItemCollapsibleState.Expanded);
+        const item = new vscode.TreeItem(
+          targetName(n.config.target, n.description),
+          vscode.TreeItemCollapsibleState.Expanded,
+        );
         item.id = `agent:${n.config.target}`;
         item.contextValue = 'agent';
         const s = n.status;
@@ -190,13 +193,25 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
       }
       case 'restorePoint': {
         const rp = n.rp;
-        const item = new vscode.TreeItem(n.label, n.children?.length ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
+        const item = new vscode.TreeItem(
+          n.label,
+          n.children?.length ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None,
+        );
         item.id = `rp:${rp.id}`;
         const reason = shortReason(rp);
         // RAM-state badge: "RAM" first in the description, the chip icon (a rollback resumes the VM)
-        item.description = [rp.machine.vmstate ? 'RAM' : '', rp.important ? '★ important' : '', formatAge(rp.createdAt), reason].filter(Boolean).join(' · ');
+        item.description = [
+          rp.machine.vmstate ? 'RAM' : '',
+          rp.important ? '★ important' : '',
+          formatAge(rp.createdAt),
+          reason,
+        ]
+          .filter(Boolean)
+          .join(' · ');
         item.contextValue = `restorePoint.${rp.status}.${rp.kind}`; // e.g. restorePoint.ready.pre (package.json menus match on it)
-        item.iconPath = new vscode.ThemeIcon(rp.machine.vmstate && (rp.status === 'ready' || rp.status === 'kept') ? 'chip' : rpIcon(rp));
+        item.iconPath = new vscode.ThemeIcon(
+          rp.machine.vmstate && (rp.status === 'ready' || rp.status === 'kept') ? 'chip' : rpIcon(rp),
+        );
         item.tooltip = rpTooltip(rp);
         item.command = { command: 'agentkeep.showDetails', title: 'Show details', arguments: [rp.id] };
         item.accessibilityInformation = { label: `Restore point ${n.label}, ${item.description}, ${rp.status}` };
@@ -206,9 +221,12 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         const item = new vscode.TreeItem('You are here', vscode.TreeItemCollapsibleState.None);
         item.id = 'here';
         const g = n.guest;
-        item.description = g ? `${g.type === 'lxc' ? 'container' : 'VM'} ${g.status}${g.lock ? ` · locked (${g.lock})` : ''}` : 'now';
+        item.description = g
+          ? `${g.type === 'lxc' ? 'container' : 'VM'} ${g.status}${g.lock ? ` · locked (${g.lock})` : ''}`
+          : 'now';
         item.iconPath = new vscode.ThemeIcon('location');
-        item.tooltip = 'The current state of the guest (Proxmox "NOW"): changes since the restore point above are not in any snapshot yet.';
+        item.tooltip =
+          'The current state of the guest (Proxmox "NOW"): changes since the restore point above are not in any snapshot yet.';
         return item;
       }
       case 'guests': {
@@ -224,10 +242,13 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         const item = new vscode.TreeItem(g.name ?? `${g.type} ${g.vmid}`, vscode.TreeItemCollapsibleState.None);
         item.id = `guest:${g.target}`;
         item.description = `${g.vmid} · ${g.node} · ${g.status}${g.lock ? ` · locked (${g.lock})` : ''}${n.current ? ' · this window' : ''}`;
-        item.iconPath = g.lock ? new vscode.ThemeIcon('warning', new vscode.ThemeColor('list.warningForeground')) : new vscode.ThemeIcon(n.current ? 'pass-filled' : g.type === 'lxc' ? 'package' : 'vm');
+        item.iconPath = g.lock
+          ? new vscode.ThemeIcon('warning', new vscode.ThemeColor('list.warningForeground'))
+          : new vscode.ThemeIcon(n.current ? 'pass-filled' : g.type === 'lxc' ? 'package' : 'vm');
         item.contextValue = n.current ? 'guest.current' : 'guest';
         item.tooltip = guestTooltip(g);
-        if (!n.current) item.command = { command: 'agentkeep.chooseAgent', title: 'Manage this agent', arguments: [g.target] };
+        if (!n.current)
+          item.command = { command: 'agentkeep.chooseAgent', title: 'Manage this agent', arguments: [g.target] };
         return item;
       }
       case 'memory': {
@@ -239,7 +260,9 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
       }
       case 'store': {
         // lint ran in getChildren of Memory, before this row is built: the count is current
-        const found = this.findings.filter((f) => (f.stores ? f.stores.includes(n.store) : n.config.stores.length === 1)).length;
+        const found = this.findings.filter((f) =>
+          f.stores ? f.stores.includes(n.store) : n.config.stores.length === 1,
+        ).length;
         const v = storeItemView(n.store, n.description, found, this.lintNote, n.status);
         const item = new vscode.TreeItem(v.label, vscode.TreeItemCollapsibleState.Expanded);
         item.id = `store:${n.store}`;
@@ -281,10 +304,31 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         const md = new vscode.MarkdownString().appendText(n.text);
         for (const f of found) md.appendMarkdown('\n\n---\n\n').appendText(`${f.severity} · ${f.kind}: ${f.message}`);
         item.tooltip = md;
-        const worst = found.some((f) => f.severity === 'error') ? 'error' : found.some((f) => f.severity === 'warning') ? 'warning' : found.length ? 'info' : undefined;
-        item.iconPath = worst ? new vscode.ThemeIcon(worst, new vscode.ThemeColor(worst === 'error' ? 'list.errorForeground' : worst === 'warning' ? 'list.warningForeground' : 'foreground')) : new vscode.ThemeIcon('note');
+        const worst = found.some((f) => f.severity === 'error')
+          ? 'error'
+          : found.some((f) => f.severity === 'warning')
+            ? 'warning'
+            : found.length
+              ? 'info'
+              : undefined;
+        item.iconPath = worst
+          ? new vscode.ThemeIcon(
+              worst,
+              new vscode.ThemeColor(
+                worst === 'error'
+                  ? 'list.errorForeground'
+                  : worst === 'warning'
+                    ? 'list.warningForeground'
+                    : 'foreground',
+              ),
+            )
+          : new vscode.ThemeIcon('note');
         item.contextValue = entryContextValue(n.file);
-        item.command = { command: 'agentkeep.openMemoryInspector', title: 'Open in the memory inspector', arguments: [{ store: n.store, id: n.id }] };
+        item.command = {
+          command: 'agentkeep.openMemoryInspector',
+          title: 'Open in the memory inspector',
+          arguments: [{ store: n.store, id: n.id }],
+        };
         item.accessibilityInformation = { label: `Memory entry ${entryTitle(n.text)}, ${item.description}` };
         return item;
       }
@@ -322,7 +366,10 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
     if (g?.lock) md.appendMarkdown(`$(warning) Locked: \`${g.lock}\`. ${explainLock(g.lock, pve)}\n\n`);
     if (!reachable) md.appendMarkdown(`Not reachable: ${n.status?.message ?? ''}\n\n`);
     if (n.guestError) md.appendMarkdown(`Guest list failed: ${n.guestError}\n\n`);
-    else if (!g) md.appendMarkdown('The token cannot see this guest in /cluster/resources (check the VMID and the token\'s VM.Audit permission).\n\n');
+    else if (!g)
+      md.appendMarkdown(
+        "The token cannot see this guest in /cluster/resources (check the VMID and the token's VM.Audit permission).\n\n",
+      );
     if (n.status) md.appendMarkdown(`Restore points: ${n.status.restorePoints} · Sidecar ${n.status.version}`);
     item.tooltip = md;
     return item;
@@ -356,7 +403,18 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         this.lastGuest = findGuest(d.guests, pve);
         this.lastGuests = withTag(d.guests, readProxmoxSettings().tag);
         const guestError = { guestError: d.error, guestErrorCode: d.code };
-        return [{ kind: 'agent', config, description: status.description, status, usage, guest: this.lastGuest, guests: d.guests, ...guestError }];
+        return [
+          {
+            kind: 'agent',
+            config,
+            description: status.description,
+            status,
+            usage,
+            guest: this.lastGuest,
+            guests: d.guests,
+            ...guestError,
+          },
+        ];
       } catch (e) {
         return [{ kind: 'agent', config, error: toSidecarError(e).full() }];
       }
@@ -371,7 +429,15 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
           return [
             ...interrupted,
             ...(n.guestErrorCode === 'auth_failed'
-              ? [{ kind: 'message' as const, label: 'Proxmox refused the credentials: set the API token…', detail: n.guestError, icon: 'key', command: { command: 'agentkeep.setProxmoxToken', title: 'Set Proxmox API Token' } }]
+              ? [
+                  {
+                    kind: 'message' as const,
+                    label: 'Proxmox refused the credentials: set the API token…',
+                    detail: n.guestError,
+                    icon: 'key',
+                    command: { command: 'agentkeep.setProxmoxToken', title: 'Set Proxmox API Token' },
+                  },
+                ]
               : n.guestError
                 ? [{ kind: 'message' as const, label: n.guestError, icon: 'error' }]
                 : []),
@@ -398,7 +464,14 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         try {
           const rps = await this.sidecar.request('restorePointList', { target: n.config.target });
           this.lastRestorePoints = rps;
-          if (!rps.length) return [{ kind: 'message', label: 'No restore points yet', detail: 'Use "Snapshot & run" above a risky command, or Create Restore Point.' }];
+          if (!rps.length)
+            return [
+              {
+                kind: 'message',
+                label: 'No restore points yet',
+                detail: 'Use "Snapshot & run" above a risky command, or Create Restore Point.',
+              },
+            ];
           const byId = new Map(rps.map((r) => [r.id, r.label]));
           // hypervisor snapshots nest by parent (Proxmox): show the tree with "You are here"
           if (n.description?.guest) return snapshotNodes(n.config, rps, byId, n.guest);
@@ -407,7 +480,14 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
           return [{ kind: 'message', label: toSidecarError(e).full(), icon: 'error' }];
         }
       case 'memory':
-        if (!n.config.stores.length) return [{ kind: 'message', label: 'No memory store configured', detail: 'Set agentkeep.stores, e.g. ["hermes:/home/me/.hermes"].' }];
+        if (!n.config.stores.length)
+          return [
+            {
+              kind: 'message',
+              label: 'No memory store configured',
+              detail: 'Set agentkeep.stores, e.g. ["hermes:/home/me/.hermes"].',
+            },
+          ];
         ({ findings: this.findings, lintNote: this.lintNote } = await lintStores(this.sidecar, n.config));
         return (await this.sidecar.describeStores(n.config.stores)).map((d, i) => {
           const status = this.lastStatus?.stores.find((x) => x.store === n.config.stores[i]);
@@ -437,15 +517,26 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
       case 'memoryFile': {
         // a broken file says what is broken and the fix first; then the entries that could be read
         const rows = brokenFileRows(n.file).map((r): AgentNode => ({ kind: 'message', ...r }));
-        const entries = n.file.entries.map(
-          (e): AgentNode => ({ kind: 'entry', store: n.store, file: n.file, text: e.text, id: e.id }),
-        );
+        const entries = n.file.entries.map((e): AgentNode => ({
+          kind: 'entry',
+          store: n.store,
+          file: n.file,
+          text: e.text,
+          id: e.id,
+        }));
         return [...rows, ...entries];
       }
       case 'restorePoint':
         return n.children ?? [];
       case 'guests':
-        if (!n.guests.length) return [{ kind: 'message', label: n.tag ? `No guest tagged "${n.tag}"` : 'No guest visible', detail: 'Tag the agent guests in Proxmox (Options > Tags) or change agentkeep.proxmox.tag.' }];
+        if (!n.guests.length)
+          return [
+            {
+              kind: 'message',
+              label: n.tag ? `No guest tagged "${n.tag}"` : 'No guest visible',
+              detail: 'Tag the agent guests in Proxmox (Options > Tags) or change agentkeep.proxmox.tag.',
+            },
+          ];
         // every guest listed is on the current target's host (discovery asked that host)
         return n.guests.map((guest) => ({
           kind: 'guest',
@@ -462,13 +553,24 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
  * The Proxmox snapshot tree as nodes: restore points nested by `parent` (oldest first, as the
  * Snapshots tab shows them), with "You are here" under the restore point the guest sits on.
  */
-function snapshotNodes(config: AgentConfig, rps: RestorePoint[], byId: ReadonlyMap<string, string>, guest: Guest | undefined): AgentNode[] {
+function snapshotNodes(
+  config: AgentConfig,
+  rps: RestorePoint[],
+  byId: ReadonlyMap<string, string>,
+  guest: Guest | undefined,
+): AgentNode[] {
   const tree = snapshotTree(rps);
   const here = currentRestorePoint(rps);
   const build = (key: string | undefined): AgentNode[] => {
     const nodes: AgentNode[] = (tree.get(key) ?? []).map((rp) => {
       const children = build(rp.id);
-      return { kind: 'restorePoint', config, rp, label: displayLabel(rp, byId), children: children.length ? children : undefined };
+      return {
+        kind: 'restorePoint',
+        config,
+        rp,
+        label: displayLabel(rp, byId),
+        children: children.length ? children : undefined,
+      };
     });
     if (here?.id === key || (key === undefined && !here)) nodes.push({ kind: 'here', guest });
     return nodes;
@@ -481,7 +583,8 @@ function guestTooltip(g: Guest): vscode.MarkdownString {
   const md = new vscode.MarkdownString(undefined, true);
   md.appendMarkdown(`**${escapeMd(g.name ?? `${g.type} ${g.vmid}`)}** (${g.type === 'lxc' ? 'container' : 'VM'})\n\n`);
   md.appendMarkdown(`Node \`${g.node}\` · VMID ${g.vmid} · ${g.status}\n\n`);
-  if (g.lock) md.appendMarkdown(`$(warning) Locked: \`${g.lock}\`. ${explainLock(g.lock, { type: g.type, vmid: g.vmid })}\n\n`);
+  if (g.lock)
+    md.appendMarkdown(`$(warning) Locked: \`${g.lock}\`. ${explainLock(g.lock, { type: g.type, vmid: g.vmid })}\n\n`);
   if (g.tags.length) md.appendMarkdown(`Tags: ${g.tags.map((t) => `\`${t}\``).join(', ')}\n\n`);
   md.appendMarkdown(`\`${g.target}\``);
   return md;
@@ -502,19 +605,30 @@ function rpIcon(rp: RestorePoint): string {
 export function rpTooltip(rp: RestorePoint): vscode.MarkdownString {
   const md = new vscode.MarkdownString(undefined, true);
   md.appendMarkdown(`**${escapeMd(rp.label)}**\n\n`);
-  md.appendMarkdown(`${new Date(rp.createdAt).toLocaleString()} (${formatAge(rp.createdAt)}) · ${rp.kind} · ${rp.status}\n\n`);
+  md.appendMarkdown(
+    `${new Date(rp.createdAt).toLocaleString()} (${formatAge(rp.createdAt)}) · ${rp.kind} · ${rp.status}\n\n`,
+  );
   const reason = formatReason(rp);
   if (reason) md.appendMarkdown(`Reason: ${reason}\n\n`);
   if (rp.machine.snapname !== undefined || rp.machine.vmstate !== undefined) {
     const m = rp.machine;
-    md.appendMarkdown(`Machine (${m.backend}): snapshot \`${m.snapname ?? rp.id}\`${m.parent ? ` (parent \`${m.parent}\`)` : ''}, ${Math.round(m.durationMs)} ms\n\n`);
-    md.appendMarkdown(m.vmstate ? '$(chip) **RAM state**: a rollback resumes the VM where it was.\n\n' : 'Disk only (no RAM state): after a rollback the VM is stopped unless you choose to start it.\n\n');
+    md.appendMarkdown(
+      `Machine (${m.backend}): snapshot \`${m.snapname ?? rp.id}\`${m.parent ? ` (parent \`${m.parent}\`)` : ''}, ${Math.round(m.durationMs)} ms\n\n`,
+    );
+    md.appendMarkdown(
+      m.vmstate
+        ? '$(chip) **RAM state**: a rollback resumes the VM where it was.\n\n'
+        : 'Disk only (no RAM state): after a rollback the VM is stopped unless you choose to start it.\n\n',
+    );
     for (const w of m.warnings ?? []) md.appendMarkdown(`$(warning) ${escapeMd(w)}\n\n`);
   } else {
-    md.appendMarkdown(`Machine (${rp.machine.backend}): ${rp.machine.files} entries, ${formatBytes(rp.machine.bytes)}, ${formatBytes(rp.machine.newBytes)} new, ${Math.round(rp.machine.durationMs)} ms\n\n`);
+    md.appendMarkdown(
+      `Machine (${rp.machine.backend}): ${rp.machine.files} entries, ${formatBytes(rp.machine.bytes)}, ${formatBytes(rp.machine.newBytes)} new, ${Math.round(rp.machine.durationMs)} ms\n\n`,
+    );
   }
   const agentFiles = rp.agent.reduce((a, c) => a + c.files.length, 0);
-  if (rp.agent.length) md.appendMarkdown(`Agent state: ${agentFiles} files from ${rp.agent.map((a) => `\`${a.store}\``).join(', ')}\n\n`);
+  if (rp.agent.length)
+    md.appendMarkdown(`Agent state: ${agentFiles} files from ${rp.agent.map((a) => `\`${a.store}\``).join(', ')}\n\n`);
   md.appendMarkdown(`\`${rp.id}\``);
   return md;
 }

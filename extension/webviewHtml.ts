@@ -22,7 +22,13 @@ export interface WebviewPage {
 export function webviewHtml(webview: vscode.Webview, extensionUri: vscode.Uri, page: WebviewPage): string {
   const nonce = randomBytes(16).toString('base64');
   const script = webview.asWebviewUri(vscode.Uri.joinPath(extensionUri, 'out', page.script));
-  const csp = [`default-src 'none'`, `style-src 'nonce-${nonce}'`, `script-src 'nonce-${nonce}'`, `img-src ${webview.cspSource}`, `font-src ${webview.cspSource}`].join('; ');
+  const csp = [
+    `default-src 'none'`,
+    `style-src 'nonce-${nonce}'`,
+    `script-src 'nonce-${nonce}'`,
+    `img-src ${webview.cspSource}`,
+    `font-src ${webview.cspSource}`,
+  ].join('; ');
   return `<!DOCTYPE html>
 <html lang="en">
 <head>

@@ -20,7 +20,9 @@ async function main(): Promise<void> {
   const root = path.join(__dirname, '..', 'test', 'cases');
   const errors = opt('--errors') ?? 'dev';
   const only = opt('--only');
-  const splits = (errors === 'all' ? ['dev', 'heldout'] : errors === 'none' ? [] : [errors]) as Array<'dev' | 'heldout'>;
+  const splits = (errors === 'all' ? ['dev', 'heldout'] : errors === 'none' ? [] : [errors]) as Array<
+    'dev' | 'heldout'
+  >;
   const out: string[] = [];
   const json: Record<string, unknown> = {};
   if (only !== 'real') {

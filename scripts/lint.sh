@@ -14,8 +14,7 @@ step() { # name, command...
 step tsc npx tsc -p . --noEmit
 step eslint npx eslint .
 step cycles npx tsx scripts/check-import-cycles.ts
-# TEMPORARY (issue 10 in flight): Prettier reports but does not fail until the one mass reformat lands.
-npx prettier --check --log-level warn . >/dev/null 2>&1 || echo "--- prettier: files need formatting (npm run format); not fatal until the reformat commit"
+step prettier npx prettier --check --log-level warn .
 if [ ${#failed[@]} -gt 0 ]; then
   echo "lint: failed: ${failed[*]}"
   exit 1

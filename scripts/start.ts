@@ -21,12 +21,16 @@ function portFree(port: number): Promise<boolean> {
 
 async function main(): Promise<void> {
   const port = Number(process.env.PORT ?? 8080);
-  if (!Number.isInteger(port) || port <= 0 || port > 65535) throw new Error(`PORT=${process.env.PORT} is not a TCP port. Use e.g. PORT=8081 npm start`);
-  if (!(await portFree(port))) throw new Error(`Port ${port} on 127.0.0.1 is in use. Stop what uses it, or pick another: PORT=8081 npm start`);
+  if (!Number.isInteger(port) || port <= 0 || port > 65535)
+    throw new Error(`PORT=${process.env.PORT} is not a TCP port. Use e.g. PORT=8081 npm start`);
+  if (!(await portFree(port)))
+    throw new Error(`Port ${port} on 127.0.0.1 is in use. Stop what uses it, or pick another: PORT=8081 npm start`);
   checkSidecar();
   const dotDemo = path.join(REPO, '.demo');
   const demo = createDemoAgent(dotDemo);
-  console.log(`${demo.created ? 'Created' : 'Using'} the demo agent in ${path.relative(REPO, demo.agentHome)}/ (memory: .hermes, workspace: workspace/; remove .demo/ to start over)`);
+  console.log(
+    `${demo.created ? 'Created' : 'Using'} the demo agent in ${path.relative(REPO, demo.agentHome)}/ (memory: .hermes, workspace: workspace/; remove .demo/ to start over)`,
+  );
   installExtensionCopy(path.join(dotDemo, 'code-server', 'extensions'));
   let cs: CodeServer | undefined;
   onExit(() => cs?.stop());
@@ -40,7 +44,7 @@ async function main(): Promise<void> {
   });
   cs.proc.stdout!.pipe(log);
   cs.proc.stderr!.pipe(log);
-  const url = `${cs.url}/?folder=${encodeURIComponent(demo.workspace).replace(/%2F/g, "/")}`;
+  const url = `${cs.url}/?folder=${encodeURIComponent(demo.workspace).replace(/%2F/g, '/')}`;
   console.log('');
   console.log('  AgentKeep is running in code-server (a real VS Code in your browser). Open:');
   console.log('');

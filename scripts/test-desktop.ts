@@ -29,7 +29,12 @@ async function main(): Promise<number> {
       extensionTestsPath: path.join(REPO, 'out', 'test', 'exthost', 'index'),
       vscodeExecutablePath: process.env.VSCODE_EXECUTABLE || undefined,
       version: process.env.VSCODE_VERSION || undefined,
-      launchArgs: [demo.workspace, '--disable-extensions', '--disable-workspace-trust', `--user-data-dir=${path.join(tmp, 'ud')}`],
+      launchArgs: [
+        demo.workspace,
+        '--disable-extensions',
+        '--disable-workspace-trust',
+        `--user-data-dir=${path.join(tmp, 'ud')}`,
+      ],
     });
     return 0;
   } catch (e) {

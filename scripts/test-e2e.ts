@@ -28,7 +28,19 @@ import { chromium, type Page } from 'playwright-core';
 import { createDemoAgent } from '../extension/demo';
 import { writeDemoSessionHistory } from './lib/demoHistory';
 import { PveSim } from '../test/pve-sim/server';
-import { CHROMIUM, CHROMIUM_ARGS, checkHost, checkSidecar, freePort, installExtensionCopy, onExit, REPO, startCodeServer, type CodeServer, runMain } from './lib/host';
+import {
+  CHROMIUM,
+  CHROMIUM_ARGS,
+  checkHost,
+  checkSidecar,
+  freePort,
+  installExtensionCopy,
+  onExit,
+  REPO,
+  startCodeServer,
+  type CodeServer,
+  runMain,
+} from './lib/host';
 
 const SHOTS = path.resolve(process.env.SHOTS ?? path.join(REPO, 'test-results', 'screenshots'));
 const t0 = Date.now();
@@ -42,7 +54,12 @@ async function shot(page: Page, name: string): Promise<void> {
 }
 
 /** Wait for a visible element, with a message naming what is missing. */
-async function expectVisible(page: Page, selector: string, what: string, opts: { hasText?: string | RegExp; timeout?: number } = {}) {
+async function expectVisible(
+  page: Page,
+  selector: string,
+  what: string,
+  opts: { hasText?: string | RegExp; timeout?: number } = {},
+) {
   const loc = page.locator(selector, opts.hasText ? { hasText: opts.hasText } : {}).first();
   try {
     await loc.waitFor({ state: 'visible', timeout: opts.timeout ?? 30000 });
@@ -74,11 +91,17 @@ async function widenSidebar(page: Page): Promise<void> {
 
 /** Run a command from the command palette (F1): type `title`, click the row that names it (and not `unlike`). */
 async function runCommand(page: Page, title: string, unlike?: RegExp): Promise<void> {
-  await page.locator('.part.editor').first().click({ position: { x: 300, y: 300 } }).catch(() => undefined); // focus the workbench
+  await page
+    .locator('.part.editor')
+    .first()
+    .click({ position: { x: 300, y: 300 } })
+    .catch(() => undefined); // focus the workbench
   await page.keyboard.press('F1');
   await expectVisible(page, '.quick-input-widget input', 'The command palette');
   await page.keyboard.type(title);
-  await expectVisible(page, '.quick-input-widget .monaco-list-row', `The "${title}" command`, { hasText: title.replace(/^AgentKeep: /, '') });
+  await expectVisible(page, '.quick-input-widget .monaco-list-row', `The "${title}" command`, {
+    hasText: title.replace(/^AgentKeep: /, ''),
+  });
   let row = page.locator('.quick-input-widget .monaco-list-row', { hasText: title.replace(/^AgentKeep: /, '') });
   if (unlike) row = row.filter({ hasNotText: unlike });
   await row.first().click();
@@ -103,19 +126,37 @@ async function memoryInspector(page: Page, hermesHome: string): Promise<void> {
   await runCommand(page, 'View: Close All Editors');
   await page.waitForTimeout(300);
   // room for the inspector: hide the panel (terminal) and the side bar (Ctrl+J / Ctrl+B toggle them)
-  if (await page.locator('.part.panel').first().isVisible().catch(() => false)) await page.keyboard.press('Control+J');
-  if (await page.locator('.part.sidebar').first().isVisible().catch(() => false)) await page.keyboard.press('Control+B');
+  if (
+    await page
+      .locator('.part.panel')
+      .first()
+      .isVisible()
+      .catch(() => false)
+  )
+    await page.keyboard.press('Control+J');
+  if (
+    await page
+      .locator('.part.sidebar')
+      .first()
+      .isVisible()
+      .catch(() => false)
+  )
+    await page.keyboard.press('Control+B');
   await page.waitForTimeout(300);
   await runCommand(page, 'AgentKeep: Open Memory Inspector');
   const webview = page.frameLocator('iframe.webview').last().frameLocator('iframe#active-frame');
   try {
     await webview.locator('h1', { hasText: 'Agent memory' }).waitFor({ timeout: 20000 });
-    await webview.locator('button.entry', { hasText: 'staging server is staging.example.internal' }).waitFor({ timeout: 10000 });
+    await webview
+      .locator('button.entry', { hasText: 'staging server is staging.example.internal' })
+      .waitFor({ timeout: 10000 });
     await webview.locator('.file .name', { hasText: 'MEMORY.md' }).waitFor({ timeout: 5000 });
     await webview.locator('.bar[role="meter"]').first().waitFor({ timeout: 5000 });
     await webview.locator('vscode-textfield#search').waitFor({ timeout: 5000 });
   } catch {
-    throw new Error('The memory inspector did not show its list (heading "Agent memory", a MEMORY.md entry, a usage bar, the search field).');
+    throw new Error(
+      'The memory inspector did not show its list (heading "Agent memory", a MEMORY.md entry, a usage bar, the search field).',
+    );
   }
   checks += 5;
   await page.mouse.move(1000, 700);
@@ -127,14 +168,25 @@ async function memoryInspector(page: Page, hermesHome: string): Promise<void> {
     await webview.locator('.detail dt', { hasText: /^File$/ }).waitFor({ timeout: 5000 });
     // provenance: the demo's state.db (scripts/lib/demoHistory.ts) has the CLI session that added this entry
     await webview.locator('.detail .trace', { hasText: 'source cli' }).first().waitFor({ timeout: 10000 });
-    await webview.locator('.detail .trace vscode-button', { hasText: 'Open session messages' }).first().waitFor({ timeout: 5000 });
+    await webview
+      .locator('.detail .trace vscode-button', { hasText: 'Open session messages' })
+      .first()
+      .waitFor({ timeout: 5000 });
   } catch {
-    const err = await webview.locator('.detail p.error').allInnerTexts().catch(() => []);
-    throw new Error(`The memory inspector did not show the entry detail (full text, "File" metadata, a provenance trace from the CLI session)${err.length ? `: ${err.join(' ')}` : ''}.`);
+    const err = await webview
+      .locator('.detail p.error')
+      .allInnerTexts()
+      .catch(() => []);
+    throw new Error(
+      `The memory inspector did not show the entry detail (full text, "File" metadata, a provenance trace from the CLI session)${err.length ? `: ${err.join(' ')}` : ''}.`,
+    );
   }
   checks += 5;
   const loading = await webview.locator('.detail', { hasText: 'Loading where this entry came from' }).count();
-  if (loading) throw new Error('The memory inspector still shows "Loading where this entry came from…" (memory.show did not answer).');
+  if (loading)
+    throw new Error(
+      'The memory inspector still shows "Loading where this entry came from…" (memory.show did not answer).',
+    );
   await page.mouse.move(1000, 700);
   await shot(page, 'memory-detail.png');
   // inline edit: the textarea holds the entry's text; Cancel leaves the file alone
@@ -175,7 +227,9 @@ async function memoryInspector(page: Page, hermesHome: string): Promise<void> {
       // Refresh re-reads agent.status: the status bar item gets its warning badge
       await page.locator('.statusbar-item[aria-label*="memory store broken"]').waitFor({ timeout: 10000 });
     } catch {
-      throw new Error('The memory inspector did not show MEMORY.md (a directory) as broken with the fix, or the status bar no warning.');
+      throw new Error(
+        'The memory inspector did not show MEMORY.md (a directory) as broken with the fix, or the status bar no warning.',
+      );
     }
     checks += 4;
     await page.mouse.move(1000, 700);
@@ -216,44 +270,88 @@ async function proxmoxScenario(page: Page, cs: CodeServer, tmp: string): Promise
     fs.writeFileSync(path.join(folder, '.vscode', 'settings.json'), JSON.stringify(settings, null, 2));
     await page.goto(`${cs.url}/?folder=${encodeURIComponent(folder)}`);
     await expectVisible(page, '.monaco-workbench', 'The VS Code workbench (Proxmox agent)', { timeout: 60000 });
-    await page.locator('.activitybar [aria-label^="Agent"]').first().click({ timeout: 30000 }).catch(() => undefined);
+    await page
+      .locator('.activitybar [aria-label^="Agent"]')
+      .first()
+      .click({ timeout: 30000 })
+      .catch(() => undefined);
     // no token yet: the view offers "set the API token…" (it runs AgentKeep: Set Proxmox API Token)
-    const setToken = await expectVisible(page, '.monaco-list-row', 'The "set the API token" row', { hasText: 'set the API token', timeout: 60000 });
+    const setToken = await expectVisible(page, '.monaco-list-row', 'The "set the API token" row', {
+      hasText: 'set the API token',
+      timeout: 60000,
+    });
     await setToken.click();
     await expectVisible(page, '.quick-input-widget input[type="password"]', 'The password input for the token');
     await page.keyboard.type(`${tokenId}=${secret}`);
     await page.keyboard.press('Enter');
-    await expectVisible(page, '.monaco-list-row', 'The guest row (node · vmid · status)', { hasText: 'pve1 · 101 · running', timeout: 60000 });
+    await expectVisible(page, '.monaco-list-row', 'The guest row (node · vmid · status)', {
+      hasText: 'pve1 · 101 · running',
+      timeout: 60000,
+    });
     step('Proxmox guest shown after Set Proxmox API Token');
 
     await runCommand(page, 'AgentKeep: Create Restore Point with RAM State');
     await typeLabel(page, 'before hermes update');
-    await expectVisible(page, '.monaco-list-row', 'The restore point with the RAM badge', { hasText: /before hermes update.*RAM/, timeout: 60000 });
+    await expectVisible(page, '.monaco-list-row', 'The restore point with the RAM badge', {
+      hasText: /before hermes update.*RAM/,
+      timeout: 60000,
+    });
     await runCommand(page, 'AgentKeep: Create Restore Point', /RAM/);
     await typeLabel(page, 'after hermes update');
-    await expectVisible(page, '.quick-input-widget .monaco-list-row', 'The RAM state choice', { hasText: 'Take restore point with RAM state' });
+    await expectVisible(page, '.quick-input-widget .monaco-list-row', 'The RAM state choice', {
+      hasText: 'Take restore point with RAM state',
+    });
     await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Disk only' }).first().click();
-    await expectVisible(page, '.monaco-list-row', 'The disk-only restore point', { hasText: 'after hermes update', timeout: 60000 });
+    await expectVisible(page, '.monaco-list-row', 'The disk-only restore point', {
+      hasText: 'after hermes update',
+      timeout: 60000,
+    });
     await expectVisible(page, '.monaco-list-row', 'You are here', { hasText: 'You are here' });
     await expectVisible(page, '.monaco-list-row', 'A locked guest of the fleet', { hasText: 'locked (backup)' });
     await widenSidebar(page);
     await page.mouse.move(1000, 700);
     await page.waitForTimeout(500);
     await shot(page, 'agent-view-proxmox.png');
-    if (sim.requests.some((q) => q.method === 'POST' && q.path.endsWith('/snapshot') && q.params.vmstate === '1') === false) throw new Error('No snapshot with vmstate=1 reached the simulator.');
+    if (
+      sim.requests.some((q) => q.method === 'POST' && q.path.endsWith('/snapshot') && q.params.vmstate === '1') ===
+      false
+    )
+      throw new Error('No snapshot with vmstate=1 reached the simulator.');
 
     // Roll back to the disk-only restore point: the confirmation warns, then the VM stays stopped and the UI says so.
     await runCommand(page, 'AgentKeep: Restore…');
-    await (await expectVisible(page, '.quick-input-widget .monaco-list-row', 'The disk-only restore point in the quick pick', { hasText: 'after hermes update' })).click();
-    await (await expectVisible(page, '.quick-input-widget .monaco-list-row', 'The scope "Machine only"', { hasText: 'Machine only' })).click();
+    await (
+      await expectVisible(
+        page,
+        '.quick-input-widget .monaco-list-row',
+        'The disk-only restore point in the quick pick',
+        { hasText: 'after hermes update' },
+      )
+    ).click();
+    await (
+      await expectVisible(page, '.quick-input-widget .monaco-list-row', 'The scope "Machine only"', {
+        hasText: 'Machine only',
+      })
+    ).click();
     await expectVisible(page, '.monaco-dialog-box', 'The hard-stop warning', { hasText: 'hard-stopped' });
-    await expectVisible(page, '.monaco-dialog-box', 'The outside-world warning', { hasText: 'do not undo the outside world' });
-    await expectVisible(page, '.monaco-dialog-box .monaco-button', 'The "Roll back and start VM" button', { hasText: 'Roll back and start VM' });
+    await expectVisible(page, '.monaco-dialog-box', 'The outside-world warning', {
+      hasText: 'do not undo the outside world',
+    });
+    await expectVisible(page, '.monaco-dialog-box .monaco-button', 'The "Roll back and start VM" button', {
+      hasText: 'Roll back and start VM',
+    });
     await shot(page, 'restore-confirm-proxmox.png');
-    await page.locator('.monaco-dialog-box .monaco-button', { hasText: /^Roll back$/ }).first().click();
-    await expectVisible(page, '.notification-toast', 'The "VM is stopped" notification', { hasText: 'The VM is stopped', timeout: 60000 });
+    await page
+      .locator('.monaco-dialog-box .monaco-button', { hasText: /^Roll back$/ })
+      .first()
+      .click();
+    await expectVisible(page, '.notification-toast', 'The "VM is stopped" notification', {
+      hasText: 'The VM is stopped',
+      timeout: 60000,
+    });
     await expectVisible(page, '.monaco-list-row', 'The stopped guest', { hasText: 'pve1 · 101 · stopped' });
-    if (sim.guests.get(101)?.running !== false) throw new Error('The simulated VM runs after a rollback to a snapshot without RAM state.');
+    if (sim.guests.get(101)?.running !== false)
+      throw new Error('The simulated VM runs after a rollback to a snapshot without RAM state.');
     await page.mouse.move(1000, 300);
     await shot(page, 'after-rollback-proxmox.png');
   } finally {
@@ -269,7 +367,8 @@ async function main(): Promise<number> {
   }
   fs.mkdirSync(SHOTS, { recursive: true });
   const only = process.env.E2E_ONLY;
-  for (const f of fs.readdirSync(SHOTS)) if (f.endsWith('.png') && (!only || f.startsWith(only) || f === 'failure.png')) fs.rmSync(path.join(SHOTS, f));
+  for (const f of fs.readdirSync(SHOTS))
+    if (f.endsWith('.png') && (!only || f.startsWith(only) || f === 'failure.png')) fs.rmSync(path.join(SHOTS, f));
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agentkeep-e2e-'));
   const demo = createDemoAgent(path.join(tmp, 'demo'));
   writeDemoSessionHistory(demo.hermesHome); // provenance for the memory inspector
@@ -282,7 +381,12 @@ async function main(): Promise<number> {
   });
   // Installed like a .vsix, without the smoke-test driver (which suppresses notification toasts).
   installExtensionCopy(path.join(tmp, 'code-server', 'extensions'));
-  cs = await startCodeServer({ port: await freePort(), home: path.join(tmp, 'code-server'), smokeTestDriver: false, env: { npm_config_update_notifier: 'false' } });
+  cs = await startCodeServer({
+    port: await freePort(),
+    home: path.join(tmp, 'code-server'),
+    smokeTestDriver: false,
+    env: { npm_config_update_notifier: 'false' },
+  });
   step(`code-server at ${cs.url}`);
   const ctx = await chromium.launchPersistentContext(path.join(tmp, 'chromium-profile'), {
     executablePath: CHROMIUM,
@@ -295,7 +399,10 @@ async function main(): Promise<number> {
     await page.goto(`${cs.url}/?folder=${encodeURIComponent(demo.workspace)}`);
     await expectVisible(page, '.monaco-workbench', 'The VS Code workbench', { timeout: 60000 });
     step('workbench loaded');
-    await expectVisible(page, '.statusbar-item', 'The AgentKeep status bar item', { hasText: 'no restore point', timeout: 60000 });
+    await expectVisible(page, '.statusbar-item', 'The AgentKeep status bar item', {
+      hasText: 'no restore point',
+      timeout: 60000,
+    });
     step('status bar item: no restore point');
     if (only === 'memory') {
       await memoryInspector(page, demo.hermesHome);
@@ -305,13 +412,20 @@ async function main(): Promise<number> {
     }
 
     // Open setup.sh and wait for the CodeLens.
-    await page.locator('.monaco-workbench').click({ position: { x: 700, y: 400 } }).catch(() => undefined);
+    await page
+      .locator('.monaco-workbench')
+      .click({ position: { x: 700, y: 400 } })
+      .catch(() => undefined);
     await page.keyboard.press('Control+P');
     await expectVisible(page, '.quick-input-widget input', 'Quick Open');
     await page.keyboard.type('setup.sh');
-    await expectVisible(page, '.quick-input-widget .monaco-list-row', 'Quick Open result for setup.sh', { hasText: 'setup.sh' });
+    await expectVisible(page, '.quick-input-widget .monaco-list-row', 'Quick Open result for setup.sh', {
+      hasText: 'setup.sh',
+    });
     await page.keyboard.press('Enter');
-    const lens = await expectVisible(page, '.codelens-decoration a', 'The "Snapshot & run" CodeLens', { hasText: 'Snapshot & run' });
+    const lens = await expectVisible(page, '.codelens-decoration a', 'The "Snapshot & run" CodeLens', {
+      hasText: 'Snapshot & run',
+    });
     await expectVisible(page, '.codelens-decoration a', 'The "Run" CodeLens', { hasText: /^\s*Run\s*$/ });
     step(`codelens: ${JSON.stringify(await page.locator('.codelens-decoration').allInnerTexts())}`);
     await shot(page, 'codelens.png');
@@ -321,28 +435,49 @@ async function main(): Promise<number> {
     await lens.click();
     step('clicked Snapshot & run');
     const keep = page.locator('.notification-toast .monaco-button', { hasText: /^Keep$/ }).first();
-    const toastShown = await keep.waitFor({ state: 'visible', timeout: 90000 }).then(() => true, () => false);
+    const toastShown = await keep.waitFor({ state: 'visible', timeout: 90000 }).then(
+      () => true,
+      () => false,
+    );
     if (toastShown) {
       await expectVisible(page, '.notification-toast', 'The "exited 0" notification', { hasText: /exited 0/ });
-      await expectVisible(page, '.notification-toast .monaco-button', 'The Roll back button', { hasText: /^Roll back$/ });
+      await expectVisible(page, '.notification-toast .monaco-button', 'The Roll back button', {
+        hasText: /^Roll back$/,
+      });
       await shot(page, 'keep-or-rollback.png');
-      await (await expectVisible(page, '.notification-toast .monaco-button', 'The Compare button', { hasText: /^Compare$/ })).click();
+      await (
+        await expectVisible(page, '.notification-toast .monaco-button', 'The Compare button', { hasText: /^Compare$/ })
+      ).click();
       step('clicked Compare');
-      await expectVisible(page, '.monaco-component.multiDiffEditor', 'The multi-file diff editor (pre vs post)', { timeout: 30000 });
-      await expectVisible(page, '.monaco-component.multiDiffEditor .multiDiffEntry', 'The package.json entry of the diff', { hasText: 'package.json' });
+      await expectVisible(page, '.monaco-component.multiDiffEditor', 'The multi-file diff editor (pre vs post)', {
+        timeout: 30000,
+      });
+      await expectVisible(
+        page,
+        '.monaco-component.multiDiffEditor .multiDiffEntry',
+        'The package.json entry of the diff',
+        { hasText: 'package.json' },
+      );
       await expectVisible(page, '.tab', 'The compare editor tab', { hasText: /before ↔ after/ });
       await page.mouse.move(1000, 700);
       await page.waitForTimeout(1200); // let the diff editors render
       await shot(page, 'compare.png');
       // the notification comes back after Compare
-      const keepAgain = await expectVisible(page, '.notification-toast .monaco-button', 'The Keep button after Compare', { hasText: /^Keep$/, timeout: 30000 });
+      const keepAgain = await expectVisible(
+        page,
+        '.notification-toast .monaco-button',
+        'The Keep button after Compare',
+        { hasText: /^Keep$/, timeout: 30000 },
+      );
       await keepAgain.click();
       step('clicked Keep');
       // close the diff for the following screenshots (command palette: Ctrl+W would close the browser tab)
       await page.keyboard.press('F1');
       await expectVisible(page, '.quick-input-widget input', 'The command palette');
       await page.keyboard.type('View: Close All Editors');
-      await expectVisible(page, '.quick-input-widget .monaco-list-row', 'The "Close All Editors" command', { hasText: 'Close All Editors' });
+      await expectVisible(page, '.quick-input-widget .monaco-list-row', 'The "Close All Editors" command', {
+        hasText: 'Close All Editors',
+      });
       await page.keyboard.press('Enter');
       await page.waitForTimeout(300);
       await page.keyboard.press('Control+P');
@@ -353,56 +488,103 @@ async function main(): Promise<number> {
       // In the smoke-test-driver mode toasts may stay in the notification centre; open it.
       step('no toast; opening the notification centre');
       await page.keyboard.press('Escape');
-      await page.locator('.statusbar-item[id*="notifications"], .statusbar-item .codicon-bell, .statusbar-item .codicon-bell-dot').first().click();
-      const keepInCentre = await expectVisible(page, '.notifications-center .monaco-button', 'The Keep button of the "Keep or roll back" notification', { hasText: /^Keep$/, timeout: 90000 });
+      await page
+        .locator(
+          '.statusbar-item[id*="notifications"], .statusbar-item .codicon-bell, .statusbar-item .codicon-bell-dot',
+        )
+        .first()
+        .click();
+      const keepInCentre = await expectVisible(
+        page,
+        '.notifications-center .monaco-button',
+        'The Keep button of the "Keep or roll back" notification',
+        { hasText: /^Keep$/, timeout: 90000 },
+      );
       await shot(page, 'keep-or-rollback.png');
       await keepInCentre.click();
     }
-    await expectVisible(page, '.statusbar-item', 'The status bar after the restore point', { hasText: /just now|\d+[smhd] ago/, timeout: 30000 });
+    await expectVisible(page, '.statusbar-item', 'The status bar after the restore point', {
+      hasText: /just now|\d+[smhd] ago/,
+      timeout: 30000,
+    });
 
     // The Agent view.
     await page.locator('.activitybar [aria-label^="Agent"]').first().click({ timeout: 15000 });
     await expectVisible(page, '.monaco-list-row', 'The agent row', { hasText: 'agent-home' });
     await widenSidebar(page);
-    await expectVisible(page, '.monaco-list-row', 'The restore point row', { hasText: 'npm install --no-audit --no-fund left-pad@1.3.0' });
-    await expectVisible(page, '.monaco-list-row', 'The post restore point row', { hasText: 'after: npm install --no-audit --no-fund left-pad@1.3.0' });
+    await expectVisible(page, '.monaco-list-row', 'The restore point row', {
+      hasText: 'npm install --no-audit --no-fund left-pad@1.3.0',
+    });
+    await expectVisible(page, '.monaco-list-row', 'The post restore point row', {
+      hasText: 'after: npm install --no-audit --no-fund left-pad@1.3.0',
+    });
     await expectVisible(page, '.monaco-list-row', 'The MEMORY.md row', { hasText: 'MEMORY.md' });
-    await expectVisible(page, '.monaco-list-row', 'A memory entry row', { hasText: 'staging server is staging.example.internal' });
+    await expectVisible(page, '.monaco-list-row', 'A memory entry row', {
+      hasText: 'staging server is staging.example.internal',
+    });
     await shot(page, 'agent-view.png');
 
     // The status bar item and its tooltip.
-    const item = await expectVisible(page, '.statusbar-item', 'The AgentKeep status bar item', { hasText: /just now|\d+[smhd] ago/ });
+    const item = await expectVisible(page, '.statusbar-item', 'The AgentKeep status bar item', {
+      hasText: /just now|\d+[smhd] ago/,
+    });
     await item.hover();
-    await expectVisible(page, '.monaco-hover, .workbench-hover', 'The status bar tooltip', { hasText: 'Last restore point', timeout: 10000 }).catch((e) => step(`(tooltip: ${e.message})`));
+    await expectVisible(page, '.monaco-hover, .workbench-hover', 'The status bar tooltip', {
+      hasText: 'Last restore point',
+      timeout: 10000,
+    }).catch((e) => step(`(tooltip: ${e.message})`));
     await shot(page, 'statusbar.png');
 
     // Restore through the status bar: quick pick > scope > confirmation.
     await item.click();
-    await expectVisible(page, '.quick-input-widget .monaco-list-row', 'The restore-point quick pick', { hasText: 'left-pad@1.3.0' });
+    await expectVisible(page, '.quick-input-widget .monaco-list-row', 'The restore-point quick pick', {
+      hasText: 'left-pad@1.3.0',
+    });
     await shot(page, 'restore-quickpick.png');
     // the pre restore point (the newest is the post, taken after the install)
-    await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'left-pad@1.3.0' }).filter({ hasNotText: 'after:' }).first().click();
-    await expectVisible(page, '.quick-input-widget .monaco-list-row', 'The scope quick pick', { hasText: 'Machine + agent state' });
+    await page
+      .locator('.quick-input-widget .monaco-list-row', { hasText: 'left-pad@1.3.0' })
+      .filter({ hasNotText: 'after:' })
+      .first()
+      .click();
+    await expectVisible(page, '.quick-input-widget .monaco-list-row', 'The scope quick pick', {
+      hasText: 'Machine + agent state',
+    });
     await shot(page, 'restore-scope.png');
     await page.keyboard.press('Enter');
     await expectVisible(page, '.monaco-dialog-box', 'The restore confirmation', { hasText: 'will be removed' });
     await expectVisible(page, '.monaco-dialog-box', 'The outside-effects warning', { hasText: 'outside this machine' });
     await shot(page, 'restore-confirm.png');
-    await page.locator('.monaco-dialog-box .monaco-button', { hasText: /^Restore$/ }).first().click();
-    await expectVisible(page, '.monaco-list-row', 'The pre-restore point in the tree', { hasText: /Before restoring/, timeout: 60000 });
-    if (fs.existsSync(path.join(demo.workspace, 'node_modules'))) throw new Error('After the restore, node_modules still exists in the demo workspace.');
+    await page
+      .locator('.monaco-dialog-box .monaco-button', { hasText: /^Restore$/ })
+      .first()
+      .click();
+    await expectVisible(page, '.monaco-list-row', 'The pre-restore point in the tree', {
+      hasText: /Before restoring/,
+      timeout: 60000,
+    });
+    if (fs.existsSync(path.join(demo.workspace, 'node_modules')))
+      throw new Error('After the restore, node_modules still exists in the demo workspace.');
     await page.mouse.move(700, 300);
     await shot(page, 'after-restore.png');
 
     // The details webview of the restore point (click its row).
-    await page.locator('.monaco-list-row', { hasText: 'from setup.sh:5' }).filter({ hasNotText: 'after:' }).first().click();
+    await page
+      .locator('.monaco-list-row', { hasText: 'from setup.sh:5' })
+      .filter({ hasNotText: 'after:' })
+      .first()
+      .click();
     const webview = page.frameLocator('iframe.webview').frameLocator('iframe#active-frame');
     try {
-      await webview.locator('h1', { hasText: 'npm install --no-audit --no-fund left-pad@1.3.0' }).waitFor({ timeout: 20000 });
+      await webview
+        .locator('h1', { hasText: 'npm install --no-audit --no-fund left-pad@1.3.0' })
+        .waitFor({ timeout: 20000 });
       await webview.locator('h2', { hasText: 'Machine snapshot' }).waitFor({ timeout: 5000 });
       await webview.locator('button', { hasText: 'Restore…' }).waitFor({ timeout: 5000 });
     } catch {
-      throw new Error('The restore point details webview did not show (heading "Machine snapshot", button "Restore…").');
+      throw new Error(
+        'The restore point details webview did not show (heading "Machine snapshot", button "Restore…").',
+      );
     }
     await page.mouse.move(1000, 700);
     await shot(page, 'details.png');
@@ -416,15 +598,31 @@ async function main(): Promise<number> {
     await expectVisible(page, '.monaco-workbench', 'The VS Code workbench (no agent)', { timeout: 60000 });
     await page.locator('.activitybar [aria-label^="Agent"]').first().click({ timeout: 30000 });
     await expectVisible(page, '.welcome-view-content', 'The welcome view', { hasText: 'No agent is configured' });
-    const setupButton = await expectVisible(page, '.welcome-view-content .monaco-button', 'The "Set up demo agent" button', { hasText: 'Set up demo agent' });
-    await expectVisible(page, '.welcome-view-content a', 'The "pick an agent folder" link', { hasText: 'pick an agent folder' });
+    const setupButton = await expectVisible(
+      page,
+      '.welcome-view-content .monaco-button',
+      'The "Set up demo agent" button',
+      { hasText: 'Set up demo agent' },
+    );
+    await expectVisible(page, '.welcome-view-content a', 'The "pick an agent folder" link', {
+      hasText: 'pick an agent folder',
+    });
     await shot(page, 'welcome.png');
     await setupButton.click();
     await page.waitForURL(/globalStorage/, { timeout: 30000 });
     await expectVisible(page, '.monaco-workbench', 'The VS Code workbench (demo set up)', { timeout: 60000 });
-    await page.locator('.activitybar [aria-label^="Agent"]').first().click({ timeout: 30000 }).catch(() => undefined);
-    await expectVisible(page, '.monaco-list-row', 'The new demo agent in the Agent view', { hasText: 'No restore points yet', timeout: 60000 });
-    await expectVisible(page, '.statusbar-item', 'The status bar item of the new demo agent', { hasText: 'no restore point' });
+    await page
+      .locator('.activitybar [aria-label^="Agent"]')
+      .first()
+      .click({ timeout: 30000 })
+      .catch(() => undefined);
+    await expectVisible(page, '.monaco-list-row', 'The new demo agent in the Agent view', {
+      hasText: 'No restore points yet',
+      timeout: 60000,
+    });
+    await expectVisible(page, '.statusbar-item', 'The status bar item of the new demo agent', {
+      hasText: 'no restore point',
+    });
     step('welcome view: Set up demo agent opened the demo');
 
     await proxmoxScenario(page, cs, tmp);

@@ -14,7 +14,19 @@ import * as util from 'node:util';
 import { chromium } from 'playwright-core';
 import { createDemoAgent } from '../extension/demo';
 import { writeDemoSessionHistory } from './lib/demoHistory';
-import { CHROMIUM, CHROMIUM_ARGS, checkHost, checkSidecar, freePort, onExit, REPO, startCodeServer, workbenchUrl, type CodeServer, runMain } from './lib/host';
+import {
+  CHROMIUM,
+  CHROMIUM_ARGS,
+  checkHost,
+  checkSidecar,
+  freePort,
+  onExit,
+  REPO,
+  startCodeServer,
+  workbenchUrl,
+  type CodeServer,
+  runMain,
+} from './lib/host';
 
 async function main(): Promise<number> {
   checkHost();
@@ -33,7 +45,11 @@ async function main(): Promise<number> {
     else console.log(`(temp files kept in ${tmp})`);
   });
   const started = Date.now();
-  cs = await startCodeServer({ port: await freePort(), home: path.join(tmp, 'code-server'), env: { npm_config_update_notifier: 'false' } });
+  cs = await startCodeServer({
+    port: await freePort(),
+    home: path.join(tmp, 'code-server'),
+    env: { npm_config_update_notifier: 'false' },
+  });
   console.log(`code-server listening at ${cs.url} (${Date.now() - started} ms); demo agent in ${demo.root}`);
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
   try {
@@ -50,7 +66,11 @@ async function main(): Promise<number> {
     const code = await Promise.race([finished, new Promise<string>((r) => setTimeout(() => r('timeout'), timeoutMs))]);
     console.log(`extension host exited: ${code} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
     if (code !== 0) {
-      const logs = cs.log().split('\n').filter((l) => /error|fail/i.test(l)).slice(-20);
+      const logs = cs
+        .log()
+        .split('\n')
+        .filter((l) => /error|fail/i.test(l))
+        .slice(-20);
       if (logs.length) console.log(`code-server log (errors):\n${logs.join('\n')}`);
     }
     ok = code === 0;

@@ -15,7 +15,11 @@ declare function acquireVsCodeApi(): VsCodeApi;
 const vscode = acquireVsCodeApi();
 const app = document.getElementById('app') as HTMLElement;
 
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, props: Partial<Record<'className' | 'textContent' | 'id' | 'title', string>> = {}, ...children: (Node | string)[]): HTMLElementTagNameMap[K] {
+function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  props: Partial<Record<'className' | 'textContent' | 'id' | 'title', string>> = {},
+  ...children: (Node | string)[]
+): HTMLElementTagNameMap[K] {
   const e = document.createElement(tag);
   Object.assign(e, props);
   for (const c of children) e.append(c);
@@ -25,7 +29,9 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, props: Partial<Record
 /** Render `a `code` b` as text with <code> spans. */
 function richText(s: string): DocumentFragment {
   const f = document.createDocumentFragment();
-  s.split('`').forEach((part, i) => f.append(i % 2 ? el('code', { textContent: part }) : document.createTextNode(part)));
+  s.split('`').forEach((part, i) =>
+    f.append(i % 2 ? el('code', { textContent: part }) : document.createTextNode(part)),
+  );
   return f;
 }
 
@@ -59,12 +65,18 @@ function render(m: ShowMessage): void {
   const h1 = el('h1', { textContent: m.title });
   h1.append(el('span', { className: 'badge', textContent: rp.status }));
   app.append(h1);
-  app.append(el('p', { className: 'sub', textContent: `${new Date(rp.createdAt).toLocaleString()} · ${m.age} · ${rp.kind}` }));
+  app.append(
+    el('p', { className: 'sub', textContent: `${new Date(rp.createdAt).toLocaleString()} · ${m.age} · ${rp.kind}` }),
+  );
 
   const actions = el('div', { className: 'actions' });
   const scope = el('select', { id: 'scope', title: 'What to restore' });
   scope.setAttribute('aria-label', 'Restore scope');
-  for (const [value, label] of [['both', 'Machine + agent state'], ['machine', 'Machine only (keep current memory)'], ['agent', 'Agent state only']] as const) {
+  for (const [value, label] of [
+    ['both', 'Machine + agent state'],
+    ['machine', 'Machine only (keep current memory)'],
+    ['agent', 'Agent state only'],
+  ] as const) {
     const o = el('option', { textContent: label });
     o.value = value;
     scope.append(o);
@@ -79,11 +91,14 @@ function render(m: ShowMessage): void {
   for (const b of [restore, keep, del, scope]) b.disabled = !m.trusted;
   keep.disabled = !m.trusted || rp.status === 'kept';
   actions.append(scope, restore, keep, del);
-  if (!m.trusted) actions.append(el('span', { className: 'note', textContent: 'Trust this workspace to restore, keep or delete.' }));
+  if (!m.trusted)
+    actions.append(el('span', { className: 'note', textContent: 'Trust this workspace to restore, keep or delete.' }));
   app.append(actions);
 
   app.append(el('h2', { textContent: 'Reason' }));
-  app.append(el('p', {}, m.reason ? richText(m.reason) : el('span', { className: 'sub', textContent: 'No reason recorded.' })));
+  app.append(
+    el('p', {}, m.reason ? richText(m.reason) : el('span', { className: 'sub', textContent: 'No reason recorded.' })),
+  );
 
   app.append(el('h2', { textContent: 'Machine snapshot' }));
   const dl = el('dl');
@@ -100,13 +115,24 @@ function render(m: ShowMessage): void {
   app.append(el('h2', { textContent: 'Agent state' }));
   if (!rp.agent.length) app.append(el('p', { className: 'sub', textContent: 'No memory store was captured.' }));
   for (const cap of rp.agent) {
-    app.append(list(cap.store, cap.files.map((f) => `${f.path} · ${formatBytes(f.size)}`)));
+    app.append(
+      list(
+        cap.store,
+        cap.files.map((f) => `${f.path} · ${formatBytes(f.size)}`),
+      ),
+    );
   }
 
   app.append(el('h2', { textContent: 'Changes since' }));
   if (m.changes) app.append(changesView(m.changes));
   else app.append(el('p', { className: 'error', textContent: m.diffError ?? 'Could not compute the changes.' }));
-  app.append(el('p', { className: 'note', textContent: 'Snapshots do not undo what the agent did outside this machine (emails sent, issues opened, payments).' }));
+  app.append(
+    el('p', {
+      className: 'note',
+      textContent:
+        'Snapshots do not undo what the agent did outside this machine (emails sent, issues opened, payments).',
+    }),
+  );
 }
 
 window.addEventListener('message', (e: MessageEvent<ShowMessage>) => {

@@ -22,8 +22,4 @@ export interface ShowMessage {
 
 /** Webview -> extension. */
 export type ActionMessage =
-  | { type: 'ready' }
-  | { type: 'restore'; scope: Scope }
-  | { type: 'keep' }
-  | { type: 'delete' }
-  | { type: 'refresh' };
+  { type: 'ready' } | { type: 'restore'; scope: Scope } | { type: 'keep' } | { type: 'delete' } | { type: 'refresh' };

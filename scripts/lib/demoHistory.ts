@@ -16,7 +16,10 @@ import { DEMO_SESSIONS } from './demoSessions';
  * @throws Error when the Hermes home does not exist (create the demo agent first), or python3 fails
  */
 export function writeDemoSessionHistory(hermesHome: string): string {
-  if (!fs.existsSync(path.join(hermesHome, 'memories'))) throw new Error(`${hermesHome} is not a Hermes home (no memories/). Create the demo agent first (createDemoAgent).`);
+  if (!fs.existsSync(path.join(hermesHome, 'memories')))
+    throw new Error(
+      `${hermesHome} is not a Hermes home (no memories/). Create the demo agent first (createDemoAgent).`,
+    );
   const file = path.join(hermesHome, 'state.db');
   if (fs.existsSync(file)) return file;
   const messages: Msg[] = DEMO_SESSIONS.flatMap((s): Msg[] => {
@@ -24,13 +27,28 @@ export function writeDemoSessionHistory(hermesHome: string): string {
     const args = JSON.stringify({ action: 'add', target: 'memory', content: s.entry });
     return [
       { session: s.id, role: 'user', content: s.user, time: s.start },
-      { session: s.id, role: 'assistant', toolCalls: [{ id: callId, type: 'function', function: { name: 'memory', arguments: args } }], time: s.start + 10 },
-      { session: s.id, role: 'tool', content: JSON.stringify({ success: true, done: true, target: 'memory', message: 'Entry added.' }), toolCallId: callId, toolName: 'memory', time: s.start + 20 },
+      {
+        session: s.id,
+        role: 'assistant',
+        toolCalls: [{ id: callId, type: 'function', function: { name: 'memory', arguments: args } }],
+        time: s.start + 10,
+      },
+      {
+        session: s.id,
+        role: 'tool',
+        content: JSON.stringify({ success: true, done: true, target: 'memory', message: 'Entry added.' }),
+        toolCallId: callId,
+        toolName: 'memory',
+        time: s.start + 20,
+      },
       { session: s.id, role: 'assistant', content: s.reply, time: s.start + 30 },
     ];
   });
   const tmp = `${file}.tmp-${process.pid}`;
-  makeStateDb(tmp, { sessions: DEMO_SESSIONS.map((s) => ({ id: s.id, source: s.source, started: s.start })), messages });
+  makeStateDb(tmp, {
+    sessions: DEMO_SESSIONS.map((s) => ({ id: s.id, source: s.source, started: s.start })),
+    messages,
+  });
   fs.renameSync(tmp, file);
   return file;
 }

@@ -32,7 +32,7 @@ export const DEMO_SESSIONS: readonly DemoSession[] = [
     source: 'telegram',
     title: 'Backup window',
     start: Date.UTC(2026, 3, 2, 23, 1) / 1000,
-    user: 'btw the nightly backup runs 02:30 UTC, don\'t restart the db between 02:15 and 03:00',
+    user: "btw the nightly backup runs 02:30 UTC, don't restart the db between 02:15 and 03:00",
     entry: DEMO_MEMORY_ENTRIES[4]!,
     reply: 'Noted, I will keep the database up during the backup window.',
   },

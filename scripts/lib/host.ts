@@ -47,7 +47,9 @@ export function checkHost(needBrowser = true): void {
     throw new Error(`code-server is not installed (${CODE_SERVER} is missing). Run: bash scripts/setup-host.sh`);
   }
   if (needBrowser && !fs.existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing. Install it: sudo apt-get install -y chromium (or set CHROMIUM to a Chromium binary).`);
+    throw new Error(
+      `${CHROMIUM} is missing. Install it: sudo apt-get install -y chromium (or set CHROMIUM to a Chromium binary).`,
+    );
   }
 }
 
@@ -56,10 +58,15 @@ export function checkHost(needBrowser = true): void {
  * otherwise, so a broken bundle fails here with the real cause instead of as UI timeouts.
  */
 export function checkSidecar(): void {
-  const r = spawnSync(process.execPath, [path.join(REPO, 'out', 'sidecar.js'), '--version'], { encoding: 'utf8', timeout: 20000 });
+  const r = spawnSync(process.execPath, [path.join(REPO, 'out', 'sidecar.js'), '--version'], {
+    encoding: 'utf8',
+    timeout: 20000,
+  });
   if (r.status !== 0) {
     const err = (r.stderr || r.stdout || String(r.error ?? '')).trim().split('\n').slice(0, 12).join('\n');
-    throw new Error(`The built sidecar does not start (node out/sidecar.js --version exited ${r.status}):\n${err}\nFix the sidecar build (node esbuild.mjs) first.`);
+    throw new Error(
+      `The built sidecar does not start (node out/sidecar.js --version exited ${r.status}):\n${err}\nFix the sidecar build (node esbuild.mjs) first.`,
+    );
   }
 }
 
@@ -120,11 +127,18 @@ export async function startCodeServer(o: StartOptions): Promise<CodeServer> {
   const xdg = path.join(o.home, 'xdg');
   fs.mkdirSync(xdg, { recursive: true });
   const args = [
-    '--auth', 'none',
-    '--bind-addr', `127.0.0.1:${o.port}`,
-    '--user-data-dir', ud,
-    '--extensions-dir', path.join(o.home, 'extensions'),
-    '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', '--ignore-last-opened',
+    '--auth',
+    'none',
+    '--bind-addr',
+    `127.0.0.1:${o.port}`,
+    '--user-data-dir',
+    ud,
+    '--extensions-dir',
+    path.join(o.home, 'extensions'),
+    '--disable-telemetry',
+    '--disable-update-check',
+    '--disable-workspace-trust',
+    '--ignore-last-opened',
     '--disable-getting-started-override',
   ];
   if (o.smokeTestDriver !== false) args.push('--vscode-option', 'enable-smoke-test-driver');
@@ -179,7 +193,12 @@ export async function startCodeServer(o: StartOptions): Promise<CodeServer> {
  * (and mocha tests from `extensionTestsPath`, a module path without .js). The vscode-remote
  * authority must be the host:port the browser uses.
  */
-export function workbenchUrl(cs: CodeServer, folder: string, extensionDevelopmentPath: string, extensionTestsPath?: string): string {
+export function workbenchUrl(
+  cs: CodeServer,
+  folder: string,
+  extensionDevelopmentPath: string,
+  extensionTestsPath?: string,
+): string {
   const auth = `127.0.0.1:${cs.port}`;
   const payload: [string, string][] = [
     ['extensionDevelopmentPath', `vscode-remote://${auth}${extensionDevelopmentPath}`],
@@ -196,27 +215,41 @@ export function workbenchUrl(cs: CodeServer, folder: string, extensionDevelopmen
  * notification toasts, which the driver mode suppresses. Returns the folder.
  */
 export function installExtensionCopy(extensionsDir: string): string {
-  const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { publisher: string; name: string; version: string };
+  const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as {
+    publisher: string;
+    name: string;
+    version: string;
+  };
   for (const f of ['out/extension.js', 'out/sidecar.js', 'out/webview.js', 'out/memory.js']) {
     if (!fs.existsSync(path.join(REPO, f))) throw new Error(`${f} is missing. Build first: node esbuild.mjs`);
   }
   fs.mkdirSync(extensionsDir, { recursive: true });
   for (const old of fs.readdirSync(extensionsDir)) {
-    if (old.startsWith(`${pkg.publisher}.${pkg.name}-`)) fs.rmSync(path.join(extensionsDir, old), { recursive: true, force: true });
+    if (old.startsWith(`${pkg.publisher}.${pkg.name}-`))
+      fs.rmSync(path.join(extensionsDir, old), { recursive: true, force: true });
   }
   const dest = path.join(extensionsDir, `${pkg.publisher}.${pkg.name}-${pkg.version}`);
   for (const f of ['package.json', 'out', 'extension/media', 'LICENSE', 'README.md']) {
     const src = path.join(REPO, f);
     if (!fs.existsSync(src)) continue;
-    fs.cpSync(src, path.join(dest, f), { recursive: true, filter: (p) => !p.startsWith(path.join(REPO, 'out', 'test')) });
+    fs.cpSync(src, path.join(dest, f), {
+      recursive: true,
+      filter: (p) => !p.startsWith(path.join(REPO, 'out', 'test')),
+    });
   }
   return dest;
 }
 
 /** Chromium flags for headless runs in containers. */
 export const CHROMIUM_ARGS = [
-  '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-dev-shm-usage',
 ];
 
 /**

@@ -1,8 +1,8 @@
 /**
  * The CLI's rendering of next actions (NextAction in sidecar/protocol): the one place that maps a
  * protocol method and its params to the equivalent `agentkeep …` command line and flags, and the
- * one-line text of an error or warning that carries actions ("<message> <Title> with: <command>,
- * or <title> with: <command>. <hint>").
+ * one-line text of an error or warning that carries actions ("<message> <hint> <Title> with: <command>
+ * — or <title> with: <command>", no punctuation touching a command).
  */
 import * as path from 'node:path';
 import { Methods, methodKey, type MethodName, type NextAction, type ParamsOf } from '../protocol';
@@ -201,7 +201,7 @@ export function commandLine(a: NextAction, opts: RenderOptions): string | undefi
 }
 
 /**
- * The actions as one sentence: "Undo with: <command>, or finish the restore with: <command>."
+ * The actions as one line: "Undo with: <command> — or finish the restore with: <command>".
  * Actions without a command line are left out; empty when none has one.
  */
 export function actionsText(actions: readonly NextAction[] | undefined, opts: RenderOptions): string {
@@ -212,13 +212,18 @@ export function actionsText(actions: readonly NextAction[] | undefined, opts: Re
     const title = parts.length ? a.title.charAt(0).toLowerCase() + a.title.slice(1) : a.title;
     parts.push(`${title} with: ${cmd}`);
   }
-  return parts.length ? `${parts.join(', or ')}.` : '';
+  // No punctuation touches a command line (a pasted `--yes.` or `--state-dir /s.` would be another
+  // argument): actions are separated by a spaced dash and the last command ends the text.
+  return parts.join(' — or ');
 }
 
-/** An error or warning on one line: its message, its actions as command lines, then its hint. */
+/**
+ * An error or warning on one line: its message, its hint, then its actions as command lines (last,
+ * so that the last command ends the line and pastes as printed).
+ */
 export function describeProblem(
   p: { message: string; hint?: string; actions?: readonly NextAction[] },
   opts: RenderOptions,
 ): string {
-  return [p.message, actionsText(p.actions, opts), p.hint].filter(Boolean).join(' ');
+  return [p.message, p.hint, actionsText(p.actions, opts)].filter(Boolean).join(' ');
 }

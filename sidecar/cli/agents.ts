@@ -1,7 +1,7 @@
 /**
  * Named agents in the CLI (issue 15 item 2):
  *
- *     agentkeep agent add NAME --target T [--store S ...] [--fail-closed] [--replace] [--json]
+ *     agentkeep agent add NAME --target T [--store S ...] [--ssh USER@HOST[:PORT]] [--fail-closed] [--replace] [--json]
  *     agentkeep agent list [--json]
  *     agentkeep agent remove NAME [--json]
  *     agentkeep agent default NAME [--json]
@@ -50,6 +50,37 @@ export function agentTable(agents: NamedAgent[], configFile: string): string {
   return `${table([[' ', 'NAME', 'TARGET', 'STORES', 'HOOKS'], ...rows])}\n(* = the default agent; ${configFile})`;
 }
 
+/**
+ * The stores of `agent add --ssh USER@HOST[:PORT]`: the agent's stores are on that machine, so each
+ * `<kind>:/abs/path[?options]` becomes `<kind>:ssh://USER@HOST[:PORT]/abs/path[?options]` (a store
+ * that already names its place with ssh:// is kept as it is). Pure; the core parses the results.
+ * @throws UsageError for a --ssh that is not [user@]host[:port], or --ssh without --store
+ */
+export function storesOnHost(stores: readonly string[], ssh: string): string[] {
+  let u: URL | undefined;
+  try {
+    u = new URL(`ssh://${ssh}/`);
+  } catch {
+    u = undefined;
+  }
+  if (!u || !u.hostname || u.pathname !== '/' || u.password || u.search) {
+    const why = `Bad --ssh "${ssh}": expected [user@]host[:port].`;
+    throw new UsageError('InvalidParams', why, 'E.g. --ssh root@10.0.0.5:2222.');
+  }
+  if (!stores.length) {
+    throw new UsageError(
+      'InvalidParams',
+      '--ssh needs the stores on that machine: stores are not found in a target over SSH.',
+      'Name them with --store, e.g. --ssh root@10.0.0.5 --store hermes:/root/.hermes.',
+    );
+  }
+  return stores.map((spec) => {
+    const m = /^([A-Za-z][A-Za-z0-9_-]*):(\/.*)$/s.exec(spec);
+    if (!m || m[2].startsWith('//')) return spec; // ssh:// already, or not a path: the core says what is wrong
+    return `${m[1]}:ssh://${ssh}${m[2]}`;
+  });
+}
+
 /** Add `add`, `list`, `remove` and `default` to the `agent` command group. */
 export function agentCommands(agent: Command, d: AgentCliDeps): void {
   agent
@@ -70,6 +101,11 @@ export function agentCommands(agent: Command, d: AgentCliDeps): void {
       [],
     )
     .option(
+      '--ssh <user@host[:port]>',
+      'the stores are on that machine: each --store path is reached over SSH (keys from the SSH agent or ' +
+        '?identity=/abs/key on the store; the host key must be in known_hosts)',
+    )
+    .option(
       '--fail-closed',
       'agent hooks block a tool call when no restore point can be taken (default: let it through with a warning)',
     )
@@ -78,17 +114,18 @@ export function agentCommands(agent: Command, d: AgentCliDeps): void {
     .action(
       async (
         name: string,
-        o: { target: string; store: string[]; failClosed?: boolean; replace?: boolean },
+        o: { target: string; store: string[]; ssh?: string; failClosed?: boolean; replace?: boolean },
         cmd: Command,
       ) => {
         const asJson = d.json(cmd);
         const bad = AgentName.safeParse(name).error?.issues[0]?.message;
         if (bad)
           throw new UsageError('InvalidParams', `Bad agent name "${name}": ${bad}.`, 'Pick a name such as hermes-vm.');
+        const stores = o.ssh !== undefined ? storesOnHost(o.store, o.ssh) : o.store;
         const a = await call(d.core(cmd), 'agentAdd', {
           name,
           target: o.target,
-          ...(o.store.length ? { stores: o.store } : {}),
+          ...(stores.length ? { stores } : {}),
           ...(o.failClosed ? { failClosed: true } : {}),
           ...(o.replace ? { replace: true } : {}),
         });

@@ -27,7 +27,14 @@ export function table(input: string[][]): string {
   const rows = input.map((r) => r.map((c) => c.replace(/[\u0000-\u001f\u007f]+/g, ' ')));
   const widths: number[] = [];
   for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, [...c].length)));
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c + ' '.repeat(widths[i] - [...c].length))).join('  ').trimEnd()).join('\n');
+  return rows
+    .map((r) =>
+      r
+        .map((c, i) => (i === r.length - 1 ? c : c + ' '.repeat(widths[i] - [...c].length)))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 function reasonText(rp: RestorePoint): string {
@@ -57,7 +64,8 @@ export function kindText(p: RestorePoint, points: readonly RestorePoint[]): stri
 
 /** Restore points, newest first: ID, AGE, STATUS, KIND (with pairs), SIZE (bytes newly stored), LABEL, REASON. */
 export function restorePointTable(points: RestorePoint[], target: string, now = Date.now()): string {
-  if (!points.length) return `No restore points of ${target} yet. Create one: agentkeep restore-point create --target ${target}`;
+  if (!points.length)
+    return `No restore points of ${target} yet. Create one: agentkeep restore-point create --target ${target}`;
   const sorted = [...points].sort((a, b) => Date.parse(b.createdAt) - Date.parse(a.createdAt));
   const row = (p: RestorePoint): string[] => {
     const kind = kindText(p, points);
@@ -67,10 +75,21 @@ export function restorePointTable(points: RestorePoint[], target: string, now = 
 }
 
 /** Prune result, one line per restore point: "deleted|kept  ID  reason" (dry run: "would delete"). */
-export function pruneReport(r: { deleted: Array<{ id: string; reason: string }>; kept: Array<{ id: string; reason: string }>; freedBytes: number; estimatedFreeBytes?: number }, dryRun: boolean): string {
+export function pruneReport(
+  r: {
+    deleted: Array<{ id: string; reason: string }>;
+    kept: Array<{ id: string; reason: string }>;
+    freedBytes: number;
+    estimatedFreeBytes?: number;
+  },
+  dryRun: boolean,
+): string {
   const del = dryRun ? 'would delete' : 'deleted';
   const rows = [...r.deleted.map((d) => [del, d.id, d.reason]), ...r.kept.map((k) => ['kept', k.id, k.reason])];
-  const est = r.estimatedFreeBytes !== undefined && r.deleted.length ? ` that would free about ${size(r.estimatedFreeBytes)}` : '';
+  const est =
+    r.estimatedFreeBytes !== undefined && r.deleted.length
+      ? ` that would free about ${size(r.estimatedFreeBytes)}`
+      : '';
   const head = dryRun
     ? `Dry run: ${r.deleted.length} restore point(s) would be deleted, ${r.kept.length} kept; nothing was changed${est}.`
     : `Deleted ${r.deleted.length} restore point(s), kept ${r.kept.length}; freed ${size(r.freedBytes)}.`;
@@ -88,9 +107,15 @@ export function usageReport(r: {
   points: Array<{ id: string; bytes: number; newBytes: number }>;
 }): string {
   const pct = r.capBytes ? Math.round((r.bytes / r.capBytes) * 100) : 0;
-  const warn = r.level === 'over' ? ' OVER THE CAP: prune some (restore-point prune --dry-run shows what)' : r.level === 'near' ? ' (near the cap)' : '';
+  const warn =
+    r.level === 'over'
+      ? ' OVER THE CAP: prune some (restore-point prune --dry-run shows what)'
+      : r.level === 'near'
+        ? ' (near the cap)'
+        : '';
   const meta = r.metaBytes ? ` (${size(r.metaBytes)} of it manifests and journal)` : '';
-  const all = r.stateDirBytes !== undefined ? ` The state dir holds ${size(r.stateDirBytes)} in all (every target).` : '';
+  const all =
+    r.stateDirBytes !== undefined ? ` The state dir holds ${size(r.stateDirBytes)} in all (every target).` : '';
   const head = `Restore points of ${r.target} use ${size(r.bytes)}${meta} of the ${size(r.capBytes)} cap (${pct}%)${warn}.${all}`;
   if (!r.points.length) return head;
   return `${head}\n${table([['ID', 'SIZE', 'ONLY IT'], ...r.points.map((p) => [p.id, size(p.bytes), size(p.newBytes)])])}`;
@@ -225,7 +250,14 @@ export function agentStatusText(
 export function findingsTable(findings: RiskFinding[]): string {
   if (!findings.length) return 'No risky commands found.';
   const why = (f: RiskFinding): string => (f.reason ?? '').replace(/^[a-z-]+: /, '');
-  return table(findings.map((f) => [`${f.file}:${f.line}${f.endLine !== f.line ? '-' + f.endLine : ''}`, f.class, f.command, ...(why(f) ? [`— ${why(f)}`] : [])]));
+  return table(
+    findings.map((f) => [
+      `${f.file}:${f.line}${f.endLine !== f.line ? '-' + f.endLine : ''}`,
+      f.class,
+      f.command,
+      ...(why(f) ? [`— ${why(f)}`] : []),
+    ]),
+  );
 }
 
 /** Quote for a POSIX shell (single quotes), for the undo commands the CLI prints. */
@@ -234,7 +266,10 @@ export function shellQuote(s: string): string {
 }
 
 function indent(text: string, pad = '    '): string {
-  return text.split('\n').map((l) => pad + l).join('\n');
+  return text
+    .split('\n')
+    .map((l) => pad + l)
+    .join('\n');
 }
 
 /** memory show: the entry, its file and usage, then the provenance traces (or the note). */
@@ -244,13 +279,17 @@ export function memoryShowText(r: ResultOf<'memoryShow'>): string {
   const lines = [
     `Entry ${e.id} (${e.area ?? r.file.kind}) in ${r.file.file}${u ? `, file ${u.chars}/${u.limit} chars` : ''}${r.file.readOnly ? ` [read-only: ${r.file.readOnly}]` : ''}`,
     indent(e.text),
-    ...(e.createdAt || e.updatedAt ? [`  time: ${e.createdAt ?? ''}${e.updatedAt ? ` updated ${e.updatedAt}` : ''}`] : []),
+    ...(e.createdAt || e.updatedAt
+      ? [`  time: ${e.createdAt ?? ''}${e.updatedAt ? ` updated ${e.updatedAt}` : ''}`]
+      : []),
     ...(r.file.warnings ?? []).map((w) => `  warning: ${w}`),
     'Provenance:',
   ];
   if (!r.provenance.traces.length) lines.push(`  ${r.provenance.note ?? 'no trace'}`);
   for (const t of r.provenance.traces) {
-    lines.push(`  ${t.action}  ${t.time ?? '(no time)'}  session ${t.session ?? '?'}${t.source ? ` (${t.source})` : ''}${t.messageId !== undefined ? `  message ${t.messageId}` : ''}`);
+    lines.push(
+      `  ${t.action}  ${t.time ?? '(no time)'}  session ${t.session ?? '?'}${t.source ? ` (${t.source})` : ''}${t.messageId !== undefined ? `  message ${t.messageId}` : ''}`,
+    );
     if (t.previous) lines.push(`    previous: ${firstLine(t.previous, 100)}`);
     if (t.message) lines.push(`    call: ${oneLine(t.message, 160)}`);
   }

@@ -101,8 +101,11 @@ export interface CliIO {
  * them drive the terminal.
  */
 export function terminalSafe(s: string): string {
-  // eslint-disable-next-line no-control-regex -- matching control characters is the point
-  return s.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+  return s.replace(
+    // eslint-disable-next-line no-control-regex -- matching control characters is the point
+    /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g,
+    (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
+  );
 }
 
 /** The process's own stdio; what goes to a terminal passes terminalSafe (pipes and files get the bytes as they are). */
@@ -131,7 +134,6 @@ function collect(v: string, prev: string[]): string[] {
   return [...prev, v];
 }
 
-
 /** Option parser for a duration (1h, 30m, 90s, 2d, 0) in ms. @throws UsageError (exit 2) naming the option. */
 function duration(opt: string): (v: string) => number {
   return (v: string) => {
@@ -146,7 +148,8 @@ function duration(opt: string): (v: string) => number {
 /** Option parser for a whole number >= 0. @throws UsageError (exit 2) naming the option. */
 function wholeNumber(opt: string): (v: string) => number {
   return (v: string) => {
-    if (!/^\d+$/.test(v.trim())) throw new UsageError('InvalidParams', `${opt} must be a whole number >= 0, got "${v}".`, `Give e.g. ${opt} 20.`);
+    if (!/^\d+$/.test(v.trim()))
+      throw new UsageError('InvalidParams', `${opt} must be a whole number >= 0, got "${v}".`, `Give e.g. ${opt} 20.`);
     return Number(v.trim());
   };
 }
@@ -200,11 +203,14 @@ function targetHelp(what = 'the target'): string {
 
 /** The forms of the registered store kinds, for help texts ("hermes:/abs/path/to/.hermes, agent-zero:/abs/root"). */
 function storeForms(): string {
-  return storeFactories().map((f) => f.forms[0]).join(', ');
+  return storeFactories()
+    .map((f) => f.forms[0])
+    .join(', ');
 }
 
 /** Said before and after every restore: snapshots roll back the machine, not the world. */
-const OUTSIDE_NOTE = 'A restore does not undo what the agent did outside the machine (messages sent, remote pushes, API calls, payments).';
+const OUTSIDE_NOTE =
+  'A restore does not undo what the agent did outside the machine (messages sent, remote pushes, API calls, payments).';
 const VM_RESTORE_NOTE =
   'A running VM is hard-stopped by the rollback (unsaved work in it is lost); without RAM state it stays stopped unless --start.\nA snapshot does not undo what the agent did outside the machine (messages sent, remote pushes, API calls).';
 
@@ -242,7 +248,10 @@ function program(ctx: Ctx): Command {
   const root = new Command('agentkeep')
     .description('Restore points for persistent AI agents: machine state + agent memory.')
     .version(VERSION, '--version', 'print the version')
-    .option('--state-dir <dir>', 'where the journal and snapshots live (default: $AGENTKEEP_STATE_DIR, else $XDG_STATE_HOME/agentkeep)')
+    .option(
+      '--state-dir <dir>',
+      'where the journal and snapshots live (default: $AGENTKEEP_STATE_DIR, else $XDG_STATE_HOME/agentkeep)',
+    )
     .showSuggestionAfterError(true)
     .allowExcessArguments(false)
     // Repeatable options start from []: do not print "(default: [])" after their own default text.
@@ -267,11 +276,21 @@ function program(ctx: Ctx): Command {
     .option(
       '--store <store>',
       'memory store whose agent state is captured, e.g. hermes:/home/me/.hermes (repeatable; default: the ' +
-        `stores found in the target: ${storeFactories().filter((f) => f.detect).map((f) => f.kindName).join(', ')})`,
+        `stores found in the target: ${storeFactories()
+          .filter((f) => f.detect)
+          .map((f) => f.kindName)
+          .join(', ')})`,
       collect,
       [],
     )
-    .addOption(new Option('--kind <kind>', 'why it is taken: manual, config-edit (before editing a config file), update (before updating the agent), hook (from a script or git hook); retention treats them alike').choices(['manual', 'config-edit', 'update', 'hook']).default('manual'))
+    .addOption(
+      new Option(
+        '--kind <kind>',
+        'why it is taken: manual, config-edit (before editing a config file), update (before updating the agent), hook (from a script or git hook); retention treats them alike',
+      )
+        .choices(['manual', 'config-edit', 'update', 'hook'])
+        .default('manual'),
+    )
     .option('--important', 'mark it important (retention keeps the newest 10 important restore points)')
     .option('--vmstate', 'VM targets: include the RAM state (a rollback resumes the VM where it was)')
     .option(
@@ -286,10 +305,14 @@ function program(ctx: Ctx): Command {
       let rpnt;
       try {
         // a target that does not parse fails in the create below, with the backend's own message
-        const described = o.vmstate ? await call(core(cmd), 'targetDescribe', { target: o.target }).catch(() => undefined) : undefined;
+        const described = o.vmstate
+          ? await call(core(cmd), 'targetDescribe', { target: o.target }).catch(() => undefined)
+          : undefined;
         const caps = described?.capabilities;
         if (caps && !caps.ramState) {
-          ctx.io.err(`agentkeep: note: --vmstate applies to VM targets whose snapshots can hold RAM state (see: agentkeep target describe); ${o.target} has no RAM state to save, so it is ignored.`);
+          ctx.io.err(
+            `agentkeep: note: --vmstate applies to VM targets whose snapshots can hold RAM state (see: agentkeep target describe); ${o.target} has no RAM state to save, so it is ignored.`,
+          );
         }
         rpnt = await call(ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal }), 'restorePointCreate', {
           target: o.target,
@@ -309,15 +332,20 @@ function program(ctx: Ctx): Command {
       else if (rpnt.reused) {
         const taken = formatAge(rpnt.createdAt);
         ctx.io.out(`Reusing restore point ${rpnt.id} "${rpnt.label}" (taken ${taken}; nothing changed since).`);
-      }
-      else {
-        const noun = (await call(core(cmd), 'targetDescribe', { target: rpnt.target }).catch(() => undefined))?.snapshotNoun;
+      } else {
+        const noun = (await call(core(cmd), 'targetDescribe', { target: rpnt.target }).catch(() => undefined))
+          ?.snapshotNoun;
         ctx.io.out(createdLine(rpnt, noun));
         const n = rpnt.machine.skipped ?? 0;
-        if (n) ctx.io.out(`Skipped ${n} socket/FIFO/device ${n === 1 ? 'entry' : 'entries'} (not captured; see docs/dir-backend.md).`);
+        if (n)
+          ctx.io.out(
+            `Skipped ${n} socket/FIFO/device ${n === 1 ? 'entry' : 'entries'} (not captured; see docs/dir-backend.md).`,
+          );
         for (const w of rpnt.machine.warnings ?? []) ctx.io.out(`Note: ${w}`);
         if (rpnt.pruned?.length) {
-          ctx.io.out(`Retention deleted ${rpnt.pruned.length} older restore point(s) (restore-point prune --dry-run explains the rules):`);
+          ctx.io.out(
+            `Retention deleted ${rpnt.pruned.length} older restore point(s) (restore-point prune --dry-run explains the rules):`,
+          );
           for (const d of rpnt.pruned) ctx.io.out(`  ${d.id}  ${d.reason}`);
         }
       }
@@ -327,11 +355,20 @@ function program(ctx: Ctx): Command {
     .description('what differs between a restore point and now, i.e. what a restore would undo (files and agent state)')
     .argument('<id>', 'restore point id')
     .requiredOption('--target <target>', targetHelp())
-    .option('--store <store>', 'memory store to compare (repeatable; default: the stores the restore point captured)', collect, [])
+    .option(
+      '--store <store>',
+      'memory store to compare (repeatable; default: the stores the restore point captured)',
+      collect,
+      [],
+    )
     .option('--json', 'print {added, removed, changed, agentChanged} as JSON')
     .action(async (id: string, o: { target: string; store: string[] }, cmd: Command) => {
       const asJson = json(cmd);
-      const d = await call(core(cmd), 'restorePointDiff', { target: o.target, id, ...(o.store.length ? { stores: o.store } : {}) });
+      const d = await call(core(cmd), 'restorePointDiff', {
+        target: o.target,
+        id,
+        ...(o.store.length ? { stores: o.store } : {}),
+      });
       if (asJson) printJson(ctx, d);
       else ctx.io.out(`Since restore point ${id} on ${o.target}:\n${changeSummary(d, true, 'both')}`);
     });
@@ -361,9 +398,18 @@ function program(ctx: Ctx): Command {
       }
       const st = await call(c, 'agentStatus', { target: o.target }).catch(() => undefined);
       const hw = st?.hookWarnings ?? [];
-      for (const w of hw.slice(0, 3)) ctx.io.err(`agentkeep: warning: ${w.time.slice(0, 19).replace('T', ' ')} UTC, agent hook${w.agent ? ` of ${w.agent}` : ''}: ${w.message} (${w.blocked ? 'the call was blocked' : 'the call went ahead'}).`);
-      if (hw.length > 3) ctx.io.err(`agentkeep: warning: ${hw.length - 3} more hook warning(s) in the last 7 days: they are in ${hookWarningsPath(resolveStateDir(coreOpts(cmd).stateDir))}.`);
-      if (st?.pendingRequests) ctx.io.err(`agentkeep: note: ${st.pendingRequests} restore request(s) of the agent wait for approval: agentkeep request list`);
+      for (const w of hw.slice(0, 3))
+        ctx.io.err(
+          `agentkeep: warning: ${w.time.slice(0, 19).replace('T', ' ')} UTC, agent hook${w.agent ? ` of ${w.agent}` : ''}: ${w.message} (${w.blocked ? 'the call was blocked' : 'the call went ahead'}).`,
+        );
+      if (hw.length > 3)
+        ctx.io.err(
+          `agentkeep: warning: ${hw.length - 3} more hook warning(s) in the last 7 days: they are in ${hookWarningsPath(resolveStateDir(coreOpts(cmd).stateDir))}.`,
+        );
+      if (st?.pendingRequests)
+        ctx.io.err(
+          `agentkeep: note: ${st.pendingRequests} restore request(s) of the agent wait for approval: agentkeep request list`,
+        );
       if (asJson) printJson(ctx, points);
       else ctx.io.out(restorePointTable(points, o.target));
     });
@@ -373,80 +419,163 @@ function program(ctx: Ctx): Command {
     .argument('<id>', 'restore point id (see: restore-point list)')
     .requiredOption('--target <target>', targetHelp())
     .addOption(new Option('--scope <scope>', 'what to put back').choices(['machine', 'agent', 'both']))
-    .option('--store <store>', 'memory store (repeatable); default: the stores captured in the restore point', collect, [])
-    .option('--start', 'VM targets: start the guest after rolling back to a snapshot without RAM state (Proxmox: needs VM.PowerMgmt)')
-    .option('--no-undo-point', 'do not capture the current state first (no undo): for a state dir too full to hold it; needs --yes or a confirmation')
+    .option(
+      '--store <store>',
+      'memory store (repeatable); default: the stores captured in the restore point',
+      collect,
+      [],
+    )
+    .option(
+      '--start',
+      'VM targets: start the guest after rolling back to a snapshot without RAM state (Proxmox: needs VM.PowerMgmt)',
+    )
+    .option(
+      '--no-undo-point',
+      'do not capture the current state first (no undo): for a state dir too full to hold it; needs --yes or a confirmation',
+    )
     .option('--yes', 'do not ask for confirmation')
     .option('--json', 'print the result as JSON')
-    .action(async (id: string, o: { target: string; scope: 'machine' | 'agent' | 'both'; store: string[]; start?: boolean; undoPoint?: boolean; yes?: boolean }, cmd: Command) => {
-      if (!o.scope) {
-        throw new UsageError('InvalidParams', 'restore needs --scope.', 'Choose --scope both (files and agent memory), machine (files, keeping the current memory) or agent (memory only).');
-      }
-      const asJson = json(cmd);
-      const c = core(cmd);
-      const stores = o.store.length ? o.store : undefined;
-      // a target that does not parse fails in the restore below, with the backend's own message
-      const caps = (await call(c, 'targetDescribe', { target: o.target }).catch(() => undefined))?.capabilities;
-      // a rollback that hard-stops the guest (Proxmox): say what it does to the guest
-      const pve = !!caps?.rollbackStopsGuest && o.scope !== 'agent';
-      const noUndo = o.undoPoint === false;
-      if (noUndo && !o.yes) {
-        // Never implied: a restore without an undo point loses the current state for good.
-        const action = nextAction('Restore without an undo point', 'restorePointRestore', { target: o.target, id, scope: o.scope, ...(stores ? { stores } : {}), noUndoPoint: true, confirmed: true }, { destructive: true });
-        if (!ctx.io.isTTY) {
-          throw new AgentKeepError(
-            'ConfirmationRequired',
-            `Restoring ${id} without an undo point replaces the current state of ${o.target} for good and needs confirmation.`,
-            'Pass --yes with --no-undo-point, or free space and restore with an undo point.',
-            [action],
+    .action(
+      async (
+        id: string,
+        o: {
+          target: string;
+          scope: 'machine' | 'agent' | 'both';
+          store: string[];
+          start?: boolean;
+          undoPoint?: boolean;
+          yes?: boolean;
+        },
+        cmd: Command,
+      ) => {
+        if (!o.scope) {
+          throw new UsageError(
+            'InvalidParams',
+            'restore needs --scope.',
+            'Choose --scope both (files and agent memory), machine (files, keeping the current memory) or agent (memory only).',
           );
         }
-        ctx.io.err(`Restoring ${id} (scope ${o.scope}) on ${o.target} WITHOUT an undo point: the current state is not captured first, so this restore cannot be undone.`);
-        if (!(await ctx.io.confirm('Restore without an undo point?'))) {
-          throw new AgentKeepError('ConfirmationRequired', 'Restore cancelled; nothing was changed.', 'Answer y to restore, or free space and restore with an undo point.');
-        }
-      } else if (!o.yes) {
-        if (!ctx.io.isTTY) {
-          throw new AgentKeepError(
-            'ConfirmationRequired',
-            `Restoring ${id} replaces the current state of ${o.target} and needs confirmation.`,
-            'Pass --yes (the current state is captured first, so the restore can be undone).',
+        const asJson = json(cmd);
+        const c = core(cmd);
+        const stores = o.store.length ? o.store : undefined;
+        // a target that does not parse fails in the restore below, with the backend's own message
+        const caps = (await call(c, 'targetDescribe', { target: o.target }).catch(() => undefined))?.capabilities;
+        // a rollback that hard-stops the guest (Proxmox): say what it does to the guest
+        const pve = !!caps?.rollbackStopsGuest && o.scope !== 'agent';
+        const noUndo = o.undoPoint === false;
+        if (noUndo && !o.yes) {
+          // Never implied: a restore without an undo point loses the current state for good.
+          const action = nextAction(
+            'Restore without an undo point',
+            'restorePointRestore',
+            { target: o.target, id, scope: o.scope, ...(stores ? { stores } : {}), noUndoPoint: true, confirmed: true },
+            { destructive: true },
           );
+          if (!ctx.io.isTTY) {
+            throw new AgentKeepError(
+              'ConfirmationRequired',
+              `Restoring ${id} without an undo point replaces the current state of ${o.target} for good and needs confirmation.`,
+              'Pass --yes with --no-undo-point, or free space and restore with an undo point.',
+              [action],
+            );
+          }
+          ctx.io.err(
+            `Restoring ${id} (scope ${o.scope}) on ${o.target} WITHOUT an undo point: the current state is not captured first, so this restore cannot be undone.`,
+          );
+          if (!(await ctx.io.confirm('Restore without an undo point?'))) {
+            throw new AgentKeepError(
+              'ConfirmationRequired',
+              'Restore cancelled; nothing was changed.',
+              'Answer y to restore, or free space and restore with an undo point.',
+            );
+          }
+        } else if (!o.yes) {
+          if (!ctx.io.isTTY) {
+            throw new AgentKeepError(
+              'ConfirmationRequired',
+              `Restoring ${id} replaces the current state of ${o.target} and needs confirmation.`,
+              'Pass --yes (the current state is captured first, so the restore can be undone).',
+            );
+          }
+          // what the restore does, as the core computes it for every front end (restorePoint.preview)
+          const preview = await call(c, 'restorePointPreview', { target: o.target, id, scope: o.scope, stores });
+          const undoable = 'The current state is captured first, so this can be undone.';
+          ctx.io.err(`${previewText(preview, o.target)}\n${OUTSIDE_NOTE}\n${undoable}`);
+          if (!(await ctx.io.confirm('Restore?'))) {
+            throw new AgentKeepError(
+              'ConfirmationRequired',
+              'Restore cancelled; nothing was changed.',
+              'Answer y to restore, or pass --yes.',
+            );
+          }
         }
-        // what the restore does, as the core computes it for every front end (restorePoint.preview)
-        const preview = await call(c, 'restorePointPreview', { target: o.target, id, scope: o.scope, stores });
-        const undoable = 'The current state is captured first, so this can be undone.';
-        ctx.io.err(`${previewText(preview, o.target)}\n${OUTSIDE_NOTE}\n${undoable}`);
-        if (!(await ctx.io.confirm('Restore?'))) {
-          throw new AgentKeepError('ConfirmationRequired', 'Restore cancelled; nothing was changed.', 'Answer y to restore, or pass --yes.');
+        const guard = guardSignals('restore', ctx.io, cliTargetArgs(o.target, renderOpts(ctx).stateDir));
+        let r;
+        try {
+          const rc = ctx.makeCore({
+            ...coreOpts(cmd),
+            signal: guard.signal,
+            onRestoreWriting: (u) => guard.writing(u?.id),
+          });
+          if (o.start && caps && !caps.startAfterRollback) {
+            ctx.io.err(
+              `agentkeep: note: --start applies to VM targets that can start after a rollback (see: agentkeep target describe); ignored for ${o.target}.`,
+            );
+          }
+          const noUndoParams = noUndo ? { noUndoPoint: true, confirmed: true } : {};
+          r = await call(rc, 'restorePointRestore', {
+            target: o.target,
+            id,
+            scope: o.scope,
+            stores,
+            ...(o.start ? { start: true } : {}),
+            ...noUndoParams,
+          });
+        } finally {
+          guard.dispose();
         }
-      }
-      const guard = guardSignals('restore', ctx.io, cliTargetArgs(o.target, renderOpts(ctx).stateDir));
-      let r;
-      try {
-        const rc = ctx.makeCore({ ...coreOpts(cmd), signal: guard.signal, onRestoreWriting: (u) => guard.writing(u?.id) });
-        if (o.start && caps && !caps.startAfterRollback) {
-          ctx.io.err(`agentkeep: note: --start applies to VM targets that can start after a rollback (see: agentkeep target describe); ignored for ${o.target}.`);
+        const undoAction =
+          r.undo && nextAction('Undo', 'restorePointRestore', { target: o.target, id: r.undo.id, scope: o.scope });
+        const undo = undoAction
+          ? commandLine(undoAction, { ...renderOpts(ctx), yes: false })
+          : 'none (restored without an undo point)';
+        if (asJson) {
+          const { id: rid, label, createdAt, status, kind, target } = r.restored;
+          printJson(ctx, {
+            id: rid,
+            label,
+            createdAt,
+            status,
+            kind,
+            target,
+            scope: o.scope,
+            restored: r.restored,
+            undo: r.undo,
+            changes: r.changes,
+            ...(r.machineState ? { machineState: r.machineState } : {}),
+            ...(r.warnings ? { warnings: r.warnings } : {}),
+          });
+        } else if (pve) {
+          ctx.io.out(
+            [
+              `Rolled back ${o.target} to ${r.restored.id} "${r.restored.label}". The guest is ${r.machineState ?? 'in an unknown state'}.`,
+              ...(r.warnings ?? []).map((w) => `Warning: ${w}`),
+              VM_RESTORE_NOTE.split('\n')[1],
+              `Undo: ${undo}`,
+            ].join('\n'),
+          );
+        } else {
+          // VM backends: no file list; the whole VM went back, and it is running or paused now.
+          const what = r.machineState
+            ? `  The VM's disks and RAM are back at the restore point; the VM is ${r.machineState}.`
+            : changeSummary(r.changes, false, o.scope);
+          ctx.io.out(
+            `Restored ${r.restored.id} "${r.restored.label}" (scope ${o.scope}).\n${what}\n${OUTSIDE_NOTE}\nUndo: ${undo}`,
+          );
+          for (const w of r.warnings ?? []) ctx.io.out(`Note: ${w}`);
         }
-        const noUndoParams = noUndo ? { noUndoPoint: true, confirmed: true } : {};
-        r = await call(rc, 'restorePointRestore', { target: o.target, id, scope: o.scope, stores, ...(o.start ? { start: true } : {}), ...noUndoParams });
-      } finally {
-        guard.dispose();
-      }
-      const undoAction = r.undo && nextAction('Undo', 'restorePointRestore', { target: o.target, id: r.undo.id, scope: o.scope });
-      const undo = undoAction ? commandLine(undoAction, { ...renderOpts(ctx), yes: false }) : 'none (restored without an undo point)';
-      if (asJson) {
-        const { id: rid, label, createdAt, status, kind, target } = r.restored;
-        printJson(ctx, { id: rid, label, createdAt, status, kind, target, scope: o.scope, restored: r.restored, undo: r.undo, changes: r.changes, ...(r.machineState ? { machineState: r.machineState } : {}), ...(r.warnings ? { warnings: r.warnings } : {}) });
-      } else if (pve) {
-        ctx.io.out([`Rolled back ${o.target} to ${r.restored.id} "${r.restored.label}". The guest is ${r.machineState ?? 'in an unknown state'}.`, ...(r.warnings ?? []).map((w) => `Warning: ${w}`), VM_RESTORE_NOTE.split('\n')[1], `Undo: ${undo}`].join('\n'));
-      } else {
-        // VM backends: no file list; the whole VM went back, and it is running or paused now.
-        const what = r.machineState ? `  The VM's disks and RAM are back at the restore point; the VM is ${r.machineState}.` : changeSummary(r.changes, false, o.scope);
-        ctx.io.out(`Restored ${r.restored.id} "${r.restored.label}" (scope ${o.scope}).\n${what}\n${OUTSIDE_NOTE}\nUndo: ${undo}`);
-        for (const w of r.warnings ?? []) ctx.io.out(`Note: ${w}`);
-      }
-    });
+      },
+    );
 
   rp.command('delete')
     .description('delete a restore point (contents still used by others are kept)')
@@ -458,10 +587,18 @@ function program(ctx: Ctx): Command {
       const asJson = json(cmd);
       if (!o.yes) {
         if (!ctx.io.isTTY) {
-          throw new AgentKeepError('ConfirmationRequired', `Deleting restore point ${id} cannot be undone and needs confirmation.`, 'Pass --yes.');
+          throw new AgentKeepError(
+            'ConfirmationRequired',
+            `Deleting restore point ${id} cannot be undone and needs confirmation.`,
+            'Pass --yes.',
+          );
         }
         if (!(await ctx.io.confirm(`Delete restore point ${id} of ${o.target}? This cannot be undone.`))) {
-          throw new AgentKeepError('ConfirmationRequired', 'Delete cancelled; nothing was changed.', 'Answer y to delete, or pass --yes.');
+          throw new AgentKeepError(
+            'ConfirmationRequired',
+            'Delete cancelled; nothing was changed.',
+            'Answer y to delete, or pass --yes.',
+          );
         }
       }
       const r = await call(core(cmd), 'restorePointDelete', { target: o.target, id });
@@ -477,32 +614,71 @@ function program(ctx: Ctx): Command {
     .option('--important', 'mark it important (retention keeps the newest 10 important ones longer)')
     .option('--not-important', 'clear the important mark')
     .option('--json', 'print the restore point as JSON')
-    .action(async (id: string, o: { target: string; label?: string; important?: boolean; notImportant?: boolean }, cmd: Command) => {
-      const asJson = json(cmd);
-      if (o.important && o.notImportant) throw new UsageError('InvalidParams', '--important and --not-important contradict each other.', 'Pass one of them.');
-      const important = o.important ? true : o.notImportant ? false : undefined;
-      const r = await call(core(cmd), 'restorePointLabel', { target: o.target, id, ...(o.label !== undefined ? { label: o.label } : {}), ...(important !== undefined ? { important } : {}) });
-      if (asJson) printJson(ctx, r);
-      else ctx.io.out(`Restore point ${r.id}: "${r.label}"${r.important ? ' (important)' : ''}.`);
-    });
+    .action(
+      async (
+        id: string,
+        o: { target: string; label?: string; important?: boolean; notImportant?: boolean },
+        cmd: Command,
+      ) => {
+        const asJson = json(cmd);
+        if (o.important && o.notImportant)
+          throw new UsageError(
+            'InvalidParams',
+            '--important and --not-important contradict each other.',
+            'Pass one of them.',
+          );
+        const important = o.important ? true : o.notImportant ? false : undefined;
+        const r = await call(core(cmd), 'restorePointLabel', {
+          target: o.target,
+          id,
+          ...(o.label !== undefined ? { label: o.label } : {}),
+          ...(important !== undefined ? { important } : {}),
+        });
+        if (asJson) printJson(ctx, r);
+        else ctx.io.out(`Restore point ${r.id}: "${r.label}"${r.important ? ' (important)' : ''}.`);
+      },
+    );
 
   rp.command('prune')
-    .description('apply retention: keep the newest N and the newest N important restore points, delete the rest (never one younger than an hour, the newest, or half of a pre/post pair)')
+    .description(
+      'apply retention: keep the newest N and the newest N important restore points, delete the rest (never one younger than an hour, the newest, or half of a pre/post pair)',
+    )
     .requiredOption('--target <target>', targetHelp())
     .option('--dry-run', 'only show what would be deleted')
     .option('--keep <n>', 'newest restore points to keep (default 20)', wholeNumber('--keep'))
-    .option('--keep-important <n>', 'newest important restore points to keep (default 10)', wholeNumber('--keep-important'))
-    .option('--min-age <duration>', 'never delete one younger than this, e.g. 1h, 30m, 2d, 0 (default 1h)', duration('--min-age'))
+    .option(
+      '--keep-important <n>',
+      'newest important restore points to keep (default 10)',
+      wholeNumber('--keep-important'),
+    )
+    .option(
+      '--min-age <duration>',
+      'never delete one younger than this, e.g. 1h, 30m, 2d, 0 (default 1h)',
+      duration('--min-age'),
+    )
     .option('--json', 'print {deleted, kept, freedBytes, estimatedFreeBytes} as JSON')
-    .action(async (o: { target: string; dryRun?: boolean; keep?: number; keepImportant?: number; minAge?: number }, cmd: Command) => {
-      const asJson = json(cmd);
-      const r = await call(core(cmd), 'restorePointPrune', { target: o.target, dryRun: Boolean(o.dryRun), keep: o.keep, keepImportant: o.keepImportant, minAgeMs: o.minAge });
-      if (asJson) printJson(ctx, o.dryRun ? { dryRun: true, ...r } : r);
-      else ctx.io.out(pruneReport(r, Boolean(o.dryRun)));
-    });
+    .action(
+      async (
+        o: { target: string; dryRun?: boolean; keep?: number; keepImportant?: number; minAge?: number },
+        cmd: Command,
+      ) => {
+        const asJson = json(cmd);
+        const r = await call(core(cmd), 'restorePointPrune', {
+          target: o.target,
+          dryRun: Boolean(o.dryRun),
+          keep: o.keep,
+          keepImportant: o.keepImportant,
+          minAgeMs: o.minAge,
+        });
+        if (asJson) printJson(ctx, o.dryRun ? { dryRun: true, ...r } : r);
+        else ctx.io.out(pruneReport(r, Boolean(o.dryRun)));
+      },
+    );
 
   rp.command('usage')
-    .description('disk use of the restore points of a target (each stored object or extent counted once) against the size cap')
+    .description(
+      'disk use of the restore points of a target (each stored object or extent counted once) against the size cap',
+    )
     .requiredOption('--target <target>', targetHelp())
     .option('--json', 'print {target, bytes, capBytes, level, points: [{id, bytes, newBytes}]} as JSON')
     .action(async (o: { target: string }, cmd: Command) => {
@@ -516,7 +692,9 @@ function program(ctx: Ctx): Command {
     .command('target')
     .description('what a target is and can do, as its backend describes it')
     .command('describe')
-    .description('the backend, name, kind, local root and capabilities of a target (no I/O: works for an unreachable target)')
+    .description(
+      'the backend, name, kind, local root and capabilities of a target (no I/O: works for an unreachable target)',
+    )
     .requiredOption('--target <target>', targetHelp())
     .option('--json', 'print the target.describe result as JSON')
     .action(async (o: { target: string }, cmd: Command) => {
@@ -533,7 +711,12 @@ function program(ctx: Ctx): Command {
     .option('--json', 'print {stores: [...]} as JSON')
     .action(async (o: { store: string[] }, cmd: Command) => {
       const asJson = json(cmd);
-      if (o.store.length === 0) throw new UsageError('InvalidParams', 'memory list needs a store.', 'Add --store hermes:/abs/path/to/.hermes (repeatable).');
+      if (o.store.length === 0)
+        throw new UsageError(
+          'InvalidParams',
+          'memory list needs a store.',
+          'Add --store hermes:/abs/path/to/.hermes (repeatable).',
+        );
       const r = await call(core(cmd), 'memoryList', { stores: o.store });
       if (asJson) printJson(ctx, r);
       else ctx.io.out(memoryTable(r.stores, r.descriptions));
@@ -564,17 +747,30 @@ function program(ctx: Ctx): Command {
   agent
     .command('discover')
     .description('list the Proxmox guests with a tag (default "agent") that the token can see, as targets')
-    .requiredOption('--target <target>', 'the Proxmox host, e.g. proxmox://pve.lan (credentials from AGENTKEEP_PVE_TOKEN, AGENTKEEP_PVE_FINGERPRINT)')
+    .requiredOption(
+      '--target <target>',
+      'the Proxmox host, e.g. proxmox://pve.lan (credentials from AGENTKEEP_PVE_TOKEN, AGENTKEEP_PVE_FINGERPRINT)',
+    )
     .option('--tag <tag>', 'Proxmox tag to look for ("" = every guest)', 'agent')
     .option('--json', 'print a JSON array')
     .action(async (o: { target: string; tag: string }, cmd: Command) => {
       const found = await call(core(cmd), 'agentDiscover', { target: o.target, tag: o.tag });
       if (json(cmd)) printJson(ctx, found);
-      else if (!found.length) ctx.io.out(`No guests tagged "${o.tag}" are visible on ${o.target}. Add the tag in Proxmox (guest > Summary > Tags), or check the token's VM.Audit privilege.`);
-      else ctx.io.out(found.map((a) => `${a.target}  ${a.name ?? ''}  ${a.status}${a.lock ? `  locked (${a.lock})` : ''}`).join('\n'));
+      else if (!found.length)
+        ctx.io.out(
+          `No guests tagged "${o.tag}" are visible on ${o.target}. Add the tag in Proxmox (guest > Summary > Tags), or check the token's VM.Audit privilege.`,
+        );
+      else
+        ctx.io.out(
+          found
+            .map((a) => `${a.target}  ${a.name ?? ''}  ${a.status}${a.lock ? `  locked (${a.lock})` : ''}`)
+            .join('\n'),
+        );
     });
 
-  const guest = root.command('guest').description('files inside a Proxmox VM, through the QEMU guest agent (e.g. an agent\'s memory files)');
+  const guest = root
+    .command('guest')
+    .description("files inside a Proxmox VM, through the QEMU guest agent (e.g. an agent's memory files)");
   guest
     .command('read')
     .description('print a file of the VM (agent/file-read, at most 16 MiB)')
@@ -588,7 +784,12 @@ function program(ctx: Ctx): Command {
       if (asJson && !o.out) {
         const text = data.toString('utf8');
         const utf8 = !text.includes('\uFFFD') && !text.includes('\0');
-        printJson(ctx, { file: o.file, bytes: data.length, encoding: utf8 ? 'utf8' : 'base64', content: utf8 ? text : data.toString('base64') });
+        printJson(ctx, {
+          file: o.file,
+          bytes: data.length,
+          encoding: utf8 ? 'utf8' : 'base64',
+          content: utf8 ? text : data.toString('base64'),
+        });
         return;
       }
       if (!o.out) {
@@ -601,13 +802,19 @@ function program(ctx: Ctx): Command {
         await fs.rename(tmp, o.out);
       } catch (e) {
         await fs.rm(tmp, { force: true }).catch(() => undefined);
-        throw new AgentKeepError('FileError', `Cannot write ${o.out}: ${(e as Error).message}.`, 'Pick a writable local path for --out.');
+        throw new AgentKeepError(
+          'FileError',
+          `Cannot write ${o.out}: ${(e as Error).message}.`,
+          'Pick a writable local path for --out.',
+        );
       }
       ctx.io.err(`Wrote ${data.length} bytes of ${o.file} to ${o.out}.`);
     });
   guest
     .command('write')
-    .description('replace a file of the VM (agent/file-write, at most 61440 bytes); the old content is saved first under <state-dir>/guest-backups/')
+    .description(
+      'replace a file of the VM (agent/file-write, at most 61440 bytes); the old content is saved first under <state-dir>/guest-backups/',
+    )
     .requiredOption('--target <target>', 'the VM, e.g. proxmox://pve.lan/pve1/qemu/101')
     .requiredOption('--file <path>', 'absolute path inside the VM')
     .option('--from <local>', 'local file with the new content')
@@ -616,41 +823,82 @@ function program(ctx: Ctx): Command {
     .option('--json', 'print {file, bytes, backup?} as JSON')
     .action(async (o: { target: string; file: string; from?: string; text?: string; yes?: boolean }, cmd: Command) => {
       const asJson = json(cmd);
-      if ((o.from === undefined) === (o.text === undefined)) throw new UsageError('InvalidParams', 'guest write needs exactly one of --from LOCAL_FILE or --text TEXT.', 'Give the new content with --from or --text.');
+      if ((o.from === undefined) === (o.text === undefined))
+        throw new UsageError(
+          'InvalidParams',
+          'guest write needs exactly one of --from LOCAL_FILE or --text TEXT.',
+          'Give the new content with --from or --text.',
+        );
       let content = o.text;
       if (content === undefined) {
         const raw = await fs.readFile(o.from!).catch((e: NodeJS.ErrnoException) => {
-          throw new AgentKeepError('FileError', `Cannot read ${o.from}: ${e.code ?? e.message}.`, 'Pass an existing local text file with --from.');
+          throw new AgentKeepError(
+            'FileError',
+            `Cannot read ${o.from}: ${e.code ?? e.message}.`,
+            'Pass an existing local text file with --from.',
+          );
         });
         try {
           content = new TextDecoder('utf-8', { fatal: true }).decode(raw);
         } catch {
-          throw new AgentKeepError('FileError', `${o.from} is not UTF-8 text; guest write sends text, so its bytes would change. Nothing was written.`, 'Write text files (memory files are UTF-8), or copy binary files another way.');
+          throw new AgentKeepError(
+            'FileError',
+            `${o.from} is not UTF-8 text; guest write sends text, so its bytes would change. Nothing was written.`,
+            'Write text files (memory files are UTF-8), or copy binary files another way.',
+          );
         }
       }
       const c = core(cmd);
       // too large: say so before asking (the core's write checks again)
       checkGuestWriteSize(await call(c, 'targetDescribe', { target: o.target }), Buffer.byteLength(content, 'utf8'));
       if (!o.yes) {
-        if (!ctx.io.isTTY) throw new AgentKeepError('ConfirmationRequired', `Replacing ${o.file} in the VM needs confirmation.`, 'Pass --yes (take a restore point first if you may want it back).');
-        if (!(await ctx.io.confirm(`Replace ${o.file} in ${o.target}?`))) throw new AgentKeepError('ConfirmationRequired', 'Write cancelled; nothing was changed.', 'Answer y, or pass --yes.');
+        if (!ctx.io.isTTY)
+          throw new AgentKeepError(
+            'ConfirmationRequired',
+            `Replacing ${o.file} in the VM needs confirmation.`,
+            'Pass --yes (take a restore point first if you may want it back).',
+          );
+        if (!(await ctx.io.confirm(`Replace ${o.file} in ${o.target}?`)))
+          throw new AgentKeepError(
+            'ConfirmationRequired',
+            'Write cancelled; nothing was changed.',
+            'Answer y, or pass --yes.',
+          );
       }
       // Nothing is lost: the core saves the current content (when the file exists) locally first.
       const { bytes, backup } = await c.guestFileWrite(o.target, o.file, content);
       if (asJson) printJson(ctx, { file: o.file, bytes, ...(backup ? { backup } : {}) });
-      else ctx.io.out(`Wrote ${bytes} bytes to ${o.file} in ${o.target}.${backup ? ` The old content is in ${backup}.` : ''}`);
+      else
+        ctx.io.out(
+          `Wrote ${bytes} bytes to ${o.file} in ${o.target}.${backup ? ` The old content is in ${backup}.` : ''}`,
+        );
     });
 
   const needStore = (o: { store: string[] }, what: string): void => {
-    if (o.store.length === 0) throw new UsageError('InvalidParams', `memory ${what} needs a store.`, 'Add --store hermes:/abs/path/to/.hermes.');
+    if (o.store.length === 0)
+      throw new UsageError(
+        'InvalidParams',
+        `memory ${what} needs a store.`,
+        'Add --store hermes:/abs/path/to/.hermes.',
+      );
   };
   const needEntry = (o: { entry?: string }, what: string): string => {
-    if (!o.entry) throw new UsageError('InvalidParams', `memory ${what} needs --entry ID.`, 'Give the entry id or a unique prefix of at least 4 characters (see memory list).');
+    if (!o.entry)
+      throw new UsageError(
+        'InvalidParams',
+        `memory ${what} needs --entry ID.`,
+        'Give the entry id or a unique prefix of at least 4 characters (see memory list).',
+      );
     return o.entry;
   };
   const oneStore = (o: { store: string[] }, what: string): string => {
     needStore(o, what);
-    if (o.store.length > 1) throw new UsageError('InvalidParams', `memory ${what} takes one --store.`, 'Name the store that holds the entry.');
+    if (o.store.length > 1)
+      throw new UsageError(
+        'InvalidParams',
+        `memory ${what} takes one --store.`,
+        'Name the store that holds the entry.',
+      );
     return o.store[0];
   };
   const storeOpt = (c: Command): Command =>
@@ -667,7 +915,13 @@ function program(ctx: Ctx): Command {
       else ctx.io.out(memoryShowText(r));
     });
 
-  storeOpt(mem.command('edit').description('replace the text of one entry (under the agent\'s lock; refused when the file changed or drifted, or over the char limit)'))
+  storeOpt(
+    mem
+      .command('edit')
+      .description(
+        "replace the text of one entry (under the agent's lock; refused when the file changed or drifted, or over the char limit)",
+      ),
+  )
     .option('--entry <id>', 'entry id or a unique prefix (>= 4 chars)')
     .option('--text <text>', 'the new text of the entry')
     .option('--expected-hash <sha256>', 'refuse unless the file still has this content hash (from memory show --json)')
@@ -676,9 +930,20 @@ function program(ctx: Ctx): Command {
       const asJson = json(cmd);
       const store = oneStore(o, 'edit');
       const entry = needEntry(o, 'edit');
-      if (o.text === undefined) throw new UsageError('InvalidParams', 'memory edit needs --text.', 'Give the new text: --text "…".');
-      if (!o.text.trim()) throw new UsageError('InvalidParams', 'memory edit --text is empty: an entry cannot be blank.', `Give the new text, or delete the entry: agentkeep memory remove --store ${shellQuote(store)} --entry ${entry}`);
-      const r = await call(core(cmd), 'memoryEdit', { store, entry, text: o.text, ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}) });
+      if (o.text === undefined)
+        throw new UsageError('InvalidParams', 'memory edit needs --text.', 'Give the new text: --text "…".');
+      if (!o.text.trim())
+        throw new UsageError(
+          'InvalidParams',
+          'memory edit --text is empty: an entry cannot be blank.',
+          `Give the new text, or delete the entry: agentkeep memory remove --store ${shellQuote(store)} --entry ${entry}`,
+        );
+      const r = await call(core(cmd), 'memoryEdit', {
+        store,
+        entry,
+        text: o.text,
+        ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}),
+      });
       if (asJson) printJson(ctx, r);
       else {
         const undo = commandLine(nextAction('Undo', 'memoryEdit', { ...r.undo, store }), renderOpts(ctx));
@@ -693,7 +958,11 @@ function program(ctx: Ctx): Command {
     .action(async (o: { store: string[]; entry?: string; expectedHash?: string }, cmd: Command) => {
       const asJson = json(cmd);
       const store = oneStore(o, 'remove');
-      const r = await call(core(cmd), 'memoryRemove', { store, entry: needEntry(o, 'remove'), ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}) });
+      const r = await call(core(cmd), 'memoryRemove', {
+        store,
+        entry: needEntry(o, 'remove'),
+        ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}),
+      });
       if (asJson) printJson(ctx, r);
       else {
         const undo = commandLine(nextAction('Undo', 'memoryAdd', { ...r.undo, store }), renderOpts(ctx));
@@ -709,15 +978,31 @@ function program(ctx: Ctx): Command {
     .action(async (o: { store: string[]; text?: string; file?: string; expectedHash?: string }, cmd: Command) => {
       const asJson = json(cmd);
       const store = oneStore(o, 'add');
-      if (o.text === undefined) throw new UsageError('InvalidParams', 'memory add needs --text.', 'Give the entry text: --text "…".');
-      if (!o.text.trim()) throw new UsageError('InvalidParams', 'memory add --text is empty: an entry cannot be blank.', 'Give the entry text: --text "…".');
-      const r = await call(core(cmd), 'memoryAdd', { store, text: o.text, ...(o.file ? { file: o.file } : {}), ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}) });
+      if (o.text === undefined)
+        throw new UsageError('InvalidParams', 'memory add needs --text.', 'Give the entry text: --text "…".');
+      if (!o.text.trim())
+        throw new UsageError(
+          'InvalidParams',
+          'memory add --text is empty: an entry cannot be blank.',
+          'Give the entry text: --text "…".',
+        );
+      const r = await call(core(cmd), 'memoryAdd', {
+        store,
+        text: o.text,
+        ...(o.file ? { file: o.file } : {}),
+        ...(o.expectedHash ? { expectedHash: o.expectedHash } : {}),
+      });
       if (asJson) printJson(ctx, r);
-      else if (r.alreadyPresent) ctx.io.out(`Entry ${r.entry.id} is already present in ${r.entry.file ?? store}; nothing written.`);
+      else if (r.alreadyPresent)
+        ctx.io.out(`Entry ${r.entry.id} is already present in ${r.entry.file ?? store}; nothing written.`);
       else ctx.io.out(`Added ${r.entry.id} to ${r.entry.file ?? store}.`);
     });
 
-  storeOpt(mem.command('lint').description('findings: duplicates, contradictions, over budget, drift, untraceable and stale entries'))
+  storeOpt(
+    mem
+      .command('lint')
+      .description('findings: duplicates, contradictions, over budget, drift, untraceable and stale entries'),
+  )
     .option('--target <target>', 'check claims against this machine, e.g. dir:/home/me')
     .option('--json', 'print {findings: [...]} as JSON')
     .action(async (o: { store: string[]; target?: string }, cmd: Command) => {
@@ -728,22 +1013,43 @@ function program(ctx: Ctx): Command {
       else ctx.io.out(formatFindings(r.findings));
     });
 
-  storeOpt(mem.command('diff').description('entries added, removed and changed since a restore point, and the agent\'s outside-world actions since then'))
+  storeOpt(
+    mem
+      .command('diff')
+      .description(
+        "entries added, removed and changed since a restore point, and the agent's outside-world actions since then",
+      ),
+  )
     .option('--from <id>', 'restore point id')
     .option('--to <id>', 'restore point id, or now (default)')
     .option('--target <target>', targetHelp('the target the restore point belongs to'))
     .option('--json', 'print the memory.diff result as JSON')
     .action(async (o: { store: string[]; from?: string; to?: string; target?: string }, cmd: Command) => {
       const asJson = json(cmd);
-      if (!o.from) throw new UsageError('InvalidParams', 'memory diff needs --from RESTORE_POINT_ID.', 'Pick one from agentkeep restore-point list --target T.');
+      if (!o.from)
+        throw new UsageError(
+          'InvalidParams',
+          'memory diff needs --from RESTORE_POINT_ID.',
+          'Pick one from agentkeep restore-point list --target T.',
+        );
       let target = o.target;
       if (!target && o.store.length === 1) {
         // one local store: its directory is the target (the store's description says where, not its string)
         const root = describeStore(o.store[0]).localRoot;
         if (root) target = defaultTargetFor(root);
       }
-      if (!target) throw new UsageError('InvalidParams', 'memory diff needs --target (the target the restore point belongs to).', 'Add --target dir:/abs/path (or give one --store inside that directory).');
-      const r = await call(core(cmd), 'memoryDiff', { target, from: o.from, ...(o.to ? { to: o.to } : {}), ...(o.store.length ? { stores: o.store } : {}) });
+      if (!target)
+        throw new UsageError(
+          'InvalidParams',
+          'memory diff needs --target (the target the restore point belongs to).',
+          'Add --target dir:/abs/path (or give one --store inside that directory).',
+        );
+      const r = await call(core(cmd), 'memoryDiff', {
+        target,
+        from: o.from,
+        ...(o.to ? { to: o.to } : {}),
+        ...(o.store.length ? { stores: o.store } : {}),
+      });
       if (asJson) printJson(ctx, r);
       else ctx.io.out(memoryDiffText(r, o.from, o.to ?? 'now'));
     });
@@ -751,7 +1057,9 @@ function program(ctx: Ctx): Command {
   const risk = root.command('risk').description('find risky commands in files');
   risk
     .command('scan')
-    .description('list package installs and other risky commands in shell scripts, Markdown, Dockerfiles, Makefiles, justfiles, compose files, workflows, notebooks, package.json, devcontainer.json and tasks.json')
+    .description(
+      'list package installs and other risky commands in shell scripts, Markdown, Dockerfiles, Makefiles, justfiles, compose files, workflows, notebooks, package.json, devcontainer.json and tasks.json',
+    )
     .argument('<files...>', 'files to scan')
     .option('--json', 'print a JSON array of {file, line, endLine, command, class, kind, risk}')
     .action(async (files: string[], _o: unknown, cmd: Command) => {
@@ -761,8 +1069,14 @@ function program(ctx: Ctx): Command {
         const text = await readTextFile(f, 'file', 'Pass existing text files.');
         findings.push(...scanText(f, text));
         const kind = fileKind(f, text);
-        if ((kind === 'package-json' || kind === 'notebook' || kind === 'devcontainer' || kind === 'vscode-tasks') && text.trim() && !parseJsonc(text)) {
-          ctx.io.err(`agentkeep: note: ${f} is not valid JSON, so no commands were read from it. Fix the JSON and scan it again.`);
+        if (
+          (kind === 'package-json' || kind === 'notebook' || kind === 'devcontainer' || kind === 'vscode-tasks') &&
+          text.trim() &&
+          !parseJsonc(text)
+        ) {
+          ctx.io.err(
+            `agentkeep: note: ${f} is not valid JSON, so no commands were read from it. Fix the JSON and scan it again.`,
+          );
         }
       }
       if (asJson) printJson(ctx, findings);
@@ -771,24 +1085,38 @@ function program(ctx: Ctx): Command {
 
   risk
     .command('eval')
-    .description('measure the scanner on a labelled corpus: precision and recall overall, per class and per file kind, with misses and false positives')
+    .description(
+      'measure the scanner on a labelled corpus: precision and recall overall, per class and per file kind, with misses and false positives',
+    )
     .argument('<dir>', 'corpus directory (files listed in DIR/FILES.txt, else the files named in the labels)')
     .argument('<labels>', 'labels.json: [{file, line, end_line, command, class}], file relative to DIR')
     .option('--json', 'print the evaluation as JSON')
     .action(async (dir: string, labelsFile: string, _o: unknown, cmd: Command) => {
       const asJson = json(cmd);
-      const read = (f: string, what: string): Promise<string> => readTextFile(f, what, 'Pass the corpus directory and its labels.json.');
+      const read = (f: string, what: string): Promise<string> =>
+        readTextFile(f, what, 'Pass the corpus directory and its labels.json.');
       let labels: EvalLabel[];
       try {
         labels = JSON.parse(await read(labelsFile, 'labels')) as EvalLabel[];
-        if (!Array.isArray(labels) || labels.some((l) => typeof l?.file !== 'string' || typeof l?.line !== 'number' || typeof l?.class !== 'string')) throw new Error('shape');
+        if (
+          !Array.isArray(labels) ||
+          labels.some((l) => typeof l?.file !== 'string' || typeof l?.line !== 'number' || typeof l?.class !== 'string')
+        )
+          throw new Error('shape');
       } catch (e) {
         if (e instanceof AgentKeepError) throw e;
-        throw new AgentKeepError('InvalidParams', `${labelsFile} is not a labels file: expected a JSON array of {file, line, class}.`, 'Pass the corpus labels.json (see test/fixtures/risk-corpus/README.md).');
+        throw new AgentKeepError(
+          'InvalidParams',
+          `${labelsFile} is not a labels file: expected a JSON array of {file, line, class}.`,
+          'Pass the corpus labels.json (see test/fixtures/risk-corpus/README.md).',
+        );
       }
       let names: string[];
       try {
-        names = (await fs.readFile(path.join(dir, 'FILES.txt'), 'utf8')).split(/\r?\n/).map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+        names = (await fs.readFile(path.join(dir, 'FILES.txt'), 'utf8'))
+          .split(/\r?\n/)
+          .map((l) => l.trim())
+          .filter((l) => l && !l.startsWith('#'));
       } catch {
         names = [...new Set(labels.map((l) => l.file))];
       }
@@ -803,17 +1131,34 @@ function program(ctx: Ctx): Command {
     .command('serve')
     .description('run the language server: over stdio (for an editor) or WebSocket (for a remote client)')
     .option('--stdio', 'LSP + agentkeep/* over stdin/stdout')
-    .option('--ws <host:port>', 'LSP + agentkeep/* over WebSocket (bind 127.0.0.1 unless a host is given; port 0 = any free port)')
+    .option(
+      '--ws <host:port>',
+      'LSP + agentkeep/* over WebSocket (bind 127.0.0.1 unless a host is given; port 0 = any free port)',
+    )
     .option('--token-file <file>', 'file holding the bearer token clients must send (mode 600)')
     // vscode-languageclient appends --clientProcessId=<pid> when it starts a `module` server;
     // vscode-languageserver reads it from argv itself and exits when that process dies.
     .addOption(new Option('--clientProcessId <pid>', 'exit when this process ends (set by LSP clients)').hideHelp())
     .action(async (o: { stdio?: boolean; ws?: string; tokenFile?: string }, cmd: Command) => {
       if (Boolean(o.stdio) === Boolean(o.ws)) {
-        throw new UsageError('InvalidParams', 'serve needs exactly one transport.', 'Use serve --stdio, or serve --ws HOST:PORT --token-file FILE.');
+        throw new UsageError(
+          'InvalidParams',
+          'serve needs exactly one transport.',
+          'Use serve --stdio, or serve --ws HOST:PORT --token-file FILE.',
+        );
       }
-      if (o.ws && !o.tokenFile) throw new UsageError('InvalidParams', 'serve --ws needs --token-file.', 'Add --token-file FILE (a file with a random secret, mode 600).');
-      if (o.tokenFile && !o.ws) throw new UsageError('InvalidParams', '--token-file is only for serve --ws.', 'Drop --token-file, or use --ws HOST:PORT.');
+      if (o.ws && !o.tokenFile)
+        throw new UsageError(
+          'InvalidParams',
+          'serve --ws needs --token-file.',
+          'Add --token-file FILE (a file with a random secret, mode 600).',
+        );
+      if (o.tokenFile && !o.ws)
+        throw new UsageError(
+          'InvalidParams',
+          '--token-file is only for serve --ws.',
+          'Drop --token-file, or use --ws HOST:PORT.',
+        );
       const base = coreOpts(cmd);
       if (o.stdio) {
         ctx.serving = true;
@@ -857,7 +1202,14 @@ function applyExit(cmd: Command, ctx: Ctx): void {
   cmd.configureOutput({
     writeOut: (s) => ctx.io.out(s.replace(/\n$/, '')),
     writeErr: (s) => ctx.io.err(s.replace(/\n$/, '')),
-    outputError: (s, write) => write(`agentkeep: ${s.replace(/^error: /, '').trim().replace(/\s*\n\s*/g, ' ').replace(/\.+$/, '')}. Run agentkeep --help for usage.`),
+    outputError: (s, write) =>
+      write(
+        `agentkeep: ${s
+          .replace(/^error: /, '')
+          .trim()
+          .replace(/\s*\n\s*/g, ' ')
+          .replace(/\.+$/, '')}. Run agentkeep --help for usage.`,
+      ),
   });
   for (const sub of cmd.commands) applyExit(sub, ctx);
 }
@@ -881,7 +1233,16 @@ export async function runCli(argv: string[], makeCore: CoreFactory, io: CliIO = 
   } catch (e) {
     if (e instanceof CommanderError) {
       if (e.code === 'commander.version' || e.code === 'commander.helpDisplayed') return 0;
-      if (ctx.json) io.out(JSON.stringify({ error: { code: 'usage', message: e.message.replace(/^error: /, ''), hint: 'Run agentkeep --help for usage.' } }));
+      if (ctx.json)
+        io.out(
+          JSON.stringify({
+            error: {
+              code: 'usage',
+              message: e.message.replace(/^error: /, ''),
+              hint: 'Run agentkeep --help for usage.',
+            },
+          }),
+        );
       // a bare command group (`agentkeep memory`) prints its help and exits 1 in commander: usage error
       return 2;
     }

@@ -35,7 +35,12 @@ export interface SignalGuard {
  * @param targetArgs the `--target … [--state-dir …]` arguments of the undo command (state.ts cliTargetArgs)
  * @param proc the process to listen on (default: this process; replaceable for tests)
  */
-export function guardSignals(mode: 'create' | 'restore', io: Pick<CliIO, 'err'>, targetArgs: string, proc: NodeJS.Process = process): SignalGuard {
+export function guardSignals(
+  mode: 'create' | 'restore',
+  io: Pick<CliIO, 'err'>,
+  targetArgs: string,
+  proc: NodeJS.Process = process,
+): SignalGuard {
   const ctl = new AbortController();
   let undoId: string | undefined;
   let writing = false;
@@ -50,7 +55,7 @@ export function guardSignals(mode: 'create' | 'restore', io: Pick<CliIO, 'err'>,
     }
     if (mode === 'restore' && writing && count === 1) {
       io.err(
-        `agentkeep: finishing the restore so the tree is not left half-written (Ctrl+C again to stop now; ${undoId ? `undo with: agentkeep restore-point restore ${undoId} ${targetArgs} --scope both --yes` : 'it has no undo point'})`,
+        `agentkeep: finishing the restore so the tree is not left half-written; Ctrl+C again to stop now. ${undoId ? `Undo with: agentkeep restore-point restore ${undoId} ${targetArgs} --scope both --yes` : 'It has no undo point.'}`,
       );
       return;
     }

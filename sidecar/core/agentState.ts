@@ -36,7 +36,8 @@ export function agentStateFilter(
     .filter((s) => !!s.localRoot && isInside(s.localRoot, root))
     .map((s) => ({ s, prefix: path.relative(root, s.localRoot!).split(path.sep).join('/') }));
   if (!inside.length) return undefined;
-  const keep = (s: MemoryStoreAdapter, rel: string): boolean => !!s.isVolatilePath?.(rel) || (keepAgentState && s.isAgentStatePath(rel));
+  const keep = (s: MemoryStoreAdapter, rel: string): boolean =>
+    !!s.isVolatilePath?.(rel) || (keepAgentState && s.isAgentStatePath(rel));
   return (rel: string) =>
     inside.some(({ s, prefix }) => {
       if (!prefix) return keep(s, rel);
@@ -55,7 +56,15 @@ export async function lockStores(stores: MemoryStoreAdapter[]): Promise<() => Pr
     for (const l of held.reverse()) await l.release().catch(() => undefined);
   };
   try {
-    for (const s of stores) if (s.lockAgentState && (await s.check().then(() => true, () => false))) held.push(await s.lockAgentState());
+    for (const s of stores)
+      if (
+        s.lockAgentState &&
+        (await s.check().then(
+          () => true,
+          () => false,
+        ))
+      )
+        held.push(await s.lockAgentState());
   } catch (e) {
     await release();
     throw e;

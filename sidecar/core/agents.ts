@@ -145,7 +145,10 @@ export async function setDefaultAgent(
  * settings; `hook settings` in the CLI). A setting not given keeps its value; false removes the key.
  * @throws AgentNotFound, BadStateDir
  */
-export async function setAgentSettings(ctx: CoreContext, p: ParamsOf<'agentSetSettings'>): Promise<ResultOf<'agentSetSettings'>> {
+export async function setAgentSettings(
+  ctx: CoreContext,
+  p: ParamsOf<'agentSetSettings'>,
+): Promise<ResultOf<'agentSetSettings'>> {
   const { config } = await updateStateConfig(ctx.stateDir, (raw, current) => {
     if (!agentOf(current, p.name)) throw unknownAgent(p.name, current, ctx.stateDir);
     const a = (raw.agents as Record<string, Record<string, unknown>>)[p.name];

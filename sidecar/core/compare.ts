@@ -16,7 +16,11 @@ export const DEFAULT_READ_MAX_BYTES = 2 * 1024 * 1024;
  * files only in one of them, or with another hash. Only stores captured by both are compared
  * (`sameStore` decides whether two store strings name one store).
  */
-export function compareCaptures(from: AgentCapture[], to: AgentCapture[], sameStore: (a: string, b: string) => boolean): string[] {
+export function compareCaptures(
+  from: AgentCapture[],
+  to: AgentCapture[],
+  sameStore: (a: string, b: string) => boolean,
+): string[] {
   const out: string[] = [];
   for (const b of to) {
     const a = from.find((x) => sameStore(x.store, b.store));
@@ -40,14 +44,22 @@ export function normalizeRelPath(p: string): string {
   const slashed = p.replace(/\\/g, '/');
   const parts = slashed.split('/').filter((s) => s && s !== '.');
   if (!parts.length || parts.includes('..') || slashed.startsWith('/')) {
-    throw new AgentKeepError('InvalidParams', `"${p}" is not a path inside the target.`, 'Give a target-relative path such as workspace/package.json (no leading "/", no "..").');
+    throw new AgentKeepError(
+      'InvalidParams',
+      `"${p}" is not a path inside the target.`,
+      'Give a target-relative path such as workspace/package.json (no leading "/", no "..").',
+    );
   }
   return parts.join('/');
 }
 
 /** The error for a file above the read cap. */
 export function tooLarge(what: string, size: number, maxBytes: number): AgentKeepError {
-  return new AgentKeepError('FileError', `${what} is ${formatBytes(size)} (${size} bytes), above the ${formatBytes(maxBytes)} limit for showing a file of a restore point.`, 'Restore the restore point to get the file back, or pass a larger maxBytes (at most 64 MiB).');
+  return new AgentKeepError(
+    'FileError',
+    `${what} is ${formatBytes(size)} (${size} bytes), above the ${formatBytes(maxBytes)} limit for showing a file of a restore point.`,
+    'Restore the restore point to get the file back, or pass a larger maxBytes (at most 64 MiB).',
+  );
 }
 
 /** utf8 for valid UTF-8 without NUL bytes, base64 otherwise. */

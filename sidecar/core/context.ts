@@ -76,7 +76,11 @@ export class Progress {
 }
 
 /** Human text of the backends' progress stages. */
-export const STAGE_TEXT: Record<string, string> = { scan: 'Scanning files', store: 'Storing new contents', restore: 'Restoring files' };
+export const STAGE_TEXT: Record<string, string> = {
+  scan: 'Scanning files',
+  store: 'Storing new contents',
+  restore: 'Restoring files',
+};
 
 /** The shared state of one Core instance; instances share nothing but the state dir. */
 export class CoreContext {
@@ -152,11 +156,16 @@ export class CoreContext {
    * @throws TargetBusy when the lock is not free within the timeout; DiskFull when not even the lock fits
    */
   async withTarget<T>(
-  t: TargetCtx,
-  { op, writesObjects = false, timeoutMs = this.lockTimeoutMs }: WithTargetOptions,
-  fn: () => Promise<T>,
-): Promise<T> {
-    const lock = await lockWithRoom(this.layout, this.layout.targetLock(t.target.key), { op, what: `Target ${t.target.spec}`, timeoutMs, signal: this.opts.signal });
+    t: TargetCtx,
+    { op, writesObjects = false, timeoutMs = this.lockTimeoutMs }: WithTargetOptions,
+    fn: () => Promise<T>,
+  ): Promise<T> {
+    const lock = await lockWithRoom(this.layout, this.layout.targetLock(t.target.key), {
+      op,
+      what: `Target ${t.target.spec}`,
+      timeoutMs,
+      signal: this.opts.signal,
+    });
     let marker: InflightMarker | undefined;
     let ok = false;
     const stored = this.objects.stored;

@@ -59,14 +59,25 @@ export async function createLocked(
   progress.report('scan', STAGE_TEXT.scan, 0);
   const kind = p.kind ?? 'manual';
   const startedAt = new Date(started).toISOString();
-  const label = p.label ?? (kind === 'pre-restore' ? `Before restoring ${p.restoredFrom}` : `Restore point ${startedAt.slice(0, 19).replace('T', ' ')} UTC`);
+  const label =
+    p.label ??
+    (kind === 'pre-restore'
+      ? `Before restoring ${p.restoredFrom}`
+      : `Restore point ${startedAt.slice(0, 19).replace('T', ' ')} UTC`);
   let info: Awaited<ReturnType<MachineBackend['create']>>;
   try {
     info = await t.backend.create(id, {
       parentId,
       signal,
       vmstate: p.vmstate,
-      meta: { label, kind, createdAt: startedAt, ...(p.reason ? { reason: p.reason } : {}), ...(p.important ? { important: true } : {}), ...(p.pairOf ? { pairOf: p.pairOf } : {}) },
+      meta: {
+        label,
+        kind,
+        createdAt: startedAt,
+        ...(p.reason ? { reason: p.reason } : {}),
+        ...(p.important ? { important: true } : {}),
+        ...(p.pairOf ? { pairOf: p.pairOf } : {}),
+      },
       progress: (stage, done, total) => progress.report(stage, STAGE_TEXT[stage] ?? stage, done, total),
     });
   } catch (e) {
@@ -177,7 +188,11 @@ export async function createRestorePoint(
   const config = await readStateConfig(ctx.stateDir).catch((e: unknown) => {
     const err = asAgentKeepError(e);
     const message = `${err.message} (retention and the size cap used their defaults for this create)`;
-    configProblem = { message, ...(err.hint ? { hint: err.hint } : {}), ...(err.actions ? { actions: err.actions } : {}) };
+    configProblem = {
+      message,
+      ...(err.hint ? { hint: err.hint } : {}),
+      ...(err.actions ? { actions: err.actions } : {}),
+    };
     return {} as Awaited<ReturnType<typeof readStateConfig>>;
   });
   const stores = p.stores ? ctx.openStores(p.stores) : await detectTargetStores(t.target);
@@ -191,15 +206,17 @@ export async function createRestorePoint(
     important: p.important,
     vmstate: p.vmstate,
   };
-  const made = await ctx.withTarget(t, { op: 'create restore point', writesObjects: true }, async () => {
-    // reuse-or-create: decided under the lock, so nothing changes between the check and the answer
-    const reusable = p.reuse ? await reusableRestorePoint(ctx, t, stores, p) : undefined;
-    return reusable
-      ? { rp: reusable, reused: true }
-      : { rp: await createLocked(ctx, t, spec, progress), reused: false };
-  }).catch(async (e: unknown) => {
-    throw await createSpaceError(e, ctx.stateDir, t.target.spec);
-  });
+  const made = await ctx
+    .withTarget(t, { op: 'create restore point', writesObjects: true }, async () => {
+      // reuse-or-create: decided under the lock, so nothing changes between the check and the answer
+      const reusable = p.reuse ? await reusableRestorePoint(ctx, t, stores, p) : undefined;
+      return reusable
+        ? { rp: reusable, reused: true }
+        : { rp: await createLocked(ctx, t, spec, progress), reused: false };
+    })
+    .catch(async (e: unknown) => {
+      throw await createSpaceError(e, ctx.stateDir, t.target.spec);
+    });
   if (made.reused) {
     progress.report('done', `Reusing restore point ${made.rp.id} (nothing changed since)`);
     return { ...made.rp, reused: true };

@@ -14,7 +14,10 @@ import { bytesText, fsFacts, isNoSpace } from './fsutil';
 async function where(p: string): Promise<{ mount: string; text: string }> {
   const f = await fsFacts(p);
   if (!f) return { mount: p, text: `the file system of ${p}` };
-  return { mount: f.mount, text: `${f.mount} (${f.fstype}), now ${bytesText(f.freeBytes)} free of ${bytesText(f.totalBytes)}` };
+  return {
+    mount: f.mount,
+    text: `${f.mount} (${f.fstype}), now ${bytesText(f.freeBytes)} free of ${bytesText(f.totalBytes)}`,
+  };
 }
 
 /**
@@ -37,7 +40,10 @@ export async function createSpaceError(e: unknown, stateDir: string, target: str
  * DiskFull that explains the choice (free space, or restore without an undo point after an explicit
  * confirmation), both as actions. Other errors unchanged.
  */
-export async function undoPointSpaceError(e: unknown, o: { id: string; scope: Scope; stores?: string[]; stateDir: string; target: string }): Promise<unknown> {
+export async function undoPointSpaceError(
+  e: unknown,
+  o: { id: string; scope: Scope; stores?: string[]; stateDir: string; target: string },
+): Promise<unknown> {
   if (!isNoSpace(e)) return e;
   const w = await where(o.stateDir);
   return new AgentKeepError(

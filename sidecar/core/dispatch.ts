@@ -14,7 +14,9 @@ import type { CoreApi } from './service';
 type Handler = (core: CoreApi, params: never) => Promise<unknown>;
 
 /** Which core call serves each protocol method (typed from the protocol's Methods: params in, result out). */
-type Handlers = { [K in MethodName]: (core: CoreApi, p: z.infer<(typeof Methods)[K]['params']>) => Promise<ResultOf<K>> };
+type Handlers = {
+  [K in MethodName]: (core: CoreApi, p: z.infer<(typeof Methods)[K]['params']>) => Promise<ResultOf<K>>;
+};
 const HANDLERS: Handlers = {
   restorePointCreate: (c, p) => c.createRestorePoint(p),
   restorePointList: (c, p) => c.listRestorePoints(p),
@@ -113,7 +115,11 @@ export async function call<K extends MethodName>(core: CoreApi, key: K, params: 
 export async function dispatch(core: CoreApi, wireMethod: string, params: unknown): Promise<unknown> {
   const key = BY_WIRE.get(wireMethod);
   if (!key) {
-    throw new AgentKeepError('InvalidParams', `Unknown method ${wireMethod}.`, `Use one of: ${wireMethods().join(', ')}.`);
+    throw new AgentKeepError(
+      'InvalidParams',
+      `Unknown method ${wireMethod}.`,
+      `Use one of: ${wireMethods().join(', ')}.`,
+    );
   }
   return call(core, key, params as ParamsOf<typeof key>);
 }

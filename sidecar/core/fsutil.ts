@@ -109,7 +109,10 @@ export async function fsFacts(p: string): Promise<FsFacts | undefined> {
       const sep = f.indexOf('-');
       if (f.length < 5 || sep < 0) continue;
       const mp = unescapeMount(f[4]);
-      if ((cur === mp || cur.startsWith(mp.endsWith('/') ? mp : mp + '/')) && (mount === '?' || mp.length >= mount.length)) {
+      if (
+        (cur === mp || cur.startsWith(mp.endsWith('/') ? mp : mp + '/')) &&
+        (mount === '?' || mp.length >= mount.length)
+      ) {
         mount = mp;
         fstype = f[sep + 1] ?? '?';
       }
@@ -145,7 +148,8 @@ export async function diskFullError(p: string, e: unknown, what: string, hint?: 
   return new AgentKeepError(
     'DiskFull',
     `${what}: ${state}${left}.`,
-    hint ?? `Free space on ${f?.mount ?? 'that file system'} (delete or prune restore points: agentkeep restore-point prune), or move the state dir to a larger file system (--state-dir / AGENTKEEP_STATE_DIR).`,
+    hint ??
+      `Free space on ${f?.mount ?? 'that file system'} (delete or prune restore points: agentkeep restore-point prune), or move the state dir to a larger file system (--state-dir / AGENTKEEP_STATE_DIR).`,
   );
 }
 
@@ -199,7 +203,11 @@ export async function writeFileAtomic(
 }
 
 /** JSON.stringify + writeFileAtomic (pretty-printed when `pretty`). */
-export async function writeJsonAtomic(file: string, value: unknown, opts: { pretty?: boolean; durable?: boolean; mode?: number } = {}): Promise<void> {
+export async function writeJsonAtomic(
+  file: string,
+  value: unknown,
+  opts: { pretty?: boolean; durable?: boolean; mode?: number } = {},
+): Promise<void> {
   const text = opts.pretty === false ? JSON.stringify(value) : JSON.stringify(value, null, 2) + '\n';
   await writeFileAtomic(file, text, { durable: opts.durable, mode: opts.mode });
 }
@@ -226,7 +234,11 @@ export function isErrno(e: unknown, ...codes: string[]): boolean {
  * first failure no new item is started, and the call settles only once the calls in flight have
  * settled (so a caller's cleanup never races a call still writing); then the first error is thrown.
  */
-export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function mapLimit<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const out = new Array<R>(items.length);
   let next = 0;
   let failed: { e: unknown } | undefined;

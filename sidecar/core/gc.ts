@@ -36,7 +36,7 @@ const STATE_TEMP_MAX_AGE_MS = 10 * 60_000;
 
 /** The fix when not even a lock file fits (the reserve is used up): only other files can make room. */
 const NOTHING_LEFT =
-  'Not even a lock file fits there: make some room on that file system by removing files that are not AgentKeep\'s (never objects by hand), then run agentkeep restore-point prune to free more.';
+  "Not even a lock file fits there: make some room on that file system by removing files that are not AgentKeep's (never objects by hand), then run agentkeep restore-point prune to free more.";
 
 /**
  * Run `write`; when it fails for lack of space, give the reserve back and run it once more.
@@ -60,7 +60,11 @@ export async function withRoom<T>(layout: StateLayout, what: string, write: () =
 }
 
 /** Take a lock file of the state dir (acquireLock), giving the reserve back if it does not fit. */
-export function lockWithRoom(layout: StateLayout, file: string, opts: Parameters<typeof acquireLock>[1]): Promise<HeldLock> {
+export function lockWithRoom(
+  layout: StateLayout,
+  file: string,
+  opts: Parameters<typeof acquireLock>[1],
+): Promise<HeldLock> {
   return withRoom(layout, `Cannot take the lock ${file}`, () => acquireLock(file, opts));
 }
 
@@ -78,16 +82,31 @@ export interface InflightMarker {
  * Register an in-flight marker (before any object is stored), then wait while a collection runs.
  * @throws AgentKeepError DiskFull (no room even after the reserve), TargetBusy (a collection did not end in time)
  */
-export async function registerInflight(layout: StateLayout, info: { op: string; target: string }, timeoutMs: number): Promise<InflightMarker> {
+export async function registerInflight(
+  layout: StateLayout,
+  info: { op: string; target: string },
+  timeoutMs: number,
+): Promise<InflightMarker> {
   const name = `${process.pid}-${randomBytes(6).toString('hex')}`;
   const file = path.join(layout.inflightDir, name);
-  const body = JSON.stringify({ pid: process.pid, host: os.hostname(), op: info.op, target: info.target, time: new Date().toISOString() });
-  await withRoom(layout, `Cannot register the ${info.op} in ${layout.inflightDir}`, () => fs.writeFile(file, body, { mode: 0o600 }));
+  const body = JSON.stringify({
+    pid: process.pid,
+    host: os.hostname(),
+    op: info.op,
+    target: info.target,
+    time: new Date().toISOString(),
+  });
+  await withRoom(layout, `Cannot register the ${info.op} in ${layout.inflightDir}`, () =>
+    fs.writeFile(file, body, { mode: 0o600 }),
+  );
   const marker: InflightMarker = {
     file,
     done: async (ok) => {
       if (ok) await fs.rm(file, { force: true }).catch(() => undefined);
-      else await fs.rename(file, path.join(layout.inflightDir, `failed-${name}`)).catch(() => fs.rm(file, { force: true }).catch(() => undefined));
+      else
+        await fs
+          .rename(file, path.join(layout.inflightDir, `failed-${name}`))
+          .catch(() => fs.rm(file, { force: true }).catch(() => undefined));
     },
   };
   try {
@@ -112,7 +131,11 @@ export async function waitForGc(layout: StateLayout, timeoutMs: number): Promise
     }
     if (info && isStale(info)) return;
     if (Date.now() > deadline) {
-      throw new AgentKeepError('TargetBusy', 'A garbage collection of the object store is still running.', 'Try again in a moment.');
+      throw new AgentKeepError(
+        'TargetBusy',
+        'A garbage collection of the object store is still running.',
+        'Try again in a moment.',
+      );
     }
     await new Promise((r) => setTimeout(r, 25));
   }
@@ -189,7 +212,11 @@ export interface GcDeps {
 export async function collectGarbage({ layout, objects, lockTimeoutMs }: GcDeps): Promise<GcResult> {
   let gc: HeldLock;
   try {
-    gc = await lockWithRoom(layout, layout.gcLock, { op: 'garbage collection', what: 'The object store', timeoutMs: lockTimeoutMs });
+    gc = await lockWithRoom(layout, layout.gcLock, {
+      op: 'garbage collection',
+      what: 'The object store',
+      timeoutMs: lockTimeoutMs,
+    });
   } catch {
     return { freedBytes: 0, removed: 0, skipped: 'busy' };
   }
@@ -215,7 +242,9 @@ export async function collectGarbage({ layout, objects, lockTimeoutMs }: GcDeps)
  * Ids of every journal (target key -> ids with an entry) and the objects their agent captures name;
  * undefined when an entry does not parse (then nothing may be deleted).
  */
-async function journalIds(layout: StateLayout): Promise<{ ids: Map<string, Set<string>>; agentObjects: Set<string> } | undefined> {
+async function journalIds(
+  layout: StateLayout,
+): Promise<{ ids: Map<string, Set<string>>; agentObjects: Set<string> } | undefined> {
   const ids = new Map<string, Set<string>>();
   const agentObjects = new Set<string>();
   let keys: string[] = [];

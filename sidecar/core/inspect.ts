@@ -67,11 +67,17 @@ export async function compareRestorePoints(
   const [a, b] = await Promise.all([t.journal.get(p.from), t.journal.get(p.to)]);
   for (const rp of [a, b]) {
     if (rp.machine.backend !== t.backend.name) {
-      throw new AgentKeepError('CorruptSnapshot', `Restore point ${rp.id} was made by backend "${rp.machine.backend}", not "${t.backend.name}".`, 'Compare restore points of the same target and backend.');
+      throw new AgentKeepError(
+        'CorruptSnapshot',
+        `Restore point ${rp.id} was made by backend "${rp.machine.backend}", not "${t.backend.name}".`,
+        'Compare restore points of the same target and backend.',
+      );
     }
   }
   if (!t.backend.compare) {
-    const hint = t.backend.diff ? 'Use restorePoint.diff (compare with now) instead.' : 'Compare the agent state with memory diff instead.';
+    const hint = t.backend.diff
+      ? 'Use restorePoint.diff (compare with now) instead.'
+      : 'Compare the agent state with memory diff instead.';
     throw new AgentKeepError('Unsupported', `The ${t.backend.name} backend cannot compare two snapshots.`, hint);
   }
   const m = await t.backend.compare(a.id, b.id);
@@ -109,7 +115,11 @@ export async function readRestorePointFile(
     else file = { type: 'file', size: f.size, data: await ctx.objects.read(f.hash) };
   } else {
     if (!t.backend.readFile) {
-      throw new AgentKeepError('Unsupported', `The ${t.backend.name} backend cannot read files of a snapshot.`, 'Restore the restore point to see its files.');
+      throw new AgentKeepError(
+        'Unsupported',
+        `The ${t.backend.name} backend cannot read files of a snapshot.`,
+        'Restore the restore point to see its files.',
+      );
     }
     file = await t.backend.readFile(rp.id, normalizeRelPath(p.path), max);
   }

@@ -30,7 +30,15 @@ export async function writeRestoreMarker(
 ): Promise<void> {
   const stores = m.stores ? { stores: m.stores } : {};
   const startedAt = new Date().toISOString();
-  const body = { id: m.id, ...(m.undo ? { undo: m.undo } : {}), scope: m.scope, ...stores, startedAt, pid: process.pid, host: os.hostname() };
+  const body = {
+    id: m.id,
+    ...(m.undo ? { undo: m.undo } : {}),
+    scope: m.scope,
+    ...stores,
+    startedAt,
+    pid: process.pid,
+    host: os.hostname(),
+  };
   await fs.writeFile(markerPath(layout, target), JSON.stringify(body), { mode: 0o600 }).catch(() => undefined);
 }
 
@@ -51,9 +59,23 @@ export async function interruptedRestore(
   const raw = await fs.readFile(markerPath(layout, target), 'utf8').catch(() => undefined);
   if (!raw) return undefined;
   try {
-    const m = JSON.parse(raw) as { id: string; undo?: string; scope?: Scope; stores?: string[]; startedAt: string; pid: number; host: string };
+    const m = JSON.parse(raw) as {
+      id: string;
+      undo?: string;
+      scope?: Scope;
+      stores?: string[];
+      startedAt: string;
+      pid: number;
+      host: string;
+    };
     if (m.host === os.hostname() && pidAlive(m.pid)) return undefined;
-    return { id: m.id, ...(m.undo ? { undo: m.undo } : {}), scope: m.scope ?? 'both', ...(m.stores ? { stores: m.stores } : {}), startedAt: m.startedAt };
+    return {
+      id: m.id,
+      ...(m.undo ? { undo: m.undo } : {}),
+      scope: m.scope ?? 'both',
+      ...(m.stores ? { stores: m.stores } : {}),
+      startedAt: m.startedAt,
+    };
   } catch {
     return undefined;
   }

@@ -62,9 +62,12 @@ export class Journal {
    */
   async get(id: string): Promise<RestorePoint> {
     if (!isValidId(id)) {
-      throw new AgentKeepError('RestorePointNotFound', `"${id}" is not a restore point id.`, 'Ids look like ak_20260101_120000_ab12.', [
-        listAction(this.target),
-      ]);
+      throw new AgentKeepError(
+        'RestorePointNotFound',
+        `"${id}" is not a restore point id.`,
+        'Ids look like ak_20260101_120000_ab12.',
+        [listAction(this.target)],
+      );
     }
     const damaged = (why: string): AgentKeepError =>
       new AgentKeepError('CorruptSnapshot', `The journal entry of ${id} is damaged: ${why}.`, undefined, [
@@ -77,7 +80,9 @@ export class Journal {
       throw damaged((e as Error).message);
     }
     if (raw === undefined) {
-      throw new AgentKeepError('RestorePointNotFound', `No restore point ${id} for ${this.target}.`, undefined, [listAction(this.target)]);
+      throw new AgentKeepError('RestorePointNotFound', `No restore point ${id} for ${this.target}.`, undefined, [
+        listAction(this.target),
+      ]);
     }
     const parsed = RestorePoint.safeParse(raw);
     if (!parsed.success) throw damaged(parsed.error.issues[0]?.message ?? 'bad shape');
@@ -113,7 +118,9 @@ export class Journal {
         /* damaged entries do not hide the others */
       }
     }
-    return out.sort((a, b) => (a.createdAt === b.createdAt ? (a.id < b.id ? 1 : -1) : a.createdAt < b.createdAt ? 1 : -1));
+    return out.sort((a, b) =>
+      a.createdAt === b.createdAt ? (a.id < b.id ? 1 : -1) : a.createdAt < b.createdAt ? 1 : -1,
+    );
   }
 
   /** Bytes of every file of this journal (entries, target.json, markers); 0 when it does not exist. */

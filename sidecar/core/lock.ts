@@ -41,7 +41,8 @@ async function readLock(file: string): Promise<LockInfo | undefined> {
     // Unparsable: a holder that died between create and write. Treat as stale if old enough.
     try {
       const st = await fs.stat(file);
-      if (Date.now() - st.mtimeMs > 5000) return { pid: -1, host: os.hostname(), time: st.mtime.toISOString(), op: '?', token: '' };
+      if (Date.now() - st.mtimeMs > 5000)
+        return { pid: -1, host: os.hostname(), time: st.mtime.toISOString(), op: '?', token: '' };
     } catch {
       return undefined;
     }
@@ -84,7 +85,13 @@ export interface HeldLock {
 
 /** Try once to take the lock. Returns the held lock, or the current holder's info. */
 export async function tryLock(file: string, op: string): Promise<HeldLock | { holder: LockInfo }> {
-  const info: LockInfo = { pid: process.pid, host: os.hostname(), time: new Date().toISOString(), op, token: randomBytes(8).toString('hex') };
+  const info: LockInfo = {
+    pid: process.pid,
+    host: os.hostname(),
+    time: new Date().toISOString(),
+    op,
+    token: randomBytes(8).toString('hex'),
+  };
   await fs.mkdir(path.dirname(file), { recursive: true });
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
@@ -127,7 +134,10 @@ export async function tryLock(file: string, op: string): Promise<HeldLock | { ho
  * @param signal stops the wait (abortedError)
  * @throws AgentKeepError TargetBusy naming the holder when the timeout passes.
  */
-export async function acquireLock(file: string, opts: { op: string; what: string; timeoutMs: number; pollMs?: number; signal?: AbortSignal }): Promise<HeldLock> {
+export async function acquireLock(
+  file: string,
+  opts: { op: string; what: string; timeoutMs: number; pollMs?: number; signal?: AbortSignal },
+): Promise<HeldLock> {
   const deadline = Date.now() + opts.timeoutMs;
   let delay = Math.min(opts.pollMs ?? 25, 200);
   for (;;) {
@@ -147,7 +157,11 @@ export async function acquireLock(file: string, opts: { op: string; what: string
 }
 
 /** Run `fn` while holding the lock `file` (see acquireLock); the lock is released afterwards. */
-export async function withLock<T>(file: string, opts: { op: string; what: string; timeoutMs: number }, fn: () => Promise<T>): Promise<T> {
+export async function withLock<T>(
+  file: string,
+  opts: { op: string; what: string; timeoutMs: number },
+  fn: () => Promise<T>,
+): Promise<T> {
   const lock = await acquireLock(file, opts);
   try {
     return await fn();

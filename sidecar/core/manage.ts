@@ -52,7 +52,11 @@ export async function keepRestorePoint(ctx: CoreContext, p: ParamsOf<'restorePoi
  */
 export async function labelRestorePoint(ctx: CoreContext, p: ParamsOf<'restorePointLabel'>): Promise<RestorePoint> {
   if (p.label === undefined && p.important === undefined) {
-    throw new AgentKeepError('InvalidParams', 'Nothing to change: give a new label, or important true/false.', 'Give a label and/or important (true or false).');
+    throw new AgentKeepError(
+      'InvalidParams',
+      'Nothing to change: give a new label, or important true/false.',
+      'Give a label and/or important (true or false).',
+    );
   }
   const t = await ctx.open(p.target, { mustExist: false });
   const rp = await ctx.withTarget(t, { op: `label ${p.id}` }, async () => {
@@ -61,7 +65,10 @@ export async function labelRestorePoint(ctx: CoreContext, p: ParamsOf<'restorePo
     const labelChanged = p.label !== undefined && p.label !== cur.label;
     const importantChanged = p.important !== undefined && p.important !== Boolean(cur.important);
     if ((labelChanged || importantChanged) && t.backend.relabel && cur.machine.backend === t.backend.name) {
-      await t.backend.relabel(p.id, { ...(labelChanged ? { label: p.label } : {}), ...(importantChanged ? { important: p.important } : {}) });
+      await t.backend.relabel(p.id, {
+        ...(labelChanged ? { label: p.label } : {}),
+        ...(importantChanged ? { important: p.important } : {}),
+      });
     }
     const next: RestorePoint = { ...cur, ...(p.label !== undefined ? { label: p.label } : {}) };
     if (p.important === true) next.important = true;

@@ -95,7 +95,10 @@ export function diffMemory(ctx: CoreContext, p: ParamsOf<'memoryDiff'>): Promise
 }
 
 /** See Methods.memoryRecordWrite; implemented in sidecar/memory/ops (the store's write log). */
-export async function recordMemoryWrite(ctx: CoreContext, p: ParamsOf<'memoryRecordWrite'>): Promise<ResultOf<'memoryRecordWrite'>> {
+export async function recordMemoryWrite(
+  ctx: CoreContext,
+  p: ParamsOf<'memoryRecordWrite'>,
+): Promise<ResultOf<'memoryRecordWrite'>> {
   const r = await memoryOps.recordWrite(opsContext(ctx), p);
   if (r.changed) ctx.changed('', 'memory');
   return r;

@@ -6,7 +6,17 @@
  * fails with DiskFull (naming it), never with the error of a file of the target.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, existsSync, mkdirSync, promises as fs, readFileSync, renameSync, rmSync, writeFileSync, constants as fsc } from 'node:fs';
+import {
+  createReadStream,
+  existsSync,
+  mkdirSync,
+  promises as fs,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  constants as fsc,
+} from 'node:fs';
 import * as path from 'node:path';
 import { AgentKeepError } from './errors';
 import { diskFullError, isErrno, isNoSpace } from './fsutil';

@@ -36,25 +36,33 @@ export async function pruneTarget(
   opts: Pick<PruneOptions, 'keep' | 'keepImportant' | 'minAgeMs'>,
   { dryRun, lockTimeoutMs = ctx.lockTimeoutMs, estimate = true }: PruneRun,
 ): Promise<ResultOf<'restorePointPrune'>> {
-  const res = await ctx.withTarget(t, { op: dryRun ? 'prune (dry run)' : 'prune', timeoutMs: lockTimeoutMs }, async () => {
-    const points = await t.journal.list();
-    const minAgeMs = opts.minAgeMs ?? DEFAULT_MIN_AGE_MS;
-    const same = await identicalPairs(ctx, t, points, minAgeMs);
-    const plan = planPrune(points, { keep: opts.keep, keepImportant: opts.keepImportant, minAgeMs }, same);
-    if (!plan.delete.length) return { deleted: plan.delete, kept: plan.keep, freedBytes: 0, estimatedFreeBytes: 0 };
-    const gone = new Set(plan.delete.map((d) => d.id));
-    const estimatedFreeBytes = estimate
-      ? await freeEstimate(t, points.filter((r) => gone.has(r.id)), points.filter((r) => !gone.has(r.id))).catch(() => undefined)
-      : undefined;
-    const est = estimatedFreeBytes === undefined ? {} : { estimatedFreeBytes };
-    if (dryRun) return { deleted: plan.delete, kept: plan.keep, freedBytes: 0, ...est };
-    for (const d of plan.delete) {
-      await t.journal.remove(d.id);
-      await t.backend.delete(d.id);
-    }
-    const gc = await collectGarbage(ctx);
-    return { deleted: plan.delete, kept: plan.keep, freedBytes: gc.freedBytes, ...est };
-  });
+  const res = await ctx.withTarget(
+    t,
+    { op: dryRun ? 'prune (dry run)' : 'prune', timeoutMs: lockTimeoutMs },
+    async () => {
+      const points = await t.journal.list();
+      const minAgeMs = opts.minAgeMs ?? DEFAULT_MIN_AGE_MS;
+      const same = await identicalPairs(ctx, t, points, minAgeMs);
+      const plan = planPrune(points, { keep: opts.keep, keepImportant: opts.keepImportant, minAgeMs }, same);
+      if (!plan.delete.length) return { deleted: plan.delete, kept: plan.keep, freedBytes: 0, estimatedFreeBytes: 0 };
+      const gone = new Set(plan.delete.map((d) => d.id));
+      const estimatedFreeBytes = estimate
+        ? await freeEstimate(
+            t,
+            points.filter((r) => gone.has(r.id)),
+            points.filter((r) => !gone.has(r.id)),
+          ).catch(() => undefined)
+        : undefined;
+      const est = estimatedFreeBytes === undefined ? {} : { estimatedFreeBytes };
+      if (dryRun) return { deleted: plan.delete, kept: plan.keep, freedBytes: 0, ...est };
+      for (const d of plan.delete) {
+        await t.journal.remove(d.id);
+        await t.backend.delete(d.id);
+      }
+      const gc = await collectGarbage(ctx);
+      return { deleted: plan.delete, kept: plan.keep, freedBytes: gc.freedBytes, ...est };
+    },
+  );
   if (res.deleted.length && !dryRun) ctx.changed(t.target.spec, 'restorePoints');
   return res;
 }
@@ -88,7 +96,8 @@ async function identicalPairs(
       try {
         const m = await compare(pre.id, post.id);
         const agent = compareCaptures(pre.agent, post.agent, (x, y) => x === y);
-        const sameStores = pre.agent.length === post.agent.length && pre.agent.every((a) => post.agent.some((b) => b.store === a.store));
+        const sameStores =
+          pre.agent.length === post.agent.length && pre.agent.every((a) => post.agent.some((b) => b.store === a.store));
         same = sameStores && !m.added.length && !m.removed.length && !m.changed.length && !agent.length;
         await disk.set(post.id, same);
       } catch {

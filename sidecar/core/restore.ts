@@ -74,7 +74,14 @@ export async function restoreRestorePoint(
     await checkAgentRestore(t.target, rp, stores, scope);
     // Capture what we are about to replace, so the restore can be undone.
     const capturable: MemoryStoreAdapter[] = [];
-    for (const s of stores) if (await s.check().then(() => true, () => false)) capturable.push(s);
+    for (const s of stores)
+      if (
+        await s.check().then(
+          () => true,
+          () => false,
+        )
+      )
+        capturable.push(s);
     if (!capturable.length && !p.stores) capturable.push(...(await detectTargetStores(t.target)));
     // (noUndoPoint, confirmed: a full state dir, the user chose to restore without a way back)
     const target = t.target.spec;
@@ -82,7 +89,13 @@ export async function restoreRestorePoint(
     const didNotStart = `the restore of ${rp.id} did not start; nothing in the target was changed`;
     const undo = p.noUndoPoint
       ? undefined
-      : await createLocked(ctx, t, { kind: 'pre-restore', restoredFrom: rp.id, stores: capturable }, progress, didNotStart).catch(async (e: unknown) => {
+      : await createLocked(
+          ctx,
+          t,
+          { kind: 'pre-restore', restoredFrom: rp.id, stores: capturable },
+          progress,
+          didNotStart,
+        ).catch(async (e: unknown) => {
           throw await undoPointSpaceError(e, { id: rp.id, scope, stores: p.stores, stateDir: ctx.stateDir, target });
         });
     try {
@@ -116,13 +129,28 @@ export async function restoreRestorePoint(
       if (scope !== 'machine') changes.agentChanged = await restoreAgent(ctx, rp, stores);
     } catch (e) {
       const undoActions = undo ? [restoreAction('Undo', target, undo.id, 'both')] : [];
-      const saved = undo ? `The state before the restore was saved as restore point ${undo.id}.` : 'It was restored without an undo point, so the state before it is gone.';
+      const saved = undo
+        ? `The state before the restore was saved as restore point ${undo.id}.`
+        : 'It was restored without an undo point, so the state before it is gone.';
       const finish = restoreAction('Finish the restore', target, rp.id, scope, p.stores);
       if (isAbortedError(e)) {
-        throw new AgentKeepError('Internal', `Interrupted: the restore of ${rp.id} was stopped part-way, so ${t.target.path} is partly restored. ${saved}`, undefined, [...undoActions, finish]);
+        throw new AgentKeepError(
+          'Internal',
+          `Interrupted: the restore of ${rp.id} was stopped part-way, so ${t.target.path} is partly restored. ${saved}`,
+          undefined,
+          [...undoActions, finish],
+        );
       }
       const err = asAgentKeepError(e);
-      const kinds = ['CorruptSnapshot', 'FileError', 'Hypervisor', 'GuestLocked', 'AuthFailed', 'RestorePointNotFound', 'DiskFull'] as const;
+      const kinds = [
+        'CorruptSnapshot',
+        'FileError',
+        'Hypervisor',
+        'GuestLocked',
+        'AuthFailed',
+        'RestorePointNotFound',
+        'DiskFull',
+      ] as const;
       throw new AgentKeepError(
         kinds.find((k) => k === err.kind) ?? 'Internal',
         `Restore of ${rp.id} stopped: ${err.message} ${saved}`,
@@ -136,7 +164,13 @@ export async function restoreRestorePoint(
     const restored: RestorePoint = { ...rp, status: 'rolled-back' };
     await t.journal.put(restored);
     progress.report('done', `Restored ${rp.id} (${scope})`);
-    return { restored, ...(undo ? { undo } : {}), changes, ...(machineState ? { machineState } : {}), ...(warnings ? { warnings } : {}) };
+    return {
+      restored,
+      ...(undo ? { undo } : {}),
+      changes,
+      ...(machineState ? { machineState } : {}),
+      ...(warnings ? { warnings } : {}),
+    };
   });
   ctx.changed(t.target.spec, 'restorePoints');
   if (p.scope !== 'machine') ctx.changed(t.target.spec, 'memory');

@@ -50,7 +50,9 @@ export interface PrunePlan {
 
 /** Points newest first (createdAt, then id, as Journal.list orders them). */
 function newestFirst(points: readonly RestorePoint[]): RestorePoint[] {
-  return [...points].sort((a, b) => (a.createdAt === b.createdAt ? (a.id < b.id ? 1 : -1) : a.createdAt < b.createdAt ? 1 : -1));
+  return [...points].sort((a, b) =>
+    a.createdAt === b.createdAt ? (a.id < b.id ? 1 : -1) : a.createdAt < b.createdAt ? 1 : -1,
+  );
 }
 
 function nonNegInt(v: number | undefined, def: number, what: string): number {
@@ -72,7 +74,11 @@ function hours(ms: number): string {
  *   A restore point whose createdAt does not parse counts as young (kept).
  * @throws RangeError for a negative or fractional keep / keepImportant / minAgeMs.
  */
-export function planPrune(points: readonly RestorePoint[], opts: PruneOptions = {}, identicalPairs: ReadonlySet<string> = new Set()): PrunePlan {
+export function planPrune(
+  points: readonly RestorePoint[],
+  opts: PruneOptions = {},
+  identicalPairs: ReadonlySet<string> = new Set(),
+): PrunePlan {
   const keepN = nonNegInt(opts.keep, DEFAULT_KEEP, 'keep');
   const keepImp = nonNegInt(opts.keepImportant, DEFAULT_KEEP_IMPORTANT, 'keepImportant');
   const minAge = nonNegInt(opts.minAgeMs, DEFAULT_MIN_AGE_MS, 'minAgeMs');
@@ -130,15 +136,24 @@ export function planPrune(points: readonly RestorePoint[], opts: PruneOptions = 
     const mates = (groups.get(groupOf(rp)) ?? []).filter((m) => m.id !== rp.id);
     const keptMate = mates.find((m) => reasons.has(m.id));
     if (keptMate) {
-      plan.keep.push({ id: rp.id, reason: `other half of the pre/post pair with ${keptMate.id}, which is kept (${reasons.get(keptMate.id)})` });
+      plan.keep.push({
+        id: rp.id,
+        reason: `other half of the pre/post pair with ${keptMate.id}, which is kept (${reasons.get(keptMate.id)})`,
+      });
       continue;
     }
     if (same.has(rp.id)) {
-      plan.delete.push({ id: rp.id, reason: `its pre/post pair ${mates.map((m) => m.id).join(', ')} does not differ from it, and older than ${hours(minAge)}` });
+      plan.delete.push({
+        id: rp.id,
+        reason: `its pre/post pair ${mates.map((m) => m.id).join(', ')} does not differ from it, and older than ${hours(minAge)}`,
+      });
       continue;
     }
     const base = `older than the newest ${keepN}${rp.important ? ` and than the newest ${keepImp} important` : ''}, and older than ${hours(minAge)}`;
-    plan.delete.push({ id: rp.id, reason: mates.length ? `${base} (with its pre/post pair ${mates.map((m) => m.id).join(', ')})` : base });
+    plan.delete.push({
+      id: rp.id,
+      reason: mates.length ? `${base} (with its pre/post pair ${mates.map((m) => m.id).join(', ')})` : base,
+    });
   }
   return plan;
 }
@@ -160,6 +175,7 @@ export function parseDuration(text: string): number {
     total += Number(m[1]) * UNIT_MS[m[2]];
     end = re.lastIndex;
   }
-  if (!s || end !== s.length) throw new RangeError(`"${text}" is not a duration: use e.g. 1h, 30m, 90s, 2d, 1h30m or 0`);
+  if (!s || end !== s.length)
+    throw new RangeError(`"${text}" is not a duration: use e.g. 1h, 30m, 90s, 2d, 1h30m or 0`);
   return total;
 }

@@ -62,7 +62,11 @@ export class StateLayout {
 export function resolveStateDir(explicit?: string, env: NodeJS.ProcessEnv = process.env): string {
   const pick = (p: string, from: string): string => {
     if (!path.isAbsolute(p)) {
-      throw new AgentKeepError('BadStateDir', `State dir "${p}" (from ${from}) is not an absolute path.`, 'Give an absolute path, e.g. --state-dir /home/me/.local/state/agentkeep.');
+      throw new AgentKeepError(
+        'BadStateDir',
+        `State dir "${p}" (from ${from}) is not an absolute path.`,
+        'Give an absolute path, e.g. --state-dir /home/me/.local/state/agentkeep.',
+      );
     }
     return path.resolve(p);
   };
@@ -142,7 +146,13 @@ export async function releaseReserve(layout: StateLayout): Promise<boolean> {
 /** Write the space reserve when it is missing and the file system has room to spare (best effort). */
 export async function ensureReserve(layout: StateLayout): Promise<void> {
   const p = reservePath(layout);
-  if (await fs.lstat(p).then(() => true, () => false)) return;
+  if (
+    await fs.lstat(p).then(
+      () => true,
+      () => false,
+    )
+  )
+    return;
   try {
     const st = await fs.statfs(layout.root);
     if (st.bavail * st.bsize < RESERVE_MIN_FREE) return;
@@ -173,7 +183,11 @@ export async function ensureStateDir(layout: StateLayout): Promise<void> {
     st = await fs.stat(layout.root);
     if (!st.isDirectory()) throw new Error('not a directory');
   } catch (e) {
-    throw new AgentKeepError('BadStateDir', `The state dir ${layout.root} is not usable: ${(e as Error).message}.`, 'Point --state-dir (or AGENTKEEP_STATE_DIR) at a writable directory.');
+    throw new AgentKeepError(
+      'BadStateDir',
+      `The state dir ${layout.root} is not usable: ${(e as Error).message}.`,
+      'Point --state-dir (or AGENTKEEP_STATE_DIR) at a writable directory.',
+    );
   }
   const uid = myUid();
   if (uid !== undefined && st.uid !== uid) {

@@ -31,7 +31,12 @@ export const NEAR_CAP_RATIO = 0.9;
 const StateConfig = z
   .object({
     retention: RetentionParams.strict().optional(),
-    sizeCapBytes: z.number().int().positive().optional().describe('Disk use one target may reach, in bytes (default 10 GiB)'),
+    sizeCapBytes: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe('Disk use one target may reach, in bytes (default 10 GiB)'),
     agents: z.record(AgentName, AgentSettings.strict()).optional().describe('Named agents by name'),
     defaultAgent: AgentName.optional().describe('The agent used when a command names neither --agent nor --target'),
   })
@@ -62,7 +67,11 @@ export async function readStateConfig(stateDir: string): Promise<StateConfig> {
     text = await fs.readFile(file, 'utf8');
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return {};
-    throw new AgentKeepError('BadStateDir', `Cannot read ${file}: ${(e as Error).message}.`, 'Fix its permissions or remove it.');
+    throw new AgentKeepError(
+      'BadStateDir',
+      `Cannot read ${file}: ${(e as Error).message}.`,
+      'Fix its permissions or remove it.',
+    );
   }
   return validate(file, parseRaw(file, text));
 }

@@ -37,7 +37,10 @@ export async function agentStatus(ctx: CoreContext, p: ParamsOf<'agentStatus'>):
     reachable = false;
     message = asAgentKeepError(e).oneLine();
   }
-  const rps = await ctx.journalOf(target).list().catch(() => [] as RestorePoint[]);
+  const rps = await ctx
+    .journalOf(target)
+    .list()
+    .catch(() => [] as RestorePoint[]);
   const stores: ResultOf<'agentStatus'>['stores'] = [];
   for (const spec of p.stores ?? []) {
     let description: ResultOf<'agentStatus'>['stores'][number]['description'];

@@ -107,7 +107,11 @@ export async function resolveTarget(spec: string): Promise<ParsedTarget> {
 function factoryOf(t: ParsedTarget): BackendFactory {
   const f = backendFactory(t.backend);
   if (!f) {
-    throw new AgentKeepError('BadTarget', `No machine backend for "${t.backend}:" targets.`, `Use ${defaultBackend().forms[0]}.`);
+    throw new AgentKeepError(
+      'BadTarget',
+      `No machine backend for "${t.backend}:" targets.`,
+      `Use ${defaultBackend().forms[0]}.`,
+    );
   }
   return f;
 }

@@ -54,7 +54,12 @@ export async function usageOf(
     return { bytes, metaBytes, points: new Map() };
   }
   const mine = points.filter((r) => r.machine.backend === t.backend.name);
-  const ext = t.backend.usage ? await t.backend.usage(mine.map((r) => r.id), { quick }) : undefined;
+  const ext = t.backend.usage
+    ? await t.backend.usage(
+        mine.map((r) => r.id),
+        { quick },
+      )
+    : undefined;
   if (t.backend.usage && !ext) return undefined;
   // Every object once, with how many of these restore points hold it and the first holder: an
   // object only one restore point holds is what deleting that one frees (its "only it" bytes).
@@ -70,7 +75,8 @@ export async function usageOf(
   for (const r of points) {
     const seen = new Set<string>();
     if (t.backend.objectsOf && r.machine.backend === t.backend.name) {
-      for (const [h, size] of await t.backend.objectsOf(r.id).catch(() => new Map<string, number>())) hold(h, size, r.id, seen);
+      for (const [h, size] of await t.backend.objectsOf(r.id).catch(() => new Map<string, number>()))
+        hold(h, size, r.id, seen);
     } else if (!ext) machineBytes += r.machine.newBytes;
     for (const a of r.agent) for (const f of a.files) hold(f.hash, f.size, r.id, seen);
   }
@@ -85,7 +91,10 @@ export async function usageOf(
     const e = ext?.points.get(r.id);
     // dir (objectsOf): exclusive bytes from the reference counts; btrfs: the backend's exclusive
     // extents; else (VM snapshots) what the journal recorded at create.
-    per.set(r.id, e ?? { bytes: r.machine.bytes, newBytes: t.backend.objectsOf ? (only.get(r.id) ?? 0) : r.machine.newBytes });
+    per.set(
+      r.id,
+      e ?? { bytes: r.machine.bytes, newBytes: t.backend.objectsOf ? (only.get(r.id) ?? 0) : r.machine.newBytes },
+    );
   }
   return { bytes, metaBytes, points: per };
 }
@@ -99,7 +108,8 @@ export async function freeEstimate(t: TargetCtx, gone: RestorePoint[], kept: Res
   const held = async (rs: RestorePoint[]): Promise<Map<string, number>> => {
     const m = new Map<string, number>();
     for (const r of rs) {
-      if (t.backend.objectsOf && r.machine.backend === t.backend.name) for (const [h, size] of await t.backend.objectsOf(r.id).catch(() => new Map<string, number>())) m.set(h, size);
+      if (t.backend.objectsOf && r.machine.backend === t.backend.name)
+        for (const [h, size] of await t.backend.objectsOf(r.id).catch(() => new Map<string, number>())) m.set(h, size);
       for (const a of r.agent) for (const f of a.files) m.set(f.hash, f.size);
     }
     return m;
@@ -113,7 +123,6 @@ export async function freeEstimate(t: TargetCtx, gone: RestorePoint[], kept: Res
   }
   return bytes;
 }
-
 
 /**
  * Disk use of a target's restore points and where it stands against the size cap (sizeCapBytes in
@@ -135,7 +144,10 @@ export async function usageRestorePoints(
     stateDirBytes: await treeBytes(ctx.stateDir),
     capBytes,
     level: capLevel(u.bytes, capBytes),
-    points: points.map((r) => ({ id: r.id, ...(u.points.get(r.id) ?? { bytes: r.machine.bytes, newBytes: r.machine.newBytes }) })),
+    points: points.map((r) => ({
+      id: r.id,
+      ...(u.points.get(r.id) ?? { bytes: r.machine.bytes, newBytes: r.machine.newBytes }),
+    })),
   };
 }
 

@@ -43,7 +43,11 @@ export function backendFactory(scheme: string): BackendFactory | undefined {
 export function defaultBackend(): BackendFactory {
   const [first] = registry.values();
   if (!first) {
-    throw new AgentKeepError('Internal', 'No machine backend is registered.', 'Register one in sidecar/machine/index.ts.');
+    throw new AgentKeepError(
+      'Internal',
+      'No machine backend is registered.',
+      'Register one in sidecar/machine/index.ts.',
+    );
   }
   return first;
 }

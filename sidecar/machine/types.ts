@@ -109,7 +109,13 @@ export interface MachineBackend {
    */
   create(
     snapshotId: string,
-    opts: { parentId?: string; progress?: BackendProgress; signal?: AbortSignal; meta?: SnapshotMeta; vmstate?: boolean },
+    opts: {
+      parentId?: string;
+      progress?: BackendProgress;
+      signal?: AbortSignal;
+      meta?: SnapshotMeta;
+      vmstate?: boolean;
+    },
   ): Promise<SnapshotInfo>;
   /** Ids of the snapshots this backend holds for the target. */
   list(): Promise<string[]>;
@@ -154,7 +160,10 @@ export interface MachineBackend {
    * @returns bytes: bytes the snapshots hold, shared extents counted once; points: per snapshot
    *   `bytes` (logical) and `newBytes` (held by it alone).
    */
-  usage?(ids: string[], opts?: { quick?: boolean }): Promise<{ bytes: number; points: Map<string, { bytes: number; newBytes: number }> } | undefined>;
+  usage?(
+    ids: string[],
+    opts?: { quick?: boolean },
+  ): Promise<{ bytes: number; points: Map<string, { bytes: number; newBytes: number }> } | undefined>;
   /**
    * Objects snapshot `id` references in the object store (dir): hash -> size in bytes; for the
    * per-target disk use and the prune estimate. @throws CorruptSnapshot when its data is missing.

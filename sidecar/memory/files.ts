@@ -3,24 +3,29 @@
  * directory (Hermes, Agent Zero, mem0): capture each agent-state file into the object store (a
  * consistent copy through the adapter's captureFile where it has one), restore them (temp file +
  * rename, mode kept, files the capture does not hold removed, emptied directories pruned), and say
- * which files differ from a capture. Plus the parsing the three share for `<kind>:/abs/path[?opts]`.
- * A store that is not local files (an API store) implements capture/restore itself instead.
+ * which files differ from a capture. Plus the parsing the three share for `<kind>:/abs/path[?opts]`
+ * and `<kind>:ssh://user@host[:port]/abs/path[?opts]`. The files may be on another machine: every
+ * function takes the store's FileTransport (./transport; default this machine), so capture and
+ * restore go over SSH (SFTP) for a store there. A store that is not files at all (an API store)
+ * implements capture/restore itself instead.
  */
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { AgentKeepError } from '../core/errors';
 import { isErrno, mapLimit, tempNameFor, throwIfAborted } from '../core/fsutil';
-import { hashFile } from '../core/objects';
 import { isInside } from '../core/state';
+import { joinOn, localTransport, pathOn, type FileTransport } from './transport';
+import { isSshLocation, parseSshLocation, type SshLocation } from './transport/location';
+import { SshTransport } from './transport/ssh';
 import type { AgentStateOptions, CaptureSink, CapturedFile, MemoryStoreAdapter, RestoreSource } from './types';
 
 /** What the default implementation needs of a file store's adapter. */
 export type LocalFileStore = Pick<MemoryStoreAdapter, 'spec' | 'agentStateFiles' | 'isVolatilePath' | 'captureFile'>;
 
-/** The absolute path of store-relative POSIX path `rel` under `root`. */
-function absOf(root: string, rel: string): string {
-  return path.join(root, ...rel.split('/'));
+/** The absolute path of store-relative POSIX path `rel` under `root` on the machine of `io`. */
+function absOf(root: string, rel: string, io: FileTransport = localTransport): string {
+  return joinOn(io, root, rel);
 }
 
 /**
@@ -35,6 +40,7 @@ export async function captureLocalFiles(
   root: string,
   sink: CaptureSink,
   opts: AgentStateOptions = {},
+  io: FileTransport = localTransport,
 ): Promise<CapturedFile[]> {
   const files = await s.agentStateFiles();
   opts.onFiles?.(files.length);
@@ -42,6 +48,10 @@ export async function captureLocalFiles(
     throwIfAborted(opts.signal, opts.abortWhat ?? 'the capture was stopped');
     try {
       if (s.captureFile) return await captureVia(s, rel, sink);
+      if (io.remote) {
+        const download = (r: string, dest: string): Promise<void> => io.download(absOf(root, r, io), dest);
+        return await captureVia({ captureFile: download }, rel, sink);
+      }
       const r = await sink.putFile(absOf(root, rel));
       return { path: rel, size: r.size, hash: r.hash };
     } catch (e) {
@@ -49,7 +59,7 @@ export async function captureLocalFiles(
       if (isErrno(e, 'ENOENT')) return undefined; // vanished meanwhile
       throw new AgentKeepError(
         'FileError',
-        `Cannot read agent-state file ${path.join(root, rel)}: ${(e as Error).message}.`,
+        `Cannot read agent-state file ${io.display(absOf(root, rel, io))}: ${(e as Error).message}.`,
         'Fix its permissions so the sidecar can read it.',
       );
     }
@@ -61,7 +71,11 @@ export async function captureLocalFiles(
  * One agent-state file through the adapter's captureFile into a temp file, then into the sink.
  * Undefined when the adapter does not capture `rel` on its own (captureFile resolved false).
  */
-async function captureVia(s: LocalFileStore, rel: string, sink: CaptureSink): Promise<CapturedFile | undefined> {
+async function captureVia(
+  s: Pick<LocalFileStore, 'captureFile'>,
+  rel: string,
+  sink: CaptureSink,
+): Promise<CapturedFile | undefined> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'agentkeep-capture-'));
   try {
     const tmp = path.join(dir, 'copy');
@@ -92,6 +106,7 @@ export async function checkLocalRestore(
   s: LocalFileStore,
   root: string,
   files: readonly CapturedFile[],
+  io: FileTransport = localTransport,
 ): Promise<void> {
   const refuse = (abs: string, rel: string, what: string): AgentKeepError =>
     new AgentKeepError(
@@ -105,18 +120,18 @@ export async function checkLocalRestore(
     const parts = f.path.split('/');
     // each directory on the way: a directory (or a symlink to one), or absent (created)
     for (let i = 1; i < parts.length; i++) {
-      const dir = absOf(root, parts.slice(0, i).join('/'));
-      const l = await fs.lstat(dir).catch(() => undefined);
+      const dir = absOf(root, parts.slice(0, i).join('/'), io);
+      const l = await io.lstat(dir).catch(() => undefined);
       if (!l) break; // absent: mkdir creates it and everything below
-      const st = l.isSymbolicLink() ? await fs.stat(dir).catch(() => undefined) : l;
+      const st = l.isSymbolicLink() ? await io.stat(dir).catch(() => undefined) : l;
       if (st?.isDirectory()) continue;
       const what = !st ? 'a symlink to something that does not exist' : st.isFile() ? 'a file' : 'not a directory';
       throw refuse(dir, f.path, `${what}, where the restore needs the directory ${parts.slice(0, i).join('/')}`);
     }
-    const abs = absOf(root, f.path);
-    const st = await fs.lstat(abs).catch(() => undefined);
+    const abs = absOf(root, f.path, io);
+    const st = await io.lstat(abs).catch(() => undefined);
     if (!st?.isDirectory()) continue;
-    const names = await fs.readdir(abs);
+    const names = (await io.readdir(abs)).map((d) => d.name);
     if (!names.length) continue; // an empty directory holds nothing: replaced by the file
     const some = names.slice(0, 3).join(', ') + (names.length > 3 ? ', …' : '');
     const n = `${names.length} ${names.length === 1 ? 'entry' : 'entries'}`;
@@ -141,28 +156,34 @@ export async function restoreLocalFiles(
   files: readonly CapturedFile[],
   src: RestoreSource,
   opts: AgentStateOptions = {},
+  io: FileTransport = localTransport,
 ): Promise<string[]> {
   const what = opts.abortWhat ?? 'the restore was stopped part-way';
   const current = (await s.agentStateFiles().catch(() => [] as string[])).filter((rel) => !s.isVolatilePath?.(rel));
   const want = new Set(files.map((f) => f.path));
   await checkLocalRestore(s, root, files);
   const changed: string[] = [];
+  const p = pathOn(io);
   for (const f of files) {
     if (s.isVolatilePath?.(f.path)) continue; // a lock file captured by an older version
     throwIfAborted(opts.signal, what);
-    const abs = absOf(root, f.path);
-    const st = await fs.lstat(abs).catch(() => undefined);
-    if (st?.isFile() && (await hashFile(abs)) === f.hash) continue;
-    await fs.mkdir(path.dirname(abs), { recursive: true });
+    const abs = absOf(root, f.path, io);
+    const st = await io.lstat(abs).catch(() => undefined);
+    if (st?.isFile() && (await io.hashFile(abs)) === f.hash) continue;
+    await io.mkdirp(p.dirname(abs));
     // empty (checkLocalRestore): rmdir fails rather than delete what appeared in it since
-    if (st?.isDirectory()) await fs.rmdir(abs);
+    if (st?.isDirectory()) await io.rmdir(abs);
     const tmp = tempNameFor(abs, root);
+    const mode = st?.isFile() ? st.mode & 0o7777 : 0o644;
     try {
-      await src.copyOut(f.hash, tmp);
-      await fs.chmod(tmp, st?.isFile() ? st.mode & 0o7777 : 0o644);
-      await fs.rename(tmp, abs);
+      if (io.remote) await uploadObject(io, src, f.hash, tmp, mode);
+      else {
+        await src.copyOut(f.hash, tmp);
+        await fs.chmod(tmp, mode);
+      }
+      await io.rename(tmp, abs);
     } catch (e) {
-      await fs.rm(tmp, { force: true }).catch(() => undefined);
+      await io.rm(tmp).catch(() => undefined);
       throw e;
     }
     changed.push(f.path);
@@ -170,21 +191,39 @@ export async function restoreLocalFiles(
   for (const rel of current) {
     if (want.has(rel)) continue;
     throwIfAborted(opts.signal, what);
-    const abs = absOf(root, rel);
-    await fs.rm(abs, { force: true });
+    const abs = absOf(root, rel, io);
+    await io.rm(abs);
     changed.push(rel);
     // Prune directories emptied by the removal, up to the store root.
-    let dir = path.dirname(abs);
+    let dir = p.dirname(abs);
     while (dir.length > root.length && isInside(dir, root)) {
       try {
-        await fs.rmdir(dir);
+        await io.rmdir(dir);
       } catch {
         break;
       }
-      dir = path.dirname(dir);
+      dir = p.dirname(dir);
     }
   }
   return changed;
+}
+
+/** Write the object `hash` as new file `dest` on another machine (via a local temp copy). */
+async function uploadObject(
+  io: FileTransport,
+  src: RestoreSource,
+  hash: string,
+  dest: string,
+  mode: number,
+): Promise<void> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'agentkeep-upload-'));
+  try {
+    const local = path.join(dir, 'object');
+    await src.copyOut(hash, local);
+    await io.writeNew(dest, { localFile: local }, mode);
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true }).catch(() => undefined);
+  }
 }
 
 /**
@@ -195,11 +234,12 @@ export async function changedLocalFiles(
   s: LocalFileStore,
   root: string,
   files: readonly CapturedFile[],
+  io: FileTransport = localTransport,
 ): Promise<string[]> {
   const out: string[] = [];
   const current = new Set(await s.agentStateFiles().catch(() => [] as string[]));
   for (const f of files) {
-    const h = current.has(f.path) ? await hashFile(absOf(root, f.path)).catch(() => undefined) : undefined;
+    const h = current.has(f.path) ? await io.hashFile(absOf(root, f.path, io)).catch(() => undefined) : undefined;
     if (h !== f.hash) out.push(f.path);
     current.delete(f.path);
   }
@@ -219,6 +259,40 @@ export function localStorePath(p: string, spec: string, hint: string): string {
   if (!q || !path.isAbsolute(q))
     throw new AgentKeepError('BadStore', `Store path "${q}" in "${spec}" is not absolute.`, hint);
   return path.resolve(q);
+}
+
+/** Where a file store is: a path on this machine, or on another one reached over SSH. */
+export interface StorePlace {
+  /** Absolute path on the store's machine. */
+  path: string;
+  /** Set for `ssh://user@host[:port]/abs/path`: how to reach the machine (sidecar/memory/transport). */
+  ssh?: SshLocation;
+}
+
+/**
+ * Parse the place of a file store: `/abs/path` (see localStorePath) or `ssh://[user@]host[:port]/abs/path`
+ * with the SSH options of `params` (identity, known_hosts).
+ * @param p the part after `<kind>:` without options
+ * @param hint the fix for a bad local path; `sshForm` the ssh:// form for a bad SSH location
+ * @throws AgentKeepError BadStore naming the wrong part
+ */
+export function storePlace(
+  p: string,
+  params: URLSearchParams,
+  spec: string,
+  hint: string,
+  sshForm: string,
+): StorePlace {
+  if (isSshLocation(p)) {
+    const ssh = parseSshLocation(p, params, spec, sshForm);
+    return { path: ssh.path, ssh };
+  }
+  return { path: localStorePath(p, spec, hint) };
+}
+
+/** The transport of a store place: SSH to its machine, or this machine. */
+export function transportOf(place: Pick<StorePlace, 'ssh'>): FileTransport {
+  return place.ssh ? new SshTransport(place.ssh) : localTransport;
 }
 
 /** Split `/abs/path?a=1&b=2` into the path and its options (URL query parameters, values URL-decoded). */

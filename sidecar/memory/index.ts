@@ -108,6 +108,13 @@ function lastTwo(p: string): string {
   );
 }
 
+/** "root/.hermes on root@10.0.0.5" for a store at ssh://user@host:port/path (port 22 left out), else undefined. */
+function remoteName(location: string): string | undefined {
+  const m = /^ssh:\/\/([^/]+)(\/.*)$/.exec(location);
+  if (!m) return undefined;
+  return `${lastTwo(decodeURIComponent(m[2]))} on ${decodeURIComponent(m[1]).replace(/:22$/, '')}`;
+}
+
 /** What an adapter is and can do (store.describe; no I/O). */
 export function describeAdapter(s: MemoryStoreAdapter): StoreDescription {
   const f = registry.get(s.kind.toLowerCase());
@@ -115,7 +122,7 @@ export function describeAdapter(s: MemoryStoreAdapter): StoreDescription {
     store: s.spec,
     kind: s.kind,
     kindName: f?.kindName ?? s.kind,
-    name: f?.displayName?.(s) ?? (s.localRoot ? lastTwo(s.localRoot) : s.location),
+    name: f?.displayName?.(s) ?? (s.localRoot ? lastTwo(s.localRoot) : (remoteName(s.location) ?? s.location)),
     location: s.location,
     ...(s.localRoot ? { localRoot: s.localRoot } : {}),
     capabilities: storeCapabilities(s),

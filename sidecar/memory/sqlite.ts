@@ -13,9 +13,11 @@
  *     malformed" of a copy racing a checkpoint) are retried a few times.
  *
  * API (stable, documented for the other store adapters):
- *   - `consistentCopy(db, destDir)`   -> copies db (+ -wal) into destDir, returns the copy's path
- *   - `withReadOnlyDb(db, fn)`        -> copy, open, run fn(db), close, remove the copy; retries
- *   - `captureSqlite(db, dest)`       -> one self-contained file (WAL checkpointed into it) at dest
+ *   - `consistentCopy(db, destDir, io?)` -> copies db (+ -wal) into destDir, returns the copy's path
+ *   - `withReadOnlyDb(db, fn, io?)`      -> copy, open, run fn(db), close, remove the copy; retries
+ *   - `captureSqlite(db, dest, io?)`     -> one self-contained file (WAL checkpointed into it) at dest
+ *   (`io`: the machine the database is on, sidecar/memory/transport; default this one. A database on
+ *   another machine is copied here over SFTP and only the local copy is ever opened.)
  *   - `tableColumns(db, table)`       -> column names of a table (empty when it does not exist)
  *   - `damagedDbHint(db)`             -> the fix for a damaged database (sqlite3 .recover, restore point)
  * A database that stays malformed after the retries is damaged (not a copy racing a write): it is a
@@ -28,6 +30,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Database as DatabaseT } from 'node-sqlite3-wasm';
 import { AgentKeepError } from '../core/errors';
+import { localTransport, type FileStamp, type FileTransport } from './transport';
 
 export type SqliteDb = DatabaseT;
 
@@ -41,30 +44,18 @@ function sqlite(): typeof import('node-sqlite3-wasm') {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     mod ??= require('node-sqlite3-wasm') as typeof import('node-sqlite3-wasm');
   } catch (e) {
-    throw new AgentKeepError('Internal', `Cannot load the SQLite WASM module: ${(e as Error).message}.`, 'The bundled sidecar needs node-sqlite3-wasm.wasm next to sidecar.js: rebuild with npm run build.');
+    throw new AgentKeepError(
+      'Internal',
+      `Cannot load the SQLite WASM module: ${(e as Error).message}.`,
+      'The bundled sidecar needs node-sqlite3-wasm.wasm next to sidecar.js: rebuild with npm run build.',
+    );
   }
   return mod;
 }
 
-interface Stamp {
-  size: number;
-  mtimeNs: bigint;
-  ino: number;
-}
-
-async function stamp(p: string): Promise<Stamp | undefined> {
-  try {
-    const st = await fs.stat(p, { bigint: true });
-    return { size: Number(st.size), mtimeNs: st.mtimeNs, ino: Number(st.ino) };
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw e;
-  }
-}
-
-function sameStamp(a: Stamp | undefined, b: Stamp | undefined): boolean {
+function sameStamp(a: FileStamp | undefined, b: FileStamp | undefined): boolean {
   if (!a || !b) return a === b;
-  return a.size === b.size && a.mtimeNs === b.mtimeNs && a.ino === b.ino;
+  return a.size === b.size && a.mtime === b.mtime && a.ino === b.ino;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -72,7 +63,9 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 /** Whether an error from SQLite or the copy is worth retrying. */
 export function isTransientSqliteError(e: unknown): boolean {
   const m = String((e as Error)?.message ?? e);
-  return /SQLITE_BUSY|SQLITE_LOCKED|SQLITE_IOERR|database is locked|disk I\/O error|malformed|changed during the copy|not a database/i.test(m);
+  return /SQLITE_BUSY|SQLITE_LOCKED|SQLITE_IOERR|database is locked|disk I\/O error|malformed|changed during the copy|not a database/i.test(
+    m,
+  );
 }
 
 /** Whether an error (after the retries) says the database file itself is damaged or not SQLite. */
@@ -96,40 +89,58 @@ export function damagedDbHint(db: string): string {
   );
 }
 
-/** The FileError of a database that stays unreadable after the retries: damaged (with the fix) or otherwise. */
-function unreadableDb(dbPath: string, e: unknown): AgentKeepError {
+/**
+ * The FileError of a database that stays unreadable after the retries: damaged (with the fix) or
+ * otherwise. On another machine (`io.remote`) the message shows where, the fix runs there.
+ */
+function unreadableDb(dbPath: string, e: unknown, io: FileTransport = localTransport): AgentKeepError {
   const msg = (e as Error)?.message ?? String(e);
+  const shown = io.display(dbPath);
   if (isDamagedSqliteError(e)) {
-    return new AgentKeepError('FileError', `SQLite database ${dbPath} is damaged: ${msg}.`, damagedDbHint(dbPath));
+    const on = io.remote ? `On ${io.where}: ` : '';
+    return new AgentKeepError('FileError', `SQLite database ${shown} is damaged: ${msg}.`, on + damagedDbHint(dbPath));
   }
   const hint = 'Check that it is a SQLite database (not truncated); AgentKeep only reads it.';
-  return new AgentKeepError('FileError', `Cannot read SQLite database ${dbPath}: ${msg}.`, hint);
+  return new AgentKeepError('FileError', `Cannot read SQLite database ${shown}: ${msg}.`, hint);
 }
 
 /**
  * Copy `db` and its `-wal` (when present) into `destDir` as one consistent pair: both files are
- * stat'ed before and after the copy, and the copy is repeated while either changed.
+ * stat'ed before and after the copy, and the copy is repeated while either changed. `io` is the
+ * machine the database is on (default this one; over SSH the pair is copied with SFTP and stamped
+ * with stat(1) there, at nanosecond mtime resolution); destDir is always local.
  * @returns absolute path of the copied database inside destDir
  * @throws AgentKeepError FileError when db does not exist or cannot be read; TargetBusy-like
  *   FileError when it kept changing over SQLITE_RETRIES attempts
  */
-export async function consistentCopy(db: string, destDir: string): Promise<string> {
+export async function consistentCopy(db: string, destDir: string, io: FileTransport = localTransport): Promise<string> {
   const dest = path.join(destDir, path.basename(db));
+  const shown = io.display(db);
   for (let attempt = 0; ; attempt++) {
-    const before = [await stamp(db), await stamp(db + '-wal')];
-    if (!before[0]) throw new AgentKeepError('FileError', `SQLite database ${db} does not exist.`, 'Check the store path.');
+    const before = await io.stamps([db, db + '-wal']);
+    if (!before[0])
+      throw new AgentKeepError('FileError', `SQLite database ${shown} does not exist.`, 'Check the store path.');
     await fs.rm(dest + '-wal', { force: true });
     try {
-      await fs.copyFile(db, dest);
-      if (before[1]) await fs.copyFile(db + '-wal', dest + '-wal');
+      await io.download(db, dest);
+      if (before[1]) await io.download(db + '-wal', dest + '-wal');
     } catch (e) {
+      if (e instanceof AgentKeepError) throw e; // the connection, not the file
       if ((e as NodeJS.ErrnoException).code === 'ENOENT' && attempt < SQLITE_RETRIES) continue; // WAL removed by a checkpoint meanwhile
-      throw new AgentKeepError('FileError', `Cannot copy SQLite database ${db}: ${(e as Error).message}.`, 'Check that the sidecar can read the file.');
+      throw new AgentKeepError(
+        'FileError',
+        `Cannot copy SQLite database ${shown}: ${(e as Error).message}.`,
+        'Check that the sidecar can read the file.',
+      );
     }
-    const after = [await stamp(db), await stamp(db + '-wal')];
+    const after = await io.stamps([db, db + '-wal']);
     if (sameStamp(before[0], after[0]) && sameStamp(before[1], after[1])) return dest;
     if (attempt >= SQLITE_RETRIES) {
-      throw new AgentKeepError('FileError', `SQLite database ${db} kept changing while it was copied (${attempt + 1} attempts).`, 'Try again in a moment, when the agent is idle.');
+      throw new AgentKeepError(
+        'FileError',
+        `SQLite database ${shown} kept changing while it was copied (${attempt + 1} attempts).`,
+        'Try again in a moment, when the agent is idle.',
+      );
     }
     await sleep(20 * (attempt + 1));
   }
@@ -141,6 +152,14 @@ function openCopy(copy: string, readOnly: boolean): SqliteDb {
   try {
     db.exec('PRAGMA locking_mode=EXCLUSIVE');
     db.get('SELECT count(*) AS n FROM sqlite_master'); // forces the first read: header + WAL index
+    if (readOnly) {
+      // A damaged page that no query of ours happens to read must still make the store "damaged",
+      // never clean: SQLite's quick_check reads every page (O(pages), no index cross-check).
+      const r = db.get('PRAGMA quick_check(1)') as Record<string, unknown> | undefined;
+      const verdict = r ? String(Object.values(r)[0]) : 'ok';
+      // the same words SQLite uses when a query reads the damaged page (the page list is for sqlite3 itself)
+      if (verdict !== 'ok') throw new Error('database disk image is malformed');
+    }
   } catch (e) {
     db.close();
     throw e;
@@ -156,11 +175,15 @@ function openCopy(copy: string, readOnly: boolean): SqliteDb {
  *   malformed or not a database, at open or in a query of `fn` (a damaged page in the middle);
  *   errors thrown by `fn` that are not transient pass through.
  */
-export async function withReadOnlyDb<T>(dbPath: string, fn: (db: SqliteDb) => T | Promise<T>): Promise<T> {
+export async function withReadOnlyDb<T>(
+  dbPath: string,
+  fn: (db: SqliteDb) => T | Promise<T>,
+  io: FileTransport = localTransport,
+): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'agentkeep-sqlite-'));
     try {
-      const copy = await consistentCopy(dbPath, dir);
+      const copy = await consistentCopy(dbPath, dir, io);
       let db: SqliteDb;
       try {
         db = openCopy(copy, true);
@@ -169,14 +192,14 @@ export async function withReadOnlyDb<T>(dbPath: string, fn: (db: SqliteDb) => T 
           await sleep(20 * (attempt + 1));
           continue;
         }
-        throw unreadableDb(dbPath, e);
+        throw unreadableDb(dbPath, e, io);
       }
       try {
         return await fn(db);
       } catch (e) {
         if (e instanceof AgentKeepError || !isTransientSqliteError(e)) throw e;
         // still failing after the retries: the database itself is damaged (a page in the middle), not a race
-        if (attempt >= SQLITE_RETRIES) throw unreadableDb(dbPath, e);
+        if (attempt >= SQLITE_RETRIES) throw unreadableDb(dbPath, e, io);
       } finally {
         db.close();
       }
@@ -194,12 +217,12 @@ export async function withReadOnlyDb<T>(dbPath: string, fn: (db: SqliteDb) => T 
  * The result keeps the database's journal mode (a WAL database stays in WAL mode, with no -wal file).
  * @throws AgentKeepError FileError as withReadOnlyDb
  */
-export async function captureSqlite(dbPath: string, dest: string): Promise<void> {
+export async function captureSqlite(dbPath: string, dest: string, io: FileTransport = localTransport): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'agentkeep-sqlite-'));
     try {
-      const copy = await consistentCopy(dbPath, dir);
-      const hasWal = await stamp(copy + '-wal');
+      const copy = await consistentCopy(dbPath, dir, io);
+      const hasWal = await fs.stat(copy + '-wal').catch(() => undefined);
       if (hasWal) {
         try {
           const db = openCopy(copy, false);
@@ -210,7 +233,11 @@ export async function captureSqlite(dbPath: string, dest: string): Promise<void>
           }
         } catch (e) {
           if (attempt < SQLITE_RETRIES && isTransientSqliteError(e)) continue;
-          throw new AgentKeepError('FileError', `Cannot take a consistent copy of SQLite database ${dbPath}: ${(e as Error).message}.`, 'Check that it is a SQLite database; AgentKeep only reads it.');
+          throw new AgentKeepError(
+            'FileError',
+            `Cannot take a consistent copy of SQLite database ${io.display(dbPath)}: ${(e as Error).message}.`,
+            'Check that it is a SQLite database; AgentKeep only reads it.',
+          );
         }
       }
       await fs.copyFile(copy, dest);

@@ -1,4 +1,5 @@
 import type { MemoryEntry, MemoryFile, Provenance, ProvenanceTrace, StoreProblem } from '../protocol';
+import type { FileTransport } from './transport';
 
 /**
  * Files of an agent-state capture in a restore point (memory.diff reads entries from it), keyed by
@@ -21,7 +22,6 @@ export interface WriteOptions {
    */
   beforeWrite?(file: string, previous: Buffer): Promise<void>;
 }
-
 
 /** One captured agent-state file: store-relative POSIX path, size in bytes, sha256 (hex) of the content. */
 export interface CapturedFile {
@@ -88,6 +88,12 @@ export interface StoreLintProfile {
    * when it cannot be known (a Hermes home elsewhere). Absent: no opinion (the sidecar user's home).
    */
   agentHome?(): string | null;
+  /**
+   * The machine the store's files are on when that is not the sidecar's (a store reached over SSH):
+   * stale claims (paths, commands, tool versions, OS release) are checked there, through this
+   * transport (sidecar/memory/lint/machine.ts transportProbe). Absent: this machine, or the target.
+   */
+  readonly machine?: FileTransport;
 }
 
 /**
@@ -199,14 +205,28 @@ export interface MemoryStoreAdapter {
    * the content hash is no longer `expectedHash`, (EntryNotFound) for an unknown id, (OverBudget)
    * over the char limit; on any refusal the store is byte-identical.
    */
-  edit?(entryId: string, text: string, expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; previous: MemoryEntry; contentHash: string }>;
+  edit?(
+    entryId: string,
+    text: string,
+    expectedHash?: string,
+    opts?: WriteOptions,
+  ): Promise<{ entry: MemoryEntry; previous: MemoryEntry; contentHash: string }>;
   /** Delete an entry, with the same safety as edit. */
-  remove?(entryId: string, expectedHash?: string, opts?: WriteOptions): Promise<{ removed: MemoryEntry; contentHash: string; file?: string }>;
+  remove?(
+    entryId: string,
+    expectedHash?: string,
+    opts?: WriteOptions,
+  ): Promise<{ removed: MemoryEntry; contentHash: string; file?: string }>;
   /**
    * Add an entry (e.g. undo of remove); `file` is store-specific (hermes: memory | user).
    * `alreadyPresent`: the exact entry was there already and nothing was written.
    */
-  add?(text: string, file?: string, expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; contentHash: string; alreadyPresent?: boolean }>;
+  add?(
+    text: string,
+    file?: string,
+    expectedHash?: string,
+    opts?: WriteOptions,
+  ): Promise<{ entry: MemoryEntry; contentHash: string; alreadyPresent?: boolean }>;
   /**
    * Write a consistent copy of agent-state file `rel` to `dest` (e.g. a SQLite database in WAL mode:
    * never a torn copy). Absent = a plain file copy is consistent. Resolves `false` when `rel` is

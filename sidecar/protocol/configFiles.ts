@@ -7,7 +7,8 @@
  */
 
 /** What kind of risky config a file is. */
-export type RiskyConfigKind = 'agent' | 'secrets' | 'dependencies' | 'lockfile' | 'containers' | 'service' | 'cron' | 'apt-sources';
+export type RiskyConfigKind =
+  'agent' | 'secrets' | 'dependencies' | 'lockfile' | 'containers' | 'service' | 'cron' | 'apt-sources';
 
 export interface RiskyConfig {
   kind: RiskyConfigKind;
@@ -73,21 +74,45 @@ export function riskyConfigFile(path: string, agentHomes: string[] = []): RiskyC
   const inDir = (name: string): boolean => segs.slice(0, -1).some((s) => s === name);
 
   // Hermes: ~/.hermes (or a HERMES_HOME named hermes) config, secrets, personality, skills
-  const hermes = segs.slice(0, -1).some((s) => s === '.hermes' || s === 'hermes-home') || homes.some((h) => p.startsWith(h + '/'));
-  if (segs.some((s, i) => s === 'skills' && i < segs.length - 1) && (hermes || /(^|\/)skills\/.*\/SKILL\.md$/i.test(p) || lower === 'skill.md')) {
-    return { kind: 'agent', reason: 'An agent skill: the agent loads and may run it; a broken skill changes what the agent does.' };
+  const hermes =
+    segs.slice(0, -1).some((s) => s === '.hermes' || s === 'hermes-home') || homes.some((h) => p.startsWith(h + '/'));
+  if (
+    segs.some((s, i) => s === 'skills' && i < segs.length - 1) &&
+    (hermes || /(^|\/)skills\/.*\/SKILL\.md$/i.test(p) || lower === 'skill.md')
+  ) {
+    return {
+      kind: 'agent',
+      reason: 'An agent skill: the agent loads and may run it; a broken skill changes what the agent does.',
+    };
   }
-  if (lower === 'skill.md') return { kind: 'agent', reason: 'An agent skill: the agent loads and may run it; a broken skill changes what the agent does.' };
-  if (hermes && (lower === 'config.yaml' || lower === 'config.yml')) return { kind: 'agent', reason: "Hermes's config.yaml: a bad edit stops the agent or changes its model and tools." };
-  if (lower === 'soul.md' || (hermes && ['memory.md', 'user.md'].includes(lower))) return { kind: 'agent', reason: `${base}: the agent's personality or memory; an edit changes how it behaves.` };
-  if (lower === 'auth.json' && (hermes || inDir('.codex') || inDir('.config'))) return { kind: 'secrets', reason: 'auth.json holds the agent\'s provider logins; a bad edit signs it out.' };
-  if (hermes && (lower === 'auth.json' || lower === 'pairing.json' || inDir('pairing'))) return { kind: 'secrets', reason: 'Agent credentials or pairing data; a bad edit disconnects the agent.' };
-  if (hermes && (lower === 'jobs.json' || inDir('cron'))) return { kind: 'cron', reason: "The agent's scheduled jobs; a bad edit stops or duplicates them." };
+  if (lower === 'skill.md')
+    return {
+      kind: 'agent',
+      reason: 'An agent skill: the agent loads and may run it; a broken skill changes what the agent does.',
+    };
+  if (hermes && (lower === 'config.yaml' || lower === 'config.yml'))
+    return {
+      kind: 'agent',
+      reason: "Hermes's config.yaml: a bad edit stops the agent or changes its model and tools.",
+    };
+  if (lower === 'soul.md' || (hermes && ['memory.md', 'user.md'].includes(lower)))
+    return { kind: 'agent', reason: `${base}: the agent's personality or memory; an edit changes how it behaves.` };
+  if (lower === 'auth.json' && (hermes || inDir('.codex') || inDir('.config')))
+    return { kind: 'secrets', reason: "auth.json holds the agent's provider logins; a bad edit signs it out." };
+  if (hermes && (lower === 'auth.json' || lower === 'pairing.json' || inDir('pairing')))
+    return { kind: 'secrets', reason: 'Agent credentials or pairing data; a bad edit disconnects the agent.' };
+  if (hermes && (lower === 'jobs.json' || inDir('cron')))
+    return { kind: 'cron', reason: "The agent's scheduled jobs; a bad edit stops or duplicates them." };
 
   // Agent Zero: /a0/usr (settings.json, secrets, memory)
-  const a0 = segs.some((s, i) => s === 'usr' && (segs[i - 1] === 'a0' || segs[i - 1] === 'agent-zero' || /agent-?zero/i.test(segs[i - 1] ?? '')));
-  if (a0 && lower === 'settings.json') return { kind: 'agent', reason: "Agent Zero's usr/settings.json: models, API keys and behaviour of the agent." };
-  if (a0 && (/secret/.test(lower) || lower === '.env')) return { kind: 'secrets', reason: "Agent Zero's secrets: API keys the agent uses." };
+  const a0 = segs.some(
+    (s, i) =>
+      s === 'usr' && (segs[i - 1] === 'a0' || segs[i - 1] === 'agent-zero' || /agent-?zero/i.test(segs[i - 1] ?? '')),
+  );
+  if (a0 && lower === 'settings.json')
+    return { kind: 'agent', reason: "Agent Zero's usr/settings.json: models, API keys and behaviour of the agent." };
+  if (a0 && (/secret/.test(lower) || lower === '.env'))
+    return { kind: 'secrets', reason: "Agent Zero's secrets: API keys the agent uses." };
 
   // secrets
   if (lower === '.env' || /^\.env\.[^/]+$/.test(lower) || lower.endsWith('.env')) {
@@ -96,27 +121,58 @@ export function riskyConfigFile(path: string, agentHomes: string[] = []): RiskyC
   }
 
   // dependencies
-  if (/^requirements([-_.][\w.-]*)?\.(txt|in)$/.test(lower) || /^constraints([-_.][\w.-]*)?\.txt$/.test(lower)) return { kind: 'dependencies', reason: `${base} pins Python dependencies; the next install follows it.` };
-  if (DEP_MANIFESTS.has(lower)) return { kind: 'dependencies', reason: `${base} declares dependencies or tool versions; the next install follows it.` };
-  if (LOCKFILES.has(lower)) return { kind: 'lockfile', reason: `${base} pins exact dependency versions; the next install follows it.` };
+  if (/^requirements([-_.][\w.-]*)?\.(txt|in)$/.test(lower) || /^constraints([-_.][\w.-]*)?\.txt$/.test(lower))
+    return { kind: 'dependencies', reason: `${base} pins Python dependencies; the next install follows it.` };
+  if (DEP_MANIFESTS.has(lower))
+    return {
+      kind: 'dependencies',
+      reason: `${base} declares dependencies or tool versions; the next install follows it.`,
+    };
+  if (LOCKFILES.has(lower))
+    return { kind: 'lockfile', reason: `${base} pins exact dependency versions; the next install follows it.` };
 
   // containers
-  if (/^(docker-)?compose([-._][\w.-]*)?\.ya?ml$/.test(lower)) return { kind: 'containers', reason: `${base} defines which containers run and how; \`up\` applies it.` };
-  if (/^(dockerfile|containerfile)(\..*)?$/.test(lower) || /\.(dockerfile|containerfile)$/.test(lower)) return { kind: 'containers', reason: `${base} defines the image the agent or services run in.` };
-  if (lower === 'devcontainer.json' || lower === '.devcontainer.json') return { kind: 'containers', reason: 'devcontainer.json defines the development container and its setup commands.' };
+  if (/^(docker-)?compose([-._][\w.-]*)?\.ya?ml$/.test(lower))
+    return { kind: 'containers', reason: `${base} defines which containers run and how; \`up\` applies it.` };
+  if (/^(dockerfile|containerfile)(\..*)?$/.test(lower) || /\.(dockerfile|containerfile)$/.test(lower))
+    return { kind: 'containers', reason: `${base} defines the image the agent or services run in.` };
+  if (lower === 'devcontainer.json' || lower === '.devcontainer.json')
+    return {
+      kind: 'containers',
+      reason: 'devcontainer.json defines the development container and its setup commands.',
+    };
 
   // services, cron, apt sources
-  if (/\.(service|timer|socket|path|mount)$/.test(lower) && (inDir('systemd') || inDir('system') || inDir('user') || p.startsWith('/etc/'))) {
+  if (
+    /\.(service|timer|socket|path|mount)$/.test(lower) &&
+    (inDir('systemd') || inDir('system') || inDir('user') || p.startsWith('/etc/'))
+  ) {
     return { kind: 'service', reason: `${base} is a systemd unit: it decides what starts and how.` };
   }
-  if (/\.(service|timer)$/.test(lower)) return { kind: 'service', reason: `${base} is a systemd unit: it decides what starts and how.` };
-  if (/\.plist$/.test(lower) && (inDir('LaunchAgents') || inDir('LaunchDaemons'))) return { kind: 'service', reason: `${base} is a launchd job: it decides what starts and how.` };
-  if (lower === 'crontab' || inDir('cron.d') || inDir('crontabs') || /^cron\.(hourly|daily|weekly|monthly)$/.test(segs.at(-2) ?? '')) {
+  if (/\.(service|timer)$/.test(lower))
+    return { kind: 'service', reason: `${base} is a systemd unit: it decides what starts and how.` };
+  if (/\.plist$/.test(lower) && (inDir('LaunchAgents') || inDir('LaunchDaemons')))
+    return { kind: 'service', reason: `${base} is a launchd job: it decides what starts and how.` };
+  if (
+    lower === 'crontab' ||
+    inDir('cron.d') ||
+    inDir('crontabs') ||
+    /^cron\.(hourly|daily|weekly|monthly)$/.test(segs.at(-2) ?? '')
+  ) {
     return { kind: 'cron', reason: `${base} schedules jobs; a bad edit stops or duplicates them.` };
   }
-  if (p === '/etc/apt/sources.list' || lower === 'sources.list' || (inDir('sources.list.d') && /\.(list|sources)$/.test(lower)) || (inDir('apt') && /\.(list|sources)$/.test(lower))) {
-    return { kind: 'apt-sources', reason: `${base} decides where apt installs packages from; the next upgrade follows it.` };
+  if (
+    p === '/etc/apt/sources.list' ||
+    lower === 'sources.list' ||
+    (inDir('sources.list.d') && /\.(list|sources)$/.test(lower)) ||
+    (inDir('apt') && /\.(list|sources)$/.test(lower))
+  ) {
+    return {
+      kind: 'apt-sources',
+      reason: `${base} decides where apt installs packages from; the next upgrade follows it.`,
+    };
   }
-  if (inDir('preferences.d') && inDir('apt')) return { kind: 'apt-sources', reason: `${base} pins apt package versions.` };
+  if (inDir('preferences.d') && inDir('apt'))
+    return { kind: 'apt-sources', reason: `${base} pins apt package versions.` };
   return undefined;
 }

@@ -124,7 +124,10 @@ export type Notice = z.infer<typeof Notice>;
 export const ErrorData = z.object({
   code: z.string().describe('Stable string code, e.g. "target_busy"'),
   hint: z.string().optional().describe('What the user can do about it, in words'),
-  actions: z.array(NextAction).optional().describe('What the user can do about it, as runnable actions (first = the usual fix)'),
+  actions: z
+    .array(NextAction)
+    .optional()
+    .describe('What the user can do about it, as runnable actions (first = the usual fix)'),
 });
 export type ErrorData = z.infer<typeof ErrorData>;
 
@@ -135,14 +138,18 @@ export type ErrorData = z.infer<typeof ErrorData>;
 export const Target = z
   .string()
   .min(1, 'the target is empty: give one such as dir:/abs/path')
-  .describe('Target URI: dir:/abs/path (embedded default), btrfs:/abs/subvolume, qemu:/abs/qmp.sock, proxmox://HOST[:PORT]/NODE/qemu|lxc/VMID (NODE "-": find it via /cluster/resources)');
+  .describe(
+    'Target URI: dir:/abs/path (embedded default), btrfs:/abs/subvolume, qemu:/abs/qmp.sock, proxmox://HOST[:PORT]/NODE/qemu|lxc/VMID (NODE "-": find it via /cluster/resources)',
+  );
 export const Store = z
   .string()
   .min(1, 'the store is empty: give one such as hermes:/abs/path/to/.hermes')
   .describe('Memory store: <kind>:<where>, e.g. hermes:/home/me/.hermes (store.describe says what it is)');
-export const Scope = z.enum(['machine', 'agent', 'both']).describe(
-  'What a restore puts back: machine (files/packages, keeping current agent state), agent (only agent-state files), both',
-);
+export const Scope = z
+  .enum(['machine', 'agent', 'both'])
+  .describe(
+    'What a restore puts back: machine (files/packages, keeping current agent state), agent (only agent-state files), both',
+  );
 export type Scope = z.infer<typeof Scope>;
 
 export const RestorePointStatus = z
@@ -151,15 +158,25 @@ export const RestorePointStatus = z
 
 export const RestorePointKind = z
   .enum(['manual', 'pre', 'post', 'pre-restore', 'config-edit', 'update', 'hook'])
-  .describe('manual; pre/post around a command; pre-restore: automatic capture taken before a restore; config-edit: before editing a risky config file; update: before updating the agent; hook: taken by a script or git hook');
+  .describe(
+    'manual; pre/post around a command; pre-restore: automatic capture taken before a restore; config-edit: before editing a risky config file; update: before updating the agent; hook: taken by a script or git hook',
+  );
 
 export const Reason = z
   .object({
     command: z.string().optional().describe('The command that was about to run, exactly as in the file'),
     file: z.string().optional().describe('Absolute path of the file that holds the command'),
     line: z.number().int().positive().optional().describe('1-based line of the command'),
-    class: z.string().optional().describe(`Risk class: ${RISK_CLASSES.join(' | ')}`),
-    risk: z.string().optional().describe('Why the command is risky, one line, e.g. "destructive: git reset --hard discards uncommitted changes"'),
+    class: z
+      .string()
+      .optional()
+      .describe(`Risk class: ${RISK_CLASSES.join(' | ')}`),
+    risk: z
+      .string()
+      .optional()
+      .describe(
+        'Why the command is risky, one line, e.g. "destructive: git reset --hard discards uncommitted changes"',
+      ),
     text: z.string().optional().describe('Free-form reason'),
     origin: z
       .enum(['hook', 'mcp', 'run', 'apt'])
@@ -171,8 +188,14 @@ export const Reason = z
       ),
     agent: z.string().optional().describe('Name of the agent whose tool call it was taken for (hook, mcp, run, apt)'),
     session: z.string().optional().describe("The agent's session id (Hermes session_id, Agent Zero context id)"),
-    tool: z.string().optional().describe('The agent tool that was about to run: terminal, write_file, patch, code_execution_tool, ...'),
-    toolCallId: z.string().optional().describe("The agent's id of the tool call (pairs the pre and post restore points)"),
+    tool: z
+      .string()
+      .optional()
+      .describe('The agent tool that was about to run: terminal, write_file, patch, code_execution_tool, ...'),
+    toolCallId: z
+      .string()
+      .optional()
+      .describe("The agent's id of the tool call (pairs the pre and post restore points)"),
     path: z.string().optional().describe('For a file write: the path the tool writes, as the agent gave it'),
   })
   .describe('Why the restore point was taken');
@@ -180,7 +203,13 @@ export const Reason = z
 export const AgentCapture = z.object({
   store: Store,
   files: z
-    .array(z.object({ path: z.string().describe('Path relative to the store root'), size: z.number().int(), hash: z.string() }))
+    .array(
+      z.object({
+        path: z.string().describe('Path relative to the store root'),
+        size: z.number().int(),
+        hash: z.string(),
+      }),
+    )
     .describe('Agent-state files captured'),
 });
 
@@ -204,15 +233,29 @@ export const RestorePoint = z.object({
         .int()
         .optional()
         .describe('Entries found but not captured (dir backend: sockets, FIFOs, device files); absent when none'),
-      snapname: z.string().optional().describe('Name of the snapshot on the hypervisor/filesystem when it differs from the id (Proxmox snapname, QEMU tag, btrfs snapshot dir name)'),
-      vmstate: z.boolean().optional().describe('The snapshot includes RAM state (a rollback resumes the VM where it was); absent = no'),
+      snapname: z
+        .string()
+        .optional()
+        .describe(
+          'Name of the snapshot on the hypervisor/filesystem when it differs from the id (Proxmox snapname, QEMU tag, btrfs snapshot dir name)',
+        ),
+      vmstate: z
+        .boolean()
+        .optional()
+        .describe('The snapshot includes RAM state (a rollback resumes the VM where it was); absent = no'),
       parent: z.string().optional().describe('Parent snapshot name on the hypervisor (Proxmox `parent`)'),
-      warnings: z.array(z.string()).optional().describe('Warnings the hypervisor reported while taking it (Proxmox task "WARNINGS: n" lines)'),
+      warnings: z
+        .array(z.string())
+        .optional()
+        .describe('Warnings the hypervisor reported while taking it (Proxmox task "WARNINGS: n" lines)'),
     })
     .describe('The machine snapshot'),
   agent: z.array(AgentCapture).describe('Agent-state captures, one per store'),
   pairOf: z.string().optional().describe('For a post restore point: the id of its pre'),
-  important: z.boolean().optional().describe('Marked important: retention keeps the newest important ones longer (absent = false)'),
+  important: z
+    .boolean()
+    .optional()
+    .describe('Marked important: retention keeps the newest important ones longer (absent = false)'),
   restoredFrom: z.string().optional().describe('For pre-restore: the id that was being restored'),
 });
 export type RestorePoint = z.infer<typeof RestorePoint>;
@@ -310,15 +353,32 @@ export const ChangeSummary = z
 export type ChangeSummary = z.infer<typeof ChangeSummary>;
 
 export const MemoryEntry = z.object({
-  id: z.string().describe('Stable id; for Hermes derived from the entry text (sha256, first 12 hex chars); Agent Zero / mem0: the store\'s own id'),
+  id: z
+    .string()
+    .describe(
+      "Stable id; for Hermes derived from the entry text (sha256, first 12 hex chars); Agent Zero / mem0: the store's own id",
+    ),
   text: z.string(),
   store: Store.optional().describe('The store that holds it (set when several stores are listed together)'),
   file: z.string().optional().describe('Absolute path of the file that holds it, where there is one'),
-  area: z.string().optional().describe('Agent Zero area (main | fragments | solutions | instruments); Hermes: memory | user | soul | skill | archive'),
+  area: z
+    .string()
+    .optional()
+    .describe(
+      'Agent Zero area (main | fragments | solutions | instruments); Hermes: memory | user | soul | skill | archive',
+    ),
   createdAt: z.string().optional().describe('ISO 8601 UTC, where the store keeps time'),
   updatedAt: z.string().optional().describe('ISO 8601 UTC, where the store keeps time'),
-  source: z.string().optional().describe('Where it came from, in the store\'s words (Agent Zero knowledge_source, mem0 actor, Hermes session source)'),
-  meta: z.record(z.string(), z.unknown()).optional().describe('Other store metadata (consolidation, hashes, user_id, ...)'),
+  source: z
+    .string()
+    .optional()
+    .describe(
+      "Where it came from, in the store's words (Agent Zero knowledge_source, mem0 actor, Hermes session source)",
+    ),
+  meta: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe('Other store metadata (consolidation, hashes, user_id, ...)'),
 });
 export type MemoryEntry = z.infer<typeof MemoryEntry>;
 export const StoreProblem = z
@@ -372,7 +432,11 @@ export const BrokenStore = z
   .describe('What is broken in a store and whether the rest can be read');
 export type BrokenStore = z.infer<typeof BrokenStore>;
 export const MemoryFile = z.object({
-  kind: z.string().describe('hermes-memory (MEMORY.md) | hermes-user (USER.md) | hermes-soul | hermes-skill | hermes-archive | agent-zero-<area> | mem0'),
+  kind: z
+    .string()
+    .describe(
+      'hermes-memory (MEMORY.md) | hermes-user (USER.md) | hermes-soul | hermes-skill | hermes-archive | agent-zero-<area> | mem0',
+    ),
   file: z
     .string()
     .describe(
@@ -389,7 +453,10 @@ export const MemoryFile = z.object({
     .optional()
     .describe('Hermes MEMORY.md/USER.md only: usage against the char limit'),
   readOnly: z.string().optional().describe('Why entries here cannot be edited from AgentKeep (absent = editable)'),
-  warnings: z.array(z.string()).optional().describe('Problems found while reading (e.g. embedding model mismatch, non-durable mem0 config)'),
+  warnings: z
+    .array(z.string())
+    .optional()
+    .describe('Problems found while reading (e.g. embedding model mismatch, non-durable mem0 config)'),
   broken: StoreProblem.optional().describe(
     'Set when the file (or a file it depends on, e.g. an Agent Zero index.faiss) is damaged or unreadable: `entries` ' +
       'holds only what could still be read (none when the file itself could not be), never "empty", and AgentKeep ' +
@@ -467,32 +534,56 @@ export const StoreDescription = z
 export type StoreDescription = z.infer<typeof StoreDescription>;
 
 export const ProvenanceTrace = z.object({
-  action: z.enum(['add', 'replace', 'remove', 'update', 'none', 'consolidate']).describe('What the tool call / history row did to the entry'),
+  action: z
+    .enum(['add', 'replace', 'remove', 'update', 'none', 'consolidate'])
+    .describe('What the tool call / history row did to the entry'),
   time: z.string().optional().describe('ISO 8601 UTC'),
   session: z.string().optional().describe('Session id (Hermes sessions.id, mem0 run id)'),
   source: z.string().optional().describe('Session source: cli | telegram | discord | ...'),
-  message: z.string().optional().describe('The tool call arguments or message text that did it (truncated to 2000 chars)'),
+  message: z
+    .string()
+    .optional()
+    .describe('The tool call arguments or message text that did it (truncated to 2000 chars)'),
   messageId: z.union([z.string(), z.number()]).optional().describe('Id of the message in the session history'),
   previous: z.string().optional().describe('For replace/update: the text before'),
 });
 export type ProvenanceTrace = z.infer<typeof ProvenanceTrace>;
 export const Provenance = z.object({
   traces: z.array(ProvenanceTrace).describe('Oldest first'),
-  note: z.string().optional().describe('Said plainly when no trace exists, and why (no state.db, rows pruned, hand-edited, ...)'),
+  note: z
+    .string()
+    .optional()
+    .describe('Said plainly when no trace exists, and why (no state.db, rows pruned, hand-edited, ...)'),
   unavailable: StoreProblem.optional().describe(
-    'Set when the store\'s history could not be read (e.g. a damaged state.db or history.db): `traces` are then ' +
+    "Set when the store's history could not be read (e.g. a damaged state.db or history.db): `traces` are then " +
       'unknown, not absent',
   ),
 });
 export type Provenance = z.infer<typeof Provenance>;
 
 export const LintFinding = z.object({
-  kind: z.enum(['duplicate', 'near-duplicate', 'contradiction', 'superseded', 'over-budget', 'drift', 'untraceable', 'stale', 'age', 'store']).describe('What is wrong'),
+  kind: z
+    .enum([
+      'duplicate',
+      'near-duplicate',
+      'contradiction',
+      'superseded',
+      'over-budget',
+      'drift',
+      'untraceable',
+      'stale',
+      'age',
+      'store',
+    ])
+    .describe('What is wrong'),
   severity: z.enum(['error', 'warning', 'info']),
   entries: z.array(z.string()).describe('Ids of the entries involved (newest last where known)'),
   stores: z.array(Store).optional().describe('Stores involved'),
   message: z.string().describe('One sentence that explains the finding to a person'),
-  evidence: z.array(z.string()).optional().describe('The facts behind it: quoted entry texts, the path/version on the machine, dates'),
+  evidence: z
+    .array(z.string())
+    .optional()
+    .describe('The facts behind it: quoted entry texts, the path/version on the machine, dates'),
   suggestion: z.string().optional().describe('What to do about it'),
 });
 export type LintFinding = z.infer<typeof LintFinding>;
@@ -516,8 +607,12 @@ export const HookWarning = z.object({
   tool: z.string().optional().describe('The agent tool the hook fired for'),
   session: z.string().optional().describe("The agent's session id"),
   toolCallId: z.string().optional(),
-  phase: z.enum(['pre', 'post', 'memory']).describe('pre: before the tool ran; post: after; memory: the memory write record'),
-  blocked: z.boolean().describe('true: the agent is fail-closed and the tool call was blocked; false: it was let through'),
+  phase: z
+    .enum(['pre', 'post', 'memory'])
+    .describe('pre: before the tool ran; post: after; memory: the memory write record'),
+  blocked: z
+    .boolean()
+    .describe('true: the agent is fail-closed and the tool call was blocked; false: it was let through'),
   message: z.string().describe('What failed, in one sentence'),
 });
 export type HookWarning = z.infer<typeof HookWarning>;
@@ -537,7 +632,10 @@ export const RestoreRequest = z.object({
     .enum(['pending', 'approved', 'denied', 'failed'])
     .describe('pending: waits for a person; approved: restored; denied; failed: approved but the restore failed'),
   decidedAt: z.string().optional().describe('ISO 8601, UTC: when it was approved or denied'),
-  decidedBy: z.string().optional().describe('cli | protocol | auto (the agent setting that allows scope-agent restores)'),
+  decidedBy: z
+    .string()
+    .optional()
+    .describe('cli | protocol | auto (the agent setting that allows scope-agent restores)'),
   note: z.string().optional().describe("The person's note on deny, or the restore's error on failed"),
   undo: z.string().optional().describe('Approved: the pre-restore point (restore it to undo the restore)'),
 });
@@ -729,7 +827,12 @@ export const RetentionParams = z
   .object({
     keep: z.number().int().min(0).optional().describe('Newest restore points to keep (default 20)'),
     keepImportant: z.number().int().min(0).optional().describe('Newest important restore points to keep (default 10)'),
-    minAgeMs: z.number().int().min(0).optional().describe('Restore points younger than this are never deleted, in milliseconds (default 3600000 = 1 h)'),
+    minAgeMs: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .describe('Restore points younger than this are never deleted, in milliseconds (default 3600000 = 1 h)'),
   })
   .describe('Retention settings; unset fields come from <stateDir>/config.json, else the defaults');
 
@@ -747,11 +850,22 @@ export const Methods = {
       label: z.string().optional(),
       kind: RestorePointKind.optional(),
       reason: Reason.optional(),
-      stores: z.array(Store).optional().describe('Stores whose agent state is captured (absent, not []: the Hermes homes found in the target)'),
+      stores: z
+        .array(Store)
+        .optional()
+        .describe('Stores whose agent state is captured (absent, not []: the Hermes homes found in the target)'),
       pairOf: z.string().optional().describe('For a post restore point: the id of its pre'),
-      important: z.boolean().optional().describe('Mark the restore point important (retention keeps the newest 10 important ones)'),
-      vmstate: z.boolean().optional().describe('Include RAM state (qemu and Proxmox qemu targets; QEMU always does). Ignored elsewhere'),
-      retention: RetentionParams.optional().describe('Retention applied after the create (the extension passes agentkeep.retention.*)'),
+      important: z
+        .boolean()
+        .optional()
+        .describe('Mark the restore point important (retention keeps the newest 10 important ones)'),
+      vmstate: z
+        .boolean()
+        .optional()
+        .describe('Include RAM state (qemu and Proxmox qemu targets; QEMU always does). Ignored elsewhere'),
+      retention: RetentionParams.optional().describe(
+        'Retention applied after the create (the extension passes agentkeep.retention.*)',
+      ),
       reuse: z
         .boolean()
         .optional()
@@ -775,11 +889,18 @@ export const Methods = {
         .boolean()
         .optional()
         .describe('true: `reuse` found a restore point to reuse and returned it; nothing was created'),
-      warnings: z.array(z.string()).optional().describe('What the user should know, e.g. the target\'s restore points use more than 90% of the size cap (not stored in the journal)'),
+      warnings: z
+        .array(z.string())
+        .optional()
+        .describe(
+          "What the user should know, e.g. the target's restore points use more than 90% of the size cap (not stored in the journal)",
+        ),
       notices: z
         .array(Notice)
         .optional()
-        .describe('The same warnings, each with what the user can do about it (hint, next actions); front ends that render actions show these instead of `warnings`'),
+        .describe(
+          'The same warnings, each with what the user can do about it (hint, next actions); front ends that render actions show these instead of `warnings`',
+        ),
       pruned: z
         .array(z.object({ id: z.string(), reason: z.string() }))
         .optional()
@@ -833,20 +954,33 @@ export const Methods = {
       id: z.string(),
       scope: Scope,
       stores: z.array(Store).optional(),
-      start: z.boolean().optional().describe('VM targets: start the guest after a rollback to a snapshot without RAM state (Proxmox `start`)'),
+      start: z
+        .boolean()
+        .optional()
+        .describe('VM targets: start the guest after a rollback to a snapshot without RAM state (Proxmox `start`)'),
       noUndoPoint: z
         .boolean()
         .optional()
-        .describe('Restore without taking the pre-restore restore point first, so the restore cannot be undone (for a state dir too full to hold it: the DiskFull error of a restore offers it). Refused (ConfirmationRequired) unless `confirmed` is true. CLI: --no-undo-point --yes'),
+        .describe(
+          'Restore without taking the pre-restore restore point first, so the restore cannot be undone (for a state dir too full to hold it: the DiskFull error of a restore offers it). Refused (ConfirmationRequired) unless `confirmed` is true. CLI: --no-undo-point --yes',
+        ),
       confirmed: z.boolean().optional().describe('The user confirmed a restore without an undo point (noUndoPoint)'),
       progressToken: ProgressToken,
     }),
     z.object({
       restored: RestorePoint,
-      undo: RestorePoint.optional().describe('The pre-restore capture; restore it to undo this restore. Absent only with noUndoPoint'),
+      undo: RestorePoint.optional().describe(
+        'The pre-restore capture; restore it to undo this restore. Absent only with noUndoPoint',
+      ),
       changes: ChangeSummary,
-      machineState: z.string().optional().describe('VM targets: guest state after the rollback (running | stopped | paused)'),
-      warnings: z.array(z.string()).optional().describe('What the user must know (e.g. "the VM was stopped by the rollback; start it")'),
+      machineState: z
+        .string()
+        .optional()
+        .describe('VM targets: guest state after the rollback (running | stopped | paused)'),
+      warnings: z
+        .array(z.string())
+        .optional()
+        .describe('What the user must know (e.g. "the VM was stopped by the rollback; start it")'),
     }),
   ),
   restorePointDelete: method(
@@ -862,33 +996,78 @@ export const Methods = {
       target: Target,
       dryRun: z.boolean().optional().describe('Only report what would be deleted; change nothing'),
       keep: z.number().int().min(0).optional().describe('Newest restore points to keep (default 20)'),
-      keepImportant: z.number().int().min(0).optional().describe('Newest important restore points to keep (default 10)'),
-      minAgeMs: z.number().int().min(0).optional().describe('Never delete a restore point younger than this, in milliseconds (default 3600000 = 1 h)'),
+      keepImportant: z
+        .number()
+        .int()
+        .min(0)
+        .optional()
+        .describe('Newest important restore points to keep (default 10)'),
+      minAgeMs: z
+        .number()
+        .int()
+        .min(0)
+        .optional()
+        .describe('Never delete a restore point younger than this, in milliseconds (default 3600000 = 1 h)'),
     }),
     z.object({
-      deleted: z.array(z.object({ id: z.string(), reason: z.string() })).describe('Deleted (or, with dryRun, to be deleted), newest first, with why'),
+      deleted: z
+        .array(z.object({ id: z.string(), reason: z.string() }))
+        .describe('Deleted (or, with dryRun, to be deleted), newest first, with why'),
       kept: z.array(z.object({ id: z.string(), reason: z.string() })).describe('Kept, newest first, with why'),
-      freedBytes: z.number().int().describe('Bytes of objects removed by the garbage collection (0 for dryRun, or while another create/restore runs)'),
+      freedBytes: z
+        .number()
+        .int()
+        .describe(
+          'Bytes of objects removed by the garbage collection (0 for dryRun, or while another create/restore runs)',
+        ),
       estimatedFreeBytes: z
         .number()
         .int()
         .optional()
-        .describe('Estimate of the bytes deleting `deleted` frees: objects (dir) only they reference within the target, btrfs exclusive extents, else their newBytes'),
+        .describe(
+          'Estimate of the bytes deleting `deleted` frees: objects (dir) only they reference within the target, btrfs exclusive extents, else their newBytes',
+        ),
     }),
   ),
   restorePointUsage: method(
     'restorePoint.usage',
-    'Disk use of a target\'s restore points: per restore point and for the whole target (each stored object or extent counted once), with the size cap (sizeCapBytes in <stateDir>/config.json, default 10 GiB). btrfs targets walk their snapshots (btrfs filesystem du): seconds for large trees.',
+    "Disk use of a target's restore points: per restore point and for the whole target (each stored object or extent counted once), with the size cap (sizeCapBytes in <stateDir>/config.json, default 10 GiB). btrfs targets walk their snapshots (btrfs filesystem du): seconds for large trees.",
     z.object({ target: Target }),
     z.object({
       target: Target,
-      bytes: z.number().int().describe('Bytes the target\'s restore points hold: distinct objects of its manifests and agent captures (dir), extents of its snapshots counted once plus agent captures (btrfs), else the sum of newBytes; plus metaBytes'),
-      metaBytes: z.number().int().describe('Of bytes: the target\'s snapshot data in the state dir besides contents (dir manifests and their index) and its journal'),
-      stateDirBytes: z.number().int().describe('Everything the state dir holds, all targets together (objects, manifests, journals, memory backups, locks), in bytes'),
+      bytes: z
+        .number()
+        .int()
+        .describe(
+          "Bytes the target's restore points hold: distinct objects of its manifests and agent captures (dir), extents of its snapshots counted once plus agent captures (btrfs), else the sum of newBytes; plus metaBytes",
+        ),
+      metaBytes: z
+        .number()
+        .int()
+        .describe(
+          "Of bytes: the target's snapshot data in the state dir besides contents (dir manifests and their index) and its journal",
+        ),
+      stateDirBytes: z
+        .number()
+        .int()
+        .describe(
+          'Everything the state dir holds, all targets together (objects, manifests, journals, memory backups, locks), in bytes',
+        ),
       capBytes: z.number().int().describe('The size cap of one target, in bytes'),
       level: z.enum(['ok', 'near', 'over']).describe('near: above 90% of the cap; over: above the cap'),
       points: z
-        .array(z.object({ id: z.string(), bytes: z.number().int().describe('Logical size'), newBytes: z.number().int().describe('Bytes held by this restore point alone, i.e. about what deleting it frees (dir: objects no other restore point of the target holds; btrfs: exclusive extents; VM backends: what was new at create)') }))
+        .array(
+          z.object({
+            id: z.string(),
+            bytes: z.number().int().describe('Logical size'),
+            newBytes: z
+              .number()
+              .int()
+              .describe(
+                'Bytes held by this restore point alone, i.e. about what deleting it frees (dir: objects no other restore point of the target holds; btrfs: exclusive extents; VM backends: what was new at create)',
+              ),
+          }),
+        )
         .describe('Per restore point, newest first'),
     }),
   ),
@@ -904,7 +1083,13 @@ export const Methods = {
     z.object({
       target: Target,
       id: z.string(),
-      label: z.string().trim().min(1, 'the label is empty').max(200, 'at most 200 characters').optional().describe('New label'),
+      label: z
+        .string()
+        .trim()
+        .min(1, 'the label is empty')
+        .max(200, 'at most 200 characters')
+        .optional()
+        .describe('New label'),
       important: z.boolean().optional().describe('Mark important (true) or not (false); absent = unchanged'),
     }),
     RestorePoint,
@@ -926,11 +1111,19 @@ export const Methods = {
       target: Target,
       id: z.string(),
       path: z.string().min(1, 'the path is empty: give a target-relative path such as workspace/package.json'),
-      maxBytes: z.number().int().positive().max(64 * 1024 * 1024).optional().describe('Largest content returned, in bytes (default 2 MiB = 2097152)'),
+      maxBytes: z
+        .number()
+        .int()
+        .positive()
+        .max(64 * 1024 * 1024)
+        .optional()
+        .describe('Largest content returned, in bytes (default 2 MiB = 2097152)'),
     }),
     z.object({
       path: z.string().describe('The path as asked'),
-      type: z.enum(['file', 'symlink', 'directory', 'none']).describe('none: the restore point does not hold this path'),
+      type: z
+        .enum(['file', 'symlink', 'directory', 'none'])
+        .describe('none: the restore point does not hold this path'),
       size: z.number().int().describe('Size in bytes (0 for directory and none; the link text length for a symlink)'),
       encoding: z.enum(['utf8', 'base64']).describe('utf8 for valid UTF-8 text without NUL bytes; base64 otherwise'),
       content: z.string().describe('The file content (a symlink: its target; directory/none: empty)'),
@@ -967,25 +1160,56 @@ export const Methods = {
     'memory.show',
     'One memory entry with its provenance (Hermes: the `memory` tool calls in state.db that added or replaced it). The id may be a unique prefix (at least 4 chars).',
     z.object({ stores: z.array(Store).min(1), entry: z.string().min(1) }),
-    z.object({ store: Store, file: MemoryFile.omit({ entries: true }), entry: MemoryEntry, contentHash: z.string().describe('sha256 of the file as read (pass it back to edit/remove)'), provenance: Provenance }),
+    z.object({
+      store: Store,
+      file: MemoryFile.omit({ entries: true }),
+      entry: MemoryEntry,
+      contentHash: z.string().describe('sha256 of the file as read (pass it back to edit/remove)'),
+      provenance: Provenance,
+    }),
   ),
   memoryEdit: method(
     'memory.edit',
-    'Replace the text of one entry, under the store\'s own lock, temp file + rename, refusing when the file no longer parses back to its entries (drift: a .bak is kept) or when its content hash is no longer `expectedHash`. A failed edit leaves the store byte-identical. The replaced state is captured first (undo). Errors: conflict (hash changed, drift, ambiguous id prefix), over_budget, entry_not_found, unsupported (read-only file).',
+    "Replace the text of one entry, under the store's own lock, temp file + rename, refusing when the file no longer parses back to its entries (drift: a .bak is kept) or when its content hash is no longer `expectedHash`. A failed edit leaves the store byte-identical. The replaced state is captured first (undo). Errors: conflict (hash changed, drift, ambiguous id prefix), over_budget, entry_not_found, unsupported (read-only file).",
     z.object({ store: Store, entry: z.string().min(1), text: z.string().min(1), expectedHash: z.string().optional() }),
-    z.object({ entry: MemoryEntry.describe('The entry as written (new id for Hermes)'), previous: MemoryEntry, contentHash: z.string(), undo: z.object({ store: Store, entry: z.string(), text: z.string() }).describe('memory.edit params that undo this edit') }),
+    z.object({
+      entry: MemoryEntry.describe('The entry as written (new id for Hermes)'),
+      previous: MemoryEntry,
+      contentHash: z.string(),
+      undo: z
+        .object({ store: Store, entry: z.string(), text: z.string() })
+        .describe('memory.edit params that undo this edit'),
+    }),
   ),
   memoryRemove: method(
     'memory.remove',
     'Delete one entry, with the same safety as memory.edit (Agent Zero: through its own HTTP API when configured).',
     z.object({ store: Store, entry: z.string().min(1), expectedHash: z.string().optional() }),
-    z.object({ removed: MemoryEntry, contentHash: z.string(), undo: z.object({ store: Store, text: z.string(), file: z.string().optional() }).describe('What to add back to undo') }),
+    z.object({
+      removed: MemoryEntry,
+      contentHash: z.string(),
+      undo: z
+        .object({ store: Store, text: z.string(), file: z.string().optional() })
+        .describe('What to add back to undo'),
+    }),
   ),
   memoryAdd: method(
     'memory.add',
     'Add an entry (used by undo of remove). Hermes: appended to MEMORY.md (file memory) or USER.md (file user).',
-    z.object({ store: Store, text: z.string().min(1), file: z.string().optional().describe('hermes: memory | user (default memory)'), expectedHash: z.string().optional() }),
-    z.object({ entry: MemoryEntry, contentHash: z.string(), alreadyPresent: z.boolean().optional().describe('true when the exact entry was already there: nothing was written') }),
+    z.object({
+      store: Store,
+      text: z.string().min(1),
+      file: z.string().optional().describe('hermes: memory | user (default memory)'),
+      expectedHash: z.string().optional(),
+    }),
+    z.object({
+      entry: MemoryEntry,
+      contentHash: z.string(),
+      alreadyPresent: z
+        .boolean()
+        .optional()
+        .describe('true when the exact entry was already there: nothing was written'),
+    }),
   ),
   memoryLint: method(
     'memory.lint',
@@ -995,8 +1219,13 @@ export const Methods = {
   ),
   memoryDiff: method(
     'memory.diff',
-    'Entries added, removed and changed between a restore point\'s agent-state capture and now (or another restore point).',
-    z.object({ target: Target, stores: z.array(Store).optional(), from: z.string().describe('Restore point id'), to: z.string().optional().describe('Restore point id, or "now" (default)') }),
+    "Entries added, removed and changed between a restore point's agent-state capture and now (or another restore point).",
+    z.object({
+      target: Target,
+      stores: z.array(Store).optional(),
+      from: z.string().describe('Restore point id'),
+      to: z.string().optional().describe('Restore point id, or "now" (default)'),
+    }),
     z.object({
       added: z.array(MemoryEntryChange),
       removed: z.array(MemoryEntryChange),
@@ -1020,7 +1249,10 @@ export const Methods = {
   agentDiscover: method(
     'agent.discover',
     'Agents the credentials can see: Proxmox guests in the cluster with the tag (GET /cluster/resources?type=vm), as targets.',
-    z.object({ target: Target.describe('Any target on the host, or proxmox://HOST[:PORT]'), tag: z.string().optional().describe('Proxmox tag (default "agent"); "" lists every guest') }),
+    z.object({
+      target: Target.describe('Any target on the host, or proxmox://HOST[:PORT]'),
+      tag: z.string().optional().describe('Proxmox tag (default "agent"); "" lists every guest'),
+    }),
     z.array(
       z.object({
         target: Target,
@@ -1119,7 +1351,7 @@ export const Methods = {
             .string()
             .optional()
             .describe(
-              'Why the store cannot be read (missing, bad string), or when `broken`: the first part\'s message, e.g. ' +
+              "Why the store cannot be read (missing, bad string), or when `broken`: the first part's message, e.g. " +
                 '"/h/memories/MEMORY.md is a directory, not a file: …", led by "Nothing in this store can be read: " ' +
                 'when nothing is, ending "(and 1 more)" for more parts',
             ),
@@ -1135,19 +1367,35 @@ export const Methods = {
       interruptedRestore: z
         .object({
           id: z.string(),
-          undo: z.string().optional().describe('The pre-restore point: restore it to go back (absent for a restore without an undo point, noUndoPoint)'),
+          undo: z
+            .string()
+            .optional()
+            .describe(
+              'The pre-restore point: restore it to go back (absent for a restore without an undo point, noUndoPoint)',
+            ),
           scope: Scope.describe('The scope of the interrupted restore: finish it with the same scope'),
           stores: z.array(Store).optional().describe('The stores it was given, if any'),
           startedAt: z.string(),
-          actions: z.array(NextAction).optional().describe('Finish it (restore `id` again), or go back (restore `undo`)'),
+          actions: z
+            .array(NextAction)
+            .optional()
+            .describe('Finish it (restore `id` again), or go back (restore `undo`)'),
         })
         .optional()
-        .describe('A restore that started writing the target and never finished (its process died): the target may be half-restored. Restore `id` again to finish it, or `undo` to go back'),
+        .describe(
+          'A restore that started writing the target and never finished (its process died): the target may be half-restored. Restore `id` again to finish it, or `undo` to go back',
+        ),
       hookWarnings: z
         .array(HookWarning)
         .optional()
-        .describe("Restore points an agent hook could not take around the agent's own tool calls (newest first, last 7 days, at most 20); absent when none"),
-      pendingRequests: z.number().int().optional().describe('Restore requests of the agent waiting for approval (request.list); absent when none'),
+        .describe(
+          "Restore points an agent hook could not take around the agent's own tool calls (newest first, last 7 days, at most 20); absent when none",
+        ),
+      pendingRequests: z
+        .number()
+        .int()
+        .optional()
+        .describe('Restore requests of the agent waiting for approval (request.list); absent when none'),
       version: z.string().describe('Sidecar version'),
     }),
   ),
@@ -1168,7 +1416,10 @@ export const Methods = {
       toolCallId: z.string().optional(),
       tool: z.string().optional().describe('The tool name (memory)'),
     }),
-    z.object({ log: z.string().describe('Path of the write log the record was appended to'), changed: z.boolean().describe('Whether the file content differs before and after') }),
+    z.object({
+      log: z.string().describe('Path of the write log the record was appended to'),
+      changed: z.boolean().describe('Whether the file content differs before and after'),
+    }),
   ),
   requestCreate: method(
     'request.create',
@@ -1181,7 +1432,10 @@ export const Methods = {
       reason: z.string().trim().min(1, 'the reason is empty: say why the restore is needed'),
       agent: z.string().optional(),
       session: z.string().optional(),
-      allowAgentRestores: z.boolean().optional().describe('The agent may restore scope agent without approval (from its settings)'),
+      allowAgentRestores: z
+        .boolean()
+        .optional()
+        .describe('The agent may restore scope agent without approval (from its settings)'),
     }),
     RestoreRequest,
   ),
@@ -1217,9 +1471,19 @@ export const Methods = {
         kind: z
           .string()
           .optional()
-          .describe('File kind the scanner read the file as: shell | markdown | powershell | dockerfile | makefile | justfile | compose | workflow | notebook | notebook-cell | package-json | devcontainer | vscode-tasks'),
-        risk: z.string().optional().describe('Reason text naming the risky part(s) of the command and what they change'),
-        reason: z.string().optional().describe('One line: why the highest part is risky, e.g. "destructive: git reset --hard discards uncommitted changes"'),
+          .describe(
+            'File kind the scanner read the file as: shell | markdown | powershell | dockerfile | makefile | justfile | compose | workflow | notebook | notebook-cell | package-json | devcontainer | vscode-tasks',
+          ),
+        risk: z
+          .string()
+          .optional()
+          .describe('Reason text naming the risky part(s) of the command and what they change'),
+        reason: z
+          .string()
+          .optional()
+          .describe(
+            'One line: why the highest part is risky, e.g. "destructive: git reset --hard discards uncommitted changes"',
+          ),
       }),
     ),
   ),
@@ -1243,7 +1507,8 @@ export const Notifications = {
   },
   changed: {
     method: METHOD_PREFIX + 'changed',
-    description: 'Restore points or memory of a target changed; clients refresh their views. Sent to every connected client after each create, restore, delete, keep, label and prune that deleted something (what: restorePoints), after a restore that put agent state back and each memory edit, remove and add (what: memory).',
+    description:
+      'Restore points or memory of a target changed; clients refresh their views. Sent to every connected client after each create, restore, delete, keep, label and prune that deleted something (what: restorePoints), after a restore that put agent state back and each memory edit, remove and add (what: memory).',
     params: z.object({
       target: Target.optional(),
       what: z.enum(['restorePoints', 'memory']),

@@ -18,7 +18,7 @@ export { RISK_CLASSES, type RiskClass };
 export const CLASS_REASON: Record<RiskClass, string> = {
   deps: 'changes project dependencies',
   toolchain: 'installs or changes user-wide or global tools',
-  config: "rewrites configuration the agent or the machine runs with",
+  config: 'rewrites configuration the agent or the machine runs with',
   system: 'changes OS packages, persistent services, containers, users, permissions or the firewall',
   destructive: 'deletes or overwrites data that may not come back',
   'remote-code': 'runs code fetched from the network',
@@ -56,24 +56,209 @@ export interface ClassifyContext {
  * scanner skips it (see MAYBE_RISKY); a unit test keeps this list in step with the switch.
  */
 export const COMMAND_NAMES = [
-  'apk', 'apt', 'apt-get', 'aptitude', 'asdf', 'brew', 'bun', 'bundle', 'bundler', 'bunx', 'cabal', 'cargo', 'choco', 'composer', 'conda',
-  'corepack', 'crontab', 'dart', 'deno', 'dnf', 'docker', 'docker-compose', 'dotnet', 'dpkg', 'flatpak', 'flutter', 'fnm', 'gem', 'gmake', 'go',
-  'hermes', 'install-module', 'install-package', 'install-script', 'launchctl', 'make', 'mamba', 'microdnf', 'micromamba', 'mise', 'mix',
-  'nerdctl', 'nix', 'nix-env', 'npm', 'npx', 'nvm', 'pacman', 'paru', 'pdm', 'pip', 'pipx', 'playwright', 'pnpm', 'podman', 'podman-compose',
-  'poetry', 'pub', 'rpm', 'rtx', 'rustup', 'scoop', 'snap', 'stack', 'systemctl', 'tdnf', 'update-module', 'update-rc.d', 'uv', 'uvx', 'volta',
-  'winget', 'wsl', 'yarn', 'yay', 'yum', 'zypper', 'pwsh', 'powershell', 'pyenv', 'rbenv', 'nodenv', 'goenv', 'sdk', 'pixi', 'port', 'mas', 'gh',
-  'code', 'code-insiders', 'codium', 'cmake', 'ninja', 'meson', 'install', 'emerge', 'xbps-install', 'opkg', 'nala', 'pkg', 'eopkg', 'swupd',
+  'apk',
+  'apt',
+  'apt-get',
+  'aptitude',
+  'asdf',
+  'brew',
+  'bun',
+  'bundle',
+  'bundler',
+  'bunx',
+  'cabal',
+  'cargo',
+  'choco',
+  'composer',
+  'conda',
+  'corepack',
+  'crontab',
+  'dart',
+  'deno',
+  'dnf',
+  'docker',
+  'docker-compose',
+  'dotnet',
+  'dpkg',
+  'flatpak',
+  'flutter',
+  'fnm',
+  'gem',
+  'gmake',
+  'go',
+  'hermes',
+  'install-module',
+  'install-package',
+  'install-script',
+  'launchctl',
+  'make',
+  'mamba',
+  'microdnf',
+  'micromamba',
+  'mise',
+  'mix',
+  'nerdctl',
+  'nix',
+  'nix-env',
+  'npm',
+  'npx',
+  'nvm',
+  'pacman',
+  'paru',
+  'pdm',
+  'pip',
+  'pipx',
+  'playwright',
+  'pnpm',
+  'podman',
+  'podman-compose',
+  'poetry',
+  'pub',
+  'rpm',
+  'rtx',
+  'rustup',
+  'scoop',
+  'snap',
+  'stack',
+  'systemctl',
+  'tdnf',
+  'update-module',
+  'update-rc.d',
+  'uv',
+  'uvx',
+  'volta',
+  'winget',
+  'wsl',
+  'yarn',
+  'yay',
+  'yum',
+  'zypper',
+  'pwsh',
+  'powershell',
+  'pyenv',
+  'rbenv',
+  'nodenv',
+  'goenv',
+  'sdk',
+  'pixi',
+  'port',
+  'mas',
+  'gh',
+  'code',
+  'code-insiders',
+  'codium',
+  'cmake',
+  'ninja',
+  'meson',
+  'install',
+  'emerge',
+  'xbps-install',
+  'opkg',
+  'nala',
+  'pkg',
+  'eopkg',
+  'swupd',
   'softwareupdate',
   // destructive and config commands, wrappers that run a command elsewhere
-  'rm', 'unlink', 'shred', 'truncate', 'wipefs', 'mkfs', 'mke2fs', 'mkswap', 'dd', 'find', 'git', 'psql', 'mysql', 'mariadb', 'sqlite3',
-  'duckdb', 'mongo', 'mongosh', 'redis-cli', 'dropdb', 'prisma', 'supabase', 'rails', 'rake', 'terraform', 'tofu', 'pulumi', 'kubectl', 'oc',
-  'helm', 'sed', 'perl', 'ruby', 'awk', 'gawk', 'tee', 'cp', 'mv', 'ln', 'chmod', 'chown', 'chgrp', 'setfacl', 'useradd', 'userdel', 'usermod',
-  'groupadd', 'groupdel', 'groupmod', 'gpasswd', 'passwd', 'chpasswd', 'adduser', 'deluser', 'addgroup', 'delgroup', 'visudo', 'chsh', 'ufw',
-  'iptables', 'ip6tables', 'nft', 'firewall-cmd', 'apt-mark', 'sysctl', 'hostnamectl', 'timedatectl', 'localectl', 'update-alternatives', 'pm2',
-  'loginctl', 'claude', 'codex', 'gemini', 'pipenv', 'ssh', 'multipass', 'proot-distro', 'lxc', 'incus', 'pct', 'distrobox', 'su', 'runuser',
-  'eval', 'vagrant', 'rd', 'rmdir', 'del', 'remove-item', 'manage.py',
+  'rm',
+  'unlink',
+  'shred',
+  'truncate',
+  'wipefs',
+  'mkfs',
+  'mke2fs',
+  'mkswap',
+  'dd',
+  'find',
+  'git',
+  'psql',
+  'mysql',
+  'mariadb',
+  'sqlite3',
+  'duckdb',
+  'mongo',
+  'mongosh',
+  'redis-cli',
+  'dropdb',
+  'prisma',
+  'supabase',
+  'rails',
+  'rake',
+  'terraform',
+  'tofu',
+  'pulumi',
+  'kubectl',
+  'oc',
+  'helm',
+  'sed',
+  'perl',
+  'ruby',
+  'awk',
+  'gawk',
+  'tee',
+  'cp',
+  'mv',
+  'ln',
+  'chmod',
+  'chown',
+  'chgrp',
+  'setfacl',
+  'useradd',
+  'userdel',
+  'usermod',
+  'groupadd',
+  'groupdel',
+  'groupmod',
+  'gpasswd',
+  'passwd',
+  'chpasswd',
+  'adduser',
+  'deluser',
+  'addgroup',
+  'delgroup',
+  'visudo',
+  'chsh',
+  'ufw',
+  'iptables',
+  'ip6tables',
+  'nft',
+  'firewall-cmd',
+  'apt-mark',
+  'sysctl',
+  'hostnamectl',
+  'timedatectl',
+  'localectl',
+  'update-alternatives',
+  'pm2',
+  'loginctl',
+  'claude',
+  'codex',
+  'gemini',
+  'pipenv',
+  'ssh',
+  'multipass',
+  'proot-distro',
+  'lxc',
+  'incus',
+  'pct',
+  'distrobox',
+  'su',
+  'runuser',
+  'eval',
+  'vagrant',
+  'rd',
+  'rmdir',
+  'del',
+  'remove-item',
+  'manage.py',
   // fetchers: curl … | sh, bash <(curl …), irm … | iex, (New-Object Net.WebClient).DownloadString(…)
-  'curl', 'wget', 'irm', 'iwr', 'invoke-restmethod', 'invoke-webrequest', 'downloadstring',
+  'curl',
+  'wget',
+  'irm',
+  'iwr',
+  'invoke-restmethod',
+  'invoke-webrequest',
+  'downloadstring',
 ];
 
 /** Tokens that can make a write or a permission change risky: config paths, the home, system trees, disks. */
@@ -159,7 +344,11 @@ export const MAYBE_RISKY = new RegExp(
 
 /** Base name of a path or URL (query and fragment dropped). */
 function baseName(p: string): string {
-  return p.replace(/[?#].*$/, '').replace(/\\/g, '/').replace(/\/+$/, '').replace(/^.*\//, '');
+  return p
+    .replace(/[?#].*$/, '')
+    .replace(/\\/g, '/')
+    .replace(/\/+$/, '')
+    .replace(/^.*\//, '');
 }
 
 /**
@@ -277,7 +466,26 @@ function headOf(w: string[]): string {
   const word = (x: string | undefined): boolean => x !== undefined && /^[a-z][\w.:-]*$/i.test(x) && x.length <= 24;
   if (!word(sub)) return n;
   // two words where the first only names a group: docker compose up, uv pip install, hermes skills install
-  return ['compose', 'image', 'container', 'system', 'volume', 'network', 'skills', 'gateway', 'tool', 'pip', 'self', 'global', 'extension', 'bundle', 'env', 'group', 'module', 'profile'].includes(sub!) && word(sub2)
+  return [
+    'compose',
+    'image',
+    'container',
+    'system',
+    'volume',
+    'network',
+    'skills',
+    'gateway',
+    'tool',
+    'pip',
+    'self',
+    'global',
+    'extension',
+    'bundle',
+    'env',
+    'group',
+    'module',
+    'profile',
+  ].includes(sub!) && word(sub2)
     ? `${n} ${sub} ${sub2}`
     : `${n} ${sub}`;
 }
@@ -292,7 +500,19 @@ function hit(cls: RiskClass, reason: string): RiskHit {
 }
 
 const SHELLS = new Set(['sh', 'bash', 'zsh', 'dash', 'ksh', 'ash', 'fish']);
-const INTERPRETERS = new Set([...SHELLS, 'python', 'python3', 'python2', 'perl', 'ruby', 'node', 'iex', 'invoke-expression', 'pwsh', 'powershell']);
+const INTERPRETERS = new Set([
+  ...SHELLS,
+  'python',
+  'python3',
+  'python2',
+  'perl',
+  'ruby',
+  'node',
+  'iex',
+  'invoke-expression',
+  'pwsh',
+  'powershell',
+]);
 const FETCHERS = new Set(['curl', 'wget', 'irm', 'iwr', 'invoke-restmethod', 'invoke-webrequest', 'fetch']);
 const AGENT_IMAGE = /(agent0ai|frdel)\/agent-zero|nousresearch\/hermes/i;
 /** A directory on PATH where installed tools live (for `install`, `curl -o`, `| tar -C`). */
@@ -300,26 +520,109 @@ const BIN_DIR = /^(\/usr(\/local)?\/s?bin|\/opt\/[^/]+\/bin|\/bin|\/sbin|(~|\$HO
 const FETCH_SUBST = /(\$\(|<\(|`)\s*(curl|wget|irm|iwr|invoke-restmethod|invoke-webrequest)\b/i;
 /** Local devDependency binaries that `npx` runs without fetching (heuristic; not I/O). */
 const LOCAL_BINS = new Set([
-  'tsc', 'tsx', 'ts-node', 'eslint', 'prettier', 'mocha', 'jest', 'vitest', 'esbuild', 'vite', 'webpack', 'rollup', 'nodemon', 'vsce', 'playwright', 'changeset', 'lerna', 'nx', 'turbo',
+  'tsc',
+  'tsx',
+  'ts-node',
+  'eslint',
+  'prettier',
+  'mocha',
+  'jest',
+  'vitest',
+  'esbuild',
+  'vite',
+  'webpack',
+  'rollup',
+  'nodemon',
+  'vsce',
+  'playwright',
+  'changeset',
+  'lerna',
+  'nx',
+  'turbo',
   // project CLIs installed as devDependencies by their own setup guides (npx runs the local copy)
-  'prisma', 'supabase', 'drizzle-kit', 'next', 'knex', 'sequelize', 'typeorm', 'hardhat', 'wrangler', 'astro', 'nuxi', 'biome',
+  'prisma',
+  'supabase',
+  'drizzle-kit',
+  'next',
+  'knex',
+  'sequelize',
+  'typeorm',
+  'hardhat',
+  'wrangler',
+  'astro',
+  'nuxi',
+  'biome',
 ]);
-const REPORT_FLAGS = new Set(['--dry-run', '--dryrun', '--help', '-h', '--version', '-V', '--simulate', '--just-print', '--no-act', '--recon']);
+const REPORT_FLAGS = new Set([
+  '--dry-run',
+  '--dryrun',
+  '--help',
+  '-h',
+  '--version',
+  '-V',
+  '--simulate',
+  '--just-print',
+  '--no-act',
+  '--recon',
+]);
 
 /** Normalised command name: basename, lower case, without .exe / .cmd and a version suffix for pip/python (pip3.12 → pip3). */
 export function cmdName(w: string): string {
   if (/^[a-z][a-z0-9_-]*$/.test(w)) return w; // the common case: a bare lower-case name
-  let n = w.replace(/^.*[\\/]/, '').toLowerCase().replace(/\.(exe|cmd|bat|ps1)$/, '');
+  let n = w
+    .replace(/^.*[\\/]/, '')
+    .toLowerCase()
+    .replace(/\.(exe|cmd|bat|ps1)$/, '');
   n = n.replace(/^(pip|python)(\d+)(\.\d+)?$/, '$1$2');
   return n;
 }
 
-const SUDO_ARG_OPTS = new Set(['-u', '-g', '-C', '-D', '-p', '-r', '-t', '-U', '-h', '-T', '--user', '--group', '--chdir']);
-const KEYWORDS = new Set(['if', 'then', 'else', 'elif', 'fi', 'do', 'done', 'while', 'until', '!', '{', '}', '(', ')', 'time', 'exec', 'nohup', 'builtin', 'esac', 'unbuffer', 'pkexec']);
+const SUDO_ARG_OPTS = new Set([
+  '-u',
+  '-g',
+  '-C',
+  '-D',
+  '-p',
+  '-r',
+  '-t',
+  '-U',
+  '-h',
+  '-T',
+  '--user',
+  '--group',
+  '--chdir',
+]);
+const KEYWORDS = new Set([
+  'if',
+  'then',
+  'else',
+  'elif',
+  'fi',
+  'do',
+  'done',
+  'while',
+  'until',
+  '!',
+  '{',
+  '}',
+  '(',
+  ')',
+  'time',
+  'exec',
+  'nohup',
+  'builtin',
+  'esac',
+  'unbuffer',
+  'pkexec',
+]);
 /** Command names a `$VAR` / `${VAR}` wrapper may stand before (`${SUDO} apt-get install`, `$STD apt install`). */
 let knownNames: Set<string> | undefined;
 function isKnownName(n: string): boolean {
-  knownNames ??= new Set([...COMMAND_NAMES, 'sh', 'bash', 'zsh', 'dash', 'ksh', 'python', 'python3', 'sudo', 'doas', 'env', 'setsid'].filter((x) => x !== 'install'));
+  knownNames ??= new Set(
+    [...COMMAND_NAMES, 'sh', 'bash', 'zsh', 'dash', 'ksh', 'python', 'python3', 'sudo', 'doas', 'env', 'setsid'].filter(
+      (x) => x !== 'install',
+    ),
+  );
   return knownNames.has(n);
 }
 
@@ -432,7 +735,12 @@ export function classifyWords(input: string[], depth = 0, ctx: ClassifyContext =
 }
 
 /** The package-manager, service and remote-code rules (the first classifier); a reason is added by the caller. */
-function classifyKnown(w: string[], depth: number, ctx: ClassifyContext, elevated: boolean): RiskClass | RiskHit | null {
+function classifyKnown(
+  w: string[],
+  depth: number,
+  ctx: ClassifyContext,
+  elevated: boolean,
+): RiskClass | RiskHit | null {
   const name = cmdName(w[0]);
   const args = w.slice(1);
   const pos = positionals(args);
@@ -441,12 +749,18 @@ function classifyKnown(w: string[], depth: number, ctx: ClassifyContext, elevate
   const report = args.some((a) => REPORT_FLAGS.has(a));
 
   // Fetched code run through a substitution: bash <(curl ...), sh -c "$(curl ...)", eval "$(wget ...)", python3 <(curl ...)
-  if ((INTERPRETERS.has(name) || name === 'eval' || name === 'source' || name === '.') && w.some((x) => FETCH_SUBST.test(x))) {
+  if (
+    (INTERPRETERS.has(name) || name === 'eval' || name === 'source' || name === '.') &&
+    w.some((x) => FETCH_SUBST.test(x))
+  ) {
     return hit('remote-code', `${name} <(curl …) runs a script fetched from the network`);
   }
   // running an installer an earlier command of the file downloaded
   if (runsDownloaded(w, ctx)) return hit('remote-code', `${w.join(' ').slice(0, 60)} runs a file downloaded earlier`);
-  if ((name === 'iex' || name === 'invoke-expression') && /\b(irm|iwr|invoke-restmethod|invoke-webrequest|downloadstring)\b/i.test(args.join(' '))) {
+  if (
+    (name === 'iex' || name === 'invoke-expression') &&
+    /\b(irm|iwr|invoke-restmethod|invoke-webrequest|downloadstring)\b/i.test(args.join(' '))
+  ) {
     return 'remote-code';
   }
 
@@ -467,7 +781,33 @@ function classifyKnown(w: string[], depth: number, ctx: ClassifyContext, elevate
       // npm create x / npm init x: fetch and run the create-x initializer (bare `npm init` only writes package.json)
       if (['create', 'init', 'innit'].includes(sub) && sub2) return 'remote-code';
       if (['link', 'ln'].includes(sub)) return 'toolchain';
-      if (['install', 'i', 'in', 'ins', 'inst', 'insta', 'instal', 'isnt', 'isntall', 'add', 'ci', 'clean-install', 'install-clean', 'update', 'up', 'upgrade', 'udpate', 'uninstall', 'un', 'unlink', 'remove', 'rm', 'r'].includes(sub)) {
+      if (
+        [
+          'install',
+          'i',
+          'in',
+          'ins',
+          'inst',
+          'insta',
+          'instal',
+          'isnt',
+          'isntall',
+          'add',
+          'ci',
+          'clean-install',
+          'install-clean',
+          'update',
+          'up',
+          'upgrade',
+          'udpate',
+          'uninstall',
+          'un',
+          'unlink',
+          'remove',
+          'rm',
+          'r',
+        ].includes(sub)
+      ) {
         return global ? 'toolchain' : 'deps';
       }
       return null;
@@ -475,7 +815,11 @@ function classifyKnown(w: string[], depth: number, ctx: ClassifyContext, elevate
     case 'pnpm': {
       if (report) return null;
       if (['dlx', 'create'].includes(sub)) return 'remote-code';
-      if (['install', 'i', 'add', 'update', 'up', 'upgrade', 'remove', 'rm', 'uninstall', 'un', 'link', 'ln'].includes(sub)) {
+      if (
+        ['install', 'i', 'add', 'update', 'up', 'upgrade', 'remove', 'rm', 'uninstall', 'un', 'link', 'ln'].includes(
+          sub,
+        )
+      ) {
         return has(args, '-g', '--global') ? 'toolchain' : 'deps';
       }
       return null;
@@ -491,7 +835,8 @@ function classifyKnown(w: string[], depth: number, ctx: ClassifyContext, elevate
       if (report) return null;
       if (['x', 'create'].includes(sub)) return 'remote-code';
       if (sub === 'upgrade') return 'toolchain';
-      if (['install', 'i', 'add', 'a', 'update', 'remove', 'rm'].includes(sub)) return has(args, '-g', '--global') ? 'toolchain' : 'deps';
+      if (['install', 'i', 'add', 'a', 'update', 'remove', 'rm'].includes(sub))
+        return has(args, '-g', '--global') ? 'toolchain' : 'deps';
       return null;
     }
     case 'bunx':
@@ -500,7 +845,10 @@ function classifyKnown(w: string[], depth: number, ctx: ClassifyContext, elevate
     case 'npx': {
       if (!pos.length) return null;
       const own = args.slice(0, args.indexOf(sub)); // npx's own options come before the package
-      const fetches = has(own, '-y', '--yes', '-p', '--package') || /.@/.test(sub) || !(LOCAL_BINS.has(sub) || ctx.localBins?.has(sub));
+      const fetches =
+        has(own, '-y', '--yes', '-p', '--package') ||
+        /.@/.test(sub) ||
+        !(LOCAL_BINS.has(sub) || ctx.localBins?.has(sub));
       if (fetches) return 'remote-code';
       return classifyWords(args.slice(args.indexOf(sub)), depth + 1, ctx);
     }
@@ -509,7 +857,12 @@ function classifyKnown(w: string[], depth: number, ctx: ClassifyContext, elevate
     case 'pip3': {
       if (report) return null;
       // sudo pip writes the OS Python's site-packages (the distribution's packages): system
-      if (sub === 'install') return has(args, '--user') ? 'toolchain' : elevated && !has(args, '--target', '-t', '--prefix', '--root') ? 'system' : 'deps';
+      if (sub === 'install')
+        return has(args, '--user')
+          ? 'toolchain'
+          : elevated && !has(args, '--target', '-t', '--prefix', '--root')
+            ? 'system'
+            : 'deps';
       if (sub === 'uninstall') return elevated ? 'system' : 'deps';
       return null;
     }
@@ -518,7 +871,8 @@ function classifyKnown(w: string[], depth: number, ctx: ClassifyContext, elevate
     case 'python3':
     case 'py': {
       const mi = args.indexOf('-m');
-      if (mi >= 0 && args[mi + 1]) return classifyWords(args.slice(mi + 1), depth + 1, elevated ? { ...ctx, elevated } : ctx);
+      if (mi >= 0 && args[mi + 1])
+        return classifyWords(args.slice(mi + 1), depth + 1, elevated ? { ...ctx, elevated } : ctx);
       return null;
     }
     case 'uv': {
@@ -545,7 +899,20 @@ function classifyKnown(w: string[], depth: number, ctx: ClassifyContext, elevate
       return ['install', 'update', 'upgrade', 'remove', 'uninstall', 'create'].includes(sub) ? 'deps' : null;
     case 'pipx':
       if (sub === 'run') return 'remote-code';
-      return !report && ['install', 'inject', 'upgrade', 'upgrade-all', 'reinstall', 'reinstall-all', 'uninstall', 'uninstall-all', 'upgrade-shared'].includes(sub) ? 'toolchain' : null;
+      return !report &&
+        [
+          'install',
+          'inject',
+          'upgrade',
+          'upgrade-all',
+          'reinstall',
+          'reinstall-all',
+          'uninstall',
+          'uninstall-all',
+          'upgrade-shared',
+        ].includes(sub)
+        ? 'toolchain'
+        : null;
     case 'cargo':
       if (report || has(args, '--list')) return null;
       if (['add', 'update', 'remove', 'rm'].includes(sub)) return 'deps';
@@ -563,7 +930,11 @@ function classifyKnown(w: string[], depth: number, ctx: ClassifyContext, elevate
       return !report && ['require', 'install', 'update', 'remove'].includes(sub) ? 'deps' : null;
     case 'rustup':
       if (['update', 'install', 'default'].includes(sub)) return 'toolchain';
-      if (['toolchain', 'component', 'target', 'self'].includes(sub) && ['install', 'add', 'remove', 'uninstall', 'update'].includes(sub2)) return 'toolchain';
+      if (
+        ['toolchain', 'component', 'target', 'self'].includes(sub) &&
+        ['install', 'add', 'remove', 'uninstall', 'update'].includes(sub2)
+      )
+        return 'toolchain';
       return null;
     case 'nvm':
     case 'fnm':
@@ -578,11 +949,16 @@ function classifyKnown(w: string[], depth: number, ctx: ClassifyContext, elevate
     case 'brew':
       if (report) return null;
       if (sub === 'bundle') return ['check', 'list', 'dump'].includes(sub2) ? null : 'toolchain';
-      return ['install', 'reinstall', 'upgrade', 'uninstall', 'remove', 'rm', 'link', 'unlink'].includes(sub) ? 'toolchain' : null;
+      return ['install', 'reinstall', 'upgrade', 'uninstall', 'remove', 'rm', 'link', 'unlink'].includes(sub)
+        ? 'toolchain'
+        : null;
     case 'scoop':
     case 'winget':
     case 'choco':
-      return ['install', 'upgrade', 'update', 'uninstall', 'remove'].includes(sub) && !(name === 'scoop' && sub === 'update' && !sub2) ? 'toolchain' : null;
+      return ['install', 'upgrade', 'update', 'uninstall', 'remove'].includes(sub) &&
+        !(name === 'scoop' && sub === 'update' && !sub2)
+        ? 'toolchain'
+        : null;
     case 'install-module':
     case 'install-package':
     case 'update-module':
@@ -592,17 +968,26 @@ function classifyKnown(w: string[], depth: number, ctx: ClassifyContext, elevate
     case 'powershell': {
       // powershell -c "irm … | iex" / -Command …: classify the command text
       const ci = args.findIndex((a) => /^-(c|command|encodedcommand)$/i.test(a));
-      return ci >= 0 && args[ci + 1] !== undefined && !/^-encodedcommand$/i.test(args[ci]) ? classifyText(args.slice(ci + 1).join(' '), depth + 1, ctx) : null;
+      return ci >= 0 && args[ci + 1] !== undefined && !/^-encodedcommand$/i.test(args[ci])
+        ? classifyText(args.slice(ci + 1).join(' '), depth + 1, ctx)
+        : null;
     }
     case 'pyenv':
     case 'rbenv':
     case 'nodenv':
     case 'goenv':
     case 'sdk':
-      return ['install', 'uninstall'].includes(sub) || (name === 'sdk' && ['upgrade', 'selfupdate'].includes(sub)) ? 'toolchain' : null;
+      return ['install', 'uninstall'].includes(sub) || (name === 'sdk' && ['upgrade', 'selfupdate'].includes(sub))
+        ? 'toolchain'
+        : null;
     case 'pixi':
-      if (sub === 'global') return ['install', 'upgrade', 'remove', 'uninstall', 'add'].includes(sub2) ? 'toolchain' : null;
-      return ['add', 'install', 'update', 'upgrade', 'remove'].includes(sub) ? 'deps' : sub === 'self-update' ? 'toolchain' : null;
+      if (sub === 'global')
+        return ['install', 'upgrade', 'remove', 'uninstall', 'add'].includes(sub2) ? 'toolchain' : null;
+      return ['add', 'install', 'update', 'upgrade', 'remove'].includes(sub)
+        ? 'deps'
+        : sub === 'self-update'
+          ? 'toolchain'
+          : null;
     case 'port':
     case 'mas':
       return ['install', 'upgrade', 'uninstall', 'selfupdate'].includes(sub) ? 'toolchain' : null;
@@ -630,28 +1015,71 @@ function classifyKnown(w: string[], depth: number, ctx: ClassifyContext, elevate
     case 'eopkg':
     case 'swupd':
       if (report || has(args, '-p', '--pretend', '--noop')) return null;
-      if (name === 'emerge' || name === 'xbps-install') return pos.length || has(args, '-u', '--update', '-S', '-Su') ? 'system' : null;
-      return ['install', 'add', 'upgrade', 'update', 'remove', 'delete', 'purge', 'autoremove', 'full-upgrade', 'bundle-add', 'it', 'rm'].includes(sub) && !(sub === 'update' && ['nala', 'opkg', 'pkg'].includes(name) && !sub2) ? 'system' : null;
+      if (name === 'emerge' || name === 'xbps-install')
+        return pos.length || has(args, '-u', '--update', '-S', '-Su') ? 'system' : null;
+      return [
+        'install',
+        'add',
+        'upgrade',
+        'update',
+        'remove',
+        'delete',
+        'purge',
+        'autoremove',
+        'full-upgrade',
+        'bundle-add',
+        'it',
+        'rm',
+      ].includes(sub) && !(sub === 'update' && ['nala', 'opkg', 'pkg'].includes(name) && !sub2)
+        ? 'system'
+        : null;
     case 'softwareupdate':
       return has(args, '-i', '--install', '-a', '--all') ? 'system' : null;
     case 'curl':
     case 'wget': {
       // a download straight into a directory on PATH installs a tool: curl -Lo /usr/local/bin/x URL
-      const oi = args.findIndex((a) => (name === 'curl' ? a === '-o' || a === '--output' || /^-[a-zA-Z]*o$/.test(a) : a === '-O' || a === '--output-document' || /^-[a-zA-Z]*O$/.test(a)));
+      const oi = args.findIndex((a) =>
+        name === 'curl'
+          ? a === '-o' || a === '--output' || /^-[a-zA-Z]*o$/.test(a)
+          : a === '-O' || a === '--output-document' || /^-[a-zA-Z]*O$/.test(a),
+      );
       const eq = args.find((a) => a.startsWith('--output=') || a.startsWith('--output-document='));
       const out = oi >= 0 ? args[oi + 1] : eq?.slice(eq.indexOf('=') + 1);
       return out && BIN_DIR.test(out) ? 'toolchain' : null;
     }
     case 'make':
     case 'gmake':
-      return pos.some((p) => p === 'install' || p === 'uninstall') && !has(args, '-n', '--dry-run', '--just-print') ? 'toolchain' : null;
+      return pos.some((p) => p === 'install' || p === 'uninstall') && !has(args, '-n', '--dry-run', '--just-print')
+        ? 'toolchain'
+        : null;
     case 'apt':
     case 'apt-get':
     case 'aptitude':
       if (report || has(args, '-s', '--simulate', '--no-act')) return null;
-      return ['install', 'reinstall', 'remove', 'purge', 'autoremove', 'autopurge', 'upgrade', 'full-upgrade', 'dist-upgrade', 'build-dep', 'satisfy', 'safe-upgrade'].includes(sub) ? 'system' : null;
+      return [
+        'install',
+        'reinstall',
+        'remove',
+        'purge',
+        'autoremove',
+        'autopurge',
+        'upgrade',
+        'full-upgrade',
+        'dist-upgrade',
+        'build-dep',
+        'satisfy',
+        'safe-upgrade',
+      ].includes(sub)
+        ? 'system'
+        : null;
     case 'dpkg':
-      return args.some((a) => ['-i', '--install', '-r', '--remove', '-P', '--purge', '--unpack', '--configure', '-a'].includes(a) || /^-[a-zA-Z]*i[a-zA-Z]*$/.test(a)) && !has(args, '--dry-run', '--no-act') && !has(args, '-l', '-L', '-s', '-S')
+      return args.some(
+        (a) =>
+          ['-i', '--install', '-r', '--remove', '-P', '--purge', '--unpack', '--configure', '-a'].includes(a) ||
+          /^-[a-zA-Z]*i[a-zA-Z]*$/.test(a),
+      ) &&
+        !has(args, '--dry-run', '--no-act') &&
+        !has(args, '-l', '-L', '-s', '-S')
         ? 'system'
         : null;
     case 'snap':
@@ -662,10 +1090,29 @@ function classifyKnown(w: string[], depth: number, ctx: ClassifyContext, elevate
     case 'microdnf':
     case 'tdnf':
       if (report || has(args, '--assumeno')) return null;
-      if (['group', 'groups', 'module'].includes(sub)) return ['install', 'remove', 'upgrade', 'update'].includes(sub2) ? 'system' : null;
-      return ['install', 'reinstall', 'upgrade', 'update', 'remove', 'erase', 'downgrade', 'groupinstall', 'distro-sync', 'autoremove', 'localinstall'].includes(sub) ? 'system' : null;
+      if (['group', 'groups', 'module'].includes(sub))
+        return ['install', 'remove', 'upgrade', 'update'].includes(sub2) ? 'system' : null;
+      return [
+        'install',
+        'reinstall',
+        'upgrade',
+        'update',
+        'remove',
+        'erase',
+        'downgrade',
+        'groupinstall',
+        'distro-sync',
+        'autoremove',
+        'localinstall',
+      ].includes(sub)
+        ? 'system'
+        : null;
     case 'rpm':
-      return args.some((a) => /^-[iUFe][a-z]*$/.test(a) || ['--install', '--upgrade', '--erase', '--freshen'].includes(a)) && !has(args, '--test') ? 'system' : null;
+      return args.some(
+        (a) => /^-[iUFe][a-z]*$/.test(a) || ['--install', '--upgrade', '--erase', '--freshen'].includes(a),
+      ) && !has(args, '--test')
+        ? 'system'
+        : null;
     case 'pacman':
     case 'yay':
     case 'paru': {
@@ -676,15 +1123,33 @@ function classifyKnown(w: string[], depth: number, ctx: ClassifyContext, elevate
       return l[0] === 'U' || l[0] === 'R' ? 'system' : null;
     }
     case 'zypper':
-      return ['in', 'install', 'up', 'update', 'dup', 'dist-upgrade', 'rm', 'remove', 'patch', 'si', 'source-install'].includes(sub) && !has(args, '--dry-run', '-D') ? 'system' : null;
+      return [
+        'in',
+        'install',
+        'up',
+        'update',
+        'dup',
+        'dist-upgrade',
+        'rm',
+        'remove',
+        'patch',
+        'si',
+        'source-install',
+      ].includes(sub) && !has(args, '--dry-run', '-D')
+        ? 'system'
+        : null;
     case 'apk':
       return ['add', 'del', 'upgrade', 'fix'].includes(sub) && !has(args, '-s', '--simulate') ? 'system' : null;
     case 'flatpak':
       return ['install', 'update', 'uninstall', 'remove'].includes(sub) ? 'system' : null;
     case 'nix-env':
-      return args.some((a) => /^-(i|iA|u|e)$/.test(a) || ['--install', '--upgrade', '--uninstall'].includes(a)) ? 'toolchain' : null;
+      return args.some((a) => /^-(i|iA|u|e)$/.test(a) || ['--install', '--upgrade', '--uninstall'].includes(a))
+        ? 'toolchain'
+        : null;
     case 'systemctl':
-      return ['enable', 'disable', 'mask', 'unmask', 'link', 'preset', 'edit', 'set-default', 'revert'].includes(sub) ? 'system' : null;
+      return ['enable', 'disable', 'mask', 'unmask', 'link', 'preset', 'edit', 'set-default', 'revert'].includes(sub)
+        ? 'system'
+        : null;
     case 'launchctl':
       return ['load', 'unload', 'bootstrap', 'bootout', 'enable', 'disable'].includes(sub) ? 'system' : null;
     case 'update-rc.d':
@@ -716,23 +1181,38 @@ function classifyKnown(w: string[], depth: number, ctx: ClassifyContext, elevate
       return has(args, '--install', '--update') ? 'system' : null;
     case 'deno':
       if (report) return null;
-      if (['install', 'uninstall'].includes(sub)) return has(args, '-g', '--global') || sub === 'uninstall' ? 'toolchain' : 'deps';
-      if (['add', 'remove', 'outdated'].includes(sub)) return sub === 'outdated' && !has(args, '--update') ? null : 'deps';
+      if (['install', 'uninstall'].includes(sub))
+        return has(args, '-g', '--global') || sub === 'uninstall' ? 'toolchain' : 'deps';
+      if (['add', 'remove', 'outdated'].includes(sub))
+        return sub === 'outdated' && !has(args, '--update') ? null : 'deps';
       return sub === 'upgrade' ? 'toolchain' : null;
     case 'dotnet':
-      if (sub === 'tool' && ['install', 'update', 'uninstall'].includes(sub2)) return has(args, '-g', '--global') ? 'toolchain' : 'deps';
-      if ((sub === 'add' || sub === 'remove') && (['package', 'reference'].includes(sub2) || ['package', 'reference'].includes(pos[2] ?? ''))) return 'deps';
+      if (sub === 'tool' && ['install', 'update', 'uninstall'].includes(sub2))
+        return has(args, '-g', '--global') ? 'toolchain' : 'deps';
+      if (
+        (sub === 'add' || sub === 'remove') &&
+        (['package', 'reference'].includes(sub2) || ['package', 'reference'].includes(pos[2] ?? ''))
+      )
+        return 'deps';
       if (sub === 'workload' && ['install', 'update', 'uninstall'].includes(sub2)) return 'toolchain';
       return null;
     case 'nix':
       return sub === 'profile' && ['install', 'upgrade', 'remove'].includes(sub2) ? 'toolchain' : null;
     case 'mix':
-      return ['deps.get', 'deps.update'].includes(sub) ? 'deps' : ['archive.install', 'local.hex', 'local.rebar'].includes(sub) ? 'toolchain' : null;
+      return ['deps.get', 'deps.update'].includes(sub)
+        ? 'deps'
+        : ['archive.install', 'local.hex', 'local.rebar'].includes(sub)
+          ? 'toolchain'
+          : null;
     case 'pub':
       return ['get', 'upgrade', 'add'].includes(sub) ? 'deps' : null;
     case 'flutter':
     case 'dart':
-      return sub === 'pub' && ['get', 'upgrade', 'add', 'remove'].includes(sub2) ? 'deps' : sub === 'upgrade' ? 'toolchain' : null;
+      return sub === 'pub' && ['get', 'upgrade', 'add', 'remove'].includes(sub2)
+        ? 'deps'
+        : sub === 'upgrade'
+          ? 'toolchain'
+          : null;
     case 'cabal':
     case 'stack':
       return sub === 'install' ? 'toolchain' : null;
@@ -1307,16 +1787,25 @@ function classifyDocker(args: string[], depth: number, ctx: ClassifyContext): Ri
     case 'rmi':
       return 'system';
     case 'volume':
-      if (['prune', 'rm', 'remove'].includes(pos[0] ?? '')) return hit('destructive', `docker volume ${pos[0]} deletes volumes and the data in them`);
+      if (['prune', 'rm', 'remove'].includes(pos[0] ?? ''))
+        return hit('destructive', `docker volume ${pos[0]} deletes volumes and the data in them`);
       return null;
     case 'system':
-      if (pos[0] === 'prune') return hit('destructive', `docker system prune${has(rest, '--volumes') ? ' --volumes' : ''} deletes stopped containers, unused images${has(rest, '--volumes') ? ' and volumes' : ''}`);
+      if (pos[0] === 'prune')
+        return hit(
+          'destructive',
+          `docker system prune${has(rest, '--volumes') ? ' --volumes' : ''} deletes stopped containers, unused images${has(rest, '--volumes') ? ' and volumes' : ''}`,
+        );
       return null;
     case 'image':
     case 'container':
     case 'network':
     case 'builder':
-      return ['prune', 'rm', 'remove', 'pull'].includes(pos[0] ?? '') ? (pos[0] === 'pull' && pos.some((p) => AGENT_IMAGE.test(p)) ? 'remote-code' : 'system') : null;
+      return ['prune', 'rm', 'remove', 'pull'].includes(pos[0] ?? '')
+        ? pos[0] === 'pull' && pos.some((p) => AGENT_IMAGE.test(p))
+          ? 'remote-code'
+          : 'system'
+        : null;
     case 'plugin':
       return ['install', 'upgrade', 'rm'].includes(pos[0] ?? '') ? 'system' : null;
     case 'compose':
@@ -1335,7 +1824,18 @@ function classifyDocker(args: string[], depth: number, ctx: ClassifyContext): Ri
   }
 }
 
-const COMPOSE_ARG_OPTS = new Set(['-f', '--file', '-p', '--project-name', '--profile', '--env-file', '--project-directory', '--ansi', '--progress', '--parallel']);
+const COMPOSE_ARG_OPTS = new Set([
+  '-f',
+  '--file',
+  '-p',
+  '--project-name',
+  '--profile',
+  '--env-file',
+  '--project-directory',
+  '--ansi',
+  '--progress',
+  '--parallel',
+]);
 
 function classifyCompose(args: string[], depth = 0, ctx: ClassifyContext = {}): RiskClass | RiskHit | null {
   let i = 0;
@@ -1346,8 +1846,12 @@ function classifyCompose(args: string[], depth = 0, ctx: ClassifyContext = {}): 
   const sub = args[i] ?? '';
   const rest = args.slice(i + 1);
   if (has(rest, '--help', '--dry-run')) return null;
-  if (sub === 'pull') return positionals(rest).some((p) => /^(hermes|agent-zero|agent0|a0)$/i.test(p) || AGENT_IMAGE.test(p)) ? 'remote-code' : 'system';
-  if (sub === 'down' && (has(rest, '-v', '--volumes') || rest.some((a) => /^-[a-z]*v[a-z]*$/.test(a)))) return hit('destructive', 'docker compose down -v deletes the volumes and their data');
+  if (sub === 'pull')
+    return positionals(rest).some((p) => /^(hermes|agent-zero|agent0|a0)$/i.test(p) || AGENT_IMAGE.test(p))
+      ? 'remote-code'
+      : 'system';
+  if (sub === 'down' && (has(rest, '-v', '--volumes') || rest.some((a) => /^-[a-z]*v[a-z]*$/.test(a))))
+    return hit('destructive', 'docker compose down -v deletes the volumes and their data');
   if (sub === 'exec' || sub === 'run') {
     // docker compose exec [opts] SERVICE CMD…: what runs in the container
     let j = 0;

@@ -104,8 +104,18 @@ export function evaluate(files: Array<{ file: string; text: string }>, labels: E
     }
     if (!want.size && !got.size && !byKind.has(kind)) byKind.set(kind, { tp: 0, fp: 0, fn: 0 });
   }
-  const obj = (m: Map<string, Counts>): Record<string, Metrics> => Object.fromEntries([...m.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, metrics(v)]));
-  return { files: files.length, labels: nLabels, findings: nFindings, overall: metrics(overall), byClass: obj(byClass), byKind: obj(byKind), misses, falsePositives };
+  const obj = (m: Map<string, Counts>): Record<string, Metrics> =>
+    Object.fromEntries([...m.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, metrics(v)]));
+  return {
+    files: files.length,
+    labels: nLabels,
+    findings: nFindings,
+    overall: metrics(overall),
+    byClass: obj(byClass),
+    byKind: obj(byKind),
+    misses,
+    falsePositives,
+  };
 }
 
 const pct = (x: number): string => x.toFixed(3);
@@ -122,6 +132,8 @@ export function formatEval(r: EvalResult): string {
   const w = rows[0].map((_, i) => Math.max(...rows.map((x) => x[i].length)));
   const table = rows.map((x) => x.map((c, i) => (i === 0 ? c.padEnd(w[i]) : c.padStart(w[i]))).join('  ')).join('\n');
   const list = (title: string, xs: EvalMismatch[], otherName: string): string =>
-    xs.length ? `\n${title} (${xs.length}):\n${xs.map((x) => `  ${x.file}:${x.line}  ${x.class}${x.other ? ` (${otherName} ${x.other})` : ''}  ${x.command}`).join('\n')}` : `\n${title}: none`;
+    xs.length
+      ? `\n${title} (${xs.length}):\n${xs.map((x) => `  ${x.file}:${x.line}  ${x.class}${x.other ? ` (${otherName} ${x.other})` : ''}  ${x.command}`).join('\n')}`
+      : `\n${title}: none`;
   return `${r.files} files, ${r.labels} labelled commands, ${r.findings} findings\n${table}${list('Misses', r.misses, 'found as')}${list('False positives', r.falsePositives, 'labelled')}`;
 }

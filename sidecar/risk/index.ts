@@ -17,5 +17,11 @@ export {
 export { classifyText, classifyWords, maxClass, maxHit, RISK_CLASSES, type RiskClass, type RiskHit } from './classify';
 export { riskyConfigFile, configWriteTarget, type RiskyConfig } from './config';
 export { evaluate, formatEval, type EvalLabel, type EvalResult } from './eval';
-export { evaluateCommands, formatCommandEval, parseCommandCases, type CommandCase, type CommandEvalResult } from './eval-commands';
+export {
+  evaluateCommands,
+  formatCommandEval,
+  parseCommandCases,
+  type CommandCase,
+  type CommandEvalResult,
+} from './eval-commands';
 export { parseJsonc } from './jsonc';

@@ -6,7 +6,12 @@
 import { parseTree, type Node, type ParseError } from 'jsonc-parser';
 
 export type JsonNode =
-  | { type: 'object'; offset: number; length: number; props: Array<{ key: string; keyOffset: number; value: JsonNode }> }
+  | {
+      type: 'object';
+      offset: number;
+      length: number;
+      props: Array<{ key: string; keyOffset: number; value: JsonNode }>;
+    }
   | { type: 'array'; offset: number; length: number; items: JsonNode[] }
   | { type: 'string'; offset: number; length: number; value: string }
   | { type: 'number' | 'boolean' | 'null'; offset: number; length: number; value: number | boolean | null };

@@ -15,9 +15,32 @@
  * names the parts, `reason` says in one line why the top part is risky.
  */
 import type { RiskFinding } from '../protocol';
-import { CLASS_REASON, classifyPipeline, maxHit, MAYBE_CONFIG_WRITE, MAYBE_RISKY, noteDownloads, RISK_CLASSES, unwrap, type ClassifyContext, type RiskClass, type RiskHit } from './classify';
+import {
+  CLASS_REASON,
+  classifyPipeline,
+  maxHit,
+  MAYBE_CONFIG_WRITE,
+  MAYBE_RISKY,
+  noteDownloads,
+  RISK_CLASSES,
+  unwrap,
+  type ClassifyContext,
+  type RiskClass,
+  type RiskHit,
+} from './classify';
 import { splitCommands } from './shell';
-import { dockerCommands, expand, justCommands, lines, makeCommands, markdownCommands, numbered, psCommands, shellCommands, type LogicalCommand } from './text';
+import {
+  dockerCommands,
+  expand,
+  justCommands,
+  lines,
+  makeCommands,
+  markdownCommands,
+  numbered,
+  psCommands,
+  shellCommands,
+  type LogicalCommand,
+} from './text';
 import {
   composeCommands,
   devcontainerCommands,
@@ -84,9 +107,14 @@ export function fileKind(file: string, text: string): FileKind {
   const norm = file.replace(/\\/g, '/');
   const base = norm.replace(/^.*\//, '');
   const lower = base.toLowerCase();
-  if (/\.(sh|bash|zsh|ksh|command)$/.test(lower) || ['.bashrc', '.zshrc', '.profile', '.bash_profile', '.zprofile', '.envrc'].includes(lower)) return 'shell';
+  if (
+    /\.(sh|bash|zsh|ksh|command)$/.test(lower) ||
+    ['.bashrc', '.zshrc', '.profile', '.bash_profile', '.zprofile', '.envrc'].includes(lower)
+  )
+    return 'shell';
   if (/\.(md|markdown|mdx|mdown|mkd|qmd)$/.test(lower)) return 'markdown';
-  if (/^(dockerfile|containerfile)(\..*)?$/.test(lower) || /\.(dockerfile|containerfile)$/.test(lower)) return 'dockerfile';
+  if (/^(dockerfile|containerfile)(\..*)?$/.test(lower) || /\.(dockerfile|containerfile)$/.test(lower))
+    return 'dockerfile';
   if (/^(gnu)?makefile$/.test(lower) || lower.endsWith('.mk')) return 'makefile';
   if (lower === 'justfile' || lower === '.justfile' || lower.endsWith('.just')) return 'justfile';
   if (/\.(ps1|psm1)$/.test(lower)) return 'powershell';
@@ -212,7 +240,8 @@ function verdictOf(lc: LogicalCommand, ctx: ClassifyContext): Verdict {
     let local: ClassifyContext = ctx;
     for (const p of splitCommands(src)) {
       let h: RiskHit | null = null;
-      if (lc.vars && /\$[({]/.test(p.text)) for (const e of splitCommands(expand(p.text, lc.vars))) h = maxHit(h, classifyPipeline(e, 0, local));
+      if (lc.vars && /\$[({]/.test(p.text))
+        for (const e of splitCommands(expand(p.text, lc.vars))) h = maxHit(h, classifyPipeline(e, 0, local));
       else h = classifyPipeline(p, 0, local);
       for (const c of p.commands) noteDownloads(c.words, ctx);
       const w = p.commands.length === 1 ? unwrap(p.commands[0].words) : [];
@@ -223,7 +252,14 @@ function verdictOf(lc: LogicalCommand, ctx: ClassifyContext): Verdict {
     }
   }
   const downloads = ctx.downloaded && before ? [...ctx.downloaded].filter((d) => !before.has(d)) : [];
-  const v: Verdict = { parts, top: top?.class ?? null, downloads, text: top ? tidy(lc.text) : lc.text, risk: top ? reasonOf(parts, top.class) : '', reason: top?.reason ?? '' };
+  const v: Verdict = {
+    parts,
+    top: top?.class ?? null,
+    downloads,
+    text: top ? tidy(lc.text) : lc.text,
+    risk: top ? reasonOf(parts, top.class) : '',
+    reason: top?.reason ?? '',
+  };
   if (memoable) {
     if (MEMO.size >= MEMO_MAX) MEMO.clear();
     MEMO.set(key, v);
@@ -242,7 +278,17 @@ function classify(cmds: LogicalCommand[], kind: FileKind, ctx: ClassifyContext):
   const out: RiskyCommand[] = [];
   for (const lc of cmds) {
     const v = verdictOf(lc, ctx);
-    if (v.top) out.push({ line: lc.line, endLine: lc.endLine, text: v.text, class: v.top, parts: v.parts, risk: v.risk, reason: v.reason, kind });
+    if (v.top)
+      out.push({
+        line: lc.line,
+        endLine: lc.endLine,
+        text: v.text,
+        class: v.top,
+        parts: v.parts,
+        risk: v.risk,
+        reason: v.reason,
+        kind,
+      });
   }
   return out;
 }
@@ -254,7 +300,10 @@ function classify(cmds: LogicalCommand[], kind: FileKind, ctx: ClassifyContext):
  * @param kind override the file kind, e.g. `notebook-cell` for the text of one notebook cell
  */
 export function scanCommands(file: string, text: string, kind: FileKind = fileKind(file, text)): RiskyCommand[] {
-  const ctx: ClassifyContext = { downloaded: new Set(), ...(kind === 'package-json' ? { localBins: packageJsonBins(text) } : {}) };
+  const ctx: ClassifyContext = {
+    downloaded: new Set(),
+    ...(kind === 'package-json' ? { localBins: packageJsonBins(text) } : {}),
+  };
   return classify(logicalCommands(file, text, kind), kind, ctx).sort((a, b) => a.line - b.line);
 }
 
@@ -268,7 +317,16 @@ export function scanCommands(file: string, text: string, kind: FileKind = fileKi
  *   command (continuations joined); `risk` names the risky part(s). [] for unknown file kinds.
  */
 export function scanText(file: string, text: string, kind?: FileKind): RiskFinding[] {
-  return scanCommands(file, text, kind).map((c) => ({ file, line: c.line, endLine: c.endLine, command: c.text, class: c.class, kind: c.kind, risk: c.risk, reason: c.reason }));
+  return scanCommands(file, text, kind).map((c) => ({
+    file,
+    line: c.line,
+    endLine: c.endLine,
+    command: c.text,
+    class: c.class,
+    kind: c.kind,
+    risk: c.risk,
+    reason: c.reason,
+  }));
 }
 
 /** The verdict on one terminal command: its class, a one-line reason and the risky parts. */

@@ -64,7 +64,8 @@ export function splitCommands(s: string): Pipeline[] {
   const endPipeline = (end: number, next: number): void => {
     endCmd(end, next);
     const parts = cmds.map((t) => t.trim()).filter((t) => t.length > 0);
-    if (parts.length) pipelines.push({ text: parts.join(' | '), commands: parts.map((t) => ({ text: t, words: words(t) })) });
+    if (parts.length)
+      pipelines.push({ text: parts.join(' | '), commands: parts.map((t) => ({ text: t, words: words(t) })) });
     cmds = [];
   };
   for (let i = 0; i < s.length; i++) {

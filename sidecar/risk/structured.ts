@@ -65,7 +65,12 @@ function composeValueCommands(node: YamlNode | null, lc: LineCounter, source: st
   if (!isSeq(node) || !node.range) return [];
   const items = node.items.filter(isScalar);
   const last = items.at(-1);
-  if (last && last.type === Scalar.BLOCK_LITERAL && items.length >= 2 && /^-[a-z]*c[a-z]*$/.test(String(items[items.length - 2].value))) {
+  if (
+    last &&
+    last.type === Scalar.BLOCK_LITERAL &&
+    items.length >= 2 &&
+    /^-[a-z]*c[a-z]*$/.test(String(items[items.length - 2].value))
+  ) {
     return yamlScalarCommands(last, lc, true, source);
   }
   const text = argvText(items.map((i) => i.value));
@@ -82,7 +87,8 @@ export function composeCommands(text: string): LogicalCommand[] {
   const out: LogicalCommand[] = [];
   visit(doc, {
     Pair(_k, pair: Pair) {
-      if (isScalar(pair.key) && (pair.key.value === 'command' || pair.key.value === 'entrypoint')) out.push(...composeValueCommands(pair.value as YamlNode | null, lc, text));
+      if (isScalar(pair.key) && (pair.key.value === 'command' || pair.key.value === 'entrypoint'))
+        out.push(...composeValueCommands(pair.value as YamlNode | null, lc, text));
     },
   });
   return out.sort((a, b) => a.line - b.line);
@@ -98,7 +104,8 @@ export function workflowCommands(text: string): LogicalCommand[] {
   const out: LogicalCommand[] = [];
   visit(doc, {
     Pair(_k, pair: Pair) {
-      if (isScalar(pair.key) && pair.key.value === 'run' && isScalar(pair.value)) out.push(...yamlScalarCommands(pair.value, lc, true, text));
+      if (isScalar(pair.key) && pair.key.value === 'run' && isScalar(pair.value))
+        out.push(...yamlScalarCommands(pair.value, lc, true, text));
     },
   });
   return out.sort((a, b) => a.line - b.line);
@@ -106,7 +113,10 @@ export function workflowCommands(text: string): LogicalCommand[] {
 
 /** Whether a YAML text looks like a workflow (`jobs:` with `steps:`/`runs-on:`) or composite action (`runs:` + `steps:`). */
 export function looksLikeWorkflow(text: string): boolean {
-  return (/^jobs\s*:/m.test(text) && /^\s+(steps|runs-on)\s*:/m.test(text)) || (/^runs\s*:/m.test(text) && /^\s+steps\s*:/m.test(text));
+  return (
+    (/^jobs\s*:/m.test(text) && /^\s+(steps|runs-on)\s*:/m.test(text)) ||
+    (/^runs\s*:/m.test(text) && /^\s+steps\s*:/m.test(text))
+  );
 }
 
 /** Whether a YAML text looks like a compose file (top-level `services:` whose entries have image/build/command). */
@@ -137,7 +147,13 @@ function items(node: JsonNode | undefined): JsonNode[] {
 /** A JSON command value: a string is one command; an array of strings is an argv (one command). */
 function jsonCommand(node: JsonNode, ln: Lines, extraArgs?: JsonNode): LogicalCommand[] {
   if (node.type === 'string') {
-    const args = items(extraArgs).map((c) => (c.type === 'string' ? c.value : c.type === 'object' ? String(prop(c, 'value')?.type === 'string' ? (prop(c, 'value') as { value: string }).value : '') : ''));
+    const args = items(extraArgs).map((c) =>
+      c.type === 'string'
+        ? c.value
+        : c.type === 'object'
+          ? String(prop(c, 'value')?.type === 'string' ? (prop(c, 'value') as { value: string }).value : '')
+          : '',
+    );
     const text = oneLine([String(node.value), ...args.map((a) => argvText([a]))].join(' '));
     return text ? [{ line: ln.at(node.offset), endLine: ln.at(node.offset + node.length - 1), text }] : [];
   }

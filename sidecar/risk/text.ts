@@ -84,7 +84,11 @@ function heredocIsScript(text: string): boolean {
     while (i < w.length && w[i].startsWith('-')) i += /^-[bcDEeFIiJLlmOopQRSWw]$/.test(w[i]) ? 2 : 1;
     w = unwrap(w.slice(i + 1));
   }
-  return w.length > 0 && SHELL_NAMES.has(cmdName(w[0])) && !w.slice(1).some((a) => /^-[a-z]*c[a-z]*$/.test(a) || (!a.startsWith('-') && a !== '-'));
+  return (
+    w.length > 0 &&
+    SHELL_NAMES.has(cmdName(w[0])) &&
+    !w.slice(1).some((a) => /^-[a-z]*c[a-z]*$/.test(a) || (!a.startsWith('-') && a !== '-'))
+  );
 }
 
 /**
@@ -92,7 +96,10 @@ function heredocIsScript(text: string): boolean {
  * lines and data heredoc bodies skipped (a heredoc fed to a shell is scanned line by line).
  * @param prefix strips a per-line prefix; returns null when the line is not a command (console output)
  */
-export function shellCommands(src: NumberedLine[], prefix?: (s: string, continuing: boolean) => string | null): LogicalCommand[] {
+export function shellCommands(
+  src: NumberedLine[],
+  prefix?: (s: string, continuing: boolean) => string | null,
+): LogicalCommand[] {
   const out: LogicalCommand[] = [];
   let i = 0;
   while (i < src.length) {
@@ -153,7 +160,15 @@ export function shellCommands(src: NumberedLine[], prefix?: (s: string, continui
 }
 
 const SHELL_FENCES = new Set(['sh', 'bash', 'shell', 'zsh', 'ksh', 'fish', 'dash', '']);
-const CONSOLE_FENCES = new Set(['console', 'shellsession', 'shell-session', 'terminal', 'sh-session', 'bash-session', 'shell_session']);
+const CONSOLE_FENCES = new Set([
+  'console',
+  'shellsession',
+  'shell-session',
+  'terminal',
+  'sh-session',
+  'bash-session',
+  'shell_session',
+]);
 const PS_FENCES = new Set(['powershell', 'pwsh', 'ps1', 'ps', 'posh']);
 
 /** Language of a fence info string: ```` ```bash title="x" ````, ```` ```{.bash} ````, ```` ```sh {3} ```` → bash, bash, sh. */
@@ -196,7 +211,8 @@ export function markdownCommands(all: string[]): LogicalCommand[] {
       i++;
     }
     if (CONSOLE_FENCES.has(lang)) out.push(...shellCommands(body, consolePrompt));
-    else if (SHELL_FENCES.has(lang)) out.push(...shellCommands(body, (s, continuing) => (continuing ? s : s.replace(/^\s*\$ /, ''))));
+    else if (SHELL_FENCES.has(lang))
+      out.push(...shellCommands(body, (s, continuing) => (continuing ? s : s.replace(/^\s*\$ /, ''))));
     else if (PS_FENCES.has(lang)) out.push(...psCommands(body));
   }
   return out;
@@ -345,7 +361,11 @@ export function makeCommands(all: string[]): LogicalCommand[] {
   const out: LogicalCommand[] = [];
   let run: NumberedLine[] = [];
   const flush = (): void => {
-    out.push(...shellCommands(run, (s, continuing) => (continuing ? s.replace(/^\t/, '') : s.replace(/^\t+/, '').replace(/^[@+-]+\s*/, '')).replace(/\$\$/g, '$')));
+    out.push(
+      ...shellCommands(run, (s, continuing) =>
+        (continuing ? s.replace(/^\t/, '') : s.replace(/^\t+/, '').replace(/^[@+-]+\s*/, '')).replace(/\$\$/g, '$'),
+      ),
+    );
     run = [];
   };
   let inDefine = false;

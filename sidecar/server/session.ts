@@ -111,7 +111,9 @@ const PRIORITY: Record<string, number> = Object.fromEntries(RISK_CLASSES.map((c,
  * previous one ends) form one block. A block's command is its commands joined by "\n", its class the
  * highest of them.
  */
-export function lensBlocks(cmds: RiskyCommand[]): Array<{ line: number; endLine: number; command: string; class: string; reason: string }> {
+export function lensBlocks(
+  cmds: RiskyCommand[],
+): Array<{ line: number; endLine: number; command: string; class: string; reason: string }> {
   const out: Array<{ line: number; endLine: number; command: string; class: string; reason: string }> = [];
   for (const c of cmds) {
     const last = out.at(-1);
@@ -134,14 +136,28 @@ export function lensBlocks(cmds: RiskyCommand[]): Array<{ line: number; endLine:
  * `lensCommand`) fills in the command, so a client pays for commands only on the lenses it shows.
  * @param cmds the document's risky commands (cached by the caller per document version)
  */
-export function codeLensesFor(doc: TextDocument, filter: CodeLensFilter = 'all', cmds: RiskyCommand[] = riskyCommandsOf(doc)): CodeLens[] {
+export function codeLensesFor(
+  doc: TextDocument,
+  filter: CodeLensFilter = 'all',
+  cmds: RiskyCommand[] = riskyCommandsOf(doc),
+): CodeLens[] {
   if (filter === 'off') return [];
   const file = fsPathOf(doc.uri);
   const shown = filter === 'all' ? cmds : cmds.filter((c) => filter.includes(c.class));
   const lenses: CodeLens[] = [];
   for (const b of lensBlocks(shown)) {
-    const arg: LensArgument = { command: b.command, file, uri: doc.uri, line: b.line, endLine: b.endLine, class: b.class, ...(b.reason ? { reason: b.reason } : {}) };
-    const lineText = doc.getText({ start: { line: b.line - 1, character: 0 }, end: { line: b.line, character: 0 } }).replace(/\r?\n$/, '');
+    const arg: LensArgument = {
+      command: b.command,
+      file,
+      uri: doc.uri,
+      line: b.line,
+      endLine: b.endLine,
+      class: b.class,
+      ...(b.reason ? { reason: b.reason } : {}),
+    };
+    const lineText = doc
+      .getText({ start: { line: b.line - 1, character: 0 }, end: { line: b.line, character: 0 } })
+      .replace(/\r?\n$/, '');
     const range = { start: { line: b.line - 1, character: 0 }, end: { line: b.line - 1, character: lineText.length } };
     // range-only lenses: the client asks codeLens/resolve for the command of each visible lens
     lenses.push({ range, data: { kind: 'snapshot', arg } });
@@ -160,7 +176,14 @@ export function resolveLens(lens: CodeLens): CodeLens {
   const data = lens.data as { kind?: string; arg?: LensArgument } | undefined;
   if (!data?.arg) return lens;
   // the tooltip names why the command is risky (LSP 3.18 Command.tooltip; VS Code shows it on hover)
-  const tooltip = data.arg.reason ? { tooltip: data.kind === 'run' ? `Run without a restore point. ${data.arg.reason}` : `Take a restore point, then run. ${data.arg.reason}` } : {};
+  const tooltip = data.arg.reason
+    ? {
+        tooltip:
+          data.kind === 'run'
+            ? `Run without a restore point. ${data.arg.reason}`
+            : `Take a restore point, then run. ${data.arg.reason}`,
+      }
+    : {};
   const command =
     data.kind === 'run'
       ? { title: '$(play) Run', command: RUN_COMMAND, arguments: [data.arg], ...tooltip }
@@ -175,15 +198,23 @@ export function resolveLens(lens: CodeLens): CodeLens {
  * outcome in the journal and sends agentkeep/changed, so nothing is left half-recorded. A failure of
  * the abandoned work goes to `onLateError`.
  */
-export function untilCancelled<T>(work: Promise<T>, token: CancellationToken, onLateError: (e: unknown) => void): Promise<T> {
+export function untilCancelled<T>(
+  work: Promise<T>,
+  token: CancellationToken,
+  onLateError: (e: unknown) => void,
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let cancelled = false;
     const sub = token.onCancellationRequested(() => {
       cancelled = true;
       reject(
-        new ResponseError<ErrorData>(LSPErrorCodes.RequestCancelled, 'Stopped waiting: the request was cancelled. The operation continues and its result appears in the restore point list when it ends.', {
-          code: 'cancelled',
-        }),
+        new ResponseError<ErrorData>(
+          LSPErrorCodes.RequestCancelled,
+          'Stopped waiting: the request was cancelled. The operation continues and its result appears in the restore point list when it ends.',
+          {
+            code: 'cancelled',
+          },
+        ),
       );
     });
     work.then(resolve, (e) => (cancelled ? onLateError(e) : reject(e))).finally(() => sub.dispose());
@@ -251,11 +282,16 @@ export function serveConnection(connection: Connection, core: CoreApi, log: (msg
       const token = CancellationToken.is(last) ? last : CancellationToken.None;
       const params = args.length > 1 || !CancellationToken.is(args[0]) ? args[0] : undefined;
       try {
-        return await untilCancelled(dispatch(core, wire, params), token, (e) => log(`agentkeep: ${wire} ended after its request was cancelled: ${e instanceof Error ? e.message : String(e)}`));
+        return await untilCancelled(dispatch(core, wire, params), token, (e) =>
+          log(
+            `agentkeep: ${wire} ended after its request was cancelled: ${e instanceof Error ? e.message : String(e)}`,
+          ),
+        );
       } catch (e) {
         if (e instanceof ResponseError) throw e; // cancelled (untilCancelled)
         const err = toResponseError(e);
-        if (err.data?.code === 'internal') log(`agentkeep: ${wire} failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+        if (err.data?.code === 'internal')
+          log(`agentkeep: ${wire} failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
         throw err;
       }
     });

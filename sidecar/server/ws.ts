@@ -8,7 +8,14 @@ import { promises as fs } from 'node:fs';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { createConnection, createProtocolConnection, ProposedFeatures, type Message, type RequestMessage, type WatchDog } from 'vscode-languageserver';
+import {
+  createConnection,
+  createProtocolConnection,
+  ProposedFeatures,
+  type Message,
+  type RequestMessage,
+  type WatchDog,
+} from 'vscode-languageserver';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { AgentKeepError } from '../core/errors';
 import type { CoreOptions } from '../core/service';
@@ -27,10 +34,15 @@ export interface HostPort {
  * @throws AgentKeepError InvalidParams naming the expected form
  */
 export function parseHostPort(s: string): HostPort {
-  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(s) ?? (/^(\d{1,5})$/.test(s) ? [s, undefined, '127.0.0.1', s] : null);
+  const m =
+    /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(s) ?? (/^(\d{1,5})$/.test(s) ? [s, undefined, '127.0.0.1', s] : null);
   const port = m ? Number(m[3]) : NaN;
   if (!m || !(port >= 0 && port <= 65535)) {
-    throw new AgentKeepError('InvalidParams', `Bad --ws address "${s}".`, 'Use HOST:PORT, e.g. --ws 127.0.0.1:7420 (port 0 picks a free port).');
+    throw new AgentKeepError(
+      'InvalidParams',
+      `Bad --ws address "${s}".`,
+      'Use HOST:PORT, e.g. --ws 127.0.0.1:7420 (port 0 picks a free port).',
+    );
   }
   return { host: m[1] ?? (m[2] || '127.0.0.1'), port };
 }
@@ -53,22 +65,42 @@ export async function readTokenFile(file: string): Promise<string> {
   try {
     st = await fs.stat(file);
   } catch {
-    throw new AgentKeepError('FileError', `Token file ${file} does not exist.`, `Create it with a random secret: umask 077 && openssl rand -hex 32 > ${file}`);
+    throw new AgentKeepError(
+      'FileError',
+      `Token file ${file} does not exist.`,
+      `Create it with a random secret: umask 077 && openssl rand -hex 32 > ${file}`,
+    );
   }
   if (process.platform !== 'win32' && (st.mode & 0o077) !== 0) {
-    throw new AgentKeepError('FileError', `Token file ${file} is readable by other users (mode ${(st.mode & 0o777).toString(8)}).`, `Restrict it: chmod 600 ${file}`);
+    throw new AgentKeepError(
+      'FileError',
+      `Token file ${file} is readable by other users (mode ${(st.mode & 0o777).toString(8)}).`,
+      `Restrict it: chmod 600 ${file}`,
+    );
   }
   let token: string;
   try {
     token = (await fs.readFile(file, 'utf8')).trim();
   } catch (e) {
-    throw new AgentKeepError('FileError', `Cannot read token file ${file}: ${(e as Error).message}.`, 'Check its owner and permissions.');
+    throw new AgentKeepError(
+      'FileError',
+      `Cannot read token file ${file}: ${(e as Error).message}.`,
+      'Check its owner and permissions.',
+    );
   }
   if (!token) {
-    throw new AgentKeepError('FileError', `Token file ${file} is empty.`, `Write a random secret into it: openssl rand -hex 32 > ${file}`);
+    throw new AgentKeepError(
+      'FileError',
+      `Token file ${file} is empty.`,
+      `Write a random secret into it: openssl rand -hex 32 > ${file}`,
+    );
   }
   if (token.length < MIN_TOKEN_CHARS) {
-    throw new AgentKeepError('FileError', `The token in ${file} is too short (${token.length} characters; at least ${MIN_TOKEN_CHARS} needed).`, `Write a random secret into it: openssl rand -hex 32 > ${file}`);
+    throw new AgentKeepError(
+      'FileError',
+      `The token in ${file} is too short (${token.length} characters; at least ${MIN_TOKEN_CHARS} needed).`,
+      `Write a random secret into it: openssl rand -hex 32 > ${file}`,
+    );
   }
   return token;
 }
@@ -108,7 +140,13 @@ export interface WsServer {
  * @param token the expected bearer token
  * @param log diagnostics (stderr)
  */
-export async function serveWs(makeCore: CoreFactory, base: CoreOptions, listen: HostPort, token: string, log: (m: string) => void): Promise<WsServer> {
+export async function serveWs(
+  makeCore: CoreFactory,
+  base: CoreOptions,
+  listen: HostPort,
+  token: string,
+  log: (m: string) => void,
+): Promise<WsServer> {
   const hub = new ConnectionHub();
   const core = makeCore(hub.coreOptions(base));
   const server = http.createServer((_req, res) => {
@@ -119,8 +157,14 @@ export async function serveWs(makeCore: CoreFactory, base: CoreOptions, listen: 
 
   server.on('upgrade', (req, socket, head) => {
     if (!tokenMatches(req.headers.authorization, token)) {
-      log(`agentkeep: refused a connection from ${req.socket.remoteAddress ?? '?'}: ${req.headers.authorization ? 'wrong' : 'no'} bearer token`);
-      refuse(socket, 401, 'agentkeep: missing or wrong bearer token (send Authorization: Bearer <token from the token file>)');
+      log(
+        `agentkeep: refused a connection from ${req.socket.remoteAddress ?? '?'}: ${req.headers.authorization ? 'wrong' : 'no'} bearer token`,
+      );
+      refuse(
+        socket,
+        401,
+        'agentkeep: missing or wrong bearer token (send Authorization: Bearer <token from the token file>)',
+      );
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => attach(ws));
@@ -131,7 +175,8 @@ export async function serveWs(makeCore: CoreFactory, base: CoreOptions, listen: 
     // The gate answers frames that are not JSON-RPC requests and batches (./jsonrpc.ts).
     const gate = new JsonRpcGate(new WebSocketFrameReader(ws), new WebSocketMessageWriter(ws), (m: Message) => {
       const r = m as RequestMessage;
-      if (r.method === 'initialize' && r.params && typeof r.params === 'object') (r.params as { processId?: unknown }).processId = null;
+      if (r.method === 'initialize' && r.params && typeof r.params === 'object')
+        (r.params as { processId?: unknown }).processId = null;
       return m;
     });
     const { reader, writer } = gate;
@@ -146,7 +191,11 @@ export async function serveWs(makeCore: CoreFactory, base: CoreOptions, listen: 
       },
       exit: () => ws.close(1000, 'exit'),
     };
-    const connection = createConnection((logger) => createProtocolConnection(reader, writer, logger), watchDog, ProposedFeatures.all);
+    const connection = createConnection(
+      (logger) => createProtocolConnection(reader, writer, logger),
+      watchDog,
+      ProposedFeatures.all,
+    );
     hub.add(connection);
     ws.on('close', () => {
       hub.delete(connection);
@@ -157,14 +206,22 @@ export async function serveWs(makeCore: CoreFactory, base: CoreOptions, listen: 
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', (e: NodeJS.ErrnoException) =>
-      reject(new AgentKeepError('InvalidParams', `Cannot listen on ${listen.host}:${listen.port}: ${e.message}.`, e.code === 'EADDRINUSE' ? 'Pick another port, or 0 for a free one.' : 'Check the host address.')),
+      reject(
+        new AgentKeepError(
+          'InvalidParams',
+          `Cannot listen on ${listen.host}:${listen.port}: ${e.message}.`,
+          e.code === 'EADDRINUSE' ? 'Pick another port, or 0 for a free one.' : 'Check the host address.',
+        ),
+      ),
     );
     server.listen(listen.port, listen.host, () => resolve());
   });
   const addr = server.address() as AddressInfo;
   const address = { host: listen.host, port: addr.port };
   if (!isLoopback(listen.host)) {
-    log(`agentkeep: warning: listening on non-loopback ${listen.host}; reach it through an SSH tunnel or a TLS proxy, never plain over a network`);
+    log(
+      `agentkeep: warning: listening on non-loopback ${listen.host}; reach it through an SSH tunnel or a TLS proxy, never plain over a network`,
+    );
   }
   const shown = address.host.includes(':') ? `[${address.host}]` : address.host;
   log(`agentkeep: listening on ws://${shown}:${address.port}`);

@@ -4,7 +4,15 @@
  * WebSocketMessageReader), and WebSocketFrameReader, the server's reader, which hands each frame
  * unparsed to the JSON-RPC gate (./jsonrpc.ts) so that every frame gets the answer JSON-RPC 2.0 asks for.
  */
-import { AbstractMessageReader, AbstractMessageWriter, Disposable, type DataCallback, type Message, type MessageReader, type MessageWriter } from 'vscode-languageserver';
+import {
+  AbstractMessageReader,
+  AbstractMessageWriter,
+  Disposable,
+  type DataCallback,
+  type Message,
+  type MessageReader,
+  type MessageWriter,
+} from 'vscode-languageserver';
 import type { RawData, WebSocket } from 'ws';
 import { badFrame, rawFrame } from './jsonrpc';
 
@@ -36,7 +44,13 @@ export class WebSocketMessageReader extends AbstractMessageReader implements Mes
       } catch (e) {
         // JSON-RPC 2.0 §5.1: a frame that is not JSON gets a Parse error response with id null.
         const reason = e instanceof Error ? e.message : String(e);
-        socket.send(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message: `Parse error: ${reason}. Send one JSON-RPC 2.0 message per text frame.` } }));
+        socket.send(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: null,
+            error: { code: -32700, message: `Parse error: ${reason}. Send one JSON-RPC 2.0 message per text frame.` },
+          }),
+        );
         this.fireError(e);
         return;
       }

@@ -43,14 +43,23 @@ export function registerFlowSuite(): void {
       // a harmless command in place of a lens argument: it changes nothing on disk
       const arg: LensArg = { command: 'true', file: path.join(workspace, 'setup.sh'), line: 5, class: 'deps' };
       const opts = { decision: 'keep' as const, timeoutMs: 60000, shellIntegrationTimeoutMs: 15000 };
-      const first = await vscode.commands.executeCommand<SnapshotAndRunResult>('agentkeep.snapshotAndRun', arg, { ...opts, fresh: true });
+      const first = await vscode.commands.executeCommand<SnapshotAndRunResult>('agentkeep.snapshotAndRun', arg, {
+        ...opts,
+        fresh: true,
+      });
       assert.ok(first?.post, `first run (last error: ${JSON.stringify(api.lastError())})`);
       assert.equal(first.reused, false, 'fresh: true takes a new restore point');
       const second = await vscode.commands.executeCommand<SnapshotAndRunResult>('agentkeep.snapshotAndRun', arg, opts);
       assert.ok(second?.post, `second run (last error: ${JSON.stringify(api.lastError())})`);
-      log(`first pre ${first.restorePoint.id} post ${first.post.id}; second pre ${second.restorePoint.id} (reused ${second.reused})`);
+      log(
+        `first pre ${first.restorePoint.id} post ${first.post.id}; second pre ${second.restorePoint.id} (reused ${second.reused})`,
+      );
       assert.equal(second.reused, true, 'within 60 s and nothing changed: reused');
-      assert.equal(second.restorePoint.id, first.post.id, 'the newest restore point (the first run\'s post) is the second run\'s pre');
+      assert.equal(
+        second.restorePoint.id,
+        first.post.id,
+        "the newest restore point (the first run's post) is the second run's pre",
+      );
       assert.equal(second.post.pairOf, first.post.id);
       fs.writeFileSync(path.join(workspace, 'changed-since.txt'), 'the target changed');
       const third = await vscode.commands.executeCommand<SnapshotAndRunResult>('agentkeep.snapshotAndRun', arg, opts);
@@ -64,7 +73,13 @@ export function registerFlowSuite(): void {
       const cmp = await vscode.commands.executeCommand<CompareResult>('agentkeep.compareWithNow', third.post.id);
       assert.ok(cmp, `compareWithNow (last error: ${JSON.stringify(api.lastError())})`);
       assert.deepEqual(cmp.changes.added, ['workspace/after-third.txt']);
-      assert.deepEqual(cmp.rows, [[vscode.Uri.file(path.join(workspace, 'after-third.txt')).toString(), undefined, vscode.Uri.file(path.join(workspace, 'after-third.txt')).toString()]]);
+      assert.deepEqual(cmp.rows, [
+        [
+          vscode.Uri.file(path.join(workspace, 'after-third.txt')).toString(),
+          undefined,
+          vscode.Uri.file(path.join(workspace, 'after-third.txt')).toString(),
+        ],
+      ]);
       fs.rmSync(path.join(workspace, 'after-third.txt'));
       fs.rmSync(path.join(workspace, 'changed-since.txt'));
       await vscode.commands.executeCommand('workbench.action.closeAllEditors');
@@ -72,14 +87,31 @@ export function registerFlowSuite(): void {
 
     it('puts "Restore point before editing" on the agent\'s config files only', async function () {
       const lensesOf = async (file: string) =>
-        (await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', vscode.Uri.file(file), 10)).filter((l) => l.command?.command === 'agentkeep.restorePointBeforeEdit');
+        (
+          await vscode.commands.executeCommand<vscode.CodeLens[]>(
+            'vscode.executeCodeLensProvider',
+            vscode.Uri.file(file),
+            10,
+          )
+        ).filter((l) => l.command?.command === 'agentkeep.restorePointBeforeEdit');
       await vscode.window.showTextDocument(vscode.Uri.file(configYaml));
-      const ls = await until('the config-file lens on config.yaml', async () => ((await lensesOf(configYaml)).length ? lensesOf(configYaml) : undefined), 15000);
+      const ls = await until(
+        'the config-file lens on config.yaml',
+        async () => ((await lensesOf(configYaml)).length ? lensesOf(configYaml) : undefined),
+        15000,
+      );
       assert.equal(ls.length, 1);
       assert.equal(ls[0]!.range.start.line, 0);
-      assert.match(ls[0]!.command!.title, /^\$\(history\) Restore point before editing \(last: (just now|\d+s ago|\dm ago)\)$/);
+      assert.match(
+        ls[0]!.command!.title,
+        /^\$\(history\) Restore point before editing \(last: (just now|\d+s ago|\dm ago)\)$/,
+      );
       assert.deepEqual(ls[0]!.command!.arguments, [{ file: configYaml }]);
-      assert.equal((await lensesOf(path.join(workspace, 'package.json'))).length, 1, 'a dependency manifest inside the target');
+      assert.equal(
+        (await lensesOf(path.join(workspace, 'package.json'))).length,
+        1,
+        'a dependency manifest inside the target',
+      );
       assert.equal((await lensesOf(path.join(workspace, 'setup.sh'))).length, 0, 'not a config file');
       const c = vscode.workspace.getConfiguration('agentkeep');
       await c.update('configFiles.codeLens', false, vscode.ConfigurationTarget.Workspace);
@@ -96,12 +128,18 @@ export function registerFlowSuite(): void {
       }
       // the lens's command: a restore point before editing; right after, the same one is reused
       fs.writeFileSync(path.join(workspace, 'changed-before-edit.txt'), 'x');
-      const r1 = await vscode.commands.executeCommand<{ restorePoint: RestorePoint; reused: boolean }>('agentkeep.restorePointBeforeEdit', { file: configYaml });
+      const r1 = await vscode.commands.executeCommand<{ restorePoint: RestorePoint; reused: boolean }>(
+        'agentkeep.restorePointBeforeEdit',
+        { file: configYaml },
+      );
       assert.ok(r1, `restorePointBeforeEdit (last error: ${JSON.stringify(api.lastError())})`);
       assert.equal(r1.reused, false);
       assert.deepEqual(r1.restorePoint.reason, { file: configYaml, text: 'before editing config.yaml' });
       assert.equal(r1.restorePoint.kind, 'config-edit');
-      const r2 = await vscode.commands.executeCommand<{ restorePoint: RestorePoint; reused: boolean }>('agentkeep.restorePointBeforeEdit', { file: configYaml });
+      const r2 = await vscode.commands.executeCommand<{ restorePoint: RestorePoint; reused: boolean }>(
+        'agentkeep.restorePointBeforeEdit',
+        { file: configYaml },
+      );
       assert.equal(r2?.reused, true);
       assert.equal(r2?.restorePoint.id, r1.restorePoint.id, 'no second automatic restore point within a minute');
       fs.rmSync(path.join(workspace, 'changed-before-edit.txt'));
@@ -118,15 +156,31 @@ export function registerFlowSuite(): void {
       try {
         // a new restore point first (the target changed, so it is not reused): then an edit asks again
         fs.writeFileSync(path.join(workspace, 'changed-before-prompt.txt'), 'x');
-        const manual = await vscode.commands.executeCommand<RestorePoint>('agentkeep.createRestorePoint', { label: 'before the prompt test' });
+        const manual = await vscode.commands.executeCommand<RestorePoint>('agentkeep.createRestorePoint', {
+          label: 'before the prompt test',
+        });
         assert.ok(manual);
-        await until('the config-file lens to know the new restore point', async () => ((await list())[0]?.id === manual.id ? true : undefined));
-        fs.writeFileSync(path.join(workspace, 'changed-before-prompt.txt'), 'changed again: the next restore point is new');
+        await until('the config-file lens to know the new restore point', async () =>
+          (await list())[0]?.id === manual.id ? true : undefined,
+        );
+        fs.writeFileSync(
+          path.join(workspace, 'changed-before-prompt.txt'),
+          'changed again: the next restore point is new',
+        );
         api.answerConfigPrompts('Take restore point');
         const n = api.configPrompts().length;
         await typeLine('# edited by the test\n');
-        const rec = await until('the prompt', () => (api.configPrompts().length > n && api.configPrompts().at(-1)?.restorePoint ? api.configPrompts().at(-1) : undefined), 30000).catch((e) => {
-          throw new Error(`${(e as Error).message}; prompts ${JSON.stringify(api.configPrompts().slice(n))}, last error ${JSON.stringify(api.lastError())}`);
+        const rec = await until(
+          'the prompt',
+          () =>
+            api.configPrompts().length > n && api.configPrompts().at(-1)?.restorePoint
+              ? api.configPrompts().at(-1)
+              : undefined,
+          30000,
+        ).catch((e) => {
+          throw new Error(
+            `${(e as Error).message}; prompts ${JSON.stringify(api.configPrompts().slice(n))}, last error ${JSON.stringify(api.lastError())}`,
+          );
         });
         assert.equal(rec.file, configYaml);
         assert.equal(rec.message, 'Take a restore point before changing config.yaml?');
@@ -134,28 +188,46 @@ export function registerFlowSuite(): void {
         assert.equal(rec.reused, false);
         assert.equal(rec.restorePoint?.reason?.text, 'before editing config.yaml');
         assert.equal(editor.document.isDirty, true, 'the edit stays unsaved');
-        assert.doesNotMatch(fs.readFileSync(configYaml, 'utf8'), /edited by the test/, 'the restore point has the file as it is on disk');
+        assert.doesNotMatch(
+          fs.readFileSync(configYaml, 'utf8'),
+          /edited by the test/,
+          'the restore point has the file as it is on disk',
+        );
         // more changes: no second prompt for the same restore point
         await typeLine('# a second edit\n');
         await new Promise((r) => setTimeout(r, 1500));
         assert.equal(api.configPrompts().length, n + 1, 'asked once');
 
         // after another restore point the next change asks again; "Don't ask again" turns the prompt off
-        const again = await vscode.commands.executeCommand<RestorePoint>('agentkeep.createRestorePoint', { label: 'second prompt test' });
+        const again = await vscode.commands.executeCommand<RestorePoint>('agentkeep.createRestorePoint', {
+          label: 'second prompt test',
+        });
         assert.ok(again);
         await until('the new restore point', async () => ((await list())[0]?.id === again.id ? true : undefined));
         api.answerConfigPrompts("Don't ask again");
         await typeLine('# a third edit\n');
-        await until('the second prompt', () => (api.configPrompts().length === n + 2 && api.configPrompts().at(-1)?.answer ? true : undefined), 15000);
-        await until('agentkeep.configFiles.prompt = false', () => (c.inspect('configFiles.prompt')?.globalValue === false ? true : undefined), 10000);
+        await until(
+          'the second prompt',
+          () => (api.configPrompts().length === n + 2 && api.configPrompts().at(-1)?.answer ? true : undefined),
+          15000,
+        );
+        await until(
+          'agentkeep.configFiles.prompt = false',
+          () => (c.inspect('configFiles.prompt')?.globalValue === false ? true : undefined),
+          10000,
+        );
         const m = api.configPrompts().length;
-        await vscode.commands.executeCommand<RestorePoint>('agentkeep.createRestorePoint', { label: 'third prompt test' });
+        await vscode.commands.executeCommand<RestorePoint>('agentkeep.createRestorePoint', {
+          label: 'third prompt test',
+        });
         await typeLine('# a fourth edit\n');
         await new Promise((r) => setTimeout(r, 1500));
         assert.equal(api.configPrompts().length, m, 'no prompt once turned off');
       } finally {
         api.answerConfigPrompts(null);
-        await vscode.workspace.getConfiguration('agentkeep').update('configFiles.prompt', undefined, vscode.ConfigurationTarget.Global);
+        await vscode.workspace
+          .getConfiguration('agentkeep')
+          .update('configFiles.prompt', undefined, vscode.ConfigurationTarget.Global);
         await vscode.window.showTextDocument(editor.document);
         await vscode.commands.executeCommand('workbench.action.files.revert');
         await vscode.commands.executeCommand('workbench.action.closeAllEditors');
@@ -169,9 +241,18 @@ export function registerFlowSuite(): void {
       const nb = {
         cells: [
           { cell_type: 'markdown', metadata: {}, source: ['# Analysis'] },
-          { cell_type: 'code', execution_count: null, metadata: {}, outputs: [], source: ['import os\n', '%pip install pandas\n', 'print(os.getcwd())'] },
+          {
+            cell_type: 'code',
+            execution_count: null,
+            metadata: {},
+            outputs: [],
+            source: ['import os\n', '%pip install pandas\n', 'print(os.getcwd())'],
+          },
         ],
-        metadata: { kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' }, language_info: { name: 'python' } },
+        metadata: {
+          kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' },
+          language_info: { name: 'python' },
+        },
         nbformat: 4,
         nbformat_minor: 5,
       };
@@ -184,7 +265,11 @@ export function registerFlowSuite(): void {
         const lenses = await until(
           'a lens on the code cell',
           async () => {
-            const ls = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', cell.uri, 10);
+            const ls = await vscode.commands.executeCommand<vscode.CodeLens[]>(
+              'vscode.executeCodeLensProvider',
+              cell.uri,
+              10,
+            );
             return ls?.some((l) => l.command?.command === 'agentkeep.snapshotAndRun') ? ls : undefined;
           },
           30000,

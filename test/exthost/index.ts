@@ -13,7 +13,13 @@ import { registerProxmoxSuite } from './proxmox.test';
 
 export function run(): Promise<void> {
   // AGENTKEEP_EXTHOST_GREP (inherited from scripts/test-exthost.ts): run only the matching tests
-  const mocha = new Mocha({ ui: 'bdd', timeout: 60000, color: false, reporter: 'spec', grep: process.env.AGENTKEEP_EXTHOST_GREP || undefined });
+  const mocha = new Mocha({
+    ui: 'bdd',
+    timeout: 60000,
+    color: false,
+    reporter: 'spec',
+    grep: process.env.AGENTKEEP_EXTHOST_GREP || undefined,
+  });
   // Define describe/it/before/... as globals, then let the suites register their tests.
   mocha.suite.emit('pre-require', globalThis, 'agentkeep-exthost', mocha);
   registerAgentSuite();

@@ -35,7 +35,9 @@ export function registerMemorySuite(): void {
     /** The MEMORY.md entries as the Agent view shows them (fresh from the sidecar). */
     async function memoryEntries(): Promise<EntryNode[]> {
       await api.refresh();
-      return (await treePath(api, 'agent-home', 'Memory', 'hermes', 'MEMORY.md')).filter((n): n is EntryNode => n.kind === 'entry');
+      return (await treePath(api, 'agent-home', 'Memory', 'hermes', 'MEMORY.md')).filter(
+        (n): n is EntryNode => n.kind === 'entry',
+      );
     }
 
     before(async function () {
@@ -69,7 +71,11 @@ export function registerMemorySuite(): void {
       assert.ok(total >= 9, `the demo has at least 9 entries (MEMORY.md + USER.md), tree shows ${total}`);
       await vscode.commands.executeCommand('agentkeep.openMemoryInspector');
       assert.equal(api.lastError(), undefined, JSON.stringify(api.lastError()));
-      const r = await until('the inspector webview to render', () => (api.memoryInspector().rendered?.entries ? api.memoryInspector().rendered : undefined), 30000);
+      const r = await until(
+        'the inspector webview to render',
+        () => (api.memoryInspector().rendered?.entries ? api.memoryInspector().rendered : undefined),
+        30000,
+      );
       log(`rendered ${JSON.stringify(r)}`);
       assert.equal(api.memoryInspector().open, true);
       assert.equal(r.entries, total, 'the webview lists as many entries as the stores hold');
@@ -78,18 +84,30 @@ export function registerMemorySuite(): void {
 
     it('selects an entry from the tree and shows its provenance; "Open session messages" opens what the session recorded', async function () {
       const first = (await memoryEntries()).find((n) => n.text === DEMO_MEMORY_ENTRIES[0]);
-      assert.ok(first, 'the demo\'s first MEMORY.md entry is listed');
+      assert.ok(first, "the demo's first MEMORY.md entry is listed");
       const item = api.tree.getTreeItem(first);
-      assert.equal(item.command?.command, 'agentkeep.openMemoryInspector', 'clicking an entry opens it in the inspector');
+      assert.equal(
+        item.command?.command,
+        'agentkeep.openMemoryInspector',
+        'clicking an entry opens it in the inspector',
+      );
       await vscode.commands.executeCommand(item.command.command, ...(item.command.arguments ?? []));
-      const r = await until('the detail of the entry', () => {
-        const x = api.memoryInspector().rendered;
-        return x?.detail === first.id && x.traces !== undefined ? x : undefined;
-      }, 20000);
+      const r = await until(
+        'the detail of the entry',
+        () => {
+          const x = api.memoryInspector().rendered;
+          return x?.detail === first.id && x.traces !== undefined ? x : undefined;
+        },
+        20000,
+      );
       log(`detail ${JSON.stringify(r)}`);
       // scripts/lib/demoHistory.ts wrote a CLI session whose memory tool call added this entry
       assert.ok((r.traces ?? 0) >= 1, 'the memory tool call in state.db is a provenance trace');
-      const uri = await vscode.commands.executeCommand<string>('agentkeep.openSessionMessages', { store, id: first.id, trace: 0 });
+      const uri = await vscode.commands.executeCommand<string>('agentkeep.openSessionMessages', {
+        store,
+        id: first.id,
+        trace: 0,
+      });
       assert.ok(uri, JSON.stringify(api.lastError()));
       const doc = await vscode.workspace.openTextDocument(vscode.Uri.parse(uri));
       const session = DEMO_SESSIONS[0]!;
@@ -104,7 +122,11 @@ export function registerMemorySuite(): void {
       await vscode.commands.executeCommand('agentkeep.openMemoryInspector');
       await until('the read-only render', () => api.memoryInspector().rendered?.readOnlyNote === 'untrusted');
       const [e] = await memoryEntries();
-      const res = await vscode.commands.executeCommand('agentkeep.editMemoryEntry', { store, id: e!.id }, 'An edit that must not happen.');
+      const res = await vscode.commands.executeCommand(
+        'agentkeep.editMemoryEntry',
+        { store, id: e!.id },
+        'An edit that must not happen.',
+      );
       assert.equal(res, undefined);
       assert.equal(api.lastError()?.code, 'untrusted');
       assert.equal(fs.readFileSync(memFile, 'utf8'), original, 'MEMORY.md unchanged');
@@ -117,12 +139,24 @@ export function registerMemorySuite(): void {
       const entries = await memoryEntries();
       const target = entries[1]!;
       const text = 'Node 22 is the runtime for the demo-agent-tools package now; npm stays the package manager.';
-      const change = await vscode.commands.executeCommand<MemoryChange>('agentkeep.editMemoryEntry', { store, id: target.id }, text);
+      const change = await vscode.commands.executeCommand<MemoryChange>(
+        'agentkeep.editMemoryEntry',
+        { store, id: target.id },
+        text,
+      );
       assert.ok(change, `edited (last error: ${JSON.stringify(api.lastError())})`);
       assert.equal(change.action, 'edit');
-      assert.deepEqual(changes.map((c) => c.action), ['edit'], 'the change was reported (instead of the Undo notification)');
+      assert.deepEqual(
+        changes.map((c) => c.action),
+        ['edit'],
+        'the change was reported (instead of the Undo notification)',
+      );
       const now = fs.readFileSync(memFile, 'utf8');
-      assert.deepEqual(now.split(SEP), original.split(SEP).map((t, i) => (i === 1 ? text : t)), 'only that entry changed');
+      assert.deepEqual(
+        now.split(SEP),
+        original.split(SEP).map((t, i) => (i === 1 ? text : t)),
+        'only that entry changed',
+      );
       const after = await memoryEntries();
       assert.equal(after[1]!.text, text, 'the tree shows the new text');
       await vscode.commands.executeCommand('agentkeep.undoMemoryChange', change.undo);
@@ -133,7 +167,11 @@ export function registerMemorySuite(): void {
     it('deletes an entry and undo brings it back byte-identically', async function () {
       const entries = await memoryEntries();
       const last = entries[entries.length - 1]!;
-      const change = await vscode.commands.executeCommand<MemoryChange>('agentkeep.deleteMemoryEntry', { store, id: last.id }, { confirm: false });
+      const change = await vscode.commands.executeCommand<MemoryChange>(
+        'agentkeep.deleteMemoryEntry',
+        { store, id: last.id },
+        { confirm: false },
+      );
       assert.ok(change, `deleted (last error: ${JSON.stringify(api.lastError())})`);
       assert.equal(change.entry.text, last.text);
       const now = fs.readFileSync(memFile, 'utf8');
@@ -149,14 +187,21 @@ export function registerMemorySuite(): void {
       const staleHash = createHash('sha256').update(fs.readFileSync(memFile)).digest('hex');
       const agentVersion = original + SEP + 'The agent learned this while the user was editing.';
       fs.writeFileSync(memFile, agentVersion);
-      const res = await vscode.commands.executeCommand('agentkeep.editMemoryEntry', { store, id: first!.id }, 'The user edit that must not overwrite the agent.', { expectedHash: staleHash });
+      const res = await vscode.commands.executeCommand(
+        'agentkeep.editMemoryEntry',
+        { store, id: first!.id },
+        'The user edit that must not overwrite the agent.',
+        { expectedHash: staleHash },
+      );
       assert.equal(res, undefined);
       assert.equal(api.lastError()?.code, 'conflict', JSON.stringify(api.lastError()));
-      assert.equal(fs.readFileSync(memFile, 'utf8'), agentVersion, 'the agent\'s write survived');
+      assert.equal(fs.readFileSync(memFile, 'utf8'), agentVersion, "the agent's write survived");
     });
 
     it('diffs the memory against a restore point (restore point side vs the file now)', async function () {
-      const rp = await vscode.commands.executeCommand<RestorePoint>('agentkeep.createRestorePoint', { label: 'memory inspector diff' });
+      const rp = await vscode.commands.executeCommand<RestorePoint>('agentkeep.createRestorePoint', {
+        label: 'memory inspector diff',
+      });
       assert.ok(rp, JSON.stringify(api.lastError()));
       fs.writeFileSync(memFile, original + SEP + 'An entry added after the restore point.');
       const res = await vscode.commands.executeCommand<MemoryDiffResult>('agentkeep.diffMemory', store, rp.id);
@@ -164,7 +209,10 @@ export function registerMemorySuite(): void {
       assert.equal(res.restorePoint, rp.id);
       const row = res.rows.find(([live]) => live.endsWith('/memories/MEMORY.md'));
       assert.ok(row, `MEMORY.md is compared: ${JSON.stringify(res.rows)}`);
-      assert.ok(res.rows.every(([live]) => /\.(md|jsonl)$/.test(live)), `only text memory files are compared: ${JSON.stringify(res.rows)}`);
+      assert.ok(
+        res.rows.every(([live]) => /\.(md|jsonl)$/.test(live)),
+        `only text memory files are compared: ${JSON.stringify(res.rows)}`,
+      );
       const old = await vscode.workspace.openTextDocument(vscode.Uri.parse(row[1]));
       assert.equal(old.getText(), original, 'the restore point side is MEMORY.md as captured');
       await vscode.commands.executeCommand('workbench.action.closeAllEditors');
@@ -182,7 +230,9 @@ export function registerMemorySuite(): void {
         const storeRow = api.tree.getTreeItem(files.find((n) => n.kind === 'store')!);
         assert.match(String(storeRow.description), /^broken · /, 'the store row says broken');
         assert.equal((storeRow.iconPath as vscode.ThemeIcon).id, 'warning', 'a warning badge on the store row');
-        const mf = (await treePath(api, 'agent-home', 'Memory', 'hermes')).find((n) => n.kind === 'memoryFile' && n.file.kind === 'hermes-memory');
+        const mf = (await treePath(api, 'agent-home', 'Memory', 'hermes')).find(
+          (n) => n.kind === 'memoryFile' && n.file.kind === 'hermes-memory',
+        );
         assert.ok(mf, 'MEMORY.md is still listed');
         const item = api.tree.getTreeItem(mf);
         log(`MEMORY.md row: ${String(item.description)}`);
@@ -192,12 +242,20 @@ export function registerMemorySuite(): void {
         assert.equal(item.contextValue, 'memoryFile.broken');
         assert.match(String(item.tooltip), /\nFix: Move it away \(mv /);
         const rows = await treePath(api, 'agent-home', 'Memory', 'hermes', 'MEMORY.md');
-        assert.deepEqual(rows.map((n) => n.kind), ['message', 'message'], 'what is broken and the fix; no entry rows');
+        assert.deepEqual(
+          rows.map((n) => n.kind),
+          ['message', 'message'],
+          'what is broken and the fix; no entry rows',
+        );
         assert.match(labels(api, rows)[0]!, /^Entries unknown: MEMORY\.md is a directory/);
         assert.match(labels(api, rows)[1]!, /^Fix: Move it away/);
         assert.match(api.getStatusBarText(), /\$\(warning\)$/, 'the status bar warns');
         await vscode.commands.executeCommand('agentkeep.openMemoryInspector');
-        const r = await until('the inspector to show the broken file', () => (api.memoryInspector().rendered?.broken ? api.memoryInspector().rendered : undefined), 30000);
+        const r = await until(
+          'the inspector to show the broken file',
+          () => (api.memoryInspector().rendered?.broken ? api.memoryInspector().rendered : undefined),
+          30000,
+        );
         assert.equal(r.broken, 1, 'the webview shows MEMORY.md as broken');
         assert.equal(fs.readdirSync(memFile).join(), 'stray.txt', 'nothing written into it');
       } finally {
@@ -222,7 +280,10 @@ export function registerMemorySuite(): void {
         await until('the inspector to render with no findings', () => api.memoryInspector().rendered?.findings === 0);
         return;
       }
-      assert.ok(withBadge.length >= 1, `a duplicate badge: ${labels(api, after).join(' | ')} / ${after.map((n) => api.tree.getTreeItem(n).description).join(' | ')}`);
+      assert.ok(
+        withBadge.length >= 1,
+        `a duplicate badge: ${labels(api, after).join(' | ')} / ${after.map((n) => api.tree.getTreeItem(n).description).join(' | ')}`,
+      );
       const item = api.tree.getTreeItem(withBadge[0]!);
       assert.ok(item.iconPath instanceof vscode.ThemeIcon && item.iconPath.id !== 'note', 'the icon shows the finding');
       assert.match(String((item.tooltip as vscode.MarkdownString).value), /duplicate/);

@@ -38,12 +38,19 @@ export function registerProxmoxSuite(): void {
     }
     async function child(n: AgentNode, label: string | RegExp): Promise<AgentNode> {
       const kids = await api.tree.getChildren(n);
-      const found = kids.find((k) => (typeof label === 'string' ? String(item(k).label) === label : label.test(String(item(k).label))));
-      if (!found) throw new Error(`No child ${String(label)} under ${String(item(n).label)}: ${labels(api, kids).join(', ')}`);
+      const found = kids.find((k) =>
+        typeof label === 'string' ? String(item(k).label) === label : label.test(String(item(k).label)),
+      );
+      if (!found)
+        throw new Error(`No child ${String(label)} under ${String(item(n).label)}: ${labels(api, kids).join(', ')}`);
       return found;
     }
     /** Restore-point nodes of the tree, depth first, with their depth, plus "You are here". */
-    async function flatten(n: AgentNode, depth = 0, out: Array<{ label: string; depth: number; node: AgentNode }> = []): Promise<typeof out> {
+    async function flatten(
+      n: AgentNode,
+      depth = 0,
+      out: Array<{ label: string; depth: number; node: AgentNode }> = [],
+    ): Promise<typeof out> {
       for (const k of await api.tree.getChildren(n)) {
         if (k.kind !== 'restorePoint' && k.kind !== 'here') continue;
         out.push({ label: String(item(k).label), depth, node: k });
@@ -57,7 +64,8 @@ export function registerProxmoxSuite(): void {
       api = await ext.activate();
       // the simulator reads its API schema next to its module; in this bundle that is out/test/exthost
       const schema = path.join(__dirname, 'pve-api-schema.json');
-      if (!fs.existsSync(schema)) fs.copyFileSync(path.join(ext.extensionPath, 'test', 'pve-sim', 'pve-api-schema.json'), schema);
+      if (!fs.existsSync(schema))
+        fs.copyFileSync(path.join(ext.extensionPath, 'test', 'pve-sim', 'pve-api-schema.json'), schema);
       sim = new PveSim({ token: { id: TOKEN_ID, secret: SECRET }, nodes: ['pve1', 'pve2'] });
       sim.addGuest({ vmid: 101, name: 'hermes-agent', tags: ['agent'], running: true });
       sim.addGuest({ vmid: 102, node: 'pve2', name: 'second-agent', tags: ['agent', 'prod'], running: false });
@@ -93,13 +101,21 @@ export function registerProxmoxSuite(): void {
     it('without a token the view says the API refused, and names the fix', async function () {
       await vscode.commands.executeCommand('agentkeep.clearProxmoxToken');
       const r = await root();
-      const text = [r.kind === 'agent' ? (r.guestError ?? r.error ?? '') : '', (await api.tree.getChildren(r)).map((k) => String(item(k).label)).join(' | ')].join(' | ');
+      const text = [
+        r.kind === 'agent' ? (r.guestError ?? r.error ?? '') : '',
+        (await api.tree.getChildren(r)).map((k) => String(item(k).label)).join(' | '),
+      ].join(' | ');
       log('without token:', text.slice(0, 300));
       assert.match(text, /No Proxmox credentials/);
-      const setToken = (await api.tree.getChildren(r)).find((k) => item(k).command?.command === 'agentkeep.setProxmoxToken');
+      const setToken = (await api.tree.getChildren(r)).find(
+        (k) => item(k).command?.command === 'agentkeep.setProxmoxToken',
+      );
       assert.ok(setToken, 'a row that runs "Set Proxmox API Token"');
       assert.match(String(item(setToken).label), /set the API token/);
-      assert.equal(sim.requests.some((q) => JSON.stringify(q.headers).includes(SECRET)), false);
+      assert.equal(
+        sim.requests.some((q) => JSON.stringify(q.headers).includes(SECRET)),
+        false,
+      );
     });
 
     it('takes the token through "Set Proxmox API Token" (SecretStorage) and shows the guest: node, vmid, status', async function () {
@@ -113,7 +129,10 @@ export function registerProxmoxSuite(): void {
       assert.equal(desc(r), 'pve1 · 101 · running');
       assert.equal(iconId(r), 'vm-running');
       assert.equal(item(r).contextValue, 'agent.proxmox.qemu');
-      assert.ok(sim.requests.some((q) => q.headers.authorization === `PVEAPIToken=${TOKEN_ID}=${SECRET}`), 'the sidecar used the stored token');
+      assert.ok(
+        sim.requests.some((q) => q.headers.authorization === `PVEAPIToken=${TOKEN_ID}=${SECRET}`),
+        'the sidecar used the stored token',
+      );
       // the fleet: guests tagged "agent" on every node, the untagged one left out
       const fleet = await child(r, 'Agents');
       const guests = await api.tree.getChildren(fleet);
@@ -124,50 +143,85 @@ export function registerProxmoxSuite(): void {
     });
 
     it('creates a restore point with RAM state: the RAM badge, and "You are here" below it', async function () {
-      const rp = await vscode.commands.executeCommand<RestorePoint>('agentkeep.createRestorePoint', { label: 'with ram', vmstate: true });
+      const rp = await vscode.commands.executeCommand<RestorePoint>('agentkeep.createRestorePoint', {
+        label: 'with ram',
+        vmstate: true,
+      });
       assert.ok(rp, JSON.stringify(api.lastError()));
       assert.equal(rp.machine.vmstate, true);
       const snap = sim.guests.get(101)!.snapshots.get(rp.machine.snapname ?? rp.id);
       assert.equal(snap?.vmstate, true, 'Proxmox holds a snapshot with vmstate');
       const rps = await child(await root(), 'Restore points');
       const flat = await flatten(rps);
-      assert.deepEqual(flat.map((f) => [f.label, f.depth]), [['with ram', 0], ['You are here', 1]]);
+      assert.deepEqual(
+        flat.map((f) => [f.label, f.depth]),
+        [
+          ['with ram', 0],
+          ['You are here', 1],
+        ],
+      );
       assert.match(desc(flat[0]!.node), /^RAM · /);
       assert.equal(iconId(flat[0]!.node), 'chip');
       assert.match(desc(flat[1]!.node), /^VM running/);
     });
 
     it('nests a disk-only restore point under its parent, without the badge', async function () {
-      const rp = await vscode.commands.executeCommand<RestorePoint>('agentkeep.createRestorePoint', { label: 'disk only', vmstate: false });
+      const rp = await vscode.commands.executeCommand<RestorePoint>('agentkeep.createRestorePoint', {
+        label: 'disk only',
+        vmstate: false,
+      });
       assert.ok(rp, JSON.stringify(api.lastError()));
       assert.notEqual(rp.machine.vmstate, true);
       const flat = await flatten(await child(await root(), 'Restore points'));
-      assert.deepEqual(flat.map((f) => [f.label, f.depth]), [['with ram', 0], ['disk only', 1], ['You are here', 2]]);
+      assert.deepEqual(
+        flat.map((f) => [f.label, f.depth]),
+        [
+          ['with ram', 0],
+          ['disk only', 1],
+          ['You are here', 2],
+        ],
+      );
       assert.doesNotMatch(desc(flat[1]!.node), /RAM/);
     });
 
     it('rolls back to a snapshot without RAM state: the VM stays stopped and the UI says so', async function () {
       const rps = api.getTreeRestorePoints();
       const disk = rps.find((r) => r.label === 'disk only')!;
-      const res = await vscode.commands.executeCommand<ResultOf<'restorePointRestore'>>('agentkeep.restore', disk.id, 'machine', { confirm: false, start: false });
+      const res = await vscode.commands.executeCommand<ResultOf<'restorePointRestore'>>(
+        'agentkeep.restore',
+        disk.id,
+        'machine',
+        { confirm: false, start: false },
+      );
       assert.ok(res, JSON.stringify(api.lastError()));
       assert.equal(res.machineState, 'stopped');
       assert.equal(sim.guests.get(101)!.running, false, 'the simulated VM is stopped');
       log('after rollback:', api.lastRestoreMessage());
-      assert.match(api.lastRestoreMessage() ?? '', /^Rolled back to "disk only"\. The VM is stopped: the snapshot has no RAM state\. Start it in Proxmox or with "qm start 101" on the node, or choose "Roll back and start VM" next time\./);
+      assert.match(
+        api.lastRestoreMessage() ?? '',
+        /^Rolled back to "disk only"\. The VM is stopped: the snapshot has no RAM state\. Start it in Proxmox or with "qm start 101" on the node, or choose "Roll back and start VM" next time\./,
+      );
       assert.doesNotMatch(api.lastRestoreMessage() ?? '', /--start/, 'no CLI flag in the VS Code message');
       const r = await root();
       assert.equal(desc(r), 'pve1 · 101 · stopped');
       const flat = await flatten(await child(r, 'Restore points'));
       const here = flat.find((f) => f.label === 'You are here')!;
-      const parentOfHere = flat.slice(0, flat.indexOf(here)).reverse().find((f) => f.depth === here.depth - 1);
+      const parentOfHere = flat
+        .slice(0, flat.indexOf(here))
+        .reverse()
+        .find((f) => f.depth === here.depth - 1);
       assert.equal(parentOfHere?.label, 'disk only', 'you are here: on the restored snapshot');
       assert.match(desc(here.node), /^VM stopped/);
     });
 
     it('rolls back with "start after rollback": the VM runs again', async function () {
       const disk = api.getTreeRestorePoints().find((r) => r.label === 'disk only')!;
-      const res = await vscode.commands.executeCommand<ResultOf<'restorePointRestore'>>('agentkeep.restore', disk.id, 'machine', { confirm: false, start: true });
+      const res = await vscode.commands.executeCommand<ResultOf<'restorePointRestore'>>(
+        'agentkeep.restore',
+        disk.id,
+        'machine',
+        { confirm: false, start: true },
+      );
       assert.ok(res, JSON.stringify(api.lastError()));
       assert.equal(res.machineState, 'running');
       assert.equal(sim.guests.get(101)!.running, true);
@@ -181,7 +235,10 @@ export function registerProxmoxSuite(): void {
         assert.equal(desc(r), 'pve1 · 101 · running · locked (backup)');
         assert.equal(iconId(r), 'warning');
         assert.match((item(r).tooltip as vscode.MarkdownString).value, /backup \(vzdump\) is running/);
-        const rp = await vscode.commands.executeCommand('agentkeep.createRestorePoint', { label: 'while locked', vmstate: false });
+        const rp = await vscode.commands.executeCommand('agentkeep.createRestorePoint', {
+          label: 'while locked',
+          vmstate: false,
+        });
         assert.equal(rp, undefined);
         assert.equal(api.lastError()?.code, 'guest_locked', JSON.stringify(api.lastError()));
       } finally {
@@ -194,8 +251,18 @@ export function registerProxmoxSuite(): void {
       try {
         const target = `proxmox://127.0.0.1:${sim.port}/pve1/qemu/101`;
         const cts = new vscode.CancellationTokenSource();
-        const pending = api.sidecar.request('restorePointCreate', { target, label: 'slow one', stores: [] }, undefined, cts.token);
-        await until('the snapshot task to start', () => [...sim.tasks.values()].some((t) => t.type === 'qmsnapshot' && !t.exitstatus) || undefined, 5000, 50);
+        const pending = api.sidecar.request(
+          'restorePointCreate',
+          { target, label: 'slow one', stores: [] },
+          undefined,
+          cts.token,
+        );
+        await until(
+          'the snapshot task to start',
+          () => [...sim.tasks.values()].some((t) => t.type === 'qmsnapshot' && !t.exitstatus) || undefined,
+          5000,
+          50,
+        );
         const t0 = Date.now();
         cts.cancel();
         const err = await pending.then(
@@ -204,8 +271,16 @@ export function registerProxmoxSuite(): void {
         );
         assert.equal(err.code, 'cancelled');
         assert.ok(Date.now() - t0 < 1000, `stopped waiting after ${Date.now() - t0} ms`);
-        assert.ok([...sim.tasks.values()].some((t) => t.type === 'qmsnapshot' && !t.exitstatus), 'the Proxmox task still runs');
-        const listed = await until('the restore point of the cancelled wait', async () => (await api.sidecar.request('restorePointList', { target })).find((r) => r.label === 'slow one'), 20000, 200);
+        assert.ok(
+          [...sim.tasks.values()].some((t) => t.type === 'qmsnapshot' && !t.exitstatus),
+          'the Proxmox task still runs',
+        );
+        const listed = await until(
+          'the restore point of the cancelled wait',
+          async () => (await api.sidecar.request('restorePointList', { target })).find((r) => r.label === 'slow one'),
+          20000,
+          200,
+        );
         assert.equal(listed.status, 'ready');
       } finally {
         sim.faults.taskMsByType = undefined;

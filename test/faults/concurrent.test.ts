@@ -9,7 +9,21 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
-import { assertSameTree, buildSidecar, checkState, describeTree, makeTree, mutateTree, N, orphanObjects, report, rng, runSidecar, SEED, tempSetup } from './harness';
+import {
+  assertSameTree,
+  buildSidecar,
+  checkState,
+  describeTree,
+  makeTree,
+  mutateTree,
+  N,
+  orphanObjects,
+  report,
+  rng,
+  runSidecar,
+  SEED,
+  tempSetup,
+} from './harness';
 
 describe(`concurrent CLI calls (${Math.max(2, Math.ceil(N / 5))} rounds, seed ${SEED})`, function () {
   this.timeout(0);
@@ -36,10 +50,25 @@ describe(`concurrent CLI calls (${Math.max(2, Math.ceil(N / 5))} rounds, seed ${
         const snap = [describeTree(trees[0]), describeTree(trees[1])];
         const old = (await core.listRestorePoints({ target: `dir:${trees[0]}` })).map((p) => p.id);
         const calls: Array<Promise<{ code: number | null; stdout: string; stderr: string }>> = [];
-        for (let k = 0; k < 4; k++) calls.push(ak('restore-point', 'create', '--target', `dir:${trees[0]}`, '--label', `r${round}-t1`, '--json'));
-        for (let k = 0; k < 2; k++) calls.push(ak('restore-point', 'create', '--target', `dir:${trees[1]}`, '--label', `r${round}-t2`, '--json'));
-        for (const id of old.slice(0, 2)) calls.push(ak('restore-point', 'delete', id, '--target', `dir:${trees[0]}`, '--yes', '--json'));
-        calls.push(ak('restore-point', 'restore', base.id, '--target', `dir:${restoreTarget}`, '--scope', 'both', '--yes', '--json'));
+        for (let k = 0; k < 4; k++)
+          calls.push(ak('restore-point', 'create', '--target', `dir:${trees[0]}`, '--label', `r${round}-t1`, '--json'));
+        for (let k = 0; k < 2; k++)
+          calls.push(ak('restore-point', 'create', '--target', `dir:${trees[1]}`, '--label', `r${round}-t2`, '--json'));
+        for (const id of old.slice(0, 2))
+          calls.push(ak('restore-point', 'delete', id, '--target', `dir:${trees[0]}`, '--yes', '--json'));
+        calls.push(
+          ak(
+            'restore-point',
+            'restore',
+            base.id,
+            '--target',
+            `dir:${restoreTarget}`,
+            '--scope',
+            'both',
+            '--yes',
+            '--json',
+          ),
+        );
         calls.push(ak('restore-point', 'prune', '--target', `dir:${trees[1]}`, '--keep', '3', '--json'));
         const results = await Promise.all(calls);
         for (const res of results) {
@@ -68,7 +97,10 @@ describe(`concurrent CLI calls (${Math.max(2, Math.ceil(N / 5))} rounds, seed ${
       }
       await core.pruneRestorePoints({ target: `dir:${trees[0]}` });
       assert.deepEqual(orphanObjects(s.state), [], 'no orphan once nothing runs');
-      assert.deepEqual(fs.readdirSync(path.join(s.state, 'locks')).filter((n) => n.endsWith('.lock')), []);
+      assert.deepEqual(
+        fs.readdirSync(path.join(s.state, 'locks')).filter((n) => n.endsWith('.lock')),
+        [],
+      );
     } finally {
       s.cleanup();
     }

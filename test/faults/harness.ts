@@ -19,7 +19,15 @@ import { SIDECAR } from '../unit/helpers/sidecar';
 export { buildSidecar, runSidecar, SIDECAR } from '../unit/helpers/sidecar';
 import { describeTree, pseudoRandom, put, tempSetup } from '../unit/dir-fixtures';
 export { describeTree, pseudoRandom, put, tempSetup };
-export { orphanObjects, storedObjects, tempObjects, mountTmpfs, fillUp, AS_NOBODY, NOBODY } from '../unit/helpers/tmpfs';
+export {
+  orphanObjects,
+  storedObjects,
+  tempObjects,
+  mountTmpfs,
+  fillUp,
+  AS_NOBODY,
+  NOBODY,
+} from '../unit/helpers/tmpfs';
 
 /** Runs per kill case. */
 export const N = Math.max(1, Number(process.env.AK_FAULTS_N ?? 30) || 30);
@@ -57,7 +65,10 @@ export function spawnSidecar(args: string[], prefix: string[] = []): ChildProces
  * Run the CLI and SIGKILL it `delayMs` after the start. Resolves how it ended: `killed` (the signal
  * hit a running process) or `exited` with its code, plus its output.
  */
-export async function runAndKill(args: string[], delayMs: number): Promise<{ killed: boolean; code: number | null; stdout: string; stderr: string; ms: number }> {
+export async function runAndKill(
+  args: string[],
+  delayMs: number,
+): Promise<{ killed: boolean; code: number | null; stdout: string; stderr: string; ms: number }> {
   const t0 = Date.now();
   const child = spawnSidecar(args);
   let stdout = '';
@@ -65,7 +76,9 @@ export async function runAndKill(args: string[], delayMs: number): Promise<{ kil
   child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const timer = setTimeout(() => child.kill('SIGKILL'), delayMs);
-  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((r) => child.on('exit', (c, sg) => r([c, sg])));
+  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((r) =>
+    child.on('exit', (c, sg) => r([c, sg])),
+  );
   clearTimeout(timer);
   return { killed: signal === 'SIGKILL', code, stdout, stderr, ms: Date.now() - t0 };
 }
@@ -100,7 +113,11 @@ export function checkState(stateDir: string): number {
   for (const key of fs.existsSync(journal) ? fs.readdirSync(journal) : []) {
     for (const n of fs.readdirSync(path.join(journal, key))) {
       if (!n.endsWith('.json') || n.startsWith('.') || n === 'target.json') continue;
-      const rp = JSON.parse(fs.readFileSync(path.join(journal, key, n), 'utf8')) as { id: string; machine: { backend: string }; agent: Array<{ files: Array<{ hash: string }> }> };
+      const rp = JSON.parse(fs.readFileSync(path.join(journal, key, n), 'utf8')) as {
+        id: string;
+        machine: { backend: string };
+        agent: Array<{ files: Array<{ hash: string }> }>;
+      };
       points++;
       if (rp.machine.backend === 'dir') {
         const mf = path.join(stateDir, 'dir', key, `${rp.id}.json`);
@@ -126,7 +143,8 @@ export function assertSameTree(actual: Record<string, unknown>, expected: Record
 
 /** An agent-like tree: ~200 small files in nested folders, 10 of 128 KiB, 2 of 2 MiB (the copy path), symlinks, modes. */
 export function makeTree(root: string, seed: number): void {
-  for (let i = 0; i < 200; i++) put(root, `src/m${i % 12}/file-${i}.txt`, `module ${i} seed ${seed}\n`.repeat(1 + (i % 7)));
+  for (let i = 0; i < 200; i++)
+    put(root, `src/m${i % 12}/file-${i}.txt`, `module ${i} seed ${seed}\n`.repeat(1 + (i % 7)));
   for (let i = 0; i < 10; i++) put(root, `data/blob-${i}.bin`, pseudoRandom(128 * 1024, seed * 31 + i));
   for (let i = 0; i < 2; i++) put(root, `models/big-${i}.bin`, pseudoRandom(2 * 1024 * 1024, seed * 17 + i));
   put(root, '.env', `KEY=secret-${seed}\n`, 0o600);

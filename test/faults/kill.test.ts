@@ -44,7 +44,17 @@ describe(`kill -9 at random points (N=${N}, seed ${SEED})`, function () {
   it('create: every restore point that exists restores its tree byte for byte; the next create leaves no orphan', async () => {
     const r = rng(SEED);
     makeTree(s.tree, 1);
-    const args = (label: string): string[] => ['--state-dir', s.state, 'restore-point', 'create', '--target', s.target, '--label', label, '--json'];
+    const args = (label: string): string[] => [
+      '--state-dir',
+      s.state,
+      'restore-point',
+      'create',
+      '--target',
+      s.target,
+      '--label',
+      label,
+      '--json',
+    ];
     const startMs = await timeRun(['--version']);
     const trees = new Map<string, Record<string, unknown>>([['warm-up', describeTree(s.tree)]]);
     await timeRun(args('warm-up'));
@@ -83,7 +93,15 @@ describe(`kill -9 at random points (N=${N}, seed ${SEED})`, function () {
       await core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'both', stores: [] });
       assertSameTree(describeTree(s.tree), want, `restore of ${rp.label}`);
     }
-    report('kill -9 during create', { runs: N, killed, completed: N - killed, restorePointsFromKilledOrCompletedRuns: landed, runsThatLeftOrphans: orphansSeen, restoresChecked: points.length, lost: 0 });
+    report('kill -9 during create', {
+      runs: N,
+      killed,
+      completed: N - killed,
+      restorePointsFromKilledOrCompletedRuns: landed,
+      runsThatLeftOrphans: orphansSeen,
+      restoresChecked: points.length,
+      lost: 0,
+    });
   });
 
   it('restore: a killed restore is either not started, complete, or marked; finishing it and its undo are byte for byte', async () => {
@@ -95,7 +113,19 @@ describe(`kill -9 at random points (N=${N}, seed ${SEED})`, function () {
     makeTree(s.tree, 3); // every file rewritten: the restore has a long write phase to be killed in
     for (let k = 0; k < 3; k++) mutateTree(s.tree, r, 100 + k);
     const treeB = describeTree(s.tree);
-    const args = ['--state-dir', s.state, 'restore-point', 'restore', a.id, '--target', s.target, '--scope', 'both', '--yes', '--json'];
+    const args = [
+      '--state-dir',
+      s.state,
+      'restore-point',
+      'restore',
+      a.id,
+      '--target',
+      s.target,
+      '--scope',
+      'both',
+      '--yes',
+      '--json',
+    ];
     const startMs = await timeRun(['--version']);
     const fullMs = await timeRun(args);
     // back to B for the runs (the warm-up restore's undo point holds B)
@@ -109,7 +139,9 @@ describe(`kill -9 at random points (N=${N}, seed ${SEED})`, function () {
       checkState(s.state);
       const now = describeTree(s.tree);
       const status = await core.agentStatus({ target: s.target });
-      const undo = (await core.listRestorePoints({ target: s.target })).find((p) => !known.has(p.id) && p.kind === 'pre-restore');
+      const undo = (await core.listRestorePoints({ target: s.target })).find(
+        (p) => !known.has(p.id) && p.kind === 'pre-restore',
+      );
       const same = (x: Record<string, unknown>): boolean => JSON.stringify(x) === JSON.stringify(now);
       if (same(treeB)) counts.untouched++;
       else if (same(treeA)) counts.complete++;
@@ -133,7 +165,11 @@ describe(`kill -9 at random points (N=${N}, seed ${SEED})`, function () {
         } else await core.restoreRestorePoint({ target: s.target, id: warm.id, scope: 'both' });
       }
       assertSameTree(describeTree(s.tree), treeB, `run ${i}: back at B`);
-      assert.equal((await core.agentStatus({ target: s.target })).interruptedRestore, undefined, 'a finished restore clears the marker');
+      assert.equal(
+        (await core.agentStatus({ target: s.target })).interruptedRestore,
+        undefined,
+        'a finished restore clears the marker',
+      );
     }
     await core.pruneRestorePoints({ target: s.target });
     assert.deepEqual(orphanObjects(s.state), []);
@@ -143,13 +179,26 @@ describe(`kill -9 at random points (N=${N}, seed ${SEED})`, function () {
   it('memory edits: MEMORY.md is always the old or the new bytes, never torn; the next edit works', async () => {
     const r = rng(SEED + 2);
     const home = path.join(s.base, 'hermes');
-    const entries = Array.from({ length: 40 }, (_, i) => `Fact number ${i}: the agent learned something ${'x'.repeat(i % 9)}.`);
+    const entries = Array.from(
+      { length: 40 },
+      (_, i) => `Fact number ${i}: the agent learned something ${'x'.repeat(i % 9)}.`,
+    );
     put(home, 'memories/MEMORY.md', entries.join('\n§\n'));
     put(home, 'memories/USER.md', 'User likes short answers.');
     put(home, 'config.yaml', 'memory:\n  memory_char_limit: 100000\n  user_char_limit: 1375\n');
     const store = `hermes:${home}`;
     const file = path.join(home, 'memories', 'MEMORY.md');
-    const add = (text: string): string[] => ['--state-dir', s.state, 'memory', 'add', '--store', store, '--text', text, '--json'];
+    const add = (text: string): string[] => [
+      '--state-dir',
+      s.state,
+      'memory',
+      'add',
+      '--store',
+      store,
+      '--text',
+      text,
+      '--json',
+    ];
     const startMs = await timeRun(['--version']);
     const fullMs = await timeRun(add('Warm-up fact.'));
     const counts = { landed: 0, notLanded: 0, tempsLeft: 0 };
@@ -161,7 +210,10 @@ describe(`kill -9 at random points (N=${N}, seed ${SEED})`, function () {
       const now = fs.readFileSync(file);
       if (now.equals(after)) counts.landed++;
       else {
-        assert.ok(now.equals(before), `run ${i}: MEMORY.md is neither the old nor the new bytes:\n${now.toString().slice(-200)}`);
+        assert.ok(
+          now.equals(before),
+          `run ${i}: MEMORY.md is neither the old nor the new bytes:\n${now.toString().slice(-200)}`,
+        );
         counts.notLanded++;
       }
       const temps = fs.readdirSync(path.join(home, 'memories')).filter((n) => n.startsWith('.ak-tmp-'));

@@ -10,7 +10,24 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { PATH_MAX_BYTES } from '../../sidecar/core/fsutil';
-import { AS_NOBODY, assertSameTree, buildSidecar, checkState, describeTree, N, NOBODY, orphanObjects, pseudoRandom, put, report, rng, runSidecar, SEED, storedObjects, tempSetup } from './harness';
+import {
+  AS_NOBODY,
+  assertSameTree,
+  buildSidecar,
+  checkState,
+  describeTree,
+  N,
+  NOBODY,
+  orphanObjects,
+  pseudoRandom,
+  put,
+  report,
+  rng,
+  runSidecar,
+  SEED,
+  storedObjects,
+  tempSetup,
+} from './harness';
 
 function nameOf(bytes: number, unit: string): string {
   const u = Buffer.byteLength(unit);
@@ -47,10 +64,12 @@ function makeOddTree(root: string, seed: number): string[] {
   ];
   for (const n of names) put(root, path.join('names', n), `content of ${JSON.stringify(n)} ${seed}\n`);
   fs.mkdirSync(path.join(root, 'links'), { recursive: true });
-  for (const [i, n] of names.slice(0, 6).entries()) fs.symlinkSync(`../names/${n}`, path.join(root, 'links', `l${i}-${n}`));
+  for (const [i, n] of names.slice(0, 6).entries())
+    fs.symlinkSync(`../names/${n}`, path.join(root, 'links', `l${i}-${n}`));
   put(root, 'empty-file', '');
   fs.mkdirSync(path.join(root, 'empty-dir', 'nested'), { recursive: true });
-  for (const m of [0o000, 0o400, 0o444, 0o600, 0o640, 0o700, 0o755, 0o777, 0o4755, 0o1777 & 0o777]) put(root, `modes/m${m.toString(8)}`, `mode ${m.toString(8)}\n`, m);
+  for (const m of [0o000, 0o400, 0o444, 0o600, 0o640, 0o700, 0o755, 0o777, 0o4755, 0o1777 & 0o777])
+    put(root, `modes/m${m.toString(8)}`, `mode ${m.toString(8)}\n`, m);
   // deep paths: directories of 250-byte names down to PATH_MAX, short and long leaves
   let dir = path.join(root, 'deep');
   fs.mkdirSync(dir);
@@ -98,14 +117,25 @@ describe(`odd names and file types (${Math.max(1, Math.ceil(N / 10))} rounds, se
         checkState(s.state);
         // the agent wipes half the tree (or all of it) and writes garbage
         const wipeAll = r() < 0.5;
-        for (const n of fs.readdirSync(s.tree)) if (wipeAll || r() < 0.5) execFileSync('rm', ['-rf', '--', path.join(s.tree, n)]);
+        for (const n of fs.readdirSync(s.tree))
+          if (wipeAll || r() < 0.5) execFileSync('rm', ['-rf', '--', path.join(s.tree, n)]);
         put(s.tree, 'names/with space.txt', 'overwritten\n');
         put(s.tree, 'garbage/-x', 'new\n');
         const wiped = describeTree(s.tree);
         // FIFOs are neither captured nor removed by a restore: the ones left by the wipe stay
         const expected = { ...want };
         for (const f of fifos) if (wiped[f]) expected[f] = wiped[f];
-        const res = await ak('restore-point', 'restore', rp.id, '--target', s.target, '--scope', 'both', '--yes', '--json');
+        const res = await ak(
+          'restore-point',
+          'restore',
+          rp.id,
+          '--target',
+          s.target,
+          '--scope',
+          'both',
+          '--yes',
+          '--json',
+        );
         assert.equal(res.code, 0, res.stderr);
         assertSameTree(describeTree(s.tree), expected, `round ${round}: restored tree`);
         const st = fs.statSync(path.join(s.tree, 'sparse.img'));
@@ -134,7 +164,13 @@ describe(`odd names and file types (${Math.max(1, Math.ceil(N / 10))} rounds, se
       fs.chmodSync(path.join(s.tree, 'locked'), 0o000);
       fs.mkdirSync(s.state, { mode: 0o700 });
       fs.chownSync(s.state, NOBODY, NOBODY);
-      const run = () => runSidecar(['--state-dir', s.state, 'restore-point', 'create', '--target', s.target, '--json'], {}, undefined, AS_NOBODY);
+      const run = () =>
+        runSidecar(
+          ['--state-dir', s.state, 'restore-point', 'create', '--target', s.target, '--json'],
+          {},
+          undefined,
+          AS_NOBODY,
+        );
       const r1 = await run();
       assert.equal(r1.code, 1);
       const err = JSON.parse(r1.stdout || r1.stderr).error;
@@ -147,7 +183,12 @@ describe(`odd names and file types (${Math.max(1, Math.ceil(N / 10))} rounds, se
       const r2 = await run();
       assert.equal(r2.code, 0, r2.stderr);
       assert.deepEqual(orphanObjects(s.state), []);
-      report('unreadable files as nobody', { files: 51, refusedFirst: 1, capturedAfterFix: 1, objectsLeftAfterRefusal: 0 });
+      report('unreadable files as nobody', {
+        files: 51,
+        refusedFirst: 1,
+        capturedAfterFix: 1,
+        objectsLeftAfterRefusal: 0,
+      });
     } finally {
       s.cleanup();
     }

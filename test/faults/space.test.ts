@@ -38,7 +38,14 @@ describe(`ENOSPC on a small tmpfs (${Math.max(3, Math.ceil(N / 3))} sizes, seed 
   it('create, restore and prune on a state dir that fills up: nothing half-written, nothing lost', async () => {
     const r = rng(SEED + 3);
     const runs = Math.max(3, Math.ceil(N / 3));
-    const counts = { creates: 0, createDiskFull: 0, restoresRefused: 0, restoredWithoutUndo: 0, restoredWithUndo: 0, prunesOnFullFs: 0 };
+    const counts = {
+      creates: 0,
+      createDiskFull: 0,
+      restoresRefused: 0,
+      restoredWithoutUndo: 0,
+      restoredWithUndo: 0,
+      prunesOnFullFs: 0,
+    };
     for (let i = 0; i < runs; i++) {
       const s = tempSetup('ak-faults-space-');
       // sizes in bins around what the 16 MiB change needs, so both outcomes occur: 4, 9, 14, 20, 28 MiB (+ up to 1 MiB)
@@ -66,14 +73,28 @@ describe(`ENOSPC on a small tmpfs (${Math.max(3, Math.ceil(N / 3))} sizes, seed 
         assertSameTree(describeTree(s.tree), treeB, 'a create never changes the tree');
 
         // restore A: its undo point (16 MiB) may not fit
-        const res = await core.restoreRestorePoint({ target: s.target, id: a.id, scope: 'both' }).catch((e: unknown) => e);
+        const res = await core
+          .restoreRestorePoint({ target: s.target, id: a.id, scope: 'both' })
+          .catch((e: unknown) => e);
         if (res instanceof AgentKeepError) {
           assert.equal(res.kind, 'DiskFull', res.message);
           assert.match(res.hint ?? '', /--no-undo-point --yes/);
           assertSameTree(describeTree(s.tree), treeB, 'a refused restore changes nothing');
           assert.deepEqual(orphanObjects(state), []);
           counts.restoresRefused++;
-          const cli = await runSidecar(['--state-dir', state, 'restore-point', 'restore', a.id, '--target', s.target, '--scope', 'both', '--no-undo-point', '--yes']);
+          const cli = await runSidecar([
+            '--state-dir',
+            state,
+            'restore-point',
+            'restore',
+            a.id,
+            '--target',
+            s.target,
+            '--scope',
+            'both',
+            '--no-undo-point',
+            '--yes',
+          ]);
           assert.equal(cli.code, 0, cli.stderr);
           counts.restoredWithoutUndo++;
         } else {
@@ -109,9 +130,17 @@ describe(`ENOSPC on a small tmpfs (${Math.max(3, Math.ceil(N / 3))} sizes, seed 
       const err = JSON.parse(res.stdout || res.stderr).error;
       assert.equal(err.code, 'disk_full');
       assert.match(err.message, new RegExp(`${small.mnt} \\(tmpfs\\)`));
-      assert.ok(err.actions.some((a: { method: string }) => a.method === 'agentkeep/restorePoint.prune'), JSON.stringify(err));
+      assert.ok(
+        err.actions.some((a: { method: string }) => a.method === 'agentkeep/restorePoint.prune'),
+        JSON.stringify(err),
+      );
       assert.deepEqual(orphanObjects(state), []);
-      assert.ok(!fs.existsSync(path.join(state, 'journal')) || fs.readdirSync(path.join(state, 'journal')).every((k) => fs.readdirSync(path.join(state, 'journal', k)).every((n) => !n.startsWith('ak_'))));
+      assert.ok(
+        !fs.existsSync(path.join(state, 'journal')) ||
+          fs
+            .readdirSync(path.join(state, 'journal'))
+            .every((k) => fs.readdirSync(path.join(state, 'journal', k)).every((n) => !n.startsWith('ak_'))),
+      );
     } finally {
       small.cleanup();
       s.cleanup();

@@ -73,12 +73,16 @@ export function matchRoute(routes: Route[], p: string): { route: Route; vars: Re
  * Validate parameters (path variables merged in) against a method schema, as Proxmox does before
  * calling the handler. Returns the `errors` map (empty = valid) and the typed parameters.
  */
-export function validateParams(ms: MethodSchema, raw: Record<string, string>): { errors: Record<string, string>; params: Record<string, unknown> } {
+export function validateParams(
+  ms: MethodSchema,
+  raw: Record<string, string>,
+): { errors: Record<string, string>; params: Record<string, unknown> } {
   const errors: Record<string, string> = {};
   const params: Record<string, unknown> = {};
   const props = ms.parameters.properties;
   for (const k of Object.keys(raw)) {
-    if (!(k in props) && ms.parameters.additionalProperties === 0) errors[k] = 'property is not defined in schema and the schema does not allow additional properties';
+    if (!(k in props) && ms.parameters.additionalProperties === 0)
+      errors[k] = 'property is not defined in schema and the schema does not allow additional properties';
   }
   for (const [k, s] of Object.entries(props)) {
     const v = raw[k];
@@ -88,10 +92,17 @@ export function validateParams(ms: MethodSchema, raw: Record<string, string>): {
     }
     const e = checkValue(s, v);
     if (e) errors[k] = e;
-    else params[k] = s.type === 'integer' || s.type === 'number' ? Number(v) : s.type === 'boolean' ? /^(1|true|yes|on)$/i.test(v) : v;
+    else
+      params[k] =
+        s.type === 'integer' || s.type === 'number'
+          ? Number(v)
+          : s.type === 'boolean'
+            ? /^(1|true|yes|on)$/i.test(v)
+            : v;
   }
   for (const [k, s] of Object.entries(props)) {
-    if (s.requires && raw[k] !== undefined && raw[s.requires] === undefined && !errors[k]) errors[s.requires] = `property is missing and it is not optional`;
+    if (s.requires && raw[k] !== undefined && raw[s.requires] === undefined && !errors[k])
+      errors[s.requires] = `property is missing and it is not optional`;
   }
   return { errors, params };
 }
@@ -113,7 +124,8 @@ function checkValue(s: PropSchema, v: string): string | undefined {
   if (s.minimum !== undefined && Number(v) < s.minimum) return `value must have a minimum value of ${s.minimum}`;
   if (s.maximum !== undefined && Number(v) > s.maximum) return `value must have a maximum value of ${s.maximum}`;
   if (s.maxLength !== undefined && v.length > s.maxLength) return `value may only be ${s.maxLength} characters long`;
-  if (s.enum && !s.enum.includes(v)) return `value '${v}' does not have a value in the enumeration '${s.enum.join(', ')}'`;
+  if (s.enum && !s.enum.includes(v))
+    return `value '${v}' does not have a value in the enumeration '${s.enum.join(', ')}'`;
   if (s.pattern && !new RegExp(`^${s.pattern}$`).test(v)) return `value does not match the regex pattern`;
   switch (s.format) {
     case 'pve-configid':

@@ -33,7 +33,27 @@ export interface SimCert {
 export function makeCert(cn = 'pve-sim'): SimCert {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'pve-sim-cert-'));
   try {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', `/CN=${cn}`, '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost', '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem')], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '2',
+        '-subj',
+        `/CN=${cn}`,
+        '-addext',
+        'subjectAltName=IP:127.0.0.1,DNS:localhost',
+        '-keyout',
+        path.join(dir, 'key.pem'),
+        '-out',
+        path.join(dir, 'cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
     const key = readFileSync(path.join(dir, 'key.pem'), 'utf8');
     const cert = readFileSync(path.join(dir, 'cert.pem'), 'utf8');
     return { key, cert, fingerprint: new X509Certificate(cert).fingerprint256 };
@@ -178,13 +198,28 @@ export class PveSim {
 
   /** Add a guest (defaults: qemu, running, snapshot-capable storage, agent running). */
   addGuest(g: Partial<SimGuest> & { vmid: number }): SimGuest {
-    const guest: SimGuest = { type: 'qemu', node: this.nodes[0], name: `guest${g.vmid}`, tags: [], running: true, template: false, storageSnapshots: true, snapshots: new Map(), agent: true, files: new Map(), ...g };
+    const guest: SimGuest = {
+      type: 'qemu',
+      node: this.nodes[0],
+      name: `guest${g.vmid}`,
+      tags: [],
+      running: true,
+      template: false,
+      storageSnapshots: true,
+      snapshots: new Map(),
+      agent: true,
+      files: new Map(),
+      ...g,
+    };
     this.guests.set(g.vmid, guest);
     return guest;
   }
 
   async start(): Promise<void> {
-    this.server = https.createServer({ key: this.cert.key, cert: this.cert.cert }, (req, res) => void this.handle(req, res));
+    this.server = https.createServer(
+      { key: this.cert.key, cert: this.cert.cert },
+      (req, res) => void this.handle(req, res),
+    );
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
     this.port = (this.server.address() as { port: number }).port;
   }
@@ -210,7 +245,8 @@ export class PveSim {
     const method = (req.method ?? 'GET').toUpperCase();
     const raw: Record<string, string> = {};
     for (const [k, v] of url.searchParams) raw[k] = v;
-    if (method === 'POST' || method === 'PUT') for (const [k, v] of new URLSearchParams(Buffer.concat(chunks).toString('utf8'))) raw[k] = v;
+    if (method === 'POST' || method === 'PUT')
+      for (const [k, v] of new URLSearchParams(Buffer.concat(chunks).toString('utf8'))) raw[k] = v;
     const p = url.pathname.replace(/^\/api2\/json/, '');
     this.requests.push({ method, path: p, params: raw, headers: req.headers, remotePort: req.socket.remotePort });
 
@@ -234,7 +270,10 @@ export class PveSim {
     }
     if (drop || s596) return this.fault(res, drop ? undefined : s596);
     const text = JSON.stringify(body);
-    res.writeHead(status, reason.replace(/[\r\n]+/g, ' ').trim(), { 'Content-Type': JSON_CT, 'Content-Length': Buffer.byteLength(text) });
+    res.writeHead(status, reason.replace(/[\r\n]+/g, ' ').trim(), {
+      'Content-Type': JSON_CT,
+      'Content-Length': Buffer.byteLength(text),
+    });
     res.end(text);
   }
 
@@ -246,7 +285,12 @@ export class PveSim {
     } else res.socket?.destroy();
   }
 
-  private async dispatch(method: string, p: string, raw: Record<string, string>, req: IncomingMessage): Promise<unknown> {
+  private async dispatch(
+    method: string,
+    p: string,
+    raw: Record<string, string>,
+    req: IncomingMessage,
+  ): Promise<unknown> {
     // The guest agent endpoints are not in the schema subset: handled before the router.
     // A path or method outside the API answers 501 "Method '... /api2/json/...' not implemented", the
     // exact status and text pveproxy gives for it (part of the contract the backend is tested against).
@@ -259,7 +303,12 @@ export class PveSim {
     let params: Record<string, unknown> = all;
     if (ms) {
       const v = validateParams(ms, all);
-      if (Object.keys(v.errors).length) throw new HttpReply(400, 'Parameter verification failed.', { data: null, errors: v.errors, message: 'Parameter verification failed.\n' });
+      if (Object.keys(v.errors).length)
+        throw new HttpReply(400, 'Parameter verification failed.', {
+          data: null,
+          errors: v.errors,
+          message: 'Parameter verification failed.\n',
+        });
       params = v.params;
     }
     if (p === '/access/ticket' && method === 'POST') return this.login(params);
@@ -267,7 +316,8 @@ export class PveSim {
     if (ms) {
       const need = requiredPrivs(ms);
       const has = need.any ? need.privs.some((x) => this.privs.has(x)) : need.privs.every((x) => this.privs.has(x));
-      if (need.privs.length && !has) throw new HttpReply(403, `Permission check failed (/vms/${params.vmid ?? ''}, ${need.privs.join('|')})`);
+      if (need.privs.length && !has)
+        throw new HttpReply(403, `Permission check failed (/vms/${params.vmid ?? ''}, ${need.privs.join('|')})`);
     }
     if (agent) return this.agentCall(method, agent[1], agent[2] as 'qemu' | 'lxc', Number(agent[3]), agent[4], raw);
     return this.route(method, m!.route.template, params, user);
@@ -278,8 +328,12 @@ export class PveSim {
     const name = String(params.username ?? '');
     const full = name.includes('@') ? name : `${name}@${params.realm ?? 'pam'}`;
     if (!u || full !== u.name || params.password !== u.password) throw new HttpReply(401, 'authentication failure');
-    const ticket = `PVE:${full}:${Math.floor(Date.now() / 1000).toString(16).toUpperCase()}::${randomBytes(24).toString('base64')}`;
-    const csrf = `${Math.floor(Date.now() / 1000).toString(16).toUpperCase()}:${randomBytes(16).toString('base64').replace(/=+$/, '')}`;
+    const ticket = `PVE:${full}:${Math.floor(Date.now() / 1000)
+      .toString(16)
+      .toUpperCase()}::${randomBytes(24).toString('base64')}`;
+    const csrf = `${Math.floor(Date.now() / 1000)
+      .toString(16)
+      .toUpperCase()}:${randomBytes(16).toString('base64').replace(/=+$/, '')}`;
     this.tickets.set(ticket, { user: full, csrf, issued: Date.now() });
     return { ticket, CSRFPreventionToken: csrf, username: full, cap: {} };
   }
@@ -289,14 +343,17 @@ export class PveSim {
     if (auth) {
       const t = this.opts.token;
       const m = /^PVEAPIToken=([^=]+)=(.+)$/.exec(auth);
-      if (!t || !m || m[1] !== t.id || m[2] !== t.secret || this.faults.badToken) throw new HttpReply(401, 'authentication failure');
+      if (!t || !m || m[1] !== t.id || m[2] !== t.secret || this.faults.badToken)
+        throw new HttpReply(401, 'authentication failure');
       return t.id;
     }
     const cookie = /PVEAuthCookie=([^;]+)/.exec(req.headers.cookie ?? '');
     if (!cookie) throw new HttpReply(401, 'No ticket');
     const ticket = this.tickets.get(decodeURIComponent(cookie[1]));
-    if (!ticket || (this.faults.ticketsValidAfter !== undefined && ticket.issued < this.faults.ticketsValidAfter)) throw new HttpReply(401, 'permission denied - invalid PVE ticket');
-    if (method !== 'GET' && req.headers.csrfpreventiontoken !== ticket.csrf) throw new HttpReply(401, 'Permission denied - invalid csrf token');
+    if (!ticket || (this.faults.ticketsValidAfter !== undefined && ticket.issued < this.faults.ticketsValidAfter))
+      throw new HttpReply(401, 'permission denied - invalid PVE ticket');
+    if (method !== 'GET' && req.headers.csrfpreventiontoken !== ticket.csrf)
+      throw new HttpReply(401, 'Permission denied - invalid csrf token');
     return ticket.user;
   }
 
@@ -304,10 +361,15 @@ export class PveSim {
   // Handlers
 
   private guestOf(node: string, type: string, vmid: number): SimGuest {
-    if (!this.nodes.includes(node)) throw new HttpReply(500, `hostname lookup '${node}' failed - failed to get address info for: ${node}: Name or service not known`);
+    if (!this.nodes.includes(node))
+      throw new HttpReply(
+        500,
+        `hostname lookup '${node}' failed - failed to get address info for: ${node}: Name or service not known`,
+      );
     const g = this.guests.get(vmid);
     const dir = type === 'qemu' ? 'qemu-server' : 'lxc';
-    if (!g || g.type !== type || g.node !== node) throw new HttpReply(500, `Configuration file 'nodes/${node}/${dir}/${vmid}.conf' does not exist`);
+    if (!g || g.type !== type || g.node !== node)
+      throw new HttpReply(500, `Configuration file 'nodes/${node}/${dir}/${vmid}.conf' does not exist`);
     return g;
   }
 
@@ -321,15 +383,40 @@ export class PveSim {
         return shuffle(
           [...this.guests.values()]
             .filter(() => !q.type || q.type === 'vm')
-            .map((x) => ({ id: `${x.type}/${x.vmid}`, type: x.type, vmid: x.vmid, node: x.node, name: x.name, status: x.running ? 'running' : 'stopped', template: x.template ? 1 : 0, ...(x.lock ? { lock: x.lock } : {}), ...(x.tags.length ? { tags: x.tags.join(';') } : {}), maxmem: 268435456, maxdisk: 8589934592 })),
+            .map((x) => ({
+              id: `${x.type}/${x.vmid}`,
+              type: x.type,
+              vmid: x.vmid,
+              node: x.node,
+              name: x.name,
+              status: x.running ? 'running' : 'stopped',
+              template: x.template ? 1 : 0,
+              ...(x.lock ? { lock: x.lock } : {}),
+              ...(x.tags.length ? { tags: x.tags.join(';') } : {}),
+              maxmem: 268435456,
+              maxdisk: 8589934592,
+            })),
         );
       case 'GET /nodes/{node}/{type}/{vmid}/status/current': {
         const x = g();
-        return { vmid: x.vmid, name: x.name, status: x.running ? 'running' : 'stopped', ...(type === 'qemu' ? { qmpstatus: x.running ? 'running' : 'stopped' } : {}), ...(x.lock ? { lock: x.lock } : {}) };
+        return {
+          vmid: x.vmid,
+          name: x.name,
+          status: x.running ? 'running' : 'stopped',
+          ...(type === 'qemu' ? { qmpstatus: x.running ? 'running' : 'stopped' } : {}),
+          ...(x.lock ? { lock: x.lock } : {}),
+        };
       }
       case 'GET /nodes/{node}/{type}/{vmid}/config': {
         const x = g();
-        return { name: x.name, digest: randomBytes(20).toString('hex'), ...(x.lock ? { lock: x.lock } : {}), ...(x.parent ? { parent: x.parent } : {}), ...(x.tags.length ? { tags: x.tags.join(';') } : {}), ...(x.template ? { template: 1 } : {}) };
+        return {
+          name: x.name,
+          digest: randomBytes(20).toString('hex'),
+          ...(x.lock ? { lock: x.lock } : {}),
+          ...(x.parent ? { parent: x.parent } : {}),
+          ...(x.tags.length ? { tags: x.tags.join(';') } : {}),
+          ...(x.template ? { template: 1 } : {}),
+        };
       }
       case 'GET /nodes/{node}/{type}/{vmid}/feature': {
         const x = g();
@@ -345,7 +432,13 @@ export class PveSim {
           ...(s.parent ? { parent: s.parent } : {}),
           ...(s.snapstate ? { snapstate: s.snapstate } : {}),
         }));
-        list.push({ name: 'current', description: 'You are here!', running: x.running ? 1 : 0, digest: randomBytes(20).toString('hex'), ...(x.parent ? { parent: x.parent } : {}) });
+        list.push({
+          name: 'current',
+          description: 'You are here!',
+          running: x.running ? 1 : 0,
+          digest: randomBytes(20).toString('hex'),
+          ...(x.parent ? { parent: x.parent } : {}),
+        });
         return shuffle(list);
       }
       case 'POST /nodes/{node}/{type}/{vmid}/snapshot':
@@ -358,7 +451,13 @@ export class PveSim {
       case 'GET /nodes/{node}/{type}/{vmid}/snapshot/{snapname}/config': {
         const s = g().snapshots.get(String(q.snapname));
         if (!s) throw new HttpReply(500, `snapshot '${q.snapname}' does not exist`);
-        return { description: s.description, snaptime: s.snaptime, ...(s.parent ? { parent: s.parent } : {}), ...(s.snapstate ? { snapstate: s.snapstate } : {}), ...(s.vmstate ? { vmstate: `local-lvm:vm-${q.vmid}-state-${q.snapname}` } : {}) };
+        return {
+          description: s.description,
+          snaptime: s.snaptime,
+          ...(s.parent ? { parent: s.parent } : {}),
+          ...(s.snapstate ? { snapstate: s.snapstate } : {}),
+          ...(s.vmstate ? { vmstate: `local-lvm:vm-${q.vmid}-state-${q.snapname}` } : {}),
+        };
       }
       case 'PUT /nodes/{node}/{type}/{vmid}/snapshot/{snapname}/config': {
         const x = g();
@@ -370,7 +469,8 @@ export class PveSim {
       }
       case 'POST /nodes/{node}/{type}/{vmid}/snapshot/{snapname}/rollback': {
         const x = g();
-        if (q.start && !this.privs.has('VM.PowerMgmt')) throw new HttpReply(403, `Permission check failed (/vms/${x.vmid}, VM.PowerMgmt)`);
+        if (q.start && !this.privs.has('VM.PowerMgmt'))
+          throw new HttpReply(403, `Permission check failed (/vms/${x.vmid}, VM.PowerMgmt)`);
         return this.rollback(x, String(q.snapname), !!q.start, user);
       }
       case 'DELETE /nodes/{node}/{type}/{vmid}/snapshot/{snapname}':
@@ -378,14 +478,37 @@ export class PveSim {
       case 'GET /nodes/{node}/tasks':
         return [...this.tasks.values()]
           .filter((t) => t.node === q.node && (q.vmid === undefined || t.id === String(q.vmid)))
-          .filter((t) => (q.source === 'active' ? t.status === 'running' : q.source === 'all' ? true : t.status === 'stopped'))
+          .filter((t) =>
+            q.source === 'active' ? t.status === 'running' : q.source === 'all' ? true : t.status === 'stopped',
+          )
           .sort((a, b) => b.starttime - a.starttime)
           .slice(Number(q.start ?? 0), Number(q.start ?? 0) + Number(q.limit ?? 50))
-          .map((t) => ({ upid: t.upid, node: t.node, type: t.type, id: t.id, user: t.user, starttime: t.starttime, pid: 0, pstart: 0, ...(t.status === 'stopped' ? { status: t.exitstatus, endtime: t.endtime } : {}) }));
+          .map((t) => ({
+            upid: t.upid,
+            node: t.node,
+            type: t.type,
+            id: t.id,
+            user: t.user,
+            starttime: t.starttime,
+            pid: 0,
+            pstart: 0,
+            ...(t.status === 'stopped' ? { status: t.exitstatus, endtime: t.endtime } : {}),
+          }));
       case 'GET /nodes/{node}/tasks/{upid}/status': {
         const t = this.task(String(q.upid));
         const [, node, pid, pstart, starttime, ttype, id, tuser] = t.upid.split(':');
-        return { upid: t.upid, node, pid: parseInt(pid, 16), pstart: parseInt(pstart, 16), starttime: parseInt(starttime, 16), type: ttype, id, user: tuser, status: t.status, ...(t.status === 'stopped' ? { exitstatus: t.exitstatus } : {}) };
+        return {
+          upid: t.upid,
+          node,
+          pid: parseInt(pid, 16),
+          pstart: parseInt(pstart, 16),
+          starttime: parseInt(starttime, 16),
+          type: ttype,
+          id,
+          user: tuser,
+          status: t.status,
+          ...(t.status === 'stopped' ? { exitstatus: t.exitstatus } : {}),
+        };
       }
       case 'GET /nodes/{node}/tasks/{upid}/log': {
         const t = this.task(String(q.upid));
@@ -409,7 +532,14 @@ export class PveSim {
   }
 
   /** Start a worker task; `run` is called when it ends (returns log lines, or throws the error text). */
-  private startTask(g: SimGuest, type: string, user: string, prepare: () => void, run: () => string[], onError?: () => string[]): string {
+  private startTask(
+    g: SimGuest,
+    type: string,
+    user: string,
+    prepare: () => void,
+    run: () => string[],
+    onError?: () => string[],
+  ): string {
     const starttime = Math.floor(Date.now() / 1000);
     const hex = (n: number, w: number): string => n.toString(16).toUpperCase().padStart(w, '0');
     const pid = this.pid++;
@@ -450,7 +580,13 @@ export class PveSim {
 
   private finishTask(t: SimTask, exitstatus: string, lines: string[]): void {
     t.log.push(...lines);
-    t.log.push(exitstatus === 'OK' ? 'TASK OK' : /^WARNINGS: /.test(exitstatus) ? `TASK ${exitstatus}` : `TASK ERROR: ${exitstatus}`);
+    t.log.push(
+      exitstatus === 'OK'
+        ? 'TASK OK'
+        : /^WARNINGS: /.test(exitstatus)
+          ? `TASK ${exitstatus}`
+          : `TASK ERROR: ${exitstatus}`,
+    );
     t.status = 'stopped';
     t.exitstatus = exitstatus;
     t.endtime = Math.floor(Date.now() / 1000);
@@ -472,14 +608,25 @@ export class PveSim {
         if (g.template) throw new Error("you can't take a snapshot if it's a template");
         if (!g.storageSnapshots) throw new Error('snapshot feature is not available');
         g.lock = 'snapshot';
-        g.snapshots.set(name, { description, snaptime: Math.floor(Date.now() / 1000), vmstate: vmstate && g.running, snapstate: 'prepare', ...(g.parent ? { parent: g.parent } : {}) });
+        g.snapshots.set(name, {
+          description,
+          snaptime: Math.floor(Date.now() / 1000),
+          vmstate: vmstate && g.running,
+          snapstate: 'prepare',
+          ...(g.parent ? { parent: g.parent } : {}),
+        });
       },
       () => {
         const s = g.snapshots.get(name)!;
         delete s.snapstate;
         g.lock = undefined;
         g.parent = name;
-        return vmstate && g.running ? [`saving VM state and RAM using storage 'local-lvm'`, 'completed saving the VM state in 1s, saved 227.00 MiB'] : [];
+        return vmstate && g.running
+          ? [
+              `saving VM state and RAM using storage 'local-lvm'`,
+              'completed saving the VM state in 1s, saved 227.00 MiB',
+            ]
+          : [];
       },
       () => {
         // A create that fails after prepare cleans up (snapshot_delete with force).
@@ -552,24 +699,49 @@ export class PveSim {
     );
   }
 
-  private agentCall(method: string, node: string, type: 'qemu' | 'lxc', vmid: number, op: string, raw: Record<string, string>): unknown {
-    if (type === 'lxc') throw new HttpReply(501, `Method '${method} /api2/json/nodes/${node}/lxc/${vmid}/agent/${op}' not implemented`);
+  private agentCall(
+    method: string,
+    node: string,
+    type: 'qemu' | 'lxc',
+    vmid: number,
+    op: string,
+    raw: Record<string, string>,
+  ): unknown {
+    if (type === 'lxc')
+      throw new HttpReply(501, `Method '${method} /api2/json/nodes/${node}/lxc/${vmid}/agent/${op}' not implemented`);
     const g = this.guestOf(node, type, vmid);
     const errors: Record<string, string> = {};
     if (!raw.file) errors.file = 'property is missing and it is not optional';
     if (op === 'file-write' && raw.content === undefined) errors.content = 'property is missing and it is not optional';
-    if (op === 'file-write' && (raw.content ?? '').length > 61440) errors.content = 'value may only be 61440 characters long';
+    if (op === 'file-write' && (raw.content ?? '').length > 61440)
+      errors.content = 'value may only be 61440 characters long';
     if (Object.keys(errors).length) throw new HttpReply(400, 'Parameter verification failed.', { data: null, errors });
     if (!g.running) throw new HttpReply(500, `VM ${vmid} not running`);
     if (!g.agent) throw new HttpReply(500, 'QEMU guest agent is not running');
     if (op === 'file-read') {
-      if (method !== 'GET') throw new HttpReply(501, `Method '${method} /api2/json/nodes/${node}/qemu/${vmid}/agent/file-read' not implemented`);
+      if (method !== 'GET')
+        throw new HttpReply(
+          501,
+          `Method '${method} /api2/json/nodes/${node}/qemu/${vmid}/agent/file-read' not implemented`,
+        );
       const data = g.files.get(raw.file);
-      if (!data) throw new HttpReply(500, `Agent error: guest-file-open: Failed to open file '${raw.file}': No such file or directory`);
+      if (!data)
+        throw new HttpReply(
+          500,
+          `Agent error: guest-file-open: Failed to open file '${raw.file}': No such file or directory`,
+        );
       const max = 16 * 1024 * 1024;
-      return { content: data.subarray(0, max).toString('latin1'), 'bytes-read': Math.min(max, data.length), ...(data.length > max ? { truncated: 1 } : {}) };
+      return {
+        content: data.subarray(0, max).toString('latin1'),
+        'bytes-read': Math.min(max, data.length),
+        ...(data.length > max ? { truncated: 1 } : {}),
+      };
     }
-    if (method !== 'POST') throw new HttpReply(501, `Method '${method} /api2/json/nodes/${node}/qemu/${vmid}/agent/file-write' not implemented`);
+    if (method !== 'POST')
+      throw new HttpReply(
+        501,
+        `Method '${method} /api2/json/nodes/${node}/qemu/${vmid}/agent/file-write' not implemented`,
+      );
     const enc = raw.encode === undefined || raw.encode === '1';
     g.files.set(raw.file, enc ? Buffer.from(raw.content, 'utf8') : Buffer.from(raw.content, 'base64'));
     return null;

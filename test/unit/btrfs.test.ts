@@ -134,7 +134,10 @@ describe('btrfs backend (real btrfs on a loop device)', function () {
     makeHermesHome(home);
     put(sv, 'workspace/package.json', '{"dependencies":{}}\n');
     const rp = await core.createRestorePoint({ target }); // stores detected in the subvolume
-    assert.deepEqual(rp.agent.map((a) => a.store), [`hermes:${home}`]);
+    assert.deepEqual(
+      rp.agent.map((a) => a.store),
+      [`hermes:${home}`],
+    );
     fs.appendFileSync(path.join(home, 'memories/MEMORY.md'), '§\nInstalled left-pad.\n');
     put(home, 'skills/npm/left-pad/SKILL.md', 'new skill');
     fs.writeFileSync(path.join(sv, 'workspace/package.json'), '{"dependencies":{"left-pad":"1"}}\n');
@@ -163,7 +166,10 @@ describe('btrfs backend (real btrfs on a loop device)', function () {
     execFileSync('sync');
     const b = await core.createRestorePoint({ target, stores: [] });
     const u = await core.usageRestorePoints({ target });
-    assert.deepEqual(u.points.map((p) => p.id), [b.id, a.id]);
+    assert.deepEqual(
+      u.points.map((p) => p.id),
+      [b.id, a.id],
+    );
     assert.equal(u.points[1].bytes, MiB, 'a holds one.bin');
     assert.equal(u.points[1].newBytes, MiB, 'one.bin is only in a');
     assert.equal(u.points[0].newBytes, 0, 'two.bin is shared with the live subvolume');
@@ -171,7 +177,10 @@ describe('btrfs backend (real btrfs on a loop device)', function () {
     assert.equal(u.bytes, 2 * MiB + u.metaBytes, 'both files once, plus the journal');
     assert.equal(u.level, 'ok');
     const dry = await core.pruneRestorePoints({ target, dryRun: true, keep: 1, minAgeMs: 0 });
-    assert.deepEqual(dry.deleted.map((d) => d.id), [a.id]);
+    assert.deepEqual(
+      dry.deleted.map((d) => d.id),
+      [a.id],
+    );
     assert.equal(dry.estimatedFreeBytes, MiB);
   });
 
@@ -212,7 +221,15 @@ describe('btrfs backend (real btrfs on a loop device)', function () {
         if (r < 0.2 && st.isFile()) fs.appendFileSync(abs, 'more');
         else if (r < 0.3) fs.chmodSync(abs, st.isDirectory() ? 0o750 : 0o600);
         else if (r < 0.45) fs.rmSync(abs, { recursive: true, force: true });
-        else if (r < 0.6) fs.renameSync(abs, path.join(sv, pick(dirs.filter((d) => !d.startsWith(p))) || '.', `moved-${round}-${k}${pick(['', ' x', '\t'])}`));
+        else if (r < 0.6)
+          fs.renameSync(
+            abs,
+            path.join(
+              sv,
+              pick(dirs.filter((d) => !d.startsWith(p))) || '.',
+              `moved-${round}-${k}${pick(['', ' x', '\t'])}`,
+            ),
+          );
         else if (r < 0.7 && st.isFile()) {
           fs.rmSync(abs);
           fs.mkdirSync(abs);
@@ -228,7 +245,11 @@ describe('btrfs backend (real btrfs on a loop device)', function () {
       assert.deepEqual(viaSend, viaWalk, `round ${round}`);
       assert.ok(viaWalk.added.length + viaWalk.removed.length + viaWalk.changed.length > 0, 'something changed');
       // and across several rounds, and backwards
-      assert.deepEqual(await compareBySend(next, path.join(path.dirname(next), snaps[0])), await compareTrees(next, path.join(path.dirname(next), snaps[0])), `round ${round} back to the first`);
+      assert.deepEqual(
+        await compareBySend(next, path.join(path.dirname(next), snaps[0])),
+        await compareTrees(next, path.join(path.dirname(next), snaps[0])),
+        `round ${round} back to the first`,
+      );
       prev = next;
     }
   });
@@ -248,32 +269,70 @@ describe('btrfs backend (real btrfs on a loop device)', function () {
     assert.equal(f.content, 'one\n');
     assert.equal((await core.readRestorePointFile({ target, id: a.id, path: 'b.txt' })).type, 'none');
     assert.equal((await core.readRestorePointFile({ target, id: a.id, path: 'esc' })).content, '/etc');
-    assert.equal((await core.readRestorePointFile({ target, id: a.id, path: 'esc/passwd' })).type, 'none', 'never follows a symlink out');
+    assert.equal(
+      (await core.readRestorePointFile({ target, id: a.id, path: 'esc/passwd' })).type,
+      'none',
+      'never follows a symlink out',
+    );
   });
 
   it('errors: plain directory, not btrfs, mount point, missing, btrfs-progs missing, permission denied', async () => {
     const plain = path.join(fsx.mnt, `plain${n}`);
     fs.mkdirSync(plain);
-    await rejectsWith(core.createRestorePoint({ target: `btrfs:${plain}` }), 'BadTarget', /plain directory on btrfs, not a subvolume/, /btrfs subvolume create/);
+    await rejectsWith(
+      core.createRestorePoint({ target: `btrfs:${plain}` }),
+      'BadTarget',
+      /plain directory on btrfs, not a subvolume/,
+      /btrfs subvolume create/,
+    );
     const notBtrfs = fs.mkdtempSync(path.join(os.tmpdir(), 'ak-notbtrfs-'));
     try {
-      await rejectsWith(core.createRestorePoint({ target: `btrfs:${notBtrfs}` }), 'BadTarget', /not on a btrfs filesystem/, new RegExp(`dir:${notBtrfs}`));
+      await rejectsWith(
+        core.createRestorePoint({ target: `btrfs:${notBtrfs}` }),
+        'BadTarget',
+        /not on a btrfs filesystem/,
+        new RegExp(`dir:${notBtrfs}`),
+      );
     } finally {
       fs.rmSync(notBtrfs, { recursive: true, force: true });
     }
-    await rejectsWith(core.createRestorePoint({ target: `btrfs:${fsx.mnt}` }), 'BadTarget', /mount point/, /subvolid=5/);
-    await rejectsWith(core.createRestorePoint({ target: `btrfs:${sv}-missing` }), 'TargetNotFound', /does not exist/, /btrfs subvolume create/);
+    await rejectsWith(
+      core.createRestorePoint({ target: `btrfs:${fsx.mnt}` }),
+      'BadTarget',
+      /mount point/,
+      /subvolid=5/,
+    );
+    await rejectsWith(
+      core.createRestorePoint({ target: `btrfs:${sv}-missing` }),
+      'TargetNotFound',
+      /does not exist/,
+      /btrfs subvolume create/,
+    );
 
     // btrfs-progs missing: a PATH without the btrfs command
     const emptyBin = fs.mkdtempSync(path.join(os.tmpdir(), 'ak-nobin-'));
     const oldPath = process.env.PATH;
     try {
       process.env.PATH = emptyBin;
-      await rejectsWith(core.createRestorePoint({ target, stores: [] }), 'Unsupported', /btrfs-progs\) is not installed/, /apt install btrfs-progs/);
+      await rejectsWith(
+        core.createRestorePoint({ target, stores: [] }),
+        'Unsupported',
+        /btrfs-progs\) is not installed/,
+        /apt install btrfs-progs/,
+      );
       // permission denied: the real btrfs run as user nobody (no CAP_SYS_ADMIN, not the owner)
-      fs.writeFileSync(path.join(emptyBin, 'btrfs'), `#!/bin/sh\nexec /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups ${execFileSync('sh', ['-c', 'command -v btrfs'], { env: { PATH: oldPath }, encoding: 'utf8' }).trim()} "$@"\n`, { mode: 0o755 });
+      fs.writeFileSync(
+        path.join(emptyBin, 'btrfs'),
+        `#!/bin/sh\nexec /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups ${execFileSync('sh', ['-c', 'command -v btrfs'], { env: { PATH: oldPath }, encoding: 'utf8' }).trim()} "$@"\n`,
+        { mode: 0o755 },
+      );
       process.env.PATH = `${emptyBin}:${oldPath}`;
-      await rejectsWith(core.createRestorePoint({ target, stores: [] }), 'FileError', /permission denied/i, /root.*CAP_SYS_ADMIN.*user_subvol_rm_allowed/);
+      await rejectsWith(
+        core.createRestorePoint({ target, stores: [] }),
+        'FileError',
+        /permission denied/i,
+        /root.*CAP_SYS_ADMIN.*user_subvol_rm_allowed/,
+      );
     } finally {
       process.env.PATH = oldPath;
       fs.rmSync(emptyBin, { recursive: true, force: true });
@@ -289,11 +348,17 @@ describe('btrfs backend (real btrfs on a loop device)', function () {
     put(sv, 'app/main.py', 'print(1)\n');
     const c = await ak('restore-point', 'create', '--target', target, '--label', 'before install', '--kind', 'update');
     assert.equal(c.code, 0, c.stderr);
-    assert.match(c.stdout, /^Created restore point (ak_\w+) "before install": btrfs snapshot \.agentkeep-snapshots\/agent\d+\/ak_\w+ in \d+ ms/);
+    assert.match(
+      c.stdout,
+      /^Created restore point (ak_\w+) "before install": btrfs snapshot \.agentkeep-snapshots\/agent\d+\/ak_\w+ in \d+ ms/,
+    );
     const id = /ak_\w+/.exec(c.stdout)![0];
     put(sv, 'app/venv/lib/x.py', 'installed');
     const list = JSON.parse((await ak('restore-point', 'list', '--target', target, '--json')).stdout) as RestorePoint[];
-    assert.deepEqual(list.map((r) => [r.id, r.kind, r.machine.backend]), [[id, 'update', 'btrfs']]);
+    assert.deepEqual(
+      list.map((r) => [r.id, r.kind, r.machine.backend]),
+      [[id, 'update', 'btrfs']],
+    );
     const r = await ak('restore-point', 'restore', id, '--target', target, '--scope', 'machine', '--yes');
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /Restored ak_\w+ "before install"/);
@@ -306,7 +371,10 @@ describe('btrfs backend (real btrfs on a loop device)', function () {
     const bad = await ak('restore-point', 'create', '--target', `btrfs:${plain}`);
     assert.equal(bad.code, 1);
     assert.equal(bad.stderr.trimEnd().split('\n').length, 1, bad.stderr);
-    assert.match(bad.stderr, /^agentkeep: .* is a plain directory on btrfs, not a subvolume\. Make it a subvolume: .*btrfs subvolume create/);
+    assert.match(
+      bad.stderr,
+      /^agentkeep: .* is a plain directory on btrfs, not a subvolume\. Make it a subvolume: .*btrfs subvolume create/,
+    );
   });
 
   it('a rollback that fails before the swap changes nothing and leaves no temp subvolume', async () => {
@@ -324,7 +392,10 @@ describe('btrfs backend (real btrfs on a loop device)', function () {
     try {
       await assert.rejects(core.restoreRestorePoint({ target, id: rp.id, scope: 'both' }), (e: unknown) => {
         assert.ok(e instanceof AgentKeepError);
-        assert.match(e.message, /Restore of ak_\w+ stopped: .*permission denied.*The state before the restore was saved as restore point/i);
+        assert.match(
+          e.message,
+          /Restore of ak_\w+ stopped: .*permission denied.*The state before the restore was saved as restore point/i,
+        );
         return true;
       });
     } finally {
@@ -333,7 +404,11 @@ describe('btrfs backend (real btrfs on a loop device)', function () {
     }
     assert.equal(read(path.join(sv, 'a.txt')), 'new', 'live subvolume untouched');
     assert.ok(isSubvolume(sv));
-    assert.deepEqual(fs.readdirSync(snapDir).filter((x) => x.startsWith('.')), [], 'no .restore-* left');
+    assert.deepEqual(
+      fs.readdirSync(snapDir).filter((x) => x.startsWith('.')),
+      [],
+      'no .restore-* left',
+    );
   });
 
   it('an interrupted rollback (live subvolume renamed away) is named with the command to undo it', async () => {
@@ -341,7 +416,12 @@ describe('btrfs backend (real btrfs on a loop device)', function () {
     await core.createRestorePoint({ target, stores: [] });
     const away = path.join(fsx.mnt, SNAPSHOTS_DIR, path.basename(sv), '.replaced-0123456789ab');
     fs.renameSync(sv, away);
-    await rejectsWith(core.createRestorePoint({ target, stores: [] }), 'TargetNotFound', /interrupted rollback left/, new RegExp(`mv ${away} ${sv}`));
+    await rejectsWith(
+      core.createRestorePoint({ target, stores: [] }),
+      'TargetNotFound',
+      /interrupted rollback left/,
+      new RegExp(`mv ${away} ${sv}`),
+    );
     fs.renameSync(away, sv);
   });
 });

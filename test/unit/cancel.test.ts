@@ -9,7 +9,14 @@ import type { ChildProcess } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { CancellationTokenSource, createMessageConnection, ResponseError, StreamMessageReader, StreamMessageWriter, type MessageConnection } from 'vscode-languageserver/node';
+import {
+  CancellationTokenSource,
+  createMessageConnection,
+  ResponseError,
+  StreamMessageReader,
+  StreamMessageWriter,
+  type MessageConnection,
+} from 'vscode-languageserver/node';
 import { acquireLock, type HeldLock } from '../../sidecar/core/lock';
 import { StateLayout } from '../../sidecar/core/state';
 import { resolveTarget } from '../../sidecar/core/target';
@@ -72,7 +79,11 @@ describe('agentkeep serve --stdio: $/cancelRequest', function () {
     assert.equal((err.data as { code?: string } | undefined)?.code, 'cancelled');
     assert.match(err.message, /operation continues/);
     assert.ok(waited < 1500, `answered ${waited} ms after the cancel, not when the work ended`);
-    assert.deepEqual(await conn.sendRequest('agentkeep/restorePoint.list', { target }), [], 'nothing recorded while it waits');
+    assert.deepEqual(
+      await conn.sendRequest('agentkeep/restorePoint.list', { target }),
+      [],
+      'nothing recorded while it waits',
+    );
 
     await lock.release();
     lock = undefined;
@@ -83,7 +94,11 @@ describe('agentkeep serve --stdio: $/cancelRequest', function () {
       if (listed.length) break;
       await new Promise((r) => setTimeout(r, 100));
     }
-    assert.deepEqual(listed.map((r) => [r.label, r.status]), [['survives cancel', 'ready']], 'the cancelled create ran to its end');
+    assert.deepEqual(
+      listed.map((r) => [r.label, r.status]),
+      [['survives cancel', 'ready']],
+      'the cancelled create ran to its end',
+    );
     assert.doesNotMatch(stderr, /ended after its request was cancelled/, 'it did not fail');
   });
 
@@ -94,6 +109,9 @@ describe('agentkeep serve --stdio: $/cancelRequest', function () {
       (e: unknown) => e as ResponseError<{ code: string }>,
     );
     assert.equal(bad.data?.code, 'bad_target');
-    assert.deepEqual(await conn.sendRequest('agentkeep/restorePoint.list', { target: `dir:${path.join(tmp, 'agent')}` }, cts.token), []);
+    assert.deepEqual(
+      await conn.sendRequest('agentkeep/restorePoint.list', { target: `dir:${path.join(tmp, 'agent')}` }, cts.token),
+      [],
+    );
   });
 });

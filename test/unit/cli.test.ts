@@ -38,8 +38,12 @@ describe('agentkeep CLI (real bin on real trees)', function () {
     state = path.join(tmp, 'state');
     await fs.mkdir(path.join(agent, 'memories'), { recursive: true });
     await fs.mkdir(path.join(agent, 'workspace'), { recursive: true });
-    for (const f of ['MEMORY.md', 'USER.md']) await fs.copyFile(path.join(FIXTURES, 'memory/hermes/memories', f), path.join(agent, 'memories', f));
-    await fs.writeFile(path.join(agent, 'config.yaml'), 'memory:\n  memory_char_limit: 2200\n  user_char_limit: 1375\n');
+    for (const f of ['MEMORY.md', 'USER.md'])
+      await fs.copyFile(path.join(FIXTURES, 'memory/hermes/memories', f), path.join(agent, 'memories', f));
+    await fs.writeFile(
+      path.join(agent, 'config.yaml'),
+      'memory:\n  memory_char_limit: 2200\n  user_char_limit: 1375\n',
+    );
     await fs.writeFile(path.join(agent, 'workspace', 'setup.sh'), '#!/bin/sh\nnpm install left-pad\n');
     await fs.writeFile(path.join(agent, '.env'), 'KEY=secret\n', { mode: 0o600 });
     target = `dir:${agent}`;
@@ -62,7 +66,9 @@ describe('agentkeep CLI (real bin on real trees)', function () {
   it('--version prints the package version', async () => {
     const r = await runSidecar(['--version']);
     assert.equal(r.code, 0);
-    const pkg = JSON.parse(await fs.readFile(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string };
+    const pkg = JSON.parse(await fs.readFile(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
+      version: string;
+    };
     assert.equal(r.stdout.trim(), pkg.version);
   });
 
@@ -82,7 +88,10 @@ describe('agentkeep CLI (real bin on real trees)', function () {
 
     // restore-point diff: what a restore would undo
     const d = await json('restore-point', 'diff', rp.id, '--target', target);
-    assert.deepEqual([d.added, d.removed, d.changed], [['workspace/new.txt'], ['.env'], ['memories/USER.md', 'workspace/setup.sh']]);
+    assert.deepEqual(
+      [d.added, d.removed, d.changed],
+      [['workspace/new.txt'], ['.env'], ['memories/USER.md', 'workspace/setup.sh']],
+    );
     assert.deepEqual(d.agentChanged, [`${store}:memories/USER.md`]);
     const dh = await ak('restore-point', 'diff', rp.id, '--target', target);
     assert.match(dh.stdout, /Since restore point ak_\w+ on dir:.*\n.*will be removed \(1\):\s+workspace\/new\.txt/);
@@ -99,11 +108,15 @@ describe('agentkeep CLI (real bin on real trees)', function () {
     assert.match(human.stdout, new RegExp(`${rp.id}\\s+(just now|\\d+s ago)\\s+ready`));
 
     const restored = await json('restore-point', 'restore', rp.id, '--target', target, '--scope', 'both', '--yes');
-    for (const k of ['id', 'label', 'createdAt', 'status', 'restored', 'undo', 'changes']) assert.ok(k in restored, `restore --json has ${k}`);
+    for (const k of ['id', 'label', 'createdAt', 'status', 'restored', 'undo', 'changes'])
+      assert.ok(k in restored, `restore --json has ${k}`);
     assert.equal(restored.id, rp.id);
     assert.equal(restored.label, 'before install');
     assert.ok(restored.undo.id && restored.undo.id !== rp.id);
-    assert.equal(await fs.readFile(path.join(agent, 'workspace', 'setup.sh'), 'utf8'), '#!/bin/sh\nnpm install left-pad\n');
+    assert.equal(
+      await fs.readFile(path.join(agent, 'workspace', 'setup.sh'), 'utf8'),
+      '#!/bin/sh\nnpm install left-pad\n',
+    );
     await assert.rejects(fs.stat(path.join(agent, 'workspace', 'new.txt')));
     const env = await fs.stat(path.join(agent, '.env'));
     assert.equal(env.mode & 0o777, 0o600);
@@ -148,7 +161,9 @@ describe('agentkeep CLI (real bin on real trees)', function () {
   });
 
   it('state dir from AGENTKEEP_STATE_DIR', async () => {
-    const r = await runSidecar(['restore-point', 'create', '--target', target, '--json'], { AGENTKEEP_STATE_DIR: state });
+    const r = await runSidecar(['restore-point', 'create', '--target', target, '--json'], {
+      AGENTKEEP_STATE_DIR: state,
+    });
     assert.equal(r.code, 0, r.stderr);
     const id = JSON.parse(r.stdout).id as string;
     const list = await json('restore-point', 'list', '--target', target);
@@ -158,7 +173,10 @@ describe('agentkeep CLI (real bin on real trees)', function () {
   it('memory list --json: stores with kind, file, entries {id, text}, usage {chars, limit}', async () => {
     const r = await json('memory', 'list', '--store', store);
     assert.ok(Array.isArray(r.stores));
-    assert.deepEqual(r.stores.map((s: { kind: string }) => s.kind), ['hermes-memory', 'hermes-user']);
+    assert.deepEqual(
+      r.stores.map((s: { kind: string }) => s.kind),
+      ['hermes-memory', 'hermes-user'],
+    );
     const mem = r.stores[0];
     assert.equal(mem.file, path.join(agent, 'memories', 'MEMORY.md'));
     assert.equal(mem.entries.length, 4);
@@ -176,7 +194,16 @@ describe('agentkeep CLI (real bin on real trees)', function () {
     await fs.writeFile(md, '# x\n\n```bash\nsudo apt-get install -y jq \\\n  curl\n```\n');
     const r = await json('risk', 'scan', f, md);
     assert.deepEqual(r, [
-      { file: f, line: 2, endLine: 2, command: 'npm install left-pad', class: 'deps', kind: 'shell', risk: 'npm install left-pad (deps: changes project dependencies)', reason: 'deps: npm install changes project dependencies' },
+      {
+        file: f,
+        line: 2,
+        endLine: 2,
+        command: 'npm install left-pad',
+        class: 'deps',
+        kind: 'shell',
+        risk: 'npm install left-pad (deps: changes project dependencies)',
+        reason: 'deps: npm install changes project dependencies',
+      },
       // system's wording names what the widened class covers (users, permissions, firewall); findings carry `reason`
       {
         file: md,
@@ -186,11 +213,15 @@ describe('agentkeep CLI (real bin on real trees)', function () {
         class: 'system',
         kind: 'markdown',
         risk: 'sudo apt-get install -y jq curl (system: changes OS packages, persistent services, containers, users, permissions or the firewall)',
-        reason: 'system: apt-get install changes OS packages, persistent services, containers, users, permissions or the firewall',
+        reason:
+          'system: apt-get install changes OS packages, persistent services, containers, users, permissions or the firewall',
       },
     ]);
     const human = await ak('risk', 'scan', f);
-    assert.match(human.stdout, /setup\.sh:2\s+deps\s+npm install left-pad\s+— npm install changes project dependencies$/m);
+    assert.match(
+      human.stdout,
+      /setup\.sh:2\s+deps\s+npm install left-pad\s+— npm install changes project dependencies$/m,
+    );
   });
 
   it('errors: bad target, missing target, bad store, unknown id; one line, exit 1, JSON error with --json', async () => {
@@ -238,7 +269,11 @@ describe('agentkeep CLI (real bin on real trees)', function () {
   it('usage errors exit 2 with one line: unknown command, unknown option, bad scope, missing argument', async () => {
     assertOneLineError(await ak('frobnicate'), 2, /unknown command 'frobnicate'/);
     assertOneLineError(await ak('restore-point', 'list', '--target', target, '--bogus'), 2, /unknown option '--bogus'/);
-    assertOneLineError(await ak('restore-point', 'restore', 'x', '--target', target, '--scope', 'all', '--yes'), 2, /machine, agent, both/);
+    assertOneLineError(
+      await ak('restore-point', 'restore', 'x', '--target', target, '--scope', 'all', '--yes'),
+      2,
+      /machine, agent, both/,
+    );
     assertOneLineError(await ak('restore-point', 'list'), 2, /--target/);
     assertOneLineError(await ak('risk', 'scan'), 2, /files/);
     assertOneLineError(await ak('serve'), 2, /--stdio.*--ws/);
@@ -248,7 +283,11 @@ describe('agentkeep CLI (real bin on real trees)', function () {
   });
 
   it('names the choices when --scope is missing, and the fix when memory list has no --store', async () => {
-    assertOneLineError(await ak('restore-point', 'restore', 'x', '--target', target, '--yes'), 2, /needs --scope.*both.*machine.*agent/);
+    assertOneLineError(
+      await ak('restore-point', 'restore', 'x', '--target', target, '--yes'),
+      2,
+      /needs --scope.*both.*machine.*agent/,
+    );
     assertOneLineError(await ak('memory', 'list'), 2, /needs a store.*--store hermes:/);
   });
 
@@ -261,12 +300,17 @@ describe('agentkeep CLI (real bin on real trees)', function () {
     const r = await ak('risk', 'scan', bad, good, '--json');
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stderr, /note: .*bad\/package\.json is not valid JSON, so no commands were read from it/);
-    assert.deepEqual((JSON.parse(r.stdout) as Array<{ file: string }>).map((f) => f.file), [good]);
+    assert.deepEqual(
+      (JSON.parse(r.stdout) as Array<{ file: string }>).map((f) => f.file),
+      [good],
+    );
   });
 
   it('risk scan and risk eval refuse a FIFO and a directory at once instead of blocking', async () => {
     const fifo = path.join(tmp, 'pipe');
-    await new Promise<void>((resolve, reject) => spawn('mkfifo', [fifo]).on('close', (c) => (c === 0 ? resolve() : reject(new Error('mkfifo failed')))));
+    await new Promise<void>((resolve, reject) =>
+      spawn('mkfifo', [fifo]).on('close', (c) => (c === 0 ? resolve() : reject(new Error('mkfifo failed')))),
+    );
     assertOneLineError(await ak('risk', 'scan', fifo), 1, /not a regular file/);
     assertOneLineError(await ak('risk', 'eval', tmp, fifo), 1, /Cannot read labels .*not a regular file/);
     assertOneLineError(await ak('risk', 'scan', tmp), 1, /directory/);
@@ -293,7 +337,10 @@ describe('agentkeep CLI (real bin on real trees)', function () {
   }
 
   it('on a TTY, text from a label or memory cannot drive the terminal (escape sequences shown escaped)', async () => {
-    const r = await onTty(['restore-point', 'create', '--target', target, '--label', 'evil \u001b]0;pwned\u0007 \u001b[2J end'], 'y');
+    const r = await onTty(
+      ['restore-point', 'create', '--target', target, '--label', 'evil \u001b]0;pwned\u0007 \u001b[2J end'],
+      'y',
+    );
     assert.equal(r.code, 0, r.output);
     assert.match(r.output, /evil \\x1b\]0;pwned\\x07 \\x1b\[2J end/);
     assert.ok(!r.output.includes('\u001b]0;'), 'no raw OSC sequence reached the terminal');
@@ -317,7 +364,10 @@ describe('agentkeep CLI (real bin on real trees)', function () {
     assert.equal(r.code, 0, r.output);
     assert.match(r.output, /Restored /);
     assert.match(r.output, /Restored [^\n]*\n[\s\S]*A restore does not undo what the agent did outside the machine/);
-    assert.equal(await fs.readFile(path.join(agent, 'workspace', 'setup.sh'), 'utf8'), '#!/bin/sh\nnpm install left-pad\n');
+    assert.equal(
+      await fs.readFile(path.join(agent, 'workspace', 'setup.sh'), 'utf8'),
+      '#!/bin/sh\nnpm install left-pad\n',
+    );
     await assert.rejects(fs.stat(path.join(agent, 'workspace', 'added.txt')));
   });
 

@@ -14,10 +14,17 @@ import { parseTarget } from '../../sidecar/core/target';
 import { describeTree, put, REPO_ROOT, tempSetup } from './dir-fixtures';
 
 /** Start a child node process running TypeScript `code` (through tsx); resolves when it prints `ready`. */
-function child(dir: string, name: string, code: string): { proc: ChildProcess; ready: Promise<void>; done: Promise<{ code: number | null; out: string }> } {
+function child(
+  dir: string,
+  name: string,
+  code: string,
+): { proc: ChildProcess; ready: Promise<void>; done: Promise<{ code: number | null; out: string }> } {
   const file = path.join(dir, `${name}.ts`);
   fs.writeFileSync(file, code);
-  const proc = spawn(process.execPath, ['--import', 'tsx', file], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--import', 'tsx', file], {
+    cwd: REPO_ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let readyResolve!: () => void;
   const ready = new Promise<void>((r) => (readyResolve = r));
@@ -112,8 +119,18 @@ describe('core: locks with two real processes', function () {
         const r = ${what};
         console.log('RESULT ' + JSON.stringify(r));
       })().catch((e) => { console.error(e); process.exit(1); });`;
-    const a = child(s.base, 'a', script(`await core.restoreRestorePoint({ target: ${JSON.stringify(s.target)}, id: ${JSON.stringify(base.id)}, scope: 'both' })`));
-    const b = child(s.base, 'b', script(`await core.createRestorePoint({ target: ${JSON.stringify(s.target)}, label: 'from b' })`));
+    const a = child(
+      s.base,
+      'a',
+      script(
+        `await core.restoreRestorePoint({ target: ${JSON.stringify(s.target)}, id: ${JSON.stringify(base.id)}, scope: 'both' })`,
+      ),
+    );
+    const b = child(
+      s.base,
+      'b',
+      script(`await core.createRestorePoint({ target: ${JSON.stringify(s.target)}, label: 'from b' })`),
+    );
     const [ra, rb] = await Promise.all([a.done, b.done]);
     assert.equal(ra.code, 0, ra.out);
     assert.equal(rb.code, 0, rb.out);
@@ -125,8 +142,15 @@ describe('core: locks with two real processes', function () {
     const d = await core.diffRestorePoint({ target: s.target, id: fromB.id });
     const mixed = d.changed.length > 0 && d.changed.length < 67;
     assert.ok(!mixed, `snapshot taken mid-restore: ${d.changed.length} changed`);
-    assert.ok(d.changed.length === 0 || (d.changed.length === 67 && d.added.length === 0 && d.removed.length === 2), JSON.stringify(d));
-    assert.equal(fs.readdirSync(path.join(s.state, 'locks')).filter((n) => n.endsWith('.lock')).length, 0, 'locks released');
+    assert.ok(
+      d.changed.length === 0 || (d.changed.length === 67 && d.added.length === 0 && d.removed.length === 2),
+      JSON.stringify(d),
+    );
+    assert.equal(
+      fs.readdirSync(path.join(s.state, 'locks')).filter((n) => n.endsWith('.lock')).length,
+      0,
+      'locks released',
+    );
     assert.equal(os.hostname().length > 0, true);
   });
 });

@@ -28,7 +28,8 @@ function rp(id: string, ageH: number, extra: Partial<RestorePoint> = {}): Restor
 }
 
 const ids = (ds: Array<{ id: string }>): string[] => ds.map((d) => d.id);
-const reasonOf = (plan: ReturnType<typeof planPrune>, id: string): string => [...plan.delete, ...plan.keep].find((d) => d.id === id)!.reason;
+const reasonOf = (plan: ReturnType<typeof planPrune>, id: string): string =>
+  [...plan.delete, ...plan.keep].find((d) => d.id === id)!.reason;
 
 describe('retention planner (planPrune)', () => {
   it('an empty list plans nothing', () => {
@@ -66,7 +67,11 @@ describe('retention planner (planPrune)', () => {
   });
 
   it('minAgeMs is configurable; an unparsable createdAt counts as young', () => {
-    const plan = planPrune([rp('n', 3), rp('a', 5), rp('b', 7), rp('bad', 9, { createdAt: '' })], { keep: 0, minAgeMs: 6 * HOUR, now: NOW });
+    const plan = planPrune([rp('n', 3), rp('a', 5), rp('b', 7), rp('bad', 9, { createdAt: '' })], {
+      keep: 0,
+      minAgeMs: 6 * HOUR,
+      now: NOW,
+    });
     assert.deepEqual(ids(plan.delete), ['b']);
     assert.match(reasonOf(plan, 'a'), /younger than 6 h/);
     assert.match(reasonOf(plan, 'bad'), /younger/);
@@ -80,7 +85,14 @@ describe('retention planner (planPrune)', () => {
   });
 
   it('keeps the newest N important ones beyond keep', () => {
-    const pts = [rp('n1', 2), rp('n2', 3), rp('i1', 4, { important: true }), rp('x', 5), rp('i2', 6, { important: true }), rp('i3', 7, { important: true })];
+    const pts = [
+      rp('n1', 2),
+      rp('n2', 3),
+      rp('i1', 4, { important: true }),
+      rp('x', 5),
+      rp('i2', 6, { important: true }),
+      rp('i3', 7, { important: true }),
+    ];
     const plan = planPrune(pts, { keep: 2, keepImportant: 2, now: NOW });
     assert.deepEqual(ids(plan.keep), ['n1', 'n2', 'i1', 'i2']);
     assert.deepEqual(ids(plan.delete), ['x', 'i3']);
@@ -97,7 +109,12 @@ describe('retention planner (planPrune)', () => {
 
   it('keeps both halves of a pre/post pair when one half is kept', () => {
     // post is among the newest 2, its pre is not: the pre is kept with it
-    const pts = [rp('m', 2), rp('post', 3, { kind: 'post', pairOf: 'pre' }), rp('other', 4), rp('pre', 5, { kind: 'pre' })];
+    const pts = [
+      rp('m', 2),
+      rp('post', 3, { kind: 'post', pairOf: 'pre' }),
+      rp('other', 4),
+      rp('pre', 5, { kind: 'pre' }),
+    ];
     const plan = planPrune(pts, { keep: 2, now: NOW });
     assert.deepEqual(ids(plan.keep), ['m', 'post', 'pre']);
     assert.match(reasonOf(plan, 'pre'), /pre\/post pair with post/);
@@ -105,7 +122,11 @@ describe('retention planner (planPrune)', () => {
   });
 
   it('keeps the post when its pre is kept (important pre)', () => {
-    const pts = [rp('m', 2), rp('post', 3, { kind: 'post', pairOf: 'pre' }), rp('pre', 5, { kind: 'pre', important: true })];
+    const pts = [
+      rp('m', 2),
+      rp('post', 3, { kind: 'post', pairOf: 'pre' }),
+      rp('pre', 5, { kind: 'pre', important: true }),
+    ];
     const plan = planPrune(pts, { keep: 1, keepImportant: 1, now: NOW });
     assert.deepEqual(ids(plan.keep), ['m', 'post', 'pre']);
     assert.deepEqual(plan.delete, []);
@@ -126,13 +147,20 @@ describe('retention planner (planPrune)', () => {
   });
 
   it('a chain (a post reused as the pre of the next command) is kept or deleted as a whole', () => {
-    const chain = [rp('post2', 3, { kind: 'post', pairOf: 'post1' }), rp('post1', 4, { kind: 'post', pairOf: 'pre1' }), rp('pre1', 5, { kind: 'pre' })];
+    const chain = [
+      rp('post2', 3, { kind: 'post', pairOf: 'post1' }),
+      rp('post1', 4, { kind: 'post', pairOf: 'pre1' }),
+      rp('pre1', 5, { kind: 'pre' }),
+    ];
     const kept = planPrune([rp('m', 2), ...chain], { keep: 2, now: NOW });
     assert.deepEqual(ids(kept.keep), ['m', 'post2', 'post1', 'pre1']);
     const gone = planPrune([rp('m', 2), ...chain], { keep: 1, now: NOW });
     assert.deepEqual(ids(gone.delete), ['post2', 'post1', 'pre1']);
     // oldest side kept (important): the whole chain stays
-    const imp = planPrune([rp('m', 2), ...chain.slice(0, 2), rp('pre1', 5, { kind: 'pre', important: true })], { keep: 1, now: NOW });
+    const imp = planPrune([rp('m', 2), ...chain.slice(0, 2), rp('pre1', 5, { kind: 'pre', important: true })], {
+      keep: 1,
+      now: NOW,
+    });
     assert.deepEqual(imp.delete, []);
   });
 
@@ -143,7 +171,11 @@ describe('retention planner (planPrune)', () => {
 
   it('every point lands exactly once', () => {
     const pts = Array.from({ length: 40 }, (_, i) =>
-      rp(`p${i}`, 0.5 + i, i % 5 === 0 ? { important: true } : i % 7 === 1 ? { kind: 'post', pairOf: `p${i + 1}` } : {}),
+      rp(
+        `p${i}`,
+        0.5 + i,
+        i % 5 === 0 ? { important: true } : i % 7 === 1 ? { kind: 'post', pairOf: `p${i + 1}` } : {},
+      ),
     );
     const plan = planPrune(pts, { keep: 5, keepImportant: 3, now: NOW });
     const all = [...ids(plan.keep), ...ids(plan.delete)].sort();
@@ -215,7 +247,15 @@ describe('agentkeep restore-point prune (real bin on a real tree)', function () 
     for (let i = 0; i < 4; i++) {
       // each restore point holds one unique 64 KB file, so deleting one frees its bytes
       await fs.writeFile(path.join(agent, 'workspace', `f${i}.bin`), Buffer.alloc(65536, i + 1));
-      const rec = await json('restore-point', 'create', '--target', target, '--label', `rp ${i}`, ...(i === 0 ? ['--important'] : []));
+      const rec = await json(
+        'restore-point',
+        'create',
+        '--target',
+        target,
+        '--label',
+        `rp ${i}`,
+        ...(i === 0 ? ['--important'] : []),
+      );
       made.push(rec.id);
       await fs.rm(path.join(agent, 'workspace', `f${i}.bin`));
     }
@@ -228,14 +268,34 @@ describe('agentkeep restore-point prune (real bin on a real tree)', function () 
     await age(old1, 40);
     await age(old2, 30);
 
-    const dry = await json('restore-point', 'prune', '--target', target, '--dry-run', '--keep', '1', '--keep-important', '1');
+    const dry = await json(
+      'restore-point',
+      'prune',
+      '--target',
+      target,
+      '--dry-run',
+      '--keep',
+      '1',
+      '--keep-important',
+      '1',
+    );
     assert.equal(dry.dryRun, true);
     assert.deepEqual(ids(dry.deleted), [old2, old1]);
     assert.deepEqual(ids(dry.kept), [cur, imp]);
     assert.equal(dry.freedBytes, 0);
     assert.equal((await json('restore-point', 'list', '--target', target)).length, 4, 'dry run deleted nothing');
 
-    const human = await ak('restore-point', 'prune', '--target', target, '--dry-run', '--keep', '1', '--keep-important', '1');
+    const human = await ak(
+      'restore-point',
+      'prune',
+      '--target',
+      target,
+      '--dry-run',
+      '--keep',
+      '1',
+      '--keep-important',
+      '1',
+    );
     assert.equal(human.code, 0, human.stderr);
     assert.match(human.stdout, /Dry run: 2 restore point\(s\) would be deleted, 2 kept/);
     assert.match(human.stdout, new RegExp(`would delete\\s+${old1}\\s+older than the newest 1`));
@@ -282,17 +342,34 @@ describe('agentkeep restore-point prune (real bin on a real tree)', function () 
     const postSame = await core.createRestorePoint({ target, kind: 'post', pairOf: preSame.id, label: 'after echo' });
     const preDiff = await core.createRestorePoint({ target, kind: 'pre', label: 'before install' });
     await fs.writeFile(path.join(agent, 'workspace', 'a.txt'), 'two\n');
-    const postDiff = await core.createRestorePoint({ target, kind: 'post', pairOf: preDiff.id, label: 'after install' });
+    const postDiff = await core.createRestorePoint({
+      target,
+      kind: 'post',
+      pairOf: preDiff.id,
+      label: 'after install',
+    });
     const cur = await core.createRestorePoint({ target, label: 'now' });
     assert.equal((await core.listRestorePoints({ target })).length, 5, 'all young: the auto-prune kept everything');
-    for (const [id, h] of [[preSame.id, 10], [postSame.id, 9], [preDiff.id, 8], [postDiff.id, 7]] as const) await age(id, h);
+    for (const [id, h] of [
+      [preSame.id, 10],
+      [postSame.id, 9],
+      [preDiff.id, 8],
+      [postDiff.id, 7],
+    ] as const)
+      await age(id, h);
     const dry = await json('restore-point', 'prune', '--target', target, '--dry-run');
     assert.deepEqual(ids(dry.deleted), [postSame.id, preSame.id]);
     assert.match(dry.deleted[0].reason, /does not differ/);
     assert.deepEqual(ids(dry.kept), [cur.id, postDiff.id, preDiff.id]);
-    const viaWire = (await dispatch(new Core({ stateDir: state }), 'agentkeep/restorePoint.prune', { target, dryRun: true })) as { deleted: Array<{ id: string }> };
+    const viaWire = (await dispatch(new Core({ stateDir: state }), 'agentkeep/restorePoint.prune', {
+      target,
+      dryRun: true,
+    })) as { deleted: Array<{ id: string }> };
     assert.deepEqual(ids(viaWire.deleted), [postSame.id, preSame.id]);
-    await assert.rejects(dispatch(core, 'agentkeep/restorePoint.prune', { target, keep: -1 }), (e: unknown) => e instanceof AgentKeepError && e.kind === 'InvalidParams' && /params\.keep/.test(e.message));
+    await assert.rejects(
+      dispatch(core, 'agentkeep/restorePoint.prune', { target, keep: -1 }),
+      (e: unknown) => e instanceof AgentKeepError && e.kind === 'InvalidParams' && /params\.keep/.test(e.message),
+    );
     const r = await new Core({ stateDir: state }).pruneRestorePoints({ target });
     assert.deepEqual(ids(r.deleted), [postSame.id, preSame.id]);
     assert.deepEqual(ids(await core.listRestorePoints({ target })), [cur.id, postDiff.id, preDiff.id]);

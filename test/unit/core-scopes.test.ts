@@ -34,7 +34,10 @@ describe('core: restore scopes with a Hermes home inside the target', function (
   function changeBoth(): void {
     fs.appendFileSync(path.join(home, 'memories/MEMORY.md'), '§\nInstalled left-pad.\n');
     put(home, 'skills/npm/left-pad/SKILL.md', 'new skill');
-    fs.writeFileSync(path.join(s.tree, 'workspace/package.json'), '{"name":"demo","dependencies":{"left-pad":"1.3.0"}}\n');
+    fs.writeFileSync(
+      path.join(s.tree, 'workspace/package.json'),
+      '{"name":"demo","dependencies":{"left-pad":"1.3.0"}}\n',
+    );
     put(s.tree, 'workspace/node_modules/left-pad/index.js', 'module.exports = 1;\n');
     fs.writeFileSync(path.join(home, 'config.yaml'), 'memory:\n  memory_char_limit: 9999\n');
   }
@@ -78,13 +81,18 @@ describe('core: restore scopes with a Hermes home inside the target', function (
     assert.ok(!fs.existsSync(path.join(home, 'skills/npm')), 'emptied skill dirs pruned');
     assert.ok(fs.existsSync(path.join(s.tree, 'workspace/node_modules/left-pad/index.js')), 'machine untouched');
     assert.match(read(path.join(home, 'config.yaml')), /9999/, 'config is not agent state');
-    assert.deepEqual(res.changes.agentChanged, [`${store}:SOUL.md`, `${store}:memories/MEMORY.md`, `${store}:skills/npm/left-pad/SKILL.md`]);
+    assert.deepEqual(res.changes.agentChanged, [
+      `${store}:SOUL.md`,
+      `${store}:memories/MEMORY.md`,
+      `${store}:skills/npm/left-pad/SKILL.md`,
+    ]);
     assert.deepEqual(res.changes.added, []);
   });
 
   it('both: everything back; the pre-restore capture brings the new memory back', async () => {
     // Hermes' lock files are not restored; taking the lock creates them empty, as Hermes does
-    const describeTree = (root: string): ReturnType<typeof describeTreeAll> => Object.fromEntries(Object.entries(describeTreeAll(root)).filter(([k]) => !k.endsWith('.lock')));
+    const describeTree = (root: string): ReturnType<typeof describeTreeAll> =>
+      Object.fromEntries(Object.entries(describeTreeAll(root)).filter(([k]) => !k.endsWith('.lock')));
     const before = describeTree(s.tree);
     const rp = await core.createRestorePoint({ target: s.target, stores: [store] });
     changeBoth();
@@ -122,12 +130,15 @@ describe('core: restore scopes with a Hermes home inside the target', function (
     const rp = await core.createRestorePoint({ target: s.target, stores: [] }); // explicitly no store (no auto-detection)
     changeBoth();
     const now = describeTree(s.tree);
-    await assert.rejects(core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'agent', stores: [store] }), (e: AgentKeepError) => {
-      assert.equal(e.kind, 'BadStore');
-      assert.match(e.message, /no agent-state capture/);
-      assert.match(fixText(e), /--scope machine/);
-      return true;
-    });
+    await assert.rejects(
+      core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'agent', stores: [store] }),
+      (e: AgentKeepError) => {
+        assert.equal(e.kind, 'BadStore');
+        assert.match(e.message, /no agent-state capture/);
+        assert.match(fixText(e), /--scope machine/);
+        return true;
+      },
+    );
     assert.deepEqual(describeTree(s.tree), now);
   });
 });

@@ -24,7 +24,9 @@ function start(args: string[]): Running {
   let err = '';
   proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((r) => proc.on('close', (code) => r({ code, stdout: out, stderr: err })));
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((r) =>
+    proc.on('close', (code) => r({ code, stdout: out, stderr: err })),
+  );
   return { proc, stderr: () => err, done };
 }
 
@@ -99,7 +101,11 @@ describe('CLI: Ctrl+C and SIGTERM during create and restore (real process, real 
   };
 
   /** A restore point of the v1 tree, then every file changed to v2; returns the id and both trees. */
-  async function prepareRestore(): Promise<{ id: string; v1: ReturnType<typeof describeTree>; v2: ReturnType<typeof describeTree> }> {
+  async function prepareRestore(): Promise<{
+    id: string;
+    v1: ReturnType<typeof describeTree>;
+    v2: ReturnType<typeof describeTree>;
+  }> {
     bigTree(s.tree, 'v1');
     const v1 = describeTree(s.tree);
     const c = await runSidecar(args('restore-point', 'create', '--json'));
@@ -119,7 +125,7 @@ describe('CLI: Ctrl+C and SIGTERM during create and restore (real process, real 
     assert.equal(res.code, 0, res.stderr);
     assert.match(
       res.stderr,
-      /agentkeep: finishing the restore so the tree is not left half-written \(Ctrl\+C again to stop now; undo with: agentkeep restore-point restore ak_\w+ --target \S+ --state-dir \S+ --scope both --yes\)/,
+      /agentkeep: finishing the restore so the tree is not left half-written; Ctrl\+C again to stop now\. Undo with: agentkeep restore-point restore ak_\w+ --target \S+ --state-dir \S+ --scope both --yes$/m,
     );
     assert.match(res.stdout, new RegExp(`Restored ${id}`));
     assert.deepEqual(describeTree(s.tree), v1);
@@ -138,7 +144,10 @@ describe('CLI: Ctrl+C and SIGTERM during create and restore (real process, real 
     assert.equal(res.code, 1, res.stderr);
     assert.match(res.stderr, new RegExp(`Interrupted: the restore of ${id} was stopped part-way`));
     // the printed command names the non-default state dir, so it works as printed
-    const undo = /Undo with: (agentkeep restore-point restore (ak_\w+) --target \S+ --state-dir \S+ --scope both --yes)/.exec(res.stderr);
+    const undo =
+      /Undo with: (agentkeep restore-point restore (ak_\w+) --target \S+ --state-dir \S+ --scope both --yes)/.exec(
+        res.stderr,
+      );
     assert.ok(undo, res.stderr);
     assert.deepEqual(tempLeftovers(s.tree), [], 'no .ak-tmp- files left in the target');
     assert.deepEqual(lockFiles(), []);
@@ -158,7 +167,9 @@ describe('CLI: Ctrl+C and SIGTERM during create and restore (real process, real 
     const l = await runSidecar(args('restore-point', 'list', '--json'));
     assert.equal(l.code, 0, l.stderr);
     JSON.parse(l.stdout); // stdout stays pure JSON; the warning is on stderr
-    const finish = new RegExp(`a restore of ${id} \\(scope machine\\) started \\S+ never finished: \\S+ may be half-restored\\. Finish it: (agentkeep restore-point restore ${id} --target \\S+ --state-dir \\S+ --scope machine --yes), or go back: agentkeep restore-point restore ak_\\w+`);
+    const finish = new RegExp(
+      `a restore of ${id} \\(scope machine\\) started \\S+ never finished: \\S+ may be half-restored\\. Finish it: (agentkeep restore-point restore ${id} --target \\S+ --state-dir \\S+ --scope machine --yes), or go back: agentkeep restore-point restore ak_\\w+`,
+    );
     const m = finish.exec(l.stderr);
     assert.ok(m, l.stderr);
     // a restore point taken now says it may hold the half-restored state
@@ -180,9 +191,12 @@ describe('CLI: Ctrl+C and SIGTERM during create and restore (real process, real 
     r.proc.kill('SIGTERM');
     const res = await r.done;
     assert.equal(res.code, 1, res.stderr);
-    assert.match(res.stderr, new RegExp(`Interrupted: the restore of ${id} did not start; nothing in the target was changed`));
+    assert.match(
+      res.stderr,
+      new RegExp(`Interrupted: the restore of ${id} did not start; nothing in the target was changed`),
+    );
     assert.deepEqual(describeTree(s.tree), v2);
-    assert.equal((journalIds()).length, 1, 'no pre-restore point recorded');
+    assert.equal(journalIds().length, 1, 'no pre-restore point recorded');
     assert.deepEqual(lockFiles(), []);
   });
 });

@@ -16,13 +16,15 @@ import { parseTarget } from '../../sidecar/core/target';
 import type { ChangedParams, ProgressParams } from '../../sidecar/protocol';
 import { makeHermesHome, put, tempSetup } from './dir-fixtures';
 
-const isErr = (kind: string, re?: RegExp, hintRe?: RegExp) => (e: AgentKeepError): boolean => {
-  assert.ok(e instanceof AgentKeepError, `not an AgentKeepError: ${String(e)}`);
-  assert.equal(e.kind, kind, e.message);
-  if (re) assert.match(e.message, re);
-  if (hintRe) assert.match(fixText(e), hintRe); // hint and next actions, as the CLI prints them
-  return true;
-};
+const isErr =
+  (kind: string, re?: RegExp, hintRe?: RegExp) =>
+  (e: AgentKeepError): boolean => {
+    assert.ok(e instanceof AgentKeepError, `not an AgentKeepError: ${String(e)}`);
+    assert.equal(e.kind, kind, e.message);
+    if (re) assert.match(e.message, re);
+    if (hintRe) assert.match(fixText(e), hintRe); // hint and next actions, as the CLI prints them
+    return true;
+  };
 
 describe('core: targets', function () {
   it('parses dir:/abs/path and normalises it', () => {
@@ -42,7 +44,13 @@ describe('core: targets', function () {
     assert.throws(() => parseTarget('/abs/no/scheme'), isErr('BadTarget', /no scheme/, /dir:\/abs\/no\/scheme/));
     assert.throws(() => parseTarget('dir:~/x'), isErr('BadTarget', /~/, /absolute/));
     assert.throws(() => parseTarget('ftp:/x'), isErr('BadTarget', /Unknown target scheme/, /dir:\/abs\/path/));
-    for (const t of ['proxmox://host/100', 'proxmox:/pve/qemu/100', 'proxmox://host/pve/vm/100', 'proxmox://host/pve/qemu/99', 'proxmox://host:70000/pve/qemu/100']) {
+    for (const t of [
+      'proxmox://host/100',
+      'proxmox:/pve/qemu/100',
+      'proxmox://host/pve/vm/100',
+      'proxmox://host/pve/qemu/99',
+      'proxmox://host:70000/pve/qemu/100',
+    ]) {
       assert.throws(() => parseTarget(t), isErr('BadTarget', /./, /proxmox:\/\/HOST/));
     }
   });
@@ -68,9 +76,15 @@ describe('core: targets', function () {
     const s = tempSetup();
     try {
       const core = new Core({ stateDir: s.state });
-      await assert.rejects(core.createRestorePoint({ target: `dir:${s.tree}-missing` }), isErr('TargetNotFound', /does not exist/, /dir:/));
+      await assert.rejects(
+        core.createRestorePoint({ target: `dir:${s.tree}-missing` }),
+        isErr('TargetNotFound', /does not exist/, /dir:/),
+      );
       put(s.base, 'a-file', 'x');
-      await assert.rejects(core.createRestorePoint({ target: `dir:${path.join(s.base, 'a-file')}` }), isErr('TargetNotFound', /not a directory/));
+      await assert.rejects(
+        core.createRestorePoint({ target: `dir:${path.join(s.base, 'a-file')}` }),
+        isErr('TargetNotFound', /not a directory/),
+      );
       await assert.rejects(core.createRestorePoint({ target: 'dir:rel' }), isErr('BadTarget'));
     } finally {
       s.cleanup();
@@ -91,13 +105,19 @@ describe('core: state dir', function () {
     const s = tempSetup();
     try {
       const inside = new Core({ stateDir: path.join(s.tree, '.agentkeep') });
-      await assert.rejects(inside.createRestorePoint({ target: s.target }), isErr('BadStateDir', /inside the target/, /--state-dir/));
+      await assert.rejects(
+        inside.createRestorePoint({ target: s.target }),
+        isErr('BadStateDir', /inside the target/, /--state-dir/),
+      );
       assert.ok(!fs.existsSync(path.join(s.tree, '.agentkeep')), 'nothing written into the target');
       const same = new Core({ stateDir: s.tree });
       await assert.rejects(same.createRestorePoint({ target: s.target }), isErr('BadStateDir'));
       fs.mkdirSync(path.join(s.state, 'sub'), { recursive: true });
       const core = new Core({ stateDir: s.state });
-      await assert.rejects(core.createRestorePoint({ target: `dir:${path.join(s.state, 'sub')}` }), isErr('BadStateDir', /inside the state dir/));
+      await assert.rejects(
+        core.createRestorePoint({ target: `dir:${path.join(s.state, 'sub')}` }),
+        isErr('BadStateDir', /inside the state dir/),
+      );
       // through a symlink too
       fs.symlinkSync(s.tree, path.join(s.base, 'tree-link'));
       const viaLink = new Core({ stateDir: path.join(s.base, 'tree-link', 'state') });
@@ -114,7 +134,10 @@ describe('core: state dir', function () {
       try {
         put(s.base, 'file', 'x');
         const core = new Core({ stateDir: path.join(s.base, 'file', 'state') });
-        await assert.rejects(core.createRestorePoint({ target: s.target }), isErr('BadStateDir', /not usable/, /writable/));
+        await assert.rejects(
+          core.createRestorePoint({ target: s.target }),
+          isErr('BadStateDir', /not usable/, /writable/),
+        );
       } finally {
         s.cleanup();
       }
@@ -147,11 +170,18 @@ describe('core: journal, keep, status, notifications', function () {
 
   it('lists newest first, writes one JSON file per restore point, keeps, and rejects unknown ids', async () => {
     const core = new Core({ stateDir: s.state });
-    const a = await core.createRestorePoint({ target: s.target, label: 'first', reason: { command: 'npm install left-pad', line: 3, class: 'deps' } });
+    const a = await core.createRestorePoint({
+      target: s.target,
+      label: 'first',
+      reason: { command: 'npm install left-pad', line: 3, class: 'deps' },
+    });
     await new Promise((r) => setTimeout(r, 5));
     const b = await core.createRestorePoint({ target: s.target, label: 'second', kind: 'pre', pairOf: undefined });
     const list = await core.listRestorePoints({ target: s.target });
-    assert.deepEqual(list.map((r) => r.id), [b.id, a.id]);
+    assert.deepEqual(
+      list.map((r) => r.id),
+      [b.id, a.id],
+    );
     assert.deepEqual(list[1].reason, { command: 'npm install left-pad', line: 3, class: 'deps' });
     assert.ok(!Number.isNaN(Date.parse(a.createdAt)) && a.createdAt.endsWith('Z'));
     const jdir = path.join(s.state, 'journal', parseTarget(s.target).key);
@@ -160,8 +190,14 @@ describe('core: journal, keep, status, notifications', function () {
     const kept = await core.keepRestorePoint({ target: s.target, id: a.id });
     assert.equal(kept.status, 'kept');
     assert.equal((await core.listRestorePoints({ target: s.target }))[1].status, 'kept');
-    await assert.rejects(core.keepRestorePoint({ target: s.target, id: 'ak_20200101_000000_0000' }), isErr('RestorePointNotFound', /No restore point/, /restore-point list/));
-    await assert.rejects(core.restoreRestorePoint({ target: s.target, id: '../etc/passwd', scope: 'both' }), isErr('RestorePointNotFound'));
+    await assert.rejects(
+      core.keepRestorePoint({ target: s.target, id: 'ak_20200101_000000_0000' }),
+      isErr('RestorePointNotFound', /No restore point/, /restore-point list/),
+    );
+    await assert.rejects(
+      core.restoreRestorePoint({ target: s.target, id: '../etc/passwd', scope: 'both' }),
+      isErr('RestorePointNotFound'),
+    );
     // another target has its own journal
     assert.deepEqual(await core.listRestorePoints({ target: `dir:${s.base}/elsewhere` }), []);
   });
@@ -181,7 +217,10 @@ describe('core: journal, keep, status, notifications', function () {
     assert.equal(st.restorePoints, 1);
     assert.equal(st.latest?.id, rp.id);
     assert.equal(st.backend, 'dir');
-    assert.deepEqual(st.stores.map((x) => x.ok), [true, false]);
+    assert.deepEqual(
+      st.stores.map((x) => x.ok),
+      [true, false],
+    );
     assert.match(st.stores[1].message ?? '', /does not exist/);
     const gone = await core.agentStatus({ target: `dir:${s.base}/missing` });
     assert.equal(gone.reachable, false);
@@ -191,7 +230,11 @@ describe('core: journal, keep, status, notifications', function () {
   it('reports throttled progress for a token and change notifications', async () => {
     const progress: ProgressParams[] = [];
     const changed: ChangedParams[] = [];
-    const core = new Core({ stateDir: s.state, onProgress: (p) => progress.push(p), onChanged: (c) => changed.push(c) });
+    const core = new Core({
+      stateDir: s.state,
+      onProgress: (p) => progress.push(p),
+      onChanged: (c) => changed.push(c),
+    });
     const rp = await core.createRestorePoint({ target: s.target, progressToken: 'tok-1' });
     assert.ok(progress.length >= 2 && progress.length < 40, `${progress.length} notifications`);
     assert.ok(progress.every((p) => p.token === 'tok-1'));
@@ -216,7 +259,10 @@ describe('core: journal, keep, status, notifications', function () {
 
   it('invalid params name the field (validated once, at the boundary the CLI and the servers share)', async () => {
     const core = new Core({ stateDir: s.state });
-    await assert.rejects(call(core, 'restorePointRestore', { target: s.target, id: 'x', scope: 'everything' as 'both' }), isErr('InvalidParams', /scope/));
+    await assert.rejects(
+      call(core, 'restorePointRestore', { target: s.target, id: 'x', scope: 'everything' as 'both' }),
+      isErr('InvalidParams', /scope/),
+    );
     await assert.rejects(call(core, 'restorePointCreate', {} as { target: string }), isErr('InvalidParams', /target/));
   });
 

@@ -18,13 +18,15 @@ import { parseTarget, resolveTarget } from '../../sidecar/core/target';
 import { scanTree } from '../../sidecar/machine/dir/scan';
 import { describeTree, makeHermesHome, put, tempLeftovers, tempSetup } from './dir-fixtures';
 
-const isErr = (kind: string, re?: RegExp, hintRe?: RegExp) => (e: AgentKeepError): boolean => {
-  assert.ok(e instanceof AgentKeepError, `not an AgentKeepError: ${String(e)}`);
-  assert.equal(e.kind, kind, e.message);
-  if (re) assert.match(e.message, re);
-  if (hintRe) assert.match(fixText(e), hintRe); // hint and next actions, as the CLI prints them
-  return true;
-};
+const isErr =
+  (kind: string, re?: RegExp, hintRe?: RegExp) =>
+  (e: AgentKeepError): boolean => {
+    assert.ok(e instanceof AgentKeepError, `not an AgentKeepError: ${String(e)}`);
+    assert.equal(e.kind, kind, e.message);
+    if (re) assert.match(e.message, re);
+    if (hintRe) assert.match(fixText(e), hintRe); // hint and next actions, as the CLI prints them
+    return true;
+  };
 
 /** Whether this file system keeps non-UTF-8 names (most Linux ones do; some macOS ones refuse them). */
 function canMakeLatin1Name(dir: string): boolean {
@@ -50,11 +52,24 @@ describe('dir backend: edge cases', function () {
 
   it('a name that is not UTF-8 fails create with the directory, the escaped name and the fix (never skipped)', async function () {
     put(s.tree, 't4/ok.txt', 'fine');
-    assert.ok(canMakeLatin1Name(path.join(s.tree, 't4')), 'the test file system accepts non-UTF-8 names (ext4, tmpfs and btrfs do)');
-    fs.writeFileSync(Buffer.concat([Buffer.from(path.join(s.tree, 't4') + '/'), Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x2e, 0x74, 0x78, 0x74])]), 'x');
+    assert.ok(
+      canMakeLatin1Name(path.join(s.tree, 't4')),
+      'the test file system accepts non-UTF-8 names (ext4, tmpfs and btrfs do)',
+    );
+    fs.writeFileSync(
+      Buffer.concat([
+        Buffer.from(path.join(s.tree, 't4') + '/'),
+        Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x2e, 0x74, 0x78, 0x74]),
+      ]),
+      'x',
+    );
     await assert.rejects(
       core.createRestorePoint({ target: s.target }),
-      isErr('FileError', new RegExp(`${path.join(s.tree, 't4').replace(/[/.]/g, '\\$&')}.*\\$'caf\\\\xe9\\.txt'.*not valid UTF-8`), /Rename it.*mv .*caf\\xe9\.txt/),
+      isErr(
+        'FileError',
+        new RegExp(`${path.join(s.tree, 't4').replace(/[/.]/g, '\\$&')}.*\\$'caf\\\\xe9\\.txt'.*not valid UTF-8`),
+        /Rename it.*mv .*caf\\xe9\.txt/,
+      ),
     );
     assert.deepEqual(await core.listRestorePoints({ target: s.target }), [], 'no restore point recorded');
   });
@@ -168,11 +183,21 @@ describe('dir backend: edge cases', function () {
     assert.equal(a.key, b.key);
     assert.equal(b.spec, `dir:${link}`, 'the spec stays as given');
     const rp = await core.createRestorePoint({ target: `dir:${link}` });
-    assert.deepEqual((await core.listRestorePoints({ target: s.target })).map((r) => r.id), [rp.id]);
+    assert.deepEqual(
+      (await core.listRestorePoints({ target: s.target })).map((r) => r.id),
+      [rp.id],
+    );
     // The lock taken through one spelling blocks the other.
-    const lock = await acquireLock(path.join(s.state, 'locks', `${a.key}.lock`), { op: 'test', what: 'x', timeoutMs: 1000 });
+    const lock = await acquireLock(path.join(s.state, 'locks', `${a.key}.lock`), {
+      op: 'test',
+      what: 'x',
+      timeoutMs: 1000,
+    });
     try {
-      await assert.rejects(new Core({ stateDir: s.state, lockTimeoutMs: 200 }).createRestorePoint({ target: `dir:${link}` }), isErr('TargetBusy'));
+      await assert.rejects(
+        new Core({ stateDir: s.state, lockTimeoutMs: 200 }).createRestorePoint({ target: `dir:${link}` }),
+        isErr('TargetBusy'),
+      );
     } finally {
       await lock.release();
     }
@@ -181,7 +206,10 @@ describe('dir backend: edge cases', function () {
   it('dir:///abs and dir://localhost/abs are absolute paths; dir://host/x names the fix', () => {
     assert.equal(parseTarget('dir:///tmp/x').path, '/tmp/x');
     assert.equal(parseTarget('dir://localhost/tmp/x').spec, 'dir:/tmp/x');
-    assert.throws(() => parseTarget('dir://tmp/x'), isErr('BadTarget', /takes a local path, not a host/, /dir:\/tmp\/x/));
+    assert.throws(
+      () => parseTarget('dir://tmp/x'),
+      isErr('BadTarget', /takes a local path, not a host/, /dir:\/tmp\/x/),
+    );
     assert.throws(() => parseTarget('dir://'), isErr('BadTarget', /empty path/));
   });
 });
@@ -202,7 +230,10 @@ describe('core: Hermes homes found without --store', function () {
     fs.mkdirSync(path.join(home, 'profiles', 'not-a-home'), { recursive: true });
     put(s.tree, 'workspace/a.txt', 'v1');
     const rp = await core.createRestorePoint({ target: s.target });
-    assert.deepEqual(rp.agent.map((a) => a.store), [`hermes:${home}`, `hermes:${path.join(home, 'profiles', 'work')}`]);
+    assert.deepEqual(
+      rp.agent.map((a) => a.store),
+      [`hermes:${home}`, `hermes:${path.join(home, 'profiles', 'work')}`],
+    );
     fs.appendFileSync(path.join(home, 'memories/MEMORY.md'), '§\nlearned\n');
     const mem = fs.readFileSync(path.join(home, 'memories/MEMORY.md'), 'utf8');
     fs.writeFileSync(path.join(s.tree, 'workspace/a.txt'), 'v2');
@@ -220,14 +251,18 @@ describe('core: Hermes homes found without --store', function () {
     const r = await core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'machine' });
     assert.ok(fs.existsSync(path.join(home, 'skills/new-skill/SKILL.md')), 'agent state kept');
     assert.ok(!fs.existsSync(path.join(s.tree, 'workspace')), 'machine state rolled back');
-    for (const p of r.changes.added) assert.ok(!fs.existsSync(path.join(s.tree, p)), `reported as removed but still there: ${p}`);
+    for (const p of r.changes.added)
+      assert.ok(!fs.existsSync(path.join(s.tree, p)), `reported as removed but still there: ${p}`);
     assert.ok(r.changes.added.includes('workspace/tmp/new.txt'));
   });
 
   it('the target itself as a Hermes home is found; a plain config.yaml is not enough', async () => {
     makeHermesHome(s.tree);
     const rp = await core.createRestorePoint({ target: s.target });
-    assert.deepEqual(rp.agent.map((a) => a.store), [`hermes:${s.tree}`]);
+    assert.deepEqual(
+      rp.agent.map((a) => a.store),
+      [`hermes:${s.tree}`],
+    );
     const other = tempSetup();
     try {
       put(other.tree, 'config.yaml', 'a: 1\n');
@@ -242,7 +277,10 @@ describe('core: Hermes homes found without --store', function () {
     put(s.tree, 'a.txt', 'x');
     const rp = await core.createRestorePoint({ target: s.target });
     assert.deepEqual(rp.agent, []);
-    await assert.rejects(core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'agent' }), isErr('BadStore', /no agent-state capture/, /--scope machine/));
+    await assert.rejects(
+      core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'agent' }),
+      isErr('BadStore', /no agent-state capture/, /--scope machine/),
+    );
     assert.equal((await core.listRestorePoints({ target: s.target })).length, 1, 'no pre-restore point taken');
   });
 });

@@ -11,7 +11,13 @@ import * as path from 'node:path';
 export const REPO_ROOT = path.resolve(__dirname, '..', '..');
 
 /** A fresh temp dir with `tree/` and `state/` inside; `cleanup()` removes it. */
-export function tempSetup(prefix = 'ak-test-'): { base: string; tree: string; state: string; target: string; cleanup: () => void } {
+export function tempSetup(prefix = 'ak-test-'): {
+  base: string;
+  tree: string;
+  state: string;
+  target: string;
+  cleanup: () => void;
+} {
   const base = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
   const tree = path.join(base, 'tree');
   const state = path.join(base, 'state');
@@ -71,7 +77,8 @@ export function describeTree(root: string): Record<string, Described> {
       else if (st.isDirectory()) {
         out[r] = { type: 'dir', mode };
         walk(r);
-      } else if (st.isFile()) out[r] = { type: 'file', mode, content: createHash('sha256').update(fs.readFileSync(p)).digest('hex') };
+      } else if (st.isFile())
+        out[r] = { type: 'file', mode, content: createHash('sha256').update(fs.readFileSync(p)).digest('hex') };
       else out[r] = { type: 'other', mode };
     }
   };

@@ -107,7 +107,12 @@ describe('dir backend: restore makes the tree identical', function () {
     assert.ok(after['project/.git/HEAD'], 'nested .git kept under its own name');
     const again = await core.diffRestorePoint({ target: s.target, id: rp.id });
     assert.deepEqual(again, { added: [], removed: [], changed: [], agentChanged: [] });
-    assert.equal(execFileSync('git', ['-C', path.join(s.tree, 'project'), 'log', '--format=%s']).toString().trim(), 'v1');
+    assert.equal(
+      execFileSync('git', ['-C', path.join(s.tree, 'project'), 'log', '--format=%s'])
+        .toString()
+        .trim(),
+      'v1',
+    );
     assert.equal(execFileSync('git', ['-C', path.join(s.tree, 'project'), 'status', '--porcelain']).toString(), '');
     assert.ok(!fs.existsSync(path.join(s.tree, 'project/.git_disabled')));
     // symlink to a dir is never followed: the outside dir is untouched by snapshot and restore
@@ -134,7 +139,10 @@ describe('dir backend: restore makes the tree identical', function () {
     assert.deepEqual(describeTree(s.tree), mutated);
     const list = await core.listRestorePoints({ target: s.target });
     assert.equal(list.length, 3);
-    assert.deepEqual(list.map((r) => r.kind), ['pre-restore', 'pre-restore', 'manual']);
+    assert.deepEqual(
+      list.map((r) => r.kind),
+      ['pre-restore', 'pre-restore', 'manual'],
+    );
   });
 
   it('only rewrites files that differ', async () => {
@@ -198,7 +206,10 @@ describe('dir backend: restore makes the tree identical', function () {
     await core.restoreRestorePoint({ target: s.target, id: second.id, scope: 'both' });
     assert.equal(fs.readFileSync(path.join(s.tree, 'shared.txt'), 'utf8'), 'shared by both');
     assert.ok(!fs.existsSync(path.join(s.tree, 'junk.txt')));
-    await assert.rejects(core.deleteRestorePoint({ target: s.target, id: first.id }), (e: AgentKeepError) => e.kind === 'RestorePointNotFound');
+    await assert.rejects(
+      core.deleteRestorePoint({ target: s.target, id: first.id }),
+      (e: AgentKeepError) => e.kind === 'RestorePointNotFound',
+    );
   });
 });
 
@@ -223,13 +234,16 @@ describe('dir backend: damage', function () {
     fs.chmodSync(obj, 0o644);
     fs.rmSync(obj);
     const before = describeTree(s.tree);
-    await assert.rejects(core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'both' }), (e: AgentKeepError) => {
-      assert.equal(e.kind, 'CorruptSnapshot');
-      assert.match(e.message, /missing/);
-      assert.match(e.message, /ak_\d{8}_\d{6}_[0-9a-f]{4}/, 'names the pre-restore id');
-      assert.match(fixText(e), /restore-point restore ak_/);
-      return true;
-    });
+    await assert.rejects(
+      core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'both' }),
+      (e: AgentKeepError) => {
+        assert.equal(e.kind, 'CorruptSnapshot');
+        assert.match(e.message, /missing/);
+        assert.match(e.message, /ak_\d{8}_\d{6}_[0-9a-f]{4}/, 'names the pre-restore id');
+        assert.match(fixText(e), /restore-point restore ak_/);
+        return true;
+      },
+    );
     assert.deepEqual(describeTree(s.tree), before);
     assert.deepEqual(tempLeftovers(s.tree), []);
   });
@@ -241,7 +255,10 @@ describe('dir backend: damage', function () {
     const key = fs.readdirSync(dir)[0];
     fs.writeFileSync(path.join(dir, key, `${rp.id}.json`), '{"v":1,"entries":[{"p":"../escape","t":"f"');
     const fresh = new Core({ stateDir: s.state }); // no in-memory manifest cache
-    await assert.rejects(fresh.diffRestorePoint({ target: s.target, id: rp.id }), (e: AgentKeepError) => e.kind === 'CorruptSnapshot' && /damaged/.test(e.message));
+    await assert.rejects(
+      fresh.diffRestorePoint({ target: s.target, id: rp.id }),
+      (e: AgentKeepError) => e.kind === 'CorruptSnapshot' && /damaged/.test(e.message),
+    );
   });
 
   it('a failure halfway leaves no temp files and names the pre-restore id', async () => {
@@ -255,11 +272,14 @@ describe('dir backend: damage', function () {
     fs.chmodSync(obj, 0o644);
     fs.rmSync(obj);
     fs.mkdirSync(obj);
-    await assert.rejects(core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'both' }), (e: AgentKeepError) => {
-      assert.match(e.message, /stopped/);
-      assert.match(e.message, /saved as restore point ak_/);
-      return true;
-    });
+    await assert.rejects(
+      core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'both' }),
+      (e: AgentKeepError) => {
+        assert.match(e.message, /stopped/);
+        assert.match(e.message, /saved as restore point ak_/);
+        return true;
+      },
+    );
     assert.deepEqual(tempLeftovers(s.tree), []);
     assert.equal(fs.readFileSync(path.join(s.tree, 'sub/a.txt'), 'utf8'), 'a2');
   });

@@ -62,7 +62,10 @@ describe('dir backend: scan and stat cache', function () {
     const n = PARALLEL_MIN + 600;
     for (let i = 0; i < n; i++) put(s.tree, `p${i % 7}/q${i % 13}/f${i}.txt`, `file ${i}`);
     fs.symlinkSync('p0', path.join(s.tree, 'link'));
-    const hashFile = async (abs: string): Promise<{ hash: string; newBytes: number }> => ({ hash: 'h:' + fs.readFileSync(abs, 'utf8'), newBytes: 0 });
+    const hashFile = async (abs: string): Promise<{ hash: string; newBytes: number }> => ({
+      hash: 'h:' + fs.readFileSync(abs, 'utf8'),
+      newBytes: 0,
+    });
     const withWorkers = await scanTree(s.tree, { hashFile });
     process.env.AGENTKEEP_STAT_WORKERS = '0';
     try {
@@ -75,7 +78,17 @@ describe('dir backend: scan and stat cache', function () {
     assert.equal(withWorkers.entries.find((e) => e.p === 'link')?.l, 'p0');
     // and with a stat cache: nothing is re-hashed, unchanged entries are the cached objects
     await sleep(80);
-    const m: Manifest = { v: 1, backend: 'dir', target: 'x', id: 'x', createdAt: '', scanStartMs: Date.now(), rootMode: 0o755, bytes: 0, entries: withWorkers.entries };
+    const m: Manifest = {
+      v: 1,
+      backend: 'dir',
+      target: 'x',
+      id: 'x',
+      createdAt: '',
+      scanStartMs: Date.now(),
+      rootMode: 0o755,
+      bytes: 0,
+      entries: withWorkers.entries,
+    };
     const again = await scanTree(s.tree, { hashFile, caches: statCacheOf(m) });
     assert.equal(again.hashed, 0);
     assert.equal(again.entries.length, withWorkers.entries.length);
@@ -90,6 +103,12 @@ describe('dir backend: scan and stat cache', function () {
     const m = (await readManifest(file)) as Manifest;
     assert.deepEqual(JSON.parse(manifestJson(m)), JSON.parse(JSON.stringify(m)));
     assert.deepEqual(JSON.parse(fs.readFileSync(file, 'utf8')), JSON.parse(JSON.stringify(m)));
-    assert.deepEqual(m.entries.map((e) => [e.p, e.t]), [['a "quoted" ✓.txt', 'f'], ['l', 'l']]);
+    assert.deepEqual(
+      m.entries.map((e) => [e.p, e.t]),
+      [
+        ['a "quoted" ✓.txt', 'f'],
+        ['l', 'l'],
+      ],
+    );
   });
 });

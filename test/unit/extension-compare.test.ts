@@ -13,7 +13,13 @@ describe('extension: compare items', () => {
 
   it('leaves out directories, lists changed, added, removed files, agent state first and once', () => {
     const changes = {
-      added: ['workspace/node_modules', 'workspace/node_modules/left-pad', 'workspace/node_modules/left-pad/index.js', 'workspace/node_modules/left-pad/package.json', 'workspace/package-lock.json'],
+      added: [
+        'workspace/node_modules',
+        'workspace/node_modules/left-pad',
+        'workspace/node_modules/left-pad/index.js',
+        'workspace/node_modules/left-pad/package.json',
+        'workspace/package-lock.json',
+      ],
       removed: ['workspace/old.txt'],
       changed: ['.hermes/memories/MEMORY.md', 'workspace/package.json'],
       agentChanged: [`${store}:memories/MEMORY.md`],
@@ -36,7 +42,10 @@ describe('extension: compare items', () => {
 
   it('keeps a file whose name extends a directory name ("a.txt" next to "a/"), and caps the rows', () => {
     const changes = { added: ['a', 'a.txt', 'a/b', 'c'], removed: [], changed: [], agentChanged: [] };
-    assert.deepEqual(compareItems(changes, { localRoot: '/t', stores: [] }).items.map((i) => i.path), ['a.txt', 'a/b', 'c']);
+    assert.deepEqual(
+      compareItems(changes, { localRoot: '/t', stores: [] }).items.map((i) => i.path),
+      ['a.txt', 'a/b', 'c'],
+    );
     const many = { added: Array.from({ length: 250 }, (_, i) => `f${i}`), removed: [], changed: [], agentChanged: [] };
     const r = compareItems(many, { localRoot: '/t', stores: [], max: 200 });
     assert.equal(r.items.length, 200);
@@ -47,7 +56,13 @@ describe('extension: compare items', () => {
     const s = 'hermes:/srv/hermes';
     const changes = { added: ['x'], removed: [], changed: [], agentChanged: [`${s}:skills/new/SKILL.md`] };
     const { items } = compareItems(changes, { localRoot: '/home/me/agent', stores: [describeStore(s)] });
-    assert.deepEqual(items.map((i) => [i.path, i.status]), [[`${s}:skills/new/SKILL.md`, 'changed'], ['x', 'added']]);
+    assert.deepEqual(
+      items.map((i) => [i.path, i.status]),
+      [
+        [`${s}:skills/new/SKILL.md`, 'changed'],
+        ['x', 'added'],
+      ],
+    );
   });
 
   it('store roots, short commands, post reasons', () => {

@@ -30,9 +30,16 @@ describe('extension/demo: createDemoAgent', () => {
     assert.match(setup, /^npm install --no-audit --no-fund left-pad@1\.3\.0$/m);
     assert.equal(fs.statSync(d.setupScript).mode & 0o111, 0o111, 'setup.sh is executable');
     assert.match(fs.readFileSync(path.join(d.workspace, 'README.md'), 'utf8'), /```bash\npip install requests\n```/);
-    assert.deepEqual(JSON.parse(fs.readFileSync(path.join(d.workspace, 'package.json'), 'utf8')), { name: 'demo-agent-tools', private: true });
+    assert.deepEqual(JSON.parse(fs.readFileSync(path.join(d.workspace, 'package.json'), 'utf8')), {
+      name: 'demo-agent-tools',
+      private: true,
+    });
     const settings = JSON.parse(fs.readFileSync(path.join(d.workspace, '.vscode', 'settings.json'), 'utf8'));
-    assert.deepEqual(settings, { 'agentkeep.target': d.target, 'agentkeep.stores': [d.store], 'agentkeep.stateDir': d.stateDir });
+    assert.deepEqual(settings, {
+      'agentkeep.target': d.target,
+      'agentkeep.stores': [d.store],
+      'agentkeep.stateDir': d.stateDir,
+    });
     assert.ok(!d.stateDir.startsWith(d.agentHome + path.sep), 'the state dir is outside the target');
     assert.ok(fs.statSync(d.stateDir).isDirectory());
     const leftovers = fs.readdirSync(d.workspace).filter((f) => f.includes('.tmp-'));
@@ -49,7 +56,10 @@ describe('extension/demo: createDemoAgent', () => {
     fs.mkdirSync(path.join(d.workspace, 'node_modules'));
     const forced = createDemoAgent(root, { force: true });
     assert.equal(forced.created, true);
-    assert.equal(fs.readFileSync(path.join(d.hermesHome, 'memories', 'MEMORY.md'), 'utf8'), DEMO_MEMORY_ENTRIES.join('\n§\n'));
+    assert.equal(
+      fs.readFileSync(path.join(d.hermesHome, 'memories', 'MEMORY.md'), 'utf8'),
+      DEMO_MEMORY_ENTRIES.join('\n§\n'),
+    );
     assert.equal(fs.existsSync(path.join(d.workspace, 'node_modules')), false);
   });
 

@@ -39,26 +39,52 @@ describe('extension/format', () => {
   });
 
   it('formats reasons, short reasons and pre-restore labels', () => {
-    const rp = { label: 'npm install left-pad', kind: 'pre' as const, reason: { command: 'npm install left-pad', file: '/w/setup.sh', line: 3 } };
+    const rp = {
+      label: 'npm install left-pad',
+      kind: 'pre' as const,
+      reason: { command: 'npm install left-pad', file: '/w/setup.sh', line: 3 },
+    };
     assert.equal(formatReason(rp), '`npm install left-pad` from setup.sh:3');
     assert.equal(shortReason(rp), 'from setup.sh:3');
     assert.equal(shortReason({ ...rp, label: 'before upgrade' }), 'npm install left-pad from setup.sh:3');
     // with the risk engine's reason (Snapshot & run passes it as reason.risk): the details view shows it, the short form not
-    const risky = { ...rp, label: 'before reset', reason: { ...rp.reason, command: 'git reset --hard', risk: 'destructive: git reset --hard discards uncommitted changes' } };
-    assert.equal(formatReason(risky), '`git reset --hard` from setup.sh:3 — destructive: git reset --hard discards uncommitted changes');
+    const risky = {
+      ...rp,
+      label: 'before reset',
+      reason: {
+        ...rp.reason,
+        command: 'git reset --hard',
+        risk: 'destructive: git reset --hard discards uncommitted changes',
+      },
+    };
+    assert.equal(
+      formatReason(risky),
+      '`git reset --hard` from setup.sh:3 — destructive: git reset --hard discards uncommitted changes',
+    );
     assert.equal(shortReason(risky), 'git reset --hard from setup.sh:3');
     assert.equal(formatReason({ kind: 'manual', reason: { text: 'before the upgrade' } }), 'before the upgrade');
     assert.equal(formatReason({ kind: 'pre-restore', restoredFrom: 'ak_1' }), 'before restoring ak_1');
     assert.equal(formatReason({ kind: 'manual' }), '');
     const labels = new Map([['ak_1', 'npm install left-pad']]);
-    assert.equal(displayLabel({ id: 'ak_2', label: 'Before restoring ak_1', kind: 'pre-restore', restoredFrom: 'ak_1' }, labels), 'Before restoring "npm install left-pad"');
-    assert.equal(displayLabel({ id: 'ak_2', label: 'my label', kind: 'pre-restore', restoredFrom: 'ak_1' }, labels), 'my label');
+    assert.equal(
+      displayLabel({ id: 'ak_2', label: 'Before restoring ak_1', kind: 'pre-restore', restoredFrom: 'ak_1' }, labels),
+      'Before restoring "npm install left-pad"',
+    );
+    assert.equal(
+      displayLabel({ id: 'ak_2', label: 'my label', kind: 'pre-restore', restoredFrom: 'ak_1' }, labels),
+      'my label',
+    );
     assert.equal(displayLabel({ id: 'ak_3', label: '', kind: 'manual' }, labels), 'ak_3');
   });
 
   it('folds nested paths and says what a restore will lose, per scope', () => {
     // the lists come from restorePoint.preview: the sidecar folds and counts them (samplePaths), scoped
-    const added = ['w/node_modules', 'w/node_modules/left-pad', 'w/node_modules/left-pad/index.js', 'w/package-lock.json'];
+    const added = [
+      'w/node_modules',
+      'w/node_modules/left-pad',
+      'w/node_modules/left-pad/index.js',
+      'w/package-lock.json',
+    ];
     const sample = (paths: string[]) => samplePaths(paths, PREVIEW_LIMIT);
     assert.equal(sampleText(sample(added)), 'w/node_modules/ (+2 inside), w/package-lock.json');
     assert.equal(sampleText(sample(['a', 'b', 'c', 'd', 'e']), 3), 'a, b, c and 2 more');
@@ -177,7 +203,10 @@ describe('extension/format', () => {
   it('formats the disk use of a target against its size cap', () => {
     const cap = 10 * 1024 ** 3;
     assert.equal(usageText({ bytes: 12 * 1024 * 1024, capBytes: cap, level: 'ok' }), '12 MiB of 10 GiB');
-    assert.equal(usageText({ bytes: 9.5 * 1024 ** 3, capBytes: cap, level: 'near' }), '9.5 GiB of 10 GiB (near the cap)');
+    assert.equal(
+      usageText({ bytes: 9.5 * 1024 ** 3, capBytes: cap, level: 'near' }),
+      '9.5 GiB of 10 GiB (near the cap)',
+    );
     assert.equal(usageText({ bytes: 11 * 1024 ** 3, capBytes: cap, level: 'over' }), '11 GiB of 10 GiB (over the cap)');
   });
 
@@ -190,7 +219,10 @@ describe('extension/format', () => {
   });
   it('runs a CodeLens block of several commands as one && chain, a single command as it is', () => {
     assert.equal(commandLine('npm install --no-audit left-pad@1.3.0'), 'npm install --no-audit left-pad@1.3.0');
-    assert.equal(commandLine('apt-get install -y jq\n  pip install requests\n'), 'apt-get install -y jq && pip install requests');
+    assert.equal(
+      commandLine('apt-get install -y jq\n  pip install requests\n'),
+      'apt-get install -y jq && pip install requests',
+    );
     assert.equal(commandLine('cd web || exit 1\nnpm ci'), 'cd web || exit 1 && npm ci');
   });
 });

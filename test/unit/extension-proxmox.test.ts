@@ -28,7 +28,11 @@ const T = 'proxmox://pve.lan:8006/pve1/qemu/101';
 /** The extension gets descriptions from the sidecar (target.describe); here straight from the core. */
 const D = describeTarget;
 
-function rp(id: string, minute: number, extra: Partial<RestorePoint> & { parent?: string; vmstate?: boolean } = {}): RestorePoint {
+function rp(
+  id: string,
+  minute: number,
+  extra: Partial<RestorePoint> & { parent?: string; vmstate?: boolean } = {},
+): RestorePoint {
   const { parent, vmstate, ...rest } = extra;
   return {
     id,
@@ -37,7 +41,16 @@ function rp(id: string, minute: number, extra: Partial<RestorePoint> & { parent?
     createdAt: new Date(Date.UTC(2026, 10, 30, 12, minute)).toISOString(),
     status: 'ready',
     kind: 'manual',
-    machine: { backend: 'proxmox', files: 0, bytes: 0, newBytes: 0, durationMs: 1, snapname: id, ...(parent ? { parent } : {}), ...(vmstate ? { vmstate } : {}) },
+    machine: {
+      backend: 'proxmox',
+      files: 0,
+      bytes: 0,
+      newBytes: 0,
+      durationMs: 1,
+      snapname: id,
+      ...(parent ? { parent } : {}),
+      ...(vmstate ? { vmstate } : {}),
+    },
     agent: [],
     ...rest,
   };
@@ -77,11 +90,21 @@ describe('extension/proxmoxModel', () => {
   });
 
   it('finds the guest of a target (node "-" = any node) and filters the fleet by tag', () => {
-    const g = (vmid: number, node: string, tags: string[]): Guest => ({ target: `proxmox://h:8006/${node}/qemu/${vmid}`, node, vmid, type: 'qemu', status: 'running', tags });
+    const g = (vmid: number, node: string, tags: string[]): Guest => ({
+      target: `proxmox://h:8006/${node}/qemu/${vmid}`,
+      node,
+      vmid,
+      type: 'qemu',
+      status: 'running',
+      tags,
+    });
     const guests = [g(101, 'pve1', ['agent']), g(102, 'pve2', ['agent', 'prod']), g(103, 'pve2', [])];
     assert.equal(findGuest(guests, D('proxmox://h/-/qemu/102').guest!)?.node, 'pve2');
     assert.equal(findGuest(guests, D('proxmox://h/pve1/qemu/102').guest!), undefined, 'a named node must match');
-    assert.deepEqual(withTag(guests, 'agent').map((x) => x.vmid), [101, 102]);
+    assert.deepEqual(
+      withTag(guests, 'agent').map((x) => x.vmid),
+      [101, 102],
+    );
     assert.equal(withTag(guests, '').length, 3);
   });
 
@@ -99,16 +122,29 @@ describe('extension/proxmoxModel', () => {
     const d = rp('d', 4, { parent: 'a' }); // a branch: taken after rolling back to a
     const foreign = rp('e', 0, { parent: 'not_ours' });
     const tree = snapshotTree([d, c, b, a, foreign]);
-    assert.deepEqual(tree.get(undefined)?.map((r) => r.id), ['e', 'a']);
-    assert.deepEqual(tree.get('a')?.map((r) => r.id), ['b', 'd']);
-    assert.deepEqual(tree.get('b')?.map((r) => r.id), ['c']);
+    assert.deepEqual(
+      tree.get(undefined)?.map((r) => r.id),
+      ['e', 'a'],
+    );
+    assert.deepEqual(
+      tree.get('a')?.map((r) => r.id),
+      ['b', 'd'],
+    );
+    assert.deepEqual(
+      tree.get('b')?.map((r) => r.id),
+      ['c'],
+    );
     assert.equal(tree.get('c'), undefined);
 
     assert.equal(currentRestorePoint([a, b, c])?.id, 'c', 'after creating, the guest sits on the newest');
     const restoredB = { ...b, status: 'rolled-back' as const };
     const pre = rp('pre', 5, { kind: 'pre-restore', restoredFrom: 'b', parent: 'c' });
     assert.equal(currentRestorePoint([a, restoredB, c, pre])?.id, 'b', 'after a rollback it sits on the restored one');
-    assert.equal(currentRestorePoint([a, b, c, pre])?.id, 'pre', 'a failed rollback leaves it on the pre-restore capture');
+    assert.equal(
+      currentRestorePoint([a, b, c, pre])?.id,
+      'pre',
+      'a failed rollback leaves it on the pre-restore capture',
+    );
     assert.equal(currentRestorePoint([{ ...c, status: 'failed' }, a])?.id, 'a', 'failed restore points do not count');
     assert.equal(currentRestorePoint([]), undefined);
   });
@@ -130,7 +166,11 @@ describe('extension/proxmoxModel', () => {
 
     const stopped = vmRestoreOutcome(D(T), disk, {
       machineState: 'stopped',
-      warnings: ['The VM was running and was hard-stopped by the rollback (unsaved work in it is lost).', 'The VM is stopped after the rollback (the snapshot has no RAM state); start it in Proxmox, or restore with --start next time.', 'WARN: a task warning'],
+      warnings: [
+        'The VM was running and was hard-stopped by the rollback (unsaved work in it is lost).',
+        'The VM is stopped after the rollback (the snapshot has no RAM state); start it in Proxmox, or restore with --start next time.',
+        'WARN: a task warning',
+      ],
     });
     assert.equal(
       stopped,
@@ -138,7 +178,13 @@ describe('extension/proxmoxModel', () => {
     );
     assert.equal(vmRestoreOutcome(D(T), ram, { machineState: 'running' }), 'Rolled back to "ram". The VM is running.');
     // plain QEMU (loadvm): disks and RAM, no hard stop
-    assert.equal(vmRestoreOutcome(D('qemu:/run/vm.sock'), ram, { machineState: 'running', warnings: ['QEMU paused the VM for the save'] }), 'Rolled back to "ram". The VM\'s disks and RAM are back at the restore point; it is running. QEMU paused the VM for the save.');
+    assert.equal(
+      vmRestoreOutcome(D('qemu:/run/vm.sock'), ram, {
+        machineState: 'running',
+        warnings: ['QEMU paused the VM for the save'],
+      }),
+      'Rolled back to "ram". The VM\'s disks and RAM are back at the restore point; it is running. QEMU paused the VM for the save.',
+    );
     const qemu = 'qemu:/run/vm.sock';
     assert.match(
       vmRollbackDetail(D(qemu), fx(qemu, ram)),
@@ -157,11 +203,28 @@ describe('extension/proxmoxModel', () => {
     const restricted: string[] = pkg.capabilities.untrustedWorkspaces.restrictedConfigurations;
     const props = Object.keys(pkg.contributes.configuration.properties as Record<string, unknown>);
     const proxmox = props.filter((k) => k.startsWith('agentkeep.proxmox.'));
-    assert.deepEqual(proxmox.sort(), ['agentkeep.proxmox.caFile', 'agentkeep.proxmox.fingerprint', 'agentkeep.proxmox.host', 'agentkeep.proxmox.node', 'agentkeep.proxmox.port', 'agentkeep.proxmox.tag', 'agentkeep.proxmox.type', 'agentkeep.proxmox.vmid']);
-    for (const k of [...proxmox, 'agentkeep.target', 'agentkeep.stores', 'agentkeep.stateDir']) assert.ok(restricted.includes(k), `${k} is a restricted configuration`);
+    assert.deepEqual(proxmox.sort(), [
+      'agentkeep.proxmox.caFile',
+      'agentkeep.proxmox.fingerprint',
+      'agentkeep.proxmox.host',
+      'agentkeep.proxmox.node',
+      'agentkeep.proxmox.port',
+      'agentkeep.proxmox.tag',
+      'agentkeep.proxmox.type',
+      'agentkeep.proxmox.vmid',
+    ]);
+    for (const k of [...proxmox, 'agentkeep.target', 'agentkeep.stores', 'agentkeep.stateDir'])
+      assert.ok(restricted.includes(k), `${k} is a restricted configuration`);
     assert.ok(!props.some((k) => /token|secret|password/i.test(k)), 'no setting holds a credential');
-    const cmds = (pkg.contributes.commands as Array<{ command: string; title: string }>).map((c) => `${c.command}: ${c.title}`);
-    for (const c of ['agentkeep.setProxmoxToken: Set Proxmox API Token', 'agentkeep.clearProxmoxToken: Clear Proxmox API Token', 'agentkeep.chooseAgent: Choose Agent']) assert.ok(cmds.includes(c), c);
+    const cmds = (pkg.contributes.commands as Array<{ command: string; title: string }>).map(
+      (c) => `${c.command}: ${c.title}`,
+    );
+    for (const c of [
+      'agentkeep.setProxmoxToken: Set Proxmox API Token',
+      'agentkeep.clearProxmoxToken: Clear Proxmox API Token',
+      'agentkeep.chooseAgent: Choose Agent',
+    ])
+      assert.ok(cmds.includes(c), c);
   });
 
   it('says where a task goes on after a cancelled wait', () => {
@@ -176,9 +239,22 @@ describe('extension/proxmoxModel', () => {
       { name: 'box', target: 'dir:/srv/hermes', stores: ['hermes:/srv/hermes'], failClosed: false, default: true },
       { name: 'vm', target: T, failClosed: true, default: false },
     ];
-    const guests: Guest[] = [{ target: 'proxmox://pve.lan:8006/pve1/qemu/102', name: 'b', node: 'pve1', vmid: 102, type: 'qemu', status: 'running', tags: ['agent'] }];
+    const guests: Guest[] = [
+      {
+        target: 'proxmox://pve.lan:8006/pve1/qemu/102',
+        name: 'b',
+        node: 'pve1',
+        vmid: 102,
+        type: 'qemu',
+        status: 'running',
+        tags: ['agent'],
+      },
+    ];
     const picks = agentPicks(named, guests, T);
-    assert.deepEqual(picks.map((p) => p.label), ['$(person) box', '$(person) vm', '$(vm) b']);
+    assert.deepEqual(
+      picks.map((p) => p.label),
+      ['$(person) box', '$(person) vm', '$(vm) b'],
+    );
     assert.match(picks[0].description, /dir:\/srv\/hermes · default agent$/);
     assert.deepEqual(picks[0].stores, ['hermes:/srv/hermes']);
     assert.match(picks[1].description, / · current$/);

@@ -30,7 +30,10 @@ describe('extension: targets by description', () => {
 
   it('gives btrfs machine files a live side in compare views (none for VMs)', () => {
     assert.equal(btrfs.localRoot, '/srv/agent');
-    assert.equal(livePath(btrfs.localRoot, { path: 'workspace/package.json', status: 'changed' }), '/srv/agent/workspace/package.json');
+    assert.equal(
+      livePath(btrfs.localRoot, { path: 'workspace/package.json', status: 'changed' }),
+      '/srv/agent/workspace/package.json',
+    );
     assert.equal(livePath(qemu.localRoot, { path: 'workspace/package.json', status: 'changed' }), undefined);
     assert.equal(livePath(pve.localRoot, { path: 'x', status: 'changed' }), undefined);
     const root = describeStore('hermes:/srv/agent/.hermes').localRoot; // as compareItems puts it on the item
@@ -39,12 +42,21 @@ describe('extension: targets by description', () => {
       status: 'changed' as const,
       agent: { store: 'hermes:/srv/agent/.hermes', rel: 'memories/MEMORY.md', localRoot: root },
     };
-    assert.equal(livePath(qemu.localRoot, agent), '/srv/agent/.hermes/memories/MEMORY.md', 'agent state is under its store root');
+    assert.equal(
+      livePath(qemu.localRoot, agent),
+      '/srv/agent/.hermes/memories/MEMORY.md',
+      'agent state is under its store root',
+    );
   });
 
   it('shows a store inside a btrfs target once, as agent state', () => {
     const store = 'hermes:/srv/agent/.hermes';
-    const changes = { added: [], removed: [], changed: ['.hermes/memories/MEMORY.md', 'workspace/package.json'], agentChanged: [`${store}:memories/MEMORY.md`] };
+    const changes = {
+      added: [],
+      removed: [],
+      changed: ['.hermes/memories/MEMORY.md', 'workspace/package.json'],
+      agentChanged: [`${store}:memories/MEMORY.md`],
+    };
     const described = [describeStore(store)];
     const onBtrfs = compareItems(changes, { localRoot: btrfs.localRoot, stores: described }).items.map((i) => i.path);
     assert.deepEqual(onBtrfs, [`${store}:memories/MEMORY.md`, 'workspace/package.json']);
@@ -55,9 +67,20 @@ describe('extension: targets by description', () => {
   it('scopes config files to a btrfs target and its stores; VM targets scope nothing', () => {
     assert.ok(riskyConfigOf('/srv/agent/workspace/package.json', config('btrfs:/srv/agent'), btrfs));
     assert.ok(riskyConfigOf('/srv/agent/.hermes/config.yaml', config('btrfs:/srv/agent'), btrfs));
-    assert.equal(riskyConfigOf('/elsewhere/package.json', config('btrfs:/srv/agent'), btrfs), undefined, 'outside the subvolume');
+    assert.equal(
+      riskyConfigOf('/elsewhere/package.json', config('btrfs:/srv/agent'), btrfs),
+      undefined,
+      'outside the subvolume',
+    );
     assert.equal(riskyConfigOf('/elsewhere/package.json', config('dir:/srv/agent'), dir), undefined);
-    assert.ok(riskyConfigOf('/elsewhere/package.json', config('qemu:/run/agent-vm/qmp.sock'), qemu), 'a VM has no local root');
-    assert.equal(riskyConfigOf('/srv/agent/notes.txt', config('btrfs:/srv/agent'), btrfs), undefined, 'not a config file');
+    assert.ok(
+      riskyConfigOf('/elsewhere/package.json', config('qemu:/run/agent-vm/qmp.sock'), qemu),
+      'a VM has no local root',
+    );
+    assert.equal(
+      riskyConfigOf('/srv/agent/notes.txt', config('btrfs:/srv/agent'), btrfs),
+      undefined,
+      'not a config file',
+    );
   });
 });

@@ -48,7 +48,10 @@ describe('hermes memory store', () => {
     await copyFixture(FIXTURE, h);
     const store = openStore(`hermes:${h}`);
     const files = await store.list();
-    assert.deepEqual(files.map((f) => f.kind), ['hermes-memory', 'hermes-user', 'hermes-skill']);
+    assert.deepEqual(
+      files.map((f) => f.kind),
+      ['hermes-memory', 'hermes-user', 'hermes-skill'],
+    );
     assert.equal(files[2].readOnly?.includes('read-only'), true);
     assert.equal(files[2].entries[0].text, 'deploy-staging: Deploy the API to the staging server over SSH');
     const [mem, user] = files;
@@ -56,7 +59,10 @@ describe('hermes memory store', () => {
     assert.equal(mem.entries.length, 4);
     assert.match(mem.entries[0].text, /^User's project is a TypeScript VS Code extension/);
     // last entry is multi-line
-    assert.equal(mem.entries[3].text, 'Project uses tabs, 120-char lines; run tests with `pnpm test`.\nCI is GitHub Actions (workflow ci.yml).');
+    assert.equal(
+      mem.entries[3].text,
+      'Project uses tabs, 120-char lines; run tests with `pnpm test`.\nCI is GitHub Actions (workflow ci.yml).',
+    );
     const raw = await fs.readFile(mem.file, 'utf8');
     assert.equal(mem.usage!.chars, [...raw.trim()].length);
     assert.equal(mem.usage!.limit, 2200);

@@ -35,7 +35,8 @@ describe('restore-point lifecycle (real bin, real trees)', function () {
     await fs.rm(f);
     return rec;
   };
-  const writeConfig = (v: unknown): Promise<void> => fs.mkdir(state, { recursive: true }).then(() => fs.writeFile(path.join(state, 'config.json'), JSON.stringify(v)));
+  const writeConfig = (v: unknown): Promise<void> =>
+    fs.mkdir(state, { recursive: true }).then(() => fs.writeFile(path.join(state, 'config.json'), JSON.stringify(v)));
 
   before(async function () {
     this.timeout(120000);
@@ -61,7 +62,8 @@ describe('restore-point lifecycle (real bin, real trees)', function () {
     assert.equal(parseDuration('1h30m'), 90 * 60_000);
     assert.equal(parseDuration('500ms'), 500);
     assert.equal(parseDuration('0'), 0);
-    for (const bad of ['', 'h', '1x', '-1h', '1.5h', '1h junk']) assert.throws(() => parseDuration(bad), /not a duration/, bad);
+    for (const bad of ['', 'h', '1x', '-1h', '1.5h', '1h junk'])
+      assert.throws(() => parseDuration(bad), /not a duration/, bad);
     assert.deepEqual([capLevel(89, 100), capLevel(91, 100), capLevel(101, 100)], ['ok', 'near', 'over']);
   });
 
@@ -69,12 +71,19 @@ describe('restore-point lifecycle (real bin, real trees)', function () {
     const kinds = ['config-edit', 'update', 'hook'] as const;
     const made: RestorePoint[] = [];
     for (const k of kinds) made.push(await json('restore-point', 'create', '--target', target, '--kind', k));
-    assert.deepEqual(made.map((r) => r.kind), [...kinds]);
+    assert.deepEqual(
+      made.map((r) => r.kind),
+      [...kinds],
+    );
     const human = await ak('restore-point', 'list', '--target', target);
     assert.match(human.stdout, /config-edit/);
     for (const r of made.slice(0, 2)) await age(r.id, 5);
     const pr = await json('restore-point', 'prune', '--target', target, '--keep', '1');
-    assert.deepEqual(pr.deleted.map((d: { id: string }) => d.id).sort(), [made[0].id, made[1].id].sort(), 'old config-edit and update pruned like manual ones');
+    assert.deepEqual(
+      pr.deleted.map((d: { id: string }) => d.id).sort(),
+      [made[0].id, made[1].id].sort(),
+      'old config-edit and update pruned like manual ones',
+    );
     const bad = await ak('restore-point', 'create', '--target', target, '--kind', 'pre-restore');
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /--kind.*pre-restore.*Allowed choices are manual, config-edit, update, hook/);
@@ -89,7 +98,11 @@ describe('restore-point lifecycle (real bin, real trees)', function () {
     assert.deepEqual(r.deleted, [], 'all younger than 30 minutes');
     assert.match(r.kept.map((k: { reason: string }) => k.reason).join('|'), /younger than 30 min/);
     r = await json('restore-point', 'prune', '--target', target, '--keep', '1', '--min-age', '10m', '--dry-run');
-    assert.deepEqual(r.deleted.map((d: { id: string }) => d.id), [a.id], 'the 15-minute-old one goes with --min-age 10m');
+    assert.deepEqual(
+      r.deleted.map((d: { id: string }) => d.id),
+      [a.id],
+      'the 15-minute-old one goes with --min-age 10m',
+    );
     r = await json('restore-point', 'prune', '--target', target, '--keep', '1', '--min-age', '0');
     assert.equal(r.deleted.length, 2, 'min-age 0: only the newest stays');
     assert.equal((await json('restore-point', 'list', '--target', target)).length, 1);
@@ -104,7 +117,11 @@ describe('restore-point lifecycle (real bin, real trees)', function () {
     for (let i = 0; i < 3; i++) await age(made[i].id, 10 - i);
     const dry = await json('restore-point', 'prune', '--target', target, '--keep', '2', '--dry-run');
     assert.equal(dry.deleted.length, 2);
-    assert.equal(dry.estimatedFreeBytes, 2 * KB64, 'two unique 64 KiB files; shared.txt is still used by the kept ones');
+    assert.equal(
+      dry.estimatedFreeBytes,
+      2 * KB64,
+      'two unique 64 KiB files; shared.txt is still used by the kept ones',
+    );
     const human = await ak('restore-point', 'prune', '--target', target, '--keep', '2', '--dry-run');
     assert.match(human.stdout, /nothing was changed that would free about 128 KiB\./);
     const real = await json('restore-point', 'prune', '--target', target, '--keep', '2');
@@ -120,7 +137,11 @@ describe('restore-point lifecycle (real bin, real trees)', function () {
     const said = await ak('restore-point', 'create', '--target', target);
     await fs.rm(f);
     assert.match(said.stdout, /Retention deleted 1 older restore point\(s\)[^\n]*\n {2}ak_\w+ {2}\S/);
-    assert.equal((await json('restore-point', 'list', '--target', target)).length, 2, 'create pruned down to keep 2 with minAgeMs 0');
+    assert.equal(
+      (await json('restore-point', 'list', '--target', target)).length,
+      2,
+      'create pruned down to keep 2 with minAgeMs 0',
+    );
     await writeConfig({ retention: { keep: 1, minAgeMs: 0 } });
     const pj = await json('restore-point', 'create', '--target', target);
     assert.equal(pj.pruned.length, 2);
@@ -135,7 +156,14 @@ describe('restore-point lifecycle (real bin, real trees)', function () {
     assert.equal((await core.listRestorePoints({ target })).length, 1);
 
     await writeConfig({ retention: { keep: -1 } });
-    await assert.rejects(readStateConfig(state), (e: unknown) => e instanceof AgentKeepError && e.kind === 'BadStateDir' && /config\.json: retention\.keep/.test(e.message) && /"retention"/.test(e.hint ?? ''));
+    await assert.rejects(
+      readStateConfig(state),
+      (e: unknown) =>
+        e instanceof AgentKeepError &&
+        e.kind === 'BadStateDir' &&
+        /config\.json: retention\.keep/.test(e.message) &&
+        /"retention"/.test(e.hint ?? ''),
+    );
     await writeConfig({ retension: {} });
     const bad = await ak('restore-point', 'prune', '--target', target);
     assert.equal(bad.code, 1);
@@ -145,7 +173,10 @@ describe('restore-point lifecycle (real bin, real trees)', function () {
     // ...but it never stops a restore point: create warns and uses the defaults
     const c = await ak('restore-point', 'create', '--target', target);
     assert.equal(c.code, 0, c.stderr);
-    assert.match(c.stderr, /^agentkeep: warning: .*config\.json is not valid JSON.*retention and the size cap used their defaults/);
+    assert.match(
+      c.stderr,
+      /^agentkeep: warning: .*config\.json is not valid JSON.*retention and the size cap used their defaults/,
+    );
   });
 
   it('usage counts each object once per target; create warns on stderr above 90% of the size cap', async () => {
@@ -155,26 +186,46 @@ describe('restore-point lifecycle (real bin, real trees)', function () {
     const shared = Buffer.byteLength('in every restore point\n');
     // (issue 13: the manifests and journal count too: they are part of what the state dir holds)
     assert.ok(u.metaBytes > 0 && u.stateDirBytes >= u.bytes, JSON.stringify(u));
-    assert.equal(u.bytes, 2 * KB64 + shared + u.metaBytes, 'two unique files + the shared file once + manifests and journal');
+    assert.equal(
+      u.bytes,
+      2 * KB64 + shared + u.metaBytes,
+      'two unique files + the shared file once + manifests and journal',
+    );
     assert.equal(u.capBytes, 10 * 1024 ** 3);
     assert.equal(u.level, 'ok');
-    assert.deepEqual(u.points.map((p: { id: string }) => p.id), [b.id, a.id]);
+    assert.deepEqual(
+      u.points.map((p: { id: string }) => p.id),
+      [b.id, a.id],
+    );
     assert.equal(u.points[1].bytes, KB64 + shared);
     // "only it": a's unique file is held by a alone; the shared file counts for nobody (the first
     // restore point stored it, but deleting it frees nothing)
-    assert.deepEqual(u.points.map((p: { newBytes: number }) => p.newBytes), [KB64, KB64]);
+    assert.deepEqual(
+      u.points.map((p: { newBytes: number }) => p.newBytes),
+      [KB64, KB64],
+    );
     const both = await json('restore-point', 'create', '--target', target);
     const u2 = await json('restore-point', 'usage', '--target', target);
-    assert.equal(u2.points.find((p: { id: string }) => p.id === both.id).newBytes, 0, 'holds only shared.txt, which a and b hold too');
+    assert.equal(
+      u2.points.find((p: { id: string }) => p.id === both.id).newBytes,
+      0,
+      'holds only shared.txt, which a and b hold too',
+    );
     const del = await json('restore-point', 'delete', both.id, '--target', target, '--yes');
     assert.equal(del.freedBytes, 0, 'the column said deleting it frees nothing, and it does not');
     const human = await ak('restore-point', 'usage', '--target', target);
-    assert.match(human.stdout, /use 1\d\d(\.\d)? KiB \([\d.]+ (KiB|bytes) of it manifests and journal\) of the 10 GiB cap \(0%\)\. The state dir holds [\d.]+ KiB in all/);
+    assert.match(
+      human.stdout,
+      /use 1\d\d(\.\d)? KiB \([\d.]+ (KiB|bytes) of it manifests and journal\) of the 10 GiB cap \(0%\)\. The state dir holds [\d.]+ KiB in all/,
+    );
 
     await writeConfig({ sizeCapBytes: 140_000 });
     const c = await ak('restore-point', 'create', '--target', target, '--json');
     assert.equal(c.code, 0, c.stderr);
-    assert.match(c.stderr, /warning: The restore points of dir:.* use 1\d\d(\.\d)? KiB, \d+% of the 137 KiB size cap\. Free space with: agentkeep restore-point prune/);
+    assert.match(
+      c.stderr,
+      /warning: The restore points of dir:.* use 1\d\d(\.\d)? KiB, \d+% of the 137 KiB size cap\. .*Free space with: agentkeep restore-point prune/,
+    );
     assert.equal(JSON.parse(c.stdout).warnings.length, 1);
     assert.equal((await json('restore-point', 'usage', '--target', target)).level, 'near');
     await writeConfig({ sizeCapBytes: 100_000 });

@@ -4,7 +4,14 @@ import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type MessageConnection, type CodeLens, ResponseError } from 'vscode-languageserver/node';
+import {
+  createMessageConnection,
+  StreamMessageReader,
+  StreamMessageWriter,
+  type MessageConnection,
+  type CodeLens,
+  ResponseError,
+} from 'vscode-languageserver/node';
 import { buildSidecar, startSidecar } from './helpers/sidecar';
 
 describe('agentkeep serve --stdio (LSP)', function () {
@@ -46,7 +53,11 @@ describe('agentkeep serve --stdio (LSP)', function () {
   });
 
   async function initialize(): Promise<any> {
-    const r = await conn.sendRequest('initialize', { processId: process.pid, rootUri: pathToFileURL(agent).href, capabilities: {} });
+    const r = await conn.sendRequest('initialize', {
+      processId: process.pid,
+      rootUri: pathToFileURL(agent).href,
+      capabilities: {},
+    });
     await conn.sendNotification('initialized', {});
     return r;
   }
@@ -60,34 +71,75 @@ describe('agentkeep serve --stdio (LSP)', function () {
     const file = path.join(agent, 'workspace', 'setup.sh');
     const uri = pathToFileURL(file).href;
     const text = '#!/bin/sh\nset -e\nnpm install left-pad\necho done\n';
-    await conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'shellscript', version: 1, text } });
+    await conn.sendNotification('textDocument/didOpen', {
+      textDocument: { uri, languageId: 'shellscript', version: 1, text },
+    });
     const lenses = (await conn.sendRequest('textDocument/codeLens', { textDocument: { uri } })) as CodeLens[];
     assert.equal(lenses.length, 2);
-    assert.ok(lenses.every((l) => !l.command), 'range-only lenses; commands come from codeLens/resolve');
+    assert.ok(
+      lenses.every((l) => !l.command),
+      'range-only lenses; commands come from codeLens/resolve',
+    );
     const resolved = await Promise.all(lenses.map((l) => conn.sendRequest('codeLens/resolve', l) as Promise<CodeLens>));
     // the argument carries the reason, and the resolved command shows it as its tooltip (issue 15)
-    const arg = { command: 'npm install left-pad', file, uri, line: 3, endLine: 3, class: 'deps', reason: 'deps: npm install changes project dependencies' };
+    const arg = {
+      command: 'npm install left-pad',
+      file,
+      uri,
+      line: 3,
+      endLine: 3,
+      class: 'deps',
+      reason: 'deps: npm install changes project dependencies',
+    };
     assert.deepEqual(
-      resolved.map((l) => [l.range.start.line, l.command?.title, l.command?.command, l.command?.arguments, l.command?.tooltip]),
+      resolved.map((l) => [
+        l.range.start.line,
+        l.command?.title,
+        l.command?.command,
+        l.command?.arguments,
+        l.command?.tooltip,
+      ]),
       [
-        [2, '$(history) Snapshot & run', 'agentkeep.snapshotAndRun', [arg], 'Take a restore point, then run. deps: npm install changes project dependencies'],
-        [2, '$(play) Run', 'agentkeep.run', [arg], 'Run without a restore point. deps: npm install changes project dependencies'],
+        [
+          2,
+          '$(history) Snapshot & run',
+          'agentkeep.snapshotAndRun',
+          [arg],
+          'Take a restore point, then run. deps: npm install changes project dependencies',
+        ],
+        [
+          2,
+          '$(play) Run',
+          'agentkeep.run',
+          [arg],
+          'Run without a restore point. deps: npm install changes project dependencies',
+        ],
       ],
     );
     // resolve keeps the command
-    const again = (await conn.sendRequest('codeLens/resolve', { range: lenses[0].range, data: lenses[0].data })) as CodeLens;
+    const again = (await conn.sendRequest('codeLens/resolve', {
+      range: lenses[0].range,
+      data: lenses[0].data,
+    })) as CodeLens;
     assert.equal(again.command?.command, 'agentkeep.snapshotAndRun');
 
     // full sync: an edit moves the lens; an unknown document has none
-    await conn.sendNotification('textDocument/didChange', { textDocument: { uri, version: 2 }, contentChanges: [{ text: '\n\n' + text }] });
+    await conn.sendNotification('textDocument/didChange', {
+      textDocument: { uri, version: 2 },
+      contentChanges: [{ text: '\n\n' + text }],
+    });
     const moved = (await conn.sendRequest('textDocument/codeLens', { textDocument: { uri } })) as CodeLens[];
     assert.equal(moved[0].range.start.line, 4);
     assert.deepEqual(await conn.sendRequest('textDocument/codeLens', { textDocument: { uri: 'file:///nope.sh' } }), []);
 
     // an untitled document gets its file kind from the languageId
     const untitled = 'untitled:Untitled-1';
-    await conn.sendNotification('textDocument/didOpen', { textDocument: { uri: untitled, languageId: 'shellscript', version: 1, text: 'pip install requests\n' } });
-    const uRanged = (await conn.sendRequest('textDocument/codeLens', { textDocument: { uri: untitled } })) as CodeLens[];
+    await conn.sendNotification('textDocument/didOpen', {
+      textDocument: { uri: untitled, languageId: 'shellscript', version: 1, text: 'pip install requests\n' },
+    });
+    const uRanged = (await conn.sendRequest('textDocument/codeLens', {
+      textDocument: { uri: untitled },
+    })) as CodeLens[];
     const u = await Promise.all(uRanged.map((l) => conn.sendRequest('codeLens/resolve', l) as Promise<CodeLens>));
     assert.equal(u.length, 2);
     assert.equal(u[0].command?.arguments?.[0].command, 'pip install requests');
@@ -97,18 +149,35 @@ describe('agentkeep serve --stdio (LSP)', function () {
   it('serves agentkeep/* requests: create, list, memory, errors with {code, hint}; sends notifications', async () => {
     await initialize();
     const target = `dir:${agent}`;
-    const rp = (await conn.sendRequest('agentkeep/restorePoint.create', { target, label: 'via lsp', stores: [`hermes:${agent}`], progressToken: 'tok1' })) as any;
+    const rp = (await conn.sendRequest('agentkeep/restorePoint.create', {
+      target,
+      label: 'via lsp',
+      stores: [`hermes:${agent}`],
+      progressToken: 'tok1',
+    })) as any;
     assert.equal(rp.label, 'via lsp');
     assert.equal(rp.status, 'ready');
     assert.equal(rp.agent[0].store, `hermes:${agent}`);
     const list = (await conn.sendRequest('agentkeep/restorePoint.list', { target })) as any[];
-    assert.deepEqual(list.map((p) => p.id), [rp.id]);
+    assert.deepEqual(
+      list.map((p) => p.id),
+      [rp.id],
+    );
     const mem = (await conn.sendRequest('agentkeep/memory.list', { stores: [`hermes:${agent}`] })) as any;
-    assert.deepEqual(mem.stores[0].entries.map((e: { text: string }) => e.text), ['one', 'two']);
+    assert.deepEqual(
+      mem.stores[0].entries.map((e: { text: string }) => e.text),
+      ['one', 'two'],
+    );
 
     await new Promise((r) => setTimeout(r, 200));
-    assert.ok(notes.some((n) => n.method === 'agentkeep/changed' && n.params.what === 'restorePoints'), `changed notification; got ${JSON.stringify(notes)}`);
-    assert.ok(notes.some((n) => n.method === 'agentkeep/progress' && n.params.token === 'tok1'), 'progress notification');
+    assert.ok(
+      notes.some((n) => n.method === 'agentkeep/changed' && n.params.what === 'restorePoints'),
+      `changed notification; got ${JSON.stringify(notes)}`,
+    );
+    assert.ok(
+      notes.some((n) => n.method === 'agentkeep/progress' && n.params.token === 'tok1'),
+      'progress notification',
+    );
 
     await assert.rejects(conn.sendRequest('agentkeep/restorePoint.list', { target: 'bogus:/x' }), (e: unknown) => {
       assert.ok(e instanceof ResponseError);
@@ -117,12 +186,15 @@ describe('agentkeep serve --stdio (LSP)', function () {
       assert.ok((e.data as { hint?: string }).hint);
       return true;
     });
-    await assert.rejects(conn.sendRequest('agentkeep/restorePoint.restore', { target, id: rp.id, scope: 'everything' }), (e: unknown) => {
-      assert.ok(e instanceof ResponseError);
-      assert.equal(e.code, -32602);
-      assert.match(e.message, /scope/);
-      return true;
-    });
+    await assert.rejects(
+      conn.sendRequest('agentkeep/restorePoint.restore', { target, id: rp.id, scope: 'everything' }),
+      (e: unknown) => {
+        assert.ok(e instanceof ResponseError);
+        assert.equal(e.code, -32602);
+        assert.match(e.message, /scope/);
+        return true;
+      },
+    );
     // nothing but JSON-RPC went to stdout (the connection would have failed), and shutdown/exit end the process
     await conn.sendRequest('shutdown');
     const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));

@@ -19,9 +19,10 @@ import { buildSidecar, runSidecar } from './helpers/sidecar';
 
 const FIXTURE = path.join(FIXTURES, 'memory', 'agent-zero');
 
-
 function python(code: string): Promise<void> {
-  return new Promise((resolve, reject) => execFile('python3', ['-c', code], (err, _o, stderr) => (err ? reject(new Error(stderr)) : resolve())));
+  return new Promise((resolve, reject) =>
+    execFile('python3', ['-c', code], (err, _o, stderr) => (err ? reject(new Error(stderr)) : resolve())),
+  );
 }
 
 describe('agent-zero memory store', function () {
@@ -52,7 +53,10 @@ describe('agent-zero memory store', function () {
     const s = openStore(`agent-zero:${root}`);
     assert.ok(s instanceof AgentZeroStore);
     const files = await s.list();
-    assert.deepEqual(files.map((f) => f.kind), ['agent-zero-main', 'agent-zero-fragments', 'agent-zero-solutions']);
+    assert.deepEqual(
+      files.map((f) => f.kind),
+      ['agent-zero-main', 'agent-zero-fragments', 'agent-zero-solutions'],
+    );
     const all = files.flatMap((f) => f.entries);
     assert.deepEqual(all.map((e) => e.id).sort(), ['Q0r8TtY6uE', 'Xk3P9aQ2mZ', 'b7Lq2Wv0cN', 'kN5sH1jD3f']);
     const ssh = all.find((e) => e.id === 'Xk3P9aQ2mZ')!;
@@ -68,19 +72,30 @@ describe('agent-zero memory store', function () {
     assert.equal(kn.source, 'knowledge:/a0/knowledge/main/about/configuration.md');
     assert.deepEqual(all.find((e) => e.id === 'Q0r8TtY6uE')!.meta?.tags, ['preference']);
     // main entries oldest first; every file names the pickle and says why it is read-only
-    assert.deepEqual(files[0].entries.map((e) => e.id), ['kN5sH1jD3f', 'Xk3P9aQ2mZ']);
+    assert.deepEqual(
+      files[0].entries.map((e) => e.id),
+      ['kN5sH1jD3f', 'Xk3P9aQ2mZ'],
+    );
     for (const f of files) {
       assert.equal(f.file, pkl());
       assert.match(f.readOnly ?? '', /FAISS index.*only through Agent Zero's own API: set AGENTKEEP_A0_URL/);
     }
     // fixture embedding.json = Agent Zero's default model, knowledge ids present: no warnings
     assert.equal(files[0].warnings, undefined);
-    assert.deepEqual(await s.agentStateFiles(), ['usr/memory/default/embedding.json', 'usr/memory/default/index.faiss', 'usr/memory/default/index.pkl', 'usr/memory/default/knowledge_import.json']);
+    assert.deepEqual(await s.agentStateFiles(), [
+      'usr/memory/default/embedding.json',
+      'usr/memory/default/index.faiss',
+      'usr/memory/default/index.pkl',
+      'usr/memory/default/knowledge_import.json',
+    ]);
     assert.ok(s.isAgentStatePath('memory/default/index.pkl'));
     assert.ok(!s.isAgentStatePath('usr/memory/embeddings/index.pkl'));
     assert.ok(!s.isAgentStatePath('usr/settings.json'));
     const prov = await s.provenance!(sol);
-    assert.deepEqual(prov.traces.map((t) => t.action), ['add', 'consolidate']);
+    assert.deepEqual(
+      prov.traces.map((t) => t.action),
+      ['add', 'consolidate'],
+    );
     assert.match(prov.traces[1].message ?? '', /merge of aa11bb22cc, dd33ee44ff/);
     assert.match(prov.note ?? '', /no history/);
   });
@@ -89,7 +104,10 @@ describe('agent-zero memory store', function () {
     const legacy = path.join(root, 'memory', 'default');
     await fs.mkdir(legacy, { recursive: true });
     await fs.mkdir(path.join(root, 'memory', 'embeddings'), { recursive: true }); // old cache dir: not a subdir
-    await fs.copyFile(path.join(FIXTURE, 'usr', 'memory', 'default', 'embedding.json'), path.join(legacy, 'embedding.json'));
+    await fs.copyFile(
+      path.join(FIXTURE, 'usr', 'memory', 'default', 'embedding.json'),
+      path.join(legacy, 'embedding.json'),
+    );
     // Agent Zero saves index.faiss with index.pkl
     await fs.copyFile(path.join(FIXTURE, 'usr', 'memory', 'default', 'index.faiss'), path.join(legacy, 'index.faiss'));
     await python(`
@@ -111,7 +129,10 @@ a.save(${JSON.stringify(path.join(legacy, 'index.pkl'))}, a.InMemoryDocstore(d),
     // only the older layout: still a store
     await fs.rm(path.join(root, 'usr'), { recursive: true });
     const only = await openStore(`agent-zero:${root}`).list();
-    assert.deepEqual(only.flatMap((f) => f.entries.map((e) => e.id)), ['5d2c0a3e-1111-4a3b-8c2d-000000000001']);
+    assert.deepEqual(
+      only.flatMap((f) => f.entries.map((e) => e.id)),
+      ['5d2c0a3e-1111-4a3b-8c2d-000000000001'],
+    );
     assert.equal(only[0].warnings, undefined);
     assert.equal(only[0].broken, undefined);
   });
@@ -119,7 +140,10 @@ a.save(${JSON.stringify(path.join(legacy, 'index.pkl'))}, a.InMemoryDocstore(d),
   it('lists project memory (usr/projects/<p>/.a0proj/memory = subdir projects/<p>) and edits it through the API', async () => {
     const proj = path.join(root, 'usr', 'projects', 'web', '.a0proj', 'memory');
     await fs.mkdir(proj, { recursive: true });
-    await fs.copyFile(path.join(FIXTURE, 'usr', 'memory', 'default', 'embedding.json'), path.join(proj, 'embedding.json'));
+    await fs.copyFile(
+      path.join(FIXTURE, 'usr', 'memory', 'default', 'embedding.json'),
+      path.join(proj, 'embedding.json'),
+    );
     // Agent Zero saves index.faiss with index.pkl; without it the subdir is broken (Agent Zero would
     // save an empty index over index.pkl)
     await fs.copyFile(path.join(FIXTURE, 'usr', 'memory', 'default', 'index.faiss'), path.join(proj, 'index.faiss'));
@@ -148,13 +172,22 @@ a.save(${JSON.stringify(path.join(proj, 'index.pkl'))}, a.InMemoryDocstore(d), {
   it('reports an embedding model mismatch (plugin config and older settings.json)', async () => {
     const cfg = path.join(root, 'usr', 'plugins', '_model_config', 'config.json');
     await fs.mkdir(path.dirname(cfg), { recursive: true });
-    await fs.writeFile(cfg, JSON.stringify({ embedding_model: { provider: 'openai', name: 'text-embedding-3-small' } }));
+    await fs.writeFile(
+      cfg,
+      JSON.stringify({ embedding_model: { provider: 'openai', name: 'text-embedding-3-small' } }),
+    );
     let w = (await openStore(`agent-zero:${root}`).list())[0].warnings ?? [];
     assert.equal(w.length, 1);
-    assert.match(w[0], /Embedding model mismatch in usr\/memory\/default: the index was built with huggingface\/sentence-transformers\/all-MiniLM-L6-v2 but Agent Zero is configured for openai\/text-embedding-3-small/);
+    assert.match(
+      w[0],
+      /Embedding model mismatch in usr\/memory\/default: the index was built with huggingface\/sentence-transformers\/all-MiniLM-L6-v2 but Agent Zero is configured for openai\/text-embedding-3-small/,
+    );
     assert.ok(w[0].includes(cfg));
     await fs.rm(cfg);
-    await fs.writeFile(path.join(root, 'usr', 'settings.json'), JSON.stringify({ embed_model_provider: 'ollama', embed_model_name: 'nomic-embed-text' }));
+    await fs.writeFile(
+      path.join(root, 'usr', 'settings.json'),
+      JSON.stringify({ embed_model_provider: 'ollama', embed_model_name: 'nomic-embed-text' }),
+    );
     w = (await openStore(`agent-zero:${root}`).list())[0].warnings ?? [];
     assert.match(w.join('\n'), /configured for ollama\/nomic-embed-text/);
     await fs.rm(path.join(root, 'usr', 'memory', 'default', 'embedding.json'));
@@ -180,19 +213,33 @@ d = {"a1": Doc("plain v1 style state", {"area": "main", "id": "a1"}), "b2": "not
 pickle.dump((Store(d), {0: "a1", 1: "b2", 2: "gone"}), open(${JSON.stringify(pkl())}, "wb"))
 `);
     const files = await openStore(`agent-zero:${root}`).list();
-    assert.deepEqual(files.flatMap((f) => f.entries.map((e) => [e.id, e.text])), [['a1', 'plain v1 style state']]);
+    assert.deepEqual(
+      files.flatMap((f) => f.entries.map((e) => [e.id, e.text])),
+      [['a1', 'plain v1 style state']],
+    );
     const w = files[0].warnings!.join('\n');
     assert.match(w, /unknown docstore class my_fork\.docstore\.Store/);
     assert.match(w, /unknown document class langchain\.schema\.vendored\.Doc/);
     assert.match(w, /docstore entry b2 has no page_content/);
     assert.match(w, /2 FAISS row\(s\) point to ids missing from the docstore/);
     await fs.writeFile(pkl(), 'not a pickle at all');
-    await expectError(openStore(`agent-zero:${root}`).list(), 'FileError', /Cannot unpickle .*index\.pkl.*Restore it from a restore point/);
+    await expectError(
+      openStore(`agent-zero:${root}`).list(),
+      'FileError',
+      /Cannot unpickle .*index\.pkl.*Restore it from a restore point/,
+    );
   });
 
   it('names the problem and the fix for bad store names and missing roots', async () => {
-    assert.throws(() => openStore('agent-zero:relative/a0'), (e: AgentKeepError) => e.kind === 'BadStore' && /not absolute/.test(e.message));
-    assert.throws(() => openStore(`agent-zero:${root}?uri=http://x`), (e: AgentKeepError) => e.kind === 'BadStore' && /Unknown option "uri"/.test(e.message) && /\?url=/.test(e.hint ?? ''));
+    assert.throws(
+      () => openStore('agent-zero:relative/a0'),
+      (e: AgentKeepError) => e.kind === 'BadStore' && /not absolute/.test(e.message),
+    );
+    assert.throws(
+      () => openStore(`agent-zero:${root}?uri=http://x`),
+      (e: AgentKeepError) =>
+        e.kind === 'BadStore' && /Unknown option "uri"/.test(e.message) && /\?url=/.test(e.hint ?? ''),
+    );
     await expectError(openStore(`agent-zero:${path.join(tmp, 'nope')}`).list(), 'StoreNotFound', /does not exist/);
     await expectError(openStore(`agent-zero:${tmp}`).list(), 'StoreNotFound', /no usr\/memory\/ or memory\//);
     // read-only without a URL: edit names the setting, and the pickle is untouched
@@ -233,7 +280,9 @@ pickle.dump((Store(d), {0: "a1", 1: "b2", 2: "gone"}), open(${JSON.stringify(pkl
     const ad = await s.add!(rm.removed.text, rm.file, rm.contentHash);
     assert.match(ad.entry.id, /^[A-Za-z0-9]{10}$/);
     assert.equal(ad.entry.area, 'fragments');
-    assert.ok((await s.list()).flatMap((f) => f.entries).some((e) => e.id === ad.entry.id && e.text === rm.removed.text));
+    assert.ok(
+      (await s.list()).flatMap((f) => f.entries).some((e) => e.id === ad.entry.id && e.text === rm.removed.text),
+    );
     // removed already: EntryNotFound, no request sent
     const n = stub.log.length;
     await expectError(s.remove!('Q0r8TtY6uE'), 'EntryNotFound');
@@ -244,8 +293,18 @@ pickle.dump((Store(d), {0: "a1", 1: "b2", 2: "gone"}), open(${JSON.stringify(pkl
     stub = await startA0Stub(path.join(root, 'usr', 'memory'), { user: 'dana', password: 's3cret' });
     const url = stub.url;
     const before = await fs.readFile(pkl());
-    await expectError(new AgentZeroStore(root, undefined, { url }).remove!('Xk3P9aQ2mZ'), 'AuthFailed', /set AGENTKEEP_A0_USER and AGENTKEEP_A0_PASSWORD/);
-    await expectError(new AgentZeroStore(root, undefined, { url, credentials: { user: 'dana', password: 'wrong' } }).remove!('Xk3P9aQ2mZ'), 'AuthFailed', /Check AGENTKEEP_A0_USER/);
+    await expectError(
+      new AgentZeroStore(root, undefined, { url }).remove!('Xk3P9aQ2mZ'),
+      'AuthFailed',
+      /set AGENTKEEP_A0_USER and AGENTKEEP_A0_PASSWORD/,
+    );
+    await expectError(
+      new AgentZeroStore(root, undefined, { url, credentials: { user: 'dana', password: 'wrong' } }).remove!(
+        'Xk3P9aQ2mZ',
+      ),
+      'AuthFailed',
+      /Check AGENTKEEP_A0_USER/,
+    );
     assert.deepEqual(await fs.readFile(pkl()), before);
     process.env.AGENTKEEP_A0_URL = url;
     process.env.AGENTKEEP_A0_USER = 'dana';
@@ -266,8 +325,16 @@ pickle.dump((Store(d), {0: "a1", 1: "b2", 2: "gone"}), open(${JSON.stringify(pkl
     const other = path.join(tmp, 'other');
     await fs.cp(path.join(root, 'usr', 'memory'), other, { recursive: true });
     stub = await startA0Stub(other);
-    await expectError(new AgentZeroStore(root, undefined, { url: stub.url }).edit!('Xk3P9aQ2mZ', 'x'), 'Conflict', /another Agent Zero instance/);
-    await expectError(new AgentZeroStore(root, undefined, { url: 'http://127.0.0.1:9' }).edit!('Xk3P9aQ2mZ', 'x'), 'Internal', /Cannot reach Agent Zero/);
+    await expectError(
+      new AgentZeroStore(root, undefined, { url: stub.url }).edit!('Xk3P9aQ2mZ', 'x'),
+      'Conflict',
+      /another Agent Zero instance/,
+    );
+    await expectError(
+      new AgentZeroStore(root, undefined, { url: 'http://127.0.0.1:9' }).edit!('Xk3P9aQ2mZ', 'x'),
+      'Internal',
+      /Cannot reach Agent Zero/,
+    );
   });
 
   it('lists through the core and the real CLI (agentkeep memory list --store agent-zero:... --json)', async () => {
@@ -279,18 +346,55 @@ pickle.dump((Store(d), {0: "a1", 1: "b2", 2: "gone"}), open(${JSON.stringify(pkl
     await buildSidecar();
     const cli = await runSidecar(['--state-dir', path.join(tmp, 'state'), 'memory', 'list', '--store', spec, '--json']);
     assert.equal(cli.code, 0, cli.stderr);
-    const j = JSON.parse(cli.stdout) as { stores: Array<{ kind: string; entries: Array<{ id: string; area: string }> }> };
-    assert.deepEqual(j.stores.map((f) => f.kind), ['agent-zero-main', 'agent-zero-fragments', 'agent-zero-solutions']);
-    assert.deepEqual(j.stores.flatMap((f) => f.entries.map((e) => e.id)).sort(), ['Q0r8TtY6uE', 'Xk3P9aQ2mZ', 'b7Lq2Wv0cN', 'kN5sH1jD3f']);
+    const j = JSON.parse(cli.stdout) as {
+      stores: Array<{ kind: string; entries: Array<{ id: string; area: string }> }>;
+    };
+    assert.deepEqual(
+      j.stores.map((f) => f.kind),
+      ['agent-zero-main', 'agent-zero-fragments', 'agent-zero-solutions'],
+    );
+    assert.deepEqual(j.stores.flatMap((f) => f.entries.map((e) => e.id)).sort(), [
+      'Q0r8TtY6uE',
+      'Xk3P9aQ2mZ',
+      'b7Lq2Wv0cN',
+      'kN5sH1jD3f',
+    ]);
     // read-only without a URL: edit exits non-zero, names the setting, leaves index.pkl byte-identical
     const before = await fs.readFile(pkl());
-    const ro = await runSidecar(['--state-dir', path.join(tmp, 'state'), 'memory', 'edit', '--store', spec, '--entry', 'Xk3P', '--text', 'x', '--json']);
+    const ro = await runSidecar([
+      '--state-dir',
+      path.join(tmp, 'state'),
+      'memory',
+      'edit',
+      '--store',
+      spec,
+      '--entry',
+      'Xk3P',
+      '--text',
+      'x',
+      '--json',
+    ]);
     assert.notEqual(ro.code, 0);
     assert.match(ro.stdout + ro.stderr, /AGENTKEEP_A0_URL/);
     assert.deepEqual(await fs.readFile(pkl()), before);
     // with AGENTKEEP_A0_URL: the edit goes through the (stub) API
     stub = await startA0Stub(path.join(root, 'usr', 'memory'));
-    const ok = await runSidecar(['--state-dir', path.join(tmp, 'state'), 'memory', 'edit', '--store', spec, '--entry', 'Xk3P', '--text', 'SSH on 2200.', '--json'], { AGENTKEEP_A0_URL: stub.url });
+    const ok = await runSidecar(
+      [
+        '--state-dir',
+        path.join(tmp, 'state'),
+        'memory',
+        'edit',
+        '--store',
+        spec,
+        '--entry',
+        'Xk3P',
+        '--text',
+        'SSH on 2200.',
+        '--json',
+      ],
+      { AGENTKEEP_A0_URL: stub.url },
+    );
     assert.equal(ok.code, 0, ok.stderr);
     assert.equal((JSON.parse(ok.stdout) as { entry: { id: string; text: string } }).entry.text, 'SSH on 2200.');
     assert.deepEqual(stub.log, ['GET /api/csrf_token', 'POST /api/plugins/_memory/memory_dashboard update']);
@@ -302,21 +406,41 @@ pickle.dump((Store(d), {0: "a1", 1: "b2", 2: "gone"}), open(${JSON.stringify(pkl
     const core = new Core({ stateDir: state });
     const spec = `agent-zero:${root}?url=${encodeURIComponent(stub.url)}`;
     const rp = await core.createRestorePoint({ target: `dir:${root}`, stores: [spec], label: 'before' });
-    assert.deepEqual(rp.agent[0].files.map((f) => f.path).sort(), ['usr/memory/default/embedding.json', 'usr/memory/default/index.faiss', 'usr/memory/default/index.pkl', 'usr/memory/default/knowledge_import.json']);
+    assert.deepEqual(rp.agent[0].files.map((f) => f.path).sort(), [
+      'usr/memory/default/embedding.json',
+      'usr/memory/default/index.faiss',
+      'usr/memory/default/index.pkl',
+      'usr/memory/default/knowledge_import.json',
+    ]);
     const shown = await core.showMemory({ stores: [spec], entry: 'xk3p' });
     assert.equal(shown.entry.id, 'Xk3P9aQ2mZ');
-    assert.deepEqual(shown.provenance.traces.map((t) => t.action), ['add']);
+    assert.deepEqual(
+      shown.provenance.traces.map((t) => t.action),
+      ['add'],
+    );
     const before = await fs.readFile(pkl());
-    const ed = await core.editMemory({ store: spec, entry: 'Xk3P9aQ2mZ', text: 'Staging SSH is on port 2200.', expectedHash: shown.contentHash });
+    const ed = await core.editMemory({
+      store: spec,
+      entry: 'Xk3P9aQ2mZ',
+      text: 'Staging SSH is on port 2200.',
+      expectedHash: shown.contentHash,
+    });
     assert.equal(ed.entry.id, 'Xk3P9aQ2mZ');
-    assert.deepEqual(ed.undo, { store: spec, entry: 'Xk3P9aQ2mZ', text: "User's staging server listens for SSH on port 2222 (not 22)." });
+    assert.deepEqual(ed.undo, {
+      store: spec,
+      entry: 'Xk3P9aQ2mZ',
+      text: "User's staging server listens for SSH on port 2222 (not 22).",
+    });
     // the core kept the replaced index.pkl bytes
     const bdir = path.join(state, 'memory-backups');
     const backups = (await fs.readdir(bdir, { recursive: true })).map(String).filter((f) => f.endsWith('index.pkl'));
     assert.equal(backups.length, 1);
     assert.deepEqual(await fs.readFile(path.join(bdir, backups[0])), before);
     const d = await core.diffMemory({ target: `dir:${root}`, from: rp.id });
-    assert.deepEqual(d.changed.map((c) => [c.before?.id, c.before?.text, c.after?.text]), [['Xk3P9aQ2mZ', "User's staging server listens for SSH on port 2222 (not 22).", 'Staging SSH is on port 2200.']]);
+    assert.deepEqual(
+      d.changed.map((c) => [c.before?.id, c.before?.text, c.after?.text]),
+      [['Xk3P9aQ2mZ', "User's staging server listens for SSH on port 2222 (not 22).", 'Staging SSH is on port 2200.']],
+    );
     assert.deepEqual([d.added.length, d.removed.length], [0, 0]);
   });
 

@@ -256,6 +256,33 @@ describe('broken stores: Hermes (real files, real CLI)', function () {
   });
 });
 
+describe('broken stores: a damaged page no query reads (real SQLite)', function () {
+  this.timeout(60_000);
+  let tmp: string;
+  let home: string;
+  const { ak } = cliRunner(() => path.join(tmp, 'state'));
+  before(() => buildSidecar());
+  beforeEach(async () => {
+    tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'ak-broken-page-'));
+    home = path.join(tmp, 'hermes');
+    await copyFixture(HERMES, home);
+  });
+  afterEach(() => fs.rm(tmp, { recursive: true, force: true }));
+
+  it('random bytes in one page of state.db: lint reports it damaged, never a clean history', async () => {
+    const db = path.join(home, 'state.db');
+    const buf = await fs.readFile(db);
+    for (let i = 0; i < 3000; i++) buf[24576 + i] = (i * 131 + 7) & 0xff; // page 6 only (QA: seek=24576)
+    await fs.writeFile(db, buf);
+    assert.match(integrity(db), /error code 11|malformed|Page|Tree|\*\*\*/, 'SQLite itself calls it damaged');
+    const r = await ak('memory', 'lint', '--store', `hermes:${home}`, '--json');
+    const findings = JSON.parse(r.stdout).findings;
+    const err = findings.find((f: any) => f.kind === 'store' && f.severity === 'error');
+    assert.ok(err, JSON.stringify(findings));
+    assert.match(err.message, /state\.db is damaged: database disk image is malformed/);
+  });
+});
+
 describe('broken stores: Agent Zero (real files; edits through the contract stub of its API)', function () {
   this.timeout(60000);
   let tmp: string;

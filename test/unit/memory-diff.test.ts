@@ -39,15 +39,24 @@ describe('memory diff, agent state in restore points, memory CLI', function () {
   it('captures state.db consistently while a writer holds WAL frames; diff lists entries and actions since', async () => {
     const db = path.join(home, 'state.db');
     const now = Date.now() / 1000;
-    makeStateDb(db, { wal: true, sessions: [{ id: 's1', source: 'telegram', started: now - 100 }], messages: [toolCall('send_message', { text: 'before the restore point' }, now - 50)] });
-    const w = await holdWalWriter(db, [memoryCall({ action: 'add', target: 'memory', content: 'only in the WAL' }, now - 40)]);
+    makeStateDb(db, {
+      wal: true,
+      sessions: [{ id: 's1', source: 'telegram', started: now - 100 }],
+      messages: [toolCall('send_message', { text: 'before the restore point' }, now - 50)],
+    });
+    const w = await holdWalWriter(db, [
+      memoryCall({ action: 'add', target: 'memory', content: 'only in the WAL' }, now - 40),
+    ]);
     try {
       const core = new Core({ stateDir });
       const rp = await core.createRestorePoint({ target, stores: [store], label: 'before' });
       const cap = rp.agent[0].files;
       const paths = cap.map((f) => f.path);
       assert.ok(paths.includes('state.db'));
-      assert.ok(!paths.includes('state.db-wal') && !paths.includes('state.db-shm'), 'WAL folded into the state.db capture');
+      assert.ok(
+        !paths.includes('state.db-wal') && !paths.includes('state.db-shm'),
+        'WAL folded into the state.db capture',
+      );
       const capDb = cap.find((f) => f.path === 'state.db')!;
       assert.ok(capDb.size > 0);
       // the captured database is self-contained and holds the WAL-only row
@@ -56,27 +65,52 @@ describe('memory diff, agent state in restore points, memory CLI', function () {
       assert.equal(await withReadOnlyDb(copy, (d) => d.get('SELECT count(*) AS n FROM messages')!.n), 2);
 
       // after the restore point: the agent learns, forgets, changes, and acts
-      const id = (needle: string) => core.listMemory({ stores: [store] }).then((r) => r.stores.flatMap((f) => f.entries).find((e) => e.text.includes(needle))!.id);
+      const id = (needle: string) =>
+        core
+          .listMemory({ stores: [store] })
+          .then((r) => r.stores.flatMap((f) => f.entries).find((e) => e.text.includes(needle))!.id);
       await core.addMemory({ store, text: 'Release is on Monday' });
       await core.removeMemory({ store, entry: await id('Vim keybindings') });
-      await core.editMemory({ store, entry: await id('Staging server'), text: 'Staging server 10.0.1.50 listens for SSH on port 2223' });
+      await core.editMemory({
+        store,
+        entry: await id('Staging server'),
+        text: 'Staging server 10.0.1.50 listens for SSH on port 2223',
+      });
       await w.kill();
       const later = Date.now() / 1000 + 1;
-      makeStateDb(db, { messages: [toolCall('terminal', { command: 'git push origin main' }, later), toolCall('terminal', { command: 'ls -la' }, later + 1), toolCall('web_search', { query: 'ssh port' }, later + 2)] });
+      makeStateDb(db, {
+        messages: [
+          toolCall('terminal', { command: 'git push origin main' }, later),
+          toolCall('terminal', { command: 'ls -la' }, later + 1),
+          toolCall('web_search', { query: 'ssh port' }, later + 2),
+        ],
+      });
 
       const d = await core.diffMemory({ target, from: rp.id });
-      assert.deepEqual(d.added.map((c) => c.after!.text), ['Release is on Monday']);
-      assert.deepEqual(d.removed.map((c) => c.before!.text), ['Uses VS Code with Vim keybindings.']);
+      assert.deepEqual(
+        d.added.map((c) => c.after!.text),
+        ['Release is on Monday'],
+      );
+      assert.deepEqual(
+        d.removed.map((c) => c.before!.text),
+        ['Uses VS Code with Vim keybindings.'],
+      );
       assert.equal(d.changed.length, 1);
       assert.match(d.changed[0].before!.text, /port 2222/);
       assert.match(d.changed[0].after!.text, /port 2223/);
       assert.equal(d.changed[0].store, store);
-      assert.deepEqual(d.actions!.map((a) => a.message!.split(':')[0]), ['git push', 'web request']);
+      assert.deepEqual(
+        d.actions!.map((a) => a.message!.split(':')[0]),
+        ['git push', 'web request'],
+      );
 
       // restore point to restore point
       const rp2 = await core.createRestorePoint({ target, stores: [store], label: 'after' });
       const d2 = await core.diffMemory({ target, from: rp.id, to: rp2.id });
-      assert.deepEqual(d2.added.map((c) => c.after!.text), ['Release is on Monday']);
+      assert.deepEqual(
+        d2.added.map((c) => c.after!.text),
+        ['Release is on Monday'],
+      );
       assert.equal(d2.changed.length, 1);
       const none = await core.diffMemory({ target, from: rp2.id });
       assert.equal(none.added.length + none.removed.length + none.changed.length, 0);
@@ -84,8 +118,17 @@ describe('memory diff, agent state in restore points, memory CLI', function () {
       // the restore confirmation lists what will be lost (interactive CLI; answer no: nothing changes)
       const before = await hashTree(home);
       let err = '';
-      const io: CliIO = { out: () => undefined, err: (s) => (err += s + '\n'), isTTY: true, confirm: async () => false };
-      const code = await runCli(['restore-point', 'restore', rp.id, '--target', target, '--scope', 'both', '--state-dir', stateDir], (o) => new Core(o), io);
+      const io: CliIO = {
+        out: () => undefined,
+        err: (s) => (err += s + '\n'),
+        isTTY: true,
+        confirm: async () => false,
+      };
+      const code = await runCli(
+        ['restore-point', 'restore', rp.id, '--target', target, '--scope', 'both', '--state-dir', stateDir],
+        (o) => new Core(o),
+        io,
+      );
       assert.equal(code, 1);
       assert.match(err, /memory learned since the restore point, will be lost \(2\):[\s\S]*Release is on Monday/);
       assert.match(err, /actions the agent took since then that a restore does NOT undo \(2\):[\s\S]*git push/);
@@ -117,7 +160,10 @@ describe('memory diff, agent state in restore points, memory CLI', function () {
       await assert.rejects(fs.stat(path.join(home, 'setup.sh')), 'the machine change was rolled back');
       assert.deepEqual(await fs.readFile(db + '-wal'), walBefore, 'state.db-wal untouched');
       assert.equal(await withReadOnlyDb(db, (d) => d.get('SELECT count(*) AS n FROM messages')!.n), 2);
-      assert.match(await fs.readFile(path.join(home, 'memories', 'MEMORY.md'), 'utf8'), /Learned after the restore point/);
+      assert.match(
+        await fs.readFile(path.join(home, 'memories', 'MEMORY.md'), 'utf8'),
+        /Learned after the restore point/,
+      );
     } finally {
       await w.kill();
     }
@@ -128,10 +174,17 @@ describe('memory diff, agent state in restore points, memory CLI', function () {
   });
 
   it('CLI (real binary): show --json, edit, failed edits exit non-zero and leave the home byte-identical, diff', async () => {
-    makeStateDb(path.join(home, 'state.db'), { sessions: [{ id: 's9', source: 'cli', started: 1767000000 }], messages: [memoryCall({ action: 'add', target: 'user', content: 'Uses VS Code with Vim keybindings.' }, 1767000000, 's9')] });
+    makeStateDb(path.join(home, 'state.db'), {
+      sessions: [{ id: 's9', source: 'cli', started: 1767000000 }],
+      messages: [
+        memoryCall({ action: 'add', target: 'user', content: 'Uses VS Code with Vim keybindings.' }, 1767000000, 's9'),
+      ],
+    });
     const env = { AGENTKEEP_STATE_DIR: stateDir };
     const list = JSON.parse((await runSidecar(['memory', 'list', '--store', store, '--json'], env)).stdout);
-    const vim = list.stores.flatMap((f: { entries: Array<{ id: string; text: string }> }) => f.entries).find((e: { text: string }) => /Vim/.test(e.text));
+    const vim = list.stores
+      .flatMap((f: { entries: Array<{ id: string; text: string }> }) => f.entries)
+      .find((e: { text: string }) => /Vim/.test(e.text));
     const show = await runSidecar(['memory', 'show', '--store', store, '--entry', vim.id.slice(0, 6), '--json'], env);
     assert.equal(show.code, 0, show.stderr);
     const sj = JSON.parse(show.stdout);
@@ -155,10 +208,18 @@ describe('memory diff, agent state in restore points, memory CLI', function () {
     }
     assert.deepEqual(await hashTree(home), before, 'failed edits left the home byte-identical');
 
-    const rp = JSON.parse((await runSidecar(['restore-point', 'create', '--target', target, '--store', store, '--json'], env)).stdout);
-    const ed = await runSidecar(['memory', 'edit', '--store', store, '--entry', vim.id, '--text', 'Uses VS Code with Emacs keybindings.'], env);
+    const rp = JSON.parse(
+      (await runSidecar(['restore-point', 'create', '--target', target, '--store', store, '--json'], env)).stdout,
+    );
+    const ed = await runSidecar(
+      ['memory', 'edit', '--store', store, '--entry', vim.id, '--text', 'Uses VS Code with Emacs keybindings.'],
+      env,
+    );
     assert.equal(ed.code, 0, ed.stderr);
-    assert.match(ed.stdout, /Undo: agentkeep memory edit --store \S+ --entry [0-9a-f]{12} --text 'Uses VS Code with Vim keybindings.'/);
+    assert.match(
+      ed.stdout,
+      /Undo: agentkeep memory edit --store \S+ --entry [0-9a-f]{12} --text 'Uses VS Code with Vim keybindings.'/,
+    );
     const diff = await runSidecar(['memory', 'diff', '--store', store, '--from', rp.id], env); // target derived from the one store
     assert.equal(diff.code, 0, diff.stderr);
     assert.match(diff.stdout, /~ [0-9a-f]{12} -> [0-9a-f]{12} {2}Uses VS Code with Emacs keybindings\./);

@@ -53,7 +53,12 @@ describe('memory show/edit/remove/add (Hermes, real files)', () => {
     assert.equal(r.store, store);
     assert.equal(r.file.kind, 'hermes-memory');
     assert.equal(r.file.usage?.limit, 2200);
-    assert.equal(r.contentHash, createHash('sha256').update(await fs.readFile(memFile())).digest('hex'));
+    assert.equal(
+      r.contentHash,
+      createHash('sha256')
+        .update(await fs.readFile(memFile()))
+        .digest('hex'),
+    );
     assert.ok(!('entries' in r.file));
     await rejectsKind(core.showMemory({ stores: [store], entry: 'abc' }), 'InvalidParams', /at least 4/);
     await rejectsKind(core.showMemory({ stores: [store], entry: 'ffffffff' }), 'EntryNotFound', /memory list/);
@@ -72,7 +77,11 @@ describe('memory show/edit/remove/add (Hermes, real files)', () => {
     }
     await fs.writeFile(memFile(), texts.join('\n§\n'));
     const prefix = createHash('sha256').update(texts[0]).digest('hex').slice(0, 4);
-    const e = await rejectsKind(core.showMemory({ stores: [store], entry: prefix }), 'Conflict', /ambiguous.*more characters/s);
+    const e = await rejectsKind(
+      core.showMemory({ stores: [store], entry: prefix }),
+      'Conflict',
+      /ambiguous.*more characters/s,
+    );
     assert.match(e.message, new RegExp(createHash('sha256').update(texts[1]).digest('hex').slice(0, 12)));
   });
 
@@ -80,7 +89,12 @@ describe('memory show/edit/remove/add (Hermes, real files)', () => {
     const before = await fs.readFile(memFile());
     const id = await idOf('Staging server');
     const shown = await core.showMemory({ stores: [store], entry: id });
-    const r = await core.editMemory({ store, entry: id, text: 'Staging server 10.0.1.50 listens for SSH on port 2223', expectedHash: shown.contentHash });
+    const r = await core.editMemory({
+      store,
+      entry: id,
+      text: 'Staging server 10.0.1.50 listens for SSH on port 2223',
+      expectedHash: shown.contentHash,
+    });
     assert.equal(r.previous.id, id);
     assert.notEqual(r.entry.id, id);
     const after = await fs.readFile(memFile(), 'utf8');
@@ -127,15 +141,30 @@ describe('memory show/edit/remove/add (Hermes, real files)', () => {
     const shown = await core.showMemory({ stores: [store], entry: id });
     await fs.copyFile(path.join(ISSUES, 'hermes-26045-external-append.MEMORY.md'), memFile());
     const snap = await hashTree(home);
-    await rejectsKind(core.editMemory({ store, entry: shown.entry.id, text: 'Entry B: staging port 2223', expectedHash: shown.contentHash }), 'Conflict', /changed since it was read/);
+    await rejectsKind(
+      core.editMemory({
+        store,
+        entry: shown.entry.id,
+        text: 'Entry B: staging port 2223',
+        expectedHash: shown.contentHash,
+      }),
+      'Conflict',
+      /changed since it was read/,
+    );
     await rejectsKind(core.removeMemory({ store, entry: shown.entry.id, expectedHash: shown.contentHash }), 'Conflict');
     await rejectsKind(core.addMemory({ store, text: 'new', expectedHash: shown.contentHash }), 'Conflict');
     // without the hash: the old id no longer exists (the append changed entry B's text): not found
-    await rejectsKind(core.editMemory({ store, entry: shown.entry.id, text: 'Entry B: staging port 2223' }), 'EntryNotFound');
+    await rejectsKind(
+      core.editMemory({ store, entry: shown.entry.id, text: 'Entry B: staging port 2223' }),
+      'EntryNotFound',
+    );
     assert.deepEqual(await hashTree(home), snap);
     // the appended paragraph is reported as a hand edit Hermes' own drift rule misses
     const list = await core.listMemory({ stores: [store] });
-    assert.ok(list.stores[0].warnings?.some((w) => /absorbed/.test(w)), JSON.stringify(list.stores[0].warnings));
+    assert.ok(
+      list.stores[0].warnings?.some((w) => /absorbed/.test(w)),
+      JSON.stringify(list.stores[0].warnings),
+    );
     assert.ok(!list.stores[0].warnings?.some((w) => /^Drift/.test(w)));
   });
 
@@ -144,7 +173,11 @@ describe('memory show/edit/remove/add (Hermes, real files)', () => {
     await fs.writeFile(memFile(), drifted);
     const id = await idOf('staging port');
     const snap = await hashTree(home);
-    const e = await rejectsKind(core.editMemory({ store, entry: id, text: 'Entry B: staging port 2223' }), 'Conflict', /drifted.*\.bak/s);
+    const e = await rejectsKind(
+      core.editMemory({ store, entry: id, text: 'Entry B: staging port 2223' }),
+      'Conflict',
+      /drifted.*\.bak/s,
+    );
     const after = await hashTree(home);
     const added = Object.keys(after).filter((k) => !(k in snap));
     assert.equal(added.length, 1);
@@ -160,7 +193,11 @@ describe('memory show/edit/remove/add (Hermes, real files)', () => {
   it('over budget: OverBudget and nothing written; a shrinking edit of an over-budget file is allowed', async () => {
     await fs.writeFile(path.join(home, 'config.yaml'), 'memory:\n  memory_char_limit: 400\n');
     const snap = await hashTree(home);
-    await rejectsKind(core.addMemory({ store, text: 'x'.repeat(100) }), 'OverBudget', /400-char limit.*Nothing was written/s);
+    await rejectsKind(
+      core.addMemory({ store, text: 'x'.repeat(100) }),
+      'OverBudget',
+      /400-char limit.*Nothing was written/s,
+    );
     const id = await idOf('Staging server');
     await rejectsKind(core.editMemory({ store, entry: id, text: 'y'.repeat(200) }), 'OverBudget');
     assert.deepEqual(await hashTree(home), snap);
@@ -170,10 +207,16 @@ describe('memory show/edit/remove/add (Hermes, real files)', () => {
   });
 
   it('read-only files (skills, SOUL.md) refuse edits with the reason; bad text is refused', async () => {
-    await fs.writeFile(path.join(home, 'SOUL.md'), '# Soul\n\nYou are a careful agent.\n\n- Never push to main.\n- Ask before sudo.\n');
+    await fs.writeFile(
+      path.join(home, 'SOUL.md'),
+      '# Soul\n\nYou are a careful agent.\n\n- Never push to main.\n- Ask before sudo.\n',
+    );
     const files = (await core.listMemory({ stores: [store] })).stores;
     const soul = files.find((f) => f.kind === 'hermes-soul')!;
-    assert.deepEqual(soul.entries.map((e) => e.text), ['You are a careful agent.', 'Never push to main.', 'Ask before sudo.']);
+    assert.deepEqual(
+      soul.entries.map((e) => e.text),
+      ['You are a careful agent.', 'Never push to main.', 'Ask before sudo.'],
+    );
     const snap = await hashTree(home);
     await rejectsKind(core.editMemory({ store, entry: soul.entries[0].id, text: 'x' }), 'Unsupported', /SOUL\.md/);
     const skill = files.find((f) => f.kind === 'hermes-skill')!;
@@ -189,13 +232,23 @@ describe('memory show/edit/remove/add (Hermes, real files)', () => {
 
   it('waits for the flock Hermes holds on MEMORY.md.lock (python fcntl.flock), then writes', async () => {
     const lockFile = `${memFile()}.lock`;
-    const py = spawn('python3', ['-c', 'import fcntl,sys,time\nf=open(sys.argv[1],"a")\nfcntl.flock(f,fcntl.LOCK_EX)\nprint("held",flush=True)\ntime.sleep(0.8)\nf.write("")\nfcntl.flock(f,fcntl.LOCK_UN)\nprint("released",flush=True)\nsys.stdin.read()', lockFile], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const py = spawn(
+      'python3',
+      [
+        '-c',
+        'import fcntl,sys,time\nf=open(sys.argv[1],"a")\nfcntl.flock(f,fcntl.LOCK_EX)\nprint("held",flush=True)\ntime.sleep(0.8)\nf.write("")\nfcntl.flock(f,fcntl.LOCK_UN)\nprint("released",flush=True)\nsys.stdin.read()',
+        lockFile,
+      ],
+      { stdio: ['pipe', 'pipe', 'inherit'] },
+    );
     try {
       const events: Array<[string, number]> = [];
-      await new Promise<void>((resolve) => py.stdout.on('data', (d: Buffer) => {
-        for (const w of d.toString().split(/\s+/).filter(Boolean)) events.push([w, Date.now()]);
-        if (d.toString().includes('held')) resolve();
-      }));
+      await new Promise<void>((resolve) =>
+        py.stdout.on('data', (d: Buffer) => {
+          for (const w of d.toString().split(/\s+/).filter(Boolean)) events.push([w, Date.now()]);
+          if (d.toString().includes('held')) resolve();
+        }),
+      );
       const id = await idOf('Staging server');
       await core.editMemory({ store, entry: id, text: 'Staging SSH port 2224' });
       const done = Date.now();
@@ -218,10 +271,18 @@ describe('Hermes memory lock (real flock)', () => {
       assert.equal(mine.held, true);
       await rejectsKind(lockHermesFile(lockFile, 1), 'TargetBusy', /holds the memory lock/);
       // python (as Hermes) cannot take it without blocking while we hold it
-      const r = spawnSync('python3', ['-c', 'import fcntl,sys\nf=open(sys.argv[1],"a")\ntry:\n  fcntl.flock(f,fcntl.LOCK_EX|fcntl.LOCK_NB); print("got")\nexcept BlockingIOError: print("blocked")', lockFile]);
+      const r = spawnSync('python3', [
+        '-c',
+        'import fcntl,sys\nf=open(sys.argv[1],"a")\ntry:\n  fcntl.flock(f,fcntl.LOCK_EX|fcntl.LOCK_NB); print("got")\nexcept BlockingIOError: print("blocked")',
+        lockFile,
+      ]);
       assert.equal(r.stdout.toString().trim(), 'blocked');
       await mine.release();
-      const r2 = spawnSync('python3', ['-c', 'import fcntl,sys\nf=open(sys.argv[1],"a")\nfcntl.flock(f,fcntl.LOCK_EX|fcntl.LOCK_NB); print("got")', lockFile]);
+      const r2 = spawnSync('python3', [
+        '-c',
+        'import fcntl,sys\nf=open(sys.argv[1],"a")\nfcntl.flock(f,fcntl.LOCK_EX|fcntl.LOCK_NB); print("got")',
+        lockFile,
+      ]);
       assert.equal(r2.stdout.toString().trim(), 'got');
     } finally {
       await mine.release();
@@ -247,7 +308,11 @@ describe('Hermes homes, archive and skills (real files)', () => {
     await fs.mkdir(path.join(user, '.hermes', 'profiles', 'empty'), { recursive: true });
     await fs.mkdir(custom, { recursive: true });
     await fs.writeFile(path.join(custom, 'config.yaml'), 'model: x\n');
-    assert.deepEqual(await findHermesHomes({ HERMES_HOME: custom }, user), [custom, path.join(user, '.hermes'), path.join(user, '.hermes', 'profiles', 'work')]);
+    assert.deepEqual(await findHermesHomes({ HERMES_HOME: custom }, user), [
+      custom,
+      path.join(user, '.hermes'),
+      path.join(user, '.hermes', 'profiles', 'work'),
+    ]);
     assert.deepEqual(await findHermesHomes({}, path.join(tmp, 'nobody')), []);
   });
 
@@ -255,12 +320,18 @@ describe('Hermes homes, archive and skills (real files)', () => {
     const h = path.join(tmp, 'h');
     await fs.mkdir(path.join(h, 'memories'), { recursive: true });
     await fs.mkdir(path.join(h, 'skills', 'ops', 'no-fm'), { recursive: true });
-    await fs.writeFile(path.join(h, 'memories', 'ARCHIVE.jsonl'), '{"content":"Old fact","evicted_at":1767000000}\nnot json\n"bare string entry"\n{"other":1}\n\n');
+    await fs.writeFile(
+      path.join(h, 'memories', 'ARCHIVE.jsonl'),
+      '{"content":"Old fact","evicted_at":1767000000}\nnot json\n"bare string entry"\n{"other":1}\n\n',
+    );
     await fs.writeFile(path.join(h, 'skills', 'ops', 'no-fm', 'SKILL.md'), '# Just a body\n');
     const core = new Core({ stateDir: path.join(tmp, 'state') });
     const files = (await core.listMemory({ stores: [`hermes:${h}`] })).stores;
     const arch = files.find((f) => f.kind === 'hermes-archive')!;
-    assert.deepEqual(arch.entries.map((e) => e.text), ['Old fact', 'bare string entry']);
+    assert.deepEqual(
+      arch.entries.map((e) => e.text),
+      ['Old fact', 'bare string entry'],
+    );
     assert.equal(arch.entries[0].updatedAt, new Date(1767000000 * 1000).toISOString());
     assert.equal(arch.warnings?.length, 2);
     assert.match(arch.warnings![0], /line 2 is not JSON/);

@@ -5,7 +5,16 @@
 import * as assert from 'node:assert/strict';
 import type { LintFinding, MemoryFile } from '../../sidecar/protocol';
 import { describeStore } from '../../sidecar/memory';
-import { areaOf, buildRows, firstLine, readableMessage, rowMatches, storeName, when, type Filter } from '../../webview-ui/memory/logic';
+import {
+  areaOf,
+  buildRows,
+  firstLine,
+  readableMessage,
+  rowMatches,
+  storeName,
+  when,
+  type Filter,
+} from '../../webview-ui/memory/logic';
 
 const hermes = 'hermes:/home/sam/agent-home/.hermes';
 const zero = 'agent-zero:/srv/a0';
@@ -18,8 +27,16 @@ const memFile: MemoryFile = {
     { id: 'bbbb33334444', text: 'Node 20 is the runtime; npm is the package manager.' },
   ],
 };
-const userFile: MemoryFile = { kind: 'hermes-user', file: '/home/sam/agent-home/.hermes/memories/USER.md', entries: [{ id: 'cccc55556666', text: 'Name: Sam Rivera.\nWorks in UTC+1.' }] };
-const a0File: MemoryFile = { kind: 'agent-zero-main', file: '/srv/a0/usr/memory/default/index.pkl', entries: [{ id: 'Xk3P9aQ2mZ', text: 'SSH on port 2222.', area: 'solutions', source: 'knowledge' }] };
+const userFile: MemoryFile = {
+  kind: 'hermes-user',
+  file: '/home/sam/agent-home/.hermes/memories/USER.md',
+  entries: [{ id: 'cccc55556666', text: 'Name: Sam Rivera.\nWorks in UTC+1.' }],
+};
+const a0File: MemoryFile = {
+  kind: 'agent-zero-main',
+  file: '/srv/a0/usr/memory/default/index.pkl',
+  entries: [{ id: 'Xk3P9aQ2mZ', text: 'SSH on port 2222.', area: 'solutions', source: 'knowledge' }],
+};
 const findings: LintFinding[] = [
   { kind: 'duplicate', severity: 'warning', entries: ['aaaa11112222', 'Xk3P9aQ2mZ'], message: 'Same fact twice.' },
   { kind: 'age', severity: 'info', entries: ['aaaa11112222'], message: 'Old.' },
@@ -38,10 +55,19 @@ describe('memory inspector: list logic', () => {
   const ids = (f: Partial<Filter>) => rows.filter((r) => rowMatches(r, { ...none, ...f })).map((r) => r.entry.id);
 
   it('lists every entry in store and file order, each with the findings that name it', () => {
-    assert.deepEqual(rows.map((r) => r.entry.id), ['aaaa11112222', 'bbbb33334444', 'cccc55556666', 'Xk3P9aQ2mZ']);
-    assert.deepEqual(rows[0]!.findings.map((f) => f.kind), ['duplicate', 'age']);
+    assert.deepEqual(
+      rows.map((r) => r.entry.id),
+      ['aaaa11112222', 'bbbb33334444', 'cccc55556666', 'Xk3P9aQ2mZ'],
+    );
+    assert.deepEqual(
+      rows[0]!.findings.map((f) => f.kind),
+      ['duplicate', 'age'],
+    );
     assert.deepEqual(rows[1]!.findings, []);
-    assert.deepEqual(rows[3]!.findings.map((f) => f.kind), ['duplicate']);
+    assert.deepEqual(
+      rows[3]!.findings.map((f) => f.kind),
+      ['duplicate'],
+    );
     assert.equal(rows[3]!.store, zero);
   });
 
@@ -50,7 +76,11 @@ describe('memory inspector: list logic', () => {
     assert.equal(areaOf(userFile, userFile.entries[0]!), 'user');
     assert.equal(areaOf(a0File, a0File.entries[0]!), 'solutions');
     // a kind the inspector has never heard of: the file kind's last part, no store kind named
-    const other: MemoryFile = { kind: 'throwaway', file: 'throwaway://notes/memories', entries: [{ id: 'x1', text: 't' }] };
+    const other: MemoryFile = {
+      kind: 'throwaway',
+      file: 'throwaway://notes/memories',
+      entries: [{ id: 'x1', text: 't' }],
+    };
     assert.equal(areaOf(other, other.entries[0]!), 'throwaway');
   });
 
@@ -75,10 +105,13 @@ describe('memory inspector: list logic', () => {
 });
 
 describe('memory inspector: text formatting', () => {
-  it('shows a memory tool call\'s JSON arguments as lines, the content last', () => {
+  it("shows a memory tool call's JSON arguments as lines, the content last", () => {
     const msg = JSON.stringify({ content: 'Staging SSH is on port 2222.', action: 'add', target: 'memory' });
     assert.equal(readableMessage(msg), 'action: add\ntarget: memory\ncontent: Staging SSH is on port 2222.');
-    assert.equal(readableMessage(JSON.stringify({ action: 'replace', old_text: 'x', n: 2 })), 'action: replace\nold_text: x\nn: 2');
+    assert.equal(
+      readableMessage(JSON.stringify({ action: 'replace', old_text: 'x', n: 2 })),
+      'action: replace\nold_text: x\nn: 2',
+    );
   });
 
   it('leaves other messages as they are (plain text, arrays, broken JSON)', () => {

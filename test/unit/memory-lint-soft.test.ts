@@ -7,10 +7,18 @@ import type { LintFinding } from '../../sidecar/protocol';
 
 function mem(texts: string[]): LintInput {
   return {
-    stores: [{
-      store: 'hermes:/h',
-      files: [{ kind: 'hermes-memory', file: '/h/memories/MEMORY.md', entries: texts.map((text, i) => ({ id: `e${i + 1}`, text })) }],
-    }],
+    stores: [
+      {
+        store: 'hermes:/h',
+        files: [
+          {
+            kind: 'hermes-memory',
+            file: '/h/memories/MEMORY.md',
+            entries: texts.map((text, i) => ({ id: `e${i + 1}`, text })),
+          },
+        ],
+      },
+    ],
   };
 }
 
@@ -35,7 +43,10 @@ describe('memory lint: soft matching with the WordNet-derived lexicon (issue 12)
   });
 
   it('finds a paraphrase through synonyms, and says which words matched how', () => {
-    const f = pairFindings(['Always give concise replies with examples for the billing service', 'Always give brief answers with examples for the billing service']);
+    const f = pairFindings([
+      'Always give concise replies with examples for the billing service',
+      'Always give brief answers with examples for the billing service',
+    ]);
     assert.equal(f.length, 1, JSON.stringify(f));
     assert.equal(f[0].kind, 'near-duplicate');
     const why = (f[0].evidence ?? []).join('\n');
@@ -67,18 +78,27 @@ describe('memory lint: soft matching with the WordNet-derived lexicon (issue 12)
   });
 
   it('a word negated in one entry and asserted in the other is a contradiction', () => {
-    const f = pairFindings(['User hardware: MacBook with M5 Apple Silicon. No iOS devices (no iPhone/iPad).', 'User hardware: MacBook with M5 Apple Silicon and an iPhone.']);
+    const f = pairFindings([
+      'User hardware: MacBook with M5 Apple Silicon. No iOS devices (no iPhone/iPad).',
+      'User hardware: MacBook with M5 Apple Silicon and an iPhone.',
+    ]);
     assert.equal(f.length, 1, JSON.stringify(f));
     assert.equal(f[0].kind, 'contradiction');
     assert.match(f[0].message, /negated in one, asserted in the other/);
     assert.match(f[0].message, /iphone/);
-    const g = pairFindings(['Never write to the orders database; no inserts or updates.', 'Writes to the orders database are fine: inserts and updates allowed.']);
+    const g = pairFindings([
+      'Never write to the orders database; no inserts or updates.',
+      'Writes to the orders database are fine: inserts and updates allowed.',
+    ]);
     assert.equal(g.length, 1, JSON.stringify(g));
     assert.equal(g[0].kind, 'contradiction');
   });
 
   it('restates names, terms and values across two languages', () => {
-    const f = pairFindings(['部署服务器用 RunPod，SSH 端口 2222，密钥放在 PUBLIC_KEY 环境变量', 'Deploy server: RunPod, SSH port 2222, key in the PUBLIC_KEY env variable']);
+    const f = pairFindings([
+      '部署服务器用 RunPod，SSH 端口 2222，密钥放在 PUBLIC_KEY 环境变量',
+      'Deploy server: RunPod, SSH port 2222, key in the PUBLIC_KEY env variable',
+    ]);
     assert.equal(f.length, 1, JSON.stringify(f));
     assert.equal(f[0].kind, 'near-duplicate');
     assert.match((f[0].evidence ?? []).join('\n'), /two languages/);
@@ -86,11 +106,17 @@ describe('memory lint: soft matching with the WordNet-derived lexicon (issue 12)
   });
 
   it('finds a change from a value another entry names, and several values changed in one place', () => {
-    const f = pairFindings(['Project stack: FastAPI + PostgreSQL + Redis, deployed in Docker containers.', 'Project stack migrated: switched from PostgreSQL to MySQL because the team knows MySQL.']);
+    const f = pairFindings([
+      'Project stack: FastAPI + PostgreSQL + Redis, deployed in Docker containers.',
+      'Project stack migrated: switched from PostgreSQL to MySQL because the team knows MySQL.',
+    ]);
     assert.equal(f.length, 1, JSON.stringify(f));
     assert.equal(f[0].kind, 'superseded');
     assert.deepEqual(f[0].entries, ['e1', 'e2']);
-    const g = pairFindings(['Nightly backup of the photo library runs at 02:00 and 02:30 on the NAS box.', 'Nightly backup of the photo library runs at 04:00 and 04:30 on the NAS box.']);
+    const g = pairFindings([
+      'Nightly backup of the photo library runs at 02:00 and 02:30 on the NAS box.',
+      'Nightly backup of the photo library runs at 04:00 and 04:30 on the NAS box.',
+    ]);
     assert.equal(g.length, 1, JSON.stringify(g));
     assert.equal(g[0].kind, 'contradiction');
     assert.match(g[0].message, /different value/);
@@ -107,18 +133,34 @@ describe('memory lint: soft matching with the WordNet-derived lexicon (issue 12)
 
   it('keeps scoped look-alikes and unrelated pairs quiet', () => {
     for (const pair of [
-      ['The deploy target for previews is the staging cluster.', 'The deploy target for releases is the production cluster.'],
+      [
+        'The deploy target for previews is the staging cluster.',
+        'The deploy target for releases is the production cluster.',
+      ],
       ['Private skills in ~/.hermes/my-skills/.', 'Official skills in ~/.hermes/skills/.'],
       ['Loves Chinese food', 'Hates Italian food'],
       ['Cron: digest 08:00 UTC.', 'git auto-commit 00:00 UTC.'],
       ['Name: Ryan', 'Name: Hermes Prime'],
       // template siblings about other subjects (the bench's shapes)
-      ['Ines owns the reports service and is on call every Friday', 'Ines owns the Lena service and is on call every Friday'],
-      ['kapornu owns the pnpm service and is on call every Monday', 'Alice owns the kapornu service and is on call every Monday'],
-      ['Lena does not use Docker for the toferdel pipeline', 'docker owns the toferdel service and is on call every Tuesday'],
+      [
+        'Ines owns the reports service and is on call every Friday',
+        'Ines owns the Lena service and is on call every Friday',
+      ],
+      [
+        'kapornu owns the pnpm service and is on call every Monday',
+        'Alice owns the kapornu service and is on call every Monday',
+      ],
+      [
+        'Lena does not use Docker for the toferdel pipeline',
+        'docker owns the toferdel service and is on call every Tuesday',
+      ],
       ['Project galonon targets Node 20 and uses go for builds', 'node does not use Docker for the go pipeline'],
     ]) {
-      assert.deepEqual(pairFindings(pair).map((f) => f.kind), [], pair.join(' / '));
+      assert.deepEqual(
+        pairFindings(pair).map((f) => f.kind),
+        [],
+        pair.join(' / '),
+      );
     }
   });
 });

@@ -31,16 +31,21 @@ describe('Hermes provenance from state.db (real SQLite)', () => {
   it('the shared fixture: the add call, its session, source and time', async () => {
     await fs.copyFile(path.join(FIXTURES, 'memory', 'hermes', 'state.db'), path.join(home, 'state.db'));
     const s = new HermesStore(home);
-    const p = await s.provenance(entry('Staging server 10.0.1.50 listens for SSH on port 2222, key ~/.ssh/staging_ed25519'));
+    const p = await s.provenance(
+      entry('Staging server 10.0.1.50 listens for SSH on port 2222, key ~/.ssh/staging_ed25519'),
+    );
     assert.equal(p.traces.length, 1);
-    assert.deepEqual({ ...p.traces[0], message: undefined }, {
-      action: 'add',
-      time: new Date((T0 + 10) * 1000).toISOString(),
-      session: '20260101_101500_a1b2c3',
-      source: 'cli',
-      messageId: 2,
-      message: undefined,
-    });
+    assert.deepEqual(
+      { ...p.traces[0], message: undefined },
+      {
+        action: 'add',
+        time: new Date((T0 + 10) * 1000).toISOString(),
+        session: '20260101_101500_a1b2c3',
+        source: 'cli',
+        messageId: 2,
+        message: undefined,
+      },
+    );
     assert.match(p.traces[0].message!, /"action": "add"/);
     const none = await s.provenance(entry('User prefers tabs'));
     assert.deepEqual(none.traces, []);
@@ -55,8 +60,14 @@ describe('Hermes provenance from state.db (real SQLite)', () => {
 
   it('WAL mode with committed frames only in state.db-wal: read from a copy, the original untouched', async () => {
     const db = path.join(home, 'state.db');
-    makeStateDb(db, { wal: true, sessions: [{ id: 's1', source: 'telegram', started: T0 }], messages: [memoryCall({ action: 'add', target: 'user', content: 'Lives in Berlin' }, T0)] });
-    const w = await holdWalWriter(db, [memoryCall({ action: 'add', target: 'memory', content: 'Deploys on Fridays are banned' }, T0 + 60)]);
+    makeStateDb(db, {
+      wal: true,
+      sessions: [{ id: 's1', source: 'telegram', started: T0 }],
+      messages: [memoryCall({ action: 'add', target: 'user', content: 'Lives in Berlin' }, T0)],
+    });
+    const w = await holdWalWriter(db, [
+      memoryCall({ action: 'add', target: 'memory', content: 'Deploys on Fridays are banned' }, T0 + 60),
+    ]);
     try {
       const wal = await fs.stat(db + '-wal');
       assert.ok(wal.size > 0, 'the writer left frames in the WAL');
@@ -83,7 +94,11 @@ describe('Hermes provenance from state.db (real SQLite)', () => {
   });
 
   it('legacy inline FTS layout works the same', async () => {
-    makeStateDb(path.join(home, 'state.db'), { layout: 'legacy', sessions: [{ id: 's1', source: 'discord', started: T0 }], messages: [memoryCall({ action: 'add', target: 'memory', content: 'Uses zsh' }, T0)] });
+    makeStateDb(path.join(home, 'state.db'), {
+      layout: 'legacy',
+      sessions: [{ id: 's1', source: 'discord', started: T0 }],
+      messages: [memoryCall({ action: 'add', target: 'memory', content: 'Uses zsh' }, T0)],
+    });
     const p = await new HermesStore(home).provenance(entry('Uses zsh'));
     assert.equal(p.traces.length, 1);
     assert.equal(p.traces[0].source, 'discord');
@@ -97,21 +112,49 @@ describe('Hermes provenance from state.db (real SQLite)', () => {
       ],
       messages: [
         memoryCall({ action: 'add', target: 'memory', content: 'Staging port is 22' }, T0, 'a'),
-        memoryCall({ action: 'replace', target: 'memory', old_text: 'port is 22', content: 'Staging port is 2222' }, T0 + 100, 'b'),
-        memoryCall({ action: 'replace', target: 'memory', old_text: 'is 2222', content: 'Staging SSH port is 2222 (not 22)' }, T0 + 200, 'b'),
-        memoryCall({ operations: [{ action: 'add', content: 'Batch one' }, { action: 'add', content: 'Batch two' }], target: 'memory' }, T0 + 300, 'b'),
+        memoryCall(
+          { action: 'replace', target: 'memory', old_text: 'port is 22', content: 'Staging port is 2222' },
+          T0 + 100,
+          'b',
+        ),
+        memoryCall(
+          { action: 'replace', target: 'memory', old_text: 'is 2222', content: 'Staging SSH port is 2222 (not 22)' },
+          T0 + 200,
+          'b',
+        ),
+        memoryCall(
+          {
+            operations: [
+              { action: 'add', content: 'Batch one' },
+              { action: 'add', content: 'Batch two' },
+            ],
+            target: 'memory',
+          },
+          T0 + 300,
+          'b',
+        ),
         memoryCall({ action: 'add', target: 'memory', content: 'Refused fact' }, T0 + 400, 'b', 'call_refused'),
-        { session: 'b', role: 'tool', content: JSON.stringify({ success: false, error: 'over budget' }), toolCallId: 'call_refused', toolName: 'memory', time: T0 + 401 },
+        {
+          session: 'b',
+          role: 'tool',
+          content: JSON.stringify({ success: false, error: 'over budget' }),
+          toolCallId: 'call_refused',
+          toolName: 'memory',
+          time: T0 + 401,
+        },
         memoryCall({ action: 'add', target: 'memory', content: 'Prefers   Dark Mode' }, T0 + 500, 'a'),
       ],
     });
     const s = new HermesStore(home);
     const chain = await s.provenance(entry('Staging SSH port is 2222 (not 22)'));
-    assert.deepEqual(chain.traces.map((t) => [t.action, t.session, t.previous]), [
-      ['add', 'a', undefined],
-      ['replace', 'b', 'Staging port is 22'],
-      ['replace', 'b', 'Staging port is 2222'],
-    ]);
+    assert.deepEqual(
+      chain.traces.map((t) => [t.action, t.session, t.previous]),
+      [
+        ['add', 'a', undefined],
+        ['replace', 'b', 'Staging port is 22'],
+        ['replace', 'b', 'Staging port is 2222'],
+      ],
+    );
     assert.equal((await s.provenance(entry('Batch two'))).traces.length, 1);
     const refused = await s.provenance(entry('Refused fact'));
     assert.equal(refused.traces.length, 0, 'a call Hermes refused did not write the entry');
@@ -138,13 +181,19 @@ describe('Hermes provenance from state.db (real SQLite)', () => {
       ['memory', { action: 'add' }],
       ['write_file', { path: 'x' }],
     ];
-    for (const [name, args] of no) assert.equal(classifyAction({ name, args }), undefined, `${name} ${JSON.stringify(args)}`);
+    for (const [name, args] of no)
+      assert.equal(classifyAction({ name, args }), undefined, `${name} ${JSON.stringify(args)}`);
   });
 
   it('actionsSince reads tool calls after a time', async () => {
     makeStateDb(path.join(home, 'state.db'), {
       sessions: [{ id: 's1', source: 'telegram', started: T0 }],
-      messages: [toolCall('send_message', { text: 'old' }, T0), toolCall('send_message', { text: 'new' }, T0 + 100), toolCall('terminal', { command: 'ls' }, T0 + 101), toolCall('terminal', { command: 'git push' }, T0 + 102)],
+      messages: [
+        toolCall('send_message', { text: 'old' }, T0),
+        toolCall('send_message', { text: 'new' }, T0 + 100),
+        toolCall('terminal', { command: 'ls' }, T0 + 101),
+        toolCall('terminal', { command: 'git push' }, T0 + 102),
+      ],
     });
     const a = await new HermesStore(home).actionsSince(new Date((T0 + 50) * 1000).toISOString());
     assert.equal(a.length, 2);

@@ -23,13 +23,17 @@ describe('memory QA fixes (Hermes, real files)', function () {
   let store: string;
   let core: Core;
   const memFile = (): string => path.join(home, 'memories', 'MEMORY.md');
-  const entriesOf = async (): Promise<Array<{ id: string; text: string }>> => (await core.listMemory({ stores: [store] })).stores.flatMap((f) => f.entries);
+  const entriesOf = async (): Promise<Array<{ id: string; text: string }>> =>
+    (await core.listMemory({ stores: [store] })).stores.flatMap((f) => f.entries);
 
   beforeEach(async () => {
     tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'ak-memqa-'));
     home = path.join(tmp, 'hermes');
     await copyFixture(FIXTURE, home);
-    await fs.writeFile(path.join(home, 'config.yaml'), 'memory:\n  memory_char_limit: 20000\n  user_char_limit: 1375\n');
+    await fs.writeFile(
+      path.join(home, 'config.yaml'),
+      'memory:\n  memory_char_limit: 20000\n  user_char_limit: 1375\n',
+    );
     store = `hermes:${home}`;
     core = new Core({ stateDir: path.join(tmp, 'state') });
   });
@@ -40,15 +44,28 @@ describe('memory QA fixes (Hermes, real files)', function () {
   it('#2: 12 parallel adds without expectedHash all land (each re-reads under the lock and appends)', async () => {
     const texts = Array.from({ length: 12 }, (_, i) => `Parallel fact number ${i + 1}.`);
     const results = await Promise.allSettled(texts.map((text) => core.addMemory({ store, text })));
-    assert.deepEqual(results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason)), []);
+    assert.deepEqual(
+      results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason)),
+      [],
+    );
     const now = (await entriesOf()).map((e) => e.text);
     for (const t of texts) assert.ok(now.includes(t), `${t} present`);
   });
 
   it('#2: an add waits for Hermes writing under its flock, then appends to what Hermes wrote', async () => {
-    const py = spawn('python3', ['-c', 'import fcntl,sys,time\nf=open(sys.argv[1]+".lock","a")\nfcntl.flock(f,fcntl.LOCK_EX)\nprint("held",flush=True)\ntime.sleep(0.8)\nopen(sys.argv[1],"a").write("\\n§\\nWritten by Hermes meanwhile.")\nfcntl.flock(f,fcntl.LOCK_UN)\nsys.stdin.read()', memFile()], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const py = spawn(
+      'python3',
+      [
+        '-c',
+        'import fcntl,sys,time\nf=open(sys.argv[1]+".lock","a")\nfcntl.flock(f,fcntl.LOCK_EX)\nprint("held",flush=True)\ntime.sleep(0.8)\nopen(sys.argv[1],"a").write("\\n§\\nWritten by Hermes meanwhile.")\nfcntl.flock(f,fcntl.LOCK_UN)\nsys.stdin.read()',
+        memFile(),
+      ],
+      { stdio: ['pipe', 'pipe', 'inherit'] },
+    );
     try {
-      await new Promise<void>((resolve) => py.stdout.on('data', (d: Buffer) => d.toString().includes('held') && resolve()));
+      await new Promise<void>((resolve) =>
+        py.stdout.on('data', (d: Buffer) => d.toString().includes('held') && resolve()),
+      );
       const r = await core.addMemory({ store, text: 'Added by AgentKeep.' });
       assert.equal(r.alreadyPresent, undefined);
       const text = await fs.readFile(memFile(), 'utf8');
@@ -62,7 +79,11 @@ describe('memory QA fixes (Hermes, real files)', function () {
     const shown = await core.showMemory({ stores: [store], entry: (await entriesOf())[0].id });
     await core.addMemory({ store, text: 'Someone else added this.' });
     const before = await hashTree(home);
-    const e = await expectAgentKeepError(core.addMemory({ store, text: 'Mine.', expectedHash: shown.contentHash }), 'Conflict', /changed since it was read/);
+    const e = await expectAgentKeepError(
+      core.addMemory({ store, text: 'Mine.', expectedHash: shown.contentHash }),
+      'Conflict',
+      /changed since it was read/,
+    );
     assert.match(e.hint ?? '', /memory list.*add the entry again/);
     assert.doesNotMatch(e.hint ?? '', /redo the edit/);
     assert.deepEqual(await hashTree(home), before);
@@ -92,11 +113,38 @@ describe('memory QA fixes (Hermes, real files)', function () {
   it('#4: entries AgentKeep wrote are traced to it (source agentkeep), and lint does not call them untraceable', async () => {
     const added = await core.addMemory({ store, text: 'Backups run nightly at 02:00 UTC.' });
     const target = (await entriesOf()).find((e) => e.text.startsWith('Staging') || e.text.length > 10)!;
-    const edited = await core.editMemory({ store, entry: target.id, text: 'The staging host moved to staging2.example.com.' });
-    const log = (await fs.readFile(path.join(tmp, 'state', 'memory-backups', (await fs.readdir(path.join(tmp, 'state', 'memory-backups')))[0], 'writes.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
-    assert.deepEqual(log.map((r: { action: string; id: string }) => [r.action, r.id]), [['add', added.entry.id], ['replace', edited.entry.id]]);
+    const edited = await core.editMemory({
+      store,
+      entry: target.id,
+      text: 'The staging host moved to staging2.example.com.',
+    });
+    const log = (
+      await fs.readFile(
+        path.join(
+          tmp,
+          'state',
+          'memory-backups',
+          (await fs.readdir(path.join(tmp, 'state', 'memory-backups')))[0],
+          'writes.jsonl',
+        ),
+        'utf8',
+      )
+    )
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    assert.deepEqual(
+      log.map((r: { action: string; id: string }) => [r.action, r.id]),
+      [
+        ['add', added.entry.id],
+        ['replace', edited.entry.id],
+      ],
+    );
     assert.equal(log[1].previous, target.text);
-    for (const [id, action] of [[added.entry.id, 'add'], [edited.entry.id, 'replace']] as const) {
+    for (const [id, action] of [
+      [added.entry.id, 'add'],
+      [edited.entry.id, 'replace'],
+    ] as const) {
       const shown = await core.showMemory({ stores: [store], entry: id });
       const mine = shown.provenance.traces.filter((t) => t.source === 'agentkeep');
       assert.equal(mine.length, 1, JSON.stringify(shown.provenance));
@@ -121,10 +169,17 @@ describe('memory QA fixes (Hermes, real files)', function () {
     const once = await core.listMemory({ stores: [store] });
     const thrice = await core.listMemory({ stores: [store, `hermes:${home}/`, `hermes:${link}`] });
     assert.equal(thrice.stores.length, once.stores.length);
-    assert.deepEqual(thrice.stores.map((f) => f.store), once.stores.map((f) => f.store), 'first spelling kept');
+    assert.deepEqual(
+      thrice.stores.map((f) => f.store),
+      once.stores.map((f) => f.store),
+      'first spelling kept',
+    );
     const lintOnce = await core.lintMemory({ stores: [store] });
     const lintThrice = await core.lintMemory({ stores: [store, `hermes:${link}`] });
-    assert.equal(lintThrice.findings.filter((f) => f.kind === 'duplicate').length, lintOnce.findings.filter((f) => f.kind === 'duplicate').length);
+    assert.equal(
+      lintThrice.findings.filter((f) => f.kind === 'duplicate').length,
+      lintOnce.findings.filter((f) => f.kind === 'duplicate').length,
+    );
     const shown = await core.showMemory({ stores: [store, `hermes:${link}`], entry: once.stores[0].entries[0].id });
     assert.equal(shown.store, store);
   });
@@ -139,7 +194,11 @@ describe('memory QA fixes: Agent Zero read-only wording', () => {
       const root = path.join(tmp, 'a0');
       await fs.cp(path.join(FIXTURES, 'memory', 'agent-zero'), root, { recursive: true });
       const core = new Core({ stateDir: path.join(tmp, 'state') });
-      const e = await expectAgentKeepError(core.editMemory({ store: `agent-zero:${root}`, entry: 'Xk3P9aQ2mZ', text: 'x' }), 'Unsupported', /AGENTKEEP_A0_URL/);
+      const e = await expectAgentKeepError(
+        core.editMemory({ store: `agent-zero:${root}`, entry: 'Xk3P9aQ2mZ', text: 'x' }),
+        'Unsupported',
+        /AGENTKEEP_A0_URL/,
+      );
       assert.doesNotMatch(e.message, /\.\./);
       assert.match(e.message, /web UI\.$/);
       assert.doesNotMatch(e.hint ?? '', /^Change it with the agent's own tools\.$/);
@@ -157,7 +216,9 @@ describe('memory QA fixes: permissions as a non-root user (setpriv nobody)', fun
   let home: string;
   before(async function () {
     if (process.getuid?.() !== 0 || spawnSync('setpriv', ['--version']).status !== 0) {
-      throw new Error('these tests run as root with util-linux setpriv (to become nobody); see scripts/setup-test-deps.sh');
+      throw new Error(
+        'these tests run as root with util-linux setpriv (to become nobody); see scripts/setup-test-deps.sh',
+      );
     }
     await buildSidecar();
   });
@@ -174,7 +235,13 @@ describe('memory QA fixes: permissions as a non-root user (setpriv nobody)', fun
     spawnSync('chmod', ['-R', 'u+rwX', tmp]);
     await fs.rm(tmp, { recursive: true, force: true });
   });
-  const asNobody = (args: string[]) => runSidecar(['--state-dir', path.join(tmp, 'state'), ...args], {}, undefined, ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups']);
+  const asNobody = (args: string[]) =>
+    runSidecar(['--state-dir', path.join(tmp, 'state'), ...args], {}, undefined, [
+      'setpriv',
+      '--reuid=65534',
+      '--regid=65534',
+      '--clear-groups',
+    ]);
 
   it('#5: a read-only memories folder: add fails with a FileError naming the lock path and the fix', async () => {
     const before = await hashTree(home);
@@ -200,7 +267,17 @@ describe('memory QA fixes: permissions as a non-root user (setpriv nobody)', fun
     assert.match((user.warnings ?? []).join(' '), /Cannot read this file.*USER\.md.*permission denied/);
     // an edit of USER.md refuses instead of writing over what it could not read
     await fs.chmod(path.join(home, 'memories'), 0o777);
-    const add = await asNobody(['memory', 'add', '--store', `hermes:${home}`, '--file', 'user', '--text', 'x', '--json']);
+    const add = await asNobody([
+      'memory',
+      'add',
+      '--store',
+      `hermes:${home}`,
+      '--file',
+      'user',
+      '--text',
+      'x',
+      '--json',
+    ]);
     assert.equal(add.code, 1);
     assert.match(JSON.parse(add.stdout || add.stderr).error.message, /Cannot read .*USER\.md/);
     await fs.chmod(path.join(home, 'memories'), 0o755);
@@ -232,7 +309,8 @@ describe('memory QA fixes: CLI wording', function () {
     const list = await ak('memory', 'list', '--store', `hermes:${home}`);
     assert.match(list.stdout, /MEMORY\.md \(hermes-memory\): 1 entry,/);
     assert.match(list.stdout, /USER\.md \(hermes-user\): 0 entries/);
-    const id = JSON.parse((await ak('memory', 'list', '--store', `hermes:${home}`, '--json')).stdout).stores[0].entries[0].id;
+    const id = JSON.parse((await ak('memory', 'list', '--store', `hermes:${home}`, '--json')).stdout).stores[0]
+      .entries[0].id;
     const empty = await ak('memory', 'edit', '--store', `hermes:${home}`, '--entry', id, '--text', '');
     assert.equal(empty.code, 2, empty.stdout + empty.stderr);
     const out = empty.stdout + empty.stderr;
@@ -243,7 +321,9 @@ describe('memory QA fixes: CLI wording', function () {
     assert.equal(dup.code, 0, dup.stderr);
     assert.match(dup.stdout, /already present.*nothing written/);
     assert.doesNotMatch(dup.stdout, /^Added/);
-    const dupJson = JSON.parse((await ak('memory', 'add', '--store', `hermes:${home}`, '--text', 'Only one fact.', '--json')).stdout);
+    const dupJson = JSON.parse(
+      (await ak('memory', 'add', '--store', `hermes:${home}`, '--text', 'Only one fact.', '--json')).stdout,
+    );
     assert.equal(dupJson.alreadyPresent, true);
     assert.equal(await fs.readFile(path.join(home, 'memories', 'MEMORY.md'), 'utf8'), 'Only one fact.');
   });

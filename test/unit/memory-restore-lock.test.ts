@@ -15,7 +15,16 @@ import { makeHermesHome, tempSetup } from './dir-fixtures';
 
 /** A python3 process holding fcntl.flock(LOCK_EX) on `file` for `seconds`, as Hermes' memory tool does. */
 async function holdLock(file: string, seconds: number): Promise<{ py: ChildProcess; events: Array<[string, number]> }> {
-  const py = spawn('python3', ['-c', 'import fcntl,sys,time\nf=open(sys.argv[1],"a+")\nfcntl.flock(f,fcntl.LOCK_EX)\nprint("held",flush=True)\ntime.sleep(float(sys.argv[2]))\nfcntl.flock(f,fcntl.LOCK_UN)\nprint("released",flush=True)\nsys.stdin.read()', file, String(seconds)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const py = spawn(
+    'python3',
+    [
+      '-c',
+      'import fcntl,sys,time\nf=open(sys.argv[1],"a+")\nfcntl.flock(f,fcntl.LOCK_EX)\nprint("held",flush=True)\ntime.sleep(float(sys.argv[2]))\nfcntl.flock(f,fcntl.LOCK_UN)\nprint("released",flush=True)\nsys.stdin.read()',
+      file,
+      String(seconds),
+    ],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
   const events: Array<[string, number]> = [];
   await new Promise<void>((resolve, reject) => {
     py.once('error', reject);
@@ -29,7 +38,11 @@ async function holdLock(file: string, seconds: number): Promise<{ py: ChildProce
 
 /** Whether a non-blocking flock on `file` would block now (someone holds it). */
 function isLocked(file: string): boolean {
-  const r = spawnSync('python3', ['-c', 'import fcntl,sys\nf=open(sys.argv[1],"a")\ntry:\n  fcntl.flock(f,fcntl.LOCK_EX|fcntl.LOCK_NB); print("free")\nexcept BlockingIOError: print("blocked")', file]);
+  const r = spawnSync('python3', [
+    '-c',
+    'import fcntl,sys\nf=open(sys.argv[1],"a")\ntry:\n  fcntl.flock(f,fcntl.LOCK_EX|fcntl.LOCK_NB); print("free")\nexcept BlockingIOError: print("blocked")',
+    file,
+  ]);
   return r.stdout.toString().trim() === 'blocked';
 }
 
@@ -72,7 +85,10 @@ describe('restore and Hermes memory lock (real flock)', function () {
     const ino = fs.statSync(lockFile()).ino;
     // the preview agrees with the restore: the lock file is not listed as something it removes
     const preview = await core.diffRestorePoint({ target: s.target, id: rp.id, stores: [store] });
-    assert.ok(![...preview.added, ...preview.changed, ...preview.removed].some((p) => p.endsWith('MEMORY.md.lock')), JSON.stringify(preview));
+    assert.ok(
+      ![...preview.added, ...preview.changed, ...preview.removed].some((p) => p.endsWith('MEMORY.md.lock')),
+      JSON.stringify(preview),
+    );
     await core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'machine', stores: [store] });
     assert.ok(fs.existsSync(lockFile()), 'lock file not removed');
     assert.equal(fs.statSync(lockFile()).ino, ino, 'same inode: the held flock still guards it');

@@ -108,7 +108,7 @@ describe('next actions: from the core to a JSON-RPC client and the CLI', functio
     const cli = await runSidecar(['restore-point', 'diff', bad.id, '--target', s.target, '--state-dir', s.state]);
     assert.equal(cli.code, 1);
     const cmd = `agentkeep restore-point delete ${bad.id} --target ${s.target} --state-dir ${s.state} --yes`;
-    assert.equal(cli.stderr.trim(), `agentkeep: ${err.message} Delete the damaged restore point with: ${cmd}.`);
+    assert.equal(cli.stderr.trim(), `agentkeep: ${err.message} Delete the damaged restore point with: ${cmd}`);
     assert.equal(commandLine(data.actions![0], { stateDir: s.state }), cmd);
     const asJson = await runSidecar([
       'restore-point',
@@ -139,7 +139,7 @@ describe('next actions: from the core to a JSON-RPC client and the CLI', functio
     ws.close();
     damage(keep.id);
     const again = await runSidecar(['restore-point', 'diff', keep.id, '--target', s.target, '--state-dir', s.state]);
-    const printed = /with: (agentkeep .*)\.$/.exec(again.stderr.trim());
+    const printed = /with: (agentkeep .*)$/.exec(again.stderr.trim());
     assert.ok(printed, again.stderr);
     const run = await runSidecar(printed[1].split(' ').slice(1));
     assert.equal(run.code, 0, run.stderr);
@@ -188,7 +188,7 @@ describe('next actions: from the core to a JSON-RPC client and the CLI', functio
     );
     assert.equal(
       describeProblem(notice, { stateDir: resolveStateDir() }).replace(/ --state-dir \S+/g, ''),
-      `${notice.message} Finish the restore with: agentkeep restore-point restore ${rp.id} --target ${s.target} --scope machine --store hermes:/nowhere --yes, or go back with: agentkeep restore-point restore ${undo.id} --target ${s.target} --scope both --yes.`,
+      `${notice.message} Finish the restore with: agentkeep restore-point restore ${rp.id} --target ${s.target} --scope machine --store hermes:/nowhere --yes — or go back with: agentkeep restore-point restore ${undo.id} --target ${s.target} --scope both --yes`,
     );
   });
 
@@ -277,7 +277,7 @@ describe('next actions: from the core to a JSON-RPC client and the CLI', functio
     );
     assert.equal(
       both,
-      'Undo with: agentkeep restore-point restore ak_2 --target dir:/a --scope both --yes, or list restore points with: agentkeep restore-point list --target dir:/a.',
+      'Undo with: agentkeep restore-point restore ak_2 --target dir:/a --scope both --yes — or list restore points with: agentkeep restore-point list --target dir:/a',
     );
     assert.equal(
       describeProblem({ message: 'Broken.', hint: 'Ids look like ak_….' }, o),

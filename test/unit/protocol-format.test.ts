@@ -98,9 +98,18 @@ describe('sidecar/protocol/format (shared by the CLI, the extension and the webv
     };
     assert.match(restorePointTable([rp], 'dir:/a', NOW), /^ak_1 +5m ago +ready +manual +3\.0 MiB +one$/m);
     // list names why a Snapshot & run command was risky (reason.risk from the risk engine)
-    const pre: RestorePoint = { ...rp, id: 'ak_2', kind: 'pre', label: 'git reset --hard', reason: { command: 'git reset --hard', risk: 'destructive: git reset --hard discards uncommitted changes' } };
+    const pre: RestorePoint = {
+      ...rp,
+      id: 'ak_2',
+      kind: 'pre',
+      label: 'git reset --hard',
+      reason: { command: 'git reset --hard', risk: 'destructive: git reset --hard discards uncommitted changes' },
+    };
     // a pre without its post says so (issue 15: the command or what wrapped it died); with its post, the pair
-    assert.match(restorePointTable([pre], 'dir:/a', NOW), /^ak_2 .* pre without post: the command did not finish +3\.0 MiB +git reset --hard +git reset --hard \(destructive: git reset --hard discards uncommitted changes\)$/m);
+    assert.match(
+      restorePointTable([pre], 'dir:/a', NOW),
+      /^ak_2 .* pre without post: the command did not finish +3\.0 MiB +git reset --hard +git reset --hard \(destructive: git reset --hard discards uncommitted changes\)$/m,
+    );
     const post: RestorePoint = { ...pre, id: 'ak_3', kind: 'post', pairOf: 'ak_2', createdAt: ago(60) };
     const both = restorePointTable([pre, post], 'dir:/a', NOW);
     assert.match(both, /^ak_2 .* pre, post ak_3 +3\.0 MiB/m);

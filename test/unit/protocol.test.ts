@@ -30,14 +30,23 @@ describe('protocol', () => {
   });
 
   it('the schema covers every method, notification and error code', () => {
-    const s = protocolJsonSchema() as { methods: Record<string, { params: unknown; result: unknown }>; notifications: Record<string, unknown>; errors: unknown[] };
+    const s = protocolJsonSchema() as {
+      methods: Record<string, { params: unknown; result: unknown }>;
+      notifications: Record<string, unknown>;
+      errors: unknown[];
+    };
     for (const d of Object.values(Methods)) {
       assert.ok(s.methods[d.method], d.method);
       assert.ok(s.methods[d.method].params && s.methods[d.method].result);
     }
     for (const n of Object.values(Notifications)) assert.ok(s.notifications[n.method], n.method);
     assert.equal(s.errors.length, Object.keys(ErrorCodes).length);
-    assert.deepEqual(wireMethods().sort(), Object.values(Methods).map((d) => d.method).sort());
+    assert.deepEqual(
+      wireMethods().sort(),
+      Object.values(Methods)
+        .map((d) => d.method)
+        .sort(),
+    );
   });
 
   it('the lens contract matches what package.json contributes: command ids, setting names and risk classes', () => {
@@ -126,7 +135,9 @@ describe('protocol', () => {
     };
 
     it('routes each method to the core and risk.scan to scanText', async () => {
-      assert.deepEqual(await dispatch(core, 'agentkeep/restorePoint.list', { target: 'dir:/x' }), { ok: 'listRestorePoints' });
+      assert.deepEqual(await dispatch(core, 'agentkeep/restorePoint.list', { target: 'dir:/x' }), {
+        ok: 'listRestorePoints',
+      });
       assert.deepEqual(calls.at(-1), ['listRestorePoints', { target: 'dir:/x' }]);
       await dispatch(core, 'agentkeep/restorePoint.keep', { target: 'dir:/x', id: 'a1' });
       assert.equal(calls.at(-1)![0], 'keepRestorePoint');
@@ -138,20 +149,37 @@ describe('protocol', () => {
       assert.equal(calls.at(-1)![0], 'discoverAgents');
       const n = calls.length;
       const found = await dispatch(core, 'agentkeep/risk.scan', { file: 'a.sh', text: 'echo\npip install x\n' });
-      assert.deepEqual(found, [{ file: 'a.sh', line: 2, endLine: 2, command: 'pip install x', class: 'deps', kind: 'shell', risk: 'pip install x (deps: changes project dependencies)', reason: 'deps: pip install changes project dependencies' }]);
+      assert.deepEqual(found, [
+        {
+          file: 'a.sh',
+          line: 2,
+          endLine: 2,
+          command: 'pip install x',
+          class: 'deps',
+          kind: 'shell',
+          risk: 'pip install x (deps: changes project dependencies)',
+          reason: 'deps: pip install changes project dependencies',
+        },
+      ]);
       assert.equal(calls.length, n, 'risk.scan does not touch the core');
     });
 
     it('rejects bad params with InvalidParams naming the field path', async () => {
-      await assert.rejects(dispatch(core, 'agentkeep/restorePoint.restore', { target: 'dir:/x', id: 'a', scope: 'all' }), (e: unknown) => {
-        assert.ok(e instanceof AgentKeepError);
-        assert.equal(e.kind, 'InvalidParams');
-        assert.match(e.message, /params\.scope/);
-        assert.match(e.hint ?? '', /target, id, scope/);
-        return true;
-      });
+      await assert.rejects(
+        dispatch(core, 'agentkeep/restorePoint.restore', { target: 'dir:/x', id: 'a', scope: 'all' }),
+        (e: unknown) => {
+          assert.ok(e instanceof AgentKeepError);
+          assert.equal(e.kind, 'InvalidParams');
+          assert.match(e.message, /params\.scope/);
+          assert.match(e.hint ?? '', /target, id, scope/);
+          return true;
+        },
+      );
       await assert.rejects(dispatch(core, 'agentkeep/restorePoint.list', {}), /params\.target/);
-      await assert.rejects(dispatch(core, 'agentkeep/nope', {}), (e: unknown) => e instanceof AgentKeepError && /Unknown method/.test(e.message));
+      await assert.rejects(
+        dispatch(core, 'agentkeep/nope', {}),
+        (e: unknown) => e instanceof AgentKeepError && /Unknown method/.test(e.message),
+      );
     });
 
     it('turns errors into JSON-RPC errors with {code, hint}', () => {

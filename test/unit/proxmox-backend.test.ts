@@ -8,7 +8,15 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
-import { describeSnapshot, discoverAgents, guestFileRead, guestFileWrite, normalizeFingerprint, parseMarker, type ProxmoxBackend } from '../../sidecar/machine/proxmox';
+import {
+  describeSnapshot,
+  discoverAgents,
+  guestFileRead,
+  guestFileWrite,
+  normalizeFingerprint,
+  parseMarker,
+  type ProxmoxBackend,
+} from '../../sidecar/machine/proxmox';
 import { makeCert, type PveSim } from '../pve-sim/server';
 import { TOKEN_ID, TOKEN_SECRET, rejection, simBackend, simEnv, startSim } from './helpers/pve';
 
@@ -40,7 +48,10 @@ describe('proxmox backend (simulator over HTTPS)', function () {
       const b = backend(101, { env: simEnv(sim, { AGENTKEEP_PVE_FINGERPRINT: other.fingerprint }) });
       const e = await rejection(b.check());
       assert.equal(e.kind, 'AuthFailed');
-      assert.match(e.message, new RegExp(`fingerprint ${sim.cert.fingerprint}.*not the pinned ${other.fingerprint}; nothing was sent`));
+      assert.match(
+        e.message,
+        new RegExp(`fingerprint ${sim.cert.fingerprint}.*not the pinned ${other.fingerprint}; nothing was sent`),
+      );
       assert.equal(sim.requests.length, 0);
     });
     it('without a pin or CA the self-signed certificate is not trusted, and the hint shows how to pin', async () => {
@@ -57,11 +68,17 @@ describe('proxmox backend (simulator over HTTPS)', function () {
       const dir = mkdtempSync(path.join(os.tmpdir(), 'ak-pve-ca-'));
       try {
         writeFileSync(path.join(dir, 'ca.pem'), sim.cert.cert);
-        const b = backend(101, { env: { AGENTKEEP_PVE_TOKEN: `${TOKEN_ID}=${TOKEN_SECRET}`, AGENTKEEP_PVE_CA: path.join(dir, 'ca.pem') } });
+        const b = backend(101, {
+          env: { AGENTKEEP_PVE_TOKEN: `${TOKEN_ID}=${TOKEN_SECRET}`, AGENTKEEP_PVE_CA: path.join(dir, 'ca.pem') },
+        });
         await b.check();
         const other = makeCert('other');
         writeFileSync(path.join(dir, 'ca.pem'), other.cert);
-        const e = await rejection(backend(101, { env: { AGENTKEEP_PVE_TOKEN: `${TOKEN_ID}=${TOKEN_SECRET}`, AGENTKEEP_PVE_CA: path.join(dir, 'ca.pem') } }).check());
+        const e = await rejection(
+          backend(101, {
+            env: { AGENTKEEP_PVE_TOKEN: `${TOKEN_ID}=${TOKEN_SECRET}`, AGENTKEEP_PVE_CA: path.join(dir, 'ca.pem') },
+          }).check(),
+        );
         assert.equal(e.kind, 'AuthFailed');
       } finally {
         rmSync(dir, { recursive: true, force: true });
@@ -92,7 +109,11 @@ describe('proxmox backend (simulator over HTTPS)', function () {
       assert.ok(!`${e2.message} ${e2.hint}`.includes('topsecretvalue'));
     });
     it('ticket: logs in, sends the CSRF token on writes, re-logs in once after an expired ticket', async () => {
-      const env = { AGENTKEEP_PVE_USER: 'agentkeep@pve', AGENTKEEP_PVE_PASSWORD: 'pw-secret-42', AGENTKEEP_PVE_FINGERPRINT: sim.cert.fingerprint };
+      const env = {
+        AGENTKEEP_PVE_USER: 'agentkeep@pve',
+        AGENTKEEP_PVE_PASSWORD: 'pw-secret-42',
+        AGENTKEEP_PVE_FINGERPRINT: sim.cert.fingerprint,
+      };
       const logs: string[] = [];
       const b = backend(101, { env, logs });
       await b.create('ak_t1', { meta: meta('t1') });
@@ -104,7 +125,11 @@ describe('proxmox backend (simulator over HTTPS)', function () {
       await b.create('ak_t2', { meta: meta('t2') });
       assert.equal(sim.requests.filter((r) => r.path === '/access/ticket').length, 2);
       assert.equal(sim.guests.get(101)!.snapshots.size, 2);
-      assert.equal(sim.mutations().filter((r) => r.path.endsWith('/snapshot')).length, 2, 'the refused POST was not acted on; the resend after re-login is the only one acted on');
+      assert.equal(
+        sim.mutations().filter((r) => r.path.endsWith('/snapshot')).length,
+        2,
+        'the refused POST was not acted on; the resend after re-login is the only one acted on',
+      );
       for (const l of logs) assert.ok(!l.includes('pw-secret-42') && !l.includes('PVE:agentkeep@pve'), l);
       const bad = await rejection(backend(101, { env: { ...env, AGENTKEEP_PVE_PASSWORD: 'wrong-pw-77' } }).check());
       assert.equal(bad.kind, 'AuthFailed');
@@ -119,7 +144,12 @@ describe('proxmox backend (simulator over HTTPS)', function () {
       await b.delete('ak_c1');
       const gets = sim.requests.filter((r) => r.method === 'GET').map((r) => r.remotePort);
       assert.ok(new Set(gets).size < gets.length / 2, 'GETs reuse connections');
-      for (const m of sim.mutations()) assert.equal(sim.requests.filter((r) => r.remotePort === m.remotePort).length, 1, `${m.method} ${m.path} had its own connection`);
+      for (const m of sim.mutations())
+        assert.equal(
+          sim.requests.filter((r) => r.remotePort === m.remotePort).length,
+          1,
+          `${m.method} ${m.path} had its own connection`,
+        );
     });
     it('a connection dropped after the create was acted on yields exactly one snapshot and success', async () => {
       sim.faults.drop = { method: 'POST', match: /\/snapshot$/, act: true };
@@ -169,7 +199,14 @@ describe('proxmox backend (simulator over HTTPS)', function () {
         seen.push(`${x.message} ${x.hint ?? ''} ${x.stack ?? ''}`);
       }
     };
-    await grab(b.create('ak_s1', { meta: { ...meta('secret test'), reason: { command: 'curl -H "Authorization: x" https://x | sh', file: '/a/b.sh', line: 3 } } }));
+    await grab(
+      b.create('ak_s1', {
+        meta: {
+          ...meta('secret test'),
+          reason: { command: 'curl -H "Authorization: x" https://x | sh', file: '/a/b.sh', line: 3 },
+        },
+      }),
+    );
     sim.faults.failTask = { type: 'qmsnapshot', text: 'some failure', once: true };
     await grab(b.create('ak_s2', { meta: meta('s2') }));
     sim.faults.drop = { method: 'POST', match: /\/snapshot$/, act: false };
@@ -221,7 +258,10 @@ describe('proxmox backend (simulator over HTTPS)', function () {
       await b.create('ak_2', { meta: meta('two'), vmstate: true });
       for (let i = 0; i < 3; i++) {
         const t = await b.tree(); // the simulator shuffles; the tree is sorted by snaptime, current last
-        assert.deepEqual(t.map((s) => s.name), ['weekly', 'ak_1', 'ak_2', 'current']);
+        assert.deepEqual(
+          t.map((s) => s.name),
+          ['weekly', 'ak_1', 'ak_2', 'current'],
+        );
       }
       const t = await b.tree();
       assert.equal(t[1].parent, 'weekly');
@@ -236,7 +276,14 @@ describe('proxmox backend (simulator over HTTPS)', function () {
     });
     it('foreign() rebuilds restore points from the description marker', async () => {
       const b = backend(101);
-      await b.create('ak_f', { meta: { ...meta('Before npm i'), kind: 'pre', important: true, reason: { command: 'npm i left-pad', file: '/w/run.sh', line: 7 } } });
+      await b.create('ak_f', {
+        meta: {
+          ...meta('Before npm i'),
+          kind: 'pre',
+          important: true,
+          reason: { command: 'npm i left-pad', file: '/w/run.sh', line: 7 },
+        },
+      });
       const desc = sim.guests.get(101)!.snapshots.get('ak_f')!.description;
       assert.match(desc, /^Before npm i\nbefore: npm i left-pad \(\/w\/run\.sh:7\)\nagentkeep:v1:[A-Za-z0-9_-]+$/);
       const [rp] = await b.foreign();
@@ -250,7 +297,9 @@ describe('proxmox backend (simulator over HTTPS)', function () {
       assert.match(d2, /^Renamed\nagentkeep:v1:/);
       assert.equal(parseMarker(d2)?.id, 'ak_f');
       assert.equal(parseMarker('agentkeep:v1:!!!'), undefined);
-      assert.ok(describeSnapshot('ak_x', { ...meta('x'.repeat(500)), reason: { text: 'y'.repeat(5000) } }).length < 2048);
+      assert.ok(
+        describeSnapshot('ak_x', { ...meta('x'.repeat(500)), reason: { text: 'y'.repeat(5000) } }).length < 2048,
+      );
     });
   });
 
@@ -263,7 +312,11 @@ describe('proxmox backend (simulator over HTTPS)', function () {
     await b.delete('ak_ct1');
     const types = [...sim.tasks.values()].map((t) => t.type);
     assert.deepEqual(types.filter((t) => t.startsWith('vz')).sort(), ['vzdelsnapshot', 'vzrollback', 'vzsnapshot']);
-    assert.ok([...sim.tasks.keys()].every((u) => /^UPID:pve2:[0-9A-F]{8}:[0-9A-F]{8}:[0-9A-F]{8}:vz\w+:102:agentkeep@pve!ak:$/.test(u)));
+    assert.ok(
+      [...sim.tasks.keys()].every((u) =>
+        /^UPID:pve2:[0-9A-F]{8}:[0-9A-F]{8}:[0-9A-F]{8}:vz\w+:102:agentkeep@pve!ak:$/.test(u),
+      ),
+    );
   });
 
   it('an abort while waiting stops the waiting and says the task continues on the host', async () => {
@@ -291,7 +344,13 @@ describe('proxmox backend (simulator over HTTPS)', function () {
     sim.addGuest({ vmid: 150, tags: ['agent'], template: true });
     const env = simEnv(sim);
     const found = await discoverAgents(`proxmox://127.0.0.1:${sim.port}`, 'agent', env);
-    assert.deepEqual(found.map((f) => [f.node, f.type, f.vmid]), [['pve1', 'qemu', 101], ['pve2', 'lxc', 102]]);
+    assert.deepEqual(
+      found.map((f) => [f.node, f.type, f.vmid]),
+      [
+        ['pve1', 'qemu', 101],
+        ['pve2', 'lxc', 102],
+      ],
+    );
     assert.equal(found[1].target, `proxmox://127.0.0.1:${sim.port}/pve2/lxc/102`);
     assert.deepEqual(found[1].tags, ['agent', 'prod']);
     assert.equal((await discoverAgents(`proxmox://127.0.0.1:${sim.port}/`, '', env)).length, 3);

@@ -21,7 +21,12 @@ interface Scenario {
 const scenarios: Scenario[] = [
   {
     name: 'case 1: a delete that fails leaves lock snapshot-delete; create then explains the lock; force after unlock removes it',
-    setup: (sim) => (sim.faults.failTask = { type: 'qmdelsnapshot', text: "command '/usr/bin/qemu-img snapshot -d daily1 /var/lib/vz/images/101/vm-101-disk-0.qcow2' failed: got timeout", once: true }),
+    setup: (sim) =>
+      (sim.faults.failTask = {
+        type: 'qmdelsnapshot',
+        text: "command '/usr/bin/qemu-img snapshot -d daily1 /var/lib/vz/images/101/vm-101-disk-0.qcow2' failed: got timeout",
+        once: true,
+      }),
     run: async (b, sim, g) => {
       await b.create('daily1', { meta: meta('daily') });
       const e = await rejection(b.delete('daily1'));
@@ -46,7 +51,12 @@ const scenarios: Scenario[] = [
   },
   {
     name: 'case 2: delete during replication fails with the migration-lock text',
-    setup: (sim) => (sim.faults.failTask = { type: 'qmdelsnapshot', text: 'Failed to obtain guest migration lock - replication running?', once: true }),
+    setup: (sim) =>
+      (sim.faults.failTask = {
+        type: 'qmdelsnapshot',
+        text: 'Failed to obtain guest migration lock - replication running?',
+        once: true,
+      }),
     run: async (b) => {
       await b.create('ak_rep', { meta: meta('rep') });
       const e = await rejection(b.delete('ak_rep'));
@@ -82,18 +92,29 @@ const scenarios: Scenario[] = [
       assert.equal(e.kind, 'InvalidParams');
       assert.match(e.message, /41 characters \(at most 40\)/);
       assert.equal(sim.requests.length, 0);
-      const raw = await rejection(b.client.transport.doRequest('POST', '/api2/json/nodes/pve1/qemu/101/snapshot', '', { snapname: `a${'b'.repeat(40)}` }));
+      const raw = await rejection(
+        b.client.transport.doRequest('POST', '/api2/json/nodes/pve1/qemu/101/snapshot', '', {
+          snapname: `a${'b'.repeat(40)}`,
+        }),
+      );
       assert.equal((raw as unknown as { status: number }).status, 400);
-      assert.deepEqual((raw as unknown as { errors: object }).errors, { snapname: 'value may only be 40 characters long' });
+      assert.deepEqual((raw as unknown as { errors: object }).errors, {
+        snapname: 'value may only be 40 characters long',
+      });
     },
   },
   {
-    name: 'case 6: `name` instead of `snapname` gives Proxmox\'s errors map',
+    name: "case 6: `name` instead of `snapname` gives Proxmox's errors map",
     run: async (b) => {
-      const e = (await rejection(b.client.transport.doRequest('POST', '/api2/json/nodes/pve1/qemu/101/snapshot', '', { name: 'x1' }))) as unknown as { status: number; reason: string; errors: object };
+      const e = (await rejection(
+        b.client.transport.doRequest('POST', '/api2/json/nodes/pve1/qemu/101/snapshot', '', { name: 'x1' }),
+      )) as unknown as { status: number; reason: string; errors: object };
       assert.equal(e.status, 400);
       assert.equal(e.reason, 'Parameter verification failed.');
-      assert.deepEqual(e.errors, { snapname: 'property is missing and it is not optional', name: 'property is not defined in schema and the schema does not allow additional properties' });
+      assert.deepEqual(e.errors, {
+        snapname: 'property is missing and it is not optional',
+        name: 'property is not defined in schema and the schema does not allow additional properties',
+      });
     },
   },
   {
@@ -102,7 +123,9 @@ const scenarios: Scenario[] = [
       for (const n of ['auto_2023-03-21T10:00:00', '1abc', 'a', 'my.snap']) {
         const e = await rejection(b.create(n, { meta: meta(n) }));
         assert.equal(e.kind, 'InvalidParams', n);
-        const raw = (await rejection(b.client.transport.doRequest('POST', '/api2/json/nodes/pve1/qemu/101/snapshot', '', { snapname: n }))) as unknown as { errors: Record<string, string> };
+        const raw = (await rejection(
+          b.client.transport.doRequest('POST', '/api2/json/nodes/pve1/qemu/101/snapshot', '', { snapname: n }),
+        )) as unknown as { errors: Record<string, string> };
         assert.equal(raw.errors.snapname, `invalid format - invalid configuration ID '${n}'\n`, n);
       }
       assert.equal(sim.guests.get(101)!.snapshots.size, 0);
@@ -110,7 +133,8 @@ const scenarios: Scenario[] = [
   },
   {
     name: 'case 8: WARNINGS: 1 is a success and the warning is surfaced from the task log',
-    setup: (sim) => (sim.faults.warnTask = { type: 'qmsnapshot', lines: 'guest-fsfreeze-freeze problems - timeout'.split('|') }),
+    setup: (sim) =>
+      (sim.faults.warnTask = { type: 'qmsnapshot', lines: 'guest-fsfreeze-freeze problems - timeout'.split('|') }),
     run: async (b) => {
       const info = await b.create('ak_warn', { meta: meta('warn') });
       assert.deepEqual(info.warnings, ['guest-fsfreeze-freeze problems - timeout']);
@@ -118,7 +142,12 @@ const scenarios: Scenario[] = [
   },
   {
     name: 'case 9: a RAM snapshot that times out in QMP fails with the log tail and is cleaned up',
-    setup: (sim) => (sim.faults.failTask = { type: 'qmsnapshot', text: "VM 101 qmp command 'query-savevm' failed - got timeout", once: true }),
+    setup: (sim) =>
+      (sim.faults.failTask = {
+        type: 'qmsnapshot',
+        text: "VM 101 qmp command 'query-savevm' failed - got timeout",
+        once: true,
+      }),
     run: async (b, _sim, g) => {
       const e = await rejection(b.create('ak_ram', { meta: meta('ram'), vmstate: true }));
       assert.equal(e.kind, 'Hypervisor');
@@ -130,7 +159,12 @@ const scenarios: Scenario[] = [
   },
   {
     name: 'case 10: a rollback the storage cannot do fails with its text',
-    setup: (sim) => (sim.faults.failTask = { type: 'qmrollback', text: "can't rollback, snapshot 'ak_pre' does not exist on 'storage:vm-101-disk-0'", once: true }),
+    setup: (sim) =>
+      (sim.faults.failTask = {
+        type: 'qmrollback',
+        text: "can't rollback, snapshot 'ak_pre' does not exist on 'storage:vm-101-disk-0'",
+        once: true,
+      }),
     run: async (b) => {
       await b.create('ak_pre', { meta: meta('pre') });
       const e = await rejection(b.restore('ak_pre', {}));
@@ -168,7 +202,10 @@ const scenarios: Scenario[] = [
       assert.equal(info.snapname, 'ak_596b');
       assert.equal(sim.mutations().length, 1);
       assert.equal(g.snapshots.size, 1);
-      assert.ok(sim.requests.some((r) => r.path === '/nodes/pve1/tasks' && r.params.vmid === '101'), 'looked at the task list');
+      assert.ok(
+        sim.requests.some((r) => r.path === '/nodes/pve1/tasks' && r.params.vmid === '101'),
+        'looked at the task list',
+      );
     },
   },
   {
@@ -181,7 +218,13 @@ const scenarios: Scenario[] = [
   },
   {
     name: 'case 13: 596 "certificate verify failed" from the node-to-node hop is reported, not resent',
-    setup: (sim) => (sim.faults.status596 = { method: 'DELETE', match: /\/snapshot\/ak_tls$/, reason: 'tls_process_server_certificate: certificate verify failed', act: false }),
+    setup: (sim) =>
+      (sim.faults.status596 = {
+        method: 'DELETE',
+        match: /\/snapshot\/ak_tls$/,
+        reason: 'tls_process_server_certificate: certificate verify failed',
+        act: false,
+      }),
     run: async (b, sim) => {
       await b.create('ak_tls', { meta: meta('tls') });
       const e = await rejection(b.delete('ak_tls'));
@@ -213,7 +256,7 @@ const scenarios: Scenario[] = [
     },
   },
   {
-    name: 'case 16: Proxmox\'s own errors: name already used, missing snapshot, incomplete snapshot, reserved name',
+    name: "case 16: Proxmox's own errors: name already used, missing snapshot, incomplete snapshot, reserved name",
     run: async (b, _sim, g) => {
       await b.create('test', { meta: meta('t') });
       const used = await rejection(b.create('test', { meta: meta('t') }));
@@ -225,7 +268,9 @@ const scenarios: Scenario[] = [
       assert.match(inc.message, /incomplete \(snapstate = prepare\)/);
       const cur = await rejection(b.create('current', { meta: meta('c') }));
       assert.equal(cur.kind, 'InvalidParams');
-      const raw = (await rejection(b.client.transport.doRequest('POST', '/api2/json/nodes/pve1/qemu/101/snapshot', '', { snapname: 'current' }))) as unknown as { status: number; reason: string };
+      const raw = (await rejection(
+        b.client.transport.doRequest('POST', '/api2/json/nodes/pve1/qemu/101/snapshot', '', { snapname: 'current' }),
+      )) as unknown as { status: number; reason: string };
       assert.equal(raw.status, 500);
       assert.equal(raw.reason, "unable to use snapshot name 'current' (reserved name)");
     },

@@ -68,24 +68,63 @@ describe('CLI with a proxmox:// target (built binary, simulator)', function () {
     assert.equal(rp2.machine.parent, rp1.id);
 
     const l = await run(['restore-point', 'list', '--target', target, '--json']);
-    assert.deepEqual(JSON.parse(l.stdout).map((r: { id: string }) => r.id).sort(), [rp1.id, rp2.id].sort());
+    assert.deepEqual(
+      JSON.parse(l.stdout)
+        .map((r: { id: string }) => r.id)
+        .sort(),
+      [rp1.id, rp2.id].sort(),
+    );
 
     // Rename: the journal and the snapshot description (marker kept); --important sets the flag.
-    const lb = await run(['restore-point', 'label', rp1.id, '--target', target, '--label', 'before the big upgrade', '--important', '--json']);
+    const lb = await run([
+      'restore-point',
+      'label',
+      rp1.id,
+      '--target',
+      target,
+      '--label',
+      'before the big upgrade',
+      '--important',
+      '--json',
+    ]);
     assert.equal(lb.code, 0, lb.stderr);
     assert.equal(JSON.parse(lb.stdout).label, 'before the big upgrade');
     assert.equal(JSON.parse(lb.stdout).important, true);
-    assert.match(sim.guests.get(101)!.snapshots.get(rp1.id)!.description, /^before the big upgrade\n(.|\n)*agentkeep:v1:/);
-    // another machine (empty state dir) sees the rename and the important mark through the marker
-    const seen = JSON.parse((await run(['restore-point', 'list', '--target', target, '--json'], { ...env, AGENTKEEP_STATE_DIR: path.join(tmp, 'third') })).stdout) as Array<{ id: string; label: string; important?: boolean }>;
-    assert.deepEqual(
-      (({ label, important }) => ({ label, important }))(seen.find((r) => r.id === rp1.id)!),
-      { label: 'before the big upgrade', important: true },
+    assert.match(
+      sim.guests.get(101)!.snapshots.get(rp1.id)!.description,
+      /^before the big upgrade\n(.|\n)*agentkeep:v1:/,
     );
+    // another machine (empty state dir) sees the rename and the important mark through the marker
+    const seen = JSON.parse(
+      (
+        await run(['restore-point', 'list', '--target', target, '--json'], {
+          ...env,
+          AGENTKEEP_STATE_DIR: path.join(tmp, 'third'),
+        })
+      ).stdout,
+    ) as Array<{ id: string; label: string; important?: boolean }>;
+    assert.deepEqual((({ label, important }) => ({ label, important }))(seen.find((r) => r.id === rp1.id)!), {
+      label: 'before the big upgrade',
+      important: true,
+    });
     const nothing = await run(['restore-point', 'label', rp1.id, '--target', target, '--json']);
     assert.equal(nothing.code, 1);
     assert.match(JSON.parse(nothing.stdout).error.message, /Nothing to change/);
-    assert.equal((await run(['restore-point', 'label', rp1.id, '--target', target, '--label', 'before upgrade', '--not-important'])).code, 0);
+    assert.equal(
+      (
+        await run([
+          'restore-point',
+          'label',
+          rp1.id,
+          '--target',
+          target,
+          '--label',
+          'before upgrade',
+          '--not-important',
+        ])
+      ).code,
+      0,
+    );
 
     // Agent-state files inside the VM through the guest agent: write keeps a local backup, read prints.
     const mem = '/root/.hermes/memories/MEMORY.md';
@@ -102,7 +141,15 @@ describe('CLI with a proxmox:// target (built binary, simulator)', function () {
     assert.doesNotMatch(fresh.stdout, /old content/);
     const rel = await run(['guest', 'read', '--target', target, '--file', 'relative.txt', '--json']);
     assert.equal(JSON.parse(rel.stdout).error.code, 'invalid_params');
-    const ct = await run(['guest', 'read', '--target', `proxmox://127.0.0.1:${sim.port}/pve2/lxc/205`, '--file', mem, '--json']);
+    const ct = await run([
+      'guest',
+      'read',
+      '--target',
+      `proxmox://127.0.0.1:${sim.port}/pve2/lxc/205`,
+      '--file',
+      mem,
+      '--json',
+    ]);
     assert.equal(JSON.parse(ct.stdout).error.code, 'unsupported');
     const binFile = path.join(tmp, 'bin.dat');
     writeFileSync(binFile, Buffer.from([0x62, 0x00, 0xff, 0xfe, 0x0a]));
@@ -135,12 +182,26 @@ describe('CLI with a proxmox:// target (built binary, simulator)', function () {
     assert.match(r.stdout, /Undo: agentkeep restore-point restore ak_/);
     assert.equal(sim.guests.get(101)!.running, false);
 
-    const rj = await run(['restore-point', 'restore', rp1.id, '--target', target, '--scope', 'machine', '--start', '--yes', '--json']);
+    const rj = await run([
+      'restore-point',
+      'restore',
+      rp1.id,
+      '--target',
+      target,
+      '--scope',
+      'machine',
+      '--start',
+      '--yes',
+      '--json',
+    ]);
     assert.equal(rj.code, 0, rj.stderr);
     assert.equal(JSON.parse(rj.stdout).machineState, 'running');
 
     // The other machine can restore a snapshot it only knows from Proxmox.
-    const ro = await run(['restore-point', 'restore', rp2.id, '--target', target, '--scope', 'machine', '--yes', '--json'], other);
+    const ro = await run(
+      ['restore-point', 'restore', rp2.id, '--target', target, '--scope', 'machine', '--yes', '--json'],
+      other,
+    );
     assert.equal(ro.code, 0, ro.stderr);
     assert.equal(JSON.parse(ro.stdout).machineState, 'running', 'RAM state resumes');
 
@@ -150,16 +211,29 @@ describe('CLI with a proxmox:// target (built binary, simulator)', function () {
 
     const disc = await run(['agent', 'discover', '--target', `proxmox://127.0.0.1:${sim.port}`, '--json']);
     assert.equal(disc.code, 0, disc.stderr);
-    assert.deepEqual(JSON.parse(disc.stdout).map((a: { target: string }) => a.target), [`proxmox://127.0.0.1:${sim.port}/pve1/qemu/101`, `proxmox://127.0.0.1:${sim.port}/pve2/lxc/205`]);
+    assert.deepEqual(
+      JSON.parse(disc.stdout).map((a: { target: string }) => a.target),
+      [`proxmox://127.0.0.1:${sim.port}/pve1/qemu/101`, `proxmox://127.0.0.1:${sim.port}/pve2/lxc/205`],
+    );
 
-    const bad = await run(['restore-point', 'create', '--target', target], { ...env, AGENTKEEP_PVE_FINGERPRINT: makeCert('evil').fingerprint, AGENTKEEP_PVE_DEBUG: '1' });
+    const bad = await run(['restore-point', 'create', '--target', target], {
+      ...env,
+      AGENTKEEP_PVE_FINGERPRINT: makeCert('evil').fingerprint,
+      AGENTKEEP_PVE_DEBUG: '1',
+    });
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /fingerprint .* not the pinned/);
     // list must not hide a wrong fingerprint, a refused token or an unreachable host behind the local journal
-    const badList = await run(['restore-point', 'list', '--target', target, '--json'], { ...env, AGENTKEEP_PVE_FINGERPRINT: makeCert('evil').fingerprint });
+    const badList = await run(['restore-point', 'list', '--target', target, '--json'], {
+      ...env,
+      AGENTKEEP_PVE_FINGERPRINT: makeCert('evil').fingerprint,
+    });
     assert.equal(badList.code, 1);
     assert.equal(JSON.parse(badList.stdout).error.code, 'auth_failed');
-    const badToken = await run(['restore-point', 'list', '--target', target, '--json'], { ...env, AGENTKEEP_PVE_TOKEN: 'root@pam!ak=00000000-0000-0000-0000-000000000000' });
+    const badToken = await run(['restore-point', 'list', '--target', target, '--json'], {
+      ...env,
+      AGENTKEEP_PVE_TOKEN: 'root@pam!ak=00000000-0000-0000-0000-000000000000',
+    });
     assert.equal(badToken.code, 1);
     assert.equal(JSON.parse(badToken.stdout).error.code, 'auth_failed');
     const down = await run(['restore-point', 'list', '--target', 'proxmox://127.0.0.1:1/pve1/qemu/101', '--json']);
@@ -168,7 +242,9 @@ describe('CLI with a proxmox:// target (built binary, simulator)', function () {
     const dbg = await run(['restore-point', 'list', '--target', target], { ...env, AGENTKEEP_PVE_DEBUG: '1' });
     assert.match(dbg.stderr, /\[pve\] GET \/api2\/json\/nodes\/pve1\/qemu\/101\/snapshot -> 200/);
 
-    const journals = [...filesUnder(path.join(tmp, 'state')), ...filesUnder(path.join(tmp, 'other'))].map((f) => readFileSync(f, 'latin1'));
+    const journals = [...filesUnder(path.join(tmp, 'state')), ...filesUnder(path.join(tmp, 'other'))].map((f) =>
+      readFileSync(f, 'latin1'),
+    );
     const descriptions = [...sim.guests.get(101)!.snapshots.values()].map((s) => s.description);
     const everything = [...outputs, ...journals, ...descriptions].join('\n');
     assert.ok(!everything.includes(TOKEN_SECRET), 'the token secret leaked');

@@ -27,7 +27,9 @@ describe('proxmox smoke suite (real host)', function () {
   }
   const u = new URL(URL_!);
   const type = process.env.AGENTKEEP_PVE_TYPE === 'lxc' ? 'lxc' : 'qemu';
-  const target = parseTarget(`proxmox://${u.hostname}:${u.port || 8006}/${process.env.AGENTKEEP_PVE_NODE ?? '-'}/${type}/${VMID}`);
+  const target = parseTarget(
+    `proxmox://${u.hostname}:${u.port || 8006}/${process.env.AGENTKEEP_PVE_NODE ?? '-'}/${type}/${VMID}`,
+  );
   const b = new ProxmoxBackend(target, { pollMinMs: 50, pollMaxMs: 1000 });
   const made: string[] = [];
   after(async () => {
@@ -46,18 +48,26 @@ describe('proxmox smoke suite (real host)', function () {
       ['my.snap', "invalid format - invalid configuration ID 'my.snap'\n"],
     ]) {
       assert.equal((await rejection(b.create(n, {}))).kind, 'InvalidParams');
-      const raw = (await rejection(b.client.transport.doRequest('POST', `/api2/json/nodes/${node}/${type}/${VMID}/snapshot`, '', { snapname: n }))) as unknown as { status: number; errors: Record<string, string> };
+      const raw = (await rejection(
+        b.client.transport.doRequest('POST', `/api2/json/nodes/${node}/${type}/${VMID}/snapshot`, '', { snapname: n }),
+      )) as unknown as { status: number; errors: Record<string, string> };
       assert.equal(raw.status, 400);
       assert.equal(raw.errors.snapname, text);
     }
-    const cur = (await rejection(b.client.transport.doRequest('POST', `/api2/json/nodes/${node}/${type}/${VMID}/snapshot`, '', { snapname: 'current' }))) as unknown as { status: number; reason: string };
+    const cur = (await rejection(
+      b.client.transport.doRequest('POST', `/api2/json/nodes/${node}/${type}/${VMID}/snapshot`, '', {
+        snapname: 'current',
+      }),
+    )) as unknown as { status: number; reason: string };
     assert.equal(cur.status, 500);
     assert.match(cur.reason, /reserved name/);
   });
   it('creates, lists (tree with current), edits the description and deletes an AgentKeep snapshot', async () => {
     const id = newRestorePointId();
     made.push(id);
-    const info = await b.create(id, { meta: { label: 'agentkeep smoke test', kind: 'manual', createdAt: new Date().toISOString() } });
+    const info = await b.create(id, {
+      meta: { label: 'agentkeep smoke test', kind: 'manual', createdAt: new Date().toISOString() },
+    });
     assert.equal(info.snapname, id);
     assert.ok((await b.list()).includes(id));
     const tree = await b.tree();

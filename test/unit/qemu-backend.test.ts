@@ -28,7 +28,11 @@ describe('qemu backend (real QEMU, tiny Linux guest under TCG)', function () {
     tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'ak-qemu-'));
     vm = await startVm(path.join(tmp, 'vm'), { kernel: true });
     const layout = new StateLayout(path.join(tmp, 'state'));
-    backend = new QemuBackend({ target: parseTarget(`qemu:${vm.socket}`), layout, objects: new ObjectStore(layout.objectsDir) });
+    backend = new QemuBackend({
+      target: parseTarget(`qemu:${vm.socket}`),
+      layout,
+      objects: new ObjectStore(layout.objectsDir),
+    });
   });
 
   after(async () => {
@@ -37,10 +41,16 @@ describe('qemu backend (real QEMU, tiny Linux guest under TCG)', function () {
   });
 
   /** Wait until the guest printed a tick above `after`. */
-  const tickPast = (after: number): Promise<void> => waitFor(() => Math.max(0, ...ticks(vm!)) > after, 30_000, `a tick above ${after}`);
+  const tickPast = (after: number): Promise<void> =>
+    waitFor(() => Math.max(0, ...ticks(vm!)) > after, 30_000, `a tick above ${after}`);
 
   it('says what it can do: RAM state, not while running, no file diff', () => {
-    assert.deepEqual(backend.capabilities, { ramState: true, speedClass: 'fast', canRunWhileRunning: false, diff: false });
+    assert.deepEqual(backend.capabilities, {
+      ramState: true,
+      speedClass: 'fast',
+      canRunWhileRunning: false,
+      diff: false,
+    });
     assert.equal((backend as MachineBackend).diff, undefined);
   });
 
@@ -64,7 +74,10 @@ describe('qemu backend (real QEMU, tiny Linux guest under TCG)', function () {
     // The guest resumes from the snapshot point: its next tick is the one after the last tick printed
     // before the save (allow one tick printed during the save's pause), far below where it was.
     assert.ok(atLoad >= atSave + 4, `the guest had moved on (tick ${atLoad} at the load, ${atSave} at the save)`);
-    assert.ok(after[0] <= atSave + 1, `first tick after the load ${after[0]} is back at the save point (${atSave}), not after ${atLoad}`);
+    assert.ok(
+      after[0] <= atSave + 1,
+      `first tick after the load ${after[0]} is back at the save point (${atSave}), not after ${atLoad}`,
+    );
     assert.ok(after[0] >= atSave - 1, `first tick after the load ${after[0]} near ${atSave}`);
     assert.ok((await backend.list()).includes(id));
   });
@@ -90,7 +103,10 @@ describe('qemu backend (real QEMU, tiny Linux guest under TCG)', function () {
   });
 
   it('refuses an id that is not a valid QEMU tag', async () => {
-    await assert.rejects(backend.create('1 bad tag', {}), (e: AgentKeepError) => e.kind === 'InvalidParams' && /QEMU snapshot tag/.test(e.message));
+    await assert.rejects(
+      backend.create('1 bad tag', {}),
+      (e: AgentKeepError) => e.kind === 'InvalidParams' && /QEMU snapshot tag/.test(e.message),
+    );
   });
 
   it('a failed load (tag gone) leaves the VM paused in restore-vm; AgentKeep resumes it with cont and says so', async () => {
@@ -100,7 +116,10 @@ describe('qemu backend (real QEMU, tiny Linux guest under TCG)', function () {
       await assert.rejects(loadSnapshot(qmp, 'ak_no_such_snapshot', 'disk0', ['disk0']), (e: AgentKeepError) => {
         assert.equal(e.kind, 'Hypervisor');
         assert.match(e.message, /could not load snapshot ak_no_such_snapshot/);
-        assert.match(e.message, /left the VM paused \(status restore-vm\), so AgentKeep resumed it \(cont\): it is running again/);
+        assert.match(
+          e.message,
+          /left the VM paused \(status restore-vm\), so AgentKeep resumed it \(cont\): it is running again/,
+        );
         return true;
       });
       assert.equal((await vmStatus(qmp)).status, 'running');
@@ -121,7 +140,11 @@ describe('qemu backend (real QEMU, tiny Linux guest under TCG)', function () {
     } finally {
       qmp.close();
     }
-    await assert.rejects(backend.restore(id, {}), (e: AgentKeepError) => e.kind === 'CorruptSnapshot' && /deleted outside AgentKeep\. Nothing was changed/.test(e.message));
+    await assert.rejects(
+      backend.restore(id, {}),
+      (e: AgentKeepError) =>
+        e.kind === 'CorruptSnapshot' && /deleted outside AgentKeep\. Nothing was changed/.test(e.message),
+    );
     const qmp2 = await QmpClient.connect(vm!.socket);
     try {
       assert.equal((await vmStatus(qmp2)).status, 'running');
@@ -159,7 +182,10 @@ describe('qemu backend (real QEMU, tiny Linux guest under TCG)', function () {
     const online = await backend.list();
     assert.ok(online.includes(keep) && !online.includes(drop));
     await stopVm(vm);
-    await assert.rejects(backend.check(), (e: AgentKeepError) => e.kind === 'TargetNotFound' && /-qmp unix:.*server=on,wait=off/.test(e.hint ?? ''));
+    await assert.rejects(
+      backend.check(),
+      (e: AgentKeepError) => e.kind === 'TargetNotFound' && /-qmp unix:.*server=on,wait=off/.test(e.hint ?? ''),
+    );
     const offline = await backend.list();
     assert.deepEqual(offline, online, 'qemu-img info -U lists the same snapshots');
     await backend.delete(keep);

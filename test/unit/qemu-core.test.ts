@@ -25,7 +25,11 @@ describe('qemu: targets (real QEMU, firmware-only guests): core, CLI, clear erro
     this.timeout(180_000);
     tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'ak-qemu-core-'));
     state = path.join(tmp, 'state');
-    [vm, raw] = await Promise.all([startVm(path.join(tmp, 'vm')), startVm(path.join(tmp, 'raw'), { format: 'raw' }), buildSidecar()]);
+    [vm, raw] = await Promise.all([
+      startVm(path.join(tmp, 'vm')),
+      startVm(path.join(tmp, 'raw'), { format: 'raw' }),
+      buildSidecar(),
+    ]);
   });
 
   after(async () => {
@@ -39,7 +43,10 @@ describe('qemu: targets (real QEMU, firmware-only guests): core, CLI, clear erro
     await assert.rejects(core.createRestorePoint({ target: `qemu:${sock}` }), (e: AgentKeepError) => {
       assert.equal(e.kind, 'TargetNotFound');
       assert.match(e.message, new RegExp(`No QMP socket at ${sock}`));
-      assert.equal(e.hint, `Start QEMU with -qmp unix:${sock},server=on,wait=off and qcow2 disks (see docs/qemu.md), or fix the target (qemu:/abs/path/to/qmp.sock).`);
+      assert.equal(
+        e.hint,
+        `Start QEMU with -qmp unix:${sock},server=on,wait=off and qcow2 disks (see docs/qemu.md), or fix the target (qemu:/abs/path/to/qmp.sock).`,
+      );
       return true;
     });
     const st = await core.agentStatus({ target: `qemu:${sock}` });
@@ -51,7 +58,10 @@ describe('qemu: targets (real QEMU, firmware-only guests): core, CLI, clear erro
     const sock = path.join(tmp, 'stale.sock');
     // A socket inode nobody listens on, as a killed QEMU leaves it (bound, then the process exits).
     execFileSync('python3', ['-c', 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])', sock]);
-    await assert.rejects(QmpClient.connect(sock), (e: AgentKeepError) => e.kind === 'TargetNotFound' && /refuses connections \(QEMU is not running/.test(e.message));
+    await assert.rejects(
+      QmpClient.connect(sock),
+      (e: AgentKeepError) => e.kind === 'TargetNotFound' && /refuses connections \(QEMU is not running/.test(e.message),
+    );
   });
 
   it('a regular file (e.g. the disk image) is "not a socket", never a "left-over socket"', async () => {
@@ -59,7 +69,10 @@ describe('qemu: targets (real QEMU, firmware-only guests): core, CLI, clear erro
     await fs.writeFile(img, 'QFI');
     await assert.rejects(QmpClient.connect(img), (e: AgentKeepError) => {
       assert.equal(e.kind, 'BadTarget');
-      assert.match(e.message, /is not a socket but a regular file: a qemu: target names QEMU's QMP socket, not the disk image/);
+      assert.match(
+        e.message,
+        /is not a socket but a regular file: a qemu: target names QEMU's QMP socket, not the disk image/,
+      );
       assert.doesNotMatch(e.message, /left over/);
       return true;
     });
@@ -87,7 +100,10 @@ describe('qemu: targets (real QEMU, firmware-only guests): core, CLI, clear erro
     await assert.rejects(core.createRestorePoint({ target: `qemu:${raw.socket}` }), (e: AgentKeepError) => {
       assert.equal(e.kind, 'Unsupported');
       assert.match(e.message, /is a raw image: raw images cannot hold snapshots/);
-      assert.match(e.hint ?? '', new RegExp(`qemu-img convert -O qcow2 ${raw.disk} ${raw.disk.replace(/\.raw$/, '')}\\.qcow2`));
+      assert.match(
+        e.hint ?? '',
+        new RegExp(`qemu-img convert -O qcow2 ${raw.disk} ${raw.disk.replace(/\.raw$/, '')}\\.qcow2`),
+      );
       return true;
     });
     assert.deepEqual(await core.listRestorePoints({ target: `qemu:${raw.socket}` }), [], 'no restore point recorded');
@@ -107,7 +123,8 @@ describe('qemu: targets (real QEMU, firmware-only guests): core, CLI, clear erro
     const qmp = await QmpClient.connect(vm.socket);
     let tags: string[];
     try {
-      const blocks = await qmp.execute<Array<{ inserted?: { image?: { snapshots?: Array<{ name: string }> } } }>>('query-block');
+      const blocks =
+        await qmp.execute<Array<{ inserted?: { image?: { snapshots?: Array<{ name: string }> } } }>>('query-block');
       tags = blocks.flatMap((b) => b.inserted?.image?.snapshots?.map((s) => s.name) ?? []);
     } finally {
       qmp.close();
@@ -129,7 +146,10 @@ describe('qemu: targets (real QEMU, firmware-only guests): core, CLI, clear erro
     const id = /Created restore point (ak_\S+)/.exec(c.stdout)![1];
     const l = await ak('restore-point', 'list', '--target', target, '--json');
     assert.equal(l.code, 0, l.stderr);
-    assert.deepEqual((JSON.parse(l.stdout) as Array<{ id: string }>).map((x) => x.id), [id]);
+    assert.deepEqual(
+      (JSON.parse(l.stdout) as Array<{ id: string }>).map((x) => x.id),
+      [id],
+    );
     const r = await ak('restore-point', 'restore', id, '--target', target, '--scope', 'machine', '--yes', '--json');
     assert.equal(r.code, 0, r.stderr);
     const rj = JSON.parse(r.stdout) as { machineState: string; undo: { id: string } };

@@ -429,7 +429,11 @@ describe('registry proof: a throwaway backend registered from a test folder', fu
     // anything in this process's registry (other test files list the real backends)
     let f: BackendFactory<any> | undefined;
     const mod: PluginModule = throwawayBackend;
-    mod.activate({ registerBackend: (x) => (f = x as BackendFactory<any>), registerStore: () => undefined, AgentKeepError });
+    mod.activate({
+      registerBackend: (x) => (f = x as BackendFactory<any>),
+      registerStore: () => undefined,
+      AgentKeepError,
+    });
     assert.ok(f, 'activate registered a backend');
     assert.deepEqual([f.scheme, f.prefix, f.forms], ['toy', 'toy:', ['toy:NAME?disk=/abs/dir']]);
     const r = f.parse(f.example.slice(f.prefix.length), f.example);
@@ -444,14 +448,18 @@ describe('registry proof: a throwaway backend registered from a test folder', fu
     assert.equal(c.readFile, typeof b.readFile === 'function');
     assert.equal(c.relabel, typeof b.relabel === 'function');
     assert.equal(c.ramState, b.capabilities.ramState);
-    assert.deepEqual([c.diff, c.compare, c.readFile, c.ramState, c.ramStateOnRequest, d.localRoot], [false, false, true, true, true, undefined]);
+    assert.deepEqual(
+      [c.diff, c.compare, c.readFile, c.ramState, c.ramStateOnRequest, d.localRoot],
+      [false, false, true, true, true, undefined],
+    );
     // a different profile from dir's, which is what the front ends must follow
     const dir = describeTarget(`dir:${disk}`).capabilities;
     assert.deepEqual([dir.diff, dir.compare, dir.ramState], [true, true, false]);
     // its own parse errors: BadTarget with its own form as the hint
     assert.throws(
       () => f!.parse('box', 'toy:box'),
-      (e: AgentKeepError) => e.kind === 'BadTarget' && e.hint === f!.formHint && /toy:NAME\?disk=\/abs\/dir/.test(e.hint),
+      (e: AgentKeepError) =>
+        e.kind === 'BadTarget' && e.hint === f!.formHint && /toy:NAME\?disk=\/abs\/dir/.test(e.hint),
     );
     assert.throws(() => f!.parse('box?disk=rel/dir', 'toy:box?disk=rel/dir'), /not an absolute path/);
   });
@@ -479,9 +487,12 @@ describe('registry proof: a throwaway backend registered from a test folder', fu
     assert.equal(unknown.code, 'bad_target');
     assert.match(unknown.hint, /^Use dir:, btrfs:, qemu:, proxmox:\/\/ or toy:\. /);
     // without the plugin, the scheme is unknown and not listed: the registration line is all it takes
-    const without = await runSidecar(['--state-dir', path.join(tmp, 'state'), 'target', 'describe', '--target', target, '--json'], {
-      AGENTKEEP_PLUGINS: '',
-    });
+    const without = await runSidecar(
+      ['--state-dir', path.join(tmp, 'state'), 'target', 'describe', '--target', target, '--json'],
+      {
+        AGENTKEEP_PLUGINS: '',
+      },
+    );
     const err = JSON.parse(without.stdout).error;
     assert.deepEqual([without.code, err.code], [1, 'bad_target']);
     assert.match(err.message, /Unknown target scheme "toy:"/);
@@ -493,11 +504,25 @@ describe('registry proof: a throwaway backend registered from a test folder', fu
       ['bad_target', 'Write the target as toy:NAME?disk=/abs/dir, e.g. toy:box?disk=/srv/toy/box.'],
     );
     // help lists its form next to the real ones
-    assert.match((await ak('restore-point', 'create', '--help')).stdout, /dir:\/abs\/path,[\s\S]*toy:NAME\?disk=\/abs\/dir/);
+    assert.match(
+      (await ak('restore-point', 'create', '--help')).stdout,
+      /dir:\/abs\/path,[\s\S]*toy:NAME\?disk=\/abs\/dir/,
+    );
   });
 
   it('the CLI creates, lists, restores and deletes its restore points; --vmstate is taken because it says ramState', async () => {
-    const withRam = await ak('restore-point', 'create', '--target', target, '--store', store, '--label', 'ram', '--vmstate', '--json');
+    const withRam = await ak(
+      'restore-point',
+      'create',
+      '--target',
+      target,
+      '--store',
+      store,
+      '--label',
+      'ram',
+      '--vmstate',
+      '--json',
+    );
     assert.equal(withRam.code, 0, withRam.stderr);
     assert.doesNotMatch(withRam.stderr, /--vmstate/, 'no "ignored" note: the target can hold RAM state');
     const rp1 = JSON.parse(withRam.stdout);
@@ -507,7 +532,14 @@ describe('registry proof: a throwaway backend registered from a test folder', fu
     );
     // the same flag on a dir target is ignored, with the note (the capability decides, not the scheme)
     await fs.mkdir(path.join(tmp, 'plain'));
-    const onDir = await ak('restore-point', 'create', '--target', `dir:${path.join(tmp, 'plain')}`, '--vmstate', '--json');
+    const onDir = await ak(
+      'restore-point',
+      'create',
+      '--target',
+      `dir:${path.join(tmp, 'plain')}`,
+      '--vmstate',
+      '--json',
+    );
     assert.equal(onDir.code, 0, onDir.stderr);
     assert.match(onDir.stderr, /--vmstate applies to VM targets .* so it is ignored/);
     assert.equal(JSON.parse(onDir.stdout).machine.vmstate, undefined);
@@ -587,7 +619,10 @@ describe('registry proof: a throwaway backend registered from a test folder', fu
 
     it('target.describe, agent.status, restorePoint.create/list/readFile/restore; diff and compare are Unsupported', async () => {
       const d = await request<TargetDescription>('agentkeep/target.describe', { target });
-      assert.deepEqual([d.backend, d.name, d.capabilities.diff, d.capabilities.ramStateOnRequest], ['toy', 'toy box', false, true]);
+      assert.deepEqual(
+        [d.backend, d.name, d.capabilities.diff, d.capabilities.ramStateOnRequest],
+        ['toy', 'toy box', false, true],
+      );
       const status = await request<ResultOf<'agentStatus'>>('agentkeep/agent.status', { target });
       assert.deepEqual([status.backend, status.reachable, status.restorePoints], ['toy', true, 0]);
       assert.deepEqual(status.description, d);
@@ -598,7 +633,10 @@ describe('registry proof: a throwaway backend registered from a test folder', fu
         vmstate: true,
       });
       assert.deepEqual([rp.machine.backend, rp.machine.vmstate], ['toy', true]);
-      const second = await request<ResultOf<'restorePointCreate'>>('agentkeep/restorePoint.create', { target, label: 'b' });
+      const second = await request<ResultOf<'restorePointCreate'>>('agentkeep/restorePoint.create', {
+        target,
+        label: 'b',
+      });
       const list = await request<ResultOf<'restorePointList'>>('agentkeep/restorePoint.list', { target });
       assert.deepEqual(
         list.map((r) => r.id),
@@ -645,7 +683,9 @@ describe('registry proof: a throwaway backend registered from a test folder', fu
       const lines = v.tooltip.split('\n\n');
       assert.ok(lines.includes('Backend: toy · reachable'), v.tooltip);
       assert.ok(
-        lines.includes('Can: RAM state on request, read files, snapshot while running, slow snapshots · not: diff, compare'),
+        lines.includes(
+          'Can: RAM state on request, read files, snapshot while running, slow snapshots · not: diff, compare',
+        ),
         v.tooltip,
       );
       assert.ok(lines.includes('Restore points: 1'));
@@ -654,7 +694,11 @@ describe('registry proof: a throwaway backend registered from a test folder', fu
       const dir = describeTarget(`dir:${disk}`);
       const dirView = agentItemView(`dir:${disk}`, dir, { ...status, backend: 'dir', description: dir });
       assert.equal(dirView.label, 'box-disk');
-      assert.ok(dirView.tooltip.includes('Can: diff, compare, read files, snapshot while running, fast snapshots · not: RAM state'));
+      assert.ok(
+        dirView.tooltip.includes(
+          'Can: diff, compare, read files, snapshot while running, fast snapshots · not: RAM state',
+        ),
+      );
 
       // what the extension decides from the description: it is a VM (cancellable long tasks, VM
       // rollback wording), its restore points can hold RAM state on request, it has no live side
@@ -666,7 +710,9 @@ describe('registry proof: a throwaway backend registered from a test folder', fu
       assert.ok(riskyConfigOf('/anywhere/package.json', { stores: [] }, d), 'no local root: any config file counts');
       // the RAM-state create command's menus depend on the context key, never on a backend name
       const pkg = JSON.parse(await fs.readFile(path.join(REPO, 'package.json'), 'utf8'));
-      const menus = Object.values(pkg.contributes.menus as Record<string, Array<{ command: string; when?: string }>>).flat();
+      const menus = Object.values(
+        pkg.contributes.menus as Record<string, Array<{ command: string; when?: string }>>,
+      ).flat();
       const ram = menus.filter((m) => m.command === 'agentkeep.createRestorePointWithRam');
       assert.ok(ram.length >= 2 && ram.every((m) => /\bagentkeep\.ramState\b/.test(m.when ?? '')), JSON.stringify(ram));
       const schemes = /\b(dir|btrfs|qemu|proxmox|toy)\b/;

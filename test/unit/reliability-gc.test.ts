@@ -29,7 +29,11 @@ describe('orphaned objects are collected (issue 13 #3)', function () {
   it('kill -9 in the middle of a create: the next create collects what it stored', async () => {
     for (let i = 0; i < 60; i++) put(s.tree, `f${String(i).padStart(2, '0')}.bin`, pseudoRandom(256 * KiB, i + 1));
     const before = describeTree(s.tree);
-    const child = spawn(process.execPath, [SIDECAR, '--state-dir', s.state, 'restore-point', 'create', '--target', s.target, '--json'], { stdio: 'ignore' });
+    const child = spawn(
+      process.execPath,
+      [SIDECAR, '--state-dir', s.state, 'restore-point', 'create', '--target', s.target, '--json'],
+      { stdio: 'ignore' },
+    );
     const objects = path.join(s.state, 'objects');
     await new Promise<void>((resolve, reject) => {
       const t = setInterval(() => {
@@ -64,7 +68,12 @@ describe('orphaned objects are collected (issue 13 #3)', function () {
     put(s.tree, 'zz-secret.txt', 'nobody may read this\n', 0o000);
     fs.mkdirSync(s.state, { mode: 0o700 });
     fs.chownSync(s.state, NOBODY, NOBODY);
-    const r = await runSidecar(['--state-dir', s.state, 'restore-point', 'create', '--target', s.target, '--json'], {}, undefined, AS_NOBODY);
+    const r = await runSidecar(
+      ['--state-dir', s.state, 'restore-point', 'create', '--target', s.target, '--json'],
+      {},
+      undefined,
+      AS_NOBODY,
+    );
     assert.equal(r.code, 1, r.stdout + r.stderr);
     const err = JSON.parse(r.stdout || r.stderr).error;
     assert.equal(err.code, 'file_error');
@@ -79,12 +88,25 @@ describe('orphaned objects are collected (issue 13 #3)', function () {
     // another create in flight (this process: a live pid), as a second core's marker would be
     fs.mkdirSync(path.join(s.state, 'locks', 'inflight'), { recursive: true });
     const other = path.join(s.state, 'locks', 'inflight', `${process.pid}-aaaaaaaaaaaa`);
-    fs.writeFileSync(other, JSON.stringify({ pid: process.pid, host: os.hostname(), op: 'create restore point', target: 'dir:/elsewhere' }));
+    fs.writeFileSync(
+      other,
+      JSON.stringify({ pid: process.pid, host: os.hostname(), op: 'create restore point', target: 'dir:/elsewhere' }),
+    );
     const ctl = new AbortController();
-    const core = new Core({ stateDir: s.state, signal: ctl.signal, onProgress: (p) => p.stage === 'store' && (p.done ?? 0) >= 5 && ctl.abort() });
-    await assert.rejects(core.createRestorePoint({ target: s.target, stores: [], progressToken: 't' }), /Interrupted: the restore point was not created/);
+    const core = new Core({
+      stateDir: s.state,
+      signal: ctl.signal,
+      onProgress: (p) => p.stage === 'store' && (p.done ?? 0) >= 5 && ctl.abort(),
+    });
+    await assert.rejects(
+      core.createRestorePoint({ target: s.target, stores: [], progressToken: 't' }),
+      /Interrupted: the restore point was not created/,
+    );
     assert.ok(orphanObjects(s.state).length >= 5, 'kept while the other create runs (it may be about to use them)');
-    assert.ok(inflight().some((n) => n.startsWith('failed-')), 'a failed marker calls for a collection');
+    assert.ok(
+      inflight().some((n) => n.startsWith('failed-')),
+      'a failed marker calls for a collection',
+    );
     fs.rmSync(other); // the other create ends
     const rp = await new Core({ stateDir: s.state }).createRestorePoint({ target: s.target, stores: [] });
     assert.deepEqual(orphanObjects(s.state), []);
@@ -107,7 +129,10 @@ describe('orphaned objects are collected (issue 13 #3)', function () {
       return (orig as (...a: unknown[]) => Promise<unknown>)(p, ...rest);
     }) as typeof orig;
     try {
-      await assert.rejects(core.restoreRestorePoint({ target: s.target, id: 'ak_20200101_000000_dead', scope: 'both' }), /No restore point/);
+      await assert.rejects(
+        core.restoreRestorePoint({ target: s.target, id: 'ak_20200101_000000_dead', scope: 'both' }),
+        /No restore point/,
+      );
     } finally {
       fs.promises.readFile = orig;
     }
@@ -139,6 +164,9 @@ describe('orphaned objects are collected (issue 13 #3)', function () {
     assert.ok(fs.existsSync(newTemp));
     assert.deepEqual(orphanObjects(s.state), []);
     const u = await core.usageRestorePoints({ target: s.target });
-    assert.deepEqual(u.points.map((p) => p.id), [b.id]);
+    assert.deepEqual(
+      u.points.map((p) => p.id),
+      [b.id],
+    );
   });
 });

@@ -65,7 +65,15 @@ describe('long names and deep paths (issue 13 #1)', function () {
   });
 
   it('names of 1, 254 and 255 bytes (ASCII and CJK, 80 and 85 characters) restore, and so does the undo', async () => {
-    const names = ['a', nameOf(254), nameOf(255), nameOf(240, '日'), nameOf(255, '日'), nameOf(255, 'é'), nameOf(255, '🙂')];
+    const names = [
+      'a',
+      nameOf(254),
+      nameOf(255),
+      nameOf(240, '日'),
+      nameOf(255, '日'),
+      nameOf(255, 'é'),
+      nameOf(255, '🙂'),
+    ];
     for (const [i, n] of names.entries()) put(s.tree, path.join('dir', n), `content ${i}\n`);
     fs.mkdirSync(path.join(s.tree, nameOf(255, '目')));
     put(s.tree, path.join(nameOf(255, '目'), nameOf(255, '文')), 'nested\n');
@@ -104,10 +112,15 @@ describe('long names and deep paths (issue 13 #1)', function () {
 
   it('a path longer than PATH_MAX cannot be captured: the error says "name too long", not permissions', async () => {
     // Only reachable relative to a deeper working directory (what the kernel refuses as one path).
-    const script = 'import os,sys\nos.chdir(sys.argv[1])\nfor i in range(20):\n  n="p"*250\n  os.mkdir(n)\n  os.chdir(n)\nopen("f","w").write("x")\n';
+    const script =
+      'import os,sys\nos.chdir(sys.argv[1])\nfor i in range(20):\n  n="p"*250\n  os.mkdir(n)\n  os.chdir(n)\nopen("f","w").write("x")\n';
     execFileSync('python3', ['-c', script, s.tree]);
     try {
-      const e = await expectAgentKeepError(core.createRestorePoint({ target: s.target, stores: [] }), 'FileError', /name too long/);
+      const e = await expectAgentKeepError(
+        core.createRestorePoint({ target: s.target, stores: [] }),
+        'FileError',
+        /name too long/,
+      );
       assert.match(e.message, /longer than the 4096 bytes \(PATH_MAX/);
       assert.doesNotMatch(`${e.message} ${e.hint}`, /permission/i);
       assert.match(e.hint ?? '', /Shorten that name or move the file/);

@@ -51,7 +51,8 @@ describe('permissions of the state dir (issue 13 #7, a second user reads)', func
     }
     // Even if someone opens the state dir up again, the files themselves stay the owner's.
     fs.chmodSync(s.state, 0o755);
-    for (const d of ['objects', path.join('objects', hash.slice(0, 2)), 'dir', path.join('dir', key)]) fs.chmodSync(path.join(s.state, d), 0o755);
+    for (const d of ['objects', path.join('objects', hash.slice(0, 2)), 'dir', path.join('dir', key)])
+      fs.chmodSync(path.join(s.state, d), 0o755);
     for (const p of [obj, manifest]) assert.match(runAsNobody('cat', [p]).out, /Permission denied/);
     // ...and the next operation narrows the state dir again
     await new Core({ stateDir: s.state }).listRestorePoints({ target: s.target });
@@ -68,7 +69,11 @@ describe('permissions of the state dir (issue 13 #7, a second user reads)', func
   it('a state dir owned by another user is refused with the fix (as root and as nobody)', async () => {
     fs.mkdirSync(s.state, { mode: 0o700 });
     fs.chownSync(s.state, NOBODY, NOBODY);
-    const e = await expectAgentKeepError(new Core({ stateDir: s.state }).createRestorePoint({ target: s.target, stores: [] }), 'BadStateDir', /belongs to uid 65534, not to this user \(uid 0\)/);
+    const e = await expectAgentKeepError(
+      new Core({ stateDir: s.state }).createRestorePoint({ target: s.target, stores: [] }),
+      'BadStateDir',
+      /belongs to uid 65534, not to this user \(uid 0\)/,
+    );
     assert.match(e.hint ?? '', /chown -R 0 .*chmod 700|--state-dir/);
     assert.deepEqual(fs.readdirSync(s.state), [], 'nothing written into it');
     // nobody, with a world-writable state dir of root's (e.g. a shared /tmp folder)
@@ -77,7 +82,12 @@ describe('permissions of the state dir (issue 13 #7, a second user reads)', func
     fs.chmodSync(shared, 0o777);
     fs.chmodSync(s.tree, 0o755);
     fs.chmodSync(path.join(s.tree, '.env'), 0o644);
-    const r = await runSidecar(['--state-dir', shared, 'restore-point', 'create', '--target', s.target, '--json'], {}, undefined, AS_NOBODY);
+    const r = await runSidecar(
+      ['--state-dir', shared, 'restore-point', 'create', '--target', s.target, '--json'],
+      {},
+      undefined,
+      AS_NOBODY,
+    );
     assert.equal(r.code, 1, r.stdout + r.stderr);
     const err = JSON.parse(r.stdout || r.stderr).error;
     assert.equal(err.code, 'bad_state_dir');

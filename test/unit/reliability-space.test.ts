@@ -45,10 +45,13 @@ describe('a full state dir (issue 13 #2, real tmpfs)', function () {
     assert.match(e.message, /\(tmpfs\), now [\d.]+ (MiB|KiB|B) free of 8\.0 MiB/);
     assert.match(e.message, /What this create had stored was removed/);
     assert.match(e.hint ?? '', new RegExp(`Free space on ${small.mnt}: prune or delete restore points`));
-    assert.deepEqual(e.actions?.map((a) => [a.method, a.params?.target, a.params?.dryRun]), [
-      ['agentkeep/restorePoint.prune', s.target, undefined],
-      ['agentkeep/restorePoint.prune', s.target, true],
-    ]);
+    assert.deepEqual(
+      e.actions?.map((a) => [a.method, a.params?.target, a.params?.dryRun]),
+      [
+        ['agentkeep/restorePoint.prune', s.target, undefined],
+        ['agentkeep/restorePoint.prune', s.target, true],
+      ],
+    );
     assert.doesNotMatch(`${e.message} ${e.hint}`, /permission/i);
     assert.deepEqual(storedObjects(state), [], 'the objects it stored were collected at once');
     assert.deepEqual(tempObjects(state), []);
@@ -68,31 +71,91 @@ describe('a full state dir (issue 13 #2, real tmpfs)', function () {
     const rp = await core.createRestorePoint({ target: s.target, stores: [] });
     addBig(12); // the agent wrote 12 MiB since
     const now = describeTree(s.tree);
-    const e = await expectAgentKeepError(core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'both' }), 'DiskFull');
-    assert.match(e.message, new RegExp(`The restore of ${rp.id} did not start: its undo point .* does not fit in the state dir`));
+    const e = await expectAgentKeepError(
+      core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'both' }),
+      'DiskFull',
+    );
+    assert.match(
+      e.message,
+      new RegExp(`The restore of ${rp.id} did not start: its undo point .* does not fit in the state dir`),
+    );
     assert.match(e.message, /Nothing in the target was changed/);
     assert.ok(e.message.includes(small.mnt));
-    assert.match(e.hint ?? '', /free space on .* or restore without an undo point, so that the current state is lost for good/);
+    assert.match(
+      e.hint ?? '',
+      /free space on .* or restore without an undo point, so that the current state is lost for good/,
+    );
     const noUndo = e.actions?.find((a) => a.params?.noUndoPoint);
-    assert.deepEqual(noUndo?.params, { target: s.target, id: rp.id, scope: 'both', noUndoPoint: true, confirmed: true });
+    assert.deepEqual(noUndo?.params, {
+      target: s.target,
+      id: rp.id,
+      scope: 'both',
+      noUndoPoint: true,
+      confirmed: true,
+    });
     assert.ok(e.actions?.some((a) => a.method === 'agentkeep/restorePoint.prune'));
     // the CLI prints both choices as command lines
-    const said = await runSidecar(['--state-dir', state, 'restore-point', 'restore', rp.id, '--target', s.target, '--scope', 'both', '--yes']);
+    const said = await runSidecar([
+      '--state-dir',
+      state,
+      'restore-point',
+      'restore',
+      rp.id,
+      '--target',
+      s.target,
+      '--scope',
+      'both',
+      '--yes',
+    ]);
     assert.equal(said.code, 1);
-    assert.match(said.stderr, new RegExp(`restore-point restore ${rp.id} --target \\S+ --state-dir \\S+ --scope both --no-undo-point --yes`));
+    assert.match(
+      said.stderr,
+      new RegExp(`restore-point restore ${rp.id} --target \\S+ --state-dir \\S+ --scope both --no-undo-point --yes`),
+    );
     assert.match(said.stderr, /restore-point prune --target \S+ --state-dir \S+ --keep 5/);
     assert.deepEqual(describeTree(s.tree), now, 'the tree is untouched');
     assert.deepEqual(orphanObjects(state), [], 'the partial undo point was collected');
-    assert.deepEqual((await core.listRestorePoints({ target: s.target })).map((r) => r.id), [rp.id]);
+    assert.deepEqual(
+      (await core.listRestorePoints({ target: s.target })).map((r) => r.id),
+      [rp.id],
+    );
 
-    await expectAgentKeepError(core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'both', noUndoPoint: true }), 'ConfirmationRequired', /without an undo point/);
+    await expectAgentKeepError(
+      core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'both', noUndoPoint: true }),
+      'ConfirmationRequired',
+      /without an undo point/,
+    );
     assert.deepEqual(describeTree(s.tree), now);
-    const cli = await runSidecar(['--state-dir', state, 'restore-point', 'restore', rp.id, '--target', s.target, '--scope', 'both', '--no-undo-point', '--json']);
+    const cli = await runSidecar([
+      '--state-dir',
+      state,
+      'restore-point',
+      'restore',
+      rp.id,
+      '--target',
+      s.target,
+      '--scope',
+      'both',
+      '--no-undo-point',
+      '--json',
+    ]);
     assert.equal(cli.code, 1);
     assert.equal(JSON.parse(cli.stdout || cli.stderr).error.code, 'confirmation_required');
     assert.deepEqual(describeTree(s.tree), now);
 
-    const done = await runSidecar(['--state-dir', state, 'restore-point', 'restore', rp.id, '--target', s.target, '--scope', 'both', '--no-undo-point', '--yes']);
+    const done = await runSidecar([
+      '--state-dir',
+      state,
+      'restore-point',
+      'restore',
+      rp.id,
+      '--target',
+      s.target,
+      '--scope',
+      'both',
+      '--no-undo-point',
+      '--yes',
+    ]);
     assert.equal(done.code, 0, done.stderr);
     assert.match(done.stdout, /Undo: none \(restored without an undo point\)/);
     assert.deepEqual(describeTree(s.tree), original, 'restored byte for byte');
@@ -108,15 +171,26 @@ describe('a full state dir (issue 13 #2, real tmpfs)', function () {
     assert.ok(fs.existsSync(path.join(state, 'space-reserve')), 'the reserve was written while there was room');
     fillUp(small.mnt);
     const pruned = await core.pruneRestorePoints({ target: s.target, keep: 1, minAgeMs: 0 });
-    assert.deepEqual(pruned.deleted.map((d) => d.id), [a.id]);
+    assert.deepEqual(
+      pruned.deleted.map((d) => d.id),
+      [a.id],
+    );
     assert.equal(pruned.freedBytes, MiB);
     assert.ok(fs.existsSync(path.join(state, 'space-reserve')), 'the reserve is back once there is room');
 
     fillUp(small.mnt, path.join(small.mnt, 'ballast2'));
     put(s.tree, 'more.bin', pseudoRandom(256 * 1024, 77)); // more than the reserve gives back
-    const e = await expectAgentKeepError(core.createRestorePoint({ target: s.target, stores: [] }), 'DiskFull', new RegExp(small.mnt));
+    const e = await expectAgentKeepError(
+      core.createRestorePoint({ target: s.target, stores: [] }),
+      'DiskFull',
+      new RegExp(small.mnt),
+    );
     assert.doesNotMatch(`${e.message} ${e.hint}`, /permission/i);
-    assert.deepEqual(fs.readdirSync(path.join(state, 'locks')).filter((n) => n.endsWith('.lock')), [], 'no lock file left');
+    assert.deepEqual(
+      fs.readdirSync(path.join(state, 'locks')).filter((n) => n.endsWith('.lock')),
+      [],
+      'no lock file left',
+    );
     assert.deepEqual(inflight(), []);
     assert.deepEqual(orphanObjects(state), []);
     assert.deepEqual(tempObjects(state), []);
@@ -138,11 +212,20 @@ describe('a full state dir (issue 13 #2, real tmpfs)', function () {
       fs.rmSync(path.join(tree, 'big.bin'));
       fillUp(t.mnt, path.join(t.mnt, 'outside-the-target.bin')); // something else fills that file system
       const e = await expectAgentKeepError(c.restoreRestorePoint({ target, id: rp.id, scope: 'both' }), 'DiskFull');
-      assert.match(e.message, new RegExp(`Restore of ${rp.id} stopped: Cannot restore files into ${tree}: the file system ${t.mnt} \\(tmpfs\\) is full`));
+      assert.match(
+        e.message,
+        new RegExp(
+          `Restore of ${rp.id} stopped: Cannot restore files into ${tree}: the file system ${t.mnt} \\(tmpfs\\) is full`,
+        ),
+      );
       assert.match(e.message, /The state before the restore was saved as restore point ak_/);
       assert.equal(e.actions?.[0]?.title, 'Undo');
       assert.match(String(e.actions?.[0]?.params?.id), /^ak_/);
-      assert.deepEqual(fs.readdirSync(tree).filter((n) => n.startsWith('.ak-tmp-')), [], 'no temp left in the target');
+      assert.deepEqual(
+        fs.readdirSync(tree).filter((n) => n.startsWith('.ak-tmp-')),
+        [],
+        'no temp left in the target',
+      );
     } finally {
       t.cleanup();
     }

@@ -36,7 +36,10 @@ describe('usage counts the manifests; create stays flat (issue 13 #4)', function
     const manifests = filesBytes(path.join(s.state, 'dir', key()));
     const journal = filesBytes(path.join(s.state, 'journal', key()));
     assert.equal(u.metaBytes, manifests + journal, 'manifests, index and journal, to the byte');
-    const objects = fs.readdirSync(path.join(s.state, 'objects')).filter((d) => d !== 'tmp').flatMap((d) => fs.readdirSync(path.join(s.state, 'objects', d)).map((n) => path.join(s.state, 'objects', d, n)));
+    const objects = fs
+      .readdirSync(path.join(s.state, 'objects'))
+      .filter((d) => d !== 'tmp')
+      .flatMap((d) => fs.readdirSync(path.join(s.state, 'objects', d)).map((n) => path.join(s.state, 'objects', d, n)));
     const objectBytes = objects.reduce((n, f) => n + fs.statSync(f).size, 0);
     assert.equal(u.bytes, objectBytes + u.metaBytes);
     assert.ok(manifests > objectBytes, 'for a tree of small files the manifests outweigh the contents');
@@ -48,14 +51,23 @@ describe('usage counts the manifests; create stays flat (issue 13 #4)', function
     const u = await core.usageRestorePoints({ target: s.target });
     const contents = u.bytes - u.metaBytes;
     // a cap the contents alone would never reach, but contents + manifests pass
-    fs.writeFileSync(path.join(s.state, 'config.json'), JSON.stringify({ sizeCapBytes: Math.round((contents + u.metaBytes) * 1.2) }));
+    fs.writeFileSync(
+      path.join(s.state, 'config.json'),
+      JSON.stringify({ sizeCapBytes: Math.round((contents + u.metaBytes) * 1.2) }),
+    );
     fs.writeFileSync(path.join(s.state, 'dir', key(), '.index.json'), '{ damaged');
     put(s.tree, 'more.txt', 'more\n');
     const rp = await core.createRestorePoint({ target: s.target, stores: [] });
     assert.match((rp.warnings ?? []).join(' '), /use [\d.]+ KiB, \d+% of the [\d.]+ KiB size cap/);
     const again = await core.usageRestorePoints({ target: s.target });
-    const idx = JSON.parse(fs.readFileSync(path.join(s.state, 'dir', key(), '.index.json'), 'utf8')) as { manifests: Record<string, number> };
-    assert.deepEqual(Object.keys(idx.manifests).sort(), again.points.map((p) => p.id).sort(), 'the index was rebuilt and covers both');
+    const idx = JSON.parse(fs.readFileSync(path.join(s.state, 'dir', key(), '.index.json'), 'utf8')) as {
+      manifests: Record<string, number>;
+    };
+    assert.deepEqual(
+      Object.keys(idx.manifests).sort(),
+      again.points.map((p) => p.id).sort(),
+      'the index was rebuilt and covers both',
+    );
   });
 
   it('a create reads no earlier manifest but its parent (size cap from the index, pair comparisons cached on disk)', async () => {
@@ -76,7 +88,8 @@ describe('usage counts the manifests; create stays flat (issue 13 #4)', function
     }) as typeof orig;
     const fresh = (): Core => {
       // a new CLI process: no manifest in memory
-      for (const n of fs.readdirSync(path.join(s.state, 'dir', key()))) forgetManifest(path.join(s.state, 'dir', key(), n));
+      for (const n of fs.readdirSync(path.join(s.state, 'dir', key())))
+        forgetManifest(path.join(s.state, 'dir', key(), n));
       return new Core({ stateDir: s.state });
     };
     await fresh().createRestorePoint({ target: s.target, stores: [], retention: { keep: 50 } }); // compares the pairs once, caches them

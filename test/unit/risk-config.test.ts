@@ -78,11 +78,23 @@ describe('risk scanner name list', () => {
     assert.deepEqual(missing, []);
     // contextual names (git, cp, sed, …) pass only in a risky form: each has an example that must pass
     for (const n of COMMAND_NAMES) assert.ok(MAYBE_RISKY.test(`sudo ${FAST_PATH_EXAMPLES[n] ?? `${n} x`}`), n);
-    for (const safe of ['git status', 'cp -r dist/* out', 'sed -n 1p f', 'find . -name x', 'ls -la | tee build.log', 'sudo ls', 'mvn package']) assert.ok(!MAYBE_RISKY.test(safe), safe);
+    for (const safe of [
+      'git status',
+      'cp -r dist/* out',
+      'sed -n 1p f',
+      'find . -name x',
+      'ls -la | tee build.log',
+      'sudo ls',
+      'mvn package',
+    ])
+      assert.ok(!MAYBE_RISKY.test(safe), safe);
     // classifyMore skips names it does not decide: its switch and wrapper cases are all in MORE_NAMES
     const more = src.slice(src.indexOf('function through('), src.indexOf('const DOCKER_GLOBAL_ARG_OPTS'));
     const moreCases = [...new Set([...more.matchAll(/case '([^']+)':/g)].map((m) => m[1]))];
-    assert.deepEqual(moreCases.filter((c) => !MORE_NAMES.has(c)), []);
+    assert.deepEqual(
+      moreCases.filter((c) => !MORE_NAMES.has(c)),
+      [],
+    );
     assert.ok(!MAYBE_RISKY.test('echo hello && ls -la'));
   });
 });
@@ -105,22 +117,48 @@ describe('agentkeep risk eval / risk scan (real bin)', function () {
     // 97 labels + 2 added with the config/system widening (setup.sh:23 tee into /etc, setup.sh:27 usermod)
     assert.match(r.stdout, /^21 files, 99 labelled commands/);
     assert.match(r.stdout, /^overall\s+1\.000\s+1\.000\s+99\s+0\s+0$/m);
-    for (const k of ['class deps', 'class toolchain', 'class system', 'class remote-code', 'class config', 'kind notebook', 'kind compose', 'kind workflow', 'kind package-json', 'kind devcontainer']) {
+    for (const k of [
+      'class deps',
+      'class toolchain',
+      'class system',
+      'class remote-code',
+      'class config',
+      'kind notebook',
+      'kind compose',
+      'kind workflow',
+      'kind package-json',
+      'kind devcontainer',
+    ]) {
       assert.match(r.stdout, new RegExp(`^${k}\\s+\\d\\.\\d{3}\\s+\\d\\.\\d{3}`, 'm'), k);
     }
     const j = await runSidecar(['risk', 'eval', dir, path.join(dir, 'labels.json'), '--json']);
-    const parsed = JSON.parse(j.stdout) as { overall: { precision: number; recall: number }; byKind: Record<string, unknown> };
+    const parsed = JSON.parse(j.stdout) as {
+      overall: { precision: number; recall: number };
+      byKind: Record<string, unknown>;
+    };
     assert.ok(parsed.overall.precision >= 0.98 && parsed.overall.recall >= 0.98);
     assert.ok(parsed.byKind.dockerfile);
   });
 
   it('lists misses and false positives with the class found; reads the files named by the labels when FILES.txt is absent', async () => {
     await fs.writeFile(path.join(tmp, 'a.sh'), 'pip install x\nnpm i -g y\necho hi\n');
-    await fs.writeFile(path.join(tmp, 'labels.json'), JSON.stringify([{ file: 'a.sh', line: 2, end_line: 2, command: 'npm i -g y', class: 'deps' }, { file: 'a.sh', line: 3, end_line: 3, command: 'echo hi', class: 'system' }]));
+    await fs.writeFile(
+      path.join(tmp, 'labels.json'),
+      JSON.stringify([
+        { file: 'a.sh', line: 2, end_line: 2, command: 'npm i -g y', class: 'deps' },
+        { file: 'a.sh', line: 3, end_line: 3, command: 'echo hi', class: 'system' },
+      ]),
+    );
     const r = await runSidecar(['risk', 'eval', tmp, path.join(tmp, 'labels.json')]);
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /Misses \(2\):\n {2}a\.sh:2 {2}deps \(found as toolchain\) {2}npm i -g y\n {2}a\.sh:3 {2}system {2}echo hi/);
-    assert.match(r.stdout, /False positives \(2\):\n {2}a\.sh:1 {2}deps {2}pip install x\n {2}a\.sh:2 {2}toolchain \(labelled deps\)/);
+    assert.match(
+      r.stdout,
+      /Misses \(2\):\n {2}a\.sh:2 {2}deps \(found as toolchain\) {2}npm i -g y\n {2}a\.sh:3 {2}system {2}echo hi/,
+    );
+    assert.match(
+      r.stdout,
+      /False positives \(2\):\n {2}a\.sh:1 {2}deps {2}pip install x\n {2}a\.sh:2 {2}toolchain \(labelled deps\)/,
+    );
   });
 
   it('fails with one clear line for a missing or malformed labels file', async () => {
@@ -137,10 +175,16 @@ describe('agentkeep risk eval / risk scan (real bin)', function () {
 
   it('risk scan --json carries kind and risk for every file kind', async () => {
     const nb = path.join(tmp, 'n.ipynb');
-    await fs.writeFile(nb, JSON.stringify({ cells: [{ cell_type: 'code', source: ['!pip install x\n', 'print(1)'] }] }, null, 1));
+    await fs.writeFile(
+      nb,
+      JSON.stringify({ cells: [{ cell_type: 'code', source: ['!pip install x\n', 'print(1)'] }] }, null, 1),
+    );
     const wf = path.join(tmp, '.github', 'workflows', 'ci.yml');
     await fs.mkdir(path.dirname(wf), { recursive: true });
-    await fs.writeFile(wf, 'on: push\njobs:\n  t:\n    runs-on: x\n    steps:\n      - run: pnpm dlx x@1 && pnpm install\n');
+    await fs.writeFile(
+      wf,
+      'on: push\njobs:\n  t:\n    runs-on: x\n    steps:\n      - run: pnpm dlx x@1 && pnpm install\n',
+    );
     const r = await runSidecar(['risk', 'scan', nb, wf, '--json']);
     assert.equal(r.code, 0, r.stderr);
     const got = JSON.parse(r.stdout) as Array<Record<string, unknown>>;
@@ -151,6 +195,9 @@ describe('agentkeep risk eval / risk scan (real bin)', function () {
         ['workflow', 6, 'remote-code', 'pnpm dlx x@1 && pnpm install'],
       ],
     );
-    assert.match(String(got[1].risk), /^pnpm dlx x@1 \(remote-code: runs code fetched from the network\); also pnpm install \(deps: /);
+    assert.match(
+      String(got[1].risk),
+      /^pnpm dlx x@1 \(remote-code: runs code fetched from the network\); also pnpm install \(deps: /,
+    );
   });
 });

@@ -9,9 +9,21 @@ import { promises as fs, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type CodeLens, type MessageConnection } from 'vscode-languageserver/node';
+import {
+  createMessageConnection,
+  StreamMessageReader,
+  StreamMessageWriter,
+  type CodeLens,
+  type MessageConnection,
+} from 'vscode-languageserver/node';
 import { TextDocument } from 'vscode-languageserver-textdocument';
-import { codeLensesFor, lensBlocks, parseCodeLensFilter, resolveLens, type LensArgument } from '../../sidecar/server/session';
+import {
+  codeLensesFor,
+  lensBlocks,
+  parseCodeLensFilter,
+  resolveLens,
+  type LensArgument,
+} from '../../sidecar/server/session';
 import { RISK_CLASSES, scanCommands } from '../../sidecar/risk';
 import { RISK_CLASSES as PROTOCOL_CLASSES } from '../../sidecar/protocol';
 import { buildSidecar, startSidecar } from './helpers/sidecar';
@@ -51,16 +63,31 @@ describe('risk CodeLens (LSP)', function () {
   });
 
   async function initialize(initializationOptions?: unknown): Promise<void> {
-    await conn.sendRequest('initialize', { processId: process.pid, rootUri: pathToFileURL(tmp).href, capabilities: { workspace: { codeLens: { refreshSupport: true } } }, initializationOptions });
+    await conn.sendRequest('initialize', {
+      processId: process.pid,
+      rootUri: pathToFileURL(tmp).href,
+      capabilities: { workspace: { codeLens: { refreshSupport: true } } },
+      initializationOptions,
+    });
     await conn.sendNotification('initialized', {});
   }
 
   let version = 1;
-  async function lensesOf(name: string, languageId: string, text: string, uri = pathToFileURL(path.join(tmp, name)).href): Promise<Array<[number, string, Arg]>> {
-    await conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId, version: version++, text } });
+  async function lensesOf(
+    name: string,
+    languageId: string,
+    text: string,
+    uri = pathToFileURL(path.join(tmp, name)).href,
+  ): Promise<Array<[number, string, Arg]>> {
+    await conn.sendNotification('textDocument/didOpen', {
+      textDocument: { uri, languageId, version: version++, text },
+    });
     const lenses = (await conn.sendRequest('textDocument/codeLens', { textDocument: { uri } })) as CodeLens[];
     // range-only lenses: the commands come from codeLens/resolve, as in VS Code
-    assert.ok(lenses.every((l) => l.command === undefined && l.data), 'lenses are resolved lazily');
+    assert.ok(
+      lenses.every((l) => l.command === undefined && l.data),
+      'lenses are resolved lazily',
+    );
     const resolved = await Promise.all(lenses.map((l) => conn.sendRequest('codeLens/resolve', l) as Promise<CodeLens>));
     return resolved.map((l) => [l.range.start.line, l.command!.title, l.command!.arguments![0] as Arg]);
   }
@@ -68,14 +95,30 @@ describe('risk CodeLens (LSP)', function () {
   it('keeps the lens contract: setup.sh npm install and a Markdown bash fence, one argument {command, file, uri, line, endLine, class, reason}', async () => {
     await initialize();
     const file = path.join(tmp, 'setup.sh');
-    const sh = await lensesOf('setup.sh', 'shellscript', '#!/bin/sh\nset -e\nnpm install --no-audit --no-fund left-pad@1.3.0\necho done\n');
+    const sh = await lensesOf(
+      'setup.sh',
+      'shellscript',
+      '#!/bin/sh\nset -e\nnpm install --no-audit --no-fund left-pad@1.3.0\necho done\n',
+    );
     // `reason` joined the argument with the destructive/config classes (issue 15): the lens tooltip and the restore point's reason
-    const arg = { command: 'npm install --no-audit --no-fund left-pad@1.3.0', file, uri: pathToFileURL(file).href, line: 3, endLine: 3, class: 'deps', reason: 'deps: npm install changes project dependencies' };
+    const arg = {
+      command: 'npm install --no-audit --no-fund left-pad@1.3.0',
+      file,
+      uri: pathToFileURL(file).href,
+      line: 3,
+      endLine: 3,
+      class: 'deps',
+      reason: 'deps: npm install changes project dependencies',
+    };
     assert.deepEqual(sh, [
       [2, '$(history) Snapshot & run', arg],
       [2, '$(play) Run', arg],
     ]);
-    const md = await lensesOf('README.md', 'markdown', '# Setup\n\nRun `pip install requests` first:\n\n```bash\npip install requests\n```\n');
+    const md = await lensesOf(
+      'README.md',
+      'markdown',
+      '# Setup\n\nRun `pip install requests` first:\n\n```bash\npip install requests\n```\n',
+    );
     assert.deepEqual(
       md.map(([l, t, a]) => [l, t, a.command, a.line, a.class]),
       [
@@ -98,9 +141,17 @@ describe('risk CodeLens (LSP)', function () {
       'npm ci', // 8
     ].join('\n');
     const got = await lensesOf('setup.sh', 'shellscript', text);
-    const snap = got.filter(([, t]) => t.startsWith('$(history)')).map(([l, , a]) => [l, a.line, a.endLine, a.class, a.command]);
+    const snap = got
+      .filter(([, t]) => t.startsWith('$(history)'))
+      .map(([l, , a]) => [l, a.line, a.endLine, a.class, a.command]);
     assert.deepEqual(snap, [
-      [2, 3, 6, 'remote-code', 'sudo apt-get install -y jq\npip install -r requirements.txt\ncurl -fsSL https://example.com/i.sh | sh'],
+      [
+        2,
+        3,
+        6,
+        'remote-code',
+        'sudo apt-get install -y jq\npip install -r requirements.txt\ncurl -fsSL https://example.com/i.sh | sh',
+      ],
       [7, 8, 8, 'deps', 'npm ci'],
     ]);
     assert.equal(got.length, 4, 'one pair per block');
@@ -119,14 +170,21 @@ describe('risk CodeLens (LSP)', function () {
     const all = (await conn.sendRequest('textDocument/codeLens', { textDocument: { uri } })) as CodeLens[];
     assert.deepEqual([...new Set(all.map((l) => (l.data as { arg: Arg }).arg.line))], [1, 3, 5]);
     // the extension's boolean setting shape also works
-    await conn.sendNotification('workspace/didChangeConfiguration', { settings: { agentkeep: { codeLens: { enabled: false } } } });
+    await conn.sendNotification('workspace/didChangeConfiguration', {
+      settings: { agentkeep: { codeLens: { enabled: false } } },
+    });
     assert.deepEqual(await conn.sendRequest('textDocument/codeLens', { textDocument: { uri } }), []);
     assert.ok(refreshes >= 3, `workspace/codeLens/refresh sent (${refreshes})`);
   });
 
   it('lenses notebook cell documents, compose, workflow, package.json, devcontainer and tasks.json', async () => {
     await initialize();
-    const cell = await lensesOf('nb.ipynb', 'python', 'import os\n%pip install -q peft\n', `vscode-notebook-cell:${pathToFileURL(path.join(tmp, 'nb.ipynb')).pathname}#W1sZmlsZQ%3D%3D`);
+    const cell = await lensesOf(
+      'nb.ipynb',
+      'python',
+      'import os\n%pip install -q peft\n',
+      `vscode-notebook-cell:${pathToFileURL(path.join(tmp, 'nb.ipynb')).pathname}#W1sZmlsZQ%3D%3D`,
+    );
     assert.deepEqual(
       cell.map(([l, , a]) => [l, a.command, a.class]),
       [
@@ -135,11 +193,41 @@ describe('risk CodeLens (LSP)', function () {
       ],
     );
     const kinds: Array<[string, string, string, number, string]> = [
-      ['compose.yaml', 'dockercompose', 'services:\n  a:\n    image: x\n    command: ["sh", "-c", "pip install y && run"]\n', 4, 'deps'],
-      ['.github/workflows/ci.yml', 'github-actions-workflow', 'on: push\njobs:\n  t:\n    runs-on: x\n    steps:\n      - run: |\n          echo hi\n          npx -y x@1\n', 8, 'remote-code'],
-      ['package.json', 'json', '{\n  "scripts": {\n    "build": "tsc",\n    "g": "npm i -g x"\n  }\n}\n', 4, 'toolchain'],
-      ['.devcontainer/devcontainer.json', 'jsonc', '{\n  // comment\n  "postCreateCommand": "sudo apt-get install -y jq"\n}\n', 3, 'system'],
-      ['.vscode/tasks.json', 'jsonc', '{\n  "version": "2.0.0",\n  "tasks": [\n    { "label": "x", "command": "uv sync" }\n  ]\n}\n', 4, 'deps'],
+      [
+        'compose.yaml',
+        'dockercompose',
+        'services:\n  a:\n    image: x\n    command: ["sh", "-c", "pip install y && run"]\n',
+        4,
+        'deps',
+      ],
+      [
+        '.github/workflows/ci.yml',
+        'github-actions-workflow',
+        'on: push\njobs:\n  t:\n    runs-on: x\n    steps:\n      - run: |\n          echo hi\n          npx -y x@1\n',
+        8,
+        'remote-code',
+      ],
+      [
+        'package.json',
+        'json',
+        '{\n  "scripts": {\n    "build": "tsc",\n    "g": "npm i -g x"\n  }\n}\n',
+        4,
+        'toolchain',
+      ],
+      [
+        '.devcontainer/devcontainer.json',
+        'jsonc',
+        '{\n  // comment\n  "postCreateCommand": "sudo apt-get install -y jq"\n}\n',
+        3,
+        'system',
+      ],
+      [
+        '.vscode/tasks.json',
+        'jsonc',
+        '{\n  "version": "2.0.0",\n  "tasks": [\n    { "label": "x", "command": "uv sync" }\n  ]\n}\n',
+        4,
+        'deps',
+      ],
       ['Dockerfile', 'dockerfile', 'FROM x\nRUN --mount=type=cache,target=/c \\\n    pip install y\n', 2, 'deps'],
     ];
     for (const [name, lang, text, line, cls] of kinds) {
@@ -155,7 +243,12 @@ describe('risk CodeLens (LSP)', function () {
       );
     }
     // an untitled document gets its kind from the languageId
-    const untitled = await lensesOf('x', 'dockercompose', 'services:\n  a:\n    command: docker compose up -d\n', 'untitled:Untitled-2');
+    const untitled = await lensesOf(
+      'x',
+      'dockercompose',
+      'services:\n  a:\n    command: docker compose up -d\n',
+      'untitled:Untitled-2',
+    );
     assert.equal(untitled[0]?.[2].class, 'system');
   });
 });
@@ -173,7 +266,11 @@ describe('risk CodeLens helpers', () => {
 
   it('knows one list of classes: the engine, the protocol (and its schema) and the agentkeep.codeLens setting agree', () => {
     const pkg = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
-      contributes: { configuration: { properties: Record<string, { anyOf: Array<{ items?: { enum: string[]; enumDescriptions: string[] } }> }> } };
+      contributes: {
+        configuration: {
+          properties: Record<string, { anyOf: Array<{ items?: { enum: string[]; enumDescriptions: string[] } }> }>;
+        };
+      };
     };
     const item = pkg.contributes.configuration.properties['agentkeep.codeLens'].anyOf[1].items!;
     assert.deepEqual(item.enum, [...RISK_CLASSES]);
@@ -189,8 +286,13 @@ describe('risk CodeLens helpers', () => {
         }
       }
     };
-    walk(JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'sidecar', 'protocol', 'protocol.schema.json'), 'utf8')));
-    assert.ok(enums.some((e) => JSON.stringify(e) === JSON.stringify([...RISK_CLASSES])), 'protocol.schema.json lists the classes (npx tsx scripts/write-protocol-schema.ts)');
+    walk(
+      JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'sidecar', 'protocol', 'protocol.schema.json'), 'utf8')),
+    );
+    assert.ok(
+      enums.some((e) => JSON.stringify(e) === JSON.stringify([...RISK_CLASSES])),
+      'protocol.schema.json lists the classes (npx tsx scripts/write-protocol-schema.ts)',
+    );
     for (const c of ['destructive', 'config']) assert.deepEqual(parseCodeLensFilter([c]), [c]);
   });
 
@@ -199,7 +301,11 @@ describe('risk CodeLens helpers', () => {
     const doc = TextDocument.create('file:///w/a.sh', 'shellscript', 1, text);
     const lenses = codeLensesFor(doc).map(resolveLens);
     assert.deepEqual(
-      lenses.map((l) => [l.range.start.line, (l.command!.arguments![0] as Arg).class, (l.command!.arguments![0] as Arg).reason]),
+      lenses.map((l) => [
+        l.range.start.line,
+        (l.command!.arguments![0] as Arg).class,
+        (l.command!.arguments![0] as Arg).reason,
+      ]),
       [
         [0, 'deps', 'deps: pip install changes project dependencies'],
         [0, 'deps', 'deps: pip install changes project dependencies'],
@@ -208,10 +314,15 @@ describe('risk CodeLens helpers', () => {
         [2, 'destructive', 'destructive: git reset --hard discards uncommitted changes'],
       ],
     );
-    assert.equal(lenses[2].command!.tooltip, 'Take a restore point, then run. destructive: git reset --hard discards uncommitted changes');
+    assert.equal(
+      lenses[2].command!.tooltip,
+      'Take a restore point, then run. destructive: git reset --hard discards uncommitted changes',
+    );
     assert.match(lenses[3].command!.tooltip!, /^Run without a restore point\. destructive: /);
     assert.deepEqual(
-      codeLensesFor(doc, ['config']).map(resolveLens).map((l) => [(l.command!.arguments![0] as Arg).line, (l.command!.arguments![0] as Arg).reason]),
+      codeLensesFor(doc, ['config'])
+        .map(resolveLens)
+        .map((l) => [(l.command!.arguments![0] as Arg).line, (l.command!.arguments![0] as Arg).reason]),
       [
         [4, 'config: echo >> ~/.bashrc appends to a shell start-up file'],
         [4, 'config: echo >> ~/.bashrc appends to a shell start-up file'],
@@ -235,7 +346,13 @@ describe('risk CodeLens helpers', () => {
   });
 
   it('answers provideCodeLenses for a 5,000-line file within a few milliseconds once warm', () => {
-    const lines = Array.from({ length: 5000 }, (_, i) => (i % 20 === 0 ? `pip install pkg${i % 200}` : i % 7 === 0 ? `echo "step ${i}" && ls -la` : `cp -r build/${i} dist/`));
+    const lines = Array.from({ length: 5000 }, (_, i) =>
+      i % 20 === 0
+        ? `pip install pkg${i % 200}`
+        : i % 7 === 0
+          ? `echo "step ${i}" && ls -la`
+          : `cp -r build/${i} dist/`,
+    );
     const text = lines.join('\n');
     const times: number[] = [];
     for (let k = 0; k < 15; k++) {

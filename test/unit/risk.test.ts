@@ -1,7 +1,18 @@
 import * as assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { scanText, scanCommands, scanNotebookCell, fileKind, evaluate, classifyCommand, configWriteTarget, evaluateCommands, parseCommandCases, type EvalLabel } from '../../sidecar/risk';
+import {
+  scanText,
+  scanCommands,
+  scanNotebookCell,
+  fileKind,
+  evaluate,
+  classifyCommand,
+  configWriteTarget,
+  evaluateCommands,
+  parseCommandCases,
+  type EvalLabel,
+} from '../../sidecar/risk';
 import { redirectTargets } from '../../sidecar/risk/shell';
 import { FIXTURES } from './helpers/paths';
 
@@ -41,13 +52,27 @@ describe('risk scan', () => {
       const r = evaluate(corpusFiles(), labels);
       assert.equal(r.files, 21);
       assert.equal(r.labels, labels.length);
-      assert.ok(r.overall.precision >= 0.98, `precision ${r.overall.precision}; false positives ${JSON.stringify(r.falsePositives)}`);
+      assert.ok(
+        r.overall.precision >= 0.98,
+        `precision ${r.overall.precision}; false positives ${JSON.stringify(r.falsePositives)}`,
+      );
       assert.ok(r.overall.recall >= 0.98, `recall ${r.overall.recall}; misses ${JSON.stringify(r.misses)}`);
       for (const [k, m] of [...Object.entries(r.byClass), ...Object.entries(r.byKind)]) {
         assert.ok(m.precision >= 0.9 && m.recall >= 0.9, `${k}: ${JSON.stringify(m)}`);
       }
       // every file kind of the issue is in the corpus and read as such
-      assert.deepEqual(Object.keys(r.byKind), ['compose', 'devcontainer', 'dockerfile', 'justfile', 'makefile', 'markdown', 'notebook', 'package-json', 'shell', 'workflow']);
+      assert.deepEqual(Object.keys(r.byKind), [
+        'compose',
+        'devcontainer',
+        'dockerfile',
+        'justfile',
+        'makefile',
+        'markdown',
+        'notebook',
+        'package-json',
+        'shell',
+        'workflow',
+      ]);
     });
 
     it('reports each labelled command with the label line span and normalised text', () => {
@@ -57,7 +82,8 @@ describe('risk scan', () => {
           const label = want.find((l) => l.line === finding.line);
           if (!label) continue;
           assert.equal(finding.endLine, label.end_line, `${file}:${finding.line} endLine`);
-          if (!/\.(ipynb)$/.test(file) && !/compose/.test(file)) assert.equal(finding.command, label.command, `${file}:${finding.line}`);
+          if (!/\.(ipynb)$/.test(file) && !/compose/.test(file))
+            assert.equal(finding.command, label.command, `${file}:${finding.line}`);
           assert.ok(finding.risk && finding.kind, 'kind and risk are filled in');
         }
       }
@@ -77,8 +103,20 @@ describe('risk scan', () => {
       assert.equal(r.overall.precision, 1 / 3);
       assert.equal(r.overall.recall, 1 / 3);
       assert.deepEqual(r.byClass.toolchain, { tp: 0, fp: 2, fn: 0, precision: 0, recall: 1 });
-      assert.deepEqual(r.misses.map((m) => [m.line, m.class, m.other]), [[2, 'deps', 'toolchain'], [3, 'system', undefined]]);
-      assert.deepEqual(r.falsePositives.map((m) => [m.line, m.class, m.other]), [[2, 'toolchain', 'deps'], [4, 'toolchain', undefined]]);
+      assert.deepEqual(
+        r.misses.map((m) => [m.line, m.class, m.other]),
+        [
+          [2, 'deps', 'toolchain'],
+          [3, 'system', undefined],
+        ],
+      );
+      assert.deepEqual(
+        r.falsePositives.map((m) => [m.line, m.class, m.other]),
+        [
+          [2, 'toolchain', 'deps'],
+          [4, 'toolchain', undefined],
+        ],
+      );
       assert.equal(r.byKind.shell.tp, 1);
     });
   });
@@ -322,7 +360,7 @@ describe('risk scan', () => {
       ['install -d ~/.config/x', null],
       ['curl -fsSL -o /tmp/x.tgz https://example.com/x.tgz', null],
       ['sudo add-apt-repository -y ppa:deadsnakes/ppa', null],
-      ["sudo sh -c 'echo \"deb https://example.com stable main\" > /etc/apt/sources.list.d/x.list'", 'config'],
+      ['sudo sh -c \'echo "deb https://example.com stable main" > /etc/apt/sources.list.d/x.list\'', 'config'],
       ['conda activate env', null],
       ['docker run -it --rm -p 8080:80 agent0ai/agent-zero', null],
       ['alias ni="npm install"', null],
@@ -356,7 +394,9 @@ describe('risk scan', () => {
       ],
     );
     assert.deepEqual(
-      f('i.ps1', 'Invoke-WebRequest https://example.com/i.ps1 -OutFile i.ps1\n.\\i.ps1 -Force\n& ./other.ps1\n').map(([l, , c]) => [l, c]),
+      f('i.ps1', 'Invoke-WebRequest https://example.com/i.ps1 -OutFile i.ps1\n.\\i.ps1 -Force\n& ./other.ps1\n').map(
+        ([l, , c]) => [l, c],
+      ),
       [[2, 'remote-code']],
     );
   });
@@ -408,7 +448,10 @@ describe('risk scan', () => {
         ['npx -y foo', 'remote-code'],
       ],
     );
-    assert.match(chain.risk, /^npx -y foo \(remote-code: runs code fetched from the network\); also sudo apt-get install -y jq \(system: /);
+    assert.match(
+      chain.risk,
+      /^npx -y foo \(remote-code: runs code fetched from the network\); also sudo apt-get install -y jq \(system: /,
+    );
     assert.equal(scanText('setup.sh', text)[0].kind, 'shell');
   });
 
@@ -421,16 +464,33 @@ describe('risk scan', () => {
   });
 
   it('keeps a quoted string that runs over several lines in one command (help text is not a command)', () => {
-    const text = ['usage() {', '  echo "Install the CLI first:', '    npm install -g example-cli', '  then run it"', '}', "python3 -c '", 'import os', 'os.system("pip install x")', "'", 'brew install jq'].join('\n');
+    const text = [
+      'usage() {',
+      '  echo "Install the CLI first:',
+      '    npm install -g example-cli',
+      '  then run it"',
+      '}',
+      "python3 -c '",
+      'import os',
+      'os.system("pip install x")',
+      "'",
+      'brew install jq',
+    ].join('\n');
     assert.deepEqual(f('u.sh', text), [[10, 10, 'toolchain', 'brew install jq']]);
     // a stray apostrophe in a fence does not swallow the rest of the block
-    assert.deepEqual(f('a.md', "```bash\nDon't run this twice\npip install x\n```\n"), [[3, 3, 'deps', 'pip install x']]);
+    assert.deepEqual(f('a.md', "```bash\nDon't run this twice\npip install x\n```\n"), [
+      [3, 3, 'deps', 'pip install x'],
+    ]);
     // a quoted argument spanning lines belongs to the command that starts it
-    assert.deepEqual(f('c.sh', 'docker run -d --name x -e "A=1\nB=2" redis\n'), [[1, 2, 'system', 'docker run -d --name x -e "A=1 B=2" redis']]);
+    assert.deepEqual(f('c.sh', 'docker run -d --name x -e "A=1\nB=2" redis\n'), [
+      [1, 2, 'system', 'docker run -d --name x -e "A=1 B=2" redis'],
+    ]);
   });
 
   it('handles CRLF line endings', () => {
-    assert.deepEqual(f('w.sh', 'echo hi\r\nnpm install \\\r\n  left-pad\r\n'), [[2, 3, 'deps', 'npm install left-pad']]);
+    assert.deepEqual(f('w.sh', 'echo hi\r\nnpm install \\\r\n  left-pad\r\n'), [
+      [2, 3, 'deps', 'npm install left-pad'],
+    ]);
   });
 
   it('reads only shell, console, PowerShell and untagged fences in Markdown', () => {
@@ -545,7 +605,19 @@ describe('risk scan', () => {
       [7, 8, 'system', 'sudo apt-get install -y jq'],
       // line 11: a recursive `$(MAKE) install` runs this file's own install recipe, labelled where it is
     ]);
-    const just = ['set shell := ["bash", "-uc"]', 'setup:', '    uv sync --frozen', '    @echo "uv sync"', '[no-cd]', 'tools:', '    -uv tool install x', 'add pkg:', '    uv add {{pkg}}', 'fmt:', '    uvx ruff format .'].join('\n');
+    const just = [
+      'set shell := ["bash", "-uc"]',
+      'setup:',
+      '    uv sync --frozen',
+      '    @echo "uv sync"',
+      '[no-cd]',
+      'tools:',
+      '    -uv tool install x',
+      'add pkg:',
+      '    uv add {{pkg}}',
+      'fmt:',
+      '    uvx ruff format .',
+    ].join('\n');
     assert.deepEqual(f('justfile', just), [
       [3, 3, 'deps', 'uv sync --frozen'],
       [7, 7, 'toolchain', 'uv tool install x'],
@@ -642,10 +714,39 @@ describe('risk scan', () => {
     const nb = {
       cells: [
         { cell_type: 'markdown', metadata: {}, source: ['Run `!pip install x` first\n', '!pip install in-markdown'] },
-        { cell_type: 'code', metadata: {}, outputs: [], source: ['%%capture\n', '!pip install -U a\n', '%pip show a\n', '# !pip install b\n', 'import os\n', 'os.system("pip install c")\n', 'files = !apt-get install -y d'] },
-        { cell_type: 'code', metadata: {}, outputs: [], source: ['%%bash\n', 'set -e\n', 'sudo apt-get install -y e\n', 'npm i -g f'] },
+        {
+          cell_type: 'code',
+          metadata: {},
+          outputs: [],
+          source: [
+            '%%capture\n',
+            '!pip install -U a\n',
+            '%pip show a\n',
+            '# !pip install b\n',
+            'import os\n',
+            'os.system("pip install c")\n',
+            'files = !apt-get install -y d',
+          ],
+        },
+        {
+          cell_type: 'code',
+          metadata: {},
+          outputs: [],
+          source: ['%%bash\n', 'set -e\n', 'sudo apt-get install -y e\n', 'npm i -g f'],
+        },
         { cell_type: 'code', metadata: {}, outputs: [], source: ['%%writefile setup.sh\n', 'pip install g'] },
-        { cell_type: 'code', metadata: {}, outputs: [], source: ['%conda install -y h\n', '!{sys.executable} -m pip install --upgrade \\\n', '    i \\\n', '    j\n', '%uv pip install k'] },
+        {
+          cell_type: 'code',
+          metadata: {},
+          outputs: [],
+          source: [
+            '%conda install -y h\n',
+            '!{sys.executable} -m pip install --upgrade \\\n',
+            '    i \\\n',
+            '    j\n',
+            '%uv pip install k',
+          ],
+        },
         { cell_type: 'code', metadata: {}, outputs: [], source: '!npx -y l\n!pip list' },
       ],
       metadata: {},
@@ -666,7 +767,9 @@ describe('risk scan', () => {
     ]);
     // one cell's text, as the editor holds it for a notebook cell document (lines within the cell)
     assert.deepEqual(
-      scanNotebookCell('import sys\n%pip install -q peft\n!apt-get -qq update\n!apt-get -qq install -y git-lfs\n').map((c) => [c.line, c.class, c.text]),
+      scanNotebookCell('import sys\n%pip install -q peft\n!apt-get -qq update\n!apt-get -qq install -y git-lfs\n').map(
+        (c) => [c.line, c.class, c.text],
+      ),
       [
         [2, 'deps', 'pip install -q peft'],
         [4, 'system', 'apt-get -qq install -y git-lfs'],
@@ -686,7 +789,15 @@ describe('risk scan', () => {
       {
         name: 'x',
         description: 'install with npm install -g x',
-        scripts: { build: 'tsc -b', preinstall: 'npx only-allow pnpm', postinstall: 'patch-package', lint: 'npx eslint .', fmt: 'npx prettier-plugin-foo .', setup: 'npm ci && npx -y x@1', link: 'npm link' },
+        scripts: {
+          build: 'tsc -b',
+          preinstall: 'npx only-allow pnpm',
+          postinstall: 'patch-package',
+          lint: 'npx eslint .',
+          fmt: 'npx prettier-plugin-foo .',
+          setup: 'npm ci && npx -y x@1',
+          link: 'npm link',
+        },
         devDependencies: { eslint: '^9', 'prettier-plugin-foo': '^1' },
       },
       null,
@@ -743,7 +854,9 @@ describe('risk scan', () => {
   });
 
   it('is fast enough for CodeLens on every request', () => {
-    const big = Array.from({ length: 5000 }, (_, i) => (i % 10 === 0 ? `npm install pkg${i}` : `echo line ${i} && ls -la /tmp`)).join('\n');
+    const big = Array.from({ length: 5000 }, (_, i) =>
+      i % 10 === 0 ? `npm install pkg${i}` : `echo line ${i} && ls -la /tmp`,
+    ).join('\n');
     const t0 = process.hrtime.bigint();
     const found = scanText('big.sh', big);
     const ms = Number(process.hrtime.bigint() - t0) / 1e6;
@@ -759,7 +872,8 @@ describe('risk classes destructive and config, the wider system class, wrappers 
     for (const [cmd, want, why] of cases) {
       const v = classifyCommand(cmd);
       if ((v?.class ?? null) !== want) wrong.push(`${cmd}: want ${want}, got ${v?.class ?? null} (${v?.reason ?? ''})`);
-      else if (why && !why.test(v!.reason)) wrong.push(`${cmd}: reason ${JSON.stringify(v!.reason)} does not match ${why}`);
+      else if (why && !why.test(v!.reason))
+        wrong.push(`${cmd}: reason ${JSON.stringify(v!.reason)} does not match ${why}`);
     }
     assert.deepEqual(wrong, []);
   }
@@ -769,7 +883,11 @@ describe('risk classes destructive and config, the wider system class, wrappers 
       ['rm -rf *', 'destructive', /^destructive: rm -rf \* deletes everything under it$/],
       ['rm -rf "$HOME"', 'destructive', /deletes everything under it/],
       ['rm -f ~/', 'destructive'],
-      ['rm -rf /Users/me/project/scripts', 'destructive', /^destructive: rm -rf \/Users\/me\/project\/scripts deletes files for good$/],
+      [
+        'rm -rf /Users/me/project/scripts',
+        'destructive',
+        /^destructive: rm -rf \/Users\/me\/project\/scripts deletes files for good$/,
+      ],
       ['rm -r -- /tmp/plan-stage', 'destructive'], // a recursive delete in /tmp still lost user files (openai/codex#42253)
       ['rm /home/me/bots/logic.mjs', 'destructive', /outside the project/],
       ['rm $HERMES_HOME/state.db', 'destructive', /the agent's home/],
@@ -823,9 +941,13 @@ describe('risk classes destructive and config, the wider system class, wrappers 
     ]);
   });
 
-  it('config: the agent\'s and the machine\'s configuration, written by its tools, redirections, tee, cp, sed -i, heredocs', () => {
+  it("config: the agent's and the machine's configuration, written by its tools, redirections, tee, cp, sed -i, heredocs", () => {
     check([
-      ['hermes config set model.provider openrouter', 'config', /^config: hermes config set rewrites the agent's config\.yaml$/],
+      [
+        'hermes config set model.provider openrouter',
+        'config',
+        /^config: hermes config set rewrites the agent's config\.yaml$/,
+      ],
       ['hermes config migrate', 'config'],
       ['hermes model', 'config'],
       ['hermes doctor --fix', 'config'],
@@ -840,16 +962,28 @@ describe('risk classes destructive and config, the wider system class, wrappers 
       ['crontab -e', 'config'],
       ['crontab jobs.txt', 'config'],
       ['systemctl edit hermes-gateway', 'config'],
-      ["sed -i 's/^#Port 22/Port 2222/' /etc/ssh/sshd_config", 'config', /^config: sed -i rewrites \/etc\/ssh\/sshd_config \(the SSH server configuration\)$/],
+      [
+        "sed -i 's/^#Port 22/Port 2222/' /etc/ssh/sshd_config",
+        'config',
+        /^config: sed -i rewrites \/etc\/ssh\/sshd_config \(the SSH server configuration\)$/,
+      ],
       ["sed -i.bak 's/KEY=.*/KEY=x/' .env", 'config', /secrets/],
       ["sed -e 's/a/b/' -i ~/.hermes/config.yaml", 'config'],
       ["perl -pi -e 's/on/off/' ~/.hermes/config.yaml", 'config'],
-      ["echo 'export PATH=$HOME/.local/bin:$PATH' >> ~/.bashrc", 'config', /^config: echo >> ~\/\.bashrc appends to a shell start-up file$/],
+      [
+        "echo 'export PATH=$HOME/.local/bin:$PATH' >> ~/.bashrc",
+        'config',
+        /^config: echo >> ~\/\.bashrc appends to a shell start-up file$/,
+      ],
       ['echo "export X=1" >>"$HOME/.zshrc"', 'config'],
       ["cat > ~/.hermes/config.yaml <<'EOF'", 'config', /overwrites the agent's own configuration/],
       ['cat > "$HERMES_HOME/.env" <<ENV', 'config'],
       ['cat << EOF > /etc/docker/daemon.json', 'config', /Docker daemon/],
-      ['echo \'{"log-driver":"local"}\' | sudo tee /etc/docker/daemon.json', 'config', /^config: tee \/etc\/docker\/daemon\.json writes the Docker daemon configuration$/],
+      [
+        'echo \'{"log-driver":"local"}\' | sudo tee /etc/docker/daemon.json',
+        'config',
+        /^config: tee \/etc\/docker\/daemon\.json writes the Docker daemon configuration$/,
+      ],
       ['cat key.pub | tee -a ~/.ssh/authorized_keys', 'config'],
       ['cp cli-config.yaml.example ~/.hermes/config.yaml', 'config', /replaces/],
       ['sudo install -m 644 app.service /etc/systemd/system/app.service', 'config', /a systemd unit/],
@@ -861,7 +995,11 @@ describe('risk classes destructive and config, the wider system class, wrappers 
 
   it('system, wider: ownership and modes of system or home paths, users, firewall, package holds, kernel and service settings', () => {
     check([
-      ['sudo chown -R $USER:$(id -gn) /usr && sudo chmod -R u+w /usr', 'system', /chown -R \/usr changes ownership of a system or home path/],
+      [
+        'sudo chown -R $USER:$(id -gn) /usr && sudo chmod -R u+w /usr',
+        'system',
+        /chown -R \/usr changes ownership of a system or home path/,
+      ],
       ['sudo chown root:root /home', 'system'],
       ['chmod 700 /home/ubuntu/.hermes', 'system'],
       ['chown -R ubuntu:ubuntu /home/ubuntu/.hermes', 'system'],
@@ -888,9 +1026,16 @@ describe('risk classes destructive and config, the wider system class, wrappers 
       ['${SUDO} apt-get install -y jq', 'system'],
       ['$SUDO apt-get install -y jq', 'system'],
       ['$STD apt install -y git', 'system'],
-      ['$STD setsid --wait env HOME=/home/h bash <(curl -fsSL https://example.com/install.sh) --skip-setup', 'remote-code'],
+      [
+        '$STD setsid --wait env HOME=/home/h bash <(curl -fsSL https://example.com/install.sh) --skip-setup',
+        'remote-code',
+      ],
       ['ssh prod "sudo apt-get install -y nginx"', 'system', /\(on prod\)$/],
-      ["ssh -i key.pem ubuntu@10.0.0.5 'rm -rf /srv/app'", 'destructive', /^destructive: rm -rf \/srv\/app deletes files for good \(on 10\.0\.0\.5\)$/],
+      [
+        "ssh -i key.pem ubuntu@10.0.0.5 'rm -rf /srv/app'",
+        'destructive',
+        /^destructive: rm -rf \/srv\/app deletes files for good \(on 10\.0\.0\.5\)$/,
+      ],
       ['multipass exec vm1 -- sudo apt install -y git', 'system', /\(in multipass vm1\)$/],
       ['proot-distro login ubuntu -- apt install -y python3', 'system', /\(in proot-distro ubuntu\)$/],
       ['kubectl exec -it web-0 -- rm -rf /data', 'destructive', /\(in pod web-0\)$/],
@@ -988,7 +1133,7 @@ describe('risk classes destructive and config, the wider system class, wrappers 
       ['mise ls', null],
       ['mise run setup', null],
       ['ssh prod "uptime"', null],
-      ["ssh -o ConnectTimeout=5 user@host 'echo hello' 2>&1; echo \"EXIT: $?\"", null],
+      ['ssh -o ConnectTimeout=5 user@host \'echo hello\' 2>&1; echo "EXIT: $?"', null],
       ['multipass exec vm1 -- ls', null],
       ['proot-distro login ubuntu', null],
       ['grep -rn "rm -rf" .', null],
@@ -1001,19 +1146,27 @@ describe('risk classes destructive and config, the wider system class, wrappers 
   });
 
   it('classifyCommand reads a short script: heredoc into a config file is config, its body is data; the top part names the reason', () => {
-    const v = classifyCommand("mkdir -p ~/.hermes\ncat > ~/.hermes/config.yaml <<'EOF'\nmodel: x\nterminal: pip install nope\nEOF\nhermes gateway restart\n");
+    const v = classifyCommand(
+      "mkdir -p ~/.hermes\ncat > ~/.hermes/config.yaml <<'EOF'\nmodel: x\nterminal: pip install nope\nEOF\nhermes gateway restart\n",
+    );
     assert.equal(v?.class, 'config');
     assert.equal(v?.reason, "config: cat > ~/.hermes/config.yaml overwrites the agent's own configuration");
-    assert.deepEqual(v?.parts.map((p) => [p.class, p.text]), [['config', "cat > ~/.hermes/config.yaml <<'EOF'"]]);
+    assert.deepEqual(
+      v?.parts.map((p) => [p.class, p.text]),
+      [['config', "cat > ~/.hermes/config.yaml <<'EOF'"]],
+    );
     const chain = classifyCommand('git stash && git reset --hard origin/main && npm ci');
     assert.equal(chain?.class, 'destructive');
-    assert.deepEqual(chain?.parts.map((p) => p.class), ['destructive', 'deps']);
+    assert.deepEqual(
+      chain?.parts.map((p) => p.class),
+      ['destructive', 'deps'],
+    );
     assert.equal(classifyCommand('ls -la && git status'), null);
   });
 
   it('finds redirection targets outside quotes and substitutions; knows which written paths are configuration', () => {
-    assert.deepEqual(redirectTargets("echo x >> ~/.bashrc 2>/dev/null"), [{ op: '>>', target: '~/.bashrc' }]);
-    assert.deepEqual(redirectTargets("echo 'a > b' \"c > d\" $(x > y)"), []);
+    assert.deepEqual(redirectTargets('echo x >> ~/.bashrc 2>/dev/null'), [{ op: '>>', target: '~/.bashrc' }]);
+    assert.deepEqual(redirectTargets('echo \'a > b\' "c > d" $(x > y)'), []);
     assert.deepEqual(redirectTargets('make 2>&1 >out.log'), [{ op: '>', target: 'out.log' }]);
     assert.deepEqual(redirectTargets('x &> all.log'), [{ op: '>', target: 'all.log' }]);
     assert.deepEqual(redirectTargets('echo "x" >"$HOME/.zshrc"'), [{ op: '>', target: '$HOME/.zshrc' }]);
@@ -1042,21 +1195,33 @@ describe('risk classes destructive and config, the wider system class, wrappers 
   });
 
   it('reaches precision and recall >= 0.95 on the agent commands, dev and held-out, detection and class-exact', () => {
-    const cases = parseCommandCases(readFileSync(path.join(__dirname, '..', 'cases', 'agent-commands', 'commands.jsonl'), 'utf8'));
+    const cases = parseCommandCases(
+      readFileSync(path.join(__dirname, '..', 'cases', 'agent-commands', 'commands.jsonl'), 'utf8'),
+    );
     assert.ok(cases.length >= 400, `${cases.length} cases`);
     const r = evaluateCommands(cases, (c) => classifyCommand(c)?.class ?? null);
     for (const [name, s] of [
       ['dev', r.dev],
       ['held-out', r.heldOut],
     ] as const) {
-      for (const m of [s.detection, s.exact]) assert.ok(m.precision >= 0.95 && m.recall >= 0.95, `${name}: ${JSON.stringify(m)}; misses ${JSON.stringify(s.misses)}`);
+      for (const m of [s.detection, s.exact])
+        assert.ok(
+          m.precision >= 0.95 && m.recall >= 0.95,
+          `${name}: ${JSON.stringify(m)}; misses ${JSON.stringify(s.misses)}`,
+        );
     }
     // every class is in both splits
-    for (const c of ['deps', 'toolchain', 'config', 'system', 'destructive', 'remote-code']) assert.ok(r.dev.byClass[c]?.cases && r.heldOut.byClass[c]?.cases, c);
+    for (const c of ['deps', 'toolchain', 'config', 'system', 'destructive', 'remote-code'])
+      assert.ok(r.dev.byClass[c]?.cases && r.heldOut.byClass[c]?.cases, c);
   });
 
   it('classifies one command well under 1 ms', () => {
-    const cmds = ['git reset --hard origin/main', "ssh prod 'sudo apt-get install -y nginx && systemctl enable --now nginx'", 'echo x >> ~/.bashrc', 'ls -la'];
+    const cmds = [
+      'git reset --hard origin/main',
+      "ssh prod 'sudo apt-get install -y nginx && systemctl enable --now nginx'",
+      'echo x >> ~/.bashrc',
+      'ls -la',
+    ];
     for (const c of cmds) classifyCommand(c);
     const t0 = process.hrtime.bigint();
     for (let k = 0; k < 200; k++) for (const c of cmds) classifyCommand(c);

@@ -19,7 +19,10 @@ describe('target.describe: backends own their strings and capabilities', () => {
   it('every registered backend parses its own example and says what its backends can do', () => {
     const layout = new StateLayout('/tmp/agentkeep-describe-test-state');
     const objects = new ObjectStore(layout.objectsDir);
-    assert.deepEqual(backends().map((f) => f.scheme), ['dir', 'btrfs', 'qemu', 'proxmox']);
+    assert.deepEqual(
+      backends().map((f) => f.scheme),
+      ['dir', 'btrfs', 'qemu', 'proxmox'],
+    );
     for (const f of backends()) {
       assert.ok(f.example.startsWith(f.prefix), `${f.scheme}: the example starts with ${f.prefix}`);
       assert.ok(f.forms.length > 0 && f.forms.every((x) => x.startsWith(f.prefix)), `${f.scheme}: forms`);
@@ -46,12 +49,27 @@ describe('target.describe: backends own their strings and capabilities', () => {
 
   it('dir and btrfs targets have a local root; qemu and proxmox targets do not', () => {
     const btrfs = describeTarget('btrfs:///srv/agent/');
-    assert.deepEqual([btrfs.target, btrfs.localRoot, btrfs.name, btrfs.kind, btrfs.snapshotNoun], ['btrfs:/srv/agent', '/srv/agent', 'agent', 'directory', 'btrfs snapshot']);
+    assert.deepEqual(
+      [btrfs.target, btrfs.localRoot, btrfs.name, btrfs.kind, btrfs.snapshotNoun],
+      ['btrfs:/srv/agent', '/srv/agent', 'agent', 'directory', 'btrfs snapshot'],
+    );
     assert.equal(btrfs.capabilities.speedClass, 'instant');
     const dir = describeTarget('dir:/home/me/.hermes');
-    assert.deepEqual([dir.localRoot, dir.name, dir.kind, dir.capabilities.diff], ['/home/me/.hermes', '.hermes', 'directory', true]);
+    assert.deepEqual(
+      [dir.localRoot, dir.name, dir.kind, dir.capabilities.diff],
+      ['/home/me/.hermes', '.hermes', 'directory', true],
+    );
     const qemu = describeTarget('qemu:/run/vm/qmp.sock');
-    assert.deepEqual([qemu.localRoot, qemu.kind, qemu.capabilities.ramState, qemu.capabilities.ramStateOnRequest, qemu.capabilities.canRunWhileRunning], [undefined, 'vm', true, false, false]);
+    assert.deepEqual(
+      [
+        qemu.localRoot,
+        qemu.kind,
+        qemu.capabilities.ramState,
+        qemu.capabilities.ramStateOnRequest,
+        qemu.capabilities.canRunWhileRunning,
+      ],
+      [undefined, 'vm', true, false, false],
+    );
     assert.equal(qemu.guest, undefined);
   });
 
@@ -60,9 +78,23 @@ describe('target.describe: backends own their strings and capabilities', () => {
     assert.deepEqual(vm.guest, { host: 'pve.lan', port: 8443, node: 'pve1', type: 'qemu', vmid: 101 });
     assert.deepEqual([vm.name, vm.kind, vm.localRoot], ['VM 101', 'vm', undefined]);
     const c = vm.capabilities;
-    assert.deepEqual([c.ramState, c.ramStateOnRequest, c.guestAccess, c.guestWriteMaxBytes, c.rollbackStopsGuest, c.startAfterRollback, c.discover], [true, true, true, 61440, true, true, true]);
+    assert.deepEqual(
+      [
+        c.ramState,
+        c.ramStateOnRequest,
+        c.guestAccess,
+        c.guestWriteMaxBytes,
+        c.rollbackStopsGuest,
+        c.startAfterRollback,
+        c.discover,
+      ],
+      [true, true, true, 61440, true, true, true],
+    );
     const ct = describeTarget('proxmox://pve.lan/-/lxc/200');
-    assert.deepEqual([ct.name, ct.kind, ct.capabilities.ramState, ct.capabilities.guestAccess, ct.capabilities.guestWriteMaxBytes], ['container 200', 'container', false, false, undefined]);
+    assert.deepEqual(
+      [ct.name, ct.kind, ct.capabilities.ramState, ct.capabilities.guestAccess, ct.capabilities.guestWriteMaxBytes],
+      ['container 200', 'container', false, false, undefined],
+    );
   });
 
   it('target.describe answers for an unreachable target (no I/O) and refuses what does not parse', async () => {
@@ -72,7 +104,9 @@ describe('target.describe: backends own their strings and capabilities', () => {
       const missing = `dir:${path.join(s.base, 'missing')}`;
       const d = (await dispatch(core, 'agentkeep/target.describe', { target: missing })) as TargetDescription;
       assert.equal(d.localRoot, path.join(s.base, 'missing'));
-      const pve = (await dispatch(core, 'agentkeep/target.describe', { target: 'proxmox://127.0.0.1:1/-/qemu/101' })) as TargetDescription;
+      const pve = (await dispatch(core, 'agentkeep/target.describe', {
+        target: 'proxmox://127.0.0.1:1/-/qemu/101',
+      })) as TargetDescription;
       assert.equal(pve.guest?.vmid, 101);
       await assert.rejects(dispatch(core, 'agentkeep/target.describe', { target: 'ftp:/x' }), (e: AgentKeepError) => {
         assert.equal(e.kind, 'BadTarget');

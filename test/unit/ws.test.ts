@@ -66,7 +66,15 @@ describe('agentkeep serve --ws (WebSocket)', function () {
   });
 
   async function start(): Promise<void> {
-    child = startSidecar(['serve', '--ws', '127.0.0.1:0', '--token-file', tokenFile, '--state-dir', path.join(tmp, 'state')]);
+    child = startSidecar([
+      'serve',
+      '--ws',
+      '127.0.0.1:0',
+      '--token-file',
+      tokenFile,
+      '--state-dir',
+      path.join(tmp, 'state'),
+    ]);
     const m = await waitForStderr(child, /agentkeep: listening on (ws:\/\/127\.0\.0\.1:(\d+))\n/);
     assert.notEqual(m[2], '0', 'the real port is printed');
     url = m[1];
@@ -86,7 +94,14 @@ describe('agentkeep serve --ws (WebSocket)', function () {
     // raw frame: one message in, one message out
     const raw = await open(url, token);
     const reply = new Promise<any>((r) => raw.once('message', (d) => r(JSON.parse(d.toString()))));
-    raw.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { processId: 999999999, capabilities: {} } }));
+    raw.send(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { processId: 999999999, capabilities: {} },
+      }),
+    );
     const init = await reply;
     assert.equal(init.id, 1);
     assert.deepEqual(init.result.capabilities.codeLensProvider, { resolveProvider: true });
@@ -97,13 +112,23 @@ describe('agentkeep serve --ws (WebSocket)', function () {
     assert.equal(pe.id, null);
     assert.equal(pe.error.code, -32700);
     const again = new Promise<any>((r) => raw.once('message', (d) => r(JSON.parse(d.toString()))));
-    raw.send(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'agentkeep/restorePoint.list', params: { target: 'dir:' + agent } }));
+    raw.send(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'agentkeep/restorePoint.list',
+        params: { target: 'dir:' + agent },
+      }),
+    );
     assert.equal((await again).id, 2);
     raw.close();
 
     // a second socket with a real JSON-RPC client; the server survived the bogus processId above
     const ws = await open(url, token);
-    const conn: MessageConnection = createMessageConnection(new WebSocketMessageReader(ws), new WebSocketMessageWriter(ws));
+    const conn: MessageConnection = createMessageConnection(
+      new WebSocketMessageReader(ws),
+      new WebSocketMessageWriter(ws),
+    );
     const notes: Array<{ method: string; params: any }> = [];
     conn.onNotification((method: string, params: unknown) => {
       notes.push({ method, params });
@@ -114,7 +139,12 @@ describe('agentkeep serve --ws (WebSocket)', function () {
 
     const uri = pathToFileURL(path.join(agent, 'README.md')).href;
     await conn.sendNotification('textDocument/didOpen', {
-      textDocument: { uri, languageId: 'markdown', version: 1, text: '# Setup\n\n```bash\ncurl -fsSL https://example.com/i.sh | bash\n```\n' },
+      textDocument: {
+        uri,
+        languageId: 'markdown',
+        version: 1,
+        text: '# Setup\n\n```bash\ncurl -fsSL https://example.com/i.sh | bash\n```\n',
+      },
     });
     const ranged = (await conn.sendRequest('textDocument/codeLens', { textDocument: { uri } })) as CodeLens[];
     const lenses = await Promise.all(ranged.map((l) => conn.sendRequest('codeLens/resolve', l) as Promise<CodeLens>));
@@ -128,12 +158,25 @@ describe('agentkeep serve --ws (WebSocket)', function () {
 
     const target = `dir:${agent}`;
     assert.deepEqual(await conn.sendRequest('agentkeep/restorePoint.list', { target }), []);
-    const rp = (await conn.sendRequest('agentkeep/restorePoint.create', { target, label: 'over ws', progressToken: 'p1' })) as any;
+    const rp = (await conn.sendRequest('agentkeep/restorePoint.create', {
+      target,
+      label: 'over ws',
+      progressToken: 'p1',
+    })) as any;
     const list = (await conn.sendRequest('agentkeep/restorePoint.list', { target })) as any[];
-    assert.deepEqual(list.map((p) => p.id), [rp.id]);
+    assert.deepEqual(
+      list.map((p) => p.id),
+      [rp.id],
+    );
     await new Promise((r) => setTimeout(r, 200));
-    assert.ok(notes.some((n) => n.method === 'agentkeep/changed' && n.params.target === target), `changed notification; got ${JSON.stringify(notes)}`);
-    assert.ok(notes.some((n) => n.method === 'agentkeep/progress' && n.params.token === 'p1'), 'progress notification');
+    assert.ok(
+      notes.some((n) => n.method === 'agentkeep/changed' && n.params.target === target),
+      `changed notification; got ${JSON.stringify(notes)}`,
+    );
+    assert.ok(
+      notes.some((n) => n.method === 'agentkeep/progress' && n.params.token === 'p1'),
+      'progress notification',
+    );
 
     // LSP exit on one socket closes that socket only; the server keeps serving others
     const closed = new Promise((r) => ws.once('close', r));
@@ -167,8 +210,19 @@ describe('agentkeep serve --ws (WebSocket)', function () {
   });
 
   it('warns when bound to a non-loopback address', async () => {
-    child = startSidecar(['serve', '--ws', '0.0.0.0:0', '--token-file', tokenFile, '--state-dir', path.join(tmp, 'state')]);
-    const m = await waitForStderr(child, /warning: listening on non-loopback 0\.0\.0\.0; reach it through an SSH tunnel[^\n]*\n[\s\S]*listening on ws:\/\/0\.0\.0\.0:(\d+)/);
+    child = startSidecar([
+      'serve',
+      '--ws',
+      '0.0.0.0:0',
+      '--token-file',
+      tokenFile,
+      '--state-dir',
+      path.join(tmp, 'state'),
+    ]);
+    const m = await waitForStderr(
+      child,
+      /warning: listening on non-loopback 0\.0\.0\.0; reach it through an SSH tunnel[^\n]*\n[\s\S]*listening on ws:\/\/0\.0\.0\.0:(\d+)/,
+    );
     assert.ok(Number(m[1]) > 0);
   });
 
@@ -177,8 +231,14 @@ describe('agentkeep serve --ws (WebSocket)', function () {
     assert.deepEqual(parseHostPort('[::1]:0'), { host: '::1', port: 0 });
     assert.deepEqual(parseHostPort(':8080'), { host: '127.0.0.1', port: 8080 });
     assert.deepEqual(parseHostPort('9000'), { host: '127.0.0.1', port: 9000 });
-    assert.throws(() => parseHostPort('host'), (e: any) => /HOST:PORT/.test(e.hint) && /"host"/.test(e.message));
-    assert.throws(() => parseHostPort('h:99999'), (e: any) => /HOST:PORT/.test(e.hint));
+    assert.throws(
+      () => parseHostPort('host'),
+      (e: any) => /HOST:PORT/.test(e.hint) && /"host"/.test(e.message),
+    );
+    assert.throws(
+      () => parseHostPort('h:99999'),
+      (e: any) => /HOST:PORT/.test(e.hint),
+    );
     assert.equal(tokenMatches('Bearer abc', 'abc'), true);
     assert.equal(tokenMatches('bearer  abc ', 'abc'), true);
     assert.equal(tokenMatches('Bearer abd', 'abc'), false);

@@ -37,7 +37,8 @@ export function buildRows(stores: readonly StoreView[], findings: readonly LintF
   const out: Row[] = [];
   for (const s of stores) {
     for (const f of s.files) {
-      for (const e of f.entries) out.push({ store: s.store, file: f, entry: e, findings: findings.filter((x) => x.entries.includes(e.id)) });
+      for (const e of f.entries)
+        out.push({ store: s.store, file: f, entry: e, findings: findings.filter((x) => x.entries.includes(e.id)) });
     }
   }
   return out;
@@ -54,7 +55,14 @@ export function rowMatches(r: Row, filter: Filter): boolean {
   if (filter.finding && filter.finding !== '*' && !r.findings.some((f) => f.kind === filter.finding)) return false;
   if (filter.text) {
     const hay = `${r.entry.text}\n${r.entry.id}\n${r.entry.source ?? ''}\n${r.file.file}`.toLowerCase();
-    if (!filter.text.toLowerCase().split(/\s+/).filter(Boolean).every((w) => hay.includes(w))) return false;
+    if (
+      !filter.text
+        .toLowerCase()
+        .split(/\s+/)
+        .filter(Boolean)
+        .every((w) => hay.includes(w))
+    )
+      return false;
   }
   return true;
 }
@@ -91,7 +99,9 @@ export function readableMessage(msg: string): string {
   try {
     const o = JSON.parse(msg) as unknown;
     if (o && typeof o === 'object' && !Array.isArray(o)) {
-      const entries = Object.entries(o as Record<string, unknown>).sort(([a], [b]) => Number(a === 'content') - Number(b === 'content'));
+      const entries = Object.entries(o as Record<string, unknown>).sort(
+        ([a], [b]) => Number(a === 'content') - Number(b === 'content'),
+      );
       return entries.map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`).join('\n');
     }
   } catch {

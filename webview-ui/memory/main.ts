@@ -41,7 +41,11 @@ const vscode = acquireVsCodeApi();
 const app = document.getElementById('app') as HTMLElement;
 
 type Props = Partial<Record<'className' | 'textContent' | 'id' | 'title' | 'role', string>>;
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, props: Props = {}, ...children: (Node | string)[]): HTMLElementTagNameMap[K] {
+function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  props: Props = {},
+  ...children: (Node | string)[]
+): HTMLElementTagNameMap[K] {
   const e = document.createElement(tag);
   Object.assign(e, props);
   for (const c of children) e.append(c);
@@ -49,7 +53,11 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, props: Props = {}, ..
 }
 
 /** A vscode-elements component (custom element) with attributes. */
-function vsc(tag: string, attrs: Record<string, string | boolean> = {}, ...children: (Node | string)[]): HTMLElement & { value: string; disabled: boolean } {
+function vsc(
+  tag: string,
+  attrs: Record<string, string | boolean> = {},
+  ...children: (Node | string)[]
+): HTMLElement & { value: string; disabled: boolean } {
   const e = document.createElement(tag) as HTMLElement & { value: string; disabled: boolean };
   for (const [k, v] of Object.entries(attrs)) {
     if (v === false) continue;
@@ -76,16 +84,27 @@ function matches(r: Row): boolean {
   return rowMatches(r, filter);
 }
 
-function select(label: string, value: string, options: Array<[string, string]>, onChange: (v: string) => void): HTMLElement {
+function select(
+  label: string,
+  value: string,
+  options: Array<[string, string]>,
+  onChange: (v: string) => void,
+): HTMLElement {
   const s = vsc('vscode-single-select', { 'aria-label': label });
-  for (const [v, text] of options) s.append(vsc('vscode-option', { value: v, ...(v === value ? { selected: true } : {}) }, text));
+  for (const [v, text] of options)
+    s.append(vsc('vscode-option', { value: v, ...(v === value ? { selected: true } : {}) }, text));
   s.addEventListener('change', () => onChange(s.value));
   return el('label', {}, label, s);
 }
 
 function toolbar(): HTMLElement {
   const bar = el('div', { className: 'toolbar', role: 'search' });
-  const search = vsc('vscode-textfield', { placeholder: 'Search entries (press / )', 'aria-label': 'Search memory entries', type: 'search', value: filter.text });
+  const search = vsc('vscode-textfield', {
+    placeholder: 'Search entries (press / )',
+    'aria-label': 'Search memory entries',
+    type: 'search',
+    value: filter.text,
+  });
   search.value = filter.text;
   search.id = 'search';
   search.addEventListener('input', () => {
@@ -98,9 +117,23 @@ function toolbar(): HTMLElement {
   const pickStore = (v: string): void => ((filter.store = v), renderList());
   bar.append(select('Store', filter.store, [['', 'All stores'], ...storeOptions], pickStore));
   const areas = [...new Set(rows().map((r) => areaOf(r.file, r.entry)))].sort();
-  bar.append(select('Area', filter.area, [['', 'All areas'], ...areas.map((a): [string, string] => [a, a])], (v) => ((filter.area = v), renderList())));
+  bar.append(
+    select(
+      'Area',
+      filter.area,
+      [['', 'All areas'], ...areas.map((a): [string, string] => [a, a])],
+      (v) => ((filter.area = v), renderList()),
+    ),
+  );
   const kinds = [...new Set(state?.findings.map((f) => f.kind) ?? [])].sort();
-  bar.append(select('Finding', filter.finding, [['', 'Any'], ['*', 'Any finding'], ...kinds.map((k): [string, string] => [k, k])], (v) => ((filter.finding = v), renderList())));
+  bar.append(
+    select(
+      'Finding',
+      filter.finding,
+      [['', 'Any'], ['*', 'Any finding'], ...kinds.map((k): [string, string] => [k, k])],
+      (v) => ((filter.finding = v), renderList()),
+    ),
+  );
   const refresh = vsc('vscode-button', { secondary: true }, 'Refresh');
   refresh.addEventListener('click', () => vscode.postMessage({ type: 'refresh' }));
   bar.append(refresh);
@@ -111,7 +144,11 @@ function usageBar(f: MemoryFile): HTMLElement | undefined {
   const u = f.usage;
   if (!u) return undefined;
   const pct = u.limit > 0 ? (u.chars / u.limit) * 100 : 0;
-  const bar = el('div', { className: `bar${pct > 100 ? ' over' : pct >= 80 ? ' high' : ''}`, role: 'meter', title: `${u.chars} of ${u.limit} characters` });
+  const bar = el('div', {
+    className: `bar${pct > 100 ? ' over' : pct >= 80 ? ' high' : ''}`,
+    role: 'meter',
+    title: `${u.chars} of ${u.limit} characters`,
+  });
   bar.setAttribute('aria-valuemin', '0');
   bar.setAttribute('aria-valuemax', String(u.limit));
   bar.setAttribute('aria-valuenow', String(u.chars));
@@ -135,7 +172,8 @@ function renderList(): void {
   const all = rows();
   const shown = all.filter(matches);
   const byFile = new Map<string, Row[]>();
-  for (const r of shown) byFile.set(`${r.store}\u0000${r.file.file}`, [...(byFile.get(`${r.store}\u0000${r.file.file}`) ?? []), r]);
+  for (const r of shown)
+    byFile.set(`${r.store}\u0000${r.file.file}`, [...(byFile.get(`${r.store}\u0000${r.file.file}`) ?? []), r]);
   for (const s of state.stores) {
     if (s.error && (!filter.store || filter.store === s.store)) {
       const name = el('div', { className: 'name', textContent: storeName(s), title: storeTitle(s) });
@@ -178,7 +216,9 @@ function entryButton(r: Row): HTMLElement {
   b.tabIndex = sel ? 0 : -1;
   const meta = el('span', { className: 'meta' });
   for (const f of r.findings) meta.append(kindBadge(f));
-  meta.append(`${r.entry.text.length} chars · ${areaOf(r.file, r.entry)}${r.entry.updatedAt ?? r.entry.createdAt ? ` · ${(r.entry.updatedAt ?? r.entry.createdAt)!.slice(0, 10)}` : ''}`);
+  meta.append(
+    `${r.entry.text.length} chars · ${areaOf(r.file, r.entry)}${(r.entry.updatedAt ?? r.entry.createdAt) ? ` · ${(r.entry.updatedAt ?? r.entry.createdAt)!.slice(0, 10)}` : ''}`,
+  );
   b.append(el('span', { className: 'text', textContent: firstLine(r.entry.text) }), meta);
   b.title = r.findings.map((f) => `${f.kind}: ${f.message}`).join('\n') || firstLine(r.entry.text, 400);
   b.addEventListener('click', () => choose(r.store, r.entry.id));
@@ -208,17 +248,29 @@ function renderDetail(): void {
   if (!detailEl || !state) return;
   detailEl.replaceChildren();
   if (!selected) {
-    detailEl.append(el('p', { className: 'empty', textContent: 'Select an entry to see its full text, findings and where it came from.' }));
+    detailEl.append(
+      el('p', {
+        className: 'empty',
+        textContent: 'Select an entry to see its full text, findings and where it came from.',
+      }),
+    );
     return report();
   }
   const row = rows().find((r) => r.store === selected!.store && r.entry.id === selected!.id);
   if (!row) {
-    detailEl.append(el('p', { className: 'empty', textContent: 'This entry is no longer in the store (the agent or an edit changed it).' }));
+    detailEl.append(
+      el('p', {
+        className: 'empty',
+        textContent: 'This entry is no longer in the store (the agent or an edit changed it).',
+      }),
+    );
     return report();
   }
   const show = detail && detail.store === row.store && detail.id === row.entry.id ? detail.show : undefined;
   const index = row.file.entries.findIndex((e) => e.id === row.entry.id);
-  detailEl.append(el('h2', { textContent: `${basename(row.file.file)} · entry ${index + 1} of ${row.file.entries.length}` }));
+  detailEl.append(
+    el('h2', { textContent: `${basename(row.file.file)} · entry ${index + 1} of ${row.file.entries.length}` }),
+  );
   if (editing && show) {
     const ta = vsc('vscode-textarea', { rows: '8', 'aria-label': 'New text of the memory entry', resize: 'vertical' });
     ta.value = draft ?? show.entry.text;
@@ -228,7 +280,13 @@ function renderDetail(): void {
     save.addEventListener('click', () => {
       editing = false;
       draft = undefined;
-      vscode.postMessage({ type: 'edit', store: row.store, id: row.entry.id, text: ta.value, expectedHash: show.contentHash });
+      vscode.postMessage({
+        type: 'edit',
+        store: row.store,
+        id: row.entry.id,
+        text: ta.value,
+        expectedHash: show.contentHash,
+      });
     });
     const stop = () => {
       editing = false;
@@ -239,7 +297,15 @@ function renderDetail(): void {
     ta.addEventListener('keydown', (ev) => {
       if (ev.key === 'Escape') stop();
     });
-    detailEl.append(ta, el('div', { className: 'actions' }, save, cancel), el('p', { className: 'note', textContent: 'Saving checks that the file did not change since it was read; if the agent wrote in between, nothing is saved and the inspector reloads.' }));
+    detailEl.append(
+      ta,
+      el('div', { className: 'actions' }, save, cancel),
+      el('p', {
+        className: 'note',
+        textContent:
+          'Saving checks that the file did not change since it was read; if the agent wrote in between, nothing is saved and the inspector reloads.',
+      }),
+    );
     if (draft === undefined) setTimeout(() => (ta as HTMLElement).focus(), 0);
   } else {
     detailEl.append(el('pre', { className: 'text', textContent: row.entry.text }));
@@ -248,7 +314,8 @@ function renderDetail(): void {
 
   const fs = row.findings;
   const fsec = section(`Findings (${fs.length})`);
-  if (!fs.length) fsec.append(el('p', { className: 'note', textContent: state.lintNote ?? 'Lint found nothing about this entry.' }));
+  if (!fs.length)
+    fsec.append(el('p', { className: 'note', textContent: state.lintNote ?? 'Lint found nothing about this entry.' }));
   for (const f of fs) {
     const box = el('div', { className: `finding ${f.severity}` }, kindBadge(f), el('span', { textContent: f.message }));
     if (f.evidence?.length) box.append(el('ul', {}, ...f.evidence.map((ev) => el('li', { textContent: ev }))));
@@ -258,7 +325,13 @@ function renderDetail(): void {
   detailEl.append(fsec);
 
   const psec = section('Provenance');
-  if (!show) psec.append(el('p', { className: detail?.error ? 'error' : 'note', textContent: detail?.error ?? 'Loading where this entry came from…' }));
+  if (!show)
+    psec.append(
+      el('p', {
+        className: detail?.error ? 'error' : 'note',
+        textContent: detail?.error ?? 'Loading where this entry came from…',
+      }),
+    );
   else {
     const traces = show.provenance.traces;
     const unavailable = provenanceUnavailable(show.provenance);
@@ -270,12 +343,21 @@ function renderDetail(): void {
     }
     traces.forEach((t, i) => {
       const box = el('div', { className: 'trace' });
-      box.append(el('div', { className: 'head', textContent: `${t.action} · ${t.time ? when(t.time) : 'time unknown'}` }));
-      box.append(el('div', { className: 'note', textContent: `Session ${t.session ?? 'unknown'} · source ${t.source ?? 'unknown'}${t.messageId !== undefined ? ` · message ${t.messageId}` : ''}` }));
+      box.append(
+        el('div', { className: 'head', textContent: `${t.action} · ${t.time ? when(t.time) : 'time unknown'}` }),
+      );
+      box.append(
+        el('div', {
+          className: 'note',
+          textContent: `Session ${t.session ?? 'unknown'} · source ${t.source ?? 'unknown'}${t.messageId !== undefined ? ` · message ${t.messageId}` : ''}`,
+        }),
+      );
       if (t.message) box.append(el('pre', { className: 'text', textContent: readableMessage(t.message) }));
       if (t.previous) box.append(el('div', { className: 'note', textContent: `Before: ${t.previous}` }));
       const open = vsc('vscode-button', { secondary: true }, 'Open session messages');
-      open.addEventListener('click', () => vscode.postMessage({ type: 'openSession', store: row.store, id: row.entry.id, trace: i }));
+      open.addEventListener('click', () =>
+        vscode.postMessage({ type: 'openSession', store: row.store, id: row.entry.id, trace: i }),
+      );
       box.append(el('div', { className: 'actions' }, open));
       psec.append(box);
     });
@@ -285,7 +367,8 @@ function renderDetail(): void {
   }
   detailEl.append(psec);
   const dl = el('dl');
-  const add = (k: string, v: string | undefined) => v && dl.append(el('dt', { textContent: k }), el('dd', { textContent: v }));
+  const add = (k: string, v: string | undefined) =>
+    v && dl.append(el('dt', { textContent: k }), el('dd', { textContent: v }));
   add('Store', row.store);
   add('File', row.file.file);
   add('Area', areaOf(row.file, row.entry));
@@ -293,7 +376,11 @@ function renderDetail(): void {
   add('Length', `${row.entry.text.length} characters`);
   const b = row.file.broken;
   if (b) add('Broken', `${b.message}${b.hint ? ` Fix: ${b.hint}` : ''}`);
-  if (row.file.usage && !row.file.broken) add('File usage', `${row.file.usage.chars} of ${row.file.usage.limit} characters (${Math.round((row.file.usage.chars / Math.max(1, row.file.usage.limit)) * 100)}%)`);
+  if (row.file.usage && !row.file.broken)
+    add(
+      'File usage',
+      `${row.file.usage.chars} of ${row.file.usage.limit} characters (${Math.round((row.file.usage.chars / Math.max(1, row.file.usage.limit)) * 100)}%)`,
+    );
   add('Created', row.entry.createdAt && when(row.entry.createdAt));
   add('Updated', row.entry.updatedAt && when(row.entry.updatedAt));
   add('Source', row.entry.source);
@@ -312,10 +399,16 @@ function actions(row: Row, show: DetailMessage['show']): HTMLElement {
   const ro = readOnlyReason(row);
   const edit = vsc('vscode-button', { disabled: !!ro || !show }, 'Edit');
   const del = vsc('vscode-button', { secondary: true, disabled: !!ro || !show }, 'Delete…');
-  const diff = vsc('vscode-button', { secondary: true, disabled: !state?.restorePoints }, 'Diff against restore point…');
-  if (!state?.restorePoints) diff.title = 'No restore point captured this agent\'s memory yet.';
+  const diff = vsc(
+    'vscode-button',
+    { secondary: true, disabled: !state?.restorePoints },
+    'Diff against restore point…',
+  );
+  if (!state?.restorePoints) diff.title = "No restore point captured this agent's memory yet.";
   edit.addEventListener('click', () => ((editing = true), renderDetail()));
-  del.addEventListener('click', () => vscode.postMessage({ type: 'delete', store: row.store, id: row.entry.id, expectedHash: show?.contentHash }));
+  del.addEventListener('click', () =>
+    vscode.postMessage({ type: 'delete', store: row.store, id: row.entry.id, expectedHash: show?.contentHash }),
+  );
   diff.addEventListener('click', () => vscode.postMessage({ type: 'diff', store: row.store }));
   box.append(edit, del, diff);
   const wrap = el('div', {}, box);
@@ -345,10 +438,22 @@ function render(): void {
   const total = rows().length;
   const withFindings = rows().filter((r) => r.findings.length).length;
   app.append(el('h1', { textContent: 'Agent memory' }));
-  app.append(el('p', { className: 'sub', textContent: `${total} ${total === 1 ? 'entry' : 'entries'} in ${state.stores.length} ${state.stores.length === 1 ? 'store' : 'stores'} · ${state.findings.length} findings on ${withFindings} entries` }));
-  if (!state.trusted) app.append(el('div', { className: 'banner warning', textContent: 'Restricted Mode: read-only. Editing and deleting memory need a trusted workspace.' }));
+  app.append(
+    el('p', {
+      className: 'sub',
+      textContent: `${total} ${total === 1 ? 'entry' : 'entries'} in ${state.stores.length} ${state.stores.length === 1 ? 'store' : 'stores'} · ${state.findings.length} findings on ${withFindings} entries`,
+    }),
+  );
+  if (!state.trusted)
+    app.append(
+      el('div', {
+        className: 'banner warning',
+        textContent: 'Restricted Mode: read-only. Editing and deleting memory need a trusted workspace.',
+      }),
+    );
   if (state.lintNote) app.append(el('p', { className: 'note', textContent: state.lintNote }));
-  if (notice) app.append(el('div', { className: `banner ${notice.severity}`, role: 'alert', textContent: notice.text }));
+  if (notice)
+    app.append(el('div', { className: `banner ${notice.severity}`, role: 'alert', textContent: notice.text }));
   app.append(toolbar());
   listEl = el('div', { className: 'list', role: 'listbox' });
   listEl.setAttribute('aria-label', 'Memory entries');
@@ -395,7 +500,8 @@ window.addEventListener('message', (ev: MessageEvent<ToInspector>) => {
     case 'state':
       state = m;
       if (m.select) selected = m.select;
-      else if (selected && !rows().some((r) => r.store === selected!.store && r.entry.id === selected!.id)) selected = undefined;
+      else if (selected && !rows().some((r) => r.store === selected!.store && r.entry.id === selected!.id))
+        selected = undefined;
       render();
       break;
     case 'detail':

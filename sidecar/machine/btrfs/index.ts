@@ -33,7 +33,17 @@ import { isValidId } from '../../core/journal';
 import { tooLarge } from '../../core/compare';
 import type { TargetDescription } from '../../protocol';
 import { parseLocalPathTarget, type LocalPathOptions } from '../localPath';
-import type { BackendContext, BackendFactory, BackendProgress, MachineBackend, MachineChanges, PathFilter, RestoreOutcome, SnapshotFile, SnapshotInfo } from '../types';
+import type {
+  BackendContext,
+  BackendFactory,
+  BackendProgress,
+  MachineBackend,
+  MachineChanges,
+  PathFilter,
+  RestoreOutcome,
+  SnapshotFile,
+  SnapshotInfo,
+} from '../types';
 import type { Entry } from '../dir/manifest';
 import { scanTree } from '../dir/scan';
 import { btrfs, filesystemDu, isBtrfs, isSubvolumeRoot, mountPoints, permissionError } from './progs';
@@ -64,7 +74,10 @@ async function compareSnapshots(from: string, to: string, skip?: PathFilter): Pr
 /** Changes from tree `from` to tree `to` (added = only in `to`), by a stat-only walk of both. */
 export async function compareTrees(from: string, to: string, skip?: PathFilter): Promise<MachineChanges> {
   const noHash = async (): Promise<{ hash: string; newBytes: number }> => ({ hash: '', newBytes: 0 });
-  const [a, b] = await Promise.all([scanTree(from, { hashFile: noHash, skip }), scanTree(to, { hashFile: noHash, skip })]);
+  const [a, b] = await Promise.all([
+    scanTree(from, { hashFile: noHash, skip }),
+    scanTree(to, { hashFile: noHash, skip }),
+  ]);
   const am = new Map(a.entries.map((e) => [e.p, e]));
   const bm = new Map(b.entries.map((e) => [e.p, e]));
   const added: string[] = [];
@@ -104,18 +117,25 @@ async function skippedPaths(root: string, skip: PathFilter, rel = ''): Promise<s
 /** `cp -a --reflink=auto src dst` (keeps modes, owners, times, links; shares extents on btrfs). */
 function cpReflink(src: string, dst: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    execFile('cp', ['-a', '--reflink=auto', '--', src, dst], (err, _o, stderr) => (err ? reject(new Error(`cp ${src}: ${(stderr || err.message).trim()}`)) : resolve()));
+    execFile('cp', ['-a', '--reflink=auto', '--', src, dst], (err, _o, stderr) =>
+      err ? reject(new Error(`cp ${src}: ${(stderr || err.message).trim()}`)) : resolve(),
+    );
   });
 }
 
 /** How long a measured disk use is reused (ms): the live subvolume's writes change exclusive bytes slowly. */
 const USAGE_CACHE_MS = 30_000;
-const usageCache = new Map<string, { at: number; value: { bytes: number; points: Map<string, { bytes: number; newBytes: number }> } }>();
+const usageCache = new Map<
+  string,
+  { at: number; value: { bytes: number; points: Map<string, { bytes: number; newBytes: number }> } }
+>();
 
 /** `btrfs subvolume delete p` in a detached process (it outlives a CLI that exits). */
 function backgroundDelete(p: string): void {
   try {
-    spawn('btrfs', ['subvolume', 'delete', p], { detached: true, stdio: 'ignore' }).on('error', () => undefined).unref();
+    spawn('btrfs', ['subvolume', 'delete', p], { detached: true, stdio: 'ignore' })
+      .on('error', () => undefined)
+      .unref();
   } catch {
     /* swept by the next create or restore */
   }
@@ -153,7 +173,12 @@ export class BtrfsBackend implements MachineBackend {
    */
   async check(): Promise<void> {
     const p = this.subvol;
-    if (p === '/') throw new AgentKeepError('BadTarget', 'btrfs:/ is the root of the system; a rollback cannot replace it.', 'Use a subvolume below it, e.g. btrfs:/srv/agent.');
+    if (p === '/')
+      throw new AgentKeepError(
+        'BadTarget',
+        'btrfs:/ is the root of the system; a rollback cannot replace it.',
+        'Use a subvolume below it, e.g. btrfs:/srv/agent.',
+      );
     let st: import('node:fs').Stats;
     try {
       st = await fs.stat(p);
@@ -167,11 +192,24 @@ export class BtrfsBackend implements MachineBackend {
           `Put it back with: mv ${left[0]} ${p}`,
         );
       }
-      throw new AgentKeepError('TargetNotFound', `Subvolume ${p} does not exist.`, `Create it: btrfs subvolume create ${p}`);
+      throw new AgentKeepError(
+        'TargetNotFound',
+        `Subvolume ${p} does not exist.`,
+        `Create it: btrfs subvolume create ${p}`,
+      );
     }
-    if (!st.isDirectory()) throw new AgentKeepError('BadTarget', `Target ${p} is not a directory.`, 'A btrfs: target names a subvolume, e.g. btrfs:/srv/agent.');
+    if (!st.isDirectory())
+      throw new AgentKeepError(
+        'BadTarget',
+        `Target ${p} is not a directory.`,
+        'A btrfs: target names a subvolume, e.g. btrfs:/srv/agent.',
+      );
     if (!(await isBtrfs(p))) {
-      throw new AgentKeepError('BadTarget', `${p} is not on a btrfs filesystem.`, `Use dir:${p} instead (file-level restore points that work on any filesystem).`);
+      throw new AgentKeepError(
+        'BadTarget',
+        `${p} is not on a btrfs filesystem.`,
+        `Use dir:${p} instead (file-level restore points that work on any filesystem).`,
+      );
     }
     if (!(await isSubvolumeRoot(p))) {
       throw new AgentKeepError(
@@ -184,7 +222,7 @@ export class BtrfsBackend implements MachineBackend {
       throw new AgentKeepError(
         'BadTarget',
         `Subvolume ${p} is a mount point (or its parent is not on the same btrfs), so snapshots cannot be placed next to it and a rollback cannot rename it.`,
-        'Mount the filesystem\'s top level (mount -o subvolid=5 DEVICE /mnt/top) and use the subvolume\'s path below it, e.g. btrfs:/mnt/top/agent.',
+        "Mount the filesystem's top level (mount -o subvolid=5 DEVICE /mnt/top) and use the subvolume's path below it, e.g. btrfs:/mnt/top/agent.",
       );
     }
   }
@@ -196,7 +234,10 @@ export class BtrfsBackend implements MachineBackend {
    */
   private async sweep(): Promise<void> {
     for (const p of [...(await this.leftBehind('.restore-')), ...(await this.leftBehind('.replaced-'))]) {
-      const age = await fs.stat(p).then((st) => Date.now() - st.ctimeMs, () => 0);
+      const age = await fs.stat(p).then(
+        (st) => Date.now() - st.ctimeMs,
+        () => 0,
+      );
       if (age > 60_000) backgroundDelete(p); // younger: a delete of our own may still be running
     }
   }
@@ -225,7 +266,12 @@ export class BtrfsBackend implements MachineBackend {
     opts.progress?.('store', 0, 1);
     await btrfs(['subvolume', 'snapshot', '-r', this.subvol, this.snapshotPath(snapshotId)], `snapshot ${this.subvol}`);
     opts.progress?.('store', 1, 1);
-    return { files: 0, bytes: 0, newBytes: 0, snapname: path.join(SNAPSHOTS_DIR, path.basename(this.subvol), snapshotId) };
+    return {
+      files: 0,
+      bytes: 0,
+      newBytes: 0,
+      snapname: path.join(SNAPSHOTS_DIR, path.basename(this.subvol), snapshotId),
+    };
   }
 
   /** Ids of the snapshots in the snapshot dir (temp subvolumes of a restore are left out). */
@@ -237,11 +283,19 @@ export class BtrfsBackend implements MachineBackend {
   /** The snapshot's path, checked to exist. @throws CorruptSnapshot when it is gone. */
   private async existing(id: string): Promise<string> {
     const p = this.snapshotPath(id);
-    if (!isValidId(id) || !(await fs.stat(p).then((s) => s.isDirectory(), () => false))) {
-      throw new AgentKeepError('CorruptSnapshot', `The btrfs snapshot of ${id} is missing (${p}).`, 'Pick another restore point, or delete this one.', [
-        listAction(this.spec),
-        ...(isValidId(id) ? [deleteAction(this.spec, id)] : []),
-      ]);
+    if (
+      !isValidId(id) ||
+      !(await fs.stat(p).then(
+        (s) => s.isDirectory(),
+        () => false,
+      ))
+    ) {
+      throw new AgentKeepError(
+        'CorruptSnapshot',
+        `The btrfs snapshot of ${id} is missing (${p}).`,
+        'Pick another restore point, or delete this one.',
+        [listAction(this.spec), ...(isValidId(id) ? [deleteAction(this.spec, id)] : [])],
+      );
     }
     return p;
   }
@@ -249,7 +303,14 @@ export class BtrfsBackend implements MachineBackend {
   /** Delete the snapshot (`btrfs subvolume delete`); a missing one is fine. */
   async delete(snapshotId: string): Promise<void> {
     const p = this.snapshotPath(snapshotId);
-    if (!isValidId(snapshotId) || !(await fs.lstat(p).then(() => true, () => false))) return;
+    if (
+      !isValidId(snapshotId) ||
+      !(await fs.lstat(p).then(
+        () => true,
+        () => false,
+      ))
+    )
+      return;
     await btrfs(['subvolume', 'delete', p], `delete snapshot ${p}`);
   }
 
@@ -310,7 +371,10 @@ export class BtrfsBackend implements MachineBackend {
    *   `warnings` when the replaced subvolume could not be deleted (it is left in the snapshot dir).
    * @throws CorruptSnapshot (snapshot gone), FileError (permission), Internal; nothing is changed then.
    */
-  async restore(snapshotId: string, opts: { currentId?: string; skip?: PathFilter; progress?: BackendProgress; signal?: AbortSignal }): Promise<RestoreOutcome> {
+  async restore(
+    snapshotId: string,
+    opts: { currentId?: string; skip?: PathFilter; progress?: BackendProgress; signal?: AbortSignal },
+  ): Promise<RestoreOutcome> {
     await this.check();
     const snap = await this.existing(snapshotId);
     const tag = randomBytes(6).toString('hex');
@@ -323,14 +387,24 @@ export class BtrfsBackend implements MachineBackend {
     try {
       // the pre-restore snapshot the core just took is the current state
       const cur = opts.currentId && isValidId(opts.currentId) ? this.snapshotPath(opts.currentId) : undefined;
-      const haveCur = cur && (await fs.stat(cur).then(() => true, () => false));
-      changes = haveCur ? await compareSnapshots(snap, cur, opts.skip) : await compareTrees(snap, this.subvol, opts.skip);
+      const haveCur =
+        cur &&
+        (await fs.stat(cur).then(
+          () => true,
+          () => false,
+        ));
+      changes = haveCur
+        ? await compareSnapshots(snap, cur, opts.skip)
+        : await compareTrees(snap, this.subvol, opts.skip);
     } catch (e) {
-      warnings.push(`The list of changed files is not available (${(e as Error).message}); the rollback itself is complete.`);
+      warnings.push(
+        `The list of changed files is not available (${(e as Error).message}); the rollback itself is complete.`,
+      );
     }
     throwIfAborted(opts.signal, 'the restore was stopped before it changed anything');
     await btrfs(['subvolume', 'snapshot', snap, fresh], `make a writable copy of snapshot ${snapshotId}`);
-    const dropFresh = (): Promise<unknown> => btrfs(['subvolume', 'delete', fresh], `delete ${fresh}`).catch(() => undefined);
+    const dropFresh = (): Promise<unknown> =>
+      btrfs(['subvolume', 'delete', fresh], `delete ${fresh}`).catch(() => undefined);
     try {
       if (opts.skip) await this.carryOver(fresh, opts.skip);
       throwIfAborted(opts.signal, 'the restore was stopped before it changed anything');
@@ -343,7 +417,8 @@ export class BtrfsBackend implements MachineBackend {
       await fs.rename(this.subvol, replaced);
     } catch (e) {
       await dropFresh();
-      if (isErrno(e, 'EACCES', 'EPERM', 'EBUSY')) throw permissionError(`move ${this.subvol} away for the rollback (is a process using it as a mount point?)`, e);
+      if (isErrno(e, 'EACCES', 'EPERM', 'EBUSY'))
+        throw permissionError(`move ${this.subvol} away for the rollback (is a process using it as a mount point?)`, e);
       throw e;
     }
     try {
@@ -363,7 +438,8 @@ export class BtrfsBackend implements MachineBackend {
 
   /** Make the paths `skip` accepts in `fresh` what they are in the live subvolume (remove, then copy). */
   private async carryOver(fresh: string, skip: PathFilter): Promise<void> {
-    for (const rel of (await skippedPaths(fresh, skip)).reverse()) await fs.rm(path.join(fresh, rel), { recursive: true, force: true });
+    for (const rel of (await skippedPaths(fresh, skip)).reverse())
+      await fs.rm(path.join(fresh, rel), { recursive: true, force: true });
     for (const rel of await skippedPaths(this.subvol, skip)) {
       const dst = path.join(fresh, rel);
       await this.mkParents(fresh, rel);
@@ -395,7 +471,10 @@ export class BtrfsBackend implements MachineBackend {
    * live subvolume); per snapshot: `bytes` = logical size, `newBytes` = bytes only it references.
    * With `quick`, undefined (the walk is not cheap). A result for the same snapshots is reused for 30 s.
    */
-  async usage(ids: string[], opts: { quick?: boolean } = {}): Promise<{ bytes: number; points: Map<string, { bytes: number; newBytes: number }> } | undefined> {
+  async usage(
+    ids: string[],
+    opts: { quick?: boolean } = {},
+  ): Promise<{ bytes: number; points: Map<string, { bytes: number; newBytes: number }> } | undefined> {
     if (opts.quick) return undefined;
     // The Agent view asks after every change: answers for the same snapshots are reused for a while.
     const key = `${this.snapDir}\0${[...ids].sort().join(',')}`;
@@ -407,7 +486,9 @@ export class BtrfsBackend implements MachineBackend {
     return value;
   }
 
-  private async measure(ids: string[]): Promise<{ bytes: number; points: Map<string, { bytes: number; newBytes: number }> }> {
+  private async measure(
+    ids: string[],
+  ): Promise<{ bytes: number; points: Map<string, { bytes: number; newBytes: number }> }> {
     const have = new Set(await this.list());
     const paths = ids.filter((id) => have.has(id)).map((id) => this.snapshotPath(id));
     const points = new Map<string, { bytes: number; newBytes: number }>();

@@ -28,17 +28,41 @@ const PERM_HINT =
  */
 export function btrfs(args: string[], what: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile('btrfs', args, { maxBuffer: 64 * 1024 * 1024, env: { ...process.env, LC_ALL: 'C' } }, (err, stdout, stderr) => {
-      if (!err) return resolve(stdout);
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-        return reject(new AgentKeepError('Unsupported', `Cannot ${what}: the btrfs command (btrfs-progs) is not installed.`, 'Install it: apt install btrfs-progs (or your distribution\'s btrfs-progs package).'));
-      }
-      const text = (stderr || err.message).trim().split('\n').filter((l) => l.trim()).slice(-3).join(' ');
-      if (/Permission denied|Operation not permitted|EPERM|EACCES/i.test(text)) {
-        return reject(new AgentKeepError('FileError', `Cannot ${what}: permission denied (btrfs: ${text}).`, PERM_HINT));
-      }
-      reject(new AgentKeepError('Internal', `Cannot ${what}: btrfs ${args.join(' ')} failed: ${text}.`, 'See the btrfs message; `btrfs subvolume list <mountpoint>` shows the subvolumes.'));
-    });
+    execFile(
+      'btrfs',
+      args,
+      { maxBuffer: 64 * 1024 * 1024, env: { ...process.env, LC_ALL: 'C' } },
+      (err, stdout, stderr) => {
+        if (!err) return resolve(stdout);
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+          return reject(
+            new AgentKeepError(
+              'Unsupported',
+              `Cannot ${what}: the btrfs command (btrfs-progs) is not installed.`,
+              "Install it: apt install btrfs-progs (or your distribution's btrfs-progs package).",
+            ),
+          );
+        }
+        const text = (stderr || err.message)
+          .trim()
+          .split('\n')
+          .filter((l) => l.trim())
+          .slice(-3)
+          .join(' ');
+        if (/Permission denied|Operation not permitted|EPERM|EACCES/i.test(text)) {
+          return reject(
+            new AgentKeepError('FileError', `Cannot ${what}: permission denied (btrfs: ${text}).`, PERM_HINT),
+          );
+        }
+        reject(
+          new AgentKeepError(
+            'Internal',
+            `Cannot ${what}: btrfs ${args.join(' ')} failed: ${text}.`,
+            'See the btrfs message; `btrfs subvolume list <mountpoint>` shows the subvolumes.',
+          ),
+        );
+      },
+    );
   });
 }
 
@@ -71,10 +95,12 @@ export async function mountPoints(): Promise<Set<string>> {
 }
 
 /** `btrfs filesystem du -s --raw` of each path: total (logical bytes), exclusive, set shared. */
-export async function filesystemDu(paths: string[]): Promise<Map<string, { total: number; exclusive: number; shared: number }>> {
+export async function filesystemDu(
+  paths: string[],
+): Promise<Map<string, { total: number; exclusive: number; shared: number }>> {
   const out = new Map<string, { total: number; exclusive: number; shared: number }>();
   if (!paths.length) return out;
-  const text = await btrfs(['filesystem', 'du', '-s', '--raw', ...paths], 'measure the snapshots\' disk use');
+  const text = await btrfs(['filesystem', 'du', '-s', '--raw', ...paths], "measure the snapshots' disk use");
   for (const line of text.split('\n')) {
     const m = /^\s*(\d+)\s+(\d+)\s+(\d+|-)\s+(.+)$/.exec(line);
     if (m) out.set(m[4], { total: Number(m[1]), exclusive: Number(m[2]), shared: m[3] === '-' ? 0 : Number(m[3]) });

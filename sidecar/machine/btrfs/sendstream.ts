@@ -19,9 +19,34 @@ import { isTempName } from '../../core/fsutil';
 import type { MachineChanges, PathFilter } from '../types';
 
 /** Commands that add, remove or rename a name: their parent directories are compared. */
-const NAME_OPS = new Set(['mkfile', 'mkdir', 'mknod', 'mkfifo', 'mksock', 'symlink', 'link', 'unlink', 'rmdir', 'rename']);
+const NAME_OPS = new Set([
+  'mkfile',
+  'mkdir',
+  'mknod',
+  'mkfifo',
+  'mksock',
+  'symlink',
+  'link',
+  'unlink',
+  'rmdir',
+  'rename',
+]);
 /** Commands that change an inode's content or attributes: the path itself is compared. */
-const ATTR_OPS = new Set(['write', 'update_extent', 'clone', 'truncate', 'chmod', 'chown', 'utimes', 'set_xattr', 'remove_xattr', 'fallocate', 'fileattr', 'enable_verity', 'encoded_write']);
+const ATTR_OPS = new Set([
+  'write',
+  'update_extent',
+  'clone',
+  'truncate',
+  'chmod',
+  'chown',
+  'utimes',
+  'set_xattr',
+  'remove_xattr',
+  'fallocate',
+  'fileattr',
+  'enable_verity',
+  'encoded_write',
+]);
 const ORPHAN = /^o\d+-\d+-\d+$/;
 
 /** Split a dump line into tokens: whitespace separates, a backslash escapes (print_path_escaped). */
@@ -130,14 +155,21 @@ export async function touchedBySend(from: string, to: string): Promise<{ dirs: S
   // A real name that merely looks like an orphan would hide its changes: let the caller walk instead.
   for (const o of orphans) {
     for (const root of [from, to]) {
-      if (await fs.lstat(path.join(root, o)).then(() => true, () => false)) throw new Error(`a path named like a send orphan exists: ${o}`);
+      if (
+        await fs.lstat(path.join(root, o)).then(
+          () => true,
+          () => false,
+        )
+      )
+        throw new Error(`a path named like a send orphan exists: ${o}`);
     }
   }
   return { dirs, paths };
 }
 
 type Kind = 'f' | 'd' | 'l';
-const kindOf = (st: Stats): Kind | undefined => (st.isFile() ? 'f' : st.isDirectory() ? 'd' : st.isSymbolicLink() ? 'l' : undefined);
+const kindOf = (st: Stats): Kind | undefined =>
+  st.isFile() ? 'f' : st.isDirectory() ? 'd' : st.isSymbolicLink() ? 'l' : undefined;
 
 /**
  * Changes from snapshot `from` to snapshot `to` (added = only in `to`), both read-only snapshots of
@@ -157,14 +189,22 @@ export async function compareBySend(from: string, to: string, skip?: PathFilter)
     for (let i = p.indexOf('/'); i > 0; i = p.indexOf('/', i + 1)) if (skip(p.slice(0, i))) return true;
     return skip(p);
   };
-  const lst = (root: string, p: string): Promise<Stats | undefined> => fs.lstat(p ? path.join(root, p) : root).catch(() => undefined);
+  const lst = (root: string, p: string): Promise<Stats | undefined> =>
+    fs.lstat(p ? path.join(root, p) : root).catch(() => undefined);
   const names = async (root: string, p: string): Promise<string[]> => {
     const abs = p ? path.join(root, p) : root;
-    if (!(await fs.lstat(abs).then((st) => st.isDirectory(), () => false))) return []; // never list through a symlink
+    if (
+      !(await fs.lstat(abs).then(
+        (st) => st.isDirectory(),
+        () => false,
+      ))
+    )
+      return []; // never list through a symlink
     return fs.readdir(abs).catch(() => [] as string[]);
   };
   const join = (d: string, n: string): string => (d ? `${d}/${n}` : n);
-  const ok = (p: string, st: Stats | undefined): st is Stats => !!st && !!kindOf(st) && !isTempName(path.posix.basename(p)) && !skipped(p);
+  const ok = (p: string, st: Stats | undefined): st is Stats =>
+    !!st && !!kindOf(st) && !isTempName(path.posix.basename(p)) && !skipped(p);
 
   /** `p` and everything below it in `root` into `into`. */
   const enumerate = async (root: string, p: string, into: Set<string>): Promise<void> => {
@@ -208,7 +248,8 @@ export async function compareBySend(from: string, to: string, skip?: PathFilter)
       return;
     }
     const link = ka === 'l' && (await fs.readlink(path.join(from, p))) !== (await fs.readlink(path.join(to, p)));
-    if (mode || link || a.size !== b.size || a.mtimeMs !== b.mtimeMs || a.ctimeMs !== b.ctimeMs || a.ino !== b.ino) changed.add(p);
+    if (mode || link || a.size !== b.size || a.mtimeMs !== b.mtimeMs || a.ctimeMs !== b.ctimeMs || a.ino !== b.ino)
+      changed.add(p);
   };
 
   for (const d of dirs) if (!skipped(d)) await compareDir(d, false);

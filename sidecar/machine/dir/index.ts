@@ -11,12 +11,29 @@ import * as path from 'node:path';
 import { createHash } from 'node:crypto';
 import { deleteAction, listAction } from '../../core/actions';
 import { AgentKeepError } from '../../core/errors';
-import { diskFullError, isErrno, isNoSpace, mapLimit, nameTooLongError, tempNameFor, throwIfAborted } from '../../core/fsutil';
+import {
+  diskFullError,
+  isErrno,
+  isNoSpace,
+  mapLimit,
+  nameTooLongError,
+  tempNameFor,
+  throwIfAborted,
+} from '../../core/fsutil';
 import type { ParsedTarget } from '../../core/target';
 import type { StateLayout } from '../../core/state';
 import type { TargetDescription } from '../../protocol';
 import { hashFile, SMALL_FILE_LIMIT } from '../../core/objects';
-import type { BackendContext, BackendFactory, BackendProgress, MachineBackend, MachineChanges, PathFilter, SnapshotFile, SnapshotInfo } from '../types';
+import type {
+  BackendContext,
+  BackendFactory,
+  BackendProgress,
+  MachineBackend,
+  MachineChanges,
+  PathFilter,
+  SnapshotFile,
+  SnapshotInfo,
+} from '../types';
 import { tooLarge } from '../../core/compare';
 import { parseLocalPathTarget, type LocalPathOptions } from '../localPath';
 import { forgetManifest, readManifest, writeManifest, type Entry, type Manifest } from './manifest';
@@ -64,7 +81,11 @@ export class DirBackend implements MachineBackend {
   constructor(private readonly ctx: BackendContext) {
     this.root = ctx.target.path;
     this.manifestDir = path.join(ctx.layout.dirBackendRoot, ctx.target.key);
-    this.index = new ObjectIndex(this.manifestDir, () => this.list(), (id) => readManifest(this.manifestPath(id)));
+    this.index = new ObjectIndex(
+      this.manifestDir,
+      () => this.list(),
+      (id) => readManifest(this.manifestPath(id)),
+    );
   }
 
   /** Path of a snapshot's manifest. */
@@ -84,10 +105,12 @@ export class DirBackend implements MachineBackend {
     const m = await readManifest(this.manifestPath(id));
     if (!m) {
       const target = this.ctx.target.spec;
-      throw new AgentKeepError('CorruptSnapshot', `The snapshot data of ${id} is missing (${this.manifestPath(id)}).`, 'Pick another restore point, or delete this one.', [
-        listAction(target),
-        deleteAction(target, id),
-      ]);
+      throw new AgentKeepError(
+        'CorruptSnapshot',
+        `The snapshot data of ${id} is missing (${this.manifestPath(id)}).`,
+        'Pick another restore point, or delete this one.',
+        [listAction(target), deleteAction(target, id)],
+      );
     }
     return m;
   }
@@ -105,7 +128,12 @@ export class DirBackend implements MachineBackend {
   private strayTemps: { id: string; temps: string[] } | undefined;
 
   /** Scan the tree, storing new contents as objects. */
-  private async scanAndStore(caches: Manifest[], skip: PathFilter | undefined, progress?: BackendProgress, signal?: AbortSignal) {
+  private async scanAndStore(
+    caches: Manifest[],
+    skip: PathFilter | undefined,
+    progress?: BackendProgress,
+    signal?: AbortSignal,
+  ) {
     return scanTree(this.root, {
       caches: statCacheOf(...caches),
       skip,
@@ -118,7 +146,10 @@ export class DirBackend implements MachineBackend {
     });
   }
 
-  async create(snapshotId: string, opts: { parentId?: string; progress?: BackendProgress; signal?: AbortSignal }): Promise<SnapshotInfo> {
+  async create(
+    snapshotId: string,
+    opts: { parentId?: string; progress?: BackendProgress; signal?: AbortSignal },
+  ): Promise<SnapshotInfo> {
     await this.check();
     const parent = await this.manifestOrUndefined(opts.parentId);
     const r = await this.scanAndStore(parent ? [parent] : [], undefined, opts.progress, opts.signal);
@@ -142,7 +173,9 @@ export class DirBackend implements MachineBackend {
 
   async list(): Promise<string[]> {
     try {
-      return (await fs.readdir(this.manifestDir)).filter((n) => n.endsWith('.json') && !n.startsWith('.')).map((n) => n.slice(0, -5));
+      return (await fs.readdir(this.manifestDir))
+        .filter((n) => n.endsWith('.json') && !n.startsWith('.'))
+        .map((n) => n.slice(0, -5));
     } catch (e) {
       if (isErrno(e, 'ENOENT')) return [];
       throw e;
@@ -210,7 +243,10 @@ export class DirBackend implements MachineBackend {
     return { type: 'file', size: e.s, data: await this.ctx.objects.read(e.h as string) };
   }
 
-  async restore(snapshotId: string, opts: { currentId?: string; skip?: PathFilter; progress?: BackendProgress; signal?: AbortSignal }): Promise<MachineChanges> {
+  async restore(
+    snapshotId: string,
+    opts: { currentId?: string; skip?: PathFilter; progress?: BackendProgress; signal?: AbortSignal },
+  ): Promise<MachineChanges> {
     await this.check();
     const snap = await this.manifest(snapshotId);
     const skip = opts.skip;
@@ -348,8 +384,10 @@ export class DirBackend implements MachineBackend {
       await Promise.all([...temps].map((t) => fs.rm(t, { force: true }).catch(() => undefined)));
       // Put back the directory modes relaxed for writing (what is restored so far stays).
       for (const [d, m] of relaxed) if (m >= 0) await fs.chmod(d ? abs(d) : this.root, m).catch(() => undefined);
-      if (isNoSpace(err) && !(err instanceof AgentKeepError)) throw await diskFullError(this.root, err, `Cannot restore files into ${this.root}`);
-      if (isErrno(err, 'ENAMETOOLONG')) throw nameTooLongError(String((err as NodeJS.ErrnoException).path ?? this.root), 'Cannot restore');
+      if (isNoSpace(err) && !(err instanceof AgentKeepError))
+        throw await diskFullError(this.root, err, `Cannot restore files into ${this.root}`);
+      if (isErrno(err, 'ENAMETOOLONG'))
+        throw nameTooLongError(String((err as NodeJS.ErrnoException).path ?? this.root), 'Cannot restore');
       throw err;
     }
 
@@ -360,7 +398,8 @@ export class DirBackend implements MachineBackend {
       if (!c || c.t !== 'd' || c.m !== e.m || relaxed.has(e.p)) finalModes.set(e.p, e.m);
     }
     for (const [d, m] of relaxed) if (m >= 0 && !finalModes.has(d) && d !== '') finalModes.set(d, m);
-    for (const d of [...finalModes.keys()].sort().reverse()) await fs.chmod(abs(d), finalModes.get(d) as number).catch(() => undefined);
+    for (const d of [...finalModes.keys()].sort().reverse())
+      await fs.chmod(abs(d), finalModes.get(d) as number).catch(() => undefined);
     await fs.chmod(this.root, snap.rootMode).catch(() => undefined);
     if (spared.size) changes.added = changes.added.filter((p) => !spared.has(p));
     return changes;
@@ -380,7 +419,10 @@ function underSkip(p: string, skip: PathFilter): boolean {
 
 async function hashFileAny(abs: string): Promise<string> {
   const st = await fs.stat(abs);
-  if (st.size <= SMALL_FILE_LIMIT) return createHash('sha256').update(await fs.readFile(abs)).digest('hex');
+  if (st.size <= SMALL_FILE_LIMIT)
+    return createHash('sha256')
+      .update(await fs.readFile(abs))
+      .digest('hex');
   return hashFile(abs);
 }
 

@@ -131,8 +131,10 @@ export async function readManifest(file: string): Promise<Manifest | undefined> 
   }
   if (!m || m.v !== 1 || !Array.isArray(m.entries)) throw bad(file, 'unknown format');
   for (const e of m.entries) {
-    if (!e || typeof e.p !== 'string' || !e.p || e.p.startsWith('/') || e.p.split('/').includes('..')) throw bad(file, `bad path ${JSON.stringify(e?.p)}`);
-    if (e.t === 'f' ? !/^[0-9a-f]{64}$/.test(e.h ?? '') : e.t === 'l' ? typeof e.l !== 'string' : e.t !== 'd') throw bad(file, `bad entry ${e.p}`);
+    if (!e || typeof e.p !== 'string' || !e.p || e.p.startsWith('/') || e.p.split('/').includes('..'))
+      throw bad(file, `bad path ${JSON.stringify(e?.p)}`);
+    if (e.t === 'f' ? !/^[0-9a-f]{64}$/.test(e.h ?? '') : e.t === 'l' ? typeof e.l !== 'string' : e.t !== 'd')
+      throw bad(file, `bad entry ${e.p}`);
     if (typeof e.m !== 'number') throw bad(file, `bad mode of ${e.p}`);
   }
   await remember(file, m);

@@ -29,14 +29,16 @@ export interface StatCache {
 
 /** Build a stat cache from manifests (later ones win). */
 export function statCacheOf(...ms: Array<Manifest | undefined>): StatCache[] {
-  return ms.filter((m): m is Manifest => !!m).map((m) => {
-    let c = built.get(m);
-    if (!c) {
-      c = { entries: new Map(m.entries.map((e) => [e.p, e])), scanStartMs: m.scanStartMs };
-      built.set(m, c);
-    }
-    return c;
-  });
+  return ms
+    .filter((m): m is Manifest => !!m)
+    .map((m) => {
+      let c = built.get(m);
+      if (!c) {
+        c = { entries: new Map(m.entries.map((e) => [e.p, e])), scanStartMs: m.scanStartMs };
+        built.set(m, c);
+      }
+      return c;
+    });
 }
 const built = new WeakMap<Manifest, StatCache>();
 
@@ -59,7 +61,17 @@ function childrenOf(c: StatCache): Map<string, string[]> {
 function cachedHash(caches: StatCache[], e: Entry): string | undefined {
   for (const c of caches) {
     const o = c.entries.get(e.p);
-    if (o && o.t === 'f' && o.h && o.s === e.s && o.mt === e.mt && o.ct === e.ct && o.i === e.i && o.mt < c.scanStartMs - RACY_MS) return o.h;
+    if (
+      o &&
+      o.t === 'f' &&
+      o.h &&
+      o.s === e.s &&
+      o.mt === e.mt &&
+      o.ct === e.ct &&
+      o.i === e.i &&
+      o.mt < c.scanStartMs - RACY_MS
+    )
+      return o.h;
   }
   return undefined;
 }
@@ -72,7 +84,8 @@ function unchanged(c: StatCache | undefined, p: string, st: Float64Array, o: num
   const e = c?.entries.get(p);
   if (!e || e.mt !== st[o + 2] || e.ct !== st[o + 3] || e.i !== st[o + 4] || e.m !== (st[o] & 0o7777)) return undefined;
   const fmt = st[o] & 0o170000;
-  if (e.t === 'f') return fmt === 0o100000 && e.s === st[o + 1] && e.mt < (c as StatCache).scanStartMs - RACY_MS ? e : undefined;
+  if (e.t === 'f')
+    return fmt === 0o100000 && e.s === st[o + 1] && e.mt < (c as StatCache).scanStartMs - RACY_MS ? e : undefined;
   if (e.t === 'd') return fmt === 0o040000 ? e : undefined;
   return fmt === 0o120000 && e.s === st[o + 1] ? e : undefined;
 }
@@ -120,16 +133,32 @@ export function fileError(abs: string, e: unknown): AgentKeepError {
   if (e instanceof AgentKeepError) return e;
   const msg = (e as Error).message;
   if (isErrno(e, 'EACCES', 'EPERM')) {
-    return new AgentKeepError('FileError', `Cannot read ${shortPath(abs)}: permission denied.`, 'Fix the permissions of that path (the sidecar must be able to read the whole target), or run as a user who can read it.');
+    return new AgentKeepError(
+      'FileError',
+      `Cannot read ${shortPath(abs)}: permission denied.`,
+      'Fix the permissions of that path (the sidecar must be able to read the whole target), or run as a user who can read it.',
+    );
   }
   if (isErrno(e, 'ENAMETOOLONG')) return nameTooLongError(abs, 'Cannot capture');
   if (isErrno(e, 'EIO')) {
-    return new AgentKeepError('FileError', `Cannot read ${shortPath(abs)}: input/output error (${msg}).`, 'The disk or network file system may be failing: check the system log (dmesg) and copy the file elsewhere if you can.');
+    return new AgentKeepError(
+      'FileError',
+      `Cannot read ${shortPath(abs)}: input/output error (${msg}).`,
+      'The disk or network file system may be failing: check the system log (dmesg) and copy the file elsewhere if you can.',
+    );
   }
   if (isErrno(e, 'ELOOP')) {
-    return new AgentKeepError('FileError', `Cannot read ${shortPath(abs)}: too many levels of symbolic links.`, 'Check the symlinks along that path.');
+    return new AgentKeepError(
+      'FileError',
+      `Cannot read ${shortPath(abs)}: too many levels of symbolic links.`,
+      'Check the symlinks along that path.',
+    );
   }
-  return new AgentKeepError('FileError', `Cannot read ${shortPath(abs)}: ${msg}.`, 'Check that path (it must stay readable while the restore point is taken), then try again.');
+  return new AgentKeepError(
+    'FileError',
+    `Cannot read ${shortPath(abs)}: ${msg}.`,
+    'Check that path (it must stay readable while the restore point is taken), then try again.',
+  );
 }
 
 /** A name as a bash $'...' string: printable ASCII as is, every other byte as \xNN. */
@@ -218,7 +247,11 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
   try {
     rootMode = fs.statSync(root).mode & 0o7777;
   } catch (e) {
-    throw new AgentKeepError('TargetNotFound', `Target directory ${root} does not exist.`, `Create it or pick an existing directory (${(e as Error).message}).`);
+    throw new AgentKeepError(
+      'TargetNotFound',
+      `Target directory ${root} does not exist.`,
+      `Create it or pick an existing directory (${(e as Error).message}).`,
+    );
   }
   // Level by level: names of each directory (readdir, or the previous scan's names when the
   // directory's own stat is unchanged: entries are only added, removed or renamed by changing the
@@ -320,7 +353,10 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
           e.l = fs.readlinkSync(abss[k]);
         } catch (err) {
           if (isErrno(err, 'ENOENT') && goneFromDir(relisted, ...splitAbs(abss[k]))) continue; // vanished during the walk
-          throw fileError(abss[k], isErrno(err, 'EINVAL') ? new Error('it stopped being a symlink during the scan; try again') : err);
+          throw fileError(
+            abss[k],
+            isErrno(err, 'EINVAL') ? new Error('it stopped being a symlink during the scan; try again') : err,
+          );
         }
         e.s = st[o + 1];
       } else if (fmt === 0o100000) {
@@ -356,7 +392,8 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
       if (r.size !== undefined) e.s = r.size;
       newBytes += r.newBytes;
     } catch (err) {
-      if (isErrno(err, 'ENOENT') && goneFromDir(relisted, ...splitAbs(abs))) gone.add(e); // deleted during the scan
+      if (isErrno(err, 'ENOENT') && goneFromDir(relisted, ...splitAbs(abs)))
+        gone.add(e); // deleted during the scan
       else if (err instanceof AgentKeepError) throw err;
       else throw fileError(abs, err);
     }

@@ -108,7 +108,14 @@ export class ObjectIndex {
   /** Record manifest `id` (just written). */
   async added(id: string, m: Manifest): Promise<void> {
     const [x, ids] = await Promise.all([this.load(), this.listIds()]);
-    if (!x || !ObjectIndex.sameIds(x, ids.filter((i) => i !== id)) || x.manifests[id] !== undefined) {
+    if (
+      !x ||
+      !ObjectIndex.sameIds(
+        x,
+        ids.filter((i) => i !== id),
+      ) ||
+      x.manifests[id] !== undefined
+    ) {
       await this.rebuild();
       return;
     }

@@ -54,7 +54,9 @@ export interface GuestApi {
     };
   };
   config: { $get(): Promise<Record<string, unknown>> };
-  feature: { $get(p: { feature: 'snapshot' | 'clone' | 'copy'; snapname?: string }): Promise<{ hasFeature: number | boolean }> };
+  feature: {
+    $get(p: { feature: 'snapshot' | 'clone' | 'copy'; snapname?: string }): Promise<{ hasFeature: number | boolean }>;
+  };
   status: { current: { $get(): Promise<{ status: string; qmpstatus?: string; lock?: string; name?: string }> } };
 }
 
@@ -81,7 +83,8 @@ function proxmoxApi(engine: ApiRequestable): Proxmox.Api {
   return lib.proxmoxApi(engine);
 }
 
-const TOKEN_HINT = 'Set AGENTKEEP_PVE_TOKEN=USER@REALM!TOKENID=SECRET (an API token from Datacenter > Permissions > API Tokens), or AGENTKEEP_PVE_USER + AGENTKEEP_PVE_PASSWORD.';
+const TOKEN_HINT =
+  'Set AGENTKEEP_PVE_TOKEN=USER@REALM!TOKENID=SECRET (an API token from Datacenter > Permissions > API Tokens), or AGENTKEEP_PVE_USER + AGENTKEEP_PVE_PASSWORD.';
 
 /**
  * Credentials from the environment: AGENTKEEP_PVE_TOKEN (`USER@REALM!TOKENID=SECRET`), else
@@ -93,7 +96,11 @@ export function authFromEnv(env: NodeJS.ProcessEnv = process.env): PveAuth {
   if (tok) {
     const m = /^([^\s@!=]+@[^\s@!=]+![A-Za-z][A-Za-z0-9._-]*)=(\S+)$/.exec(tok);
     if (!m) {
-      throw new AgentKeepError('AuthFailed', 'AGENTKEEP_PVE_TOKEN is not of the form USER@REALM!TOKENID=SECRET.', 'Example: agentkeep@pve!ak=01234567-89ab-cdef-0123-456789abcdef (the token id, "=", the secret shown once when the token was made).');
+      throw new AgentKeepError(
+        'AuthFailed',
+        'AGENTKEEP_PVE_TOKEN is not of the form USER@REALM!TOKENID=SECRET.',
+        'Example: agentkeep@pve!ak=01234567-89ab-cdef-0123-456789abcdef (the token id, "=", the secret shown once when the token was made).',
+      );
     }
     return { kind: 'token', tokenId: m[1], secret: m[2] };
   }
@@ -108,17 +115,33 @@ export function authFromEnv(env: NodeJS.ProcessEnv = process.env): PveAuth {
  * AGENTKEEP_PVE_FINGERPRINT (pinned SHA-256), AGENTKEEP_PVE_CA (CA file).
  * @throws AgentKeepError AuthFailed (credentials), FileError (CA file unreadable)
  */
-export function connectionFromEnv(host: string, port: number, env: NodeJS.ProcessEnv = process.env, log?: (l: string) => void): PveConnectionOptions {
+export function connectionFromEnv(
+  host: string,
+  port: number,
+  env: NodeJS.ProcessEnv = process.env,
+  log?: (l: string) => void,
+): PveConnectionOptions {
   const caFile = env.AGENTKEEP_PVE_CA?.trim();
   let ca: Buffer | undefined;
   if (caFile) {
     try {
       ca = readFileSync(caFile);
     } catch (e) {
-      throw new AgentKeepError('FileError', `Cannot read the Proxmox CA file ${caFile} (AGENTKEEP_PVE_CA): ${(e as Error).message}.`, 'Copy /etc/pve/pve-root-ca.pem from the node and point AGENTKEEP_PVE_CA at it.');
+      throw new AgentKeepError(
+        'FileError',
+        `Cannot read the Proxmox CA file ${caFile} (AGENTKEEP_PVE_CA): ${(e as Error).message}.`,
+        'Copy /etc/pve/pve-root-ca.pem from the node and point AGENTKEEP_PVE_CA at it.',
+      );
     }
   }
-  return { host, port, auth: authFromEnv(env), fingerprint: env.AGENTKEEP_PVE_FINGERPRINT?.trim() || undefined, ca, log };
+  return {
+    host,
+    port,
+    auth: authFromEnv(env),
+    fingerprint: env.AGENTKEEP_PVE_FINGERPRINT?.trim() || undefined,
+    ca,
+    log,
+  };
 }
 
 const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
@@ -164,7 +187,19 @@ export class PveClient {
   }
 
   /** GET /cluster/resources?type=vm (every guest the credentials may see). */
-  async resources(): Promise<Array<{ id: string; type: string; vmid: number; node: string; status: string; name?: string; lock?: string; tags?: string; template?: number | boolean }>> {
+  async resources(): Promise<
+    Array<{
+      id: string;
+      type: string;
+      vmid: number;
+      node: string;
+      status: string;
+      name?: string;
+      lock?: string;
+      tags?: string;
+      template?: number | boolean;
+    }>
+  > {
     return (await this.api.cluster.resources.$get({ type: 'vm' })) as never;
   }
 
@@ -179,7 +214,11 @@ export class PveClient {
     if (cached) return cached;
     const r = (await this.resources()).find((x) => x.type === type && Number(x.vmid) === vmid);
     if (!r) {
-      throw new AgentKeepError('TargetNotFound', `No ${type === 'qemu' ? 'VM' : 'container'} ${vmid} in the cluster (GET /cluster/resources?type=vm).`, 'Check the VMID and type (qemu or lxc), and that the token has VM.Audit on /vms/VMID (else the guest is hidden).');
+      throw new AgentKeepError(
+        'TargetNotFound',
+        `No ${type === 'qemu' ? 'VM' : 'container'} ${vmid} in the cluster (GET /cluster/resources?type=vm).`,
+        'Check the VMID and type (qemu or lxc), and that the token has VM.Audit on /vms/VMID (else the guest is hidden).',
+      );
     }
     this.nodes.set(key, r.node);
     return r.node;
@@ -205,15 +244,28 @@ export class PveClient {
       if (st.status === 'stopped') {
         const exitstatus = st.exitstatus ?? 'unexpected status';
         if (taskSucceeded(exitstatus)) {
-          const warnings = exitstatus === 'OK' ? [] : (await this.taskLog(node, upid)).filter((l) => /^WARN(ING)?:/.test(l)).map((l) => l.replace(/^WARN(ING)?:\s*/, ''));
-          if (exitstatus !== 'OK' && !warnings.length) warnings.push(`Proxmox reported ${exitstatus} (see the task log of ${upid}).`);
+          const warnings =
+            exitstatus === 'OK'
+              ? []
+              : (await this.taskLog(node, upid))
+                  .filter((l) => /^WARN(ING)?:/.test(l))
+                  .map((l) => l.replace(/^WARN(ING)?:\s*/, ''));
+          if (exitstatus !== 'OK' && !warnings.length)
+            warnings.push(`Proxmox reported ${exitstatus} (see the task log of ${upid}).`);
           return { upid, exitstatus, warnings };
         }
         throw await this.taskError(node, upid, exitstatus, what);
       }
-      if (signal?.aborted) throw abortedError(`stopped waiting for ${what}; the Proxmox task ${upid} continues on the host (see node > Task History)`);
+      if (signal?.aborted)
+        throw abortedError(
+          `stopped waiting for ${what}; the Proxmox task ${upid} continues on the host (see node > Task History)`,
+        );
       if (Date.now() > deadline) {
-        throw new AgentKeepError('Hypervisor', `${what}: the Proxmox task ${upid} is still running after ${Math.round((this.opts.taskTimeoutMs ?? 1_800_000) / 1000)} s; AgentKeep stopped waiting, the task continues on the host.`, 'Watch it in node > Task History; list restore points again when it has ended.');
+        throw new AgentKeepError(
+          'Hypervisor',
+          `${what}: the Proxmox task ${upid} is still running after ${Math.round((this.opts.taskTimeoutMs ?? 1_800_000) / 1000)} s; AgentKeep stopped waiting, the task continues on the host.`,
+          'Watch it in node > Task History; list restore points again when it has ended.',
+        );
       }
       await sleep(Math.min(max, Math.max(min, Math.round((Date.now() - started) * 0.15))), signal);
     }
@@ -221,7 +273,10 @@ export class PveClient {
 
   /** The text lines of a task log (GET .../tasks/{upid}/log, up to 1000 lines). */
   async taskLog(node: string, upid: string): Promise<string[]> {
-    const lines = (await this.api.nodes.$(node).tasks.$(upid).log.$get({ start: 0, limit: 1000 })) as Array<{ n: number; t: string }>;
+    const lines = (await this.api.nodes.$(node).tasks.$(upid).log.$get({ start: 0, limit: 1000 })) as Array<{
+      n: number;
+      t: string;
+    }>;
     return (lines ?? []).sort((a, b) => a.n - b.n).map((l) => l.t);
   }
 
@@ -237,9 +292,17 @@ export class PveClient {
       return lockedError(lock[1], type, Number(up[2]), what);
     }
     if (/snapshot feature is not available/.test(exitstatus)) {
-      return new AgentKeepError('Unsupported', `${what} failed: ${exitstatus}.`, 'A disk of the guest is on storage without snapshots (raw on dir/NFS/CIFS, LVM thick, iSCSI, pass-through). Move it to ZFS, LVM-thin, Ceph/RBD, BTRFS or qcow2 (see docs/proxmox.md).');
+      return new AgentKeepError(
+        'Unsupported',
+        `${what} failed: ${exitstatus}.`,
+        'A disk of the guest is on storage without snapshots (raw on dir/NFS/CIFS, LVM thick, iSCSI, pass-through). Move it to ZFS, LVM-thin, Ceph/RBD, BTRFS or qcow2 (see docs/proxmox.md).',
+      );
     }
-    return new AgentKeepError('Hypervisor', `${what} failed on Proxmox: ${exitstatus}.${tail.length ? `\nTask log (last lines):\n  ${tail.join('\n  ')}` : ''}`, `Task ${upid}; see node > Task History for the full log.`);
+    return new AgentKeepError(
+      'Hypervisor',
+      `${what} failed on Proxmox: ${exitstatus}.${tail.length ? `\nTask log (last lines):\n  ${tail.join('\n  ')}` : ''}`,
+      `Task ${upid}; see node > Task History for the full log.`,
+    );
   }
 
   /** GET /nodes/{node}/tasks?vmid=…&source=all (newest first, as Proxmox sorts them). */
@@ -256,15 +319,29 @@ export class PveClient {
    * @throws AgentKeepError Hypervisor "not done" when neither a task nor the effect shows up (nothing happened: safe to retry),
    *   or the task's error.
    */
-  async reconcile(node: string, vmid: number, types: string[], since: number, what: string, done: () => Promise<boolean>, cause: PveError): Promise<TaskResult> {
+  async reconcile(
+    node: string,
+    vmid: number,
+    types: string[],
+    since: number,
+    what: string,
+    done: () => Promise<boolean>,
+    cause: PveError,
+  ): Promise<TaskResult> {
     const until = Date.now() + (this.opts.reconcileMs ?? 3000);
     for (;;) {
       const list = await this.tasks(node, vmid).catch(() => [] as PveTaskItem[]);
-      const t = list.filter((x) => types.includes(x.type) && String(x.id) === String(vmid) && x.starttime >= since - 2).sort((a, b) => b.starttime - a.starttime)[0];
+      const t = list
+        .filter((x) => types.includes(x.type) && String(x.id) === String(vmid) && x.starttime >= since - 2)
+        .sort((a, b) => b.starttime - a.starttime)[0];
       if (t) return this.waitTask(node, t.upid, what);
       if (await done().catch(() => false)) return { upid: '', exitstatus: 'OK', warnings: [] };
       if (Date.now() > until) {
-        throw new AgentKeepError('Hypervisor', `${what}: ${cause.message} No task for it appeared on ${node} and nothing changed, so Proxmox did not act on it.`, 'Nothing was changed; it is safe to try again.');
+        throw new AgentKeepError(
+          'Hypervisor',
+          `${what}: ${cause.message} No task for it appeared on ${node} and nothing changed, so Proxmox did not act on it.`,
+          'Nothing was changed; it is safe to try again.',
+        );
       }
       await sleep(200, this.opts.signal);
     }

@@ -18,10 +18,15 @@ export const RESERVED_SNAPNAMES = ['current', 'pending', 'vzdump'];
  */
 export function checkSnapname(name: string): void {
   const bad = (why: string): never => {
-    throw new AgentKeepError('InvalidParams', `"${name}" cannot be a Proxmox snapshot name: ${why}.`, 'Use a letter, then letters, digits or _ (at most 40 characters), not current/pending/vzdump.');
+    throw new AgentKeepError(
+      'InvalidParams',
+      `"${name}" cannot be a Proxmox snapshot name: ${why}.`,
+      'Use a letter, then letters, digits or _ (at most 40 characters), not current/pending/vzdump.',
+    );
   };
   if (name.length > SNAPNAME_MAX) bad(`it has ${name.length} characters (at most ${SNAPNAME_MAX})`);
-  if (!SNAPNAME_RE.test(name)) bad('it must start with a letter and hold only letters, digits and _ (at least 2 characters)');
+  if (!SNAPNAME_RE.test(name))
+    bad('it must start with a letter and hold only letters, digits and _ (at least 2 characters)');
   if (RESERVED_SNAPNAMES.includes(name.toLowerCase())) bad('the name is reserved by Proxmox');
 }
 
@@ -46,12 +51,27 @@ export interface SnapshotMarker {
  */
 export function describeSnapshot(id: string, meta: SnapshotMeta): string {
   const short = (s: string, n: number): string => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
-  const marker: SnapshotMarker = { id, kind: meta.kind, label: short(meta.label, 200), createdAt: meta.createdAt, ...(meta.pairOf ? { pairOf: meta.pairOf } : {}), ...(meta.important ? { important: true } : {}) };
+  const marker: SnapshotMarker = {
+    id,
+    kind: meta.kind,
+    label: short(meta.label, 200),
+    createdAt: meta.createdAt,
+    ...(meta.pairOf ? { pairOf: meta.pairOf } : {}),
+    ...(meta.important ? { important: true } : {}),
+  };
   const r = meta.reason;
   const where = r?.file ? `${r.file}${r.line ? `:${r.line}` : ''}` : '';
-  const reason = r ? [r.command ? `before: ${r.command}` : '', where ? `(${where})` : '', r.text ?? ''].filter(Boolean).join(' ') : '';
+  const reason = r
+    ? [r.command ? `before: ${r.command}` : '', where ? `(${where})` : '', r.text ?? ''].filter(Boolean).join(' ')
+    : '';
   const line = `${MARKER_PREFIX}${Buffer.from(JSON.stringify(marker), 'utf8').toString('base64url')}`;
-  return [short(meta.label.replace(/\s*\n\s*/g, ' '), 200), reason ? short(reason.replace(/\s*\n\s*/g, ' '), 1000) : '', line].filter(Boolean).join('\n');
+  return [
+    short(meta.label.replace(/\s*\n\s*/g, ' '), 200),
+    reason ? short(reason.replace(/\s*\n\s*/g, ' '), 1000) : '',
+    line,
+  ]
+    .filter(Boolean)
+    .join('\n');
 }
 
 /** The marker of a description, or undefined when the snapshot was not made by AgentKeep (or the marker is damaged). */
@@ -80,13 +100,21 @@ export function parseMarker(description: string | undefined): SnapshotMarker | u
 export function relabel(description: string, text: string | undefined, important?: boolean): string {
   const lines = description.split(/\r?\n/);
   const at = lines.findIndex((l) => l.trim().startsWith(MARKER_PREFIX));
-  const human = text !== undefined ? text.trim().replace(/\s*\n\s*/g, ' ') : lines.filter((_, i) => i !== at).join('\n').trim();
+  const human =
+    text !== undefined
+      ? text.trim().replace(/\s*\n\s*/g, ' ')
+      : lines
+          .filter((_, i) => i !== at)
+          .join('\n')
+          .trim();
   const m = parseMarker(description);
   if (at < 0 || !m) return human;
   const next: SnapshotMarker = { ...m, ...(text !== undefined ? { label: text.trim().slice(0, 200) } : {}) };
   if (important === true) next.important = true;
   if (important === false) delete next.important;
-  return [human, `${MARKER_PREFIX}${Buffer.from(JSON.stringify(next), 'utf8').toString('base64url')}`].filter(Boolean).join('\n');
+  return [human, `${MARKER_PREFIX}${Buffer.from(JSON.stringify(next), 'utf8').toString('base64url')}`]
+    .filter(Boolean)
+    .join('\n');
 }
 
 /**
@@ -109,5 +137,9 @@ export function lockedError(lock: string, type: 'qemu' | 'lxc', vmid: number, wh
     suspending: `it is being hibernated. Wait, then resume it in Proxmox first.`,
     mounted: `its volumes are mounted on the host (\`pct mount\`). Run \`pct unmount ${vmid}\` first.`,
   };
-  return new AgentKeepError('GuestLocked', `Cannot ${what}: ${T} ${vmid} is locked (${lock}).`, meaning[lock] ?? `Find the task that holds the lock in node > Task History. ${unlock}`);
+  return new AgentKeepError(
+    'GuestLocked',
+    `Cannot ${what}: ${T} ${vmid} is locked (${lock}).`,
+    meaning[lock] ?? `Find the task that holds the lock in node > Task History. ${unlock}`,
+  );
 }

@@ -23,7 +23,14 @@ import { listAction } from '../../core/actions';
 import { AgentKeepError } from '../../core/errors';
 import type { ParsedTarget } from '../../core/target';
 import type { RestorePoint } from '../../protocol';
-import type { BackendContext, BackendFactory, MachineBackend, RestoreOutcome, SnapshotInfo, SnapshotMeta } from '../types';
+import type {
+  BackendContext,
+  BackendFactory,
+  MachineBackend,
+  RestoreOutcome,
+  SnapshotInfo,
+  SnapshotMeta,
+} from '../types';
 import type { DiscoveredAgent } from '../types';
 import { PveClient, connectionFromEnv, type PveClientOptions, type PveSnapshotItem, type TaskResult } from './client';
 import { checkSnapname, describeSnapshot, lockedError, parseMarker, relabel, type SnapshotMarker } from './describe';
@@ -32,7 +39,14 @@ import { describeProxmoxTarget, GUEST_WRITE_MAX, isProxmoxTarget, parseProxmoxTa
 import type { ProxmoxTarget } from './target';
 
 export { GUEST_WRITE_MAX, isProxmoxTarget, parseProxmoxTarget, type ProxmoxTarget } from './target';
-export { PveClient, authFromEnv, connectionFromEnv, taskSucceeded, type PveClientOptions, type PveSnapshotItem } from './client';
+export {
+  PveClient,
+  authFromEnv,
+  connectionFromEnv,
+  taskSucceeded,
+  type PveClientOptions,
+  type PveSnapshotItem,
+} from './client';
 export { describeSnapshot, parseMarker, checkSnapname, lockedError, type SnapshotMarker } from './describe';
 export { PveError, PveTransport, normalizeFingerprint, type PveAuth, type PveConnectionOptions } from './transport';
 
@@ -81,7 +95,12 @@ export class ProxmoxBackend implements MachineBackend {
       throw new AgentKeepError('BadTarget', `${target.spec} is not a proxmox:// target.`, hint);
     }
     this.pt = target.options;
-    this.capabilities = { ramState: this.pt.type === 'qemu', speedClass: 'fast', canRunWhileRunning: true, diff: false } as const;
+    this.capabilities = {
+      ramState: this.pt.type === 'qemu',
+      speedClass: 'fast',
+      canRunWhileRunning: true,
+      diff: false,
+    } as const;
   }
 
   /** The client (credentials are read on first use, so listing the journal works without them). */
@@ -118,8 +137,16 @@ export class ProxmoxBackend implements MachineBackend {
   }
 
   private notFound(e: unknown): unknown {
-    if (e instanceof PveError && (e.kind === 'TargetNotFound' || e.status === 500) && /does not exist|not exist|no such/i.test(e.reason)) {
-      return new AgentKeepError('TargetNotFound', `${this.T} ${this.pt.vmid} does not exist on node ${this.pt.node} of ${this.pt.host} (${e.reason}).`, `Check the target ${this.target.spec}: node, type (qemu = VM, lxc = container) and VMID; with node "-" AgentKeep looks it up.`);
+    if (
+      e instanceof PveError &&
+      (e.kind === 'TargetNotFound' || e.status === 500) &&
+      /does not exist|not exist|no such/i.test(e.reason)
+    ) {
+      return new AgentKeepError(
+        'TargetNotFound',
+        `${this.T} ${this.pt.vmid} does not exist on node ${this.pt.node} of ${this.pt.host} (${e.reason}).`,
+        `Check the target ${this.target.spec}: node, type (qemu = VM, lxc = container) and VMID; with node "-" AgentKeep looks it up.`,
+      );
     }
     return e;
   }
@@ -143,7 +170,9 @@ export class ProxmoxBackend implements MachineBackend {
           ...(marker ? { marker } : {}),
         };
       })
-      .sort((a, b) => (a.current ? 1 : b.current ? -1 : (a.snaptime ?? 0) - (b.snaptime ?? 0) || a.name.localeCompare(b.name)));
+      .sort((a, b) =>
+        a.current ? 1 : b.current ? -1 : (a.snaptime ?? 0) - (b.snaptime ?? 0) || a.name.localeCompare(b.name),
+      );
   }
 
   /** The AgentKeep snapshot of restore point `id` (by marker, else by name), or undefined. */
@@ -162,10 +191,17 @@ export class ProxmoxBackend implements MachineBackend {
    * Checks the lock and GET feature?feature=snapshot first; waits for the task.
    * @throws AgentKeepError GuestLocked, Unsupported (no snapshot feature, vmstate on lxc), Hypervisor (task failed, with log tail), AuthFailed
    */
-  async create(snapshotId: string, opts: { meta?: SnapshotMeta; vmstate?: boolean; signal?: AbortSignal }): Promise<SnapshotInfo> {
+  async create(
+    snapshotId: string,
+    opts: { meta?: SnapshotMeta; vmstate?: boolean; signal?: AbortSignal },
+  ): Promise<SnapshotInfo> {
     checkSnapname(snapshotId);
     if (opts.vmstate && this.pt.type === 'lxc') {
-      throw new AgentKeepError('Unsupported', 'Containers (lxc) have no RAM state to save.', 'Leave out --vmstate for a container target.');
+      throw new AgentKeepError(
+        'Unsupported',
+        'Containers (lxc) have no RAM state to save.',
+        'Leave out --vmstate for a container target.',
+      );
     }
     if (opts.signal) this.opts.signal = opts.signal;
     const { node, g } = await this.guest();
@@ -173,23 +209,45 @@ export class ProxmoxBackend implements MachineBackend {
     await this.assertUnlocked(g, `take ${what}`);
     const feat = await g.feature.$get({ feature: 'snapshot' });
     if (!bool(feat.hasFeature)) {
-      throw new AgentKeepError('Unsupported', `${this.T} ${this.pt.vmid} cannot be snapshotted: a disk is on storage without snapshot support (GET feature?feature=snapshot says no).`, 'Move the disks to ZFS, LVM-thin, Ceph/RBD, BTRFS, or qcow2 on a directory storage; raw disks on dir/NFS/CIFS, LVM thick, iSCSI and pass-through disks cannot be snapshotted.');
+      throw new AgentKeepError(
+        'Unsupported',
+        `${this.T} ${this.pt.vmid} cannot be snapshotted: a disk is on storage without snapshot support (GET feature?feature=snapshot says no).`,
+        'Move the disks to ZFS, LVM-thin, Ceph/RBD, BTRFS, or qcow2 on a directory storage; raw disks on dir/NFS/CIFS, LVM thick, iSCSI and pass-through disks cannot be snapshotted.',
+      );
     }
     const meta: SnapshotMeta = opts.meta ?? { label: snapshotId, kind: 'manual', createdAt: new Date().toISOString() };
     const description = describeSnapshot(snapshotId, meta);
     const since = Math.floor(Date.now() / 1000);
     let res: TaskResult;
     try {
-      const upid = await g.snapshot.$post({ snapname: snapshotId, description, ...(opts.vmstate ? { vmstate: true } : {}) });
+      const upid = await g.snapshot.$post({
+        snapname: snapshotId,
+        description,
+        ...(opts.vmstate ? { vmstate: true } : {}),
+      });
       res = await this.client.waitTask(node, upid, what);
     } catch (e) {
       if (!(e instanceof PveError && e.ambiguous)) throw e;
-      const exists = async (): Promise<boolean> => (await g.snapshot.$get()).some((s) => s.name === snapshotId && !s.snapstate);
+      const exists = async (): Promise<boolean> =>
+        (await g.snapshot.$get()).some((s) => s.name === snapshotId && !s.snapstate);
       res = await this.client.reconcile(node, this.pt.vmid, ['qmsnapshot', 'vzsnapshot'], since, what, exists, e);
     }
     const mine = (await this.tree()).find((s) => s.name === snapshotId);
-    if (!mine) throw new AgentKeepError('Hypervisor', `${what}: the task ended ${res.exitstatus} but the snapshot is not listed.`, 'Look at node > Task History and the Snapshots tab of the guest.');
-    return { files: 0, bytes: 0, newBytes: 0, snapname: snapshotId, ...(mine.vmstate ? { vmstate: true } : {}), ...(mine.parent ? { parent: mine.parent } : {}), ...(res.warnings.length ? { warnings: res.warnings } : {}) };
+    if (!mine)
+      throw new AgentKeepError(
+        'Hypervisor',
+        `${what}: the task ended ${res.exitstatus} but the snapshot is not listed.`,
+        'Look at node > Task History and the Snapshots tab of the guest.',
+      );
+    return {
+      files: 0,
+      bytes: 0,
+      newBytes: 0,
+      snapname: snapshotId,
+      ...(mine.vmstate ? { vmstate: true } : {}),
+      ...(mine.parent ? { parent: mine.parent } : {}),
+      ...(res.warnings.length ? { warnings: res.warnings } : {}),
+    };
   }
 
   /** Ids of the restore points whose snapshots are on the guest (from the markers). */
@@ -213,7 +271,16 @@ export class ProxmoxBackend implements MachineBackend {
           createdAt: m.createdAt,
           status: 'ready' as const,
           kind: m.kind,
-          machine: { backend: 'proxmox', files: 0, bytes: 0, newBytes: 0, durationMs: 0, snapname: s.name, ...(s.vmstate ? { vmstate: true } : {}), ...(s.parent ? { parent: s.parent } : {}) },
+          machine: {
+            backend: 'proxmox',
+            files: 0,
+            bytes: 0,
+            newBytes: 0,
+            durationMs: 0,
+            snapname: s.name,
+            ...(s.vmstate ? { vmstate: true } : {}),
+            ...(s.parent ? { parent: s.parent } : {}),
+          },
           agent: [],
           ...(m.pairOf ? { pairOf: m.pairOf } : {}),
           ...(m.important ? { important: true } : {}),
@@ -232,7 +299,12 @@ export class ProxmoxBackend implements MachineBackend {
     const snap = await this.ours(snapshotId);
     if (!snap) throw this.missing(snapshotId);
     const what = `rollback of ${this.T} ${this.pt.vmid} to ${snap.name}`;
-    if (snap.snapstate) throw new AgentKeepError('Hypervisor', `Cannot roll back to ${snap.name}: the snapshot is incomplete (snapstate = ${snap.snapstate}).`, 'It was not fully taken or a delete failed half-way; pick another restore point.');
+    if (snap.snapstate)
+      throw new AgentKeepError(
+        'Hypervisor',
+        `Cannot roll back to ${snap.name}: the snapshot is incomplete (snapstate = ${snap.snapstate}).`,
+        'It was not fully taken or a delete failed half-way; pick another restore point.',
+      );
     await this.assertUnlocked(g, `roll back ${this.T} ${this.pt.vmid}`);
     const before = await g.status.current.$get();
     const wasRunning = before.status === 'running';
@@ -244,23 +316,42 @@ export class ProxmoxBackend implements MachineBackend {
       res = await this.client.waitTask(node, upid, what);
     } catch (e) {
       if (e instanceof PveError && e.status === 403 && start) {
-        throw new AgentKeepError('AuthFailed', `Proxmox denied the rollback with start=1: ${e.reason}.`, 'Starting the guest after a rollback needs VM.PowerMgmt on /vms/VMID; grant it, or restore without --start and start the guest in Proxmox.');
+        throw new AgentKeepError(
+          'AuthFailed',
+          `Proxmox denied the rollback with start=1: ${e.reason}.`,
+          'Starting the guest after a rollback needs VM.PowerMgmt on /vms/VMID; grant it, or restore without --start and start the guest in Proxmox.',
+        );
       }
       if (!(e instanceof PveError && e.ambiguous)) throw e;
-      res = await this.client.reconcile(node, this.pt.vmid, ['qmrollback', 'vzrollback'], since, what, async () => false, e);
+      res = await this.client.reconcile(
+        node,
+        this.pt.vmid,
+        ['qmrollback', 'vzrollback'],
+        since,
+        what,
+        async () => false,
+        e,
+      );
     }
     const after = await g.status.current.$get();
     const machineState = after.qmpstatus === 'paused' ? 'paused' : after.status;
     const warnings = [...res.warnings];
-    if (wasRunning) warnings.push(`The ${this.T} was running and was hard-stopped by the rollback (unsaved work in it is lost).`);
-    if (machineState !== 'running') warnings.push(`The ${this.T} is ${machineState} after the rollback (${snap.vmstate ? 'its RAM state did not resume' : 'the snapshot has no RAM state'}); start it in Proxmox, or restore with --start next time.`);
+    if (wasRunning)
+      warnings.push(`The ${this.T} was running and was hard-stopped by the rollback (unsaved work in it is lost).`);
+    if (machineState !== 'running')
+      warnings.push(
+        `The ${this.T} is ${machineState} after the rollback (${snap.vmstate ? 'its RAM state did not resume' : 'the snapshot has no RAM state'}); start it in Proxmox, or restore with --start next time.`,
+      );
     return { added: [], removed: [], changed: [], machineState, warnings };
   }
 
   private missing(id: string): AgentKeepError {
-    return new AgentKeepError('RestorePointNotFound', `${this.T} ${this.pt.vmid} has no AgentKeep snapshot for restore point ${id}.`, 'It may have been deleted in Proxmox.', [
-      listAction(this.target.spec),
-    ]);
+    return new AgentKeepError(
+      'RestorePointNotFound',
+      `${this.T} ${this.pt.vmid} has no AgentKeep snapshot for restore point ${id}.`,
+      'It may have been deleted in Proxmox.',
+      [listAction(this.target.spec)],
+    );
   }
 
   /** Delete the snapshot of `snapshotId` (no force). A missing snapshot counts as deleted. */
@@ -279,7 +370,12 @@ export class ProxmoxBackend implements MachineBackend {
     const all = await this.tree();
     const snap = all.find((s) => s.marker?.id === snapshotId) ?? all.find((s) => s.name === snapshotId);
     if (!snap) return;
-    if (!snap.marker) throw new AgentKeepError('Unsupported', `Snapshot ${snap.name} of ${this.T} ${this.pt.vmid} was not made by AgentKeep; AgentKeep leaves it alone.`, 'Delete it in Proxmox if you mean to.');
+    if (!snap.marker)
+      throw new AgentKeepError(
+        'Unsupported',
+        `Snapshot ${snap.name} of ${this.T} ${this.pt.vmid} was not made by AgentKeep; AgentKeep leaves it alone.`,
+        'Delete it in Proxmox if you mean to.',
+      );
     const what = `delete of snapshot ${snap.name} of ${this.T} ${this.pt.vmid}`;
     if (!o.force) await this.assertUnlocked(g, `delete snapshot ${snap.name}`);
     const since = Math.floor(Date.now() / 1000);
@@ -331,7 +427,10 @@ export const proxmoxBackend: BackendFactory<ProxmoxTarget> = {
   parse: parseProxmoxTarget,
   describe: describeProxmoxTarget,
   create(ctx: BackendContext): MachineBackend {
-    const log = process.env.AGENTKEEP_PVE_DEBUG === '1' ? (l: string): void => void process.stderr.write(`[pve] ${l}\n`) : undefined;
+    const log =
+      process.env.AGENTKEEP_PVE_DEBUG === '1'
+        ? (l: string): void => void process.stderr.write(`[pve] ${l}\n`)
+        : undefined;
     return new ProxmoxBackend(ctx.target, {}, process.env, log);
   },
   discover: { form: 'proxmox://HOST[:PORT]', run: (spec, tag) => discoverAgents(spec, tag) },
@@ -346,7 +445,12 @@ export type { DiscoveredAgent } from '../types';
 export function parseHost(spec: string): { host: string; port: number } {
   const m = /^proxmox:\/\/(\[[0-9A-Fa-f:.]+\]|[^/:\s[\]]+)(?::(\d+))?(?:\/.*)?$/i.exec(spec.trim());
   const port = m?.[2] ? Number(m[2]) : 8006;
-  if (!m || port < 1 || port > 65535) throw new AgentKeepError('BadTarget', `"${spec}" does not name a Proxmox host.`, 'Write proxmox://HOST[:PORT], e.g. proxmox://pve.lan.');
+  if (!m || port < 1 || port > 65535)
+    throw new AgentKeepError(
+      'BadTarget',
+      `"${spec}" does not name a Proxmox host.`,
+      'Write proxmox://HOST[:PORT], e.g. proxmox://pve.lan.',
+    );
   return { host: m[1].replace(/^\[|\]$/g, ''), port };
 }
 
@@ -355,7 +459,12 @@ export function parseHost(spec: string): { host: string; port: number } {
  * from GET /cluster/resources?type=vm (items the token may see). Sorted by node, then vmid.
  * @throws AgentKeepError BadTarget, AuthFailed, Hypervisor
  */
-export async function discoverAgents(hostTarget: string, tag = 'agent', env: NodeJS.ProcessEnv = process.env, log?: (l: string) => void): Promise<DiscoveredAgent[]> {
+export async function discoverAgents(
+  hostTarget: string,
+  tag = 'agent',
+  env: NodeJS.ProcessEnv = process.env,
+  log?: (l: string) => void,
+): Promise<DiscoveredAgent[]> {
   const { host, port } = parseHost(hostTarget);
   const client = new PveClient(connectionFromEnv(host, port, env, log));
   try {
@@ -365,7 +474,16 @@ export async function discoverAgents(hostTarget: string, tag = 'agent', env: Nod
       if ((r.type !== 'qemu' && r.type !== 'lxc') || bool(r.template)) continue;
       const tags = (r.tags ?? '').split(/[;,\s]+/).filter(Boolean);
       if (tag && !tags.includes(tag)) continue;
-      out.push({ target: `proxmox://${hostPart}${port === 8006 ? '' : `:${port}`}/${r.node}/${r.type}/${r.vmid}`, ...(r.name ? { name: r.name } : {}), node: r.node, vmid: Number(r.vmid), type: r.type, status: r.status, ...(r.lock ? { lock: r.lock } : {}), tags });
+      out.push({
+        target: `proxmox://${hostPart}${port === 8006 ? '' : `:${port}`}/${r.node}/${r.type}/${r.vmid}`,
+        ...(r.name ? { name: r.name } : {}),
+        node: r.node,
+        vmid: Number(r.vmid),
+        type: r.type,
+        status: r.status,
+        ...(r.lock ? { lock: r.lock } : {}),
+        tags,
+      });
     }
     return out.sort((a, b) => a.node.localeCompare(b.node) || a.vmid - b.vmid);
   } finally {
@@ -376,22 +494,47 @@ export async function discoverAgents(hostTarget: string, tag = 'agent', env: Nod
 /** agent/file-read returns at most 16 MiB (qemu-server Agent.pm `$MAX_READ_SIZE`). */
 export const GUEST_READ_MAX = 16 * 1024 * 1024;
 
-function guestAgentApi(client: PveClient, node: string, vmid: number): { read(file: string): Promise<{ content: string; truncated?: number | boolean }>; write(file: string, content: string): Promise<null> } {
-  const a = (client.api.nodes.$(node).qemu.$(vmid) as unknown as { agent: Record<string, { $get(p: object): Promise<never>; $post(p: object): Promise<never> }> }).agent;
-  return { read: (file) => a['file-read'].$get({ file }), write: (file, content) => a['file-write'].$post({ file, content }) };
+function guestAgentApi(
+  client: PveClient,
+  node: string,
+  vmid: number,
+): {
+  read(file: string): Promise<{ content: string; truncated?: number | boolean }>;
+  write(file: string, content: string): Promise<null>;
+} {
+  const a = (
+    client.api.nodes.$(node).qemu.$(vmid) as unknown as {
+      agent: Record<string, { $get(p: object): Promise<never>; $post(p: object): Promise<never> }>;
+    }
+  ).agent;
+  return {
+    read: (file) => a['file-read'].$get({ file }),
+    write: (file, content) => a['file-write'].$post({ file, content }),
+  };
 }
 
 async function guestAgentCall<T>(backend: ProxmoxBackend, file: string, fn: (node: string) => Promise<T>): Promise<T> {
   const pt = backend.pt;
   if (pt.type === 'lxc') {
-    throw new AgentKeepError('Unsupported', `Containers have no guest agent, so AgentKeep cannot read or write ${file} in CT ${pt.vmid} through the API.`, 'Use a store on a path the sidecar can reach (e.g. a bind mount), or pct pull/push on the node.');
+    throw new AgentKeepError(
+      'Unsupported',
+      `Containers have no guest agent, so AgentKeep cannot read or write ${file} in CT ${pt.vmid} through the API.`,
+      'Use a store on a path the sidecar can reach (e.g. a bind mount), or pct pull/push on the node.',
+    );
   }
   const node = await backend.client.ownerNode(pt.node, pt.type, pt.vmid);
   try {
     return await fn(node);
   } catch (e) {
-    if (e instanceof PveError && /agent is not running|No QEMU guest agent|not configured|guest agent/i.test(e.reason)) {
-      throw new AgentKeepError('Unsupported', `The QEMU guest agent of VM ${pt.vmid} does not answer (${e.reason}).`, 'Install and start qemu-guest-agent in the VM and enable it in Proxmox (VM > Options > QEMU Guest Agent), then restart the VM.');
+    if (
+      e instanceof PveError &&
+      /agent is not running|No QEMU guest agent|not configured|guest agent/i.test(e.reason)
+    ) {
+      throw new AgentKeepError(
+        'Unsupported',
+        `The QEMU guest agent of VM ${pt.vmid} does not answer (${e.reason}).`,
+        'Install and start qemu-guest-agent in the VM and enable it in Proxmox (VM > Options > QEMU Guest Agent), then restart the VM.',
+      );
     }
     throw e;
   }
@@ -405,7 +548,12 @@ async function guestAgentCall<T>(backend: ProxmoxBackend, file: string, fn: (nod
 export async function guestFileRead(backend: ProxmoxBackend, file: string): Promise<Buffer> {
   return guestAgentCall(backend, file, async (node) => {
     const r = await guestAgentApi(backend.client, node, backend.pt.vmid).read(file);
-    if (bool(r.truncated)) throw new AgentKeepError('FileError', `${file} in VM ${backend.pt.vmid} is larger than 16 MiB, the most the guest agent returns.`, 'Keep agent-state files small, or reach them another way (a shared folder).');
+    if (bool(r.truncated))
+      throw new AgentKeepError(
+        'FileError',
+        `${file} in VM ${backend.pt.vmid} is larger than 16 MiB, the most the guest agent returns.`,
+        'Keep agent-state files small, or reach them another way (a shared folder).',
+      );
     return Buffer.from(r.content ?? '', 'latin1');
   });
 }
@@ -418,7 +566,13 @@ export async function guestFileRead(backend: ProxmoxBackend, file: string): Prom
 export async function guestFileWrite(backend: ProxmoxBackend, file: string, content: string): Promise<void> {
   const n = Buffer.byteLength(content, 'utf8');
   if (n > GUEST_WRITE_MAX) {
-    throw new AgentKeepError('FileError', `${file} would be ${n} bytes; the guest agent writes at most ${GUEST_WRITE_MAX} bytes per call.`, 'Shorten the content; nothing was written.');
+    throw new AgentKeepError(
+      'FileError',
+      `${file} would be ${n} bytes; the guest agent writes at most ${GUEST_WRITE_MAX} bytes per call.`,
+      'Shorten the content; nothing was written.',
+    );
   }
-  await guestAgentCall(backend, file, (node) => guestAgentApi(backend.client, node, backend.pt.vmid).write(file, content));
+  await guestAgentCall(backend, file, (node) =>
+    guestAgentApi(backend.client, node, backend.pt.vmid).write(file, content),
+  );
 }

@@ -44,7 +44,10 @@ export function parseProxmoxTarget(rest: string, s: string): TargetParse<Proxmox
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
     throw new AgentKeepError('BadTarget', `Port ${m[2]} in "${s}" is out of range.`, form);
   }
-  const parts = (m[3] ?? '').replace(/\/+$/, '').split('/').filter((x) => x.length > 0);
+  const parts = (m[3] ?? '')
+    .replace(/\/+$/, '')
+    .split('/')
+    .filter((x) => x.length > 0);
   if (parts.length !== 3) {
     throw new AgentKeepError('BadTarget', `Proxmox target "${s}" must name NODE/TYPE/VMID after the host.`, form);
   }

@@ -73,7 +73,10 @@ export class PveError extends AgentKeepError {
 
 /** Normalise a fingerprint to upper-case colon-hex (`AB:CD:…`). @throws AgentKeepError AuthFailed when it is not 32 bytes of hex. */
 export function normalizeFingerprint(fp: string): string {
-  const hex = fp.replace(/^sha256[:=]?/i, '').replace(/[\s:-]/g, '').toUpperCase();
+  const hex = fp
+    .replace(/^sha256[:=]?/i, '')
+    .replace(/[\s:-]/g, '')
+    .toUpperCase();
   if (!/^[0-9A-F]{64}$/.test(hex)) {
     throw new AgentKeepError(
       'AuthFailed',
@@ -143,7 +146,8 @@ export class PveTransport implements ApiRequestable {
   /** `text` with every secret replaced by `***`. */
   redact(text: string): string {
     let s = text;
-    for (const x of [...this.secrets, this.ticket?.ticket, this.ticket?.csrf]) if (x && x.length >= 4) s = s.split(x).join('***');
+    for (const x of [...this.secrets, this.ticket?.ticket, this.ticket?.csrf])
+      if (x && x.length >= 4) s = s.split(x).join('***');
     return s.replace(/(PVEAPIToken=[^=\s]+=)\S+/g, '$1***').replace(/(PVEAuthCookie=)[^;\s]+/g, '$1***');
   }
 
@@ -175,7 +179,23 @@ export class PveTransport implements ApiRequestable {
       const err = this.tlsError(e, where);
       if (!(err instanceof PveError) || settled) return done(err);
       // Show the fingerprint the server presented (a second connection that only reads the certificate).
-      void this.peerFingerprint().then((fp) => done(fp ? new PveError(err.kind, err.message, err.hint?.replace('(node > System > Certificates)', `(node > System > Certificates); the server presented ${fp}, compare before pinning it`), 0, err.reason, false) : err));
+      void this.peerFingerprint().then((fp) =>
+        done(
+          fp
+            ? new PveError(
+                err.kind,
+                err.message,
+                err.hint?.replace(
+                  '(node > System > Certificates)',
+                  `(node > System > Certificates); the server presented ${fp}, compare before pinning it`,
+                ),
+                0,
+                err.reason,
+                false,
+              )
+            : err,
+        ),
+      );
     };
     sock.once('error', onError);
     sock.once('secureConnect', () => {
@@ -216,7 +236,13 @@ export class PveTransport implements ApiRequestable {
   /** The SHA-256 fingerprint the server presents (a connection that only reads the certificate, sends nothing), or '' on failure. */
   private peerFingerprint(): Promise<string> {
     return new Promise((resolve) => {
-      const s = tls.connect({ host: this.opts.host, port: this.port, servername: net.isIP(this.opts.host) ? undefined : this.opts.host, rejectUnauthorized: false, timeout: 5000 });
+      const s = tls.connect({
+        host: this.opts.host,
+        port: this.port,
+        servername: net.isIP(this.opts.host) ? undefined : this.opts.host,
+        rejectUnauthorized: false,
+        timeout: 5000,
+      });
       const end = (fp: string): void => {
         s.destroy();
         resolve(fp);
@@ -232,7 +258,12 @@ export class PveTransport implements ApiRequestable {
    * @throws PveError (kinds: AuthFailed for 401/403 and TLS, GuestLocked for "... is locked (...)",
    *   TargetNotFound for a missing guest or node, Hypervisor for everything else)
    */
-  async doRequest(method: string, path: string, _pathTemplate: string, params?: Record<string, unknown>): Promise<unknown> {
+  async doRequest(
+    method: string,
+    path: string,
+    _pathTemplate: string,
+    params?: Record<string, unknown>,
+  ): Promise<unknown> {
     method = method.toUpperCase();
     if (this.opts.auth.kind === 'ticket' && !this.ticket) await this.login();
     try {
@@ -253,11 +284,24 @@ export class PveTransport implements ApiRequestable {
     const a = this.opts.auth;
     if (a.kind !== 'ticket') return;
     try {
-      const d = (await this.raw('POST', '/api2/json/access/ticket', encodeParams({ username: a.username, password: a.password }), false, true)) as { ticket: string; CSRFPreventionToken: string };
+      const d = (await this.raw(
+        'POST',
+        '/api2/json/access/ticket',
+        encodeParams({ username: a.username, password: a.password }),
+        false,
+        true,
+      )) as { ticket: string; CSRFPreventionToken: string };
       this.ticket = { ticket: d.ticket, csrf: d.CSRFPreventionToken };
     } catch (e) {
       if (e instanceof PveError && e.status === 401) {
-        throw new PveError('AuthFailed', `Proxmox login as ${a.username} failed (${e.reason}).`, 'Check AGENTKEEP_PVE_USER (USER@REALM, e.g. agentkeep@pve) and AGENTKEEP_PVE_PASSWORD, or use an API token (AGENTKEEP_PVE_TOKEN).', 401, e.reason, false);
+        throw new PveError(
+          'AuthFailed',
+          `Proxmox login as ${a.username} failed (${e.reason}).`,
+          'Check AGENTKEEP_PVE_USER (USER@REALM, e.g. agentkeep@pve) and AGENTKEEP_PVE_PASSWORD, or use an API token (AGENTKEEP_PVE_TOKEN).',
+          401,
+          e.reason,
+          false,
+        );
       }
       throw e;
     }
@@ -269,7 +313,12 @@ export class PveTransport implements ApiRequestable {
       return await this.raw(method, path, q, MUTATING.has(method));
     } catch (e) {
       // GETs change nothing: one retry after a network error or a 595-599 from pveproxy's proxy hop.
-      if (method === 'GET' && e instanceof PveError && e.kind === 'Hypervisor' && (e.status === 0 || (e.status >= 595 && e.status <= 599))) {
+      if (
+        method === 'GET' &&
+        e instanceof PveError &&
+        e.kind === 'Hypervisor' &&
+        (e.status === 0 || (e.status >= 595 && e.status <= 599))
+      ) {
         return this.raw(method, path, q, false);
       }
       throw e;
@@ -303,7 +352,15 @@ export class PveTransport implements ApiRequestable {
         reject(err);
       };
       const req = https.request(
-        { host: this.opts.host, port: this.port, method, path: path + qs, headers, agent: mutating || isLogin ? this.freshAgent : this.agent, timeout: timeoutMs },
+        {
+          host: this.opts.host,
+          port: this.port,
+          method,
+          path: path + qs,
+          headers,
+          agent: mutating || isLogin ? this.freshAgent : this.agent,
+          timeout: timeoutMs,
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
@@ -330,7 +387,9 @@ export class PveTransport implements ApiRequestable {
         },
       );
       req.on('finish', () => (sent = true));
-      req.on('timeout', () => req.destroy(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ETIMEDOUT' })));
+      req.on('timeout', () =>
+        req.destroy(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ETIMEDOUT' })),
+      );
       req.on('error', (e) => fail(e instanceof PveError ? e : this.netError(shown, e, sent && mutating)));
       req.end(body);
     });
@@ -341,25 +400,83 @@ export class PveTransport implements ApiRequestable {
     const what = this.redact(`${code ? `${code}: ` : ''}${e.message}`);
     const where = `${this.opts.host}:${this.port}`;
     if (ambiguous) {
-      return new PveError('Hypervisor', `${shown} on ${where}: the connection failed after the request was sent (${what}); the host may have acted on it.`, 'AgentKeep checks the snapshots and tasks on the host to find out what happened; it never resends.', 0, what, true);
+      return new PveError(
+        'Hypervisor',
+        `${shown} on ${where}: the connection failed after the request was sent (${what}); the host may have acted on it.`,
+        'AgentKeep checks the snapshots and tasks on the host to find out what happened; it never resends.',
+        0,
+        what,
+        true,
+      );
     }
-    return new PveError('Hypervisor', `Cannot reach the Proxmox API at ${where} (${what}).`, `Check the host and port (default 8006) and that pveproxy runs (systemctl status pveproxy).`, 0, what, false);
+    return new PveError(
+      'Hypervisor',
+      `Cannot reach the Proxmox API at ${where} (${what}).`,
+      `Check the host and port (default 8006) and that pveproxy runs (systemctl status pveproxy).`,
+      0,
+      what,
+      false,
+    );
   }
 
-  private httpError(shown: string, status: number, reason: string, errors: Record<string, string> | undefined, mutating: boolean): PveError {
-    const detail = errors ? ` ${Object.entries(errors).map(([k, v]) => `${k}: ${String(v).trim()}`).join('; ')}` : '';
+  private httpError(
+    shown: string,
+    status: number,
+    reason: string,
+    errors: Record<string, string> | undefined,
+    mutating: boolean,
+  ): PveError {
+    const detail = errors
+      ? ` ${Object.entries(errors)
+          .map(([k, v]) => `${k}: ${String(v).trim()}`)
+          .join('; ')}`
+      : '';
     const msg = `${shown}: ${status} ${reason}${detail ? ` (${detail.trim()})` : ''}`;
     if (status === 401) {
-      return new PveError('AuthFailed', `Proxmox refused the credentials: ${msg}.`, this.opts.auth.kind === 'token' ? 'Check AGENTKEEP_PVE_TOKEN (USER@REALM!TOKENID=SECRET): the token may be deleted, expired or mistyped.' : 'Check AGENTKEEP_PVE_USER and AGENTKEEP_PVE_PASSWORD.', status, reason, false);
+      return new PveError(
+        'AuthFailed',
+        `Proxmox refused the credentials: ${msg}.`,
+        this.opts.auth.kind === 'token'
+          ? 'Check AGENTKEEP_PVE_TOKEN (USER@REALM!TOKENID=SECRET): the token may be deleted, expired or mistyped.'
+          : 'Check AGENTKEEP_PVE_USER and AGENTKEEP_PVE_PASSWORD.',
+        status,
+        reason,
+        false,
+      );
     }
     if (status === 403) {
-      return new PveError('AuthFailed', `Proxmox denied the request: ${msg}.`, 'Grant the token the privilege named above on /vms/VMID (see docs/proxmox.md: VM.Audit, VM.Snapshot, VM.Snapshot.Rollback, VM.PowerMgmt for start after rollback).', status, reason, false);
+      return new PveError(
+        'AuthFailed',
+        `Proxmox denied the request: ${msg}.`,
+        'Grant the token the privilege named above on /vms/VMID (see docs/proxmox.md: VM.Audit, VM.Snapshot, VM.Snapshot.Rollback, VM.PowerMgmt for start after rollback).',
+        status,
+        reason,
+        false,
+      );
     }
     if (status >= 595 && status <= 599) {
-      return new PveError('Hypervisor', `${msg}: pveproxy could not complete the request (node unreachable, slow or TLS between nodes).`, 'Call the node that owns the guest directly (use its address as the target host), or retry later.', status, reason, mutating);
+      return new PveError(
+        'Hypervisor',
+        `${msg}: pveproxy could not complete the request (node unreachable, slow or TLS between nodes).`,
+        'Call the node that owns the guest directly (use its address as the target host), or retry later.',
+        status,
+        reason,
+        mutating,
+      );
     }
     if (/\bis locked\b/.test(reason)) return new PveError('GuestLocked', msg, undefined, status, reason, false, errors);
-    if (/does not exist|no such (VM|CT|node)|hostname lookup/i.test(reason)) return new PveError('TargetNotFound', msg, undefined, status, reason, false, errors);
-    return new PveError('Hypervisor', msg, status === 400 ? 'This is a bug in AgentKeep or a Proxmox version it does not know; please report it with the message.' : undefined, status, reason, false, errors);
+    if (/does not exist|no such (VM|CT|node)|hostname lookup/i.test(reason))
+      return new PveError('TargetNotFound', msg, undefined, status, reason, false, errors);
+    return new PveError(
+      'Hypervisor',
+      msg,
+      status === 400
+        ? 'This is a bug in AgentKeep or a Proxmox version it does not know; please report it with the message.'
+        : undefined,
+      status,
+      reason,
+      false,
+      errors,
+    );
   }
 }

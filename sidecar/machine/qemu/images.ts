@@ -96,7 +96,13 @@ function qemuImg(args: string[], timeoutMs = 60_000): Promise<string> {
     execFile('qemu-img', args, { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
       if (!err) return resolve(stdout);
       if (isErrno(err, 'ENOENT')) {
-        return reject(new AgentKeepError('Unsupported', 'qemu-img is not installed, so the snapshots of a stopped VM cannot be read.', 'Install it (Debian/Ubuntu: apt-get install qemu-utils), or start the VM.'));
+        return reject(
+          new AgentKeepError(
+            'Unsupported',
+            'qemu-img is not installed, so the snapshots of a stopped VM cannot be read.',
+            'Install it (Debian/Ubuntu: apt-get install qemu-utils), or start the VM.',
+          ),
+        );
       }
       reject(new Error((stderr || err.message).trim()));
     });
@@ -114,7 +120,11 @@ export async function imageSnapshots(file: string): Promise<ImageSnapshot[]> {
     out = await qemuImg(['info', '-U', '--output=json', file]);
   } catch (e) {
     if (e instanceof AgentKeepError) throw e;
-    throw new AgentKeepError('TargetNotFound', `Cannot read the VM image ${file}: ${(e as Error).message}`, 'Check that the image still exists at that path (AgentKeep recorded it while the VM ran), or start the VM.');
+    throw new AgentKeepError(
+      'TargetNotFound',
+      `Cannot read the VM image ${file}: ${(e as Error).message}`,
+      'Check that the image still exists at that path (AgentKeep recorded it while the VM ran), or start the VM.',
+    );
   }
   const info = JSON.parse(out) as { snapshots?: ImageSnapshot[] };
   return info.snapshots ?? [];
@@ -133,6 +143,12 @@ export async function deleteImageSnapshot(file: string, tag: string): Promise<vo
     if (e instanceof AgentKeepError) throw e;
     const msg = (e as Error).message;
     if (/snapshot not found/i.test(msg)) return;
-    throw new AgentKeepError('Hypervisor', `qemu-img could not delete snapshot ${tag} from ${file}: ${msg}`, /lock/i.test(msg) ? 'Another process (a running QEMU?) uses the image: start the VM with its QMP socket and delete again.' : 'Check the image with qemu-img check.');
+    throw new AgentKeepError(
+      'Hypervisor',
+      `qemu-img could not delete snapshot ${tag} from ${file}: ${msg}`,
+      /lock/i.test(msg)
+        ? 'Another process (a running QEMU?) uses the image: start the VM with its QMP socket and delete again.'
+        : 'Check the image with qemu-img check.',
+    );
   }
 }

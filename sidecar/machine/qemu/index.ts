@@ -13,8 +13,26 @@ import { AgentKeepError } from '../../core/errors';
 import { isValidId } from '../../core/journal';
 import type { TargetDescription } from '../../protocol';
 import { parseLocalPathTarget, type LocalPathOptions } from '../localPath';
-import type { BackendContext, BackendFactory, MachineBackend, RestoreOutcome, SnapshotInfo, SnapshotMeta } from '../types';
-import { imageSnapshots, deleteImageSnapshot, qemuStateDir, readImages, readRecord, removeRecord, writeImages, writeRecord, type ImageSnapshot, type QemuDisk } from './images';
+import type {
+  BackendContext,
+  BackendFactory,
+  MachineBackend,
+  RestoreOutcome,
+  SnapshotInfo,
+  SnapshotMeta,
+} from '../types';
+import {
+  imageSnapshots,
+  deleteImageSnapshot,
+  qemuStateDir,
+  readImages,
+  readRecord,
+  removeRecord,
+  writeImages,
+  writeRecord,
+  type ImageSnapshot,
+  type QemuDisk,
+} from './images';
 import { QmpClient, QmpCommandError, startHint, type QmpEvent } from './qmp';
 
 export { QmpClient } from './qmp';
@@ -64,7 +82,12 @@ export async function discoverDisks(qmp: QmpClient): Promise<DiskDiscovery> {
     if (!ins || ins.ro) continue;
     const node = ins['node-name'];
     const file = await resolveImagePath(ins.image?.filename ?? ins.file, qmp.socketPath);
-    const disk: QemuDisk = { node: node ?? b.device ?? '?', ...(b.device || b.qdev ? { device: b.device || b.qdev } : {}), file, format: ins.drv };
+    const disk: QemuDisk = {
+      node: node ?? b.device ?? '?',
+      ...(b.device || b.qdev ? { device: b.device || b.qdev } : {}),
+      file,
+      format: ins.drv,
+    };
     if (ins.drv === 'qcow2' && node) {
       out.disks.push(disk);
       out.tags.set(node, ins.image?.snapshots ?? []);
@@ -76,7 +99,12 @@ export async function discoverDisks(qmp: QmpClient): Promise<DiskDiscovery> {
 async function resolveImagePath(file: string, socketPath: string): Promise<string> {
   if (path.isAbsolute(file) || file.startsWith('json:')) return file;
   const guess = path.join(path.dirname(socketPath), file);
-  return (await fs.stat(guess).then(() => true, () => false)) ? guess : file;
+  return (await fs.stat(guess).then(
+    () => true,
+    () => false,
+  ))
+    ? guess
+    : file;
 }
 
 /** Refuse a VM whose disks cannot hold a snapshot, naming the disk and the fix. */
@@ -84,7 +112,10 @@ function assertSnapshotable(d: DiskDiscovery): void {
   const bad = d.refused[0];
   if (bad) {
     const qcow = bad.file.replace(/\.(img|raw)$/i, '') + '.qcow2';
-    const what = bad.format === 'raw' ? 'raw images cannot hold snapshots' : `${bad.format} images are not supported by AgentKeep (it snapshots qcow2 images only)`;
+    const what =
+      bad.format === 'raw'
+        ? 'raw images cannot hold snapshots'
+        : `${bad.format} images are not supported by AgentKeep (it snapshots qcow2 images only)`;
     throw new AgentKeepError(
       'Unsupported',
       `Disk ${bad.device ?? bad.node} (${bad.file}) is a ${bad.format} image: ${what}, so QEMU cannot snapshot this VM.`,
@@ -92,7 +123,11 @@ function assertSnapshotable(d: DiskDiscovery): void {
     );
   }
   if (!d.disks.length) {
-    throw new AgentKeepError('Unsupported', 'The VM has no writable qcow2 disk: QEMU stores a snapshot (and its RAM state) inside a qcow2 image.', 'Attach a qcow2 disk (qemu-img create -f qcow2 disk.qcow2 10G; -blockdev driver=qcow2,file.driver=file,file.filename=disk.qcow2,node-name=disk0 -device virtio-blk-pci,drive=disk0).');
+    throw new AgentKeepError(
+      'Unsupported',
+      'The VM has no writable qcow2 disk: QEMU stores a snapshot (and its RAM state) inside a qcow2 image.',
+      'Attach a qcow2 disk (qemu-img create -f qcow2 disk.qcow2 10G; -blockdev driver=qcow2,file.driver=file,file.filename=disk.qcow2,node-name=disk0 -device virtio-blk-pci,drive=disk0).',
+    );
   }
 }
 
@@ -111,7 +146,9 @@ export function loadFailedBeforeChanges(error: string): boolean {
   // After the disks were switched: bdrv_all_goto_snapshot ("Could not load snapshot ... on ...") or
   // qemu_loadvm_state ("Error -N while loading VM state").
   if (/Could not load snapshot|while loading VM state/i.test(error)) return false;
-  return /does not exist in one or more devices|disk-only snapshot|not found|can't (be )?snapshot|does not support|No block device/i.test(error);
+  return /does not exist in one or more devices|disk-only snapshot|not found|can't (be )?snapshot|does not support|No block device/i.test(
+    error,
+  );
 }
 
 /**
@@ -122,13 +159,19 @@ export function loadFailedBeforeChanges(error: string): boolean {
  * @returns machineState: running | paused (the VM was paused before) | the RunState.
  * @throws AgentKeepError Hypervisor with QEMU's job error and what state the VM was left in.
  */
-export async function loadSnapshot(qmp: QmpClient, tag: string, vmstateNode: string, nodes: string[]): Promise<{ machineState: string; ms: number }> {
+export async function loadSnapshot(
+  qmp: QmpClient,
+  tag: string,
+  vmstateNode: string,
+  nodes: string[],
+): Promise<{ machineState: string; ms: number }> {
   const before = await vmStatus(qmp);
   const job = await qmp.runJob('snapshot-load', { tag, vmstate: vmstateNode, devices: nodes });
   const after = await vmStatus(qmp);
   if (!job.error) return { machineState: after.running ? 'running' : after.status, ms: job.ms };
   const what = `QEMU could not load snapshot ${tag}: ${job.error}.`;
-  if (after.running) throw new AgentKeepError('Hypervisor', `${what} The VM keeps running as before.`, 'Pick another restore point.');
+  if (after.running)
+    throw new AgentKeepError('Hypervisor', `${what} The VM keeps running as before.`, 'Pick another restore point.');
   if (before.running && loadFailedBeforeChanges(job.error)) {
     await qmp.execute('cont');
     const now = await vmStatus(qmp);
@@ -147,7 +190,8 @@ export async function loadSnapshot(qmp: QmpClient, tag: string, vmstateNode: str
 
 /** Milliseconds the VM spent stopped (QMP STOP .. RESUME events) among `events`. */
 function pausedMs(events: QmpEvent[]): number | undefined {
-  const t = (e: QmpEvent): number => (e.timestamp ? e.timestamp.seconds * 1000 + e.timestamp.microseconds / 1000 : e.receivedAt);
+  const t = (e: QmpEvent): number =>
+    e.timestamp ? e.timestamp.seconds * 1000 + e.timestamp.microseconds / 1000 : e.receivedAt;
   const stop = events.find((e) => e.event === 'STOP');
   const resume = stop ? events.find((e) => e.event === 'RESUME' && t(e) >= t(stop)) : undefined;
   return stop && resume ? Math.max(0, Math.round(t(resume) - t(stop))) : undefined;
@@ -172,7 +216,12 @@ export class QemuBackend implements MachineBackend {
     try {
       return await fn(qmp);
     } catch (e) {
-      if (e instanceof QmpCommandError) throw new AgentKeepError('Hypervisor', `${e.message}.`, 'Check the VM with QMP query-status; the QEMU version must be 6.0 or newer for snapshot jobs.');
+      if (e instanceof QmpCommandError)
+        throw new AgentKeepError(
+          'Hypervisor',
+          `${e.message}.`,
+          'Check the VM with QMP query-status; the QEMU version must be 6.0 or newer for snapshot jobs.',
+        );
       throw e;
     } finally {
       qmp.close();
@@ -189,14 +238,22 @@ export class QemuBackend implements MachineBackend {
 
   private static checkTag(id: string): void {
     if (!isValidId(id)) {
-      throw new AgentKeepError('InvalidParams', `"${id}" is not usable as a QEMU snapshot tag (AgentKeep tags: a letter, then letters, digits or _; at most 40 characters).`, 'Use a restore point id such as ak_20260101_120000_ab12.');
+      throw new AgentKeepError(
+        'InvalidParams',
+        `"${id}" is not usable as a QEMU snapshot tag (AgentKeep tags: a letter, then letters, digits or _; at most 40 characters).`,
+        'Use a restore point id such as ak_20260101_120000_ab12.',
+      );
     }
   }
 
   private static usable(st: VmStatus, what: string): void {
     if (!USABLE_STATES.has(st.status)) {
       const restoreVm = st.status === 'restore-vm' ? ' (a snapshot load failed or is running)' : '';
-      throw new AgentKeepError('GuestLocked', `The VM is in state ${st.status}${restoreVm}, so ${what}.`, 'Wait for it to be running or paused (QMP query-status); after a failed load, restore a restore point or resume it with {"execute":"cont"}.');
+      throw new AgentKeepError(
+        'GuestLocked',
+        `The VM is in state ${st.status}${restoreVm}, so ${what}.`,
+        'Wait for it to be running or paused (QMP query-status); after a failed load, restore a restore point or resume it with {"execute":"cont"}.',
+      );
     }
   }
 
@@ -218,7 +275,11 @@ export class QemuBackend implements MachineBackend {
       assertSnapshotable(d);
       for (const disk of d.disks) {
         if (d.tags.get(disk.node)?.some((s) => s.name === snapshotId)) {
-          throw new AgentKeepError('Conflict', `Image ${disk.file} (node ${disk.node}) already holds a snapshot named ${snapshotId}.`, 'Take the restore point again (a new id is picked), or delete the old snapshot with QMP snapshot-delete.');
+          throw new AgentKeepError(
+            'Conflict',
+            `Image ${disk.file} (node ${disk.node}) already holds a snapshot named ${snapshotId}.`,
+            'Take the restore point again (a new id is picked), or delete the old snapshot with QMP snapshot-delete.',
+          );
         }
       }
       await writeImages(this.dir, this.ctx.target.spec, d.disks);
@@ -228,20 +289,47 @@ export class QemuBackend implements MachineBackend {
       const job = await qmp.runJob('snapshot-save', { tag: snapshotId, vmstate: vmstateNode, devices: nodes });
       if (job.error) {
         const dup = /already exists/i.test(job.error);
-        throw new AgentKeepError(dup ? 'Conflict' : 'Hypervisor', `QEMU could not save snapshot ${snapshotId}: ${job.error}.`, dup ? 'Take the restore point again (a new id is picked).' : 'Check the VM (query-status) and the free space of its image directory.');
+        throw new AgentKeepError(
+          dup ? 'Conflict' : 'Hypervisor',
+          `QEMU could not save snapshot ${snapshotId}: ${job.error}.`,
+          dup
+            ? 'Take the restore point again (a new id is picked).'
+            : 'Check the VM (query-status) and the free space of its image directory.',
+        );
       }
       const after = await discoverDisks(qmp);
       const missing = d.disks.filter((x) => !after.tags.get(x.node)?.some((s) => s.name === snapshotId));
       if (missing.length) {
-        throw new AgentKeepError('Hypervisor', `QEMU reported snapshot ${snapshotId} as saved, but ${missing.map((x) => x.file).join(', ')} do not hold it.`, 'List the snapshots with qemu-img info -U; delete the partial one with QMP snapshot-delete.');
+        throw new AgentKeepError(
+          'Hypervisor',
+          `QEMU reported snapshot ${snapshotId} as saved, but ${missing.map((x) => x.file).join(', ')} do not hold it.`,
+          'List the snapshots with qemu-img info -U; delete the partial one with QMP snapshot-delete.',
+        );
       }
       const vmStateSize = after.tags.get(vmstateNode)?.find((s) => s.name === snapshotId)?.['vm-state-size'] ?? 0;
-      await writeRecord(this.dir, { v: 1, tag: snapshotId, disks: d.disks, vmstateNode, createdAt: new Date().toISOString(), vmStateSize });
+      await writeRecord(this.dir, {
+        v: 1,
+        tag: snapshotId,
+        disks: d.disks,
+        vmstateNode,
+        createdAt: new Date().toISOString(),
+        vmStateSize,
+      });
       const warnings: string[] = [];
       const paused = pausedMs(qmp.events.slice(firstEvent));
-      if (st.running) warnings.push(`QEMU paused the VM for ${paused ?? job.ms} ms to save its RAM state (upstream snapshot-save is not live).`);
-      if (opts.vmstate === false) warnings.push('QEMU snapshots always include the RAM state; vmstate: false was ignored.');
-      return { files: d.disks.length, bytes: vmStateSize, newBytes: vmStateSize, vmstate: true, ...(warnings.length ? { warnings } : {}) };
+      if (st.running)
+        warnings.push(
+          `QEMU paused the VM for ${paused ?? job.ms} ms to save its RAM state (upstream snapshot-save is not live).`,
+        );
+      if (opts.vmstate === false)
+        warnings.push('QEMU snapshots always include the RAM state; vmstate: false was ignored.');
+      return {
+        files: d.disks.length,
+        bytes: vmStateSize,
+        newBytes: vmStateSize,
+        vmstate: true,
+        ...(warnings.length ? { warnings } : {}),
+      };
     });
   }
 
@@ -262,7 +350,11 @@ export class QemuBackend implements MachineBackend {
       if (!(e instanceof AgentKeepError) || e.kind !== 'TargetNotFound') throw e;
       const disks = await readImages(this.dir);
       if (!disks?.length) {
-        throw new AgentKeepError('TargetNotFound', `${e.message} AgentKeep has no record of the VM's image files, so it cannot list them offline either.`, startHint(this.socketPath));
+        throw new AgentKeepError(
+          'TargetNotFound',
+          `${e.message} AgentKeep has no record of the VM's image files, so it cannot list them offline either.`,
+          startHint(this.socketPath),
+        );
       }
       perDisk = [];
       for (const disk of disks) perDisk.push(await imageSnapshots(disk.file));
@@ -290,31 +382,49 @@ export class QemuBackend implements MachineBackend {
       const current = new Set(d.disks.map((x) => x.node));
       const gone = disks.filter((x) => !current.has(x.node));
       if (gone.length) {
-        throw new AgentKeepError('CorruptSnapshot', `The VM's disks changed since snapshot ${snapshotId}: ${gone.map((x) => `${x.node} (${x.file})`).join(', ')} ${gone.length === 1 ? 'is' : 'are'} no longer attached.`, 'Start QEMU with the same -blockdev node names as when the restore point was taken, or pick a newer restore point.');
+        throw new AgentKeepError(
+          'CorruptSnapshot',
+          `The VM's disks changed since snapshot ${snapshotId}: ${gone.map((x) => `${x.node} (${x.file})`).join(', ')} ${gone.length === 1 ? 'is' : 'are'} no longer attached.`,
+          'Start QEMU with the same -blockdev node names as when the restore point was taken, or pick a newer restore point.',
+        );
       }
       for (const x of disks) {
         const snap = d.tags.get(x.node)?.find((s) => s.name === snapshotId);
         if (!snap) {
           const target = this.ctx.target.spec;
-          throw new AgentKeepError('CorruptSnapshot', `Snapshot ${snapshotId} is not in image ${x.file} (node ${x.node}): it was deleted outside AgentKeep. Nothing was changed.`, 'Pick another restore point, and delete this one.', [
-            listAction(target),
-            deleteAction(target, snapshotId),
-          ]);
+          throw new AgentKeepError(
+            'CorruptSnapshot',
+            `Snapshot ${snapshotId} is not in image ${x.file} (node ${x.node}): it was deleted outside AgentKeep. Nothing was changed.`,
+            'Pick another restore point, and delete this one.',
+            [listAction(target), deleteAction(target, snapshotId)],
+          );
         }
       }
       const vmstateNode = rec?.vmstateNode ?? disks[0].node;
       const size = d.tags.get(vmstateNode)?.find((s) => s.name === snapshotId)?.['vm-state-size'] ?? 0;
       if (!size) {
-        throw new AgentKeepError('CorruptSnapshot', `Snapshot ${snapshotId} has no RAM state in ${vmstateNode}, so QEMU cannot load it into a running VM. Nothing was changed.`, 'Stop the VM and revert it offline with qemu-img snapshot -a, or pick another restore point.');
+        throw new AgentKeepError(
+          'CorruptSnapshot',
+          `Snapshot ${snapshotId} has no RAM state in ${vmstateNode}, so QEMU cannot load it into a running VM. Nothing was changed.`,
+          'Stop the VM and revert it offline with qemu-img snapshot -a, or pick another restore point.',
+        );
       }
-      const r = await loadSnapshot(qmp, snapshotId, vmstateNode, disks.map((x) => x.node));
+      const r = await loadSnapshot(
+        qmp,
+        snapshotId,
+        vmstateNode,
+        disks.map((x) => x.node),
+      );
       let machineState = r.machineState;
       const warnings: string[] = [];
       if (!st.running && machineState !== 'running') {
         if (opts.start) {
           await qmp.execute('cont');
           machineState = (await vmStatus(qmp)).running ? 'running' : machineState;
-        } else warnings.push('The VM was paused before the rollback and stays paused: resume it with the QMP command {"execute":"cont"}.');
+        } else
+          warnings.push(
+            'The VM was paused before the rollback and stays paused: resume it with the QMP command {"execute":"cont"}.',
+          );
       }
       return { added: [], removed: [], changed: [], machineState, ...(warnings.length ? { warnings } : {}) };
     });
@@ -336,7 +446,11 @@ export class QemuBackend implements MachineBackend {
         if (!have.length) return;
         const job = await qmp.runJob('snapshot-delete', { tag: snapshotId, devices: have.map((x) => x.node) });
         if (job.error && !/not found|does not exist/i.test(job.error)) {
-          throw new AgentKeepError('Hypervisor', `QEMU could not delete snapshot ${snapshotId}: ${job.error}.`, 'Check the VM (query-status) and try again.');
+          throw new AgentKeepError(
+            'Hypervisor',
+            `QEMU could not delete snapshot ${snapshotId}: ${job.error}.`,
+            'Check the VM (query-status) and try again.',
+          );
         }
       });
     } catch (e) {

@@ -90,10 +90,26 @@ export class QmpClient {
   ) {
     sock.setEncoding('utf8');
     sock.on('data', (d: string) => this.onData(d));
-    sock.on('close', () => this.fail(new AgentKeepError('Hypervisor', `QEMU closed the QMP connection on ${socketPath} (did the VM quit?).`, startHint(socketPath))));
+    sock.on('close', () =>
+      this.fail(
+        new AgentKeepError(
+          'Hypervisor',
+          `QEMU closed the QMP connection on ${socketPath} (did the VM quit?).`,
+          startHint(socketPath),
+        ),
+      ),
+    );
     sock.once('connect', () => (this.connected = true));
     sock.on('error', (e: NodeJS.ErrnoException) =>
-      this.fail(this.connected ? new AgentKeepError('Hypervisor', `QMP connection to ${socketPath} failed: ${e.message}.`, startHint(socketPath)) : connectError(socketPath, e)),
+      this.fail(
+        this.connected
+          ? new AgentKeepError(
+              'Hypervisor',
+              `QMP connection to ${socketPath} failed: ${e.message}.`,
+              startHint(socketPath),
+            )
+          : connectError(socketPath, e),
+      ),
     );
   }
 
@@ -116,7 +132,11 @@ export class QmpClient {
                   `QEMU did not greet on ${socketPath} within ${timeoutMs} ms: another QMP client is probably connected (a -qmp socket serves one client at a time).`,
                   `Disconnect the other client, or give QEMU a second QMP socket for AgentKeep (-qmp unix:${path.join(path.dirname(socketPath), 'agentkeep-qmp.sock')},server=on,wait=off) and use that as the target.`,
                 )
-              : new AgentKeepError('TargetNotFound', `Connecting to the QMP socket ${socketPath} timed out after ${timeoutMs} ms.`, startHint(socketPath)),
+              : new AgentKeepError(
+                  'TargetNotFound',
+                  `Connecting to the QMP socket ${socketPath} timed out after ${timeoutMs} ms.`,
+                  startHint(socketPath),
+                ),
           );
         }, timeoutMs);
         c.greeting = {
@@ -153,7 +173,13 @@ export class QmpClient {
     try {
       m = JSON.parse(line) as Record<string, unknown>;
     } catch {
-      this.fail(new AgentKeepError('Hypervisor', `${this.socketPath} sent something that is not QMP: ${line.slice(0, 200)}`, 'Point the target at a QMP socket (-qmp), not a human monitor (-monitor) or serial socket.'));
+      this.fail(
+        new AgentKeepError(
+          'Hypervisor',
+          `${this.socketPath} sent something that is not QMP: ${line.slice(0, 200)}`,
+          'Point the target at a QMP socket (-qmp), not a human monitor (-monitor) or serial socket.',
+        ),
+      );
       this.sock.destroy();
       return;
     }
@@ -164,7 +190,12 @@ export class QmpClient {
       return;
     }
     if (typeof m.event === 'string') {
-      const ev: QmpEvent = { event: m.event, data: m.data as QmpEvent['data'], timestamp: m.timestamp as QmpEvent['timestamp'], receivedAt: Date.now() };
+      const ev: QmpEvent = {
+        event: m.event,
+        data: m.data as QmpEvent['data'],
+        timestamp: m.timestamp as QmpEvent['timestamp'],
+        receivedAt: Date.now(),
+      };
       this.events.push(ev);
       if (this.events.length > 1000) this.events.splice(0, this.events.length - 1000);
       for (const w of [...this.eventWaiters]) w(ev);
@@ -207,7 +238,13 @@ export class QmpClient {
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
-        reject(new AgentKeepError('Hypervisor', `QEMU did not answer ${command} within ${Math.round(timeoutMs / 1000)} s on ${this.socketPath}.`, 'Check that the VM is not hung (query-status); a large snapshot may need more time.'));
+        reject(
+          new AgentKeepError(
+            'Hypervisor',
+            `QEMU did not answer ${command} within ${Math.round(timeoutMs / 1000)} s on ${this.socketPath}.`,
+            'Check that the VM is not hung (query-status); a large snapshot may need more time.',
+          ),
+        );
       }, timeoutMs);
       this.pending.set(id, { command, resolve: resolve as (v: unknown) => void, reject, timer });
       this.sock.write(JSON.stringify({ execute: command, ...(args ? { arguments: args } : {}), id }) + '\n');
@@ -240,7 +277,11 @@ export class QmpClient {
    * @throws QmpCommandError when QEMU refuses to start the job; AgentKeepError Hypervisor when the
    *   job outlives `timeoutMs` (default QMP_JOB_TIMEOUT_MS; it is left running) or the connection drops.
    */
-  async runJob(command: string, args: Record<string, unknown>, opts: { timeoutMs?: number; jobPrefix?: string } = {}): Promise<{ error?: string; ms: number; jobId: string }> {
+  async runJob(
+    command: string,
+    args: Record<string, unknown>,
+    opts: { timeoutMs?: number; jobPrefix?: string } = {},
+  ): Promise<{ error?: string; ms: number; jobId: string }> {
     const started = Date.now();
     const jobId = `${opts.jobPrefix ?? 'ak'}-${command}-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
     const timeoutMs = opts.timeoutMs ?? QMP_JOB_TIMEOUT_MS;
@@ -262,9 +303,14 @@ export class QmpClient {
           return { ...(job.error ? { error: job.error } : {}), ms: Date.now() - started, jobId };
         }
         if (Date.now() - started > timeoutMs) {
-          throw new AgentKeepError('Hypervisor', `QEMU job ${jobId} (${command}) is still ${job.status} after ${Math.round(timeoutMs / 1000)} s; it was left running.`, 'Watch it with query-jobs; dismiss it with job-dismiss when it has concluded.');
+          throw new AgentKeepError(
+            'Hypervisor',
+            `QEMU job ${jobId} (${command}) is still ${job.status} after ${Math.round(timeoutMs / 1000)} s; it was left running.`,
+            'Watch it with query-jobs; dismiss it with job-dismiss when it has concluded.',
+          );
         }
-        if (!concludedSeen) await this.nextEvent((e) => isOurs(e) && (e.data?.status === 'concluded' || e.data?.status === 'null'), wait);
+        if (!concludedSeen)
+          await this.nextEvent((e) => isOurs(e) && (e.data?.status === 'concluded' || e.data?.status === 'null'), wait);
         wait = Math.min(wait * JOB_POLL.factor, JOB_POLL.maxMs);
       }
     } finally {
@@ -294,7 +340,11 @@ function connectError(socketPath: string, e: NodeJS.ErrnoException): AgentKeepEr
   const hint = startHint(socketPath);
   switch (e.code) {
     case 'ENOENT':
-      return new AgentKeepError('TargetNotFound', `No QMP socket at ${socketPath} (the file does not exist: QEMU is not running with this -qmp socket).`, hint);
+      return new AgentKeepError(
+        'TargetNotFound',
+        `No QMP socket at ${socketPath} (the file does not exist: QEMU is not running with this -qmp socket).`,
+        hint,
+      );
     case 'ECONNREFUSED': {
       // Linux answers ECONNREFUSED for a regular file too: never call a disk image a "left-over socket".
       const kind = fileKind(socketPath);
@@ -302,17 +352,29 @@ function connectError(socketPath: string, e: NodeJS.ErrnoException): AgentKeepEr
         return new AgentKeepError(
           'BadTarget',
           `${socketPath} is not a socket but a ${kind}: a qemu: target names QEMU's QMP socket, not the disk image or a folder.`,
-          'Give the socket of QEMU\'s -qmp unix:PATH,server=on,wait=off, e.g. qemu:/run/agent-vm/qmp.sock (see docs/qemu.md).',
+          "Give the socket of QEMU's -qmp unix:PATH,server=on,wait=off, e.g. qemu:/run/agent-vm/qmp.sock (see docs/qemu.md).",
         );
       }
-      return new AgentKeepError('TargetNotFound', `The QMP socket ${socketPath} refuses connections (QEMU is not running; the socket file is left over).`, hint);
+      return new AgentKeepError(
+        'TargetNotFound',
+        `The QMP socket ${socketPath} refuses connections (QEMU is not running; the socket file is left over).`,
+        hint,
+      );
     }
     case 'ENOTSOCK':
       return new AgentKeepError('TargetNotFound', `${socketPath} is not a socket.`, hint);
     case 'EACCES':
     case 'EPERM':
-      return new AgentKeepError('TargetNotFound', `No permission to connect to the QMP socket ${socketPath}.`, 'Run AgentKeep as the user that started QEMU, or make the socket accessible (its directory and the socket need rw).');
+      return new AgentKeepError(
+        'TargetNotFound',
+        `No permission to connect to the QMP socket ${socketPath}.`,
+        'Run AgentKeep as the user that started QEMU, or make the socket accessible (its directory and the socket need rw).',
+      );
     default:
-      return new AgentKeepError('TargetNotFound', `Cannot connect to the QMP socket ${socketPath}: ${e.message}.`, hint);
+      return new AgentKeepError(
+        'TargetNotFound',
+        `Cannot connect to the QMP socket ${socketPath}: ${e.message}.`,
+        hint,
+      );
   }
 }

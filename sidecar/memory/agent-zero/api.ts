@@ -58,10 +58,18 @@ export class AgentZeroApi {
     try {
       u = new URL(baseUrl);
     } catch {
-      throw new AgentKeepError('BadStore', `Agent Zero URL "${baseUrl}" does not parse.`, 'Give the web UI address, e.g. agent-zero:/abs/root?url=http://127.0.0.1:50001 or AGENTKEEP_A0_URL=http://127.0.0.1:50001.');
+      throw new AgentKeepError(
+        'BadStore',
+        `Agent Zero URL "${baseUrl}" does not parse.`,
+        'Give the web UI address, e.g. agent-zero:/abs/root?url=http://127.0.0.1:50001 or AGENTKEEP_A0_URL=http://127.0.0.1:50001.',
+      );
     }
     if (u.protocol !== 'http:' && u.protocol !== 'https:') {
-      throw new AgentKeepError('BadStore', `Agent Zero URL "${baseUrl}" is not http(s).`, 'Give the web UI address, e.g. http://127.0.0.1:50001.');
+      throw new AgentKeepError(
+        'BadStore',
+        `Agent Zero URL "${baseUrl}" is not http(s).`,
+        'Give the web UI address, e.g. http://127.0.0.1:50001.',
+      );
     }
     this.origin = u.origin;
   }
@@ -74,14 +82,23 @@ export class AgentZeroApi {
     return [...this.cookies.entries()].map(([k, v]) => `${k}=${v}`).join('; ');
   }
 
-  private async request(p: string, init: { method: string; body?: string; contentType?: string; csrf?: boolean }): Promise<Response> {
+  private async request(
+    p: string,
+    init: { method: string; body?: string; contentType?: string; csrf?: boolean },
+  ): Promise<Response> {
     const headers: Record<string, string> = { Origin: this.origin, Accept: 'application/json' };
     if (init.contentType) headers['Content-Type'] = init.contentType;
     if (this.cookies.size) headers.Cookie = this.cookieHeader();
     if (init.csrf && this.csrf) headers['X-CSRF-Token'] = this.csrf;
     let res: Response;
     try {
-      res = await fetch(this.url(p), { method: init.method, headers, body: init.body, redirect: 'manual', signal: AbortSignal.timeout(TIMEOUT_MS) });
+      res = await fetch(this.url(p), {
+        method: init.method,
+        headers,
+        body: init.body,
+        redirect: 'manual',
+        signal: AbortSignal.timeout(TIMEOUT_MS),
+      });
     } catch (e) {
       const cause = (e as { cause?: { code?: string; message?: string } }).cause;
       throw new AgentKeepError(
@@ -102,7 +119,7 @@ export class AgentZeroApi {
       'AuthFailed',
       `Agent Zero at ${this.origin} refused ${what}: login required or wrong credentials.`,
       this.creds
-        ? 'Check AGENTKEEP_A0_USER / AGENTKEEP_A0_PASSWORD against AUTH_LOGIN / AUTH_PASSWORD in Agent Zero\'s .env. Nothing was changed.'
+        ? "Check AGENTKEEP_A0_USER / AGENTKEEP_A0_PASSWORD against AUTH_LOGIN / AUTH_PASSWORD in Agent Zero's .env. Nothing was changed."
         : 'This Agent Zero has login enabled: set AGENTKEEP_A0_USER and AGENTKEEP_A0_PASSWORD (its AUTH_LOGIN / AUTH_PASSWORD). Nothing was changed.',
     );
   }
@@ -111,7 +128,11 @@ export class AgentZeroApi {
   async connect(): Promise<void> {
     if (this.creds) {
       const body = new URLSearchParams({ username: this.creds.user, password: this.creds.password }).toString();
-      const res = await this.request('/login', { method: 'POST', body, contentType: 'application/x-www-form-urlencoded' });
+      const res = await this.request('/login', {
+        method: 'POST',
+        body,
+        contentType: 'application/x-www-form-urlencoded',
+      });
       await res.arrayBuffer();
       // success redirects to the index; a failed login re-renders the form (200)
       if (res.status < 300 || res.status >= 400) throw this.authError('the login');
@@ -128,7 +149,7 @@ export class AgentZeroApi {
       throw new AgentKeepError(
         'AuthFailed',
         `Agent Zero at ${this.origin} gave no CSRF token (HTTP ${res.status}${j?.error ? `: ${j.error}` : ''}).`,
-        'Add this origin to ALLOWED_ORIGINS in Agent Zero\'s .env, or enable its login and set AGENTKEEP_A0_USER / AGENTKEEP_A0_PASSWORD. Nothing was changed.',
+        "Add this origin to ALLOWED_ORIGINS in Agent Zero's .env, or enable its login and set AGENTKEEP_A0_USER / AGENTKEEP_A0_PASSWORD. Nothing was changed.",
       );
     }
     this.csrf = j.token;
@@ -148,7 +169,12 @@ export class AgentZeroApi {
     if (res.status === 404 && !this.legacy) {
       await res.arrayBuffer();
       this.legacy = true;
-      res = await this.request('/memory_dashboard', { method: 'POST', body: payload, contentType: 'application/json', csrf: true });
+      res = await this.request('/memory_dashboard', {
+        method: 'POST',
+        body: payload,
+        contentType: 'application/json',
+        csrf: true,
+      });
     }
     if ((res.status >= 300 && res.status < 400) || res.status === 401 || res.status === 403) {
       const t = await res.text().catch(() => '');
@@ -162,12 +188,25 @@ export class AgentZeroApi {
       /* not JSON */
     }
     if (!res.ok || !j) {
-      throw new AgentKeepError('Internal', `Agent Zero memory_dashboard ${action} failed (HTTP ${res.status}): ${text.slice(0, 300)}`, 'Check the Agent Zero log; the memory was not changed by AgentKeep.');
+      throw new AgentKeepError(
+        'Internal',
+        `Agent Zero memory_dashboard ${action} failed (HTTP ${res.status}): ${text.slice(0, 300)}`,
+        'Check the Agent Zero log; the memory was not changed by AgentKeep.',
+      );
     }
     if (j.success !== true) {
       const err = String(j.error ?? 'no error text');
-      if (/not found/i.test(err)) throw new AgentKeepError('EntryNotFound', `Agent Zero: ${err}.`, 'List the store again; the agent may have deleted or consolidated it.');
-      throw new AgentKeepError('Internal', `Agent Zero memory_dashboard ${action} refused: ${err}.`, 'Check the Agent Zero log; nothing was changed by AgentKeep.');
+      if (/not found/i.test(err))
+        throw new AgentKeepError(
+          'EntryNotFound',
+          `Agent Zero: ${err}.`,
+          'List the store again; the agent may have deleted or consolidated it.',
+        );
+      throw new AgentKeepError(
+        'Internal',
+        `Agent Zero memory_dashboard ${action} refused: ${err}.`,
+        'Check the Agent Zero log; nothing was changed by AgentKeep.',
+      );
     }
     return j;
   }

@@ -36,8 +36,17 @@ export interface A0Docstore {
 }
 
 /** Class paths seen in real Agent Zero installs (and in the fixture); anything else earns a warning. */
-const KNOWN_DOCSTORES = ['langchain_community.docstore.in_memory.InMemoryDocstore', 'langchain.docstore.in_memory.InMemoryDocstore'];
-const KNOWN_DOCUMENTS = ['langchain_core.documents.base.Document', 'langchain_core.documents.Document', 'langchain.schema.document.Document', 'langchain.schema.Document', 'langchain.docstore.document.Document'];
+const KNOWN_DOCSTORES = [
+  'langchain_community.docstore.in_memory.InMemoryDocstore',
+  'langchain.docstore.in_memory.InMemoryDocstore',
+];
+const KNOWN_DOCUMENTS = [
+  'langchain_core.documents.base.Document',
+  'langchain_core.documents.Document',
+  'langchain.schema.document.Document',
+  'langchain.schema.Document',
+  'langchain.docstore.document.Document',
+];
 
 function isObj(v: unknown): v is Record<string, unknown> {
   return !!v && typeof v === 'object' && !Array.isArray(v);
@@ -47,7 +56,9 @@ function isObj(v: unknown): v is Record<string, unknown> {
 function classOf(v: unknown): string | undefined {
   if (!v || typeof v !== 'object') return undefined;
   const p = v as { __module__?: unknown; __name__?: unknown };
-  return typeof p.__module__ === 'string' && typeof p.__name__ === 'string' ? `${p.__module__}.${p.__name__}` : undefined;
+  return typeof p.__module__ === 'string' && typeof p.__name__ === 'string'
+    ? `${p.__module__}.${p.__name__}`
+    : undefined;
 }
 
 /** The state of a pickled object: pydantic v2 keeps fields in `__dict__`; older classes set them directly. */
@@ -91,10 +102,14 @@ export function parseDocstore(buf: Uint8Array, file: string): A0Docstore {
   if (Array.isArray(root)) {
     store = root[0];
     idMap = root[1];
-    if (root.length !== 2) warnings.push(`${file}: expected a 2-tuple (docstore, index_to_docstore_id), found ${root.length} items; reading the first as the docstore.`);
+    if (root.length !== 2)
+      warnings.push(
+        `${file}: expected a 2-tuple (docstore, index_to_docstore_id), found ${root.length} items; reading the first as the docstore.`,
+      );
   }
   const storeClass = classOf(store);
-  if (storeClass && !KNOWN_DOCSTORES.includes(storeClass)) warnings.push(`${file}: unknown docstore class ${storeClass}; read leniently.`);
+  if (storeClass && !KNOWN_DOCSTORES.includes(storeClass))
+    warnings.push(`${file}: unknown docstore class ${storeClass}; read leniently.`);
   let dict: unknown = isObj(store) ? (store._dict ?? stateOf(store)._dict) : undefined;
   if (dict === undefined && (store instanceof Map || isObj(store))) dict = store; // a bare {id: Document}
   if (dict instanceof Map) dict = Object.fromEntries(dict);
@@ -120,16 +135,24 @@ export function parseDocstore(buf: Uint8Array, file: string): A0Docstore {
     const md = st?.metadata instanceof Map ? plain(st.metadata) : st?.metadata;
     docs.push({ key, text, metadata: isObj(md) ? md : {}, ...(cls ? { className: cls } : {}) });
   }
-  for (const c of unknownClasses) warnings.push(`${file}: unknown document class ${c}; read its page_content and metadata leniently.`);
+  for (const c of unknownClasses)
+    warnings.push(`${file}: unknown document class ${c}; read its page_content and metadata leniently.`);
 
   const indexToId = new Map<number, string>();
   const m = idMap instanceof Map ? Object.fromEntries(idMap) : idMap;
   if (isObj(m)) {
-    for (const [row, id] of Object.entries(m)) if (typeof id === 'string' && /^\d+$/.test(row)) indexToId.set(Number(row), id);
+    for (const [row, id] of Object.entries(m))
+      if (typeof id === 'string' && /^\d+$/.test(row)) indexToId.set(Number(row), id);
     const keys = new Set(docs.map((d) => d.key));
     const dangling = [...indexToId.values()].filter((id) => !keys.has(id));
-    if (dangling.length) warnings.push(`${file}: ${dangling.length} FAISS row(s) point to ids missing from the docstore (e.g. ${dangling[0]}); Agent Zero may return empty results for them.`);
-    if (indexToId.size !== docs.length) warnings.push(`${file}: the FAISS id map has ${indexToId.size} rows but the docstore has ${docs.length} documents.`);
+    if (dangling.length)
+      warnings.push(
+        `${file}: ${dangling.length} FAISS row(s) point to ids missing from the docstore (e.g. ${dangling[0]}); Agent Zero may return empty results for them.`,
+      );
+    if (indexToId.size !== docs.length)
+      warnings.push(
+        `${file}: the FAISS id map has ${indexToId.size} rows but the docstore has ${docs.length} documents.`,
+      );
   } else if (Array.isArray(root)) {
     warnings.push(`${file}: no index_to_docstore_id map found.`);
   }

@@ -22,6 +22,7 @@ import { memoryListAction } from '../../core/actions';
 import { AgentKeepError } from '../../core/errors';
 import { brokenError, problemOf } from '../broken';
 import { captureLocalFiles, changedLocalFiles, checkLocalRestore, restoreLocalFiles } from '../files';
+import { joinOn, localTransport, type DirEntry, type FileTransport } from '../transport';
 import type {
   AgentStateOptions,
   CapturedFile,
@@ -29,6 +30,7 @@ import type {
   CaptureSource,
   MemoryStoreAdapter,
   RestoreSource,
+  StoreLintProfile,
   WriteOptions,
 } from '../types';
 import { AgentZeroApi, type A0Credentials } from './api';
@@ -101,19 +103,24 @@ function cmp(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-async function isDir(p: string): Promise<boolean> {
+async function isDir(p: string, io: FileTransport = localTransport): Promise<boolean> {
   try {
-    return (await fs.stat(p)).isDirectory();
-  } catch {
+    return (await io.stat(p)).isDirectory();
+  } catch (e) {
+    if (e instanceof AgentKeepError) throw e; // the other machine cannot be reached: not "no directory"
     return false;
   }
 }
 
-async function readJson(p: string): Promise<{ value?: unknown; error?: string; missing?: boolean }> {
+async function readJson(
+  p: string,
+  io: FileTransport = localTransport,
+): Promise<{ value?: unknown; error?: string; missing?: boolean }> {
   let raw: string;
   try {
-    raw = await fs.readFile(p, 'utf8');
+    raw = (await io.readFile(p)).toString('utf8');
   } catch (e) {
+    if (e instanceof AgentKeepError) throw e;
     return (e as NodeJS.ErrnoException).code === 'ENOENT' ? { missing: true } : { error: (e as Error).message };
   }
   try {
@@ -157,21 +164,29 @@ function newA0Id(): string {
 }
 
 /** The embedding model Agent Zero is configured to use, and where that was read. */
-export async function configuredEmbedding(root: string): Promise<{ provider: string; name: string; from: string }> {
+export async function configuredEmbedding(
+  root: string,
+  io: FileTransport = localTransport,
+): Promise<{ provider: string; name: string; from: string }> {
   // current: plugin config saved by the settings UI (helpers/plugins.py determine_plugin_asset_path)
-  const plug = path.join(root, 'usr', 'plugins', '_model_config', 'config.json');
-  const p = await readJson(plug);
+  const plug = joinOn(io, root, 'usr/plugins/_model_config/config.json');
+  const p = await readJson(plug, io);
   const em = (p.value as { embedding_model?: { provider?: unknown; name?: unknown } } | undefined)?.embedding_model;
-  if (em && typeof em.provider === 'string' && typeof em.name === 'string') return { provider: em.provider, name: em.name, from: plug };
+  if (em && typeof em.provider === 'string' && typeof em.name === 'string')
+    return { provider: em.provider, name: em.name, from: io.display(plug) };
   // older: settings.json keys embed_model_provider / embed_model_name
   for (const rel of ['usr/settings.json', 'tmp/settings.json']) {
-    const f = path.join(root, rel);
-    const s = (await readJson(f)).value as { embed_model_provider?: unknown; embed_model_name?: unknown } | undefined;
+    const f = joinOn(io, root, rel);
+    const s = (await readJson(f, io)).value as
+      { embed_model_provider?: unknown; embed_model_name?: unknown } | undefined;
     if (s && typeof s.embed_model_provider === 'string' && typeof s.embed_model_name === 'string') {
-      return { provider: s.embed_model_provider, name: s.embed_model_name, from: f };
+      return { provider: s.embed_model_provider, name: s.embed_model_name, from: io.display(f) };
     }
   }
-  return { ...A0_DEFAULT_EMBEDDING, from: 'Agent Zero\'s default (no usr/plugins/_model_config/config.json or settings.json with a model)' };
+  return {
+    ...A0_DEFAULT_EMBEDDING,
+    from: "Agent Zero's default (no usr/plugins/_model_config/config.json or settings.json with a model)",
+  };
 }
 
 /** Flat FAISS indexes (IndexFlatIP, which Agent Zero creates, and the L2 / other-metric variants). */
@@ -212,7 +227,10 @@ export function faissProblem(buf: Buffer): { problem?: string; ntotal?: number; 
   return { ntotal, d };
 }
 
-/** The Agent Zero memory store adapter. */
+/**
+ * The Agent Zero memory store adapter, for a root on this machine or on another one (its
+ * FileTransport: node:fs here, SFTP and exec over SSH for `agent-zero:ssh://user@host/abs/root`).
+ */
 export class AgentZeroStore implements MemoryStoreAdapter {
   readonly kind = 'agent-zero';
   private readonly url?: string;
@@ -222,51 +240,66 @@ export class AgentZeroStore implements MemoryStoreAdapter {
    * @param root absolute Agent Zero root (the directory holding usr/ or memory/)
    * @param spec the store name as given
    * @param opts API URL and login (default: env AGENTKEEP_A0_URL, AGENTKEEP_A0_USER, AGENTKEEP_A0_PASSWORD)
+   * @param io the machine the root is on (default this one)
    */
   constructor(
     readonly root: string,
     readonly spec: string = `agent-zero:${root}`,
     opts: AgentZeroOptions = {},
+    readonly io: FileTransport = localTransport,
   ) {
+    if (io.remote) this.lintProfile = { machine: io };
     this.url = opts.url ?? (process.env.AGENTKEEP_A0_URL || undefined);
     const user = process.env.AGENTKEEP_A0_USER;
-    this.credentials = opts.credentials ?? (user ? { user, password: process.env.AGENTKEEP_A0_PASSWORD ?? '' } : undefined);
+    this.credentials =
+      opts.credentials ?? (user ? { user, password: process.env.AGENTKEEP_A0_PASSWORD ?? '' } : undefined);
   }
 
-  /** See MemoryStoreAdapter.location: the Agent Zero root. */
+  /** Stale claims are checked on the machine of a root reached over SSH (StoreLintProfile.machine). */
+  readonly lintProfile?: StoreLintProfile;
+
+  /** See MemoryStoreAdapter.location: the Agent Zero root (ssh://user@host:port/abs/root on another machine). */
   get location(): string {
-    return this.root;
+    return this.io.display(this.root);
   }
-  /** See MemoryStoreAdapter.localRoot: the Agent Zero root. */
-  get localRoot(): string {
-    return this.root;
+  /** See MemoryStoreAdapter.localRoot: the Agent Zero root; none on another machine. */
+  get localRoot(): string | undefined {
+    return this.io.remote ? undefined : this.root;
+  }
+  /** The absolute path of root-relative POSIX path(s) on the root's machine. */
+  private abs(...rel: string[]): string {
+    return joinOn(this.io, this.root, rel.join('/'));
   }
   /** See MemoryStoreAdapter.capture: the files of agentStateFiles (sidecar/memory/files.ts). */
   capture(sink: CaptureSink, opts?: AgentStateOptions): Promise<CapturedFile[]> {
-    return captureLocalFiles(this, this.root, sink, opts);
+    return captureLocalFiles(this, this.root, sink, opts, this.io);
   }
   /** See MemoryStoreAdapter.restore: temp file + rename per file (sidecar/memory/files.ts). */
   restore(files: readonly CapturedFile[], src: RestoreSource, opts?: AgentStateOptions): Promise<string[]> {
-    return restoreLocalFiles(this, this.root, files, src, opts);
+    return restoreLocalFiles(this, this.root, files, src, opts, this.io);
   }
   /** See MemoryStoreAdapter.checkRestore: nothing in the way that the undo point would not hold (../files.ts). */
   checkRestore(files: readonly CapturedFile[]): Promise<void> {
-    return checkLocalRestore(this, this.root, files);
+    return checkLocalRestore(this, this.root, files, this.io);
   }
   /** See MemoryStoreAdapter.changedFiles. */
   changedFiles(files: readonly CapturedFile[]): Promise<string[]> {
-    return changedLocalFiles(this, this.root, files);
+    return changedLocalFiles(this, this.root, files, this.io);
   }
 
   /** @throws StoreNotFound when root is not a directory or has neither usr/memory/ nor memory/. */
   async check(): Promise<void> {
-    if (!(await isDir(this.root))) {
-      throw new AgentKeepError('StoreNotFound', `Agent Zero root ${this.root} does not exist or is not a directory.`, 'Point --store at the Agent Zero directory (Docker: the host folder mounted at /a0, or at /a0/usr with its parent), e.g. agent-zero:/srv/agent-zero.');
+    if (!(await isDir(this.root, this.io))) {
+      throw new AgentKeepError(
+        'StoreNotFound',
+        `Agent Zero root ${this.location} does not exist or is not a directory.`,
+        'Point --store at the Agent Zero directory (Docker: the host folder mounted at /a0, or at /a0/usr with its parent), e.g. agent-zero:/srv/agent-zero.',
+      );
     }
-    for (const l of LAYOUTS) if (await isDir(path.join(this.root, l))) return;
+    for (const l of LAYOUTS) if (await isDir(this.abs(l), this.io)) return;
     throw new AgentKeepError(
       'StoreNotFound',
-      `Not an Agent Zero root: no usr/memory/ or memory/ in ${this.root}.`,
+      `Not an Agent Zero root: no usr/memory/ or memory/ in ${this.location}.`,
       'Point at the directory that holds usr/ (Docker: mounted at /a0). If Agent Zero never saved a memory yet, there is nothing to read.',
     );
   }
@@ -278,7 +311,7 @@ export class AgentZeroStore implements MemoryStoreAdapter {
   async memoryDirs(): Promise<A0MemoryDir[]> {
     const candidates: string[] = [];
     const sub = async (d: string): Promise<string[]> =>
-      (await fs.readdir(path.join(this.root, d), { withFileTypes: true }).catch(() => [] as import('node:fs').Dirent[]))
+      (await this.io.readdir(this.abs(d)).catch(() => [] as DirEntry[]))
         .filter((n) => n.isDirectory())
         .map((n) => n.name)
         .sort(cmp);
@@ -289,8 +322,8 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     for (const rel of candidates) {
       const dir = memoryDirOf(rel);
       if (!dir) continue;
-      const files = await fs.readdir(path.join(this.root, rel)).catch(() => [] as string[]);
-      if (files.some((f) => A0_STATE_FILES.includes(f))) out.push(dir);
+      const files = await this.io.readdir(this.abs(rel)).catch(() => [] as DirEntry[]);
+      if (files.some((f) => A0_STATE_FILES.includes(f.name))) out.push(dir);
     }
     return out;
   }
@@ -298,7 +331,7 @@ export class AgentZeroStore implements MemoryStoreAdapter {
   /** Why edits are not possible (no URL configured), or undefined when an API URL is set. */
   async readOnlyReason(): Promise<string | undefined> {
     if (this.url) return undefined;
-    return 'Agent Zero keeps memory in a FAISS index; AgentKeep edits it only through Agent Zero\'s own API: set AGENTKEEP_A0_URL (or add ?url=http://host:port to the store) to the running Agent Zero web UI.';
+    return "Agent Zero keeps memory in a FAISS index; AgentKeep edits it only through Agent Zero's own API: set AGENTKEEP_A0_URL (or add ?url=http://host:port to the store) to the running Agent Zero web UI.";
   }
 
   private toEntry(doc: A0Document, dir: A0MemoryDir, file: string): MemoryEntry {
@@ -311,17 +344,27 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     const knowledge = md.knowledge_source === true;
     const src = knowledge ? `knowledge:${String(md.source_path ?? md.source_file ?? 'unknown file')}` : 'conversation';
     const createdAt = a0TimeToIso(md.timestamp);
-    return { id, text: doc.text, store: this.spec, file, area, ...(createdAt ? { createdAt } : {}), source: src, meta: rest };
+    return {
+      id,
+      text: doc.text,
+      store: this.spec,
+      file,
+      area,
+      ...(createdAt ? { createdAt } : {}),
+      source: src,
+      meta: rest,
+    };
   }
 
   /** Warnings about one memory dir that do not depend on the docstore (embedding model, layout). */
   private async dirWarnings(dir: A0MemoryDir, all: A0MemoryDir[], ids: Set<string>): Promise<string[]> {
     const w: string[] = [];
-    const abs = path.join(this.root, dir.rel);
-    const emb = await readJson(path.join(abs, 'embedding.json'));
-    const conf = await configuredEmbedding(this.root);
+    const emb = await readJson(this.abs(dir.rel, 'embedding.json'), this.io);
+    const conf = await configuredEmbedding(this.root, this.io);
     if (emb.missing) {
-      w.push(`${dir.rel}/embedding.json is missing: Agent Zero will re-embed every memory of "${dir.subdir}" on its next load (memory.py initialize).`);
+      w.push(
+        `${dir.rel}/embedding.json is missing: Agent Zero will re-embed every memory of "${dir.subdir}" on its next load (memory.py initialize).`,
+      );
     } else if (emb.error || !isEmbeddingConfig(emb.value)) {
       /* broken: reported by dirProblems */
     } else {
@@ -333,15 +376,21 @@ export class AgentZeroStore implements MemoryStoreAdapter {
       }
     }
     if (dir.layout === 'legacy' && all.some((d) => d.layout === 'current' && d.subdir === dir.subdir)) {
-      w.push(`Both usr/memory/${dir.subdir} and the older memory/${dir.subdir} exist: current Agent Zero reads only usr/memory/${dir.subdir}; the older one is a leftover of an earlier version.`);
+      w.push(
+        `Both usr/memory/${dir.subdir} and the older memory/${dir.subdir} exist: current Agent Zero reads only usr/memory/${dir.subdir}; the older one is a leftover of an earlier version.`,
+      );
     }
-    const ki = await readJson(path.join(abs, 'knowledge_import.json'));
+    const ki = await readJson(this.abs(dir.rel, 'knowledge_import.json'), this.io);
     if (ki.value && typeof ki.value === 'object') {
       const missing: string[] = [];
       for (const rec of Object.values(ki.value as Record<string, { ids?: unknown }>)) {
-        if (Array.isArray(rec?.ids)) for (const id of rec.ids) if (typeof id === 'string' && !ids.has(id)) missing.push(id);
+        if (Array.isArray(rec?.ids))
+          for (const id of rec.ids) if (typeof id === 'string' && !ids.has(id)) missing.push(id);
       }
-      if (missing.length) w.push(`${dir.rel}/knowledge_import.json lists ${missing.length} id(s) that are not in index.pkl (e.g. ${missing[0]}): Agent Zero will re-import those knowledge files.`);
+      if (missing.length)
+        w.push(
+          `${dir.rel}/knowledge_import.json lists ${missing.length} id(s) that are not in index.pkl (e.g. ${missing[0]}): Agent Zero will re-import those knowledge files.`,
+        );
     }
     return w;
   }
@@ -364,7 +413,8 @@ export class AgentZeroStore implements MemoryStoreAdapter {
    * (index.pkl that does not unpickle is found by readAll, from parseDocstore.)
    */
   private async dirProblems(dir: A0MemoryDir, hasPkl: boolean): Promise<AgentKeepError[]> {
-    const abs = path.join(this.root, dir.rel);
+    const abs = this.abs(dir.rel); // for commands on that machine (cp -a …)
+    const shown = this.io.display(abs);
     const out: AgentKeepError[] = [];
     const restore =
       'restore the memory subdir from a restore point (agentkeep restore-point restore <id> --scope agent ' +
@@ -373,10 +423,11 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     const perms = 'Check the permissions of the Agent Zero directory (Docker volumes are often owned by root).';
     let faiss: Buffer | undefined;
     try {
-      faiss = await fs.readFile(path.join(abs, 'index.faiss'));
+      faiss = await this.io.readFile(this.abs(dir.rel, 'index.faiss'));
     } catch (e) {
+      if (e instanceof AgentKeepError) throw e;
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
-        out.push(fileError(`Cannot read ${abs}/index.faiss: ${(e as Error).message}.`, perms));
+        out.push(fileError(`Cannot read ${shown}/index.faiss: ${(e as Error).message}.`, perms));
       }
     }
     const faissMissing = !faiss && !out.length;
@@ -404,11 +455,14 @@ export class AgentZeroStore implements MemoryStoreAdapter {
         out.push(
           fileError(
             `${dir.rel}/index.faiss is damaged: ${f.problem}. Agent Zero cannot load memory subdir "${dir.subdir}".`,
-            `Keep a copy of ${abs}, then ${restore}. The texts are in index.pkl, which AgentKeep still shows.`,
+            `Keep a copy of ${shown}, then ${restore}. The texts are in index.pkl, which AgentKeep still shows.`,
           ),
         );
       }
-      const stored = await fs.readFile(path.join(abs, 'index.faiss.sha256'), 'utf8').catch(() => undefined);
+      const stored = await this.io.readFile(this.abs(dir.rel, 'index.faiss.sha256')).then(
+        (b) => b.toString('utf8'),
+        () => undefined,
+      );
       if (stored !== undefined && stored.trim() !== createHash('sha256').update(faiss).digest('hex')) {
         out.push(
           fileError(
@@ -420,13 +474,13 @@ export class AgentZeroStore implements MemoryStoreAdapter {
           ),
         );
       }
-      const emb = await readJson(path.join(abs, 'embedding.json'));
+      const emb = await readJson(this.abs(dir.rel, 'embedding.json'), this.io);
       if (!emb.missing && (emb.error || !isEmbeddingConfig(emb.value))) {
         out.push(
           fileError(
             `${dir.rel}/embedding.json is ${emb.error ? `unreadable (${emb.error})` : NOT_EMBEDDING}: ` +
               `Agent Zero fails to load memory subdir "${dir.subdir}" (it reads the embedding model from it).`,
-            `Delete ${abs}/embedding.json (Agent Zero then re-embeds every memory of the subdir on its next load and ` +
+            `Delete ${shown}/embedding.json (Agent Zero then re-embeds every memory of the subdir on its next load and ` +
               'keeps them), or restore it from a restore point.',
           ),
         );
@@ -485,17 +539,19 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     const brokenDirs = new Map<string, StoreProblem>();
     const unread: AgentKeepError[] = [];
     for (const dir of dirs) {
-      const pkl = path.join(this.root, dir.rel, 'index.pkl');
+      const pklAbs = this.abs(dir.rel, 'index.pkl');
+      const pkl = this.io.display(pklAbs);
       let buf: Buffer | undefined;
       const warnings: string[] = [];
       const problems: AgentKeepError[] = [];
       try {
-        buf = await fs.readFile(pkl);
+        buf = await this.io.readFile(pklAbs);
       } catch (e) {
+        if (e instanceof AgentKeepError) throw e;
         if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
           const perms = 'Check the permissions of the Agent Zero directory (Docker volumes are often owned by root).';
           problems.push(new AgentKeepError('FileError', `Cannot read ${pkl}: ${(e as Error).message}.`, perms));
-        } else if (!(await fs.stat(path.join(this.root, dir.rel, 'index.faiss')).catch(() => undefined))) {
+        } else if (!(await this.io.stat(this.abs(dir.rel, 'index.faiss')).catch(() => undefined))) {
           const first = '(Agent Zero creates it on the first save)';
           warnings.push(`${dir.rel}/index.pkl is missing: no memories in "${dir.subdir}" ${first}.`);
         } // with index.faiss present a missing index.pkl is broken (dirProblems)
@@ -513,7 +569,13 @@ export class AgentZeroStore implements MemoryStoreAdapter {
       problems.push(...(await this.dirProblems(dir, buf !== undefined)));
       for (const p of problems.slice(1)) warnings.push(`Also broken: ${p.message} ${p.hint ?? ''}`.trim());
       warnings.push(...docs.warnings);
-      warnings.push(...(await this.dirWarnings(dir, dirs, new Set(docs.docs.map((d) => (typeof d.metadata.id === 'string' && d.metadata.id ? d.metadata.id : d.key))))));
+      warnings.push(
+        ...(await this.dirWarnings(
+          dir,
+          dirs,
+          new Set(docs.docs.map((d) => (typeof d.metadata.id === 'string' && d.metadata.id ? d.metadata.id : d.key))),
+        )),
+      );
       const broken = problems.length ? problemOf(problems[0]) : undefined;
       if (broken) brokenDirs.set(dir.rel, broken);
       files.push(...this.filesOf(dir, docs.docs, pkl, warnings, readOnly, located, broken));
@@ -574,9 +636,9 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     for (const d of await this.memoryDirs()) {
       for (const f of A0_STATE_FILES) {
         try {
-          if ((await fs.lstat(path.join(this.root, d.rel, f))).isFile()) out.push(`${d.rel}/${f}`);
-        } catch {
-          /* absent */
+          if ((await this.io.lstat(this.abs(d.rel, f))).isFile()) out.push(`${d.rel}/${f}`);
+        } catch (e) {
+          if (e instanceof AgentKeepError) throw e; // the other machine cannot be reached: not "absent"
         }
       }
     }
@@ -600,25 +662,32 @@ export class AgentZeroStore implements MemoryStoreAdapter {
    * unreadable after the retries is captured as it is (the restore point keeps what is there).
    */
   async captureFile(rel: string, dest: string): Promise<boolean> {
-    const src = path.join(this.root, ...rel.split('/'));
+    const src = this.abs(rel);
+    const shown = this.io.display(src);
     const stamp = async (): Promise<string> => {
-      const st = await fs.stat(src, { bigint: true });
-      return `${st.ino}:${st.size}:${st.mtimeNs}`;
+      const [st] = await this.io.stamps([src]);
+      if (!st) throw Object.assign(new Error(`${shown} does not exist`), { code: 'ENOENT' }); // vanished: not captured
+      return `${st.ino}:${st.size}:${st.mtime}`;
     };
     for (let attempt = 0; ; attempt++) {
       const before = await stamp();
-      await fs.copyFile(src, dest);
+      await this.io.download(src, dest);
       const stable = before === (await stamp());
       let ok = stable;
       if (stable && rel.endsWith('/index.pkl')) {
         try {
-          parseDocstore(await fs.readFile(dest), src);
+          parseDocstore(await fs.readFile(dest), shown);
         } catch {
           ok = false;
         }
       }
       if (ok || (stable && attempt >= 5)) return true;
-      if (attempt >= 10) throw new AgentKeepError('FileError', `${src} kept changing while it was captured.`, 'Agent Zero is saving memory right now; try again in a moment.');
+      if (attempt >= 10)
+        throw new AgentKeepError(
+          'FileError',
+          `${shown} kept changing while it was captured.`,
+          'Agent Zero is saving memory right now; try again in a moment.',
+        );
       await new Promise((r) => setTimeout(r, 25 * (attempt + 1)));
     }
   }
@@ -629,8 +698,9 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     for (const d of await this.memoryDirs()) {
       let buf: Buffer;
       try {
-        buf = await fs.readFile(path.join(this.root, d.rel, 'index.pkl'));
-      } catch {
+        buf = await this.io.readFile(this.abs(d.rel, 'index.pkl'));
+      } catch (e) {
+        if (e instanceof AgentKeepError) throw e;
         continue;
       }
       h.update(`${d.rel}/index.pkl\0${createHash('sha256').update(buf).digest('hex')}\n`);
@@ -667,13 +737,17 @@ export class AgentZeroStore implements MemoryStoreAdapter {
       traces,
       note: knowledge
         ? 'Agent Zero keeps no history of memory changes; this entry came from a knowledge file.'
-        : 'Agent Zero keeps no history of memory changes or of the conversation that saved a memory; the traces are what the entry\'s own metadata says (time, area, consolidation).',
+        : "Agent Zero keeps no history of memory changes or of the conversation that saved a memory; the traces are what the entry's own metadata says (time, area, consolidation).",
     };
   }
 
   private api(): AgentZeroApi {
     if (!this.url) {
-      throw new AgentKeepError('Unsupported', `Agent Zero store ${this.spec} is read-only.`, 'Set AGENTKEEP_A0_URL (or add ?url=http://host:port to the store) to the running Agent Zero web UI; AgentKeep never rewrites index.pkl.');
+      throw new AgentKeepError(
+        'Unsupported',
+        `Agent Zero store ${this.spec} is read-only.`,
+        'Set AGENTKEEP_A0_URL (or add ?url=http://host:port to the store) to the running Agent Zero web UI; AgentKeep never rewrites index.pkl.',
+      );
     }
     return new AgentZeroApi(this.url, this.credentials);
   }
@@ -681,16 +755,20 @@ export class AgentZeroStore implements MemoryStoreAdapter {
   /** Hand the current index.pkl bytes to opts.beforeWrite (the core's backup) before an API change. */
   private async backup(rel: string, opts?: WriteOptions): Promise<void> {
     if (!opts?.beforeWrite) return;
-    const file = path.join(this.root, rel, 'index.pkl');
-    const prev = await fs.readFile(file).catch(() => undefined);
-    if (prev) await opts.beforeWrite(file, prev);
+    const file = this.abs(rel, 'index.pkl');
+    const prev = await this.io.readFile(file).catch(() => undefined);
+    if (prev) await opts.beforeWrite(this.io.display(file), prev);
   }
 
   /** Find an entry by id, or by a unique id prefix (>= 4 chars, any case), after the CAS check. */
   private async locate(entryId: string, expectedHash?: string): Promise<{ target: Located; hash: string }> {
     const hash = await this.contentHash();
     if (expectedHash !== undefined && expectedHash !== hash) {
-      throw new AgentKeepError('Conflict', `Agent Zero memory in ${this.root} changed since it was read.`, 'List the store again and retry; nothing was changed.');
+      throw new AgentKeepError(
+        'Conflict',
+        `Agent Zero memory in ${this.location} changed since it was read.`,
+        'List the store again and retry; nothing was changed.',
+      );
     }
     const { located, broken } = await this.readAll();
     let hits = located.filter((l) => l.entry.id === entryId);
@@ -698,11 +776,20 @@ export class AgentZeroStore implements MemoryStoreAdapter {
       const want = entryId.trim().toLowerCase();
       hits = located.filter((l) => l.entry.id.toLowerCase().startsWith(want));
     }
-    if (hits.length === 0) throw new AgentKeepError('EntryNotFound', `No Agent Zero memory with id ${entryId} in ${this.root}.`, undefined, [memoryListAction([this.spec])]);
+    if (hits.length === 0)
+      throw new AgentKeepError(
+        'EntryNotFound',
+        `No Agent Zero memory with id ${entryId} in ${this.location}.`,
+        undefined,
+        [memoryListAction([this.spec])],
+      );
     if (hits.length > 1) {
       throw new AgentKeepError(
         'Conflict',
-        `Id ${entryId} is ambiguous: ${hits.slice(0, 8).map((h) => `${h.entry.id} in ${h.dir.rel}`).join(', ')}.`,
+        `Id ${entryId} is ambiguous: ${hits
+          .slice(0, 8)
+          .map((h) => `${h.entry.id} in ${h.dir.rel}`)
+          .join(', ')}.`,
         'Give more characters of the id; an id in several subdirs (ids are unique per subdir only) is edited in the Agent Zero dashboard of that subdir.',
       );
     }
@@ -720,7 +807,7 @@ export class AgentZeroStore implements MemoryStoreAdapter {
   private notReflected(what: string): AgentKeepError {
     return new AgentKeepError(
       'Conflict',
-      `Agent Zero at ${this.url} reported the ${what} as done, but ${this.root} does not show it.`,
+      `Agent Zero at ${this.url} reported the ${what} as done, but ${this.location} does not show it.`,
       'The URL probably belongs to another Agent Zero instance than this root (or a different volume): check ?url= / AGENTKEEP_A0_URL.',
     );
   }
@@ -732,21 +819,39 @@ export class AgentZeroStore implements MemoryStoreAdapter {
    * save by the agent in the instant between is not detected.
    * @throws Unsupported (no URL), EntryNotFound, Conflict, AuthFailed, Internal (API refused or unreachable)
    */
-  async edit(entryId: string, text: string, expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; previous: MemoryEntry; contentHash: string }> {
+  async edit(
+    entryId: string,
+    text: string,
+    expectedHash?: string,
+    opts?: WriteOptions,
+  ): Promise<{ entry: MemoryEntry; previous: MemoryEntry; contentHash: string }> {
     const api = this.api();
-    if (!text.trim()) throw new AgentKeepError('InvalidParams', 'The new text is empty.', 'Give the new text, or remove the entry instead.');
+    if (!text.trim())
+      throw new AgentKeepError(
+        'InvalidParams',
+        'The new text is empty.',
+        'Give the new text, or remove the entry instead.',
+      );
     const { target } = await this.locate(entryId, expectedHash);
     await this.backup(target.dir.rel, opts);
     const md = { ...target.doc.metadata, id: target.entry.id };
     const original = this.dashboardFormat(target.doc.text, md);
-    await api.dashboard('update', { memory_subdir: target.dir.subdir, original, edited: { ...original, content_full: text } });
+    await api.dashboard('update', {
+      memory_subdir: target.dir.subdir,
+      original,
+      edited: { ...original, content_full: text },
+    });
     const after = await this.reread(target.dir.rel, target.entry.id);
     if (!after.entry || after.entry.text !== text) throw this.notReflected('edit');
     return { entry: after.entry, previous: target.entry, contentHash: after.hash };
   }
 
   /** Delete an entry through the dashboard `delete` action; the area is returned as `file` (for add). @throws as edit */
-  async remove(entryId: string, expectedHash?: string, opts?: WriteOptions): Promise<{ removed: MemoryEntry; contentHash: string; file?: string }> {
+  async remove(
+    entryId: string,
+    expectedHash?: string,
+    opts?: WriteOptions,
+  ): Promise<{ removed: MemoryEntry; contentHash: string; file?: string }> {
     const api = this.api();
     const { target } = await this.locate(entryId, expectedHash);
     await this.backup(target.dir.rel, opts);
@@ -754,7 +859,11 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     const after = await this.reread(target.dir.rel, target.entry.id);
     if (after.entry) throw this.notReflected('delete');
     const area = target.entry.area ?? 'main';
-    return { removed: target.entry, contentHash: after.hash, file: target.dir.subdir === 'default' ? area : `${target.dir.subdir}/${area}` };
+    return {
+      removed: target.entry,
+      contentHash: after.hash,
+      file: target.dir.subdir === 'default' ? area : `${target.dir.subdir}/${area}`,
+    };
   }
 
   /**
@@ -764,24 +873,44 @@ export class AgentZeroStore implements MemoryStoreAdapter {
    *   (e.g. `projects/web/main`); default subdir: `default`
    * @throws as edit
    */
-  async add(text: string, file?: string, expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; contentHash: string }> {
+  async add(
+    text: string,
+    file?: string,
+    expectedHash?: string,
+    opts?: WriteOptions,
+  ): Promise<{ entry: MemoryEntry; contentHash: string }> {
     const api = this.api();
     if (!text.trim()) throw new AgentKeepError('InvalidParams', 'The text is empty.', 'Give the text of the memory.');
     const hash = await this.contentHash();
     if (expectedHash !== undefined && expectedHash !== hash) {
-      throw new AgentKeepError('Conflict', `Agent Zero memory in ${this.root} changed since it was read.`, 'List the store again and retry; nothing was changed.');
+      throw new AgentKeepError(
+        'Conflict',
+        `Agent Zero memory in ${this.location} changed since it was read.`,
+        'List the store again and retry; nothing was changed.',
+      );
     }
     const cut = file ? file.lastIndexOf('/') : -1;
     const [subdirPart, areaPart] = file && cut > 0 ? [file.slice(0, cut), file.slice(cut + 1)] : [undefined, file];
     const dirs = await this.memoryDirs();
-    const dir = subdirPart ? dirs.find((d) => d.subdir === subdirPart) : (dirs.find((d) => d.layout === 'current' && d.subdir === 'default') ?? dirs[0]);
-    if (!dir) throw new AgentKeepError('EntryNotFound', `No memory subdir ${subdirPart ?? 'default'} in ${this.root}.`, `Use one of: ${dirs.map((d) => d.subdir).join(', ') || '(none: let Agent Zero save a first memory)'}.`);
+    const dir = subdirPart
+      ? dirs.find((d) => d.subdir === subdirPart)
+      : (dirs.find((d) => d.layout === 'current' && d.subdir === 'default') ?? dirs[0]);
+    if (!dir)
+      throw new AgentKeepError(
+        'EntryNotFound',
+        `No memory subdir ${subdirPart ?? 'default'} in ${this.location}.`,
+        `Use one of: ${dirs.map((d) => d.subdir).join(', ') || '(none: let Agent Zero save a first memory)'}.`,
+      );
     this.refuseBroken((await this.readAll()).broken, dir.rel);
     const area = areaPart || 'main';
     const id = newA0Id();
     const md = { id, area, timestamp: a0Now() };
     await this.backup(dir.rel, opts);
-    await api.dashboard('update', { memory_subdir: dir.subdir, original: this.dashboardFormat(text, md), edited: this.dashboardFormat(text, md) });
+    await api.dashboard('update', {
+      memory_subdir: dir.subdir,
+      original: this.dashboardFormat(text, md),
+      edited: this.dashboardFormat(text, md),
+    });
     const after = await this.reread(dir.rel, id);
     if (!after.entry) throw this.notReflected('add');
     return { entry: after.entry, contentHash: after.hash };

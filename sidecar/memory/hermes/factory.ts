@@ -1,17 +1,23 @@
 /**
  * The `hermes` store kind: `hermes:/abs/path/to/.hermes` (a Hermes home, HERMES_HOME; no options),
- * and where Hermes homes are found in a target's local root.
+ * or a home on another machine over SSH, `hermes:ssh://user@host[:port]/abs/path/to/.hermes`
+ * (options `?identity=/abs/key`, `&known_hosts=/abs/file`; see sidecar/memory/transport/ssh.ts), and
+ * where Hermes homes are found in a target's local root.
  */
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { isDirectory, localStorePath } from '../files';
+import { checkStoreOptions, isDirectory, localStorePath, splitStoreOptions, storePlace, transportOf } from '../files';
+import { isSshLocation, SSH_OPTIONS, type SshLocation } from '../transport/location';
 import type { StoreFactory } from '../types';
 import { HermesStore } from './index';
 
-/** Parsed `hermes:` store: the absolute home directory. */
+/** Parsed `hermes:` store: the absolute home directory, and how to reach its machine when not this one. */
 export interface HermesStoreOptions {
   home: string;
+  ssh?: SshLocation;
 }
+
+const SSH_FORM = 'hermes:ssh://user@host[:port]/abs/path/to/.hermes';
 
 /**
  * Hermes homes in a local directory tree: the tree itself when it is a Hermes home (memories/, or
@@ -49,9 +55,17 @@ async function detectHermes(localRoot: string): Promise<string[]> {
 export const hermesStore: StoreFactory<HermesStoreOptions> = {
   kind: 'hermes',
   kindName: 'Hermes',
-  forms: ['hermes:/abs/path/to/.hermes'],
+  forms: ['hermes:/abs/path/to/.hermes', `${SSH_FORM}[?identity=/abs/key]`],
   example: 'hermes:/home/me/.hermes',
-  parse: (rest, spec) => ({ home: localStorePath(rest, spec, 'Use hermes:/abs/path/to/.hermes (an absolute path).') }),
-  create: (p) => new HermesStore(p.options.home, p.spec),
+  parse: (rest, spec) => {
+    const hint = 'Use hermes:/abs/path/to/.hermes (an absolute path).';
+    if (!isSshLocation(rest)) return { home: localStorePath(rest, spec, hint) };
+    const { path: p, params } = splitStoreOptions(rest);
+    const example = 'hermes:ssh://root@10.0.0.5/root/.hermes?identity=/home/me/.ssh/id_ed25519';
+    checkStoreOptions('hermes', params, spec, SSH_OPTIONS, example);
+    const place = storePlace(p, params, spec, hint, SSH_FORM);
+    return { home: place.path, ssh: place.ssh };
+  },
+  create: (p) => new HermesStore(p.options.home, p.spec, transportOf(p.options)),
   detect: detectHermes,
 };

@@ -13,6 +13,7 @@
  */
 import type { ProvenanceTrace } from '../../protocol';
 import { tableColumns, withReadOnlyDb, type SqliteDb } from '../sqlite';
+import type { FileTransport } from '../transport';
 import { isoTime } from './home';
 
 /** One `memory` tool call operation from state.db. */
@@ -69,7 +70,9 @@ function truncate(s: string): string {
 }
 
 /** The tool calls in one assistant row's tool_calls JSON (OpenAI shape, or a bare {name, arguments}). */
-export function toolCallsOf(json: unknown): Array<{ id?: string; name: string; args: Record<string, unknown>; raw: string }> {
+export function toolCallsOf(
+  json: unknown,
+): Array<{ id?: string; name: string; args: Record<string, unknown>; raw: string }> {
   const v = parseJson(json);
   const list = Array.isArray(v) ? v : v && typeof v === 'object' ? [v] : [];
   const out: Array<{ id?: string; name: string; args: Record<string, unknown>; raw: string }> = [];
@@ -92,18 +95,21 @@ export function toolCallsOf(json: unknown): Array<{ id?: string; name: string; a
 
 function opsOfArgs(args: Record<string, unknown>): Array<Record<string, unknown>> {
   if (Array.isArray(args.operations)) {
-    return args.operations.filter((x): x is Record<string, unknown> => !!x && typeof x === 'object').map((x) => ({ target: args.target, ...x }));
+    return args.operations
+      .filter((x): x is Record<string, unknown> => !!x && typeof x === 'object')
+      .map((x) => ({ target: args.target, ...x }));
   }
   return [args];
 }
 
 /**
  * Read the history of one state.db: every `memory` tool call (in message order) and, when
- * `actionsSince` is given (unix seconds), every tool call at or after that time.
+ * `actionsSince` is given (unix seconds), every tool call at or after that time. `io`: the machine
+ * the database is on (default this one; elsewhere it is copied here first and the copy is read).
  * @throws AgentKeepError FileError (unreadable database), see withReadOnlyDb
  */
-export async function readHistory(dbPath: string, actionsSince?: number): Promise<HermesHistory> {
-  return withReadOnlyDb(dbPath, (db) => readHistoryFrom(db, actionsSince));
+export async function readHistory(dbPath: string, actionsSince?: number, io?: FileTransport): Promise<HermesHistory> {
+  return withReadOnlyDb(dbPath, (db) => readHistoryFrom(db, actionsSince), io);
 }
 
 /** readHistory on an open database (tests and the bench use it directly). */
@@ -111,7 +117,11 @@ export function readHistoryFrom(db: SqliteDb, actionsSince?: number): HermesHist
   const notes: string[] = [];
   const mcols = new Set(tableColumns(db, 'messages'));
   if (!mcols.has('tool_calls')) {
-    notes.push(mcols.size ? 'state.db has no messages.tool_calls column (an old schema): tool calls are not recorded' : 'state.db has no messages table');
+    notes.push(
+      mcols.size
+        ? 'state.db has no messages.tool_calls column (an old schema): tool calls are not recorded'
+        : 'state.db has no messages table',
+    );
     return { memoryOps: [], toolCalls: [], notes };
   }
   const scols = new Set(tableColumns(db, 'sessions'));
@@ -119,9 +129,11 @@ export function readHistoryFrom(db: SqliteDb, actionsSince?: number): HermesHist
   const sid = mcols.has('session_id') ? 'm.session_id' : 'NULL';
   // no JOIN: sessions are few, read once into a map (a join per row was the slow part at 50k messages)
   const sources = new Map<string, string>();
-  if (scols.has('id') && scols.has('source')) for (const r of db.all('SELECT id, source FROM sessions')) sources.set(String(r.id), String(r.source));
+  if (scols.has('id') && scols.has('source'))
+    for (const r of db.all('SELECT id, source FROM sessions')) sources.set(String(r.id), String(r.source));
   const sel = `SELECT m.id AS id, ${sid} AS session, ${ts} AS time, m.tool_calls AS calls FROM messages m`;
-  const sourceOf = (session: unknown): string | undefined => (session == null ? undefined : sources.get(String(session)));
+  const sourceOf = (session: unknown): string | undefined =>
+    session == null ? undefined : sources.get(String(session));
 
   type Pending = Omit<MemoryOp, 'ok'> & { callId?: string };
   const pending: Pending[] = [];
@@ -158,7 +170,9 @@ export function readHistoryFrom(db: SqliteDb, actionsSince?: number): HermesHist
   if (mcols.has('tool_call_id') && mcols.has('role') && rowIds.length) {
     for (let i = 0; i < rowIds.length; i += 500) {
       const ids = rowIds.slice(i, i + 500).join(',');
-      for (const r of db.all(`SELECT tool_call_id AS cid, content FROM messages WHERE id IN (${ids}) AND role = 'tool'`)) {
+      for (const r of db.all(
+        `SELECT tool_call_id AS cid, content FROM messages WHERE id IN (${ids}) AND role = 'tool'`,
+      )) {
         const v = parseJson(r.content) as Record<string, unknown> | undefined;
         if (v && typeof v === 'object' && v.success === false && typeof r.cid === 'string') failed.add(r.cid);
       }
@@ -273,24 +287,42 @@ function push<K, V>(m: Map<K, V[]>, k: K, v: V): void {
  * the Hermes tool name, and for shell tools on the command. Documented in docs/memory.md.
  */
 export const OUTSIDE_TOOLS: Array<{ match: RegExp; kind: string }> = [
-  { match: /^(send_message|telegram.*|discord.*|slack.*|whatsapp.*|signal.*|sms.*|notify.*|post_message)$/, kind: 'message sent' },
+  {
+    match: /^(send_message|telegram.*|discord.*|slack.*|whatsapp.*|signal.*|sms.*|notify.*|post_message)$/,
+    kind: 'message sent',
+  },
   { match: /^(send_email|email.*|gmail.*|mail_send)$/, kind: 'email sent' },
   { match: /^(web_search|web_extract|web_fetch|fetch_url|http_request|crawl.*)$/, kind: 'web request' },
   { match: /^browser.*$/, kind: 'browser action' },
   { match: /^(github|gh|create_issue|create_pull_request|git_push)(_.*)?$/, kind: 'code host action' },
-  { match: /^(mem0_add|mem0_update|mem0_delete|honcho_conclude|fact_store|image_generate|text_to_speech|cronjob|schedule.*)$/, kind: 'external service call' },
+  {
+    match:
+      /^(mem0_add|mem0_update|mem0_delete|honcho_conclude|fact_store|image_generate|text_to_speech|cronjob|schedule.*)$/,
+    kind: 'external service call',
+  },
   { match: /^(delegate_task|mixture_of_agents)$/, kind: 'delegated to another agent' },
 ];
 
 /** Shell commands that reach the outside world. */
 export const OUTSIDE_COMMANDS: Array<{ match: RegExp; kind: string }> = [
   { match: /\bgit\s+(push|send-email)\b/, kind: 'git push' },
-  { match: /\bcurl\b[^|;&]*(-X\s*(POST|PUT|PATCH|DELETE)|--request\s+(POST|PUT|PATCH|DELETE)|\s-d\s|--data|-F\s|--form|--upload-file|-T\s)/i, kind: 'HTTP write (curl)' },
+  {
+    match:
+      /\bcurl\b[^|;&]*(-X\s*(POST|PUT|PATCH|DELETE)|--request\s+(POST|PUT|PATCH|DELETE)|\s-d\s|--data|-F\s|--form|--upload-file|-T\s)/i,
+    kind: 'HTTP write (curl)',
+  },
   { match: /\bwget\b[^|;&]*--(post-data|post-file|method)/, kind: 'HTTP write (wget)' },
   { match: /\b(ssh|scp|rsync|sftp)\s/, kind: 'remote shell / copy' },
   { match: /\b(sendmail|mail|mutt|msmtp)\s/, kind: 'email sent' },
-  { match: /\b(npm|pnpm|yarn)\s+publish\b|\btwine\s+upload\b|\bcargo\s+publish\b|\bdocker\s+push\b|\bgh\s+(pr|issue|release)\s+create\b/, kind: 'publish' },
-  { match: /\b(kubectl|helm|terraform|pulumi)\s+(apply|delete|destroy|install|upgrade|up)\b/, kind: 'infrastructure change' },
+  {
+    match:
+      /\b(npm|pnpm|yarn)\s+publish\b|\btwine\s+upload\b|\bcargo\s+publish\b|\bdocker\s+push\b|\bgh\s+(pr|issue|release)\s+create\b/,
+    kind: 'publish',
+  },
+  {
+    match: /\b(kubectl|helm|terraform|pulumi)\s+(apply|delete|destroy|install|upgrade|up)\b/,
+    kind: 'infrastructure change',
+  },
 ];
 
 const SHELL_TOOLS = /^(terminal|shell|bash|execute_command|run_command|execute_code|process)$/;
@@ -302,7 +334,8 @@ const SHELL_TOOLS = /^(terminal|shell|bash|execute_command|run_command|execute_c
 export function classifyAction(c: Pick<ToolCall, 'name' | 'args'>): string | undefined {
   for (const t of OUTSIDE_TOOLS) if (t.match.test(c.name)) return t.kind;
   if (SHELL_TOOLS.test(c.name)) {
-    const cmd = [c.args.command, c.args.cmd, c.args.code, c.args.script].find((x) => typeof x === 'string') as string | undefined;
+    const cmd = [c.args.command, c.args.cmd, c.args.code, c.args.script].find((x) => typeof x === 'string') as
+      string | undefined;
     if (cmd) for (const t of OUTSIDE_COMMANDS) if (t.match.test(cmd)) return t.kind;
   }
   return undefined;

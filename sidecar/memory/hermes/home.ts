@@ -71,7 +71,7 @@ export function sha256(data: Buffer | string): string {
 export function driftReason(raw: string, limit: number): string | undefined {
   const entries = parseEntries(raw);
   if (normaliseRaw(raw).trim() !== entries.join(ENTRY_DELIMITER)) {
-    return 'the file no longer parses back to its entries (whitespace or delimiters were changed outside Hermes\' memory tool)';
+    return "the file no longer parses back to its entries (whitespace or delimiters were changed outside Hermes' memory tool)";
   }
   const big = entries.find((e) => [...e].length > limit);
   if (big) return `one entry alone (${[...big].length} chars) exceeds the ${limit}-char limit`;
@@ -86,10 +86,13 @@ export function driftReason(raw: string, limit: number): string | undefined {
 export function handEditSigns(raw: string): string[] {
   const out: string[] = [];
   const text = normaliseRaw(raw);
-  if (text.length && text !== text.trim()) out.push('leading or trailing whitespace (Hermes writes none): the file was saved by an editor or appended to');
+  if (text.length && text !== text.trim())
+    out.push('leading or trailing whitespace (Hermes writes none): the file was saved by an editor or appended to');
   for (const e of parseEntries(raw)) {
     if (/\n\s*\n#{1,6} /.test(e) || /\n\s*\n- /.test(e)) {
-      out.push(`entry ${entryId(e)} contains a blank line followed by a heading or list: text appended without the "§" delimiter was absorbed into it`);
+      out.push(
+        `entry ${entryId(e)} contains a blank line followed by a heading or list: text appended without the "§" delimiter was absorbed into it`,
+      );
     }
   }
   return out;
@@ -179,7 +182,7 @@ export function isoTime(v: unknown): string | undefined {
 
 /** Read-only reasons per area. */
 export const READ_ONLY: Record<string, string> = {
-  soul: 'SOUL.md is the agent\'s persona, written by hand: edit it in an editor (AgentKeep offers a restore point first)',
+  soul: "SOUL.md is the agent's persona, written by hand: edit it in an editor (AgentKeep offers a restore point first)",
   archive: 'ARCHIVE.jsonl holds entries Hermes evicted from MEMORY.md; it is a log, not edited from AgentKeep',
   skill: 'Skills are edited by the agent (skill_manage) or in an editor; AgentKeep shows them read-only',
 };
@@ -276,7 +279,10 @@ export async function readHome(src: FileSource, spec: string): Promise<ReadFile[
     const entries = parseEntries(text);
     const warnings: string[] = error ? [unreadable(error)] : [];
     const drift = raw ? driftReason(text, limit) : undefined;
-    if (drift) warnings.push(`Drift: ${drift}. Hermes refuses to replace or remove entries until it is fixed (it keeps a .bak).`);
+    if (drift)
+      warnings.push(
+        `Drift: ${drift}. Hermes refuses to replace or remove entries until it is fixed (it keeps a .bak).`,
+      );
     if (raw) warnings.push(...handEditSigns(text).map((s) => `Changed outside Hermes' memory tool: ${s}.`));
     out.push({
       rel,
@@ -336,17 +342,38 @@ export async function readHome(src: FileSource, spec: string): Promise<ReadFile[
           return;
         }
         const o = v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
-        const text = typeof v === 'string' ? v : (ARCHIVE_TEXT_KEYS.map((k) => o?.[k]).find((x) => typeof x === 'string') as string | undefined);
+        const text =
+          typeof v === 'string'
+            ? v
+            : (ARCHIVE_TEXT_KEYS.map((k) => o?.[k]).find((x) => typeof x === 'string') as string | undefined);
         if (!text?.trim()) {
           warnings.push(`ARCHIVE.jsonl line ${i + 1} has no entry text (expected a string or {content}); skipped.`);
           return;
         }
         const time = ARCHIVE_TIME_KEYS.map((k) => isoTime(o?.[k])).find(Boolean);
-        entries.push(mk('archive', text.trim(), file, spec, { ...(time ? { updatedAt: time } : {}), meta: { line: i + 1, ...(o ? { record: o } : {}) } }));
+        entries.push(
+          mk('archive', text.trim(), file, spec, {
+            ...(time ? { updatedAt: time } : {}),
+            meta: { line: i + 1, ...(o ? { record: o } : {}) },
+          }),
+        );
       });
-    out.push({ rel: 'memories/ARCHIVE.jsonl', raw: archive, file: { kind: 'hermes-archive', file, store: spec, entries, readOnly: READ_ONLY.archive, ...(warnings.length ? { warnings } : {}) } });
+    out.push({
+      rel: 'memories/ARCHIVE.jsonl',
+      raw: archive,
+      file: {
+        kind: 'hermes-archive',
+        file,
+        store: spec,
+        entries,
+        readOnly: READ_ONLY.archive,
+        ...(warnings.length ? { warnings } : {}),
+      },
+    });
   }
-  const skills = (await src.list('skills')).filter((r) => path.posix.basename(r) === 'SKILL.md' && !r.startsWith('skills/.hub/')).sort();
+  const skills = (await src.list('skills'))
+    .filter((r) => path.posix.basename(r) === 'SKILL.md' && !r.startsWith('skills/.hub/'))
+    .sort();
   if (skills.length) {
     const entries: MemoryEntry[] = [];
     const warnings: string[] = [];
@@ -359,9 +386,23 @@ export async function readHome(src: FileSource, spec: string): Promise<ReadFile[
       if (!fm) warnings.push(`${rel} has no YAML front matter (name, description); shown by its directory name.`);
       const name = typeof fm?.name === 'string' ? fm.name : dirName;
       const desc = typeof fm?.description === 'string' ? fm.description : '';
-      entries.push(mk('skill', desc ? `${name}: ${desc}` : name, src.display(rel), spec, { meta: { path: rel, ...(fm ? { frontMatter: fm } : {}) } }));
+      entries.push(
+        mk('skill', desc ? `${name}: ${desc}` : name, src.display(rel), spec, {
+          meta: { path: rel, ...(fm ? { frontMatter: fm } : {}) },
+        }),
+      );
     }
-    out.push({ rel: 'skills', file: { kind: 'hermes-skill', file: src.display('skills'), store: spec, entries, readOnly: READ_ONLY.skill, ...(warnings.length ? { warnings } : {}) } });
+    out.push({
+      rel: 'skills',
+      file: {
+        kind: 'hermes-skill',
+        file: src.display('skills'),
+        store: spec,
+        entries,
+        readOnly: READ_ONLY.skill,
+        ...(warnings.length ? { warnings } : {}),
+      },
+    });
   }
   if (errors.length && !readable) throw errors[0];
   return out;

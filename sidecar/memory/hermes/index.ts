@@ -21,11 +21,12 @@ import * as path from 'node:path';
 import type { MemoryEntry, MemoryFile, Provenance, ProvenanceTrace } from '../../protocol';
 import { memoryListAction } from '../../core/actions';
 import { AgentKeepError } from '../../core/errors';
-import { fsyncDir, isTempName, tempNameFor } from '../../core/fsutil';
+import { isTempName, tempNameFor } from '../../core/fsutil';
 import type { StoreProblem } from '../../protocol';
 import { problemOf } from '../broken';
 import { captureSqlite } from '../sqlite';
 import { captureLocalFiles, changedLocalFiles, checkLocalRestore, restoreLocalFiles } from '../files';
+import { joinOn, localTransport, pathOn, type DirEntry, type FileStat, type FileTransport } from '../transport';
 import type {
   AgentStateOptions,
   CaptureSink,
@@ -36,14 +37,45 @@ import type {
   StoreLintProfile,
   WriteOptions,
 } from '../types';
-import { ENTRY_DELIMITER, READ_ONLY, driftReason, entryId, limitsFromConfig, parseEntries, readHome, sha256, usageChars, type FileSource, type HermesLimits, type ReadFile } from './home';
+import {
+  ENTRY_DELIMITER,
+  READ_ONLY,
+  driftReason,
+  entryId,
+  limitsFromConfig,
+  parseEntries,
+  readHome,
+  sha256,
+  usageChars,
+  type FileSource,
+  type HermesLimits,
+  type ReadFile,
+} from './home';
 import { ProvenanceIndex, outsideActions, readHistory, type HermesHistory } from './history';
 import { lockHermesFile } from './lock';
 
-export { ENTRY_DELIMITER, DEFAULT_MEMORY_CHAR_LIMIT, DEFAULT_USER_CHAR_LIMIT, parseEntries, usageChars, entryId, driftReason, limitsFromConfig, type HermesLimits } from './home';
+export {
+  ENTRY_DELIMITER,
+  DEFAULT_MEMORY_CHAR_LIMIT,
+  DEFAULT_USER_CHAR_LIMIT,
+  parseEntries,
+  usageChars,
+  entryId,
+  driftReason,
+  limitsFromConfig,
+  type HermesLimits,
+} from './home';
 
 /** Fixed agent-state files of a Hermes home (relative POSIX paths); skills/** is added on top. */
-const FIXED_STATE_FILES = ['memories/MEMORY.md', 'memories/USER.md', 'memories/ARCHIVE.jsonl', 'SOUL.md', 'state.db', 'state.db-wal', 'state.db-shm'];
+const FIXED_STATE_FILES = [
+  'memories/MEMORY.md',
+  'memories/USER.md',
+  'memories/ARCHIVE.jsonl',
+  'SOUL.md',
+  'state.db',
+  'state.db-wal',
+  'state.db-shm',
+];
 
 /** The editable files: area -> root-relative path. */
 const EDITABLE: Record<string, string> = { memory: 'memories/MEMORY.md', user: 'memories/USER.md' };
@@ -59,24 +91,27 @@ export async function readLimits(home: string): Promise<HermesLimits> {
   return limitsFromConfig(await fs.readFile(path.join(home, 'config.yaml'), 'utf8').catch(() => undefined));
 }
 
-async function exists(p: string): Promise<boolean> {
-  return fs.lstat(p).then(
+async function exists(p: string, io: FileTransport = localTransport): Promise<boolean> {
+  return io.lstat(p).then(
     () => true,
     () => false,
   );
 }
 
-/** All regular files under `dir` (not following symlinked dirs), as POSIX paths relative to `base`. */
-async function walkFiles(base: string, dir: string, out: string[]): Promise<void> {
-  let entries: import('node:fs').Dirent[];
+/**
+ * All regular files under `dir` (not following symlinked dirs), as POSIX paths relative to `base`,
+ * on the machine of `io`.
+ */
+async function walkFiles(base: string, dir: string, out: string[], io: FileTransport = localTransport): Promise<void> {
+  let entries: DirEntry[];
   try {
-    entries = await fs.readdir(path.join(base, dir), { withFileTypes: true });
+    entries = await io.readdir(joinOn(io, base, dir));
   } catch {
     return;
   }
   for (const e of entries) {
     const rel = dir ? `${dir}/${e.name}` : e.name;
-    if (e.isDirectory()) await walkFiles(base, rel, out);
+    if (e.isDirectory()) await walkFiles(base, rel, out, io);
     else if ((e.isFile() || e.isSymbolicLink()) && !isTempName(e.name)) out.push(rel); // (a killed write's temp is never agent state)
   }
 }
@@ -87,10 +122,14 @@ async function walkFiles(base: string, dir: string, out: string[]): Promise<void
  * @param env environment to read HERMES_HOME from (default process.env)
  * @param homedir the user's home directory (default os.homedir())
  */
-export async function findHermesHomes(env: NodeJS.ProcessEnv = process.env, homedir: string = os.homedir()): Promise<string[]> {
+export async function findHermesHomes(
+  env: NodeJS.ProcessEnv = process.env,
+  homedir: string = os.homedir(),
+): Promise<string[]> {
   const roots = [env.HERMES_HOME, path.join(homedir, '.hermes')].filter((x): x is string => !!x && path.isAbsolute(x));
   const out: string[] = [];
-  const isHome = async (p: string): Promise<boolean> => (await exists(path.join(p, 'memories'))) || (await exists(path.join(p, 'config.yaml')));
+  const isHome = async (p: string): Promise<boolean> =>
+    (await exists(path.join(p, 'memories'))) || (await exists(path.join(p, 'config.yaml')));
   for (const r of roots) {
     const root = path.resolve(r);
     if (!out.includes(root) && (await isHome(root))) out.push(root);
@@ -106,27 +145,42 @@ export async function findHermesHomes(env: NodeJS.ProcessEnv = process.env, home
 /** state.db as read: the memory ops and their index, or why it could not be read. */
 type HistoryRead = { h: HermesHistory; index: ProvenanceIndex } | { problem: StoreProblem };
 
-/** The Hermes memory store adapter for one home directory. */
+/**
+ * The Hermes memory store adapter for one home directory, on this machine or on another one: every
+ * file operation, lock and probe goes through its FileTransport (../transport: node:fs here, SFTP and
+ * exec over SSH for `hermes:ssh://user@host[:port]/abs/home`), so both work alike.
+ */
 export class HermesStore implements MemoryStoreAdapter {
   readonly kind = 'hermes';
   private history?: HistoryRead & { key: string };
 
   /**
-   * @param root absolute path of the Hermes home (the directory holding memories/ and config.yaml)
-   * @param spec the store name as given, `hermes:/abs/home`
+   * @param root absolute path of the Hermes home (the directory holding memories/ and config.yaml) on
+   *   the machine of `io`
+   * @param spec the store name as given, `hermes:/abs/home` or `hermes:ssh://user@host/abs/home`
+   * @param io the machine the home is on (default this one)
    */
   constructor(
     readonly root: string,
     readonly spec: string = `hermes:${root}`,
-  ) {}
-
-  /** See MemoryStoreAdapter.location: the home directory. */
-  get location(): string {
-    return this.root;
+    readonly io: FileTransport = localTransport,
+  ) {
+    // stale claims are about the machine the home is on
+    if (io.remote) this.lintProfile = { ...this.lintProfile, machine: io };
   }
-  /** See MemoryStoreAdapter.localRoot: the home directory. */
-  get localRoot(): string {
-    return this.root;
+
+  /** See MemoryStoreAdapter.location: the home directory (ssh://user@host:port/abs/home on another machine). */
+  get location(): string {
+    return this.io.display(this.root);
+  }
+  /** See MemoryStoreAdapter.localRoot: the home directory; none for a home on another machine. */
+  get localRoot(): string | undefined {
+    return this.io.remote ? undefined : this.root;
+  }
+
+  /** The absolute path of a home-relative POSIX path on the home's machine. */
+  private abs(rel: string): string {
+    return joinOn(this.io, this.root, rel);
   }
 
   /** MEMORY.md, USER.md, SOUL.md, ARCHIVE.jsonl and skills are text files. */
@@ -138,54 +192,95 @@ export class HermesStore implements MemoryStoreAdapter {
    */
   readonly lintProfile: StoreLintProfile = {
     budgets: true,
-    keepsHistory: () => fs.access(path.join(this.root, 'state.db')).then(() => true, () => false),
+    keepsHistory: () =>
+      this.io.stat(this.abs('state.db')).then(
+        () => true,
+        () => false,
+      ),
     historyChecks: ['age of MEMORY.md and USER.md entries (Hermes keeps their times only in state.db)'],
     driftText: async (f) => {
       if (f.kind !== 'hermes-memory' && f.kind !== 'hermes-user') return undefined;
-      return fs.readFile(f.file, 'utf8').catch(() => undefined);
+      const rel = f.kind === 'hermes-memory' ? EDITABLE.memory : EDITABLE.user;
+      const file = f.file === this.io.display(this.abs(rel)) ? this.abs(rel) : f.file;
+      return this.io.readFile(file).then(
+        (b) => b.toString('utf8'),
+        () => undefined,
+      );
     },
-    agentHome: () => (path.basename(this.root) === '.hermes' ? path.dirname(this.root) : null),
+    agentHome: () => {
+      const p = pathOn(this.io);
+      return p.basename(this.root) === '.hermes' ? p.dirname(this.root) : null;
+    },
   };
 
   /** @throws AgentKeepError StoreNotFound when root is not a directory or has neither memories/ nor config.yaml. */
   async check(): Promise<void> {
-    let st: import('node:fs').Stats;
+    let st: FileStat;
+    const shown = this.location;
     try {
-      st = await fs.stat(this.root);
-    } catch {
-      throw new AgentKeepError('StoreNotFound', `Hermes home ${this.root} does not exist.`, 'Point --store at the HERMES_HOME, usually hermes:~/.hermes written as an absolute path.');
+      st = await this.io.stat(this.root);
+    } catch (e) {
+      if (e instanceof AgentKeepError) throw e; // the other machine cannot be reached or refused us
+      if (this.io.remote && (e as NodeJS.ErrnoException).code !== 'ENOENT') {
+        throw new AgentKeepError(
+          'StoreNotFound',
+          `Cannot read the Hermes home ${shown}: ${(e as Error).message}.`,
+          `Check that ${this.io.user} may read ${this.root} on that machine, or log in as the user Hermes runs as.`,
+        );
+      }
+      throw new AgentKeepError(
+        'StoreNotFound',
+        `Hermes home ${shown} does not exist.`,
+        this.io.remote
+          ? `Point the store at the HERMES_HOME on that machine (an absolute path there), e.g. ` +
+              `hermes:ssh://${this.io.where.replace(/:\d+$/, '')}/home/USER/.hermes.`
+          : 'Point --store at the HERMES_HOME, usually hermes:~/.hermes written as an absolute path.',
+      );
     }
     if (!st.isDirectory()) {
-      throw new AgentKeepError('StoreNotFound', `Hermes home ${this.root} is not a directory.`, 'Point --store at the HERMES_HOME directory, usually ~/.hermes.');
+      throw new AgentKeepError(
+        'StoreNotFound',
+        `Hermes home ${shown} is not a directory.`,
+        'Point --store at the HERMES_HOME directory, usually ~/.hermes.',
+      );
     }
-    if (!(await exists(path.join(this.root, 'memories'))) && !(await exists(path.join(this.root, 'config.yaml')))) {
-      throw new AgentKeepError('StoreNotFound', `Not a Hermes home: no memories/ or config.yaml in ${this.root}.`, 'Point at the HERMES_HOME, usually ~/.hermes.');
+    if (!(await exists(this.abs('memories'), this.io)) && !(await exists(this.abs('config.yaml'), this.io))) {
+      throw new AgentKeepError(
+        'StoreNotFound',
+        `Not a Hermes home: no memories/ or config.yaml in ${shown}.`,
+        'Point at the HERMES_HOME, usually ~/.hermes.',
+      );
     }
   }
 
   private disk(): FileSource {
     return {
       read: async (rel) => {
-        const abs = path.join(this.root, ...rel.split('/'));
+        const io = this.io;
+        const file = this.abs(rel);
+        const abs = io.display(file);
         const fail = (e: unknown): AgentKeepError => {
+          if (e instanceof AgentKeepError) return e; // the connection to the other machine
           const perm = (e as NodeJS.ErrnoException).code === 'EACCES' || (e as NodeJS.ErrnoException).code === 'EPERM';
           return new AgentKeepError(
             'FileError',
-            `Cannot read ${abs}: ${perm ? `permission denied for ${os.userInfo().username}` : (e as Error).message}.`,
+            `Cannot read ${abs}: ${perm ? `permission denied for ${io.user}` : (e as Error).message}.`,
             perm
-              ? `Give the user running AgentKeep read access (e.g. chmod u+r ${abs}, or run AgentKeep as the ` +
-                "agent's user)."
+              ? io.remote
+                ? `Give ${io.user} read access on that machine (e.g. chmod u+r ${file}), or log in as the agent's user.`
+                : `Give the user running AgentKeep read access (e.g. chmod u+r ${abs}, or run AgentKeep as the ` +
+                  "agent's user)."
               : 'Check the file permissions of the Hermes home.',
           );
         };
-        let st: import('node:fs').Stats;
+        let st: FileStat;
         try {
-          st = await fs.stat(abs); // first: a FIFO would block readFile, a directory is not "absent"
+          st = await io.stat(file); // first: a FIFO would block readFile, a directory is not "absent"
         } catch (e) {
           const code = (e as NodeJS.ErrnoException).code;
           if (code === 'ENOTDIR') return undefined;
           if (code !== 'ENOENT') throw fail(e);
-          const link = await fs.readlink(abs).catch(() => undefined);
+          const link = await io.readlink(file).catch(() => undefined);
           if (link === undefined) return undefined;
           throw new AgentKeepError(
             'FileError',
@@ -200,18 +295,18 @@ export class HermesStore implements MemoryStoreAdapter {
           const what = st.isDirectory() ? 'a directory' : kind;
           throw new AgentKeepError(
             'FileError',
-            `${abs} is ${what}, not a file: Hermes cannot read ${path.basename(abs)} from it (its memory tool then ` +
+            `${abs} is ${what}, not a file: Hermes cannot read ${path.posix.basename(file)} from it (its memory tool then ` +
               'sees no entries and fails to write), and AgentKeep does not write there.',
             st.isDirectory()
-              ? `Move it away (mv ${abs} ${abs}.dir), then put the file back: restore it from a restore point ` +
+              ? `Move it away (mv ${file} ${file}.dir), then put the file back: restore it from a restore point ` +
                   '(agentkeep restore-point restore <id> --scope agent), or write its entries into a file of that ' +
                   'name (one line holding only "§" between entries).'
-              : `Remove it (rm ${abs}) and restore the file from a restore point ` +
-                '(agentkeep restore-point restore <id> --scope agent).',
+              : `Remove it (rm ${file}) and restore the file from a restore point ` +
+                  '(agentkeep restore-point restore <id> --scope agent).',
           );
         }
         try {
-          return await fs.readFile(abs);
+          return await io.readFile(file);
         } catch (e) {
           if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined; // removed meanwhile
           throw fail(e);
@@ -219,10 +314,10 @@ export class HermesStore implements MemoryStoreAdapter {
       },
       list: async (dir) => {
         const out: string[] = [];
-        await walkFiles(this.root, dir, out);
+        await walkFiles(this.root, dir, out, this.io);
         return out;
       },
-      display: (rel) => path.join(this.root, ...rel.split('/')),
+      display: (rel) => this.io.display(this.abs(rel)),
     };
   }
 
@@ -255,13 +350,13 @@ export class HermesStore implements MemoryStoreAdapter {
     const out: string[] = [];
     for (const rel of FIXED_STATE_FILES) {
       try {
-        const st = await fs.lstat(path.join(this.root, rel));
+        const st = await this.io.lstat(this.abs(rel));
         if (st.isFile() || st.isSymbolicLink()) out.push(rel);
-      } catch {
-        /* absent */
+      } catch (e) {
+        if (e instanceof AgentKeepError) throw e; // the other machine cannot be reached: not "absent"
       }
     }
-    await walkFiles(this.root, 'skills', out);
+    await walkFiles(this.root, 'skills', out, this.io);
     return out.sort();
   }
 
@@ -293,9 +388,11 @@ export class HermesStore implements MemoryStoreAdapter {
     const release = async (): Promise<void> => {
       for (const l of held.reverse()) await l.release();
     };
-    if (!(await exists(path.join(this.root, 'memories')))) return { release };
+    if (!(await exists(this.abs('memories'), this.io))) return { release };
     try {
-      for (const rel of Object.values(EDITABLE)) held.push(await lockHermesFile(path.join(this.root, ...rel.split('/')) + '.lock'));
+      for (const rel of Object.values(EDITABLE)) {
+        held.push(await lockHermesFile(this.abs(rel) + '.lock', undefined, this.io));
+      }
     } catch (e) {
       await release();
       throw e;
@@ -309,25 +406,25 @@ export class HermesStore implements MemoryStoreAdapter {
    */
   async captureFile(rel: string, dest: string): Promise<void | boolean> {
     if (rel === 'state.db-wal' || rel === 'state.db-shm') return false;
-    if (rel === 'state.db') return captureSqlite(path.join(this.root, 'state.db'), dest);
-    await fs.copyFile(path.join(this.root, ...rel.split('/')), dest);
+    if (rel === 'state.db') return captureSqlite(this.abs('state.db'), dest, this.io);
+    await this.io.download(this.abs(rel), dest);
   }
 
   /** See MemoryStoreAdapter.capture: the files of agentStateFiles (sidecar/memory/files.ts). */
   capture(sink: CaptureSink, opts?: AgentStateOptions): Promise<CapturedFile[]> {
-    return captureLocalFiles(this, this.root, sink, opts);
+    return captureLocalFiles(this, this.root, sink, opts, this.io);
   }
   /** See MemoryStoreAdapter.restore: temp file + rename per file (sidecar/memory/files.ts). */
   restore(files: readonly CapturedFile[], src: RestoreSource, opts?: AgentStateOptions): Promise<string[]> {
-    return restoreLocalFiles(this, this.root, files, src, opts);
+    return restoreLocalFiles(this, this.root, files, src, opts, this.io);
   }
   /** See MemoryStoreAdapter.checkRestore: nothing in the way that the undo point would not hold (../files.ts). */
   checkRestore(files: readonly CapturedFile[]): Promise<void> {
-    return checkLocalRestore(this, this.root, files);
+    return checkLocalRestore(this, this.root, files, this.io);
   }
   /** See MemoryStoreAdapter.changedFiles. */
   changedFiles(files: readonly CapturedFile[]): Promise<string[]> {
-    return changedLocalFiles(this, this.root, files);
+    return changedLocalFiles(this, this.root, files, this.io);
   }
 
   /** Hermes readOnlyReason: none (MEMORY.md and USER.md are editable; other files say so per file). */
@@ -350,8 +447,13 @@ export class HermesStore implements MemoryStoreAdapter {
       }
     };
     if (file) {
-      const rel = Object.values(EDITABLE).find((r) => path.join(this.root, ...r.split('/')) === file);
-      if (!rel) return sha256((await fs.readFile(file).catch(() => Buffer.alloc(0))) as Buffer);
+      const rel = Object.values(EDITABLE).find((r) => this.io.display(this.abs(r)) === file);
+      if (!rel) {
+        // another file of the home (MemoryFile.file is shown as a URL on another machine)
+        const mine = this.io.remote && file.startsWith(`${this.location}/`);
+        const own = mine ? this.abs(decodeURI(file.slice(this.location.length))) : file;
+        return sha256(await this.io.readFile(own).catch(() => Buffer.alloc(0)));
+      }
       return sha256(await raw(rel));
     }
     return sha256(sha256(await raw(EDITABLE.memory)) + sha256(await raw(EDITABLE.user)));
@@ -371,14 +473,16 @@ export class HermesStore implements MemoryStoreAdapter {
    * damaged state.db costs one read, not one per entry. undefined: no state.db.
    */
   private async historyIndex(): Promise<HistoryRead | undefined> {
-    const db = path.join(this.root, 'state.db');
-    const st = await fs.stat(db).catch(() => undefined);
+    const db = this.abs('state.db');
+    const [st, wal] = await this.io.stamps([db, db + '-wal']).catch((e: unknown) => {
+      if (e instanceof AgentKeepError) throw e; // the other machine cannot be reached
+      return [undefined, undefined]; // cannot even stat it: as if there were none (as before)
+    });
     if (!st) return undefined;
-    const wal = await fs.stat(db + '-wal').catch(() => undefined);
-    const key = `${st.size}:${st.mtimeMs}:${wal?.size ?? 0}:${wal?.mtimeMs ?? 0}`;
+    const key = `${st.size}:${st.mtime}:${st.ino}:${wal?.size ?? 0}:${wal?.mtime ?? 0}`;
     if (this.history?.key !== key) {
       try {
-        const h = await readHistory(db);
+        const h = await readHistory(db, undefined, this.io);
         this.history = { key, h, index: new ProvenanceIndex(h.memoryOps) };
       } catch (e) {
         if (!(e instanceof AgentKeepError && e.kind === 'FileError')) throw e;
@@ -397,11 +501,20 @@ export class HermesStore implements MemoryStoreAdapter {
    */
   async provenance(entry: MemoryEntry): Promise<Provenance> {
     if (entry.area && entry.area !== 'memory' && entry.area !== 'user') {
-      const what = entry.area === 'soul' ? 'SOUL.md is written by hand' : entry.area === 'skill' ? 'skills are written by skill_manage or by hand' : 'archived entries were moved by Hermes\' eviction';
+      const what =
+        entry.area === 'soul'
+          ? 'SOUL.md is written by hand'
+          : entry.area === 'skill'
+            ? 'skills are written by skill_manage or by hand'
+            : "archived entries were moved by Hermes' eviction";
       return { traces: [], note: `Not traced: ${what}, not by the memory tool.` };
     }
     const hi = await this.historyIndex();
-    if (!hi) return { traces: [], note: `no state.db in this home (${this.root}), so there is no session history to trace this entry to` };
+    if (!hi)
+      return {
+        traces: [],
+        note: `no state.db in this home (${this.location}), so there is no session history to trace this entry to`,
+      };
     if ('problem' in hi) {
       return {
         traces: [],
@@ -413,8 +526,16 @@ export class HermesStore implements MemoryStoreAdapter {
     }
     const r = hi.index.tracesFor(entry.area ?? 'memory', entry.text);
     const extra = hi.h.notes.length ? ` (${hi.h.notes.join('; ')})` : '';
-    if (r.how === 'none') return { traces: [], note: `no memory tool call in state.db wrote this text: it was probably edited by hand${extra}` };
-    if (r.how === 'normalised') return { traces: r.traces, note: `matched ignoring whitespace and case: the text was changed by hand after the tool call${extra}` };
+    if (r.how === 'none')
+      return {
+        traces: [],
+        note: `no memory tool call in state.db wrote this text: it was probably edited by hand${extra}`,
+      };
+    if (r.how === 'normalised')
+      return {
+        traces: r.traces,
+        note: `matched ignoring whitespace and case: the text was changed by hand after the tool call${extra}`,
+      };
     return { traces: r.traces, ...(extra ? { note: extra.trim() } : {}) };
   }
 
@@ -432,11 +553,11 @@ export class HermesStore implements MemoryStoreAdapter {
 
   /** See MemoryStoreAdapter.actionsSince: outside-world tool calls in state.db (./history.ts classifyAction). */
   async actionsSince(sinceIso: string, untilIso?: string): Promise<ProvenanceTrace[]> {
-    const db = path.join(this.root, 'state.db');
-    if (!(await exists(db))) return [];
+    const db = this.abs('state.db');
+    if (!(await exists(db, this.io))) return [];
     const since = Date.parse(sinceIso) / 1000;
     const until = untilIso ? Date.parse(untilIso) / 1000 : Infinity;
-    const h = await readHistory(db, since);
+    const h = await readHistory(db, since, this.io);
     return outsideActions(h.toolCalls.filter((c) => c.time === undefined || c.time < until));
   }
 
@@ -448,7 +569,12 @@ export class HermesStore implements MemoryStoreAdapter {
    * @throws EntryNotFound, Conflict (ambiguous id, hash changed, drift), OverBudget, Unsupported
    *   (read-only file), InvalidParams (empty text or text containing the delimiter), TargetBusy (lock)
    */
-  async edit(id: string, text: string, expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; previous: MemoryEntry; contentHash: string }> {
+  async edit(
+    id: string,
+    text: string,
+    expectedHash?: string,
+    opts?: WriteOptions,
+  ): Promise<{ entry: MemoryEntry; previous: MemoryEntry; contentHash: string }> {
     const clean = checkText(text);
     let previous!: MemoryEntry;
     const r = await this.write(id, undefined, expectedHash, opts, (entries, e) => {
@@ -469,7 +595,11 @@ export class HermesStore implements MemoryStoreAdapter {
   }
 
   /** Delete a MEMORY.md / USER.md entry; same checks as edit. @returns the removed entry and its file (memory | user) */
-  async remove(id: string, expectedHash?: string, opts?: WriteOptions): Promise<{ removed: MemoryEntry; contentHash: string; file?: string }> {
+  async remove(
+    id: string,
+    expectedHash?: string,
+    opts?: WriteOptions,
+  ): Promise<{ removed: MemoryEntry; contentHash: string; file?: string }> {
     let removed!: MemoryEntry;
     const r = await this.write(id, undefined, expectedHash, opts, (entries, e) => {
       removed = e!;
@@ -486,11 +616,24 @@ export class HermesStore implements MemoryStoreAdapter {
    * and the entry appended to what is there then (parallel adds all land); with it, the CAS holds.
    * @throws InvalidParams (bad file or text), OverBudget, Conflict (hash changed), TargetBusy
    */
-  async add(text: string, file = 'memory', expectedHash?: string, opts?: WriteOptions): Promise<{ entry: MemoryEntry; contentHash: string; alreadyPresent?: boolean }> {
+  async add(
+    text: string,
+    file = 'memory',
+    expectedHash?: string,
+    opts?: WriteOptions,
+  ): Promise<{ entry: MemoryEntry; contentHash: string; alreadyPresent?: boolean }> {
     const clean = checkText(text);
-    const area = file === 'user' || file === 'USER.md' ? 'user' : file === 'memory' || file === 'MEMORY.md' ? 'memory' : undefined;
-    if (!area) throw new AgentKeepError('InvalidParams', `Unknown Hermes memory file "${file}".`, 'Use file memory (MEMORY.md) or user (USER.md).');
-    const r = await this.write(undefined, area, expectedHash, opts, (entries) => (entries.includes(clean) ? entries : [...entries, clean]));
+    const area =
+      file === 'user' || file === 'USER.md' ? 'user' : file === 'memory' || file === 'MEMORY.md' ? 'memory' : undefined;
+    if (!area)
+      throw new AgentKeepError(
+        'InvalidParams',
+        `Unknown Hermes memory file "${file}".`,
+        'Use file memory (MEMORY.md) or user (USER.md).',
+      );
+    const r = await this.write(undefined, area, expectedHash, opts, (entries) =>
+      entries.includes(clean) ? entries : [...entries, clean],
+    );
     return { entry: r.entry(clean), contentHash: r.hash, ...(r.written ? {} : { alreadyPresent: true }) };
   }
 
@@ -505,16 +648,23 @@ export class HermesStore implements MemoryStoreAdapter {
     opts: WriteOptions | undefined,
     change: (entries: string[], e?: MemoryEntry) => string[],
   ): Promise<{ hash: string; written: boolean; entry: (text: string) => MemoryEntry }> {
-    const redo = id !== undefined ? 'Show the entry again (memory show) and redo the edit on what is there now.' : 'List the memory again (memory list) and add the entry again if it is still missing.';
-    const plan = async (): Promise<{ area: string; abs: string; raw: Buffer; next: string[] | undefined; e?: MemoryEntry }> => {
+    const redo =
+      id !== undefined
+        ? 'Show the entry again (memory show) and redo the edit on what is there now.'
+        : 'List the memory again (memory list) and add the entry again if it is still missing.';
+    // abs: the path on the home's machine; shown: how it is shown (the same path here, a URL over SSH)
+    type Plan = { area: string; abs: string; shown: string; raw: Buffer; next: string[] | undefined; e?: MemoryEntry };
+    const plan = async (): Promise<Plan> => {
       const files = await this.read();
       if (expectedHash) {
         // first: the content changed since it was read (that is why an id may no longer resolve)
-        const hashes = files.filter((f) => Object.values(EDITABLE).includes(f.rel)).map((f) => sha256(f.raw ?? Buffer.alloc(0)));
+        const hashes = files
+          .filter((f) => Object.values(EDITABLE).includes(f.rel))
+          .map((f) => sha256(f.raw ?? Buffer.alloc(0)));
         if (!hashes.includes(expectedHash) && expectedHash !== sha256(hashes.join(''))) {
           throw new AgentKeepError(
             'Conflict',
-            `The memory of ${this.root} changed since it was read (no file has sha256 ${expectedHash.slice(0, 12)}… any more): the agent or someone else wrote it in between. Nothing was changed.`,
+            `The memory of ${this.location} changed since it was read (no file has sha256 ${expectedHash.slice(0, 12)}… any more): the agent or someone else wrote it in between. Nothing was changed.`,
             redo,
           );
         }
@@ -522,22 +672,31 @@ export class HermesStore implements MemoryStoreAdapter {
       let area = addArea;
       let e: MemoryEntry | undefined;
       if (id !== undefined) {
-        const found = resolveIn(files.map((f) => f.file), id, this.spec);
+        const found = resolveIn(
+          files.map((f) => f.file),
+          id,
+          this.spec,
+        );
         e = found.entry;
         area = e.area;
         if (!area || !EDITABLE[area]) {
-          throw new AgentKeepError('Unsupported', `Entry ${e.id} is in ${found.file.file}, which AgentKeep does not edit: ${READ_ONLY[area ?? ''] ?? 'read-only'}.`, 'Edit entries of MEMORY.md or USER.md, or that file by hand.');
+          throw new AgentKeepError(
+            'Unsupported',
+            `Entry ${e.id} is in ${found.file.file}, which AgentKeep does not edit: ${READ_ONLY[area ?? ''] ?? 'read-only'}.`,
+            'Edit entries of MEMORY.md or USER.md, or that file by hand.',
+          );
         }
       }
       const rf = files.find((f) => f.rel === EDITABLE[area!])!;
       if (rf.error) throw rf.error; // unreadable: never write over what we could not read
       const raw = rf.raw ?? Buffer.alloc(0);
-      const abs = path.join(this.root, ...EDITABLE[area!].split('/'));
+      const abs = this.abs(EDITABLE[area!]);
+      const shown = this.io.display(abs);
       const hash = sha256(raw);
       if (expectedHash && expectedHash !== hash && expectedHash !== (await this.contentHash())) {
         throw new AgentKeepError(
           'Conflict',
-          `${abs} changed since it was read (sha256 ${hash.slice(0, 12)}…, expected ${expectedHash.slice(0, 12)}…): the agent or someone else wrote it in between. Nothing was changed.`,
+          `${shown} changed since it was read (sha256 ${hash.slice(0, 12)}…, expected ${expectedHash.slice(0, 12)}…): the agent or someone else wrote it in between. Nothing was changed.`,
           redo,
         );
       }
@@ -548,10 +707,10 @@ export class HermesStore implements MemoryStoreAdapter {
         const drift = driftReason(text, limit);
         if (drift) {
           const bak = `${abs}.bak.${Math.floor(Date.now() / 1000)}`;
-          await fs.writeFile(bak, raw, { flag: 'wx' }).catch(() => undefined);
+          await this.io.writeNew(bak, raw, 0o644).catch(() => undefined);
           throw new AgentKeepError(
             'Conflict',
-            `${abs} has drifted: ${drift}. As Hermes does, the edit is refused and a copy was kept as ${bak}. Nothing else was changed.`,
+            `${shown} has drifted: ${drift}. As Hermes does, the edit is refused and a copy was kept as ${this.io.display(bak)}. Nothing else was changed.`,
             `Fix the file by hand (entries separated by a line holding only "§"), or restore it from a restore point, then edit again.`,
           );
         }
@@ -562,59 +721,81 @@ export class HermesStore implements MemoryStoreAdapter {
       if (after > limit && after > before) {
         throw new AgentKeepError(
           'OverBudget',
-          `The change would make ${path.basename(abs)} ${after} chars, over its ${limit}-char limit (now ${before}). Nothing was written.`,
+          `The change would make ${path.posix.basename(abs)} ${after} chars, over its ${limit}-char limit (now ${before}). Nothing was written.`,
           `Shorten the text or remove other entries first (limit: memory.${area === 'user' ? 'user' : 'memory'}_char_limit in config.yaml).`,
         );
       }
-      return { area: area!, abs, raw, next: next.length === entries.length && next.every((x, i) => x === entries[i]) ? undefined : next, e };
+      return {
+        area: area!,
+        abs,
+        shown,
+        raw,
+        next: next.length === entries.length && next.every((x, i) => x === entries[i]) ? undefined : next,
+        e,
+      };
     };
 
     const first = await plan(); // every refusal happens here, before the lock file is touched
     let written = false;
     if (!first.next) {
       // nothing to change (an exact duplicate add, an edit to the same text): no lock, nothing touched
-      return { hash: sha256(first.raw), written, entry: (text) => ({ id: entryId(text), text, store: this.spec, file: first.abs, area: first.area }) };
+      return {
+        hash: sha256(first.raw),
+        written,
+        entry: (text) => ({ id: entryId(text), text, store: this.spec, file: first.shown, area: first.area }),
+      };
     }
-    const lock = await lockHermesFile(`${first.abs}.lock`);
+    const lock = await lockHermesFile(`${first.abs}.lock`, undefined, this.io);
     let hash: string;
     try {
       const p = await plan(); // re-read under the lock: what Hermes wrote meanwhile counts
       // An add without expectedHash appends to what is there now (plan re-checked it); an edit or
       // remove (or an add with expectedHash) acted on what it read, so a change meanwhile is a conflict.
       if (!p.raw.equals(first.raw) && (id !== undefined || expectedHash)) {
-        throw new AgentKeepError('Conflict', `${p.abs} changed while AgentKeep waited for Hermes' lock. Nothing was changed.`, redo);
+        throw new AgentKeepError(
+          'Conflict',
+          `${p.shown} changed while AgentKeep waited for Hermes' lock. Nothing was changed.`,
+          redo,
+        );
       }
       written = !!p.next;
       if (!p.next) {
         hash = sha256(p.raw);
       } else {
-        await opts?.beforeWrite?.(p.abs, p.raw);
+        await opts?.beforeWrite?.(p.shown, p.raw);
         const data = p.next.join(ENTRY_DELIMITER);
-        const st = await fs.stat(p.abs).catch(() => undefined);
-        await fs.mkdir(path.dirname(p.abs), { recursive: true });
+        const io = this.io;
+        const notConnection = (e: unknown): undefined => {
+          if (e instanceof AgentKeepError) throw e; // the other machine cannot be reached: never "absent"
+          return undefined;
+        };
+        const st = await io.stat(p.abs).catch(notConnection);
+        await io.mkdirp(path.posix.dirname(p.abs));
         const tmp = tempNameFor(p.abs);
         try {
-          await fs.writeFile(tmp, data, { mode: st ? st.mode & 0o7777 : 0o644, flag: 'wx' });
-          const h = await fs.open(tmp, 'r+');
-          await h.sync().finally(() => h.close());
+          await io.writeNew(tmp, Buffer.from(data, 'utf8'), st ? st.mode & 0o7777 : 0o644);
           // last compare-and-swap right before the rename (covers a writer that ignores the lock)
-          const now = await fs.readFile(p.abs).catch(() => Buffer.alloc(0));
+          const now = (await io.readFile(p.abs).catch(notConnection)) ?? Buffer.alloc(0);
           if (!now.equals(p.raw)) {
-            throw new AgentKeepError('Conflict', `${p.abs} changed while AgentKeep was writing (a writer that does not take Hermes' lock). Nothing was changed.`, redo);
+            throw new AgentKeepError(
+              'Conflict',
+              `${p.shown} changed while AgentKeep was writing (a writer that does not take Hermes' lock). Nothing was changed.`,
+              redo,
+            );
           }
-          await fs.rename(tmp, p.abs);
+          await io.rename(tmp, p.abs);
         } catch (e) {
-          await fs.rm(tmp, { force: true }).catch(() => undefined);
+          await io.rm(tmp).catch(() => undefined);
           throw e;
         }
-        await fsyncDir(path.dirname(p.abs));
+        await io.fsyncDir(path.posix.dirname(p.abs));
         hash = sha256(Buffer.from(data, 'utf8'));
       }
     } finally {
       await lock.release();
     }
     const area = first.area;
-    const file = first.abs;
+    const file = first.shown;
     return { hash, written, entry: (text) => ({ id: entryId(text), text, store: this.spec, file, area }) };
   }
 }
@@ -622,9 +803,18 @@ export class HermesStore implements MemoryStoreAdapter {
 /** Reject text Hermes would not store as one entry. @throws InvalidParams */
 function checkText(text: string): string {
   const t = text.replace(/\r\n/g, '\n').trim();
-  if (!t) throw new AgentKeepError('InvalidParams', 'The entry text is empty.', 'Give the text with --text, or remove the entry instead.');
+  if (!t)
+    throw new AgentKeepError(
+      'InvalidParams',
+      'The entry text is empty.',
+      'Give the text with --text, or remove the entry instead.',
+    );
   if (t.includes(ENTRY_DELIMITER) || /(^|\n)§(\n|$)/.test(t)) {
-    throw new AgentKeepError('InvalidParams', 'The text contains a line holding only "§", Hermes\' entry delimiter: it would become two entries.', 'Add each entry on its own (memory add), or drop the "§" line.');
+    throw new AgentKeepError(
+      'InvalidParams',
+      'The text contains a line holding only "§", Hermes\' entry delimiter: it would become two entries.',
+      'Add each entry on its own (memory add), or drop the "§" line.',
+    );
   }
   return t;
 }
@@ -637,7 +827,11 @@ function checkText(text: string): string {
 export function resolveIn(files: MemoryFile[], id: string, spec: string): { entry: MemoryEntry; file: MemoryFile } {
   const want = id.trim().toLowerCase();
   if (want.length < MIN_ID_PREFIX) {
-    throw new AgentKeepError('InvalidParams', `Entry id "${id}" is too short.`, `Give at least ${MIN_ID_PREFIX} characters of the id (see memory list).`);
+    throw new AgentKeepError(
+      'InvalidParams',
+      `Entry id "${id}" is too short.`,
+      `Give at least ${MIN_ID_PREFIX} characters of the id (see memory list).`,
+    );
   }
   const hits: Array<{ entry: MemoryEntry; file: MemoryFile }> = [];
   for (const f of files) {
@@ -651,8 +845,16 @@ export function resolveIn(files: MemoryFile[], id: string, spec: string): { entr
   const pick = exact.length === 1 ? exact : hits;
   if (pick.length === 1) return pick[0];
   if (!pick.length) {
-    throw new AgentKeepError('EntryNotFound', `No entry ${id} in ${spec}.`, 'Ids change when the text changes.', [memoryListAction([spec])]);
+    throw new AgentKeepError('EntryNotFound', `No entry ${id} in ${spec}.`, 'Ids change when the text changes.', [
+      memoryListAction([spec]),
+    ]);
   }
-  const names = pick.slice(0, 8).map((h) => `${h.entry.id} (${path.basename(h.file.file)}: ${h.entry.text.split('\n')[0].slice(0, 40)})`);
-  throw new AgentKeepError('Conflict', `Entry id ${id} is ambiguous in ${spec}: ${names.join(', ')}${pick.length > 8 ? ', …' : ''}.`, 'Give more characters of the id.');
+  const names = pick
+    .slice(0, 8)
+    .map((h) => `${h.entry.id} (${path.basename(h.file.file)}: ${h.entry.text.split('\n')[0].slice(0, 40)})`);
+  throw new AgentKeepError(
+    'Conflict',
+    `Entry id ${id} is ambiguous in ${spec}: ${names.join(', ')}${pick.length > 8 ? ', …' : ''}.`,
+    'Give more characters of the id.',
+  );
 }

@@ -12,10 +12,10 @@
  * the compare-and-swap on the file's sha256 right before the rename is then the only guard, and the
  * result says so (`held: false`). Windows (msvcrt.locking) is not supported.
  */
-import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { AgentKeepError } from '../../core/errors';
+import { localTransport, type FileTransport, type RunningCommand } from '../transport';
 
 /** A held lock; release() is idempotent. */
 export interface HermesLock {
@@ -28,46 +28,51 @@ export interface HermesLock {
 export const LOCK_WAIT_S = 10;
 
 /**
- * Take the exclusive flock Hermes uses on `lockFile` (created when missing, as Hermes does).
- * @throws AgentKeepError TargetBusy when another holder (Hermes mid-write) keeps it for `waitS` seconds
+ * Take the exclusive flock Hermes uses on `lockFile` (created when missing, as Hermes does), on the
+ * machine of `io`: the same `flock ... sh -c 'echo locked; read _'` holder, a child process here or a
+ * command over SSH (exec) there. Over SSH the lock lives as long as that command: closing its stdin
+ * releases it, and a dropped connection ends the command, so the lock never outlives AgentKeep.
+ * @throws AgentKeepError TargetBusy when another holder (Hermes mid-write) keeps it for `waitS` seconds;
+ *   FileError when the lock file cannot be opened; Unsupported when the other machine has no `flock`
+ *   (nothing is written there without Hermes' lock)
  */
-export async function lockHermesFile(lockFile: string, waitS = LOCK_WAIT_S): Promise<HermesLock> {
+export async function lockHermesFile(
+  lockFile: string,
+  waitS = LOCK_WAIT_S,
+  io: FileTransport = localTransport,
+): Promise<HermesLock> {
+  const shown = io.display(lockFile);
   try {
-    const fh = await fs.open(lockFile, 'a'); // Hermes opens it the same way; it stays empty
-    await fh.close();
+    await io.touch(lockFile); // Hermes opens it the same way; it stays empty
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
-      const dir = path.dirname(lockFile);
+      const dir = path.posix.dirname(lockFile);
+      const on = io.remote ? ` on ${io.where}` : '';
       throw new AgentKeepError(
         'FileError',
-        `Cannot open Hermes' memory lock ${lockFile}: ${code === 'EROFS' ? 'the file system is read-only' : `permission denied (${dir} is not writable for this user)`}. Nothing was changed.`,
+        `Cannot open Hermes' memory lock ${shown}: ${code === 'EROFS' ? 'the file system is read-only' : `permission denied (${dir} is not writable for ${io.remote ? io.user : 'this user'}${on})`}. Nothing was changed.`,
         code === 'EROFS'
-          ? `Remount ${dir} read-write to edit the memory from AgentKeep.`
-          : `Run AgentKeep as the user Hermes runs as, or give this user write access to ${dir} (e.g. chmod u+w ${dir}).`,
+          ? `Remount ${dir}${on} read-write to edit the memory from AgentKeep.`
+          : `Run AgentKeep as the user Hermes runs as${io.remote ? ' (the user in the ssh:// store string)' : ''}, or give this user write access to ${dir}${on} (e.g. chmod u+w ${dir}).`,
       );
     }
     throw e;
   }
-  return new Promise<HermesLock>((resolve, reject) => {
-    let child;
-    try {
-      child = spawn('flock', ['-x', '-w', String(waitS), lockFile, 'sh', '-c', 'echo locked; read _'], { stdio: ['pipe', 'pipe', 'ignore'] });
-    } catch {
-      resolve({ held: false, release: async () => undefined });
-      return;
+  let cmd: RunningCommand;
+  try {
+    cmd = await io.spawn(['flock', '-x', '-w', String(waitS), lockFile, 'sh', '-c', 'echo locked; read _']);
+  } catch (e) {
+    // no flock program here: see the module doc (the compare-and-swap is the only guard)
+    if (!io.remote && (e as NodeJS.ErrnoException).code === 'ENOENT') {
+      return { held: false, release: async () => undefined };
     }
-    child.stdin.on('error', () => undefined); // EPIPE when flock already exited: the lock is gone either way
+    throw e;
+  }
+  return new Promise<HermesLock>((resolve, reject) => {
     let out = '';
     let settled = false;
-    const exited = new Promise<void>((r) => child.once('close', () => r()));
-    child.once('error', (e: NodeJS.ErrnoException) => {
-      if (settled) return;
-      settled = true;
-      if (e.code === 'ENOENT') resolve({ held: false, release: async () => undefined });
-      else reject(e);
-    });
-    child.stdout.on('data', (d: Buffer) => {
+    cmd.onStdout((d: Buffer) => {
       out += d.toString();
       if (!settled && out.includes('locked')) {
         settled = true;
@@ -77,20 +82,32 @@ export async function lockHermesFile(lockFile: string, waitS = LOCK_WAIT_S): Pro
           release: async () => {
             if (released) return;
             released = true;
-            child.stdin.end();
-            await exited;
+            cmd.endStdin();
+            await cmd.exited;
           },
         });
       }
     });
-    child.once('close', (code: number | null) => {
+    void cmd.exited.then((code) => {
       if (settled) return;
       settled = true;
-      void lockHolder(lockFile).then((holder) =>
+      if (io.remote && code === 127) {
+        reject(
+          new AgentKeepError(
+            'Unsupported',
+            `${io.where} has no flock program, so AgentKeep cannot take Hermes' memory lock ${shown} there. ` +
+              'Nothing was changed.',
+            'Install util-linux on that machine (Debian/Ubuntu: apt-get install util-linux; Alpine: apk add ' +
+              'util-linux), then try again.',
+          ),
+        );
+        return;
+      }
+      void lockHolder(lockFile, io).then((holder) =>
         reject(
           new AgentKeepError(
             'TargetBusy',
-            `${holder ? `Process ${holder}` : 'Hermes'} holds the memory lock ${lockFile} (waited ${waitS} s${code === 1 ? '' : `, flock exited ${code}`}).`,
+            `${holder ? `Process ${holder}` : 'Hermes'} holds the memory lock ${shown} (waited ${waitS} s${code === 1 ? '' : `, flock exited ${code}`}${io.remote ? ` on ${io.where}` : ''}).`,
             'Hermes is writing its memory right now; try again in a moment. Nothing was changed.',
           ),
         ),
@@ -99,23 +116,42 @@ export async function lockHermesFile(lockFile: string, waitS = LOCK_WAIT_S): Pro
   });
 }
 
+/** Parse /proc/locks for a FLOCK on inode `ino`: the holder's pid. */
+function flockPid(locks: string, ino: number): string | undefined {
+  for (const line of locks.split('\n')) {
+    const m = /^\d+:\s+FLOCK\s+\S+\s+\S+\s+(\d+)\s+[0-9a-f]+:[0-9a-f]+:(\d+)\s/.exec(line);
+    if (m && Number(m[2]) === ino) return m[1];
+  }
+  return undefined;
+}
+
+/** `4711 (python3 hermes ...)` from a pid and its NUL-separated command line. */
+function describeHolder(pid: string, cmdline: string): string {
+  const words = cmdline.split('\0').filter(Boolean).join(' ').replace(/\s+/g, ' ').slice(0, 80);
+  return words ? `${pid} (${words})` : pid;
+}
+
 /**
  * Who holds a flock on `file`, from /proc/locks (Linux: `<n>: FLOCK ADVISORY WRITE <pid>
  * <maj>:<min>:<inode> 0 EOF`) matched by inode, with the holder's command line from
- * /proc/<pid>/cmdline: e.g. `4711 (python3 hermes ...)`. Undefined where /proc is missing or no
- * holder is listed.
+ * /proc/<pid>/cmdline: e.g. `4711 (python3 hermes ...)`, on the machine of `io` (over SSH: read with
+ * stat and cat there). Undefined where /proc is missing or no holder is listed.
  */
-export async function lockHolder(file: string): Promise<string | undefined> {
+export async function lockHolder(file: string, io: FileTransport = localTransport): Promise<string | undefined> {
   try {
-    const st = await fs.stat(file);
-    const locks = await fs.readFile('/proc/locks', 'utf8');
-    for (const line of locks.split('\n')) {
-      const m = /^\d+:\s+FLOCK\s+\S+\s+\S+\s+(\d+)\s+[0-9a-f]+:[0-9a-f]+:(\d+)\s/.exec(line);
-      if (!m || Number(m[2]) !== st.ino) continue;
-      const cmd = await fs.readFile(`/proc/${m[1]}/cmdline`, 'utf8').catch(() => '');
-      const words = cmd.split('\0').filter(Boolean).join(' ').replace(/\s+/g, ' ').slice(0, 80);
-      return words ? `${m[1]} (${words})` : m[1];
+    if (io.remote) {
+      const r = await io.exec(['sh', '-c', 'stat -L -c %i -- "$1" && cat /proc/locks', 'sh', file]);
+      if (r.code !== 0) return undefined;
+      const [first, ...rest] = r.stdout.toString('utf8').split('\n');
+      const pid = flockPid(rest.join('\n'), Number(first));
+      if (!pid) return undefined;
+      const cmd = await io.exec(['cat', `/proc/${pid}/cmdline`]);
+      return describeHolder(pid, cmd.code === 0 ? cmd.stdout.toString('utf8') : '');
     }
+    const st = await fs.stat(file);
+    const pid = flockPid(await fs.readFile('/proc/locks', 'utf8'), st.ino);
+    if (!pid) return undefined;
+    return describeHolder(pid, await fs.readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => ''));
   } catch {
     /* no /proc or no lock file */
   }

@@ -71,10 +71,32 @@ export function binaryOf(tool: string): string {
 const OS_NAMES = ['debian', 'ubuntu', 'fedora', 'alpine', 'centos', 'rhel', 'rocky', 'almalinux', 'opensuse', 'arch'];
 
 /** Words after which a tool name is a claim that the tool is installed ("with Docker", "uses pnpm"). */
-const USES = /\b(?:uses?|using|with|has|have|installed|runs?|via|through)\s+(?:the\s+)?([a-z][a-z0-9+-]*)\b(?!\s+(?:keybindings?|bindings|mode|style|theme|plugin|extension|syntax|format|conventions?|project|repo|workflow|file|config|image|compose|desktop|account|hub|api))/gi;
+const USES =
+  /\b(?:uses?|using|with|has|have|installed|runs?|via|through)\s+(?:the\s+)?([a-z][a-z0-9+-]*)\b(?!\s+(?:keybindings?|bindings|mode|style|theme|plugin|extension|syntax|format|conventions?|project|repo|workflow|file|config|image|compose|desktop|account|hub|api))/gi;
 
 /** Commands that are shell builtins or too generic to check. */
-const NOT_COMMANDS = new Set(['cd', 'echo', 'export', 'set', 'source', 'if', 'for', 'then', 'true', 'false', 'sudo', 'env', 'exit', 'the', 'a', 'run', 'test', 'and', 'or', 'not']);
+const NOT_COMMANDS = new Set([
+  'cd',
+  'echo',
+  'export',
+  'set',
+  'source',
+  'if',
+  'for',
+  'then',
+  'true',
+  'false',
+  'sudo',
+  'env',
+  'exit',
+  'the',
+  'a',
+  'run',
+  'test',
+  'and',
+  'or',
+  'not',
+]);
 
 /** Paths that are examples or patterns, not claims (globs, placeholders, URLs' paths). */
 function plausiblePath(p: string): boolean {
@@ -104,13 +126,19 @@ export function extractClaims(text: string): Claim[] {
   }
   // Commands: the first word of inline code spans.
   for (const m of text.matchAll(/`([^`\n]+)`/g)) {
-    const first = m[1].trim().split(/\s+/)[0]?.replace(/^sudo$/, '') ?? '';
+    const first =
+      m[1]
+        .trim()
+        .split(/\s+/)[0]
+        ?.replace(/^sudo$/, '') ?? '';
     const cmd = /^[a-z][a-z0-9._+-]*$/i.test(first) ? first.toLowerCase() : '';
     if (cmd && !NOT_COMMANDS.has(cmd) && !cmd.includes('.')) add({ kind: 'command', key: cmd, raw: m[0] });
   }
   const lower = text.toLowerCase();
   // Tool + version: "Node 20", "node v18.19", "Python 3.11", "pnpm@8", "Go 1.22".
-  for (const m of lower.matchAll(/\b([a-z][a-z0-9+]*)(?:\.js)?(?:\s+(?:version\s+)?|@|\s*v)(v?\d+(?:\.\d+){0,3})\b(?![.\d]*\s*(?:%|gb|mb|kb|ms|s\b|chars?|lines?|min|hours?|days?|years?|cores?|items?))/g)) {
+  for (const m of lower.matchAll(
+    /\b([a-z][a-z0-9+]*)(?:\.js)?(?:\s+(?:version\s+)?|@|\s*v)(v?\d+(?:\.\d+){0,3})\b(?![.\d]*\s*(?:%|gb|mb|kb|ms|s\b|chars?|lines?|min|hours?|days?|years?|cores?|items?))/g,
+  )) {
     const tool = m[1];
     const version = m[2].replace(/^v/, '');
     if (OS_NAMES.includes(tool)) add({ kind: 'os', key: tool, version, raw: m[0] });
@@ -119,7 +147,10 @@ export function extractClaims(text: string): Claim[] {
   // "uses Docker", "with pnpm": a known tool named as used or installed.
   for (const m of lower.matchAll(USES)) {
     const tool = m[1];
-    if (VERSION_COMMANDS[tool] && !out.some((c) => (c.kind === 'version' || c.kind === 'command') && binaryOf(c.key) === binaryOf(tool))) {
+    if (
+      VERSION_COMMANDS[tool] &&
+      !out.some((c) => (c.kind === 'version' || c.kind === 'command') && binaryOf(c.key) === binaryOf(tool))
+    ) {
       add({ kind: 'command', key: tool, raw: m[0].trim() });
     }
   }

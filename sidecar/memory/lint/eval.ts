@@ -59,12 +59,22 @@ export async function loadCases(dir: string): Promise<LintCase[]> {
   const out: LintCase[] = [];
   const ids = new Set<string>();
   for (const name of (await fs.readdir(dir)).filter((n) => n.endsWith('.json')).sort()) {
-    const doc = JSON.parse(await fs.readFile(path.join(dir, name), 'utf8')) as { cases: LintCase[]; source?: string; split?: 'dev' | 'heldout' };
-    if (doc.split !== undefined && doc.split !== 'dev' && doc.split !== 'heldout') throw new Error(`${name}: split must be "dev" or "heldout", not ${JSON.stringify(doc.split)}`);
+    const doc = JSON.parse(await fs.readFile(path.join(dir, name), 'utf8')) as {
+      cases: LintCase[];
+      source?: string;
+      split?: 'dev' | 'heldout';
+    };
+    if (doc.split !== undefined && doc.split !== 'dev' && doc.split !== 'heldout')
+      throw new Error(`${name}: split must be "dev" or "heldout", not ${JSON.stringify(doc.split)}`);
     for (const c of doc.cases) {
       if (ids.has(c.id)) throw new Error(`case id "${c.id}" repeats (in ${name})`);
       ids.add(c.id);
-      out.push({ ...c, ...(doc.source && !c.source ? { source: doc.source } : {}), ...(doc.split ? { split: doc.split } : {}), from: name });
+      out.push({
+        ...c,
+        ...(doc.source && !c.source ? { source: doc.source } : {}),
+        ...(doc.split ? { split: doc.split } : {}),
+        from: name,
+      });
     }
   }
   return out.sort((a, b) => (a.id < b.id ? -1 : 1));
@@ -91,7 +101,14 @@ export function caseInput(c: LintCase): LintInput {
         text: o.text,
         ...(o.createdAt ? { createdAt: o.createdAt } : {}),
         ...(o.updatedAt ? { updatedAt: o.updatedAt } : {}),
-        ...(o.traced !== undefined ? { provenance: { traced: o.traced, note: o.traced ? undefined : 'no memory tool call in state.db matches this text' } } : {}),
+        ...(o.traced !== undefined
+          ? {
+              provenance: {
+                traced: o.traced,
+                note: o.traced ? undefined : 'no memory tool call in state.db matches this text',
+              },
+            }
+          : {}),
       };
     });
     const limit = f.limit ?? HERMES_LIMITS[kind];
@@ -106,7 +123,11 @@ export function caseInput(c: LintCase): LintInput {
     if (!stores.has(storeName)) stores.set(storeName, { store: storeName, files: [] });
     stores.get(storeName)!.files.push(file);
   }
-  return { stores: [...stores.values()], ...(c.machine ? { machine: c.machine } : {}), ...(c.now ? { now: Date.parse(c.now) } : {}) };
+  return {
+    stores: [...stores.values()],
+    ...(c.machine ? { machine: c.machine } : {}),
+    ...(c.now ? { now: Date.parse(c.now) } : {}),
+  };
 }
 
 const PAIR_KINDS = new Set(['duplicate', 'near-duplicate', 'contradiction']);
@@ -125,7 +146,10 @@ function pairUnits(kind: string, ids: string[], keyOf: (id: string) => string): 
 }
 
 /** Scoring units of findings (see the module doc). */
-export function findingUnits(f: Pick<LintFinding, 'kind' | 'entries' | 'message' | 'stores'>, keyOf: (id: string) => string): string[] {
+export function findingUnits(
+  f: Pick<LintFinding, 'kind' | 'entries' | 'message' | 'stores'>,
+  keyOf: (id: string) => string,
+): string[] {
   // A change over time (issue 12) is the contradiction family: these cases were labelled before it existed.
   if (f.kind === 'superseded') return pairUnits('contradiction', f.entries, keyOf);
   if (PAIR_KINDS.has(f.kind)) return pairUnits(f.kind, f.entries, keyOf);
@@ -175,10 +199,12 @@ export function evaluate(cases: LintCase[], options?: Partial<LintOptions>): Eva
     if (options) input.options = options;
     const keys = new Map<string, string>();
     const storeOf = new Map<string, string>();
-    for (const s of input.stores) for (const f of s.files) for (const e of f.entries) {
-      keys.set(e.id, exactKey(e.text));
-      storeOf.set(e.id, s.store);
-    }
+    for (const s of input.stores)
+      for (const f of s.files)
+        for (const e of f.entries) {
+          keys.set(e.id, exactKey(e.text));
+          storeOf.set(e.id, s.store);
+        }
     const keyOf = (id: string): string => keys.get(id) ?? id;
     const t0 = performance.now();
     const findings = lintEntries(input);
@@ -187,7 +213,7 @@ export function evaluate(cases: LintCase[], options?: Partial<LintOptions>): Eva
     const want = new Set(
       c.expect.flatMap((x) =>
         FILE_KINDS.has(x.kind)
-          ? [`${x.kind} ${(c.files?.find((f) => (f.name ?? 'MEMORY.md') === x.file)?.store) ?? 'hermes:/h'} ${x.file}`]
+          ? [`${x.kind} ${c.files?.find((f) => (f.name ?? 'MEMORY.md') === x.file)?.store ?? 'hermes:/h'} ${x.file}`]
           : findingUnits({ kind: x.kind, entries: x.entries ?? [], message: '' }, keyOf),
       ),
     );
@@ -208,12 +234,16 @@ export function formatReport(r: EvalReport): string {
   lines.push(`cases: ${r.cases.length} (dev ${n('dev')}, held-out ${n('heldout')})`);
   lines.push('');
   lines.push('kind            split     precision  recall   tp  fp  fn');
-  const kinds = [...new Set(Object.keys(r.scores.all))].sort((a, b) => (a === 'all' ? 1 : b === 'all' ? -1 : a < b ? -1 : 1));
+  const kinds = [...new Set(Object.keys(r.scores.all))].sort((a, b) =>
+    a === 'all' ? 1 : b === 'all' ? -1 : a < b ? -1 : 1,
+  );
   for (const k of kinds) {
     for (const s of ['dev', 'heldout'] as const) {
       const sc = r.scores[s][k] ?? { tp: 0, fp: 0, fn: 0 };
       const { precision, recall } = pr(sc);
-      lines.push(`${k.padEnd(15)} ${s.padEnd(9)} ${precision.toFixed(3).padStart(9)}  ${recall.toFixed(3).padStart(6)}  ${String(sc.tp).padStart(3)} ${String(sc.fp).padStart(3)} ${String(sc.fn).padStart(3)}`);
+      lines.push(
+        `${k.padEnd(15)} ${s.padEnd(9)} ${precision.toFixed(3).padStart(9)}  ${recall.toFixed(3).padStart(6)}  ${String(sc.tp).padStart(3)} ${String(sc.fp).padStart(3)} ${String(sc.fn).padStart(3)}`,
+      );
     }
   }
   const bad = r.cases.filter((c) => c.fp.length || c.fn.length);
@@ -221,7 +251,9 @@ export function formatReport(r: EvalReport): string {
     lines.push('');
     lines.push('cases with errors:');
     for (const c of bad) {
-      lines.push(`  ${c.id} [${c.split}]${c.fp.length ? `  false positives: ${c.fp.join('; ')}` : ''}${c.fn.length ? `  missed: ${c.fn.join('; ')}` : ''}`);
+      lines.push(
+        `  ${c.id} [${c.split}]${c.fp.length ? `  false positives: ${c.fp.join('; ')}` : ''}${c.fn.length ? `  missed: ${c.fn.join('; ')}` : ''}`,
+      );
     }
   }
   return lines.join('\n');
@@ -247,7 +279,10 @@ function familyUnits(kind: string, ids: string[]): string[] {
 export function wordOverlap(a: string, b: string): number {
   const words = (t: string): Set<string> => {
     const out = new Set<string>();
-    for (const m of t.normalize('NFKC').toLowerCase().matchAll(/[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}]+|[\p{L}\p{N}]+/gu)) {
+    for (const m of t
+      .normalize('NFKC')
+      .toLowerCase()
+      .matchAll(/[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}]+|[\p{L}\p{N}]+/gu)) {
       const w = m[0];
       if (/^[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}]/u.test(w)) {
         if (w.length === 1) out.add(w);
@@ -303,7 +338,11 @@ export function evaluateReal(cases: LintCase[], options?: Partial<LintOptions>):
     const split = c.split ?? splitOf(c.id);
     const subkind = c.subkind ?? 'other';
     const lang = c.lang ?? 'en';
-    const rows = [`subkind:${subkind}`, ...(lang !== 'en' ? ['lang:non-English'] : []), ...(c.derived ? ['origin:derived'] : ['origin:as-written'])];
+    const rows = [
+      `subkind:${subkind}`,
+      ...(lang !== 'en' ? ['lang:non-English'] : []),
+      ...(c.derived ? ['origin:derived'] : ['origin:as-written']),
+    ];
     const bump = (fam: string, k: keyof Score): void => {
       for (const r of [`family:${fam}`, 'family:all', ...rows]) {
         scores[split][r] ??= { tp: 0, fp: 0, fn: 0 };
@@ -336,10 +375,14 @@ export function formatRealReport(r: RealReport, errorsFor: Array<'dev' | 'heldou
   const lines: string[] = [];
   const n = (s: 'dev' | 'heldout'): number => r.cases.filter((c) => c.split === s).length;
   const src = (s: 'dev' | 'heldout'): number => new Set(r.cases.filter((c) => c.split === s).map((c) => c.source)).size;
-  lines.push(`real-wording cases: ${r.cases.length} (dev ${n('dev')} from ${src('dev')} sources, held-out ${n('heldout')} from ${src('heldout')} sources)`);
+  lines.push(
+    `real-wording cases: ${r.cases.length} (dev ${n('dev')} from ${src('dev')} sources, held-out ${n('heldout')} from ${src('heldout')} sources)`,
+  );
   for (const s of ['dev', 'heldout'] as const) {
     const lo = r.lowOverlap[s];
-    lines.push(`  ${s}: ${lo.low} of ${lo.pairs} expected pairs (${lo.pairs ? Math.round((lo.low / lo.pairs) * 100) : 0}%) have word Jaccard < 0.3`);
+    lines.push(
+      `  ${s}: ${lo.low} of ${lo.pairs} expected pairs (${lo.pairs ? Math.round((lo.low / lo.pairs) * 100) : 0}%) have word Jaccard < 0.3`,
+    );
   }
   lines.push('');
   lines.push('row                              dev: P      R     tp  fp  fn | held-out: P      R     tp  fp  fn');
@@ -358,14 +401,19 @@ export function formatRealReport(r: RealReport, errorsFor: Array<'dev' | 'heldou
   for (const sk of [...new Set([...Object.keys(r.negatives.dev), ...Object.keys(r.negatives.heldout)])].sort()) {
     const d = r.negatives.dev[sk];
     const h = r.negatives.heldout[sk];
-    lines.push(`  ${sk.padEnd(28)} dev ${d ? `${d.quiet}/${d.cases}` : '–'}   held-out ${h ? `${h.quiet}/${h.cases}` : '–'}`);
+    lines.push(
+      `  ${sk.padEnd(28)} dev ${d ? `${d.quiet}/${d.cases}` : '–'}   held-out ${h ? `${h.quiet}/${h.cases}` : '–'}`,
+    );
   }
   for (const s of errorsFor) {
     const bad = r.cases.filter((c) => c.split === s && (c.fp.length || c.fn.length));
     if (!bad.length) continue;
     lines.push('');
     lines.push(`${s} cases with errors:`);
-    for (const c of bad) lines.push(`  ${c.id} [${c.subkind}]${c.fp.length ? `  false positives: ${c.fp.join('; ')}` : ''}${c.fn.length ? `  missed: ${c.fn.join('; ')}` : ''}`);
+    for (const c of bad)
+      lines.push(
+        `  ${c.id} [${c.subkind}]${c.fp.length ? `  false positives: ${c.fp.join('; ')}` : ''}${c.fn.length ? `  missed: ${c.fn.join('; ')}` : ''}`,
+      );
   }
   return lines.join('\n');
 }

@@ -15,6 +15,9 @@ export function formatFindings(findings: LintFinding[]): string {
     if (f.entries.length) lines.push(`    entries: ${f.entries.join(', ')}`);
   }
   const count = (s: LintFinding['severity']): number => findings.filter((f) => f.severity === s).length;
-  lines.push('', `${findings.length} finding${findings.length === 1 ? '' : 's'}: ${count('error')} error, ${count('warning')} warning, ${count('info')} info.`);
+  lines.push(
+    '',
+    `${findings.length} finding${findings.length === 1 ? '' : 's'}: ${count('error')} error, ${count('warning')} warning, ${count('info')} info.`,
+  );
   return lines.join('\n');
 }

@@ -6,7 +6,16 @@
 import * as path from 'node:path';
 import type { LintFinding } from '../../protocol';
 import type { LintEntry, LintFile, LintInput, LintOptions } from './model';
-import { candidatePairs, classifyPair, MAX_SLOT_GROUP, prepare, sentences, slotCandidates, type JoinStats, type Prepared } from './pairs';
+import {
+  candidatePairs,
+  classifyPair,
+  MAX_SLOT_GROUP,
+  prepare,
+  sentences,
+  slotCandidates,
+  type JoinStats,
+  type Prepared,
+} from './pairs';
 import { age, drift, entryTime, overBudget, stale, storeWarnings, untraceable, where } from './rules';
 import { normalise, quote } from './text';
 
@@ -61,7 +70,10 @@ function newer(a: Located, b: Located): { order: [Located, Located]; text: strin
   const tb = entryTime(b.entry);
   if (ta !== undefined && tb !== undefined && ta !== tb) {
     const [o, n] = ta < tb ? [a, b] : [b, a];
-    return { order: [o, n], text: `${label(n)} is newer (${new Date(Math.max(ta, tb)).toISOString().slice(0, 10)} vs ${new Date(Math.min(ta, tb)).toISOString().slice(0, 10)}).` };
+    return {
+      order: [o, n],
+      text: `${label(n)} is newer (${new Date(Math.max(ta, tb)).toISOString().slice(0, 10)} vs ${new Date(Math.min(ta, tb)).toISOString().slice(0, 10)}).`,
+    };
   }
   if (a.file === b.file) {
     const [o, n] = a.idx < b.idx ? [a, b] : [b, a];
@@ -215,7 +227,12 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
       const ra = find(parent, a.i);
       const rb = find(parent, b.i);
       if (ra === rb) continue;
-      if (conflicted[ra] && conflicted[rb] && membersOf(ra).some((m) => (against.get(m) ?? []).some((c) => find(parent, c) === rb))) continue;
+      if (
+        conflicted[ra] &&
+        conflicted[rb] &&
+        membersOf(ra).some((m) => (against.get(m) ?? []).some((c) => find(parent, c) === rb))
+      )
+        continue;
       parent[ra] = rb;
       if (conflicted[ra]) conflicted[rb] = 1;
       const into = membersOf(rb);
@@ -243,7 +260,12 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
           entries: [old.entry.id, cur.entry.id],
           stores: storesOf([old, cur]),
           message: `Superseded (${v.why}: ${v.detail}): ${quote(old.entry.text, 70)} is replaced by ${quote(cur.entry.text, 70)}. ${how}`,
-          evidence: [`older: ${label(old)}: ${quote(old.entry.text)}`, `newer: ${label(cur)}: ${quote(cur.entry.text)}`, `${v.why}: ${v.detail}`, `how it knows which is newer: ${byMarker ? 'the wording of the change' : 'the entries\' times'}`],
+          evidence: [
+            `older: ${label(old)}: ${quote(old.entry.text)}`,
+            `newer: ${label(cur)}: ${quote(cur.entry.text)}`,
+            `${v.why}: ${v.detail}`,
+            `how it knows which is newer: ${byMarker ? 'the wording of the change' : "the entries' times"}`,
+          ],
           suggestion: `Keep the newer entry and remove the older one (or fold what is still true into the newer one).`,
         });
         continue;
@@ -255,7 +277,11 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
         entries: [first.entry.id, second.entry.id],
         stores: storesOf([first, second]),
         message: `Possible contradiction (${v.why}: ${v.detail}): ${quote(first.entry.text, 70)} vs ${quote(second.entry.text, 70)}. ${n.text}`,
-        evidence: [`${label(first)}: ${quote(first.entry.text)}`, `${label(second)}: ${quote(second.entry.text)}`, `${v.why}: ${v.detail}`],
+        evidence: [
+          `${label(first)}: ${quote(first.entry.text)}`,
+          `${label(second)}: ${quote(second.entry.text)}`,
+          `${v.why}: ${v.detail}`,
+        ],
         suggestion: 'Keep the one that is true now and remove or correct the other.',
       });
     }
@@ -300,8 +326,11 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
       entries: [],
       stores: storesOf(all),
       message: `Lint note: to stay fast, ${joinStats.skippedTokens} word${joinStats.skippedTokens === 1 ? '' : 's'} shared by more than ${joinStats.maxDf} entries each (${joinStats.examples.map((w) => `"${w}"`).join(', ')}) were not used to find similar entries; two entries that share only such words were not compared.`,
-      evidence: [`${units.length} entries and sentences searched; words in more than ${joinStats.maxDf} of them skipped: ${joinStats.skippedTokens}`],
-      suggestion: 'Nothing to fix in memory; lint a smaller set of stores (one --store at a time) for a full comparison.',
+      evidence: [
+        `${units.length} entries and sentences searched; words in more than ${joinStats.maxDf} of them skipped: ${joinStats.skippedTokens}`,
+      ],
+      suggestion:
+        'Nothing to fix in memory; lint a smaller set of stores (one --store at a time) for a full comparison.',
     });
   }
   const slots = joinStats.skippedSlots ?? 0;
@@ -313,7 +342,8 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
       stores: storesOf(all),
       message: `Lint note: to stay fast, ${slots} label${slots === 1 ? '' : 's'} or changed-from word${slots === 1 ? '' : 's'} held by more than ${MAX_SLOT_GROUP} entries each did not pair those entries for the slot rules; such entries were compared only when their wording is similar.`,
       evidence: [`labels and changed-from words shared by more than ${MAX_SLOT_GROUP} entries: ${slots}`],
-      suggestion: 'Nothing to fix in memory; lint a smaller set of stores (one --store at a time) for a full comparison.',
+      suggestion:
+        'Nothing to fix in memory; lint a smaller set of stores (one --store at a time) for a full comparison.',
     });
   }
   return out;
@@ -323,7 +353,8 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
 const TEMPLATE_GROUP_MIN = 3;
 
 /** Value-like spans (URLs, e-mails, paths, numbers, versions, times) for template keys. */
-const VALUE_SPAN = /\b(?:https?|ssh|git|ftp):\/\/\S+|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?:~|\.{1,2})?\/[^\s,;()]+|\bv?\d+(?:[.,:/-]\d+)*[a-z]{0,3}\b/g;
+const VALUE_SPAN =
+  /\b(?:https?|ssh|git|ftp):\/\/\S+|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?:~|\.{1,2})?\/[^\s,;()]+|\bv?\d+(?:[.,:/-]\d+)*[a-z]{0,3}\b/g;
 
 /**
  * The wording of an entry with its values replaced by "#" (every other character kept, case and
@@ -331,7 +362,11 @@ const VALUE_SPAN = /\b(?:https?|ssh|git|ftp):\/\/\S+|\b[\w.+-]+@[\w-]+(?:\.[\w-]
  */
 function templateKey(p: Prepared): string | undefined {
   if (!p.toks.some((t) => t.type !== 'word') || p.toks.filter((t) => t.type === 'word').length < 2) return undefined;
-  return normalise(p.text).replace(VALUE_SPAN, '#').replace(/\s+/g, ' ').replace(/[\s.!;,]+$/, '').trim();
+  return normalise(p.text)
+    .replace(VALUE_SPAN, '#')
+    .replace(/\s+/g, ' ')
+    .replace(/[\s.!;,]+$/, '')
+    .trim();
 }
 
 /** How many value positions differ among texts of one template (several = a list of records, not one fact). */
@@ -345,18 +380,32 @@ function varyingSlots(texts: string[]): number {
 }
 
 /** One finding for a template group: near-duplicate when every member has its own value, contradiction when values repeat and disagree. */
-function templateFinding(key: string, group: number[], all: Located[], prepared: Prepared[], byKey: Map<string, number[]>): LintFinding {
+function templateFinding(
+  key: string,
+  group: number[],
+  all: Located[],
+  prepared: Prepared[],
+  byKey: Map<string, number[]>,
+): LintFinding {
   const members = group.flatMap((i) => (prepared[i].key ? byKey.get(prepared[i].key)! : [i]));
   const items = byAge(members.map((i) => all[i]));
-  const valueOf = (i: number): string => prepared[i].toks.filter((t) => t.type !== 'word').map((t) => t.t).join(' ');
+  const valueOf = (i: number): string =>
+    prepared[i].toks
+      .filter((t) => t.type !== 'word')
+      .map((t) => t.t)
+      .join(' ');
   const counts = new Map<string, number>();
   for (const i of members) counts.set(valueOf(i), (counts.get(valueOf(i)) ?? 0) + 1);
   const repeated = [...counts.values()].some((c) => c > 1);
   const distinct = [...counts.entries()].sort((x, y) => y[1] - x[1]);
-  const shown = distinct.slice(0, 5).map(([v, c]) => (c > 1 ? `${v} (×${c})` : v)).join(', ');
+  const shown = distinct
+    .slice(0, 5)
+    .map(([v, c]) => (c > 1 ? `${v} (×${c})` : v))
+    .join(', ');
   const first = quote(all[group[0]].entry.text, 70);
   const evidence = items.slice(0, 10).map((l) => `${label(l)}: ${quote(l.entry.text)}`);
-  if (items.length > 10) evidence.push(`… and ${items.length - 10} more (all ${items.length} ids are in the finding's entries)`);
+  if (items.length > 10)
+    evidence.push(`… and ${items.length - 10} more (all ${items.length} ids are in the finding's entries)`);
   evidence.push(`shared wording (values as their type): "${key}"`);
   evidence.push(`values: ${distinct.length} distinct${distinct.length > 5 ? `, most common: ${shown}` : `: ${shown}`}`);
   if (repeated && distinct.length > 1) {
@@ -377,7 +426,7 @@ function templateFinding(key: string, group: number[], all: Located[], prepared:
     stores: storesOf(items),
     message: `${items.length} entries repeat one wording and differ only in ${distinct.length === items.length ? 'a value each' : 'their values'} (${shown}${distinct.length > 5 ? ', …' : ''}): ${first}.`,
     evidence,
-    suggestion: 'If they restate one fact, keep one entry; if they are a list (tickets, hosts, ports), write it as one entry that lists the values.',
+    suggestion:
+      'If they restate one fact, keep one entry; if they are a list (tickets, hosts, ports), write it as one entry that lists the values.',
   };
 }
-

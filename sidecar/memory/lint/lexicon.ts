@@ -39,9 +39,32 @@ function load(): Lex {
 
 /** WordNet's detachment rules (morphy), per part of speech: [suffix, replacement]. */
 const DETACH: Record<string, Array<[string, string]>> = {
-  n: [['ses', 's'], ['xes', 'x'], ['zes', 'z'], ['ches', 'ch'], ['shes', 'sh'], ['men', 'man'], ['ies', 'y'], ['s', '']],
-  v: [['ies', 'y'], ['es', 'e'], ['es', ''], ['ed', 'e'], ['ed', ''], ['ing', 'e'], ['ing', ''], ['s', '']],
-  a: [['er', ''], ['est', ''], ['er', 'e'], ['est', 'e']],
+  n: [
+    ['ses', 's'],
+    ['xes', 'x'],
+    ['zes', 'z'],
+    ['ches', 'ch'],
+    ['shes', 'sh'],
+    ['men', 'man'],
+    ['ies', 'y'],
+    ['s', ''],
+  ],
+  v: [
+    ['ies', 'y'],
+    ['es', 'e'],
+    ['es', ''],
+    ['ed', 'e'],
+    ['ed', ''],
+    ['ing', 'e'],
+    ['ing', ''],
+    ['s', ''],
+  ],
+  a: [
+    ['er', ''],
+    ['est', ''],
+    ['er', 'e'],
+    ['est', 'e'],
+  ],
 };
 
 /**
@@ -58,7 +81,13 @@ export function wordnetLemma(w: string): string | undefined {
       const base = w.slice(0, w.length - suf.length) + rep;
       if (words.get(base)?.pos.includes(pos)) return base;
       // doubled final consonant: "stopped" → "stop", "running" → "run"
-      if ((suf === 'ed' || suf === 'ing') && !rep && /([b-df-hj-np-tv-z])\1$/.test(base) && words.get(base.slice(0, -1))?.pos.includes('v')) return base.slice(0, -1);
+      if (
+        (suf === 'ed' || suf === 'ing') &&
+        !rep &&
+        /([b-df-hj-np-tv-z])\1$/.test(base) &&
+        words.get(base.slice(0, -1))?.pos.includes('v')
+      )
+        return base.slice(0, -1);
     }
   }
   return words.has(w) ? w : undefined;

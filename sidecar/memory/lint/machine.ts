@@ -9,6 +9,9 @@
  *   paths resolved inside it (~ → the same home path inside it), commands looked up in its
  *   bin directories (never run: versions are not checked), its etc/os-release.
  * - any other directory target: only absolute paths inside the target directory itself are checked.
+ * - a store on another machine (transportProbe, the store's FileTransport, e.g. SSH): paths (~ → the
+ *   agent's home there), commands on that machine's PATH and their versions, its /etc/os-release,
+ *   all gathered by one shell script run there.
  */
 import { execFile } from 'node:child_process';
 import { promises as fs } from 'node:fs';
@@ -16,6 +19,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { binaryOf, parseVersion, VERSION_COMMANDS, type Claim } from './claims';
 import type { CommandFact, MachineFacts, PathFact } from './model';
+import { shellQuote, type FileTransport } from '../transport';
 
 /** What the stale rule needs from a machine. Injectable for tests. */
 export interface MachineProbe {
@@ -28,13 +32,19 @@ export interface MachineProbe {
   os(): Promise<MachineFacts['os'] | undefined>;
   /** What this probe cannot check, in words ("~ paths were not checked: ..."); reported as an info finding. */
   readonly limits?: string;
+  /**
+   * Gather the facts of all `claims` at once before the per-claim calls (a machine reached over SSH
+   * answers them with one command); `deadlineMs` is the time left. Absent: each call probes itself.
+   */
+  prepare?(claims: Claim[], deadlineMs: number): Promise<void>;
 }
 
 /** Whether anything (file, dir, dangling symlink) is at `p`. */
-const exists = (p: string): Promise<boolean> => fs.lstat(p).then(
-  () => true,
-  () => false,
-);
+const exists = (p: string): Promise<boolean> =>
+  fs.lstat(p).then(
+    () => true,
+    () => false,
+  );
 
 async function readOsRelease(file: string): Promise<MachineFacts['os'] | undefined> {
   let text: string;
@@ -74,20 +84,28 @@ async function onPath(name: string, env: NodeJS.ProcessEnv): Promise<string | un
 
 function runVersion(argv: string[], timeoutMs: number): Promise<string | undefined> {
   return new Promise((resolve) => {
-    execFile(argv[0], argv.slice(1), { timeout: timeoutMs, maxBuffer: 64 * 1024, env: { ...process.env, LC_ALL: 'C' } }, (_err, stdout, stderr) => {
-      resolve(parseVersion(`${stdout ?? ''}\n${stderr ?? ''}`));
-    });
+    execFile(
+      argv[0],
+      argv.slice(1),
+      { timeout: timeoutMs, maxBuffer: 64 * 1024, env: { ...process.env, LC_ALL: 'C' } },
+      (_err, stdout, stderr) => {
+        resolve(parseVersion(`${stdout ?? ''}\n${stderr ?? ''}`));
+      },
+    );
   });
 }
 
 /** Why ~ paths are not checked when the agent's home is unknown. */
-const NO_HOME = '"~/..." paths were not checked: the agent\'s home directory is unknown (the Hermes store path does not end in .hermes, or the stores name different homes), and "~" of the sidecar user would be a different directory.';
+const NO_HOME =
+  '"~/..." paths were not checked: the agent\'s home directory is unknown (the Hermes store path does not end in .hermes, or the stores name different homes), and "~" of the sidecar user would be a different directory.';
 
 /**
  * Probe of the machine the sidecar runs on. `home` is what "~" means: the agent's home (default the
  * sidecar user's home); `null` = unknown, so ~ paths are not judged.
  */
-export function localProbe(opts: { home?: string | null; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): MachineProbe {
+export function localProbe(
+  opts: { home?: string | null; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): MachineProbe {
   const home = opts.home === undefined ? os.homedir() : opts.home;
   const env = opts.env ?? process.env;
   const timeoutMs = opts.timeoutMs ?? 2000;
@@ -105,7 +123,11 @@ export function localProbe(opts: { home?: string | null; env?: NodeJS.ProcessEnv
         if (!found) return { found: false, detail: 'not on PATH' };
         const argv = Object.values(VERSION_COMMANDS).find((a) => a[0] === name) ?? [name, '--version'];
         const version = withVersion ? await runVersion([found, ...argv.slice(1)], timeoutMs) : undefined;
-        return { found: true, ...(version ? { version } : {}), detail: withVersion ? `${found} ${argv.slice(1).join(' ')}` : found };
+        return {
+          found: true,
+          ...(version ? { version } : {}),
+          detail: withVersion ? `${found} ${argv.slice(1).join(' ')}` : found,
+        };
       });
     },
     os: () => readOsRelease('/etc/os-release'),
@@ -119,7 +141,11 @@ const BIN_DIRS = ['usr/local/bin', 'usr/bin', 'bin', 'usr/sbin', 'sbin'];
  * (etc/ and usr/ inside), absolute paths, ~ paths (the sidecar user's home path inside it), bin
  * directories and etc/os-release are read inside it; otherwise only absolute paths under `root`.
  */
-export async function dirProbe(root: string, where: string, opts: { home?: string | null } = {}): Promise<MachineProbe> {
+export async function dirProbe(
+  root: string,
+  where: string,
+  opts: { home?: string | null } = {},
+): Promise<MachineProbe> {
   const rootfs = (await exists(path.join(root, 'etc'))) && (await exists(path.join(root, 'usr')));
   const home = opts.home === undefined ? os.homedir() : opts.home;
   const limits = !rootfs
@@ -153,12 +179,141 @@ export async function dirProbe(root: string, where: string, opts: { home?: strin
 }
 
 /**
+ * The shell script that gathers the facts of `claims` on another machine in one run: one `@<n> …`
+ * line per claim (path: 1/0; command: `command -v` output, then `@<n>v <version output>` for a version
+ * claim), then `@o <line>` per line of /etc/os-release when asked. Versions run with `timeout`
+ * where the machine has it, LC_ALL=C, stdin closed.
+ */
+export function probeScript(
+  items: ReadonlyArray<{ kind: 'path'; path: string } | { kind: 'command'; name: string; versionArgs?: string[] }>,
+  wantOs: boolean,
+  timeoutS: number,
+): string {
+  const lines = [`if command -v timeout >/dev/null 2>&1; then T="timeout ${timeoutS}"; else T=; fi`];
+  items.forEach((it, i) => {
+    if (it.kind === 'path') {
+      const p = shellQuote(it.path);
+      lines.push(`if [ -e ${p} ] || [ -L ${p} ]; then echo "@${i} 1"; else echo "@${i} 0"; fi`);
+      return;
+    }
+    lines.push(`f=$(command -v ${shellQuote(it.name)} 2>/dev/null | head -n 1); echo "@${i} $f"`);
+    if (it.versionArgs) {
+      const args = it.versionArgs.map(shellQuote).join(' ');
+      const run = `LC_ALL=C $T "$f" ${args} 2>&1 </dev/null | head -c 2000 | tr '\\n' ' '`;
+      lines.push(`if [ -n "$f" ]; then v=$(${run}); echo "@${i}v $v"; fi`);
+    }
+  });
+  if (wantOs) lines.push("[ -r /etc/os-release ] && sed 's/^/@o /' /etc/os-release");
+  lines.push('exit 0');
+  return lines.join('\n');
+}
+
+/**
+ * Probe of the machine a store's FileTransport reaches (a store on another machine, e.g. over SSH):
+ * `prepare` runs probeScript there once for all claims; path/command/os answer from what it printed
+ * (undefined for what it could not tell, so the claim is not judged). `home` is what "~" means: the
+ * agent's home on that machine (null: unknown, ~ paths are not judged).
+ */
+export function transportProbe(
+  io: FileTransport,
+  opts: { home?: string | null; timeoutMs?: number } = {},
+): MachineProbe {
+  const home = opts.home ?? null;
+  const perCommandS = Math.max(1, Math.round((opts.timeoutMs ?? 2000) / 1000));
+  const paths = new Map<string, PathFact>();
+  const commands = new Map<string, CommandFact>();
+  let osFact: MachineFacts['os'] | undefined;
+  const expand = (p: string): string | undefined => {
+    if (!p.startsWith('~')) return p;
+    return home === null ? undefined : path.posix.join(home, p.slice(2));
+  };
+  return {
+    where: io.where,
+    ...(home === null ? { limits: NO_HOME } : {}),
+    async prepare(claims, deadlineMs) {
+      type Item =
+        | { kind: 'path'; path: string; key: string }
+        | { kind: 'command'; name: string; versionArgs?: string[]; key: string };
+      const items: Item[] = [];
+      const seen = new Set<string>();
+      let wantOs = false;
+      for (const c of claims) {
+        if (c.kind === 'os') {
+          wantOs = true;
+          continue;
+        }
+        if (c.kind === 'path') {
+          const checked = expand(c.key);
+          if (checked === undefined || seen.has(`p:${c.key}`)) continue;
+          seen.add(`p:${c.key}`);
+          items.push({ kind: 'path', path: checked, key: c.key });
+          continue;
+        }
+        const bin = binaryOf(c.key);
+        const withVersion = c.kind === 'version';
+        const k = `c:${bin}:${withVersion}`;
+        if (seen.has(k)) continue;
+        seen.add(k);
+        const argv = Object.values(VERSION_COMMANDS).find((a) => a[0] === bin) ?? [bin, '--version'];
+        const versionArgs = withVersion ? { versionArgs: argv.slice(1) } : {};
+        items.push({ kind: 'command', name: bin, key: `${bin}:${withVersion}`, ...versionArgs });
+      }
+      if (!items.length && !wantOs) return;
+      const script = probeScript(items, wantOs, perCommandS);
+      const r = await io.exec(['sh', '-c', script], { timeoutMs: Math.max(1000, deadlineMs) });
+      if (r.code === null) return; // timed out: nothing is judged
+      const out = new Map<string, string>();
+      const osLines: string[] = [];
+      for (const line of r.stdout.toString('utf8').split('\n')) {
+        const m = /^@(\d+v?|o) ?(.*)$/.exec(line);
+        if (!m) continue;
+        if (m[1] === 'o') osLines.push(m[2]);
+        else out.set(m[1], m[2]);
+      }
+      items.forEach((it, i) => {
+        const v = out.get(String(i));
+        if (v === undefined) return;
+        if (it.kind === 'path') {
+          paths.set(it.key, { exists: v === '1', checked: it.path });
+          return;
+        }
+        const found = v.trim();
+        if (!found) {
+          commands.set(it.key, { found: false, detail: `not on PATH on ${io.where}` });
+          return;
+        }
+        const version = it.versionArgs ? parseVersion(out.get(`${i}v`) ?? '') : undefined;
+        const run = it.versionArgs ? `${found} ${it.versionArgs.join(' ')}` : found;
+        const detail = `${run} on ${io.where}`;
+        commands.set(it.key, { found: true, ...(version ? { version } : {}), detail });
+      });
+      const text = osLines.join('\n');
+      const get = (k: string): string | undefined => new RegExp(`^${k}=("?)([^"\\n]*)\\1$`, 'm').exec(text)?.[2];
+      const id = get('ID');
+      if (id) osFact = { id: id.toLowerCase(), versionId: get('VERSION_ID'), detail: `/etc/os-release on ${io.where}` };
+    },
+    async path(p) {
+      return paths.get(p);
+    },
+    async command(name, withVersion) {
+      return commands.get(`${name}:${withVersion}`);
+    },
+    os: async () => osFact,
+  };
+}
+
+/**
  * Probe every claim (deduplicated), at most `concurrency` at a time, stopping at `deadlineMs`
  * (claims not probed by then are left out, so they are not judged).
  */
-export async function gatherFacts(claims: Claim[], probe: MachineProbe, opts: { deadlineMs?: number; concurrency?: number } = {}): Promise<MachineFacts> {
+export async function gatherFacts(
+  claims: Claim[],
+  probe: MachineProbe,
+  opts: { deadlineMs?: number; concurrency?: number } = {},
+): Promise<MachineFacts> {
   const facts: MachineFacts = { where: probe.where, paths: {}, commands: {} };
   const deadline = Date.now() + (opts.deadlineMs ?? 5000);
+  await probe.prepare?.(claims, deadline - Date.now());
   const jobs: Array<() => Promise<void>> = [];
   const seen = new Set<string>();
   let wantOs = false;

@@ -10,7 +10,15 @@
  */
 import type { LintOptions } from './model';
 import { relation, specificity } from './lexicon';
-import { aboutThePast, frameDiff, frameHunks, labelValues, updateMarker, type LabelValue, type UpdateMarker } from './slots';
+import {
+  aboutThePast,
+  frameDiff,
+  frameHunks,
+  labelValues,
+  updateMarker,
+  type LabelValue,
+  type UpdateMarker,
+} from './slots';
 import { align, anchors, otherScript, polarityDiff, scriptMix, type Alignment, type SoftEntry } from './soft';
 import {
   areAlternatives,
@@ -96,14 +104,20 @@ function shinglesOf(p: Prepared): Set<string> {
  * after . ! ? ; followed by a space.
  */
 export function sentences(text: string): string[] {
-  const parts = text.split(/(?<=[.!?;])\s+(?=\S)/).map((x) => x.trim()).filter((x) => x.length > 0);
+  const parts = text
+    .split(/(?<=[.!?;])\s+(?=\S)/)
+    .map((x) => x.trim())
+    .filter((x) => x.length > 0);
   return parts.length > 1 ? parts : [];
 }
 
 /** The words next to a value: [before, after]. */
 function slot(p: Prepared, v: string): [string | undefined, string | undefined] {
   const k = p.toks.findIndex((t) => t.type !== 'word' && t.t === v);
-  const before = p.toks.slice(0, k).reverse().find((t) => t.type === 'word')?.t;
+  const before = p.toks
+    .slice(0, k)
+    .reverse()
+    .find((t) => t.type === 'word')?.t;
   const after = p.toks.slice(k + 1).find((t) => t.type === 'word')?.t;
   return [before, after];
 }
@@ -121,7 +135,8 @@ function valueOfAttribute(p: Prepared, w: string): boolean {
 }
 
 /** Words that give the two sides of a statement different roles: X over/than/instead of/not Y, from X to Y. */
-const RELATION = /\b(over|than|instead|rather|not|never|no|vs|versus|before|after|from|to|into|replaced?|replaces|n't)\b/i;
+const RELATION =
+  /\b(over|than|instead|rather|not|never|no|vs|versus|before|after|from|to|into|replaced?|replaces|n't)\b/i;
 
 /**
  * Two words that changed places: the words both entries share come in the same order except for one
@@ -146,7 +161,11 @@ export function transposition(a: Prepared, b: Prepared): { x: string; y: string;
   if (diffAt.length !== 2) return undefined;
   const [i, j] = diffAt;
   if (sa[i].t !== sb[j].t || sa[j].t !== sb[i].t) return undefined;
-  const gap = (p: Prepared, x: Token, y: Token): string => normalise(p.text).slice((x.at ?? 0) + x.t.length, y.at ?? 0).replace(/^\S*/, '').trim();
+  const gap = (p: Prepared, x: Token, y: Token): string =>
+    normalise(p.text)
+      .slice((x.at ?? 0) + x.t.length, y.at ?? 0)
+      .replace(/^\S*/, '')
+      .trim();
   // The words as written ("TypeScript", not the canonical "ts"), for messages.
   const surface = (t: Token): string => /^[^\s,.;:!?()]+/.exec(normalise(a.text).slice(t.at ?? 0))?.[0] ?? t.t;
   return { x: surface(sa[i]), y: surface(sa[j]), gaps: [gap(a, sa[i], sa[j]), gap(b, sb[i], sb[j])] };
@@ -287,7 +306,11 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
     if (change) return change;
     const hunk = valuesHunk(a, b);
     if (hunk) return hunk;
-    if (onlyA.some((x) => onlyB.some((y) => typed([x], a.values).size && sameSlot(a, x, b, y) && a.values.get(x) === b.values.get(y)))) {
+    if (
+      onlyA.some((x) =>
+        onlyB.some((y) => typed([x], a.values).size && sameSlot(a, x, b, y) && a.values.get(x) === b.values.get(y)),
+      )
+    ) {
       return { kind: 'distinct', why: 'a value differs in the same slot' };
     }
     return undefined; // different subjects with different values: unrelated facts
@@ -295,7 +318,11 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   // 3. a negated restatement
   const negExtra = a.negated ? wa.length : wb.length;
   const otherExtra = a.negated ? wb.length : wa.length;
-  if (a.negated !== b.negated && shared.length >= 1 && (wa.length + wb.length <= 1 || (negExtra === 0 && otherExtra <= 2))) {
+  if (
+    a.negated !== b.negated &&
+    shared.length >= 1 &&
+    (wa.length + wb.length <= 1 || (negExtra === 0 && otherExtra <= 2))
+  ) {
     const neg = a.negated ? a : b;
     const w = neg.toks.find((t) => t.type === 'word' && NEGATIONS.has(t.t))?.t ?? 'not';
     return { kind: 'contradiction', why: 'negated restatement', detail: `one says "${w}"` };
@@ -304,16 +331,25 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   if (wa.length === 1 && wb.length === 1 && shared.length >= 1) {
     const [x] = wa;
     const [y] = wb;
-    if (areAntonyms(x, y) && a.negated === b.negated) return { kind: 'contradiction', why: 'antonyms', detail: `"${x}" vs "${y}"` };
-    if (areAlternatives(x, y) && a.negated === b.negated) return { kind: 'contradiction', why: 'exclusive alternatives', detail: `"${x}" vs "${y}"` };
-    if (valueOfAttribute(a, x) && valueOfAttribute(b, y) && a.negated === b.negated && va.length === 0 && vb.length === 0) {
+    if (areAntonyms(x, y) && a.negated === b.negated)
+      return { kind: 'contradiction', why: 'antonyms', detail: `"${x}" vs "${y}"` };
+    if (areAlternatives(x, y) && a.negated === b.negated)
+      return { kind: 'contradiction', why: 'exclusive alternatives', detail: `"${x}" vs "${y}"` };
+    if (
+      valueOfAttribute(a, x) &&
+      valueOfAttribute(b, y) &&
+      a.negated === b.negated &&
+      va.length === 0 &&
+      vb.length === 0
+    ) {
       return { kind: 'contradiction', why: 'single-valued attribute', detail: `"${x}" vs "${y}"` };
     }
   }
   // 5. the same words with two of them swapped around a relation ("TypeScript over JavaScript" vs
   //    "JavaScript over TypeScript", "pnpm, not npm" vs "npm, not pnpm"): opposite statements
   const swap = wa.length + wb.length <= 2 ? swappedRoles(a, b) : undefined; // mostly the same words
-  if (swap) return { kind: 'contradiction', why: 'roles swapped', detail: `"${swap[0]}" and "${swap[1]}" change places` };
+  if (swap)
+    return { kind: 'contradiction', why: 'roles swapped', detail: `"${swap[0]}" and "${swap[1]}" change places` };
   // 6. the slot model (slots.ts): an update over time, a "Label: value" with another value, or the
   //    same frame with one short span swapped for another value of the attribute
   const slot = slotVerdict(a, b, wa, wb);
@@ -326,10 +362,17 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   const pd = scriptMix(a, b) ? { conflict: [], bothNegated: [], agree: 0 } : polarityDiff(a, b);
   const head = pd.conflict[0]?.split('~')[0];
   if (
-    (pd.conflict.length >= 2 && weight(pd.conflict) >= 1.5 && pd.conflict.length > pd.agree + pd.bothNegated.length && al().contain >= 0.4) ||
+    (pd.conflict.length >= 2 &&
+      weight(pd.conflict) >= 1.5 &&
+      pd.conflict.length > pd.agree + pd.bothNegated.length &&
+      al().contain >= 0.4) ||
     (pd.conflict.length === 1 && specificity(head) === 1 && pd.agree >= 2 && al().contain >= 0.9)
   ) {
-    return { kind: 'contradiction', why: 'negated in one, asserted in the other', detail: `${pd.conflict.map((w) => `"${w}"`).join(', ')} ${pd.conflict.length === 1 ? 'is' : 'are'} negated in one entry and not in the other` };
+    return {
+      kind: 'contradiction',
+      why: 'negated in one, asserted in the other',
+      detail: `${pd.conflict.map((w) => `"${w}"`).join(', ')} ${pd.conflict.length === 1 ? 'is' : 'are'} negated in one entry and not in the other`,
+    };
   }
   // Two words that change places across other words are not the same statement ("Alice does not review
   // code for the billing team" / "Billing does not review code for the Alice team"); across only stop
@@ -354,8 +397,14 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   }
   const bothSidesDiffer = wa.length > 0 && wb.length > 0;
   if (va.length > 0 && vb.length > 0) return undefined;
-  if (sj >= o.nearJaccard && (!bothSidesDiffer || wj >= 0.75)) return { kind: 'near-duplicate', score: sj, why: `word-shingle Jaccard ${sj.toFixed(2)}` };
-  if (cont >= o.nearContainment && !bothSidesDiffer) return { kind: 'near-duplicate', score: cont, why: `${Math.round(cont * 100)}% of the shorter entry's significant words (stemmed, common words ignored) are in the longer one` };
+  if (sj >= o.nearJaccard && (!bothSidesDiffer || wj >= 0.75))
+    return { kind: 'near-duplicate', score: sj, why: `word-shingle Jaccard ${sj.toFixed(2)}` };
+  if (cont >= o.nearContainment && !bothSidesDiffer)
+    return {
+      kind: 'near-duplicate',
+      score: cont,
+      why: `${Math.round(cont * 100)}% of the shorter entry's significant words (stemmed, common words ignored) are in the longer one`,
+    };
   if (tri >= o.nearTrigram && !bothSidesDiffer) {
     return { kind: 'near-duplicate', score: tri, why: `character-trigram Jaccard ${tri.toFixed(2)}` };
   }
@@ -364,16 +413,30 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   if (cjkShare(a) >= 0.4 && cjkShare(b) >= 0.4 && Math.min(a.content.size, b.content.size) >= 6) {
     const c2 = containment(a.content, b.content);
     if (c2 >= o.nearContainment - 0.35 && !(va.length > 0 && vb.length > 0)) {
-      return { kind: 'near-duplicate', score: c2, why: `${Math.round(c2 * 100)}% of the shorter entry's character pairs are in the other one` };
+      return {
+        kind: 'near-duplicate',
+        score: c2,
+        why: `${Math.round(c2 * 100)}% of the shorter entry's character pairs are in the other one`,
+      };
     }
   }
   // The same statement with a different addition on each side ("Prefers concise answers with code
   // first" / "User prefers concise answers and TypeScript examples"): the same opening words, which
   // are at least half of each side's words, and at least three words differ in all (one word swapped
   // for another, "Weekly sync with Ana about billing" / "... about search", is another fact).
-  const opening = shared.length >= 3 && wa.length + wb.length >= 3 && shared.length * 2 >= a.content.size && shared.length * 2 >= b.content.size ? sameOpening(a, b) : [];
+  const opening =
+    shared.length >= 3 &&
+    wa.length + wb.length >= 3 &&
+    shared.length * 2 >= a.content.size &&
+    shared.length * 2 >= b.content.size
+      ? sameOpening(a, b)
+      : [];
   if (opening.length >= 3 && opening.length * 2 >= a.content.size && opening.length * 2 >= b.content.size) {
-    return { kind: 'near-duplicate', score: opening.length / Math.max(a.content.size, b.content.size), why: `both open with the same significant words (stemmed: "${opening.join(' ')}"), and each adds a detail` };
+    return {
+      kind: 'near-duplicate',
+      score: opening.length / Math.max(a.content.size, b.content.size),
+      why: `both open with the same significant words (stemmed: "${opening.join(' ')}"), and each adds a detail`,
+    };
   }
   if (pd.conflict.length > 0) return undefined;
   return softDuplicate(a, b, al());
@@ -400,26 +463,43 @@ export const SOFT_SCORE = 0.5;
  */
 function softDuplicate(a: Prepared, b: Prepared, al: Alignment): PairVerdict {
   const lv = sameLabelValue(a, b);
-  if (lv) return { kind: 'near-duplicate', score: 1, why: `the same label "${lv.label}" with the same value "${lv.value}"` };
+  if (lv)
+    return { kind: 'near-duplicate', score: 1, why: `the same label "${lv.label}" with the same value "${lv.value}"` };
   const mix = scriptMix(a, b);
   if (mix) {
     const x = anchors(a);
     const y = anchors(b);
     const both = [...x].filter((t) => y.has(t));
     if (both.length >= 3 && both.length >= 0.6 * Math.min(x.size, y.size)) {
-      return { kind: 'near-duplicate', score: both.length / Math.min(x.size, y.size), why: `the same names, terms and values in two languages (${mix}): ${both.slice(0, 6).map((w) => `"${w}"`).join(', ')}` };
+      return {
+        kind: 'near-duplicate',
+        score: both.length / Math.min(x.size, y.size),
+        why: `the same names, terms and values in two languages (${mix}): ${both
+          .slice(0, 6)
+          .map((w) => `"${w}"`)
+          .join(', ')}`,
+      };
     }
     return undefined;
   }
   const matched = Math.min(al.matchedA, al.matchedB);
-  if ((al.links.length > 0 || !al.restA.length || !al.restB.length) && al.score >= SOFT_SCORE && (matched >= 4 || (al.contain >= 0.9 && matched >= 2))) {
+  if (
+    (al.links.length > 0 || !al.restA.length || !al.restB.length) &&
+    al.score >= SOFT_SCORE &&
+    (matched >= 4 || (al.contain >= 0.9 && matched >= 2))
+  ) {
     // The same frame with words swapped one for one (none a synonym of the other) is another subject, not
     // a rewording: "Ines owns the reports service" / "Ines owns the Lena service", "X owns the Y service" /
     // "Z owns the W service" (as for the rules above).
     const h = al.restA.length && al.restB.length ? frameHunks(a.toks, b.toks) : undefined;
-    if (h && h.hunks.every((x) => x.a.length === 1 && x.b.length === 1 && !relation(x.a[0].t, x.b[0].t))) return undefined;
+    if (h && h.hunks.every((x) => x.a.length === 1 && x.b.length === 1 && !relation(x.a[0].t, x.b[0].t)))
+      return undefined;
     const lex = al.links.length ? `; ${al.links.slice(0, 4).join(', ')}` : '';
-    return { kind: 'near-duplicate', score: al.score, why: `the words align (lemmas, typos, derivations and WordNet synonyms): weighted overlap ${al.score.toFixed(2)}, ${al.matchedA} and ${al.matchedB} words matched${lex}` };
+    return {
+      kind: 'near-duplicate',
+      score: al.score,
+      why: `the words align (lemmas, typos, derivations and WordNet synonyms): weighted overlap ${al.score.toFixed(2)}, ${al.matchedA} and ${al.matchedB} words matched${lex}`,
+    };
   }
   return undefined;
 }
@@ -484,7 +564,9 @@ export function slotCandidates(items: Prepared[], stats?: JoinStats): Array<[num
     if (!/from|从|was|formerly|previously|instead/i.test(p.text)) return;
     const from = markerOf(p)?.from;
     if (!from) return;
-    const w = tokens(from).find((t) => t.type === 'word' && !t.cjk && specificity(t.t) === 1) ?? tokens(from).find((t) => t.type === 'word' && !t.cjk);
+    const w =
+      tokens(from).find((t) => t.type === 'word' && !t.cjk && specificity(t.t) === 1) ??
+      tokens(from).find((t) => t.type === 'word' && !t.cjk);
     if (w) (wanted.get(w.t) ?? wanted.set(w.t, []).get(w.t)!).push(i);
   });
   if (wanted.size) {
@@ -679,7 +761,8 @@ export function candidatePairs(
 }
 
 /** Words that name a single-valued attribute in "X: value" labels too (besides FUNCTIONAL). */
-const LABEL_SINGLE = /^(?:name|call|called|timezone|tz|time zone|language|lang|preferred language|pronoun|role|title|company|employer|location|city|country|home|model|provider|editor|shell|os|default|port|version|email|phone|branch|voice|tts voice|browser|target|deploy target|height|age)$/;
+const LABEL_SINGLE =
+  /^(?:name|call|called|timezone|tz|time zone|language|lang|preferred language|pronoun|role|title|company|employer|location|city|country|home|model|provider|editor|shell|os|default|port|version|email|phone|branch|voice|tts voice|browser|target|deploy target|height|age)$/;
 
 function markerOf(p: Prepared): UpdateMarker | undefined {
   if (p.marker === undefined) p.marker = updateMarker(p.text) ?? null;
@@ -724,14 +807,25 @@ function changeOverTime(a: Prepared, b: Prepared): PairVerdict {
   if (!!ma !== !!mb) {
     const [other, side] = ma ? [b, 'a' as const] : [a, 'b' as const];
     const m = (ma ?? mb)!;
-    const fromHit = m.from !== undefined && tokens(m.from).some((t) => t.type !== 'word' || (!t.cjk && other.content.has(t.t))) && tokens(m.from).filter((t) => t.type === 'word').every((t) => t.cjk || other.words.has(t.t) || other.content.size === 0);
+    const fromHit =
+      m.from !== undefined &&
+      tokens(m.from).some((t) => t.type !== 'word' || (!t.cjk && other.content.has(t.t))) &&
+      tokens(m.from)
+        .filter((t) => t.type === 'word')
+        .every((t) => t.cjk || other.words.has(t.t) || other.content.size === 0);
     const small = Math.min(a.content.size, b.content.size);
-    const sameSubject = fromHit || shared >= 3 || (shared >= 2 && jac >= 0.3) || (small <= 3 && shared >= 1 && jac >= 0.25);
+    const sameSubject =
+      fromHit || shared >= 3 || (shared >= 2 && jac >= 0.3) || (small <= 3 && shared >= 1 && jac >= 0.25);
     // "不再用 X" (no longer uses X) and "不用 X" (does not use X) say the same: a retiring marker needs a
     // positive statement on the other side.
     const otherNegated = other.negated || /[不没勿禁]/u.test(other.text);
     if (sameSubject && !aboutThePast(other.text) && !(m.retires && otherNegated)) {
-      return { kind: 'contradiction', why: 'change over time', detail: `the newer entry says "${m.phrase}"${m.from ? ` (from ${m.from})` : ''}`, update: { newer: side, marker: m.phrase } };
+      return {
+        kind: 'contradiction',
+        why: 'change over time',
+        detail: `the newer entry says "${m.phrase}"${m.from ? ` (from ${m.from})` : ''}`,
+        update: { newer: side, marker: m.phrase },
+      };
     }
   }
   return undefined;
@@ -783,7 +877,12 @@ function labelVerdict(a: Prepared, b: Prepared): PairVerdict {
       if (!X.size || !Y.size || X.size > 8 || Y.size > 8) continue;
       let inter = 0;
       for (const t of X) if (Y.has(t)) inter++;
-      if (inter === 0) return { kind: 'contradiction', why: 'single-valued attribute', detail: `${x.label.join(' ')}: "${x.value}" vs "${y.value}"` };
+      if (inter === 0)
+        return {
+          kind: 'contradiction',
+          why: 'single-valued attribute',
+          detail: `${x.label.join(' ')}: "${x.value}" vs "${y.value}"`,
+        };
     }
   }
   return undefined;
@@ -800,7 +899,11 @@ function valuesHunk(a: Prepared, b: Prepared): PairVerdict {
   if (!d || !d.a.length || d.a.length !== d.b.length || d.a.length > 8 || d.frame.length < 6) return undefined;
   const types = (ts: Token[]): string => ts.map((t) => (t.type === 'ver' ? 'num' : t.type)).join(',');
   if (d.a.some((t) => t.type === 'word' || t.type === 'date') || types(d.a) !== types(d.b)) return undefined;
-  return { kind: 'contradiction', why: 'same subject, different values', detail: `"${d.a.map((t) => t.t).join(' ')}" vs "${d.b.map((t) => t.t).join(' ')}" after "${d.before.join(' ')}"` };
+  return {
+    kind: 'contradiction',
+    why: 'same subject, different values',
+    detail: `"${d.a.map((t) => t.t).join(' ')}" vs "${d.b.map((t) => t.t).join(' ')}" after "${d.before.join(' ')}"`,
+  };
 }
 
 /** One short span swapped in the same frame. */
@@ -810,15 +913,19 @@ function spanVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[], share
   if (d && d.a.length && d.b.length && d.a.length <= 3 && d.b.length <= 3 && d.frame.length >= 2) {
     const sa = d.a.map((t) => t.t);
     const sb = d.b.map((t) => t.t);
-    const typeOf = (ts: Token[]): string => (ts.every((t) => t.type !== 'word') ? ts.map((t) => (t.type === 'ver' ? 'num' : t.type)).join(',') : 'word');
+    const typeOf = (ts: Token[]): string =>
+      ts.every((t) => t.type !== 'word') ? ts.map((t) => (t.type === 'ver' ? 'num' : t.type)).join(',') : 'word';
     const valuesOfOneType = typeOf(d.a) !== 'word' && typeOf(d.a) === typeOf(d.b) && typeOf(d.a) !== 'date';
     // (the words of a slashed compound count one by one: "puppeteer/chromium" / "firefox")
-    const split = (ws: string[]): string[] => ws.flatMap((w) => (w.includes('/') && !w.startsWith('/') ? [w, ...w.split('/')] : [w]));
+    const split = (ws: string[]): string[] =>
+      ws.flatMap((w) => (w.includes('/') && !w.startsWith('/') ? [w, ...w.split('/')] : [w]));
     const alt = split(sa).some((x) => split(sb).some((y) => areAlternatives(x, y) || areAntonyms(x, y)));
     // "deploy target for previews is staging" / "... for releases is production": the first word of
     // each span is a scope (after "for", "in", "on" ...), so two things differ, not one value.
     const scoped = (p: Prepared, ts: Token[]): boolean =>
-      ts.length >= 2 && ts[0].at !== undefined && /\b(?:for|in|on|at|of|during|when)\s+$/.test(normalise(p.text).slice(Math.max(0, ts[0].at - 12), ts[0].at));
+      ts.length >= 2 &&
+      ts[0].at !== undefined &&
+      /\b(?:for|in|on|at|of|during|when)\s+$/.test(normalise(p.text).slice(Math.max(0, ts[0].at - 12), ts[0].at));
     const attr = d.before.some((w) => FUNCTIONAL.has(w) || SLOT_WORDS.has(w)) && !(scoped(a, d.a) && scoped(b, d.b));
     const cjk = d.a.some((t) => t.cjk) || d.b.some((t) => t.cjk);
     // A name-like span (digits, @, /, _, a dotted or dashed identifier, a CJK name) swapped for another in an
@@ -826,14 +933,44 @@ function spanVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[], share
     // "@小聪明蛋" → "@木马牛", "skill ai-3d-model-pipeline" → "skill ai-image-to-3d").
     const nameLike = (ts: Token[]): boolean => ts.some((t) => t.type !== 'word' || /[0-9@/_.-]/.test(t.t) || t.cjk);
     // a handle: "@木马牛" / "@Gödel"
-    const handle = (p: Prepared, ts: Token[]): boolean => p.text.includes('@') && ts[0].at !== undefined && normalise(p.text)[ts[0].at - 1] === '@';
-    const named = ((nameLike(d.a) && nameLike(d.b)) || (handle(a, d.a) && handle(b, d.b))) && d.frame.length >= 6 && !sa.some((x) => sb.includes(x));
+    const handle = (p: Prepared, ts: Token[]): boolean =>
+      p.text.includes('@') && ts[0].at !== undefined && normalise(p.text)[ts[0].at - 1] === '@';
+    const named =
+      ((nameLike(d.a) && nameLike(d.b)) || (handle(a, d.a) && handle(b, d.b))) &&
+      d.frame.length >= 6 &&
+      !sa.some((x) => sb.includes(x));
     if ((!cjk || named) && (valuesOfOneType || alt || named || (attr && wa.length <= 3 && wb.length <= 3))) {
-      return { kind: 'contradiction', why: valuesOfOneType ? 'same subject, different value' : alt ? 'exclusive alternatives' : named ? 'one name swapped for another' : 'single-valued attribute', detail: `"${sa.join(' ')}" vs "${sb.join(' ')}" after "${d.before.join(' ')}"` };
+      return {
+        kind: 'contradiction',
+        why: valuesOfOneType
+          ? 'same subject, different value'
+          : alt
+            ? 'exclusive alternatives'
+            : named
+              ? 'one name swapped for another'
+              : 'single-valued attribute',
+        detail: `"${sa.join(' ')}" vs "${sb.join(' ')}" after "${d.before.join(' ')}"`,
+      };
     }
   }
   return undefined;
 }
 
 /** Words after which one value stands (besides FUNCTIONAL): "lives in X", "replies in X", "target is X". */
-const SLOT_WORDS = new Set(['in', 'target', 'reply', 'answer', 'respond', 'response', 'speak', 'language', 'lang', 'model', 'provider', 'voice', 'priority', 'backend', 'via']);
+const SLOT_WORDS = new Set([
+  'in',
+  'target',
+  'reply',
+  'answer',
+  'respond',
+  'response',
+  'speak',
+  'language',
+  'lang',
+  'model',
+  'provider',
+  'voice',
+  'priority',
+  'backend',
+  'via',
+]);

@@ -27,7 +27,9 @@ export function where(file: LintFile, idx: number): string {
  * no history: its entries carry only their own metadata, and knowledge imports come from files).
  */
 export function neverTraced(kind: string): boolean {
-  return kind === 'hermes-soul' || kind === 'hermes-skill' || kind === 'hermes-archive' || kind.startsWith('agent-zero-');
+  return (
+    kind === 'hermes-soul' || kind === 'hermes-skill' || kind === 'hermes-archive' || kind.startsWith('agent-zero-')
+  );
 }
 
 function fmt(n: number): string {
@@ -90,7 +92,10 @@ export function drift(store: string, file: LintFile): LintFinding[] {
   if (!HERMES_KINDS.has(file.kind)) return [];
   const name = path.basename(file.file);
   const text = (file.raw ?? '').replace(/^\uFEFF/, '').replace(/\r\n/g, '\n');
-  const parsed = text.split(DELIM).map((e) => e.trim()).filter((e) => e.length > 0);
+  const parsed = text
+    .split(DELIM)
+    .map((e) => e.trim())
+    .filter((e) => e.length > 0);
   const evidence: string[] = [];
   const ids = new Set<string>();
   let guard = false;
@@ -98,7 +103,9 @@ export function drift(store: string, file: LintFile): LintFinding[] {
   if (file.raw !== undefined && text.trim() !== parsed.join(DELIM)) {
     guard = true;
     const pieces = text.split(DELIM);
-    const blank = pieces.slice(0, -1).some((p, i) => i > 0 && p.trim() === '') || (pieces.length > 1 && pieces[0].trim() === '' && text.trim() !== '');
+    const blank =
+      pieces.slice(0, -1).some((p, i) => i > 0 && p.trim() === '') ||
+      (pieces.length > 1 && pieces[0].trim() === '' && text.trim() !== '');
     const padded = pieces.some((p) => p.trim() !== '' && p !== p.trim() && pieces.length > 1);
     if (blank) evidence.push('an empty entry between two "§" delimiters');
     if (padded) {
@@ -135,14 +142,18 @@ export function drift(store: string, file: LintFile): LintFinding[] {
     const fake = lines.findIndex((l) => /^\s*§\s*$/.test(l));
     if (fake >= 0) {
       absorbed.push(e.id);
-      ev2.push(`${where(file, i)} line ${fake + 1} is a "§" with spaces or blank lines around it, which is not Hermes's delimiter "\\n§\\n": both sides are one entry`);
+      ev2.push(
+        `${where(file, i)} line ${fake + 1} is a "§" with spaces or blank lines around it, which is not Hermes's delimiter "\\n§\\n": both sides are one entry`,
+      );
       return;
     }
     const m = /\n[ \t]*\n[ \t]*(\S[^\n]*)/.exec(e.text);
     if (m) {
       absorbed.push(e.id);
       const hand = /^(#{1,6}\s|[-*+]\s|>\s|\d+[.)]\s|---)/.test(m[1]);
-      ev2.push(`${where(file, i)} contains a blank line followed by ${hand ? 'Markdown' : 'text'} ${quote(m[1], 60)}: text appended without the "§" delimiter is read as part of this entry`);
+      ev2.push(
+        `${where(file, i)} contains a blank line followed by ${hand ? 'Markdown' : 'text'} ${quote(m[1], 60)}: text appended without the "§" delimiter is read as part of this entry`,
+      );
     }
   });
   if (absorbed.length) {
@@ -219,10 +230,14 @@ export function stale(store: string, file: LintFile, m: MachineFacts): LintFindi
     for (const c of extractClaims(e.text)) {
       if (c.kind === 'path') {
         const f = m.paths?.[c.key];
-        if (f && !f.exists) problems.push(`${c.key} does not exist on ${m.where}${f.checked !== c.key ? ` (checked ${f.checked})` : ''}`);
+        if (f && !f.exists)
+          problems.push(`${c.key} does not exist on ${m.where}${f.checked !== c.key ? ` (checked ${f.checked})` : ''}`);
       } else if (c.kind === 'command') {
         const f = m.commands?.[binaryOf(c.key)];
-        if (f && !f.found) problems.push(`command "${binaryOf(c.key)}" (${c.raw}) is not installed on ${m.where}${f.detail ? ` (${f.detail})` : ''}`);
+        if (f && !f.found)
+          problems.push(
+            `command "${binaryOf(c.key)}" (${c.raw}) is not installed on ${m.where}${f.detail ? ` (${f.detail})` : ''}`,
+          );
       } else if (c.kind === 'version') {
         const f = m.commands?.[binaryOf(c.key)];
         if (!f) continue;
@@ -234,7 +249,8 @@ export function stale(store: string, file: LintFile, m: MachineFacts): LintFindi
         const os = m.os;
         if (!os) continue;
         if (os.id !== c.key) problems.push(`"${c.raw}" but ${m.where} runs ${os.id} ${os.versionId ?? ''}`.trim());
-        else if (os.versionId && !versionAgrees(c.version, os.versionId)) problems.push(`"${c.raw}" but ${m.where} runs ${os.id} ${os.versionId}${os.detail ? ` (${os.detail})` : ''}`);
+        else if (os.versionId && !versionAgrees(c.version, os.versionId))
+          problems.push(`"${c.raw}" but ${m.where} runs ${os.id} ${os.versionId}${os.detail ? ` (${os.detail})` : ''}`);
       }
     }
     if (!problems.length) return;
@@ -245,7 +261,8 @@ export function stale(store: string, file: LintFile, m: MachineFacts): LintFindi
       stores: [store],
       message: `${where(file, i)} ${quote(e.text, 80)} disagrees with ${m.where}: ${problems[0]}${problems.length > 1 ? ` (and ${problems.length - 1} more)` : ''}.`,
       evidence: problems,
-      suggestion: 'Update the entry to what the machine has now, or remove it; if it describes another machine, say which one in the entry.',
+      suggestion:
+        'Update the entry to what the machine has now, or remove it; if it describes another machine, say which one in the entry.',
     });
   });
   return out;
@@ -285,7 +302,14 @@ export function storeWarnings(s: LintStore): LintFinding[] {
       if (b && w.includes(b.message)) continue;
       if (f.raw !== undefined && COVERED_BY_DRIFT.some((re) => re.test(w))) continue;
       seen.add(w);
-      out.push({ kind: 'store', severity: 'warning', entries: [], stores: [s.store], message: `${path.basename(f.file)}: ${w}`, evidence: [f.file] });
+      out.push({
+        kind: 'store',
+        severity: 'warning',
+        entries: [],
+        stores: [s.store],
+        message: `${path.basename(f.file)}: ${w}`,
+        evidence: [f.file],
+      });
     }
   }
   return out;

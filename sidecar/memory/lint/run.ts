@@ -10,7 +10,8 @@ import { describeTarget } from '../../core/target';
 import { openStore as defaultOpenStore, type MemoryStoreAdapter } from '../index';
 import { extractClaims } from './claims';
 import { lintEntries } from './index';
-import { dirProbe, gatherFacts, localProbe, type MachineProbe } from './machine';
+import { dirProbe, gatherFacts, localProbe, transportProbe, type MachineProbe } from './machine';
+import type { FileTransport } from '../transport';
 import type { LintEntry, LintFile, LintInput, LintOptions, LintStore } from './model';
 
 /** What runLint needs from outside; every field has a default (the real thing). */
@@ -19,9 +20,10 @@ export interface RunLintDeps {
   openStore?: (spec: string) => MemoryStoreAdapter;
   /**
    * The machine to check stale claims against. Default: the target's local root (target.describe
-   * `localRoot`: dir:/btrfs: targets), none for targets without one (qemu:/proxmox://: cannot be
-   * inspected from the sidecar, stale claims are then not checked), the local machine when no target
-   * is given. `null` turns stale checks off.
+   * `localRoot`: dir:/btrfs: targets); else the machine the stores are on when that is another one
+   * (a store over SSH: its commands, paths and versions are probed there); none for targets without
+   * a local root (qemu:/proxmox://: cannot be inspected from the sidecar, stale claims are then not
+   * checked); the local machine when no target is given. `null` turns stale checks off.
    */
   probe?: MachineProbe | null;
   /** ms since the epoch, for the age rule (default Date.now()). */
@@ -59,11 +61,49 @@ export function agentHome(adapters: ReadonlyArray<Pick<MemoryStoreAdapter, 'lint
   return homes.size === 1 ? only : null;
 }
 
-/** The probe for the target, or why there is none (`skipped`: stale claims are then not checked). */
-async function machineProbe(target: string | undefined, home: string | null | undefined, deps: RunLintDeps): Promise<{ probe?: MachineProbe; skipped?: string }> {
+/**
+ * The other machine the stores are on (StoreLintProfile.machine: a store reached over SSH), when
+ * every store is on that one machine; `mixed` names the machines when they differ (stale claims
+ * cannot be judged against one of them for all); undefined when every store is on this machine.
+ */
+export function storeMachine(adapters: ReadonlyArray<Pick<MemoryStoreAdapter, 'lintProfile'>>): {
+  io?: FileTransport;
+  mixed?: string[];
+} {
+  const where = new Map<string, FileTransport | undefined>();
+  for (const a of adapters) {
+    const io = a.lintProfile?.machine;
+    where.set(io?.where ?? 'this machine', io);
+  }
+  const remote = [...where.values()].filter((io): io is FileTransport => !!io);
+  if (!remote.length) return {};
+  if (where.size > 1) return { mixed: [...where.keys()] };
+  return { io: remote[0] };
+}
+
+/**
+ * The probe for the target, or why there is none (`skipped`: stale claims are then not checked).
+ * Stores on another machine (storeMachine) are checked there, unless a target with a local root
+ * names the machine's files explicitly.
+ */
+async function machineProbe(
+  target: string | undefined,
+  home: string | null | undefined,
+  deps: RunLintDeps,
+  adapters: MemoryStoreAdapter[] = [],
+): Promise<{ probe?: MachineProbe; skipped?: string }> {
   if (deps.probe !== undefined) return deps.probe ? { probe: deps.probe } : {};
-  if (!target) return { probe: localProbe({ home }) };
-  const t = describeTarget(target);
+  const m = storeMachine(adapters);
+  const t = target ? describeTarget(target) : undefined;
+  if (m.mixed && !t?.localRoot) {
+    return {
+      skipped:
+        `Stale claims were not checked: the stores are on different machines (${m.mixed.join(', ')}), and a ` +
+        'claim is about the machine its agent runs on. Lint the stores of each machine on their own.',
+    };
+  }
+  if (m.io && !t?.localRoot) return { probe: transportProbe(m.io, { home }) };
+  if (!t) return { probe: localProbe({ home }) };
   const root = t.localRoot;
   if (root) {
     const st = await fs.stat(root).catch(() => undefined);
@@ -141,9 +181,16 @@ function toLintEntry(e: MemoryEntry): LintEntry {
  * @returns {findings} sorted errors → warnings → info (see lintEntries)
  * @throws AgentKeepError InvalidParams (no store), BadStore, StoreNotFound, FileError, BadTarget
  */
-export async function runLint(p: { stores: string[]; target?: string }, deps: RunLintDeps = {}): Promise<{ findings: LintFinding[] }> {
+export async function runLint(
+  p: { stores: string[]; target?: string },
+  deps: RunLintDeps = {},
+): Promise<{ findings: LintFinding[] }> {
   if (!p.stores?.length) {
-    throw new AgentKeepError('InvalidParams', 'memory lint needs at least one store.', 'Pass --store hermes:/abs/path/to/.hermes (repeatable).');
+    throw new AgentKeepError(
+      'InvalidParams',
+      'memory lint needs at least one store.',
+      'Pass --store hermes:/abs/path/to/.hermes (repeatable).',
+    );
   }
   const open = deps.openStore ?? defaultOpenStore;
   const stores: LintStore[] = [];
@@ -155,7 +202,8 @@ export async function runLint(p: { stores: string[]; target?: string }, deps: Ru
     const adapter = open(spec);
     adapters.push(adapter);
     const files = await adapter.list();
-    const withHistory = deps.provenance !== false && typeof adapter.provenance === 'function' && (await hasHistory(adapter));
+    const withHistory =
+      deps.provenance !== false && typeof adapter.provenance === 'function' && (await hasHistory(adapter));
     const lintFiles: LintFile[] = [];
     let problem: StoreProblem | undefined;
     let unknown = 0;
@@ -172,7 +220,10 @@ export async function runLint(p: { stores: string[]; target?: string }, deps: Ru
               unknown++;
             } else {
               le.provenance = { traced: prov.traces.length > 0, ...(prov.note ? { note: prov.note } : {}) };
-              const times = prov.traces.map((t) => t.time).filter((t): t is string => !!t).sort();
+              const times = prov.traces
+                .map((t) => t.time)
+                .filter((t): t is string => !!t)
+                .sort();
               if (times.length) {
                 le.createdAt ??= times[0];
                 le.updatedAt ??= times[times.length - 1];
@@ -207,7 +258,7 @@ export async function runLint(p: { stores: string[]; target?: string }, deps: Ru
     stores.push({ store: adapter.spec, files: lintFiles });
   }
   const input: LintInput = { stores, now: deps.now ?? Date.now(), ...(deps.options ? { options: deps.options } : {}) };
-  const { probe, skipped } = await machineProbe(p.target, agentHome(adapters), deps);
+  const { probe, skipped } = await machineProbe(p.target, agentHome(adapters), deps, adapters);
   const claims = stores.flatMap((s) => s.files.flatMap((f) => f.entries.flatMap((e) => extractClaims(e.text))));
   if (probe && claims.length) input.machine = await gatherFacts(claims, probe, { deadlineMs: deps.probeDeadlineMs });
   const findings = lintEntries(input);
@@ -221,7 +272,9 @@ export async function runLint(p: { stores: string[]; target?: string }, deps: Ru
       entries: [],
       stores: stores.map((s) => s.store),
       message: limit,
-      evidence: [`${claims.length} claim${claims.length === 1 ? '' : 's'} about the machine in these entries (paths, commands, tool versions, OS release)`],
+      evidence: [
+        `${claims.length} claim${claims.length === 1 ? '' : 's'} about the machine in these entries (paths, commands, tool versions, OS release)`,
+      ],
     });
   }
   return { findings };

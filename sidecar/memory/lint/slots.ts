@@ -27,13 +27,18 @@ export interface UpdateMarker {
   to?: string;
 }
 
-const EN_FROM_TO = /\b(moved|migrated|switched|changed|upgraded|downgraded|renamed|transitioned|converted|went)\b[^.;]{0,40}?\bfrom\s+([^.;,()]{1,60}?)\s+(?:to|into)\s+([^.;,()]{1,60})/;
-const EN_TO = /\b(moved|migrated|switched|upgraded|downgraded|renamed|changed|converted)\s+(?:over\s+|back\s+)?(?:to|into)\s+([^.;,()]{1,60})/;
+const EN_FROM_TO =
+  /\b(moved|migrated|switched|changed|upgraded|downgraded|renamed|transitioned|converted|went)\b[^.;]{0,40}?\bfrom\s+([^.;,()]{1,60}?)\s+(?:to|into)\s+([^.;,()]{1,60})/;
+const EN_TO =
+  /\b(moved|migrated|switched|upgraded|downgraded|renamed|changed|converted)\s+(?:over\s+|back\s+)?(?:to|into)\s+([^.;,()]{1,60})/;
 const EN_COLON = /\b(changed|updated|switched|moved|migrated|renamed)\s*:/;
 const EN_NOW = /\b(?:now|nowadays|currently|these days)\b/;
-const EN_RETIRE = /\b(?:no longer|not any ?more|anymore|deprecated|retired|discontinued|decommissioned|removed|deleted|replaced (?:by|with)|superseded|obsolete|was (?:dropped|removed))\b/;
-const EN_CHANGED = /\((?:was|formerly|previously|changed from)\s+([^)]{1,40})\)|\binstead of\s+([^.;,()]{1,40})|\bafter the (?:move|upgrade|migration|reinstall|switch)\b/;
-const ZH_CHANGE = /(已迁移|迁移到|迁移至|切换到|切换为|切到|改为|改成|换成|换为|改用|已改名|改名为|更名为|升级到|升级为|已升级|现用|现在用|现改)/;
+const EN_RETIRE =
+  /\b(?:no longer|not any ?more|anymore|deprecated|retired|discontinued|decommissioned|removed|deleted|replaced (?:by|with)|superseded|obsolete|was (?:dropped|removed))\b/;
+const EN_CHANGED =
+  /\((?:was|formerly|previously|changed from)\s+([^)]{1,40})\)|\binstead of\s+([^.;,()]{1,40})|\bafter the (?:move|upgrade|migration|reinstall|switch)\b/;
+const ZH_CHANGE =
+  /(已迁移|迁移到|迁移至|切换到|切换为|切到|改为|改成|换成|换为|改用|已改名|改名为|更名为|升级到|升级为|已升级|现用|现在用|现改)/;
 const ZH_RETIRE = /(已弃用|弃用|不再|已关停|关停|已删除|已下线|下线了|停用|ไม่มีอยู่แล้ว|ถูกลบ)/;
 const ZH_FROM_TO = /从\s*([^，。；,;]{1,30}?)\s*(?:切换|迁移|改|换|升级)(?:到|为|成|至)\s*([^，。；,;]{1,30})/;
 
@@ -58,10 +63,22 @@ export function updateMarker(text: string): UpdateMarker | undefined {
   m = ZH_CHANGE.exec(s);
   if (m) return { phrase: m[0], retires: false };
   m = EN_CHANGED.exec(s);
-  if (m) return { phrase: m[0].replace(/\s+\S+$/, '').slice(0, 24), retires: false, ...(m[1] || m[2] ? { from: (m[1] ?? m[2]).trim() } : {}) };
+  if (m)
+    return {
+      phrase: m[0].replace(/\s+\S+$/, '').slice(0, 24),
+      retires: false,
+      ...(m[1] || m[2] ? { from: (m[1] ?? m[2]).trim() } : {}),
+    };
   m = EN_NOW.exec(s);
-  if (m && /\b(?:now|currently|nowadays)\s+(?:\w+\s+)?(?:is|are|uses?|prefers?|likes?|runs?|lives?|works?|wants?|goes|go|routes?|has|on|at|in|called|named|\d)/.test(s)) return { phrase: m[0], retires: false };
-  if (m && /\b(?:is|are|uses?|runs?|lives?|prefers?|likes?|works?|wants?|has|goes)\b[^.;]{0,40}\bnow[.!)]?\s*$/.test(s)) return { phrase: m[0], retires: false };
+  if (
+    m &&
+    /\b(?:now|currently|nowadays)\s+(?:\w+\s+)?(?:is|are|uses?|prefers?|likes?|runs?|lives?|works?|wants?|goes|go|routes?|has|on|at|in|called|named|\d)/.test(
+      s,
+    )
+  )
+    return { phrase: m[0], retires: false };
+  if (m && /\b(?:is|are|uses?|runs?|lives?|prefers?|likes?|works?|wants?|has|goes)\b[^.;]{0,40}\bnow[.!)]?\s*$/.test(s))
+    return { phrase: m[0], retires: false };
   return undefined;
 }
 
@@ -71,7 +88,19 @@ export function aboutThePast(text: string): boolean {
 }
 
 /** Frame tokens: canonical words and values in order, without the words that only mark a change. */
-const MARK_WORDS = new Set(['now', 'currently', 'nowadays', 'anymore', 'but', 'still', 'again', 'change', 'changed', 'update', 'updated']);
+const MARK_WORDS = new Set([
+  'now',
+  'currently',
+  'nowadays',
+  'anymore',
+  'but',
+  'still',
+  'again',
+  'change',
+  'changed',
+  'update',
+  'updated',
+]);
 
 /** The tokens of an entry that frameDiff aligns (without the words that only mark a change). */
 export function frameTokens(toks: Token[]): Token[] {
@@ -120,7 +149,9 @@ export function frameHunks(a: string | Token[], b: string | Token[]): { frame: s
   if (!n || !m) return undefined;
   const W = m + 1;
   const L = new Uint16Array((n + 1) * W);
-  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) L[i * W + j] = x[i].t === y[j].t ? L[(i + 1) * W + j + 1] + 1 : Math.max(L[(i + 1) * W + j], L[i * W + j + 1]);
+  for (let i = n - 1; i >= 0; i--)
+    for (let j = m - 1; j >= 0; j--)
+      L[i * W + j] = x[i].t === y[j].t ? L[(i + 1) * W + j + 1] + 1 : Math.max(L[(i + 1) * W + j], L[i * W + j + 1]);
   const frame: string[] = [];
   const hunks: Hunk[] = [];
   let cur: Hunk | undefined;
@@ -160,7 +191,9 @@ export function labelValues(text: string): LabelValue[] {
   for (const line of text.split('\n')) {
     const m = LABEL_LINE.exec(line);
     if (!m || /^\s*(?:https?|ssh|git)$/i.test(m[1])) continue;
-    const label = tokens(m[1]).filter((t) => t.type === 'word').map((t) => t.t);
+    const label = tokens(m[1])
+      .filter((t) => t.type === 'word')
+      .map((t) => t.t);
     if (!label.length || label.length > 4) continue;
     const value = m[2].split(/[.;。；]\s|[。；]/u)[0].trim();
     out.push({ label, value, valueTokens: tokens(value).map((t) => t.t) });

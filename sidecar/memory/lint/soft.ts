@@ -72,7 +72,12 @@ function items(p: SoftEntry): Items {
   const list = [...p.content, ...[...p.values.keys()].filter((v) => !p.content.has(v))].map((w) => {
     const value = p.values.has(w);
     // a word that could match another word than itself: known to the lexicon, a compound, or a possible typo
-    return { w, spec: specificity(w), value, could: !value && (known(w) || (w.length >= 5 && !/\d/.test(w)) || parts(w).length > 0) };
+    return {
+      w,
+      spec: specificity(w),
+      value,
+      could: !value && (known(w) || (w.length >= 5 && !/\d/.test(w)) || parts(w).length > 0),
+    };
   });
   p.items = { has: (w) => p.content.has(w) || p.values.has(w), list };
   return p.items;
@@ -130,11 +135,20 @@ export function align(a: SoftEntry, b: SoftEntry): Alignment {
   const sb = side(B, A, true);
   const score = sa.w + sb.w ? (sa.m + sb.m) / (sa.w + sb.w) : 0;
   const light = sa.w <= sb.w ? sa : sb;
-  return { score, contain: light.w ? light.m / light.w : 0, matchedA: sa.n, matchedB: sb.n, links, restA: sa.rest, restB: sb.rest };
+  return {
+    score,
+    contain: light.w ? light.m / light.w : 0,
+    matchedA: sa.n,
+    matchedB: sb.n,
+    links,
+    restA: sa.rest,
+    restB: sb.rest,
+  };
 }
 
 /** Words and phrases that put the words after them, in their clause, in the scope of a negation. */
-const NEG_EN = /\b(?:not|no|never|without|nor|neither|none|nobody|nothing|forbid(?:s|den|ding)?|prohibit(?:s|ed|ing)?|disallow(?:s|ed)?|avoid(?:s|ed|ing)?|refuse[sd]?)\b/g;
+const NEG_EN =
+  /\b(?:not|no|never|without|nor|neither|none|nobody|nothing|forbid(?:s|den|ding)?|prohibit(?:s|ed|ing)?|disallow(?:s|ed)?|avoid(?:s|ed|ing)?|refuse[sd]?)\b/g;
 /** Preference against ("X over Y", "instead of Y", "rather than Y"): a short scope. */
 const AGAINST_EN = /\b(?:over|instead of|rather than)\b/g;
 /** Words that negate what comes before them in their clause ("the wsl CLI is absent", "(plugin missing)"). */
@@ -178,10 +192,14 @@ export function polarity(p: SoftEntry): Map<string, number> {
     }
     return e;
   };
-  for (const m of s.matchAll(NEG_EN)) scopes.push([m.index + m[0].length, endAfter(m.index + m[0].length), clauseStart(m.index), m.index]);
+  for (const m of s.matchAll(NEG_EN))
+    scopes.push([m.index + m[0].length, endAfter(m.index + m[0].length), clauseStart(m.index), m.index]);
   for (const m of s.matchAll(NEG_AFTER_EN)) scopes.push([clauseStart(m.index), m.index, m.index, m.index]);
-  for (const m of s.matchAll(AGAINST_EN)) scopes.push([m.index + m[0].length, endAfter(m.index + m[0].length, AGAINST_END), clauseStart(m.index), m.index]);
-  if (UNSPACED.test(s)) for (const m of s.matchAll(NEG_ZH)) scopes.push([m.index + m[0].length - 1, endAfter(m.index + m[0].length), clauseStart(m.index), m.index]);
+  for (const m of s.matchAll(AGAINST_EN))
+    scopes.push([m.index + m[0].length, endAfter(m.index + m[0].length, AGAINST_END), clauseStart(m.index), m.index]);
+  if (UNSPACED.test(s))
+    for (const m of s.matchAll(NEG_ZH))
+      scopes.push([m.index + m[0].length - 1, endAfter(m.index + m[0].length), clauseStart(m.index), m.index]);
   if (!scopes.length) {
     p.pol = ALL_ASSERTED;
     return p.pol;
@@ -197,7 +215,15 @@ export function polarity(p: SoftEntry): Map<string, number> {
     if (neg < 0) {
       // the subject of the negated clause: its Latin-script words before the negation ("Lena" in "Lena does not use Docker")
       const [, , start, at] = inside[0];
-      subject.set(t.t, p.toks.filter((u) => u.type === 'word' && !u.cjk && u.at !== undefined && u.at >= start && u.at < at && p.content.has(u.t)).map((u) => u.t));
+      subject.set(
+        t.t,
+        p.toks
+          .filter(
+            (u) =>
+              u.type === 'word' && !u.cjk && u.at !== undefined && u.at >= start && u.at < at && p.content.has(u.t),
+          )
+          .map((u) => u.t),
+      );
     }
   }
   p.pol = pol;
@@ -245,9 +271,13 @@ export function polarityDiff(a: SoftEntry, b: SoftEntry): { conflict: string[]; 
       // the negated clause's subject must be the other entry's too ("Lena does not use Docker" / "docker owns ...": no)
       const [neg, other] = x < 0 ? [a, b] : [b, a];
       const subj = neg.negSubject?.get(x < 0 ? w : shown.split('~').pop()!) ?? [];
-      if (subj.every((u) => other.content.has(u) || [...other.content].some((v) => relation(u, v) || parts(v).includes(u)))) conflict.push(shown);
-    }
-    else if (x < 0) bothNegated.push(shown);
+      if (
+        subj.every(
+          (u) => other.content.has(u) || [...other.content].some((v) => relation(u, v) || parts(v).includes(u)),
+        )
+      )
+        conflict.push(shown);
+    } else if (x < 0) bothNegated.push(shown);
     else agree++;
   }
   return { conflict, bothNegated, agree };
@@ -290,7 +320,8 @@ export function anchors(p: SoftEntry): Set<string> {
   for (const t of p.toks) {
     if (t.type === 'date') continue;
     if (t.type !== 'word') out.add(t.t);
-    else if (!t.cjk && t.t.length >= 3 && /^[a-z0-9_.+#/-]+$/.test(t.t) && specificity(t.t) === 1 && p.content.has(t.t)) out.add(t.t);
+    else if (!t.cjk && t.t.length >= 3 && /^[a-z0-9_.+#/-]+$/.test(t.t) && specificity(t.t) === 1 && p.content.has(t.t))
+      out.add(t.t);
   }
   p.anchors = out;
   return out;

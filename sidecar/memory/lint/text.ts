@@ -32,44 +32,124 @@ export const NEGATIONS = new Set(['not', 'no', 'never', 'without', 'nor', 'none'
 
 /** Canonical forms: synonyms map to one word (after stemming). */
 const SYNONYMS: Record<string, string> = {
-  love: 'like', enjoy: 'like', prefer: 'like', fond: 'like', favor: 'like', favour: 'like', want: 'like',
-  hate: 'dislike', detest: 'dislike', avoid: 'dislike', loathe: 'dislike',
-  colour: 'color', theme: 'mode', repository: 'repo', database: 'db', configuration: 'config',
-  directory: 'dir', folder: 'dir', package: 'pkg', kubernetes: 'k8s', javascript: 'js', typescript: 'ts',
-  postgresql: 'postgres', psql: 'postgres', macos: 'mac', osx: 'mac', window: 'windows', utilize: 'use', utilise: 'use',
-  employ: 'use', listen: 'listen', machine: 'host', server: 'host', box: 'host', hostname: 'host', username: 'user',
-  favourite: 'favorite', indentation: 'indent', telephone: 'phone', mobile: 'phone', e: 'e',
-  disabled: 'disable', enabled: 'enable', turned: 'turn', speak: 'speak', lang: 'language', tz: 'timezone',
+  love: 'like',
+  enjoy: 'like',
+  prefer: 'like',
+  fond: 'like',
+  favor: 'like',
+  favour: 'like',
+  want: 'like',
+  hate: 'dislike',
+  detest: 'dislike',
+  avoid: 'dislike',
+  loathe: 'dislike',
+  colour: 'color',
+  theme: 'mode',
+  repository: 'repo',
+  database: 'db',
+  configuration: 'config',
+  directory: 'dir',
+  folder: 'dir',
+  package: 'pkg',
+  kubernetes: 'k8s',
+  javascript: 'js',
+  typescript: 'ts',
+  postgresql: 'postgres',
+  psql: 'postgres',
+  macos: 'mac',
+  osx: 'mac',
+  window: 'windows',
+  utilize: 'use',
+  utilise: 'use',
+  employ: 'use',
+  listen: 'listen',
+  machine: 'host',
+  server: 'host',
+  box: 'host',
+  hostname: 'host',
+  username: 'user',
+  favourite: 'favorite',
+  indentation: 'indent',
+  telephone: 'phone',
+  mobile: 'phone',
+  e: 'e',
+  disabled: 'disable',
+  enabled: 'enable',
+  turned: 'turn',
+  speak: 'speak',
+  lang: 'language',
+  tz: 'timezone',
 };
 
 /** Antonym pairs (canonical stems): a restatement with one swapped for the other contradicts. */
 const ANTONYM_PAIRS: Array<[string, string]> = [
-  ['like', 'dislike'], ['enable', 'disable'], ['allow', 'deny'], ['allow', 'forbid'], ['always', 'never'],
-  ['on', 'off'], ['true', 'false'], ['yes', 'no'], ['include', 'exclude'], ['accept', 'reject'], ['public', 'private'],
-  ['online', 'offline'], ['open', 'closed'], ['start', 'stop'], ['before', 'after'], ['up', 'down'], ['add', 'remove'],
-  ['install', 'uninstall'], ['synchronous', 'asynchronous'], ['sync', 'async'], ['required', 'optional'],
-  ['mandatory', 'optional'], ['allowed', 'forbidden'], ['safe', 'unsafe'], ['stable', 'unstable'], ['active', 'inactive'],
-  ['available', 'unavailable'], ['married', 'single'], ['remote', 'local'], ['lowercase', 'uppercase'],
+  ['like', 'dislike'],
+  ['enable', 'disable'],
+  ['allow', 'deny'],
+  ['allow', 'forbid'],
+  ['always', 'never'],
+  ['on', 'off'],
+  ['true', 'false'],
+  ['yes', 'no'],
+  ['include', 'exclude'],
+  ['accept', 'reject'],
+  ['public', 'private'],
+  ['online', 'offline'],
+  ['open', 'closed'],
+  ['start', 'stop'],
+  ['before', 'after'],
+  ['up', 'down'],
+  ['add', 'remove'],
+  ['install', 'uninstall'],
+  ['synchronous', 'asynchronous'],
+  ['sync', 'async'],
+  ['required', 'optional'],
+  ['mandatory', 'optional'],
+  ['allowed', 'forbidden'],
+  ['safe', 'unsafe'],
+  ['stable', 'unstable'],
+  ['active', 'inactive'],
+  ['available', 'unavailable'],
+  ['married', 'single'],
+  ['remote', 'local'],
+  ['lowercase', 'uppercase'],
 ];
 
 /** Exclusive alternatives: one subject has one of these at a time. */
 const ALTERNATIVES: string[][] = [
-  ['tab', 'space'], ['light', 'dark'], ['vim', 'emacs', 'nano', 'neovim', 'nvim', 'vscode', 'helix', 'sublime', 'jetbrains', 'intellij', 'zed'],
-  ['npm', 'pnpm', 'yarn', 'bun'], ['bash', 'zsh', 'fish', 'powershell'], ['mac', 'linux', 'windows'],
-  ['postgres', 'mysql', 'sqlite', 'mariadb', 'mongodb', 'redis', 'dynamodb'], ['celsius', 'fahrenheit'], ['metric', 'imperial'],
+  ['tab', 'space'],
+  ['light', 'dark'],
+  ['vim', 'emacs', 'nano', 'neovim', 'nvim', 'vscode', 'helix', 'sublime', 'jetbrains', 'intellij', 'zed'],
+  ['npm', 'pnpm', 'yarn', 'bun'],
+  ['bash', 'zsh', 'fish', 'powershell'],
+  ['mac', 'linux', 'windows'],
+  ['postgres', 'mysql', 'sqlite', 'mariadb', 'mongodb', 'redis', 'dynamodb'],
+  ['celsius', 'fahrenheit'],
+  ['metric', 'imperial'],
   ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday'],
   ['january', 'february', 'march', 'april', 'june', 'july', 'august', 'september', 'october', 'november', 'december'],
-  ['github', 'gitlab', 'bitbucket', 'gitea', 'forgejo'], ['docker', 'podman'], ['aws', 'gcp', 'azure', 'hetzner', 'digitalocean'],
+  ['github', 'gitlab', 'bitbucket', 'gitea', 'forgejo'],
+  ['docker', 'podman'],
+  ['aws', 'gcp', 'azure', 'hetzner', 'digitalocean'],
   ['python', 'js', 'ts', 'go', 'rust', 'java', 'ruby', 'php', 'kotlin', 'swift', 'elixir'],
   ['ubuntu', 'debian', 'fedora', 'arch', 'alpine', 'centos', 'rhel', 'nixos'],
-  ['jest', 'vitest', 'mocha', 'pytest', 'unittest'], ['webpack', 'esbuild', 'vite', 'rollup', 'parcel'],
-  ['react', 'vue', 'svelte', 'angular', 'solid'], ['concise', 'verbose', 'detailed'], ['morning', 'afternoon', 'evening', 'night'],
-  ['english', 'german', 'french', 'spanish', 'italian', 'dutch', 'japanese', 'chinese'], ['cat', 'dog'],
-  ['nginx', 'apache', 'caddy', 'traefik'], ['slack', 'discord', 'teams', 'telegram', 'signal', 'whatsapp'],
-  ['gmail', 'outlook', 'protonmail', 'fastmail'], ['chrome', 'chromium', 'firefox', 'safari', 'edge', 'brave'],
+  ['jest', 'vitest', 'mocha', 'pytest', 'unittest'],
+  ['webpack', 'esbuild', 'vite', 'rollup', 'parcel'],
+  ['react', 'vue', 'svelte', 'angular', 'solid'],
+  ['concise', 'verbose', 'detailed'],
+  ['morning', 'afternoon', 'evening', 'night'],
+  ['english', 'german', 'french', 'spanish', 'italian', 'dutch', 'japanese', 'chinese'],
+  ['cat', 'dog'],
+  ['nginx', 'apache', 'caddy', 'traefik'],
+  ['slack', 'discord', 'teams', 'telegram', 'signal', 'whatsapp'],
+  ['gmail', 'outlook', 'protonmail', 'fastmail'],
+  ['chrome', 'chromium', 'firefox', 'safari', 'edge', 'brave'],
   ['puppeteer', 'playwright', 'selenium', 'cypress'],
-  ['merge', 'rebase', 'squash'], ['main', 'master', 'develop', 'trunk'], ['iphone', 'android', 'pixel'],
-  ['ssh', 'https'], ['utc', 'cet', 'cest', 'pst', 'est', 'gmt'],
+  ['merge', 'rebase', 'squash'],
+  ['main', 'master', 'develop', 'trunk'],
+  ['iphone', 'android', 'pixel'],
+  ['ssh', 'https'],
+  ['utc', 'cet', 'cest', 'pst', 'est', 'gmt'],
 ];
 
 /**
@@ -78,9 +158,31 @@ const ALTERNATIVES: string[][] = [
  * claim words, the words that conflict with them.
  */
 const INCOMPATIBLE: Array<{ group: string; claim: string[]; conflict: string[] }> = [
-  { group: 'diet', claim: ['vegetarian', 'vegan', 'pescatarian'], conflict: ['steak', 'beef', 'pork', 'bacon', 'ham', 'burger', 'chicken', 'lamb', 'meat', 'sausage', 'salami', 'veal', 'brisket'] },
+  {
+    group: 'diet',
+    claim: ['vegetarian', 'vegan', 'pescatarian'],
+    conflict: [
+      'steak',
+      'beef',
+      'pork',
+      'bacon',
+      'ham',
+      'burger',
+      'chicken',
+      'lamb',
+      'meat',
+      'sausage',
+      'salami',
+      'veal',
+      'brisket',
+    ],
+  },
   { group: 'diet-vegan', claim: ['vegan'], conflict: ['cheese', 'milk', 'egg', 'butter', 'yogurt', 'honey'] },
-  { group: 'alcohol', claim: ['teetotal', 'teetotaler', 'sober'], conflict: ['beer', 'wine', 'whisky', 'whiskey', 'vodka', 'cocktail', 'drunk'] },
+  {
+    group: 'alcohol',
+    claim: ['teetotal', 'teetotaler', 'sober'],
+    conflict: ['beer', 'wine', 'whisky', 'whiskey', 'vodka', 'cocktail', 'drunk'],
+  },
   { group: 'smoking', claim: ['nonsmoker'], conflict: ['smoke', 'smoked', 'cigarette', 'cigar'] },
   { group: 'lactose', claim: ['lactose'], conflict: ['milkshake'] },
 ];
@@ -90,10 +192,51 @@ const INCOMPATIBLE: Array<{ group: string; claim: string[]; conflict: string[] }
  * ("timezone Europe/Berlin" vs "timezone America/Chicago") contradicts.
  */
 export const FUNCTIONAL = new Set([
-  'name', 'timezone', 'tz', 'email', 'port', 'version', 'password', 'default', 'favorite', 'birthday', 'born', 'live',
-  'located', 'location', 'city', 'country', 'editor', 'shell', 'os', 'branch', 'indent', 'font', 'wife', 'husband',
-  'partner', 'manager', 'boss', 'phone', 'currency', 'deadline', 'called', 'named', 'title', 'role', 'employer',
-  'salary', 'region', 'runtime', 'distro', 'hometown', 'nickname', 'pronoun', 'spouse', 'target', 'timezone',
+  'name',
+  'timezone',
+  'tz',
+  'email',
+  'port',
+  'version',
+  'password',
+  'default',
+  'favorite',
+  'birthday',
+  'born',
+  'live',
+  'located',
+  'location',
+  'city',
+  'country',
+  'editor',
+  'shell',
+  'os',
+  'branch',
+  'indent',
+  'font',
+  'wife',
+  'husband',
+  'partner',
+  'manager',
+  'boss',
+  'phone',
+  'currency',
+  'deadline',
+  'called',
+  'named',
+  'title',
+  'role',
+  'employer',
+  'salary',
+  'region',
+  'runtime',
+  'distro',
+  'hometown',
+  'nickname',
+  'pronoun',
+  'spouse',
+  'target',
+  'timezone',
 ]);
 
 const ANTONYM = new Map<string, Set<string>>();
@@ -107,8 +250,10 @@ const ALT_GROUP = new Map<string, number>();
 ALTERNATIVES.forEach((g, i) => g.forEach((w) => ALT_GROUP.set(w, i)));
 const INCOMPAT_WORD = new Map<string, Array<{ group: string; side: 'claim' | 'conflict' }>>();
 for (const g of INCOMPATIBLE) {
-  for (const w of g.claim) (INCOMPAT_WORD.get(w) ?? INCOMPAT_WORD.set(w, []).get(w)!).push({ group: g.group, side: 'claim' });
-  for (const w of g.conflict) (INCOMPAT_WORD.get(w) ?? INCOMPAT_WORD.set(w, []).get(w)!).push({ group: g.group, side: 'conflict' });
+  for (const w of g.claim)
+    (INCOMPAT_WORD.get(w) ?? INCOMPAT_WORD.set(w, []).get(w)!).push({ group: g.group, side: 'claim' });
+  for (const w of g.conflict)
+    (INCOMPAT_WORD.get(w) ?? INCOMPAT_WORD.set(w, []).get(w)!).push({ group: g.group, side: 'conflict' });
 }
 
 /** Whether a and b (canonical stems) are antonyms: the list above, or WordNet's main senses (lexicon.ts: "short" / "long"). */
@@ -183,14 +328,20 @@ export function normalise(text: string): string {
 
 /** The text as Hermes compares entries (after strip) plus case and whitespace folding: for exact duplicates. */
 export function exactKey(text: string): string {
-  return text.normalize('NFKC').toLowerCase().replace(/\s+/g, ' ').replace(/[\s.!;,]+$/, '').trim();
+  return text
+    .normalize('NFKC')
+    .toLowerCase()
+    .replace(/\s+/g, ' ')
+    .replace(/[\s.!;,]+$/, '')
+    .trim();
 }
 
 /**
  * A letter of a spaced script (Latin with accents, Greek, Cyrillic, Hebrew, Arabic, Indic ...), and a
  * word character: listed scripts, not "any letter but Han", so the regex needs no lookahead per character.
  */
-const SPACED = '\\p{Script=Latin}\\p{Script=Greek}\\p{Script=Cyrillic}\\p{Script=Armenian}\\p{Script=Georgian}\\p{Script=Hebrew}\\p{Script=Arabic}\\p{Script=Devanagari}\\p{Script=Bengali}\\p{Script=Tamil}\\p{Script=Ethiopic}';
+const SPACED =
+  '\\p{Script=Latin}\\p{Script=Greek}\\p{Script=Cyrillic}\\p{Script=Armenian}\\p{Script=Georgian}\\p{Script=Hebrew}\\p{Script=Arabic}\\p{Script=Devanagari}\\p{Script=Bengali}\\p{Script=Tamil}\\p{Script=Ethiopic}';
 const WL = `[${SPACED}]`;
 const WC = `[${SPACED}\\p{M}\\p{N}_+#]`;
 // Order matters: the first alternative that matches at a position wins.
@@ -242,7 +393,8 @@ export function tokens(text: string): Token[] {
       // Character bigrams (a single character stays one token): restatements share most of them.
       const run = g.cjk;
       if (run.length === 1) out.push({ t: run, type: 'word', at: m.index, cjk: true });
-      for (let i = 0; i + 1 < run.length; i++) out.push({ t: run.slice(i, i + 2), type: 'word', at: (m.index ?? 0) + i, cjk: true });
+      for (let i = 0; i + 1 < run.length; i++)
+        out.push({ t: run.slice(i, i + 2), type: 'word', at: (m.index ?? 0) + i, cjk: true });
     } else if (g.word) {
       let w = g.word.replace(/'s$/, '');
       if (w.includes("'")) w = w.replace(/'/g, '');
@@ -302,7 +454,9 @@ export function shingles(toks: string[]): Set<string> {
 
 /** Character trigrams of the folded text (letters and digits only, spaces collapsed). */
 export function trigrams(text: string): Set<string> {
-  const s = ` ${normalise(text).replace(/[^a-z0-9]+/g, ' ').trim()} `;
+  const s = ` ${normalise(text)
+    .replace(/[^a-z0-9]+/g, ' ')
+    .trim()} `;
   const out = new Set<string>();
   for (let i = 0; i + 3 <= s.length; i++) out.add(s.slice(i, i + 3));
   return out;

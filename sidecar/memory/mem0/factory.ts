@@ -1,12 +1,14 @@
 /**
  * The `mem0` store kind: `mem0:/abs/dir[?qdrant=/abs/path][&collection=name]` (mem0's directory,
  * $MEM0_DIR or ~/.mem0, holding history.db; `qdrant` = the local Qdrant storage when it is not
- * `<dir>/qdrant`), and where mem0 directories are found in a target's local root.
+ * `<dir>/qdrant`), or a directory on another machine, `mem0:ssh://user@host[:port]/abs/dir` (the
+ * same options, paths on that machine), and where mem0 directories are found in a target's local root.
  */
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { AgentKeepError } from '../../core/errors';
-import { checkStoreOptions, localStorePath, splitStoreOptions } from '../files';
+import { checkStoreOptions, splitStoreOptions, storePlace, transportOf } from '../files';
+import { SSH_OPTIONS, type SshLocation } from '../transport/location';
 import type { StoreFactory } from '../types';
 import { Mem0Store } from './index';
 
@@ -17,7 +19,11 @@ export interface Mem0StoreOptions {
   dir: string;
   qdrant?: string;
   collection?: string;
+  /** How to reach the directory's machine when it is not this one (`mem0:ssh://…`). */
+  ssh?: SshLocation;
 }
+
+const SSH_FORM = 'mem0:ssh://user@host[:port]/abs/dir';
 
 /** Whether `file` starts with the SQLite header ("SQLite format 3\0"). */
 async function isSqlite(file: string): Promise<boolean> {
@@ -45,12 +51,14 @@ async function detectMem0(localRoot: string): Promise<string[]> {
 export const mem0Store: StoreFactory<Mem0StoreOptions> = {
   kind: 'mem0',
   kindName: 'mem0',
-  forms: ['mem0:/abs/dir', 'mem0:/abs/dir?qdrant=/abs/path&collection=NAME'],
+  forms: ['mem0:/abs/dir', 'mem0:/abs/dir?qdrant=/abs/path&collection=NAME', `${SSH_FORM}[?qdrant=/abs/path]`],
   example: EXAMPLE,
   parse: (rest, spec) => {
     const { path: p, params } = splitStoreOptions(rest);
-    const dir = localStorePath(p, spec, `Use an absolute path, e.g. ${EXAMPLE}.`);
-    checkStoreOptions('mem0', params, spec, ['qdrant', 'collection'], EXAMPLE);
+    const place = storePlace(p, params, spec, `Use an absolute path, e.g. ${EXAMPLE}.`, SSH_FORM);
+    const dir = place.path;
+    const own = ['qdrant', 'collection'];
+    checkStoreOptions('mem0', params, spec, place.ssh ? [...own, ...SSH_OPTIONS] : own, EXAMPLE);
     const qdrant = params.get('qdrant') || undefined;
     if (qdrant && !path.isAbsolute(qdrant))
       throw new AgentKeepError(
@@ -58,8 +66,16 @@ export const mem0Store: StoreFactory<Mem0StoreOptions> = {
         `Qdrant path "${qdrant}" in "${spec}" is not absolute.`,
         `Use e.g. ${EXAMPLE}.`,
       );
-    return { dir, qdrant: qdrant && path.resolve(qdrant), collection: params.get('collection') || undefined };
+    return {
+      dir,
+      qdrant: qdrant && path.posix.resolve(qdrant),
+      collection: params.get('collection') || undefined,
+      ...(place.ssh ? { ssh: place.ssh } : {}),
+    };
   },
-  create: (p) => new Mem0Store(p.options.dir, p.spec, { qdrant: p.options.qdrant, collection: p.options.collection }),
+  create: (p) => {
+    const opts = { qdrant: p.options.qdrant, collection: p.options.collection };
+    return new Mem0Store(p.options.dir, p.spec, opts, transportOf(p.options));
+  },
   detect: detectMem0,
 };

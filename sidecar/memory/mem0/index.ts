@@ -22,6 +22,7 @@ import { AgentKeepError } from '../../core/errors';
 import { brokenError, problemOf } from '../broken';
 import { captureSqlite, tableColumns as columns, withReadOnlyDb } from '../sqlite';
 import { captureLocalFiles, changedLocalFiles, checkLocalRestore, restoreLocalFiles } from '../files';
+import { joinOn, localTransport, type DirEntry, type FileStat, type FileTransport } from '../transport';
 import type {
   AgentStateOptions,
   CapturedFile,
@@ -29,6 +30,7 @@ import type {
   CaptureSource,
   MemoryStoreAdapter,
   RestoreSource,
+  StoreLintProfile,
 } from '../types';
 
 /**
@@ -66,11 +68,12 @@ function isObj(v: unknown): v is Record<string, unknown> {
   return !!v && typeof v === 'object' && !Array.isArray(v);
 }
 
-async function exists(p: string): Promise<boolean> {
+async function exists(p: string, io: FileTransport = localTransport): Promise<boolean> {
   try {
-    await fs.stat(p);
+    await io.stat(p);
     return true;
-  } catch {
+  } catch (e) {
+    if (e instanceof AgentKeepError) throw e; // the other machine cannot be reached: not "absent"
     return false;
   }
 }
@@ -96,84 +99,114 @@ function byCreatedThenId(a: MemoryEntry, b: MemoryEntry): number {
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
-const EVENT_ACTION: Record<string, Provenance['traces'][number]['action']> = { ADD: 'add', UPDATE: 'update', DELETE: 'remove', NONE: 'none' };
+const EVENT_ACTION: Record<string, Provenance['traces'][number]['action']> = {
+  ADD: 'add',
+  UPDATE: 'update',
+  DELETE: 'remove',
+  NONE: 'none',
+};
 
-/** The mem0 store adapter (read-only). */
+/**
+ * The mem0 store adapter (read-only), for a directory on this machine or on another one (its
+ * FileTransport: node:fs here, SFTP and exec over SSH for `mem0:ssh://user@host/abs/dir`; its SQLite
+ * databases are copied here and only the copies are opened).
+ */
 export class Mem0Store implements MemoryStoreAdapter {
   readonly kind = 'mem0';
+  /** Stale claims are checked on the machine of a directory reached over SSH (StoreLintProfile.machine). */
+  readonly lintProfile?: StoreLintProfile;
 
   /**
-   * @param root absolute mem0 directory (holds history.db)
+   * @param root absolute mem0 directory (holds history.db) on the machine of `io`
    * @param spec the store name as given
    * @param opts Qdrant path and collection
+   * @param io the machine the directory is on (default this one)
    */
   constructor(
     readonly root: string,
     readonly spec: string = `mem0:${root}`,
     private readonly opts: Mem0Options = {},
-  ) {}
-
-  /** See MemoryStoreAdapter.location: the mem0 directory. */
-  get location(): string {
-    return this.root;
+    readonly io: FileTransport = localTransport,
+  ) {
+    if (io.remote) this.lintProfile = { machine: io };
   }
-  /** See MemoryStoreAdapter.localRoot: the mem0 directory. */
-  get localRoot(): string {
-    return this.root;
+
+  /** See MemoryStoreAdapter.location: the mem0 directory (ssh://user@host:port/abs/dir on another machine). */
+  get location(): string {
+    return this.io.display(this.root);
+  }
+  /** See MemoryStoreAdapter.localRoot: the mem0 directory; none on another machine. */
+  get localRoot(): string | undefined {
+    return this.io.remote ? undefined : this.root;
   }
   /** See MemoryStoreAdapter.capture: the files of agentStateFiles (sidecar/memory/files.ts). */
   capture(sink: CaptureSink, opts?: AgentStateOptions): Promise<CapturedFile[]> {
-    return captureLocalFiles(this, this.root, sink, opts);
+    return captureLocalFiles(this, this.root, sink, opts, this.io);
   }
   /** See MemoryStoreAdapter.restore: temp file + rename per file (sidecar/memory/files.ts). */
   restore(files: readonly CapturedFile[], src: RestoreSource, opts?: AgentStateOptions): Promise<string[]> {
-    return restoreLocalFiles(this, this.root, files, src, opts);
+    return restoreLocalFiles(this, this.root, files, src, opts, this.io);
   }
   /** See MemoryStoreAdapter.checkRestore: nothing in the way that the undo point would not hold (../files.ts). */
   checkRestore(files: readonly CapturedFile[]): Promise<void> {
-    return checkLocalRestore(this, this.root, files);
+    return checkLocalRestore(this, this.root, files, this.io);
   }
   /** See MemoryStoreAdapter.changedFiles. */
   changedFiles(files: readonly CapturedFile[]): Promise<string[]> {
-    return changedLocalFiles(this, this.root, files);
+    return changedLocalFiles(this, this.root, files, this.io);
   }
 
   private get historyDb(): string {
-    return path.join(this.root, 'history.db');
+    return joinOn(this.io, this.root, 'history.db');
   }
 
   /** The Qdrant storage path in use and how it was chosen, or undefined when none exists. */
   async qdrantPath(): Promise<{ path: string; how: string } | undefined> {
-    if (this.opts.qdrant) return (await exists(this.opts.qdrant)) ? { path: this.opts.qdrant, how: 'store option ?qdrant=' } : undefined;
-    const inside = path.join(this.root, 'qdrant');
-    if (await exists(inside)) return { path: inside, how: `${inside}` };
+    if (this.opts.qdrant)
+      return (await exists(this.opts.qdrant, this.io))
+        ? { path: this.opts.qdrant, how: 'store option ?qdrant=' }
+        : undefined;
+    const inside = joinOn(this.io, this.root, 'qdrant');
+    if (await exists(inside, this.io)) return { path: inside, how: `${this.io.display(inside)}` };
     return undefined;
   }
 
   /** Collections in the Qdrant storage: name -> storage.sqlite path (only those that exist). */
   private async collections(q: string): Promise<Array<{ name: string; db: string }>> {
-    const names = this.opts.collection ? [this.opts.collection] : await fs.readdir(path.join(q, 'collection')).catch(() => [] as string[]);
+    const names = this.opts.collection
+      ? [this.opts.collection]
+      : (await this.io.readdir(path.posix.join(q, 'collection')).catch(() => [] as DirEntry[])).map((d) => d.name);
     const out: Array<{ name: string; db: string }> = [];
     for (const name of names.sort()) {
-      const db = path.join(q, 'collection', name, 'storage.sqlite');
-      if (await exists(db)) out.push({ name, db });
+      const db = path.posix.join(q, 'collection', name, 'storage.sqlite');
+      if (await exists(db, this.io)) out.push({ name, db });
     }
     return out;
   }
 
   /** @throws StoreNotFound when the directory is missing or holds neither history.db nor Qdrant storage. */
   async check(): Promise<void> {
-    let st: import('node:fs').Stats;
+    let st: FileStat;
     try {
-      st = await fs.stat(this.root);
-    } catch {
-      throw new AgentKeepError('StoreNotFound', `mem0 directory ${this.root} does not exist.`, 'Point --store at mem0\'s directory ($MEM0_DIR, default ~/.mem0, as an absolute path), e.g. mem0:/home/me/.mem0.');
-    }
-    if (!st.isDirectory()) throw new AgentKeepError('StoreNotFound', `mem0 directory ${this.root} is not a directory.`, 'Point --store at the directory that holds history.db.');
-    if (!(await exists(this.historyDb)) && !(await this.qdrantPath())) {
+      st = await this.io.stat(this.root);
+    } catch (e) {
+      if (e instanceof AgentKeepError) throw e;
       throw new AgentKeepError(
         'StoreNotFound',
-        `Not a mem0 directory: no history.db and no local Qdrant storage in ${this.root}.`,
+        `mem0 directory ${this.location} does not exist.`,
+        "Point --store at mem0's directory ($MEM0_DIR, default ~/.mem0, as an absolute path), e.g. mem0:/home/me/.mem0.",
+      );
+    }
+    if (!st.isDirectory())
+      throw new AgentKeepError(
+        'StoreNotFound',
+        `mem0 directory ${this.location} is not a directory.`,
+        'Point --store at the directory that holds history.db.',
+      );
+    if (!(await exists(this.historyDb, this.io)) && !(await this.qdrantPath())) {
+      throw new AgentKeepError(
+        'StoreNotFound',
+        `Not a mem0 directory: no history.db and no local Qdrant storage in ${this.location}.`,
         'Point at the directory that holds history.db ($MEM0_DIR or ~/.mem0); give the Qdrant path with ?qdrant=/abs/path when it lives elsewhere.',
       );
     }
@@ -190,9 +223,11 @@ export class Mem0Store implements MemoryStoreAdapter {
    * one read, not one per entry. @throws what history() throws other than FileError
    */
   private async ownHistory(): Promise<{ rows: Mem0HistoryRow[] } | { problem: StoreProblem }> {
-    const st = await fs.stat(this.historyDb).catch(() => undefined);
-    const wal = await fs.stat(this.historyDb + '-wal').catch(() => undefined);
-    const key = `${st?.size}:${st?.mtimeMs}:${wal?.size ?? 0}:${wal?.mtimeMs ?? 0}`;
+    const [st, wal] = await this.io.stamps([this.historyDb, this.historyDb + '-wal']).catch((e: unknown) => {
+      if (e instanceof AgentKeepError) throw e;
+      return [undefined, undefined];
+    });
+    const key = `${st?.size}:${st?.mtime}:${st?.ino}:${wal?.size ?? 0}:${wal?.mtime ?? 0}`;
     if (this.hist?.key !== key) {
       try {
         this.hist = { key, rows: await this.history() };
@@ -206,65 +241,121 @@ export class Mem0Store implements MemoryStoreAdapter {
   private hist?: { key: string; rows?: Mem0HistoryRow[]; problem?: StoreProblem };
 
   /**
-   * All history.db rows, oldest first (empty when history.db is missing).
+   * All history.db rows, oldest first (empty when history.db is missing). `io`: the machine of
+   * `dbPath` (default the store's; a capture's copy is local).
    * @throws FileError, "is damaged" with the recovery hint for a damaged database (../sqlite.ts)
    */
-  async history(dbPath = this.historyDb): Promise<Mem0HistoryRow[]> {
-    if (!(await exists(dbPath))) return [];
-    return withReadOnlyDb(dbPath, (db) => {
-      const cols = new Set(columns(db, 'history'));
-      if (!cols.size) return [];
-      const pick = (c: string): string => (cols.has(c) ? c : `NULL AS ${c}`);
-      const sel = ['id', 'memory_id', 'old_memory', 'new_memory', 'event', 'created_at', 'updated_at', 'is_deleted', 'actor_id', 'role'].map(pick).join(', ');
-      // created_at is the memory's creation time on every row; updated_at the time of the change
-      return db.all(`SELECT ${sel} FROM history ORDER BY COALESCE(updated_at, created_at), rowid`) as unknown as Mem0HistoryRow[];
-    });
+  async history(dbPath = this.historyDb, io: FileTransport = this.io): Promise<Mem0HistoryRow[]> {
+    if (!(await exists(dbPath, io))) return [];
+    return withReadOnlyDb(
+      dbPath,
+      (db) => {
+        const cols = new Set(columns(db, 'history'));
+        if (!cols.size) return [];
+        const pick = (c: string): string => (cols.has(c) ? c : `NULL AS ${c}`);
+        const sel = [
+          'id',
+          'memory_id',
+          'old_memory',
+          'new_memory',
+          'event',
+          'created_at',
+          'updated_at',
+          'is_deleted',
+          'actor_id',
+          'role',
+        ]
+          .map(pick)
+          .join(', ');
+        // created_at is the memory's creation time on every row; updated_at the time of the change
+        return db.all(
+          `SELECT ${sel} FROM history ORDER BY COALESCE(updated_at, created_at), rowid`,
+        ) as unknown as Mem0HistoryRow[];
+      },
+      io,
+    );
   }
 
-  private readPoints(dbPath: string, collection: string, file: string, warnings: string[]): Promise<MemoryEntry[]> {
-    return withReadOnlyDb(dbPath, (db) => {
-      if (!columns(db, 'points').length) {
-        warnings.push(`${dbPath} has no points table; not a Qdrant local collection.`);
-        return [];
-      }
-      const rows = db.all('SELECT id, point FROM points') as Array<{ id: string; point: Uint8Array }>;
-      const out: MemoryEntry[] = [];
-      let bad = 0;
-      for (const r of rows) {
-        let point: unknown;
-        try {
-          point = new Parser().parse(r.point);
-        } catch {
-          bad++;
-          continue;
+  private readPoints(
+    dbPath: string,
+    collection: string,
+    file: string,
+    warnings: string[],
+    io: FileTransport = this.io,
+  ): Promise<MemoryEntry[]> {
+    return withReadOnlyDb(
+      dbPath,
+      (db) => {
+        if (!columns(db, 'points').length) {
+          warnings.push(`${io.display(dbPath)} has no points table; not a Qdrant local collection.`);
+          return [];
         }
-        const st = isObj(point) && isObj(point.__dict__) ? point.__dict__ : point;
-        if (!isObj(st) || !isObj(st.payload)) {
-          bad++;
-          continue;
+        const rows = db.all('SELECT id, point FROM points') as Array<{ id: string; point: Uint8Array }>;
+        const out: MemoryEntry[] = [];
+        let bad = 0;
+        for (const r of rows) {
+          let point: unknown;
+          try {
+            point = new Parser().parse(r.point);
+          } catch {
+            bad++;
+            continue;
+          }
+          const st = isObj(point) && isObj(point.__dict__) ? point.__dict__ : point;
+          if (!isObj(st) || !isObj(st.payload)) {
+            bad++;
+            continue;
+          }
+          const payload = st.payload;
+          const text =
+            typeof payload.data === 'string'
+              ? payload.data
+              : typeof payload.memory === 'string'
+                ? payload.memory
+                : undefined;
+          if (text === undefined) {
+            bad++;
+            continue;
+          }
+          const id = typeof st.id === 'string' || typeof st.id === 'number' ? String(st.id) : String(r.id);
+          const meta: Record<string, unknown> = { collection };
+          for (const [k, v] of Object.entries(payload))
+            if (k !== 'data' && k !== 'memory' && k !== 'created_at' && k !== 'updated_at') meta[k] = v;
+          const createdAt = mem0TimeToIso(payload.created_at);
+          const updatedAt = mem0TimeToIso(payload.updated_at);
+          const source =
+            typeof payload.actor_id === 'string' && payload.actor_id
+              ? payload.actor_id
+              : typeof payload.role === 'string'
+                ? payload.role
+                : undefined;
+          out.push({
+            id,
+            text,
+            store: this.spec,
+            file,
+            ...(createdAt ? { createdAt } : {}),
+            ...(updatedAt ? { updatedAt } : {}),
+            ...(source ? { source } : {}),
+            meta,
+          });
         }
-        const payload = st.payload;
-        const text = typeof payload.data === 'string' ? payload.data : typeof payload.memory === 'string' ? payload.memory : undefined;
-        if (text === undefined) {
-          bad++;
-          continue;
-        }
-        const id = typeof st.id === 'string' || typeof st.id === 'number' ? String(st.id) : String(r.id);
-        const meta: Record<string, unknown> = { collection };
-        for (const [k, v] of Object.entries(payload)) if (k !== 'data' && k !== 'memory' && k !== 'created_at' && k !== 'updated_at') meta[k] = v;
-        const createdAt = mem0TimeToIso(payload.created_at);
-        const updatedAt = mem0TimeToIso(payload.updated_at);
-        const source = typeof payload.actor_id === 'string' && payload.actor_id ? payload.actor_id : typeof payload.role === 'string' ? payload.role : undefined;
-        out.push({ id, text, store: this.spec, file, ...(createdAt ? { createdAt } : {}), ...(updatedAt ? { updatedAt } : {}), ...(source ? { source } : {}), meta });
-      }
-      if (bad) warnings.push(`${dbPath}: ${bad} point(s) could not be read as mem0 memories (no payload data); skipped.`);
-      return out;
-    });
+        if (bad)
+          warnings.push(
+            `${io.display(dbPath)}: ${bad} point(s) could not be read as mem0 memories (no payload data); skipped.`,
+          );
+        return out;
+      },
+      io,
+    );
   }
 
   /** Entries reconstructed from history.db: the last state of every memory whose last event is not DELETE. */
-  private fromHistory(rows: Mem0HistoryRow[], file = this.historyDb): MemoryEntry[] {
-    const last = new Map<string, { text: string | null; created?: string; updated?: string; deleted: boolean; actor?: string }>();
+  private fromHistory(rows: Mem0HistoryRow[], file = this.io.display(this.historyDb)): MemoryEntry[] {
+    const last = new Map<
+      string,
+      { text: string | null; created?: string; updated?: string; deleted: boolean; actor?: string }
+    >();
     for (const r of rows) {
       const prev = last.get(r.memory_id);
       const deleted = r.event === 'DELETE' || r.is_deleted === 1;
@@ -280,7 +371,16 @@ export class Mem0Store implements MemoryStoreAdapter {
     const out: MemoryEntry[] = [];
     for (const [id, s] of last) {
       if (s.deleted || s.text == null) continue;
-      out.push({ id, text: s.text, store: this.spec, file, ...(s.created ? { createdAt: s.created } : {}), ...(s.updated ? { updatedAt: s.updated } : {}), ...(s.actor ? { source: s.actor } : {}), meta: { reconstructedFromHistory: true } });
+      out.push({
+        id,
+        text: s.text,
+        store: this.spec,
+        file,
+        ...(s.created ? { createdAt: s.created } : {}),
+        ...(s.updated ? { updatedAt: s.updated } : {}),
+        ...(s.actor ? { source: s.actor } : {}),
+        meta: { reconstructedFromHistory: true },
+      });
     }
     return out;
   }
@@ -301,7 +401,7 @@ export class Mem0Store implements MemoryStoreAdapter {
     await this.check();
     const readOnly = await this.readOnlyReason();
     const warnings: string[] = [];
-    const hasHistory = await exists(this.historyDb);
+    const hasHistory = await exists(this.historyDb, this.io);
     const hist = hasHistory ? await this.ownHistory() : { rows: [] as Mem0HistoryRow[] };
     if ('problem' in hist) {
       const fix = hist.problem.hint ? ` Fix: ${hist.problem.hint}` : '';
@@ -309,39 +409,54 @@ export class Mem0Store implements MemoryStoreAdapter {
       warnings.push(`${hist.problem.message} ${what}${fix}`);
     }
     if (!hasHistory) {
-      warnings.push(`history.db is missing in ${this.root}: mem0 keeps no record of how memories changed (check history_db_path / MEM0_DIR; mem0ai/mem0#3717: a history path inside a container without a volume is lost on redeploy).`);
-    } else if (isEphemeralPath(await fs.realpath(this.historyDb))) {
-      warnings.push(`history.db is under ${path.dirname(this.historyDb)}, which does not survive a reboot: set history_db_path (or MEM0_DIR) to a persistent directory.`);
+      warnings.push(
+        `history.db is missing in ${this.location}: mem0 keeps no record of how memories changed (check history_db_path / MEM0_DIR; mem0ai/mem0#3717: a history path inside a container without a volume is lost on redeploy).`,
+      );
+    } else if (isEphemeralPath(await this.io.realpath(this.historyDb))) {
+      warnings.push(
+        `history.db is under ${this.io.display(path.posix.dirname(this.historyDb))}, which does not survive a reboot: set history_db_path (or MEM0_DIR) to a persistent directory.`,
+      );
     }
     const q = await this.qdrantPath();
     const files: MemoryFile[] = [];
     if (q) {
-      const real = await fs.realpath(q.path);
+      const real = await this.io.realpath(q.path);
+      const qShown = this.io.display(q.path);
       if (isEphemeralPath(real)) {
-        warnings.push(`The Qdrant storage ${q.path} is under a temporary directory (mem0's default /tmp/qdrant): its memories are lost on reboot. Set vector_store.config.path to a persistent directory and on_disk: true.`);
+        warnings.push(
+          `The Qdrant storage ${qShown} is under a temporary directory (mem0's default /tmp/qdrant): its memories are lost on reboot. Set vector_store.config.path to a persistent directory and on_disk: true.`,
+        );
       }
-      const rel = path.relative(this.root, real);
-      if (rel.startsWith('..') || path.isAbsolute(rel)) {
-        warnings.push(`The Qdrant storage ${q.path} is outside ${this.root}: restore points of this store capture history.db only. Move it into the store directory (vector_store.config.path) to capture it.`);
+      const rel = path.posix.relative(this.root, real);
+      if (rel.startsWith('..') || path.posix.isAbsolute(rel)) {
+        warnings.push(
+          `The Qdrant storage ${qShown} is outside ${this.location}: restore points of this store capture history.db only. Move it into the store directory (vector_store.config.path) to capture it.`,
+        );
       }
-      const meta = await fs.readFile(path.join(q.path, 'meta.json'), 'utf8').then((t) => JSON.parse(t) as unknown).catch(() => undefined);
+      const meta = await this.io
+        .readFile(path.posix.join(q.path, 'meta.json'))
+        .then((t) => JSON.parse(t.toString('utf8')) as unknown)
+        .catch(() => undefined);
       const cols = await this.collections(q.path);
-      if (!cols.length) warnings.push(`No collection with a storage.sqlite under ${q.path}/collection/${this.opts.collection ?? '*'}.`);
+      if (!cols.length)
+        warnings.push(`No collection with a storage.sqlite under ${qShown}/collection/${this.opts.collection ?? '*'}.`);
       for (const c of cols) {
         const conf = isObj(meta) && isObj(meta.collections) ? meta.collections[c.name] : undefined;
         const vectors = isObj(conf) ? conf.vectors : undefined;
         const onDisk = isObj(vectors) ? vectors.on_disk : undefined;
         if (!isObj(meta)) {
-          warnings.push(`${q.path}/meta.json is missing or unreadable: cannot tell whether collection "${c.name}" was created with on_disk: true.`);
+          warnings.push(
+            `${qShown}/meta.json is missing or unreadable: cannot tell whether collection "${c.name}" was created with on_disk: true.`,
+          );
         } else if (onDisk !== true) {
           warnings.push(
-            `Collection "${c.name}" was created with on_disk ${onDisk === false ? 'false' : 'unset (false)'} (${q.path}/meta.json): with on_disk false, mem0 deletes the local Qdrant path each time it starts (mem0/vector_stores/qdrant.py), so these memories do not survive a restart. Set vector_store.config.on_disk: true.`,
+            `Collection "${c.name}" was created with on_disk ${onDisk === false ? 'false' : 'unset (false)'} (${qShown}/meta.json): with on_disk false, mem0 deletes the local Qdrant path each time it starts (mem0/vector_stores/qdrant.py), so these memories do not survive a restart. Set vector_store.config.on_disk: true.`,
           );
         }
         try {
-          const entries = await this.readPoints(c.db, c.name, c.db, warnings);
+          const entries = await this.readPoints(c.db, c.name, this.io.display(c.db), warnings);
           entries.sort(byCreatedThenId);
-          files.push({ kind: 'mem0', file: c.db, store: this.spec, entries, readOnly });
+          files.push({ kind: 'mem0', file: this.io.display(c.db), store: this.spec, entries, readOnly });
         } catch (e) {
           if (!(e instanceof AgentKeepError && e.kind === 'FileError')) throw e;
           // the Qdrant local client loads every point at start: mem0 cannot open this collection either
@@ -350,18 +465,20 @@ export class Mem0Store implements MemoryStoreAdapter {
             `Qdrant's local mode (and so mem0) cannot load collection "${c.name}" from it; ` +
             'its memories are not shown.';
           const broken = { ...problem, message: `${problem.message} ${why}` };
-          files.push({ kind: 'mem0', file: c.db, store: this.spec, entries: [], readOnly, broken });
+          files.push({ kind: 'mem0', file: this.io.display(c.db), store: this.spec, entries: [], readOnly, broken });
         }
       }
     }
     if (!files.length) {
       if (!q) {
         warnings.push(
-          `No local Qdrant storage found (${this.opts.qdrant ?? path.join(this.root, 'qdrant')}); entries are reconstructed from history.db (a remote vector store cannot be read here).` +
-            (this.opts.qdrant ? '' : ` If this mem0 uses its default path, name it: ${this.spec.split('?')[0]}?qdrant=${MEM0_DEFAULT_QDRANT} (that path does not survive a reboot).`),
+          `No local Qdrant storage found (${this.io.display(this.opts.qdrant ?? joinOn(this.io, this.root, 'qdrant'))}); entries are reconstructed from history.db (a remote vector store cannot be read here).` +
+            (this.opts.qdrant
+              ? ''
+              : ` If this mem0 uses its default path, name it: ${this.spec.split('?')[0]}?qdrant=${MEM0_DEFAULT_QDRANT} (that path does not survive a reboot).`),
         );
       }
-      const file = { kind: 'mem0', file: this.historyDb, store: this.spec, readOnly };
+      const file = { kind: 'mem0', file: this.io.display(this.historyDb), store: this.spec, readOnly };
       if ('problem' in hist) files.push({ ...file, entries: [], broken: hist.problem });
       else files.push({ ...file, entries: this.fromHistory(hist.rows) });
     }
@@ -386,7 +503,11 @@ export class Mem0Store implements MemoryStoreAdapter {
    * `unavailable` (the FileError with the fix).
    */
   async provenance(entry: MemoryEntry): Promise<Provenance> {
-    if (!(await exists(this.historyDb))) return { traces: [], note: `No trace: ${this.historyDb} does not exist, so mem0 kept no history for this memory.` };
+    if (!(await exists(this.historyDb, this.io)))
+      return {
+        traces: [],
+        note: `No trace: ${this.io.display(this.historyDb)} does not exist, so mem0 kept no history for this memory.`,
+      };
     const hist = await this.ownHistory();
     if ('problem' in hist) {
       const note = `Provenance unavailable: ${hist.problem.message} Its change history is unknown (not "no history").`;
@@ -409,7 +530,7 @@ export class Mem0Store implements MemoryStoreAdapter {
     return {
       traces,
       note: traces.length
-        ? 'From mem0\'s history.db; mem0 does not record which message a memory was extracted from (mem0ai/mem0#7047).'
+        ? "From mem0's history.db; mem0 does not record which message a memory was extracted from (mem0ai/mem0#7047)."
         : `No trace: history.db has no rows for memory ${entry.id} (added before history was kept, history.db reset, or written by another mem0 process with another history_db_path).`,
     };
   }
@@ -418,18 +539,19 @@ export class Mem0Store implements MemoryStoreAdapter {
   private async qdrantRel(): Promise<string | undefined> {
     const q = await this.qdrantPath();
     if (!q) return undefined;
-    const rel = path.relative(this.root, q.path);
-    return rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel.split(path.sep).join('/') : undefined;
+    const rel = path.posix.relative(this.root, q.path);
+    return rel && !rel.startsWith('..') && !path.posix.isAbsolute(rel) ? rel : undefined;
   }
 
   /** history.db (+ -wal) and every file of the Qdrant storage when it lies inside the store dir; POSIX relative, sorted. */
   async agentStateFiles(): Promise<string[]> {
     const out: string[] = [];
-    for (const f of ['history.db', 'history.db-wal']) if (await exists(path.join(this.root, f))) out.push(f);
+    for (const f of ['history.db', 'history.db-wal'])
+      if (await exists(joinOn(this.io, this.root, f), this.io)) out.push(f);
     const q = await this.qdrantRel();
     if (q) {
       const walk = async (rel: string): Promise<void> => {
-        const ents = await fs.readdir(path.join(this.root, rel), { withFileTypes: true }).catch(() => [] as import('node:fs').Dirent[]);
+        const ents = await this.io.readdir(joinOn(this.io, this.root, rel)).catch(() => [] as DirEntry[]);
         for (const e of ents) {
           const r = `${rel}/${e.name}`;
           if (e.isDirectory()) await walk(r);
@@ -457,10 +579,10 @@ export class Mem0Store implements MemoryStoreAdapter {
    * are copied as they are.
    */
   async captureFile(rel: string, dest: string): Promise<boolean> {
-    const src = path.join(this.root, ...rel.split('/'));
+    const src = joinOn(this.io, this.root, rel);
     if (rel.endsWith('-wal') || rel.endsWith('-journal')) return false;
-    if (rel === 'history.db' || rel.endsWith('.sqlite')) await captureSqlite(src, dest);
-    else await fs.copyFile(src, dest);
+    if (rel === 'history.db' || rel.endsWith('.sqlite')) await captureSqlite(src, dest, this.io);
+    else await this.io.download(src, dest);
     return true;
   }
 
@@ -481,14 +603,22 @@ export class Mem0Store implements MemoryStoreAdapter {
         const tmp = path.join(dir, `${files.length}.sqlite`);
         await fs.writeFile(tmp, buf);
         const warnings: string[] = [];
-        const entries = (await this.readPoints(tmp, name, src.display(rel), warnings)).sort(byCreatedThenId);
-        files.push({ kind: 'mem0', file: src.display(rel), store: this.spec, entries, readOnly, ...(warnings.length ? { warnings } : {}) });
+        const points = await this.readPoints(tmp, name, src.display(rel), warnings, localTransport);
+        const entries = points.sort(byCreatedThenId);
+        files.push({
+          kind: 'mem0',
+          file: src.display(rel),
+          store: this.spec,
+          entries,
+          readOnly,
+          ...(warnings.length ? { warnings } : {}),
+        });
       }
       if (!files.length) {
         const buf = src.files.includes('history.db') ? await src.read('history.db') : undefined;
         const tmp = path.join(dir, 'history.db');
         if (buf) await fs.writeFile(tmp, buf);
-        const entries = buf ? this.fromHistory(await this.history(tmp), src.display('history.db')) : [];
+        const entries = buf ? this.fromHistory(await this.history(tmp, localTransport), src.display('history.db')) : [];
         files.push({ kind: 'mem0', file: src.display('history.db'), store: this.spec, entries, readOnly });
       }
       return files;

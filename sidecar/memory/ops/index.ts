@@ -36,7 +36,11 @@ export interface MemoryOpsContext {
 }
 
 function unsupported(s: MemoryStoreAdapter, what: string): AgentKeepError {
-  return new AgentKeepError('Unsupported', `The ${s.kind} store ${s.spec} cannot ${what}.`, 'Use memory list to see its entries, or change them with the agent\'s own tools.');
+  return new AgentKeepError(
+    'Unsupported',
+    `The ${s.kind} store ${s.spec} cannot ${what}.`,
+    "Use memory list to see its entries, or change them with the agent's own tools.",
+  );
 }
 
 /**
@@ -46,7 +50,11 @@ function unsupported(s: MemoryStoreAdapter, what: string): AgentKeepError {
 async function refuseReadOnly(s: MemoryStoreAdapter): Promise<void> {
   const why = await s.readOnlyReason?.();
   if (!why) return;
-  throw new AgentKeepError('Unsupported', `${s.spec} is read-only in AgentKeep: ${why.replace(/[.\s]+$/, '')}.`, 'Do what the message says to let AgentKeep edit it, or change the entry with the agent\'s own tools meanwhile.');
+  throw new AgentKeepError(
+    'Unsupported',
+    `${s.spec} is read-only in AgentKeep: ${why.replace(/[.\s]+$/, '')}.`,
+    "Do what the message says to let AgentKeep edit it, or change the entry with the agent's own tools meanwhile.",
+  );
 }
 
 /** Where the bytes replaced by memory writes of a store are kept. */
@@ -71,10 +79,20 @@ async function resolveEntry(s: MemoryStoreAdapter, id: string): Promise<{ entry:
   if (s.resolve) return s.resolve(id);
   const files = await s.list();
   const want = id.trim().toLowerCase();
-  const hits = files.flatMap((f) => f.entries.filter((e) => e.id.toLowerCase().startsWith(want)).map((entry) => ({ entry, file: f })));
+  const hits = files.flatMap((f) =>
+    f.entries.filter((e) => e.id.toLowerCase().startsWith(want)).map((entry) => ({ entry, file: f })),
+  );
   if (hits.length === 1) return hits[0];
-  if (!hits.length) throw new AgentKeepError('EntryNotFound', `No entry ${id} in ${s.spec}.`, undefined, [memoryListAction([s.spec])]);
-  throw new AgentKeepError('Conflict', `Entry id ${id} is ambiguous in ${s.spec}: ${hits.slice(0, 8).map((h) => h.entry.id).join(', ')}.`, 'Give more characters of the id.');
+  if (!hits.length)
+    throw new AgentKeepError('EntryNotFound', `No entry ${id} in ${s.spec}.`, undefined, [memoryListAction([s.spec])]);
+  throw new AgentKeepError(
+    'Conflict',
+    `Entry id ${id} is ambiguous in ${s.spec}: ${hits
+      .slice(0, 8)
+      .map((h) => h.entry.id)
+      .join(', ')}.`,
+    'Give more characters of the id.',
+  );
 }
 
 /**
@@ -98,10 +116,19 @@ export async function showMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryShow'
   }
   if (!hits.length) {
     if (p.stores.length === 1 && notFound) throw notFound;
-    throw new AgentKeepError('EntryNotFound', `No entry ${p.entry} in ${p.stores.join(', ')}.`, 'Ids change when the text changes.', [memoryListAction(p.stores)]);
+    throw new AgentKeepError(
+      'EntryNotFound',
+      `No entry ${p.entry} in ${p.stores.join(', ')}.`,
+      'Ids change when the text changes.',
+      [memoryListAction(p.stores)],
+    );
   }
   if (hits.length > 1) {
-    throw new AgentKeepError('Conflict', `Entry id ${p.entry} matches entries in several stores: ${hits.map((h) => `${h.entry.id} in ${h.s.spec}`).join(', ')}.`, 'Name one store, or give more characters of the id.');
+    throw new AgentKeepError(
+      'Conflict',
+      `Entry id ${p.entry} matches entries in several stores: ${hits.map((h) => `${h.entry.id} in ${h.s.spec}`).join(', ')}.`,
+      'Name one store, or give more characters of the id.',
+    );
   }
   const { s, entry, file } = hits[0];
   const { entries: _omit, ...fileInfo } = file;
@@ -127,18 +154,31 @@ export async function editMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryEdit'
   if (!s.edit) throw unsupported(s, 'edit entries');
   await refuseReadOnly(s);
   const r = await s.edit(p.entry, p.text, p.expectedHash, writeOpts(ctx, s));
-  if (r.entry.text !== r.previous.text) await logWrite(backupDir(ctx.stateDir, s), s, 'replace', r.entry, r.previous.text).catch(() => undefined);
-  return { entry: r.entry, previous: r.previous, contentHash: r.contentHash, undo: { store: p.store, entry: r.entry.id, text: r.previous.text } };
+  if (r.entry.text !== r.previous.text)
+    await logWrite(backupDir(ctx.stateDir, s), s, 'replace', r.entry, r.previous.text).catch(() => undefined);
+  return {
+    entry: r.entry,
+    previous: r.previous,
+    contentHash: r.contentHash,
+    undo: { store: p.store, entry: r.entry.id, text: r.previous.text },
+  };
 }
 
 /** memory.remove: delete one entry; `undo` says what memory.add puts back. @throws as editMemory */
-export async function removeMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryRemove'>): Promise<ResultOf<'memoryRemove'>> {
+export async function removeMemory(
+  ctx: MemoryOpsContext,
+  p: ParamsOf<'memoryRemove'>,
+): Promise<ResultOf<'memoryRemove'>> {
   const s = openStore(p.store);
   if (!s.remove) throw unsupported(s, 'remove entries');
   await refuseReadOnly(s);
   const r = await s.remove(p.entry, p.expectedHash, writeOpts(ctx, s));
   await logWrite(backupDir(ctx.stateDir, s), s, 'remove', r.removed).catch(() => undefined);
-  return { removed: r.removed, contentHash: r.contentHash, undo: { store: p.store, text: r.removed.text, ...(r.file ? { file: r.file } : {}) } };
+  return {
+    removed: r.removed,
+    contentHash: r.contentHash,
+    undo: { store: p.store, text: r.removed.text, ...(r.file ? { file: r.file } : {}) },
+  };
 }
 
 /** memory.add: add one entry (Hermes: appended to MEMORY.md or USER.md). @throws Conflict, OverBudget, Unsupported */
@@ -153,7 +193,10 @@ export async function addMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryAdd'>)
 
 /** memory.lint (sidecar/memory/lint); provenance includes AgentKeep's own writes (./writelog.ts). */
 export async function lintMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryLint'>): Promise<ResultOf<'memoryLint'>> {
-  return runLint({ stores: uniqueStoreSpecs(p.stores), ...(p.target ? { target: p.target } : {}) }, { openStore: (spec) => withLog(ctx, openStore(spec)) });
+  return runLint(
+    { stores: uniqueStoreSpecs(p.stores), ...(p.target ? { target: p.target } : {}) },
+    { openStore: (spec) => withLog(ctx, openStore(spec)) },
+  );
 }
 
 /** The store with provenance from AgentKeep's write log of `ctx.stateDir` (./writelog.ts). */
@@ -163,7 +206,9 @@ function withLog(ctx: MemoryOpsContext, s: MemoryStoreAdapter): MemoryStoreAdapt
 
 /** Entries keyed by file kind + text (an edited entry = removed + added unless its position matches). */
 function flatten(files: MemoryFile[], spec: string): MemoryEntry[] {
-  return files.flatMap((f) => f.entries.map((e) => ({ ...e, store: e.store ?? spec, meta: { ...(e.meta ?? {}), fileKind: f.kind } })));
+  return files.flatMap((f) =>
+    f.entries.map((e) => ({ ...e, store: e.store ?? spec, meta: { ...(e.meta ?? {}), fileKind: f.kind } })),
+  );
 }
 
 /**
@@ -171,12 +216,22 @@ function flatten(files: MemoryFile[], spec: string): MemoryEntry[] {
  * kind, a removed and an added entry at the same position (index among that file's entries) count as
  * one changed entry; the rest are added / removed.
  */
-export function diffEntries(spec: string, before: MemoryFile[], after: MemoryFile[]): Pick<ResultOf<'memoryDiff'>, 'added' | 'removed' | 'changed'> {
+export function diffEntries(
+  spec: string,
+  before: MemoryFile[],
+  after: MemoryFile[],
+): Pick<ResultOf<'memoryDiff'>, 'added' | 'removed' | 'changed'> {
   const out: Pick<ResultOf<'memoryDiff'>, 'added' | 'removed' | 'changed'> = { added: [], removed: [], changed: [] };
   const kinds = [...new Set([...before.map((f) => f.kind), ...after.map((f) => f.kind)])];
   for (const kind of kinds) {
-    const b = flatten(before.filter((f) => f.kind === kind), spec);
-    const a = flatten(after.filter((f) => f.kind === kind), spec);
+    const b = flatten(
+      before.filter((f) => f.kind === kind),
+      spec,
+    );
+    const a = flatten(
+      after.filter((f) => f.kind === kind),
+      spec,
+    );
     const bIds = new Set(b.map((e) => e.id));
     const aIds = new Set(a.map((e) => e.id));
     const gone = b.map((e, i) => ({ e, i })).filter((x) => !aIds.has(x.e.id));
@@ -220,12 +275,17 @@ function clean(e: MemoryEntry): MemoryEntry {
  *   cannot read captures)
  */
 export async function diffMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryDiff'>): Promise<ResultOf<'memoryDiff'>> {
-  if (!ctx.getRestorePoint || !ctx.readObject) throw new AgentKeepError('Internal', 'memory diff needs restore-point access.', 'Call it through the core.');
+  if (!ctx.getRestorePoint || !ctx.readObject)
+    throw new AgentKeepError('Internal', 'memory diff needs restore-point access.', 'Call it through the core.');
   const from = await ctx.getRestorePoint(p.target, p.from);
   const to = p.to && p.to !== 'now' ? await ctx.getRestorePoint(p.target, p.to) : undefined;
   const specs = uniqueStoreSpecs(p.stores?.length ? p.stores : from.agent.map((a) => a.store));
   if (!specs.length) {
-    throw new AgentKeepError('BadStore', `Restore point ${from.id} captured no memory store, so there is no memory to compare.`, 'Pick a restore point that captured a store (the list of restore points shows their stores).');
+    throw new AgentKeepError(
+      'BadStore',
+      `Restore point ${from.id} captured no memory store, so there is no memory to compare.`,
+      'Pick a restore point that captured a store (the list of restore points shows their stores).',
+    );
   }
   const result: ResultOf<'memoryDiff'> = { added: [], removed: [], changed: [], actions: [] };
   const actions: ProvenanceTrace[] = [];
@@ -236,7 +296,11 @@ export async function diffMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryDiff'
     const source = (rp: RestorePoint): CaptureSource => {
       const cap = rp.agent.find((a) => a.store === spec || sameStore(a.store, s));
       if (!cap) {
-        throw new AgentKeepError('BadStore', `Restore point ${rp.id} has no capture of ${spec} (captured: ${rp.agent.map((a) => a.store).join(', ') || 'none'}).`, 'Name a store the restore point captured, or pick another restore point.');
+        throw new AgentKeepError(
+          'BadStore',
+          `Restore point ${rp.id} has no capture of ${spec} (captured: ${rp.agent.map((a) => a.store).join(', ') || 'none'}).`,
+          'Name a store the restore point captured, or pick another restore point.',
+        );
       }
       const byPath = new Map(cap.files.map((f) => [f.path, f.hash]));
       return {
@@ -281,7 +345,10 @@ export async function diffMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryDiff'
  * store's write log (source "hook"; see ./writelog.ts). Nothing in the store is written.
  * @throws BadStore, StoreNotFound (the store must open)
  */
-export async function recordWrite(ctx: MemoryOpsContext, p: ParamsOf<'memoryRecordWrite'>): Promise<ResultOf<'memoryRecordWrite'>> {
+export async function recordWrite(
+  ctx: MemoryOpsContext,
+  p: ParamsOf<'memoryRecordWrite'>,
+): Promise<ResultOf<'memoryRecordWrite'>> {
   const s = openStore(p.store);
   const { store, ...w } = p;
   const log = await logHookWrite(backupDir(ctx.stateDir, s), store, w);

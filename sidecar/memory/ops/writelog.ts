@@ -62,7 +62,13 @@ export function writeLogPath(dir: string): string {
 }
 
 /** Append one record for a successful write (creates the dir and file, mode 0600). */
-export async function logWrite(dir: string, s: MemoryStoreAdapter, action: WriteRecord['action'], entry: MemoryEntry, previous?: string): Promise<void> {
+export async function logWrite(
+  dir: string,
+  s: MemoryStoreAdapter,
+  action: WriteRecord['action'],
+  entry: MemoryEntry,
+  previous?: string,
+): Promise<void> {
   const rec: WriteRecord = {
     time: new Date().toISOString(),
     store: s.spec,
@@ -142,7 +148,13 @@ export async function readWrites(dir: string): Promise<WriteRecord[]> {
 export function tracesFromLog(records: WriteRecord[], entry: MemoryEntry): ProvenanceTrace[] {
   const h = textHash(entry.text);
   return records
-    .filter((r) => r.source === undefined && r.action !== 'remove' && r.textHash === h && (!r.file || !entry.file || r.file === entry.file))
+    .filter(
+      (r) =>
+        r.source === undefined &&
+        r.action !== 'remove' &&
+        r.textHash === h &&
+        (!r.file || !entry.file || r.file === entry.file),
+    )
     .map((r) => ({
       action: r.action,
       time: r.time,
@@ -173,5 +185,7 @@ export function withWriteLog(s: MemoryStoreAdapter, dir: string): MemoryStoreAda
     if (p.unavailable) return { ...p, traces, note: `${how}; ${p.note ?? p.unavailable.message}` };
     return { traces, note: `${how}; no agent tool call wrote this text` };
   };
-  return new Proxy(s, { get: (target, prop, recv) => (prop === 'provenance' ? provenance : Reflect.get(target, prop, recv)) });
+  return new Proxy(s, {
+    get: (target, prop, recv) => (prop === 'provenance' ? provenance : Reflect.get(target, prop, recv)),
+  });
 }

@@ -18,7 +18,9 @@ export const A0_PICKLE_PY = path.join(FIXTURES, 'memory', 'a0_pickle.py');
 /** Run a0_pickle.py with `args`, feeding `input` on stdin; resolves stdout. */
 export function a0Pickle(args: string[], input = ''): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = execFile('python3', [A0_PICKLE_PY, ...args], { maxBuffer: 64 << 20 }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout)));
+    const child = execFile('python3', [A0_PICKLE_PY, ...args], { maxBuffer: 64 << 20 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout),
+    );
     child.stdin!.end(input);
   });
 }
@@ -37,7 +39,11 @@ export interface A0Stub {
  * @param login AUTH_LOGIN / AUTH_PASSWORD, when the instance has login enabled
  * @param legacy serve the older routes (/csrf_token, /memory_dashboard) only
  */
-export async function startA0Stub(memoryRoot: string, login?: { user: string; password: string }, legacy = false): Promise<A0Stub> {
+export async function startA0Stub(
+  memoryRoot: string,
+  login?: { user: string; password: string },
+  legacy = false,
+): Promise<A0Stub> {
   const sessions = new Map<string, { csrf?: string; auth?: boolean }>();
   const log: string[] = [];
   const runtimeId = randomBytes(4).toString('hex');
@@ -86,7 +92,8 @@ export async function startA0Stub(memoryRoot: string, login?: { user: string; pa
           return res.end();
         }
         const origin = req.headers.origin ?? '';
-        if (!login && !/^https?:\/\/(localhost|127\.0\.0\.1)(:\d+)?$/.test(origin)) return json(res, { ok: false, error: `Origin ${origin} not allowed when login is disabled.` });
+        if (!login && !/^https?:\/\/(localhost|127\.0\.0\.1)(:\d+)?$/.test(origin))
+          return json(res, { ok: false, error: `Origin ${origin} not allowed when login is disabled.` });
         s.csrf ??= randomBytes(16).toString('base64url');
         return json(res, { ok: true, token: s.csrf, runtime_id: runtimeId });
       }
@@ -111,17 +118,35 @@ export async function startA0Stub(memoryRoot: string, login?: { user: string; pa
         try {
           if (input.action === 'delete') {
             if (!input.memory_id) return json(res, { success: false, error: 'Memory ID is required for deletion' });
-            const r = JSON.parse(await a0Pickle(['apply', pkl], JSON.stringify({ action: 'delete', ids: [input.memory_id] }))) as { removed: string[] };
-            if (!r.removed.length) return json(res, { success: false, error: `Memory with ID '${String(input.memory_id)}' not found` });
+            const r = JSON.parse(
+              await a0Pickle(['apply', pkl], JSON.stringify({ action: 'delete', ids: [input.memory_id] })),
+            ) as { removed: string[] };
+            if (!r.removed.length)
+              return json(res, { success: false, error: `Memory with ID '${String(input.memory_id)}' not found` });
             return json(res, { success: true, message: `Memory ${String(input.memory_id)} deleted successfully` });
           }
           if (input.action === 'update') {
             const edited = input.edited as { content_full: string; metadata: Record<string, unknown> } | undefined;
-            if (!input.memory_subdir || !input.original || !edited) return json(res, { success: false, error: 'Missing required parameters' });
-            await a0Pickle(['apply', pkl], JSON.stringify({ action: 'update', docs: [{ page_content: edited.content_full, metadata: edited.metadata }] }));
-            return json(res, { success: true, memory: { id: edited.metadata.id, content_full: edited.content_full, metadata: edited.metadata } });
+            if (!input.memory_subdir || !input.original || !edited)
+              return json(res, { success: false, error: 'Missing required parameters' });
+            await a0Pickle(
+              ['apply', pkl],
+              JSON.stringify({
+                action: 'update',
+                docs: [{ page_content: edited.content_full, metadata: edited.metadata }],
+              }),
+            );
+            return json(res, {
+              success: true,
+              memory: { id: edited.metadata.id, content_full: edited.content_full, metadata: edited.metadata },
+            });
           }
-          return json(res, { success: false, error: `Unknown action: ${String(input.action)}`, memories: [], total_count: 0 });
+          return json(res, {
+            success: false,
+            error: `Unknown action: ${String(input.action)}`,
+            memories: [],
+            total_count: 0,
+          });
         } catch (e) {
           return json(res, { success: false, error: String((e as Error).message), memories: [], total_count: 0 });
         }

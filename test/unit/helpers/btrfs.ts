@@ -19,7 +19,8 @@ export interface LoopBtrfs {
   cleanup(): void;
 }
 
-const run = (cmd: string, args: string[]): string => execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+const run = (cmd: string, args: string[]): string =>
+  execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
 /**
  * Make and mount a `sizeMiB` btrfs (default 300 MiB; sparse, so it costs only what is written).
@@ -27,7 +28,9 @@ const run = (cmd: string, args: string[]): string => execFileSync(cmd, args, { e
  */
 export function mountLoopBtrfs(sizeMiB = 300): LoopBtrfs {
   if (process.getuid?.() !== 0) {
-    throw new Error('The btrfs tests need root (they mount a loop device): run them as root, as CI does (sudo npx mocha test/unit/btrfs*.test.ts).');
+    throw new Error(
+      'The btrfs tests need root (they mount a loop device): run them as root, as CI does (sudo npx mocha test/unit/btrfs*.test.ts).',
+    );
   }
   try {
     run('mkfs.btrfs', ['--version']);
@@ -70,7 +73,9 @@ export function mountLoopBtrfs(sizeMiB = 300): LoopBtrfs {
     try {
       run('mount', ['-o', 'loop', img, mnt]);
     } catch (e) {
-      throw new Error(`Cannot mount a loop btrfs (${(e as Error).message.trim()}): the btrfs tests need a free loop device (/dev/loop*, modprobe loop) and the btrfs module.`);
+      throw new Error(
+        `Cannot mount a loop btrfs (${(e as Error).message.trim()}): the btrfs tests need a free loop device (/dev/loop*, modprobe loop) and the btrfs module.`,
+      );
     }
     mounted = true;
   } catch (e) {

@@ -75,12 +75,24 @@ export function makeStateDb(file: string, spec: DbSpec): void {
 
 /** An assistant message calling the memory tool (Hermes' shape: OpenAI tool_calls, JSON arguments). */
 export function memoryCall(args: Record<string, unknown>, time: number, session = 's1', id = `call_${time}`): Msg {
-  return { session, role: 'assistant', content: null, time, toolCalls: [{ id, type: 'function', function: { name: 'memory', arguments: JSON.stringify(args) } }] };
+  return {
+    session,
+    role: 'assistant',
+    content: null,
+    time,
+    toolCalls: [{ id, type: 'function', function: { name: 'memory', arguments: JSON.stringify(args) } }],
+  };
 }
 
 /** An assistant message calling any tool. */
 export function toolCall(name: string, args: Record<string, unknown>, time: number, session = 's1'): Msg {
-  return { session, role: 'assistant', content: null, time, toolCalls: [{ id: `call_${name}_${time}`, type: 'function', function: { name, arguments: JSON.stringify(args) } }] };
+  return {
+    session,
+    role: 'assistant',
+    content: null,
+    time,
+    toolCalls: [{ id: `call_${name}_${time}`, type: 'function', function: { name, arguments: JSON.stringify(args) } }],
+  };
 }
 
 /**
@@ -88,7 +100,10 @@ export function toolCall(name: string, args: Record<string, unknown>, time: numb
  * state.db-wal holds committed frames the main file does not (as while Hermes runs). Resolves once
  * the rows are committed; kill() ends the writer (its close would checkpoint, so it is killed).
  */
-export async function holdWalWriter(file: string, messages: Msg[]): Promise<{ child: ChildProcess; kill: () => Promise<void> }> {
+export async function holdWalWriter(
+  file: string,
+  messages: Msg[],
+): Promise<{ child: ChildProcess; kill: () => Promise<void> }> {
   const py = String.raw`
 import json, sqlite3, sys, time
 c = sqlite3.connect(sys.argv[1])
@@ -124,7 +139,10 @@ export async function hashTree(dir: string): Promise<Record<string, string>> {
     for (const e of await fs.readdir(d, { withFileTypes: true })) {
       const p = path.join(d, e.name);
       if (e.isDirectory()) await walk(p);
-      else out[path.relative(dir, p)] = createHash('sha256').update(await fs.readFile(p)).digest('hex');
+      else
+        out[path.relative(dir, p)] = createHash('sha256')
+          .update(await fs.readFile(p))
+          .digest('hex');
     }
   };
   await walk(dir);

@@ -19,21 +19,34 @@ export function simCert(): SimCert {
 
 /** Start a simulator accepting TOKEN_ID/TOKEN_SECRET (and the user agentkeep@pve / pw-secret-42). */
 export async function startSim(o: SimOptions = {}): Promise<PveSim> {
-  const sim = new PveSim({ token: { id: TOKEN_ID, secret: TOKEN_SECRET }, user: { name: 'agentkeep@pve', password: 'pw-secret-42' }, cert: simCert(), ...o });
+  const sim = new PveSim({
+    token: { id: TOKEN_ID, secret: TOKEN_SECRET },
+    user: { name: 'agentkeep@pve', password: 'pw-secret-42' },
+    cert: simCert(),
+    ...o,
+  });
   await sim.start();
   return sim;
 }
 
 /** Environment with the token and the simulator's fingerprint. */
 export function simEnv(sim: PveSim, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  return { AGENTKEEP_PVE_TOKEN: `${TOKEN_ID}=${TOKEN_SECRET}`, AGENTKEEP_PVE_FINGERPRINT: sim.cert.fingerprint, ...extra };
+  return {
+    AGENTKEEP_PVE_TOKEN: `${TOKEN_ID}=${TOKEN_SECRET}`,
+    AGENTKEEP_PVE_FINGERPRINT: sim.cert.fingerprint,
+    ...extra,
+  };
 }
 
 /** Fast polling for tests. */
 export const FAST: PveClientOptions = { pollMinMs: 5, pollMaxMs: 40, reconcileMs: 600, taskTimeoutMs: 10_000 };
 
 /** A backend for guest `vmid` of the simulator; `logs` receives every request line. */
-export function simBackend(sim: PveSim, vmid: number, o: { type?: 'qemu' | 'lxc'; node?: string; opts?: PveClientOptions; env?: NodeJS.ProcessEnv; logs?: string[] } = {}): ProxmoxBackend {
+export function simBackend(
+  sim: PveSim,
+  vmid: number,
+  o: { type?: 'qemu' | 'lxc'; node?: string; opts?: PveClientOptions; env?: NodeJS.ProcessEnv; logs?: string[] } = {},
+): ProxmoxBackend {
   const t = parseTarget(`proxmox://127.0.0.1:${sim.port}/${o.node ?? '-'}/${o.type ?? 'qemu'}/${vmid}`);
   const logs = o.logs;
   return new ProxmoxBackend(t, { ...FAST, ...o.opts }, o.env ?? simEnv(sim), logs ? (l) => logs.push(l) : undefined);

@@ -20,12 +20,17 @@ const started = new Set<number>();
 
 /** Build (or reuse) the guest kernel + initramfs; returns the cache dir. */
 export function guestDir(): string {
-  return execFileSync('bash', [path.join(REPO, 'scripts', 'qemu-guest.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  return execFileSync('bash', [path.join(REPO, 'scripts', 'qemu-guest.sh')], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }).trim();
 }
 
 function run(cmd: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) =>
-    execFile(cmd, args, (err, stdout, stderr) => (err ? reject(new Error(`${cmd} ${args.join(' ')}: ${stderr || err.message}`)) : resolve(stdout))),
+    execFile(cmd, args, (err, stdout, stderr) =>
+      err ? reject(new Error(`${cmd} ${args.join(' ')}: ${stderr || err.message}`)) : resolve(stdout),
+    ),
   );
 }
 
@@ -34,7 +39,10 @@ function run(cmd: string, args: string[]): Promise<string> {
  * (else firmware only, no OS: enough where RAM content does not matter). `format`: the disk's format.
  * Resolves when the QMP socket exists (and, with a kernel, when the guest printed its first tick).
  */
-export async function startVm(dir: string, opts: { kernel?: boolean; format?: 'qcow2' | 'raw'; memMiB?: number } = {}): Promise<Vm> {
+export async function startVm(
+  dir: string,
+  opts: { kernel?: boolean; format?: 'qcow2' | 'raw'; memMiB?: number } = {},
+): Promise<Vm> {
   await fs.mkdir(dir, { recursive: true });
   const format = opts.format ?? 'qcow2';
   const disk = path.join(dir, `disk.${format}`);
@@ -45,15 +53,39 @@ export async function startVm(dir: string, opts: { kernel?: boolean; format?: 'q
   await fs.rm(socket, { force: true });
   await fs.rm(serial, { force: true });
   const args = [
-    '-machine', 'q35,accel=tcg', '-m', String(opts.memMiB ?? 96), '-smp', '1', '-nodefaults', '-display', 'none',
-    '-serial', `file:${serial}`,
-    '-blockdev', `driver=file,filename=${disk},node-name=file0`,
-    '-blockdev', `driver=${format},file=file0,node-name=disk0`, '-device', 'virtio-blk-pci,drive=disk0',
-    '-qmp', `unix:${socket},server=on,wait=off`, '-pidfile', pidfile, '-daemonize',
+    '-machine',
+    'q35,accel=tcg',
+    '-m',
+    String(opts.memMiB ?? 96),
+    '-smp',
+    '1',
+    '-nodefaults',
+    '-display',
+    'none',
+    '-serial',
+    `file:${serial}`,
+    '-blockdev',
+    `driver=file,filename=${disk},node-name=file0`,
+    '-blockdev',
+    `driver=${format},file=file0,node-name=disk0`,
+    '-device',
+    'virtio-blk-pci,drive=disk0',
+    '-qmp',
+    `unix:${socket},server=on,wait=off`,
+    '-pidfile',
+    pidfile,
+    '-daemonize',
   ];
   if (opts.kernel) {
     const g = guestDir();
-    args.push('-kernel', path.join(g, 'vmlinuz'), '-initrd', path.join(g, 'initrd.gz'), '-append', 'console=ttyS0 quiet panic=-1');
+    args.push(
+      '-kernel',
+      path.join(g, 'vmlinuz'),
+      '-initrd',
+      path.join(g, 'initrd.gz'),
+      '-append',
+      'console=ttyS0 quiet panic=-1',
+    );
   }
   await run('qemu-system-x86_64', args);
   const pid = Number((await fs.readFile(pidfile, 'utf8')).trim());

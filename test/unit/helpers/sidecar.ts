@@ -28,10 +28,14 @@ export function buildSidecar(): Promise<void> {
     sourcesContent: false,
     logLevel: 'error',
     banner: { js: '#!/usr/bin/env node' },
+    external: ['cpu-features', '*.node'], // as esbuild.mjs: ssh2's optional native parts are never bundled
   }).then(() => {
     chmodSync(SIDECAR, 0o755);
     // node-sqlite3-wasm loads its .wasm next to the bundle (as esbuild.mjs copies it)
-    copyFileSync(path.join(REPO, 'node_modules', 'node-sqlite3-wasm', 'dist', 'node-sqlite3-wasm.wasm'), path.join(REPO, 'out', 'node-sqlite3-wasm.wasm'));
+    copyFileSync(
+      path.join(REPO, 'node_modules', 'node-sqlite3-wasm', 'dist', 'node-sqlite3-wasm.wasm'),
+      path.join(REPO, 'out', 'node-sqlite3-wasm.wasm'),
+    );
   });
   return built;
 }
@@ -44,10 +48,27 @@ let hookBuilt: Promise<void> | undefined;
  * out/hook-full.js (sidecar/hooks/run.ts), plus out/sidecar.js (buildSidecar).
  */
 export function buildHook(): Promise<void> {
-  const common: BuildOptions = { absWorkingDir: REPO, bundle: true, platform: 'node', target: 'node20', format: 'cjs', mainFields: ['module', 'main'], sourcemap: true, sourcesContent: false, logLevel: 'error' };
+  const common: BuildOptions = {
+    absWorkingDir: REPO,
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    mainFields: ['module', 'main'],
+    sourcemap: true,
+    sourcesContent: false,
+    logLevel: 'error',
+    external: ['cpu-features', '*.node'],
+  };
   hookBuilt ??= Promise.all([
     buildSidecar(),
-    build({ ...common, entryPoints: ['sidecar/hooks/entry.ts'], outfile: HOOK, minify: true, banner: { js: '#!/usr/bin/env node' } }),
+    build({
+      ...common,
+      entryPoints: ['sidecar/hooks/entry.ts'],
+      outfile: HOOK,
+      minify: true,
+      banner: { js: '#!/usr/bin/env node' },
+    }),
     build({ ...common, entryPoints: ['sidecar/hooks/run.ts'], outfile: path.join(REPO, 'out', 'hook-full.js') }),
   ]).then(() => chmodSync(HOOK, 0o755));
   return hookBuilt;
@@ -63,10 +84,18 @@ export interface RunResult {
  * Run `node out/sidecar.js ...args` to completion (stdin is /dev/null, i.e. not a TTY). `prefix`: a
  * command that runs node, e.g. `['setpriv', '--reuid=65534', ...]` to run as another user.
  */
-export function runSidecar(args: string[], env: NodeJS.ProcessEnv = {}, input?: string, prefix: string[] = []): Promise<RunResult> {
+export function runSidecar(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  input?: string,
+  prefix: string[] = [],
+): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const [cmd, ...pre] = [...prefix, process.execPath];
-    const child = spawn(cmd, [...pre, SIDECAR, ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(cmd, [...pre, SIDECAR, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -79,7 +108,10 @@ export function runSidecar(args: string[], env: NodeJS.ProcessEnv = {}, input?: 
 
 /** Start a long-running sidecar process (server); the caller kills it. */
 export function startSidecar(args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
-  return spawn(process.execPath, [SIDECAR, ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  return spawn(process.execPath, [SIDECAR, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
 }
 
 /** Wait for a line on the child's stderr matching `re`; rejects on exit or timeout. */
@@ -92,7 +124,8 @@ export function waitForStderr(child: ChildProcess, re: RegExp, timeoutMs = 15000
       const m = buf.match(re);
       if (m) done(undefined, m);
     };
-    const onExit = (code: number | null): void => done(new Error(`sidecar exited (${code}) before ${re}; stderr: ${buf}`));
+    const onExit = (code: number | null): void =>
+      done(new Error(`sidecar exited (${code}) before ${re}; stderr: ${buf}`));
     const done = (err?: Error, m?: RegExpMatchArray): void => {
       clearTimeout(timer);
       child.stderr!.off('data', onData);
@@ -109,7 +142,10 @@ export function waitForStderr(child: ChildProcess, re: RegExp, timeoutMs = 15000
  * `ak(...args)` runs the real CLI with `--state-dir <stateDir()>`; `json(...args)` adds --json,
  * asserts exit 0 and parses stdout. `stateDir` is read per call (tests make a new one per test).
  */
-export function cliRunner(stateDir: () => string): { ak: (...args: string[]) => Promise<RunResult>; json: (...args: string[]) => Promise<any> } {
+export function cliRunner(stateDir: () => string): {
+  ak: (...args: string[]) => Promise<RunResult>;
+  json: (...args: string[]) => Promise<any>;
+} {
   const ak = (...args: string[]): Promise<RunResult> => runSidecar(['--state-dir', stateDir(), ...args]);
   const json = async (...args: string[]): Promise<any> => {
     const r = await ak(...args, '--json');

@@ -73,7 +73,10 @@ export const AS_NOBODY = ['setpriv', `--reuid=${NOBODY}`, `--regid=${NOBODY}`, '
 /** Run `cmd args` as nobody; resolves exit code and output (never throws for a non-zero exit). */
 export function runAsNobody(cmd: string, args: string[]): { code: number; out: string } {
   try {
-    const out = execFileSync(AS_NOBODY[0], [...AS_NOBODY.slice(1), cmd, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const out = execFileSync(AS_NOBODY[0], [...AS_NOBODY.slice(1), cmd, ...args], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     return { code: 0, out };
   } catch (e) {
     const x = e as { status?: number; stdout?: string; stderr?: string };
@@ -109,14 +112,18 @@ export function referencedObjects(stateDir: string): Set<string> {
     for (const k of fs.readdirSync(root)) {
       const d = path.join(root, k);
       if (!fs.statSync(d).isDirectory()) continue;
-      for (const n of fs.readdirSync(d)) if (n.endsWith('.json') && !n.startsWith('.') && n !== 'target.json') fn(path.join(d, n));
+      for (const n of fs.readdirSync(d))
+        if (n.endsWith('.json') && !n.startsWith('.') && n !== 'target.json') fn(path.join(d, n));
     }
   };
   each(path.join(stateDir, 'dir'), (f) => {
-    for (const e of (JSON.parse(fs.readFileSync(f, 'utf8')) as { entries: Array<{ h?: string }> }).entries) if (e.h) out.add(e.h);
+    for (const e of (JSON.parse(fs.readFileSync(f, 'utf8')) as { entries: Array<{ h?: string }> }).entries)
+      if (e.h) out.add(e.h);
   });
   each(path.join(stateDir, 'journal'), (f) => {
-    for (const a of (JSON.parse(fs.readFileSync(f, 'utf8')) as { agent?: Array<{ files: Array<{ hash: string }> }> }).agent ?? []) for (const x of a.files) out.add(x.hash);
+    for (const a of (JSON.parse(fs.readFileSync(f, 'utf8')) as { agent?: Array<{ files: Array<{ hash: string }> }> })
+      .agent ?? [])
+      for (const x of a.files) out.add(x.hash);
   });
   return out;
 }
