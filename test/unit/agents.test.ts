@@ -143,7 +143,7 @@ describe('named agents', function () {
     );
     usage(
       await ak('restore-point', 'list'),
-      /Several agents are set up \(one, two\) and none is the default.*agentkeep agent default one .*--agent NAME/,
+      /Several agents are set up \(one, two\) and none is the default.*--agent NAME.*agentkeep agent default one/,
     );
     const unknown = await ak('restore-point', 'list', '--agent', 'three', '--json');
     usage(unknown, /No agent named "three" in .*config\.json\. Known agents: one, two\./);
