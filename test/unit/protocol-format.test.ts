@@ -105,10 +105,15 @@ describe('sidecar/protocol/format (shared by the CLI, the extension and the webv
       label: 'git reset --hard',
       reason: { command: 'git reset --hard', risk: 'destructive: git reset --hard discards uncommitted changes' },
     };
+    // a pre without its post says so (issue 15: the command or what wrapped it died); with its post, the pair
     assert.match(
       restorePointTable([pre], 'dir:/a', NOW),
-      /^ak_2 .* pre +3\.0 MiB +git reset --hard +git reset --hard \(destructive: git reset --hard discards uncommitted changes\)$/m,
+      /^ak_2 .* pre without post: the command did not finish +3\.0 MiB +git reset --hard +git reset --hard \(destructive: git reset --hard discards uncommitted changes\)$/m,
     );
+    const post: RestorePoint = { ...pre, id: 'ak_3', kind: 'post', pairOf: 'ak_2', createdAt: ago(60) };
+    const both = restorePointTable([pre, post], 'dir:/a', NOW);
+    assert.match(both, /^ak_2 .* pre, post ak_3 +3\.0 MiB/m);
+    assert.match(both, /^ak_3 .* post of ak_2 +3\.0 MiB/m);
     const usage = usageReport({ target: 'dir:/a', bytes: 12 * MiB, capBytes: 10 * GiB, level: 'ok', points: [] });
     assert.equal(usage, 'Restore points of dir:/a use 12 MiB of the 10 GiB cap (0%).');
   });
