@@ -22,11 +22,37 @@ function text(data: RawData): string {
   return data.toString('utf8');
 }
 
-/** Reads one JSON-RPC message per WebSocket frame. */
-export class WebSocketMessageReader extends AbstractMessageReader implements MessageReader {
+/**
+ * A reader of one socket that keeps what arrives before `listen` (vscode-jsonrpc attaches its
+ * listener after the socket is open) and forwards the socket's errors and close.
+ */
+abstract class QueuedSocketReader extends AbstractMessageReader implements MessageReader {
   private callback: DataCallback | undefined;
   private readonly queue: Message[] = [];
 
+  constructor(socket: WebSocket) {
+    super();
+    socket.on('error', (e) => this.fireError(e));
+    socket.on('close', () => this.fireClose());
+  }
+
+  /** Hand one message to the listener, or queue it until there is one. */
+  protected deliver(m: Message): void {
+    if (this.callback) this.callback(m);
+    else this.queue.push(m);
+  }
+
+  listen(callback: DataCallback): Disposable {
+    this.callback = callback;
+    while (this.queue.length) callback(this.queue.shift()!);
+    return Disposable.create(() => {
+      this.callback = undefined;
+    });
+  }
+}
+
+/** Reads one JSON-RPC message per WebSocket frame. */
+export class WebSocketMessageReader extends QueuedSocketReader {
   /**
    * @param socket the open socket
    * @param rewrite optional hook to adjust an incoming message before it is dispatched
@@ -35,7 +61,7 @@ export class WebSocketMessageReader extends AbstractMessageReader implements Mes
     socket: WebSocket,
     private readonly rewrite?: (m: Message) => Message,
   ) {
-    super();
+    super(socket);
     socket.on('message', (data: RawData, isBinary: boolean) => {
       let msg: Message;
       try {
@@ -54,19 +80,7 @@ export class WebSocketMessageReader extends AbstractMessageReader implements Mes
         this.fireError(e);
         return;
       }
-      if (this.rewrite) msg = this.rewrite(msg);
-      if (this.callback) this.callback(msg);
-      else this.queue.push(msg);
-    });
-    socket.on('error', (e) => this.fireError(e));
-    socket.on('close', () => this.fireClose());
-  }
-
-  listen(callback: DataCallback): Disposable {
-    this.callback = callback;
-    while (this.queue.length) callback(this.queue.shift()!);
-    return Disposable.create(() => {
-      this.callback = undefined;
+      this.deliver(this.rewrite ? this.rewrite(msg) : msg);
     });
   }
 }
@@ -75,27 +89,12 @@ export class WebSocketMessageReader extends AbstractMessageReader implements Mes
  * The server's reader: each frame as it came, unparsed (rawFrame(text), or badFrame for a binary
  * frame), for a JsonRpcGate, which answers frames that are not JSON-RPC and splits batches.
  */
-export class WebSocketFrameReader extends AbstractMessageReader implements MessageReader {
-  private callback: DataCallback | undefined;
-  private readonly queue: Message[] = [];
-
+export class WebSocketFrameReader extends QueuedSocketReader {
   constructor(socket: WebSocket) {
-    super();
+    super(socket);
     socket.on('message', (data: RawData, isBinary: boolean) => {
       const binary = 'binary frames are not JSON-RPC messages (send text frames)';
-      const m = isBinary ? badFrame(binary) : rawFrame(text(data));
-      if (this.callback) this.callback(m);
-      else this.queue.push(m);
-    });
-    socket.on('error', (e) => this.fireError(e));
-    socket.on('close', () => this.fireClose());
-  }
-
-  listen(callback: DataCallback): Disposable {
-    this.callback = callback;
-    while (this.queue.length) callback(this.queue.shift()!);
-    return Disposable.create(() => {
-      this.callback = undefined;
+      this.deliver(isBinary ? badFrame(binary) : rawFrame(text(data)));
     });
   }
 }
