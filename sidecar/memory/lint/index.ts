@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import type { LintFinding } from '../../protocol';
 import type { LintEntry, LintFile, LintInput, LintOptions } from './model';
 import {
-  candidatePairs,
+  candidateJoin,
   classifyPair,
   MAX_SLOT_GROUP,
   prepare,
@@ -179,21 +179,20 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
   // of a long entry is compared with a short entry that states only it.
   const units: Prepared[] = [...reps];
   for (const p of reps) for (const sentence of sentences(p.text)) units.push(prepare(p.i, sentence));
-  const whole: Array<[Prepared, Prepared]> = [];
-  const part: Array<[Prepared, Prepared]> = [];
   const joinStats: JoinStats = { skippedTokens: 0, examples: [], maxDf: 0 };
-  const joined = candidatePairs(units, o.candidateJaccard, undefined, o.candidateContainment, joinStats);
+  // flat pairs [x0, y0, x1, y1, ...] of units (no array per pair: 100,000 entries give millions)
+  const joined = candidateJoin(units, o.candidateJaccard, undefined, o.candidateContainment, joinStats);
   // and the pairs only the slot rules can decide (same single-valued label; a change from a value the other names)
   const U = units.length;
-  const have = new Set(joined.map(([x, y]) => x * U + y));
-  for (const [x, y] of slotCandidates(units, joinStats)) {
-    if (have.has(x * U + y)) continue;
-    have.add(x * U + y);
-    joined.push([x, y]);
-  }
-  for (const [x, y] of joined) {
-    const [a, b] = units[x].i < units[y].i ? [units[x], units[y]] : [units[y], units[x]];
-    if (a.i !== b.i) (x < reps.length && y < reps.length ? whole : part).push([a, b]);
+  const slotPairs = slotCandidates(units, joinStats);
+  if (slotPairs.length) {
+    const have = new Set<number>();
+    for (let k = 0; k < joined.length; k += 2) have.add(joined[k] * U + joined[k + 1]);
+    for (const [x, y] of slotPairs) {
+      if (have.has(x * U + y)) continue;
+      have.add(x * U + y);
+      joined.push(x, y);
+    }
   }
   const parent = prepared.map((_, i) => i);
   const why = new Map<number, string>();
@@ -201,20 +200,33 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
   // Contradictions first, so that a near-duplicate cluster never joins two entries that contradict
   // each other (through a third entry similar to both): those are not to be merged.
   const verdicts: Array<{ a: Prepared; b: Prepared; v: ReturnType<typeof classifyPair> }> = [];
-  // Whole entries first: a sentence pair only decides for two entries that have no verdict yet.
+  // Whole entries first: a sentence pair only decides for two entries that have no verdict yet. Only
+  // pairs of an entry with sentences can meet twice (as whole entries and as sentences), so only those
+  // are remembered.
+  const R = reps.length;
+  const multi = new Uint8Array(N);
+  for (let u = R; u < U; u++) multi[units[u].i] = 1;
   const seenPair = new Set<number>();
-  for (const [n, [a, b]] of whole.concat(part).entries()) {
-    const k = a.i * N + b.i;
-    if (seenPair.has(k)) continue;
-    const v = classifyPair(a, b, o);
-    if (!v) continue;
-    if (v.kind === 'distinct') {
-      // two whole entries that disagree: none of their sentences is a repeat of the other's
-      if (n < whole.length) seenPair.add(k);
-      continue;
+  for (const wholePass of [true, false]) {
+    for (let k = 0; k < joined.length; k += 2) {
+      const x = joined[k];
+      const y = joined[k + 1];
+      if (wholePass !== (x < R && y < R)) continue;
+      const [a, b] = units[x].i < units[y].i ? [units[x], units[y]] : [units[y], units[x]];
+      if (a.i === b.i) continue;
+      const remember = multi[a.i] === 1 || multi[b.i] === 1;
+      const key = a.i * N + b.i;
+      if (remember && seenPair.has(key)) continue;
+      const v = classifyPair(a, b, o);
+      if (!v) continue;
+      if (v.kind === 'distinct') {
+        // two whole entries that disagree: none of their sentences is a repeat of the other's
+        if (wholePass && remember) seenPair.add(key);
+        continue;
+      }
+      if (remember) seenPair.add(key);
+      verdicts.push({ a: prepared[a.i], b: prepared[b.i], v });
     }
-    seenPair.add(k);
-    verdicts.push({ a: prepared[a.i], b: prepared[b.i], v });
   }
   const against = new Map<number, number[]>();
   for (const { a, b, v } of verdicts) {
@@ -232,9 +244,11 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
   for (const { a, b, v } of verdicts) {
     if (!v || v.kind === 'distinct') continue;
     if (v.kind === 'near-duplicate') {
-      const ra = find(parent, a.i);
-      const rb = find(parent, b.i);
+      let ra = find(parent, a.i);
+      let rb = find(parent, b.i);
       if (ra === rb) continue;
+      // the smaller cluster joins the larger (a cluster of 9,000 copied into one of 2 is quadratic)
+      if (membersOf(ra).length > membersOf(rb).length) [ra, rb] = [rb, ra];
       if (
         conflicted[ra] &&
         conflicted[rb] &&
