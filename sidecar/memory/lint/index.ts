@@ -9,6 +9,8 @@ import type { LintEntry, LintFile, LintInput, LintOptions } from './model';
 import {
   candidateJoin,
   classifyPair,
+  JOIN_BUDGET,
+  JOIN_BUDGET_FROM,
   MAX_SLOT_GROUP,
   prepare,
   sentences,
@@ -355,6 +357,11 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
       message: `Lint note: to stay fast, ${joinStats.skippedTokens} word${joinStats.skippedTokens === 1 ? '' : 's'} shared by more than ${joinStats.maxDf} entries each (${joinStats.examples.map((w) => `"${w}"`).join(', ')}) were not used to find similar entries; two entries that share only such words were not compared.`,
       evidence: [
         `${units.length} entries and sentences searched; words in more than ${joinStats.maxDf} of them skipped: ${joinStats.skippedTokens}`,
+        ...(joinStats.loweredFrom
+          ? [
+              `the limit is ${joinStats.maxDf} entries per word instead of ${joinStats.loweredFrom}: above ${JOIN_BUDGET_FROM.toLocaleString('en-US')} entries and sentences the comparison keeps to about ${JOIN_BUDGET} candidate pairs per entry, so its time grows linearly with the store`,
+            ]
+          : []),
       ],
       suggestion:
         'Nothing to fix in memory; lint a smaller set of stores (one --store at a time) for a full comparison.',

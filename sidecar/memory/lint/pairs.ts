@@ -550,6 +550,13 @@ function softDuplicate(a: Prepared, b: Prepared, al: Alignment): PairVerdict {
  */
 export const MAX_DF = 200;
 
+/** Above this many entries (and sentences) the join keeps its pairs within a budget (candidateJoin). */
+export const JOIN_BUDGET_FROM = 20_000;
+/** Candidate pairs per entry the join may make from shared words in a large store (estimated before the join). */
+export const JOIN_BUDGET = 30;
+/** The word cap never comes below this. */
+const MIN_DF = 20;
+
 /** What the candidate join left out to stay fast (reported as a lint note). */
 export interface JoinStats {
   /** Tokens (masked keys) in more than maxDf entries: not indexed. */
@@ -557,6 +564,8 @@ export interface JoinStats {
   /** Up to 5 of them, most frequent first. */
   examples: string[];
   maxDf: number;
+  /** When the store was large enough to lower the cap: the cap it started from (MAX_DF). */
+  loweredFrom?: number;
   /** Slot keys (labels, changed-from words) held by more than MAX_SLOT_GROUP entries: not used (slotCandidates). */
   skippedSlots?: number;
 }
@@ -708,6 +717,30 @@ export function candidateJoin(
     return a;
   });
   const df = Int32Array.from(dfl);
+  // In a large store, the words shared by many entries would pair each entry with hundreds of others
+  // (a word in d entries makes up to d·(d−1)/2 pairs): the cap comes down until those pairs are at most
+  // JOIN_BUDGET per entry, so the work stays linear (the lint note says which words were skipped).
+  if (n > JOIN_BUDGET_FROM && Number.isFinite(maxDf)) {
+    const sorted = Int32Array.from(dfl).sort();
+    let pairs = 0;
+    let cap = 0;
+    for (let k = 0; k < sorted.length && sorted[k] <= maxDf;) {
+      const d = sorted[k];
+      let same = 0;
+      while (k < sorted.length && sorted[k] === d) {
+        same++;
+        k++;
+      }
+      pairs += (same * d * (d - 1)) / 2;
+      if (pairs > JOIN_BUDGET * n) break;
+      cap = d;
+    }
+    const lowered = Math.max(MIN_DF, cap);
+    if (lowered < maxDf) {
+      if (stats) stats.loweredFrom = maxDf;
+      maxDf = lowered;
+    }
+  }
   if (stats) {
     stats.maxDf = maxDf;
     const skipped = [...ids.entries()].filter(([, id]) => dfl[id] > maxDf).sort((x, y) => dfl[y[1]] - dfl[x[1]]);
