@@ -196,7 +196,7 @@ describe('memory lint: slots, changes over time, groups (issue 12)', () => {
       );
       for (const g of pairs) {
         assert.match(g.message, /entries repeat one wording and differ only in a value each/);
-        assert.ok(g.evidence.some((e) => /the same in every member: [012]; only value 2 differs/.test(e)));
+        assert.ok((g.evidence ?? []).some((e) => /the same in every member: [012]; only value 2 differs/.test(e)));
       }
     }
   });
@@ -215,8 +215,8 @@ describe('memory lint: slots, changes over time, groups (issue 12)', () => {
     assert.deepEqual([...c[0].entries].sort(), ['e1', 'e2', 'e3']);
     assert.match(c[0].message, /^3 entries disagree about one thing \(\d conflicting pairs\)/);
     assert.ok(
-      c[0].evidence.filter((e) => e.startsWith('pair: Possible contradiction')).length >= 2,
-      c[0].evidence.join('\n'),
+      (c[0].evidence ?? []).filter((e) => e.startsWith('pair: Possible contradiction')).length >= 2,
+      (c[0].evidence ?? []).join('\n'),
     );
     // two entries stay one pair finding
     const two = lintEntries(mem(['The api service uses port 8080', 'The api service uses port 9090']));
@@ -241,12 +241,12 @@ describe('memory lint: slots, changes over time, groups (issue 12)', () => {
     const note = f.find((x) => x.kind === 'store' && x.message.startsWith('Lint note'));
     assert.ok(note, 'a lint note');
     assert.ok(
-      note.evidence.some((e) =>
+      (note.evidence ?? []).some((e) =>
         /instead of 200: above 20,000 entries and sentences the comparison keeps to about \d+ candidate pairs per entry/.test(
           e,
         ),
       ),
-      note.evidence.join('\n'),
+      (note.evidence ?? []).join('\n'),
     );
     assert.ok((cpu.user + cpu.system) / 1e6 < 30, `CPU ${(cpu.user + cpu.system) / 1e6} s`);
     const text = formatFindings(f);
