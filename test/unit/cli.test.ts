@@ -149,6 +149,23 @@ describe('agentkeep CLI (real bin on real trees)', function () {
     assert.equal(fresh.reused, undefined);
     assert.notEqual(fresh.id, first.id);
     assert.equal((await json('restore-point', 'list', '--target', target)).length, 2, 'reuse created nothing');
+    // --reuse --important keeps the flag on the reused one; a label it cannot apply is said, with the rename
+    const kept = await ak('restore-point', 'create', '--target', target, '--reuse', '--important', '--label', 'x y');
+    assert.equal(kept.code, 0, kept.stderr);
+    assert.match(kept.stderr, /keeps its label "[^"]*"/);
+    assert.match(
+      kept.stderr,
+      new RegExp(`agentkeep restore-point label ${fresh.id} --target \\S+ --state-dir \\S+ --label 'x y'$`, 'm'),
+    );
+    const [newest] = await json('restore-point', 'list', '--target', target);
+    assert.equal(newest.id, fresh.id);
+    assert.equal(newest.important, true);
+  });
+
+  it('an empty --target is a usage error naming the option, not the protocol field', async () => {
+    const r = await ak('restore-point', 'create', '--target', '');
+    assertOneLineError(r, 2, /^agentkeep: Invalid --target: the target is empty: give one such as dir:\/abs\/path\.$/);
+    assert.doesNotMatch(r.stderr, /params\.|protocol\.schema|Send an object/);
   });
 
   it('scope agent restores only agent-state files', async () => {
