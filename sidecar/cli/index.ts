@@ -392,7 +392,8 @@ function program(ctx: Ctx): Command {
       const c = core(cmd);
       const points = await call(c, 'restorePointList', { target: o.target });
       // A restore whose process died while writing (kill -9, power loss): say so on stderr, even with --json.
-      const broken = (await call(c, 'agentStatus', { target: o.target }).catch(() => undefined))?.interruptedRestore;
+      const st = await call(c, 'agentStatus', { target: o.target }).catch(() => undefined);
+      const broken = st?.interruptedRestore;
       if (broken) {
         // the core's next actions: finish (restore broken.id again), go back (restore broken.undo)
         const cmdOf = (id: string): string | undefined => {
@@ -406,7 +407,11 @@ function program(ctx: Ctx): Command {
             (broken.undo ? `, or go back: ${back ?? `restore ${broken.undo}`}` : ' (it had no undo point)'),
         );
       }
-      const st = await call(c, 'agentStatus', { target: o.target }).catch(() => undefined);
+      // damaged journal entries are not listed (they cannot be shown or restored) but never vanish silently
+      for (const d of st?.damagedRestorePoints ?? [])
+        ctx.io.err(
+          `agentkeep: warning: ${describeProblem({ message: `${d.message}`, actions: d.actions }, renderOpts(ctx))}`,
+        );
       const hw = st?.hookWarnings ?? [];
       for (const w of hw.slice(0, 3))
         ctx.io.err(
