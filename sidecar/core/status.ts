@@ -24,8 +24,9 @@ export async function targetDescription(p: ParamsOf<'targetDescribe'>): Promise<
  * Status of an agent: whether its target is reachable, its restore points, its stores (each with
  * its StoreDescription: kind, display name, location, capabilities, and what in it is broken:
  * memory/broken.ts storeProblems, one memory.list read and one history read per store, no lint),
- * the sidecar version, an interrupted restore and a pending write-back of agent state into a VM
- * (writeback.ts). Never throws for an unreachable target or a broken store (reported instead:
+ * the journal entries that are damaged (`damagedRestorePoints`: list() leaves them out), an
+ * interrupted restore, a pending write-back of agent state into a VM (writeback.ts), the sidecar
+ * version. Never throws for an unreachable target or a broken store (reported instead:
  * a broken store is `ok: false` with `broken` and a one-line `message`).
  * @throws BadTarget for a target string that does not parse.
  */
@@ -58,6 +59,10 @@ export async function agentStatus(ctx: CoreContext, p: ParamsOf<'agentStatus'>):
       stores.push({ store: spec, ok: false, message, ...(description ? { description } : {}) });
     }
   }
+  const damaged = await ctx
+    .journalOf(target)
+    .damaged()
+    .catch(() => []);
   const broken = await interruptedRestore(ctx.layout, target);
   const hookWarnings = await recentHookWarnings(ctx.stateDir, [...new Set([target.spec, p.target])]).catch(() => []);
   const pending = (await listRequests(ctx, { target: target.spec, status: 'pending' }).catch(() => [])).length;
@@ -75,6 +80,7 @@ export async function agentStatus(ctx: CoreContext, p: ParamsOf<'agentStatus'>):
     ...(hookWarnings.length ? { hookWarnings } : {}),
     ...(pending ? { pendingRequests: pending } : {}),
     ...(writeBack ? { pendingWriteBack: writeBack } : {}),
+    ...(damaged.length ? { damagedRestorePoints: damaged } : {}),
     version: VERSION,
   };
 }
