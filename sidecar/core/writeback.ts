@@ -175,7 +175,8 @@ export interface WriteBackOutcome {
  * Write the agent state `undo` captured of `stores` back after the rollback of `rp`: per store, wait
  * until it is reachable (its check passes), take its lock, check that it still holds what the
  * rollback put back (`rp`'s capture, when `rp` has one: else the agent wrote since, and nothing is
- * overwritten: Conflict, kept pending), restore the capture; retry what fails for
+ * overwritten: Conflict, kept pending), restore the capture (nothing when the store already holds
+ * it: a store the rollback did not touch); retry what fails for
  * a reason waiting can fix (unreachable, still booting, lock held) until `timeoutMs` has passed.
  * Progress: stage `write-back` (attempts, waiting) and `write-back-done` (a store written, or kept). The pending record is written first (so a sidecar that dies while
  * waiting leaves it) and removed when every store was written. Never throws for a store: what is
@@ -239,15 +240,18 @@ export async function writeBackAgentState(
         try {
           // compare-and-swap: the store must hold what the rollback put back (the restore point's
           // capture); what the agent wrote since the guest came back is never overwritten
+          // (a store the rollback did not touch, e.g. on another machine, already holds the capture: nothing to do)
+          const mine = findCapture(undo, s);
+          const already = mine ? !(await s.changedFiles(mine.files)).length : false;
           const cap = findCapture(rp, s);
-          const moved = cap ? await s.changedFiles(cap.files) : [];
+          const moved = cap && !already ? await s.changedFiles(cap.files) : [];
           if (moved.length) {
             throw new AgentKeepError(
               'Conflict',
               `the agent wrote ${moved.join(', ')} after the rollback, so writing the old capture back would replace that`,
             );
           }
-          changed.push(...(await restoreAgent(ctx, undo, [s])));
+          if (!already) changed.push(...(await restoreAgent(ctx, undo, [s])));
         } finally {
           await unlock();
         }

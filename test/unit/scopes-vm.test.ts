@@ -5,6 +5,7 @@
  * guest's SSH: it stops when the rollback hard-stops the VM and listens again when the VM "boots"
  * (sim.onPower). The agent's Hermes home (a copy of test/fixtures/memory/hermes) is that disk,
  * reached as `hermes:ssh://user@127.0.0.1:PORT/…`. Locks are real flocks (python3 fcntl, as Hermes).
+ * Then a real QEMU VM (firmware only, qemu: target) with the same kind of store.
  */
 import * as assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -21,6 +22,7 @@ import { expectAgentKeepError } from './helpers/errors';
 import { FIXTURES } from './helpers/paths';
 import { simEnv, startSim } from './helpers/pve';
 import { buildSidecar, runSidecar } from './helpers/sidecar';
+import { startVm, stopAllVms, type Vm } from './helpers/qemu';
 import { startSshd, type TestSshd } from './helpers/sshd';
 
 /** A python3 process holding fcntl.flock(LOCK_EX) on `file` for `seconds`, appending `write` to `mem` first if given. */
@@ -364,5 +366,61 @@ describe('scopes on a VM target (Proxmox simulator, the guest SSH a real sshd)',
       l.stderr,
       /was not written back into .*Write it back: agentkeep restore-point restore ak_\w+ .*--scope agent/,
     );
+  });
+});
+
+describe('scopes on a qemu: target (real QEMU, firmware-only guest; the guest SSH a real sshd)', function () {
+  this.timeout(120_000);
+  let vm: Vm;
+  let sshd: TestSshd;
+  let base: string;
+  let home: string;
+  let store: string;
+  let target: string;
+  let core: Core;
+
+  before(async function () {
+    this.timeout(180_000);
+    base = await fs.mkdtemp(path.join(os.tmpdir(), 'ak-scopes-qemu-'));
+    [vm, sshd] = await Promise.all([startVm(path.join(base, 'vm')), startSshd()]);
+    home = path.join(base, 'hermes');
+    await fs.cp(path.join(FIXTURES, 'memory', 'hermes'), home, { recursive: true });
+    store = `hermes:${sshd.url(home)}`;
+    target = `qemu:${vm.socket}`;
+    core = new Core({ stateDir: path.join(base, 'state') });
+  });
+  after(async () => {
+    closeSshConnections();
+    await stopAllVms();
+    await sshd?.stop();
+    if (base) await fs.rm(base, { recursive: true, force: true });
+  });
+
+  it('machine: the VM resumes from its RAM state, the current memory is kept without waiting; both writes none', async () => {
+    const rp = await core.createRestorePoint({ target, stores: [store] });
+    assert.ok(
+      rp.agent.some((a) => a.store === store),
+      'captured at create',
+    );
+    const mem = path.join(home, 'memories', 'MEMORY.md');
+    await fs.appendFile(mem, '\n§\nLearned on the QEMU VM.');
+    const now = await fs.readFile(mem, 'utf8');
+    const t0 = Date.now();
+    const r = await core.restoreRestorePoint({ target, id: rp.id, scope: 'machine' });
+    assert.equal(r.machineState, 'running');
+    assert.equal(r.writeBack?.status, 'done', JSON.stringify(r.writeBack));
+    assert.ok(Date.now() - t0 < 30_000);
+    assert.ok(
+      r.undo.agent.some((a) => a.store === store),
+      'the memory was captured before the rollback',
+    );
+    assert.equal(await fs.readFile(mem, 'utf8'), now);
+    // (this guest's disk is not the store's directory, so nothing differed: nothing was written)
+    assert.deepEqual(r.changes.agentChanged, []);
+    // scope both: the rollback of the disk is what brings memory back; AgentKeep writes none into the guest
+    const b = await core.restoreRestorePoint({ target, id: rp.id, scope: 'both' });
+    assert.equal(b.writeBack, undefined);
+    assert.deepEqual(b.changes.agentChanged, []);
+    assert.equal(await fs.readFile(mem, 'utf8'), now);
   });
 });
