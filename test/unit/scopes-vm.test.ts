@@ -12,6 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { agentItemView } from '../../extension/targetView';
 import { Core } from '../../sidecar/core/core';
 import { call } from '../../sidecar/core/dispatch';
 import type { ProgressParams } from '../../sidecar/protocol';
@@ -214,6 +215,11 @@ describe('scopes on a VM target (Proxmox simulator, the guest SSH a real sshd)',
     const st = await core.agentStatus({ target, stores: [store] });
     assert.equal(st.pendingWriteBack?.undo, r.undo.id);
     assert.deepEqual(st.pendingWriteBack?.actions, pending.actions);
+    // the Agent view's agent row warns and says where the memory is kept
+    const row = agentItemView(target, st.description, st);
+    assert.equal(row.icon, 'warning');
+    assert.match(row.description, /^memory not written back · /);
+    assert.ok(row.tooltip.includes(`It is kept in ${r.undo.id}: restore it with scope agent`), row.tooltip);
     // retention never deletes the restore point that holds it (another one is the newest)
     await core.createRestorePoint({ target, stores: [] });
     const pr = await core.pruneRestorePoints({ target, keep: 0, minAgeMs: 0 });
