@@ -49,7 +49,8 @@ export function keepsAgentStateThroughRollback(
  * Before a scope machine restore of a VM writes anything: every store must be readable now (its
  * agent state is about to be captured), and an undo point is needed (it holds the capture).
  * @throws the store's error kind (StoreNotFound, AuthFailed, FileError ...) naming the store and the
- *   way out (scope both), or ConfirmationRequired-free InvalidParams for noUndoPoint; nothing changed
+ *   way out (scope both), or InvalidParams for noUndoPoint (no undo point to hold the capture);
+ *   nothing changed
  */
 export async function checkKeepable(
   stores: readonly MemoryStoreAdapter[],
@@ -178,8 +179,10 @@ export interface WriteBackOutcome {
  * overwritten: Conflict, kept pending), restore the capture (nothing when the store already holds
  * it: a store the rollback did not touch); retry what fails for
  * a reason waiting can fix (unreachable, still booting, lock held) until `timeoutMs` has passed.
- * Progress: stage `write-back` (attempts, waiting) and `write-back-done` (a store written, or kept). The pending record is written first (so a sidecar that dies while
- * waiting leaves it) and removed when every store was written. Never throws for a store: what is
+ * Progress: stage `write-back` (attempts, waiting) and `write-back-done` (a store written, or kept).
+ * The pending record is written first (so a sidecar that dies while waiting leaves it) and removed
+ * when every store was written; one of an earlier restore that was still pending is put back then
+ * (and named in this one's message when this one stays pending: the file holds one). Never throws for a store: what is
  * left is returned as `pending`, with the reason and the action that writes it back.
  * @param machineState the guest after the rollback; `stopped` does not wait (nothing will answer)
  */
@@ -201,11 +204,14 @@ export async function writeBackAgentState(
     since: new Date().toISOString(),
     message,
   });
+  const earlier = await pendingWriteBack(ctx.layout, t.target);
+  const older = earlier && earlier.undo !== undo.id ? earlier : undefined;
+  // (best effort: the rollback is done, a full state dir must not turn it into an error)
   await savePending(
     ctx.layout,
     t.target,
     record('the write-back had not finished (the sidecar stopped while waiting)'),
-  );
+  ).catch(() => undefined);
   const changed: string[] = [];
   const reasons = new Map<string, string>();
   const secs = (ms: number): number => Math.round(ms / 1000);
@@ -279,7 +285,10 @@ export async function writeBackAgentState(
     );
   const waitedMs = Date.now() - started;
   if (!left.size) {
-    await fs.rm(pendingPath(ctx.layout, t.target), { force: true }).catch(() => undefined);
+    if (older) {
+      const { id, undo: u, stores: st, since, message } = older;
+      await savePending(ctx.layout, t.target, { id, undo: u, stores: st, since, message }).catch(() => undefined);
+    } else await fs.rm(pendingPath(ctx.layout, t.target), { force: true }).catch(() => undefined);
     return { changed: changed.sort(), status: 'done', waitedMs };
   }
   const why = [...left.keys()].map((spec) => reasons.get(spec) ?? `${spec}: not reachable`).join('; ');
@@ -290,7 +299,10 @@ export async function writeBackAgentState(
       : final.length === left.size
         ? ''
         : ` (gave up after ${secs(waitedMs)} s)`;
-  const message = `${why}${gaveUp}`;
+  const before = older
+    ? ` (an earlier write-back is still pending too: restore ${older.undo} with scope agent for ${older.stores.join(', ')})`
+    : '';
+  const message = `${why}${gaveUp}${before}`;
   const m = record(message);
   await savePending(ctx.layout, t.target, m).catch(() => undefined);
   const names = [...left.values()].map(name).join(', ');

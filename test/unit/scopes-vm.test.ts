@@ -249,6 +249,13 @@ describe('scopes on a VM target (Proxmox simulator, the guest SSH a real sshd)',
     assert.equal(r.writeBack?.status, 'pending');
     assert.match(r.writeBack!.pending!.message, /guest is stopped after the rollback/);
     assert.equal(guest.running, false);
+    // the user starts the VM; a later scope machine restore that writes back fine leaves this earlier
+    // pending write-back in place
+    guest.running = true;
+    await sshd.resume();
+    const again = await core.restoreRestorePoint({ target, id: rp.id, scope: 'machine', start: true });
+    assert.equal(again.writeBack?.status, 'done');
+    assert.equal((await core.agentStatus({ target })).pendingWriteBack?.undo, r.undo.id);
   });
 
   it('machine: the write-back waits for a Hermes lock holder in the guest, then writes', async () => {
