@@ -52,11 +52,17 @@ describe('agentkeep serve --stdio (LSP)', function () {
     await fs.rm(tmp, { recursive: true, force: true });
   });
 
-  async function initialize(): Promise<any> {
+  /** initialize as the VS Code extension does (clientCommands: true), or as another editor. */
+  async function initialize(
+    init: Record<string, unknown> = { clientCommands: true },
+    clientInfo?: object,
+  ): Promise<any> {
     const r = await conn.sendRequest('initialize', {
       processId: process.pid,
       rootUri: pathToFileURL(agent).href,
       capabilities: {},
+      initializationOptions: init,
+      ...(clientInfo ? { clientInfo } : {}),
     });
     await conn.sendNotification('initialized', {});
     return r;
