@@ -101,6 +101,12 @@ const LANGUAGE_KIND: Record<string, FileKind> = {
   dockercompose: 'compose',
   'github-actions-workflow': 'workflow',
   just: 'justfile',
+  // Neovim's filetypes
+  sh: 'shell',
+  bash: 'shell',
+  zsh: 'shell',
+  make: 'makefile',
+  ps1: 'powershell',
 };
 
 /** The lens filter and its parsing are the protocol's (sidecar/protocol/lens.ts), shared with the extension. */
