@@ -255,6 +255,9 @@ export class EditorCommands {
     file?: string,
   ): Promise<ServerCommandResult> {
     let result: ServerCommandResult;
+    // server-initiated work-done progress (a no-op for a client without window.workDoneProgress)
+    const progress = await this.connection.window.createWorkDoneProgress().catch(() => undefined);
+    progress?.begin('AgentKeep', undefined, `Taking a restore point: ${p.label.split('\n')[0]}`);
     try {
       const agent = await this.agent();
       const r: ResultOf<'restorePointCreate'> = await this.core.createRestorePoint({
@@ -297,6 +300,8 @@ export class EditorCommands {
         },
       };
       this.show(MessageType.Error, result.message);
+    } finally {
+      progress?.done();
     }
     return result;
   }

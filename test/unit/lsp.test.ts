@@ -359,6 +359,52 @@ describe('agentkeep serve --stdio (LSP)', function () {
     assert.deepEqual(await resolvedLenses(uri), []);
   });
 
+  it('other editors: "Don\'t ask again" stops the first-change question; work-done progress when the client has it', async () => {
+    const msg = messages("Don't ask again");
+    const progress: string[] = [];
+    conn.onRequest('window/workDoneProgress/create', () => null);
+    conn.onNotification(
+      '$/progress',
+      (p: { value: { kind: string; message?: string } }) =>
+        void progress.push(`${p.value.kind}${p.value.message ? `: ${p.value.message}` : ''}`),
+    );
+    await conn.sendRequest('initialize', {
+      processId: process.pid,
+      rootUri: pathToFileURL(agent).href,
+      capabilities: { window: { workDoneProgress: true } },
+      initializationOptions: { target: `dir:${agent}` },
+    });
+    await conn.sendNotification('initialized', {});
+    const edit = async (name: string): Promise<void> => {
+      const file = path.join(agent, name);
+      await fs.writeFile(file, 'a\n');
+      const uri = pathToFileURL(file).href;
+      await conn.sendNotification('textDocument/didOpen', {
+        textDocument: { uri, languageId: 'x', version: 1, text: 'a\n' },
+      });
+      await conn.sendNotification('textDocument/didChange', {
+        textDocument: { uri, version: 2 },
+        contentChanges: [{ text: 'b\n' }],
+      });
+    };
+    await edit('requirements.txt');
+    await until('the question', () => msg.asked.length === 1);
+    await until('the note', () => msg.shown.length === 1);
+    assert.match(msg.shown[0].message, /will not ask again until the editor restarts/);
+    await edit('.env');
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(msg.asked.length, 1, 'not asked again');
+    assert.deepEqual(await conn.sendRequest('agentkeep/restorePoint.list', { target: `dir:${agent}` }), []);
+
+    const r = (await conn.sendRequest('workspace/executeCommand', {
+      command: 'agentkeep.restorePointBeforeEdit',
+      arguments: [{ file: path.join(agent, '.env') }],
+    })) as any;
+    assert.equal(r.ok, true, JSON.stringify(r));
+    await until('progress end', () => progress.includes('end'));
+    assert.deepEqual(progress, ['begin: Taking a restore point: before editing .env', 'end']);
+  });
+
   it('serves agentkeep/* requests: create, list, memory, errors with {code, hint}; sends notifications', async () => {
     await initialize();
     const target = `dir:${agent}`;
