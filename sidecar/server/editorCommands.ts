@@ -115,7 +115,8 @@ export class EditorCommands {
       'InvalidParams',
       'No agent is set up for AgentKeep, so there is nothing to take a restore point of.',
       'Name the agent once in a terminal: agentkeep agent add NAME --target dir:/path/to/agent ' +
-        '--store hermes:/path/to/.hermes (or give the language server init_options {target = "…"}).',
+        '--store hermes:/path/to/.hermes, or give the language server the initialization option target ' +
+        '(Neovim: init_options).',
     );
   }
 
@@ -345,7 +346,7 @@ export class EditorCommands {
       this.show(
         MessageType.Info,
         'AgentKeep will not ask again until the editor restarts; to turn the question off for good, give the ' +
-          'language server init_options {configFilesPrompt = false}.',
+          'language server the initialization option configFilesPrompt: false (Neovim: init_options).',
       );
     }
   }
