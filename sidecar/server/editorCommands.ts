@@ -85,6 +85,8 @@ export class EditorCommands {
     private readonly core: CoreApi,
     private readonly stateDir: string,
     private readonly log: (msg: string) => void,
+    /** Called after a restore point was taken or reused (the session asks the client to refresh its lenses). */
+    private readonly onTaken: () => void = () => undefined,
   ) {}
 
   /** Take the settings of initializationOptions or of settings.agentkeep (fields not given stay). */
@@ -272,6 +274,7 @@ export class EditorCommands {
       });
       const reused = r.reused === true;
       this.noteTaken(file, r);
+      this.onTaken();
       const undoLine = commandLine(
         nextAction('Roll back', 'restorePointRestore', { target: agent.target, id: r.id, scope: 'both' }),
         { stateDir: this.stateDir, yes: false },

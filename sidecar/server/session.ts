@@ -299,7 +299,10 @@ export function serveConnection(
   let canRefresh = false;
   // the VS Code extension runs the lens commands itself; every other editor gets ServerCommands
   let style: LensStyle = 'plain';
-  const editor = new EditorCommands(connection, core, opts.stateDir, log);
+  // a taken restore point changes the config-file lens ("last: just now")
+  const editor = new EditorCommands(connection, core, opts.stateDir, log, () => {
+    if (canRefresh) void connection.sendRequest('workspace/codeLens/refresh').catch(() => undefined);
+  });
   // other editors: the text each document had when opened or last saved (a change away from it is "unsaved")
   const saved = new Map<string, string>();
 

@@ -363,6 +363,8 @@ describe('agentkeep serve --stdio (LSP)', function () {
     const msg = messages("Don't ask again");
     const progress: string[] = [];
     conn.onRequest('window/workDoneProgress/create', () => null);
+    let refreshes = 0;
+    conn.onRequest('workspace/codeLens/refresh', () => void refreshes++);
     conn.onNotification(
       '$/progress',
       (p: { value: { kind: string; message?: string } }) =>
@@ -371,7 +373,7 @@ describe('agentkeep serve --stdio (LSP)', function () {
     await conn.sendRequest('initialize', {
       processId: process.pid,
       rootUri: pathToFileURL(agent).href,
-      capabilities: { window: { workDoneProgress: true } },
+      capabilities: { window: { workDoneProgress: true }, workspace: { codeLens: { refreshSupport: true } } },
       initializationOptions: { target: `dir:${agent}` },
     });
     await conn.sendNotification('initialized', {});
@@ -403,6 +405,7 @@ describe('agentkeep serve --stdio (LSP)', function () {
     assert.equal(r.ok, true, JSON.stringify(r));
     await until('progress end', () => progress.includes('end'));
     assert.deepEqual(progress, ['begin: Taking a restore point: before editing .env', 'end']);
+    await until('a lens refresh', () => refreshes === 1);
   });
 
   it('serves agentkeep/* requests: create, list, memory, errors with {code, hint}; sends notifications', async () => {
