@@ -359,7 +359,7 @@ describe('agentkeep serve --stdio (LSP)', function () {
     assert.deepEqual(await resolvedLenses(uri), []);
   });
 
-  it('other editors: "Don\'t ask again" stops the first-change question; work-done progress when the client has it', async () => {
+  it('other editors: "Don\'t ask again" stops the first-change question; progress and a lens refresh when the client has them', async () => {
     const msg = messages("Don't ask again");
     const progress: string[] = [];
     conn.onRequest('window/workDoneProgress/create', () => null);
