@@ -216,7 +216,7 @@ describe('broken stores: Hermes (real files, real CLI)', function () {
     assert.match(h.message, /Provenance is unavailable for \d+ entries/);
     assert.match(h.message, /did not run for them: untraceable .*; age of MEMORY\.md and USER\.md entries/);
     assert.match(h.suggestion, /sqlite3 .*state\.db "\.recover" \| sqlite3 .*state\.db\.recovered/);
-    assert.match(h.suggestion, /restore-point restore <id> --scope agent/);
+    assert.match(h.suggestion, /restore the store from a restore point \(scope agent\)/);
     // everything that does not depend on provenance is still there, unchanged
     assert.deepEqual(
       damaged.filter((f: any) => f !== h),
