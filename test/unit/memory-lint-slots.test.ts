@@ -254,29 +254,6 @@ describe('memory lint: slots, changes over time, groups (issue 12)', () => {
     assert.doesNotMatch(text, /^No findings/);
   });
 
-  it('two versions of one labelled entry are a near-duplicate; a sentence of it against a negated one is not', () => {
-    const f = lintEntries(
-      mem([
-        'User hardware: MacBook with M5 Apple Silicon. No iOS devices (no iPhone/iPad). Uses iTerm2.',
-        "User hardware: Mac M5. No iOS. iTerm2. Match user's input language and explicit language requests.",
-      ]),
-    );
-    assert.deepEqual(
-      f.map((x) => x.kind),
-      ['near-duplicate'],
-    );
-    assert.ok((f[0].evidence ?? []).some((e) => /both open with the label "user hardware"/.test(e)));
-    assert.deepEqual(
-      lintEntries(
-        mem([
-          'Working style: single DM on Telegram for all contexts. No topic/thread separation.',
-          'Working style: separate Telegram topics per context (work, home, Silo).',
-        ]),
-      ).filter((x) => x.kind === 'near-duplicate'),
-      [],
-    );
-  });
-
   it('says what it skipped to stay fast', () => {
     const words = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta', 'theta'];
     const texts = Array.from(

@@ -180,8 +180,7 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
   // Each sentence of a multi-sentence entry joins the search too (same `i` as its entry), so one fact
   // of a long entry is compared with a short entry that states only it.
   const units: Prepared[] = [...reps];
-  for (const p of reps)
-    for (const sentence of sentences(p.text)) units.push({ ...prepare(p.i, sentence), sentence: true });
+  for (const p of reps) for (const sentence of sentences(p.text)) units.push(prepare(p.i, sentence));
   const joinStats: JoinStats = { skippedTokens: 0, examples: [], maxDf: 0 };
   // flat pairs [x0, y0, x1, y1, ...] of units (no array per pair: 100,000 entries give millions)
   const joined = candidateJoin(units, o.candidateJaccard, undefined, o.candidateContainment, joinStats);

@@ -73,8 +73,6 @@ export interface Prepared {
   script?: number;
   items?: SoftEntry['items'];
   anchors?: Set<string>;
-  /** A sentence of a multi-sentence entry (index.ts), not the whole entry. */
-  sentence?: boolean;
   /** Words of the incompatible-claims lexicon (incompatWords), computed on first use. */
   incompat?: string[];
   /** The tokens frameDiff aligns, and their set (frameOf), computed on first use. */
@@ -524,17 +522,6 @@ function softDuplicate(a: Prepared, b: Prepared, al: Alignment): PairVerdict {
     return undefined;
   }
   const matched = Math.min(al.matchedA, al.matchedB);
-  // Two versions of one labelled entry ("User hardware: MacBook with M5 …" / "User hardware: Mac M5. No
-  // iOS …"): whole entries that open with the same label of two or more words, negated alike, whose
-  // words still align in part.
-  const lead = !a.sentence && !b.sentence && a.negated === b.negated ? sameLeadLabel(a, b) : undefined;
-  if (lead && al.score >= LABEL_SOFT_SCORE && matched >= 2) {
-    return {
-      kind: 'near-duplicate',
-      score: al.score,
-      why: `both open with the label "${lead}", and the words align: weighted overlap ${al.score.toFixed(2)}, ${al.matchedA} and ${al.matchedB} words matched`,
-    };
-  }
   if (
     (al.links.length > 0 || !al.restA.length || !al.restB.length) &&
     al.score >= SOFT_SCORE &&
@@ -554,25 +541,6 @@ function softDuplicate(a: Prepared, b: Prepared, al: Alignment): PairVerdict {
     };
   }
   return undefined;
-}
-
-/** The weighted overlap two entries with the same opening label need to be called one entry's versions. */
-const LABEL_SOFT_SCORE = 0.3;
-
-/**
- * The label both entries open with ("User hardware:", "验证管线："), when it has two or more words (or
- * CJK character pairs) and is not a person label; undefined otherwise.
- */
-function sameLeadLabel(a: Prepared, b: Prepared): string | undefined {
-  const x = labelsOf(a)[0];
-  const y = labelsOf(b)[0];
-  if (!x || !y || x.label.length < 2 || x.label.join(' ') !== y.label.join(' ')) return undefined;
-  if (PERSON_LABEL.test(x.label.join(' '))) return undefined;
-  const opens = (p: Prepared, l: LabelValue): boolean => {
-    const head = normalise(p.text).split(/[:：]/)[0];
-    return head.length <= 40 && tokens(head).length === l.label.length;
-  };
-  return opens(a, x) && opens(b, y) ? x.label.join(' ') : undefined;
 }
 
 /**
