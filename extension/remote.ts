@@ -23,7 +23,10 @@ import WebSocket from 'ws';
 /** An error of the remote link: a stable code, the message, and the hint that names the fix. */
 export class RemoteError extends Error {
   constructor(
-    /** `bad_url`, `no_token`, `tls`, `auth_failed`, `forbidden`, `unreachable`, `connection_lost`. */
+    /**
+     * `bad_sidecar_url`, `no_sidecar_token`, `sidecar_tls`, `sidecar_unauthorized` (401), `sidecar_forbidden`
+     * (403), `sidecar_unreachable`, `connection_lost`.
+     */
     readonly code: string,
     message: string,
     readonly hint?: string,
@@ -33,9 +36,12 @@ export class RemoteError extends Error {
   }
   /** Whether trying again later can help (network trouble), as opposed to settings that must change. */
   get retryable(): boolean {
-    return this.code === 'unreachable' || this.code === 'connection_lost';
+    return this.code === 'sidecar_unreachable' || this.code === 'connection_lost';
   }
 }
+
+/** Shortest token `agentkeep serve --ws` accepts (sidecar/server/ws.ts MIN_TOKEN_CHARS). */
+export const MIN_REMOTE_TOKEN_CHARS = 16;
 
 /** Setting names the messages point at. */
 export const SETTING_URL = 'agentkeep.sidecar.url';
@@ -69,23 +75,23 @@ export function parseRemoteUrl(value: string): RemoteUrl {
   try {
     u = new URL(value.trim());
   } catch {
-    throw new RemoteError('bad_url', `${SETTING_URL} "${value}" is not a URL.`, forms);
+    throw new RemoteError('bad_sidecar_url', `${SETTING_URL} "${value}" is not a URL.`, forms);
   }
   if (u.protocol !== 'ws:' && u.protocol !== 'wss:')
     throw new RemoteError(
-      'bad_url',
+      'bad_sidecar_url',
       `${SETTING_URL} "${value}" uses ${u.protocol}; only ws: and wss: are sidecar URLs.`,
       forms,
     );
   if (u.username || u.password)
     throw new RemoteError(
-      'bad_url',
+      'bad_sidecar_url',
       `${SETTING_URL} must not hold a user or password.`,
       `Remove it from the URL; the token goes in SecretStorage (${SET_TOKEN_COMMAND_TITLE}).`,
     );
   if ((u.pathname && u.pathname !== '/') || u.search || u.hash)
     throw new RemoteError(
-      'bad_url',
+      'bad_sidecar_url',
       `${SETTING_URL} "${value}" has a path or query; the sidecar serves only "/".`,
       forms,
     );
@@ -93,7 +99,7 @@ export function parseRemoteUrl(value: string): RemoteUrl {
   const secure = u.protocol === 'wss:';
   if (!secure && !isLoopbackHost(host))
     throw new RemoteError(
-      'bad_url',
+      'bad_sidecar_url',
       `${SETTING_URL} "${value}" is plain ws:// to ${host}, which is not this machine: the token and the agent's memory would cross the network unencrypted.`,
       `Use wss://${u.host} (start the sidecar with --tls-cert/--tls-key and pin its fingerprint), or an SSH tunnel: ssh -N -L 7420:127.0.0.1:7420 ${host}, then ws://127.0.0.1:7420.`,
     );
@@ -115,7 +121,7 @@ export function normaliseFingerprint(value: string): string {
     .toUpperCase();
   if (!/^[0-9A-F]{64}$/.test(hex))
     throw new RemoteError(
-      'bad_url',
+      'bad_sidecar_url',
       `${SETTING_FINGERPRINT} "${value}" is not a SHA-256 fingerprint.`,
       'Copy the line "TLS certificate SHA-256 fingerprint AB:CD:…" that agentkeep serve --ws prints at start (32 colon-separated hex pairs).',
     );
@@ -148,7 +154,7 @@ function describeNetError(e: NodeJS.ErrnoException, where: string): RemoteError 
           : e.code === 'ECONNRESET'
             ? 'connection reset'
             : e.message;
-  return new RemoteError('unreachable', `Cannot reach the remote sidecar at ${where}: ${what}.`, hint);
+  return new RemoteError('sidecar_unreachable', `Cannot reach the remote sidecar at ${where}: ${what}.`, hint);
 }
 
 /**
@@ -173,7 +179,7 @@ function pinnedAgent(u: RemoteUrl, pin: string | undefined, fail: (e: RemoteErro
         if (/CERT|SELF_SIGNED|UNABLE_TO|ERR_TLS|HOSTNAME/.test(code)) {
           void peerFingerprint(u).then((fp) => {
             const err = new RemoteError(
-              'tls',
+              'sidecar_tls',
               `TLS: the certificate of ${u.href} is not trusted (${code}); nothing was sent.${fp ? ` It has SHA-256 fingerprint ${fp}.` : ''}`,
               `If that is your sidecar's certificate (agentkeep serve --ws prints its fingerprint at start), pin it: set ${SETTING_FINGERPRINT} to ${fp || 'that fingerprint'}.`,
             );
@@ -190,7 +196,7 @@ function pinnedAgent(u: RemoteUrl, pin: string | undefined, fail: (e: RemoteErro
           if (got !== pin) {
             sock.destroy();
             const err = new RemoteError(
-              'tls',
+              'sidecar_tls',
               `TLS: the certificate of ${u.href} has SHA-256 fingerprint ${got}, not the pinned ${pin}; nothing was sent.`,
               `If the sidecar got a new certificate (compare with the fingerprint agentkeep serve --ws printed at start), set ${SETTING_FINGERPRINT} to ${got}; otherwise something is intercepting the connection.`,
             );
@@ -246,7 +252,7 @@ export function connectRemote(opts: RemoteOptions): Promise<WebSocket> {
   if (pin && !u.secure)
     return Promise.reject(
       new RemoteError(
-        'bad_url',
+        'bad_sidecar_url',
         `${SETTING_FINGERPRINT} is set, but ${SETTING_URL} is ws:// (no TLS, so no certificate to pin).`,
         `Use wss:// for a sidecar started with --tls-cert, or clear ${SETTING_FINGERPRINT}.`,
       ),
@@ -254,7 +260,7 @@ export function connectRemote(opts: RemoteOptions): Promise<WebSocket> {
   if (!opts.token)
     return Promise.reject(
       new RemoteError(
-        'no_token',
+        'no_sidecar_token',
         `No token for the remote sidecar at ${u.href}.`,
         `Run "${SET_TOKEN_COMMAND_TITLE}" and paste the content of the sidecar's --token-file (kept in SecretStorage, never in settings).`,
       ),
@@ -283,7 +289,7 @@ export function connectRemote(opts: RemoteOptions): Promise<WebSocket> {
       () =>
         finish(
           new RemoteError(
-            'unreachable',
+            'sidecar_unreachable',
             `Cannot reach the remote sidecar at ${u.href}: no answer within ${Math.round((opts.connectTimeoutMs ?? 10_000) / 1000)} s.`,
             `Check that it runs and that the address (or the SSH tunnel) is right.`,
           ),
@@ -300,18 +306,18 @@ export function connectRemote(opts: RemoteOptions): Promise<WebSocket> {
         finish(
           status === 401
             ? new RemoteError(
-                'auth_failed',
+                'sidecar_unauthorized',
                 `The remote sidecar at ${u.href} refused the token (HTTP 401).`,
                 `Run "${SET_TOKEN_COMMAND_TITLE}" with the content of the sidecar's --token-file.`,
               )
             : status === 403
               ? new RemoteError(
-                  'forbidden',
+                  'sidecar_forbidden',
                   `The remote sidecar at ${u.href} refused the connection (HTTP 403)${said}.`,
                   "Check the sidecar's log.",
                 )
               : new RemoteError(
-                  'unreachable',
+                  'sidecar_unreachable',
                   `${u.href} answered HTTP ${status}, not a WebSocket upgrade${said}.`,
                   `Is ${SETTING_URL} the address of agentkeep serve --ws?`,
                 ),
@@ -448,7 +454,7 @@ export class RemoteLink {
         e instanceof RemoteError
           ? e
           : new RemoteError(
-              'unreachable',
+              'sidecar_unreachable',
               `The remote sidecar at ${o.url} did not start a session: ${e instanceof Error ? e.message : String(e)}.`,
               'Check that the sidecar on the other side runs the same AgentKeep version.',
             );

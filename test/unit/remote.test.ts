@@ -144,7 +144,7 @@ describe('remote sidecar: serve --ws with TLS, origins, and the editor link', fu
     }
     // without a pin the self-signed certificate is untrusted: refused, with the fingerprint to pin
     await assert.rejects(connectRemote({ url, token }), (e: RemoteError) => {
-      assert.equal(e.code, 'tls');
+      assert.equal(e.code, 'sidecar_tls');
       assert.match(e.message, /not trusted .*nothing was sent/);
       assert.ok(e.message.includes(c.fingerprint), e.message);
       assert.match(e.hint ?? '', new RegExp(`agentkeep\\.sidecar\\.fingerprint to ${c.fingerprint}`));
@@ -154,7 +154,9 @@ describe('remote sidecar: serve --ws with TLS, origins, and the editor link', fu
     await assert.rejects(
       connectRemote({ url, fingerprint: c.fingerprint, token: 'wrong-token-0123456789' }),
       (e: RemoteError) =>
-        e.code === 'auth_failed' && /HTTP 401/.test(e.message) && /Set Remote Sidecar Token/.test(e.hint ?? ''),
+        e.code === 'sidecar_unauthorized' &&
+        /HTTP 401/.test(e.message) &&
+        /Set Remote Sidecar Token/.test(e.hint ?? ''),
     );
   });
 
@@ -172,7 +174,7 @@ describe('remote sidecar: serve --ws with TLS, origins, and the editor link', fu
       await assert.rejects(
         connectRemote({ url: `wss://127.0.0.1:${port}`, fingerprint: other.fingerprint, token }),
         (e: RemoteError) => {
-          assert.equal(e.code, 'tls');
+          assert.equal(e.code, 'sidecar_tls');
           assert.ok(
             e.message.includes(`has SHA-256 fingerprint ${real.fingerprint}, not the pinned ${other.fingerprint}`),
             e.message,
@@ -272,7 +274,7 @@ describe('remote sidecar: serve --ws with TLS, origins, and the editor link', fu
     assert.throws(
       () => parseRemoteUrl('ws://10.0.0.5:7420'),
       (e: RemoteError) =>
-        e.code === 'bad_url' &&
+        e.code === 'bad_sidecar_url' &&
         /plain ws:\/\/ to 10\.0\.0\.5/.test(e.message) &&
         /wss:\/\/10\.0\.0\.5:7420.*ssh -N -L 7420:127\.0\.0\.1:7420 10\.0\.0\.5/.test(e.hint ?? ''),
     );
@@ -359,7 +361,7 @@ describe('remote sidecar: serve --ws with TLS, origins, and the editor link', fu
         tries.slice(0, 3).map((s) => s.retryInMs),
         [200, 400, 600].slice(0, Math.min(3, tries.length)),
       );
-      assert.equal(tries[1]!.error.code, 'unreachable');
+      assert.equal(tries[1]!.error.code, 'sidecar_unreachable');
       assert.match(tries[1]!.error.message, /connection refused/);
       // the server comes back on the same port with the same state dir
       const port = new URL(url).port;
@@ -397,7 +399,7 @@ describe('remote sidecar: serve --ws with TLS, origins, and the editor link', fu
     );
     await assert.rejects(
       link.connect(),
-      (e: RemoteError) => e.code === 'no_token' && /Set Remote Sidecar Token/.test(e.hint ?? ''),
+      (e: RemoteError) => e.code === 'no_sidecar_token' && /Set Remote Sidecar Token/.test(e.hint ?? ''),
     );
     assert.equal(link.state.kind, 'failed');
     await assert.rejects(link.connect(), /No token/);
