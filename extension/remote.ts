@@ -7,7 +7,7 @@
  *
  * Rules (docs/remote.md):
  * - `ws://` only to a loopback address (127.0.0.0/8, ::1, localhost): a sidecar on this machine or
- *   the local end of an SSH tunnel (`ssh -N -L 7420:127.0.0.1:7420 host`). Anything else would send
+ *   the local end of an SSH tunnel (`ssh -N -L 7357:127.0.0.1:7357 host`). Anything else would send
  *   the token and the agent's memory in clear text.
  * - `wss://` to any host. With agentkeep.sidecar.fingerprint set, the certificate must have that
  *   SHA-256 fingerprint (a self-signed one works); the check runs after the TLS handshake and before
@@ -70,7 +70,7 @@ export interface RemoteUrl {
  */
 export function parseRemoteUrl(value: string): RemoteUrl {
   const forms =
-    'Use wss://HOST:PORT (TLS; pin the certificate in agentkeep.sidecar.fingerprint), or ws://127.0.0.1:PORT for a sidecar on this machine or an SSH tunnel (ssh -N -L 7420:127.0.0.1:7420 HOST).';
+    'Use wss://HOST:PORT (TLS; pin the certificate in agentkeep.sidecar.fingerprint), or ws://127.0.0.1:PORT for a sidecar on this machine or an SSH tunnel (ssh -N -L 7357:127.0.0.1:7357 HOST).';
   let u: URL;
   try {
     u = new URL(value.trim());
@@ -101,7 +101,7 @@ export function parseRemoteUrl(value: string): RemoteUrl {
     throw new RemoteError(
       'bad_sidecar_url',
       `${SETTING_URL} "${value}" is plain ws:// to ${host}, which is not this machine: the token and the agent's memory would cross the network unencrypted.`,
-      `Use wss://${u.host} (start the sidecar with --tls-cert/--tls-key and pin its fingerprint), or an SSH tunnel: ssh -N -L 7420:127.0.0.1:7420 ${host}, then ws://127.0.0.1:7420.`,
+      `Use wss://${u.host} (start the sidecar with --tls-cert/--tls-key and pin its fingerprint), or an SSH tunnel: ssh -N -L 7357:127.0.0.1:7357 ${host}, then ws://127.0.0.1:7357.`,
     );
   const port = u.port ? Number(u.port) : secure ? 443 : 80;
   return { href: u.href.replace(/\/$/, ''), secure, host, port };

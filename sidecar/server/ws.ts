@@ -52,7 +52,7 @@ export function parseHostPort(s: string): HostPort {
     throw new AgentKeepError(
       'InvalidParams',
       `Bad --ws address "${s}".`,
-      'Use HOST:PORT, e.g. --ws 127.0.0.1:7420 (port 0 picks a free port).',
+      'Use HOST:PORT, e.g. --ws 127.0.0.1:7357 (port 0 picks a free port).',
     );
   }
   return { host: m[1] ?? (m[2] || '127.0.0.1'), port };
@@ -238,7 +238,7 @@ export async function serveWs(
     throw new AgentKeepError(
       'InvalidParams',
       `Refusing to listen on ${listen.host} without TLS: the bearer token and every memory entry would cross the network in clear text.`,
-      `Add --tls-cert FILE --tls-key FILE (serve wss://, the client pins the printed fingerprint), or listen on 127.0.0.1 and reach it through an SSH tunnel: ssh -N -L 7420:127.0.0.1:${listen.port || 7420} <this host> (docs/remote.md).`,
+      `Add --tls-cert FILE --tls-key FILE (serve wss://, the client pins the printed fingerprint), or listen on 127.0.0.1 and reach it through an SSH tunnel: ssh -N -L 7357:127.0.0.1:${listen.port || 7357} <this host> (docs/remote.md).`,
     );
   }
   const hub = new ConnectionHub();

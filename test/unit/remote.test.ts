@@ -267,18 +267,18 @@ describe('remote sidecar: serve --ws with TLS, origins, and the editor link', fu
   });
 
   it('the editor link: ws:// only to loopback, fingerprints in the usual spellings, bad URLs named', () => {
-    assert.equal(parseRemoteUrl('ws://127.0.0.1:7420').secure, false);
-    assert.equal(parseRemoteUrl('ws://localhost:7420/').href, 'ws://localhost:7420');
-    assert.equal(parseRemoteUrl('ws://[::1]:7420').host, '::1');
-    assert.equal(parseRemoteUrl('wss://pve.lan:7420').secure, true);
+    assert.equal(parseRemoteUrl('ws://127.0.0.1:7357').secure, false);
+    assert.equal(parseRemoteUrl('ws://localhost:7357/').href, 'ws://localhost:7357');
+    assert.equal(parseRemoteUrl('ws://[::1]:7357').host, '::1');
+    assert.equal(parseRemoteUrl('wss://pve.lan:7357').secure, true);
     assert.throws(
-      () => parseRemoteUrl('ws://10.0.0.5:7420'),
+      () => parseRemoteUrl('ws://10.0.0.5:7357'),
       (e: RemoteError) =>
         e.code === 'bad_sidecar_url' &&
         /plain ws:\/\/ to 10\.0\.0\.5/.test(e.message) &&
-        /wss:\/\/10\.0\.0\.5:7420.*ssh -N -L 7420:127\.0\.0\.1:7420 10\.0\.0\.5/.test(e.hint ?? ''),
+        /wss:\/\/10\.0\.0\.5:7357.*ssh -N -L 7357:127\.0\.0\.1:7357 10\.0\.0\.5/.test(e.hint ?? ''),
     );
-    assert.throws(() => parseRemoteUrl('http://127.0.0.1:7420'), /only ws: and wss:/);
+    assert.throws(() => parseRemoteUrl('http://127.0.0.1:7357'), /only ws: and wss:/);
     assert.throws(() => parseRemoteUrl('wss://me:pw@host:1'), /must not hold a user or password/);
     assert.throws(() => parseRemoteUrl('wss://host:1/x?y'), /has a path or query/);
     assert.throws(() => parseRemoteUrl('not a url'), /is not a URL/);

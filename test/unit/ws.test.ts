@@ -223,7 +223,7 @@ describe('agentkeep serve --ws (WebSocket)', function () {
     assert.equal(r.code, 1);
     assert.match(
       r.stderr,
-      /^agentkeep: Refusing to listen on 0\.0\.0\.0 without TLS: the bearer token and every memory entry would cross the network in clear text\. .*--tls-cert FILE --tls-key FILE.*ssh -N -L 7420:127\.0\.0\.1:7420/,
+      /^agentkeep: Refusing to listen on 0\.0\.0\.0 without TLS: the bearer token and every memory entry would cross the network in clear text\. .*--tls-cert FILE --tls-key FILE.*ssh -N -L 7357:127\.0\.0\.1:7357/,
     );
     assert.doesNotMatch(r.stderr, /listening on/);
   });
