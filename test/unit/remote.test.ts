@@ -17,12 +17,14 @@ import WebSocket from 'ws';
 import {
   backoffMs,
   connectRemote,
+  MIN_REMOTE_TOKEN_CHARS,
   normaliseFingerprint,
   parseRemoteUrl,
   RemoteLink,
   type LinkState,
   type RemoteError,
 } from '../../extension/remote';
+import { MIN_TOKEN_CHARS } from '../../sidecar/server/ws';
 import { WebSocketMessageReader, WebSocketMessageWriter } from '../../sidecar/server/wsTransport';
 import { buildSidecar, runSidecar, startSidecar, waitForStderr } from './helpers/sidecar';
 
@@ -388,6 +390,21 @@ describe('remote sidecar: serve --ws with TLS, origins, and the editor link', fu
     } finally {
       link.close();
     }
+  });
+
+  it('package.json: the sidecar URL and fingerprint are restricted in untrusted workspaces; no setting holds the token', () => {
+    const pkg = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8'));
+    const restricted: string[] = pkg.capabilities.untrustedWorkspaces.restrictedConfigurations;
+    const props = Object.keys(pkg.contributes.configuration.properties as Record<string, unknown>);
+    const sidecar = props.filter((k) => k.startsWith('agentkeep.sidecar.')).sort();
+    assert.deepEqual(sidecar, ['agentkeep.sidecar.fingerprint', 'agentkeep.sidecar.url']);
+    for (const k of sidecar) assert.ok(restricted.includes(k), `${k} is a restricted configuration`);
+    assert.ok(!props.some((k) => /token|secret|password/i.test(k)), 'no setting holds a credential');
+    const commands = (pkg.contributes.commands as Array<{ command: string; title: string }>).map((c) => c.title);
+    for (const t of ['Set Remote Sidecar Token', 'Clear Remote Sidecar Token', 'Reconnect to Remote Sidecar'])
+      assert.ok(commands.includes(t), t);
+    // the editor refuses a token the server would refuse
+    assert.equal(MIN_REMOTE_TOKEN_CHARS, MIN_TOKEN_CHARS);
   });
 
   it('a missing token or a settings problem is not retried; it names the fix', async () => {
