@@ -30,6 +30,7 @@ import {
 import { WebSocketServer, type WebSocket } from 'ws';
 import { AgentKeepError } from '../core/errors';
 import type { CoreOptions } from '../core/service';
+import { resolveStateDir } from '../core/state';
 import { ConnectionHub, serveConnection, type CoreFactory } from './session';
 import { JsonRpcGate } from './jsonrpc';
 import { WebSocketFrameReader, WebSocketMessageWriter } from './wsTransport';
@@ -243,6 +244,7 @@ export async function serveWs(
   }
   const hub = new ConnectionHub();
   const core = makeCore(hub.coreOptions(base));
+  const stateDir = resolveStateDir(base.stateDir);
   const onRequest = (_req: http.IncomingMessage, res: http.ServerResponse): void => {
     res.writeHead(426, { 'Content-Type': 'text/plain', Upgrade: 'websocket' });
     res.end('agentkeep: WebSocket only (JSON-RPC, one message per text frame)\n');
@@ -309,7 +311,7 @@ export async function serveWs(
       hub.delete(connection);
       connection.dispose();
     });
-    serveConnection(connection, core, log);
+    serveConnection(connection, core, log, { stateDir });
   };
 
   await new Promise<void>((resolve, reject) => {
