@@ -27,6 +27,7 @@ import { parseActions } from './actions';
 import { isTrusted, type CodeLensFilter } from './config';
 import { RemoteError, RemoteLink, type LinkState } from './remote';
 import { socketTransports } from './remoteTransport';
+import type WebSocket from 'ws';
 import {
   Methods,
   Notifications,
@@ -222,7 +223,7 @@ export class Sidecar implements vscode.Disposable {
   }
 
   /** The LanguageClient over one open socket of `link`; resolves once LSP initialize answered. */
-  private async attachRemote(link: RemoteLink, ws: import('ws').WebSocket): Promise<void> {
+  private async attachRemote(link: RemoteLink, ws: WebSocket): Promise<void> {
     this.clearDescriptions(); // another sidecar (or version) may describe things differently
     const client = new LanguageClient(
       'agentkeep',
