@@ -14,20 +14,25 @@
  * restore-confirm.png, after-restore.png,
  * details.png, memory-inspector.png, memory-detail.png, memory-edit.png, memory-empty-search.png,
  * memory-broken.png (MEMORY.md made a directory: shown broken with the fix),
- * welcome.png, agent-view-proxmox.png, restore-confirm-proxmox.png, after-rollback-proxmox.png);
+ * welcome.png, agent-view-proxmox.png, restore-confirm-proxmox.png, after-rollback-proxmox.png), and
+ * last the editor on a remote sidecar (remote-agent-view.png, remote-reconnecting.png: a real
+ * `agentkeep serve --ws --tls-cert` in another process serving the Proxmox guest);
  * on failure, failure.png. Exit code 0 = all present.
  *
  * Usage: npx tsx scripts/test-e2e.ts (after `node esbuild.mjs` and scripts/setup-host.sh;
  * scripts/test-e2e.sh does all three). Env: SHOTS (output folder), KEEP_TMP=1, CHROMIUM;
- * E2E_ONLY=memory runs only the memory inspector part (quick, while working on the webview).
+ * E2E_ONLY=memory runs only the memory inspector part (quick, while working on the webview),
+ * E2E_ONLY=remote only the remote sidecar part.
  */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { promisify } from 'node:util';
 import { chromium, type Page } from 'playwright-core';
 import { createDemoAgent } from '../extension/demo';
 import { writeDemoSessionHistory } from './lib/demoHistory';
-import { PveSim } from '../test/pve-sim/server';
+import { makeCert, PveSim } from '../test/pve-sim/server';
 import {
   CHROMIUM,
   CHROMIUM_ARGS,
@@ -42,6 +47,7 @@ import {
   runMain,
 } from './lib/host';
 
+const execFileAsync = promisify(execFile);
 const SHOTS = path.resolve(process.env.SHOTS ?? path.join(REPO, 'test-results', 'screenshots'));
 const t0 = Date.now();
 let checks = 0; // elements asserted present (printed as mocha-style "N passing" for scripts/test-all.sh)
@@ -359,6 +365,152 @@ async function proxmoxScenario(page: Page, cs: CodeServer, tmp: string): Promise
   }
 }
 
+/**
+ * The editor on a remote sidecar: `agentkeep serve --ws --tls-cert … --state-dir <its own>` started
+ * here as another process (as it would run on the Proxmox host or a management VM, with the PVE token
+ * in its environment), serving a guest of the contract simulator whose restore points were taken with
+ * the CLI on that side. The folder's settings name the URL and the pinned fingerprint; the token is
+ * typed into "AgentKeep: Set Remote Sidecar Token". Screenshot remote-agent-view.png; then the
+ * sidecar is killed (remote-reconnecting.png) and started again on the same port (the view is back).
+ */
+async function remoteScenario(page: Page, cs: CodeServer, tmp: string): Promise<void> {
+  const tokenId = 'agent@pve!agentkeep';
+  const secret = `e2e-${Date.now().toString(36)}`;
+  const sim = new PveSim({ token: { id: tokenId, secret }, nodes: ['pve1', 'pve2'] });
+  sim.addGuest({ vmid: 101, name: 'hermes-agent', tags: ['agent'], running: true });
+  sim.addGuest({ vmid: 102, node: 'pve2', name: 'research-agent', tags: ['agent'], running: false });
+  await sim.start();
+  const dir = path.join(tmp, 'remote-sidecar');
+  fs.mkdirSync(dir, { recursive: true });
+  const cert = makeCert('agentkeep-sidecar');
+  fs.writeFileSync(path.join(dir, 'cert.pem'), cert.cert);
+  fs.writeFileSync(path.join(dir, 'key.pem'), cert.key, { mode: 0o600 });
+  const token = `remote-${Math.random().toString(36).slice(2)}${Date.now().toString(36)}`;
+  fs.writeFileSync(path.join(dir, 'token'), `${token}\n`, { mode: 0o600 });
+  const stateDir = path.join(dir, 'state');
+  const sidecarJs = path.join(REPO, 'out', 'sidecar.js');
+  const env = {
+    ...process.env,
+    AGENTKEEP_PVE_TOKEN: `${tokenId}=${secret}`,
+    AGENTKEEP_PVE_FINGERPRINT: sim.cert.fingerprint,
+  };
+  const target = `proxmox://127.0.0.1:${sim.port}/pve1/qemu/101`;
+  let child: ChildProcess | undefined;
+  let port = 0;
+  const start = async (): Promise<string> => {
+    const c = spawn(
+      process.execPath,
+      [sidecarJs, 'serve', '--ws', `127.0.0.1:${port}`, '--token-file', path.join(dir, 'token')].concat([
+        '--tls-cert',
+        path.join(dir, 'cert.pem'),
+        '--tls-key',
+        path.join(dir, 'key.pem'),
+        '--state-dir',
+        stateDir,
+      ]),
+      { env, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    child = c;
+    let err = '';
+    const url = await new Promise<string>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`The remote sidecar did not start: ${err}`)), 20000);
+      c.stderr!.on('data', (d: Buffer) => {
+        err += d.toString();
+        const m = /listening on (wss:\/\/127\.0\.0\.1:(\d+))/.exec(err);
+        if (m) {
+          clearTimeout(t);
+          port = Number(m[2]);
+          resolve(m[1]!);
+        }
+      });
+    });
+    if (!err.includes(cert.fingerprint)) throw new Error(`The remote sidecar did not print its fingerprint: ${err}`);
+    return url;
+  };
+  const kill = async (): Promise<void> => {
+    const c = child;
+    child = undefined;
+    if (!c || c.exitCode !== null) return;
+    const gone = new Promise((r) => c.once('exit', r));
+    c.kill('SIGKILL');
+    await gone;
+  };
+  try {
+    const url = await start();
+    step(`remote sidecar at ${url} (state dir ${stateDir})`);
+    // restore points taken on the sidecar's machine, before the editor connects
+    // (asynchronously: the simulator answering the CLI runs in this process)
+    const cli = (...a: string[]) =>
+      execFileAsync(process.execPath, [sidecarJs, ...a, '--state-dir', stateDir], { env });
+    await cli('restore-point', 'create', '--target', target, '--label', 'before hermes update', '--vmstate');
+    await cli('restore-point', 'create', '--target', target, '--label', 'after hermes update');
+    const folder = path.join(tmp, 'remote-agent');
+    fs.mkdirSync(path.join(folder, '.vscode'), { recursive: true });
+    const settings = {
+      'agentkeep.target': target,
+      'agentkeep.sidecar.url': url,
+      'agentkeep.sidecar.fingerprint': cert.fingerprint,
+    };
+    fs.writeFileSync(path.join(folder, '.vscode', 'settings.json'), JSON.stringify(settings, null, 2));
+    await page.goto(`${cs.url}/?folder=${encodeURIComponent(folder)}`);
+    await expectVisible(page, '.monaco-workbench', 'The VS Code workbench (remote sidecar)', { timeout: 60000 });
+    await expectVisible(page, '.statusbar-item', 'The "not connected" status bar item (no token yet)', {
+      hasText: 'AgentKeep: not connected',
+      timeout: 60000,
+    });
+    await runCommand(page, 'AgentKeep: Set Remote Sidecar Token');
+    await expectVisible(page, '.quick-input-widget input[type="password"]', 'The password input for the sidecar token');
+    await page.keyboard.type(token);
+    await page.keyboard.press('Enter');
+    await page
+      .locator('.activitybar [aria-label^="Agent"]')
+      .first()
+      .click({ timeout: 30000 })
+      .catch(() => undefined);
+    await expectVisible(page, '.monaco-list-row', 'The guest row over the remote sidecar', {
+      hasText: 'pve1 · 101 · running',
+      timeout: 60000,
+    });
+    await expectVisible(page, '.monaco-list-row', 'A restore point from the remote journal', {
+      hasText: /before hermes update.*RAM/,
+    });
+    await expectVisible(page, '.monaco-list-row', 'The other one', { hasText: 'after hermes update' });
+    await expectVisible(page, '.statusbar-item', 'The status bar over the remote sidecar', {
+      hasText: /just now|\d+[smhd] ago/,
+    });
+    await widenSidebar(page);
+    const item = page.locator('.statusbar-item', { hasText: /just now|\d+[smhd] ago/ }).first();
+    await item.hover();
+    await expectVisible(page, '.monaco-hover, .workbench-hover', 'The tooltip naming the remote sidecar', {
+      hasText: `Sidecar: ${url} (remote)`,
+      timeout: 10000,
+    }).catch((e) => step(`(tooltip: ${e.message})`));
+    await shot(page, 'remote-agent-view.png');
+    await page.mouse.move(1000, 300);
+
+    await kill();
+    await expectVisible(page, '.statusbar-item', 'The "reconnecting…" status bar item', {
+      hasText: 'AgentKeep: reconnecting…',
+      timeout: 30000,
+    });
+    await page.locator('.statusbar-item', { hasText: 'reconnecting' }).first().hover();
+    await expectVisible(page, '.monaco-hover, .workbench-hover', 'The reconnecting tooltip', {
+      hasText: 'Lost the connection to the remote sidecar',
+      timeout: 10000,
+    }).catch((e) => step(`(tooltip: ${e.message})`));
+    await shot(page, 'remote-reconnecting.png');
+    await start(); // same port, same state dir
+    await expectVisible(page, '.statusbar-item', 'The status bar after the sidecar came back', {
+      hasText: /just now|\d+[smhd] ago/,
+      timeout: 60000,
+    });
+    step('remote sidecar: reconnected after a restart');
+  } finally {
+    await kill();
+    await sim.stop();
+  }
+}
+
 async function main(): Promise<number> {
   checkHost();
   checkSidecar();
@@ -404,6 +556,12 @@ async function main(): Promise<number> {
       timeout: 60000,
     });
     step('status bar item: no restore point');
+    if (only === 'remote') {
+      await remoteScenario(page, cs, tmp);
+      ok = true;
+      console.log(`  ${checks} passing (UI elements present)`);
+      return 0;
+    }
     if (only === 'memory') {
       await memoryInspector(page, demo.hermesHome);
       ok = true;
@@ -626,6 +784,7 @@ async function main(): Promise<number> {
     step('welcome view: Set up demo agent opened the demo');
 
     await proxmoxScenario(page, cs, tmp);
+    await remoteScenario(page, cs, tmp);
 
     ok = true;
     step('e2e passed');
