@@ -18,7 +18,7 @@ import {
   type TargetDescription,
 } from '../sidecar/protocol';
 import { readAgentConfig, readProxmoxSettings, type AgentConfig } from './config';
-import { displayLabel, entryTitle, formatAge, formatBytes, formatReason, shortReason, targetName } from './format';
+import { displayLabel, entryTitle, formatAge, formatBytes, formatReason, targetName } from './format';
 import { describeAction, RUN_ACTION } from './actions';
 import { findingsFor, lintStores } from './memory';
 import {
@@ -43,7 +43,8 @@ import {
   type StoreStatus,
 } from './storeView';
 import { agentItemView } from './targetView';
-import { isPreWithoutPost, originView, PRE_WITHOUT_POST, preWithoutPostText, requestView } from './origin';
+import { isPreWithoutPost, originView, preWithoutPostText, requestView } from './origin';
+import { rpItemView } from './rpView';
 import { toSidecarError } from './sidecar';
 
 /**
@@ -670,47 +671,6 @@ function guestTooltip(g: Guest): vscode.MarkdownString {
 
 /** How long the Agent view waits for restorePoint.usage before showing the last known value (ms). */
 const USAGE_WAIT_MS = 1500;
-
-function rpIcon(rp: RestorePoint): string {
-  if (rp.status === 'failed') return 'error';
-  if (rp.status === 'kept') return 'pass';
-  if (rp.status === 'rolled-back') return 'discard';
-  if (rp.kind === 'pre-restore') return 'debug-step-back';
-  return 'history';
-}
-
-/**
- * The icon and description of a restore point row: failed first, then a pre without its post
- * (warning), RAM state (chip), who took it (ORIGIN_ICONS: an agent hook, the agent, agentkeep run,
- * apt), else its status. The description: RAM, important, kept/rolled back when the icon shows the
- * origin, the age, the pre-without-post flag, the reason (the origin sentence for the agent's own).
- */
-export function rpItemView(rp: RestorePoint, withoutPost: boolean): { icon: string; description: string } {
-  const origin = originView(rp);
-  const live = rp.status === 'ready' || rp.status === 'kept';
-  const icon =
-    rp.status === 'failed'
-      ? 'error'
-      : withoutPost
-        ? 'warning'
-        : rp.machine.vmstate && live
-          ? 'chip'
-          : origin
-            ? origin.icon
-            : rpIcon(rp);
-  const status = origin && icon === origin.icon && rp.status !== 'ready' ? rp.status.replace('-', ' ') : '';
-  const description = [
-    rp.machine.vmstate ? 'RAM' : '',
-    rp.important ? '★ important' : '',
-    status,
-    formatAge(rp.createdAt),
-    withoutPost ? PRE_WITHOUT_POST : '',
-    shortReason(rp),
-  ]
-    .filter(Boolean)
-    .join(' · ');
-  return { icon, description };
-}
 
 /** Markdown tooltip with the restore point's details (who took it; a pre without its post: what happened, what to do). */
 export function rpTooltip(rp: RestorePoint, o: { withoutPost?: boolean } = {}): vscode.MarkdownString {
