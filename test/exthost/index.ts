@@ -7,6 +7,7 @@
  */
 import Mocha from 'mocha';
 import { registerAgentSuite } from './agent.test';
+import { registerAgentOwnSuite } from './agentOwn.test';
 import { registerFlowSuite } from './flow.test';
 import { registerMemorySuite } from './memory.test';
 import { registerProxmoxSuite } from './proxmox.test';
@@ -25,6 +26,7 @@ export function run(): Promise<void> {
   registerAgentSuite();
   registerFlowSuite();
   registerMemorySuite();
+  registerAgentOwnSuite();
   registerProxmoxSuite(); // last: it points the workspace at the Proxmox simulator (and back)
   return new Promise((resolve, reject) => {
     mocha.run((failures) => (failures ? reject(new Error(`${failures} extension-host test(s) failed`)) : resolve()));
