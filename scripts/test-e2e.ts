@@ -296,6 +296,12 @@ async function agentOwnScenario(page: Page, demo: DemoAgent): Promise<void> {
   });
   await shot(page, 'agent-own-protect.png');
   await page.keyboard.press('Escape');
+  // the memory inspector step before this one leaves the side bar closed: show the Agent view again
+  // (the activity bar icon toggles it, so only click it when the agent row is not visible)
+  const agentRow = page.locator('.monaco-list-row', { hasText: 'agent-home' }).first();
+  if (!(await agentRow.isVisible().catch(() => false)))
+    await page.locator('.activitybar [aria-label^="Agent"]').first().click({ timeout: 15000 });
+  await expectVisible(page, '.monaco-list-row', 'The Agent view', { hasText: 'agent-home' });
   const cfg = fs.readFileSync(path.join(demo.hermesHome, 'config.yaml'), 'utf8');
   const m = /command: "?(\S+ \S+hook\.js hook run hermes --agent \S+ --state-dir \S+?)"?$/m.exec(cfg);
   if (!m) throw new Error(`The Hermes hook is not in config.yaml after Protect:\n${cfg}`);
