@@ -19,6 +19,8 @@
  *   agentkeep.setupDemo({open?: boolean, root?: string})                   -> DemoAgent
  *   agentkeep.pickFolder(folder?: string)                                  -> {target, stores}
  *   agentkeep.runAction(nextAction, {confirm?: boolean})                   -> the action's result (actions.ts)
+ *   agentkeep.approveRequest(id | treeNode, {confirm?}) / denyRequest(id | treeNode, {note?}) -> (agentCommands.ts)
+ *   agentkeep.protectAgent({kind?, mcp?, quiet?})                          -> ProtectResult (agentCommands.ts)
  * Errors are shown as a notification (message + hint, the sidecar's next actions as buttons) and the
  * command resolves undefined; the last error is kept for tests (Ctx.lastError).
  */
@@ -39,6 +41,7 @@ import {
   type TargetDescription,
 } from '../sidecar/protocol';
 import { RUN_ACTION, runAction, showWithActions } from './actions';
+import { approveRequest, denyRequest, protectAgent, type AgentCommandDeps } from './agentCommands';
 import { compareRestorePoints, compareWithNow, type CompareResult } from './compare';
 import { readAgentConfig, requireTrust, UntrustedError, type AgentConfig } from './config';
 import type { ConfigFiles } from './configFiles';
@@ -196,7 +199,26 @@ export function guarded<A extends unknown[], R>(
 export function registerCommands(ctx: Ctx): vscode.Disposable[] {
   const reg = <A extends unknown[], R>(id: string, fn: (...args: A) => Promise<R>) =>
     vscode.commands.registerCommand(id, guarded(ctx, id, fn));
+  const agentDeps: AgentCommandDeps = {
+    context: ctx.context,
+    sidecar: ctx.sidecar,
+    output: ctx.output,
+    afterChange: () => afterChange(ctx),
+    confirmRestore: (config, rp, scope, question, button) => confirmRestore(ctx, config, rp, scope, question, button),
+  };
+  // a menu passes the tree node (or nothing) as the first argument: only an options object counts
+  const optsOf = <T extends object>(v: unknown): T | undefined =>
+    v && typeof v === 'object' && !('kind' in v && 'config' in v) ? (v as T) : undefined;
   return [
+    reg('agentkeep.approveRequest', (arg?: unknown, opts?: { confirm?: boolean }) =>
+      approveRequest(agentDeps, arg, optsOf(opts)),
+    ),
+    reg('agentkeep.denyRequest', (arg?: unknown, opts?: { note?: string }) =>
+      denyRequest(agentDeps, arg, optsOf(opts)),
+    ),
+    reg('agentkeep.protectAgent', (opts?: unknown) =>
+      protectAgent(agentDeps, optsOf<NonNullable<Parameters<typeof protectAgent>[1]>>(opts) ?? {}),
+    ),
     reg('agentkeep.createRestorePoint', (opts?: CreateOptions) => createRestorePoint(ctx, opts)),
     reg('agentkeep.createRestorePointWithRam', (opts?: CreateOptions) =>
       createRestorePoint(ctx, { ...opts, vmstate: true }),

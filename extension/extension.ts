@@ -17,6 +17,7 @@ import { MemoryInspector, registerMemoryCommands, type InspectorRendered, type M
 import { Sidecar, type Connection } from './sidecar';
 import { AgentStatusBar } from './statusBar';
 import { AgentTreeProvider } from './tree';
+import { AgentWatch, type AgentNotification } from './agentWatch';
 import { canRamState, sidecarEnv, TOKEN_SECRET_KEY } from './proxmox';
 import { SIDECAR_TOKEN_KEY } from './remoteToken';
 
@@ -60,6 +61,13 @@ export interface AgentKeepApi {
    * restores the notification).
    */
   onMemoryChange(fn: ((c: MemoryChange) => void) | null): void;
+  /**
+   * Look for restore points and requests made outside this window (the agent's hooks, MCP, apt, run)
+   * now instead of at the next WATCH_INTERVAL_MS tick; resolves with the agent's new restore points.
+   */
+  checkAgentActivity(): Promise<RestorePoint[]>;
+  /** Notifications about the agent's restore points shown so far (agentkeep.notifyAgentRestorePoints). */
+  agentNotifications(): AgentNotification[];
 }
 
 let ctxRef: Ctx | undefined;
@@ -103,14 +111,30 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
   );
 
   const view = vscode.window.createTreeView('agentkeep.agent', { treeDataProvider: tree, showCollapseAll: true });
-  context.subscriptions.push(output, sidecar, statusBar, details, view, ...registerCommands(ctx));
+  // restore points and requests the agent's hooks, MCP, apt or run make in other processes
+  const watch = new AgentWatch(
+    sidecar,
+    () => {
+      tree.refresh();
+      void statusBar.update();
+    },
+    async (id) => {
+      await vscode.commands.executeCommand('agentkeep.agent.focus');
+      await details.show(id);
+    },
+    () => view.visible,
+  );
+  context.subscriptions.push(output, sidecar, statusBar, details, view, watch, ...registerCommands(ctx));
+  context.subscriptions.push(view.onDidChangeVisibility(() => watch.update()));
 
   const applyConfig = async () => {
     const config = readAgentConfig();
     await vscode.commands.executeCommand('setContext', 'agentkeep.configured', !!config);
     if (!config) await vscode.commands.executeCommand('setContext', 'agentkeep.ramState', false);
     tree.refresh();
+    watch.update();
     if (config) {
+      void watch.check(); // the first look only records what is there
       // An agent is configured: start the sidecar (CodeLens comes from it) and show the status bar;
       // whether its restore points can hold RAM state on request comes from target.describe.
       const ram = sidecar.describeTarget(config.target).then(
@@ -202,6 +226,8 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
     onMemoryChange: (fn) => {
       memory.onChange = fn ?? undefined;
     },
+    checkAgentActivity: () => watch.check(),
+    agentNotifications: () => watch.shown,
   };
 }
 

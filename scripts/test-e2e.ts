@@ -14,7 +14,11 @@
  * restore-confirm.png, after-restore.png,
  * details.png, memory-inspector.png, memory-detail.png, memory-edit.png, memory-empty-search.png,
  * memory-broken.png (MEMORY.md made a directory: shown broken with the fix),
- * welcome.png, agent-view-proxmox.png, restore-confirm-proxmox.png, after-rollback-proxmox.png), and
+ * welcome.png, agent-view-proxmox.png, restore-confirm-proxmox.png, after-rollback-proxmox.png; the agent's own
+ * moments: agent-own-protect.png (Protect this agent's own changes: the result with Hermes' consent
+ * note), agent-own-view.png (restore points the installed Hermes hook took, run as Hermes runs it: the
+ * origin, a pre without its post flagged, a pending restore request with Approve/Deny),
+ * agent-own-details.png, agent-own-approve.png (Approve's restore confirmation)), and
  * last the editor on a remote sidecar (remote-agent-view.png, remote-reconnecting.png: a real
  * `agentkeep serve --ws --tls-cert` in another process serving the Proxmox guest);
  * on failure, failure.png. Exit code 0 = all present.
@@ -22,7 +26,7 @@
  * Usage: npx tsx scripts/test-e2e.ts (after `node esbuild.mjs` and scripts/setup-host.sh;
  * scripts/test-e2e.sh does all three). Env: SHOTS (output folder), KEEP_TMP=1, CHROMIUM;
  * E2E_ONLY=memory runs only the memory inspector part (quick, while working on the webview),
- * E2E_ONLY=remote only the remote sidecar part.
+ * E2E_ONLY=remote only the remote sidecar part, E2E_ONLY=agent-own only the agent's own moments.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -33,6 +37,9 @@ import { chromium, type Page } from 'playwright-core';
 import { createDemoAgent } from '../extension/demo';
 import { writeDemoSessionHistory } from './lib/demoHistory';
 import { makeCert, PveSim } from '../test/pve-sim/server';
+import { Core } from '../sidecar/core/core';
+import { call } from '../sidecar/core/dispatch';
+import type { DemoAgent } from '../extension/demo';
 import {
   CHROMIUM,
   CHROMIUM_ARGS,
@@ -246,6 +253,133 @@ async function memoryInspector(page: Page, hermesHome: string): Promise<void> {
   }
   await webview.locator('.toolbar vscode-button', { hasText: 'Refresh' }).click();
   await webview.locator('.file .name', { hasText: 'MEMORY.md' }).first().waitFor({ timeout: 10000 });
+}
+
+/** Run a hook command line as Hermes does (argv split, no shell) with a terminal tool call on stdin. */
+function runAsHermes(command: string, event: 'pre' | 'post', cmd: string, id: string): Promise<number | null> {
+  const argv = command.split(' ');
+  const payload = {
+    hook_event_name: event === 'pre' ? 'pre_tool_call' : 'post_tool_call',
+    tool_name: 'terminal',
+    tool_input: { command: cmd },
+    session_id: 'sess_3f2a9c81d0e4',
+    cwd: '/home/user/project',
+    profile: 'default',
+    extra: { task_id: 't1', tool_call_id: id, turn_id: 'u1' },
+  };
+  return new Promise((resolve, reject) => {
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'ignore', 'inherit'] });
+    child.on('error', reject);
+    child.on('close', resolve);
+    child.stdin.end(JSON.stringify(payload));
+  });
+}
+
+/**
+ * The agent's own moments (issue 15 item 7): "Protect This Agent's Own Changes" from the command
+ * palette installs the Hermes hooks (modal question, then the result with the consent note); the
+ * installed hook command, run as Hermes runs it, takes a pair for `pip install requests` and a lone
+ * pre for `apt-get install -y jq` (the agent "died"); the agent asks for a restore (request.create, as
+ * the MCP tool does). With agentkeep.notifyAgentRestorePoints on, the toast names the agent; the
+ * Agent view shows the origin, the flag and the request with inline Approve/Deny; the details view
+ * of the lone pre says what happened; Approve shows the restore confirmation and restores.
+ */
+async function agentOwnScenario(page: Page, demo: DemoAgent): Promise<void> {
+  const settingsFile = path.join(demo.workspace, '.vscode', 'settings.json');
+  const settings = JSON.parse(fs.readFileSync(settingsFile, 'utf8')) as Record<string, unknown>;
+  fs.writeFileSync(
+    settingsFile,
+    JSON.stringify({ ...settings, 'agentkeep.notifyAgentRestorePoints': true }, null, 2) + '\n',
+  );
+  await runCommand(page, "AgentKeep: Protect This Agent's Own Changes");
+  await expectVisible(page, '.monaco-dialog-box', 'The Protect question', { hasText: "Add AgentKeep's hooks" });
+  await page.locator('.monaco-dialog-box .monaco-button', { hasText: 'Install Hooks and MCP Server' }).first().click();
+  await expectVisible(page, '.monaco-dialog-box', 'The install result with the consent note', {
+    hasText: 'first-use consent',
+    timeout: 60000,
+  });
+  await shot(page, 'agent-own-protect.png');
+  await page.keyboard.press('Escape');
+  // the memory inspector step before this one leaves the side bar closed: show the Agent view again
+  // (the activity bar icon toggles it, so only click it when the agent row is not visible)
+  const agentRow = page.locator('.monaco-list-row', { hasText: 'agent-home' }).first();
+  if (!(await agentRow.isVisible().catch(() => false)))
+    await page.locator('.activitybar [aria-label^="Agent"]').first().click({ timeout: 15000 });
+  await expectVisible(page, '.monaco-list-row', 'The Agent view', { hasText: 'agent-home' });
+  const cfg = fs.readFileSync(path.join(demo.hermesHome, 'config.yaml'), 'utf8');
+  const m = /command: "?(\S+ \S+hook\.js hook run hermes --agent \S+ --state-dir \S+?)"?$/m.exec(cfg);
+  if (!m) throw new Error(`The Hermes hook is not in config.yaml after Protect:\n${cfg}`);
+  for (const [ev, cmd, id] of [
+    ['pre', 'pip install requests', 'call_1'],
+    ['post', 'pip install requests', 'call_1'],
+    ['pre', 'apt-get install -y jq', 'call_2'],
+  ] as const) {
+    const code = await runAsHermes(m[1]!, ev, cmd, id);
+    if (code !== 0) throw new Error(`The installed Hermes hook exited ${code} (${ev} ${cmd}).`);
+  }
+  step('the installed hook took a pair and a lone pre');
+  const core = new Core({ stateDir: demo.stateDir });
+  const target = `dir:${demo.agentHome}`;
+  const rps = await call(core, 'restorePointList', { target });
+  const pre = rps.find((r) => r.label === 'Hermes before: pip install requests');
+  if (!pre) throw new Error('The hook restore point is not in the journal.');
+  await call(core, 'requestCreate', {
+    target,
+    restorePoint: pre.id,
+    scope: 'agent',
+    reason: 'the install broke my memory file',
+    agent: 'hermes',
+    session: 'sess_3f2a9c81d0e4',
+  });
+  await expectVisible(page, '.notification-toast', 'The notification about the agent restore point', {
+    hasText: /taken by the agent/, // one: "… taken by the agent hermes in session …"; several: "N restore points taken by the agent or its hooks"
+    timeout: 40000,
+  });
+  // collapse Memory so the agent's rows fit
+  await page
+    .locator('.monaco-list-row[aria-expanded="true"]', { hasText: /^Memory/ })
+    .first()
+    .click()
+    .catch(() => undefined);
+  await expectVisible(page, '.monaco-list-row', 'The Restore requests group', { hasText: 'Restore requests' });
+  const reqRow = await expectVisible(page, '.monaco-list-row', 'The pending request', {
+    hasText: 'hermes asks to restore',
+  });
+  await expectVisible(page, '.monaco-list-row', 'The lone pre, flagged', { hasText: 'no post: did not finish' });
+  await expectVisible(page, '.monaco-list-row', 'The origin of the hook restore point', {
+    hasText: 'by the agent hermes in session sess_3f2',
+  });
+  await reqRow.hover();
+  await expectVisible(page, '.monaco-list-row .action-label[aria-label^="Approve"]', 'The inline Approve action');
+  await expectVisible(page, '.monaco-list-row .action-label[aria-label^="Deny"]', 'The inline Deny action');
+  await shot(page, 'agent-own-view.png');
+
+  // one webview at a time (the details panel and the memory inspector may be open from earlier steps)
+  await runCommand(page, 'View: Close All Editors');
+  await page.waitForTimeout(300);
+  await page.locator('.monaco-list-row', { hasText: 'no post: did not finish' }).first().click();
+  const webview = page.frameLocator('iframe.webview').frameLocator('iframe#active-frame');
+  try {
+    await webview.locator('p.warning', { hasText: 'No post restore point' }).waitFor({ timeout: 20000 });
+    await webview.locator('p', { hasText: 'Taken by an agent hook' }).waitFor({ timeout: 5000 });
+  } catch {
+    throw new Error('The details of the lone pre do not say "No post restore point" and who took it.');
+  }
+  checks++;
+  await page.mouse.move(1000, 700);
+  await shot(page, 'agent-own-details.png');
+
+  await reqRow.hover();
+  await page.locator('.monaco-list-row .action-label[aria-label^="Approve"]').first().click();
+  await expectVisible(page, '.monaco-dialog-box', 'The restore confirmation of the request', {
+    hasText: 'The agent hermes asks to restore',
+  });
+  await shot(page, 'agent-own-approve.png');
+  await page.locator('.monaco-dialog-box .monaco-button', { hasText: 'Approve and Restore' }).first().click();
+  await expectVisible(page, '.notification-toast', 'The approve result', { hasText: 'Approved: restored' });
+  const left = await call(core, 'requestList', { target, status: 'pending' });
+  if (left.length) throw new Error('The request is still pending after Approve.');
+  step("the agent's own moments: protect, origin, flag, request approved");
 }
 
 /**
@@ -568,6 +702,15 @@ async function main(): Promise<number> {
       console.log(`  ${checks} passing (UI elements present)`);
       return 0;
     }
+    if (only === 'agent-own') {
+      await page.locator('.activitybar [aria-label^="Agent"]').first().click({ timeout: 15000 });
+      await expectVisible(page, '.monaco-list-row', 'The agent row', { hasText: 'agent-home' });
+      await widenSidebar(page);
+      await agentOwnScenario(page, demo);
+      ok = true;
+      console.log(`  ${checks} passing (UI elements present)`);
+      return 0;
+    }
 
     // Open setup.sh and wait for the CodeLens.
     await page
@@ -748,6 +891,7 @@ async function main(): Promise<number> {
     await shot(page, 'details.png');
 
     await memoryInspector(page, demo.hermesHome);
+    await agentOwnScenario(page, demo);
 
     // A folder without an agent: the welcome view, and its "Set up demo agent" button.
     const empty = path.join(tmp, 'no-agent');

@@ -7,6 +7,7 @@
  */
 import Mocha from 'mocha';
 import { registerAgentSuite } from './agent.test';
+import { registerAgentOwnSuite } from './agentOwn.test';
 import { registerFlowSuite } from './flow.test';
 import { registerMemorySuite } from './memory.test';
 import { registerProxmoxSuite } from './proxmox.test';
@@ -26,6 +27,7 @@ export function run(): Promise<void> {
   registerAgentSuite();
   registerFlowSuite();
   registerMemorySuite();
+  registerAgentOwnSuite();
   registerProxmoxSuite(); // it points the workspace at the Proxmox simulator (and back)
   registerRemoteSuite(); // last: it points the editor at a remote sidecar (and back)
   return new Promise((resolve, reject) => {
