@@ -18,8 +18,15 @@ import { fastPath, runFastPath } from './cli/fast';
 function fullCli(): void {
   const bundled = path.join(__dirname, 'cli.js');
   if (existsSync(bundled)) loadWithCodeCache(bundled, module);
-  // from source; a require esbuild does not follow (the full CLI is its own bundle)
-  else module.require(path.join(__dirname, 'main'));
+  // from source (tsx sidecar/bin.ts); a require esbuild does not follow (the full CLI is its own bundle)
+  else if (__filename.endsWith('.ts')) module.require(path.join(__dirname, 'main'));
+  else {
+    process.stderr.write(
+      `agentkeep: ${bundled} is missing: the program is out/sidecar.js together with out/cli.js. ` +
+        'Rebuild it (npm run build) or reinstall AgentKeep.\n',
+    );
+    process.exitCode = 1;
+  }
 }
 
 const fast = fastPath(process.argv.slice(2));
