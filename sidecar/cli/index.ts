@@ -51,8 +51,6 @@ import { call } from '../core/dispatch';
 import { tempNameFor } from '../core/fsutil';
 import type { CoreApi, CoreOptions } from '../core/service';
 import { evaluate, fileKind, formatEval, parseJsonc, scanText, type EvalLabel } from '../risk';
-import { serveStdio } from '../server/stdio';
-import { parseHostPort, readTokenFile, serveWs } from '../server/ws';
 import type { CoreFactory } from '../server/session';
 import {
   agentStatusText,
@@ -1145,11 +1143,16 @@ function program(ctx: Ctx): Command {
           'Drop --token-file, or use --ws HOST:PORT.',
         );
       const base = coreOpts(cmd);
+      // the servers (vscode-languageserver, ws) are loaded for `serve` only, not on every CLI start
       if (o.stdio) {
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const { serveStdio } = require('../server/stdio') as typeof import('../server/stdio');
         ctx.serving = true;
         serveStdio(ctx.makeCore, base);
         return;
       }
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { parseHostPort, readTokenFile, serveWs } = require('../server/ws') as typeof import('../server/ws');
       const hp = parseHostPort(o.ws!);
       const token = await readTokenFile(o.tokenFile!);
       await serveWs(ctx.makeCore, base, hp, token, (m) => ctx.io.err(m));
