@@ -65,6 +65,23 @@ function interruptedRows(status: ResultOf<'agentStatus'> | undefined): AgentNode
   }));
 }
 
+/**
+ * The row of a pending write-back (agent.status pendingWriteBack): the agent state captured before a
+ * VM rollback that could not be written back into the guest yet; clicking runs the sidecar's action
+ * (restore the pre-restore point with scope agent; confirmation first).
+ */
+function pendingWriteBackRows(status: ResultOf<'agentStatus'> | undefined): AgentNode[] {
+  const wb = status?.pendingWriteBack;
+  if (!wb) return [];
+  return (wb.actions ?? []).map((a) => ({
+    kind: 'message' as const,
+    label: `${a.title}: the memory from before the rollback to ${wb.id} (kept in ${wb.undo})`,
+    detail: `Not written back into the guest yet: ${wb.message}. ${describeAction(a)}`,
+    icon: 'history',
+    command: { command: RUN_ACTION, title: a.title, arguments: [a] },
+  }));
+}
+
 /** Every node of the Agent tree. `kind` discriminates. */
 export type AgentNode =
   | {
@@ -422,7 +439,7 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
     switch (n.kind) {
       case 'agent': {
         if (n.error) return [{ kind: 'message', label: n.error, icon: 'error' }];
-        const interrupted = interruptedRows(n.status);
+        const interrupted = [...interruptedRows(n.status), ...pendingWriteBackRows(n.status)];
         if (n.guests && n.description?.guest) {
           const pve = n.description.guest;
           const tag = readProxmoxSettings().tag;

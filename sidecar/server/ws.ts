@@ -22,6 +22,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import 'vscode-languageserver/node';
 import { AgentKeepError } from '../core/errors';
 import type { CoreOptions } from '../core/service';
+import { resolveStateDir } from '../core/state';
 import { ConnectionHub, serveConnection, type CoreFactory } from './session';
 import { JsonRpcGate } from './jsonrpc';
 import { WebSocketFrameReader, WebSocketMessageWriter } from './wsTransport';
@@ -152,6 +153,7 @@ export async function serveWs(
 ): Promise<WsServer> {
   const hub = new ConnectionHub();
   const core = makeCore(hub.coreOptions(base));
+  const stateDir = resolveStateDir(base.stateDir);
   const server = http.createServer((_req, res) => {
     res.writeHead(426, { 'Content-Type': 'text/plain', Upgrade: 'websocket' });
     res.end('agentkeep: WebSocket only (JSON-RPC, one message per text frame)\n');
@@ -204,7 +206,7 @@ export async function serveWs(
       hub.delete(connection);
       connection.dispose();
     });
-    serveConnection(connection, core, log);
+    serveConnection(connection, core, log, { stateDir });
   };
 
   await new Promise<void>((resolve, reject) => {
