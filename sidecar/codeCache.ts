@@ -7,13 +7,15 @@
  * Where: `$AGENTKEEP_CODE_CACHE_DIR`, else `$XDG_CACHE_HOME/agentkeep/code-cache`, else
  * `~/.cache/agentkeep/code-cache`: a directory of the user running the program (made 0700; used only
  * when it is a real directory owned by that user and not writable by others). One file per bundle
- * path: `<sha1(path)>.bin` = a header line `agentkeep-code-cache 1 <sha1 of the source> <node
+ * path and Node version: `<sha1(path, version, arch)>.bin` = a header line `agentkeep-code-cache 1 <sha1 of the source> <node
  * version> <arch> <sha1 of the payload>\n`, then V8's cached data. `AGENTKEEP_CODE_CACHE=off` turns it off.
  *
  * It never fails a command: a missing, unreadable, foreign, stale or corrupt cache file (checked by
  * the source hash and the payload hash before V8 sees it; V8 checks its own version and flags too)
  * means a normal compile; a cache that cannot be written is skipped. Concurrent writers each write
- * their own temp file and rename it into place, so a reader sees a whole file or none. A failure of
+ * their own temp file and rename it into place, so a reader sees a whole file or none; each write
+ * also drops files of the directory not written for 30 days (old versions, a crashed writer's temp
+ * file), so the directory does not grow with every update. A failure of
  * the cache itself falls back to a plain `require`; errors of the CLI itself are not caught here.
  * Off as well under `--inspect*` and with source maps on (`--enable-source-maps`), which a plain
  * require serves best.
@@ -96,11 +98,27 @@ function writeCache(file: string, sourceHash: string, data: Buffer): void {
       fs.closeSync(fd);
     }
     fs.renameSync(tmp, file);
+    sweep(path.dirname(file), file);
   } catch {
     try {
       fs.rmSync(tmp, { force: true });
     } catch {
       /* nothing to clean */
+    }
+  }
+}
+
+/** Files of `dir` (but `keep`) not written for 30 days: caches of old versions and paths, temp files of crashed writers. */
+function sweep(dir: string, keep: string): void {
+  const old = Date.now() - 30 * 24 * 3600 * 1000;
+  for (const n of fs.readdirSync(dir)) {
+    const f = path.join(dir, n);
+    if (f === keep || !/\.(bin|tmp)$/.test(n)) continue;
+    try {
+      const st = fs.lstatSync(f);
+      if (st.isFile() && st.mtimeMs < old) fs.rmSync(f, { force: true });
+    } catch {
+      /* gone already */
     }
   }
 }
@@ -142,7 +160,8 @@ function prepare(file: string, parent: NodeModule): (() => void) | undefined {
   // an ASCII bundle decodes as latin1 at memory speed; UTF-8 decoding of 5 MB costs ~10 ms more
   let source = isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
   if (source.startsWith('#!')) source = `//${source.slice(2)}`;
-  const cacheFile = path.join(dir, `${sha1(file)}.bin`);
+  // per bundle path and Node (the extension host's Electron and the system's node each keep theirs)
+  const cacheFile = path.join(dir, `${sha1(`${file}\0${process.version}\0${process.arch}`)}.bin`);
   const cachedData = readCache(cacheFile, sourceHash);
   const script = new vm.Script(Module.wrap(source), {
     filename: file,

@@ -242,6 +242,21 @@ describe('start-up: the launcher and the code cache (issue 14)', function () {
     assert.ok(valid(await fs.readFile(file)));
   });
 
+  it('writing a cache drops files not written for 30 days (old versions, dead temp files) and keeps the rest', async () => {
+    await fs.mkdir(cacheDir, { mode: 0o700 });
+    const old = new Date(Date.now() - 40 * 24 * 3600 * 1000);
+    for (const n of ['old.bin', 'old.bin.123.ab.tmp', 'notes.txt']) {
+      await fs.writeFile(path.join(cacheDir, n), 'x');
+      await fs.utimes(path.join(cacheDir, n), old, old);
+    }
+    await fs.writeFile(path.join(cacheDir, 'recent.bin'), 'x');
+    assert.equal((await run(['--help'], env)).code, 0);
+    const names = (await fs.readdir(cacheDir)).sort();
+    assert.equal(names.length, 3, names.join(' '));
+    assert.ok(names.includes('notes.txt') && names.includes('recent.bin'), 'other and recent files kept');
+    assert.ok(!names.includes('old.bin') && !names.includes('old.bin.123.ab.tmp'));
+  });
+
   it('an unsafe or unusable cache directory is not used, and the command still runs', async () => {
     const expected = (await run(['--help'], { ...env, AGENTKEEP_CODE_CACHE: 'off' })).stdout;
     // writable by others
