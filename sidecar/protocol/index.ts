@@ -1270,7 +1270,13 @@ export const Methods = {
     z.object({
       store: Store,
       text: z.string().min(1),
-      file: z.string().optional().describe('hermes: memory | user (default memory)'),
+      file: z
+        .string()
+        .optional()
+        .describe(
+          'hermes: memory | user (default memory); agent-zero: [<subdir>/]<area>; mem0: its owner, user_id=NAME ' +
+            '(or agent_id= / run_id=, joined with &; default the store options)',
+        ),
       expectedHash: z.string().optional(),
     }),
     z.object({
