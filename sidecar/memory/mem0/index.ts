@@ -692,14 +692,16 @@ export class Mem0Store implements MemoryStoreAdapter {
   }
 
   /**
-   * sha256 (hex) of the memories as read now (each file's entries: id and text, in order); with `file`
-   * (a MemoryFile.file), of that file's entries only. The compare-and-swap token of edit/remove/add.
+   * sha256 (hex) of the memories as read now (each file's entries: id and text, in order; not where
+   * the files are); with `file` (a MemoryFile.file), of that file's entries only. The compare-and-swap
+   * token of edit/remove/add.
    */
   async contentHash(file?: string): Promise<string> {
     const h = createHash('sha256');
     for (const f of await this.list()) {
       if (file && f.file !== file) continue;
-      h.update(`${f.file}\0${f.broken ? 'broken' : ''}\n`);
+      // not the path: the same memories hash the same locally and over SSH
+      h.update(`${f.kind}\0${f.broken ? 'broken' : ''}\n`);
       for (const e of f.entries) h.update(`${e.id}\0${e.text}\n`);
     }
     return h.digest('hex');
