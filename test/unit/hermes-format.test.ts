@@ -14,6 +14,7 @@ import { execFileSync } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { agentStatusText } from '../../sidecar/cli/format';
 import { Core } from '../../sidecar/core/core';
 import { AgentKeepError } from '../../sidecar/core/errors';
 import { detectStores, HermesStore, openStore, sameStore } from '../../sidecar/memory';
@@ -191,6 +192,11 @@ describe("Hermes' real format (staged writes, profiles, state.db v30 message sta
     const after = (await core.agentStatus({ target: `dir:${tmp}`, stores: [`hermes:${home}`] })).stores[0];
     assert.equal(after.ok, true);
     assert.equal(after.pendingWrites, 4);
+    const text = agentStatusText(
+      await core.agentStatus({ target: `dir:${tmp}`, stores: [`hermes:${home}`] }),
+      () => undefined,
+    );
+    assert.match(text, /store hermes:\S+: ok; 4 writes wait for approval \(memory list shows them\)/);
   });
 
   it('staged writes (memory and skills) are agent state: captured, and a restore brings back what was waiting', async () => {
