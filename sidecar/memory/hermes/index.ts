@@ -130,7 +130,8 @@ async function walkFiles(base: string, dir: string, out: string[], io: FileTrans
 
 /**
  * Hermes homes on this machine: `$HERMES_HOME` (when set), `~/.hermes`, and each
- * `<home>/profiles/<name>` that is one (has memories/ or config.yaml). Absolute paths, deduplicated.
+ * `<home>/profiles/<name>` that is one (has memories/ or config.yaml; not a ".…" name, not tombstoned
+ * in `profiles/.deleted/`, as hermes_constants.py named_profile_home). Absolute paths, deduplicated.
  * @param env environment to read HERMES_HOME from (default process.env)
  * @param homedir the user's home directory (default os.homedir())
  */
@@ -146,7 +147,9 @@ export async function findHermesHomes(
     const root = path.resolve(r);
     if (!out.includes(root) && (await isHome(root))) out.push(root);
     const names = await fs.readdir(path.join(root, 'profiles')).catch(() => [] as string[]);
-    for (const n of names.sort()) {
+    // as Hermes: not ".…" names (profiles/.deleted holds tombstones), not a profile being deleted
+    const gone = new Set(await fs.readdir(path.join(root, 'profiles', '.deleted')).catch(() => [] as string[]));
+    for (const n of names.filter((x) => !x.startsWith('.') && !gone.has(x)).sort()) {
       const p = path.join(root, 'profiles', n);
       if (!out.includes(p) && (await isHome(p))) out.push(p);
     }
