@@ -18,6 +18,7 @@ import { agentStatusText } from '../../sidecar/cli/format';
 import { Core } from '../../sidecar/core/core';
 import { AgentKeepError } from '../../sidecar/core/errors';
 import { detectStores, HermesStore, openStore, sameStore } from '../../sidecar/memory';
+import { findHermesHomes } from '../../sidecar/memory/hermes';
 import { runLint } from '../../sidecar/memory/lint/run';
 
 /** A Hermes pending record as stage_write writes it (atomic_json_write: indented JSON). */
@@ -260,6 +261,11 @@ describe("Hermes' real format (staged writes, profiles, state.db v30 message sta
         `hermes:${path.join(home, 'profiles', 'zeta')}`,
       ]);
     }
+    assert.deepEqual(await findHermesHomes({}, tmp), [
+      home,
+      path.join(home, 'profiles', 'work'),
+      path.join(home, 'profiles', 'zeta'),
+    ]);
   });
 
   it('state.db v30: a compacted call is provenance marked compacted; a rewound one only as a fallback, marked', async () => {
