@@ -1027,7 +1027,7 @@ function program(ctx: Ctx): Command {
 
   storeOpt(mem.command('add').description('add an entry (Hermes: to MEMORY.md, or USER.md with --file user)'))
     .option('--text <text>', 'the entry text')
-    .option('--file <file>', 'hermes: memory (MEMORY.md, default) or user (USER.md)')
+    .option('--file <file>', 'hermes: memory (MEMORY.md, default) or user (USER.md); mem0: user_id=NAME (its owner)')
     .option('--expected-hash <sha256>', 'refuse unless the file still has this content hash')
     .option('--json', 'print the memory.add result as JSON')
     .action(async (o: { store: string[]; text?: string; file?: string; expectedHash?: string }, cmd: Command) => {

@@ -314,7 +314,8 @@ export const MemoryEntry = z.object({
     .string()
     .optional()
     .describe(
-      'Agent Zero area (main | fragments | solutions | instruments); Hermes: memory | user | soul | skill | archive',
+      'Agent Zero area (main | fragments | solutions | instruments); Hermes: memory | user | soul | skill | archive | ' +
+        'pending (a write staged for approval, not in memory yet)',
     ),
   createdAt: z.string().optional().describe('ISO 8601 UTC, where the store keeps time'),
   updatedAt: z.string().optional().describe('ISO 8601 UTC, where the store keeps time'),
@@ -384,7 +385,8 @@ export const MemoryFile = z.object({
   kind: z
     .string()
     .describe(
-      'hermes-memory (MEMORY.md) | hermes-user (USER.md) | hermes-soul | hermes-skill | hermes-archive | agent-zero-<area> | mem0',
+      'hermes-memory (MEMORY.md) | hermes-user (USER.md) | hermes-soul | hermes-skill | hermes-archive | ' +
+        'hermes-pending (pending/memory/*.json) | agent-zero-<area> | mem0',
     ),
   file: z
     .string()
@@ -406,6 +408,15 @@ export const MemoryFile = z.object({
     .array(z.string())
     .optional()
     .describe('Problems found while reading (e.g. embedding model mismatch, non-durable mem0 config)'),
+  pending: z
+    .boolean()
+    .optional()
+    .describe(
+      'Its entries are writes the agent staged for approval, not memory yet (Hermes memory.write_approval: ' +
+        "pending/memory/<id>.json, approved or rejected with Hermes' /memory approve|reject <id>). Each entry: id = " +
+        'the pending id, text = the content the write would store (remove: its old_text), createdAt = when it was ' +
+        'staged, meta {action, target, oldText?, operations?, summary, origin}. memory.lint leaves them out',
+    ),
   broken: StoreProblem.optional().describe(
     'Set when the file (or a file it depends on, e.g. an Agent Zero index.faiss) is damaged or unreadable: `entries` ' +
       'holds only what could still be read (none when the file itself could not be), never "empty", and AgentKeep ' +
@@ -495,6 +506,15 @@ export const ProvenanceTrace = z.object({
     .describe('The tool call arguments or message text that did it (truncated to 2000 chars)'),
   messageId: z.union([z.string(), z.number()]).optional().describe('Id of the message in the session history'),
   previous: z.string().optional().describe('For replace/update: the text before'),
+  messageState: z
+    .enum(['compacted', 'rewound'])
+    .optional()
+    .describe(
+      'Hermes state.db v30 messages.active / compacted of the message that made the call (absent: active, or an ' +
+        "older schema without the columns). compacted (active 0, compacted 1): summarised out of the agent's " +
+        'context by compaction, still kept and shown by Hermes; rewound (active 0, compacted 0): hidden by Hermes ' +
+        '(a rewind), used only when no visible call wrote the text',
+    ),
 });
 export type ProvenanceTrace = z.infer<typeof ProvenanceTrace>;
 export const Provenance = z.object({
@@ -1199,7 +1219,13 @@ export const Methods = {
     z.object({
       store: Store,
       text: z.string().min(1),
-      file: z.string().optional().describe('hermes: memory | user (default memory)'),
+      file: z
+        .string()
+        .optional()
+        .describe(
+          'hermes: memory | user (default memory); agent-zero: [<subdir>/]<area>; mem0: its owner, user_id=NAME ' +
+            '(or agent_id= / run_id=, joined with &; default the store options)',
+        ),
       expectedHash: z.string().optional(),
     }),
     z.object({
@@ -1362,6 +1388,14 @@ export const Methods = {
             'Set when the store exists but a memory file or its history database is damaged or unreadable: which ' +
               'file, what, the fix, and whether the rest can be read. Never shown as empty or clean',
           ),
+          pendingWrites: z
+            .number()
+            .int()
+            .optional()
+            .describe(
+              'Writes the agent staged for approval and nobody approved or rejected yet (Hermes memory.write_approval: ' +
+                'pending/memory/*.json; memory.list shows each one, MemoryFile.pending). Absent when none',
+            ),
         }),
       ),
       interruptedRestore: z
