@@ -87,11 +87,9 @@ export function pruneReport(
   const del = dryRun ? 'would delete' : 'deleted';
   const rows = [...r.deleted.map((d) => [del, d.id, d.reason]), ...r.kept.map((k) => ['kept', k.id, k.reason])];
   const est =
-    r.estimatedFreeBytes !== undefined && r.deleted.length
-      ? ` that would free about ${size(r.estimatedFreeBytes)}`
-      : '';
+    r.estimatedFreeBytes !== undefined && r.deleted.length ? ` (freeing about ${size(r.estimatedFreeBytes)})` : '';
   const head = dryRun
-    ? `Dry run: ${r.deleted.length} restore point(s) would be deleted, ${r.kept.length} kept; nothing was changed${est}.`
+    ? `Dry run: ${r.deleted.length} restore point(s) would be deleted${est}, ${r.kept.length} kept; nothing was changed.`
     : `Deleted ${r.deleted.length} restore point(s), kept ${r.kept.length}; freed ${size(r.freedBytes)}.`;
   return rows.length ? `${head}\n${table(rows)}` : head;
 }

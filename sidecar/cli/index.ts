@@ -29,7 +29,7 @@
  *     agentkeep hook remove apt | hook status [apt] [--apt-conf-dir DIR] [--json]
  *     agentkeep risk scan FILE... [--json]
  *     agentkeep risk eval DIR LABELS.json [--json]
- *     agentkeep serve --stdio | --ws HOST:PORT --token-file FILE
+ *     agentkeep serve --stdio | --ws HOST:PORT --token-file FILE [--tls-cert FILE --tls-key FILE] [--allow-origin O ...]
  *     agentkeep hook install|remove|status|settings|run …, agentkeep mcp, agentkeep request list|approve|deny (sidecar/cli/hooks.ts)
  *     global: --state-dir DIR (also AGENTKEEP_STATE_DIR)
  *     every command with --target / --store also takes --agent NAME; with neither --agent nor --target
@@ -52,7 +52,7 @@ import { tempNameFor } from '../core/fsutil';
 import type { CoreApi, CoreOptions } from '../core/service';
 import { evaluate, fileKind, formatEval, parseJsonc, scanText, type EvalLabel } from '../risk';
 import { serveStdio } from '../server/stdio';
-import { parseHostPort, readTokenFile, serveWs } from '../server/ws';
+import { parseHostPort, readTlsFiles, readTokenFile, serveWs } from '../server/ws';
 import type { CoreFactory } from '../server/session';
 import {
   agentStatusText,
@@ -1393,40 +1393,68 @@ function program(ctx: Ctx): Command {
       'LSP + agentkeep/* over WebSocket (bind 127.0.0.1 unless a host is given; port 0 = any free port)',
     )
     .option('--token-file <file>', 'file holding the bearer token clients must send (mode 600)')
+    .option('--tls-cert <file>', 'PEM certificate: serve wss:// (needed for a non-loopback address)')
+    .option('--tls-key <file>', 'PEM private key of --tls-cert')
+    .option(
+      '--allow-origin <origin...>',
+      'browser origins allowed to connect (default none: a request with an Origin header gets 403)',
+    )
     // vscode-languageclient appends --clientProcessId=<pid> when it starts a `module` server;
     // vscode-languageserver reads it from argv itself and exits when that process dies.
     .addOption(new Option('--clientProcessId <pid>', 'exit when this process ends (set by LSP clients)').hideHelp())
-    .action(async (o: { stdio?: boolean; ws?: string; tokenFile?: string }, cmd: Command) => {
-      if (Boolean(o.stdio) === Boolean(o.ws)) {
-        throw new UsageError(
-          'InvalidParams',
-          'serve needs exactly one transport.',
-          'Use serve --stdio, or serve --ws HOST:PORT --token-file FILE.',
-        );
-      }
-      if (o.ws && !o.tokenFile)
-        throw new UsageError(
-          'InvalidParams',
-          'serve --ws needs --token-file.',
-          'Add --token-file FILE (a file with a random secret, mode 600).',
-        );
-      if (o.tokenFile && !o.ws)
-        throw new UsageError(
-          'InvalidParams',
-          '--token-file is only for serve --ws.',
-          'Drop --token-file, or use --ws HOST:PORT.',
-        );
-      const base = coreOpts(cmd);
-      if (o.stdio) {
+    .action(
+      async (
+        o: {
+          stdio?: boolean;
+          ws?: string;
+          tokenFile?: string;
+          tlsCert?: string;
+          tlsKey?: string;
+          allowOrigin?: string[];
+        },
+        cmd: Command,
+      ) => {
+        if (Boolean(o.stdio) === Boolean(o.ws)) {
+          throw new UsageError(
+            'InvalidParams',
+            'serve needs exactly one transport.',
+            'Use serve --stdio, or serve --ws HOST:PORT --token-file FILE.',
+          );
+        }
+        if (o.ws && !o.tokenFile)
+          throw new UsageError(
+            'InvalidParams',
+            'serve --ws needs --token-file.',
+            'Add --token-file FILE (a file with a random secret, mode 600).',
+          );
+        const wsOnly = (['tokenFile', 'tlsCert', 'tlsKey', 'allowOrigin'] as const).find((k) => o[k] !== undefined);
+        if (wsOnly && !o.ws) {
+          const flag = `--${wsOnly.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+          throw new UsageError(
+            'InvalidParams',
+            `${flag} is only for serve --ws.`,
+            `Drop ${flag}, or use --ws HOST:PORT.`,
+          );
+        }
+        if (Boolean(o.tlsCert) !== Boolean(o.tlsKey))
+          throw new UsageError(
+            'InvalidParams',
+            o.tlsCert ? '--tls-cert needs --tls-key.' : '--tls-key needs --tls-cert.',
+            'Pass both: --tls-cert cert.pem --tls-key key.pem.',
+          );
+        const base = coreOpts(cmd);
+        if (o.stdio) {
+          ctx.serving = true;
+          serveStdio(ctx.makeCore, base);
+          return;
+        }
+        const listen = parseHostPort(o.ws!);
+        const token = await readTokenFile(o.tokenFile!);
+        const tls = o.tlsCert ? await readTlsFiles(o.tlsCert, o.tlsKey!) : undefined;
+        await serveWs(ctx.makeCore, base, { listen, token, tls, allowOrigins: o.allowOrigin }, (m) => ctx.io.err(m));
         ctx.serving = true;
-        serveStdio(ctx.makeCore, base);
-        return;
-      }
-      const hp = parseHostPort(o.ws!);
-      const token = await readTokenFile(o.tokenFile!);
-      await serveWs(ctx.makeCore, base, hp, token, (m) => ctx.io.err(m));
-      ctx.serving = true;
-    });
+      },
+    );
 
   addHookCommands(root, {
     io: ctx.io,

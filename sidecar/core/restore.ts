@@ -68,7 +68,8 @@ function unreadableStore(s: MemoryStoreAdapter, rp: RestorePoint, scope: Scope, 
  * Restore a restore point with a scope, after capturing the current state as a `pre-restore`
  * restore point (returned as `undo`). Scopes: `both` = the whole tree, then the agent-state
  * captures of the stores (on a target without a local root, a VM, the rollback of its disk puts
- * them back itself: nothing is written into the guest); `agent` = only the stores' agent-state files; `machine` = the tree except
+ * back the stores in the guest, those reached over a remote file transport: they are not written;
+ * stores elsewhere, local files or an API, are); `agent` = only the stores' agent-state files; `machine` = the tree except
  * the agent-state paths of the stores that live inside it; on a target without a local root (a VM,
  * whose rollback puts the stores back too) the stores' agent state is captured in the pre-restore
  * point before the rollback and written back once they are reachable again (writeback.ts; result
@@ -98,8 +99,12 @@ export async function restoreRestorePoint(
     const stores = restoreStores(ctx, t, rp, scope, p.stores);
     // Scope machine on a VM: the rollback takes the memory back too, so it is captured first and written back.
     const keep = keepsAgentStateThroughRollback(t.target, scope, stores);
-    // Scope both on a VM: the rollback puts the guest's disk back, memory included; nothing to write into the guest.
-    const rollbackHasAgent = scope === 'both' && !describeParsedTarget(t.target).localRoot;
+    // Scope both on a VM: the rollback puts the guest's disk back, memory included, so the stores in the
+    // guest (reached over a remote file transport: SSH, the guest agent) are not written. Stores elsewhere
+    // (this machine's files, an API) are not on that disk: their capture is written as for any target.
+    const onVm = !describeParsedTarget(t.target).localRoot;
+    const inGuest = (s: MemoryStoreAdapter): boolean => onVm && s.lintProfile?.machine?.remote === true;
+    const written = scope === 'both' ? stores.filter((s) => !inGuest(s)) : stores;
     if (keep) await checkKeepable(stores, rp, t.target.spec, p.noUndoPoint);
     // Nothing in the way of the agent-state files that the undo point would not hold (nothing written yet).
     await checkAgentRestore(t.target, rp, stores, scope);
@@ -143,7 +148,7 @@ export async function restoreRestorePoint(
     let machineState: string | undefined;
     let warnings: string[] | undefined;
     // Scopes agent/both write agent-state files: take the stores' own locks first (TargetBusy = nothing written).
-    const unlock = scope === 'machine' || rollbackHasAgent ? async () => undefined : await lockStores(stores);
+    const unlock = scope === 'machine' ? async () => undefined : await lockStores(written);
     try {
       if (scope !== 'agent') {
         const inTarget = [...stores, ...(await detectTargetStores(t.target))];
@@ -159,8 +164,7 @@ export async function restoreRestorePoint(
         machineState = m.machineState;
         warnings = m.warnings?.length ? m.warnings : undefined;
       }
-      if (scope === 'agent' || (scope === 'both' && !rollbackHasAgent))
-        changes.agentChanged = await restoreAgent(ctx, rp, stores);
+      if (scope !== 'machine' && written.length) changes.agentChanged = await restoreAgent(ctx, rp, written);
     } catch (e) {
       const undoActions = undo ? [restoreAction('Undo', target, undo.id, 'both')] : [];
       const saved = undo
