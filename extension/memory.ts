@@ -852,7 +852,8 @@ const INSPECTOR_CSS = `
   vscode-textarea { width: 100%; }
   .empty { padding: 14px; color: var(--vscode-descriptionForeground); }
   .timeline-layout { grid-template-columns: minmax(520px, 3fr) minmax(280px, 2fr); }
-  .timeline { border: 1px solid var(--vscode-panel-border, var(--vscode-widget-border, transparent)); border-radius: 3px; overflow: auto; max-height: calc(100vh - 220px); padding: 4px 0; }
+  .timeline { border: 1px solid var(--vscode-panel-border, var(--vscode-widget-border, transparent)); border-radius: 3px; overflow: auto; max-height: calc(100vh - 220px); padding: 4px 6px; }
+  .timeline .note { padding: 0 4px; }
   .timeline svg { display: block; font-family: var(--vscode-font-family); font-size: 12px; }
   .timeline .axis { fill: var(--vscode-descriptionForeground); font-size: 11px; }
   .timeline .tick { stroke: var(--vscode-panel-border, rgba(128,128,128,0.3)); stroke-dasharray: 2 3; }

@@ -556,18 +556,23 @@ function renderTimeline(): void {
     chart.append(el('p', { className: 'empty', textContent: 'No writes recorded for these stores yet.' }));
   else {
     const { start, end } = timelineSpan(all);
-    const labelW = 260;
-    const W = 640;
+    const labelW = 230;
+    const W = 520;
     const rowH = 26;
     const top = 26;
     const H = top + trows.length * rowH + 8;
-    const s = svg('svg', { width: labelW + W + 10, height: H, viewBox: `0 0 ${labelW + W + 10} ${H}` });
+    // scales to the pane (text included) so the whole time span is always in view
+    const s = svg('svg', {
+      width: '100%',
+      viewBox: `0 0 ${labelW + W + 10} ${H}`,
+      preserveAspectRatio: 'xMinYMin meet',
+    });
     const xOf = (t?: string): number =>
-      t ? labelW + ((Date.parse(t) - start) / Math.max(1, end - start)) * W : labelW + 4;
+      t ? labelW + 12 + ((Date.parse(t) - start) / Math.max(1, end - start)) * (W - 24) : labelW + 12;
     // time axis: 5 ticks
     for (let i = 0; i <= 4; i++) {
       const t = start + ((end - start) * i) / 4;
-      const x = labelW + (W * i) / 4;
+      const x = labelW + 12 + ((W - 24) * i) / 4;
       s.append(svg('line', { x1: x, y1: top - 6, x2: x, y2: H, class: 'tick' }));
       const lab = svg('text', {
         x,
@@ -575,7 +580,9 @@ function renderTimeline(): void {
         class: 'axis',
         'text-anchor': i === 0 ? 'start' : i === 4 ? 'end' : 'middle',
       });
-      lab.textContent = start ? new Date(t).toISOString().slice(0, 16).replace('T', ' ') : '';
+      // a day apart or more: the date; within a day: the time (UTC)
+      const iso = new Date(t).toISOString();
+      lab.textContent = !start ? '' : end - start >= 86_400_000 ? iso.slice(0, 10) : `${iso.slice(11, 16)} UTC`;
       s.append(lab);
     }
     trows.forEach((r, i) => {
@@ -606,6 +613,15 @@ function renderTimeline(): void {
       }
     });
     chart.append(s);
+    const written = new Set(trows.filter((r) => !r.gone).map((r) => r.label));
+    const quiet = rows().filter((r) => !written.has(r.entry.text)).length;
+    if (quiet)
+      chart.append(
+        el('p', {
+          className: 'note',
+          textContent: `${quiet} ${quiet === 1 ? 'entry has' : 'entries have'} no recorded write (written before the history began, or by hand before the first restore point).`,
+        }),
+      );
   }
   const w = all.find((x) => pickedWrite && x.id === pickedWrite.id && x.store === pickedWrite.store);
   if (!w)
