@@ -1411,7 +1411,7 @@ export const Methods = {
   ),
   memoryRestoreEntry: method(
     'memory.restoreEntry',
-    "Bring back one entry from a restore point's capture without restoring the store: its text is added to the same file (or, when an entry now holds its earlier text's place, nothing else changes). alreadyPresent when the text is there.",
+    "Bring back one entry from a restore point's capture without restoring the store: its text is added (at the end) to the file of the same kind; nothing else changes. alreadyPresent (nothing written) when the text is there now. The write is logged (restorePoint) and can be undone with memory.undoWrite.",
     z.object({
       target: Target,
       from: z.string().describe('Restore point id'),

@@ -133,6 +133,52 @@ describe('memory timeline: history, undo, restore-entry, forget, lint --fix', fu
     assert.equal((JSON.parse(j.out) as { writes: unknown[] }).writes.length, 2);
   });
 
+  it('a refused tool call is marked refused and cannot be undone; a hook record without state.db has the exact before', async () => {
+    const t0 = Math.floor(Date.now() / 1000) - 600;
+    makeStateDb(path.join(home, 'state.db'), {
+      sessions: [{ id: 's1', source: 'cli', started: t0 }],
+      messages: [
+        memoryCall({ action: 'add', target: 'memory', content: 'x'.repeat(5000) }, t0, 's1', 'call_big'),
+        {
+          session: 's1',
+          role: 'tool',
+          content: '{"success": false, "error": "over the limit"}',
+          toolCallId: 'call_big',
+          time: t0 + 1,
+        },
+      ],
+    });
+    const core = new Core({ stateDir });
+    const h = await core.memoryHistory({ stores: [store] });
+    assert.equal(h.writes.length, 1);
+    assert.equal(h.writes[0].refused, true);
+    await assert.rejects(
+      core.memoryUndoWrite({ stores: [store], write: h.writes[0].id }),
+      /refused by the agent's tool/,
+    );
+    await fs.rm(path.join(home, 'state.db'));
+    const before = await fs.readFile(mem, 'utf8');
+    const after = before.replace(STAGING, 'Staging is gone');
+    await fs.writeFile(mem, after);
+    await core.recordMemoryWrite({
+      store,
+      file: mem,
+      action: 'replace',
+      target: 'memory',
+      content: 'Staging is gone',
+      oldText: 'Staging',
+      before,
+      after,
+      toolCallId: 'c9',
+    });
+    const h2 = await core.memoryHistory({ stores: [store] });
+    const hook = h2.writes.find((w) => w.source === 'hook')!;
+    assert.equal(hook.before, STAGING, 'the hook record gives the whole entry before');
+    assert.equal(hook.after, 'Staging is gone');
+    await core.memoryUndoWrite({ stores: [store], write: hook.id });
+    assert.equal(await fs.readFile(mem, 'utf8'), before, 'undone byte for byte (same position: a replace in place)');
+  });
+
   it('a damaged state.db is a warning, never an empty timeline', async () => {
     await fs.writeFile(path.join(home, 'state.db'), 'not a database at all, just text');
     const core = new Core({ stateDir });
