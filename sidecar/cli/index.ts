@@ -1165,15 +1165,17 @@ function program(ctx: Ctx): Command {
       ),
   )
     .option('--entry <id>', 'only the writes of this entry (id or prefix; also one that is gone)')
+    .option('--file <file>', 'only the writes to this file (path, or MEMORY.md / USER.md)')
     .option('--target <target>', targetHelp('whose restore points to read (default: the store folder)'))
     .option('--json', 'print {writes, warnings} as JSON')
-    .action(async (o: { store: string[]; entry?: string; target?: string }, cmd: Command) => {
+    .action(async (o: { store: string[]; entry?: string; file?: string; target?: string }, cmd: Command) => {
       const asJson = json(cmd);
       needStore(o, 'history');
       const target = targetOf(o);
       const r = await call(core(cmd), 'memoryHistory', {
         stores: o.store,
         ...(o.entry ? { entry: o.entry } : {}),
+        ...(o.file ? { file: o.file } : {}),
         ...(target ? { target } : {}),
       });
       if (asJson) printJson(ctx, r);

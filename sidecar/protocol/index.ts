@@ -1385,6 +1385,10 @@ export const Methods = {
         .string()
         .optional()
         .describe('Only the writes of this entry (id or unique prefix, also an entry that is gone): its whole chain'),
+      file: z
+        .string()
+        .optional()
+        .describe('Only the writes to this file: its absolute path, or its name (MEMORY.md, USER.md)'),
       target: Target.optional().describe('Whose restore points to read (default: none)'),
     }),
     z.object({

@@ -109,6 +109,7 @@ describe('memory timeline: history, undo, restore-entry, forget, lint --fix', fu
     assert.equal(byHand[0].restorePoint, rp2.id);
     assert.match(byHand[0].after!, /wiki\.example\.org/);
     assert.match(byHand[0].why!, new RegExp(rp1.id));
+    assert.equal(byHand[0].file, mem, 'the live file, not the capture');
     const mine = bySource('agentkeep');
     assert.equal(mine.length, 1);
     assert.equal(mine[0].before, tabs.text);
@@ -129,6 +130,10 @@ describe('memory timeline: history, undo, restore-entry, forget, lint --fix', fu
     assert.match(t.out, /db:\d+:0 +agent +add/);
     assert.match(t.out, /- Staging server 10\.0\.1\.50 listens for SSH on port 2222/);
     assert.match(t.out, /\+ Staging server 10\.0\.1\.50 listens for SSH on port 2200/);
+    // per file: the tabs edit is in MEMORY.md; USER.md has no write
+    const perFile = await core.memoryHistory({ stores: [store], target, file: 'MEMORY.md' });
+    assert.equal(perFile.writes.length, h.writes.length);
+    assert.equal((await core.memoryHistory({ stores: [store], file: 'USER.md' })).writes.length, 0);
     const j = await cli(['memory', 'history', '--store', store, '--entry', rep.entry!, '--json']);
     assert.equal((JSON.parse(j.out) as { writes: unknown[] }).writes.length, 2);
   });

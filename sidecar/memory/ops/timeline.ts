@@ -209,6 +209,8 @@ async function storeWrites(
   if (target && s.listCapture) {
     try {
       const caps = await capturesOf(ctx, target, s);
+      // a capture's file is shown as <store>:<rel>@<rp>: the write is to the live file of its kind
+      const liveFiles = caps.length > 1 ? await s.list() : [];
       let prev: { rp: RestorePoint; files: MemoryFile[] } | undefined;
       for (const c of caps) {
         const files = await s.listCapture(c.src);
@@ -227,6 +229,11 @@ async function storeWrites(
                 (!w.time || (w.time > from && w.time <= to)),
             );
           let n = 0;
+          const both = [...prev.files, ...files];
+          const fileOf = (shown: string | undefined): string | undefined => {
+            const kind = both.find((f) => f.file === shown)?.kind;
+            return liveFiles.find((f) => f.kind === kind)?.file;
+          };
           const push = (action: MemoryWrite['action'], b?: MemoryEntry, a?: MemoryEntry): void => {
             if (a ? explained(a.text, 'after') : explained(b?.text, 'before')) return;
             const e = a ?? b!;
@@ -236,7 +243,7 @@ async function storeWrites(
               source: 'restore-point',
               time: to,
               action,
-              ...(e.file ? { file: e.file.replace(/@[^@]*$/, '') } : {}),
+              ...(fileOf(e.file) ? { file: fileOf(e.file) } : {}),
               ...(e.area ? { target: e.area } : {}),
               entry: e.id,
               ...(b ? { before: b.text } : {}),
@@ -297,6 +304,10 @@ export async function memoryHistory(
     writes.push(...(await storeWrites(ctx, s, p.target, warnings)));
   }
   if (p.entry) writes = chainOf(writes, p.entry);
+  if (p.file) {
+    const f = p.file;
+    writes = writes.filter((w) => w.file !== undefined && (w.file === f || path.basename(w.file) === f));
+  }
   writes = writes
     .map((w, i) => ({ w, i }))
     .sort((a, b) => (a.w.time ?? '').localeCompare(b.w.time ?? '') || a.i - b.i)
