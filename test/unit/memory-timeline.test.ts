@@ -315,6 +315,17 @@ describe('memory timeline: history, undo, restore-entry, forget, lint --fix', fu
     await fs.appendFile(edited, '\n§\nSomething the agent wrote meanwhile');
     const changed = await fs.readFile(edited, 'utf8');
     await assert.rejects(core.memoryLintFix({ stores: [store], apply: true, expected }), /changed since the proposal/);
+    const hashes = async (): Promise<Record<string, string>> =>
+      Object.fromEntries((await core.memoryLintFix({ stores: [store] })).files.map((f) => [f.file, f.contentHash]));
+    // a proposal file the change no longer touches (its copy was removed meanwhile): refused too
+    await assert.rejects(
+      core.memoryLintFix({
+        stores: [store],
+        apply: true,
+        expected: { ...(await hashes()), '/elsewhere/MEMORY.md': 'ab' },
+      }),
+      /no longer touches it/,
+    );
     assert.equal(await fs.readFile(edited, 'utf8'), changed);
     // the CLI: --fix --apply --yes writes it; the file keeps one copy
     const r = await cli(['memory', 'lint', '--store', store, '--fix', '--apply', '--yes']);

@@ -141,6 +141,16 @@ async function apply(
       );
     }
   }
+  // a file the proposal changed that this one does not touch any more: it changed since (the finding is gone)
+  for (const file of Object.keys(expected ?? {})) {
+    if (!set.files.some((f) => f.file === file)) {
+      throw new AgentKeepError(
+        'Conflict',
+        `${file} changed since the proposal was made: the change no longer touches it. Nothing was written.`,
+        'Make the proposal again (without --apply), review it, and apply that one.',
+      );
+    }
+  }
   if (!set.edits.length) return set;
   for (const s of stores.values()) if (set.edits.some((e) => e.store === s.spec)) await refuseReadOnly(s);
   const group = `${why.split(' ')[0]}-${Date.now().toString(36)}`;
