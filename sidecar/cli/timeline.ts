@@ -10,7 +10,7 @@ function one(s: string, max = 100): string {
 }
 
 /** One line of a write: time, source, action, entry id, file, then why / session. */
-export function writeLine(w: MemoryWrite): string {
+export function memoryWriteLine(w: MemoryWrite): string {
   const file = w.file ? w.file.split('/').pop() : '';
   const who = w.source === 'agent' || w.source === 'hook' ? (w.session ? ` session ${w.session}` : '') : '';
   const call = w.toolCallId ? ` call ${w.toolCallId}` : '';
@@ -27,7 +27,7 @@ export function memoryHistoryText(r: ResultOf<'memoryHistory'>): string {
   for (const w of r.warnings ?? []) out.push(`warning: ${w}`);
   if (!r.writes.length) out.push('No writes recorded.');
   for (const w of r.writes) {
-    out.push(writeLine(w));
+    out.push(memoryWriteLine(w));
     if (w.before !== undefined) out.push(`    - ${one(w.before)}`);
     else if (w.oldText !== undefined)
       out.push(`    - …${one(w.oldText)}… (old_text; the whole entry before is unknown)`);

@@ -36,6 +36,8 @@ export interface AgentWrite {
   key: string;
   /** The tool said it refused the write (nothing was written). */
   refused?: boolean;
+  /** The session message is not active (Hermes v30: compacted, or rewound): the file write still happened. */
+  messageState?: string;
 }
 
 /** Options of edit/remove/add. */
@@ -222,6 +224,12 @@ export interface MemoryStoreAdapter {
    * (agent.status asks it for every store).
    */
   historyProblem?(): Promise<{ file: string; problem: StoreProblem } | undefined>;
+  /**
+   * How many writes the agent staged for approval wait now (Hermes memory.write_approval:
+   * `pending/memory/*.json`; list() shows each one in a MemoryFile with `pending`). Absent: the store
+   * stages nothing. agent.status reports it per store.
+   */
+  pendingWrites?(): Promise<number>;
   /**
    * Check, before anything is written, that `restore(files)` can put every file in place without
    * deleting data the undo point does not hold (its capture is agentStateFiles()): e.g. a non-empty

@@ -200,7 +200,16 @@ async function storeWrites(
       ...(w.session ? { session: w.session } : {}),
       ...(w.toolCallId ? { toolCallId: w.toolCallId } : {}),
       ...(w.refused ? { refused: true } : {}),
-      ...(hook ? { why: 'also seen by the agent hook (exact file before and after)' } : {}),
+      ...(hook || w.messageState
+        ? {
+            why: [
+              hook ? 'also seen by the agent hook (exact file before and after)' : '',
+              w.messageState ? `its session message is ${w.messageState} (the file was written all the same)` : '',
+            ]
+              .filter(Boolean)
+              .join('; '),
+          }
+        : {}),
     });
   }
   for (const r of log) if (!merged.has(r.line)) out.push(fromLog(s, r));
