@@ -13,7 +13,8 @@
  * keep-or-rollback.png, compare.png, statusbar.png, restore-quickpick.png, restore-scope.png,
  * restore-confirm.png, after-restore.png,
  * details.png, memory-inspector.png, memory-detail.png, memory-edit.png, memory-empty-search.png,
- * memory-broken.png (MEMORY.md made a directory: shown broken with the fix),
+ * memory-broken.png (MEMORY.md made a directory: shown broken with the fix), memory-timeline.png (the
+ * Timeline view with one write picked),
  * welcome.png, agent-view-proxmox.png, restore-confirm-proxmox.png, after-rollback-proxmox.png; the agent's own
  * moments: agent-own-protect.png (Protect this agent's own changes: the result with Hermes' consent
  * note), agent-own-view.png (restore points the installed Hermes hook took, run as Hermes runs it: the
@@ -224,6 +225,24 @@ async function memoryInspector(page: Page, hermesHome: string): Promise<void> {
   checks++;
   await shot(page, 'memory-empty-search.png');
   for (let i = 0; i < 'no-such-memory-xyz'.length; i++) await page.keyboard.press('Backspace');
+  // the Timeline: entries as rows, writes as marks; a click on a mark shows the write with before/after
+  await webview.locator('.toolbar vscode-button#view-toggle', { hasText: 'Timeline' }).click();
+  try {
+    await webview.locator('.timeline svg g.mark').first().waitFor({ timeout: 10000 });
+    await webview.locator('.legend .key.agent').waitFor({ timeout: 5000 });
+    await webview.locator('.timeline svg g.mark.agent').first().click();
+    await webview.locator('.detail h3', { hasText: 'After' }).waitFor({ timeout: 5000 });
+    await webview.locator('.detail vscode-button', { hasText: 'Undo this write' }).waitFor({ timeout: 5000 });
+  } catch {
+    throw new Error(
+      "The Timeline did not show the agent's writes as marks, or a click on a mark did not show the write (After, Undo).",
+    );
+  }
+  checks += 4;
+  await page.mouse.move(1000, 700);
+  await shot(page, 'memory-timeline.png');
+  await webview.locator('.toolbar vscode-button#view-toggle', { hasText: 'Entries' }).click();
+  await webview.locator('button.entry').first().waitFor({ timeout: 5000 });
   // a broken MEMORY.md (a directory): the header says BROKEN with what and the fix, no "0 entries"
   const mem = path.join(hermesHome, 'memories', 'MEMORY.md');
   const content = fs.readFileSync(mem);

@@ -168,6 +168,26 @@ export class Core implements CoreApi {
     return memory.diffMemory(this.ctx, p);
   }
 
+  /** See memory.ts memoryHistory. */
+  memoryHistory(p: ParamsOf<'memoryHistory'>): Promise<ResultOf<'memoryHistory'>> {
+    return memory.memoryHistory(this.ctx, p);
+  }
+  /** See memory.ts memoryUndoWrite. */
+  memoryUndoWrite(p: ParamsOf<'memoryUndoWrite'>): Promise<ResultOf<'memoryUndoWrite'>> {
+    return memory.memoryUndoWrite(this.ctx, p);
+  }
+  /** See memory.ts memoryRestoreEntry. */
+  memoryRestoreEntry(p: ParamsOf<'memoryRestoreEntry'>): Promise<ResultOf<'memoryRestoreEntry'>> {
+    return memory.memoryRestoreEntry(this.ctx, p);
+  }
+  /** See memory.ts memoryForget. */
+  memoryForget(p: ParamsOf<'memoryForget'>): Promise<ResultOf<'memoryForget'>> {
+    return memory.memoryForget(this.ctx, p);
+  }
+  /** See memory.ts memoryLintFix. */
+  memoryLintFix(p: ParamsOf<'memoryLintFix'>): Promise<ResultOf<'memoryLintFix'>> {
+    return memory.memoryLintFix(this.ctx, p);
+  }
   /** See memory.ts recordMemoryWrite. */
   recordMemoryWrite(p: ParamsOf<'memoryRecordWrite'>): Promise<ResultOf<'memoryRecordWrite'>> {
     return memory.recordMemoryWrite(this.ctx, p);
