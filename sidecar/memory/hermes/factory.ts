@@ -6,8 +6,17 @@
  */
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { checkStoreOptions, isDirectory, localStorePath, splitStoreOptions, storePlace, transportOf } from '../files';
-import { isSshLocation, SSH_OPTIONS, type SshLocation } from '../transport/location';
+import {
+  checkStoreOptions,
+  isDirectory,
+  isRemotePlace,
+  localStorePath,
+  splitStoreOptions,
+  storePlace,
+  transportOf,
+} from '../files';
+import type { GuestAgentPlace } from '../transport/guestLocation';
+import { SSH_OPTIONS, type SshLocation } from '../transport/location';
 import type { StoreFactory } from '../types';
 import { HermesStore } from './index';
 
@@ -15,6 +24,8 @@ import { HermesStore } from './index';
 export interface HermesStoreOptions {
   home: string;
   ssh?: SshLocation;
+  /** A home inside a VM reached through its QEMU guest agent. */
+  guest?: GuestAgentPlace;
 }
 
 const SSH_FORM = 'hermes:ssh://user@host[:port]/abs/path/to/.hermes';
@@ -55,16 +66,27 @@ async function detectHermes(localRoot: string): Promise<string[]> {
 export const hermesStore: StoreFactory<HermesStoreOptions> = {
   kind: 'hermes',
   kindName: 'Hermes',
-  forms: ['hermes:/abs/path/to/.hermes', `${SSH_FORM}[?identity=/abs/key]`],
+  forms: [
+    'hermes:/abs/path/to/.hermes',
+    `${SSH_FORM}[?identity=/abs/key]`,
+    'hermes:qga:/abs/qga.sock:/abs/path/to/.hermes',
+    'hermes:pve-agent://HOST[:PORT]/NODE/VMID/abs/path/to/.hermes',
+  ],
   example: 'hermes:/home/me/.hermes',
   parse: (rest, spec) => {
     const hint = 'Use hermes:/abs/path/to/.hermes (an absolute path).';
-    if (!isSshLocation(rest)) return { home: localStorePath(rest, spec, hint) };
+    if (!isRemotePlace(rest)) return { home: localStorePath(rest, spec, hint) };
     const { path: p, params } = splitStoreOptions(rest);
-    const example = 'hermes:ssh://root@10.0.0.5/root/.hermes?identity=/home/me/.ssh/id_ed25519';
-    checkStoreOptions('hermes', params, spec, SSH_OPTIONS, example);
     const place = storePlace(p, params, spec, hint, SSH_FORM);
-    return { home: place.path, ssh: place.ssh };
+    const example = place.guest
+      ? 'hermes:pve-agent://pve.lan/pve1/101/root/.hermes'
+      : 'hermes:ssh://root@10.0.0.5/root/.hermes?identity=/home/me/.ssh/id_ed25519';
+    checkStoreOptions('hermes', params, spec, place.guest ? [] : SSH_OPTIONS, example);
+    return {
+      home: place.path,
+      ...(place.ssh ? { ssh: place.ssh } : {}),
+      ...(place.guest ? { guest: place.guest } : {}),
+    };
   },
   create: (p) => new HermesStore(p.options.home, p.spec, transportOf(p.options)),
   detect: detectHermes,

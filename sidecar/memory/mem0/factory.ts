@@ -8,6 +8,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { AgentKeepError } from '../../core/errors';
 import { checkStoreOptions, splitStoreOptions, storePlace, transportOf } from '../files';
+import type { GuestAgentPlace } from '../transport/guestLocation';
 import { SSH_OPTIONS, type SshLocation } from '../transport/location';
 import type { StoreFactory } from '../types';
 import { Mem0Store } from './index';
@@ -21,6 +22,8 @@ export interface Mem0StoreOptions {
   collection?: string;
   /** How to reach the directory's machine when it is not this one (`mem0:ssh://…`). */
   ssh?: SshLocation;
+  /** A directory inside a VM reached through its QEMU guest agent. */
+  guest?: GuestAgentPlace;
 }
 
 const SSH_FORM = 'mem0:ssh://user@host[:port]/abs/dir';
@@ -51,7 +54,13 @@ async function detectMem0(localRoot: string): Promise<string[]> {
 export const mem0Store: StoreFactory<Mem0StoreOptions> = {
   kind: 'mem0',
   kindName: 'mem0',
-  forms: ['mem0:/abs/dir', 'mem0:/abs/dir?qdrant=/abs/path&collection=NAME', `${SSH_FORM}[?qdrant=/abs/path]`],
+  forms: [
+    'mem0:/abs/dir',
+    'mem0:/abs/dir?qdrant=/abs/path&collection=NAME',
+    `${SSH_FORM}[?qdrant=/abs/path]`,
+    'mem0:qga:/abs/qga.sock:/abs/dir',
+    'mem0:pve-agent://HOST[:PORT]/NODE/VMID/abs/dir',
+  ],
   example: EXAMPLE,
   parse: (rest, spec) => {
     const { path: p, params } = splitStoreOptions(rest);
@@ -71,6 +80,7 @@ export const mem0Store: StoreFactory<Mem0StoreOptions> = {
       qdrant: qdrant && path.posix.resolve(qdrant),
       collection: params.get('collection') || undefined,
       ...(place.ssh ? { ssh: place.ssh } : {}),
+      ...(place.guest ? { guest: place.guest } : {}),
     };
   },
   create: (p) => {
