@@ -19,6 +19,7 @@ export { HermesStore } from './hermes';
 export { AgentZeroStore } from './agent-zero';
 export { Mem0Store } from './mem0';
 export { brokenSummary, storeProblems } from './broken';
+export { probeGuestStores, storeVia } from './reach';
 
 const registry = new Map<string, StoreFactory>();
 

@@ -298,4 +298,48 @@ describe('memory stores through the QEMU guest agent (real qemu-ga; Proxmox path
     await core.restoreRestorePoint({ target, id: rp.id, scope: 'agent', stores: [viaQga] });
     assert.ok((await fs.readFile(mem())).equals(before), 'MEMORY.md written back through the agent');
   });
+
+  it('agent.memoryReach: a VM probed through its guest agent finds the running Hermes home; the reasons when not', async () => {
+    // a "running Hermes" in the guest: a process whose environment names the home
+    const hermes = spawn('sleep', ['60'], { env: { ...process.env, HERMES_HOME: home }, stdio: 'ignore' });
+    holder = hermes;
+    const core = new Core({ stateDir: state });
+    const vm = (vmid: number): string => `proxmox://127.0.0.1:${sim.port}/pve1/qemu/${vmid}`;
+    const r = await core.agentMemoryReach({ target: vm(101) });
+    assert.equal(r.reachable, true, JSON.stringify(r));
+    assert.equal(r.via, 'guest-agent');
+    assert.equal(r.found, true);
+    assert.match(r.how, /QEMU guest agent/);
+    const spec = `hermes:pve-agent://127.0.0.1:${sim.port}/pve1/101${home}`;
+    const it = r.stores.find((s) => s.store === spec);
+    assert.ok(it?.reachable, JSON.stringify(r.stores));
+    assert.equal(it.description?.kind, 'hermes');
+    // and the store found lists like the local one
+    const listed = await core.listMemory({ stores: [spec] });
+    assert.ok(listed.stores.some((f) => f.entries.length));
+    // named stores say how each is reached
+    const named = await core.agentMemoryReach({ target: vm(101), stores: [viaQga, local] });
+    assert.deepEqual(
+      named.stores.map((s) => [s.via, s.reachable]),
+      [
+        ['guest-agent', true],
+        ['local', true],
+      ],
+    );
+    assert.equal(named.found, false);
+    assert.match(named.how, /socket/);
+    const noAgent = await core.agentMemoryReach({ target: vm(102) });
+    assert.equal(noAgent.reachable, false);
+    assert.equal(noAgent.via, 'none');
+    assert.match(noAgent.reason ?? '', /no QEMU guest agent configured/);
+    assert.match(noAgent.hint ?? '', /QEMU Guest Agent/);
+    const stopped = await core.agentMemoryReach({ target: vm(103) });
+    assert.match(stopped.reason ?? '', /does not answer/);
+    sim.addGuest({ vmid: 104, type: 'lxc' });
+    const ct = await core.agentMemoryReach({ target: `proxmox://127.0.0.1:${sim.port}/pve1/lxc/104` });
+    assert.match(ct.reason ?? '', /Containers have no QEMU guest agent/);
+    const broken = await core.agentMemoryReach({ target: vm(101), stores: [`hermes:qga:${base}/none.sock:${home}`] });
+    assert.equal(broken.reachable, false);
+    assert.match(broken.reason ?? '', /no such socket/);
+  });
 });
