@@ -16,6 +16,7 @@ import { promises as fs } from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { storesThroughAgent } from '../../sidecar/cli/agents';
 import { Core } from '../../sidecar/core/core';
 import { openStore, describeStore } from '../../sidecar/memory';
 import type { HermesStore } from '../../sidecar/memory/hermes';
@@ -341,5 +342,29 @@ describe('memory stores through the QEMU guest agent (real qemu-ga; Proxmox path
     const broken = await core.agentMemoryReach({ target: vm(101), stores: [`hermes:qga:${base}/none.sock:${home}`] });
     assert.equal(broken.reachable, false);
     assert.match(broken.reason ?? '', /no such socket/);
+  });
+
+  it('agent add --via guest-agent / --via qga:SOCK names the stores in the guest once', async () => {
+    const target = `proxmox://127.0.0.1:${sim.port}/pve1/qemu/101`;
+    const stores = storesThroughAgent(
+      [`hermes:${home}`, 'agent-zero:/a0?url=http://10.0.0.5:50001'],
+      target,
+      'guest-agent',
+    );
+    assert.deepEqual(stores, [
+      viaPve,
+      `agent-zero:pve-agent://127.0.0.1:${sim.port}/pve1/101/a0?url=http://10.0.0.5:50001`,
+    ]);
+    assert.deepEqual(storesThroughAgent([`hermes:${home}`], 'dir:/x', `qga:${qga.socket}`), [viaQga]);
+    assert.throws(() => storesThroughAgent([`hermes:${home}`], 'dir:/x', 'guest-agent'), /needs a Proxmox VM target/);
+    assert.throws(() => storesThroughAgent([], target, 'guest-agent'), /needs the stores in the guest/);
+    assert.throws(() => storesThroughAgent([`hermes:${home}`], target, 'telnet'), /Bad --via "telnet"/);
+    const core = new Core({ stateDir: state });
+    await core.addAgent({ name: 'vm101', target, stores: [stores[0]] });
+    const listed = await core.listMemory({ stores: (await core.listAgents({})).agents[0].stores! });
+    assert.ok(
+      listed.stores.some((f) => f.entries.length),
+      'the named stores are read through the guest agent',
+    );
   });
 });
