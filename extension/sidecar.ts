@@ -148,8 +148,10 @@ export class Sidecar implements vscode.Disposable {
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }, { scheme: 'vscode-notebook-cell' }],
       outputChannel: this.output,
-      // the sidecar filters by class (agentkeep.codeLens); pushed again on change by pushSettings()
-      initializationOptions: { codeLens: this.codeLensFilter() } satisfies LensSettings,
+      // the sidecar filters by class (agentkeep.codeLens); pushed again on change by pushSettings().
+      // clientCommands: this extension runs the lens commands (agentkeep.snapshotAndRun, …) and has its
+      // own config-file lens, so the sidecar sends VS Code titles and no executeCommandProvider
+      initializationOptions: { codeLens: this.codeLensFilter(), clientCommands: true } satisfies LensSettings,
       middleware: {
         // running commands needs trust: no lenses in an untrusted workspace, none when switched off
         provideCodeLenses: (doc, token, next) =>

@@ -47,7 +47,7 @@ import { createInterface } from 'node:readline/promises';
 import { Command, CommanderError, Help, Option } from 'commander';
 import { nextAction, type RiskFinding } from '../protocol';
 import { AgentKeepError, asAgentKeepError } from '../core/errors';
-import { call } from '../core/dispatch';
+import { call, InvalidParamsError } from '../core/dispatch';
 import { tempNameFor } from '../core/fsutil';
 import type { CoreApi, CoreOptions } from '../core/service';
 import { evaluate, fileKind, formatEval, parseJsonc, scanText, type EvalLabel } from '../risk';
@@ -76,7 +76,7 @@ import { checkGuestWriteSize } from '../core/guest';
 import { resolveStateDir } from '../core/state';
 import { defaultTargetFor, targetForms } from '../core/target';
 import { targetSummary } from '../protocol/targets';
-import { cliTargetArgs, commandLine, describeProblem, type RenderOptions } from './actions';
+import { actionsText, cliTargetArgs, commandLine, describeProblem, type RenderOptions } from './actions';
 import { agentCommands, useNamedAgents } from './agents';
 import { runCommand } from './run';
 import { UsageError } from './usage';
@@ -332,6 +332,16 @@ function program(ctx: Ctx): Command {
       else if (rpnt.reused) {
         const taken = formatAge(rpnt.createdAt);
         ctx.io.out(`Reusing restore point ${rpnt.id} "${rpnt.label}" (taken ${taken}; nothing changed since).`);
+        if (o.label !== undefined && o.label !== rpnt.label) {
+          const rename = nextAction('Rename it', 'restorePointLabel', {
+            target: rpnt.target,
+            id: rpnt.id,
+            label: o.label,
+          });
+          ctx.io.err(
+            `agentkeep: note: the reused restore point keeps its label "${rpnt.label}". ${actionsText([rename], renderOpts(ctx))}`,
+          );
+        }
       } else {
         const noun = (await call(core(cmd), 'targetDescribe', { target: rpnt.target }).catch(() => undefined))
           ?.snapshotNoun;
@@ -382,7 +392,8 @@ function program(ctx: Ctx): Command {
       const c = core(cmd);
       const points = await call(c, 'restorePointList', { target: o.target });
       // A restore whose process died while writing (kill -9, power loss): say so on stderr, even with --json.
-      const broken = (await call(c, 'agentStatus', { target: o.target }).catch(() => undefined))?.interruptedRestore;
+      const st = await call(c, 'agentStatus', { target: o.target }).catch(() => undefined);
+      const broken = st?.interruptedRestore;
       if (broken) {
         // the core's next actions: finish (restore broken.id again), go back (restore broken.undo)
         const cmdOf = (id: string): string | undefined => {
@@ -396,7 +407,11 @@ function program(ctx: Ctx): Command {
             (broken.undo ? `, or go back: ${back ?? `restore ${broken.undo}`}` : ' (it had no undo point)'),
         );
       }
-      const st = await call(c, 'agentStatus', { target: o.target }).catch(() => undefined);
+      // damaged journal entries are not listed (they cannot be shown or restored) but never vanish silently
+      for (const d of st?.damagedRestorePoints ?? [])
+        ctx.io.err(
+          `agentkeep: warning: ${describeProblem({ message: `${d.message}`, actions: d.actions }, renderOpts(ctx))}`,
+        );
       const hw = st?.hookWarnings ?? [];
       for (const w of hw.slice(0, 3))
         ctx.io.err(
@@ -706,7 +721,7 @@ function program(ctx: Ctx): Command {
   const mem = root.command('memory').description('inspect, trace, edit and compare agent memory stores');
   mem
     .command('list')
-    .description('list the entries of memory stores with their usage')
+    .description('list the entries of memory stores with their usage (exit 1 when a file is broken)')
     .requiredOption('--store <store>', `memory store, one of ${storeForms()} (repeatable)`, collect, [])
     .option('--json', 'print {stores: [...]} as JSON')
     .action(async (o: { store: string[] }, cmd: Command) => {
@@ -720,6 +735,8 @@ function program(ctx: Ctx): Command {
       const r = await call(core(cmd), 'memoryList', { stores: o.store });
       if (asJson) printJson(ctx, r);
       else ctx.io.out(memoryTable(r.stores, r.descriptions));
+      // a broken file is shown as broken, and a script sees it too (exit 1, the listing still printed)
+      if (r.stores.some((s) => s.broken)) ctx.exitCode = 1;
     });
 
   const agent = root
@@ -1001,7 +1018,10 @@ function program(ctx: Ctx): Command {
   storeOpt(
     mem
       .command('lint')
-      .description('findings: duplicates, contradictions, over budget, drift, untraceable and stale entries'),
+      .description(
+        'findings: duplicates, contradictions, over budget, drift, untraceable and stale entries ' +
+          '(exit 1 when a finding is an error)',
+      ),
   )
     .option('--target <target>', 'check claims against this machine, e.g. dir:/home/me')
     .option('--json', 'print {findings: [...]} as JSON')
@@ -1011,6 +1031,8 @@ function program(ctx: Ctx): Command {
       const r = await call(core(cmd), 'memoryLint', { stores: o.store, ...(o.target ? { target: o.target } : {}) });
       if (asJson) printJson(ctx, r);
       else ctx.io.out(formatFindings(r.findings));
+      // like a linter: errors (a broken store, an entry over its budget…) exit 1; warnings and info 0
+      if (r.findings.some((f) => f.severity === 'error')) ctx.exitCode = 1;
     });
 
   storeOpt(
@@ -1246,12 +1268,37 @@ export async function runCli(argv: string[], makeCore: CoreFactory, io: CliIO = 
       // a bare command group (`agentkeep memory`) prints its help and exits 1 in commander: usage error
       return 2;
     }
-    const err = asAgentKeepError(e);
+    // params the CLI passed on from its options and that failed the schema: name the option, not
+    // the protocol field (`--target ""` is "Invalid --target: the target is empty…")
+    const err = e instanceof InvalidParamsError ? cliParamsError(e) : asAgentKeepError(e);
     // the core's next actions as the equivalent command lines (with --json also as data)
     io.err(`agentkeep: ${describeProblem(err, renderOpts(ctx))}`);
     const more = { ...(err.hint ? { hint: err.hint } : {}), ...(err.actions?.length ? { actions: err.actions } : {}) };
     if (ctx.json) io.out(JSON.stringify({ error: { code: err.code, message: err.message, ...more } }));
     if (err.kind === 'Internal' && process.env.AGENTKEEP_DEBUG && e instanceof Error && e.stack) io.err(e.stack);
-    return e instanceof UsageError ? 2 : 1;
+    return err instanceof UsageError ? 2 : 1;
   }
+}
+
+/** Option names of params whose flag is not the kebab-case of the field. */
+const PARAM_FLAGS: Record<string, string> = {
+  stores: '--store',
+  id: 'the restore point id',
+  ids: 'the restore point ids',
+};
+
+/**
+ * The CLI's wording of params that failed the schema: each field as its option (`target` ->
+ * `--target`, `stores.0` -> `--store`), no protocol schema hint (the user typed options, not JSON).
+ */
+function cliParamsError(e: InvalidParamsError): AgentKeepError {
+  const parts = e.fields.map((f) => {
+    const top = f.path[0];
+    const flag =
+      top === undefined
+        ? 'arguments'
+        : (PARAM_FLAGS[top] ?? `--${top.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
+    return `${flag}: ${f.message}`;
+  });
+  return new UsageError('InvalidParams', `Invalid ${parts.join('; ')}.`);
 }

@@ -1431,6 +1431,20 @@ export const Methods = {
         .int()
         .optional()
         .describe('Restore requests of the agent waiting for approval (request.list); absent when none'),
+      damagedRestorePoints: z
+        .array(
+          z.object({
+            id: z.string(),
+            message: z
+              .string()
+              .describe('What is wrong with its journal entry, e.g. "… is damaged: Unexpected end of JSON input."'),
+            actions: z.array(NextAction).describe('Delete the damaged restore point'),
+          }),
+        )
+        .optional()
+        .describe(
+          'Journal entries that cannot be read (not JSON, wrong shape): restorePoint.list leaves them out so they do not hide the others, and this says they exist; absent when none',
+        ),
       version: z.string().describe('Sidecar version'),
     }),
   ),

@@ -19,6 +19,7 @@ import {
 import { WebSocketServer, type WebSocket } from 'ws';
 import { AgentKeepError } from '../core/errors';
 import type { CoreOptions } from '../core/service';
+import { resolveStateDir } from '../core/state';
 import { ConnectionHub, serveConnection, type CoreFactory } from './session';
 import { JsonRpcGate } from './jsonrpc';
 import { WebSocketFrameReader, WebSocketMessageWriter } from './wsTransport';
@@ -149,6 +150,7 @@ export async function serveWs(
 ): Promise<WsServer> {
   const hub = new ConnectionHub();
   const core = makeCore(hub.coreOptions(base));
+  const stateDir = resolveStateDir(base.stateDir);
   const server = http.createServer((_req, res) => {
     res.writeHead(426, { 'Content-Type': 'text/plain', Upgrade: 'websocket' });
     res.end('agentkeep: WebSocket only (JSON-RPC, one message per text frame)\n');
@@ -201,7 +203,7 @@ export async function serveWs(
       hub.delete(connection);
       connection.dispose();
     });
-    serveConnection(connection, core, log);
+    serveConnection(connection, core, log, { stateDir });
   };
 
   await new Promise<void>((resolve, reject) => {

@@ -134,7 +134,12 @@ describe('agentkeep serve --ws (WebSocket)', function () {
       notes.push({ method, params });
     });
     conn.listen();
-    await conn.sendRequest('initialize', { processId: null, capabilities: {} });
+    // as the VS Code extension initializes (clientCommands: its lens commands); other editors: lsp.test.ts
+    await conn.sendRequest('initialize', {
+      processId: null,
+      capabilities: {},
+      initializationOptions: { clientCommands: true },
+    });
     await conn.sendNotification('initialized', {});
 
     const uri = pathToFileURL(path.join(agent, 'README.md')).href;
