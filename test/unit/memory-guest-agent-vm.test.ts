@@ -18,6 +18,7 @@ import { lockHermesFile } from '../../sidecar/memory/hermes/lock';
 import { closeQgaConnections, GuestAgentTransport, QgaSocketChannel } from '../../sidecar/memory/transport/guestAgent';
 import { expectAgentKeepError } from './helpers/errors';
 import { FIXTURES } from './helpers/paths';
+import { simEnv, startSim } from './helpers/pve';
 import { startVm, stopAllVms, type Vm } from './helpers/qemu';
 
 /** Copy a local tree into the guest through the agent (mkdir -p, then each file with its mode). */
@@ -135,5 +136,60 @@ describe('a Hermes home inside a real QEMU VM through qemu-ga over virtio-serial
     assert.ok([...diff.added, ...diff.changed].some((c) => c.after?.text === 'Replaced by the agent in the VM.'));
     await core.restoreRestorePoint({ target, id: rp.id, scope: 'agent', stores: [store] });
     assert.ok((await io.readFile(MEM)).equals(before), 'MEMORY.md written back into the running VM');
+  });
+
+  it("lint checks stale claims inside the VM (the guest's PATH and tool versions), not on this machine", async () => {
+    // the guest's own node 18 (this machine has node 20) and no hermes
+    await io.writeNew('/usr/bin/node', Buffer.from('#!/bin/sh\necho v18.19.1\n'), 0o755).catch(() => undefined);
+    await io.rm(MEM);
+    await io.writeNew(
+      MEM,
+      Buffer.from('The agent runs hermes 9.9 on its host.\n§\nProject uses Node 20 for the build.'),
+      0o600,
+    );
+    const core = new Core({ stateDir: await fs.mkdtemp(path.join(base, 'state-')) });
+    const stale = (await core.lintMemory({ stores: [store] })).findings
+      .filter((f) => f.kind === 'stale')
+      .map((f) => f.message);
+    assert.ok(
+      stale.some((m) => m.includes(`the guest agent at ${vm.qga}`) && /node 18\.19\.1/.test(m)),
+      stale.join('\n'),
+    );
+    assert.ok(
+      stale.some((m) => /hermes is not installed/.test(m) && m.includes(`the guest agent at ${vm.qga}`)),
+      stale.join('\n'),
+    );
+  });
+
+  it('the Proxmox path against the same VM: the simulator forwards agent/file-read and exec to its qemu-ga', async () => {
+    closeQgaConnections(); // the agent serves one client at a time
+    const sim = await startSim();
+    const env = simEnv(sim);
+    const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+    Object.assign(process.env, env);
+    try {
+      sim.addGuest({ vmid: 101, qga: vm.qga });
+      const core = new Core({ stateDir: await fs.mkdtemp(path.join(base, 'state-')) });
+      const pve = `hermes:pve-agent://127.0.0.1:${sim.port}/pve1/101${HOME}`;
+      const viaPve = await core.listMemory({ stores: [pve] });
+      const viaSock = await core.listMemory({ stores: [store] });
+      const strip = (v: unknown, prefix: string): string => JSON.stringify(v).split(prefix).join('');
+      assert.equal(
+        strip(viaPve.stores, `pve-agent://127.0.0.1:${sim.port}/pve1/101`),
+        strip(viaSock.stores, `qga:${vm.qga}:`),
+      );
+      const reach = await core.agentMemoryReach({ target: `proxmox://127.0.0.1:${sim.port}/pve1/qemu/101` });
+      assert.deepEqual(
+        reach.stores.map((s) => [s.store, s.reachable]),
+        [[pve, true]],
+        'the probe found /root/.hermes in the VM',
+      );
+    } finally {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+      await sim.stop();
+    }
   });
 });

@@ -25,7 +25,7 @@ import { closeQgaConnections, GuestAgentTransport, QgaSocketChannel } from '../.
 import { PVE_FILE_WRITE_CHUNK } from '../../sidecar/memory/transport/pveAgent';
 import type { PveSim } from '../pve-sim/server';
 import { expectAgentKeepError } from './helpers/errors';
-import { FIXTURES } from './helpers/paths';
+import { FIXTURES, REPO } from './helpers/paths';
 import { simEnv, startSim } from './helpers/pve';
 import { startQga, stopAllQga, type TestQga } from './helpers/qga';
 
@@ -179,6 +179,7 @@ describe('memory stores through the QEMU guest agent (real qemu-ga; Proxmox path
       assert.ok((await fs.readFile(mem())).equals(before), `undo through ${store}`);
       holder.kill('SIGKILL');
       holder = undefined;
+      closeQgaConnections(); // the agent serves one client at a time: the simulated Proxmox host is next
     }
     const backups = await fs.readdir(path.join(state, 'memory-backups'));
     assert.ok(backups.length >= 2, 'the replaced bytes are kept by the sidecar, locally');
@@ -208,6 +209,40 @@ describe('memory stores through the QEMU guest agent (real qemu-ga; Proxmox path
       if (!free) await new Promise((r) => setTimeout(r, 100));
     }
     assert.ok(free, 'released');
+  });
+
+  it('a lock held through the agent by a sidecar that dies (kill -9) is released once its lease runs out', async () => {
+    const q = (v: unknown): string => JSON.stringify(v);
+    const script = [
+      `const { lockHermesFile } = require(${q(path.join(REPO, 'sidecar/memory/hermes/lock.ts'))});`,
+      `const g = require(${q(path.join(REPO, 'sidecar/memory/transport/guestAgent.ts'))});`,
+      `const io = new g.GuestAgentTransport(new g.QgaSocketChannel(${q(qga.socket)}), { leaseS: 2 });`,
+      `lockHermesFile(${q(`${mem()}.lock`)}, 10, io).then(`,
+      "  () => console.log('held'),",
+      '  (e) => { console.error(e); process.exit(1); });',
+      'setInterval(() => undefined, 1000);',
+    ].join('\n');
+    const child = spawn(process.execPath, ['-r', 'tsx/cjs', '-e', script], {
+      cwd: REPO,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    holder = child;
+    await new Promise<void>((resolve, reject) => {
+      child.stdout!.on('data', (d: Buffer) => d.toString().includes('held') && resolve());
+      child.once('exit', (code) => reject(new Error(`the lock holder exited ${code}`)));
+    });
+    assert.ok(isLocked(`${mem()}.lock`), 'held by the flock in the guest');
+    await new Promise((r) => setTimeout(r, 2500));
+    assert.ok(isLocked(`${mem()}.lock`), 'still held while the sidecar renews the lease');
+    child.kill('SIGKILL');
+    const t0 = Date.now();
+    let free = false;
+    while (!free && Date.now() - t0 < 10_000) {
+      await new Promise((r) => setTimeout(r, 100));
+      free = !isLocked(`${mem()}.lock`);
+    }
+    assert.ok(free, 'released after the lease (2 s) ran out');
+    assert.ok(Date.now() - t0 < 5000, `released within ${Date.now() - t0} ms of the kill`);
   });
 
   it('files larger than one call are chunked, byte for byte: 3 MiB over the socket, 200 KiB over Proxmox', async () => {

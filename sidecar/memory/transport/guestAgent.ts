@@ -29,7 +29,13 @@ import { errnoOf, QgaClient, QgaCommandError, QGA_CHUNK_BYTES, type QgaExecStatu
 
 /** Seconds a lock holder in the guest outlives its last lease renewal (the sidecar renews every LEASE_S / 4). */
 export const LEASE_S = 20;
-/** An idle guest agent connection is closed after this, ms. */
+/**
+ * An idle guest agent connection is closed after this, ms. The agent serves one client at a time (a
+ * second one waits until the first disconnects: observed with qemu-ga 7.2, unix-listen), so the
+ * socket is held only while operations run and for 2 s after (shorter cost more reconnects in the VM
+ * test: 300 ms made its list/show test 5.4 s -> 9.4 s); another client waits at most that long,
+ * within its own 5 s connect timeout.
+ */
 const IDLE_CLOSE_MS = 2_000;
 
 /** What a guest agent path needs: whole files and commands in the guest. */
@@ -101,13 +107,13 @@ sha256) exec sha256sum -b -- "$1" ;;
 esac`;
 
 /**
- * The lock holder's wrapper: `sh -c HOLD sh LEASE OUT ARGV...` runs ARGV with stdin fed by a loop that
- * ends when LEASE is removed or not renewed for LEASE_S seconds, stdout to the file OUT.
+ * The lock holder's wrapper: `sh -c HOLD sh LEASE OUT SECONDS ARGV...` runs ARGV with stdin fed by a
+ * loop that ends when LEASE is removed or not renewed for SECONDS, stdout to the file OUT.
  */
 const HOLD = String.raw`
-lease=$1; out=$2; shift 2
+lease=$1; out=$2; ttl=$3; shift 3
 : > "$lease"; : > "$out"
-stale() { now=$(date +%s); m=$(stat -c %Y -- "$lease" 2>/dev/null) || return 0; [ $((now - m)) -ge ${LEASE_S} ]; }
+stale() { now=$(date +%s); m=$(stat -c %Y -- "$lease" 2>/dev/null) || return 0; [ $((now - m)) -ge "$ttl" ]; }
 ( while [ -e "$lease" ] && ! stale; do sleep 0.2 2>/dev/null || sleep 1; done ) | ( "$@" > "$out" 2>/dev/null; rc=$?; rm -f -- "$lease"; exit $rc )`;
 
 /** stat-like view of `%f %s %Y` (hex mode, size, mtime s). */
@@ -134,8 +140,15 @@ export class GuestAgentTransport implements FileTransport {
   readonly user = 'root';
   readonly where: string;
 
-  constructor(readonly channel: GuestAgentChannel) {
+  /** Seconds a lock holder outlives its last renewal (default LEASE_S). */
+  private readonly leaseS: number;
+
+  constructor(
+    readonly channel: GuestAgentChannel,
+    opts: { leaseS?: number } = {},
+  ) {
     this.where = channel.where;
+    this.leaseS = opts.leaseS ?? LEASE_S;
   }
 
   display(abs: string): string {
@@ -277,7 +290,9 @@ export class GuestAgentTransport implements FileTransport {
     const listeners: Array<(b: Buffer) => void> = [];
     let seen = 0;
     let ended = false;
-    const run = this.channel.exec(['sh', '-c', HOLD, 'sh', lease, out, ...argv], { timeoutMs: 24 * 3600_000 });
+    const run = this.channel.exec(['sh', '-c', HOLD, 'sh', lease, out, String(this.leaseS), ...argv], {
+      timeoutMs: 24 * 3600_000,
+    });
     const poll = async (): Promise<void> => {
       const b = await this.channel.readFile(out).catch(() => undefined);
       if (b && b.length > seen) {
@@ -288,7 +303,7 @@ export class GuestAgentTransport implements FileTransport {
     };
     const renew = setInterval(
       () => void this.channel.exec(['touch', '-c', '--', lease]).catch(() => undefined),
-      (LEASE_S * 1000) / 4,
+      (this.leaseS * 1000) / 4,
     );
     const timer = setInterval(() => void poll(), 100);
     const exited = run.then(

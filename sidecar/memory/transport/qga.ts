@@ -21,7 +21,8 @@
  *     cannot be started: "Guest agent command failed, error was 'Failed to execute child process
  *     “X” (No such file or directory)'".
  * Without an agent in the guest the socket still accepts (QEMU owns it) but nothing answers: the
- * sync times out, and the error names the fix.
+ * sync times out, and the error names the fix. The agent serves one client at a time: a second
+ * connection waits (unanswered) until the first one closes.
  */
 import { randomInt } from 'node:crypto';
 import * as net from 'node:net';
@@ -213,7 +214,8 @@ export class QgaClient {
               new AgentKeepError(
                 'Unsupported',
                 `No QEMU guest agent answers on ${this.socketPath} (guest-sync-delimited, waited ` +
-                  `${Math.round(timeoutMs / 1000)} s): qemu-guest-agent is not installed or not running in the guest. ` +
+                  `${Math.round(timeoutMs / 1000)} s): qemu-guest-agent is not installed or not running in the guest, ` +
+                  'or another client keeps the socket (the agent serves one client at a time). ' +
                   'Nothing was read or written.',
                 QGA_INSTALL_HINT,
               ),
