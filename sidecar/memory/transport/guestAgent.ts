@@ -22,8 +22,6 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
-import * as path from 'node:path';
-import { AgentKeepError } from '../../core/errors';
 import type { DirEntry, ExecOptions, ExecResult, FileStamp, FileStat, FileTransport, RunningCommand } from './index';
 import { errnoOf, QgaClient, QgaCommandError, QGA_CHUNK_BYTES, type QgaExecStatus } from './qga';
 
@@ -513,9 +511,6 @@ export class QgaSocketChannel implements GuestAgentChannel {
       if (Date.now() > end) return { code: null, stdout: Buffer.alloc(0), stderr: Buffer.from('timed out') };
       await sleep(d);
     }
-    throw new AgentKeepError('FileError', 'unreachable', undefined);
+    throw new Error('unreachable: execPollDelays never ends');
   }
 }
-
-/** The posix path module (guest paths are POSIX). */
-export const guestPath = path.posix;
