@@ -96,6 +96,7 @@ describe('memory stores through the QEMU guest agent (real qemu-ga; Proxmox path
   afterEach(() => {
     holder?.kill('SIGKILL');
     holder = undefined;
+    closeQgaConnections(); // the agent serves one client at a time; the next test may come through Proxmox
   });
 
   /** A result with the store's names replaced by the local store's, to compare. */

@@ -46,8 +46,12 @@ export interface GuestAgentChannel {
   readFile(abs: string): Promise<Buffer>;
   /** Create or truncate `abs` and write `data` (chunked where the channel limits one call). @throws Node-coded errors */
   writeFile(abs: string, data: Buffer): Promise<void>;
-  /** Run argv (path + args) to its end; a program that cannot be started is code 127 with the agent's text in stderr. */
-  exec(argv: readonly string[], opts?: ExecOptions): Promise<ExecResult>;
+  /**
+   * Run argv (path + args) to its end; a program that cannot be started is code 127 with the agent's
+   * text in stderr. `pollMaxMs`: the longest wait between guest-exec-status polls (default 100; a
+   * long-running lock holder polls less often).
+   */
+  exec(argv: readonly string[], opts?: ExecOptions, pollMaxMs?: number): Promise<ExecResult>;
 }
 
 /** A Node-style error. */
@@ -288,9 +292,11 @@ export class GuestAgentTransport implements FileTransport {
     const listeners: Array<(b: Buffer) => void> = [];
     let seen = 0;
     let ended = false;
-    const run = this.channel.exec(['sh', '-c', HOLD, 'sh', lease, out, String(this.leaseS), ...argv], {
-      timeoutMs: 24 * 3600_000,
-    });
+    const run = this.channel.exec(
+      ['sh', '-c', HOLD, 'sh', lease, out, String(this.leaseS), ...argv],
+      { timeoutMs: 24 * 3600_000 },
+      250,
+    );
     const poll = async (): Promise<void> => {
       const b = await this.channel.readFile(out).catch(() => undefined);
       if (b && b.length > seen) {
@@ -303,7 +309,16 @@ export class GuestAgentTransport implements FileTransport {
       () => void this.channel.exec(['touch', '-c', '--', lease]).catch(() => undefined),
       (this.leaseS * 1000) / 4,
     );
-    const timer = setInterval(() => void poll(), 100);
+    // its output every 100 ms until it printed something (the lock's "locked"), then every 500 ms:
+    // every poll is a request to the agent, which serves one client at a time
+    let timer = setInterval(() => {
+      void poll().then(() => {
+        if (seen && !ended) {
+          clearInterval(timer);
+          timer = setInterval(() => void poll(), 500);
+        }
+      });
+    }, 100);
     const exited = run.then(
       async (r) => {
         ended = true;
@@ -333,9 +348,9 @@ export class GuestAgentTransport implements FileTransport {
   }
 }
 
-/** How long to wait between guest-exec-status polls: 5 ms doubling to 100 ms. */
-export function* execPollDelays(): Generator<number> {
-  for (let d = 5; ; d = Math.min(100, d * 2)) yield d;
+/** How long to wait between guest-exec-status polls: 5 ms doubling to `maxMs` (100). */
+export function* execPollDelays(maxMs = 100): Generator<number> {
+  for (let d = 5; ; d = Math.min(maxMs, d * 2)) yield d;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -472,7 +487,7 @@ export class QgaSocketChannel implements GuestAgentChannel {
     });
   }
 
-  async exec(argv: readonly string[], opts: ExecOptions = {}): Promise<ExecResult> {
+  async exec(argv: readonly string[], opts: ExecOptions = {}, pollMaxMs = 100): Promise<ExecResult> {
     // guest-exec's `env` replaces the whole environment (no PATH): variables go through env(1)
     const vars = Object.entries(opts.env ?? {}).map(([k, v]) => `${k}=${v}`);
     const full = vars.length ? ['env', ...vars, ...argv] : [...argv];
@@ -497,7 +512,7 @@ export class QgaSocketChannel implements GuestAgentChannel {
     if ('notFound' in started)
       return { code: 127, stdout: Buffer.alloc(0), stderr: Buffer.from(String(started.notFound)) };
     const end = opts.timeoutMs ? Date.now() + opts.timeoutMs : Infinity;
-    for (const d of execPollDelays()) {
+    for (const d of execPollDelays(pollMaxMs)) {
       const st = await this.use((c) =>
         c.call<QgaExecStatus>('guest-exec-status', { pid: started.pid }, this.timeouts.opMs),
       );

@@ -87,8 +87,22 @@ export class PveAgentChannel implements GuestAgentChannel {
     this.clientP?.close();
   }
 
-  /** Call `f` with the agent endpoints of the VM on its node; agent-level failures become clear errors. */
-  private async agent<T>(step: string, abs: string | undefined, f: (a: AgentApi) => Promise<T>): Promise<T> {
+  /**
+   * Call `f` with the agent endpoints of the VM on its node, one call at a time: Proxmox opens the
+   * VM's guest agent socket for each call and the agent serves one client at a time, so parallel
+   * calls (a lock holder's polls beside the writes) would only queue there, until Proxmox's timeout
+   * says "QEMU guest agent is not running". Agent-level failures become clear errors.
+   */
+  private agent<T>(step: string, abs: string | undefined, f: (a: AgentApi) => Promise<T>): Promise<T> {
+    const run = (): Promise<T> => this.agentNow(step, abs, f);
+    const p = this.queue.then(run, run);
+    this.queue = p.catch(() => undefined);
+    return p;
+  }
+
+  private queue: Promise<unknown> = Promise.resolve();
+
+  private async agentNow<T>(step: string, abs: string | undefined, f: (a: AgentApi) => Promise<T>): Promise<T> {
     const node = await this.client.ownerNode(this.loc.node, 'qemu', this.loc.vmid);
     const a = (this.client.api.nodes.$(node).qemu.$(this.loc.vmid) as unknown as { agent: AgentApi }).agent;
     try {
@@ -192,7 +206,7 @@ export class PveAgentChannel implements GuestAgentChannel {
     }
   }
 
-  async exec(argv: readonly string[], opts: ExecOptions = {}): Promise<ExecResult> {
+  async exec(argv: readonly string[], opts: ExecOptions = {}, pollMaxMs = 100): Promise<ExecResult> {
     const vars = Object.entries(opts.env ?? {}).map(([k, v]) => `${k}=${v}`);
     const command = vars.length ? ['env', ...vars, ...argv] : [...argv];
     let input: string | undefined;
@@ -218,7 +232,7 @@ export class PveAgentChannel implements GuestAgentChannel {
       throw e;
     }
     const end = opts.timeoutMs ? Date.now() + opts.timeoutMs : Infinity;
-    for (const d of execPollDelays()) {
+    for (const d of execPollDelays(pollMaxMs)) {
       const st = (await this.agent('status', undefined, (a) => a['exec-status'].$get({ pid }))) as {
         exited: unknown;
         exitcode?: number;
