@@ -94,7 +94,10 @@ export async function readLimits(home: string): Promise<HermesLimits> {
 async function exists(p: string, io: FileTransport = localTransport): Promise<boolean> {
   return io.lstat(p).then(
     () => true,
-    () => false,
+    (e: unknown) => {
+      if (e instanceof AgentKeepError) throw e; // the other machine cannot be reached: not "absent"
+      return false;
+    },
   );
 }
 
