@@ -1,6 +1,9 @@
 // Bundles the three outputs of AgentKeep:
 //   out/extension.js   the VS Code extension (CommonJS, `vscode` external)
-//   out/sidecar.js     the sidecar, a Node program with a shebang (`agentkeep` bin)
+//   out/sidecar.js     the `agentkeep` bin (a Node program with a shebang): a small launcher that answers
+//                      --version and the agent hooks' calls that need nothing itself (sidecar/cli/fast.ts)
+//                      and loads out/cli.js for everything else, with V8's code cache (sidecar/codeCache.ts)
+//   out/cli.js         the full CLI and the servers (sidecar/main.ts), loaded by out/sidecar.js only
 //   out/hook.js        the agent hook's small entry point (`hook install` writes it into the agent's
 //                      config): stdin + the risk classifier only, so a non-risky call costs little
 //   out/hook-full.js   the rest of the hook (restore points, memory records), loaded by hook.js only
@@ -57,11 +60,13 @@ const builds = [
   { ...node, entryPoints: ['extension/extension.ts'], outfile: 'out/extension.js', external: ['vscode'] },
   {
     ...node,
-    entryPoints: ['sidecar/main.ts'],
+    entryPoints: ['sidecar/bin.ts'],
     outfile: 'out/sidecar.js',
     banner: { js: '#!/usr/bin/env node' },
+    minify: true,
     external: NO_NATIVE,
   },
+  { ...node, entryPoints: ['sidecar/main.ts'], outfile: 'out/cli.js', external: NO_NATIVE },
   {
     ...node,
     entryPoints: ['sidecar/hooks/entry.ts'],

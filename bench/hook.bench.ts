@@ -5,43 +5,21 @@
  * JSON on stdin, stdout read to the end):
  *   - `node -e 0`: a bare Node start, the floor
  *   - out/hook.js with a non-risky terminal call (`ls -la && git status`): what `hook install` wires up
- *   - out/sidecar.js hook run with the same call: the full CLI, for comparison (why the hook has its own entry)
+ *   - out/sidecar.js hook run with the same call: the installed bin (its launcher answers it without the
+ *     full CLI; bench/startup.bench.ts has the other start-up paths)
  *   - out/hook.js with a risky call (`pip install requests`) on a dir target of 2,000 small files: a
  *     pre restore point (the post of the pair is not taken; each round is a new call id)
- * Builds out/ with esbuild first (as esbuild.mjs). Median and p90 of BENCH_HOOK_ROUNDS rounds (default 30).
+ * Builds out/ with esbuild first (as esbuild.mjs, bench/lib.ts buildAgentkeep). Median and p90 of BENCH_HOOK_ROUNDS rounds (default 30).
  * Run: npm run bench:hook   (= npx tsx bench/hook.bench.ts); BENCH_MD=path appends the table there.
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { build, type BuildOptions } from 'esbuild';
-import { median } from './lib';
+import { buildAgentkeep, median } from './lib';
 
 const ROOT = path.resolve(__dirname, '..');
 const ROUNDS = Number(process.env.BENCH_HOOK_ROUNDS ?? 30);
-
-async function buildOut(): Promise<void> {
-  const common: BuildOptions = {
-    absWorkingDir: ROOT,
-    bundle: true,
-    platform: 'node',
-    target: 'node20',
-    format: 'cjs',
-    mainFields: ['module', 'main'],
-    logLevel: 'error',
-    external: ['cpu-features', '*.node'], // as esbuild.mjs: ssh2's optional native parts are never bundled
-  };
-  await Promise.all([
-    build({ ...common, entryPoints: ['sidecar/main.ts'], outfile: 'out/sidecar.js' }),
-    build({ ...common, entryPoints: ['sidecar/hooks/entry.ts'], outfile: 'out/hook.js', minify: true }),
-    build({ ...common, entryPoints: ['sidecar/hooks/run.ts'], outfile: 'out/hook-full.js' }),
-  ]);
-  fs.copyFileSync(
-    path.join(ROOT, 'node_modules/node-sqlite3-wasm/dist/node-sqlite3-wasm.wasm'),
-    path.join(ROOT, 'out/node-sqlite3-wasm.wasm'),
-  );
-}
 
 /** Wall time of one process run, in ms. */
 function run(argv: string[], stdin = ''): number {
@@ -65,7 +43,7 @@ function payload(command: string, id: string): string {
 }
 
 async function main(): Promise<void> {
-  await buildOut();
+  await buildAgentkeep(ROOT);
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ak-hook-bench-'));
   const tree = path.join(tmp, 'agent');
   const state = path.join(tmp, 'state');

@@ -27,3 +27,37 @@ export async function time<T>(fn: () => Promise<T> | T): Promise<[number, T]> {
 
 /** Median of a non-empty list. */
 export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/**
+ * Build the `agentkeep` program into `root`/out as esbuild.mjs does (the launcher out/sidecar.js, the
+ * full CLI out/cli.js, the hook out/hook.js and its full part out/hook-full.js, the SQLite wasm), for
+ * the benches that start it as processes.
+ */
+export async function buildAgentkeep(root: string): Promise<void> {
+  const { build } = await import('esbuild');
+  const { copyFileSync, chmodSync } = await import('node:fs');
+  const path = await import('node:path');
+  const common = {
+    absWorkingDir: root,
+    bundle: true,
+    platform: 'node' as const,
+    target: 'node20',
+    format: 'cjs' as const,
+    mainFields: ['module', 'main'],
+    logLevel: 'error' as const,
+    external: ['cpu-features', '*.node'], // as esbuild.mjs: ssh2's optional native parts are never bundled
+  };
+  const banner = { js: '#!/usr/bin/env node' };
+  await Promise.all([
+    build({ ...common, entryPoints: ['sidecar/bin.ts'], outfile: 'out/sidecar.js', minify: true, banner }),
+    build({ ...common, entryPoints: ['sidecar/main.ts'], outfile: 'out/cli.js' }),
+    build({ ...common, entryPoints: ['sidecar/hooks/entry.ts'], outfile: 'out/hook.js', minify: true, banner }),
+    build({ ...common, entryPoints: ['sidecar/hooks/run.ts'], outfile: 'out/hook-full.js' }),
+  ]);
+  chmodSync(path.join(root, 'out/sidecar.js'), 0o755);
+  chmodSync(path.join(root, 'out/hook.js'), 0o755);
+  copyFileSync(
+    path.join(root, 'node_modules/node-sqlite3-wasm/dist/node-sqlite3-wasm.wasm'),
+    path.join(root, 'out/node-sqlite3-wasm.wasm'),
+  );
+}

@@ -684,7 +684,7 @@ async function remoteScenario(page: Page, cs: CodeServer, tmp: string): Promise<
 async function main(): Promise<number> {
   checkHost();
   checkSidecar();
-  for (const f of ['out/extension.js', 'out/sidecar.js', 'out/webview.js', 'out/memory.js']) {
+  for (const f of ['out/extension.js', 'out/sidecar.js', 'out/cli.js', 'out/webview.js', 'out/memory.js']) {
     if (!fs.existsSync(path.join(REPO, f))) throw new Error(`${f} is missing. Build first: node esbuild.mjs`);
   }
   fs.mkdirSync(SHOTS, { recursive: true });

@@ -31,7 +31,7 @@ import {
 async function main(): Promise<number> {
   checkHost();
   checkSidecar();
-  for (const f of ['out/extension.js', 'out/sidecar.js', 'out/test/exthost/index.js']) {
+  for (const f of ['out/extension.js', 'out/sidecar.js', 'out/cli.js', 'out/test/exthost/index.js']) {
     if (!fs.existsSync(path.join(REPO, f))) throw new Error(`${f} is missing. Build first: node esbuild.mjs`);
   }
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agentkeep-exthost-'));

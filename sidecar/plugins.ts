@@ -7,7 +7,7 @@
  *
  * Each path names a CommonJS module loaded with require() at start-up, before any command runs.
  * It exports `activate(api: PluginApi)` (or a default export with it) and registers through `api`
- * only: the sidecar is one bundle (out/sidecar.js), so a plugin that imported sidecar modules itself
+ * only: the sidecar is one bundle (out/cli.js), so a plugin that imported sidecar modules itself
  * would get its own copies of the registries (types-only imports are fine). Not meant for users:
  * a plugin runs with the sidecar's rights.
  */

@@ -54,18 +54,19 @@ export function checkHost(needBrowser = true): void {
 }
 
 /**
- * Pre-flight: the built sidecar must start (`node out/sidecar.js --version`). Throws with its stderr
- * otherwise, so a broken bundle fails here with the real cause instead of as UI timeouts.
+ * Pre-flight: the built sidecar must start (`node out/sidecar.js --help`, which loads the full CLI
+ * out/cli.js; `--version` is answered by the launcher alone). Throws with its stderr otherwise, so a
+ * broken bundle fails here with the real cause instead of as UI timeouts.
  */
 export function checkSidecar(): void {
-  const r = spawnSync(process.execPath, [path.join(REPO, 'out', 'sidecar.js'), '--version'], {
+  const r = spawnSync(process.execPath, [path.join(REPO, 'out', 'sidecar.js'), '--help'], {
     encoding: 'utf8',
     timeout: 20000,
   });
   if (r.status !== 0) {
     const err = (r.stderr || r.stdout || String(r.error ?? '')).trim().split('\n').slice(0, 12).join('\n');
     throw new Error(
-      `The built sidecar does not start (node out/sidecar.js --version exited ${r.status}):\n${err}\nFix the sidecar build (node esbuild.mjs) first.`,
+      `The built sidecar does not start (node out/sidecar.js --help exited ${r.status}):\n${err}\nFix the sidecar build (node esbuild.mjs) first.`,
     );
   }
 }
@@ -220,7 +221,7 @@ export function installExtensionCopy(extensionsDir: string): string {
     name: string;
     version: string;
   };
-  for (const f of ['out/extension.js', 'out/sidecar.js', 'out/webview.js', 'out/memory.js']) {
+  for (const f of ['out/extension.js', 'out/sidecar.js', 'out/cli.js', 'out/webview.js', 'out/memory.js']) {
     if (!fs.existsSync(path.join(REPO, f))) throw new Error(`${f} is missing. Build first: node esbuild.mjs`);
   }
   fs.mkdirSync(extensionsDir, { recursive: true });

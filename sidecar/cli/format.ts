@@ -219,8 +219,12 @@ export function agentStatusText(
   out.push(`  restore points: ${s.restorePoints}${latest}`);
   for (const st of s.stores) {
     const b = st.broken;
+    // writes the agent staged for approval (Hermes memory.write_approval): listed by memory list
+    const staged = st.pendingWrites
+      ? `; ${st.pendingWrites} ${st.pendingWrites === 1 ? 'write waits' : 'writes wait'} for approval (memory list shows ${st.pendingWrites === 1 ? 'it' : 'them'})`
+      : '';
     if (!b) {
-      out.push(`  store ${st.store}: ${st.ok ? 'ok' : `CANNOT BE READ: ${st.message ?? ''}`}`);
+      out.push(`  store ${st.store}: ${st.ok ? 'ok' : `CANNOT BE READ: ${st.message ?? ''}`}${staged}`);
       continue;
     }
     const rest = b.readable === 'none' ? 'nothing readable' : 'the rest is readable';

@@ -35,7 +35,6 @@ import {
   type HookChange,
   type HookStatus,
 } from '../hooks/install';
-import { serveMcp } from '../hooks/mcp';
 import * as full from '../hooks/run';
 import { changeSummary, shellQuote, table } from './format';
 import type { CliIO } from './index';
@@ -388,6 +387,9 @@ export function addHookCommands(root: Command, d: HookCliDeps): void {
     .action(async (o: { agent?: string; target?: string; store: string[] }, cmd: Command) => {
       const stateDir = stateDirOf(cmd);
       const agent = await resolveHookAgent(stateDir, { agent: o.agent, target: o.target, stores: o.store });
+      // loaded for this command only: the MCP SDK (with its zod 3 schemas and ajv) costs every other start ~10 ms
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { serveMcp } = require('../hooks/mcp') as typeof import('../hooks/mcp');
       await serveMcp(agent, stateDir);
       d.serving();
     });

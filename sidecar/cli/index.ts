@@ -51,8 +51,6 @@ import { call, InvalidParamsError } from '../core/dispatch';
 import { tempNameFor } from '../core/fsutil';
 import type { CoreApi, CoreOptions } from '../core/service';
 import { evaluate, fileKind, formatEval, parseJsonc, scanText, type EvalLabel } from '../risk';
-import { serveStdio } from '../server/stdio';
-import { parseHostPort, readTlsFiles, readTokenFile, serveWs } from '../server/ws';
 import type { CoreFactory } from '../server/session';
 import {
   agentStatusText,
@@ -83,6 +81,9 @@ import { UsageError } from './usage';
 import { parseDuration } from '../core/retention';
 import { describeStore, storeFactories } from '../memory';
 import { VERSION } from './version';
+import { writeLine } from './terminal';
+
+export { terminalSafe } from './terminal';
 
 /** Where the CLI writes; replaceable for tests. */
 export interface CliIO {
@@ -94,29 +95,11 @@ export interface CliIO {
   confirm: (question: string) => Promise<boolean>;
 }
 
-/**
- * Text made safe for a terminal: control characters (C0 but tab and newline, DEL, C1: ESC sequences
- * that retitle the window, clear the screen or hide text) shown as visible `\xNN` escapes. Memory
- * entries and labels can come from an agent (and from a prompt injection), so the CLI never lets
- * them drive the terminal.
- */
-export function terminalSafe(s: string): string {
-  return s.replace(
-    // eslint-disable-next-line no-control-regex -- matching control characters is the point
-    /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g,
-    (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
-  );
-}
-
 /** The process's own stdio; what goes to a terminal passes terminalSafe (pipes and files get the bytes as they are). */
 export function processIO(): CliIO {
-  const write = (stream: NodeJS.WriteStream, s: string): void => {
-    const line = s.endsWith('\n') ? s.slice(0, -1) : s;
-    stream.write(`${stream.isTTY ? terminalSafe(line) : line}\n`);
-  };
   return {
-    out: (s) => write(process.stdout, s),
-    err: (s) => write(process.stderr, s),
+    out: (s) => writeLine(process.stdout, s),
+    err: (s) => writeLine(process.stderr, s),
     isTTY: Boolean(process.stdin.isTTY),
     confirm: async (q) => {
       const rl = createInterface({ input: process.stdin, output: process.stderr });
@@ -1044,7 +1027,7 @@ function program(ctx: Ctx): Command {
 
   storeOpt(mem.command('add').description('add an entry (Hermes: to MEMORY.md, or USER.md with --file user)'))
     .option('--text <text>', 'the entry text')
-    .option('--file <file>', 'hermes: memory (MEMORY.md, default) or user (USER.md)')
+    .option('--file <file>', 'hermes: memory (MEMORY.md, default) or user (USER.md); mem0: user_id=NAME (its owner)')
     .option('--expected-hash <sha256>', 'refuse unless the file still has this content hash')
     .option('--json', 'print the memory.add result as JSON')
     .action(async (o: { store: string[]; text?: string; file?: string; expectedHash?: string }, cmd: Command) => {
@@ -1263,11 +1246,17 @@ function program(ctx: Ctx): Command {
             'Pass both: --tls-cert cert.pem --tls-key key.pem.',
           );
         const base = coreOpts(cmd);
+        // the servers (vscode-languageserver, ws) are loaded for `serve` only, not on every CLI start
         if (o.stdio) {
+          // eslint-disable-next-line @typescript-eslint/no-require-imports
+          const { serveStdio } = require('../server/stdio') as typeof import('../server/stdio');
           ctx.serving = true;
           serveStdio(ctx.makeCore, base);
           return;
         }
+        const { parseHostPort, readTlsFiles, readTokenFile, serveWs } =
+          // eslint-disable-next-line @typescript-eslint/no-require-imports
+          require('../server/ws') as typeof import('../server/ws');
         const listen = parseHostPort(o.ws!);
         const token = await readTokenFile(o.tokenFile!);
         const tls = o.tlsCert ? await readTlsFiles(o.tlsCert, o.tlsKey!) : undefined;

@@ -1,4 +1,5 @@
-import { ErrorCodes, type ErrorName, type NextAction } from '../protocol';
+import { ErrorCodes, type ErrorName } from '../protocol/errors';
+import type { NextAction } from '../protocol';
 
 export type ErrorKind = keyof typeof ErrorCodes;
 

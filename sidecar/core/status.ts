@@ -25,7 +25,8 @@ export async function targetDescription(p: ParamsOf<'targetDescribe'>): Promise<
  * its StoreDescription: kind, display name, location, capabilities, and what in it is broken:
  * memory/broken.ts storeProblems, one memory.list read and one history read per store, no lint),
  * the journal entries that are damaged (`damagedRestorePoints`: list() leaves them out), an
- * interrupted restore, a pending write-back of agent state into a VM (writeback.ts), the sidecar
+ * interrupted restore, a pending write-back of agent state into a VM (writeback.ts), per store the writes
+ * the agent staged for approval (`pendingWrites`, adapter.pendingWrites), the sidecar
  * version. Never throws for an unreachable target or a broken store (reported instead:
  * a broken store is `ok: false` with `broken` and a one-line `message`).
  * @throws BadTarget for a target string that does not parse.
@@ -52,8 +53,11 @@ export async function agentStatus(ctx: CoreContext, p: ParamsOf<'agentStatus'>):
       description = describeAdapter(s);
       await s.check();
       const broken = await storeProblems(s);
-      if (broken) stores.push({ store: spec, ok: false, message: brokenSummary(broken), description, broken });
-      else stores.push({ store: spec, ok: true, description });
+      const staged = (await s.pendingWrites?.().catch(() => 0)) ?? 0;
+      const pendingWrites = staged ? { pendingWrites: staged } : {};
+      if (broken)
+        stores.push({ store: spec, ok: false, message: brokenSummary(broken), description, broken, ...pendingWrites });
+      else stores.push({ store: spec, ok: true, description, ...pendingWrites });
     } catch (e) {
       const message = asAgentKeepError(e).oneLine();
       stores.push({ store: spec, ok: false, message, ...(description ? { description } : {}) });

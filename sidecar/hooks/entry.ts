@@ -172,8 +172,11 @@ export async function hookMain(
   return 0;
 }
 
-/** The full part next to this bundle (out/hook-full.js), else ./run.ts (running from source with tsx). */
-function loadBundledFull(): HookFull {
+/**
+ * The full part next to this bundle (out/hook-full.js; out/hook.js and the launcher out/sidecar.js
+ * load it), else ./run.ts (running from source with tsx).
+ */
+export function loadBundledFull(): HookFull {
   const bundled = path.join(__dirname, 'hook-full.js');
   // A runtime require esbuild leaves alone: the full part is its own bundle, loaded only when needed.
   return module.require(existsSync(bundled) ? bundled : './run') as HookFull;

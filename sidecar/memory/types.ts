@@ -194,6 +194,12 @@ export interface MemoryStoreAdapter {
    */
   historyProblem?(): Promise<{ file: string; problem: StoreProblem } | undefined>;
   /**
+   * How many writes the agent staged for approval wait now (Hermes memory.write_approval:
+   * `pending/memory/*.json`; list() shows each one in a MemoryFile with `pending`). Absent: the store
+   * stages nothing. agent.status reports it per store.
+   */
+  pendingWrites?(): Promise<number>;
+  /**
    * Check, before anything is written, that `restore(files)` can put every file in place without
    * deleting data the undo point does not hold (its capture is agentStateFiles()): e.g. a non-empty
    * directory where a captured file goes. Absent: nothing to check.

@@ -15,6 +15,7 @@
 import { z } from 'zod';
 import { RISK_CLASSES } from './risk';
 import { RiskClassSchema } from './lens';
+import { ErrorCodes } from './errors';
 
 export { RISK_CLASSES, RISK_CLASS_DESCRIPTIONS, type RiskClass } from './risk';
 export * from './lens';
@@ -22,61 +23,9 @@ export * from './lens';
 /** Prefix of every AgentKeep method on the wire. */
 export const METHOD_PREFIX = 'agentkeep/';
 
-// ---------------------------------------------------------------------------------------------
-// Error codes (JSON-RPC `error.code`; the CLI prints them as `error.code` strings in --json mode)
-// ---------------------------------------------------------------------------------------------
-
-/**
- * Error codes. Numeric codes live in the JSON-RPC server-defined range (-32099..-32000 is reserved by
- * JSON-RPC for implementation errors, so we use -33xxx). The string name is what the CLI prints.
- */
-export const ErrorCodes = {
-  /** Params failed schema validation; message names the field. */
-  InvalidParams: { code: -32602, name: 'invalid_params' },
-  /** The target string does not parse or names an unknown backend. */
-  BadTarget: { code: -33001, name: 'bad_target' },
-  /** The target exists in syntax but not on disk / not reachable. */
-  TargetNotFound: { code: -33002, name: 'target_not_found' },
-  /** No restore point with that id for that target. */
-  RestorePointNotFound: { code: -33003, name: 'restore_point_not_found' },
-  /** Another create/restore holds the target's lock and did not release it in time. */
-  TargetBusy: { code: -33004, name: 'target_busy' },
-  /** The store string does not parse or names an unknown store kind. */
-  BadStore: { code: -33005, name: 'bad_store' },
-  /** The store path is not a store of that kind (e.g. no memories/ in a Hermes home). */
-  StoreNotFound: { code: -33006, name: 'store_not_found' },
-  /** A destructive action needs confirmation (CLI: pass --yes). */
-  ConfirmationRequired: { code: -33007, name: 'confirmation_required' },
-  /** The state dir is unusable (inside the target, not writable, ...). */
-  BadStateDir: { code: -33008, name: 'bad_state_dir' },
-  /** A file could not be read (risk scan, memory). */
-  FileError: { code: -33009, name: 'file_error' },
-  /** The stored snapshot data is damaged (missing object, bad manifest). */
-  CorruptSnapshot: { code: -33010, name: 'corrupt_snapshot' },
-  /** The workspace is not trusted; the action needs trust. */
-  Untrusted: { code: -33011, name: 'untrusted' },
-  /** The backend or store cannot do this (e.g. a file diff of a VM snapshot, an edit of a read-only store). */
-  Unsupported: { code: -33012, name: 'unsupported' },
-  /** No memory entry with that id in the store(s). */
-  EntryNotFound: { code: -33013, name: 'entry_not_found' },
-  /** The store changed since it was read (compare-and-swap failed), or an id prefix is ambiguous; nothing was written. */
-  Conflict: { code: -33014, name: 'conflict' },
-  /** The edit would exceed the store's char limit (Hermes memory_char_limit / user_char_limit); nothing was written. */
-  OverBudget: { code: -33015, name: 'over_budget' },
-  /** The hypervisor refused or failed (Proxmox API error, failed task, QMP error); the message carries its text and log tail. */
-  Hypervisor: { code: -33016, name: 'hypervisor' },
-  /** Authentication with the hypervisor failed (bad or expired token/ticket, wrong TLS fingerprint). */
-  AuthFailed: { code: -33017, name: 'auth_failed' },
-  /** The guest is locked (Proxmox `lock`: backup, snapshot, snapshot-delete, ...) or the VM is busy; AgentKeep never unlocks by itself. */
-  GuestLocked: { code: -33018, name: 'guest_locked' },
-  /** A file system is full (ENOSPC) or the disk quota is used up (EDQUOT); the message names its mount point and free bytes. Nothing half-written is kept. */
-  DiskFull: { code: -33019, name: 'disk_full' },
-  /** No named agent of that name in <stateDir>/config.json (agent add NAME makes one); the message names the known ones. */
-  AgentNotFound: { code: -33030, name: 'agent_not_found' },
-  /** Anything else; the message says what happened. */
-  Internal: { code: -33099, name: 'internal' },
-} as const;
-export type ErrorName = (typeof ErrorCodes)[keyof typeof ErrorCodes]['name'];
+// Error codes (JSON-RPC `error.code`; the CLI's string codes): ./errors.ts, no zod, so the core's error type
+// and the CLI's fast paths load without the schemas below.
+export { ErrorCodes, type ErrorName } from './errors';
 
 /** Front-end commands a NextAction can name instead of a method. */
 export const NextActionCommand = z
@@ -365,7 +314,8 @@ export const MemoryEntry = z.object({
     .string()
     .optional()
     .describe(
-      'Agent Zero area (main | fragments | solutions | instruments); Hermes: memory | user | soul | skill | archive',
+      'Agent Zero area (main | fragments | solutions | instruments); Hermes: memory | user | soul | skill | archive | ' +
+        'pending (a write staged for approval, not in memory yet)',
     ),
   createdAt: z.string().optional().describe('ISO 8601 UTC, where the store keeps time'),
   updatedAt: z.string().optional().describe('ISO 8601 UTC, where the store keeps time'),
@@ -435,7 +385,8 @@ export const MemoryFile = z.object({
   kind: z
     .string()
     .describe(
-      'hermes-memory (MEMORY.md) | hermes-user (USER.md) | hermes-soul | hermes-skill | hermes-archive | agent-zero-<area> | mem0',
+      'hermes-memory (MEMORY.md) | hermes-user (USER.md) | hermes-soul | hermes-skill | hermes-archive | ' +
+        'hermes-pending (pending/memory/*.json) | agent-zero-<area> | mem0',
     ),
   file: z
     .string()
@@ -457,6 +408,15 @@ export const MemoryFile = z.object({
     .array(z.string())
     .optional()
     .describe('Problems found while reading (e.g. embedding model mismatch, non-durable mem0 config)'),
+  pending: z
+    .boolean()
+    .optional()
+    .describe(
+      'Its entries are writes the agent staged for approval, not memory yet (Hermes memory.write_approval: ' +
+        "pending/memory/<id>.json, approved or rejected with Hermes' /memory approve|reject <id>). Each entry: id = " +
+        'the pending id, text = the content the write would store (remove: its old_text), createdAt = when it was ' +
+        'staged, meta {action, target, oldText?, operations?, summary, origin}. memory.lint leaves them out',
+    ),
   broken: StoreProblem.optional().describe(
     'Set when the file (or a file it depends on, e.g. an Agent Zero index.faiss) is damaged or unreadable: `entries` ' +
       'holds only what could still be read (none when the file itself could not be), never "empty", and AgentKeep ' +
@@ -550,6 +510,15 @@ export const ProvenanceTrace = z.object({
     .describe('The tool call arguments or message text that did it (truncated to 2000 chars)'),
   messageId: z.union([z.string(), z.number()]).optional().describe('Id of the message in the session history'),
   previous: z.string().optional().describe('For replace/update: the text before'),
+  messageState: z
+    .enum(['compacted', 'rewound'])
+    .optional()
+    .describe(
+      'Hermes state.db v30 messages.active / compacted of the message that made the call (absent: active, or an ' +
+        "older schema without the columns). compacted (active 0, compacted 1): summarised out of the agent's " +
+        'context by compaction, still kept and shown by Hermes; rewound (active 0, compacted 0): hidden by Hermes ' +
+        '(a rewind), used only when no visible call wrote the text',
+    ),
 });
 export type ProvenanceTrace = z.infer<typeof ProvenanceTrace>;
 export const Provenance = z.object({
@@ -1254,7 +1223,13 @@ export const Methods = {
     z.object({
       store: Store,
       text: z.string().min(1),
-      file: z.string().optional().describe('hermes: memory | user (default memory)'),
+      file: z
+        .string()
+        .optional()
+        .describe(
+          'hermes: memory | user (default memory); agent-zero: [<subdir>/]<area>; mem0: its owner, user_id=NAME ' +
+            '(or agent_id= / run_id=, joined with &; default the store options)',
+        ),
       expectedHash: z.string().optional(),
     }),
     z.object({
@@ -1448,6 +1423,14 @@ export const Methods = {
             'Set when the store exists but a memory file or its history database is damaged or unreadable: which ' +
               'file, what, the fix, and whether the rest can be read. Never shown as empty or clean',
           ),
+          pendingWrites: z
+            .number()
+            .int()
+            .optional()
+            .describe(
+              'Writes the agent staged for approval and nobody approved or rejected yet (Hermes memory.write_approval: ' +
+                'pending/memory/*.json; memory.list shows each one, MemoryFile.pending). Absent when none',
+            ),
         }),
       ),
       interruptedRestore: z

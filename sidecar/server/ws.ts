@@ -28,6 +28,9 @@ import {
   type WatchDog,
 } from 'vscode-languageserver';
 import { WebSocketServer, type WebSocket } from 'ws';
+// vscode-languageserver's Node entry installs vscode-jsonrpc's Node runtime layer (timers, message
+// buffers, encodings) that the connection needs; the CLI loads this module alone for `serve --ws`.
+import 'vscode-languageserver/node';
 import { AgentKeepError } from '../core/errors';
 import type { CoreOptions } from '../core/service';
 import { resolveStateDir } from '../core/state';

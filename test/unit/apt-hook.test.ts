@@ -246,6 +246,8 @@ describe('apt hook (real apt-get and dpkg, as root)', function () {
     const copy = path.join(tmp, 'bin');
     await fs.mkdir(copy);
     copyFileSync(SIDECAR, path.join(copy, 'sidecar.js'));
+    // the launcher loads the full CLI from the same directory
+    copyFileSync(path.join(path.dirname(SIDECAR), 'cli.js'), path.join(copy, 'cli.js'));
     const inst = await exec(process.execPath, [
       path.join(copy, 'sidecar.js'),
       '--state-dir',

@@ -297,7 +297,10 @@ describe('agentkeep restore-point prune (real bin on a real tree)', function () 
       '1',
     );
     assert.equal(human.code, 0, human.stderr);
-    assert.match(human.stdout, /Dry run: 2 restore point\(s\) would be deleted, 2 kept/);
+    assert.match(
+      human.stdout,
+      /Dry run: 2 restore point\(s\) would be deleted \(freeing about [^)]+\), 2 kept; nothing was changed\./,
+    );
     assert.match(human.stdout, new RegExp(`would delete\\s+${old1}\\s+older than the newest 1`));
     assert.match(human.stdout, new RegExp(`kept\\s+${imp}\\s+important`));
     assert.match(human.stdout, new RegExp(`kept\\s+${cur}\\s+newest`));

@@ -243,10 +243,10 @@ sys.stdin.readline()
     await fs.rm(path.join(dir, 'qdrant'), { recursive: true });
     await fs.writeFile(path.join(dir, 'history.db'), 'garbage, not sqlite '.repeat(100));
     await expectError(openStore(`mem0:${dir}?qdrant=${path.join(dir, 'q')}`).list(), 'FileError', /history\.db/);
-    // read-only: no edit/remove/add
+    // read-only without mem0's API URL (issue 12 item 7: edits go through it when configured), saying why
     const s = openStore(`mem0:${dir}`);
-    assert.equal(s.edit, undefined);
-    assert.equal(s.remove, undefined);
+    await expectError(s.edit!(MID, 'x'), 'Unsupported', /AGENTKEEP_MEM0_URL/);
+    await expectError(s.remove!(MID), 'Unsupported', /AGENTKEEP_MEM0_URL/);
   });
 
   it('lists through the core and the real CLI (agentkeep memory list --store mem0:... --json)', async () => {

@@ -94,7 +94,7 @@ describe('memory store registry', () => {
       textFiles: false,
     });
     assert.deepEqual(caps('mem0:/m'), {
-      edit: false,
+      edit: true, // issue 12 item 7: edits through mem0's REST API (read-only without its URL, saying why)
       provenance: true,
       budgets: false,
       drift: false,

@@ -10,6 +10,15 @@
  * `{function: {name: "memory", arguments: "<json>"}}` with arguments {action: add|replace|remove,
  * target: memory|user, content, old_text, operations[]}, followed by a role=tool row (tool_call_id)
  * with the result JSON ({"success": false, ...} when Hermes refused it).
+ *
+ * Schema v30 message state (hermes_state_common.py @ 00704d08 SCHEMA_SQL: `active INTEGER NOT NULL
+ * DEFAULT 1, compacted INTEGER NOT NULL DEFAULT 0`; Hermes shows a row when `active = 1 OR compacted =
+ * 1`, its display indexes and triggers): active 0 + compacted 1 is a row compaction soft-archived
+ * (archive_and_compact: still recorded and shown), active 0 + compacted 0 a rewound row (hidden from
+ * Hermes' views and search). Older schemas with `active` only: active 0 is a soft-archived
+ * (compacted) row; without the columns every row is active. A compacted call is provenance like any
+ * other, marked `messageState: compacted`; a rewound one counts only when no visible call wrote the
+ * text, marked `rewound`.
  */
 import type { ProvenanceTrace } from '../../protocol';
 import { tableColumns, withReadOnlyDb, type SqliteDb } from '../sqlite';
@@ -32,7 +41,12 @@ export interface MemoryOp {
   raw: string;
   /** false when the tool result said success: false */
   ok: boolean;
+  /** The message's v30 state when not active (see the module doc); absent: active or no such columns. */
+  state?: MessageState;
 }
+
+/** A state.db message that is not active: summarised away by compaction, or rewound. */
+export type MessageState = 'compacted' | 'rewound';
 
 /** One tool call (any tool) from state.db. */
 export interface ToolCall {
@@ -131,7 +145,16 @@ export function readHistoryFrom(db: SqliteDb, actionsSince?: number): HermesHist
   const sources = new Map<string, string>();
   if (scols.has('id') && scols.has('source'))
     for (const r of db.all('SELECT id, source FROM sessions')) sources.set(String(r.id), String(r.source));
-  const sel = `SELECT m.id AS id, ${sid} AS session, ${ts} AS time, m.tool_calls AS calls FROM messages m`;
+  const active = mcols.has('active') ? 'm.active' : '1';
+  const compacted = mcols.has('compacted') ? 'm.compacted' : 'NULL';
+  const sel =
+    `SELECT m.id AS id, ${sid} AS session, ${ts} AS time, m.tool_calls AS calls, ${active} AS active, ` +
+    `${compacted} AS compacted FROM messages m`;
+  const stateOf = (r: Record<string, unknown>): MessageState | undefined => {
+    if (r.active == null || Number(r.active) !== 0) return undefined;
+    // before the compacted column, active 0 meant soft-archived by compression
+    return r.compacted == null || Number(r.compacted) === 1 ? 'compacted' : 'rewound';
+  };
   const sourceOf = (session: unknown): string | undefined =>
     session == null ? undefined : sources.get(String(session));
 
@@ -159,6 +182,7 @@ export function readHistoryFrom(db: SqliteDb, actionsSince?: number): HermesHist
           messageId: Number(r.id),
           raw: truncate(c.raw),
           callId: c.id,
+          ...(stateOf(r) ? { state: stateOf(r) } : {}),
         });
       }
     }
@@ -206,6 +230,7 @@ export function normaliseText(s: string): string {
 
 function trace(op: MemoryOp, previous?: string): ProvenanceTrace {
   return {
+    ...(op.state ? { messageState: op.state } : {}),
     action: op.action,
     ...(op.time !== undefined ? { time: isoTime(op.time) } : {}),
     ...(op.session ? { session: op.session } : {}),
@@ -222,12 +247,18 @@ export class ProvenanceIndex {
   private readonly norm = new Map<string, MemoryOp[]>();
   private readonly writes: MemoryOp[];
 
+  private readonly rewoundExact = new Map<string, MemoryOp[]>();
+  private readonly rewoundNorm = new Map<string, MemoryOp[]>();
+
   constructor(readonly ops: MemoryOp[]) {
-    this.writes = ops.filter((o) => o.ok && (o.action === 'add' || o.action === 'replace') && o.content !== undefined);
-    for (const o of this.writes) {
+    const all = ops.filter((o) => o.ok && (o.action === 'add' || o.action === 'replace') && o.content !== undefined);
+    // rewound calls (Hermes hides them) are a fallback only: see the module doc
+    this.writes = all.filter((o) => o.state !== 'rewound');
+    for (const o of all) {
       const c = o.content!.trim();
-      push(this.exact, `${o.target}\0${c}`, o);
-      push(this.norm, `${o.target}\0${normaliseText(c)}`, o);
+      const [exact, norm] = o.state === 'rewound' ? [this.rewoundExact, this.rewoundNorm] : [this.exact, this.norm];
+      push(exact, `${o.target}\0${c}`, o);
+      push(norm, `${o.target}\0${normaliseText(c)}`, o);
     }
   }
 
@@ -243,6 +274,15 @@ export class ProvenanceIndex {
     if (!hits?.length) {
       hits = this.norm.get(`${target}\0${normaliseText(text)}`);
       how = 'normalised';
+    }
+    if (!hits?.length) {
+      // only a rewound call wrote it: Hermes hides that message, but the write reached the file
+      hits = this.rewoundExact.get(`${target}\0${text.trim()}`);
+      how = 'exact';
+      if (!hits?.length) {
+        hits = this.rewoundNorm.get(`${target}\0${normaliseText(text)}`);
+        how = 'normalised';
+      }
     }
     if (!hits?.length) return { traces: [], how: 'none' };
     const out: ProvenanceTrace[] = [];

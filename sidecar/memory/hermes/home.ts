@@ -7,7 +7,9 @@
  *   - memories/ARCHIVE.jsonl (area archive, read-only; the docs version evicts the oldest entries
  *     there): one entry per JSON line, bad lines reported as warnings;
  *   - skills/<category>/<skill>/SKILL.md (area skill, read-only): one entry per skill, text
- *     "name: description" from the YAML front matter, the whole front matter in meta.
+ *     "name: description" from the YAML front matter, the whole front matter in meta;
+ *   - pending/memory/<id>.json (area pending, read-only; MemoryFile.pending): the memory writes Hermes
+ *     staged for approval when `memory.write_approval` is on, one entry per record (readPending).
  */
 import { createHash } from 'node:crypto';
 import * as path from 'node:path';
@@ -185,7 +187,89 @@ export const READ_ONLY: Record<string, string> = {
   soul: "SOUL.md is the agent's persona, written by hand: edit it in an editor (AgentKeep offers a restore point first)",
   archive: 'ARCHIVE.jsonl holds entries Hermes evicted from MEMORY.md; it is a log, not edited from AgentKeep',
   skill: 'Skills are edited by the agent (skill_manage) or in an editor; AgentKeep shows them read-only',
+  pending:
+    'A write the agent staged for approval (memory.write_approval): it is not in memory yet. Approve or reject it in ' +
+    'Hermes (/memory approve <id> or /memory reject <id>); AgentKeep shows it read-only',
 };
+
+/** Where Hermes stages memory writes for approval, relative to the home (tools/write_approval.py _pending_path). */
+export const PENDING_MEMORY_DIR = 'pending/memory';
+
+/**
+ * One staged memory write as Hermes records it (NousResearch/hermes-agent tools/write_approval.py
+ * stage_write @ 00067189: `{id, subsystem, action, summary, origin, created_at (unix s), payload}`;
+ * payload = the memory tool's kwargs, tools/memory_tool.py _apply_write_gate / _apply_batch_write_gate
+ * @ 029cfb25: `{action: add|replace|remove, target, content, old_text}` or `{action: "batch", target,
+ * operations: [{action, content?, old_text?}]}`), as an entry: id = the pending id (the file name
+ * without .json, which is what `/memory approve <id>` takes), text = what the write would store
+ * (add/replace: content; remove: old_text; batch: one line per operation), createdAt = created_at.
+ * Returns undefined (and a warning) for a record that is not a staged memory write.
+ */
+export function pendingEntry(
+  rel: string,
+  raw: Buffer,
+  file: string,
+  spec: string,
+  warnings: string[],
+): MemoryEntry | undefined {
+  const name = path.posix.basename(rel, '.json');
+  let v: unknown;
+  try {
+    v = JSON.parse(raw.toString('utf8').replace(/^\uFEFF/, '')); // Hermes reads utf-8-sig
+  } catch {
+    warnings.push(`${rel} is not JSON: Hermes skips it too ("Skipping unreadable pending record"); not shown.`);
+    return undefined;
+  }
+  const o = v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  const payload = o?.payload && typeof o.payload === 'object' ? (o.payload as Record<string, unknown>) : undefined;
+  if (!o || !payload) {
+    warnings.push(`${rel} has no payload (expected Hermes' {id, action, payload, created_at}); not shown.`);
+    return undefined;
+  }
+  const str = (x: unknown): string | undefined => (typeof x === 'string' && x ? x : undefined);
+  const action = str(payload.action) ?? str(o.action) ?? '?';
+  const target = payload.target === 'user' ? 'user' : 'memory';
+  const ops = Array.isArray(payload.operations)
+    ? payload.operations
+        .filter((x): x is Record<string, unknown> => !!x && typeof x === 'object')
+        .map((x) => ({
+          action: str(x.action) ?? '?',
+          ...(str(x.content) ? { content: str(x.content) } : {}),
+          ...(str(x.old_text) ? { oldText: str(x.old_text) } : {}),
+        }))
+    : undefined;
+  const text =
+    action === 'batch'
+      ? (ops ?? [])
+          .map((op) =>
+            op.action === 'replace'
+              ? `replace: ${op.oldText ?? ''} -> ${op.content ?? ''}`
+              : `${op.action}: ${op.action === 'remove' ? (op.oldText ?? '') : (op.content ?? '')}`,
+          )
+          .join('\n')
+      : ((action === 'remove' ? str(payload.old_text) : str(payload.content)) ?? str(o.summary) ?? '');
+  const time = isoTime(o.created_at);
+  return {
+    id: name,
+    text,
+    store: spec,
+    file,
+    area: 'pending',
+    ...(time ? { createdAt: time } : {}),
+    ...(str(o.origin) ? { source: str(o.origin) } : {}),
+    meta: {
+      pendingId: str(o.id) ?? name,
+      action,
+      target,
+      ...(str(payload.content) && action !== 'batch' ? { content: str(payload.content) } : {}),
+      ...(str(payload.old_text) ? { oldText: str(payload.old_text) } : {}),
+      ...(ops ? { operations: ops } : {}),
+      ...(str(o.summary) ? { summary: str(o.summary) } : {}),
+      ...(str(o.origin) ? { origin: str(o.origin) } : {}),
+      path: rel,
+    },
+  };
+}
 
 function mk(area: string, text: string, file: string, spec: string, extra: Partial<MemoryEntry> = {}): MemoryEntry {
   // memory/user ids are the plain text hash (stable across tools); other areas are namespaced so the
@@ -366,6 +450,34 @@ export async function readHome(src: FileSource, spec: string): Promise<ReadFile[
         store: spec,
         entries,
         readOnly: READ_ONLY.archive,
+        ...(warnings.length ? { warnings } : {}),
+      },
+    });
+  }
+  const pendingRels = (await src.list(PENDING_MEMORY_DIR))
+    .filter((r) => path.posix.dirname(r) === PENDING_MEMORY_DIR && r.endsWith('.json'))
+    .sort();
+  if (pendingRels.length) {
+    const file = src.display(PENDING_MEMORY_DIR);
+    const entries: MemoryEntry[] = [];
+    const warnings: string[] = [];
+    for (const rel of pendingRels) {
+      const { raw, error } = await tryRead(rel);
+      if (error) warnings.push(`${rel}: ${unreadable(error)}`);
+      const e = raw ? pendingEntry(rel, raw, src.display(rel), spec, warnings) : undefined;
+      if (e) entries.push(e);
+    }
+    // oldest first, as Hermes' list_pending sorts them (by created_at)
+    entries.sort((a, b) => (a.createdAt ?? '').localeCompare(b.createdAt ?? '') || a.id.localeCompare(b.id));
+    out.push({
+      rel: PENDING_MEMORY_DIR,
+      file: {
+        kind: 'hermes-pending',
+        file,
+        store: spec,
+        entries,
+        readOnly: READ_ONLY.pending,
+        pending: true,
         ...(warnings.length ? { warnings } : {}),
       },
     });

@@ -47,6 +47,7 @@ import {
   readHome,
   sha256,
   usageChars,
+  PENDING_MEMORY_DIR,
   type FileSource,
   type HermesLimits,
   type ReadFile,
@@ -65,6 +66,14 @@ export {
   limitsFromConfig,
   type HermesLimits,
 } from './home';
+
+/**
+ * Directories of Hermes' staged writes (tools/write_approval.py: `<HERMES_HOME>/pending/{memory,skills}/<id>.json`),
+ * agent state: a restore brings back what was waiting for approval at the time of the restore point.
+ */
+const PENDING_DIRS = [PENDING_MEMORY_DIR, 'pending/skills'];
+/** A staged-write record path (not Hermes' own temp files while it writes one). */
+const PENDING_RE = /^pending\/(memory|skills)\/[^/]+\.json$/;
 
 /** Fixed agent-state files of a Hermes home (relative POSIX paths); skills/** is added on top. */
 const FIXED_STATE_FILES = [
@@ -121,7 +130,8 @@ async function walkFiles(base: string, dir: string, out: string[], io: FileTrans
 
 /**
  * Hermes homes on this machine: `$HERMES_HOME` (when set), `~/.hermes`, and each
- * `<home>/profiles/<name>` that is one (has memories/ or config.yaml). Absolute paths, deduplicated.
+ * `<home>/profiles/<name>` that is one (has memories/ or config.yaml; not a ".…" name, not tombstoned
+ * in `profiles/.deleted/`, as hermes_constants.py named_profile_home). Absolute paths, deduplicated.
  * @param env environment to read HERMES_HOME from (default process.env)
  * @param homedir the user's home directory (default os.homedir())
  */
@@ -137,7 +147,9 @@ export async function findHermesHomes(
     const root = path.resolve(r);
     if (!out.includes(root) && (await isHome(root))) out.push(root);
     const names = await fs.readdir(path.join(root, 'profiles')).catch(() => [] as string[]);
-    for (const n of names.sort()) {
+    // as Hermes: not ".…" names (profiles/.deleted holds tombstones), not a profile being deleted
+    const gone = new Set(await fs.readdir(path.join(root, 'profiles', '.deleted')).catch(() => [] as string[]));
+    for (const n of names.filter((x) => !x.startsWith('.') && !gone.has(x)).sort()) {
       const p = path.join(root, 'profiles', n);
       if (!out.includes(p) && (await isHome(p))) out.push(p);
     }
@@ -346,7 +358,10 @@ export class HermesStore implements MemoryStoreAdapter {
     return (await readHome(fsrc, this.spec)).map((r) => r.file);
   }
 
-  /** Existing agent-state files (memories, ARCHIVE.jsonl, SOUL.md, state.db and its -wal/-shm, skills/**), POSIX relative, sorted. */
+  /**
+   * Existing agent-state files (memories, ARCHIVE.jsonl, SOUL.md, state.db and its -wal/-shm, skills/**,
+   * the staged writes pending/memory/*.json and pending/skills/*.json), POSIX relative, sorted.
+   */
   async agentStateFiles(): Promise<string[]> {
     const out: string[] = [];
     for (const rel of FIXED_STATE_FILES) {
@@ -358,14 +373,33 @@ export class HermesStore implements MemoryStoreAdapter {
       }
     }
     await walkFiles(this.root, 'skills', out, this.io);
+    for (const dir of PENDING_DIRS) {
+      const staged: string[] = [];
+      await walkFiles(this.root, dir, staged, this.io);
+      out.push(...staged.filter((r) => PENDING_RE.test(r)));
+    }
     return out.sort();
+  }
+
+  /**
+   * How many memory writes wait for approval: the `pending/memory/*.json` records, counted as Hermes'
+   * pending_count does (tools/write_approval.py). 0 without the directory.
+   */
+  async pendingWrites(): Promise<number> {
+    const names = await this.io.readdir(this.abs(PENDING_MEMORY_DIR)).catch((e: unknown) => {
+      if (e instanceof AgentKeepError) throw e; // the other machine cannot be reached: not "none"
+      return [] as DirEntry[];
+    });
+    return names.filter((n) => !n.isDirectory() && n.name.endsWith('.json')).length;
   }
 
   /** Whether `rel` (root-relative, POSIX) is Hermes agent state: the fixed files or anything under skills/. */
   isAgentStatePath(rel: string): boolean {
     const p = path.posix.normalize(rel.replace(/\\/g, '/')).replace(/^\.\//, '');
     if (p.startsWith('../') || p === '..' || path.posix.isAbsolute(p)) return false;
-    return FIXED_STATE_FILES.includes(p) || (p.startsWith('skills/') && p.length > 'skills/'.length);
+    return (
+      FIXED_STATE_FILES.includes(p) || (p.startsWith('skills/') && p.length > 'skills/'.length) || PENDING_RE.test(p)
+    );
   }
 
   /**
@@ -501,6 +535,25 @@ export class HermesStore implements MemoryStoreAdapter {
    * and `unavailable` (the FileError, with the fix): the entry's origin is unknown, not "by hand".
    */
   async provenance(entry: MemoryEntry): Promise<Provenance> {
+    if (entry.area === 'pending') {
+      const md = entry.meta ?? {};
+      const action = String(md.action ?? '');
+      return {
+        traces: [
+          {
+            action: action === 'add' || action === 'replace' || action === 'remove' ? action : 'update',
+            ...(entry.createdAt ? { time: entry.createdAt } : {}),
+            ...(entry.source ? { source: entry.source } : {}),
+            message: typeof md.summary === 'string' ? md.summary : entry.text.slice(0, 2000),
+            messageId: entry.id,
+            ...(typeof md.oldText === 'string' && action === 'replace' ? { previous: md.oldText } : {}),
+          },
+        ],
+        note:
+          `Staged for approval (memory.write_approval), not written yet: Hermes applies it on /memory approve ${entry.id} ` +
+          `and drops it on /memory reject ${entry.id}.`,
+      };
+    }
     if (entry.area && entry.area !== 'memory' && entry.area !== 'user') {
       const what =
         entry.area === 'soul'
@@ -526,7 +579,18 @@ export class HermesStore implements MemoryStoreAdapter {
       };
     }
     const r = hi.index.tracesFor(entry.area ?? 'memory', entry.text);
-    const extra = hi.h.notes.length ? ` (${hi.h.notes.join('; ')})` : '';
+    const states = new Set(r.traces.map((t) => t.messageState));
+    const said = [...hi.h.notes];
+    if (states.has('rewound'))
+      said.push(
+        'the call that wrote it is in a rewound part of its session (state.db active 0, compacted 0: Hermes hides ' +
+          'that message, but the write had reached the file)',
+      );
+    if (states.has('compacted'))
+      said.push(
+        'a call is in messages compaction summarised out of the context (compacted 1: Hermes still keeps them)',
+      );
+    const extra = said.length ? ` (${said.join('; ')})` : '';
     if (r.how === 'none')
       return {
         traces: [],

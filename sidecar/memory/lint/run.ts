@@ -208,6 +208,7 @@ export async function runLint(
     let problem: StoreProblem | undefined;
     let unknown = 0;
     for (const f of files) {
+      if (f.pending) continue; // staged writes (Hermes pending/memory): not memory yet
       const entries: LintEntry[] = [];
       for (const e of f.entries) {
         const le = toLintEntry(e);

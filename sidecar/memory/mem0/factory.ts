@@ -1,8 +1,11 @@
 /**
  * The `mem0` store kind: `mem0:/abs/dir[?qdrant=/abs/path][&collection=name]` (mem0's directory,
  * $MEM0_DIR or ~/.mem0, holding history.db; `qdrant` = the local Qdrant storage when it is not
- * `<dir>/qdrant`), or a directory on another machine, `mem0:ssh://user@host[:port]/abs/dir` (the
- * same options, paths on that machine), and where mem0 directories are found in a target's local root.
+ * `<dir>/qdrant`), `&api=http://host:port` (mem0's REST server, which enables edits; default env
+ * AGENTKEEP_MEM0_URL, key env AGENTKEEP_MEM0_API_KEY, never in the store string), `&user_id=NAME`
+ * (or agent_id / run_id: whom memory.add files a memory under when it names nobody), or a directory on
+ * another machine, `mem0:ssh://user@host[:port]/abs/dir` (the same options, paths on that machine; the
+ * API URL as reachable from the sidecar), and where mem0 directories are found in a target's local root.
  */
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
@@ -11,6 +14,7 @@ import { checkStoreOptions, splitStoreOptions, storePlace, transportOf } from '.
 import type { GuestAgentPlace } from '../transport/guestLocation';
 import { SSH_OPTIONS, type SshLocation } from '../transport/location';
 import type { StoreFactory } from '../types';
+import type { Mem0Scope } from './api';
 import { Mem0Store } from './index';
 
 const EXAMPLE = 'mem0:/home/me/.mem0?qdrant=/home/me/.mem0/qdrant';
@@ -24,6 +28,10 @@ export interface Mem0StoreOptions {
   ssh?: SshLocation;
   /** A directory inside a VM reached through its QEMU guest agent. */
   guest?: GuestAgentPlace;
+  /** mem0's REST server URL (`?api=`). */
+  api?: string;
+  /** Default owner of added memories (`user_id`, `agent_id`, `run_id` options). */
+  scope?: Mem0Scope;
 }
 
 const SSH_FORM = 'mem0:ssh://user@host[:port]/abs/dir';
@@ -57,7 +65,8 @@ export const mem0Store: StoreFactory<Mem0StoreOptions> = {
   forms: [
     'mem0:/abs/dir',
     'mem0:/abs/dir?qdrant=/abs/path&collection=NAME',
-    `${SSH_FORM}[?qdrant=/abs/path]`,
+    'mem0:/abs/dir?api=http://HOST:PORT[&user_id=NAME]',
+    `${SSH_FORM}[?qdrant=/abs/path][&api=http://HOST:PORT]`,
     'mem0:qga:/abs/qga.sock:/abs/dir',
     'mem0:pve-agent://HOST[:PORT]/NODE/VMID/abs/dir',
   ],
@@ -66,7 +75,7 @@ export const mem0Store: StoreFactory<Mem0StoreOptions> = {
     const { path: p, params } = splitStoreOptions(rest);
     const place = storePlace(p, params, spec, `Use an absolute path, e.g. ${EXAMPLE}.`, SSH_FORM);
     const dir = place.path;
-    const own = ['qdrant', 'collection'];
+    const own = ['qdrant', 'collection', 'api', 'user_id', 'agent_id', 'run_id'];
     checkStoreOptions('mem0', params, spec, place.ssh ? [...own, ...SSH_OPTIONS] : own, EXAMPLE);
     const qdrant = params.get('qdrant') || undefined;
     if (qdrant && !path.isAbsolute(qdrant))
@@ -75,16 +84,28 @@ export const mem0Store: StoreFactory<Mem0StoreOptions> = {
         `Qdrant path "${qdrant}" in "${spec}" is not absolute.`,
         `Use e.g. ${EXAMPLE}.`,
       );
+    const api = params.get('api') || undefined;
+    if (api && !/^https?:\/\/[^/]/.test(api))
+      throw new AgentKeepError(
+        'BadStore',
+        `mem0 API URL "${api}" in "${spec}" is not an http(s) URL.`,
+        "Give mem0's REST server address, e.g. mem0:/home/me/.mem0?api=http://127.0.0.1:8888.",
+      );
+    const scope: Mem0Scope = {};
+    for (const k of ['user_id', 'agent_id', 'run_id'] as const) if (params.get(k)) scope[k] = params.get(k)!;
     return {
       dir,
       qdrant: qdrant && path.posix.resolve(qdrant),
       collection: params.get('collection') || undefined,
       ...(place.ssh ? { ssh: place.ssh } : {}),
       ...(place.guest ? { guest: place.guest } : {}),
+      ...(api ? { api } : {}),
+      ...(Object.keys(scope).length ? { scope } : {}),
     };
   },
   create: (p) => {
-    const opts = { qdrant: p.options.qdrant, collection: p.options.collection };
+    const { qdrant, collection, api, scope } = p.options;
+    const opts = { qdrant, collection, ...(api ? { api } : {}), ...(scope ? { scope } : {}) };
     return new Mem0Store(p.options.dir, p.spec, opts, transportOf(p.options));
   },
   detect: detectMem0,

@@ -1,5 +1,5 @@
 /**
- * mem0 memory store (`mem0:/abs/dir[?qdrant=/abs/path][&collection=name]`), read-only.
+ * mem0 memory store (`mem0:/abs/dir[?qdrant=/abs/path][&collection=name][&api=http://host:port]`).
  *
  * `dir` is mem0's directory (`$MEM0_DIR`, default ~/.mem0) holding `history.db`, mem0's append-only
  * audit log `history(id, memory_id, old_memory, new_memory, event ADD|UPDATE|DELETE|NONE, created_at,
@@ -11,8 +11,13 @@
  * collection's config, including `vectors.on_disk`.
  * The Qdrant path is the option `?qdrant=`, else `<dir>/qdrant`, else mem0's default `/tmp/qdrant`.
  * Without any Qdrant storage, entries are reconstructed from history.db (and say so).
+ * Reading is always local. Changes go ONLY through mem0's own REST server (./api.ts: PUT/DELETE
+ * /memories/{id}, POST /memories), which re-embeds the text and writes history.db itself; they need its
+ * URL (store option `?api=` or env AGENTKEEP_MEM0_URL; key AGENTKEEP_MEM0_API_KEY when the server has
+ * auth on). Without a URL the store is read-only and says why.
  * Sources: shared/reference/memory-stores.md §3 (mem0ai/mem0 @ 8d5b7865; mem0/vector_stores/qdrant.py).
  */
+import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -21,6 +26,8 @@ import type { MemoryEntry, MemoryFile, Provenance, StoreProblem } from '../../pr
 import { AgentKeepError } from '../../core/errors';
 import { brokenError, problemOf } from '../broken';
 import { captureSqlite, tableColumns as columns, withReadOnlyDb } from '../sqlite';
+import { memoryListAction } from '../../core/actions';
+import { Mem0Api, type Mem0Scope } from './api';
 import { captureLocalFiles, changedLocalFiles, checkLocalRestore, restoreLocalFiles } from '../files';
 import { joinOn, localTransport, type DirEntry, type FileStat, type FileTransport } from '../transport';
 import type {
@@ -31,6 +38,7 @@ import type {
   MemoryStoreAdapter,
   RestoreSource,
   StoreLintProfile,
+  WriteOptions,
 } from '../types';
 
 /**
@@ -48,6 +56,38 @@ export interface Mem0Options {
   qdrant?: string;
   /** Collection name (mem0 vector_store.config.collection_name); default: every collection found. */
   collection?: string;
+  /** mem0's REST server (enables edits). Default: env AGENTKEEP_MEM0_URL. */
+  api?: string;
+  /** Its key (X-API-Key). Default: env AGENTKEEP_MEM0_API_KEY; never part of the store string. */
+  apiKey?: string;
+  /** Who an added memory belongs to when memory.add names nobody (store options user_id, agent_id, run_id). */
+  scope?: Mem0Scope;
+}
+
+/** mem0's entity ids, in the order mem0 names them. */
+const SCOPE_KEYS = ['user_id', 'agent_id', 'run_id'] as const;
+
+/** `user_id=alice&agent_id=bot` -> scope; undefined when the string names none. @throws InvalidParams */
+export function parseMem0Scope(file: string | undefined): Mem0Scope | undefined {
+  if (!file) return undefined;
+  const params = new URLSearchParams(file);
+  const bad = [...params.keys()].filter((k) => !(SCOPE_KEYS as readonly string[]).includes(k));
+  if (bad.length || !params.size)
+    throw new AgentKeepError(
+      'InvalidParams',
+      `"${file}" does not say whom a mem0 memory belongs to.`,
+      'Give --file user_id=NAME (or agent_id=NAME, run_id=NAME, joined with &), as mem0 requires one of them.',
+    );
+  const out: Mem0Scope = {};
+  for (const k of SCOPE_KEYS) if (params.get(k)) out[k] = params.get(k)!;
+  return out;
+}
+
+/** The scope of a listed memory (its payload's user_id / agent_id / run_id) as `user_id=…&…`, or undefined. */
+function scopeOf(e: MemoryEntry): string | undefined {
+  const p = new URLSearchParams();
+  for (const k of SCOPE_KEYS) if (typeof e.meta?.[k] === 'string' && e.meta[k]) p.set(k, e.meta[k] as string);
+  return p.size ? p.toString() : undefined;
 }
 
 /** One history.db row. */
@@ -129,7 +169,11 @@ export class Mem0Store implements MemoryStoreAdapter {
     readonly io: FileTransport = localTransport,
   ) {
     if (io.remote) this.lintProfile = { machine: io };
+    this.apiUrl = opts.api ?? (process.env.AGENTKEEP_MEM0_URL || undefined);
+    this.apiKey = opts.apiKey ?? (process.env.AGENTKEEP_MEM0_API_KEY || undefined);
   }
+  private readonly apiUrl?: string;
+  private readonly apiKey?: string;
 
   /** See MemoryStoreAdapter.location: the mem0 directory (ssh://user@host:port/abs/dir on another machine). */
   get location(): string {
@@ -212,9 +256,15 @@ export class Mem0Store implements MemoryStoreAdapter {
     }
   }
 
-  /** Why entries cannot be edited from AgentKeep. */
+  /** Why entries cannot be edited from AgentKeep (no API URL configured), or undefined when one is set. */
   async readOnlyReason(): Promise<string | undefined> {
-    return 'mem0 changes memories only through its own API (Memory.update / Memory.delete, which also embed the text and write history.db); AgentKeep does not call it yet, so this store is read-only.';
+    if (this.apiUrl) return undefined;
+    return (
+      'mem0 changes memories only through its own API (Memory.update / Memory.delete, which also embed the text ' +
+      "and write history.db); AgentKeep edits them through mem0's REST server: set AGENTKEEP_MEM0_URL (or add " +
+      '?api=http://host:port to the store), and AGENTKEEP_MEM0_API_KEY when the server has auth on. AgentKeep ' +
+      'never writes history.db or the vector store.'
+    );
   }
 
   /**
@@ -626,4 +676,226 @@ export class Mem0Store implements MemoryStoreAdapter {
       await fs.rm(dir, { recursive: true, force: true });
     }
   }
+
+  // ------------------------------------------------------------------------------------------
+  // writes, through mem0's REST server (./api.ts)
+
+  /** The client, or Unsupported (with the reason) when no URL is configured. */
+  private client(): Mem0Api {
+    if (!this.apiUrl)
+      throw new AgentKeepError(
+        'Unsupported',
+        `mem0 store ${this.spec} is read-only.`,
+        "Set AGENTKEEP_MEM0_URL (or add ?api=http://host:port to the store) to mem0's REST server; AgentKeep never writes history.db or the vector store.",
+      );
+    return new Mem0Api(this.apiUrl, this.apiKey);
+  }
+
+  /**
+   * sha256 (hex) of the memories as read now (each file's entries: id and text, in order; not where
+   * the files are); with `file` (a MemoryFile.file), of that file's entries only. The compare-and-swap
+   * token of edit/remove/add.
+   */
+  async contentHash(file?: string): Promise<string> {
+    const h = createHash('sha256');
+    for (const f of await this.list()) {
+      if (file && f.file !== file) continue;
+      // not the path: the same memories hash the same locally and over SSH
+      h.update(`${f.kind}\0${f.broken ? 'broken' : ''}\n`);
+      for (const e of f.entries) h.update(`${e.id}\0${e.text}\n`);
+    }
+    return h.digest('hex');
+  }
+
+  /**
+   * Find one memory by id or unique id prefix (>= 4 chars, any case).
+   * @throws EntryNotFound, Conflict (an ambiguous prefix)
+   */
+  async resolve(entryId: string): Promise<{ entry: MemoryEntry; file: MemoryFile }> {
+    const files = await this.list();
+    const all = files.flatMap((file) => file.entries.map((entry) => ({ entry, file })));
+    const want = entryId.trim().toLowerCase();
+    let hits = all.filter((h) => h.entry.id === entryId);
+    if (!hits.length && want.length >= 4) hits = all.filter((h) => h.entry.id.toLowerCase().startsWith(want));
+    if (hits.length === 1) return hits[0];
+    if (!hits.length)
+      throw new AgentKeepError('EntryNotFound', `No mem0 memory ${entryId} in ${this.location}.`, undefined, [
+        memoryListAction([this.spec]),
+      ]);
+    throw new AgentKeepError(
+      'Conflict',
+      `Id ${entryId} is ambiguous: ${hits
+        .slice(0, 8)
+        .map((h) => h.entry.id)
+        .join(', ')}.`,
+      'Give more characters of the id.',
+    );
+  }
+
+  /** Refuse (Conflict) when `expectedHash` is neither the store's nor `file`'s content hash now. */
+  private async checkHash(expectedHash: string | undefined, file?: string): Promise<void> {
+    if (expectedHash === undefined) return;
+    if (expectedHash === (await this.contentHash())) return;
+    if (file && expectedHash === (await this.contentHash(file))) return;
+    throw new AgentKeepError(
+      'Conflict',
+      `The mem0 memories of ${this.location} changed since they were read (the agent or someone else wrote them in between). Nothing was changed.`,
+      'List the store again (memory list) and redo the change on what is there now.',
+    );
+  }
+
+  /**
+   * The memory as mem0's server has it, checked against what AgentKeep read (compare-and-swap as far as
+   * the API allows: mem0 has no conditional write, so the text is re-read right before the write).
+   * @throws EntryNotFound (the server has no such memory), Conflict (its text differs from the read one)
+   */
+  private async serverCopy(api: Mem0Api, e: MemoryEntry): Promise<Record<string, unknown>> {
+    const now = await api.get(e.id);
+    if (!now)
+      throw new AgentKeepError(
+        'EntryNotFound',
+        `mem0 at ${api.baseUrl} has no memory ${e.id}, though ${this.location} lists it.`,
+        'The URL may belong to another mem0 than this directory (check ?api= / AGENTKEEP_MEM0_URL), or mem0 deleted it just now: list the store again.',
+      );
+    if (now.memory !== e.text)
+      throw new AgentKeepError(
+        'Conflict',
+        `mem0 memory ${e.id} changed since it was read: mem0 has "${now.memory.slice(0, 80)}", AgentKeep read "${e.text.slice(0, 80)}". Nothing was changed.`,
+        'List the store again (memory list) and redo the change on what is there now.',
+      );
+    return now as unknown as Record<string, unknown>;
+  }
+
+  private notReflected(what: string): AgentKeepError {
+    return new AgentKeepError(
+      'Conflict',
+      `mem0 at ${this.apiUrl} reported the ${what} as done, but ${this.location} does not show it.`,
+      'The URL probably belongs to another mem0 than this directory (its history_db_path / vector store are elsewhere): check ?api= / AGENTKEEP_MEM0_URL.',
+    );
+  }
+
+  /** Hand the memory as the server had it to opts.beforeWrite (the core keeps it as the backup). */
+  private async backup(e: MemoryEntry, server: Record<string, unknown>, opts?: WriteOptions): Promise<void> {
+    await opts?.beforeWrite?.(`${e.file ?? this.location}#${e.id}.json`, Buffer.from(JSON.stringify(server, null, 2)));
+  }
+
+  /** The entry `id` as listed now, and the new content hash. */
+  private async reread(id: string): Promise<{ entry?: MemoryEntry; hash: string }> {
+    const entry = (await this.list()).flatMap((f) => f.entries).find((e) => e.id === id);
+    return { entry, hash: await this.contentHash() };
+  }
+
+  /**
+   * Replace a memory's text through `PUT /memories/{id}` (mem0's Memory.update: re-embeds, writes an
+   * UPDATE row to history.db). Compare-and-swap: refuses (Conflict) when the content hash is no longer
+   * `expectedHash`, or when mem0's copy differs from what was read (re-read right before the PUT); checks
+   * afterwards that mem0 and this directory show the new text.
+   * @throws Unsupported (no URL), InvalidParams, EntryNotFound, Conflict, AuthFailed, Internal
+   */
+  async edit(
+    entryId: string,
+    text: string,
+    expectedHash?: string,
+    opts?: WriteOptions,
+  ): Promise<{ entry: MemoryEntry; previous: MemoryEntry; contentHash: string }> {
+    const api = this.client();
+    const clean = text.trim();
+    if (!clean)
+      throw new AgentKeepError(
+        'InvalidParams',
+        'The new text is empty.',
+        'Give the new text, or remove the memory instead.',
+      );
+    const { entry } = await this.resolve(entryId);
+    await this.checkHash(expectedHash, entry.file);
+    const server = await this.serverCopy(api, entry);
+    if (clean === entry.text) return { entry, previous: entry, contentHash: await this.contentHash() };
+    await this.backup(entry, server, opts);
+    await api.update(entry.id, clean);
+    const after = await api.get(entry.id);
+    if (after?.memory !== clean)
+      throw new AgentKeepError(
+        'Conflict',
+        `mem0 at ${api.baseUrl} did not store the text as given (it has "${String(after?.memory ?? '(nothing)').slice(0, 80)}"): an older mem0 server passes the whole PUT body to Memory.update.`,
+        `Update mem0's server (server/main.py with MemoryUpdate {text}), or edit the memory with mem0 itself. The previous text is "${entry.text.slice(0, 200)}".`,
+      );
+    const local = await this.reread(entry.id);
+    if (local.entry?.text !== clean) throw this.notReflected('edit');
+    return { entry: local.entry, previous: entry, contentHash: local.hash };
+  }
+
+  /**
+   * Delete a memory through `DELETE /memories/{id}` (Memory.delete: a DELETE row in history.db), with
+   * the same checks as edit. `file` of the result: its owner (`user_id=…`), for add (the undo).
+   * @throws as edit
+   */
+  async remove(
+    entryId: string,
+    expectedHash?: string,
+    opts?: WriteOptions,
+  ): Promise<{ removed: MemoryEntry; contentHash: string; file?: string }> {
+    const api = this.client();
+    const { entry } = await this.resolve(entryId);
+    await this.checkHash(expectedHash, entry.file);
+    const server = await this.serverCopy(api, entry);
+    await this.backup(entry, server, opts);
+    await api.delete(entry.id);
+    if (await api.get(entry.id)) throw this.notReflected('delete');
+    const local = await this.reread(entry.id);
+    if (local.entry) throw this.notReflected('delete');
+    const owner = scopeOf({ ...entry, meta: { ...(entry.meta ?? {}), ...ownerOf(server) } });
+    return { removed: entry, contentHash: local.hash, ...(owner ? { file: owner } : {}) };
+  }
+
+  /**
+   * Add a memory through `POST /memories` with `infer: false` (stored as given, not re-extracted by
+   * mem0's LLM), e.g. the undo of remove.
+   * @param file whom it belongs to: `user_id=NAME` (or agent_id / run_id, joined with &); default the
+   *   store options user_id / agent_id / run_id
+   * @throws InvalidParams (no owner, empty text), Conflict (hash changed; mem0 queued or rewrote the
+   *   text), as edit otherwise
+   */
+  async add(
+    text: string,
+    file?: string,
+    expectedHash?: string,
+    opts?: WriteOptions,
+  ): Promise<{ entry: MemoryEntry; contentHash: string; alreadyPresent?: boolean }> {
+    void opts; // nothing is replaced: no backup
+    const api = this.client();
+    const clean = text.trim();
+    if (!clean) throw new AgentKeepError('InvalidParams', 'The text is empty.', 'Give the text of the memory.');
+    const scope = parseMem0Scope(file) ?? this.opts.scope;
+    if (!scope || !Object.keys(scope).length)
+      throw new AgentKeepError(
+        'InvalidParams',
+        'mem0 needs to know whom the memory belongs to (user_id, agent_id or run_id).',
+        `Give --file user_id=NAME, or add &user_id=NAME to the store (e.g. ${this.spec.split('?')[0]}?api=${this.apiUrl}&user_id=NAME).`,
+      );
+    await this.checkHash(expectedHash);
+    const results = await api.add(clean, scope);
+    const added = results.find((r) => (r.event ?? 'ADD') === 'ADD' && r.memory === clean);
+    if (!added)
+      throw new AgentKeepError(
+        'Conflict',
+        `mem0 at ${api.baseUrl} did not store the text as given: ${
+          results.length
+            ? results.map((r) => `${r.event ?? '?'} ${r.id} "${(r.memory ?? '').slice(0, 60)}"`).join(', ')
+            : 'it reported no change'
+        } (an older server ignores infer: false and lets its LLM rewrite the text).`,
+        results.length
+          ? `Check those memories (memory show --entry ID) and remove the ones you do not want.`
+          : 'mem0 may already hold the same text: list the store again.',
+      );
+    const local = await this.reread(added.id);
+    if (!local.entry) throw this.notReflected('add');
+    return { entry: local.entry, contentHash: local.hash };
+  }
+}
+
+/** The owner fields of a memory as mem0's server returns it. */
+function ownerOf(m: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of SCOPE_KEYS) if (typeof m[k] === 'string' && m[k]) out[k] = m[k];
+  return out;
 }

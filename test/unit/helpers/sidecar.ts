@@ -13,23 +13,37 @@ export const SIDECAR = path.join(REPO, 'out', 'sidecar.js');
 
 let built: Promise<void> | undefined;
 
-/** Bundle sidecar/main.ts to out/sidecar.js (once per test run). Only the sidecar, so a broken extension build does not block these tests. */
+const COMMON: BuildOptions = {
+  absWorkingDir: REPO,
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  mainFields: ['module', 'main'], // as esbuild.mjs: jsonc-parser's UMD main does not bundle
+  sourcemap: true,
+  sourcesContent: false,
+  logLevel: 'error',
+  external: ['cpu-features', '*.node'], // as esbuild.mjs: ssh2's optional native parts are never bundled
+};
+
+/**
+ * Bundle the `agentkeep` program as esbuild.mjs does (once per test run): out/sidecar.js (the launcher,
+ * sidecar/bin.ts), out/cli.js (the full CLI, sidecar/main.ts) and out/hook-full.js (the hook's full
+ * part, which the launcher's hook fast path loads for a call that needs a restore point). Only these,
+ * so a broken extension build does not block these tests.
+ */
 export function buildSidecar(): Promise<void> {
-  built ??= build({
-    absWorkingDir: REPO,
-    entryPoints: ['sidecar/main.ts'],
-    outfile: SIDECAR,
-    bundle: true,
-    platform: 'node',
-    target: 'node20',
-    format: 'cjs',
-    mainFields: ['module', 'main'], // as esbuild.mjs: jsonc-parser's UMD main does not bundle
-    sourcemap: true,
-    sourcesContent: false,
-    logLevel: 'error',
-    banner: { js: '#!/usr/bin/env node' },
-    external: ['cpu-features', '*.node'], // as esbuild.mjs: ssh2's optional native parts are never bundled
-  }).then(() => {
+  built ??= Promise.all([
+    build({
+      ...COMMON,
+      entryPoints: ['sidecar/bin.ts'],
+      outfile: SIDECAR,
+      minify: true,
+      banner: { js: '#!/usr/bin/env node' },
+    }),
+    build({ ...COMMON, entryPoints: ['sidecar/main.ts'], outfile: path.join(REPO, 'out', 'cli.js') }),
+    build({ ...COMMON, entryPoints: ['sidecar/hooks/run.ts'], outfile: path.join(REPO, 'out', 'hook-full.js') }),
+  ]).then(() => {
     chmodSync(SIDECAR, 0o755);
     // node-sqlite3-wasm loads its .wasm next to the bundle (as esbuild.mjs copies it)
     copyFileSync(
@@ -44,32 +58,19 @@ export const HOOK = path.join(REPO, 'out', 'hook.js');
 let hookBuilt: Promise<void> | undefined;
 
 /**
- * Bundle the agent hook as esbuild.mjs does: out/hook.js (sidecar/hooks/entry.ts, minified) and
- * out/hook-full.js (sidecar/hooks/run.ts), plus out/sidecar.js (buildSidecar).
+ * Bundle the agent hook as esbuild.mjs does: out/hook.js (sidecar/hooks/entry.ts, minified), plus
+ * out/sidecar.js, out/cli.js and out/hook-full.js (sidecar/hooks/run.ts; buildSidecar).
  */
 export function buildHook(): Promise<void> {
-  const common: BuildOptions = {
-    absWorkingDir: REPO,
-    bundle: true,
-    platform: 'node',
-    target: 'node20',
-    format: 'cjs',
-    mainFields: ['module', 'main'],
-    sourcemap: true,
-    sourcesContent: false,
-    logLevel: 'error',
-    external: ['cpu-features', '*.node'],
-  };
   hookBuilt ??= Promise.all([
     buildSidecar(),
     build({
-      ...common,
+      ...COMMON,
       entryPoints: ['sidecar/hooks/entry.ts'],
       outfile: HOOK,
       minify: true,
       banner: { js: '#!/usr/bin/env node' },
     }),
-    build({ ...common, entryPoints: ['sidecar/hooks/run.ts'], outfile: path.join(REPO, 'out', 'hook-full.js') }),
   ]).then(() => chmodSync(HOOK, 0o755));
   return hookBuilt;
 }
