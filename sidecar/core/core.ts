@@ -42,6 +42,7 @@ import { approveRequest, createRequest, denyRequest, listRequests } from './requ
 import { restoreRestorePoint } from './restore';
 import type { StateLayout } from './state';
 import { agentStatus, targetDescription } from './status';
+import { agentMemoryReach } from './memoryReach';
 import { usageRestorePoints } from './usage';
 import type { CoreApi, CoreOptions, RestoreWithUndo } from './service';
 
@@ -129,6 +130,10 @@ export class Core implements CoreApi {
   /** See status.ts agentStatus. */
   agentStatus(p: ParamsOf<'agentStatus'>): Promise<ResultOf<'agentStatus'>> {
     return agentStatus(this.ctx, p);
+  }
+  /** See memoryReach.ts agentMemoryReach. */
+  agentMemoryReach(p: ParamsOf<'agentMemoryReach'>): Promise<ResultOf<'agentMemoryReach'>> {
+    return agentMemoryReach(this.ctx, p);
   }
 
   /** See memory.ts listMemory. */

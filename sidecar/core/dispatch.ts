@@ -34,6 +34,7 @@ const HANDLERS: Handlers = {
   storeDescribe: (c, p) => c.describeStores(p),
   storeDetect: (c, p) => c.detectStoresIn(p),
   agentStatus: (c, p) => c.agentStatus(p),
+  agentMemoryReach: (c, p) => c.agentMemoryReach(p),
   memoryShow: (c, p) => c.showMemory(p),
   memoryEdit: (c, p) => c.editMemory(p),
   memoryRemove: (c, p) => c.removeMemory(p),

@@ -65,6 +65,8 @@ export interface CoreApi {
   /** Stores the registered kinds find in a local directory; see Methods.storeDetect. */
   detectStoresIn(p: ParamsOf<'storeDetect'>): Promise<ResultOf<'storeDetect'>>;
   agentStatus(p: ParamsOf<'agentStatus'>): Promise<ResultOf<'agentStatus'>>;
+  /** Whether the agent's memory is reachable and how; see Methods.agentMemoryReach. */
+  agentMemoryReach(p: ParamsOf<'agentMemoryReach'>): Promise<ResultOf<'agentMemoryReach'>>;
   /** See Methods.memoryShow. */
   showMemory(p: ParamsOf<'memoryShow'>): Promise<ResultOf<'memoryShow'>>;
   /** See Methods.memoryEdit. */

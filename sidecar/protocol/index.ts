@@ -468,6 +468,10 @@ export const StoreCapabilities = z
   .describe('What a memory store can do');
 export type StoreCapabilities = z.infer<typeof StoreCapabilities>;
 
+/** How a store's machine is reached: this machine, SSH, a VM's QEMU guest agent (socket or Proxmox API), or not at all. */
+export const StoreReachVia = z.enum(['local', 'ssh', 'guest-agent', 'none']);
+export type StoreReachVia = z.infer<typeof StoreReachVia>;
+
 /**
  * A memory store as its adapter describes it (store.describe, memory.list `descriptions`, agent.status
  * `stores[].description`): from the store string alone (no I/O), so it is there for a missing store too.
@@ -1444,6 +1448,37 @@ export const Methods = {
         tags: z.array(z.string()),
       }),
     ),
+  ),
+  agentMemoryReach: method(
+    'agent.memoryReach',
+    "Whether an agent's memory is reachable and how: through each named store (its machine: this one, SSH, or " +
+      "the VM's QEMU guest agent) or, with no store named, the stores found in the target: a dir/btrfs target's " +
+      'tree, or a Proxmox VM probed through its guest agent (agent/exec: Hermes homes /root/.hermes, ' +
+      '/home/NAME/.hermes, a running HERMES_HOME, profiles; Agent Zero /a0, ~/agent-zero with usr/memory). Nothing ' +
+      'is written. Not reachable comes with the reason and the fix (no guest agent configured or running, VM ' +
+      'stopped, a container, no store named for a plain QEMU VM).',
+    z.object({
+      target: Target,
+      stores: z.array(Store).optional().describe('The stores named in the agent config; absent or empty: probe'),
+    }),
+    z.object({
+      target: Target,
+      reachable: z.boolean().describe('Some store of the agent can be read'),
+      via: StoreReachVia.describe('How the memory is reached (the first store that can be read; none when none)'),
+      how: z.string().describe('The same in words, e.g. "through the QEMU guest agent (…)", "over SSH to root@h:22"'),
+      reason: z.string().optional().describe('Why it is not reachable (absent when reachable)'),
+      hint: z.string().optional().describe('The fix for `reason`'),
+      found: z.boolean().describe('The stores were found by probing the target (none were named)'),
+      stores: z.array(
+        z.object({
+          store: Store,
+          via: StoreReachVia,
+          reachable: z.boolean(),
+          message: z.string().optional().describe('Why this store cannot be read'),
+          description: StoreDescription.optional(),
+        }),
+      ),
+    }),
   ),
   targetDescribe: method(
     'target.describe',

@@ -109,6 +109,7 @@ describe('protocol', () => {
       describeStores: rec('describeStores'),
       detectStoresIn: rec('detectStoresIn'),
       agentStatus: rec('agentStatus'),
+      agentMemoryReach: rec('agentMemoryReach'),
       showMemory: rec('showMemory'),
       editMemory: rec('editMemory'),
       removeMemory: rec('removeMemory'),
