@@ -348,12 +348,14 @@ describe('memory timeline: history, undo, restore-entry, forget, lint --fix', fu
   });
 
   it('unifiedDiff: hunks with context and line numbers', () => {
-    const a = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j'].join('\n');
-    const b = ['a', 'b', 'c', 'd', 'e', 'g', 'h', 'i', 'j', 'k'].join('\n');
+    const a = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', ''].join('\n');
+    const b = ['a', 'b', 'c', 'd', 'e', 'g', 'h', 'i', 'j', 'k', ''].join('\n');
     assert.equal(
       unifiedDiff(a, b, 'a/x', 'b/x'),
       '--- a/x\n+++ b/x\n@@ -3,8 +3,8 @@\n c\n d\n e\n-f\n g\n h\n i\n j\n+k\n',
     );
     assert.equal(unifiedDiff(a, a, 'a/x', 'b/x'), '');
+    // Hermes writes MEMORY.md without a final newline: the diff says so, as diff(1) and git do
+    assert.match(unifiedDiff('x\ny', 'x\nz', 'a/m', 'b/m'), /-y\n\\ No newline at end of file\n\+z\n\\ No newline/);
   });
 });

@@ -7,6 +7,7 @@
  * compare-and-swap under the store's lock (sidecar/memory/ops/timeline.ts writeEntry), all logged
  * with one `group`, which memory.undoWrite undoes as one step.
  */
+import { createTwoFilesPatch, FILE_HEADERS_ONLY } from 'diff';
 import type { MemoryEntry, MemoryFile, ParamsOf, ResultOf } from '../../protocol';
 import { AgentKeepError } from '../../core/errors';
 import { runLint } from '../lint/run';
@@ -24,66 +25,16 @@ function norm(s: string): string {
 }
 
 /**
- * A unified diff (3 lines of context) of two texts, by line: a longest-common-subsequence table,
- * fine for memory files (a few KiB); above 4 million cells the whole file is one hunk.
+ * A unified diff (3 lines of context) of two texts, by line, with `--- nameA` / `+++ nameB`
+ * headers (jsdiff's createTwoFilesPatch; "\\ No newline at end of file" where a text has no final
+ * newline, as Hermes writes MEMORY.md); "" when they are equal.
  */
 export function unifiedDiff(a: string, b: string, nameA: string, nameB: string): string {
   if (a === b) return '';
-  const x = a.split('\n');
-  const y = b.split('\n');
-  type Op = { t: ' ' | '-' | '+'; s: string };
-  let ops: Op[];
-  if (x.length * y.length > 4_000_000) {
-    ops = [...x.map((s) => ({ t: '-' as const, s })), ...y.map((s) => ({ t: '+' as const, s }))];
-  } else {
-    const n = x.length;
-    const m = y.length;
-    const L: Uint32Array[] = Array.from({ length: n + 1 }, () => new Uint32Array(m + 1));
-    for (let i = n - 1; i >= 0; i--)
-      for (let j = m - 1; j >= 0; j--)
-        L[i][j] = x[i] === y[j] ? L[i + 1][j + 1] + 1 : Math.max(L[i + 1][j], L[i][j + 1]);
-    ops = [];
-    let i = 0;
-    let j = 0;
-    while (i < n || j < m) {
-      if (i < n && j < m && x[i] === y[j]) {
-        ops.push({ t: ' ', s: x[i++] });
-        j++;
-      } else if (j < m && (i >= n || L[i][j + 1] >= L[i + 1][j])) ops.push({ t: '+', s: y[j++] });
-      else ops.push({ t: '-', s: x[i++] });
-    }
-  }
-  const out = [`--- ${nameA}`, `+++ ${nameB}`];
-  const C = 3;
-  let k = 0;
-  while (k < ops.length) {
-    if (ops[k].t === ' ') {
-      k++;
-      continue;
-    }
-    // a hunk: from C lines before this change to C lines after the last change within 2C of each other
-    let start = Math.max(0, k - C);
-    let end = k;
-    for (let e = k; e < ops.length; e++) {
-      if (ops[e].t !== ' ') end = e;
-      else if (e - end > 2 * C) break;
-    }
-    end = Math.min(ops.length - 1, end + C);
-    let la = 1;
-    let lb = 1;
-    for (let q = 0; q < start; q++) {
-      if (ops[q].t !== '+') la++;
-      if (ops[q].t !== '-') lb++;
-    }
-    const hunk = ops.slice(start, end + 1);
-    const ca = hunk.filter((o) => o.t !== '+').length;
-    const cb = hunk.filter((o) => o.t !== '-').length;
-    out.push(`@@ -${ca ? la : la - 1},${ca} +${cb ? lb : lb - 1},${cb} @@`);
-    for (const o of hunk) out.push(`${o.t}${o.s}`);
-    k = end + 1;
-    start = k;
-  }
-  return out.join('\n') + '\n';
+  return createTwoFilesPatch(nameA, nameB, a, b, undefined, undefined, {
+    context: 3,
+    headerOptions: FILE_HEADERS_ONLY,
+  });
 }
 
 /** Build the proposal: each touched file before and after (entries removed / replaced), and the diff. */
