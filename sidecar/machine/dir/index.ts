@@ -37,7 +37,7 @@ import type {
 import { tooLarge } from '../../core/compare';
 import { parseLocalPathTarget, type LocalPathOptions } from '../localPath';
 import { forgetManifest, readManifest, writeManifest, type Entry, type Manifest } from './manifest';
-import { ObjectIndex } from './usage';
+import { HELD_NAME, HeldBound, INDEX_NAME, ObjectIndex } from './usage';
 import { scanTree, statCacheOf } from './scan';
 
 const CONCURRENCY = 8;
@@ -77,6 +77,8 @@ export class DirBackend implements MachineBackend {
   private readonly manifestDir: string;
   /** Objects all manifests of the target hold (usage.ts), for the size-cap check after a create. */
   private readonly index: ObjectIndex;
+  /** Per snapshot the bytes it added to its parent (usage.ts), for the size-cap check's upper bound. */
+  private readonly held: HeldBound;
 
   constructor(private readonly ctx: BackendContext) {
     this.root = ctx.target.path;
@@ -86,6 +88,7 @@ export class DirBackend implements MachineBackend {
       () => this.list(),
       (id) => readManifest(this.manifestPath(id)),
     );
+    this.held = new HeldBound(this.manifestDir);
   }
 
   /** Path of a snapshot's manifest. */
@@ -167,7 +170,19 @@ export class DirBackend implements MachineBackend {
     };
     throwIfAborted(opts.signal, 'the restore point was not created; nothing in the target was changed');
     await writeManifest(this.manifestPath(snapshotId), m);
-    await this.index.added(snapshotId, m);
+    // What this snapshot names that its parent did not (the size-cap bound); O(changed files).
+    let added = r.bytes;
+    if (parent) {
+      const before = statCacheOf(parent)[0].entries;
+      const seen = new Set<string>();
+      added = 0;
+      for (const e of r.fresh) {
+        if (!e.h || before.get(e.p)?.h === e.h || seen.has(e.h)) continue;
+        seen.add(e.h);
+        added += e.s;
+      }
+    }
+    await this.held.added(snapshotId, parent ? opts.parentId : undefined, added, await this.list());
     return { files: r.entries.length, bytes: r.bytes, newBytes: r.newBytes, skipped: r.skipped };
   }
 
@@ -193,6 +208,14 @@ export class DirBackend implements MachineBackend {
    * Distinct objects all snapshots of the target hold (hash -> size) and the bytes of its manifests,
    * from the object index (one file; rebuilt from the manifests when it is out of date).
    */
+  async heldBound(points: Array<{ id: string; bytes: number }>): Promise<number> {
+    const bound = await this.held.bound(points.map((p) => ({ id: p.id, full: p.bytes })));
+    let meta = 0;
+    const files = [...(await this.list()).map((id) => `${id}.json`), INDEX_NAME, HELD_NAME];
+    for (const f of files) meta += (await fs.stat(path.join(this.manifestDir, f)).catch(() => undefined))?.size ?? 0;
+    return bound + meta;
+  }
+
   async heldObjects(): Promise<{ objects: Map<string, number>; metaBytes: number }> {
     const h = await this.index.held();
     return { objects: h.objects, metaBytes: h.manifestBytes };

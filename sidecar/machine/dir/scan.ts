@@ -120,6 +120,8 @@ export interface ScanResult {
   skipped: number;
   /** Our own temp files (fsutil tempNameFor: `.ak-tmp-<12 hex>`, or an older version's `.<name>.ak-tmp-<12 hex>`) found and left out, target-relative. */
   temps: string[];
+  /** File entries that are not the first stat cache's own entry objects (new, changed, or re-hashed), in scan order. */
+  fresh: Entry[];
 }
 
 const yieldNow = (): Promise<void> => new Promise((r) => setImmediate(r));
@@ -260,6 +262,7 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
   const kids = prev ? childrenOf(prev) : undefined;
   const entries: Entry[] = [];
   const toHash: Entry[] = [];
+  const fresh: Entry[] = [];
   const temps: string[] = [];
   let skipped = 0;
   // directories whose listing held entries left out of the snapshot (temps, sockets, ...): marked
@@ -364,6 +367,7 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
         const h = cachedHash(caches, e);
         if (h) e.h = h;
         else toHash.push(e);
+        fresh.push(e);
       } else {
         skipped++; // socket, fifo, device: not captured (docs/dir-backend.md)
         partial.add(parentOf(rels[k]));
@@ -402,5 +406,16 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
   const out = gone.size ? entries.filter((e) => !gone.has(e)) : entries;
   let bytes = 0;
   for (const e of out) if (e.t === 'f') bytes += e.s;
-  return { entries: out, rootMode, scanStartMs, bytes, newBytes, hashed: toHash.length, skipped, temps };
+  const freshOut = gone.size ? fresh.filter((e) => !gone.has(e)) : fresh;
+  return {
+    entries: out,
+    rootMode,
+    scanStartMs,
+    bytes,
+    newBytes,
+    hashed: toHash.length,
+    skipped,
+    temps,
+    fresh: freshOut,
+  };
 }

@@ -147,7 +147,71 @@ export class ObjectIndex {
     for (const [h, [size]] of Object.entries(x.objects)) objects.set(h, size);
     let manifestBytes = 0;
     for (const b of Object.values(x.manifests)) manifestBytes += b;
-    manifestBytes += (await fs.stat(this.file).catch(() => undefined))?.size ?? 0;
+    for (const f of [this.file, path.join(this.dir, HELD_NAME)])
+      manifestBytes += (await fs.stat(f).catch(() => undefined))?.size ?? 0;
     return { objects, manifestBytes };
+  }
+}
+
+/** File name of the held-bytes summary inside the target's manifest directory (a dot file: never a manifest). */
+export const HELD_NAME = '.held.json';
+
+interface HeldFile {
+  v: 1;
+  /** Manifest id -> [parent id ('' for none), bytes of the objects it named that its parent did not]. */
+  m: Record<string, [string, number]>;
+}
+
+/**
+ * An upper bound of what a target's snapshots hold, without reading any manifest: per snapshot the
+ * bytes of the objects it named that its parent (the stat cache of its create) did not, recorded by
+ * create in `.held.json`. Every object of a snapshot is in its parent or among those bytes, so the
+ * sum over the snapshots (a snapshot whose parent is gone, or that the summary does not know, counts
+ * all its bytes) is never below the distinct objects they hold. The size-cap check after a create
+ * uses it and reads the exact object index only when the bound comes near the cap. A cache: written
+ * atomically, not fsynced; a lost one only makes the bound larger.
+ */
+export class HeldBound {
+  constructor(private readonly dir: string) {}
+
+  private get file(): string {
+    return path.join(this.dir, HELD_NAME);
+  }
+
+  private async load(): Promise<HeldFile> {
+    try {
+      const x = JSON.parse(await fs.readFile(this.file, 'utf8')) as HeldFile;
+      if (x && x.v === 1 && x.m && typeof x.m === 'object') return x;
+    } catch {
+      /* missing or damaged: start again */
+    }
+    return { v: 1, m: {} };
+  }
+
+  /**
+   * Record snapshot `id` (just written): its parent and the bytes it added (new objects, counted
+   * once by hash). `live` are the snapshot ids present; records of others are dropped.
+   */
+  async added(id: string, parent: string | undefined, addedBytes: number, live: string[]): Promise<void> {
+    const x = await this.load();
+    const keep = new Set(live);
+    for (const k of Object.keys(x.m)) if (!keep.has(k)) delete x.m[k];
+    x.m[id] = [parent ?? '', addedBytes];
+    await writeFileAtomic(this.file, JSON.stringify(x), { durable: false }).catch(() => undefined);
+  }
+
+  /**
+   * The bound, in bytes, for snapshots `points` (id and full bytes, e.g. from the journal). A point
+   * whose parent is not among `points` (or that the summary does not know) counts `full(id)`.
+   */
+  async bound(points: Array<{ id: string; full: number }>): Promise<number> {
+    const x = await this.load();
+    const live = new Set(points.map((p) => p.id));
+    let total = 0;
+    for (const p of points) {
+      const r = x.m[p.id];
+      total += r && r[0] && live.has(r[0]) ? r[1] : p.full;
+    }
+    return total;
   }
 }
