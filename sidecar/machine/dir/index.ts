@@ -39,6 +39,7 @@ import { parseLocalPathTarget, type LocalPathOptions } from '../localPath';
 import { forgetManifest, readManifest, writeManifest, type Entry, type Manifest } from './manifest';
 import { HELD_NAME, HeldBound, INDEX_NAME, ObjectIndex } from './usage';
 import { scanTree, statCacheOf } from './scan';
+import { buildTrees } from './tree';
 
 const CONCURRENCY = 8;
 
@@ -157,8 +158,11 @@ export class DirBackend implements MachineBackend {
     const parent = await this.manifestOrUndefined(opts.parentId);
     const r = await this.scanAndStore(parent ? [parent] : [], undefined, opts.progress, opts.signal);
     this.strayTemps = { id: snapshotId, temps: r.temps };
+    // Trees (format 2): only directories that changed, and their ancestors, get a new tree object.
+    const prevRoot = parent?.v === 2 && parent.tree ? { tree: parent.tree, treeSize: parent.treeSize ?? 0 } : undefined;
+    const trees = await buildTrees(r, prevRoot, (b) => this.ctx.objects.putBuffer(b));
     const m: Manifest = {
-      v: 1,
+      v: 2,
       backend: 'dir',
       target: this.ctx.target.spec,
       id: snapshotId,
@@ -166,12 +170,15 @@ export class DirBackend implements MachineBackend {
       scanStartMs: r.scanStartMs,
       rootMode: r.rootMode,
       bytes: r.bytes,
+      tree: trees.tree,
+      treeSize: trees.treeSize,
+      treeBytes: trees.treeBytes,
       entries: r.entries,
     };
     throwIfAborted(opts.signal, 'the restore point was not created; nothing in the target was changed');
     await writeManifest(this.manifestPath(snapshotId), m);
     // What this snapshot names that its parent did not (the size-cap bound); O(changed files).
-    let added = r.bytes;
+    let added = r.bytes + trees.treeBytes; // no parent: everything
     if (parent) {
       const before = statCacheOf(parent)[0].entries;
       const seen = new Set<string>();
@@ -181,8 +188,10 @@ export class DirBackend implements MachineBackend {
         seen.add(e.h);
         added += e.s;
       }
+      added += trees.addedTreeBytes;
     }
-    await this.held.added(snapshotId, parent ? opts.parentId : undefined, added, await this.list());
+    const full = r.bytes + trees.treeBytes;
+    await this.held.added(snapshotId, parent ? opts.parentId : undefined, added, full, await this.list());
     return { files: r.entries.length, bytes: r.bytes, newBytes: r.newBytes, skipped: r.skipped };
   }
 
@@ -209,7 +218,22 @@ export class DirBackend implements MachineBackend {
    * from the object index (one file; rebuilt from the manifests when it is out of date).
    */
   async heldBound(points: Array<{ id: string; bytes: number }>): Promise<number> {
-    const bound = await this.held.bound(points.map((p) => ({ id: p.id, full: p.bytes })));
+    const bytes = new Map(points.map((p) => [p.id, p.bytes]));
+    // Not in the summary: the journal's bytes, plus the trees a format-2 manifest names (its small head).
+    const full = async (id: string): Promise<number> => {
+      const f = this.manifestPath(id);
+      const st = await fs.stat(f).catch(() => undefined);
+      let trees = 0;
+      if (st && st.size < 65536) {
+        const head = JSON.parse(await fs.readFile(f, 'utf8').catch(() => '{}')) as Partial<Manifest>;
+        trees = head.v === 2 ? (head.treeBytes ?? Infinity) : 0;
+      }
+      return (bytes.get(id) ?? 0) + trees;
+    };
+    const bound = await this.held.bound(
+      points.map((p) => p.id),
+      full,
+    );
     let meta = 0;
     const files = [...(await this.list()).map((id) => `${id}.json`), INDEX_NAME, HELD_NAME];
     for (const f of files) meta += (await fs.stat(path.join(this.manifestDir, f)).catch(() => undefined))?.size ?? 0;
@@ -248,7 +272,9 @@ export class DirBackend implements MachineBackend {
   /** Objects the snapshot's manifest names: hash -> size (bytes). @throws CorruptSnapshot when the manifest is missing. */
   async objectsOf(snapshotId: string): Promise<Map<string, number>> {
     const out = new Map<string, number>();
-    for (const e of (await this.manifest(snapshotId)).entries) if (e.h) out.set(e.h, e.s);
+    const m = await this.manifest(snapshotId);
+    for (const e of m.entries) if (e.h) out.set(e.h, e.t === 'd' ? (e.z ?? 0) : e.s);
+    if (m.tree) out.set(m.tree, m.treeSize ?? 0); // tree objects are disk use too
     return out;
   }
 
@@ -534,7 +560,8 @@ export const dirBackend: BackendFactory<LocalPathOptions> = {
       for (const n of await fs.readdir(dir).catch(() => [] as string[])) {
         if (!n.endsWith('.json') || n.startsWith('.')) continue;
         const m = await readManifest(path.join(dir, n));
-        for (const e of m?.entries ?? []) if (e.h) out.add(e.h);
+        if (m?.tree) out.add(m.tree);
+        for (const e of m?.entries ?? []) if (e.h) out.add(e.h); // file contents, and (format 2) directory trees
       }
     }
     return out;

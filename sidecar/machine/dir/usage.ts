@@ -29,7 +29,8 @@ interface IndexFile {
 /** The distinct objects of one manifest: hash -> size. */
 function objectsOfManifest(m: Manifest): Map<string, number> {
   const out = new Map<string, number>();
-  for (const e of m.entries) if (e.h) out.set(e.h, e.s);
+  for (const e of m.entries) if (e.h) out.set(e.h, e.t === 'd' ? (e.z ?? 0) : e.s);
+  if (m.tree) out.set(m.tree, m.treeSize ?? 0);
   return out;
 }
 
@@ -158,8 +159,8 @@ export const HELD_NAME = '.held.json';
 
 interface HeldFile {
   v: 1;
-  /** Manifest id -> [parent id ('' for none), bytes of the objects it named that its parent did not]. */
-  m: Record<string, [string, number]>;
+  /** Manifest id -> [parent id ('' for none), bytes of the objects it named that its parent did not, bytes of all it names]. */
+  m: Record<string, [string, number, number]>;
 }
 
 /**
@@ -189,28 +190,35 @@ export class HeldBound {
   }
 
   /**
-   * Record snapshot `id` (just written): its parent and the bytes it added (new objects, counted
-   * once by hash). `live` are the snapshot ids present; records of others are dropped.
+   * Record snapshot `id` (just written): its parent, the bytes it added (new objects, counted once
+   * by hash) and the bytes of everything it names (contents and trees). `live` are the snapshot ids
+   * present; records of others are dropped.
    */
-  async added(id: string, parent: string | undefined, addedBytes: number, live: string[]): Promise<void> {
+  async added(
+    id: string,
+    parent: string | undefined,
+    addedBytes: number,
+    fullBytes: number,
+    live: string[],
+  ): Promise<void> {
     const x = await this.load();
     const keep = new Set(live);
     for (const k of Object.keys(x.m)) if (!keep.has(k)) delete x.m[k];
-    x.m[id] = [parent ?? '', addedBytes];
+    x.m[id] = [parent ?? '', addedBytes, fullBytes];
     await writeFileAtomic(this.file, JSON.stringify(x), { durable: false }).catch(() => undefined);
   }
 
   /**
-   * The bound, in bytes, for snapshots `points` (id and full bytes, e.g. from the journal). A point
-   * whose parent is not among `points` (or that the summary does not know) counts `full(id)`.
+   * The bound, in bytes, for snapshots `ids`. A snapshot whose parent is not among `ids` (or that
+   * the summary does not know) counts `full(id)`: at least every object it names.
    */
-  async bound(points: Array<{ id: string; full: number }>): Promise<number> {
+  async bound(ids: string[], full: (id: string) => Promise<number>): Promise<number> {
     const x = await this.load();
-    const live = new Set(points.map((p) => p.id));
+    const live = new Set(ids);
     let total = 0;
-    for (const p of points) {
-      const r = x.m[p.id];
-      total += r && r[0] && live.has(r[0]) ? r[1] : p.full;
+    for (const id of ids) {
+      const r = x.m[id];
+      total += r && r[0] && live.has(r[0]) ? r[1] : typeof r?.[2] === 'number' ? r[2] : await full(id);
     }
     return total;
   }
