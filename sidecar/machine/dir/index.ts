@@ -6,6 +6,7 @@
  * Temp files of an interrupted restore are never captured and are removed by the next restore.
  * See docs/dir-backend.md.
  */
+import * as fsSync from 'node:fs';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { createHash } from 'node:crypto';
@@ -347,10 +348,10 @@ export class DirBackend implements MachineBackend {
     const relax = async (dirRel: string): Promise<void> => {
       if (relaxed.has(dirRel)) return;
       const d = dirRel ? abs(dirRel) : this.root;
-      const st = await fs.lstat(d).catch(() => undefined);
+      const st = fsSync.lstatSync(d, { throwIfNoEntry: false });
       if (st && st.isDirectory() && (st.mode & 0o700) !== 0o700) {
         relaxed.set(dirRel, st.mode & 0o7777);
-        await fs.chmod(d, (st.mode & 0o7777) | 0o700);
+        fsSync.chmodSync(d, (st.mode & 0o7777) | 0o700);
       } else relaxed.set(dirRel, -1);
     };
     const parentOf = (p: string): string => (p.includes('/') ? p.slice(0, p.lastIndexOf('/')) : '');
@@ -371,6 +372,7 @@ export class DirBackend implements MachineBackend {
         return !w || w.t !== e.t;
       });
       removals.sort((a, b) => (a.p < b.p ? 1 : a.p > b.p ? -1 : 0));
+      let slice = Date.now();
       for (const e of removals) {
         throwIfAborted(signal, stopped);
         await relax(parentOf(e.p));
@@ -380,7 +382,7 @@ export class DirBackend implements MachineBackend {
           if (w) await fs.rm(a, { recursive: true, force: true });
           else {
             try {
-              await fs.rmdir(a);
+              fsSync.rmdirSync(a);
             } catch (err) {
               // Not empty: it still holds paths spared by the scope (or created since); leave it,
               // and do not report it as removed.
@@ -388,8 +390,12 @@ export class DirBackend implements MachineBackend {
               if (!isErrno(err, 'ENOENT')) spared.add(e.p);
             }
           }
-        } else await fs.rm(a, { force: true });
+        } else fsSync.rmSync(a, { force: true });
         tick();
+        if (Date.now() - slice > 8) {
+          await new Promise((r) => setImmediate(r)); // let a signal be seen
+          slice = Date.now();
+        }
       }
 
       // 2. Directories of the snapshot, shallowest first.
@@ -405,25 +411,46 @@ export class DirBackend implements MachineBackend {
       // 3. Files and symlinks that differ: temp + rename inside their directory.
       const fileWrites = writes.filter((e) => e.t !== 'd');
       for (const e of fileWrites) await relax(parentOf(e.p));
-      await mapLimit(fileWrites, CONCURRENCY, async (e) => {
+      // Small files and links synchronously, one after the other (the thread-pool round trips of
+      // async calls would cost more than the writes), yielding to the event loop every few ms so a
+      // signal is seen; large files in parallel.
+      const large = fileWrites.filter((e) => e.t === 'f' && e.s > SMALL_FILE_LIMIT && curMap.get(e.p)?.h !== e.h);
+      const isLarge = new Set(large);
+      slice = Date.now();
+      for (const e of fileWrites) {
+        if (isLarge.has(e)) continue;
         throwIfAborted(signal, stopped);
         const a = abs(e.p);
         const c = curMap.get(e.p);
-        if (e.t === 'f' && c && c.t === 'f' && c.h === e.h) {
-          await fs.chmod(a, e.m); // only the mode differs
-          tick();
-          return;
+        if (e.t === 'f' && c && c.t === 'f' && c.h === e.h)
+          fsSync.chmodSync(a, e.m); // only the mode differs
+        else {
+          const tmp = tempNameFor(a, this.root);
+          temps.add(tmp);
+          if (e.t === 'l') fsSync.symlinkSync(e.l as string, tmp);
+          else {
+            this.ctx.objects.copyOutSync(e.h as string, tmp);
+            fsSync.chmodSync(tmp, e.m);
+            fsSync.utimesSync(tmp, e.mt / 1000, e.mt / 1000);
+          }
+          fsSync.renameSync(tmp, a);
+          temps.delete(tmp);
         }
+        tick();
+        if (Date.now() - slice > 8) {
+          await new Promise((r) => setImmediate(r));
+          slice = Date.now();
+        }
+      }
+      await mapLimit(large, CONCURRENCY, async (e) => {
+        throwIfAborted(signal, stopped);
+        const a = abs(e.p);
         const tmp = tempNameFor(a, this.root);
         temps.add(tmp);
-        if (e.t === 'l') {
-          await fs.symlink(e.l as string, tmp);
-        } else {
-          await this.ctx.objects.copyOut(e.h as string, tmp);
-          await fs.chmod(tmp, e.m);
-          const t = new Date(e.mt);
-          await fs.utimes(tmp, t, t);
-        }
+        await this.ctx.objects.copyOut(e.h as string, tmp);
+        await fs.chmod(tmp, e.m);
+        const t = new Date(e.mt);
+        await fs.utimes(tmp, t, t);
         await fs.rename(tmp, a);
         temps.delete(tmp);
         tick();
