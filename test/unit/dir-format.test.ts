@@ -6,6 +6,7 @@
  */
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
+import nodeFs from 'node:fs';
 import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
 import { forgetManifest, manifestJson, readManifest, type Manifest } from '../../sidecar/machine/dir/manifest';
@@ -107,6 +108,46 @@ describe('dir manifest formats (issue 14)', function () {
     const m = (await readManifest(mf(b.id))) as Manifest;
     assert.equal(m.entries.find((e) => e.p === 'd3/sub1/file-3.txt')?.s, 7);
     assert.equal(m.entries.find((e) => e.p === 'link')?.l, 'd0');
+  });
+
+  it('a restore reads and compares only the trees of directories that differ', async () => {
+    const core = new Core({ stateDir: s.state });
+    const a = await core.createRestorePoint({ target: s.target, stores: [] });
+    const original = describeTree(s.tree);
+    await new Promise((r) => setTimeout(r, 120)); // past the racy window
+    put(s.tree, 'd3/sub1/file-3.txt', 'edited\n');
+    put(s.tree, 'd3/sub1/new.txt', 'new\n');
+    fs.rmSync(path.join(s.tree, 'd5'), { recursive: true });
+    const objects = path.join(s.state, 'objects');
+    const reads: string[] = [];
+    const orig = nodeFs.readFileSync;
+    nodeFs.readFileSync = ((p: fs.PathOrFileDescriptor, ...rest: unknown[]) => {
+      if (String(p).startsWith(objects)) reads.push(path.basename(String(p)));
+      return (orig as (...x: unknown[]) => unknown)(p, ...rest);
+    }) as typeof fs.readFileSync;
+    let r;
+    try {
+      r = await core.restoreRestorePoint({ target: s.target, id: a.id, scope: 'machine' });
+    } finally {
+      nodeFs.readFileSync = orig;
+    }
+    assert.deepEqual(describeTree(s.tree), original);
+    const trees = new Map(
+      manifestObjects(s.state, mf(a.id))
+        .filter((o) => o.what.startsWith('tree of'))
+        .map((o) => [o.hash, o.what]),
+    );
+    // the root, d3 and d3/sub1 (changed), d5 and d5/sub1 (gone: all of it comes back); not d0-d2, d4
+    assert.deepEqual(reads.map((h) => trees.get(h) ?? h).sort(), [
+      'tree of /',
+      'tree of d3',
+      'tree of d3/sub1',
+      'tree of d5',
+      'tree of d5/sub1',
+    ]);
+    assert.deepEqual(r.changes.changed, ['d3/sub1/file-3.txt']);
+    assert.deepEqual(r.changes.added, ['d3/sub1/new.txt']);
+    assert.equal(r.changes.removed.length, 2 + 10);
   });
 
   it('a missing tree object gives CorruptSnapshot and leaves the tree untouched', async () => {

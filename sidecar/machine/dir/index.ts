@@ -37,12 +37,31 @@ import type {
 } from '../types';
 import { tooLarge } from '../../core/compare';
 import { parseLocalPathTarget, type LocalPathOptions } from '../localPath';
-import { forgetManifest, readManifest, writeManifest, type Entry, type Manifest } from './manifest';
+import {
+  forgetManifest,
+  objectsDirOf,
+  readManifest,
+  readManifestHead,
+  writeManifest,
+  type Entry,
+  type Manifest,
+} from './manifest';
 import { HELD_NAME, HeldBound, INDEX_NAME, ObjectIndex } from './usage';
 import { scanTree, statCacheOf } from './scan';
-import { buildTrees } from './tree';
+import { buildTrees, childrenByDir, treeDifference } from './tree';
 
 const CONCURRENCY = 8;
+
+/** Directory -> entries of a format-2 snapshot in memory (set by create from its scan, else built once). */
+const kidsCache = new WeakMap<Manifest, Map<string, Entry[]>>();
+function kidsOf(m: Manifest): Map<string, Entry[]> {
+  let k = kidsCache.get(m);
+  if (!k) {
+    k = childrenByDir(m.entries);
+    kidsCache.set(m, k);
+  }
+  return k;
+}
 
 /** Whether two entries are the same for a restore (type, content, link target, mode). */
 export function sameEntry(a: Entry, b: Entry): boolean {
@@ -178,6 +197,7 @@ export class DirBackend implements MachineBackend {
     };
     throwIfAborted(opts.signal, 'the restore point was not created; nothing in the target was changed');
     await writeManifest(this.manifestPath(snapshotId), m);
+    kidsCache.set(m, childrenByDir(m.entries, r.parents));
     // What this snapshot names that its parent did not (the size-cap bound); O(changed files).
     let added = r.bytes + trees.treeBytes; // no parent: everything
     if (parent) {
@@ -298,22 +318,36 @@ export class DirBackend implements MachineBackend {
     opts: { currentId?: string; skip?: PathFilter; progress?: BackendProgress; signal?: AbortSignal },
   ): Promise<MachineChanges> {
     await this.check();
-    const snap = await this.manifest(snapshotId);
+    const file = this.manifestPath(snapshotId);
+    const snap = (await readManifestHead(file)) ?? (await this.manifest(snapshotId)); // (throws when missing)
     const skip = opts.skip;
     const signal = opts.signal;
     const stopped = 'the restore was stopped part-way';
-    const want = skip ? snap.entries.filter((e) => !underSkip(e.p, skip)) : snap.entries;
     // The current state: the snapshot taken just before (pre-restore), else a fresh scan.
     const curManifest = await this.manifestOrUndefined(opts.currentId);
+    let all: Entry[];
     let cur: Entry[];
     let stray: string[];
     if (curManifest) {
-      cur = skip ? curManifest.entries.filter((e) => !underSkip(e.p, skip)) : curManifest.entries;
+      let curAll = curManifest.entries;
+      if (snap.v === 2 && snap.tree && curManifest.v === 2 && curManifest.tree) {
+        // Both in trees: only directories whose trees differ are read and compared.
+        const d = treeDifference(
+          objectsDirOf(file),
+          snap.tree,
+          { tree: curManifest.tree, kids: kidsOf(curManifest) },
+          `of ${file}`,
+        );
+        all = d.want;
+        curAll = d.cur;
+      } else all = snap.entries ?? (await this.manifest(snapshotId)).entries;
+      cur = skip ? curAll.filter((e) => !underSkip(e.p, skip)) : curAll;
       const last = this.strayTemps;
       stray = last && last.id === opts.currentId ? last.temps : [];
     } else {
+      all = snap.entries ?? (await this.manifest(snapshotId)).entries;
       const r = await scanTree(this.root, {
-        caches: statCacheOf(snap),
+        caches: statCacheOf(await this.manifest(snapshotId)),
         skip,
         concurrency: CONCURRENCY,
         hashFile: async (abs) => ({ hash: await hashFileAny(abs), newBytes: 0 }),
@@ -321,6 +355,7 @@ export class DirBackend implements MachineBackend {
       cur = r.entries;
       stray = r.temps;
     }
+    const want = skip ? all.filter((e) => !underSkip(e.p, skip)) : all;
     const wantMap = new Map(want.map((e) => [e.p, e]));
     const curMap = new Map(cur.map((e) => [e.p, e]));
     const changes = compareEntries(want, cur, wantMap, curMap);

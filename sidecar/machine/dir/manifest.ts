@@ -171,6 +171,35 @@ export async function readManifest(file: string): Promise<Manifest | undefined> 
   return m;
 }
 
+/** A manifest's head: for format 2 without its entries (read from the trees only when needed). */
+export type ManifestHead = Omit<Manifest, 'entries'> & { entries?: Entry[] };
+
+/**
+ * Read a manifest's head: the whole manifest when it is in the in-memory cache or in format 1, else
+ * (format 2) the file alone, without reading its trees.
+ * @returns undefined when the file does not exist
+ * @throws AgentKeepError CorruptSnapshot for unparsable JSON or a wrong shape.
+ */
+export async function readManifestHead(file: string): Promise<ManifestHead | undefined> {
+  const hit = cache.get(file);
+  if (hit && hit.sig === (await signature(file))) return hit.m;
+  let text: string;
+  try {
+    text = await fs.readFile(file, 'utf8');
+  } catch (e) {
+    if (isErrno(e, 'ENOENT')) return undefined;
+    throw e;
+  }
+  let m: ManifestHead;
+  try {
+    m = JSON.parse(text) as ManifestHead;
+  } catch (e) {
+    throw bad(file, (e as Error).message);
+  }
+  if (m && m.v === 2 && typeof m.tree === 'string' && !m.entries) return m;
+  return readManifest(file);
+}
+
 /** Drop a manifest from the in-memory cache (after delete). */
 export function forgetManifest(file: string): void {
   cache.delete(file);

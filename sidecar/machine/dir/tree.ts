@@ -120,6 +120,53 @@ function bad(what: string, why: string): AgentKeepError {
   );
 }
 
+/** Read and check one tree object's rows (`parsed` caches by hash). @throws CorruptSnapshot naming `what`. */
+function treeRows(objectsDir: string, hash: string, what: string, parsed: Map<string, Row[]>): Row[] {
+  const hit = parsed.get(hash);
+  if (hit) return hit;
+  if (!HASH.test(hash)) throw bad(what, `bad tree hash ${JSON.stringify(hash)}`);
+  let text: string;
+  try {
+    text = readFileSync(path.join(objectsDir, hash.slice(0, 2), hash), 'utf8');
+  } catch (e) {
+    if (isErrno(e, 'ENOENT')) throw bad(what, `tree object ${hash.slice(0, 12)}… is missing`);
+    throw e;
+  }
+  let rows: Row[];
+  try {
+    rows = JSON.parse(text) as Row[];
+  } catch (e) {
+    throw bad(what, `tree ${hash.slice(0, 12)}…: ${(e as Error).message}`);
+  }
+  if (!Array.isArray(rows)) throw bad(what, `tree ${hash.slice(0, 12)}… is not a list`);
+  parsed.set(hash, rows);
+  return rows;
+}
+
+/** The entry of one row of the tree of directory `dir`. @throws CorruptSnapshot naming `what`. */
+function rowEntry(dir: string, r: Row, what: string): Entry {
+  const [name, t, m, s, mt, ct, i, ref] = r;
+  if (typeof name !== 'string' || !name || name === '.' || name === '..' || name.includes('/'))
+    throw bad(what, `bad name ${JSON.stringify(name)} in ${dir || '/'}`);
+  const p = dir ? `${dir}/${name}` : name;
+  if (typeof m !== 'number' || typeof ref !== 'string') throw bad(what, `bad entry ${p}`);
+  const e: Entry = { p, t: 'f', m, s, mt, ct, i };
+  if (t === 'f') {
+    if (!HASH.test(ref)) throw bad(what, `bad entry ${p}`);
+    e.h = ref;
+  } else if (t === 'l') {
+    e.t = 'l';
+    e.l = ref;
+  } else if (t === 'd') {
+    if (!HASH.test(ref)) throw bad(what, `bad entry ${p}`);
+    e.t = 'd';
+    e.h = ref;
+    e.z = r[8] ?? 0;
+    if (r[9]) e.x = 1;
+  } else throw bad(what, `bad entry ${p}`);
+  return e;
+}
+
 /**
  * Read a snapshot's entries from its root tree, level by level (the order a scan gives them).
  * Trees read once per hash (a directory copied in the tree shares its tree).
@@ -129,55 +176,81 @@ function bad(what: string, why: string): AgentKeepError {
 export function readTreeEntries(objectsDir: string, root: string, what: string): Entry[] {
   const out: Entry[] = [];
   const parsed = new Map<string, Row[]>();
-  const rowsOf = (hash: string): Row[] => {
-    const hit = parsed.get(hash);
-    if (hit) return hit;
-    if (!HASH.test(hash)) throw bad(what, `bad tree hash ${JSON.stringify(hash)}`);
-    let text: string;
-    try {
-      text = readFileSync(path.join(objectsDir, hash.slice(0, 2), hash), 'utf8');
-    } catch (e) {
-      if (isErrno(e, 'ENOENT')) throw bad(what, `tree object ${hash.slice(0, 12)}… is missing`);
-      throw e;
-    }
-    let rows: Row[];
-    try {
-      rows = JSON.parse(text) as Row[];
-    } catch (e) {
-      throw bad(what, `tree ${hash.slice(0, 12)}…: ${(e as Error).message}`);
-    }
-    if (!Array.isArray(rows)) throw bad(what, `tree ${hash.slice(0, 12)}… is not a list`);
-    parsed.set(hash, rows);
-    return rows;
-  };
   let level: Array<[string, string]> = [['', root]];
   while (level.length) {
     const next: Array<[string, string]> = [];
     for (const [dir, hash] of level) {
-      for (const r of rowsOf(hash)) {
-        const [name, t, m, s, mt, ct, i, ref] = r;
-        if (typeof name !== 'string' || !name || name === '.' || name === '..' || name.includes('/'))
-          throw bad(what, `bad name ${JSON.stringify(name)} in ${dir || '/'}`);
-        const p = dir ? `${dir}/${name}` : name;
-        if (typeof m !== 'number' || typeof ref !== 'string') throw bad(what, `bad entry ${p}`);
-        const e: Entry = { p, t: 'f', m, s, mt, ct, i };
-        if (t === 'f') {
-          if (!HASH.test(ref)) throw bad(what, `bad entry ${p}`);
-          e.h = ref;
-        } else if (t === 'l') {
-          e.t = 'l';
-          e.l = ref;
-        } else if (t === 'd') {
-          e.t = 'd';
-          e.h = ref;
-          e.z = r[8] ?? 0;
-          if (r[9]) e.x = 1;
-          next.push([p, ref]);
-        } else throw bad(what, `bad entry ${p}`);
+      for (const r of treeRows(objectsDir, hash, what, parsed)) {
+        const e = rowEntry(dir, r, what);
+        if (e.t === 'd') next.push([e.p, e.h as string]);
         out.push(e);
       }
     }
     level = next;
   }
   return out;
+}
+
+/** Directory ('' = the root) -> its entries, for entries in level order with their directories (a scan's `parents`). */
+export function childrenByDir(entries: Entry[], parents?: string[]): Map<string, Entry[]> {
+  const out = new Map<string, Entry[]>();
+  for (let k = 0; k < entries.length; k++) {
+    const e = entries[k];
+    const d = parents ? parents[k] : e.p.slice(0, Math.max(0, e.p.lastIndexOf('/')));
+    const list = out.get(d);
+    if (list) list.push(e);
+    else out.set(d, [e]);
+  }
+  return out;
+}
+
+/**
+ * The entries a restore from snapshot `root` (a root tree) over the current state `cur` (a format-2
+ * snapshot just taken, with its entries and `kids`, childrenByDir) has to look at: both sides of
+ * every directory whose tree differs, and whole subtrees present on one side only. A directory with
+ * the same tree on both sides (same names, types, modes, contents, times and inodes below it) is
+ * skipped without reading its tree. Level order, as readTreeEntries.
+ * @throws AgentKeepError CorruptSnapshot naming `what` when a tree is missing or damaged.
+ */
+export function treeDifference(
+  objectsDir: string,
+  root: string,
+  cur: { tree: string; kids: Map<string, Entry[]> },
+  what: string,
+): { want: Entry[]; cur: Entry[] } {
+  const want: Entry[] = [];
+  const have: Entry[] = [];
+  if (root === cur.tree) return { want, cur: have };
+  const parsed = new Map<string, Row[]>();
+  const allBelow = (d: string): void => {
+    for (const c of cur.kids.get(d) ?? []) {
+      have.push(c);
+      if (c.t === 'd') allBelow(c.p);
+    }
+  };
+  let level: Array<[string, string]> = [['', root]];
+  while (level.length) {
+    const next: Array<[string, string]> = [];
+    for (const [dir, hash] of level) {
+      const curKids = cur.kids.get(dir) ?? [];
+      const byPath = new Map(curKids.map((c) => [c.p, c]));
+      const wanted = new Set<string>();
+      for (const r of treeRows(objectsDir, hash, what, parsed)) {
+        const e = rowEntry(dir, r, what);
+        want.push(e);
+        if (e.t !== 'd') continue;
+        wanted.add(e.p);
+        const c = byPath.get(e.p);
+        if (!(c && c.t === 'd' && c.h === e.h)) next.push([e.p, e.h as string]);
+      }
+      for (const c of curKids) {
+        have.push(c);
+        // A directory on both sides is looked into at the next level if its tree differs; one that
+        // is not a directory in the snapshot goes with everything below it.
+        if (c.t === 'd' && !wanted.has(c.p)) allBelow(c.p);
+      }
+    }
+    level = next;
+  }
+  return { want, cur: have };
 }
