@@ -52,12 +52,14 @@ import { buildTrees, childrenByDir, treeDifference } from './tree';
 
 const CONCURRENCY = 8;
 
-/** Directory -> entries of a format-2 snapshot in memory (set by create from its scan, else built once). */
+/** Directory -> entries of a format-2 snapshot in memory, built once when a restore needs it. */
 const kidsCache = new WeakMap<Manifest, Map<string, Entry[]>>();
+/** The directory of each entry of a snapshot made by this process (its scan's `parents`). */
+const parentsOf = new WeakMap<Manifest, string[]>();
 function kidsOf(m: Manifest): Map<string, Entry[]> {
   let k = kidsCache.get(m);
   if (!k) {
-    k = childrenByDir(m.entries);
+    k = childrenByDir(m.entries, parentsOf.get(m));
     kidsCache.set(m, k);
   }
   return k;
@@ -197,7 +199,7 @@ export class DirBackend implements MachineBackend {
     };
     throwIfAborted(opts.signal, 'the restore point was not created; nothing in the target was changed');
     await writeManifest(this.manifestPath(snapshotId), m);
-    kidsCache.set(m, childrenByDir(m.entries, r.parents));
+    parentsOf.set(m, r.parents);
     // What this snapshot names that its parent did not (the size-cap bound); O(changed files).
     let added = r.bytes + trees.treeBytes; // no parent: everything
     if (parent) {
