@@ -6,6 +6,8 @@
  *   agentkeep.createRestorePointWithRam({label?, reason?})                -> RestorePoint (Proxmox qemu: RAM state)
  *   agentkeep.restore(id | treeNode | {id}, scope?, {confirm?, start?, stores?}) -> restore result
  *   agentkeep.setProxmoxToken(token?) / agentkeep.clearProxmoxToken()     -> token id / whether one was stored
+ *   agentkeep.setSidecarToken(token?) / agentkeep.clearSidecarToken()     -> stored / whether one was stored
+ *   agentkeep.reconnectSidecar()                                          -> (connects to the remote sidecar now)
  *   agentkeep.chooseAgent(target?)                                         -> the new agentkeep.target
  *   agentkeep.deleteRestorePoint(id | treeNode, {confirm?: boolean})      -> {deleted, freedBytes}
  *   agentkeep.keep(id | treeNode)                                          -> RestorePoint
@@ -17,6 +19,8 @@
  *   agentkeep.setupDemo({open?: boolean, root?: string})                   -> DemoAgent
  *   agentkeep.pickFolder(folder?: string)                                  -> {target, stores}
  *   agentkeep.runAction(nextAction, {confirm?: boolean})                   -> the action's result (actions.ts)
+ *   agentkeep.approveRequest(id | treeNode, {confirm?}) / denyRequest(id | treeNode, {note?}) -> (agentCommands.ts)
+ *   agentkeep.protectAgent({kind?, mcp?, quiet?})                          -> ProtectResult (agentCommands.ts)
  * Errors are shown as a notification (message + hint, the sidecar's next actions as buttons) and the
  * command resolves undefined; the last error is kept for tests (Ctx.lastError).
  */
@@ -37,6 +41,7 @@ import {
   type TargetDescription,
 } from '../sidecar/protocol';
 import { RUN_ACTION, runAction, showWithActions } from './actions';
+import { approveRequest, denyRequest, protectAgent, type AgentCommandDeps } from './agentCommands';
 import { compareRestorePoints, compareWithNow, type CompareResult } from './compare';
 import { readAgentConfig, requireTrust, UntrustedError, type AgentConfig } from './config';
 import type { ConfigFiles } from './configFiles';
@@ -71,6 +76,7 @@ import {
   vmRollbackDetail,
   vmRollbackQuestion,
 } from './proxmox';
+import { clearSidecarToken, setSidecarToken } from './remoteToken';
 import { CANCELLED } from './sidecar';
 
 /** The argument of the CodeLens commands (the sidecar's LSP CodeLens): the protocol's LensArgument (1-based lines). */
@@ -147,6 +153,17 @@ function requireConfig(): AgentConfig {
   return c;
 }
 
+/** The button that fixes an error code in VS Code, and the command it runs. */
+const FIXES: Record<string, { title: string; command: [string, ...unknown[]] }> = {
+  auth_failed: { title: 'Set Proxmox API Token', command: ['agentkeep.setProxmoxToken'] },
+  no_sidecar_token: { title: 'Set Remote Sidecar Token', command: ['agentkeep.setSidecarToken'] },
+  sidecar_unauthorized: { title: 'Set Remote Sidecar Token', command: ['agentkeep.setSidecarToken'] },
+  sidecar_tls: { title: 'Open Settings', command: ['workbench.action.openSettings', 'agentkeep.sidecar'] },
+  bad_sidecar_url: { title: 'Open Settings', command: ['workbench.action.openSettings', 'agentkeep.sidecar'] },
+  sidecar_unreachable: { title: 'Reconnect', command: ['agentkeep.reconnectSidecar'] },
+  connection_lost: { title: 'Reconnect', command: ['agentkeep.reconnectSidecar'] },
+};
+
 /** Wrap a command: errors become a notification (message + hint) and are recorded for tests. */
 export function guarded<A extends unknown[], R>(
   ctx: Pick<Ctx, 'output' | 'lastError'>,
@@ -166,11 +183,12 @@ export function guarded<A extends unknown[], R>(
         err.code === 'untrusted' || err.code === CANCELLED
           ? vscode.window.showWarningMessage
           : vscode.window.showErrorMessage;
-      // Proxmox refused or lacks credentials: the fix in VS Code is the token command, not an env var
-      const fix = err.code === 'auth_failed' ? 'Set Proxmox API Token' : undefined;
+      // Proxmox refused or lacks credentials: the fix in VS Code is the token command, not an env var;
+      // the remote sidecar's token, fingerprint or URL likewise (extension/remote.ts codes)
+      const fix = FIXES[err.code];
       // the sidecar's next actions (undo, finish the restore, list, ...) are buttons that run them
-      void showWithActions(show, err.full(), err.actions, [...(fix ? [fix] : []), 'Show Log']).then((b) =>
-        b === fix ? vscode.commands.executeCommand('agentkeep.setProxmoxToken') : b && ctx.output.show(),
+      void showWithActions(show, err.full(), err.actions, [...(fix ? [fix.title] : []), 'Show Log']).then((b) =>
+        fix && b === fix.title ? vscode.commands.executeCommand(...fix.command) : b && ctx.output.show(),
       );
       return undefined;
     }
@@ -181,7 +199,26 @@ export function guarded<A extends unknown[], R>(
 export function registerCommands(ctx: Ctx): vscode.Disposable[] {
   const reg = <A extends unknown[], R>(id: string, fn: (...args: A) => Promise<R>) =>
     vscode.commands.registerCommand(id, guarded(ctx, id, fn));
+  const agentDeps: AgentCommandDeps = {
+    context: ctx.context,
+    sidecar: ctx.sidecar,
+    output: ctx.output,
+    afterChange: () => afterChange(ctx),
+    confirmRestore: (config, rp, scope, question, button) => confirmRestore(ctx, config, rp, scope, question, button),
+  };
+  // a menu passes the tree node (or nothing) as the first argument: only an options object counts
+  const optsOf = <T extends object>(v: unknown): T | undefined =>
+    v && typeof v === 'object' && !('kind' in v && 'config' in v) ? (v as T) : undefined;
   return [
+    reg('agentkeep.approveRequest', (arg?: unknown, opts?: { confirm?: boolean }) =>
+      approveRequest(agentDeps, arg, optsOf(opts)),
+    ),
+    reg('agentkeep.denyRequest', (arg?: unknown, opts?: { note?: string }) =>
+      denyRequest(agentDeps, arg, optsOf(opts)),
+    ),
+    reg('agentkeep.protectAgent', (opts?: unknown) =>
+      protectAgent(agentDeps, optsOf<NonNullable<Parameters<typeof protectAgent>[1]>>(opts) ?? {}),
+    ),
     reg('agentkeep.createRestorePoint', (opts?: CreateOptions) => createRestorePoint(ctx, opts)),
     reg('agentkeep.createRestorePointWithRam', (opts?: CreateOptions) =>
       createRestorePoint(ctx, { ...opts, vmstate: true }),
@@ -191,6 +228,15 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
       setProxmoxToken(ctx.context.secrets, ctx.sidecar, typeof token === 'string' ? token : undefined),
     ),
     reg('agentkeep.clearProxmoxToken', () => clearProxmoxToken(ctx.context.secrets, ctx.sidecar)),
+    reg('agentkeep.setSidecarToken', (token?: string) =>
+      setSidecarToken(ctx.context.secrets, ctx.sidecar, typeof token === 'string' ? token : undefined),
+    ),
+    reg('agentkeep.clearSidecarToken', () => clearSidecarToken(ctx.context.secrets, ctx.sidecar)),
+    reg('agentkeep.reconnectSidecar', async () => {
+      await ctx.sidecar.reconnect();
+      ctx.tree.refresh();
+      await ctx.statusBar.update();
+    }),
     reg('agentkeep.chooseAgent', (target?: unknown) =>
       chooseAgent(ctx.sidecar, typeof target === 'string' ? target : undefined),
     ),

@@ -87,6 +87,17 @@ export function proxmoxTargetFromSettings(s: ProxmoxSettings = readProxmoxSettin
   return `proxmox://${host}:${s.port}/${s.node || '-'}/${s.type}/${s.vmid}`;
 }
 
+/**
+ * agentkeep.sidecar.url and agentkeep.sidecar.fingerprint (restricted configurations: a workspace
+ * cannot point the editor at another sidecar). Undefined when the URL is empty: the extension starts
+ * its own sidecar. The token is in SecretStorage (remoteToken.ts), never here.
+ */
+export function readRemoteSettings(): { url: string; fingerprint: string } | undefined {
+  const c = vscode.workspace.getConfiguration('agentkeep.sidecar');
+  const url = (c.get<string>('url') ?? '').trim();
+  return url ? { url, fingerprint: (c.get<string>('fingerprint') ?? '').trim() } : undefined;
+}
+
 /** agentkeep.stateDir (undefined = the sidecar's default). */
 export function readStateDir(): string | undefined {
   return (vscode.workspace.getConfiguration('agentkeep').get<string>('stateDir') ?? '').trim() || undefined;

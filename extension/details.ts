@@ -8,6 +8,7 @@ import * as vscode from 'vscode';
 import type { ActionMessage, ShowMessage } from '../webview-ui/messages';
 import { isTrusted, readAgentConfig } from './config';
 import { displayLabel, formatAge, formatReason } from './format';
+import { isPreWithoutPost, originView, preWithoutPostText } from './origin';
 import type { Sidecar } from './sidecar';
 import { toSidecarError } from './sidecar';
 import { webviewHtml } from './webviewHtml';
@@ -82,6 +83,9 @@ export class DetailsPanel implements vscode.Disposable {
         ? `Captured automatically before restoring "${from}", so that restore can be undone.`
         : formatReason(rp);
     const msg: ShowMessage = { type: 'show', rp, title, trusted: isTrusted(), age: formatAge(rp.createdAt), reason };
+    const origin = originView(rp);
+    if (origin) msg.origin = { who: origin.who, text: origin.text };
+    if (isPreWithoutPost(rp, rps)) msg.withoutPost = preWithoutPostText(rp);
     try {
       msg.changes = await this.sidecar.request('restorePointDiff', {
         target: config.target,
@@ -155,5 +159,6 @@ const DETAILS_CSS = `
   select { font-family: inherit; font-size: inherit; color: var(--vscode-dropdown-foreground); background: var(--vscode-dropdown-background); border: 1px solid var(--vscode-dropdown-border); padding: 3px 4px; }
   .note { color: var(--vscode-descriptionForeground); font-size: 0.95em; }
   .error { color: var(--vscode-errorForeground); }
+  .warning { border-left: 3px solid var(--vscode-editorWarning-foreground); padding: 4px 10px; background: var(--vscode-inputValidation-warningBackground, transparent); }
   .badge { display: inline-block; padding: 0 6px; border-radius: 8px; background: var(--vscode-badge-background); color: var(--vscode-badge-foreground); font-size: 0.85em; margin-left: 6px; vertical-align: middle; }
 `;

@@ -10,14 +10,16 @@ import * as vscode from 'vscode';
 import { LensCommands, LensSettingKeys, type NextAction, type RestorePoint } from '../sidecar/protocol';
 import { registerCommands, type Ctx } from './commands';
 import { SNAPSHOT_SCHEME, SnapshotContentProvider } from './compare';
-import { codeLensFilter, readAgentConfig, readStateDir, setSimulateUntrusted } from './config';
+import { codeLensFilter, readAgentConfig, readRemoteSettings, readStateDir, setSimulateUntrusted } from './config';
 import { ConfigFiles, type ConfigPromptRecord } from './configFiles';
 import { DetailsPanel } from './details';
 import { MemoryInspector, registerMemoryCommands, type InspectorRendered, type MemoryChange } from './memory';
-import { Sidecar } from './sidecar';
+import { Sidecar, type Connection } from './sidecar';
 import { AgentStatusBar } from './statusBar';
 import { AgentTreeProvider } from './tree';
+import { AgentWatch, type AgentNotification } from './agentWatch';
 import { canRamState, sidecarEnv, TOKEN_SECRET_KEY } from './proxmox';
+import { SIDECAR_TOKEN_KEY } from './remoteToken';
 
 /** What activate() returns (for tests and other extensions). */
 export interface AgentKeepApi {
@@ -33,8 +35,10 @@ export interface AgentKeepApi {
   lastError(): { code: string; message: string; hint?: string; actions?: NextAction[] } | undefined;
   /** Test hook: act as if the workspace were untrusted. */
   simulateUntrusted(v: boolean): void;
-  /** Whether the sidecar process runs. */
+  /** Whether the sidecar process runs (or the remote sidecar is connected). */
   sidecarRunning(): boolean;
+  /** Local sidecar, or the remote link's state (connecting, connected, reconnecting, failed). */
+  sidecarConnection(): Connection;
   /** Id shown in the details panel, if open. */
   detailsShownId(): string | undefined;
   /** The sidecar client (tests send requests with a CancellationToken through it). */
@@ -57,6 +61,13 @@ export interface AgentKeepApi {
    * restores the notification).
    */
   onMemoryChange(fn: ((c: MemoryChange) => void) | null): void;
+  /**
+   * Look for restore points and requests made outside this window (the agent's hooks, MCP, apt, run)
+   * now instead of at the next WATCH_INTERVAL_MS tick; resolves with the agent's new restore points.
+   */
+  checkAgentActivity(): Promise<RestorePoint[]>;
+  /** Notifications about the agent's restore points shown so far (agentkeep.notifyAgentRestorePoints). */
+  agentNotifications(): AgentNotification[];
 }
 
 let ctxRef: Ctx | undefined;
@@ -65,7 +76,15 @@ let ctxRef: Ctx | undefined;
 export function activate(context: vscode.ExtensionContext): AgentKeepApi {
   const recorded: string[] = [];
   const output = recordingChannel(vscode.window.createOutputChannel('AgentKeep', { log: true }), recorded);
-  const sidecar = new Sidecar(context, output, readStateDir, codeLensFilter, () => sidecarEnv(context.secrets));
+  const sidecar = new Sidecar(
+    context,
+    output,
+    readStateDir,
+    codeLensFilter,
+    () => sidecarEnv(context.secrets),
+    // agentkeep.sidecar.url set: the same client over a WebSocket to that sidecar (docs/remote.md)
+    { settings: readRemoteSettings, token: () => Promise.resolve(context.secrets.get(SIDECAR_TOKEN_KEY)) },
+  );
   const tree = new AgentTreeProvider(sidecar);
   const statusBar = new AgentStatusBar(sidecar);
   const details = new DetailsPanel(context, sidecar);
@@ -92,14 +111,30 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
   );
 
   const view = vscode.window.createTreeView('agentkeep.agent', { treeDataProvider: tree, showCollapseAll: true });
-  context.subscriptions.push(output, sidecar, statusBar, details, view, ...registerCommands(ctx));
+  // restore points and requests the agent's hooks, MCP, apt or run make in other processes
+  const watch = new AgentWatch(
+    sidecar,
+    () => {
+      tree.refresh();
+      void statusBar.update();
+    },
+    async (id) => {
+      await vscode.commands.executeCommand('agentkeep.agent.focus');
+      await details.show(id);
+    },
+    () => view.visible,
+  );
+  context.subscriptions.push(output, sidecar, statusBar, details, view, watch, ...registerCommands(ctx));
+  context.subscriptions.push(view.onDidChangeVisibility(() => watch.update()));
 
   const applyConfig = async () => {
     const config = readAgentConfig();
     await vscode.commands.executeCommand('setContext', 'agentkeep.configured', !!config);
     if (!config) await vscode.commands.executeCommand('setContext', 'agentkeep.ramState', false);
     tree.refresh();
+    watch.update();
     if (config) {
+      void watch.check(); // the first look only records what is there
       // An agent is configured: start the sidecar (CodeLens comes from it) and show the status bar;
       // whether its restore points can hold RAM state on request comes from target.describe.
       const ram = sidecar.describeTarget(config.target).then(
@@ -113,10 +148,12 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
     }
   };
 
+  let linkWasDown = false;
   context.subscriptions.push(
     vscode.workspace.onDidChangeConfiguration(async (e) => {
       if (!e.affectsConfiguration('agentkeep')) return;
-      if (e.affectsConfiguration('agentkeep.stateDir')) await sidecar.restart();
+      if (e.affectsConfiguration('agentkeep.stateDir') || e.affectsConfiguration('agentkeep.sidecar'))
+        await sidecar.restart().catch((err) => output.appendLine(`[extension] sidecar: ${String(err)}`));
       else if (
         e.affectsConfiguration('agentkeep.proxmox.fingerprint') ||
         e.affectsConfiguration('agentkeep.proxmox.caFile')
@@ -135,9 +172,26 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
     }),
     // the token set or cleared (here or in another window): restart the sidecar with it
     context.secrets.onDidChange(async (e) => {
+      if (e.key === SIDECAR_TOKEN_KEY) {
+        // the remote sidecar's token set or cleared: connect again with it
+        if (readRemoteSettings()) {
+          await sidecar.restart().catch((err) => output.appendLine(`[extension] sidecar: ${String(err)}`));
+          await applyConfig();
+        }
+        return;
+      }
       if (e.key !== TOKEN_SECRET_KEY) return;
       await sidecar.refreshEnv();
       tree.refresh();
+    }),
+    // the remote sidecar is back (after a drop, or a new URL/token): everything re-reads from it
+    sidecar.onDidChangeConnection((c) => {
+      if (c.kind === 'reconnecting' || c.kind === 'failed') linkWasDown = true;
+      if (c.kind !== 'connected' || !linkWasDown) return;
+      linkWasDown = false;
+      tree.refresh();
+      void details.refresh();
+      void memory.refresh();
     }),
     sidecar.onDidChange(() => {
       tree.refresh();
@@ -159,6 +213,7 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
     lastError: () => ctx.lastError,
     simulateUntrusted: (v) => setSimulateUntrusted(v),
     sidecarRunning: () => sidecar.running,
+    sidecarConnection: () => sidecar.connection,
     detailsShownId: () => details.shownId,
     sidecar,
     outputText: () => recorded.join(''),
@@ -171,6 +226,8 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
     onMemoryChange: (fn) => {
       memory.onChange = fn ?? undefined;
     },
+    checkAgentActivity: () => watch.check(),
+    agentNotifications: () => watch.shown,
   };
 }
 

@@ -17,16 +17,20 @@ import type {
   TargetDescription,
 } from '../sidecar/protocol';
 import { firstLine, formatAge, formatBytes, oneLine } from '../sidecar/protocol/format';
+import { originView } from './origin';
 
 export { formatAge, formatBytes } from '../sidecar/protocol/format';
 
 /**
- * One-line reason of a restore point: `npm install left-pad` from setup.sh:3 (and why it was risky, when the
- * risk engine said: "— deps: npm install changes project dependencies"), "before restore of X", or the
- * free-form text. Empty string when there is no reason.
+ * One-line reason of a restore point: for one the agent or a hook took, who and what ("by the agent
+ * hermes in session 3f2a…: pip install requests", extension/origin.ts); else `npm install left-pad`
+ * from setup.sh:3 (and why it was risky, when the risk engine said: "— deps: npm install changes
+ * project dependencies"), "before restore of X", or the free-form text. Empty string when there is no reason.
  */
 export function formatReason(rp: Pick<RestorePoint, 'reason' | 'kind' | 'restoredFrom'>): string {
   const r = rp.reason;
+  const origin = originView(rp);
+  if (origin) return origin.text;
   if (r?.command) {
     const where = r.file ? ` from ${path.basename(r.file)}${r.line ? `:${r.line}` : ''}` : '';
     return `\`${r.command}\`${where}${r.risk ? ` — ${r.risk}` : ''}`;
@@ -42,6 +46,7 @@ export function formatReason(rp: Pick<RestorePoint, 'reason' | 'kind' | 'restore
  */
 export function shortReason(rp: Pick<RestorePoint, 'reason' | 'kind' | 'restoredFrom' | 'label'>): string {
   const r = rp.reason;
+  if (r?.origin) return formatReason(rp);
   if (r?.command && (r.command === rp.label || rp.label === `after: ${r.command}`))
     return r.file ? `from ${path.basename(r.file)}${r.line ? `:${r.line}` : ''}` : '';
   return formatReason(rp)

@@ -38,7 +38,7 @@ export function agentItemView(
   let description = `${s.reachable ? 'reachable' : 'unreachable'} · ${backend}${u ? ` · ${usageText(u)}` : ''}`;
   const broken = s.stores.some((st) => st.broken);
   if (broken) description = `memory broken · ${description}`;
-  const warn = !!s.interruptedRestore || (!!u && u.level !== 'ok') || broken;
+  const warn = !!s.interruptedRestore || !!s.pendingWriteBack || (!!u && u.level !== 'ok') || broken;
   const md: string[] = [`**Target** \`${target}\``];
   const ir = s.interruptedRestore;
   if (ir) {
@@ -47,6 +47,14 @@ export function agentItemView(
       `$(warning) **A restore of ${ir.id} (scope ${ir.scope}) never finished** (started ${formatAge(ir.startedAt)}): ` +
         `the target may be half-restored. Restore ${ir.id} again with scope ${ir.scope} to finish it` +
         (ir.undo ? `, or restore ${ir.undo} to go back.` : ' (it had no undo point).'),
+    );
+  }
+  const wb = s.pendingWriteBack;
+  if (wb) {
+    description = `memory not written back · ${description}`;
+    md.push(
+      `$(warning) **The agent's memory from before the rollback to ${wb.id} was not written back into the guest** ` +
+        `(${wb.message}). It is kept in ${wb.undo}: restore it with scope agent to write it back.`,
     );
   }
   md.push(`Backend: ${backend} · ${s.reachable ? 'reachable' : `not reachable: ${s.message ?? ''}`}`);

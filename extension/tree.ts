@@ -12,12 +12,13 @@ import {
   type LintFinding,
   type MemoryFile,
   type RestorePoint,
+  type RestoreRequest,
   type ResultOf,
   type StoreDescription,
   type TargetDescription,
 } from '../sidecar/protocol';
 import { readAgentConfig, readProxmoxSettings, type AgentConfig } from './config';
-import { displayLabel, entryTitle, formatAge, formatBytes, formatReason, shortReason, targetName } from './format';
+import { displayLabel, entryTitle, formatAge, formatBytes, formatReason, targetName } from './format';
 import { describeAction, RUN_ACTION } from './actions';
 import { findingsFor, lintStores } from './memory';
 import {
@@ -42,6 +43,8 @@ import {
   type StoreStatus,
 } from './storeView';
 import { agentItemView } from './targetView';
+import { isPreWithoutPost, originView, preWithoutPostText, requestView } from './origin';
+import { rpItemView } from './rpView';
 import { toSidecarError } from './sidecar';
 
 /**
@@ -65,6 +68,23 @@ function interruptedRows(status: ResultOf<'agentStatus'> | undefined): AgentNode
   }));
 }
 
+/**
+ * The row of a pending write-back (agent.status pendingWriteBack): the agent state captured before a
+ * VM rollback that could not be written back into the guest yet; clicking runs the sidecar's action
+ * (restore the pre-restore point with scope agent; confirmation first).
+ */
+function pendingWriteBackRows(status: ResultOf<'agentStatus'> | undefined): AgentNode[] {
+  const wb = status?.pendingWriteBack;
+  if (!wb) return [];
+  return (wb.actions ?? []).map((a) => ({
+    kind: 'message' as const,
+    label: `${a.title}: the memory from before the rollback to ${wb.id} (kept in ${wb.undo})`,
+    detail: `Not written back into the guest yet: ${wb.message}. ${describeAction(a)}`,
+    icon: 'history',
+    command: { command: RUN_ACTION, title: a.title, arguments: [a] },
+  }));
+}
+
 /** Every node of the Agent tree. `kind` discriminates. */
 export type AgentNode =
   | {
@@ -81,7 +101,18 @@ export type AgentNode =
       guestErrorCode?: string;
     }
   | { kind: 'restorePoints'; config: AgentConfig; description?: TargetDescription; guest?: Guest }
-  | { kind: 'restorePoint'; config: AgentConfig; rp: RestorePoint; label: string; children?: AgentNode[] }
+  | {
+      kind: 'restorePoint';
+      config: AgentConfig;
+      rp: RestorePoint;
+      label: string;
+      children?: AgentNode[];
+      /** A pre whose post never came (the command, the agent or its hook died, or it still runs). */
+      withoutPost?: boolean;
+    }
+  /** The agent's restore requests waiting for a person (request.list, status pending). */
+  | { kind: 'requests'; config: AgentConfig; requests: RestoreRequest[] }
+  | { kind: 'request'; config: AgentConfig; request: RestoreRequest; rp?: RestorePoint }
   | { kind: 'here'; guest?: Guest }
   | {
       kind: 'guests';
@@ -127,6 +158,8 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
   lastGuests: Guest[] = [];
   /** Last disk use shown (restorePoint.usage), per target. */
   lastUsage: ResultOf<'restorePointUsage'> | undefined;
+  /** The agent's pending restore requests at the last refresh (request.list). */
+  lastRequests: RestoreRequest[] = [];
 
   constructor(private readonly sidecar: Sidecar) {}
 
@@ -198,23 +231,37 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
           n.children?.length ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None,
         );
         item.id = `rp:${rp.id}`;
-        const reason = shortReason(rp);
-        // RAM-state badge: "RAM" first in the description, the chip icon (a rollback resumes the VM)
-        item.description = [
-          rp.machine.vmstate ? 'RAM' : '',
-          rp.important ? '★ important' : '',
-          formatAge(rp.createdAt),
-          reason,
-        ]
-          .filter(Boolean)
-          .join(' · ');
+        const v = rpItemView(rp, !!n.withoutPost);
+        item.description = v.description;
         item.contextValue = `restorePoint.${rp.status}.${rp.kind}`; // e.g. restorePoint.ready.pre (package.json menus match on it)
         item.iconPath = new vscode.ThemeIcon(
-          rp.machine.vmstate && (rp.status === 'ready' || rp.status === 'kept') ? 'chip' : rpIcon(rp),
+          v.icon,
+          v.icon === 'warning' ? new vscode.ThemeColor('list.warningForeground') : undefined,
         );
-        item.tooltip = rpTooltip(rp);
+        item.tooltip = rpTooltip(rp, { withoutPost: n.withoutPost });
         item.command = { command: 'agentkeep.showDetails', title: 'Show details', arguments: [rp.id] };
         item.accessibilityInformation = { label: `Restore point ${n.label}, ${item.description}, ${rp.status}` };
+        return item;
+      }
+      case 'requests': {
+        const item = new vscode.TreeItem('Restore requests', vscode.TreeItemCollapsibleState.Expanded);
+        item.id = `reqs:${n.config.target}`;
+        item.iconPath = new vscode.ThemeIcon('bell-dot', new vscode.ThemeColor('list.warningForeground'));
+        item.description = `${n.requests.length} waiting for you`;
+        item.tooltip =
+          'The agent asked for these restores (MCP restore_request). Nothing is restored until you approve: Approve shows what the restore would change and asks first; Deny records that you refused.';
+        item.contextValue = 'restoreRequests';
+        return item;
+      }
+      case 'request': {
+        const v = requestView(n.request, n.rp);
+        const item = new vscode.TreeItem(v.label, vscode.TreeItemCollapsibleState.None);
+        item.id = `req:${n.request.id}`;
+        item.description = v.description;
+        item.tooltip = v.tooltip;
+        item.iconPath = new vscode.ThemeIcon(v.icon);
+        item.contextValue = v.contextValue;
+        item.accessibilityInformation = { label: `Restore request: ${v.label}, ${v.description}` };
         return item;
       }
       case 'here': {
@@ -375,6 +422,39 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
     return item;
   }
 
+  /**
+   * The "Restore requests" group when the agent has pending ones (request.list of the target); a
+   * message row when they cannot be read (never an empty group that hides a broken list).
+   */
+  private async requestRows(config: AgentConfig): Promise<AgentNode[]> {
+    try {
+      const requests = await this.sidecar.request('requestList', { target: config.target, status: 'pending' });
+      this.lastRequests = requests;
+      if (!this.lastRestorePoints.length && requests.length) {
+        // the rows name the restore point by its label: read the list once if the tree has not yet
+        this.lastRestorePoints = await this.sidecar
+          .request('restorePointList', { target: config.target })
+          .catch(() => []);
+      }
+      return requests.length ? [{ kind: 'requests', config, requests }] : [];
+    } catch (e) {
+      this.lastRequests = [];
+      const err = toSidecarError(e);
+      return [
+        {
+          kind: 'message',
+          label: `Restore requests cannot be read: ${err.message}`,
+          detail: err.full(),
+          icon: 'error',
+        },
+      ];
+    }
+  }
+
+  private rpById(id: string): RestorePoint | undefined {
+    return this.lastRestorePoints.find((r) => r.id === id);
+  }
+
   async getChildren(n?: AgentNode): Promise<AgentNode[]> {
     if (!n) {
       const config = readAgentConfig();
@@ -422,7 +502,7 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
     switch (n.kind) {
       case 'agent': {
         if (n.error) return [{ kind: 'message', label: n.error, icon: 'error' }];
-        const interrupted = interruptedRows(n.status);
+        const interrupted = [...interruptedRows(n.status), ...pendingWriteBackRows(n.status)];
         if (n.guests && n.description?.guest) {
           const pve = n.description.guest;
           const tag = readProxmoxSettings().tag;
@@ -441,6 +521,7 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
               : n.guestError
                 ? [{ kind: 'message' as const, label: n.guestError, icon: 'error' }]
                 : []),
+            ...(await this.requestRows(n.config)),
             { kind: 'restorePoints', config: n.config, description: n.description, guest: n.guest },
             { kind: 'memory', config: n.config },
             {
@@ -456,6 +537,7 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         }
         return [
           ...interrupted,
+          ...(await this.requestRows(n.config)),
           { kind: 'restorePoints', config: n.config, description: n.description },
           { kind: 'memory', config: n.config },
         ];
@@ -475,7 +557,13 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
           const byId = new Map(rps.map((r) => [r.id, r.label]));
           // hypervisor snapshots nest by parent (Proxmox): show the tree with "You are here"
           if (n.description?.guest) return snapshotNodes(n.config, rps, byId, n.guest);
-          return rps.map((rp) => ({ kind: 'restorePoint', config: n.config, rp, label: displayLabel(rp, byId) }));
+          return rps.map((rp) => ({
+            kind: 'restorePoint',
+            config: n.config,
+            rp,
+            label: displayLabel(rp, byId),
+            ...(isPreWithoutPost(rp, rps) ? { withoutPost: true } : {}),
+          }));
         } catch (e) {
           return [{ kind: 'message', label: toSidecarError(e).full(), icon: 'error' }];
         }
@@ -528,6 +616,13 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
       }
       case 'restorePoint':
         return n.children ?? [];
+      case 'requests':
+        return n.requests.map((request) => ({
+          kind: 'request',
+          config: n.config,
+          request,
+          ...(this.rpById(request.restorePoint) ? { rp: this.rpById(request.restorePoint) } : {}),
+        }));
       case 'guests':
         if (!n.guests.length)
           return [
@@ -570,6 +665,7 @@ function snapshotNodes(
         rp,
         label: displayLabel(rp, byId),
         children: children.length ? children : undefined,
+        ...(isPreWithoutPost(rp, rps) ? { withoutPost: true } : {}),
       };
     });
     if (here?.id === key || (key === undefined && !here)) nodes.push({ kind: 'here', guest });
@@ -593,23 +689,19 @@ function guestTooltip(g: Guest): vscode.MarkdownString {
 /** How long the Agent view waits for restorePoint.usage before showing the last known value (ms). */
 const USAGE_WAIT_MS = 1500;
 
-function rpIcon(rp: RestorePoint): string {
-  if (rp.status === 'failed') return 'error';
-  if (rp.status === 'kept') return 'pass';
-  if (rp.status === 'rolled-back') return 'discard';
-  if (rp.kind === 'pre-restore') return 'debug-step-back';
-  return 'history';
-}
-
-/** Markdown tooltip with the restore point's details. */
-export function rpTooltip(rp: RestorePoint): vscode.MarkdownString {
+/** Markdown tooltip with the restore point's details (who took it; a pre without its post: what happened, what to do). */
+export function rpTooltip(rp: RestorePoint, o: { withoutPost?: boolean } = {}): vscode.MarkdownString {
   const md = new vscode.MarkdownString(undefined, true);
   md.appendMarkdown(`**${escapeMd(rp.label)}**\n\n`);
   md.appendMarkdown(
     `${new Date(rp.createdAt).toLocaleString()} (${formatAge(rp.createdAt)}) · ${rp.kind} · ${rp.status}\n\n`,
   );
+  const origin = originView(rp);
+  if (origin) md.appendMarkdown(`$(${origin.icon}) Taken by ${origin.who}: ${escapeMd(origin.text)}\n\n`);
+  if (o.withoutPost) md.appendMarkdown(`$(warning) **No post restore point.** ${preWithoutPostText(rp)}\n\n`);
   const reason = formatReason(rp);
-  if (reason) md.appendMarkdown(`Reason: ${reason}\n\n`);
+  if (reason && !origin) md.appendMarkdown(`Reason: ${reason}\n\n`);
+  else if (origin && rp.reason?.risk) md.appendMarkdown(`Risk: ${escapeMd(rp.reason.risk)}\n\n`);
   if (rp.machine.snapname !== undefined || rp.machine.vmstate !== undefined) {
     const m = rp.machine;
     md.appendMarkdown(

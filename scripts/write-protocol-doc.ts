@@ -38,7 +38,7 @@ when either committed file is stale.
 
 | transport | start | what flows |
 |---|---|---|
-| stdio | \`agentkeep serve --stdio\` (the extension starts it through \`vscode-languageclient\`) | LSP (document sync, CodeLens) + \`agentkeep/*\` |
+| stdio | \`agentkeep serve --stdio\` (the extension starts it through \`vscode-languageclient\`) | LSP (document sync, CodeLens; for editors other than VS Code also \`workspace/executeCommand\`, see [lsp-editors.md](lsp-editors.md)) + \`agentkeep/*\` |
 | WebSocket | \`agentkeep serve --ws 127.0.0.1:7357 --token-file FILE\` | the same messages, one JSON-RPC message per text frame |
 
 WebSocket rules: the client sends \`Authorization: Bearer <token>\` on the upgrade request, where the

@@ -95,10 +95,17 @@ function render(m: ShowMessage): void {
     actions.append(el('span', { className: 'note', textContent: 'Trust this workspace to restore, keep or delete.' }));
   app.append(actions);
 
+  if (m.withoutPost) {
+    const warn = el('p', { className: 'warning' });
+    warn.append(el('strong', { textContent: 'No post restore point. ' }), richText(m.withoutPost));
+    app.append(warn);
+  }
+
   app.append(el('h2', { textContent: 'Reason' }));
   app.append(
     el('p', {}, m.reason ? richText(m.reason) : el('span', { className: 'sub', textContent: 'No reason recorded.' })),
   );
+  if (m.origin) app.append(el('p', { className: 'sub' }, 'Taken by ', richText(m.origin.who), '.'));
 
   app.append(el('h2', { textContent: 'Machine snapshot' }));
   const dl = el('dl');

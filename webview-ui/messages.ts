@@ -18,6 +18,14 @@ export interface ShowMessage {
   age: string;
   /** Reason text ("`npm install left-pad` from setup.sh:3"). */
   reason: string;
+  /**
+   * Who took it when the agent or a hook did (extension/origin.ts): `who` in words ("an agent hook
+   * around the agent's own tool call"), `text` the sentence ("by the agent hermes in session 3f2a…:
+   * pip install requests"). Absent for a restore point a person took.
+   */
+  origin?: { who: string; text: string };
+  /** A pre without its post: what happened and what to do (absent otherwise). */
+  withoutPost?: string;
 }
 
 /** Webview -> extension. */

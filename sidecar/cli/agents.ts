@@ -17,6 +17,8 @@ import { AgentKeepError } from '../core/errors';
 import { call } from '../core/dispatch';
 import type { CoreApi, CoreOptions } from '../core/service';
 import { resolveStateDir } from '../core/state';
+import { detectTargetStores } from '../core/detect';
+import { resolveTarget } from '../core/target';
 import { AgentName, type NamedAgent } from '../protocol';
 import { shellQuote, table } from './format';
 import { UsageError } from './usage';
@@ -194,14 +196,21 @@ const DEFINES_AGENT = new Set(['agent add']);
 /** Store commands that also take a target: from the agent when the agent is used and no --target is given. */
 const STORE_AND_TARGET = new Set(['memory lint', 'memory diff']);
 
+/** The store strings found in a target's local root (none for a VM or a target that does not parse). */
+async function storesInTarget(target: string): Promise<string[]> {
+  const t = await resolveTarget(target).catch(() => undefined);
+  return t ? (await detectTargetStores(t).catch(() => [])).map((s) => s.spec) : [];
+}
+
 /**
  * Give every command that takes --target or --store an `--agent NAME` option, make --target and
  * --store optional there, and fill them in before the action runs (a commander preAction hook):
  *   - restore-point …, guest …, agent discover and the other target commands: --agent's target
  *     (and its stores unless --store is given), else --target, else the default agent, else the
  *     only agent; none of them is a usage error saying what to give;
- *   - memory …: --store as given; without --store the stores of --agent or of the default agent
- *     (memory lint and memory diff also take its target unless --target is given).
+ *   - memory …: --store as given; without --store the stores of --agent or of the default agent,
+ *     or for an agent without stores set the stores found in its target (what its restore points
+ *     capture); memory lint and memory diff also take its target unless --target is given.
  * Commands that define their own --agent option resolve it themselves.
  * @param coreOpts the core options of a command (its --state-dir)
  */
@@ -253,11 +262,13 @@ export function useNamedAgents(root: Command, coreOpts: (cmd: Command) => CoreOp
             'agentkeep agent add NAME --target T --store S.',
         );
       }
-      const stores = given.length ? given : (r.stores ?? []);
+      // an agent without stores set: the stores found in its target, as its restore points capture them
+      const found = given.length || r.stores?.length ? [] : await storesInTarget(r.target);
+      const stores = given.length ? given : r.stores?.length ? r.stores : found;
       if (!stores.length && !storesOptional) {
         throw new UsageError(
           'InvalidParams',
-          `${name}: agent ${r.name} has no stores set (its restore points capture the stores found in its target).`,
+          `${name}: agent ${r.name} has no stores set, and none were found in its target ${r.target}.`,
           `Give --store S, or set them: ` +
             `agentkeep agent add ${r.name} --target ${shellQuote(r.target)} --store S --replace.`,
         );

@@ -17,7 +17,7 @@ import type {
   RiskFinding,
   StoreDescription,
 } from '../protocol';
-import { firstLine, formatAge as age, formatBytes as size, oneLine } from '../protocol/format';
+import { displayPath, firstLine, formatAge as age, formatBytes as size, oneLine } from '../protocol/format';
 import { storeSummary } from '../protocol/stores';
 
 /** Left-aligned columns separated by two spaces; the last column is not padded. */
@@ -87,11 +87,9 @@ export function pruneReport(
   const del = dryRun ? 'would delete' : 'deleted';
   const rows = [...r.deleted.map((d) => [del, d.id, d.reason]), ...r.kept.map((k) => ['kept', k.id, k.reason])];
   const est =
-    r.estimatedFreeBytes !== undefined && r.deleted.length
-      ? ` that would free about ${size(r.estimatedFreeBytes)}`
-      : '';
+    r.estimatedFreeBytes !== undefined && r.deleted.length ? ` (freeing about ${size(r.estimatedFreeBytes)})` : '';
   const head = dryRun
-    ? `Dry run: ${r.deleted.length} restore point(s) would be deleted, ${r.kept.length} kept; nothing was changed${est}.`
+    ? `Dry run: ${r.deleted.length} restore point(s) would be deleted${est}, ${r.kept.length} kept; nothing was changed.`
     : `Deleted ${r.deleted.length} restore point(s), kept ${r.kept.length}; freed ${size(r.freedBytes)}.`;
   return rows.length ? `${head}\n${table(rows)}` : head;
 }
@@ -142,7 +140,7 @@ export function createdLine(rp: RestorePoint, snapshotNoun = 'snapshot'): string
 
 function list(title: string, paths: string[], max = 10): string[] {
   if (!paths.length) return [];
-  const shown = paths.slice(0, max).map((p) => `    ${p}`);
+  const shown = paths.slice(0, max).map((p) => `    ${displayPath(p)}`);
   if (paths.length > max) shown.push(`    … and ${paths.length - max} more`);
   return [`  ${title} (${paths.length}):`, ...shown];
 }
@@ -336,9 +334,11 @@ export function gitRepoLines(repos: GitRepoChange[]): string[] {
   for (const r of repos) {
     if (r.effect === 'removed') {
       const head = headText(r.head.current);
-      lines.push(`    ${r.path}: made since the restore point, the restore deletes it (HEAD ${head})`);
+      lines.push(`    ${displayPath(r.path)}: made since the restore point, the restore deletes it (HEAD ${head})`);
     } else if (r.effect === 'brought-back') {
-      lines.push(`    ${r.path}: deleted since, the restore brings it back (HEAD ${headText(r.head.restored)})`);
+      lines.push(
+        `    ${displayPath(r.path)}: deleted since, the restore brings it back (HEAD ${headText(r.head.restored)})`,
+      );
     } else {
       const branches = r.branches.map((b) => {
         const from = b.current ? shortSha(b.current) : '(none)';
@@ -346,7 +346,7 @@ export function gitRepoLines(repos: GitRepoChange[]): string[] {
       });
       const known = r.head.current || r.head.restored;
       const head = known ? `HEAD ${headText(r.head.current)} -> ${headText(r.head.restored)}` : 'HEAD unknown';
-      lines.push(`    ${r.path}: ${head}${branches.length ? `; branch ${branches.join(', ')}` : ''}`);
+      lines.push(`    ${displayPath(r.path)}: ${head}${branches.length ? `; branch ${branches.join(', ')}` : ''}`);
     }
     if (r.note) lines.push(`      note: ${r.note}`);
   }
@@ -363,7 +363,7 @@ export function gitRepoLines(repos: GitRepoChange[]): string[] {
 function sampleLines(title: string, s: PathSample, max = 10): string[] {
   if (!s.count) return [];
   const shown = s.items.slice(0, max);
-  const lines = shown.map((g) => `    ${g.path}${g.inside ? `/ (+${g.inside} inside)` : ''}`);
+  const lines = shown.map((g) => `    ${displayPath(g.path)}${g.inside ? `/ (+${g.inside} inside)` : ''}`);
   const rest = s.count - shown.reduce((n, g) => n + 1 + g.inside, 0);
   if (rest > 0) lines.push(`    … and ${rest} more`);
   return [`  ${title} (${s.count}):`, ...lines];

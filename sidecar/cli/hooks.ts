@@ -218,7 +218,8 @@ export function addHookCommands(root: Command, d: HookCliDeps): void {
             `${named?.stores?.length ? ` with ${named.stores.join(', ')}` : ''}; fail ${named?.failClosed ? 'closed' : 'open'} ` +
             `(agentkeep hook settings --agent ${agent.name} changes it).`,
         );
-        if (asJson) d.printJson({ ...change, agent: named });
+        // the state dir too: the Agent view's MCP settings for Agent Zero name it
+        if (asJson) d.printJson({ ...change, agent: named, stateDir });
         else d.io.out(changeText(change));
       },
     );

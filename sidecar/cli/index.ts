@@ -29,7 +29,7 @@
  *     agentkeep hook remove apt | hook status [apt] [--apt-conf-dir DIR] [--json]
  *     agentkeep risk scan FILE... [--json]
  *     agentkeep risk eval DIR LABELS.json [--json]
- *     agentkeep serve --stdio | --ws HOST:PORT --token-file FILE
+ *     agentkeep serve --stdio | --ws HOST:PORT --token-file FILE [--tls-cert FILE --tls-key FILE] [--allow-origin O ...]
  *     agentkeep hook install|remove|status|settings|run …, agentkeep mcp, agentkeep request list|approve|deny (sidecar/cli/hooks.ts)
  *     global: --state-dir DIR (also AGENTKEEP_STATE_DIR)
  *     every command with --target / --store also takes --agent NAME; with neither --agent nor --target
@@ -45,14 +45,14 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { Command, CommanderError, Help, Option } from 'commander';
-import { nextAction, type RiskFinding } from '../protocol';
+import { nextAction, type ResultOf, type RiskFinding } from '../protocol';
 import { AgentKeepError, asAgentKeepError } from '../core/errors';
-import { call } from '../core/dispatch';
+import { call, InvalidParamsError } from '../core/dispatch';
 import { tempNameFor } from '../core/fsutil';
 import type { CoreApi, CoreOptions } from '../core/service';
 import { evaluate, fileKind, formatEval, parseJsonc, scanText, type EvalLabel } from '../risk';
 import { serveStdio } from '../server/stdio';
-import { parseHostPort, readTokenFile, serveWs } from '../server/ws';
+import { parseHostPort, readTlsFiles, readTokenFile, serveWs } from '../server/ws';
 import type { CoreFactory } from '../server/session';
 import {
   agentStatusText,
@@ -76,7 +76,7 @@ import { checkGuestWriteSize } from '../core/guest';
 import { resolveStateDir } from '../core/state';
 import { defaultTargetFor, targetForms } from '../core/target';
 import { targetSummary } from '../protocol/targets';
-import { cliTargetArgs, commandLine, describeProblem, type RenderOptions } from './actions';
+import { actionsText, cliTargetArgs, commandLine, describeProblem, type RenderOptions } from './actions';
 import { agentCommands, useNamedAgents } from './agents';
 import { runCommand } from './run';
 import { UsageError } from './usage';
@@ -214,6 +214,25 @@ const OUTSIDE_NOTE =
 const VM_RESTORE_NOTE =
   'A running VM is hard-stopped by the rollback (unsaved work in it is lost); without RAM state it stays stopped unless --start.\nA snapshot does not undo what the agent did outside the machine (messages sent, remote pushes, API calls).';
 
+/**
+ * What a restore with scope machine on a VM did with the agent state it kept through the rollback
+ * (restorePoint.restore `writeBack`): written back, or pending with the command that writes it back.
+ */
+function writeBackLines(wb: ResultOf<'restorePointRestore'>['writeBack'], opts: RenderOptions): string[] {
+  if (!wb) return [];
+  const secs = Math.round(wb.waitedMs / 1000);
+  if (wb.status === 'done')
+    return [
+      `Kept the agent's current memory: written back into ${wb.stores.join(', ')} after the rollback (${secs} s).`,
+    ];
+  const p = wb.pending!;
+  const apply = p.actions?.[0] ? commandLine(p.actions[0], opts) : `restore ${p.undo} with scope agent`;
+  return [
+    `Not written back yet: the agent's memory from before the rollback is kept in ${p.undo} (${p.message}).`,
+    `Write it back once the guest is reachable: ${apply}`,
+  ];
+}
+
 function printJson(ctx: Ctx, v: unknown): void {
   ctx.io.out(JSON.stringify(v, null, 2));
 }
@@ -332,6 +351,16 @@ function program(ctx: Ctx): Command {
       else if (rpnt.reused) {
         const taken = formatAge(rpnt.createdAt);
         ctx.io.out(`Reusing restore point ${rpnt.id} "${rpnt.label}" (taken ${taken}; nothing changed since).`);
+        if (o.label !== undefined && o.label !== rpnt.label) {
+          const rename = nextAction('Rename it', 'restorePointLabel', {
+            target: rpnt.target,
+            id: rpnt.id,
+            label: o.label,
+          });
+          ctx.io.err(
+            `agentkeep: note: the reused restore point keeps its label "${rpnt.label}". ${actionsText([rename], renderOpts(ctx))}`,
+          );
+        }
       } else {
         const noun = (await call(core(cmd), 'targetDescribe', { target: rpnt.target }).catch(() => undefined))
           ?.snapshotNoun;
@@ -382,7 +411,8 @@ function program(ctx: Ctx): Command {
       const c = core(cmd);
       const points = await call(c, 'restorePointList', { target: o.target });
       // A restore whose process died while writing (kill -9, power loss): say so on stderr, even with --json.
-      const broken = (await call(c, 'agentStatus', { target: o.target }).catch(() => undefined))?.interruptedRestore;
+      const st = await call(c, 'agentStatus', { target: o.target }).catch(() => undefined);
+      const broken = st?.interruptedRestore;
       if (broken) {
         // the core's next actions: finish (restore broken.id again), go back (restore broken.undo)
         const cmdOf = (id: string): string | undefined => {
@@ -396,7 +426,11 @@ function program(ctx: Ctx): Command {
             (broken.undo ? `, or go back: ${back ?? `restore ${broken.undo}`}` : ' (it had no undo point)'),
         );
       }
-      const st = await call(c, 'agentStatus', { target: o.target }).catch(() => undefined);
+      // damaged journal entries are not listed (they cannot be shown or restored) but never vanish silently
+      for (const d of st?.damagedRestorePoints ?? [])
+        ctx.io.err(
+          `agentkeep: warning: ${describeProblem({ message: `${d.message}`, actions: d.actions }, renderOpts(ctx))}`,
+        );
       const hw = st?.hookWarnings ?? [];
       for (const w of hw.slice(0, 3))
         ctx.io.err(
@@ -406,6 +440,14 @@ function program(ctx: Ctx): Command {
         ctx.io.err(
           `agentkeep: warning: ${hw.length - 3} more hook warning(s) in the last 7 days: they are in ${hookWarningsPath(resolveStateDir(coreOpts(cmd).stateDir))}.`,
         );
+      const wbp = st?.pendingWriteBack;
+      if (wbp) {
+        const apply = wbp.actions?.[0] && commandLine(wbp.actions[0], renderOpts(ctx));
+        ctx.io.err(
+          `agentkeep: warning: the agent state captured before the rollback to ${wbp.id} (in ${wbp.undo}) was not written back into ${wbp.stores.join(', ')}: ${wbp.message}. ` +
+            `Write it back: ${apply ?? `restore ${wbp.undo} with scope agent`}`,
+        );
+      }
       if (st?.pendingRequests)
         ctx.io.err(
           `agentkeep: note: ${st.pendingRequests} restore request(s) of the agent wait for approval: agentkeep request list`,
@@ -433,6 +475,11 @@ function program(ctx: Ctx): Command {
       '--no-undo-point',
       'do not capture the current state first (no undo): for a state dir too full to hold it; needs --yes or a confirmation',
     )
+    .option(
+      '--write-back-timeout <seconds>',
+      "scope machine on a VM: how long to wait after the rollback for the guest's memory stores to be reachable " +
+        'again to write the current agent state back (default 120; 0: keep it for a re-apply)',
+    )
     .option('--yes', 'do not ask for confirmation')
     .option('--json', 'print the result as JSON')
     .action(
@@ -444,6 +491,7 @@ function program(ctx: Ctx): Command {
           store: string[];
           start?: boolean;
           undoPoint?: boolean;
+          writeBackTimeout?: string;
           yes?: boolean;
         },
         cmd: Command,
@@ -458,6 +506,14 @@ function program(ctx: Ctx): Command {
         const asJson = json(cmd);
         const c = core(cmd);
         const stores = o.store.length ? o.store : undefined;
+        const wbSeconds = o.writeBackTimeout === undefined ? undefined : Number(o.writeBackTimeout);
+        if (wbSeconds !== undefined && !(Number.isFinite(wbSeconds) && wbSeconds >= 0 && wbSeconds <= 3600)) {
+          throw new UsageError(
+            'InvalidParams',
+            `--write-back-timeout ${o.writeBackTimeout} is not a number of seconds from 0 to 3600.`,
+            'Give the seconds to wait, e.g. --write-back-timeout 300.',
+          );
+        }
         // a target that does not parse fails in the restore below, with the backend's own message
         const caps = (await call(c, 'targetDescribe', { target: o.target }).catch(() => undefined))?.capabilities;
         // a rollback that hard-stops the guest (Proxmox): say what it does to the guest
@@ -516,6 +572,10 @@ function program(ctx: Ctx): Command {
             ...coreOpts(cmd),
             signal: guard.signal,
             onRestoreWriting: (u) => guard.writing(u?.id),
+            // the write-back into a VM's stores after the rollback can wait: say what it waits for
+            onProgress: (pr) => {
+              if (pr.stage.startsWith('write-back') && !asJson) ctx.io.err(`agentkeep: ${pr.message}`);
+            },
           });
           if (o.start && caps && !caps.startAfterRollback) {
             ctx.io.err(
@@ -529,11 +589,16 @@ function program(ctx: Ctx): Command {
             scope: o.scope,
             stores,
             ...(o.start ? { start: true } : {}),
+            ...(wbSeconds !== undefined ? { writeBackTimeoutMs: Math.round(wbSeconds * 1000) } : {}),
             ...noUndoParams,
+            progressToken: 'restore',
           });
         } finally {
           guard.dispose();
         }
+        // the write-back's own warning is said by writeBackLines, with its command
+        const pendingMsg = r.writeBack?.pending?.message;
+        const notes = (r.warnings ?? []).filter((w) => !pendingMsg || !w.includes(pendingMsg));
         const undoAction =
           r.undo && nextAction('Undo', 'restorePointRestore', { target: o.target, id: r.undo.id, scope: o.scope });
         const undo = undoAction
@@ -554,13 +619,15 @@ function program(ctx: Ctx): Command {
             changes: r.changes,
             ...(r.machineState ? { machineState: r.machineState } : {}),
             ...(r.warnings ? { warnings: r.warnings } : {}),
+            ...(r.writeBack ? { writeBack: r.writeBack } : {}),
           });
         } else if (pve) {
           ctx.io.out(
             [
               `Rolled back ${o.target} to ${r.restored.id} "${r.restored.label}". The guest is ${r.machineState ?? 'in an unknown state'}.`,
-              ...(r.warnings ?? []).map((w) => `Warning: ${w}`),
+              ...notes.map((w) => `Warning: ${w}`),
               VM_RESTORE_NOTE.split('\n')[1],
+              ...writeBackLines(r.writeBack, renderOpts(ctx)),
               `Undo: ${undo}`,
             ].join('\n'),
           );
@@ -569,10 +636,13 @@ function program(ctx: Ctx): Command {
           const what = r.machineState
             ? `  The VM's disks and RAM are back at the restore point; the VM is ${r.machineState}.`
             : changeSummary(r.changes, false, o.scope);
+          const wb = writeBackLines(r.writeBack, renderOpts(ctx));
           ctx.io.out(
-            `Restored ${r.restored.id} "${r.restored.label}" (scope ${o.scope}).\n${what}\n${OUTSIDE_NOTE}\nUndo: ${undo}`,
+            `Restored ${r.restored.id} "${r.restored.label}" (scope ${o.scope}).\n${what}\n${OUTSIDE_NOTE}\n` +
+              wb.map((l) => `${l}\n`).join('') +
+              `Undo: ${undo}`,
           );
-          for (const w of r.warnings ?? []) ctx.io.out(`Note: ${w}`);
+          for (const w of notes) ctx.io.out(`Note: ${w}`);
         }
       },
     );
@@ -706,7 +776,7 @@ function program(ctx: Ctx): Command {
   const mem = root.command('memory').description('inspect, trace, edit and compare agent memory stores');
   mem
     .command('list')
-    .description('list the entries of memory stores with their usage')
+    .description('list the entries of memory stores with their usage (exit 1 when a file is broken)')
     .requiredOption('--store <store>', `memory store, one of ${storeForms()} (repeatable)`, collect, [])
     .option('--json', 'print {stores: [...]} as JSON')
     .action(async (o: { store: string[] }, cmd: Command) => {
@@ -720,6 +790,8 @@ function program(ctx: Ctx): Command {
       const r = await call(core(cmd), 'memoryList', { stores: o.store });
       if (asJson) printJson(ctx, r);
       else ctx.io.out(memoryTable(r.stores, r.descriptions));
+      // a broken file is shown as broken, and a script sees it too (exit 1, the listing still printed)
+      if (r.stores.some((s) => s.broken)) ctx.exitCode = 1;
     });
 
   const agent = root
@@ -1001,7 +1073,10 @@ function program(ctx: Ctx): Command {
   storeOpt(
     mem
       .command('lint')
-      .description('findings: duplicates, contradictions, over budget, drift, untraceable and stale entries'),
+      .description(
+        'findings: duplicates, contradictions, over budget, drift, untraceable and stale entries ' +
+          '(exit 1 when a finding is an error)',
+      ),
   )
     .option('--target <target>', 'check claims against this machine, e.g. dir:/home/me')
     .option('--json', 'print {findings: [...]} as JSON')
@@ -1011,6 +1086,8 @@ function program(ctx: Ctx): Command {
       const r = await call(core(cmd), 'memoryLint', { stores: o.store, ...(o.target ? { target: o.target } : {}) });
       if (asJson) printJson(ctx, r);
       else ctx.io.out(formatFindings(r.findings));
+      // like a linter: errors (a broken store, an entry over its budget…) exit 1; warnings and info 0
+      if (r.findings.some((f) => f.severity === 'error')) ctx.exitCode = 1;
     });
 
   storeOpt(
@@ -1136,40 +1213,68 @@ function program(ctx: Ctx): Command {
       'LSP + agentkeep/* over WebSocket (bind 127.0.0.1 unless a host is given; port 0 = any free port)',
     )
     .option('--token-file <file>', 'file holding the bearer token clients must send (mode 600)')
+    .option('--tls-cert <file>', 'PEM certificate: serve wss:// (needed for a non-loopback address)')
+    .option('--tls-key <file>', 'PEM private key of --tls-cert')
+    .option(
+      '--allow-origin <origin...>',
+      'browser origins allowed to connect (default none: a request with an Origin header gets 403)',
+    )
     // vscode-languageclient appends --clientProcessId=<pid> when it starts a `module` server;
     // vscode-languageserver reads it from argv itself and exits when that process dies.
     .addOption(new Option('--clientProcessId <pid>', 'exit when this process ends (set by LSP clients)').hideHelp())
-    .action(async (o: { stdio?: boolean; ws?: string; tokenFile?: string }, cmd: Command) => {
-      if (Boolean(o.stdio) === Boolean(o.ws)) {
-        throw new UsageError(
-          'InvalidParams',
-          'serve needs exactly one transport.',
-          'Use serve --stdio, or serve --ws HOST:PORT --token-file FILE.',
-        );
-      }
-      if (o.ws && !o.tokenFile)
-        throw new UsageError(
-          'InvalidParams',
-          'serve --ws needs --token-file.',
-          'Add --token-file FILE (a file with a random secret, mode 600).',
-        );
-      if (o.tokenFile && !o.ws)
-        throw new UsageError(
-          'InvalidParams',
-          '--token-file is only for serve --ws.',
-          'Drop --token-file, or use --ws HOST:PORT.',
-        );
-      const base = coreOpts(cmd);
-      if (o.stdio) {
+    .action(
+      async (
+        o: {
+          stdio?: boolean;
+          ws?: string;
+          tokenFile?: string;
+          tlsCert?: string;
+          tlsKey?: string;
+          allowOrigin?: string[];
+        },
+        cmd: Command,
+      ) => {
+        if (Boolean(o.stdio) === Boolean(o.ws)) {
+          throw new UsageError(
+            'InvalidParams',
+            'serve needs exactly one transport.',
+            'Use serve --stdio, or serve --ws HOST:PORT --token-file FILE.',
+          );
+        }
+        if (o.ws && !o.tokenFile)
+          throw new UsageError(
+            'InvalidParams',
+            'serve --ws needs --token-file.',
+            'Add --token-file FILE (a file with a random secret, mode 600).',
+          );
+        const wsOnly = (['tokenFile', 'tlsCert', 'tlsKey', 'allowOrigin'] as const).find((k) => o[k] !== undefined);
+        if (wsOnly && !o.ws) {
+          const flag = `--${wsOnly.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+          throw new UsageError(
+            'InvalidParams',
+            `${flag} is only for serve --ws.`,
+            `Drop ${flag}, or use --ws HOST:PORT.`,
+          );
+        }
+        if (Boolean(o.tlsCert) !== Boolean(o.tlsKey))
+          throw new UsageError(
+            'InvalidParams',
+            o.tlsCert ? '--tls-cert needs --tls-key.' : '--tls-key needs --tls-cert.',
+            'Pass both: --tls-cert cert.pem --tls-key key.pem.',
+          );
+        const base = coreOpts(cmd);
+        if (o.stdio) {
+          ctx.serving = true;
+          serveStdio(ctx.makeCore, base);
+          return;
+        }
+        const listen = parseHostPort(o.ws!);
+        const token = await readTokenFile(o.tokenFile!);
+        const tls = o.tlsCert ? await readTlsFiles(o.tlsCert, o.tlsKey!) : undefined;
+        await serveWs(ctx.makeCore, base, { listen, token, tls, allowOrigins: o.allowOrigin }, (m) => ctx.io.err(m));
         ctx.serving = true;
-        serveStdio(ctx.makeCore, base);
-        return;
-      }
-      const hp = parseHostPort(o.ws!);
-      const token = await readTokenFile(o.tokenFile!);
-      await serveWs(ctx.makeCore, base, hp, token, (m) => ctx.io.err(m));
-      ctx.serving = true;
-    });
+      },
+    );
 
   addHookCommands(root, {
     io: ctx.io,
@@ -1246,12 +1351,37 @@ export async function runCli(argv: string[], makeCore: CoreFactory, io: CliIO = 
       // a bare command group (`agentkeep memory`) prints its help and exits 1 in commander: usage error
       return 2;
     }
-    const err = asAgentKeepError(e);
+    // params the CLI passed on from its options and that failed the schema: name the option, not
+    // the protocol field (`--target ""` is "Invalid --target: the target is empty…")
+    const err = e instanceof InvalidParamsError ? cliParamsError(e) : asAgentKeepError(e);
     // the core's next actions as the equivalent command lines (with --json also as data)
     io.err(`agentkeep: ${describeProblem(err, renderOpts(ctx))}`);
     const more = { ...(err.hint ? { hint: err.hint } : {}), ...(err.actions?.length ? { actions: err.actions } : {}) };
     if (ctx.json) io.out(JSON.stringify({ error: { code: err.code, message: err.message, ...more } }));
     if (err.kind === 'Internal' && process.env.AGENTKEEP_DEBUG && e instanceof Error && e.stack) io.err(e.stack);
-    return e instanceof UsageError ? 2 : 1;
+    return err instanceof UsageError ? 2 : 1;
   }
+}
+
+/** Option names of params whose flag is not the kebab-case of the field. */
+const PARAM_FLAGS: Record<string, string> = {
+  stores: '--store',
+  id: 'the restore point id',
+  ids: 'the restore point ids',
+};
+
+/**
+ * The CLI's wording of params that failed the schema: each field as its option (`target` ->
+ * `--target`, `stores.0` -> `--store`), no protocol schema hint (the user typed options, not JSON).
+ */
+function cliParamsError(e: InvalidParamsError): AgentKeepError {
+  const parts = e.fields.map((f) => {
+    const top = f.path[0];
+    const flag =
+      top === undefined
+        ? 'arguments'
+        : (PARAM_FLAGS[top] ?? `--${top.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
+    return `${flag}: ${f.message}`;
+  });
+  return new UsageError('InvalidParams', `Invalid ${parts.join('; ')}.`);
 }

@@ -29,7 +29,7 @@ import type { CoreApi, CoreOptions } from '../core/service';
 import { resolveStateDir } from '../core/state';
 import { cliTargetArgs, describeProblem } from './actions';
 import type { ChangeSummary, ResultOf, RestorePoint, Scope } from '../protocol';
-import { firstLine } from '../protocol/format';
+import { displayPath, firstLine } from '../protocol/format';
 import { memoryDiffText } from './format';
 import type { CliIO } from './index';
 import { guardSignals } from './signals';
@@ -94,7 +94,7 @@ export function runChild(
 
 function pathList(title: string, paths: readonly string[], max: number): string[] {
   if (!paths.length) return [];
-  const shown = paths.slice(0, max).map((p) => `    ${p}`);
+  const shown = paths.slice(0, max).map((p) => `    ${displayPath(p)}`);
   if (paths.length > max) shown.push(`    … and ${paths.length - max} more (show the diff to see all)`);
   return [`  ${title} (${paths.length}):`, ...shown];
 }

@@ -129,7 +129,8 @@ export async function restoreAgent(
  * MemoryStoreAdapter.checkRestore of its capture, so a store with something in the way that the undo
  * point would not hold (a non-empty directory where MEMORY.md goes) refuses with nothing changed.
  * Scope both leaves out stores inside the target's local root: the machine restore puts their paths
- * back first, and the undo point's machine capture holds what was in the way.
+ * back first, and the undo point's machine capture holds what was in the way; on a target without
+ * a local root (a VM) scope both writes no store, so nothing is checked.
  * @throws FileError from the store's check (what is in the way, the fix)
  */
 export async function checkAgentRestore(
@@ -140,6 +141,7 @@ export async function checkAgentRestore(
 ): Promise<void> {
   if (scope === 'machine') return;
   const root = scope === 'both' ? describeParsedTarget(t).localRoot : undefined;
+  if (scope === 'both' && !root) return; // a VM: its rollback writes the stores' files, not AgentKeep
   for (const s of stores) {
     if (root && s.localRoot && isInside(s.localRoot, root)) continue;
     const cap = findCapture(rp, s);

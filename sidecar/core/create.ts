@@ -161,6 +161,18 @@ async function reusableRestorePoint(
 }
 
 /**
+ * A reused restore point asked for as important becomes important (never the other way round):
+ * `--reuse --important` must not drop the flag. Its label and kind stay those it was taken with.
+ * The caller holds the target lock.
+ */
+async function markImportant(t: TargetCtx, rp: RestorePoint): Promise<RestorePoint> {
+  if (t.backend.relabel && rp.machine.backend === t.backend.name) await t.backend.relabel(rp.id, { important: true });
+  const next: RestorePoint = { ...rp, important: true };
+  await t.journal.put(next);
+  return next;
+}
+
+/**
  * Create a restore point: machine snapshot of the target + capture of each store's agent-state
  * files. Without `stores` (absent, not `[]`) the stores found in the target are captured
  * (detectTargetStores: every registered store kind's detect in its local root), so a later restore
@@ -172,7 +184,8 @@ async function reusableRestorePoint(
  * `sizeCapBytes` (default 10 GiB) the result carries `warnings` (not stored in the journal).
  * A config.json that does not parse is reported in `warnings` (defaults used), not thrown.
  * With `reuse`, a fresh restore point nothing differs from is returned instead, with `reused: true`
- * (see reusableRestorePoint; no retention run, no `changed` notification): the rule of Snapshot & run
+ * (see reusableRestorePoint; no retention run, no `changed` notification; `important` marks the reused
+ * one important, its label and kind stay): the rule of Snapshot & run
  * and "Restore point before editing", for every front end.
  * @returns the restore point, plus `warnings` when near or over the size cap, `pruned` when retention deleted some
  * @throws BadTarget, TargetNotFound, BadStateDir, BadStore, StoreNotFound, TargetBusy, FileError,
@@ -210,6 +223,7 @@ export async function createRestorePoint(
     .withTarget(t, { op: 'create restore point', writesObjects: true }, async () => {
       // reuse-or-create: decided under the lock, so nothing changes between the check and the answer
       const reusable = p.reuse ? await reusableRestorePoint(ctx, t, stores, p) : undefined;
+      if (reusable && p.important && !reusable.important) return { rp: await markImportant(t, reusable), reused: true };
       return reusable
         ? { rp: reusable, reused: true }
         : { rp: await createLocked(ctx, t, spec, progress), reused: false };
@@ -219,6 +233,7 @@ export async function createRestorePoint(
     });
   if (made.reused) {
     progress.report('done', `Reusing restore point ${made.rp.id} (nothing changed since)`);
+    if (p.important) ctx.changed(t.target.spec, 'restorePoints');
     return { ...made.rp, reused: true };
   }
   const rp = made.rp;

@@ -73,19 +73,34 @@ export function describeZodError(err: z.ZodError, what = 'params'): string {
 }
 
 /**
+ * Params that fail a method's schema. `fields` keeps each issue's path in the params object and its
+ * message, so a front end can name the field its own way (the CLI: `--target` instead of the wire
+ * text `params.target`); the message and hint stay the wire's, for JSON-RPC clients.
+ */
+export class InvalidParamsError extends AgentKeepError {
+  constructor(
+    message: string,
+    hint: string,
+    readonly fields: { path: string[]; message: string }[],
+  ) {
+    super('InvalidParams', message, hint);
+  }
+}
+
+/**
  * Validate params with the schema of method `key`.
  * @returns the parsed params (zod output: unknown keys dropped, strings trimmed where the schema says)
- * @throws AgentKeepError InvalidParams naming the field path and the expected shape
+ * @throws InvalidParamsError (kind InvalidParams) naming the field path and the expected shape
  */
 export function parseParams<K extends MethodName>(key: K, params: unknown): z.infer<(typeof Methods)[K]['params']> {
   const def = Methods[key];
   const parsed = def.params.safeParse(params ?? {});
   if (!parsed.success) {
     const shape = Object.keys((def.params as unknown as z.ZodObject).shape ?? {}).join(', ');
-    throw new AgentKeepError(
-      'InvalidParams',
+    throw new InvalidParamsError(
       `Invalid params for ${def.method}: ${describeZodError(parsed.error)}.`,
       `Send an object with: ${shape} (see sidecar/protocol/protocol.schema.json).`,
+      parsed.error.issues.slice(0, 3).map((i) => ({ path: i.path.map(String), message: i.message })),
     );
   }
   return parsed.data as z.infer<(typeof Methods)[K]['params']>;

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { RestorePoint } from '../protocol';
+import { RestorePoint, type NextAction } from '../protocol';
 import { deleteAction, listAction } from './actions';
 import { AgentKeepError } from './errors';
 import { isErrno, readJsonIfExists, writeJsonAtomic } from './fsutil';
@@ -121,6 +121,34 @@ export class Journal {
     return out.sort((a, b) =>
       a.createdAt === b.createdAt ? (a.id < b.id ? 1 : -1) : a.createdAt < b.createdAt ? 1 : -1,
     );
+  }
+
+  /**
+   * The journal entries that exist but cannot be read as restore points (not JSON, wrong shape),
+   * which list() leaves out so they do not hide the others; each with why and the delete action.
+   * Shape: {id, message, actions}[], sorted by id (ids start with their UTC time).
+   */
+  async damaged(): Promise<{ id: string; message: string; actions: NextAction[] }[]> {
+    let names: string[];
+    try {
+      names = await fs.readdir(this.dir);
+    } catch (e) {
+      if (isErrno(e, 'ENOENT')) return [];
+      throw e;
+    }
+    const out: { id: string; message: string; actions: NextAction[] }[] = [];
+    for (const n of names.sort()) {
+      if (!n.endsWith('.json') || n === 'target.json' || n.startsWith('.')) continue;
+      const id = n.slice(0, -5);
+      if (!isValidId(id)) continue;
+      try {
+        await this.get(id);
+      } catch (e) {
+        if (e instanceof AgentKeepError && e.kind === 'CorruptSnapshot')
+          out.push({ id, message: e.message, actions: e.actions ?? [] });
+      }
+    }
+    return out;
   }
 
   /** Bytes of every file of this journal (entries, target.json, markers); 0 when it does not exist. */

@@ -8,6 +8,7 @@ import type { CoreContext } from './context';
 import { AgentKeepError } from './errors';
 import { collectGarbage } from './gc';
 import { isValidId } from './journal';
+import { settlePending } from './writeback';
 
 /**
  * Delete a restore point (journal entry, then the backend snapshot), then garbage-collect objects no
@@ -25,6 +26,8 @@ export async function deleteRestorePoint(
     await ctx.adoptForeign(t, p.id);
     await t.journal.remove(p.id);
     await t.backend.delete(p.id);
+    // a pending write-back of its capture (writeback.ts) is gone with it
+    await settlePending(ctx.layout, t.target, p.id, 'all');
     const gc = await collectGarbage(ctx);
     return { deleted: p.id, freedBytes: gc.freedBytes };
   });

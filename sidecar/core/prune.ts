@@ -11,6 +11,7 @@ import { DEFAULT_MIN_AGE_MS, planPrune, type PruneOptions } from './retention';
 import { readStateConfig } from './stateConfig';
 import { freeEstimate } from './usage';
 import { PairCache } from './paircache';
+import { pendingWriteBack } from './writeback';
 
 /** How pruneTarget runs. */
 export interface PruneRun {
@@ -44,6 +45,16 @@ export async function pruneTarget(
       const minAgeMs = opts.minAgeMs ?? DEFAULT_MIN_AGE_MS;
       const same = await identicalPairs(ctx, t, points, minAgeMs);
       const plan = planPrune(points, { keep: opts.keep, keepImportant: opts.keepImportant, minAgeMs }, same);
+      // the pre-restore point whose capture waits to be written back into a VM (writeback.ts) stays
+      const waiting = (await pendingWriteBack(ctx.layout, t.target))?.undo;
+      const held = plan.delete.find((d) => d.id === waiting);
+      if (held) {
+        plan.delete = plan.delete.filter((d) => d !== held);
+        plan.keep = [
+          ...plan.keep,
+          { id: held.id, reason: 'holds agent state still to be written back into the guest' },
+        ];
+      }
       if (!plan.delete.length) return { deleted: plan.delete, kept: plan.keep, freedBytes: 0, estimatedFreeBytes: 0 };
       const gone = new Set(plan.delete.map((d) => d.id));
       const estimatedFreeBytes = estimate

@@ -3,7 +3,14 @@
  * pre-restore point that undoes it, under the target lock and the stores' own locks, with the
  * "restore in progress" marker (interrupted.ts) while the target is written.
  */
-import type { ChangeSummary, ParamsOf, ResultOf, RestorePoint, Scope } from '../protocol';
+import {
+  WRITE_BACK_TIMEOUT_MS,
+  type ChangeSummary,
+  type ParamsOf,
+  type ResultOf,
+  type RestorePoint,
+  type Scope,
+} from '../protocol';
 import type { MemoryStoreAdapter } from '../memory';
 import { listAction, restoreAction } from './actions';
 import { agentStateFilter, checkAgentRestore, findCapture, lockStores, noCapture, restoreAgent } from './agentState';
@@ -13,7 +20,9 @@ import { noUndoPointUnconfirmed, undoPointSpaceError } from './diskfull';
 import { detectTargetStores } from './detect';
 import { AgentKeepError, asAgentKeepError } from './errors';
 import { isAbortedError } from './fsutil';
+import { describeParsedTarget } from './target';
 import { clearRestoreMarker, writeRestoreMarker } from './interrupted';
+import { checkKeepable, keepsAgentStateThroughRollback, settlePending, writeBackAgentState } from './writeback';
 
 /**
  * The stores a restore of `rp` with `scope` works on (`given`, default the stores `rp` captured),
@@ -45,16 +54,34 @@ export function restoreStores(
   return stores;
 }
 
+/** The error of a store on another machine that a restore of scope agent or both cannot read before it starts. */
+function unreadableStore(s: MemoryStoreAdapter, rp: RestorePoint, scope: Scope, e: AgentKeepError): AgentKeepError {
+  return new AgentKeepError(
+    e.kind === 'Internal' ? 'StoreNotFound' : e.kind,
+    `The restore of ${rp.id} (scope ${scope}) writes the agent state of ${s.spec}, which cannot be read now: ${e.message} Nothing was changed.`,
+    e.hint ?? 'Make the store reachable (the machine running, the path right), then restore again.',
+    e.actions,
+  );
+}
+
 /**
  * Restore a restore point with a scope, after capturing the current state as a `pre-restore`
  * restore point (returned as `undo`). Scopes: `both` = the whole tree, then the agent-state
- * captures of the stores; `agent` = only the stores' agent-state files; `machine` = the tree except
- * the agent-state paths of the stores that live inside it. `stores` defaults to the stores the
- * restore point captured. `noUndoPoint` with `confirmed` skips the pre-restore point (no `undo` in
+ * captures of the stores (on a target without a local root, a VM, the rollback of its disk puts
+ * back the stores in the guest, those reached over a remote file transport: they are not written;
+ * stores elsewhere, local files or an API, are); `agent` = only the stores' agent-state files; `machine` = the tree except
+ * the agent-state paths of the stores that live inside it; on a target without a local root (a VM,
+ * whose rollback puts the stores back too) the stores' agent state is captured in the pre-restore
+ * point before the rollback and written back once they are reachable again (writeback.ts; result
+ * `writeBack`, pending for a re-apply when it cannot within `writeBackTimeoutMs`). A restore of a
+ * pending write-back's pre-restore point with scope agent or both settles it. `stores` defaults to
+ * the stores the restore point captured. `noUndoPoint` with `confirmed` skips the pre-restore point (no `undo` in
  * the result): the way out when the state dir is too full to hold it.
  * @throws RestorePointNotFound, CorruptSnapshot (nothing touched), TargetBusy, BadStore, DiskFull
  *   (the undo point does not fit: nothing touched; the actions offer prune or noUndoPoint),
- *   ConfirmationRequired (noUndoPoint without confirmed), FileError (something in the way of an
+ *   ConfirmationRequired (noUndoPoint without confirmed), InvalidParams (scope machine on a VM with
+ *   noUndoPoint), the store's error kind (scope machine on a VM: a store cannot be read before the
+ *   rollback; nothing touched), FileError (something in the way of an
  *   agent-state file that the undo point would not hold, e.g. a non-empty directory where MEMORY.md
  *   goes: nothing touched, no undo point), Internal (failed halfway; the message names the
  *   pre-restore id to go back to)
@@ -70,18 +97,29 @@ export async function restoreRestorePoint(
     const rp = await t.journal.get(p.id);
     const scope: Scope = p.scope;
     const stores = restoreStores(ctx, t, rp, scope, p.stores);
+    // Scope machine on a VM: the rollback takes the memory back too, so it is captured first and written back.
+    const keep = keepsAgentStateThroughRollback(t.target, scope, stores);
+    // Scope both on a VM: the rollback puts the guest's disk back, memory included, so the stores in the
+    // guest (reached over a remote file transport: SSH, the guest agent) are not written. Stores elsewhere
+    // (this machine's files, an API) are not on that disk: their capture is written as for any target.
+    const onVm = !describeParsedTarget(t.target).localRoot;
+    const inGuest = (s: MemoryStoreAdapter): boolean => onVm && s.lintProfile?.machine?.remote === true;
+    const written = scope === 'both' ? stores.filter((s) => !inGuest(s)) : stores;
+    if (keep) await checkKeepable(stores, rp, t.target.spec, p.noUndoPoint);
     // Nothing in the way of the agent-state files that the undo point would not hold (nothing written yet).
     await checkAgentRestore(t.target, rp, stores, scope);
     // Capture what we are about to replace, so the restore can be undone.
     const capturable: MemoryStoreAdapter[] = [];
-    for (const s of stores)
-      if (
-        await s.check().then(
-          () => true,
-          () => false,
-        )
-      )
-        capturable.push(s);
+    for (const s of stores) {
+      const problem = await s.check().then(
+        () => undefined,
+        (e: unknown) => asAgentKeepError(e),
+      );
+      if (!problem) capturable.push(s);
+      // a store on another machine that cannot be read now (unreachable, wrong path) is not created
+      // by writing its agent state: refused before the undo point, nothing changed
+      else if (scope === 'agent' && !s.localRoot) throw unreadableStore(s, rp, scope, problem);
+    }
     if (!capturable.length && !p.stores) capturable.push(...(await detectTargetStores(t.target)));
     // (noUndoPoint, confirmed: a full state dir, the user chose to restore without a way back)
     const target = t.target.spec;
@@ -110,7 +148,7 @@ export async function restoreRestorePoint(
     let machineState: string | undefined;
     let warnings: string[] | undefined;
     // Scopes agent/both write agent-state files: take the stores' own locks first (TargetBusy = nothing written).
-    const unlock = scope === 'machine' ? async () => undefined : await lockStores(stores);
+    const unlock = scope === 'machine' ? async () => undefined : await lockStores(written);
     try {
       if (scope !== 'agent') {
         const inTarget = [...stores, ...(await detectTargetStores(t.target))];
@@ -126,7 +164,7 @@ export async function restoreRestorePoint(
         machineState = m.machineState;
         warnings = m.warnings?.length ? m.warnings : undefined;
       }
-      if (scope !== 'machine') changes.agentChanged = await restoreAgent(ctx, rp, stores);
+      if (scope !== 'machine' && written.length) changes.agentChanged = await restoreAgent(ctx, rp, written);
     } catch (e) {
       const undoActions = undo ? [restoreAction('Undo', target, undo.id, 'both')] : [];
       const saved = undo
@@ -163,6 +201,26 @@ export async function restoreRestorePoint(
     await clearRestoreMarker(ctx.layout, t.target);
     const restored: RestorePoint = { ...rp, status: 'rolled-back' };
     await t.journal.put(restored);
+    if (scope !== 'machine') await settlePending(ctx.layout, t.target, rp.id, stores);
+    let writeBack: ResultOf<'restorePointRestore'>['writeBack'];
+    if (keep && undo) {
+      const wb = await writeBackAgentState(ctx, t, rp, undo, stores, {
+        timeoutMs: p.writeBackTimeoutMs ?? WRITE_BACK_TIMEOUT_MS,
+        progress,
+        machineState,
+      });
+      changes.agentChanged = wb.changed;
+      writeBack = {
+        status: wb.status,
+        stores: stores.map((s) => s.spec),
+        waitedMs: wb.waitedMs,
+        ...(wb.pending ? { pending: wb.pending } : {}),
+      };
+      if (wb.pending) {
+        const said = `The agent state captured before the rollback (in ${undo.id}) could not be written back yet: ${wb.pending.message}. It is kept: restore ${undo.id} with scope agent to write it back.`;
+        warnings = [...(warnings ?? []), said];
+      }
+    }
     progress.report('done', `Restored ${rp.id} (${scope})`);
     return {
       restored,
@@ -170,9 +228,10 @@ export async function restoreRestorePoint(
       changes,
       ...(machineState ? { machineState } : {}),
       ...(warnings ? { warnings } : {}),
+      ...(writeBack ? { writeBack } : {}),
     };
   });
   ctx.changed(t.target.spec, 'restorePoints');
-  if (p.scope !== 'machine') ctx.changed(t.target.spec, 'memory');
+  if (p.scope !== 'machine' || result.writeBack) ctx.changed(t.target.spec, 'memory');
   return result;
 }

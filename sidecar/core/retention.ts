@@ -62,7 +62,10 @@ function nonNegInt(v: number | undefined, def: number, what: string): number {
 }
 
 function hours(ms: number): string {
-  return ms % 3_600_000 === 0 ? `${ms / 3_600_000} h` : ms % 60_000 === 0 ? `${ms / 60_000} min` : `${ms} ms`;
+  if (ms <= 0) return '0 s';
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000} min`;
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
 }
 
 /**
@@ -82,6 +85,8 @@ export function planPrune(
   const keepN = nonNegInt(opts.keep, DEFAULT_KEEP, 'keep');
   const keepImp = nonNegInt(opts.keepImportant, DEFAULT_KEEP_IMPORTANT, 'keepImportant');
   const minAge = nonNegInt(opts.minAgeMs, DEFAULT_MIN_AGE_MS, 'minAgeMs');
+  // the age rule in the reason of a deletion; none with --min-age 0 (nothing is kept for its age)
+  const olderThan = minAge > 0 ? `, and older than ${hours(minAge)}` : '';
   const now = opts.now ?? Date.now();
   const sorted = newestFirst(points);
   const present = new Set(sorted.map((rp) => rp.id));
@@ -145,11 +150,11 @@ export function planPrune(
     if (same.has(rp.id)) {
       plan.delete.push({
         id: rp.id,
-        reason: `its pre/post pair ${mates.map((m) => m.id).join(', ')} does not differ from it, and older than ${hours(minAge)}`,
+        reason: `its pre/post pair ${mates.map((m) => m.id).join(', ')} does not differ from it${olderThan}`,
       });
       continue;
     }
-    const base = `older than the newest ${keepN}${rp.important ? ` and than the newest ${keepImp} important` : ''}, and older than ${hours(minAge)}`;
+    const base = `older than the newest ${keepN}${rp.important ? ` and than the newest ${keepImp} important` : ''}${olderThan}`;
     plan.delete.push({
       id: rp.id,
       reason: mates.length ? `${base} (with its pre/post pair ${mates.map((m) => m.id).join(', ')})` : base,

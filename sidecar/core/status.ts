@@ -13,6 +13,7 @@ import { recentHookWarnings } from './hookWarnings';
 import { interruptedRestore } from './interrupted';
 import { listRequests } from './requests';
 import { describeParsedTarget, describeTarget, resolveTarget } from './target';
+import { pendingWriteBack } from './writeback';
 
 /** See Methods.targetDescribe: the target as its backend describes it (no I/O). @throws BadTarget */
 export async function targetDescription(p: ParamsOf<'targetDescribe'>): Promise<ResultOf<'targetDescribe'>> {
@@ -23,7 +24,9 @@ export async function targetDescription(p: ParamsOf<'targetDescribe'>): Promise<
  * Status of an agent: whether its target is reachable, its restore points, its stores (each with
  * its StoreDescription: kind, display name, location, capabilities, and what in it is broken:
  * memory/broken.ts storeProblems, one memory.list read and one history read per store, no lint),
- * the sidecar version. Never throws for an unreachable target or a broken store (reported instead:
+ * the journal entries that are damaged (`damagedRestorePoints`: list() leaves them out), an
+ * interrupted restore, a pending write-back of agent state into a VM (writeback.ts), the sidecar
+ * version. Never throws for an unreachable target or a broken store (reported instead:
  * a broken store is `ok: false` with `broken` and a one-line `message`).
  * @throws BadTarget for a target string that does not parse.
  */
@@ -56,9 +59,14 @@ export async function agentStatus(ctx: CoreContext, p: ParamsOf<'agentStatus'>):
       stores.push({ store: spec, ok: false, message, ...(description ? { description } : {}) });
     }
   }
+  const damaged = await ctx
+    .journalOf(target)
+    .damaged()
+    .catch(() => []);
   const broken = await interruptedRestore(ctx.layout, target);
   const hookWarnings = await recentHookWarnings(ctx.stateDir, [...new Set([target.spec, p.target])]).catch(() => []);
   const pending = (await listRequests(ctx, { target: target.spec, status: 'pending' }).catch(() => [])).length;
+  const writeBack = await pendingWriteBack(ctx.layout, target);
   return {
     target: target.spec,
     backend: target.backend,
@@ -71,6 +79,8 @@ export async function agentStatus(ctx: CoreContext, p: ParamsOf<'agentStatus'>):
     ...(broken ? { interruptedRestore: { ...broken, actions: interruptedActions(target.spec, broken) } } : {}),
     ...(hookWarnings.length ? { hookWarnings } : {}),
     ...(pending ? { pendingRequests: pending } : {}),
+    ...(writeBack ? { pendingWriteBack: writeBack } : {}),
+    ...(damaged.length ? { damagedRestorePoints: damaged } : {}),
     version: VERSION,
   };
 }

@@ -84,8 +84,7 @@ export function damagedDbHint(db: string): string {
   return (
     'Stop the agent and keep a copy of the file, then recover what SQLite can still read: ' +
     `sqlite3 ${q(db)} ".recover" | sqlite3 ${q(db + '.recovered')} (check it, then move it into place); ` +
-    'or restore the store from a restore point (agentkeep restore-point list, then restore-point restore <id> ' +
-    '--scope agent). AgentKeep only reads this file and never repairs it.'
+    'or restore the store from a restore point (scope agent). AgentKeep only reads this file and never repairs it.'
   );
 }
 

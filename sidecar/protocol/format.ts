@@ -79,3 +79,20 @@ export function firstLine(text: string, max = 120): string {
 export function oneLine(text: string, max = 120): string {
   return truncate(text.replace(/\s+/g, ' ').trim(), max);
 }
+
+/** C escapes of the control characters a path may hold (git's core.quotePath style). */
+const C_ESCAPES: Record<string, string> = { '\n': '\\n', '\t': '\\t', '\r': '\\r', '"': '\\"', '\\': '\\\\' };
+
+/**
+ * A file path as one unambiguous line: unchanged when it is plain; else in double quotes with C
+ * escapes (`\n`, `\t`, `\"`, `\\`, other control characters as `\x1b`), as git prints such names,
+ * so a name holding a newline cannot pass for two files and a terminal escape is not run.
+ * Leading or trailing spaces are quoted too (they are invisible otherwise).
+ */
+export function displayPath(p: string): string {
+  // eslint-disable-next-line no-control-regex
+  const special = /[\u0000-\u001f\u007f"\\]/g;
+  if (!special.test(p) && !/^ | $/.test(p)) return p;
+  const body = p.replace(special, (c) => C_ESCAPES[c] ?? `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+  return `"${body}"`;
+}

@@ -839,6 +839,42 @@ export const RetentionParams = z
 /** restorePoint.create `reuse`: the default age limit of a restore point to reuse, in milliseconds. */
 export const REUSE_WINDOW_MS = 60_000;
 
+/**
+ * How long a restore with scope machine on a VM waits after the rollback for the guest's stores to be
+ * reachable again before it keeps the captured agent state for a re-apply (restorePoint.restore
+ * `writeBackTimeoutMs`), in milliseconds.
+ */
+export const WRITE_BACK_TIMEOUT_MS = 120_000;
+
+/**
+ * The write-back of a restore with scope machine on a target whose stores the rollback puts back too
+ * (a VM: no local root): the stores' agent state is captured in the pre-restore point before the
+ * rollback and written back once the guest's stores are reachable again (sidecar/core/writeback.ts).
+ */
+export const PendingWriteBack = z
+  .object({
+    id: z.string().describe('The restore point that was restored (scope machine)'),
+    undo: z.string().describe('The pre-restore point whose agent-state capture waits to be written back'),
+    stores: z.array(Store).describe('The stores whose agent state was not written back'),
+    since: z.string().describe('When the write-back gave up (ISO 8601, UTC)'),
+    message: z.string().describe('Why it could not write back, e.g. "ssh://root@10.0.0.5:22/root/.hermes: timed out"'),
+    actions: z
+      .array(NextAction)
+      .optional()
+      .describe('The one command that writes it back: restore `undo` with scope agent and these stores'),
+  })
+  .describe('Agent state captured before a VM rollback that is still to be written back into the guest');
+export type PendingWriteBack = z.infer<typeof PendingWriteBack>;
+
+export const WriteBack = z.object({
+  status: z
+    .enum(['done', 'pending'])
+    .describe('done: written back into every store; pending: kept for a re-apply (see `pending`)'),
+  stores: z.array(Store).describe('The stores whose agent state was kept through the rollback'),
+  waitedMs: z.number().int().describe('How long the write-back waited for the stores to be reachable, in milliseconds'),
+  pending: PendingWriteBack.optional().describe('With status pending: what waits, why, and the re-apply action'),
+});
+
 const ProgressToken = z.string().optional().describe('If set, progress notifications carry this token');
 
 export const Methods = {
@@ -965,6 +1001,17 @@ export const Methods = {
           'Restore without taking the pre-restore restore point first, so the restore cannot be undone (for a state dir too full to hold it: the DiskFull error of a restore offers it). Refused (ConfirmationRequired) unless `confirmed` is true. CLI: --no-undo-point --yes',
         ),
       confirmed: z.boolean().optional().describe('The user confirmed a restore without an undo point (noUndoPoint)'),
+      writeBackTimeoutMs: z
+        .number()
+        .int()
+        .min(0)
+        .max(3600 * 1000)
+        .optional()
+        .describe(
+          'Scope machine on a target without a local root (a VM): how long to wait after the rollback for the ' +
+            "guest's stores to be reachable again to write the agent state back, in milliseconds (default 120000 = " +
+            'WRITE_BACK_TIMEOUT_MS; 0: do not wait, keep it pending). CLI: --write-back-timeout SECONDS',
+        ),
       progressToken: ProgressToken,
     }),
     z.object({
@@ -981,6 +1028,10 @@ export const Methods = {
         .array(z.string())
         .optional()
         .describe('What the user must know (e.g. "the VM was stopped by the rollback; start it")'),
+      writeBack: WriteBack.optional().describe(
+        'Scope machine on a target without a local root (a VM): the agent state captured before the rollback and ' +
+          "written back into the guest's stores once they were reachable again (done), or kept for a re-apply (pending)",
+      ),
     }),
   ),
   restorePointDelete: method(
@@ -1396,6 +1447,24 @@ export const Methods = {
         .int()
         .optional()
         .describe('Restore requests of the agent waiting for approval (request.list); absent when none'),
+      pendingWriteBack: PendingWriteBack.optional().describe(
+        'A VM rollback (scope machine) whose captured agent state could not be written back into the guest yet; ' +
+          'its action writes it back. Absent when none',
+      ),
+      damagedRestorePoints: z
+        .array(
+          z.object({
+            id: z.string(),
+            message: z
+              .string()
+              .describe('What is wrong with its journal entry, e.g. "… is damaged: Unexpected end of JSON input."'),
+            actions: z.array(NextAction).describe('Delete the damaged restore point'),
+          }),
+        )
+        .optional()
+        .describe(
+          'Journal entries that cannot be read (not JSON, wrong shape): restorePoint.list leaves them out so they do not hide the others, and this says they exist; absent when none',
+        ),
       version: z.string().describe('Sidecar version'),
     }),
   ),

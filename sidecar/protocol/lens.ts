@@ -25,6 +25,52 @@ export const LensCommands = {
 } as const;
 
 /**
+ * Commands the sidecar runs itself, through LSP workspace/executeCommand, for editors other than VS
+ * Code (Neovim, Helix, Zed, Emacs…): it advertises them in `executeCommandProvider.commands` and its
+ * lenses name them. The VS Code extension runs its own commands (LensCommands) and is never sent these.
+ *   takeRestorePoint        "Take restore point" lens of risky commands: (LensArgument) -> ServerCommandResult
+ *   restorePointBeforeEdit  "Restore point before editing" lens of config files: ({file}) -> ServerCommandResult
+ * Neither needs a terminal; the command itself is the user's to run (the message says so).
+ */
+export const ServerCommands = {
+  takeRestorePoint: 'agentkeep.takeRestorePoint',
+  restorePointBeforeEdit: LensCommands.restorePointBeforeEdit,
+} as const;
+export const SERVER_COMMANDS: readonly string[] = Object.values(ServerCommands);
+
+/** The argument of ServerCommands.restorePointBeforeEdit (and of the extension's command of that id). */
+export const BeforeEditArgument = z
+  .object({ file: z.string().min(1).describe('File system path of the config file about to be edited') })
+  .describe('The argument of agentkeep.restorePointBeforeEdit');
+export type BeforeEditArgument = z.infer<typeof BeforeEditArgument>;
+
+/**
+ * What a ServerCommands command answers (workspace/executeCommand result). The sidecar also shows
+ * `message` with window/showMessage (type Info when ok, Error when not), so a client that ignores the
+ * result still tells the user; a failure is this result with `ok: false`, not a JSON-RPC error
+ * (only an unknown command or an argument that does not fit is one).
+ */
+export const ServerCommandResult = z
+  .object({
+    ok: z.boolean(),
+    message: z.string().describe('What happened and what to do next, one line (the text of window/showMessage)'),
+    restorePoint: z
+      .object({ id: z.string(), label: z.string(), createdAt: z.string(), target: z.string() })
+      .optional()
+      .describe('The restore point taken or reused (ok only)'),
+    reused: z
+      .boolean()
+      .optional()
+      .describe('true: one of the last minute was reused, nothing changed since (REUSE_WINDOW_MS)'),
+    error: z
+      .object({ code: z.string(), message: z.string(), hint: z.string().optional() })
+      .optional()
+      .describe('Why it failed (not ok): the ErrorData code, the message and the hint'),
+  })
+  .describe('The result of a server-side command');
+export type ServerCommandResult = z.infer<typeof ServerCommandResult>;
+
+/**
  * The one argument of the lens commands agentkeep.snapshotAndRun and agentkeep.run. The sidecar's
  * lenses carry every field; a caller (a test, another extension) needs only command, file and line.
  */
@@ -98,7 +144,37 @@ export function parseCodeLensFilter(v: unknown): CodeLensFilter {
  * starts it, and workspace/didChangeConfiguration `{settings: {agentkeep: {codeLens}}}` on a change.
  */
 export const LensSettings = z
-  .object({ codeLens: CodeLensFilter.optional().describe('The agentkeep.codeLens filter') })
+  .object({
+    codeLens: CodeLensFilter.optional().describe('The agentkeep.codeLens filter'),
+    clientCommands: z
+      .boolean()
+      .optional()
+      .describe(
+        'true (the VS Code extension sends it): the client runs the lens commands itself (LensCommands), so ' +
+          'lenses carry VS Code $(icon) titles and the sidecar advertises no executeCommandProvider and ' +
+          'serves no config-file lens (the extension has its own). Absent: any other editor (plain titles, ' +
+          'ServerCommands run in the sidecar)',
+      ),
+    configFilesCodeLens: z
+      .boolean()
+      .optional()
+      .describe('Other editors: the "Restore point before editing" lens on risky config files (default true)'),
+    configFilesPrompt: z
+      .boolean()
+      .optional()
+      .describe(
+        'Other editors: ask once (window/showMessageRequest) on the first unsaved change of a risky config file ' +
+          'since the last restore point (default true)',
+      ),
+    agent: z
+      .string()
+      .optional()
+      .describe(
+        'Other editors: the named agent (agentkeep agent list) the commands work on; default: the default agent',
+      ),
+    target: z.string().optional().describe('Other editors: a target instead of a named agent'),
+    stores: z.array(z.string()).optional().describe('Other editors: with target, the stores to capture'),
+  })
   .describe('Lens settings sent to the sidecar (initializationOptions; settings.agentkeep of didChangeConfiguration)');
 export type LensSettings = z.infer<typeof LensSettings>;
 

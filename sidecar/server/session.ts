@@ -2,6 +2,15 @@
  * One AgentKeep language-server session on a vscode-languageserver connection, whatever the
  * transport (stdio or one WebSocket): LSP initialize with full text sync and CodeLens, every
  * `agentkeep/*` method routed through dispatch, and core notifications forwarded.
+ *
+ * Two kinds of client (LensSettings.clientCommands in initializationOptions):
+ * - the VS Code extension (`clientCommands: true`): lenses "$(history) Snapshot & run" / "$(play) Run"
+ *   name its own commands (LensCommands); it serves the config-file lens itself;
+ * - any other editor: plain titles, one "Take restore point" lens per block of risky commands, the
+ *   "Restore point before editing" lens and first-change question on risky config files, and the
+ *   commands run here through workspace/executeCommand (ServerCommands; ./editorCommands.ts). A
+ *   terminal command is not run by the sidecar: the restore point is taken and the message says to run
+ *   it (an LSP client has no terminal to give; `agentkeep run` makes the before/after pair in one).
  */
 import { fileURLToPath } from 'node:url';
 import {
@@ -20,6 +29,8 @@ import {
   LensCommands,
   Notifications,
   parseCodeLensFilter,
+  SERVER_COMMANDS,
+  ServerCommands,
   type ChangedParams,
   type CodeLensFilter,
   type ErrorData,
@@ -31,6 +42,7 @@ import { dispatch, toResponseError, wireMethods } from '../core/dispatch';
 import type { CoreApi, CoreOptions } from '../core/service';
 import { fileKind, RISK_CLASSES, scanCommands, type FileKind, type RiskyCommand } from '../risk';
 import { VERSION } from '../cli/version';
+import { EditorCommands } from './editorCommands';
 
 /** Command ids of the two lenses (contributed by the extension; sidecar/protocol/lens.ts). */
 export const SNAPSHOT_AND_RUN_COMMAND = LensCommands.snapshotAndRun;
@@ -89,6 +101,12 @@ const LANGUAGE_KIND: Record<string, FileKind> = {
   dockercompose: 'compose',
   'github-actions-workflow': 'workflow',
   just: 'justfile',
+  // Neovim's filetypes
+  sh: 'shell',
+  bash: 'shell',
+  zsh: 'shell',
+  make: 'makefile',
+  ps1: 'powershell',
 };
 
 /** The lens filter and its parsing are the protocol's (sidecar/protocol/lens.ts), shared with the extension. */
@@ -130,9 +148,16 @@ export function lensBlocks(
 }
 
 /**
+ * Which lenses a client gets: `vscode` (the extension runs LensCommands: "Snapshot & run" + "Run" with
+ * codicons) or `plain` (any other editor: one "Take restore point" per block, run by the sidecar).
+ */
+export type LensStyle = 'vscode' | 'plain';
+
+/**
  * CodeLenses of a document: one "Snapshot & run" + "Run" pair per block of risky commands on consecutive
- * lines, on the block's first line. Commands of classes the filter leaves out are dropped before grouping.
- * Lenses carry only a range and `data` ({kind: 'snapshot' | 'run', arg}); resolveCodeLens (below,
+ * lines, on the block's first line (style `plain`: one "Take restore point" lens instead). Commands of
+ * classes the filter leaves out are dropped before grouping.
+ * Lenses carry only a range and `data` ({kind: 'snapshot' | 'run' | 'take', arg}); resolveCodeLens (below,
  * `lensCommand`) fills in the command, so a client pays for commands only on the lenses it shows.
  * @param cmds the document's risky commands (cached by the caller per document version)
  */
@@ -140,6 +165,7 @@ export function codeLensesFor(
   doc: TextDocument,
   filter: CodeLensFilter = 'all',
   cmds: RiskyCommand[] = riskyCommandsOf(doc),
+  style: LensStyle = 'vscode',
 ): CodeLens[] {
   if (filter === 'off') return [];
   const file = fsPathOf(doc.uri);
@@ -160,6 +186,10 @@ export function codeLensesFor(
       .replace(/\r?\n$/, '');
     const range = { start: { line: b.line - 1, character: 0 }, end: { line: b.line - 1, character: lineText.length } };
     // range-only lenses: the client asks codeLens/resolve for the command of each visible lens
+    if (style === 'plain') {
+      lenses.push({ range, data: { kind: 'take', arg } });
+      continue;
+    }
     lenses.push({ range, data: { kind: 'snapshot', arg } });
     lenses.push({ range, data: { kind: 'run', arg } });
   }
@@ -168,8 +198,9 @@ export function codeLensesFor(
 
 /**
  * codeLens/resolve: fill in the command of a lens from codeLensesFor ("$(history) Snapshot & run" →
- * agentkeep.snapshotAndRun, "$(play) Run" → agentkeep.run, one LensArgument). A lens without our
- * `data` is returned unchanged.
+ * agentkeep.snapshotAndRun, "$(play) Run" → agentkeep.run, "Take restore point" →
+ * agentkeep.takeRestorePoint (run by the sidecar), one LensArgument). A lens without our `data` is
+ * returned unchanged.
  */
 export function resolveLens(lens: CodeLens): CodeLens {
   if (lens.command) return lens;
@@ -181,9 +212,21 @@ export function resolveLens(lens: CodeLens): CodeLens {
         tooltip:
           data.kind === 'run'
             ? `Run without a restore point. ${data.arg.reason}`
-            : `Take a restore point, then run. ${data.arg.reason}`,
+            : data.kind === 'take'
+              ? `Take a restore point, then run the command yourself. ${data.arg.reason}`
+              : `Take a restore point, then run. ${data.arg.reason}`,
       }
     : {};
+  if (data.kind === 'take')
+    return {
+      ...lens,
+      command: {
+        title: 'Take restore point',
+        command: ServerCommands.takeRestorePoint,
+        arguments: [data.arg],
+        ...tooltip,
+      },
+    };
   const command =
     data.kind === 'run'
       ? { title: '$(play) Run', command: RUN_COMMAND, arguments: [data.arg], ...tooltip }
@@ -221,41 +264,91 @@ export function untilCancelled<T>(
   });
 }
 
+/** What a session needs besides the core. */
+export interface SessionOptions {
+  /** The state dir (absolute) whose config.json names the agents: the agent of ServerCommands. */
+  stateDir: string;
+}
+
+/** The file path of a file: URI (the config-file lens and question are for files on disk only). */
+function filePathOf(uri: string): string | undefined {
+  if (!uri.startsWith('file:')) return undefined;
+  try {
+    return fileURLToPath(uri);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * Wire one connection: LSP lifecycle, documents, CodeLens, agentkeep/* requests. Calls
- * `connection.listen()`. The caller adds the connection to the hub (for notifications).
+ * Wire one connection: LSP lifecycle, documents, CodeLens, workspace/executeCommand (other editors'
+ * ServerCommands), agentkeep/* requests. Calls `connection.listen()`. The caller adds the connection
+ * to the hub (for notifications).
  * @param log where diagnostics go (never stdout for stdio)
  */
-export function serveConnection(connection: Connection, core: CoreApi, log: (msg: string) => void): void {
+export function serveConnection(
+  connection: Connection,
+  core: CoreApi,
+  log: (msg: string) => void,
+  opts: SessionOptions,
+): void {
   const documents = new TextDocuments(TextDocument);
   // per document: the scan of one version, and the lenses of that version under the current filter
   const cache = new Map<string, { version: number; cmds: RiskyCommand[]; filterKey?: string; lenses?: CodeLens[] }>();
   let filter: CodeLensFilter = 'all';
   let canRefresh = false;
+  // the VS Code extension runs the lens commands itself; every other editor gets ServerCommands
+  let style: LensStyle = 'plain';
+  // a taken restore point changes the config-file lens ("last: just now")
+  const editor = new EditorCommands(connection, core, opts.stateDir, log, () => {
+    if (canRefresh) void connection.sendRequest('workspace/codeLens/refresh').catch(() => undefined);
+  });
+  // other editors: the text each document had when opened or last saved (a change away from it is "unsaved")
+  const saved = new Map<string, string>();
 
   connection.onInitialize((params): InitializeResult => {
     // LensSettings (sidecar/protocol/lens.ts); parsed leniently, an unreadable filter is "all"
     const init = params.initializationOptions as Partial<Record<keyof LensSettings, unknown>> | undefined;
     if (init && typeof init === 'object' && 'codeLens' in init) filter = parseCodeLensFilter(init.codeLens);
     canRefresh = Boolean(params.capabilities.workspace?.codeLens?.refreshSupport);
+    // decided by the flag, not by clientInfo.name: only the extension has the agentkeep.* commands,
+    // a VS Code (or fork) window without it could not run them either
+    style = init && typeof init === 'object' && init.clientCommands === true ? 'vscode' : 'plain';
+    if (style === 'vscode') {
+      return {
+        capabilities: {
+          textDocumentSync: TextDocumentSyncKind.Full,
+          codeLensProvider: { resolveProvider: true },
+        },
+        serverInfo: { name: 'agentkeep', version: VERSION },
+      };
+    }
+    if (init && typeof init === 'object') editor.update(init);
     return {
       capabilities: {
-        textDocumentSync: TextDocumentSyncKind.Full,
+        // didSave marks a document clean again (the first-change question is about unsaved changes)
+        textDocumentSync: { openClose: true, change: TextDocumentSyncKind.Full, save: { includeText: false } },
         codeLensProvider: { resolveProvider: true },
+        executeCommandProvider: { commands: [...SERVER_COMMANDS] },
       },
       serverInfo: { name: 'agentkeep', version: VERSION },
     };
   });
 
-  // settings push: {agentkeep: {codeLens: 'all' | 'off' | [classes]}} (or {codeLens: …})
+  // settings push: {agentkeep: {codeLens: 'all' | 'off' | [classes], …LensSettings}} (or {codeLens: …})
   connection.onDidChangeConfiguration((p) => {
+    if (style === 'plain') {
+      const s = p.settings as { agentkeep?: unknown } | undefined;
+      const own = s?.agentkeep && typeof s.agentkeep === 'object' ? s.agentkeep : s;
+      if (own && typeof own === 'object') editor.update(own as Partial<Record<keyof LensSettings, unknown>>);
+    }
     const v = codeLensSettingOf(p.settings);
-    if (v === undefined) return;
-    filter = v;
+    if (v === undefined && style === 'vscode') return;
+    if (v !== undefined) filter = v;
     if (canRefresh) void connection.sendRequest('workspace/codeLens/refresh').catch(() => undefined);
   });
 
-  connection.onCodeLens((params) => {
+  connection.onCodeLens(async (params) => {
     const doc = documents.get(params.textDocument.uri);
     if (!doc) return [];
     let hit = cache.get(doc.uri);
@@ -265,15 +358,34 @@ export function serveConnection(connection: Connection, core: CoreApi, log: (msg
     }
     const key = JSON.stringify(filter);
     if (hit.filterKey !== key || !hit.lenses) {
-      hit.lenses = codeLensesFor(doc, filter, hit.cmds);
+      hit.lenses = codeLensesFor(doc, filter, hit.cmds, style);
       hit.filterKey = key;
     }
-    return hit.lenses;
+    if (style === 'vscode') return hit.lenses;
+    return [...(await editor.configLenses(filePathOf(doc.uri))), ...hit.lenses];
   });
 
-  connection.onCodeLensResolve((lens) => resolveLens(lens));
+  connection.onCodeLensResolve((lens) =>
+    (lens.data as { kind?: string } | undefined)?.kind === 'beforeEdit' && !lens.command
+      ? editor.resolveConfigLens(lens)
+      : resolveLens(lens),
+  );
 
-  documents.onDidClose((e) => cache.delete(e.document.uri));
+  connection.onExecuteCommand((p) => editor.execute(p.command, p.arguments));
+
+  documents.onDidOpen((e) => {
+    if (style === 'plain') saved.set(e.document.uri, e.document.getText());
+  });
+  documents.onDidSave((e) => saved.set(e.document.uri, e.document.getText()));
+  documents.onDidChangeContent((e) => {
+    if (style !== 'plain') return;
+    const was = saved.get(e.document.uri);
+    if (was !== undefined && was !== e.document.getText()) editor.onDirty(filePathOf(e.document.uri));
+  });
+  documents.onDidClose((e) => {
+    cache.delete(e.document.uri);
+    saved.delete(e.document.uri);
+  });
 
   for (const wire of wireMethods()) {
     // vscode-jsonrpc passes the params (spread when sent by position) and then the CancellationToken

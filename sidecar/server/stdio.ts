@@ -10,6 +10,7 @@ import {
   StreamMessageWriter,
 } from 'vscode-languageserver/node';
 import type { CoreOptions } from '../core/service';
+import { resolveStateDir } from '../core/state';
 import { JsonRpcGate, RAW_JSON_DECODER } from './jsonrpc';
 import { ConnectionHub, serveConnection, type CoreFactory } from './session';
 
@@ -43,5 +44,5 @@ export function serveStdio(makeCore: CoreFactory, base: CoreOptions): void {
   const log = (m: string): void => {
     process.stderr.write(m.endsWith('\n') ? m : m + '\n');
   };
-  serveConnection(connection, core, log);
+  serveConnection(connection, core, log, { stateDir: resolveStateDir(base.stateDir) });
 }

@@ -1,11 +1,22 @@
 /**
- * `agentkeep serve --ws HOST:PORT --token-file FILE`: the same LSP + agentkeep/* connection over
- * WebSocket, one connection per socket. Requires `Authorization: Bearer <token>`; connections
- * without it or with a wrong token get HTTP 401 before the upgrade. Binds 127.0.0.1 by default.
+ * `agentkeep serve --ws HOST:PORT --token-file FILE [--tls-cert FILE --tls-key FILE]`: the same LSP +
+ * agentkeep/* connection over WebSocket, one connection per socket (docs/remote.md).
+ * - Requires `Authorization: Bearer <token>`; connections without it or with a wrong token get HTTP
+ *   401 before the upgrade.
+ * - Binds 127.0.0.1 by default; a non-loopback address is refused without TLS (the token and every
+ *   memory entry would cross the network in clear text). With TLS (node:https, a PEM cert and key)
+ *   it prints the certificate's SHA-256 fingerprint for the client to pin.
+ * - Refuses browser origins: a request with an `Origin` header (only browsers send one) gets HTTP 403
+ *   unless that origin is allowed (`--allow-origin`). A web page the developer visits can open a
+ *   WebSocket to 127.0.0.1 (WebSockets are not bound by the same-origin policy), so without this a
+ *   page could drive the sidecar whenever it gets hold of the token, or probe it; the editor's and
+ *   the CLI's Node clients send no Origin.
  */
-import { timingSafeEqual, createHash } from 'node:crypto';
+import { timingSafeEqual, createHash, X509Certificate } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as http from 'node:http';
+import * as https from 'node:https';
+import * as tls from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import {
@@ -19,6 +30,7 @@ import {
 import { WebSocketServer, type WebSocket } from 'ws';
 import { AgentKeepError } from '../core/errors';
 import type { CoreOptions } from '../core/service';
+import { resolveStateDir } from '../core/state';
 import { ConnectionHub, serveConnection, type CoreFactory } from './session';
 import { JsonRpcGate } from './jsonrpc';
 import { WebSocketFrameReader, WebSocketMessageWriter } from './wsTransport';
@@ -41,7 +53,7 @@ export function parseHostPort(s: string): HostPort {
     throw new AgentKeepError(
       'InvalidParams',
       `Bad --ws address "${s}".`,
-      'Use HOST:PORT, e.g. --ws 127.0.0.1:7420 (port 0 picks a free port).',
+      'Use HOST:PORT, e.g. --ws 127.0.0.1:7357 (port 0 picks a free port).',
     );
   }
   return { host: m[1] ?? (m[2] || '127.0.0.1'), port };
@@ -115,11 +127,64 @@ export function tokenMatches(header: string | undefined, expected: string): bool
   return timingSafeEqual(a, b);
 }
 
+/** PEM certificate and key of `serve --ws --tls-cert FILE --tls-key FILE`, checked to belong together. */
+export interface TlsFiles {
+  cert: string;
+  key: string;
+  /** SHA-256 fingerprint of the certificate, colon-separated upper-case hex (what clients pin). */
+  fingerprint: string;
+}
+
+/**
+ * Read and check the TLS certificate and key (PEM files; the cert may hold a chain, leaf first).
+ * @throws AgentKeepError FileError when a file is missing or unreadable, is not PEM, or the key does
+ *   not match the certificate, each naming the file and how to make a pair with openssl
+ */
+export async function readTlsFiles(certFile: string, keyFile: string): Promise<TlsFiles> {
+  const make = `Make a pair: openssl req -x509 -newkey rsa:2048 -nodes -days 825 -subj /CN=agentkeep -addext subjectAltName=DNS:$(hostname),IP:<address> -keyout ${keyFile} -out ${certFile}`;
+  const read = async (file: string, what: string): Promise<string> => {
+    try {
+      return await fs.readFile(file, 'utf8');
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      throw new AgentKeepError(
+        'FileError',
+        code === 'ENOENT'
+          ? `TLS ${what} file ${file} does not exist.`
+          : `Cannot read TLS ${what} file ${file}: ${(e as Error).message}.`,
+        code === 'ENOENT' ? make : 'Check its owner and permissions.',
+      );
+    }
+  };
+  const cert = await read(certFile, 'certificate');
+  const key = await read(keyFile, 'key');
+  let fingerprint: string;
+  try {
+    fingerprint = new X509Certificate(cert).fingerprint256;
+  } catch {
+    throw new AgentKeepError('FileError', `${certFile} is not a PEM certificate (-----BEGIN CERTIFICATE-----).`, make);
+  }
+  try {
+    tls.createSecureContext({ cert, key });
+  } catch (e) {
+    const mismatch = /key values mismatch/i.test((e as Error).message);
+    throw new AgentKeepError(
+      'FileError',
+      mismatch
+        ? `The key ${keyFile} does not belong to the certificate ${certFile}.`
+        : `${keyFile} is not a usable PEM private key (${(e as Error).message}).`,
+      mismatch ? 'Pass the key the certificate was made with, or make a new pair. ' + make : make,
+    );
+  }
+  return { cert, key, fingerprint };
+}
+
 function refuse(socket: Duplex, status: number, text: string): void {
   const body = `${text}\n`;
   socket.write(
     `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ''}\r\n` +
-      'WWW-Authenticate: Bearer realm="agentkeep"\r\nContent-Type: text/plain\r\n' +
+      (status === 401 ? 'WWW-Authenticate: Bearer realm="agentkeep"\r\n' : '') +
+      'Content-Type: text/plain\r\n' +
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
   socket.destroy();
@@ -129,33 +194,78 @@ function refuse(socket: Duplex, status: number, text: string): void {
 export interface WsServer {
   /** The address actually bound (port resolved when 0 was asked). */
   address: HostPort;
+  /** `ws://…` or `wss://…` of the bound address. */
+  url: string;
   close(): Promise<void>;
+}
+
+/** Options of serveWs besides the core. */
+export interface WsOptions {
+  /** Where to bind. A non-loopback host needs `tls`. */
+  listen: HostPort;
+  /** The expected bearer token. */
+  token: string;
+  /** Certificate and key (readTlsFiles): serve wss:// instead of ws://. */
+  tls?: TlsFiles;
+  /** Origins (`https://host:port`, exactly as browsers send them) allowed to connect; none by default. */
+  allowOrigins?: readonly string[];
+}
+
+/**
+ * Whether a request's `Origin` header is acceptable: absent (a non-browser client: the extension, the
+ * CLI, curl), or one of `allowed`. Browsers always send Origin on a WebSocket handshake.
+ */
+export function originAllowed(origin: string | undefined, allowed: readonly string[] = []): boolean {
+  return origin === undefined || allowed.includes(origin);
 }
 
 /**
  * Start the WebSocket server.
  * @param makeCore creates the one core shared by all connections
  * @param base core options (state dir, lock timeout)
- * @param listen where to bind
- * @param token the expected bearer token
+ * @param opts where to bind, the token, TLS, allowed origins
  * @param log diagnostics (stderr)
+ * @throws AgentKeepError InvalidParams for a non-loopback address without TLS (naming --tls-cert and the
+ *   SSH tunnel), or when the address cannot be bound
  */
 export async function serveWs(
   makeCore: CoreFactory,
   base: CoreOptions,
-  listen: HostPort,
-  token: string,
+  opts: WsOptions,
   log: (m: string) => void,
 ): Promise<WsServer> {
+  const { listen, token } = opts;
+  if (!isLoopback(listen.host) && !opts.tls) {
+    throw new AgentKeepError(
+      'InvalidParams',
+      `Refusing to listen on ${listen.host} without TLS: the bearer token and every memory entry would cross the network in clear text.`,
+      `Add --tls-cert FILE --tls-key FILE (serve wss://, the client pins the printed fingerprint), or listen on 127.0.0.1 and reach it through an SSH tunnel: ssh -N -L 7357:127.0.0.1:${listen.port || 7357} <this host> (docs/remote.md).`,
+    );
+  }
   const hub = new ConnectionHub();
   const core = makeCore(hub.coreOptions(base));
-  const server = http.createServer((_req, res) => {
+  const stateDir = resolveStateDir(base.stateDir);
+  const onRequest = (_req: http.IncomingMessage, res: http.ServerResponse): void => {
     res.writeHead(426, { 'Content-Type': 'text/plain', Upgrade: 'websocket' });
     res.end('agentkeep: WebSocket only (JSON-RPC, one message per text frame)\n');
-  });
+  };
+  const server = opts.tls
+    ? https.createServer({ cert: opts.tls.cert, key: opts.tls.key, minVersion: 'TLSv1.2' }, onRequest)
+    : http.createServer(onRequest);
   const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 * 1024 });
 
   server.on('upgrade', (req, socket, head) => {
+    const origin = req.headers.origin;
+    if (!originAllowed(origin, opts.allowOrigins)) {
+      // before the token check: a web page learns nothing, not even whether its token was right
+      log(`agentkeep: refused a connection from ${req.socket.remoteAddress ?? '?'}: browser origin ${origin}`);
+      refuse(
+        socket,
+        403,
+        `agentkeep: browser origin ${origin} refused: a web page must not drive the sidecar (start serve with --allow-origin ${origin} only if you mean it)`,
+      );
+      return;
+    }
     if (!tokenMatches(req.headers.authorization, token)) {
       log(
         `agentkeep: refused a connection from ${req.socket.remoteAddress ?? '?'}: ${req.headers.authorization ? 'wrong' : 'no'} bearer token`,
@@ -201,7 +311,7 @@ export async function serveWs(
       hub.delete(connection);
       connection.dispose();
     });
-    serveConnection(connection, core, log);
+    serveConnection(connection, core, log, { stateDir });
   };
 
   await new Promise<void>((resolve, reject) => {
@@ -218,15 +328,16 @@ export async function serveWs(
   });
   const addr = server.address() as AddressInfo;
   const address = { host: listen.host, port: addr.port };
-  if (!isLoopback(listen.host)) {
-    log(
-      `agentkeep: warning: listening on non-loopback ${listen.host}; reach it through an SSH tunnel or a TLS proxy, never plain over a network`,
-    );
-  }
   const shown = address.host.includes(':') ? `[${address.host}]` : address.host;
-  log(`agentkeep: listening on ws://${shown}:${address.port}`);
+  const url = `${opts.tls ? 'wss' : 'ws'}://${shown}:${address.port}`;
+  if (opts.tls)
+    log(
+      `agentkeep: TLS certificate SHA-256 fingerprint ${opts.tls.fingerprint} (pin it in the editor's agentkeep.sidecar.fingerprint)`,
+    );
+  log(`agentkeep: listening on ${url}`);
   return {
     address,
+    url,
     close: async () => {
       for (const c of wss.clients) c.terminate();
       await new Promise<void>((r) => server.close(() => r()));

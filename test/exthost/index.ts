@@ -7,9 +7,11 @@
  */
 import Mocha from 'mocha';
 import { registerAgentSuite } from './agent.test';
+import { registerAgentOwnSuite } from './agentOwn.test';
 import { registerFlowSuite } from './flow.test';
 import { registerMemorySuite } from './memory.test';
 import { registerProxmoxSuite } from './proxmox.test';
+import { registerRemoteSuite } from './remote.test';
 
 export function run(): Promise<void> {
   // AGENTKEEP_EXTHOST_GREP (inherited from scripts/test-exthost.ts): run only the matching tests
@@ -25,7 +27,9 @@ export function run(): Promise<void> {
   registerAgentSuite();
   registerFlowSuite();
   registerMemorySuite();
-  registerProxmoxSuite(); // last: it points the workspace at the Proxmox simulator (and back)
+  registerAgentOwnSuite();
+  registerProxmoxSuite(); // it points the workspace at the Proxmox simulator (and back)
+  registerRemoteSuite(); // last: it points the editor at a remote sidecar (and back)
   return new Promise((resolve, reject) => {
     mocha.run((failures) => (failures ? reject(new Error(`${failures} extension-host test(s) failed`)) : resolve()));
   });

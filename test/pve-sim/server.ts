@@ -12,9 +12,12 @@
  *   on every call), error text in the HTTP reason phrase.
  * - fault knobs (`faults`): slow/hanging tasks, forced task failures, warnings, 596 with an empty body,
  *   connection dropped after the request was received (before or after acting), expired tickets.
+ * - a guest's disk can be a real local directory (`SimGuest.disk`): a snapshot copies it, a rollback
+ *   puts the copy back, a delete drops it; `onPower` hears the guest stop and start (a test stops and
+ *   starts the sshd that stands for the guest's SSH with it).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import * as https from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as os from 'node:os';
@@ -88,6 +91,11 @@ export interface SimGuest {
   /** qemu: guest agent running; files it can reach. */
   agent: boolean;
   files: Map<string, Buffer>;
+  /**
+   * A local directory standing for the guest's disk (optional): a snapshot copies it, a rollback
+   * puts that copy back (as a storage rollback does), a delete removes the copy.
+   */
+  disk?: string;
 }
 
 /** A worker task. */
@@ -157,6 +165,11 @@ function shuffle<T>(a: T[]): T[] {
   return a;
 }
 
+/** Where the simulator keeps the copy of a guest's disk directory for snapshot `name` (beside it). */
+function diskCopy(disk: string, name: string): string {
+  return path.join(path.dirname(disk), `.${path.basename(disk)}.snap-${name}`);
+}
+
 class HttpReply extends Error {
   constructor(
     readonly status: number,
@@ -173,6 +186,8 @@ export class PveSim {
   readonly tasks = new Map<string, SimTask>();
   readonly requests: SimRequest[] = [];
   faults: SimFaults = {};
+  /** Called when a guest stops (rollback: hard stop) or starts (rollback with RAM state or start=1). */
+  onPower?: (g: SimGuest, running: boolean) => void;
   privs: Set<string>;
   readonly cert: SimCert;
   readonly nodes: string[];
@@ -621,6 +636,7 @@ export class PveSim {
         delete s.snapstate;
         g.lock = undefined;
         g.parent = name;
+        if (g.disk) cpSync(g.disk, diskCopy(g.disk, name), { recursive: true });
         return vmstate && g.running
           ? [
               `saving VM state and RAM using storage 'local-lvm'`,
@@ -648,14 +664,21 @@ export class PveSim {
         if (!s) throw new Error(`snapshot '${name}' does not exist`);
         if (g.lock) throw new Error(`${T} is locked (${g.lock})`);
         if (s.snapstate) throw new Error(`unable to rollback to incomplete snapshot (snapstate = ${s.snapstate})`);
+        const was = g.running;
         g.running = false; // a running guest is hard-stopped
         g.lock = 'rollback';
+        if (was) this.onPower?.(g, false);
       },
       () => {
         const s = g.snapshots.get(name)!;
         g.lock = undefined;
         g.parent = name;
+        if (g.disk) {
+          for (const n of readdirSync(g.disk)) rmSync(path.join(g.disk, n), { recursive: true, force: true });
+          cpSync(diskCopy(g.disk, name), g.disk, { recursive: true });
+        }
         g.running = s.vmstate || start;
+        if (g.running) this.onPower?.(g, true);
         return s.vmstate ? ['Resuming suspended VM', 'resume vm'] : start ? ['start VM'] : [];
       },
       () => {
@@ -684,6 +707,7 @@ export class PveSim {
         for (const o of g.snapshots.values()) if (o.parent === name) o.parent = s.parent;
         if (g.parent === name) g.parent = s.parent;
         g.snapshots.delete(name);
+        if (g.disk) rmSync(diskCopy(g.disk, name), { recursive: true, force: true });
         g.lock = undefined;
         return [];
       },

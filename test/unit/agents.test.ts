@@ -121,6 +121,17 @@ describe('named agents', function () {
     const mem = await json('memory', 'list');
     assert.equal(mem.stores.length, 2);
     assert.match(mem.stores[0].entries[0].text, /note of one/);
+    // an agent without stores set: the stores found in its target (what its restore points capture)
+    const found = await json('memory', 'list', '--agent', 'two');
+    assert.deepEqual([...new Set(found.stores.map((f: { store: string }) => f.store))], [`hermes:${a2}`]);
+    assert.match(found.stores[0].entries[0].text, /note of two/);
+    await fs.rm(path.join(a2, 'memories'), { recursive: true });
+    usage(
+      await ak('memory', 'list', '--agent', 'two'),
+      /agent two has no stores set, and none were found in its target/,
+    );
+    await fs.mkdir(path.join(a2, 'memories'));
+    await fs.writeFile(path.join(a2, 'memories', 'MEMORY.md'), 'note of two');
     // an explicit --target still works and names no agent
     assert.equal((await json('restore-point', 'list', '--target', `dir:${a2}`)).length, 1);
     // the only agent left is used without a default

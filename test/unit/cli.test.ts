@@ -149,6 +149,46 @@ describe('agentkeep CLI (real bin on real trees)', function () {
     assert.equal(fresh.reused, undefined);
     assert.notEqual(fresh.id, first.id);
     assert.equal((await json('restore-point', 'list', '--target', target)).length, 2, 'reuse created nothing');
+    // --reuse --important keeps the flag on the reused one; a label it cannot apply is said, with the rename
+    const kept = await ak('restore-point', 'create', '--target', target, '--reuse', '--important', '--label', 'x y');
+    assert.equal(kept.code, 0, kept.stderr);
+    assert.match(kept.stderr, /keeps its label "[^"]*"/);
+    assert.match(
+      kept.stderr,
+      new RegExp(`agentkeep restore-point label ${fresh.id} --target \\S+ --state-dir \\S+ --label 'x y'$`, 'm'),
+    );
+    const [newest] = await json('restore-point', 'list', '--target', target);
+    assert.equal(newest.id, fresh.id);
+    assert.equal(newest.important, true);
+  });
+
+  it('a damaged journal entry is not listed but said, with the delete command, and the delete works', async () => {
+    const a = await json('restore-point', 'create', '--target', target, '--label', 'a');
+    const b = await json('restore-point', 'create', '--target', target, '--label', 'b');
+    const [key] = await fs.readdir(path.join(state, 'journal'));
+    await fs.writeFile(path.join(state, 'journal', key, `${a.id}.json`), '{"id": "ak_2026');
+    const r = await ak('restore-point', 'list', '--target', target);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, new RegExp(b.id));
+    assert.doesNotMatch(r.stdout, new RegExp(a.id));
+    assert.match(r.stderr, new RegExp(`warning: The journal entry of ${a.id} is damaged: .*JSON`));
+    assert.match(r.stderr, new RegExp(`agentkeep restore-point delete ${a.id} --target \\S+ --state-dir \\S+ --yes`));
+    const st = await json('agent', 'status', '--target', target);
+    assert.deepEqual(
+      st.damagedRestorePoints.map((d: any) => d.id),
+      [a.id],
+    );
+    assert.equal(st.damagedRestorePoints[0].actions[0].method, 'agentkeep/restorePoint.delete');
+    await json('restore-point', 'delete', a.id, '--target', target, '--yes');
+    const after = await ak('restore-point', 'list', '--target', target);
+    assert.doesNotMatch(after.stderr, /damaged/);
+    assert.equal((await json('agent', 'status', '--target', target)).damagedRestorePoints, undefined);
+  });
+
+  it('an empty --target is a usage error naming the option, not the protocol field', async () => {
+    const r = await ak('restore-point', 'create', '--target', '');
+    assertOneLineError(r, 2, /^agentkeep: Invalid --target: the target is empty: give one such as dir:\/abs\/path\.$/);
+    assert.doesNotMatch(r.stderr, /params\.|protocol\.schema|Send an object/);
   });
 
   it('scope agent restores only agent-state files', async () => {

@@ -74,4 +74,18 @@ describe('core: restorePoint.create with reuse', function () {
     assert.equal(young.reused, true);
     assert.equal(young.id, late.id);
   });
+
+  it('a reuse asked for as important marks the reused restore point important (never drops the flag)', async () => {
+    const first = await core.createRestorePoint({ target: s.target, stores: [store], label: 'a' });
+    assert.equal(first.important, undefined);
+    const again = await core.createRestorePoint({ target: s.target, stores: [store], reuse: true, important: true });
+    assert.equal(again.reused, true);
+    assert.equal(again.id, first.id);
+    assert.equal(again.important, true);
+    const [listed] = await core.listRestorePoints({ target: s.target });
+    assert.equal(listed.important, true, 'the journal holds the flag, not only the answer');
+    // and a later plain reuse does not clear it
+    const third = await core.createRestorePoint({ target: s.target, stores: [store], reuse: true });
+    assert.equal(third.important, true);
+  });
 });

@@ -123,7 +123,7 @@ describe('restore-point lifecycle (real bin, real trees)', function () {
       'two unique 64 KiB files; shared.txt is still used by the kept ones',
     );
     const human = await ak('restore-point', 'prune', '--target', target, '--keep', '2', '--dry-run');
-    assert.match(human.stdout, /nothing was changed that would free about 128 KiB\./);
+    assert.match(human.stdout, /would be deleted \(freeing about 128 KiB\), \d+ kept; nothing was changed\./);
     const real = await json('restore-point', 'prune', '--target', target, '--keep', '2');
     assert.equal(real.freedBytes, dry.estimatedFreeBytes);
   });

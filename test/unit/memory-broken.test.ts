@@ -69,7 +69,9 @@ describe('broken stores: Hermes (real files, real CLI)', function () {
     assert.ok(m.broken.message.includes(mem()), m.broken.message);
     assert.match(m.broken.message, /is a directory, not a file/);
     assert.match(m.broken.hint, /mv .*MEMORY\.md .*MEMORY\.md\.dir/);
-    const text = (await ak('memory', 'list', '--store', store)).stdout;
+    const listed = await ak('memory', 'list', '--store', store);
+    assert.equal(listed.code, 1, 'a broken file: the listing is printed and the exit code says broken');
+    const text = listed.stdout;
     assert.match(text, /MEMORY\.md \(hermes-memory\): BROKEN \(entries unknown; writes refused\)/);
     assert.doesNotMatch(text, /MEMORY\.md \(hermes-memory\): 0 entries/);
     assert.match(text, /\n {2}fix: Move it away/);
@@ -214,7 +216,7 @@ describe('broken stores: Hermes (real files, real CLI)', function () {
     assert.match(h.message, /Provenance is unavailable for \d+ entries/);
     assert.match(h.message, /did not run for them: untraceable .*; age of MEMORY\.md and USER\.md entries/);
     assert.match(h.suggestion, /sqlite3 .*state\.db "\.recover" \| sqlite3 .*state\.db\.recovered/);
-    assert.match(h.suggestion, /restore-point restore <id> --scope agent/);
+    assert.match(h.suggestion, /restore the store from a restore point \(scope agent\)/);
     // everything that does not depend on provenance is still there, unchanged
     assert.deepEqual(
       damaged.filter((f: any) => f !== h),
@@ -276,6 +278,7 @@ describe('broken stores: a damaged page no query reads (real SQLite)', function 
     await fs.writeFile(db, buf);
     assert.match(integrity(db), /error code 11|malformed|Page|Tree|\*\*\*/, 'SQLite itself calls it damaged');
     const r = await ak('memory', 'lint', '--store', `hermes:${home}`, '--json');
+    assert.equal(r.code, 1, 'an error finding exits 1, like a linter');
     const findings = JSON.parse(r.stdout).findings;
     const err = findings.find((f: any) => f.kind === 'store' && f.severity === 'error');
     assert.ok(err, JSON.stringify(findings));

@@ -2,6 +2,7 @@ import * as assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { lintEntries, type LintInput } from '../../sidecar/memory/lint';
 import { evaluateReal, loadCases, pr, wordOverlap } from '../../sidecar/memory/lint/eval';
+import { formatFindings } from '../../sidecar/memory/lint/format';
 import { frameDiff, labelValues, updateMarker } from '../../sidecar/memory/lint/slots';
 import { tokens } from '../../sidecar/memory/lint/text';
 import { REPO } from './helpers/paths';
@@ -179,6 +180,78 @@ describe('memory lint: slots, changes over time, groups (issue 12)', () => {
     assert.equal(c.length, 1, JSON.stringify(f.map((x) => x.message)));
     assert.equal(c[0].entries.length, 5);
     assert.match(c[0].message, /3 different values/);
+  });
+
+  it('copies that differ in two values are grouped by the value that stays the same, never one finding per pair', () => {
+    // 3 hosts × ports: "host 0" lines agree on the host and differ in the port
+    for (const n of [50, 200, 1000]) {
+      const texts = Array.from({ length: n }, (_, i) => `Deploy host ${i % 3} runs on port ${8000 + i}`);
+      const f = lintEntries(mem(texts));
+      const pairs = f.filter((x) => x.kind !== 'store');
+      assert.equal(pairs.length, 3, `${n}: ${JSON.stringify(f.map((x) => x.message.slice(0, 80)))}`);
+      assert.deepEqual(
+        pairs.map((x) => x.entries.length).reduce((a, b) => a + b, 0),
+        n,
+        'every entry is in one group',
+      );
+      for (const g of pairs) {
+        assert.match(g.message, /entries repeat one wording and differ only in a value each/);
+        assert.ok((g.evidence ?? []).some((e) => /the same in every member: [012]; only value 2 differs/.test(e)));
+      }
+    }
+  });
+
+  it('contradictions that share entries are one group finding with the count, the members and the pairs', () => {
+    const f = lintEntries(
+      mem([
+        'The staging database is Postgres 15',
+        'Staging database: Postgres 16 since the upgrade',
+        'The staging database is Postgres 14',
+        'Kiran lives in Whitefield.',
+      ]),
+    );
+    const c = f.filter((x) => x.kind === 'contradiction');
+    assert.equal(c.length, 1, JSON.stringify(f.map((x) => x.message)));
+    assert.deepEqual([...c[0].entries].sort(), ['e1', 'e2', 'e3']);
+    assert.match(c[0].message, /^3 entries disagree about one thing \(\d conflicting pairs\)/);
+    assert.ok(
+      (c[0].evidence ?? []).filter((e) => e.startsWith('pair: Possible contradiction')).length >= 2,
+      (c[0].evidence ?? []).join('\n'),
+    );
+    // two entries stay one pair finding
+    const two = lintEntries(mem(['The api service uses port 8080', 'The api service uses port 9090']));
+    assert.deepEqual(
+      two.map((x) => [x.kind, x.entries.length]),
+      [['contradiction', 2]],
+    );
+  });
+
+  it('a store larger than the join budget keeps to it and says so, in the result and the CLI text', () => {
+    const syl = ['ka', 'lo', 'mi', 'ren', 'to', 'vas', 'qui', 'del'];
+    const name = (i: number): string => `${syl[i % 8]}${syl[Math.floor(i / 8) % 8]}${syl[Math.floor(i / 64) % 8]}`;
+    // 24,000 entries (no values, so no template groups) over 400 subjects: each subject in 60 entries
+    const word = (i: number): string => Array.from({ length: 5 }, (_, k) => syl[Math.floor(i / 8 ** k) % 8]).join('');
+    const texts = Array.from(
+      { length: 24_000 },
+      (_, i) => `${['Staging host for', 'Deploy key for', 'Weekly sync about'][i % 3]} ${name(i % 400)} is ${word(i)}`,
+    );
+    const t0 = process.cpuUsage();
+    const f = lintEntries(mem(texts));
+    const cpu = process.cpuUsage(t0);
+    const note = f.find((x) => x.kind === 'store' && x.message.startsWith('Lint note'));
+    assert.ok(note, 'a lint note');
+    assert.ok(
+      (note.evidence ?? []).some((e) =>
+        /instead of 200: above 20,000 entries and sentences the comparison keeps to about \d+ candidate pairs per entry/.test(
+          e,
+        ),
+      ),
+      (note.evidence ?? []).join('\n'),
+    );
+    assert.ok((cpu.user + cpu.system) / 1e6 < 30, `CPU ${(cpu.user + cpu.system) / 1e6} s`);
+    const text = formatFindings(f);
+    assert.match(text, /INFO store: Lint note: to stay fast, \d+ words? shared by more than \d+ entries each/);
+    assert.doesNotMatch(text, /^No findings/);
   });
 
   it('says what it skipped to stay fast', () => {

@@ -259,7 +259,8 @@ describe('memory QA fixes: permissions as a non-root user (setpriv nobody)', fun
   it('#5: one unreadable USER.md: list shows MEMORY.md and a warning on USER.md; all unreadable fails', async () => {
     await fs.chmod(path.join(home, 'memories', 'USER.md'), 0o000);
     const r = await asNobody(['memory', 'list', '--store', `hermes:${home}`, '--json']);
-    assert.equal(r.code, 0, r.stdout + r.stderr);
+    // exit 1 since stop 17: an unreadable file is a broken one, and `memory list` says so in its exit code too
+    assert.equal(r.code, 1, r.stdout + r.stderr);
     const files = JSON.parse(r.stdout).stores as Array<{ kind: string; entries: unknown[]; warnings?: string[] }>;
     assert.ok(files.find((f) => f.kind === 'hermes-memory')!.entries.length > 0);
     const user = files.find((f) => f.kind === 'hermes-user')!;

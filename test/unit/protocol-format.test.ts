@@ -1,5 +1,5 @@
 import * as assert from 'node:assert/strict';
-import { firstLine, formatAge, formatBytes, oneLine, truncate } from '../../sidecar/protocol/format';
+import { displayPath, firstLine, formatAge, formatBytes, oneLine, truncate } from '../../sidecar/protocol/format';
 import type { RestorePoint } from '../../sidecar/protocol';
 import { restorePointTable, usageReport } from '../../sidecar/cli/format';
 import { formatBytes as extensionBytes, formatAge as extensionAge, entryTitle } from '../../extension/format';
@@ -116,5 +116,16 @@ describe('sidecar/protocol/format (shared by the CLI, the extension and the webv
     assert.match(both, /^ak_3 .* post of ak_2 +3\.0 MiB/m);
     const usage = usageReport({ target: 'dir:/a', bytes: 12 * MiB, capBytes: 10 * GiB, level: 'ok', points: [] });
     assert.equal(usage, 'Restore points of dir:/a use 12 MiB of the 10 GiB cap (0%).');
+  });
+
+  it('prints a path with a newline, a tab, a quote, an escape or edge spaces as one quoted C-escaped line', () => {
+    assert.equal(displayPath('src/a b.txt'), 'src/a b.txt', 'plain names (spaces inside) as they are');
+    assert.equal(displayPath('evil\nname'), '"evil\\nname"');
+    assert.equal(displayPath('tab\tx'), '"tab\\tx"');
+    assert.equal(displayPath('say "hi"'), '"say \\"hi\\""');
+    assert.equal(displayPath('esc\x1b[31m'), '"esc\\x1b[31m"');
+    assert.equal(displayPath(' lead'), '" lead"');
+    assert.equal(displayPath('日本語.txt'), '日本語.txt');
+    assert.equal(displayPath('back\\slash'), '"back\\\\slash"');
   });
 });

@@ -41,7 +41,7 @@ import { WebSocketMessageReader, WebSocketMessageWriter } from '../../sidecar/se
 import { storeName } from '../../webview-ui/memory/logic';
 import * as throwawayBackend from '../fixtures/throwaway-backend';
 import { REPO } from './helpers/paths';
-import { buildSidecar, runSidecar, startSidecar, waitForStderr, type RunResult } from './helpers/sidecar';
+import { buildSidecar, expectedExit, runSidecar, startSidecar, waitForStderr, type RunResult } from './helpers/sidecar';
 
 /** Bundle a plugin folder (TypeScript) to one CommonJS file, as a plugin author would ship it. */
 async function buildPlugin(folder: string, outDir: string): Promise<string> {
@@ -76,8 +76,9 @@ describe('registry proof: a throwaway store registered from a test folder', func
     runSidecar(['--state-dir', path.join(tmp, 'state'), ...args], env());
   const json = async (...args: string[]): Promise<any> => {
     const r = await ak(...args, '--json');
-    assert.equal(r.code, 0, `agentkeep ${args.join(' ')} failed: ${r.stderr}${r.stdout}`);
-    return JSON.parse(r.stdout);
+    const out = JSON.parse(r.stdout);
+    assert.equal(r.code, expectedExit(args, out), `agentkeep ${args.join(' ')}: ${r.stderr}${r.stdout}`);
+    return out;
   };
 
   before(async () => {
@@ -387,8 +388,9 @@ describe('registry proof: a throwaway backend registered from a test folder', fu
     runSidecar(['--state-dir', path.join(tmp, 'state'), ...args], env());
   const json = async (...args: string[]): Promise<any> => {
     const r = await ak(...args, '--json');
-    assert.equal(r.code, 0, `agentkeep ${args.join(' ')} failed: ${r.stderr}${r.stdout}`);
-    return JSON.parse(r.stdout);
+    const out = JSON.parse(r.stdout);
+    assert.equal(r.code, expectedExit(args, out), `agentkeep ${args.join(' ')}: ${r.stderr}${r.stdout}`);
+    return out;
   };
   const failure = async (...args: string[]): Promise<{ code: string; message: string; hint: string }> => {
     const r = await ak(...args, '--json');

@@ -62,12 +62,13 @@ describe('risk CodeLens (LSP)', function () {
     await fs.rm(tmp, { recursive: true, force: true });
   });
 
-  async function initialize(initializationOptions?: unknown): Promise<void> {
+  /** initialize as the VS Code extension does (clientCommands: true: its lens titles and commands). */
+  async function initialize(initializationOptions?: Record<string, unknown>): Promise<void> {
     await conn.sendRequest('initialize', {
       processId: process.pid,
       rootUri: pathToFileURL(tmp).href,
       capabilities: { workspace: { codeLens: { refreshSupport: true } } },
-      initializationOptions,
+      initializationOptions: { clientCommands: true, ...initializationOptions },
     });
     await conn.sendNotification('initialized', {});
   }

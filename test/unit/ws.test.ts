@@ -134,7 +134,12 @@ describe('agentkeep serve --ws (WebSocket)', function () {
       notes.push({ method, params });
     });
     conn.listen();
-    await conn.sendRequest('initialize', { processId: null, capabilities: {} });
+    // as the VS Code extension initializes (clientCommands: its lens commands); other editors: lsp.test.ts
+    await conn.sendRequest('initialize', {
+      processId: null,
+      capabilities: {},
+      initializationOptions: { clientCommands: true },
+    });
     await conn.sendNotification('initialized', {});
 
     const uri = pathToFileURL(path.join(agent, 'README.md')).href;
@@ -209,8 +214,9 @@ describe('agentkeep serve --ws (WebSocket)', function () {
     assert.match(r.stderr, /--token-file/);
   });
 
-  it('warns when bound to a non-loopback address', async () => {
-    child = startSidecar([
+  // Issue 11 changed this test: a non-loopback address without TLS was a warning, it is refused now.
+  it('refuses a non-loopback address without TLS, naming --tls-cert and the SSH tunnel; nothing listens', async () => {
+    const r = await runSidecar([
       'serve',
       '--ws',
       '0.0.0.0:0',
@@ -219,11 +225,12 @@ describe('agentkeep serve --ws (WebSocket)', function () {
       '--state-dir',
       path.join(tmp, 'state'),
     ]);
-    const m = await waitForStderr(
-      child,
-      /warning: listening on non-loopback 0\.0\.0\.0; reach it through an SSH tunnel[^\n]*\n[\s\S]*listening on ws:\/\/0\.0\.0\.0:(\d+)/,
+    assert.equal(r.code, 1);
+    assert.match(
+      r.stderr,
+      /^agentkeep: Refusing to listen on 0\.0\.0\.0 without TLS: the bearer token and every memory entry would cross the network in clear text\. .*--tls-cert FILE --tls-key FILE.*ssh -N -L 7357:127\.0\.0\.1:7357/,
     );
-    assert.ok(Number(m[1]) > 0);
+    assert.doesNotMatch(r.stderr, /listening on/);
   });
 
   it('parses HOST:PORT and compares tokens', () => {

@@ -417,8 +417,8 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     const shown = this.io.display(abs);
     const out: AgentKeepError[] = [];
     const restore =
-      'restore the memory subdir from a restore point (agentkeep restore-point restore <id> --scope agent ' +
-      'restores index.pkl, index.faiss and their hash together)';
+      'restore the memory subdir from a restore point (scope agent restores index.pkl, index.faiss and their ' +
+      'hash together)';
     const fileError = (message: string, hint: string): AgentKeepError => new AgentKeepError('FileError', message, hint);
     const perms = 'Check the permissions of the Agent Zero directory (Docker volumes are often owned by root).';
     let faiss: Buffer | undefined;

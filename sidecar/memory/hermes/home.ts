@@ -208,8 +208,7 @@ export function invalidUtf8Error(file: string, raw: Buffer, offset: number): Age
       'file as strict UTF-8 and fails to load it, so its entries are not shown, and AgentKeep does not write it ' +
       '(that would turn the bad bytes into U+FFFD for good).',
     `Fix the bytes at that offset in an editor that shows them (iconv -f UTF-8 -t UTF-8 ${file} >/dev/null names the ` +
-      'position) and save as UTF-8, or restore the file from a restore point ' +
-      '(agentkeep restore-point restore <id> --scope agent).',
+      'position) and save as UTF-8, or restore the file from a restore point (scope agent).',
   );
 }
 

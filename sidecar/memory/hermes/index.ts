@@ -94,7 +94,10 @@ export async function readLimits(home: string): Promise<HermesLimits> {
 async function exists(p: string, io: FileTransport = localTransport): Promise<boolean> {
   return io.lstat(p).then(
     () => true,
-    () => false,
+    (e: unknown) => {
+      if (e instanceof AgentKeepError) throw e; // the other machine cannot be reached: not "absent"
+      return false;
+    },
   );
 }
 
@@ -286,8 +289,8 @@ export class HermesStore implements MemoryStoreAdapter {
             'FileError',
             `${abs} is a symbolic link to ${link}, which does not exist: Hermes sees no entries there, and a write ` +
               'would replace the link with a file.',
-            'Restore the file the link points to, or replace the link with the file (e.g. from a restore point: ' +
-              'agentkeep restore-point restore <id> --scope agent).',
+            'Restore the file the link points to, or replace the link with the file (e.g. from a restore point, ' +
+              'restored with scope agent).',
           );
         }
         if (!st.isFile()) {
@@ -298,11 +301,9 @@ export class HermesStore implements MemoryStoreAdapter {
             `${abs} is ${what}, not a file: Hermes cannot read ${path.posix.basename(file)} from it (its memory tool then ` +
               'sees no entries and fails to write), and AgentKeep does not write there.',
             st.isDirectory()
-              ? `Move it away (mv ${file} ${file}.dir), then put the file back: restore it from a restore point ` +
-                  '(agentkeep restore-point restore <id> --scope agent), or write its entries into a file of that ' +
-                  'name (one line holding only "§" between entries).'
-              : `Remove it (rm ${file}) and restore the file from a restore point ` +
-                  '(agentkeep restore-point restore <id> --scope agent).',
+              ? `Move it away (mv ${file} ${file}.dir), then put the file back: restore a restore point with scope ` +
+                  'agent, or write its entries into a file of that name (one line holding only "§" between entries).'
+              : `Remove it (rm ${file}) and restore the file: a restore point restored with scope agent.`,
           );
         }
         try {

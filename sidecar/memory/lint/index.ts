@@ -7,8 +7,10 @@ import * as path from 'node:path';
 import type { LintFinding } from '../../protocol';
 import type { LintEntry, LintFile, LintInput, LintOptions } from './model';
 import {
-  candidatePairs,
+  candidateJoin,
   classifyPair,
+  JOIN_BUDGET,
+  JOIN_BUDGET_FROM,
   MAX_SLOT_GROUP,
   prepare,
   sentences,
@@ -164,30 +166,35 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
   }
   const grouped = new Set<number>();
   for (const [key, group] of byTemplate) {
-    if (group.length < TEMPLATE_GROUP_MIN || varyingSlots(group.map((i) => prepared[i].text)) !== 1) continue;
-    for (const i of group.slice(1)) grouped.add(i);
-    append(out, [templateFinding(key, group, all, prepared, byKey)]);
+    if (group.length < TEMPLATE_GROUP_MIN) continue;
+    // One value position varies: one group. Several vary ("Deploy host 0 runs on port 8000", "... host 0
+    // ... port 8003", "... host 1 ... port 8001"): the members that agree on all positions but one are a
+    // group each (host 0's ports), so 1,000 such lines are a few findings, never 6,000 pairs or silence.
+    for (const sub of templateSubgroups(group.map((i) => prepared[i].text))) {
+      const members = sub.members.map((k) => group[k]);
+      for (const i of members.slice(1)) grouped.add(i);
+      append(out, [templateFinding(key, members, sub.position, all, prepared, byKey)]);
+    }
   }
   const reps = exactReps.filter((p) => !grouped.has(p.i));
   // Each sentence of a multi-sentence entry joins the search too (same `i` as its entry), so one fact
   // of a long entry is compared with a short entry that states only it.
   const units: Prepared[] = [...reps];
   for (const p of reps) for (const sentence of sentences(p.text)) units.push(prepare(p.i, sentence));
-  const whole: Array<[Prepared, Prepared]> = [];
-  const part: Array<[Prepared, Prepared]> = [];
   const joinStats: JoinStats = { skippedTokens: 0, examples: [], maxDf: 0 };
-  const joined = candidatePairs(units, o.candidateJaccard, undefined, o.candidateContainment, joinStats);
+  // flat pairs [x0, y0, x1, y1, ...] of units (no array per pair: 100,000 entries give millions)
+  const joined = candidateJoin(units, o.candidateJaccard, undefined, o.candidateContainment, joinStats);
   // and the pairs only the slot rules can decide (same single-valued label; a change from a value the other names)
   const U = units.length;
-  const have = new Set(joined.map(([x, y]) => x * U + y));
-  for (const [x, y] of slotCandidates(units, joinStats)) {
-    if (have.has(x * U + y)) continue;
-    have.add(x * U + y);
-    joined.push([x, y]);
-  }
-  for (const [x, y] of joined) {
-    const [a, b] = units[x].i < units[y].i ? [units[x], units[y]] : [units[y], units[x]];
-    if (a.i !== b.i) (x < reps.length && y < reps.length ? whole : part).push([a, b]);
+  const slotPairs = slotCandidates(units, joinStats);
+  if (slotPairs.length) {
+    const have = new Set<number>();
+    for (let k = 0; k < joined.length; k += 2) have.add(joined[k] * U + joined[k + 1]);
+    for (const [x, y] of slotPairs) {
+      if (have.has(x * U + y)) continue;
+      have.add(x * U + y);
+      joined.push(x, y);
+    }
   }
   const parent = prepared.map((_, i) => i);
   const why = new Map<number, string>();
@@ -195,20 +202,33 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
   // Contradictions first, so that a near-duplicate cluster never joins two entries that contradict
   // each other (through a third entry similar to both): those are not to be merged.
   const verdicts: Array<{ a: Prepared; b: Prepared; v: ReturnType<typeof classifyPair> }> = [];
-  // Whole entries first: a sentence pair only decides for two entries that have no verdict yet.
+  // Whole entries first: a sentence pair only decides for two entries that have no verdict yet. Only
+  // pairs of an entry with sentences can meet twice (as whole entries and as sentences), so only those
+  // are remembered.
+  const R = reps.length;
+  const multi = new Uint8Array(N);
+  for (let u = R; u < U; u++) multi[units[u].i] = 1;
   const seenPair = new Set<number>();
-  for (const [n, [a, b]] of whole.concat(part).entries()) {
-    const k = a.i * N + b.i;
-    if (seenPair.has(k)) continue;
-    const v = classifyPair(a, b, o);
-    if (!v) continue;
-    if (v.kind === 'distinct') {
-      // two whole entries that disagree: none of their sentences is a repeat of the other's
-      if (n < whole.length) seenPair.add(k);
-      continue;
+  for (const wholePass of [true, false]) {
+    for (let k = 0; k < joined.length; k += 2) {
+      const x = joined[k];
+      const y = joined[k + 1];
+      if (wholePass !== (x < R && y < R)) continue;
+      const [a, b] = units[x].i < units[y].i ? [units[x], units[y]] : [units[y], units[x]];
+      if (a.i === b.i) continue;
+      const remember = multi[a.i] === 1 || multi[b.i] === 1;
+      const key = a.i * N + b.i;
+      if (remember && seenPair.has(key)) continue;
+      const v = classifyPair(a, b, o);
+      if (!v) continue;
+      if (v.kind === 'distinct') {
+        // two whole entries that disagree: none of their sentences is a repeat of the other's
+        if (wholePass && remember) seenPair.add(key);
+        continue;
+      }
+      if (remember) seenPair.add(key);
+      verdicts.push({ a: prepared[a.i], b: prepared[b.i], v });
     }
-    seenPair.add(k);
-    verdicts.push({ a: prepared[a.i], b: prepared[b.i], v });
   }
   const against = new Map<number, number[]>();
   for (const { a, b, v } of verdicts) {
@@ -216,6 +236,8 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
     (against.get(a.i) ?? against.set(a.i, []).get(a.i)!).push(b.i);
     (against.get(b.i) ?? against.set(b.i, []).get(b.i)!).push(a.i);
   }
+  // Contradiction and superseded findings of one pair each, grouped below (groupPairFindings).
+  const pairOut: PairFinding[] = [];
   const members = new Map<number, number[]>();
   const membersOf = (r: number): number[] => members.get(r) ?? [r];
   // Roots of clusters holding an entry that contradicts some entry: only those need the check below.
@@ -224,9 +246,11 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
   for (const { a, b, v } of verdicts) {
     if (!v || v.kind === 'distinct') continue;
     if (v.kind === 'near-duplicate') {
-      const ra = find(parent, a.i);
-      const rb = find(parent, b.i);
+      let ra = find(parent, a.i);
+      let rb = find(parent, b.i);
       if (ra === rb) continue;
+      // the smaller cluster joins the larger (a cluster of 9,000 copied into one of 2 is quadratic)
+      if (membersOf(ra).length > membersOf(rb).length) [ra, rb] = [rb, ra];
       if (
         conflicted[ra] &&
         conflicted[rb] &&
@@ -254,7 +278,9 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
         const how = byMarker
           ? `${label(cur)} records the change ("${v.update!.marker}")${timed ? (entryTime(cur.entry)! > entryTime(old.entry)! ? ', and its time is later' : ', although its recorded time is earlier: check which is true now') : ''}.`
           : n.text;
-        out.push({
+        pairOut.push({
+          a: a.i,
+          b: b.i,
           kind: 'superseded',
           severity: 'warning',
           entries: [old.entry.id, cur.entry.id],
@@ -271,7 +297,9 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
         continue;
       }
       const [first, second] = n.order;
-      out.push({
+      pairOut.push({
+        a: a.i,
+        b: b.i,
         kind: 'contradiction',
         severity: 'warning',
         entries: [first.entry.id, second.entry.id],
@@ -286,6 +314,7 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
       });
     }
   }
+  append(out, groupPairFindings(pairOut, all));
   // Near-duplicate clusters (exact copies of a member join their representative's cluster).
   const clusters = new Map<number, number[]>();
   for (const p of reps) {
@@ -328,6 +357,11 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
       message: `Lint note: to stay fast, ${joinStats.skippedTokens} word${joinStats.skippedTokens === 1 ? '' : 's'} shared by more than ${joinStats.maxDf} entries each (${joinStats.examples.map((w) => `"${w}"`).join(', ')}) were not used to find similar entries; two entries that share only such words were not compared.`,
       evidence: [
         `${units.length} entries and sentences searched; words in more than ${joinStats.maxDf} of them skipped: ${joinStats.skippedTokens}`,
+        ...(joinStats.loweredFrom
+          ? [
+              `the limit is ${joinStats.maxDf} entries per word instead of ${joinStats.loweredFrom}: above ${JOIN_BUDGET_FROM.toLocaleString('en-US')} entries and sentences the comparison keeps to about ${JOIN_BUDGET} candidate pairs per entry, so its time grows linearly with the store`,
+            ]
+          : []),
       ],
       suggestion:
         'Nothing to fix in memory; lint a smaller set of stores (one --store at a time) for a full comparison.',
@@ -345,6 +379,85 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
       suggestion:
         'Nothing to fix in memory; lint a smaller set of stores (one --store at a time) for a full comparison.',
     });
+  }
+  return out;
+}
+
+/** A contradiction or superseded finding of one pair, with the pair (indices into the flat entry list). */
+type PairFinding = LintFinding & { a: number; b: number };
+
+/** Connected pairs of one kind with at least this many entries become one finding. */
+const PAIR_GROUP_MIN = 3;
+
+/**
+ * One finding per group, not one per pair (issue 12): the contradiction pairs (and, apart, the
+ * superseded pairs) that share entries form groups (connected components); a group of
+ * PAIR_GROUP_MIN or more entries is one finding with the count, every member, and the first ten
+ * pairs with their reasons as evidence; smaller groups keep their pair finding. Superseded groups
+ * name the entries no other entry replaces (the newest).
+ */
+function groupPairFindings(pairs: PairFinding[], all: Located[]): LintFinding[] {
+  const out: LintFinding[] = [];
+  for (const kind of ['contradiction', 'superseded'] as const) {
+    const mine = pairs.filter((p) => p.kind === kind);
+    const parent = new Map<number, number>();
+    const root = (x: number): number => {
+      let r = x;
+      while (parent.has(r) && parent.get(r) !== r) r = parent.get(r)!;
+      parent.set(x, r);
+      return r;
+    };
+    for (const p of mine) {
+      if (!parent.has(p.a)) parent.set(p.a, p.a);
+      if (!parent.has(p.b)) parent.set(p.b, p.b);
+      const ra = root(p.a);
+      const rb = root(p.b);
+      if (ra !== rb) parent.set(ra, rb);
+    }
+    const groups = new Map<number, PairFinding[]>();
+    for (const p of mine) {
+      const r = root(p.a);
+      (groups.get(r) ?? groups.set(r, []).get(r)!).push(p);
+    }
+    for (const g of groups.values()) {
+      const ids = new Set<number>();
+      for (const p of g) ids.add(p.a).add(p.b);
+      if (ids.size < PAIR_GROUP_MIN) {
+        for (const { a: _a, b: _b, ...f } of g) out.push(f);
+        continue;
+      }
+      const items = byAge([...ids].sort((x, y) => x - y).map((i) => all[i]));
+      const evidence = items.slice(0, 10).map((l) => `${label(l)}: ${quote(l.entry.text)}`);
+      if (items.length > 10)
+        evidence.push(`… and ${items.length - 10} more (all ${items.length} ids are in the finding's entries)`);
+      for (const p of g.slice(0, 10)) evidence.push(`pair: ${p.message}`);
+      if (g.length > 10) evidence.push(`… and ${g.length - 10} more pairs`);
+      const first = quote(items[0].entry.text, 70);
+      if (kind === 'superseded') {
+        const replaced = new Set(g.map((p) => p.entries[0]));
+        const newest = items.filter((l) => !replaced.has(l.entry.id));
+        out.push({
+          kind,
+          severity: 'warning',
+          entries: items.map((l) => l.entry.id),
+          stores: storesOf(items),
+          message: `${items.length} entries record changes of one thing (${g.length} replacements): ${first}. ${newest.length === 1 ? `The newest is ${label(newest[0])}: ${quote(newest[0].entry.text, 70)}.` : `${newest.length} of them are not replaced by another: ${newest.map((l) => label(l)).join(', ')}.`}`,
+          evidence,
+          suggestion:
+            'Keep the newest entry (fold in what is still true from the others) and remove the replaced ones.',
+        });
+      } else {
+        out.push({
+          kind,
+          severity: 'warning',
+          entries: items.map((l) => l.entry.id),
+          stores: storesOf(items),
+          message: `${items.length} entries disagree about one thing (${g.length} conflicting pairs): ${first}.`,
+          evidence,
+          suggestion: 'Keep the one that is true now in one entry and remove or correct the others.',
+        });
+      }
+    }
   }
   return out;
 }
@@ -369,31 +482,59 @@ function templateKey(p: Prepared): string | undefined {
     .trim();
 }
 
-/** How many value positions differ among texts of one template (several = a list of records, not one fact). */
-function varyingSlots(texts: string[]): number {
+/**
+ * The groups of texts of one template (same wording once values are "#") that state one thing: texts
+ * that agree on every value position but one. When one position varies, that is every text; when
+ * several vary, the texts are split by the values of the other positions, position by position (the
+ * position that groups most texts first), each text in at most one group. Only groups of at least
+ * TEMPLATE_GROUP_MIN texts; indices into `texts`, in input order.
+ */
+export function templateSubgroups(texts: string[]): Array<{ members: number[]; position: number }> {
   const rows = texts.map((t) => normalise(t).match(VALUE_SPAN) ?? []);
   let width = 0;
   for (const r of rows) width = Math.max(width, r.length);
-  let varying = 0;
-  for (let k = 0; k < width; k++) if (new Set(rows.map((r) => r[k])).size > 1) varying++;
-  return varying;
+  const varying: number[] = [];
+  for (let k = 0; k < width; k++) if (new Set(rows.map((r) => r[k])).size > 1) varying.push(k);
+  if (varying.length === 0) return [];
+  if (varying.length === 1)
+    return texts.length >= TEMPLATE_GROUP_MIN ? [{ members: texts.map((_, i) => i), position: varying[0] }] : [];
+  // candidate groups per varying position: texts with the same values everywhere else
+  const candidates: Array<{ members: number[]; position: number }> = [];
+  for (const k of varying) {
+    const by = new Map<string, number[]>();
+    rows.forEach((r, i) => {
+      const ctx = r.map((v, j) => (j === k ? '' : v)).join('\u0000');
+      (by.get(ctx) ?? by.set(ctx, []).get(ctx)!).push(i);
+    });
+    for (const g of by.values())
+      if (g.length >= TEMPLATE_GROUP_MIN && new Set(g.map((i) => rows[i][k])).size > 1)
+        candidates.push({ members: g, position: k });
+  }
+  candidates.sort((x, y) => y.members.length - x.members.length);
+  const taken = new Uint8Array(texts.length);
+  const out: Array<{ members: number[]; position: number }> = [];
+  for (const g of candidates) {
+    const free = g.members.filter((i) => !taken[i]);
+    if (free.length < TEMPLATE_GROUP_MIN) continue;
+    for (const i of free) taken[i] = 1;
+    out.push({ members: free, position: g.position });
+  }
+  return out;
 }
 
 /** One finding for a template group: near-duplicate when every member has its own value, contradiction when values repeat and disagree. */
 function templateFinding(
   key: string,
   group: number[],
+  position: number,
   all: Located[],
   prepared: Prepared[],
   byKey: Map<string, number[]>,
 ): LintFinding {
   const members = group.flatMap((i) => (prepared[i].key ? byKey.get(prepared[i].key)! : [i]));
   const items = byAge(members.map((i) => all[i]));
-  const valueOf = (i: number): string =>
-    prepared[i].toks
-      .filter((t) => t.type !== 'word')
-      .map((t) => t.t)
-      .join(' ');
+  // the value at the one position that varies (as written, case folded)
+  const valueOf = (i: number): string => (normalise(prepared[i].text).match(VALUE_SPAN) ?? [])[position] ?? '';
   const counts = new Map<string, number>();
   for (const i of members) counts.set(valueOf(i), (counts.get(valueOf(i)) ?? 0) + 1);
   const repeated = [...counts.values()].some((c) => c > 1);
@@ -407,6 +548,8 @@ function templateFinding(
   if (items.length > 10)
     evidence.push(`… and ${items.length - 10} more (all ${items.length} ids are in the finding's entries)`);
   evidence.push(`shared wording (values as their type): "${key}"`);
+  const fixed = (normalise(prepared[group[0]].text).match(VALUE_SPAN) ?? []).filter((_, k) => k !== position);
+  if (fixed.length) evidence.push(`the same in every member: ${fixed.join(', ')}; only value ${position + 1} differs`);
   evidence.push(`values: ${distinct.length} distinct${distinct.length > 5 ? `, most common: ${shown}` : `: ${shown}`}`);
   if (repeated && distinct.length > 1) {
     return {

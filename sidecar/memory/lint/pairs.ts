@@ -14,6 +14,7 @@ import {
   aboutThePast,
   frameDiff,
   frameHunks,
+  frameTokens,
   labelValues,
   updateMarker,
   type LabelValue,
@@ -27,6 +28,7 @@ import {
   exactKey,
   FUNCTIONAL,
   incompatibleGroup,
+  isIncompatWord,
   jaccard,
   maskKey,
   normalise,
@@ -71,6 +73,11 @@ export interface Prepared {
   script?: number;
   items?: SoftEntry['items'];
   anchors?: Set<string>;
+  /** Words of the incompatible-claims lexicon (incompatWords), computed on first use. */
+  incompat?: string[];
+  /** The tokens frameDiff aligns, and their set (frameOf), computed on first use. */
+  frame?: Token[];
+  frameSet?: Set<string>;
 }
 
 /** Prepare one entry text. */
@@ -217,6 +224,25 @@ export type PairVerdict =
     }
   | undefined;
 
+const NONE: string[] = [];
+
+/** The keys of `a` that `b` lacks. */
+function diffKeys(a: Map<string, unknown>, b: Map<string, unknown>): string[] {
+  let out: string[] | undefined;
+  for (const k of a.keys()) if (!b.has(k)) (out ??= []).push(k);
+  return out ?? NONE;
+}
+
+/** The words of an entry that are claim or conflict words of the incompatible-claims lexicon, computed once. */
+function incompatWords(p: Prepared): string[] {
+  if (!p.incompat) {
+    let out: string[] | undefined;
+    for (const w of p.words) if (isIncompatWord(w)) (out ??= []).push(w);
+    p.incompat = out ?? NONE;
+  }
+  return p.incompat;
+}
+
 function diff(a: Set<string>, b: Set<string>): string[] {
   const out: string[] = [];
   for (const x of a) if (!b.has(x)) out.push(x);
@@ -254,10 +280,11 @@ function dropTypos(a: string[], b: string[]): [string[], string[]] {
  */
 export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerdict {
   const [wa, wb] = dropTypos(diff(a.content, b.content), diff(b.content, a.content));
-  const shared: string[] = [];
-  for (const w of a.words) if (b.words.has(w)) shared.push(w);
-  const va = [...a.values.keys()].filter((v) => !b.values.has(v));
-  const vb = [...b.values.keys()].filter((v) => !a.values.has(v));
+  // (this runs on millions of candidate pairs in a large store: counts and empty constants, few arrays)
+  let sharedN = 0;
+  for (const w of a.words) if (b.words.has(w)) sharedN++;
+  const va = a.values.size ? diffKeys(a.values, b.values) : NONE;
+  const vb = b.values.size ? diffKeys(b.values, a.values) : NONE;
   // Values of the same type that differ (dates are events, not attributes: they do not conflict).
   const typed = (vs: string[], m: Map<string, Token['type']>): Map<string, string[]> => {
     const r = new Map<string, string[]>();
@@ -269,23 +296,25 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
     }
     return r;
   };
-  const ta = typed(va, a.values);
-  const tb = typed(vb, b.values);
   const conflictingValues: Array<[string, string]> = [];
-  for (const [k, xs] of ta) {
-    const ys = tb.get(k);
-    if (ys) conflictingValues.push([xs.join(', '), ys.join(', ')]);
+  if (va.length && vb.length) {
+    const ta = typed(va, a.values);
+    const tb = typed(vb, b.values);
+    for (const [k, xs] of ta) {
+      const ys = tb.get(k);
+      if (ys) conflictingValues.push([xs.join(', '), ys.join(', ')]);
+    }
   }
   const sameSubject = wa.length === 0 || wb.length === 0; // one side only adds words (or none)
-  const onlyA = va.filter((v) => a.values.get(v) !== 'date');
-  const onlyB = vb.filter((v) => b.values.get(v) !== 'date');
+  const onlyA = va.length ? va.filter((v) => a.values.get(v) !== 'date') : NONE;
+  const onlyB = vb.length ? vb.filter((v) => b.values.get(v) !== 'date') : NONE;
   // Exactly one value swapped, in the same slot (same word before or after it).
   const oneValueEach = onlyA.length === 1 && onlyB.length === 1 && sameSlot(a, onlyA[0], b, onlyB[0]);
 
   // 1. lexicon of incompatible claims (vegetarian vs steak), with a shared subject word
-  if (shared.length >= 1) {
-    for (const x of a.words) {
-      for (const y of b.words) {
+  if (sharedN >= 1) {
+    for (const x of incompatWords(a)) {
+      for (const y of incompatWords(b)) {
         const g = incompatibleGroup(x, y);
         if (g && !(a.words.has(y) || b.words.has(x))) {
           return { kind: 'contradiction', why: `incompatible claims (${g})`, detail: `"${x}" vs "${y}"` };
@@ -296,7 +325,7 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   // 2. the same value slot with different values
   if (conflictingValues.length > 0) {
     // Exactly one value swapped: several at once is another record (runbook step 1 vs step 2).
-    if (oneValueEach && sameSubject && shared.length >= 1 && !(wa.length + wb.length > 0 && shared.length < 2)) {
+    if (oneValueEach && sameSubject && sharedN >= 1 && !(wa.length + wb.length > 0 && sharedN < 2)) {
       const [x, y] = conflictingValues[0];
       return { kind: 'contradiction', why: 'same subject, different value', detail: `${x} vs ${y}` };
     }
@@ -315,20 +344,34 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
     }
     return undefined; // different subjects with different values: unrelated facts
   }
+  // A value on each side that the other lacks, of different types, several words differing, no negation,
+  // no change marker, no label on one side: of the rules below only the one-span rule and the polarity
+  // rule could still apply (every other needs fewer differing words, a negation, a marker, labels, or no
+  // values on one side). Most candidate pairs of a large store are of this kind (one shared name:
+  // "Staging host for X is 10.0.0.1" / "The X service listens on port 8080"), so they end here.
+  if (
+    va.length > 0 &&
+    vb.length > 0 &&
+    wa.length + wb.length > 2 &&
+    a.negated === b.negated &&
+    !markerOf(a) &&
+    !markerOf(b) &&
+    (!labelsOf(a).length || !labelsOf(b).length) &&
+    !scriptMix(a, b) &&
+    polarityDiff(a, b).conflict.length === 0
+  ) {
+    return spanVerdict(a, b, wa, wb, overlap(a, b).shared);
+  }
   // 3. a negated restatement
   const negExtra = a.negated ? wa.length : wb.length;
   const otherExtra = a.negated ? wb.length : wa.length;
-  if (
-    a.negated !== b.negated &&
-    shared.length >= 1 &&
-    (wa.length + wb.length <= 1 || (negExtra === 0 && otherExtra <= 2))
-  ) {
+  if (a.negated !== b.negated && sharedN >= 1 && (wa.length + wb.length <= 1 || (negExtra === 0 && otherExtra <= 2))) {
     const neg = a.negated ? a : b;
     const w = neg.toks.find((t) => t.type === 'word' && NEGATIONS.has(t.t))?.t ?? 'not';
     return { kind: 'contradiction', why: 'negated restatement', detail: `one says "${w}"` };
   }
   // 4. one word swapped for its antonym or an exclusive alternative, or a single-valued attribute
-  if (wa.length === 1 && wb.length === 1 && shared.length >= 1) {
+  if (wa.length === 1 && wb.length === 1 && sharedN >= 1) {
     const [x] = wa;
     const [y] = wb;
     if (areAntonyms(x, y) && a.negated === b.negated)
@@ -385,28 +428,27 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   // ("..., never scripts on the host" / "... over local host-based scripts").
   if (a.negated !== b.negated && !(pd.conflict.length === 0 && pd.bothNegated.length > 0)) return undefined;
   // 6. near-duplicate: similar wording, no value swapped, no distinct content word on both sides
-  //    unless the overlap is very high
-  const sj = jaccard(shinglesOf(a), shinglesOf(b));
-  const wj = jaccard(a.content, b.content);
-  const cont = Math.min(a.content.size, b.content.size) >= 3 ? containment(a.content, b.content) : 0;
-  let tri = 0;
-  if (a.text.length <= o.shortChars && b.text.length <= o.shortChars) {
-    a.tri ??= trigrams(a.text);
-    b.tri ??= trigrams(b.text);
-    tri = jaccard(a.tri, b.tri);
-  }
-  const bothSidesDiffer = wa.length > 0 && wb.length > 0;
+  //    unless the overlap is very high (a value on each side that the other lacks: no rule below applies)
   if (va.length > 0 && vb.length > 0) return undefined;
-  if (sj >= o.nearJaccard && (!bothSidesDiffer || wj >= 0.75))
-    return { kind: 'near-duplicate', score: sj, why: `word-shingle Jaccard ${sj.toFixed(2)}` };
-  if (cont >= o.nearContainment && !bothSidesDiffer)
+  const bothSidesDiffer = wa.length > 0 && wb.length > 0;
+  // (each measure only where it can decide: two sides with their own words need word Jaccard >= 0.75)
+  const wj = bothSidesDiffer ? jaccard(a.content, b.content) : 1;
+  const sj = !bothSidesDiffer || wj >= 0.75 ? jaccard(shinglesOf(a), shinglesOf(b)) : 0;
+  if (sj >= o.nearJaccard) return { kind: 'near-duplicate', score: sj, why: `word-shingle Jaccard ${sj.toFixed(2)}` };
+  const cont =
+    !bothSidesDiffer && Math.min(a.content.size, b.content.size) >= 3 ? containment(a.content, b.content) : 0;
+  if (cont >= o.nearContainment)
     return {
       kind: 'near-duplicate',
       score: cont,
       why: `${Math.round(cont * 100)}% of the shorter entry's significant words (stemmed, common words ignored) are in the longer one`,
     };
-  if (tri >= o.nearTrigram && !bothSidesDiffer) {
-    return { kind: 'near-duplicate', score: tri, why: `character-trigram Jaccard ${tri.toFixed(2)}` };
+  if (!bothSidesDiffer && a.text.length <= o.shortChars && b.text.length <= o.shortChars) {
+    a.tri ??= trigrams(a.text);
+    b.tri ??= trigrams(b.text);
+    const tri = jaccard(a.tri, b.tri);
+    if (tri >= o.nearTrigram)
+      return { kind: 'near-duplicate', score: tri, why: `character-trigram Jaccard ${tri.toFixed(2)}` };
   }
   // Scripts without spaces (Chinese ...): restated entries share most character bigrams of the shorter one.
   const cjkShare = (p: Prepared): number => p.toks.filter((t) => t.cjk).length / Math.max(1, p.toks.length);
@@ -425,10 +467,7 @@ export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerd
   // are at least half of each side's words, and at least three words differ in all (one word swapped
   // for another, "Weekly sync with Ana about billing" / "... about search", is another fact).
   const opening =
-    shared.length >= 3 &&
-    wa.length + wb.length >= 3 &&
-    shared.length * 2 >= a.content.size &&
-    shared.length * 2 >= b.content.size
+    sharedN >= 3 && wa.length + wb.length >= 3 && sharedN * 2 >= a.content.size && sharedN * 2 >= b.content.size
       ? sameOpening(a, b)
       : [];
   if (opening.length >= 3 && opening.length * 2 >= a.content.size && opening.length * 2 >= b.content.size) {
@@ -491,7 +530,7 @@ function softDuplicate(a: Prepared, b: Prepared, al: Alignment): PairVerdict {
     // The same frame with words swapped one for one (none a synonym of the other) is another subject, not
     // a rewording: "Ines owns the reports service" / "Ines owns the Lena service", "X owns the Y service" /
     // "Z owns the W service" (as for the rules above).
-    const h = al.restA.length && al.restB.length ? frameHunks(a.toks, b.toks) : undefined;
+    const h = al.restA.length && al.restB.length ? frameHunks(frameOf(a), frameOf(b)) : undefined;
     if (h && h.hunks.every((x) => x.a.length === 1 && x.b.length === 1 && !relation(x.a[0].t, x.b[0].t)))
       return undefined;
     const lex = al.links.length ? `; ${al.links.slice(0, 4).join(', ')}` : '';
@@ -511,6 +550,13 @@ function softDuplicate(a: Prepared, b: Prepared, al: Alignment): PairVerdict {
  */
 export const MAX_DF = 200;
 
+/** Above this many entries (and sentences) the join keeps its pairs within a budget (candidateJoin). */
+export const JOIN_BUDGET_FROM = 20_000;
+/** Candidate pairs per entry the join may make from shared words in a large store (estimated before the join). */
+export const JOIN_BUDGET = 30;
+/** The word cap never comes below this. */
+const MIN_DF = 20;
+
 /** What the candidate join left out to stay fast (reported as a lint note). */
 export interface JoinStats {
   /** Tokens (masked keys) in more than maxDf entries: not indexed. */
@@ -518,6 +564,8 @@ export interface JoinStats {
   /** Up to 5 of them, most frequent first. */
   examples: string[];
   maxDf: number;
+  /** When the store was large enough to lower the cap: the cap it started from (MAX_DF). */
+  loweredFrom?: number;
   /** Slot keys (labels, changed-from words) held by more than MAX_SLOT_GROUP entries: not used (slotCandidates). */
   skippedSlots?: number;
 }
@@ -633,6 +681,23 @@ export function candidatePairs(
   containment = 0,
   stats?: JoinStats,
 ): Array<[number, number]> {
+  const flat = candidateJoin(items, t, maxDf, containment, stats);
+  const out: Array<[number, number]> = [];
+  for (let k = 0; k < flat.length; k += 2) out.push([flat[k], flat[k + 1]]);
+  return out;
+}
+
+/**
+ * candidatePairs as a flat list [x0, y0, x1, y1, ...] (x < y, each pair once): no array per pair, for
+ * stores of 100,000+ entries.
+ */
+export function candidateJoin(
+  items: Prepared[],
+  t: number,
+  maxDf = MAX_DF,
+  containment = 0,
+  stats?: JoinStats,
+): number[] {
   const n = items.length;
   // Token ids, document frequencies and weights in flat arrays (this runs on 10,000+ entries).
   const ids = new Map<string, number>();
@@ -652,6 +717,30 @@ export function candidatePairs(
     return a;
   });
   const df = Int32Array.from(dfl);
+  // In a large store, the words shared by many entries would pair each entry with hundreds of others
+  // (a word in d entries makes up to d·(d−1)/2 pairs): the cap comes down until those pairs are at most
+  // JOIN_BUDGET per entry, so the work stays linear (the lint note says which words were skipped).
+  if (n > JOIN_BUDGET_FROM && Number.isFinite(maxDf)) {
+    const sorted = Int32Array.from(dfl).sort();
+    let pairs = 0;
+    let cap = 0;
+    for (let k = 0; k < sorted.length && sorted[k] <= maxDf;) {
+      const d = sorted[k];
+      let same = 0;
+      while (k < sorted.length && sorted[k] === d) {
+        same++;
+        k++;
+      }
+      pairs += (same * d * (d - 1)) / 2;
+      if (pairs > JOIN_BUDGET * n) break;
+      cap = d;
+    }
+    const lowered = Math.max(MIN_DF, cap);
+    if (lowered < maxDf) {
+      if (stats) stats.loweredFrom = maxDf;
+      maxDf = lowered;
+    }
+  }
   if (stats) {
     stats.maxDf = maxDf;
     const skipped = [...ids.entries()].filter(([, id]) => dfl[id] > maxDf).sort((x, y) => dfl[y[1]] - dfl[x[1]]);
@@ -710,7 +799,7 @@ export function candidatePairs(
   }
   const order = Array.from(total.keys()).sort((x, y) => total[x] - total[y]);
   const index: number[][] = Array.from({ length: dfl.length }, () => []);
-  const out: Array<[number, number]> = [];
+  const out: number[] = [];
   const seenAt = new Int32Array(n).fill(-1);
   for (const x of order) {
     const sx = sets[x];
@@ -725,7 +814,10 @@ export function candidatePairs(
         if (seenAt[y] === x || total[y] < minW) continue;
         seenAt[y] = x;
         const o = inter(sx, sets[y]);
-        if (o / (total[x] + total[y] - o) >= t - 1e-12) out.push(x < y ? [x, y] : [y, x]);
+        if (o / (total[x] + total[y] - o) >= t - 1e-12) {
+          if (x < y) out.push(x, y);
+          else out.push(y, x);
+        }
       }
     }
     for (let p = 0; p < prefixLen[x]; p++) if (df[sx[p]] <= maxDf) index[sx[p]].push(x);
@@ -736,9 +828,20 @@ export function candidatePairs(
     const post: number[][] = Array.from({ length: dfl.length }, () => []);
     for (let i = 0; i < n; i++) for (const tok of sets[i]) if (df[tok] <= maxDf) post[tok].push(i);
     const seen2 = new Int32Array(n).fill(-1);
-    const have = new Set(out.map(([x, y]) => x * n + y));
+    // The pairs the join found, as adjacency lists (CSR), so that a pair is not found twice: each x marks
+    // its join partners as seen before it probes.
+    const deg = new Int32Array(n + 1);
+    for (let k = 0; k < out.length; k++) deg[out[k] + 1]++;
+    for (let i = 0; i < n; i++) deg[i + 1] += deg[i];
+    const adj = new Int32Array(out.length);
+    const fill = deg.slice(0, n);
+    for (let k = 0; k < out.length; k += 2) {
+      adj[fill[out[k]]++] = out[k + 1];
+      adj[fill[out[k + 1]]++] = out[k];
+    }
     for (let x = 0; x < n; x++) {
       const sx = sets[x];
+      for (let k = deg[x]; k < deg[x + 1]; k++) seen2[adj[k]] = x;
       for (let p = 0; p < containPrefix[x]; p++) {
         const tok = sx[p];
         if (df[tok] > maxDf) continue;
@@ -746,12 +849,10 @@ export function candidatePairs(
           if (y === x || seen2[y] === x || total[y] < total[x] || (total[y] === total[x] && y < x)) continue;
           seen2[y] = x;
           const o = inter(sx, sets[y]);
+          // (seen2 also keeps y's own probe from finding this pair again: y probes only heavier entries)
           if (o / total[x] >= c - 1e-12) {
-            const key = x < y ? x * n + y : y * n + x;
-            if (!have.has(key)) {
-              have.add(key);
-              out.push(x < y ? [x, y] : [y, x]);
-            }
+            if (x < y) out.push(x, y);
+            else out.push(y, x);
           }
         }
       }
@@ -894,8 +995,8 @@ function labelVerdict(a: Prepared, b: Prepared): PairVerdict {
  * dates are two events), in a frame of six or more shared tokens.
  */
 function valuesHunk(a: Prepared, b: Prepared): PairVerdict {
-  if (Math.abs(a.toks.length - b.toks.length) > 8) return undefined;
-  const d = frameDiff(a.toks, b.toks);
+  if (Math.abs(a.toks.length - b.toks.length) > 8 || !oneHunkPossible(a, b, 8, 6)) return undefined;
+  const d = frameDiff(frameOf(a), frameOf(b));
   if (!d || !d.a.length || d.a.length !== d.b.length || d.a.length > 8 || d.frame.length < 6) return undefined;
   const types = (ts: Token[]): string => ts.map((t) => (t.type === 'ver' ? 'num' : t.type)).join(',');
   if (d.a.some((t) => t.type === 'word' || t.type === 'date') || types(d.a) !== types(d.b)) return undefined;
@@ -909,7 +1010,10 @@ function valuesHunk(a: Prepared, b: Prepared): PairVerdict {
 /** One short span swapped in the same frame. */
 function spanVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[], shared: number): PairVerdict {
   // 3. one span swapped in the same frame (only worth aligning when few words differ)
-  const d = wa.length <= 6 && wb.length <= 6 && shared >= 1 ? frameDiff(a.toks, b.toks) : undefined;
+  const d =
+    wa.length <= 6 && wb.length <= 6 && shared >= 1 && oneHunkPossible(a, b, 3, 2)
+      ? frameDiff(frameOf(a), frameOf(b))
+      : undefined;
   if (d && d.a.length && d.b.length && d.a.length <= 3 && d.b.length <= 3 && d.frame.length >= 2) {
     const sa = d.a.map((t) => t.t);
     const sb = d.b.map((t) => t.t);
@@ -954,6 +1058,35 @@ function spanVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[], share
     }
   }
   return undefined;
+}
+
+/** The tokens frameDiff aligns (slots.ts frameTokens, first 80), and their set, computed once per entry. */
+function frameOf(p: Prepared): Token[] {
+  p.frame ??= frameTokens(p.toks).slice(0, 80);
+  return p.frame;
+}
+function frameSetOf(p: Prepared): Set<string> {
+  p.frameSet ??= new Set(frameOf(p).map((t) => t.t));
+  return p.frameSet;
+}
+
+/**
+ * Whether frameDiff can find one differing place of at most `maxSpan` tokens on each side in a shared
+ * frame of at least `minFrame` tokens: the frame is at most the tokens of each side found in the other
+ * (an upper bound of the longest common subsequence), so a side with more than `maxSpan` tokens the
+ * other lacks cannot qualify. A cheap test before the alignment.
+ */
+function oneHunkPossible(a: Prepared, b: Prepared, maxSpan: number, minFrame: number): boolean {
+  const fa = frameOf(a);
+  const fb = frameOf(b);
+  const sa = frameSetOf(a);
+  const sb = frameSetOf(b);
+  let inB = 0;
+  for (const t of fa) if (sb.has(t.t)) inB++;
+  if (fa.length - inB > maxSpan || inB < minFrame) return false;
+  let inA = 0;
+  for (const t of fb) if (sa.has(t.t)) inA++;
+  return fb.length - inA <= maxSpan && inA >= minFrame;
 }
 
 /** Words after which one value stands (besides FUNCTIONAL): "lives in X", "replies in X", "target is X". */

@@ -23,6 +23,10 @@ export interface SoftEntry {
   values: Map<string, Token['type']>;
   /** Cached results. */
   pol?: Map<string, number>;
+  /** polarityMap's result when every word is asserted (built once, not per pair). */
+  polAll?: Map<string, number>;
+  /** Whether some word is negated (hasNegated of pol). */
+  polNeg?: boolean;
   /** For each negated word, the words before the negation in its clause (its subject). */
   negSubject?: Map<string, string[]>;
   script?: number;
@@ -237,7 +241,9 @@ const ALL_ASSERTED = new Map<string, number>();
 /** The polarity map itself, with every content word (+1) for an entry without a negation. */
 function polarityMap(p: SoftEntry): Map<string, number> {
   const pol = polarity(p);
-  return pol === ALL_ASSERTED ? new Map([...p.content].map((w) => [w, 1])) : pol;
+  if (pol !== ALL_ASSERTED) return pol;
+  p.polAll ??= new Map([...p.content].map((w) => [w, 1]));
+  return p.polAll;
 }
 
 function hasNegated(pol: Map<string, number>): boolean {
@@ -248,7 +254,9 @@ function hasNegated(pol: Map<string, number>): boolean {
 /** Words whose polarity differs between two entries (negated in one, asserted in the other), and those negated in both. */
 export function polarityDiff(a: SoftEntry, b: SoftEntry): { conflict: string[]; bothNegated: string[]; agree: number } {
   const conflict: string[] = [];
-  if (!hasNegated(polarity(a)) && !hasNegated(polarity(b))) return { conflict, bothNegated: [], agree: 0 };
+  a.polNeg ??= hasNegated(polarity(a));
+  b.polNeg ??= hasNegated(polarity(b));
+  if (!a.polNeg && !b.polNeg) return { conflict, bothNegated: [], agree: 0 };
   const pa = polarityMap(a);
   const pb = polarityMap(b);
   const bothNegated: string[] = [];

@@ -265,6 +265,10 @@ export function areAlternatives(a: string, b: string): boolean {
   const ga = ALT_GROUP.get(a);
   return ga !== undefined && a !== b && ALT_GROUP.get(b) === ga;
 }
+/** Whether a word (canonical) is a claim or conflict word of the incompatible-claims lexicon. */
+export function isIncompatWord(w: string): boolean {
+  return INCOMPAT_WORD.has(w);
+}
 /** Incompatible-claim groups in which `a` is a claim word and `b` a conflict word (or the reverse). */
 export function incompatibleGroup(a: string, b: string): string | undefined {
   for (const x of INCOMPAT_WORD.get(a) ?? []) {

@@ -20,7 +20,7 @@ import type {
   ResultOf,
 } from '../../protocol';
 import { memoryListAction } from '../../core/actions';
-import { AgentKeepError } from '../../core/errors';
+import { AgentKeepError, asAgentKeepError } from '../../core/errors';
 import { openStore, sameStore, uniqueStoreSpecs } from '../index';
 import type { CaptureSource, MemoryStoreAdapter, WriteOptions } from '../types';
 import { logHookWrite, logWrite, withWriteLog } from './writelog';
@@ -333,7 +333,21 @@ export async function diffMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryDiff'
     result.added.push(...d.added);
     result.removed.push(...d.removed);
     result.changed.push(...d.changed);
-    if (s.actionsSince) actions.push(...(await s.actionsSince(from.createdAt, to?.createdAt)));
+    if (s.actionsSince) {
+      // between two restore points the entries come from the captures alone: a store that cannot be
+      // reached now (a VM being rolled back) still compares; only its action history is missing
+      const since = s.actionsSince(from.createdAt, to?.createdAt);
+      if (!to) actions.push(...(await since));
+      else
+        actions.push(
+          ...(await since.catch((e: unknown) => {
+            warnings.push(
+              `${spec}: the actions between the two restore points were not read (the store cannot be read now: ${asAgentKeepError(e).oneLine()})`,
+            );
+            return [] as ProvenanceTrace[];
+          })),
+        );
+    }
   }
   result.actions = actions.sort((a, b) => (a.time ?? '').localeCompare(b.time ?? ''));
   if (warnings.length) result.warnings = warnings;

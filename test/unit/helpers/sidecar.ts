@@ -139,8 +139,20 @@ export function waitForStderr(child: ChildProcess, re: RegExp, timeoutMs = 15000
 }
 
 /**
+ * The exit code a successful `agentkeep … --json` run must have given what it printed: 1 for
+ * `memory lint` with an error finding and `memory list` with a broken file (the CLI's contract,
+ * docs/cli.md), else 0.
+ */
+export function expectedExit(args: string[], out: any): number {
+  if (args[0] !== 'memory') return 0;
+  if (args[1] === 'lint') return out?.findings?.some((f: any) => f.severity === 'error') ? 1 : 0;
+  if (args[1] === 'list') return out?.stores?.some((s: any) => s.broken) ? 1 : 0;
+  return 0;
+}
+
+/**
  * `ak(...args)` runs the real CLI with `--state-dir <stateDir()>`; `json(...args)` adds --json,
- * asserts exit 0 and parses stdout. `stateDir` is read per call (tests make a new one per test).
+ * parses stdout and asserts the exit code (0, or what expectedExit says). `stateDir` is read per call (tests make a new one per test).
  */
 export function cliRunner(stateDir: () => string): {
   ak: (...args: string[]) => Promise<RunResult>;
@@ -149,8 +161,16 @@ export function cliRunner(stateDir: () => string): {
   const ak = (...args: string[]): Promise<RunResult> => runSidecar(['--state-dir', stateDir(), ...args]);
   const json = async (...args: string[]): Promise<any> => {
     const r = await ak(...args, '--json');
-    if (r.code !== 0) throw new Error(`agentkeep ${args.join(' ')} failed (${r.code}): ${r.stderr}${r.stdout}`);
-    return JSON.parse(r.stdout);
+    let parsed: any;
+    try {
+      parsed = JSON.parse(r.stdout);
+    } catch {
+      throw new Error(`agentkeep ${args.join(' ')} failed (${r.code}): ${r.stderr}${r.stdout}`);
+    }
+    const want = expectedExit(args, parsed);
+    if (r.code !== want)
+      throw new Error(`agentkeep ${args.join(' ')} exited ${r.code}, expected ${want}: ${r.stderr}${r.stdout}`);
+    return parsed;
   };
   return { ak, json };
 }

@@ -69,6 +69,13 @@ export interface TestSshd {
   rekey(): Promise<void>;
   /** Pids of the per-connection sshd processes (children of the listener). */
   sessions(): number[];
+  /**
+   * The machine goes away (a VM hard-stopped): the listener stops and every open session is killed,
+   * so connections drop and new ones are refused. Keys and port stay.
+   */
+  pause(): Promise<void>;
+  /** The machine is back (a VM booted): listening again on the same port with the same host key. */
+  resume(): Promise<void>;
 }
 
 async function waitForPort(port: number, child: ChildProcess, log: () => string): Promise<void> {
@@ -132,11 +139,17 @@ export async function startSshd(opts: { path?: string[] } = {}): Promise<TestSsh
     await waitForPort(port, child, () => log);
   };
   const stop = async (): Promise<void> => {
-    if (!child || child.exitCode !== null) return;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
     const gone = new Promise((r) => child.once('exit', r));
     child.kill('SIGTERM');
     await gone;
   };
+  const sessions = (): number[] =>
+    spawnSync('pgrep', ['-P', String(child.pid)])
+      .stdout.toString()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
   await start();
   await fs.writeFile(knownHosts, `[127.0.0.1]:${port} ${hostKey}\n`);
   return {
@@ -156,12 +169,22 @@ export async function startSshd(opts: { path?: string[] } = {}): Promise<TestSsh
       await stop();
       await fs.rm(dir, { recursive: true, force: true });
     },
-    sessions: () =>
-      spawnSync('pgrep', ['-P', String(child.pid)])
-        .stdout.toString()
-        .split(/\s+/)
-        .filter(Boolean)
-        .map(Number),
+    sessions,
+    pause: async () => {
+      const open = sessions();
+      await stop();
+      for (const pid of open) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          /* already gone */
+        }
+      }
+    },
+    resume: async () => {
+      if (child && child.exitCode === null && child.signalCode === null) return; // still running
+      await start();
+    },
     rekey: async () => {
       await stop();
       await fs.rm(hostKeyFile, { force: true });
