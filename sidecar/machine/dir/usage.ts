@@ -1,9 +1,9 @@
 /**
  * The object index of one dir target: `dir/<targetKey>/.index.json` holds, for the manifests of
  * the target, every object they name with its size and how many manifests name it, and each
- * manifest's own size in bytes. Create adds the new manifest, delete subtracts the deleted one, so
- * the size-cap check after a create reads one file instead of every manifest (create time stays
- * flat as restore points accumulate).
+ * manifest's own size in bytes (format 2: its trees are objects). Delete subtracts the deleted
+ * manifest; create does not update it (the size-cap check after a create uses HeldBound below, and
+ * this index only near the cap), so it is rebuilt by the next reader after creates.
  *
  * The index is a cache: it records the manifest ids it covers, and a reader whose listing of the
  * manifests differs (a create killed between manifest and index, two writers racing, an older
@@ -104,24 +104,6 @@ export class ObjectIndex {
     const [x, ids] = await Promise.all([this.load(), this.listIds()]);
     if (x && ObjectIndex.sameIds(x, ids)) return x;
     return this.rebuild();
-  }
-
-  /** Record manifest `id` (just written). */
-  async added(id: string, m: Manifest): Promise<void> {
-    const [x, ids] = await Promise.all([this.load(), this.listIds()]);
-    if (
-      !x ||
-      !ObjectIndex.sameIds(
-        x,
-        ids.filter((i) => i !== id),
-      ) ||
-      x.manifests[id] !== undefined
-    ) {
-      await this.rebuild();
-      return;
-    }
-    ObjectIndex.add(x, id, m, await this.manifestBytes(id));
-    await this.save(x);
   }
 
   /** Forget manifest `id` (about to be deleted; `m` its content when it could be read). */
