@@ -155,6 +155,9 @@ export function changeSummary(c: ChangeSummary, future: boolean, scope: 'machine
     ...(machine ? list(`deleted since the restore point, ${w} brought back`, c.removed) : []),
     ...(machine ? list(`changed since the restore point, ${w} reverted`, c.changed) : []),
     ...(agent ? list(`agent-state files that ${w} put back`, c.agentChanged) : []),
+    ...(agent && c.agentLeftAlone
+      ? list(`agent-state files left alone (broken when the restore point was taken, not in it)`, c.agentLeftAlone)
+      : []),
   ];
   return lines.length ? lines.join('\n') : '  No differences: the tree already matches the restore point.';
 }
@@ -402,6 +405,9 @@ export function previewText(p: RestorePreview, target: string): string {
     ...(p.machine ? sampleLines('deleted since the restore point, will be brought back', p.machine.removed) : []),
     ...(p.machine ? sampleLines('changed since the restore point, will be reverted', p.machine.changed) : []),
     ...(p.agentFiles ? sampleLines('agent-state files that will be put back', p.agentFiles) : []),
+    ...(p.agentLeftAlone
+      ? sampleLines('agent-state files left alone (broken when the restore point was taken, not in it)', p.agentLeftAlone)
+      : []),
   ];
   if (files.length) lines.push(...files);
   else if (!e) lines.push('  No differences: the tree already matches the restore point.');
