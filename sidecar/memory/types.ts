@@ -220,6 +220,14 @@ export interface MemoryStoreAdapter {
    */
   brokenAgentState?(): Promise<Array<{ path: string; message: string; hint?: string }>>;
   /**
+   * The store's own config file, when it exists but cannot be used (Hermes: config.yaml that does not
+   * parse as YAML, or is a directory, a FIFO, unreadable): its absolute path and the problem (the
+   * YAML error with its line, the fix). The agent then runs on its defaults (Hermes
+   * hermes_cli/config.py: "Falling back to default config"), so memory lint warns and agent.status
+   * says it. undefined when there is none or it is fine.
+   */
+  configProblem?(): Promise<{ file: string; problem: StoreProblem } | undefined>;
+  /**
    * Replace an entry's text. Under the store's own lock, temp file + rename; refuses (Conflict) when
    * the content hash is no longer `expectedHash`, (EntryNotFound) for an unknown id, (OverBudget)
    * over the char limit; on any refusal the store is byte-identical.

@@ -419,6 +419,13 @@ export const MemoryFile = z.object({
     .object({
       chars: z.number().int().describe('len("\\n§\\n".join(entries)), as Hermes counts it'),
       limit: z.number().int().describe('Char limit from config.yaml (memory.memory_char_limit / user_char_limit)'),
+      limitNote: z
+        .string()
+        .optional()
+        .describe(
+          'Set when `limit` is Hermes\' default because config.yaml cannot be used, e.g. "config.yaml does not ' +
+            'parse" (the file\'s warnings say the error and the fix); absent when the limit is as configured',
+        ),
     })
     .optional()
     .describe('Hermes MEMORY.md/USER.md only: usage against the char limit'),
@@ -1411,6 +1418,12 @@ export const Methods = {
             'Set when the store exists but a memory file or its history database is damaged or unreadable: which ' +
               'file, what, the fix, and whether the rest can be read. Never shown as empty or clean',
           ),
+          configProblem: StoreProblem.extend({ file: z.string().describe('Absolute path of the config file') })
+            .optional()
+            .describe(
+              "The store's own config file cannot be used (Hermes config.yaml does not parse, or is a directory): the " +
+                'agent runs on its defaults, so the char limits shown are the defaults. The store stays `ok`. Absent when fine',
+            ),
           pendingWrites: z
             .number()
             .int()

@@ -44,6 +44,7 @@ import {
   entryId,
   limitsFromConfig,
   parseEntries,
+  readHermesConfig,
   readHome,
   sha256,
   usageChars,
@@ -643,6 +644,15 @@ export class HermesStore implements MemoryStoreAdapter {
         note: `matched ignoring whitespace and case: the text was changed by hand after the tool call${extra}`,
       };
     return { traces: r.traces, ...(extra ? { note: extra.trim() } : {}) };
+  }
+
+  /**
+   * See MemoryStoreAdapter.configProblem: config.yaml that exists but does not parse as YAML or cannot
+   * be read as a file (./home.ts readHermesConfig), with the fix. Hermes then uses its default limits.
+   */
+  async configProblem(): Promise<{ file: string; problem: StoreProblem } | undefined> {
+    const c = await readHermesConfig(this.disk());
+    return c.problem ? { file: this.io.display(this.abs('config.yaml')), problem: c.problem } : undefined;
   }
 
   /** See MemoryStoreAdapter.historyProblem: state.db that exists but cannot be read (one read, cached). */
