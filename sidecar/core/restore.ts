@@ -13,7 +13,15 @@ import {
 } from '../protocol';
 import type { MemoryStoreAdapter } from '../memory';
 import { listAction, restoreAction } from './actions';
-import { agentLeftAlone, agentStateFilter, checkAgentRestore, findCapture, lockStores, noCapture, restoreAgent } from './agentState';
+import {
+  agentLeftAlone,
+  agentStateFilter,
+  checkAgentRestore,
+  findCapture,
+  lockStores,
+  noCapture,
+  restoreAgent,
+} from './agentState';
 import { STAGE_TEXT, type CoreContext, type TargetCtx } from './context';
 import { createLocked } from './create';
 import { noUndoPointUnconfirmed, undoPointSpaceError } from './diskfull';
