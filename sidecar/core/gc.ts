@@ -227,7 +227,15 @@ export async function collectGarbage({ layout, objects, lockTimeoutMs }: GcDeps)
     if (!journals) return { freedBytes: 0, removed: 0, skipped: 'damaged' };
     for (const f of backends()) await f.dropOrphans?.(layout, (key, id) => journals.ids.get(key)?.has(id) ?? false);
     const keep = new Set(journals.agentObjects);
-    for (const f of backends()) for (const h of (await f.referencedObjects?.(layout)) ?? []) keep.add(h);
+    // A manifest that cannot be read may name any object: then nothing is deleted (the damaged
+    // restore point is reported by list/agent.status, and deleting it lets the next run collect).
+    try {
+      for (const f of backends()) for (const h of (await f.referencedObjects?.(layout)) ?? []) keep.add(h);
+    } catch (e) {
+      if (e instanceof AgentKeepError && e.kind === 'CorruptSnapshot')
+        return { freedBytes: 0, removed: 0, skipped: 'damaged' };
+      throw e;
+    }
     const r = await objects.sweep(keep);
     await sweepStateTemps(layout);
     for (const p of pending) await fs.rm(p, { force: true }).catch(() => undefined);

@@ -114,6 +114,8 @@ export async function restoreRestorePoint(
     const inGuest = (s: MemoryStoreAdapter): boolean => onVm && s.lintProfile?.machine?.remote === true;
     const written = scope === 'both' ? stores.filter((s) => !inGuest(s)) : stores;
     if (keep) await checkKeepable(stores, rp, t.target.spec, p.noUndoPoint);
+    // The snapshot's own data must be readable before an undo point is taken or anything written.
+    if (scope !== 'agent') await t.backend.verify?.(rp.id);
     // Nothing in the way of the agent-state files that the undo point would not hold (nothing written yet).
     await checkAgentRestore(t.target, rp, stores, scope);
     // Capture what we are about to replace, so the restore can be undone.

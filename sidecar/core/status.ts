@@ -5,8 +5,8 @@
  */
 import { backendFor } from '../machine';
 import { brokenSummary, describeAdapter, openStore, storeProblems } from '../memory';
-import type { ParamsOf, ResultOf, RestorePoint } from '../protocol';
-import { interruptedActions } from './actions';
+import type { NextAction, ParamsOf, ResultOf, RestorePoint } from '../protocol';
+import { deleteAction, interruptedActions } from './actions';
 import { VERSION, type CoreContext } from './context';
 import { asAgentKeepError } from './errors';
 import { recentHookWarnings } from './hookWarnings';
@@ -67,10 +67,25 @@ export async function agentStatus(ctx: CoreContext, p: ParamsOf<'agentStatus'>):
       stores.push({ store: spec, ok: false, message, ...(description ? { description } : {}) });
     }
   }
-  const damaged = await ctx
+  const damaged: { id: string; message: string; actions: NextAction[] }[] = await ctx
     .journalOf(target)
     .damaged()
     .catch(() => []);
+  // restore points whose snapshot data cannot be read (a damaged or missing manifest): the backend's quick check
+  const backend = reachable ? backendFor({ target, layout: ctx.layout, objects: ctx.objects }) : undefined;
+  for (const rp of backend?.verify ? rps : []) {
+    if (rp.status === 'failed' || rp.machine.backend !== backend!.name) continue;
+    const problem = await backend!.verify!(rp.id, { quick: true }).then(
+      () => undefined,
+      (e: unknown) => asAgentKeepError(e),
+    );
+    if (problem?.kind === 'CorruptSnapshot')
+      damaged.push({
+        id: rp.id,
+        message: problem.message,
+        actions: [deleteAction(target.spec, rp.id, 'Delete the damaged restore point')],
+      });
+  }
   const broken = await interruptedRestore(ctx.layout, target);
   const hookWarnings = await recentHookWarnings(ctx.stateDir, [...new Set([target.spec, p.target])]).catch(() => []);
   const pending = (await listRequests(ctx, { target: target.spec, status: 'pending' }).catch(() => [])).length;

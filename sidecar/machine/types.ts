@@ -150,6 +150,15 @@ export interface MachineBackend {
    * snapshot description). Optional: backends without one keep labels in the journal only.
    */
   relabel?(snapshotId: string, change: { label?: string; important?: boolean }): Promise<void>;
+  /**
+   * Check that a snapshot's own data can be read, without touching the target: `quick` reads only
+   * what is small (dir: the manifest's head), else everything a restore reads first (dir: the
+   * manifest and its trees). Optional: backends whose snapshots the hypervisor keeps leave it out.
+   * The core calls it before a restore takes its undo point, and agent.status (quick) to report
+   * damaged restore points.
+   * @throws AgentKeepError CorruptSnapshot naming what is missing or damaged.
+   */
+  verify?(snapshotId: string, opts?: { quick?: boolean }): Promise<void>;
   /** Delete a snapshot (not its shared objects; the core garbage-collects those). */
   delete(snapshotId: string): Promise<void>;
   /**

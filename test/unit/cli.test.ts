@@ -185,6 +185,38 @@ describe('agentkeep CLI (real bin on real trees)', function () {
     assert.equal((await json('agent', 'status', '--target', target)).damagedRestorePoints, undefined);
   });
 
+  it('a damaged manifest: restore refuses before its undo point, list warns, deletes still work', async () => {
+    const a = await json('restore-point', 'create', '--target', target, '--label', 'a');
+    await fs.writeFile(path.join(agent, 'workspace', 'b.txt'), 'b');
+    const b = await json('restore-point', 'create', '--target', target, '--label', 'b');
+    await fs.writeFile(path.join(agent, 'workspace', 'c.txt'), 'c');
+    const c = await json('restore-point', 'create', '--target', target, '--label', 'c');
+    const [key] = await fs.readdir(path.join(state, 'dir'));
+    const manifest = path.join(state, 'dir', key, `${b.id}.json`);
+    await fs.chmod(manifest, 0o600);
+    await fs.writeFile(manifest, 'garbage\n');
+    const r = await ak('restore-point', 'restore', b.id, '--target', target, '--scope', 'both', '--yes');
+    assertOneLineError(r, 1, new RegExp(`manifest .*${b.id}\\.json is damaged \\(.*"garbage " is not valid JSON\\)`));
+    const listed = await ak('restore-point', 'list', '--target', target);
+    assert.doesNotMatch(listed.stderr, /never finished/, 'nothing was written, so no half-restored warning');
+    assert.match(
+      listed.stderr,
+      new RegExp(
+        `warning: The snapshot manifest .*${b.id}.* Delete the damaged restore point with: agentkeep restore-point delete ${b.id}`,
+      ),
+    );
+    assert.deepEqual(
+      (await json('restore-point', 'list', '--target', target)).map((p: any) => p.id),
+      [c.id, b.id, a.id],
+      'no undo point was taken',
+    );
+    await json('restore-point', 'delete', a.id, '--target', target, '--yes');
+    await json('restore-point', 'delete', b.id, '--target', target, '--yes');
+    const after = await ak('restore-point', 'list', '--target', target);
+    assert.doesNotMatch(after.stderr, /damaged/);
+    await json('restore-point', 'restore', c.id, '--target', target, '--scope', 'both', '--yes');
+  });
+
   it('an empty --target is a usage error naming the option, not the protocol field', async () => {
     const r = await ak('restore-point', 'create', '--target', '');
     assertOneLineError(r, 2, /^agentkeep: Invalid --target: the target is empty: give one such as dir:\/abs\/path\.$/);

@@ -141,6 +141,14 @@ export class DirBackend implements MachineBackend {
     return m;
   }
 
+  async verify(id: string, opts: { quick?: boolean } = {}): Promise<void> {
+    if (!opts.quick) {
+      await this.manifest(id);
+      return;
+    }
+    if (!(await readManifestHead(this.manifestPath(id)))) await this.manifest(id); // (throws: missing)
+  }
+
   private async manifestOrUndefined(id?: string): Promise<Manifest | undefined> {
     if (!id) return undefined;
     try {

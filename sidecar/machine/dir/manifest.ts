@@ -122,7 +122,7 @@ export async function writeManifest(file: string, m: Manifest): Promise<void> {
 function bad(file: string, why: string): AgentKeepError {
   return new AgentKeepError(
     'CorruptSnapshot',
-    `The snapshot manifest ${file} is damaged (${why}).`,
+    `The snapshot manifest ${file} is damaged (${why.replace(/\s+/g, ' ').trim()}).`,
     'Pick another restore point, or delete this one.',
   );
 }

@@ -115,7 +115,7 @@ export async function buildTrees(
 function bad(what: string, why: string): AgentKeepError {
   return new AgentKeepError(
     'CorruptSnapshot',
-    `The snapshot data ${what} is damaged (${why}).`,
+    `The snapshot data ${what} is damaged (${why.replace(/\s+/g, ' ').trim()}).`,
     'Pick another restore point, or delete this one.',
   );
 }
