@@ -21,7 +21,7 @@
  * origin, a pre without its post flagged, a pending restore request with Approve/Deny),
  * agent-own-details.png, agent-own-approve.png (Approve's restore confirmation)), and
  * last the editor on a remote sidecar (remote-agent-view.png, remote-reconnecting.png: a real
- * `agentkeep serve --ws --tls-cert` in another process serving the Proxmox guest);
+ * `agentkeep serve --ws --tls-cert` in another process serving the Proxmox guest and its memory);
  * on failure, failure.png. Exit code 0 = all present.
  *
  * Usage: npx tsx scripts/test-e2e.ts (after `node esbuild.mjs` and scripts/setup-host.sh;
@@ -86,8 +86,11 @@ async function expectVisible(
   return loc;
 }
 
-/** Widen the side bar so the rows' descriptions (age, reason, usage) fit in the screenshots. */
-async function widenSidebar(page: Page): Promise<void> {
+/**
+ * Widen the side bar so the rows' descriptions (age, reason, usage) fit in the screenshots.
+ * @param toX where its right edge is dragged to, in CSS pixels of the 1400-wide page (default 620)
+ */
+async function widenSidebar(page: Page, toX = 620): Promise<void> {
   const sidebar = await page.locator('.part.sidebar').first().boundingBox();
   const sashes = await page.locator('.monaco-sash.vertical').all();
   let box: { x: number; y: number; width: number; height: number } | null = null;
@@ -98,11 +101,29 @@ async function widenSidebar(page: Page): Promise<void> {
   if (box) {
     await page.mouse.move(box.x + box.width / 2, 430);
     await page.mouse.down();
-    await page.mouse.move(620, 430, { steps: 5 });
+    await page.mouse.move(toX, 430, { steps: 5 });
     await page.mouse.up();
     await page.mouse.move(1000, 300);
     await page.waitForTimeout(800);
   }
+}
+
+/**
+ * Wait (up to `timeoutMs`) until the side bar's tree has no row loading (spinning twistie) and no
+ * progress bar running, so a screenshot shows the rows settled; says so in the log if it never does
+ * (the screenshot is still taken: the rows' assertions already passed).
+ */
+async function settleSidebar(page: Page, timeoutMs = 15000): Promise<void> {
+  const busy = page.locator(
+    '.part.sidebar .codicon-tree-item-loading, .part.sidebar .monaco-progress-container.active',
+  );
+  const end = Date.now() + timeoutMs;
+  let quiet = 0; // consecutive polls without a loading row: a refresh can start right after one ends
+  while (Date.now() < end && quiet < 3) {
+    quiet = (await busy.count()) ? 0 : quiet + 1;
+    await page.waitForTimeout(200);
+  }
+  if (quiet < 3) step(`(the side bar was still refreshing after ${timeoutMs / 1000} s)`);
 }
 
 /** Run a command from the command palette (F1): type `title`, click the row that names it (and not `unlike`). */
@@ -559,16 +580,17 @@ async function proxmoxScenario(page: Page, cs: CodeServer, tmp: string): Promise
  * here as another process (as it would run on the Proxmox host or a management VM, with the PVE token
  * in its environment), serving a guest of the contract simulator whose restore points were taken with
  * the CLI on that side. The folder's settings name the URL and the pinned fingerprint; the token is
- * typed into "AgentKeep: Set Remote Sidecar Token". Screenshot remote-agent-view.png; then the
- * sidecar is killed (remote-reconnecting.png) and started again on the same port (the view is back).
+ * typed into "AgentKeep: Set Remote Sidecar Token". VM 101's guest agent is a real qemu-ga (as in
+ * proxmoxScenario) and a running process names a Hermes home in HERMES_HOME: the remote sidecar finds
+ * it by probing the guest through the simulator's agent/exec, so the Memory section lists the guest's
+ * entries with lint badges and the Agents list says whose memory is reachable and how. Screenshot
+ * remote-agent-view.png; then the sidecar is killed (remote-reconnecting.png) and started again on
+ * the same port (the view is back).
  */
 async function remoteScenario(page: Page, cs: CodeServer, tmp: string): Promise<void> {
   const tokenId = 'agent@pve!agentkeep';
   const secret = `e2e-${Date.now().toString(36)}`;
   const sim = new PveSim({ token: { id: tokenId, secret }, nodes: ['pve1', 'pve2'] });
-  sim.addGuest({ vmid: 101, name: 'hermes-agent', tags: ['agent'], running: true });
-  sim.addGuest({ vmid: 102, node: 'pve2', name: 'research-agent', tags: ['agent'], running: false });
-  await sim.start();
   const dir = path.join(tmp, 'remote-sidecar');
   fs.mkdirSync(dir, { recursive: true });
   const cert = makeCert('agentkeep-sidecar');
@@ -576,6 +598,21 @@ async function remoteScenario(page: Page, cs: CodeServer, tmp: string): Promise<
   fs.writeFileSync(path.join(dir, 'key.pem'), cert.key, { mode: 0o600 });
   const token = `remote-${Math.random().toString(36).slice(2)}${Date.now().toString(36)}`;
   fs.writeFileSync(path.join(dir, 'token'), `${token}\n`, { mode: 0o600 });
+  // VM 101's guest agent is a real qemu-ga, as in proxmoxScenario: the remote sidecar probes the guest
+  // through the simulator's agent/exec and reads the Hermes home named by a running process' HERMES_HOME
+  const guestHome = path.join(dir, 'guest-root', '.hermes');
+  fs.cpSync(path.join(REPO, 'test', 'fixtures', 'memory', 'hermes'), guestHome, { recursive: true });
+  const qga = await startQga(path.join(dir, 'qga'));
+  const hermes = spawn('sleep', ['3600'], { env: { ...process.env, HERMES_HOME: guestHome }, stdio: 'ignore' });
+  sim.addGuest({ vmid: 101, name: 'hermes-agent', tags: ['agent'], running: true, qga: qga.socket });
+  sim.addGuest({ vmid: 102, node: 'pve2', name: 'research-agent', tags: ['agent'], running: false });
+  try {
+    await sim.start();
+  } catch (e) {
+    hermes.kill();
+    await qga.stop();
+    throw e;
+  }
   const stateDir = path.join(dir, 'state');
   const sidecarJs = path.join(REPO, 'out', 'sidecar.js');
   const env = {
@@ -664,10 +701,36 @@ async function remoteScenario(page: Page, cs: CodeServer, tmp: string): Promise<
       hasText: /before hermes update.*RAM/,
     });
     await expectVisible(page, '.monaco-list-row', 'The other one', { hasText: 'after hermes update' });
+    // the guest's memory, found by the remote sidecar through the guest agent, with lint badges
+    await expectVisible(page, '.monaco-list-row', 'The memory found in the guest over the remote sidecar', {
+      hasText: 'Found in the guest through the QEMU guest agent',
+      timeout: 60000,
+    });
+    await expectVisible(page, '.monaco-list-row', 'The Hermes home found in VM 101 by the remote sidecar', {
+      hasText: `pve-agent://127.0.0.1:${sim.port}/pve1/101${guestHome}`,
+    });
+    await expectVisible(page, '.monaco-list-row', "MEMORY.md of the guest's home (remote)", { hasText: 'MEMORY.md' });
+    await expectVisible(page, '.monaco-list-row', "An entry of the guest's MEMORY.md (remote)", {
+      hasText: 'Staging server 10.0.1.50',
+      timeout: 60000,
+    });
+    await expectVisible(page, '.monaco-list-row', 'A lint badge on an entry of the guest (remote)', {
+      hasText: /\d+ chars · (.* · )?untraceable/, // no tool call in the fixture's state.db wrote it
+      timeout: 60000,
+    });
+    await expectVisible(page, '.monaco-list-row', 'The guest whose memory is reachable through its agent (remote)', {
+      hasText: 'memory via guest agent',
+      timeout: 60000,
+    });
+    await expectVisible(page, '.monaco-list-row', 'The stopped guest whose memory is not reachable (remote)', {
+      hasText: 'memory not reachable',
+    });
+    step('remote sidecar: guest memory found through the guest agent, with lint badges and the reach');
     await expectVisible(page, '.statusbar-item', 'The status bar over the remote sidecar', {
       hasText: /just now|\d+[smhd] ago/,
     });
-    await widenSidebar(page);
+    await widenSidebar(page, 900); // the entries' lint badges (descriptions) after their titles
+    await settleSidebar(page);
     const item = page.locator('.statusbar-item', { hasText: /just now|\d+[smhd] ago/ }).first();
     await item.hover();
     await expectVisible(page, '.monaco-hover, .workbench-hover', 'The tooltip naming the remote sidecar', {
@@ -696,6 +759,8 @@ async function remoteScenario(page: Page, cs: CodeServer, tmp: string): Promise<
     step('remote sidecar: reconnected after a restart');
   } finally {
     await kill();
+    hermes.kill();
+    await qga.stop();
     await sim.stop();
   }
 }
