@@ -3,7 +3,9 @@
  * `agentkeep serve --ws --tls-cert --tls-key` started here in another process with its own state dir
  * (a self-signed certificate made by openssl, pinned by agentkeep.sidecar.fingerprint; the token set
  * through "Set Remote Sidecar Token"), serving first the demo agent (dir: target, Hermes memory),
- * then a Proxmox guest of the contract simulator. Restore points that exist only in the remote
+ * then a Proxmox guest of the contract simulator (its guest agent a real qemu-ga, a running process
+ * naming a Hermes home in HERMES_HOME: the remote sidecar finds the guest's memory by probing it).
+ * Restore points that exist only in the remote
  * sidecar's journal show in the Agent view; CodeLens, the memory inspector, create and restore go
  * through it; a wrong pin is refused with the fingerprint seen; a killed sidecar shows as
  * "reconnecting…" and the editor reconnects when it is back on the same port.
@@ -18,6 +20,7 @@ import * as vscode from 'vscode';
 import type { AgentKeepApi } from '../../extension/extension';
 import type { RestorePoint, ResultOf } from '../../sidecar/protocol';
 import { makeCert, PveSim } from '../pve-sim/server';
+import { startQga, type TestQga } from '../unit/helpers/qga';
 import { labels, treePath, until } from './agent.test';
 
 const log = (...a: unknown[]) => console.log('    [agentkeep-remote]', ...a);
@@ -37,6 +40,9 @@ export function registerRemoteSuite(): void {
     let url: string;
     let port = 0;
     let sim: PveSim;
+    let qga: TestQga | undefined;
+    let hermes: ChildProcess | undefined;
+    let guestHome: string;
     let workspace: string;
     const conf = () => vscode.workspace.getConfiguration('agentkeep');
     const W = vscode.ConfigurationTarget.Workspace;
@@ -112,7 +118,12 @@ export function registerRemoteSuite(): void {
       if (!fs.existsSync(schema))
         fs.copyFileSync(path.join(ext.extensionPath, 'test', 'pve-sim', 'pve-api-schema.json'), schema);
       sim = new PveSim({ token: { id: PVE_TOKEN_ID, secret: PVE_SECRET }, nodes: ['pve1'] });
-      sim.addGuest({ vmid: 101, name: 'hermes-agent', tags: ['agent'], running: true });
+      // VM 101's guest agent: a real qemu-ga; "Hermes runs in the guest": a process naming its home
+      guestHome = path.join(tmp, 'guest-root', '.hermes');
+      fs.cpSync(path.join(ext.extensionPath, 'test', 'fixtures', 'memory', 'hermes'), guestHome, { recursive: true });
+      qga = await startQga(path.join(tmp, 'qga'));
+      hermes = spawn('sleep', ['3600'], { env: { ...process.env, HERMES_HOME: guestHome }, stdio: 'ignore' });
+      sim.addGuest({ vmid: 101, name: 'hermes-agent', tags: ['agent'], running: true, qga: qga.socket });
       await sim.start();
       await startRemote();
       // a restore point that exists only in the remote sidecar's journal
@@ -136,6 +147,8 @@ export function registerRemoteSuite(): void {
       for (const k of KEYS) await conf().update(k, saved[k], W);
       await vscode.commands.executeCommand('agentkeep.clearSidecarToken').then(undefined, () => undefined);
       await killRemote();
+      hermes?.kill();
+      await qga?.stop();
       await sim?.stop();
       fs.rmSync(tmp, { recursive: true, force: true });
     });
@@ -266,7 +279,7 @@ export function registerRemoteSuite(): void {
       );
     });
 
-    it('a Proxmox guest served by the remote sidecar (which holds the PVE token): its restore points in the Agent view', async function () {
+    it('a Proxmox guest served by the remote sidecar (which holds the PVE token): its restore points and its memory (probed through the guest agent) in the Agent view', async function () {
       await cli(
         'restore-point',
         'create',
@@ -290,6 +303,37 @@ export function registerRemoteSuite(): void {
         sim.requests.some((q) => q.headers.authorization === `PVEAPIToken=${PVE_TOKEN_ID}=${PVE_SECRET}`),
         'the remote sidecar used its own PVE token',
       );
+      // the guest's memory, found by the remote sidecar probing the guest through its agent (agent/exec)
+      const reach = await api.sidecar.request('agentMemoryReach', { target: String(conf().get('target')) });
+      log('memory reach over the remote sidecar:', JSON.stringify(reach));
+      assert.equal(reach.reachable, true, JSON.stringify(reach));
+      assert.equal(reach.via, 'guest-agent');
+      const store = `hermes:pve-agent://127.0.0.1:${sim.port}/pve1/101${guestHome}`;
+      assert.ok(
+        reach.stores.some((s) => s.store === store && s.reachable),
+        `${store} among ${JSON.stringify(reach.stores)}`,
+      );
+      const mem = labels(api, await treePath(api, 'hermes-agent', 'Memory'));
+      assert.ok(
+        mem.some((l) => l.startsWith('Found in the guest through the QEMU guest agent')),
+        mem.join(' | '),
+      );
+      const entries = (await treePath(api, 'hermes-agent', 'Memory', 'hermes', 'MEMORY.md')).filter(
+        (n) => n.kind === 'entry',
+      );
+      const titles = labels(api, entries);
+      log("the guest's MEMORY.md over the remote sidecar:", titles.join(' | '));
+      assert.ok(
+        titles.some((t) => t.startsWith('Staging server 10.0.1.50')),
+        titles.join(' | '),
+      );
+      // lint badges: no tool call in the fixture's state.db wrote these entries
+      assert.ok(
+        entries.some((n) => /\buntraceable\b/.test(String(api.tree.getTreeItem(n).description))),
+        entries.map((n) => String(api.tree.getTreeItem(n).description)).join(' | '),
+      );
+      const fleet = await treePath(api, 'hermes-agent', 'Agents');
+      assert.match(String(api.tree.getTreeItem(fleet[0]!).description), /· memory via guest agent/);
     });
   });
 }
