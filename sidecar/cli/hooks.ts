@@ -14,6 +14,7 @@
  *     agentkeep request approve ID [--yes] [--json]
  *     agentkeep request deny ID [--note TEXT] [--json]
  */
+import * as path from 'node:path';
 import type { Command } from 'commander';
 import type { CoreApi, CoreOptions } from '../core/service';
 import { call } from '../core/dispatch';
@@ -97,6 +98,16 @@ function requestsTable(rs: RestoreRequest[]): string {
   ]);
 }
 
+/** Whether an agent's target (dir:X with the home in X) or a store (hermes:HOME, dir:X) covers a Hermes home. */
+function coversHome(target: string, stores: string[] | undefined, home: string): boolean {
+  const inside = (spec: string, scheme: string): boolean => {
+    if (!spec.startsWith(scheme)) return false;
+    const rel = path.relative(path.resolve(spec.slice(scheme.length)), home);
+    return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+  };
+  return inside(target, 'dir:') || (stores ?? []).some((s) => inside(s, 'hermes:') || inside(s, 'dir:'));
+}
+
 /** The agent an install acts for, and whether it is to be (re)registered as a named agent. */
 interface InstallAgent {
   name: string;
@@ -121,6 +132,15 @@ async function installAgent(
   if (o.target)
     return { name: o.agent ?? kind, target: o.target, ...(o.store.length ? { stores: o.store } : {}), register: true };
   const r = await resolveAgent(stateDir, { agent: o.agent, stores: o.store });
+  if (r?.name && kind === 'hermes' && home && o.agent === undefined && !coversHome(r.target, r.stores, home))
+    throw new AgentKeepError(
+      'InvalidParams',
+      `The default agent ${r.name} snapshots ${r.target}${r.stores?.length ? ` with ${r.stores.join(', ')}` : ''}, ` +
+        `which does not cover the Hermes home ${home}: its hooks would take restore points of another agent's files; nothing was changed.`,
+      `Name an agent that covers ${home} (--agent NAME), or set one up first: ` +
+        `agentkeep agent add ${shellQuote(path.basename(home) || 'hermes')} --target ${shellQuote(`dir:${home}`)} --store ${shellQuote(`hermes:${home}`)}, ` +
+        'then install with --agent and that name.',
+    );
   if (r?.name)
     return { name: r.name, target: r.target, ...(r.stores ? { stores: r.stores } : {}), register: !!o.store.length };
   if (kind === 'hermes' && home)

@@ -76,7 +76,16 @@ async function hermesConfigFile(home: string): Promise<string> {
       'Give the folder Hermes uses (HERMES_HOME, usually ~/.hermes) with --home DIR.',
     );
   const file = path.join(home, 'config.yaml');
-  if (existsSync(file)) return file;
+  if (existsSync(file)) {
+    const fst = await fs.stat(file);
+    if (!fst.isFile())
+      throw new AgentKeepError(
+        'InvalidParams',
+        `${file} is ${fst.isDirectory() ? 'a directory' : 'not a regular file'}, not Hermes' config file; nothing was changed.`,
+        `Move it aside (mv ${shlexQuote(file)} ${shlexQuote(file + '.aside')}), run hermes once (or hermes setup) so it writes config.yaml, then install again.`,
+      );
+    return file;
+  }
   const hermesLike = ['memories', 'state.db', 'SOUL.md', '.env', 'sessions', 'skills'].some((n) =>
     existsSync(path.join(home, n)),
   );
