@@ -487,6 +487,37 @@ describe('Hermes hook (install into config.yaml, run as Hermes runs it)', functi
     }
   });
 
+  it("the hook's stderr lines are clean sentences: a state dir that is a file names the fix; an agent's command with ESC is not echoed raw", async () => {
+    assert.equal((await ak('hook', 'install', 'hermes', '--home', home)).code, 0);
+    const command = await installedCommand();
+    const risky = hermesPayload(
+      'pre',
+      'terminal',
+      { command: 'rm -rf build\u001b[2J\u001b]0;pwned\u0007' },
+      's1',
+      'c1',
+    );
+    const r = await runHookCommand(command, risky);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /^agentkeep: restore point \S+ before terminal: rm -rf build\\x1b\[2J\\x1b]0;pwned\\x07\n$/);
+    // eslint-disable-next-line no-control-regex -- matching control characters is the point
+    assert.doesNotMatch(r.stderr, /[\u0000-\u0009\u000b-\u001f\u007f]/, 'no control character but the final newline');
+
+    // the state dir the installed command names is now a file
+    await fs.rm(state, { recursive: true, force: true });
+    await fs.writeFile(state, 'not a directory');
+    const f = await runHookCommand(command, risky);
+    assert.equal(f.code, 0);
+    assert.equal(f.stdout, '', 'fail open: no block');
+    assert.equal(f.stderr.trim().split('\n').length, 1, f.stderr);
+    assert.equal(
+      f.stderr,
+      `agentkeep hook: The state dir ${state} is a file, not a directory, so ${path.join(state, 'config.json')} cannot be read; ` +
+        `the tool call goes ahead without a restore point. Point --state-dir (or AGENTKEEP_STATE_DIR) at a directory, or move the file ${state} aside.\n`,
+    );
+    assert.doesNotMatch(f.stderr, /ENOTDIR|'\.;/);
+  });
+
   it('fails open with a warning that list and agent.status show (target unreachable, target busy); fail-closed blocks with Hermes block JSON', async () => {
     // the agent's target goes away after the install (an unmounted disk, a deleted folder)
     await fs.mkdir(path.join(tmp, 'missing'));
