@@ -20,8 +20,8 @@ import type { CoreApi, CoreOptions } from '../core/service';
 import { call } from '../core/dispatch';
 import { AgentKeepError } from '../core/errors';
 import { resolveStateDir } from '../core/state';
-import { cliTargetArgs } from './actions';
-import type { RestoreRequest } from '../protocol';
+import { commandLine } from './actions';
+import { nextAction, type RestoreRequest } from '../protocol';
 import { resolveAgent } from '../core/agents';
 import { resolveHookAgent } from '../hooks/agents';
 import { hookMain, processStdin, type HookFull } from '../hooks/entry';
@@ -481,12 +481,22 @@ export function addHookCommands(root: Command, d: HookCliDeps): void {
       const res = await call(c, 'requestApprove', { id });
       if (asJson) d.printJson(res);
       else {
-        const stores = (r.stores ?? []).map((s) => ` --store ${shellQuote(s)}`).join('');
-        const args = cliTargetArgs(r.target, stateDirOf(cmd));
-        const undo = `agentkeep restore-point restore ${res.request.undo} ${args} --scope ${r.scope}${stores}`;
+        // the same runnable line as every other printed restore action (with --yes, the state dir when not the default)
+        const undo =
+          res.request.undo &&
+          commandLine(
+            nextAction('Undo', 'restorePointRestore', {
+              target: r.target,
+              id: res.request.undo,
+              scope: r.scope,
+              ...(r.stores?.length ? { stores: r.stores } : {}),
+            }),
+            { stateDir: stateDirOf(cmd) },
+          );
         d.io.out(
           `Approved ${id}: restored ${r.restorePoint} (scope ${r.scope}) on ${r.target}.` +
-            `${res.restore ? `\n${changeSummary(res.restore.changes, false, r.scope)}` : ''}\nUndo: ${undo}`,
+            `${res.restore ? `\n${changeSummary(res.restore.changes, false, r.scope)}` : ''}\n` +
+            (undo ? `Undo: ${undo}` : 'It took no undo point.'),
         );
       }
     });
