@@ -55,7 +55,14 @@ export interface AgentKeepApi {
    */
   answerConfigPrompts(answer: string | undefined | null): void;
   /** The memory inspector: whether it is open and what its webview last rendered. */
-  memoryInspector(): { open: boolean; rendered?: InspectorRendered };
+  memoryInspector(): {
+    open: boolean;
+    rendered?: InspectorRendered;
+    /** Switch the open inspector to the entry list or the Timeline, optionally showing one write. */
+    show(view: 'list' | 'timeline', write?: { store: string; id: string }): void;
+    /** Answer the lint --fix "Apply?" question (tests); undefined: ask the person. */
+    answerFix(answer: boolean | undefined): void;
+  };
   /**
    * Test hook: memory edits/deletes call `fn` instead of showing the Undo notification (`null`
    * restores the notification).
@@ -222,7 +229,12 @@ export function activate(context: vscode.ExtensionContext): AgentKeepApi {
     answerConfigPrompts: (answer) => {
       configFiles.answer = answer === null ? undefined : async () => answer;
     },
-    memoryInspector: () => ({ open: memory.isOpen, rendered: memory.rendered }),
+    memoryInspector: () => ({
+      open: memory.isOpen,
+      rendered: memory.rendered,
+      show: (view, write) => memory.showView(view, write),
+      answerFix: (answer) => (memory.answerFix = answer === undefined ? undefined : async () => answer),
+    }),
     onMemoryChange: (fn) => {
       memory.onChange = fn ?? undefined;
     },

@@ -62,6 +62,16 @@ export interface EntryRef {
 
 /** URI scheme of the read-only "session messages" documents opened from a provenance trace. */
 export const TRACE_SCHEME = 'agentkeep-trace';
+/** Scheme of the virtual documents of a lint --fix proposal (before / after of each file) in the diff editor. */
+export const FIX_SCHEME = 'agentkeep-fix';
+
+/** What the "Fix findings" flow did (returned to tests through the command). */
+export interface LintFixOutcome {
+  proposal: ResultOf<'memoryLintFix'>;
+  /** The diff editor's documents: [before, after] URIs per file. */
+  docs: Array<[string, string]>;
+  applied?: ResultOf<'memoryLintFix'>;
+}
 
 /** Store, list and lint data the inspector and the tree both show. */
 export interface MemoryState {
@@ -153,6 +163,10 @@ export class MemoryInspector implements vscode.Disposable {
   /** Documents of the "Open session messages" links, by URI. */
   private readonly traceDocs = new Map<string, string>();
   private readonly disposables: vscode.Disposable[] = [];
+  /** Documents of the lint --fix diff editor, by URI. */
+  private readonly fixDocs = new Map<string, string>();
+  /** Test hook: answer the "Apply?" question of lint --fix instead of asking (true = Apply). */
+  answerFix: ((p: ResultOf<'memoryLintFix'>) => Promise<boolean>) | undefined;
   /** Test hook: instead of showing the Undo notification, call this with the change. */
   onChange: ((c: MemoryChange) => void) | undefined;
 
@@ -169,7 +183,16 @@ export class MemoryInspector implements vscode.Disposable {
           this.traceDocs.get(uri.toString()) ??
           '(This session document is no longer available: open it again from the memory inspector.)\n',
       }),
+      vscode.workspace.registerTextDocumentContentProvider(FIX_SCHEME, {
+        provideTextDocumentContent: (uri) =>
+          this.fixDocs.get(uri.toString()) ?? '(This proposal is no longer available: run Fix findings again.)\n',
+      }),
     );
+  }
+
+  /** Switch the webview to the entry list or the Timeline (and show one write there). */
+  showView(view: 'list' | 'timeline', write?: { store: string; id: string }): void {
+    this.post({ type: 'view', view, ...(write ? { write } : {}) });
   }
 
   /** Whether the panel is open. */
@@ -225,9 +248,22 @@ export class MemoryInspector implements vscode.Disposable {
     const exists =
       sel &&
       state.stores.some((s) => s.store === sel.store && s.files.some((f) => f.entries.some((e) => e.id === sel.id)));
+    let history: StateMessage['history'];
+    let historyNote: string | undefined;
+    if (config.stores.length) {
+      try {
+        const h = await this.sidecar.request('memoryHistory', { stores: config.stores, target: config.target });
+        history = h.writes;
+        if (h.warnings?.length) historyNote = h.warnings.join(' ');
+      } catch (e) {
+        historyNote = `The timeline could not be read: ${toSidecarError(e).full()}`;
+      }
+    }
     const msg: StateMessage = {
       type: 'state',
       ...state,
+      ...(history ? { history } : {}),
+      ...(historyNote ? { historyNote } : {}),
       trusted: isTrusted(),
       restorePoints,
       select: exists ? sel : undefined,
@@ -297,6 +333,25 @@ export class MemoryInspector implements vscode.Disposable {
         return;
       case 'diff':
         await vscode.commands.executeCommand('agentkeep.diffMemory', m.store);
+        return;
+      case 'undoWrite':
+        try {
+          requireTrust('Undoing a memory write');
+          const r = await this.sidecar.request('memoryUndoWrite', { stores: [m.store], write: m.write });
+          this.post({
+            type: 'notice',
+            severity: 'info',
+            text: `Undid ${m.write}${r.writes.length ? ` (undo write ${r.writes.map((w) => w.id).join(', ')}: it can be undone the same way)` : ''}.${r.skipped?.length ? ` ${r.skipped.join(' ')}` : ''}`,
+          });
+        } catch (e) {
+          const err = toSidecarError(e);
+          this.post({ type: 'notice', severity: err.code === 'conflict' ? 'warning' : 'error', text: err.full() });
+        }
+        this.afterChange();
+        await this.refresh();
+        return;
+      case 'lintFix':
+        await vscode.commands.executeCommand('agentkeep.fixMemoryFindings');
         return;
     }
   }
@@ -560,6 +615,71 @@ export class MemoryInspector implements vscode.Disposable {
     }
   }
 
+  /**
+   * memory.lintFix as a reviewed change: the proposal's files open in VS Code's diff editor (virtual
+   * documents, before ↔ after), then a modal question; Apply sends the proposal's content hashes back
+   * (refused when a file changed since), as one undo group. @throws SidecarError (untrusted, conflict, ...)
+   */
+  async lintFix(): Promise<LintFixOutcome | undefined> {
+    requireTrust('Fixing memory findings');
+    const config = readAgentConfig();
+    if (!config?.stores.length) throw new SidecarError('No memory store is configured.', 'invalid_params');
+    const base = { stores: config.stores, target: config.target };
+    const proposal = await this.sidecar.request('memoryLintFix', base);
+    if (!proposal.edits.length) {
+      void vscode.window.showInformationMessage(
+        `Nothing to fix: no duplicate or superseded entries.${proposal.skipped?.length ? ` Left to you: ${proposal.skipped.length} (contradictions).` : ''}`,
+      );
+      return { proposal, docs: [] };
+    }
+    const stamp = Date.now().toString(36);
+    const docs: Array<[string, string]> = proposal.files.map((f, i) => {
+      const name = path.basename(f.file);
+      const before = vscode.Uri.from({ scheme: FIX_SCHEME, path: `/${stamp}/${i}/now/${name}` });
+      const after = vscode.Uri.from({ scheme: FIX_SCHEME, path: `/${stamp}/${i}/fixed/${name}` });
+      this.fixDocs.set(before.toString(), f.before);
+      this.fixDocs.set(after.toString(), f.after);
+      return [before.toString(), after.toString()];
+    });
+    const title = `Memory: fix ${proposal.edits.length} finding${proposal.edits.length === 1 ? '' : 's'} (now ↔ fixed)`;
+    if (docs.length === 1)
+      await vscode.commands.executeCommand(
+        'vscode.diff',
+        vscode.Uri.parse(docs[0]![0]),
+        vscode.Uri.parse(docs[0]![1]),
+        `${path.basename(proposal.files[0]!.file)} (${title})`,
+      );
+    else
+      await vscode.commands.executeCommand(
+        'vscode.changes',
+        title,
+        docs.map(([b, a]) => [vscode.Uri.parse(a), vscode.Uri.parse(b), vscode.Uri.parse(a)]),
+      );
+    const ask =
+      this.answerFix ??
+      (async (p: ResultOf<'memoryLintFix'>) =>
+        (await vscode.window.showWarningMessage(
+          `Apply ${p.edits.length} memory change${p.edits.length === 1 ? '' : 's'}?`,
+          {
+            modal: true,
+            detail: p.edits
+              .map((e) => `${e.action} ${e.entry}: ${e.reason}`)
+              .join('\n')
+              .slice(0, 2000),
+          },
+          'Apply',
+        )) === 'Apply');
+    if (!(await ask(proposal))) return { proposal, docs };
+    const expected = Object.fromEntries(proposal.files.map((f) => [f.file, f.contentHash]));
+    const applied = await this.sidecar.request('memoryLintFix', { ...base, apply: true, expected });
+    this.afterChange();
+    await this.refresh();
+    void vscode.window.showInformationMessage(
+      `Applied ${applied.edits.length} memory change${applied.edits.length === 1 ? '' : 's'} as one step (group ${applied.group}); undo it from the Timeline.`,
+    );
+    return { proposal, docs, applied };
+  }
+
   private html(webview: vscode.Webview): string {
     return webviewHtml(webview, this.context.extensionUri, {
       script: 'memory.js',
@@ -583,6 +703,7 @@ export function registerMemoryCommands(ctx: Ctx, inspector: MemoryInspector): vs
     toEntryRef(arg) ?? pickEntry(ctx.sidecar, title);
   return [
     reg('agentkeep.openMemoryInspector', async (arg?: unknown) => inspector.open(toEntryRef(arg))),
+    reg('agentkeep.fixMemoryFindings', async () => inspector.lintFix()),
     reg('agentkeep.editMemoryEntry', async (arg?: unknown, text?: string, opts?: { expectedHash?: string }) => {
       requireTrust('Editing agent memory');
       const ref = await entryArg(arg, 'Edit which memory entry?');
@@ -730,4 +851,30 @@ const INSPECTOR_CSS = `
   .banner.error { border-color: var(--vscode-inputValidation-errorBorder, #be1100); background: var(--vscode-inputValidation-errorBackground, transparent); }
   vscode-textarea { width: 100%; }
   .empty { padding: 14px; color: var(--vscode-descriptionForeground); }
+  .timeline-layout { grid-template-columns: minmax(520px, 3fr) minmax(280px, 2fr); }
+  .timeline { border: 1px solid var(--vscode-panel-border, var(--vscode-widget-border, transparent)); border-radius: 3px; overflow: auto; max-height: calc(100vh - 220px); padding: 4px 6px; }
+  .timeline .note { padding: 0 4px; }
+  .timeline svg { display: block; font-family: var(--vscode-font-family); font-size: 12px; }
+  .timeline .axis { fill: var(--vscode-descriptionForeground); font-size: 11px; }
+  .timeline .tick { stroke: var(--vscode-panel-border, rgba(128,128,128,0.3)); stroke-dasharray: 2 3; }
+  .timeline .band { fill: var(--vscode-list-hoverBackground, rgba(128,128,128,0.06)); opacity: 0.5; }
+  .timeline .label { fill: var(--vscode-foreground); }
+  .timeline .label.gone { fill: var(--vscode-descriptionForeground); text-decoration: line-through; }
+  .timeline .life { stroke: var(--vscode-descriptionForeground); stroke-width: 1.5; opacity: 0.6; }
+  .mark { cursor: pointer; }
+  .mark circle, .mark path { stroke: var(--vscode-editor-background); stroke-width: 1.5; }
+  .mark path.cross { stroke-width: 3; fill: none; }
+  .mark.agent circle, .mark.agent path { fill: #3794ff; } .mark.agent path.cross { stroke: #3794ff; }
+  .mark.hook circle, .mark.hook path { fill: #b180d7; } .mark.hook path.cross { stroke: #b180d7; }
+  .mark.agentkeep circle, .mark.agentkeep path { fill: #89d185; } .mark.agentkeep path.cross { stroke: #89d185; }
+  .mark.restore-point circle, .mark.restore-point path { fill: #cca700; } .mark.restore-point path.cross { stroke: #cca700; }
+  .mark.refused { opacity: 0.45; }
+  .mark.picked circle, .mark.picked path:not(.cross) { stroke: var(--vscode-focusBorder); stroke-width: 3; }
+  .mark:focus-visible { outline: none; } .mark:focus-visible circle, .mark:focus-visible path { stroke: var(--vscode-focusBorder); stroke-width: 3; }
+  .legend { display: flex; flex-wrap: wrap; gap: 12px; margin: 4px 0 8px; font-size: 0.92em; }
+  .legend .key::before { content: ''; display: inline-block; width: 10px; height: 10px; border-radius: 5px; margin-right: 5px; vertical-align: -1px; }
+  .legend .key.agent::before { background: #3794ff; } .legend .key.hook::before { background: #b180d7; }
+  .legend .key.agentkeep::before { background: #89d185; } .legend .key.restore-point::before { background: #cca700; }
+  pre.text.before { border-left: 3px solid var(--vscode-gitDecoration-deletedResourceForeground, #c74e39); }
+  pre.text.after { border-left: 3px solid var(--vscode-gitDecoration-addedResourceForeground, #81b88b); }
 `;

@@ -261,3 +261,34 @@ export function vmRestoreOutcome(
   }
   return parts.join(' ');
 }
+
+/** What agent.memoryReach says about an agent's memory. */
+export type MemoryReach = ResultOf<'agentMemoryReach'>;
+
+/**
+ * How the Agents list words whether a guest's memory is reachable: a short part for the row's
+ * description ("memory via guest agent", "memory over SSH", "memory not reachable") and a line for
+ * the tooltip with the stores, how they are reached, or the reason and the fix.
+ */
+export function reachText(r: MemoryReach | undefined): { short: string; detail: string } {
+  if (!r) return { short: '', detail: '' };
+  if (!r.reachable)
+    return {
+      short: 'memory not reachable',
+      detail: `Memory not reachable: ${r.reason ?? 'no store can be read'}${r.hint ? ` Fix: ${r.hint}` : ''}`,
+    };
+  const short: Record<string, string> = {
+    'guest-agent': 'memory via guest agent',
+    ssh: 'memory over SSH',
+    local: 'memory on this machine',
+  };
+  const n = r.stores.filter((s) => s.reachable).length;
+  const names = r.stores
+    .filter((s) => s.reachable)
+    .map((s) => s.description?.name ?? s.store)
+    .join(', ');
+  return {
+    short: short[r.via] ?? 'memory reachable',
+    detail: `Memory: ${n} store${n === 1 ? '' : 's'} (${names}) ${r.how}${r.found ? ', found by probing the guest' : ''}.`,
+  };
+}

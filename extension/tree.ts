@@ -33,6 +33,7 @@ import {
   withTag,
   type Guest,
 } from './proxmox';
+import { reachText, type MemoryReach } from './proxmoxModel';
 import type { Sidecar } from './sidecar';
 import {
   brokenFileRows,
@@ -125,9 +126,11 @@ export type AgentNode =
       current: string;
       /** The guest the current target names. */
       currentGuest?: TargetDescription['guest'];
+      /** The stores configured for the current target (its guest's memory is reached through them). */
+      currentStores?: string[];
     }
-  | { kind: 'guest'; guest: Guest; current: boolean }
-  | { kind: 'memory'; config: AgentConfig }
+  | { kind: 'guest'; guest: Guest; current: boolean; memory?: MemoryReach }
+  | { kind: 'memory'; config: AgentConfig; description?: TargetDescription }
   | {
       kind: 'store';
       config: AgentConfig;
@@ -288,12 +291,13 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
         const g = n.guest;
         const item = new vscode.TreeItem(g.name ?? `${g.type} ${g.vmid}`, vscode.TreeItemCollapsibleState.None);
         item.id = `guest:${g.target}`;
-        item.description = `${g.vmid} · ${g.node} · ${g.status}${g.lock ? ` · locked (${g.lock})` : ''}${n.current ? ' · this window' : ''}`;
+        const reach = reachText(n.memory);
+        item.description = `${g.vmid} · ${g.node} · ${g.status}${g.lock ? ` · locked (${g.lock})` : ''}${reach.short ? ` · ${reach.short}` : ''}${n.current ? ' · this window' : ''}`;
         item.iconPath = g.lock
           ? new vscode.ThemeIcon('warning', new vscode.ThemeColor('list.warningForeground'))
           : new vscode.ThemeIcon(n.current ? 'pass-filled' : g.type === 'lxc' ? 'package' : 'vm');
         item.contextValue = n.current ? 'guest.current' : 'guest';
-        item.tooltip = guestTooltip(g);
+        item.tooltip = guestTooltip(g, reach.detail);
         if (!n.current)
           item.command = { command: 'agentkeep.chooseAgent', title: 'Manage this agent', arguments: [g.target] };
         return item;
@@ -423,6 +427,45 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
   }
 
   /**
+   * The Memory rows of a guest agent without configured stores: the stores the sidecar finds by
+   * probing the guest (agent.memoryReach), with their lint badges, or why its memory is not reachable.
+   */
+  private async probedMemory(config: AgentConfig): Promise<AgentNode[]> {
+    let reach: MemoryReach;
+    try {
+      reach = await this.sidecar.request('agentMemoryReach', { target: config.target });
+    } catch (e) {
+      return [{ kind: 'message', label: toSidecarError(e).full(), icon: 'error' }];
+    }
+    const ok = reach.stores.filter((s) => s.reachable);
+    if (!ok.length)
+      return [
+        {
+          kind: 'message',
+          label: `Memory not reachable: ${reach.reason ?? 'no store can be read'}`,
+          ...(reach.hint ? { detail: reach.hint } : {}),
+          icon: 'error',
+        },
+      ];
+    const found = { ...config, stores: ok.map((s) => s.store) };
+    ({ findings: this.findings, lintNote: this.lintNote } = await lintStores(this.sidecar, found));
+    return [
+      {
+        kind: 'message',
+        label: `Found in the guest ${reach.how}`,
+        detail: 'Name the stores in agentkeep.stores (or agent add --store) to skip the probe.',
+        icon: 'search',
+      },
+      ...ok.map((s): AgentNode => ({
+        kind: 'store',
+        config: found,
+        store: s.store,
+        ...(s.description ? { description: s.description } : {}),
+      })),
+    ];
+  }
+
+  /**
    * The "Restore requests" group when the agent has pending ones (request.list of the target); a
    * message row when they cannot be read (never an empty group that hides a broken list).
    */
@@ -523,7 +566,7 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
                 : []),
             ...(await this.requestRows(n.config)),
             { kind: 'restorePoints', config: n.config, description: n.description, guest: n.guest },
-            { kind: 'memory', config: n.config },
+            { kind: 'memory', config: n.config, description: n.description },
             {
               kind: 'guests',
               host: hostOf(pve),
@@ -532,6 +575,7 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
               tag,
               current: n.config.target,
               currentGuest: pve,
+              currentStores: n.config.stores,
             },
           ];
         }
@@ -568,6 +612,7 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
           return [{ kind: 'message', label: toSidecarError(e).full(), icon: 'error' }];
         }
       case 'memory':
+        if (!n.config.stores.length && n.description?.guest) return this.probedMemory(n.config);
         if (!n.config.stores.length)
           return [
             {
@@ -632,12 +677,18 @@ export class AgentTreeProvider implements vscode.TreeDataProvider<AgentNode> {
               detail: 'Tag the agent guests in Proxmox (Options > Tags) or change agentkeep.proxmox.tag.',
             },
           ];
-        // every guest listed is on the current target's host (discovery asked that host)
-        return n.guests.map((guest) => ({
-          kind: 'guest',
-          guest,
-          current: guest.target === n.current || n.currentGuest?.vmid === guest.vmid,
-        }));
+        // every guest listed is on the current target's host (discovery asked that host); the
+        // sidecar says for each whether its memory is reachable and how (agent.memoryReach)
+        return Promise.all(
+          n.guests.map(async (guest): Promise<AgentNode> => {
+            const current = guest.target === n.current || n.currentGuest?.vmid === guest.vmid;
+            const stores = current && n.currentStores?.length ? { stores: n.currentStores } : {};
+            const memory = await this.sidecar
+              .request('agentMemoryReach', { target: guest.target, ...stores })
+              .catch(() => undefined);
+            return { kind: 'guest', guest, current, ...(memory ? { memory } : {}) };
+          }),
+        );
       default:
         return [];
     }
@@ -675,13 +726,14 @@ function snapshotNodes(
 }
 
 /** Tooltip of a guest: name, type, node, vmid, status, lock explained, tags. */
-function guestTooltip(g: Guest): vscode.MarkdownString {
+function guestTooltip(g: Guest, memory = ''): vscode.MarkdownString {
   const md = new vscode.MarkdownString(undefined, true);
   md.appendMarkdown(`**${escapeMd(g.name ?? `${g.type} ${g.vmid}`)}** (${g.type === 'lxc' ? 'container' : 'VM'})\n\n`);
   md.appendMarkdown(`Node \`${g.node}\` · VMID ${g.vmid} · ${g.status}\n\n`);
   if (g.lock)
     md.appendMarkdown(`$(warning) Locked: \`${g.lock}\`. ${explainLock(g.lock, { type: g.type, vmid: g.vmid })}\n\n`);
   if (g.tags.length) md.appendMarkdown(`Tags: ${g.tags.map((t) => `\`${t}\``).join(', ')}\n\n`);
+  if (memory) md.appendMarkdown(`${escapeMd(memory)}\n\n`);
   md.appendMarkdown(`\`${g.target}\``);
   return md;
 }

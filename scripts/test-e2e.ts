@@ -13,7 +13,8 @@
  * keep-or-rollback.png, compare.png, statusbar.png, restore-quickpick.png, restore-scope.png,
  * restore-confirm.png, after-restore.png,
  * details.png, memory-inspector.png, memory-detail.png, memory-edit.png, memory-empty-search.png,
- * memory-broken.png (MEMORY.md made a directory: shown broken with the fix),
+ * memory-broken.png (MEMORY.md made a directory: shown broken with the fix), memory-timeline.png (the
+ * Timeline view with one write picked),
  * welcome.png, agent-view-proxmox.png, restore-confirm-proxmox.png, after-rollback-proxmox.png; the agent's own
  * moments: agent-own-protect.png (Protect this agent's own changes: the result with Hermes' consent
  * note), agent-own-view.png (restore points the installed Hermes hook took, run as Hermes runs it: the
@@ -26,7 +27,8 @@
  * Usage: npx tsx scripts/test-e2e.ts (after `node esbuild.mjs` and scripts/setup-host.sh;
  * scripts/test-e2e.sh does all three). Env: SHOTS (output folder), KEEP_TMP=1, CHROMIUM;
  * E2E_ONLY=memory runs only the memory inspector part (quick, while working on the webview),
- * E2E_ONLY=remote only the remote sidecar part, E2E_ONLY=agent-own only the agent's own moments.
+ * E2E_ONLY=remote only the remote sidecar part, E2E_ONLY=agent-own only the agent's own moments,
+ * E2E_ONLY=agent-view-proxmox only the Proxmox part.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -40,6 +42,7 @@ import { makeCert, PveSim } from '../test/pve-sim/server';
 import { Core } from '../sidecar/core/core';
 import { call } from '../sidecar/core/dispatch';
 import type { DemoAgent } from '../extension/demo';
+import { startQga } from '../test/unit/helpers/qga';
 import {
   CHROMIUM,
   CHROMIUM_ARGS,
@@ -224,6 +227,24 @@ async function memoryInspector(page: Page, hermesHome: string): Promise<void> {
   checks++;
   await shot(page, 'memory-empty-search.png');
   for (let i = 0; i < 'no-such-memory-xyz'.length; i++) await page.keyboard.press('Backspace');
+  // the Timeline: entries as rows, writes as marks; a click on a mark shows the write with before/after
+  await webview.locator('.toolbar vscode-button#view-toggle', { hasText: 'Timeline' }).click();
+  try {
+    await webview.locator('.timeline svg g.mark').first().waitFor({ timeout: 10000 });
+    await webview.locator('.legend .key.agent').waitFor({ timeout: 5000 });
+    await webview.locator('.timeline svg g.mark.agent').first().click();
+    await webview.locator('.detail h3', { hasText: 'After' }).waitFor({ timeout: 5000 });
+    await webview.locator('.detail vscode-button', { hasText: 'Undo this write' }).waitFor({ timeout: 5000 });
+  } catch {
+    throw new Error(
+      "The Timeline did not show the agent's writes as marks, or a click on a mark did not show the write (After, Undo).",
+    );
+  }
+  checks += 4;
+  await page.mouse.move(1000, 700);
+  await shot(page, 'memory-timeline.png');
+  await webview.locator('.toolbar vscode-button#view-toggle', { hasText: 'Entries' }).click();
+  await webview.locator('button.entry').first().waitFor({ timeout: 5000 });
   // a broken MEMORY.md (a directory): the header says BROKEN with what and the fix, no "0 entries"
   const mem = path.join(hermesHome, 'memories', 'MEMORY.md');
   const content = fs.readFileSync(mem);
@@ -386,15 +407,31 @@ async function agentOwnScenario(page: Page, demo: DemoAgent): Promise<void> {
  * A Proxmox VE agent against the contract simulator (test/pve-sim, pinned self-signed certificate):
  * settings in the folder's .vscode/settings.json, the token typed into "Set Proxmox API Token", a
  * restore point with RAM state and a disk-only one taken from the command palette, the fleet expanded;
- * screenshot agent-view-proxmox.png.
+ * screenshot agent-view-proxmox.png. VM 101's guest agent is a real qemu-ga (Debian's, run here with
+ * -m unix-listen; the simulator forwards agent/exec and agent/file-read to it as qemu-server does), and
+ * a running process names a Hermes home in HERMES_HOME: the Memory section shows the home found by
+ * probing the guest, with lint badges, and the Agents list says whose memory is reachable and how.
  */
 async function proxmoxScenario(page: Page, cs: CodeServer, tmp: string): Promise<void> {
   const tokenId = 'agent@pve!agentkeep';
   const secret = `e2e-${Date.now().toString(36)}`;
   const sim = new PveSim({ token: { id: tokenId, secret }, nodes: ['pve1', 'pve2'] });
-  sim.addGuest({ vmid: 101, name: 'hermes-agent', tags: ['agent'], running: true });
+  const qga = await startQga(path.join(tmp, 'qga'));
+  const guestHome = path.join(tmp, 'guest-root', '.hermes');
+  fs.cpSync(path.join(REPO, 'test', 'fixtures', 'memory', 'hermes'), guestHome, { recursive: true });
+  // "Hermes runs in the guest": a process whose environment names its home (the probe reads /proc/*/environ)
+  const hermes = spawn('sleep', ['3600'], { env: { ...process.env, HERMES_HOME: guestHome }, stdio: 'ignore' });
+  sim.addGuest({ vmid: 101, name: 'hermes-agent', tags: ['agent'], running: true, qga: qga.socket });
   sim.addGuest({ vmid: 102, node: 'pve2', name: 'research-agent', tags: ['agent'], running: false });
-  sim.addGuest({ vmid: 103, node: 'pve2', name: 'mail-agent', tags: ['agent'], running: true, lock: 'backup' });
+  sim.addGuest({
+    vmid: 103,
+    node: 'pve2',
+    name: 'mail-agent',
+    tags: ['agent'],
+    running: true,
+    lock: 'backup',
+    agent: false,
+  });
   sim.addGuest({ vmid: 110, name: 'database', tags: [], running: true });
   await sim.start();
   try {
@@ -429,6 +466,22 @@ async function proxmoxScenario(page: Page, cs: CodeServer, tmp: string): Promise
       timeout: 60000,
     });
     step('Proxmox guest shown after Set Proxmox API Token');
+    await expectVisible(page, '.monaco-list-row', 'The memory found in the guest through its guest agent', {
+      hasText: 'Found in the guest through the QEMU guest agent',
+      timeout: 60000,
+    });
+    await expectVisible(page, '.monaco-list-row', 'The Hermes home found in VM 101 (at its pve-agent:// location)', {
+      hasText: `pve-agent://127.0.0.1:${sim.port}/pve1/101${guestHome}`,
+    });
+    await expectVisible(page, '.monaco-list-row', "MEMORY.md of the guest's home", { hasText: 'MEMORY.md' });
+    await expectVisible(page, '.monaco-list-row', 'A guest whose memory is reachable through its agent', {
+      hasText: 'memory via guest agent',
+      timeout: 60000,
+    });
+    await expectVisible(page, '.monaco-list-row', 'A guest whose memory is not reachable', {
+      hasText: 'memory not reachable',
+    });
+    step('guest memory found through the guest agent; the Agents list says how each is reached');
 
     await runCommand(page, 'AgentKeep: Create Restore Point with RAM State');
     await typeLabel(page, 'before hermes update');
@@ -495,6 +548,8 @@ async function proxmoxScenario(page: Page, cs: CodeServer, tmp: string): Promise
     await page.mouse.move(1000, 300);
     await shot(page, 'after-rollback-proxmox.png');
   } finally {
+    hermes.kill();
+    await qga.stop();
     await sim.stop();
   }
 }
@@ -690,6 +745,12 @@ async function main(): Promise<number> {
       timeout: 60000,
     });
     step('status bar item: no restore point');
+    if (only === 'agent-view-proxmox') {
+      await proxmoxScenario(page, cs, tmp);
+      ok = true;
+      console.log(`  ${checks} passing (UI elements present)`);
+      return 0;
+    }
     if (only === 'remote') {
       await remoteScenario(page, cs, tmp);
       ok = true;

@@ -1,7 +1,7 @@
 /**
  * Named agents in the CLI (issue 15 item 2):
  *
- *     agentkeep agent add NAME --target T [--store S ...] [--ssh USER@HOST[:PORT]] [--fail-closed] [--replace] [--json]
+ *     agentkeep agent add NAME --target T [--store S ...] [--ssh USER@HOST[:PORT] | --via guest-agent|qga:SOCK] [--fail-closed] [--replace] [--json]
  *     agentkeep agent list [--json]
  *     agentkeep agent remove NAME [--json]
  *     agentkeep agent default NAME [--json]
@@ -18,7 +18,7 @@ import { call } from '../core/dispatch';
 import type { CoreApi, CoreOptions } from '../core/service';
 import { resolveStateDir } from '../core/state';
 import { detectTargetStores } from '../core/detect';
-import { resolveTarget } from '../core/target';
+import { describeParsedTarget, parseTarget, resolveTarget } from '../core/target';
 import { AgentName, type NamedAgent } from '../protocol';
 import { shellQuote, table } from './format';
 import { UsageError } from './usage';
@@ -83,6 +83,50 @@ export function storesOnHost(stores: readonly string[], ssh: string): string[] {
   });
 }
 
+/**
+ * The stores of `agent add --via guest-agent` (a Proxmox VM target: each `<kind>:/abs/path` becomes
+ * `<kind>:pve-agent://HOST:PORT/NODE/VMID/abs/path`, reached through Proxmox's agent endpoints) or
+ * `--via qga:/abs/qga.sock` (any target: `<kind>:qga:/abs/qga.sock:/abs/path`, the VM's guest agent
+ * socket on this machine). A store that already names its place is kept. Pure but for parsing the target.
+ * @throws UsageError for another --via, guest-agent with a target that is no Proxmox VM, or no --store
+ */
+export function storesThroughAgent(stores: readonly string[], target: string, via: string): string[] {
+  let prefix: string;
+  if (/^qga:\//.test(via) && !via.slice(4).includes(':')) prefix = `qga:${via.slice(4)}:`;
+  else if (via === 'guest-agent') {
+    let g;
+    try {
+      g = describeParsedTarget(parseTarget(target)).guest;
+    } catch {
+      g = undefined;
+    }
+    if (!g || g.type !== 'qemu')
+      throw new UsageError(
+        'InvalidParams',
+        `--via guest-agent needs a Proxmox VM target (proxmox://HOST/NODE/qemu/VMID); "${target}" is not one.`,
+        'For a plain QEMU VM name its guest agent socket: --via qga:/abs/path/to/qga.sock.',
+      );
+    const host = g.host.includes(':') ? `[${g.host}]` : g.host;
+    prefix = `pve-agent://${host}:${g.port}/${g.node}/${g.vmid}`;
+  } else
+    throw new UsageError(
+      'InvalidParams',
+      `Bad --via "${via}": expected guest-agent (a Proxmox VM) or qga:/abs/path/to/qga.sock.`,
+      'E.g. --via guest-agent --store hermes:/root/.hermes.',
+    );
+  if (!stores.length)
+    throw new UsageError(
+      'InvalidParams',
+      `--via ${via} needs the stores in the guest: name them with --store.`,
+      'E.g. --via guest-agent --store hermes:/root/.hermes (the Agent view also probes a VM without stores).',
+    );
+  return stores.map((spec) => {
+    const m = /^([A-Za-z][A-Za-z0-9_-]*):(\/.*)$/s.exec(spec);
+    if (!m || m[2].startsWith('//')) return spec; // a place already, or not a path: the core says what is wrong
+    return `${m[1]}:${prefix}${m[2]}`;
+  });
+}
+
 /** Add `add`, `list`, `remove` and `default` to the `agent` command group. */
 export function agentCommands(agent: Command, d: AgentCliDeps): void {
   agent
@@ -108,6 +152,11 @@ export function agentCommands(agent: Command, d: AgentCliDeps): void {
         '?identity=/abs/key on the store; the host key must be in known_hosts)',
     )
     .option(
+      '--via <guest-agent|qga:/abs/sock>',
+      "the stores are inside the VM, reached through its QEMU guest agent: guest-agent = Proxmox's agent " +
+        'endpoints of the --target VM (needs VM.Monitor), qga:/abs/qga.sock = the guest agent socket on this machine',
+    )
+    .option(
       '--fail-closed',
       'agent hooks block a tool call when no restore point can be taken (default: let it through with a warning)',
     )
@@ -116,14 +165,21 @@ export function agentCommands(agent: Command, d: AgentCliDeps): void {
     .action(
       async (
         name: string,
-        o: { target: string; store: string[]; ssh?: string; failClosed?: boolean; replace?: boolean },
+        o: { target: string; store: string[]; ssh?: string; via?: string; failClosed?: boolean; replace?: boolean },
         cmd: Command,
       ) => {
         const asJson = d.json(cmd);
         const bad = AgentName.safeParse(name).error?.issues[0]?.message;
         if (bad)
           throw new UsageError('InvalidParams', `Bad agent name "${name}": ${bad}.`, 'Pick a name such as hermes-vm.');
-        const stores = o.ssh !== undefined ? storesOnHost(o.store, o.ssh) : o.store;
+        if (o.ssh !== undefined && o.via !== undefined)
+          throw new UsageError('InvalidParams', '--ssh and --via name two ways to the stores.', 'Give one of them.');
+        const stores =
+          o.ssh !== undefined
+            ? storesOnHost(o.store, o.ssh)
+            : o.via !== undefined
+              ? storesThroughAgent(o.store, o.target, o.via)
+              : o.store;
         const a = await call(d.core(cmd), 'agentAdd', {
           name,
           target: o.target,

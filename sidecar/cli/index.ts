@@ -81,6 +81,7 @@ import { UsageError } from './usage';
 import { parseDuration } from '../core/retention';
 import { describeStore, storeFactories } from '../memory';
 import { VERSION } from './version';
+import { editSetText, memoryHistoryText, memoryWriteLine } from './timeline';
 import { writeLine } from './terminal';
 
 export { terminalSafe } from './terminal';
@@ -1062,16 +1063,34 @@ function program(ctx: Ctx): Command {
       ),
   )
     .option('--target <target>', 'check claims against this machine, e.g. dir:/home/me')
+    .option('--fix', 'propose one edit set from the findings (merge duplicates, drop superseded), shown as a diff')
+    .option('--apply', 'with --fix: write it (asked on a terminal), as one undo step')
+    .option('--yes', 'with --fix --apply: do not ask')
     .option('--json', 'print {findings: [...]} as JSON')
-    .action(async (o: { store: string[]; target?: string }, cmd: Command) => {
-      const asJson = json(cmd);
-      needStore(o, 'lint');
-      const r = await call(core(cmd), 'memoryLint', { stores: o.store, ...(o.target ? { target: o.target } : {}) });
-      if (asJson) printJson(ctx, r);
-      else ctx.io.out(formatFindings(r.findings));
-      // like a linter: errors (a broken store, an entry over its budget…) exit 1; warnings and info 0
-      if (r.findings.some((f) => f.severity === 'error')) ctx.exitCode = 1;
-    });
+    .action(
+      async (o: { store: string[]; target?: string; fix?: boolean; apply?: boolean; yes?: boolean }, cmd: Command) => {
+        const asJson = json(cmd);
+        needStore(o, 'lint');
+        if (o.apply && !o.fix)
+          throw new UsageError(
+            'InvalidParams',
+            'memory lint --apply needs --fix.',
+            'Run memory lint --fix to see the change first.',
+          );
+        if (o.fix) {
+          const base = { stores: o.store, ...(o.target ? { target: o.target } : {}) };
+          await reviewed(cmd, asJson, 'lint --fix', o, (extra) =>
+            call(core(cmd), 'memoryLintFix', { ...base, ...extra }),
+          );
+          return;
+        }
+        const r = await call(core(cmd), 'memoryLint', { stores: o.store, ...(o.target ? { target: o.target } : {}) });
+        if (asJson) printJson(ctx, r);
+        else ctx.io.out(formatFindings(r.findings));
+        // like a linter: errors (a broken store, an entry over its budget…) exit 1; warnings and info 0
+        if (r.findings.some((f) => f.severity === 'error')) ctx.exitCode = 1;
+      },
+    );
 
   storeOpt(
     mem
@@ -1113,6 +1132,169 @@ function program(ctx: Ctx): Command {
       if (asJson) printJson(ctx, r);
       else ctx.io.out(memoryDiffText(r, o.from, o.to ?? 'now'));
     });
+
+  // the memory timeline (docs/memory-timeline.md)
+  const targetOf = (o: { target?: string; store: string[] }): string | undefined => {
+    if (o.target) return o.target;
+    if (o.store.length !== 1) return undefined;
+    const root = describeStore(o.store[0]).localRoot;
+    return root ? defaultTargetFor(root) : undefined;
+  };
+  storeOpt(
+    mem
+      .command('history')
+      .description(
+        "every write to the stores, oldest first: the agent's memory tool calls (state.db), hook records, AgentKeep's writes and what restore points captured",
+      ),
+  )
+    .option('--entry <id>', 'only the writes of this entry (id or prefix; also one that is gone)')
+    .option('--file <file>', 'only the writes to this file (path, or MEMORY.md / USER.md)')
+    .option('--target <target>', targetHelp('whose restore points to read (default: the store folder)'))
+    .option('--json', 'print {writes, warnings} as JSON')
+    .action(async (o: { store: string[]; entry?: string; file?: string; target?: string }, cmd: Command) => {
+      const asJson = json(cmd);
+      needStore(o, 'history');
+      const target = targetOf(o);
+      const r = await call(core(cmd), 'memoryHistory', {
+        stores: o.store,
+        ...(o.entry ? { entry: o.entry } : {}),
+        ...(o.file ? { file: o.file } : {}),
+        ...(target ? { target } : {}),
+      });
+      if (asJson) printJson(ctx, r);
+      else ctx.io.out(memoryHistoryText(r));
+    });
+
+  storeOpt(
+    mem
+      .command('undo-write')
+      .description(
+        "undo one write of the history (or a group: forget, lint --fix), compare-and-swap under the store's lock; the undo is itself undoable",
+      ),
+  )
+    .option('--write <id>', 'write id or group from memory history')
+    .option('--target <target>', targetHelp('for writes seen by restore points'))
+    .option('--json', 'print the memory.undoWrite result as JSON')
+    .action(async (o: { store: string[]; write?: string; target?: string }, cmd: Command) => {
+      const asJson = json(cmd);
+      needStore(o, 'undo-write');
+      if (!o.write)
+        throw new UsageError('InvalidParams', 'memory undo-write needs --write ID.', 'Pick one from memory history.');
+      const target = targetOf(o);
+      const r = await call(core(cmd), 'memoryUndoWrite', {
+        stores: o.store,
+        write: o.write,
+        ...(target ? { target } : {}),
+      });
+      if (asJson) printJson(ctx, r);
+      else
+        ctx.io.out(
+          [
+            `Undid ${r.undone.map((w) => w.id).join(', ')}.`,
+            ...r.writes.map(memoryWriteLine),
+            ...(r.skipped ?? []).map((s) => `skipped: ${s}`),
+            `Undo the undo: agentkeep memory undo-write --store ${shellQuote(o.store[0])} --write ${r.writes[0]?.group ?? r.writes[0]?.id}`,
+          ].join('\n'),
+        );
+    });
+
+  storeOpt(
+    mem.command('restore-entry').description('bring one entry back from a restore point without restoring the store'),
+  )
+    .option('--from <id>', 'restore point id')
+    .option('--entry <id>', 'entry id (or prefix) in that restore point')
+    .option('--target <target>', targetHelp('the target the restore point belongs to'))
+    .option('--json', 'print the memory.restoreEntry result as JSON')
+    .action(async (o: { store: string[]; from?: string; entry?: string; target?: string }, cmd: Command) => {
+      const asJson = json(cmd);
+      const store = oneStore(o, 'restore-entry');
+      if (!o.from)
+        throw new UsageError(
+          'InvalidParams',
+          'memory restore-entry needs --from RESTORE_POINT_ID.',
+          'Pick one from restore-point list.',
+        );
+      const entry = needEntry(o, 'restore-entry');
+      const target = targetOf(o);
+      if (!target)
+        throw new UsageError('InvalidParams', 'memory restore-entry needs --target.', 'Add --target dir:/abs/path.');
+      const r = await call(core(cmd), 'memoryRestoreEntry', { target, from: o.from, store, entry });
+      if (asJson) printJson(ctx, r);
+      else if (r.alreadyPresent)
+        ctx.io.out(`Entry ${r.entry.id} is already in ${r.entry.file ?? store}; nothing written.`);
+      else
+        ctx.io.out(
+          `Brought back ${r.entry.id} from ${o.from} into ${r.entry.file ?? store}.\nUndo: agentkeep memory undo-write --store ${shellQuote(store)} --write ${r.write?.id}`,
+        );
+    });
+
+  storeOpt(
+    mem
+      .command('forget')
+      .description(
+        'forget a fact everywhere: the entry and its copies in every file of every store, shown as a diff; --apply writes it as one undo step',
+      ),
+  )
+    .option('--entry <id>', 'the entry (id or prefix): it and its copies')
+    .option('--text <text>', 'every entry that contains this text')
+    .option('--apply', 'write the change (else: a proposal; asked on a terminal)')
+    .option('--yes', 'with --apply: do not ask')
+    .option('--json', 'print the edit set as JSON')
+    .action(
+      async (o: { store: string[]; entry?: string; text?: string; apply?: boolean; yes?: boolean }, cmd: Command) => {
+        const asJson = json(cmd);
+        needStore(o, 'forget');
+        if (!o.entry && !o.text)
+          throw new UsageError(
+            'InvalidParams',
+            'memory forget needs --entry ID or --text TEXT.',
+            'Say what to forget.',
+          );
+        const base = { stores: o.store, ...(o.entry ? { entry: o.entry } : {}), ...(o.text ? { text: o.text } : {}) };
+        await reviewed(cmd, asJson, 'forget', o, (extra) => call(core(cmd), 'memoryForget', { ...base, ...extra }));
+      },
+    );
+
+  /** Propose; with --apply (after a yes on a terminal, or --yes) apply exactly that proposal (its hashes). */
+  const reviewed = async (
+    cmd: Command,
+    asJson: boolean,
+    what: string,
+    o: { apply?: boolean; yes?: boolean },
+    run: (extra: { apply?: boolean; expected?: Record<string, string> }) => Promise<ResultOf<'memoryForget'>>,
+  ): Promise<void> => {
+    const proposal = await run({});
+    if (!o.apply || !proposal.edits.length) {
+      if (asJson) printJson(ctx, proposal);
+      else {
+        ctx.io.out(editSetText(proposal, what));
+        if (proposal.edits.length) ctx.io.out('\nNothing written. Apply it with --apply.');
+      }
+      return;
+    }
+    if (!asJson) ctx.io.out(editSetText(proposal, what));
+    if (!o.yes) {
+      if (!ctx.io.isTTY)
+        throw new UsageError(
+          'InvalidParams',
+          `memory ${what} --apply needs --yes here (no terminal to ask on).`,
+          'Review the diff, then add --yes.',
+        );
+      if (!(await ctx.io.confirm(`Apply these ${proposal.edits.length} changes?`))) {
+        ctx.io.out('Nothing written.');
+        return;
+      }
+    }
+    const expected = Object.fromEntries(proposal.files.map((f) => [f.file, f.contentHash]));
+    const r = await run({ apply: true, expected });
+    if (asJson) printJson(ctx, r);
+    else
+      ctx.io.out(
+        `Applied as group ${r.group}. Undo it in one step: agentkeep memory undo-write ${o2s(cmd)} --write ${r.group}`,
+      );
+  };
+  const o2s = (cmd: Command): string =>
+    ((cmd.opts() as { store?: string[] }).store ?? []).map((s) => `--store ${shellQuote(s)}`).join(' ');
 
   const risk = root.command('risk').description('find risky commands in files');
   risk

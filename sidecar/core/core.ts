@@ -42,6 +42,7 @@ import { approveRequest, createRequest, denyRequest, listRequests } from './requ
 import { restoreRestorePoint } from './restore';
 import type { StateLayout } from './state';
 import { agentStatus, targetDescription } from './status';
+import { agentMemoryReach } from './memoryReach';
 import { usageRestorePoints } from './usage';
 import type { CoreApi, CoreOptions, RestoreWithUndo } from './service';
 
@@ -130,6 +131,10 @@ export class Core implements CoreApi {
   agentStatus(p: ParamsOf<'agentStatus'>): Promise<ResultOf<'agentStatus'>> {
     return agentStatus(this.ctx, p);
   }
+  /** See memoryReach.ts agentMemoryReach. */
+  agentMemoryReach(p: ParamsOf<'agentMemoryReach'>): Promise<ResultOf<'agentMemoryReach'>> {
+    return agentMemoryReach(this.ctx, p);
+  }
 
   /** See memory.ts listMemory. */
   listMemory(p: ParamsOf<'memoryList'>): Promise<ResultOf<'memoryList'>> {
@@ -168,6 +173,26 @@ export class Core implements CoreApi {
     return memory.diffMemory(this.ctx, p);
   }
 
+  /** See memory.ts memoryHistory. */
+  memoryHistory(p: ParamsOf<'memoryHistory'>): Promise<ResultOf<'memoryHistory'>> {
+    return memory.memoryHistory(this.ctx, p);
+  }
+  /** See memory.ts memoryUndoWrite. */
+  memoryUndoWrite(p: ParamsOf<'memoryUndoWrite'>): Promise<ResultOf<'memoryUndoWrite'>> {
+    return memory.memoryUndoWrite(this.ctx, p);
+  }
+  /** See memory.ts memoryRestoreEntry. */
+  memoryRestoreEntry(p: ParamsOf<'memoryRestoreEntry'>): Promise<ResultOf<'memoryRestoreEntry'>> {
+    return memory.memoryRestoreEntry(this.ctx, p);
+  }
+  /** See memory.ts memoryForget. */
+  memoryForget(p: ParamsOf<'memoryForget'>): Promise<ResultOf<'memoryForget'>> {
+    return memory.memoryForget(this.ctx, p);
+  }
+  /** See memory.ts memoryLintFix. */
+  memoryLintFix(p: ParamsOf<'memoryLintFix'>): Promise<ResultOf<'memoryLintFix'>> {
+    return memory.memoryLintFix(this.ctx, p);
+  }
   /** See memory.ts recordMemoryWrite. */
   recordMemoryWrite(p: ParamsOf<'memoryRecordWrite'>): Promise<ResultOf<'memoryRecordWrite'>> {
     return memory.recordMemoryWrite(this.ctx, p);

@@ -15,6 +15,7 @@ function opsContext(ctx: CoreContext): memoryOps.MemoryOpsContext {
   return {
     stateDir: ctx.stateDir,
     getRestorePoint: async (target, id) => (await ctx.open(target, { mustExist: false })).journal.get(id),
+    listRestorePoints: async (target) => (await ctx.open(target, { mustExist: false })).journal.list(),
     readObject: (hash) => ctx.objects.read(hash),
   };
 }
@@ -101,5 +102,47 @@ export async function recordMemoryWrite(
 ): Promise<ResultOf<'memoryRecordWrite'>> {
   const r = await memoryOps.recordWrite(opsContext(ctx), p);
   if (r.changed) ctx.changed('', 'memory');
+  return r;
+}
+
+/** See Methods.memoryHistory; implemented in sidecar/memory/ops/timeline.ts. */
+export function memoryHistory(ctx: CoreContext, p: ParamsOf<'memoryHistory'>): Promise<ResultOf<'memoryHistory'>> {
+  return memoryOps.memoryHistory(opsContext(ctx), p);
+}
+
+/** See Methods.memoryUndoWrite; implemented in sidecar/memory/ops/timeline.ts. */
+export async function memoryUndoWrite(
+  ctx: CoreContext,
+  p: ParamsOf<'memoryUndoWrite'>,
+): Promise<ResultOf<'memoryUndoWrite'>> {
+  const r = await memoryOps.undoWrite(opsContext(ctx), p);
+  ctx.changed('', 'memory');
+  return r;
+}
+
+/** See Methods.memoryRestoreEntry; implemented in sidecar/memory/ops/timeline.ts. */
+export async function memoryRestoreEntry(
+  ctx: CoreContext,
+  p: ParamsOf<'memoryRestoreEntry'>,
+): Promise<ResultOf<'memoryRestoreEntry'>> {
+  const r = await memoryOps.restoreEntry(opsContext(ctx), p);
+  if (!r.alreadyPresent) ctx.changed('', 'memory');
+  return r;
+}
+
+/** See Methods.memoryForget; implemented in sidecar/memory/ops/editset.ts. */
+export async function memoryForget(ctx: CoreContext, p: ParamsOf<'memoryForget'>): Promise<ResultOf<'memoryForget'>> {
+  const r = await memoryOps.forgetMemory(opsContext(ctx), p);
+  if (r.applied) ctx.changed('', 'memory');
+  return r;
+}
+
+/** See Methods.memoryLintFix; implemented in sidecar/memory/ops/editset.ts. */
+export async function memoryLintFix(
+  ctx: CoreContext,
+  p: ParamsOf<'memoryLintFix'>,
+): Promise<ResultOf<'memoryLintFix'>> {
+  const r = await memoryOps.lintFix(opsContext(ctx), p);
+  if (r.applied) ctx.changed('', 'memory');
   return r;
 }

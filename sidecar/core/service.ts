@@ -65,6 +65,8 @@ export interface CoreApi {
   /** Stores the registered kinds find in a local directory; see Methods.storeDetect. */
   detectStoresIn(p: ParamsOf<'storeDetect'>): Promise<ResultOf<'storeDetect'>>;
   agentStatus(p: ParamsOf<'agentStatus'>): Promise<ResultOf<'agentStatus'>>;
+  /** Whether the agent's memory is reachable and how; see Methods.agentMemoryReach. */
+  agentMemoryReach(p: ParamsOf<'agentMemoryReach'>): Promise<ResultOf<'agentMemoryReach'>>;
   /** See Methods.memoryShow. */
   showMemory(p: ParamsOf<'memoryShow'>): Promise<ResultOf<'memoryShow'>>;
   /** See Methods.memoryEdit. */
@@ -77,6 +79,16 @@ export interface CoreApi {
   lintMemory(p: ParamsOf<'memoryLint'>): Promise<ResultOf<'memoryLint'>>;
   /** See Methods.memoryDiff. */
   diffMemory(p: ParamsOf<'memoryDiff'>): Promise<ResultOf<'memoryDiff'>>;
+  /** See Methods.memoryHistory (the memory timeline). */
+  memoryHistory(p: ParamsOf<'memoryHistory'>): Promise<ResultOf<'memoryHistory'>>;
+  /** See Methods.memoryUndoWrite. */
+  memoryUndoWrite(p: ParamsOf<'memoryUndoWrite'>): Promise<ResultOf<'memoryUndoWrite'>>;
+  /** See Methods.memoryRestoreEntry. */
+  memoryRestoreEntry(p: ParamsOf<'memoryRestoreEntry'>): Promise<ResultOf<'memoryRestoreEntry'>>;
+  /** See Methods.memoryForget. */
+  memoryForget(p: ParamsOf<'memoryForget'>): Promise<ResultOf<'memoryForget'>>;
+  /** See Methods.memoryLintFix. */
+  memoryLintFix(p: ParamsOf<'memoryLintFix'>): Promise<ResultOf<'memoryLintFix'>>;
   /** See Methods.memoryRecordWrite (agent hooks around the agent's memory tool). */
   recordMemoryWrite(p: ParamsOf<'memoryRecordWrite'>): Promise<ResultOf<'memoryRecordWrite'>>;
   /** See Methods.requestCreate. */

@@ -103,8 +103,19 @@ function stable(v: unknown): string {
  * @returns 24 hex chars (a file name)
  */
 export function pairKey(kind: HookAgentKind, c: HookCall): string {
-  const basis = c.toolCallId
-    ? `${kind}\0${c.session}\0id\0${c.toolCallId}`
-    : `${kind}\0${c.session}\0${c.tool}\0${stable(c.input)}`;
-  return createHash('sha256').update(basis).digest('hex').slice(0, 24);
+  const keys = pairKeys(kind, c);
+  return keys.id ?? keys.input;
+}
+
+/**
+ * Both keys of a call: `id` (the tool call id's, when the agent sent one) and `input` (session +
+ * tool + sha256 of the input, always). A pre is recorded under both, and a post looks for its id's
+ * key first, then the input's: so a pre and a post pair even when only one of them carries the
+ * tool call id (a Hermes that passes it to post_tool_call but not pre_tool_call, or the other way).
+ * @returns 24 hex chars each (file names)
+ */
+export function pairKeys(kind: HookAgentKind, c: HookCall): { id?: string; input: string } {
+  const hash = (basis: string): string => createHash('sha256').update(basis).digest('hex').slice(0, 24);
+  const input = hash(`${kind}\0${c.session}\0${c.tool}\0${stable(c.input)}`);
+  return c.toolCallId ? { id: hash(`${kind}\0${c.session}\0id\0${c.toolCallId}`), input } : { input };
 }

@@ -7,7 +7,8 @@
  * agent.status and `restore-point list` show; only an agent set to fail closed gets its pre call
  * blocked instead (Hermes' block JSON on stdout; Agent Zero's extension raises it to the agent).
  *
- * Pending pairs live in `<stateDir>/hooks/pending/<pair key>.json` (./call.ts pairKey): written by
+ * Pending pairs live in `<stateDir>/hooks/pending/<pair key>.json` (./call.ts pairKeys: under the tool
+ * call id's key and the input's key, see PendingPair): written by
  * the pre call, consumed by the post call.
  */
 import { promises as fs } from 'node:fs';
@@ -21,7 +22,7 @@ import { asAgentKeepError } from '../core/errors';
 import { writeJsonAtomic } from '../core/fsutil';
 import { recordHookWarning } from '../core/hookWarnings';
 import { resolveHookAgent, type HookAgent } from './agents';
-import { pairKey, type HookAgentKind, type HookCall } from './call';
+import { pairKeys, type HookAgentKind, type HookCall } from './call';
 import { hookStateDir, type HookArgs, type HookIO } from './entry';
 import type { Verdict } from './verdict';
 
@@ -31,6 +32,10 @@ type Acting = Exclude<Verdict, { action: 'none' }>;
 interface Pending {
   kind: 'restore-point' | 'memory';
   time: string;
+  /** The pre's tool call id, when it had one (a post with another id is another call) */
+  toolCallId?: string;
+  /** The files this record was written to (its id's and its input's key) */
+  files?: string[];
   /** restore-point: the pre restore point and its target */
   pre?: string;
   target?: string;
@@ -89,7 +94,7 @@ export async function runHook(
   const stateDir = hookStateDir(args, env);
   const agent = await resolveHookAgent(stateDir, args);
   const pendingDir = path.join(stateDir, 'hooks', 'pending');
-  const pendingFile = path.join(pendingDir, `${pairKey(args.kind, call)}.json`);
+  const pendingFile = new PendingPair(pendingDir, args.kind, call);
   const started = Date.now();
   const left = (): number => Math.max(500, budgetMs - (Date.now() - started));
 
@@ -111,7 +116,7 @@ export async function runHook(
   };
   let pending: Pending | undefined;
   if (call.event === 'post') {
-    pending = await readPending(pendingFile);
+    pending = await pendingFile.read();
     // no pre restore point (it failed, or the pre hook did not run): nothing to pair with
     if (!pending?.pre) return;
   }
@@ -129,8 +134,7 @@ export async function runHook(
   try {
     const rp = await Promise.race([callCore(core, 'restorePointCreate', params), budget.promise]);
     if (call.event === 'pre') {
-      await fs.mkdir(pendingDir, { recursive: true, mode: 0o700 });
-      await writeJsonAtomic(pendingFile, {
+      await pendingFile.write({
         kind: 'restore-point',
         time: new Date().toISOString(),
         pre: rp.id,
@@ -138,7 +142,7 @@ export async function runHook(
       } satisfies Pending);
       io.err(`agentkeep: restore point ${rp.id} before ${call.tool}: ${escapeControls(short(verdict.detail))}`);
     } else {
-      await fs.rm(pendingFile, { force: true });
+      await pendingFile.remove(pending);
       io.err(`agentkeep: restore point ${rp.id} after ${call.tool} (pair of ${pending!.pre})`);
     }
   } catch (e) {
@@ -156,7 +160,7 @@ export async function runHook(
       blocked: block,
       message: `No ${call.event} restore point for ${call.tool} ${short(verdict.detail)}: ${why}`,
     }).catch(() => undefined);
-    if (call.event === 'post') await fs.rm(pendingFile, { force: true }).catch(() => undefined);
+    if (call.event === 'post') await pendingFile.remove(pending).catch(() => undefined);
     if (block) {
       const msg =
         `AgentKeep could not take a restore point before this ${call.tool} call (${why}), and agent ${agent.name} is set to fail closed, ` +
@@ -183,15 +187,14 @@ async function memoryCall(
   args: HookArgs,
   io: HookIO,
   env: NodeJS.ProcessEnv,
-  pendingFile: string,
+  pendingFile: PendingPair,
   stateDir: string,
 ): Promise<void> {
   const home = hermesHome(agent, env);
   const file = path.join(home, 'memories', v.target === 'user' ? 'USER.md' : 'MEMORY.md');
   const read = (): Promise<string> => fs.readFile(file, 'utf8').catch(() => '');
   if (call.event === 'pre') {
-    await fs.mkdir(path.dirname(pendingFile), { recursive: true, mode: 0o700 });
-    await writeJsonAtomic(pendingFile, {
+    await pendingFile.write({
       kind: 'memory',
       time: new Date().toISOString(),
       file,
@@ -199,8 +202,8 @@ async function memoryCall(
     } satisfies Pending);
     return;
   }
-  const pending = await readPending(pendingFile);
-  await fs.rm(pendingFile, { force: true });
+  const pending = await pendingFile.read();
+  await pendingFile.remove(pending);
   if (pending?.kind !== 'memory' || pending.before === undefined) {
     io.err(
       `agentkeep: note: no pre_tool_call record for this memory call (the pre hook is not installed or did not run); its write is not logged.`,
@@ -235,6 +238,55 @@ async function memoryCall(
       message: `The memory write was not logged: ${why}`,
     }).catch(() => undefined);
     io.err(`agentkeep: warning: the memory write was not logged (${why}).`);
+  }
+}
+
+/**
+ * The pending record of one call in `<stateDir>/hooks/pending/`: a pre writes it under both of its
+ * keys (call.ts pairKeys), a post reads its id's key, else its input's key (accepted unless both
+ * sides carry different tool call ids: two calls with the same input), and removes every file the
+ * record was written to.
+ */
+class PendingPair {
+  private readonly idFile?: string;
+  private readonly inputFile: string;
+  constructor(
+    private readonly dir: string,
+    kind: HookAgentKind,
+    private readonly call: HookCall,
+  ) {
+    const k = pairKeys(kind, call);
+    this.idFile = k.id ? path.join(dir, `${k.id}.json`) : undefined;
+    this.inputFile = path.join(dir, `${k.input}.json`);
+  }
+
+  /** Write the record under both keys (each file atomically). */
+  async write(rec: Pending): Promise<void> {
+    await fs.mkdir(this.dir, { recursive: true, mode: 0o700 });
+    const files = [...(this.idFile ? [this.idFile] : []), this.inputFile];
+    const full: Pending = { ...rec, ...(this.call.toolCallId ? { toolCallId: this.call.toolCallId } : {}), files };
+    for (const f of files) await writeJsonAtomic(f, full);
+  }
+
+  /** The pre's record for this post, if any. */
+  async read(): Promise<Pending | undefined> {
+    if (this.idFile) {
+      const byId = await readPending(this.idFile);
+      if (byId) return byId;
+    }
+    const byInput = await readPending(this.inputFile);
+    if (!byInput) return undefined;
+    const other = byInput.toolCallId && this.call.toolCallId && byInput.toolCallId !== this.call.toolCallId;
+    return other ? undefined : byInput;
+  }
+
+  /** Remove the record's files (and this call's own keys). */
+  async remove(rec?: Pending): Promise<void> {
+    const files = new Set([...(rec?.files ?? []), ...(this.idFile ? [this.idFile] : [])]);
+    if (!rec || !rec.toolCallId || !this.call.toolCallId || rec.toolCallId === this.call.toolCallId)
+      files.add(this.inputFile);
+    // only files in the pending folder (a record's `files` is data read back from disk)
+    for (const f of files) if (path.dirname(f) === this.dir) await fs.rm(f, { force: true });
   }
 }
 

@@ -18,6 +18,9 @@ import { isInside } from '../core/state';
 import { joinOn, localTransport, pathOn, type FileTransport } from './transport';
 import { isSshLocation, parseSshLocation, type SshLocation } from './transport/location';
 import { SshTransport } from './transport/ssh';
+import { GuestAgentTransport, QgaSocketChannel } from './transport/guestAgent';
+import { isGuestAgentLocation, parseGuestAgentLocation, type GuestAgentPlace } from './transport/guestLocation';
+import { PveAgentChannel } from './transport/pveAgent';
 import type { AgentStateOptions, CaptureSink, CapturedFile, MemoryStoreAdapter, RestoreSource } from './types';
 
 /** What the default implementation needs of a file store's adapter. */
@@ -267,11 +270,14 @@ export interface StorePlace {
   path: string;
   /** Set for `ssh://user@host[:port]/abs/path`: how to reach the machine (sidecar/memory/transport). */
   ssh?: SshLocation;
+  /** Set for `qga:/abs/qga.sock:/abs/path` and `pve-agent://HOST/NODE/VMID/abs/path`: a VM's guest agent. */
+  guest?: GuestAgentPlace;
 }
 
 /**
- * Parse the place of a file store: `/abs/path` (see localStorePath) or `ssh://[user@]host[:port]/abs/path`
- * with the SSH options of `params` (identity, known_hosts).
+ * Parse the place of a file store: `/abs/path` (see localStorePath), `ssh://[user@]host[:port]/abs/path`
+ * with the SSH options of `params` (identity, known_hosts), or a VM's guest agent:
+ * `qga:/abs/qga.sock:/abs/path`, `pve-agent://HOST[:PORT]/NODE/VMID/abs/path` (transport/guestLocation.ts).
  * @param p the part after `<kind>:` without options
  * @param hint the fix for a bad local path; `sshForm` the ssh:// form for a bad SSH location
  * @throws AgentKeepError BadStore naming the wrong part
@@ -287,12 +293,25 @@ export function storePlace(
     const ssh = parseSshLocation(p, params, spec, sshForm);
     return { path: ssh.path, ssh };
   }
+  if (isGuestAgentLocation(p)) {
+    const g = parseGuestAgentLocation(p, spec, /^[^:]*/.exec(spec)?.[0] ?? 'hermes');
+    return { path: g.path, guest: g.place };
+  }
   return { path: localStorePath(p, spec, hint) };
 }
 
-/** The transport of a store place: SSH to its machine, or this machine. */
-export function transportOf(place: Pick<StorePlace, 'ssh'>): FileTransport {
-  return place.ssh ? new SshTransport(place.ssh) : localTransport;
+/** The transport of a store place: SSH to its machine, a VM's guest agent, or this machine. */
+export function transportOf(place: Pick<StorePlace, 'ssh' | 'guest'>): FileTransport {
+  if (place.ssh) return new SshTransport(place.ssh);
+  const g = place.guest;
+  if (g?.via === 'qga') return new GuestAgentTransport(new QgaSocketChannel(g.socket));
+  if (g?.via === 'pve') return new GuestAgentTransport(new PveAgentChannel(g));
+  return localTransport;
+}
+
+/** Whether a store's rest (after `<kind>:`) names a place on another machine: ssh:// or a guest agent. */
+export function isRemotePlace(rest: string): boolean {
+  return isSshLocation(rest) || isGuestAgentLocation(rest);
 }
 
 /** Split `/abs/path?a=1&b=2` into the path and its options (URL query parameters, values URL-decoded). */

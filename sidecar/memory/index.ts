@@ -19,6 +19,7 @@ export { HermesStore } from './hermes';
 export { AgentZeroStore } from './agent-zero';
 export { Mem0Store } from './mem0';
 export { brokenSummary, storeProblems } from './broken';
+export { probeGuestStores, storeVia } from './reach';
 
 const registry = new Map<string, StoreFactory>();
 
@@ -108,11 +109,19 @@ function lastTwo(p: string): string {
   );
 }
 
-/** "root/.hermes on root@10.0.0.5" for a store at ssh://user@host:port/path (port 22 left out), else undefined. */
+/**
+ * "root/.hermes on root@10.0.0.5" for a store at ssh://user@host:port/path (port 22 left out),
+ * "root/.hermes in VM 101 on pve.lan" at pve-agent://host:port/node/vmid/path, "root/.hermes in the
+ * VM of /run/vm/qga.sock" at qga:/run/vm/qga.sock:/path; else undefined.
+ */
 function remoteName(location: string): string | undefined {
   const m = /^ssh:\/\/([^/]+)(\/.*)$/.exec(location);
-  if (!m) return undefined;
-  return `${lastTwo(decodeURIComponent(m[2]))} on ${decodeURIComponent(m[1]).replace(/:22$/, '')}`;
+  if (m) return `${lastTwo(decodeURIComponent(m[2]))} on ${decodeURIComponent(m[1]).replace(/:22$/, '')}`;
+  const pve = /^pve-agent:\/\/(.+?)(?::\d+)?\/[^/]+\/(\d+)(\/.*)$/.exec(location);
+  if (pve) return `${lastTwo(decodeURIComponent(pve[3]))} in VM ${pve[2]} on ${pve[1]}`;
+  const qga = /^qga:(\/[^:]*):(\/.*)$/.exec(location);
+  if (qga) return `${lastTwo(decodeURIComponent(qga[2]))} in the VM of ${qga[1]}`;
+  return undefined;
 }
 
 /** What an adapter is and can do (store.describe; no I/O). */

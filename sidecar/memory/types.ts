@@ -14,6 +14,32 @@ export interface CaptureSource {
   display(rel: string): string;
 }
 
+/**
+ * One write of the agent's own memory tool as the store's session history keeps it (Hermes: a
+ * `memory` tool call in state.db), for the memory timeline (sidecar/memory/ops/timeline.ts).
+ */
+export interface AgentWrite {
+  action: 'add' | 'replace' | 'remove';
+  /** Absolute path of the file it wrote (as MemoryFile.file shows it), where known. */
+  file?: string;
+  /** The tool's target (Hermes: memory | user). */
+  target?: string;
+  /** The tool's content (add, replace). */
+  content?: string;
+  /** The tool's old_text (replace, remove): a substring of the entry it changed. */
+  oldText?: string;
+  /** ISO 8601 UTC. */
+  time?: string;
+  session?: string;
+  toolCallId?: string;
+  /** Stable key within the history (Hermes: "<message id>:<n>"). */
+  key: string;
+  /** The tool said it refused the write (nothing was written). */
+  refused?: boolean;
+  /** The session message is not active (Hermes v30: compacted, or rewound): the file write still happened. */
+  messageState?: string;
+}
+
 /** Options of edit/remove/add. */
 export interface WriteOptions {
   /**
@@ -21,6 +47,11 @@ export interface WriteOptions {
    * bytes about to be replaced (the core keeps them as a backup). A throw aborts the write.
    */
   beforeWrite?(file: string, previous: Buffer): Promise<void>;
+  /**
+   * Look the entry id up only in this file (MemoryFile.file): the same text in two files has the
+   * same id (Hermes), and the timeline's writes know which file they act on.
+   */
+  file?: string;
 }
 
 /** One captured agent-state file: store-relative POSIX path, size in bytes, sha256 (hex) of the content. */
@@ -245,6 +276,21 @@ export interface MemoryStoreAdapter {
    * @throws EntryNotFound (no such id), Conflict (an ambiguous prefix; the message names the candidates)
    */
   resolve?(entryId: string): Promise<{ entry: MemoryEntry; file: MemoryFile }>;
+  /**
+   * The agent's own memory writes in the store's session history, oldest first (Hermes: the memory
+   * tool calls in state.db). Absent: the store keeps no such history.
+   * @throws FileError when the history exists but cannot be read (damaged state.db)
+   */
+  agentWrites?(): Promise<AgentWrite[]>;
+  /**
+   * Entry texts of a memory file's raw text, as the store splits them (Hermes: on "\n§\n"), and
+   * back: the text a file holding exactly `entries` has. Used to read the agent hooks' file
+   * before/after records and to show an edit set as a diff. Absent: no text files.
+   */
+  splitEntries?(text: string): string[];
+  joinEntries?(entries: string[]): string;
+  /** The raw text of memory file `file` (MemoryFile.file) now; undefined when it does not exist. */
+  fileText?(file: string): Promise<string | undefined>;
   /** The memory files as they were in a restore point's capture of this store (memory.diff). */
   listCapture?(src: CaptureSource): Promise<MemoryFile[]>;
   /**

@@ -468,6 +468,10 @@ export const StoreCapabilities = z
   .describe('What a memory store can do');
 export type StoreCapabilities = z.infer<typeof StoreCapabilities>;
 
+/** How a store's machine is reached: this machine, SSH, a VM's QEMU guest agent (socket or Proxmox API), or not at all. */
+export const StoreReachVia = z.enum(['local', 'ssh', 'guest-agent', 'none']);
+export type StoreReachVia = z.infer<typeof StoreReachVia>;
+
 /**
  * A memory store as its adapter describes it (store.describe, memory.list `descriptions`, agent.status
  * `stores[].description`): from the store string alone (no I/O), so it is there for a missing store too.
@@ -561,6 +565,85 @@ export const MemoryEntryChange = z.object({
   store: Store,
   before: MemoryEntry.optional().describe('Absent for added'),
   after: MemoryEntry.optional().describe('Absent for removed'),
+});
+
+/**
+ * One write to a memory store on the timeline (memory.history): the agent's own memory tool calls
+ * (Hermes state.db, source "agent"; the hook records around them, source "hook"), AgentKeep's writes
+ * (memory add/edit/remove, undo, restore-entry, forget, lint --fix: source "agentkeep", from the write
+ * log `<stateDir>/memory-backups/<store key>/writes.jsonl`) and what the restore points' captures show
+ * changed between two captures (source "restore-point"; the time is the later capture's).
+ */
+export const MemoryWrite = z.object({
+  id: z
+    .string()
+    .describe(
+      'Stable id of this write: "db:<message id>:<n>" (state.db), "log:<line>" (write log), "rp:<restore point>:<n>" (captures)',
+    ),
+  store: Store,
+  source: z
+    .enum(['agent', 'hook', 'agentkeep', 'restore-point'])
+    .describe(
+      "agent: the agent's memory tool (state.db); hook: the same seen by an agent hook; agentkeep: AgentKeep; restore-point: seen between two captures",
+    ),
+  time: z.string().optional().describe('ISO 8601 UTC; absent when the history keeps no time'),
+  action: z.enum(['add', 'replace', 'remove']).describe('What happened to the entry'),
+  file: z.string().optional().describe('Absolute path of the memory file written, where known'),
+  target: z.string().optional().describe("Hermes memory tool target: memory | user (the file's area)"),
+  entry: z.string().optional().describe('Id of the entry as written (add, replace) or as it was (remove)'),
+  before: z.string().optional().describe('The entry text before (replace: old text; remove: the text removed)'),
+  after: z.string().optional().describe('The entry text after (add, replace)'),
+  oldText: z
+    .string()
+    .optional()
+    .describe(
+      "Hermes replace/remove: the tool's old_text (a part of the entry); `before` is the whole entry where known",
+    ),
+  session: z.string().optional().describe("The agent's session id"),
+  toolCallId: z.string().optional().describe('The tool call id (state.db, hook records)'),
+  restorePoint: z
+    .string()
+    .optional()
+    .describe('restore-point: the capture that shows it; agentkeep restore-entry: where the text came from'),
+  why: z
+    .string()
+    .optional()
+    .describe('AgentKeep writes: what made it (memory edit, undo of W, restore-entry, forget, lint --fix)'),
+  undoOf: z.string().optional().describe('AgentKeep undo: the id of the write it undid'),
+  group: z.string().optional().describe('Writes applied as one change (forget, lint --fix): undone together'),
+  refused: z.boolean().optional().describe("true when the agent's tool call was refused (nothing written)"),
+});
+export type MemoryWrite = z.infer<typeof MemoryWrite>;
+
+/** One change of a reviewed edit set (memory.forget, memory.lintFix). */
+export const MemoryEditItem = z.object({
+  store: Store,
+  file: z.string().describe('Absolute path of the file that holds the entry'),
+  action: z.enum(['remove', 'replace']),
+  entry: z.string().describe('Id of the entry changed'),
+  before: z.string().describe('Its text now'),
+  after: z.string().optional().describe('replace: the new text'),
+  reason: z.string().describe('Why (the finding and its evidence, or the fact forgotten)'),
+});
+
+/** A reviewable change: the edits, each file before and after, and the unified diff of them all. */
+export const MemoryEditSet = z.object({
+  edits: z.array(MemoryEditItem),
+  files: z
+    .array(
+      z.object({
+        store: Store,
+        file: z.string(),
+        contentHash: z.string().describe('sha256 of the file when the change was proposed (the compare-and-swap)'),
+        before: z.string().describe('The file content now'),
+        after: z.string().describe('The file content with the change'),
+      }),
+    )
+    .describe('Each file the change touches'),
+  diff: z.string().describe('Unified diff of every file (a/ = now, b/ = with the change)'),
+  skipped: z.array(z.string()).optional().describe('What was left out and why (e.g. contradictions need a person)'),
+  applied: z.boolean().describe('true: written (apply); false: a proposal only'),
+  group: z.string().optional().describe('When applied: the write group (memory.undoWrite {write: group} undoes it)'),
 });
 
 /**
@@ -1272,6 +1355,80 @@ export const Methods = {
         ),
     }),
   ),
+  memoryHistory: method(
+    'memory.history',
+    "Every write to the stores, oldest first (per entry with `entry`): the agent's memory tool calls in its session history (Hermes state.db: action, target, content, old_text, session, tool call id), the agent hooks' records around them, AgentKeep's own writes (write log) and what the restore points of `target` captured changed. A store history that cannot be read is a warning, never an empty timeline.",
+    z.object({
+      stores: z.array(Store).min(1),
+      entry: z
+        .string()
+        .optional()
+        .describe('Only the writes of this entry (id or unique prefix, also an entry that is gone): its whole chain'),
+      file: z
+        .string()
+        .optional()
+        .describe('Only the writes to this file: its absolute path, or its name (MEMORY.md, USER.md)'),
+      target: Target.optional().describe('Whose restore points to read (default: none)'),
+    }),
+    z.object({
+      writes: z.array(MemoryWrite),
+      warnings: z.array(z.string()).optional().describe('Histories that could not be read, and why'),
+    }),
+  ),
+  memoryUndoWrite: method(
+    'memory.undoWrite',
+    "Undo one write of the timeline (or a group: forget, lint --fix): put the entry's text back as it was before it (add → remove, replace → replace back, remove → add), each as a compare-and-swap on the file's current content under the store's lock. Refused (Conflict) when the entry was changed again since (its text after the write is no longer there). The undo is itself a write in the log, so it can be undone.",
+    z.object({
+      stores: z.array(Store).min(1),
+      write: z.string().min(1).describe('MemoryWrite.id or MemoryWrite.group'),
+      target: Target.optional().describe('For writes seen by restore points'),
+    }),
+    z.object({
+      undone: z.array(MemoryWrite),
+      writes: z.array(MemoryWrite).describe('The undo writes (undoable)'),
+      skipped: z
+        .array(z.string())
+        .optional()
+        .describe('Removes not undone because their text is in the file (an exact copy that stayed)'),
+    }),
+  ),
+  memoryRestoreEntry: method(
+    'memory.restoreEntry',
+    "Bring back one entry from a restore point's capture without restoring the store: its text is added (at the end) to the file of the same kind; nothing else changes. alreadyPresent (nothing written) when the text is there now. The write is logged (restorePoint) and can be undone with memory.undoWrite.",
+    z.object({
+      target: Target,
+      from: z.string().describe('Restore point id'),
+      store: Store,
+      entry: z.string().min(1).describe('Entry id (or unique prefix) in the capture'),
+    }),
+    z.object({ entry: MemoryEntry, alreadyPresent: z.boolean().optional(), write: MemoryWrite.optional() }),
+  ),
+  memoryForget: method(
+    'memory.forget',
+    "Forget a fact everywhere: the entry (or every entry that contains `text`) and its copies (same text, whitespace and case aside) in every file of every store, as one reviewed change: without apply a proposal (edits, files before/after, unified diff); with apply and the proposal's hashes it is written (refused when a file changed since) as one undo group.",
+    z.object({
+      stores: z.array(Store).min(1),
+      entry: z.string().optional().describe('Entry id (or unique prefix): it and its copies'),
+      text: z.string().optional().describe('Every entry that contains this text (case-insensitive)'),
+      apply: z.boolean().optional(),
+      expected: z
+        .record(z.string(), z.string())
+        .optional()
+        .describe("apply: file → contentHash from the proposal (the compare-and-swap); absent: the files' hashes now"),
+    }),
+    MemoryEditSet,
+  ),
+  memoryLintFix: method(
+    'memory.lintFix',
+    "One edit set from the current lint findings: of duplicates and near-duplicates keep the newest, drop the others; of a superseded entry drop the older ones (the finding's evidence says which is newer). Contradictions are left to a person (skipped). Without apply a proposal with its unified diff; with apply and the proposal's hashes it is written, refused when a file changed since, as one undo group.",
+    z.object({
+      stores: z.array(Store).min(1),
+      target: Target.optional(),
+      apply: z.boolean().optional(),
+      expected: z.record(z.string(), z.string()).optional().describe('apply: file → contentHash from the proposal'),
+    }),
+    MemoryEditSet,
+  ),
   agentDiscover: method(
     'agent.discover',
     'Agents the credentials can see: Proxmox guests in the cluster with the tag (GET /cluster/resources?type=vm), as targets.',
@@ -1291,6 +1448,37 @@ export const Methods = {
         tags: z.array(z.string()),
       }),
     ),
+  ),
+  agentMemoryReach: method(
+    'agent.memoryReach',
+    "Whether an agent's memory is reachable and how: through each named store (its machine: this one, SSH, or " +
+      "the VM's QEMU guest agent) or, with no store named, the stores found in the target: a dir/btrfs target's " +
+      'tree, or a Proxmox VM probed through its guest agent (agent/exec: Hermes homes /root/.hermes, ' +
+      '/home/NAME/.hermes, a running HERMES_HOME, profiles; Agent Zero /a0, ~/agent-zero with usr/memory). Nothing ' +
+      'is written. Not reachable comes with the reason and the fix (no guest agent configured or running, VM ' +
+      'stopped, a container, no store named for a plain QEMU VM).',
+    z.object({
+      target: Target,
+      stores: z.array(Store).optional().describe('The stores named in the agent config; absent or empty: probe'),
+    }),
+    z.object({
+      target: Target,
+      reachable: z.boolean().describe('Some store of the agent can be read'),
+      via: StoreReachVia.describe('How the memory is reached (the first store that can be read; none when none)'),
+      how: z.string().describe('The same in words, e.g. "through the QEMU guest agent (…)", "over SSH to root@h:22"'),
+      reason: z.string().optional().describe('Why it is not reachable (absent when reachable)'),
+      hint: z.string().optional().describe('The fix for `reason`'),
+      found: z.boolean().describe('The stores were found by probing the target (none were named)'),
+      stores: z.array(
+        z.object({
+          store: Store,
+          via: StoreReachVia,
+          reachable: z.boolean(),
+          message: z.string().optional().describe('Why this store cannot be read'),
+          description: StoreDescription.optional(),
+        }),
+      ),
+    }),
   ),
   targetDescribe: method(
     'target.describe',

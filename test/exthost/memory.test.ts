@@ -12,7 +12,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { AgentKeepApi } from '../../extension/extension';
-import type { MemoryChange, MemoryDiffResult } from '../../extension/memory';
+import type { LintFixOutcome, MemoryChange, MemoryDiffResult } from '../../extension/memory';
 import type { AgentNode } from '../../extension/tree';
 import type { RestorePoint } from '../../sidecar/protocol';
 import { DEMO_MEMORY_ENTRIES } from '../../extension/demo';
@@ -196,6 +196,69 @@ export function registerMemorySuite(): void {
       assert.equal(res, undefined);
       assert.equal(api.lastError()?.code, 'conflict', JSON.stringify(api.lastError()));
       assert.equal(fs.readFileSync(memFile, 'utf8'), agentVersion, "the agent's write survived");
+    });
+
+    it("shows the Timeline (the agent's writes from state.db as marks, one write with before/after); Fix findings opens the diff editor and applies only when accepted, as one undo step", async function () {
+      const userFile = path.join(path.dirname(memFile), 'USER.md');
+      const userOriginal = fs.readFileSync(userFile, 'utf8');
+      try {
+        await vscode.commands.executeCommand('agentkeep.openMemoryInspector');
+        await until('the inspector to render', () => api.memoryInspector().rendered?.entries);
+        const h = await api.sidecar.request('memoryHistory', { stores: [store] });
+        const agentWrite = h.writes.find((w) => w.source === 'agent' && w.after === DEMO_MEMORY_ENTRIES[0]);
+        assert.ok(
+          agentWrite,
+          `the demo's state.db add of its first entry is on the timeline: ${JSON.stringify(h.writes.slice(0, 3))}`,
+        );
+        api.memoryInspector().show('timeline', { store, id: agentWrite.id });
+        const r = await until(
+          'the Timeline with the picked write',
+          () =>
+            api.memoryInspector().rendered?.timeline?.write === agentWrite.id
+              ? api.memoryInspector().rendered
+              : undefined,
+          20000,
+        );
+        log(`timeline ${JSON.stringify(r.timeline)}`);
+        assert.ok(r.timeline!.rows >= 1 && r.timeline!.marks >= r.timeline!.rows, 'rows of entries with their marks');
+
+        // a copy of a MEMORY.md entry in USER.md: a duplicate finding; declined, nothing is written
+        fs.writeFileSync(userFile, userOriginal + SEP + DEMO_MEMORY_ENTRIES[0]);
+        api.memoryInspector().answerFix(false);
+        const declined = await vscode.commands.executeCommand<LintFixOutcome>('agentkeep.fixMemoryFindings');
+        assert.ok(declined, JSON.stringify(api.lastError()));
+        assert.ok(declined.proposal.edits.length >= 1, JSON.stringify(declined.proposal));
+        assert.equal(declined.applied, undefined);
+        assert.equal(declined.docs.length, declined.proposal.files.length);
+        assert.ok(
+          vscode.window.tabGroups.all.some((g) => g.tabs.some((t) => t.input instanceof vscode.TabInputTextDiff)) ||
+            declined.docs.length > 1,
+          'the diff editor is open',
+        );
+        const after = await vscode.workspace.openTextDocument(vscode.Uri.parse(declined.docs[0]![1]));
+        assert.equal(after.getText(), declined.proposal.files[0]!.after, 'the diff editor shows the file with the fix');
+        assert.equal(
+          fs.readFileSync(userFile, 'utf8'),
+          userOriginal + SEP + DEMO_MEMORY_ENTRIES[0],
+          'declined: nothing written',
+        );
+        // accepted: written, one copy left; one undo step brings the copy back
+        api.memoryInspector().answerFix(true);
+        const applied = await vscode.commands.executeCommand<LintFixOutcome>('agentkeep.fixMemoryFindings');
+        assert.ok(applied?.applied?.group, JSON.stringify(api.lastError()));
+        const count = (): number =>
+          (fs.readFileSync(memFile, 'utf8') + SEP + fs.readFileSync(userFile, 'utf8')).split(DEMO_MEMORY_ENTRIES[0]!)
+            .length - 1;
+        assert.equal(count(), 1);
+        const u = await api.sidecar.request('memoryUndoWrite', { stores: [store], write: applied.applied.group });
+        assert.ok(u.writes.length >= 1);
+        assert.equal(count(), 2);
+      } finally {
+        api.memoryInspector().answerFix(undefined);
+        api.memoryInspector().show('list');
+        fs.writeFileSync(userFile, userOriginal);
+        await vscode.commands.executeCommand('workbench.action.closeAllEditors');
+      }
     });
 
     it('diffs the memory against a restore point (restore point side vs the file now)', async function () {

@@ -137,8 +137,14 @@ export function registerProxmoxSuite(): void {
       const fleet = await child(r, 'Agents');
       const guests = await api.tree.getChildren(fleet);
       assert.deepEqual(labels(api, guests), ['hermes-agent', 'second-agent']);
-      assert.match(desc(guests[0]!), /^101 · pve1 · running · this window$/);
-      assert.match(desc(guests[1]!), /^102 · pve2 · stopped$/);
+      // each guest says whether its memory is reachable and how (issue 11 item 5: agent.memoryReach); the
+      // simulator's guests here have no guest agent socket behind them, and 102 is stopped
+      assert.match(desc(guests[0]!), /^101 · pve1 · running · memory not reachable · this window$/);
+      assert.match(desc(guests[1]!), /^102 · pve2 · stopped · memory not reachable$/);
+      assert.match(
+        String((item(guests[1]!).tooltip as vscode.MarkdownString).value).replace(/\\/g, ''),
+        /Memory not reachable: VM 102 on 127\.0\.0\.1 is not running/,
+      );
       assert.deepEqual(item(guests[1]!).command?.arguments, [guests[1]!.kind === 'guest' && guests[1]!.guest.target]);
     });
 

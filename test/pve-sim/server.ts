@@ -12,6 +12,15 @@
  *   on every call), error text in the HTTP reason phrase.
  * - fault knobs (`faults`): slow/hanging tasks, forced task failures, warnings, 596 with an empty body,
  *   connection dropped after the request was received (before or after acting), expired tickets.
+ * - the guest agent endpoints of a qemu guest (agent/file-read, file-write, exec, exec-status), as
+ *   qemu-server implements them (src/PVE/API2/Qemu/Agent.pm and src/PVE/QemuServer/Agent.pm @ 17966d2):
+ *   VM.Monitor; "No QEMU guest agent configured" / "VM N is not running" / "QEMU guest agent is not
+ *   running" (500); file-read reads 1 MiB guest-file-read steps up to 16 MiB and says `truncated`;
+ *   file-write `content` maxLength 61440, `encode` default 1, opens with mode 'wb'; exec `command`
+ *   array, `input-data` maxLength 65536; exec-status with out-data/err-data decoded from base64;
+ *   an agent error reads "VM N qmp command 'guest-…' failed - <desc>". With `qga` set on a guest the
+ *   calls go to a real guest agent on that socket (a fresh connection and guest-sync-delimited per
+ *   request, as Proxmox does); without it file-read/file-write use the in-memory `files` map.
  * - a guest's disk can be a real local directory (`SimGuest.disk`): a snapshot copies it, a rollback
  *   puts the copy back, a delete drops it; `onPower` hears the guest stop and start (a test stops and
  *   starts the sshd that stands for the guest's SSH with it).
@@ -24,6 +33,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { X509Certificate, randomBytes } from 'node:crypto';
 import { compileRoutes, loadSchema, matchRoute, requiredPrivs, validateParams, type Route } from './schema';
+import { QgaClient, QgaCommandError, type QgaExecStatus } from '../../sidecar/memory/transport/qga';
 
 /** A self-signed certificate made with openssl (key + cert PEM, SHA-256 fingerprint colon-hex). */
 export interface SimCert {
@@ -90,7 +100,11 @@ export interface SimGuest {
   snapshots: Map<string, SimSnapshot>;
   /** qemu: guest agent running; files it can reach. */
   agent: boolean;
+  /** qemu: the `agent` option is set in the VM config (default true); false: "No QEMU guest agent configured". */
+  agentConfigured: boolean;
   files: Map<string, Buffer>;
+  /** qemu: a real guest agent's socket (qemu-ga -m unix-listen, or a VM's virtio-serial chardev). */
+  qga?: string;
   /**
    * A local directory standing for the guest's disk (optional): a snapshot copies it, a rollback
    * puts that copy back (as a storage rollback does), a delete removes the copy.
@@ -223,6 +237,7 @@ export class PveSim {
       storageSnapshots: true,
       snapshots: new Map(),
       agent: true,
+      agentConfigured: true,
       files: new Map(),
       ...g,
     };
@@ -259,9 +274,13 @@ export class PveSim {
     const url = new URL(req.url ?? '/', 'https://x');
     const method = (req.method ?? 'GET').toUpperCase();
     const raw: Record<string, string> = {};
+    const multi = new URLSearchParams(url.searchParams);
     for (const [k, v] of url.searchParams) raw[k] = v;
     if (method === 'POST' || method === 'PUT')
-      for (const [k, v] of new URLSearchParams(Buffer.concat(chunks).toString('utf8'))) raw[k] = v;
+      for (const [k, v] of new URLSearchParams(Buffer.concat(chunks).toString('utf8'))) {
+        raw[k] = v;
+        multi.append(k, v);
+      }
     const p = url.pathname.replace(/^\/api2\/json/, '');
     this.requests.push({ method, path: p, params: raw, headers: req.headers, remotePort: req.socket.remotePort });
 
@@ -276,7 +295,7 @@ export class PveSim {
     let reason = 'OK';
     let body: unknown;
     try {
-      body = { data: await this.dispatch(method, p, raw, req) };
+      body = { data: await this.dispatch(method, p, raw, req, multi) };
     } catch (e) {
       if (!(e instanceof HttpReply)) throw e;
       status = e.status;
@@ -305,11 +324,12 @@ export class PveSim {
     p: string,
     raw: Record<string, string>,
     req: IncomingMessage,
+    multi: URLSearchParams = new URLSearchParams(),
   ): Promise<unknown> {
     // The guest agent endpoints are not in the schema subset: handled before the router.
     // A path or method outside the API answers 501 "Method '... /api2/json/...' not implemented", the
     // exact status and text pveproxy gives for it (part of the contract the backend is tested against).
-    const agent = /^\/nodes\/([^/]+)\/(qemu|lxc)\/(\d+)\/agent\/(file-read|file-write)$/.exec(p);
+    const agent = /^\/nodes\/([^/]+)\/(qemu|lxc)\/(\d+)\/agent\/(file-read|file-write|exec|exec-status)$/.exec(p);
     const m = agent ? undefined : matchRoute(this.routes, p);
     if (!agent && !m) throw new HttpReply(501, `Method '${method} /api2/json${p}' not implemented`);
     const ms = m?.route.methods[method];
@@ -334,7 +354,12 @@ export class PveSim {
       if (need.privs.length && !has)
         throw new HttpReply(403, `Permission check failed (/vms/${params.vmid ?? ''}, ${need.privs.join('|')})`);
     }
-    if (agent) return this.agentCall(method, agent[1], agent[2] as 'qemu' | 'lxc', Number(agent[3]), agent[4], raw);
+    if (agent) {
+      // qemu-server Agent.pm: every file and exec endpoint checks VM.Monitor on /vms/{vmid}
+      if (!this.privs.has('VM.Monitor'))
+        throw new HttpReply(403, `Permission check failed (/vms/${agent[3]}, VM.Monitor)`);
+      return this.agentCall(method, agent[1], agent[2] as 'qemu' | 'lxc', Number(agent[3]), agent[4], raw, multi);
+    }
     return this.route(method, m!.route.template, params, user);
   }
 
@@ -723,36 +748,63 @@ export class PveSim {
     );
   }
 
-  private agentCall(
+  private async agentCall(
     method: string,
     node: string,
     type: 'qemu' | 'lxc',
     vmid: number,
     op: string,
     raw: Record<string, string>,
-  ): unknown {
-    if (type === 'lxc')
-      throw new HttpReply(501, `Method '${method} /api2/json/nodes/${node}/lxc/${vmid}/agent/${op}' not implemented`);
+    multi: URLSearchParams,
+  ): Promise<unknown> {
+    const notImpl = (): HttpReply =>
+      new HttpReply(501, `Method '${method} /api2/json/nodes/${node}/${type}/${vmid}/agent/${op}' not implemented`);
+    if (type === 'lxc') throw notImpl();
+    const want = op === 'file-write' || op === 'exec' ? 'POST' : 'GET';
+    if (method !== want) throw notImpl();
     const g = this.guestOf(node, type, vmid);
     const errors: Record<string, string> = {};
-    if (!raw.file) errors.file = 'property is missing and it is not optional';
-    if (op === 'file-write' && raw.content === undefined) errors.content = 'property is missing and it is not optional';
+    const missing = 'property is missing and it is not optional';
+    const allowed: Record<string, string[]> = {
+      'file-read': ['file'],
+      'file-write': ['file', 'content', 'encode'],
+      exec: ['command', 'input-data'],
+      'exec-status': ['pid'],
+    };
+    for (const k of Object.keys(raw))
+      if (!allowed[op].includes(k))
+        errors[k] = 'property is not defined in schema and the schema does not allow additional properties';
+    if ((op === 'file-read' || op === 'file-write') && raw.file === undefined) errors.file = missing;
+    if (op === 'file-write' && raw.content === undefined) errors.content = missing;
     if (op === 'file-write' && (raw.content ?? '').length > 61440)
       errors.content = 'value may only be 61440 characters long';
-    if (Object.keys(errors).length) throw new HttpReply(400, 'Parameter verification failed.', { data: null, errors });
-    if (!g.running) throw new HttpReply(500, `VM ${vmid} not running`);
+    if (op === 'file-write' && raw.encode !== undefined && !['0', '1'].includes(raw.encode))
+      errors.encode = `type check ('boolean') failed - got '${raw.encode}'`;
+    if (op === 'exec' && !multi.getAll('command').length) errors.command = missing;
+    if (op === 'exec' && (raw['input-data'] ?? '').length > 65536)
+      errors['input-data'] = 'value may only be 65536 characters long';
+    if (op === 'exec-status' && raw.pid === undefined) errors.pid = missing;
+    if (op === 'exec-status' && raw.pid !== undefined && !/^-?\d+$/.test(raw.pid))
+      errors.pid = `type check ('integer') failed - got '${raw.pid}'`;
+    if (Object.keys(errors).length)
+      throw new HttpReply(400, 'Parameter verification failed.', {
+        data: null,
+        errors,
+        message: 'Parameter verification failed.\n',
+      });
+    // PVE::QemuServer::Agent::assert_agent_available
+    if (!g.agentConfigured) throw new HttpReply(500, 'No QEMU guest agent configured');
+    if (!g.running) throw new HttpReply(500, `VM ${vmid} is not running`);
     if (!g.agent) throw new HttpReply(500, 'QEMU guest agent is not running');
+    if (g.qga) return this.qgaCall(g, op, raw, multi);
+    if (op === 'exec' || op === 'exec-status')
+      throw new HttpReply(500, `simulator: guest ${vmid} has no qga socket, so agent/${op} cannot run anything`);
     if (op === 'file-read') {
-      if (method !== 'GET')
-        throw new HttpReply(
-          501,
-          `Method '${method} /api2/json/nodes/${node}/qemu/${vmid}/agent/file-read' not implemented`,
-        );
       const data = g.files.get(raw.file);
       if (!data)
         throw new HttpReply(
           500,
-          `Agent error: guest-file-open: Failed to open file '${raw.file}': No such file or directory`,
+          `VM ${vmid} qmp command 'guest-file-open' failed - failed to open file '${raw.file}' (mode: 'r'): No such file or directory`,
         );
       const max = 16 * 1024 * 1024;
       return {
@@ -761,13 +813,82 @@ export class PveSim {
         ...(data.length > max ? { truncated: 1 } : {}),
       };
     }
-    if (method !== 'POST')
-      throw new HttpReply(
-        501,
-        `Method '${method} /api2/json/nodes/${node}/qemu/${vmid}/agent/file-write' not implemented`,
-      );
     const enc = raw.encode === undefined || raw.encode === '1';
     g.files.set(raw.file, enc ? Buffer.from(raw.content, 'utf8') : Buffer.from(raw.content, 'base64'));
     return null;
+  }
+
+  /** The agent endpoints against a real guest agent, as qemu-server's handlers do them. */
+  private async qgaCall(
+    g: SimGuest,
+    op: string,
+    raw: Record<string, string>,
+    multi: URLSearchParams,
+  ): Promise<unknown> {
+    const mon = async <T>(c: QgaClient, cmd: string, args: Record<string, unknown>): Promise<T> => {
+      try {
+        return await c.call<T>(cmd, args);
+      } catch (e) {
+        if (e instanceof QgaCommandError)
+          throw new HttpReply(500, `VM ${g.vmid} qmp command '${cmd}' failed - ${e.desc}`);
+        throw new HttpReply(500, `VM ${g.vmid} qmp command '${cmd}' failed - got timeout`);
+      }
+    };
+    let c: QgaClient;
+    try {
+      c = await QgaClient.connect(g.qga!, 3000);
+    } catch {
+      throw new HttpReply(500, 'QEMU guest agent is not running');
+    }
+    try {
+      if (op === 'file-read') {
+        const h = await mon<number>(c, 'guest-file-open', { path: raw.file });
+        const MAX = 16 * 1024 * 1024;
+        let left = MAX;
+        let eof = false;
+        const parts: Buffer[] = [];
+        while (left > 0 && !eof) {
+          const r = await mon<{ count: number; 'buf-b64': string; eof: boolean }>(c, 'guest-file-read', {
+            handle: h,
+            count: 1024 * 1024,
+          });
+          parts.push(Buffer.from(r['buf-b64'], 'base64'));
+          left -= r.count;
+          eof = !!r.eof;
+        }
+        await c.call('guest-file-close', { handle: h }).catch(() => undefined);
+        return {
+          content: Buffer.concat(parts).toString('latin1'),
+          'bytes-read': MAX - left,
+          ...(!eof ? { truncated: 1 } : {}),
+        };
+      }
+      if (op === 'file-write') {
+        const enc = raw.encode === undefined || raw.encode === '1';
+        const buf = enc ? Buffer.from(raw.content, 'utf8').toString('base64') : raw.content;
+        const h = await mon<number>(c, 'guest-file-open', { path: raw.file, mode: 'wb' });
+        await mon(c, 'guest-file-write', { handle: h, 'buf-b64': buf });
+        await mon(c, 'guest-file-close', { handle: h });
+        return null;
+      }
+      if (op === 'exec') {
+        const cmd = multi.getAll('command');
+        const input = raw['input-data'];
+        return await mon(c, 'guest-exec', {
+          'capture-output': true,
+          path: cmd[0],
+          arg: cmd.slice(1),
+          ...(input !== undefined ? { 'input-data': Buffer.from(input, 'utf8').toString('base64') } : {}),
+        });
+      }
+      const st = await mon<QgaExecStatus>(c, 'guest-exec-status', { pid: Number(raw.pid) });
+      const out: Record<string, unknown> = { ...st };
+      if (st['out-data']) out['out-data'] = Buffer.from(st['out-data'], 'base64').toString('latin1');
+      if (st['err-data']) out['err-data'] = Buffer.from(st['err-data'], 'base64').toString('latin1');
+      for (const [k, v] of Object.entries(out)) if (typeof v === 'boolean') out[k] = v ? 1 : 0;
+      return out;
+    } finally {
+      c.close();
+    }
   }
 }

@@ -2,6 +2,7 @@
 import * as assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
+import { reachText } from '../../extension/proxmoxModel';
 import {
   agentPicks,
   canRamState,
@@ -260,5 +261,61 @@ describe('extension/proxmoxModel', () => {
     assert.match(picks[1].description, / · current$/);
     assert.deepEqual(picks[1].stores, [], 'a named agent without stores clears agentkeep.stores');
     assert.equal(picks[2].stores, undefined, 'a guest leaves agentkeep.stores alone');
+  });
+
+  it("reachText: whether a guest's memory is reachable and how, in the Agents list row and tooltip", () => {
+    assert.deepEqual(reachText(undefined), { short: '', detail: '' });
+    const store = {
+      store: 'hermes:pve-agent://pve.lan:8006/pve1/101/root/.hermes',
+      via: 'guest-agent' as const,
+      reachable: true,
+      description: {
+        store: 'hermes:pve-agent://pve.lan:8006/pve1/101/root/.hermes',
+        kind: 'hermes',
+        kindName: 'Hermes',
+        name: 'root/.hermes in VM 101 on pve.lan',
+        location: 'pve-agent://pve.lan:8006/pve1/101/root/.hermes',
+        capabilities: {
+          edit: true,
+          provenance: true,
+          budgets: true,
+          drift: true,
+          diff: true,
+          actions: true,
+          lock: true,
+          textFiles: false,
+        },
+      },
+    };
+    const ok = reachText({
+      target: 'proxmox://pve.lan/pve1/qemu/101',
+      reachable: true,
+      via: 'guest-agent',
+      how: 'through the QEMU guest agent',
+      found: true,
+      stores: [store],
+    });
+    assert.equal(ok.short, 'memory via guest agent');
+    assert.equal(
+      ok.detail,
+      'Memory: 1 store (root/.hermes in VM 101 on pve.lan) through the QEMU guest agent, found by probing the guest.',
+    );
+    const no = reachText({
+      target: 'proxmox://pve.lan/pve1/qemu/102',
+      reachable: false,
+      via: 'none',
+      how: 'not reachable',
+      reason: 'VM 102 has no QEMU guest agent configured.',
+      hint: 'Enable it.',
+      found: true,
+      stores: [],
+    });
+    assert.equal(no.short, 'memory not reachable');
+    assert.equal(no.detail, 'Memory not reachable: VM 102 has no QEMU guest agent configured. Fix: Enable it.');
+    assert.equal(
+      reachText({ target: 't', reachable: true, via: 'ssh', how: 'over SSH to root@h:22', found: false, stores: [] })
+        .short,
+      'memory over SSH',
+    );
   });
 });

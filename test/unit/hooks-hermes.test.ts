@@ -429,6 +429,37 @@ describe('Hermes hook (install into config.yaml, run as Hermes runs it)', functi
     assert.equal(points[1].pairOf, points[2].id);
   });
 
+  it('pairs a pre and a post when only one of them carries the tool_call_id; two calls with different ids do not pair', async () => {
+    assert.equal((await ak('hook', 'install', 'hermes', '--home', home)).code, 0);
+    const command = await installedCommand();
+    const run = async (event: 'pre' | 'post', cmd: string, id?: string): Promise<void> => {
+      const r = await runHookCommand(command, hermesPayload(event, 'terminal', { command: cmd }, 's9', id));
+      assert.equal(r.code, 0, r.stderr);
+    };
+    await run('pre', 'pip install v1'); // id on the post only (the QA case)
+    await run('post', 'pip install v1', 'call_9');
+    await run('pre', 'pip install v2', 'call_10'); // id on the pre only
+    await run('post', 'pip install v2');
+    await run('pre', 'pip install v3', 'call_11'); // the same input, other ids: other calls
+    await run('post', 'pip install v3', 'call_12');
+    const points = await json('restore-point', 'list', '--target', `dir:${home}`);
+    const byCmd = (c: string, kind: string): any[] =>
+      points.filter((p: any) => p.reason?.command === c && p.kind === kind);
+    for (const c of ['pip install v1', 'pip install v2']) {
+      const [pre] = byCmd(c, 'pre');
+      const [post] = byCmd(c, 'post');
+      assert.ok(
+        pre && post,
+        `${c}: a pre and a post, got ${JSON.stringify(points.map((p: any) => [p.kind, p.label]))}`,
+      );
+      assert.equal(post.pairOf, pre.id, `${c}: the post names its pre`);
+    }
+    assert.equal(byCmd('pip install v3', 'pre').length, 1);
+    assert.equal(byCmd('pip install v3', 'post').length, 0, 'a post with another tool call id is not paired');
+    const left = await fs.readdir(path.join(state, 'hooks', 'pending')).catch(() => [] as string[]);
+    assert.equal(left.length, 2, `only the unpaired pre of v3 stays pending (under its two keys): ${left.join(', ')}`);
+  });
+
   it("records each memory tool call (file before and after, action, target, session, tool_call_id) in the store's write log", async () => {
     assert.equal((await ak('hook', 'install', 'hermes', '--home', home)).code, 0);
     const command = await installedCommand();

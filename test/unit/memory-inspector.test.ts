@@ -14,6 +14,8 @@ import {
   storeName,
   when,
   type Filter,
+  timelineRows,
+  timelineSpan,
 } from '../../webview-ui/memory/logic';
 
 const hermes = 'hermes:/home/sam/agent-home/.hermes';
@@ -133,5 +135,35 @@ describe('memory inspector: text formatting', () => {
     assert.equal(storeName({ store: 'letta:agent-1' }), 'letta:agent-1', 'without a description: the string as given');
     assert.equal(firstLine('\n  Name: Sam Rivera.\nWorks in UTC+1.'), 'Name: Sam Rivera.');
     assert.equal(firstLine('x'.repeat(200), 10), `${'x'.repeat(9)}…`);
+  });
+});
+
+describe('memory inspector: Timeline rows', () => {
+  const w = (id: string, action: 'add' | 'replace' | 'remove', before?: string, after?: string, time?: string) => ({
+    id,
+    store: 'hermes:/h',
+    source: 'agent' as const,
+    action,
+    ...(before !== undefined ? { before } : {}),
+    ...(after !== undefined ? { after } : {}),
+    ...(time ? { time } : {}),
+  });
+  it('one row per entry through its edits; a remove ends it; a new text gets a new row', () => {
+    const rows = timelineRows([
+      w('1', 'add', undefined, 'Port 2222', '2026-01-01T10:00:00Z'),
+      w('2', 'add', undefined, 'Lives in Berlin', '2026-01-01T10:01:00Z'),
+      w('3', 'replace', 'Port 2222', 'Port 2200', '2026-01-01T10:02:00Z'),
+      w('4', 'remove', 'lives in  berlin', undefined, '2026-01-01T10:03:00Z'),
+      w('5', 'replace', 'Port 2200', 'Port 22', '2026-01-01T10:04:00Z'),
+    ]);
+    assert.deepEqual(
+      rows.map((r) => [r.label, r.writes.map((x) => x.id), r.gone]),
+      [
+        ['Port 22', ['1', '3', '5'], false],
+        ['Lives in Berlin', ['2', '4'], true],
+      ],
+    );
+    const span = timelineSpan([w('1', 'add', undefined, 'a', '2026-01-01T10:00:00Z')]);
+    assert.ok(span.start < Date.parse('2026-01-01T10:00:00Z') && span.end > Date.parse('2026-01-01T10:00:00Z'));
   });
 });

@@ -2,7 +2,7 @@
  * The memory inspector's pure logic (no DOM): the rows of the entry list, the search and filters,
  * and the text formatting of the detail pane. Unit-tested in test/unit/memory-inspector.test.ts.
  */
-import type { LintFinding, MemoryEntry, MemoryFile, Provenance } from '../../sidecar/protocol';
+import type { LintFinding, MemoryEntry, MemoryFile, MemoryWrite, Provenance } from '../../sidecar/protocol';
 import { storeLabel, storeSummary } from '../../sidecar/protocol/stores';
 import type { StoreView } from './messages';
 
@@ -175,4 +175,69 @@ export function emptyListText(stores: readonly StoreView[], total: number): stri
     return `No entry could be read: ${what.filter(Boolean).join(' and ')} (see above). This is not an empty memory.`;
   }
   return 'The configured stores hold no memory entries yet.';
+}
+
+/** One row of the Timeline view: one entry through its edits (a replace continues its row). */
+export interface TimelineRow {
+  /** Row label: the entry's last text. */
+  label: string;
+  /** Writes of this entry, oldest first. */
+  writes: MemoryWrite[];
+  /** The entry is gone (its last write removed it). */
+  gone: boolean;
+}
+
+/**
+ * The Timeline view's rows (docs/memory-timeline.md): writes (oldest first, memory.history) folded
+ * into one row per entry; a replace continues the row of the text it replaced, so an entry keeps
+ * its row through its edits. Refused tool calls get their own marks on the row of their text.
+ */
+export function timelineRows(writes: MemoryWrite[]): TimelineRow[] {
+  const rows: TimelineRow[] = [];
+  const byText = new Map<string, TimelineRow>();
+  const key = (store: string, t: string): string => `${store}\0${t.replace(/\s+/g, ' ').trim().toLowerCase()}`;
+  for (const w of writes) {
+    const from = w.before !== undefined ? byText.get(key(w.store, w.before)) : undefined;
+    const to = w.after !== undefined ? byText.get(key(w.store, w.after)) : undefined;
+    let row = from ?? to;
+    if (!row) {
+      row = { label: w.after ?? w.before ?? w.oldText ?? '(unknown text)', writes: [], gone: false };
+      rows.push(row);
+    }
+    row.writes.push(w);
+    if (w.refused) continue;
+    if (w.after !== undefined) {
+      if (w.before !== undefined && w.before !== w.after) byText.delete(key(w.store, w.before));
+      byText.set(key(w.store, w.after), row);
+      row.label = w.after;
+      row.gone = false;
+    } else if (w.action === 'remove') {
+      row.gone = true;
+    }
+  }
+  return rows;
+}
+
+/** The time span the Timeline draws (ms since epoch), padded so marks at the ends are not cut. */
+export function timelineSpan(writes: MemoryWrite[]): { start: number; end: number } {
+  const ts = writes.map((w) => (w.time ? Date.parse(w.time) : NaN)).filter((t) => !Number.isNaN(t));
+  if (!ts.length) return { start: 0, end: 1 };
+  const lo = Math.min(...ts);
+  const hi = Math.max(...ts);
+  const pad = Math.max(60_000, (hi - lo) * 0.04);
+  return { start: lo - pad, end: hi + pad };
+}
+
+/** Who made a write, in words (the mark's title and the detail's first line). */
+export function writeWho(w: MemoryWrite): string {
+  switch (w.source) {
+    case 'agent':
+      return `the agent's memory tool${w.session ? ` (session ${w.session})` : ''}`;
+    case 'hook':
+      return `the agent's memory tool, seen by the agent hook${w.session ? ` (session ${w.session})` : ''}`;
+    case 'agentkeep':
+      return `AgentKeep (${w.why ?? 'memory write'})`;
+    default:
+      return `seen between restore points (${w.restorePoint ?? ''})`;
+  }
 }

@@ -10,7 +10,7 @@ import '@vscode-elements/elements/dist/vscode-textfield/index.js';
 import '@vscode-elements/elements/dist/vscode-textarea/index.js';
 import '@vscode-elements/elements/dist/vscode-single-select/index.js';
 import '@vscode-elements/elements/dist/vscode-option/index.js';
-import type { LintFinding, MemoryFile } from '../../sidecar/protocol';
+import type { LintFinding, MemoryFile, MemoryWrite } from '../../sidecar/protocol';
 import {
   areaOf,
   basename,
@@ -25,7 +25,10 @@ import {
   rowMatches,
   storeName,
   storeTitle,
+  timelineRows,
+  timelineSpan,
   when,
+  writeWho,
   writeBlockReason,
   type Filter,
   type Row,
@@ -75,6 +78,10 @@ let editing = false;
 /** The text being edited (kept across re-renders, e.g. when the agent changes another file meanwhile). */
 let draft: string | undefined;
 const filter: Filter = { text: '', store: '', area: '', finding: '' };
+/** Which view the inspector shows: the entry list or the Timeline (writes over time). */
+let view: 'list' | 'timeline' = 'list';
+/** The write shown in the Timeline's detail pane (MemoryWrite.id + store). */
+let pickedWrite: { store: string; id: string } | undefined;
 
 function rows(): Row[] {
   return state ? buildRows(state.stores, state.findings) : [];
@@ -134,6 +141,22 @@ function toolbar(): HTMLElement {
       (v) => ((filter.finding = v), renderList()),
     ),
   );
+  const toggle = vsc('vscode-button', { secondary: true }, view === 'list' ? 'Timeline' : 'Entries');
+  toggle.title = view === 'list' ? 'Every write to the memory over time' : 'Back to the entry list';
+  toggle.id = 'view-toggle';
+  toggle.addEventListener('click', () => {
+    view = view === 'list' ? 'timeline' : 'list';
+    render();
+  });
+  bar.append(toggle);
+  const fix = vsc(
+    'vscode-button',
+    { secondary: true, disabled: !state?.trusted || !state?.findings.length },
+    'Fix findings…',
+  );
+  fix.title = 'Propose one edit set from the findings (merge duplicates, drop superseded) and show it as a diff';
+  fix.addEventListener('click', () => vscode.postMessage({ type: 'lintFix' }));
+  bar.append(fix);
   const refresh = vsc('vscode-button', { secondary: true }, 'Refresh');
   refresh.addEventListener('click', () => vscode.postMessage({ type: 'refresh' }));
   bar.append(refresh);
@@ -455,6 +478,11 @@ function render(): void {
   if (notice)
     app.append(el('div', { className: `banner ${notice.severity}`, role: 'alert', textContent: notice.text }));
   app.append(toolbar());
+  if (view === 'timeline') {
+    renderTimeline();
+    if (searching) (document.getElementById('search') as HTMLElement | null)?.focus();
+    return;
+  }
   listEl = el('div', { className: 'list', role: 'listbox' });
   listEl.setAttribute('aria-label', 'Memory entries');
   listEl.addEventListener('keydown', onListKey);
@@ -468,6 +496,189 @@ function render(): void {
   }
   renderDetail();
   if (searching) (document.getElementById('search') as HTMLElement | null)?.focus();
+}
+
+const SVG = 'http://www.w3.org/2000/svg';
+function svg(tag: string, attrs: Record<string, string | number> = {}): SVGElement {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  return e;
+}
+
+/** Mark colour class per source; shape per action (add: circle, replace: diamond, remove: cross). */
+function markFor(w: MemoryWrite, x: number, y: number): SVGElement {
+  const g = svg('g', { class: `mark ${w.source}${w.refused ? ' refused' : ''}`, tabindex: 0, role: 'button' });
+  if (w.action === 'add') g.append(svg('circle', { cx: x, cy: y, r: 6 }));
+  else if (w.action === 'replace')
+    g.append(svg('path', { d: `M${x} ${y - 7} L${x + 7} ${y} L${x} ${y + 7} L${x - 7} ${y} Z` }));
+  else
+    g.append(
+      svg('path', { d: `M${x - 5} ${y - 5} L${x + 5} ${y + 5} M${x + 5} ${y - 5} L${x - 5} ${y + 5}`, class: 'cross' }),
+    );
+  const title = svg('title');
+  title.textContent = `${w.action} · ${w.time ? when(w.time) : 'time unknown'} · ${writeWho(w)}`;
+  g.append(title);
+  g.setAttribute('aria-label', title.textContent);
+  g.dataset.write = w.id;
+  return g;
+}
+
+/**
+ * The Timeline view: one row per entry (through its edits), time left to right, one mark per write
+ * (colour: who wrote it; shape: add, replace, remove). A click on a mark shows the write with its
+ * text before and after, and Undo.
+ */
+function renderTimeline(): void {
+  if (!state) return;
+  const all = (state.history ?? []).filter(
+    (w) =>
+      (!filter.store || w.store === filter.store) &&
+      (!filter.text || `${w.before ?? ''}\n${w.after ?? ''}`.toLowerCase().includes(filter.text.toLowerCase())),
+  );
+  const trows = timelineRows(all);
+  const wrap = el('div', { className: 'timeline-wrap' });
+  if (state.historyNote) wrap.append(el('p', { className: 'note', textContent: `⚠ ${state.historyNote}` }));
+  const legend = el('div', { className: 'legend' });
+  for (const [cls, text] of [
+    ['agent', "agent's memory tool"],
+    ['hook', 'seen by the hook'],
+    ['agentkeep', 'AgentKeep'],
+    ['restore-point', 'between restore points'],
+  ])
+    legend.append(el('span', { className: `key ${cls}`, textContent: text }));
+  legend.append(el('span', { className: 'note', textContent: ' ● add  ◆ replace  ✕ remove' }));
+  wrap.append(legend);
+  const chart = el('div', { className: 'timeline', role: 'group' });
+  chart.setAttribute('aria-label', 'Memory writes over time');
+  const side = el('div', { className: 'detail', role: 'region' });
+  side.setAttribute('aria-label', 'Write detail');
+  if (!trows.length)
+    chart.append(el('p', { className: 'empty', textContent: 'No writes recorded for these stores yet.' }));
+  else {
+    const { start, end } = timelineSpan(all);
+    const labelW = 230;
+    const W = 520;
+    const rowH = 26;
+    const top = 26;
+    const H = top + trows.length * rowH + 8;
+    // scales to the pane (text included) so the whole time span is always in view
+    const s = svg('svg', {
+      width: '100%',
+      viewBox: `0 0 ${labelW + W + 10} ${H}`,
+      preserveAspectRatio: 'xMinYMin meet',
+    });
+    const xOf = (t?: string): number =>
+      t ? labelW + 12 + ((Date.parse(t) - start) / Math.max(1, end - start)) * (W - 24) : labelW + 12;
+    // time axis: 5 ticks
+    for (let i = 0; i <= 4; i++) {
+      const t = start + ((end - start) * i) / 4;
+      const x = labelW + 12 + ((W - 24) * i) / 4;
+      s.append(svg('line', { x1: x, y1: top - 6, x2: x, y2: H, class: 'tick' }));
+      const lab = svg('text', {
+        x,
+        y: top - 10,
+        class: 'axis',
+        'text-anchor': i === 0 ? 'start' : i === 4 ? 'end' : 'middle',
+      });
+      // a day apart or more: the date; within a day: the time (UTC)
+      const iso = new Date(t).toISOString();
+      lab.textContent = !start ? '' : end - start >= 86_400_000 ? iso.slice(0, 10) : `${iso.slice(11, 16)} UTC`;
+      s.append(lab);
+    }
+    trows.forEach((r, i) => {
+      const y = top + i * rowH + rowH / 2;
+      if (i % 2) s.append(svg('rect', { x: 0, y: y - rowH / 2, width: labelW + W + 10, height: rowH, class: 'band' }));
+      const text = svg('text', { x: 4, y: y + 4, class: `label${r.gone ? ' gone' : ''}` });
+      const l = firstLine(r.label, 38);
+      text.textContent = r.gone ? `${l} (removed)` : l;
+      const tt = svg('title');
+      tt.textContent = r.label;
+      text.append(tt);
+      s.append(text);
+      const xs = r.writes.map((w) => xOf(w.time));
+      if (xs.length > 1)
+        s.append(svg('line', { x1: Math.min(...xs), y1: y, x2: Math.max(...xs), y2: y, class: 'life' }));
+      for (const w of r.writes) {
+        const m = markFor(w, xOf(w.time), y);
+        if (pickedWrite?.id === w.id && pickedWrite.store === w.store) m.classList.add('picked');
+        const pick = (): void => {
+          pickedWrite = { store: w.store, id: w.id };
+          render();
+        };
+        m.addEventListener('click', pick);
+        m.addEventListener('keydown', (ev) => {
+          if ((ev as KeyboardEvent).key === 'Enter' || (ev as KeyboardEvent).key === ' ') pick();
+        });
+        s.append(m);
+      }
+    });
+    chart.append(s);
+    const written = new Set(trows.filter((r) => !r.gone).map((r) => r.label));
+    const quiet = rows().filter((r) => !written.has(r.entry.text)).length;
+    if (quiet)
+      chart.append(
+        el('p', {
+          className: 'note',
+          textContent: `${quiet} ${quiet === 1 ? 'entry has' : 'entries have'} no recorded write (written before the history began, or by hand before the first restore point).`,
+        }),
+      );
+  }
+  const w = all.find((x) => pickedWrite && x.id === pickedWrite.id && x.store === pickedWrite.store);
+  if (!w)
+    side.append(
+      el('p', {
+        className: 'empty',
+        textContent: 'Click a mark to see the write: who made it, the text before and after.',
+      }),
+    );
+  else {
+    side.append(el('h2', { textContent: `${w.action} · ${w.time ? when(w.time) : 'time unknown'}` }));
+    side.append(
+      el('p', {
+        className: 'note',
+        textContent: `By ${writeWho(w)}${w.refused ? ' — refused by the tool, nothing written' : ''}`,
+      }),
+    );
+    if (w.before !== undefined)
+      side.append(section('Before'), el('pre', { className: 'text before', textContent: w.before }));
+    else if (w.oldText !== undefined)
+      side.append(
+        section('Before'),
+        el('p', { className: 'note', textContent: `Only the tool's old_text is known: "${w.oldText}"` }),
+      );
+    if (w.after !== undefined)
+      side.append(section('After'), el('pre', { className: 'text after', textContent: w.after }));
+    const dl = el('dl');
+    const add = (k: string, v: string | undefined): void => {
+      if (v) dl.append(el('dt', { textContent: k }), el('dd', { textContent: v }));
+    };
+    add('Write', w.id);
+    add('Store', w.store);
+    add('File', w.file);
+    add('Session', w.session);
+    add('Tool call', w.toolCallId);
+    add('Restore point', w.restorePoint);
+    add('Group', w.group);
+    add('Undo of', w.undoOf);
+    side.append(section('Details', dl));
+    const undo = vsc('vscode-button', { disabled: !state.trusted || !!w.refused }, 'Undo this write');
+    undo.title = 'Put the entry back as it was before this write (refused when it changed since)';
+    undo.addEventListener('click', () => vscode.postMessage({ type: 'undoWrite', store: w.store, write: w.id }));
+    side.append(el('div', { className: 'actions' }, undo));
+  }
+  wrap.append(el('div', { className: 'layout timeline-layout' }, chart, side));
+  app.append(wrap);
+  vscode.postMessage({
+    type: 'rendered',
+    entries: rows().length,
+    shown: 0,
+    findings: state.findings.length,
+    timeline: {
+      rows: trows.length,
+      marks: trows.reduce((n, r) => n + r.writes.length, 0),
+      ...(w ? { write: w.id } : {}),
+    },
+  });
 }
 
 function onListKey(ev: KeyboardEvent): void {
@@ -512,6 +723,11 @@ window.addEventListener('message', (ev: MessageEvent<ToInspector>) => {
       break;
     case 'notice':
       notice = { text: m.text, severity: m.severity };
+      render();
+      break;
+    case 'view':
+      view = m.view;
+      if (m.write) pickedWrite = m.write;
       render();
       break;
   }

@@ -2,7 +2,7 @@
  * Messages between the memory inspector webview (webview-ui/memory/main.ts, bundled to
  * out/memory.js) and the extension (extension/memory.ts), sent with postMessage. Types only.
  */
-import type { LintFinding, MemoryFile, ResultOf, StoreDescription } from '../../sidecar/protocol';
+import type { LintFinding, MemoryFile, MemoryWrite, ResultOf, StoreDescription } from '../../sidecar/protocol';
 
 /** One configured store as the inspector shows it: its files (memory.list) or why they could not be read. */
 export interface StoreView {
@@ -28,6 +28,10 @@ export interface StateMessage {
   trusted: boolean;
   /** Restore points of the target that captured agent state (for "Diff against restore point…"). */
   restorePoints: number;
+  /** memory.history over all stores (the Timeline view), oldest first. */
+  history?: MemoryWrite[];
+  /** Why the Timeline is empty or partial (memory.history warnings, or the error). */
+  historyNote?: string;
   /** Entry to select after this state is shown (store + id). */
   select?: { store: string; id: string };
 }
@@ -48,7 +52,14 @@ export interface NoticeMessage {
   severity: 'info' | 'warning' | 'error';
 }
 
-export type ToInspector = StateMessage | DetailMessage | NoticeMessage;
+/** Extension -> webview: switch the view (the Timeline, and the write to show in it). */
+export interface ViewMessage {
+  type: 'view';
+  view: 'list' | 'timeline';
+  write?: { store: string; id: string };
+}
+
+export type ToInspector = StateMessage | DetailMessage | NoticeMessage | ViewMessage;
 
 /** Webview -> extension. */
 export type FromInspector =
@@ -59,6 +70,10 @@ export type FromInspector =
   | { type: 'delete'; store: string; id: string; expectedHash?: string }
   | { type: 'openSession'; store: string; id: string; trace: number }
   | { type: 'diff'; store: string }
+  /** Undo one write of the Timeline (memory.undoWrite). */
+  | { type: 'undoWrite'; store: string; write: string }
+  /** Propose lint --fix and show it in the diff editor (memory.lintFix). */
+  | { type: 'lintFix' }
   /** What the webview shows after a render (tests read it through the extension API). */
   | {
       type: 'rendered';
@@ -72,4 +87,6 @@ export type FromInspector =
       broken?: number;
       /** The detail's "provenance unavailable: …" line, when the store's history cannot be read. */
       provenanceUnavailable?: string;
+      /** Timeline view: rows (entries) and marks (writes) drawn, and the write shown (its id). */
+      timeline?: { rows: number; marks: number; write?: string };
     };

@@ -6,6 +6,7 @@
  */
 import * as path from 'node:path';
 import { checkStoreOptions, splitStoreOptions, storePlace, transportOf } from '../files';
+import type { GuestAgentPlace } from '../transport/guestLocation';
 import { SSH_OPTIONS, type SshLocation } from '../transport/location';
 import type { StoreFactory } from '../types';
 import { AgentZeroStore } from './index';
@@ -17,6 +18,8 @@ export interface AgentZeroStoreOptions {
   root: string;
   url?: string;
   ssh?: SshLocation;
+  /** A root inside a VM reached through its QEMU guest agent. */
+  guest?: GuestAgentPlace;
 }
 
 const SSH_FORM = 'agent-zero:ssh://user@host[:port]/abs/root';
@@ -46,13 +49,24 @@ async function detectAgentZero(localRoot: string): Promise<string[]> {
 export const agentZeroStore: StoreFactory<AgentZeroStoreOptions> = {
   kind: 'agent-zero',
   kindName: 'Agent Zero',
-  forms: ['agent-zero:/abs/root', 'agent-zero:/abs/root?url=http://HOST:PORT', `${SSH_FORM}[?url=http://HOST:PORT]`],
+  forms: [
+    'agent-zero:/abs/root',
+    'agent-zero:/abs/root?url=http://HOST:PORT',
+    `${SSH_FORM}[?url=http://HOST:PORT]`,
+    'agent-zero:qga:/abs/qga.sock:/abs/root',
+    'agent-zero:pve-agent://HOST[:PORT]/NODE/VMID/abs/root',
+  ],
   example: EXAMPLE,
   parse: (rest, spec) => {
     const { path: p, params } = splitStoreOptions(rest);
     const place = storePlace(p, params, spec, `Use an absolute path, e.g. ${EXAMPLE}.`, SSH_FORM);
     checkStoreOptions('agent-zero', params, spec, place.ssh ? ['url', ...SSH_OPTIONS] : ['url'], EXAMPLE);
-    return { root: place.path, url: params.get('url') || undefined, ...(place.ssh ? { ssh: place.ssh } : {}) };
+    return {
+      root: place.path,
+      url: params.get('url') || undefined,
+      ...(place.ssh ? { ssh: place.ssh } : {}),
+      ...(place.guest ? { guest: place.guest } : {}),
+    };
   },
   create: (p) => new AgentZeroStore(p.options.root, p.spec, { url: p.options.url }, transportOf(p.options)),
   detect: detectAgentZero,

@@ -13,7 +13,17 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { AgentKeepError } from '../../core/errors';
-import { checkStoreOptions, isDirectory, localStorePath, splitStoreOptions, storePlace, transportOf } from '../files';
+import {
+  checkStoreOptions,
+  isDirectory,
+  isRemotePlace,
+  localStorePath,
+  splitStoreOptions,
+  storePlace,
+  transportOf,
+  type StorePlace,
+} from '../files';
+import type { GuestAgentPlace } from '../transport/guestLocation';
 import { isSshLocation, SSH_OPTIONS, type SshLocation } from '../transport/location';
 import type { StoreFactory } from '../types';
 import { HermesStore } from './index';
@@ -22,6 +32,8 @@ import { HermesStore } from './index';
 export interface HermesStoreOptions {
   home: string;
   ssh?: SshLocation;
+  /** A home inside a VM reached through its QEMU guest agent. */
+  guest?: GuestAgentPlace;
 }
 
 const SSH_FORM = 'hermes:ssh://user@host[:port]/abs/path/to/.hermes';
@@ -96,20 +108,27 @@ export const hermesStore: StoreFactory<HermesStoreOptions> = {
     'hermes:/abs/path/to/.hermes',
     'hermes:/abs/path/to/.hermes?profile=NAME',
     `${SSH_FORM}[?identity=/abs/key][&profile=NAME]`,
+    'hermes:qga:/abs/qga.sock:/abs/path/to/.hermes[?profile=NAME]',
+    'hermes:pve-agent://HOST[:PORT]/NODE/VMID/abs/path/to/.hermes[?profile=NAME]',
   ],
   example: 'hermes:/home/me/.hermes',
   parse: (rest, spec) => {
     const hint = 'Use hermes:/abs/path/to/.hermes (an absolute path).';
     const { path: p, params } = splitStoreOptions(rest);
     const ssh = isSshLocation(rest);
+    const remote = isRemotePlace(rest);
     const example = ssh
       ? 'hermes:ssh://root@10.0.0.5/root/.hermes?identity=/home/me/.ssh/id_ed25519'
-      : 'hermes:/home/me/.hermes?profile=work';
+      : remote
+        ? 'hermes:pve-agent://pve.lan/pve1/101/root/.hermes?profile=work'
+        : 'hermes:/home/me/.hermes?profile=work';
     checkStoreOptions('hermes', params, spec, ssh ? [...SSH_OPTIONS, 'profile'] : ['profile'], example);
-    const place = ssh ? storePlace(p, params, spec, hint, SSH_FORM) : { path: localStorePath(p, spec, hint) };
+    const place: StorePlace = remote
+      ? storePlace(p, params, spec, hint, SSH_FORM)
+      : { path: localStorePath(p, spec, hint) };
     const profile = params.get('profile');
     const home = profile ? profileHome(place.path, profile, spec) : place.path;
-    return { home, ...(place.ssh ? { ssh: place.ssh } : {}) };
+    return { home, ...(place.ssh ? { ssh: place.ssh } : {}), ...(place.guest ? { guest: place.guest } : {}) };
   },
   create: (p) => new HermesStore(p.options.home, p.spec, transportOf(p.options)),
   detect: detectHermes,

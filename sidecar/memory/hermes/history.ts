@@ -41,6 +41,10 @@ export interface MemoryOp {
   raw: string;
   /** false when the tool result said success: false */
   ok: boolean;
+  /** The tool call id (tool_calls[].id), where the row has one. */
+  callId?: string;
+  /** Index of this operation within its message (several calls or operations[] in one row). */
+  n: number;
   /** The message's v30 state when not active (see the module doc); absent: active or no such columns. */
   state?: MessageState;
 }
@@ -158,13 +162,14 @@ export function readHistoryFrom(db: SqliteDb, actionsSince?: number): HermesHist
   const sourceOf = (session: unknown): string | undefined =>
     session == null ? undefined : sources.get(String(session));
 
-  type Pending = Omit<MemoryOp, 'ok'> & { callId?: string };
+  type Pending = Omit<MemoryOp, 'ok'>;
   const pending: Pending[] = [];
   const rowIds: number[] = [];
   // the LIKE prefilter keeps JSON parsing to rows that can hold a memory call
   for (const r of db.all(`${sel} WHERE m.tool_calls LIKE '%memory%' ORDER BY m.id`)) {
     const calls = toolCallsOf(r.calls);
     let any = false;
+    let n = 0;
     for (const c of calls) {
       if (c.name !== 'memory') continue;
       for (const a of opsOfArgs(c.args)) {
@@ -182,6 +187,7 @@ export function readHistoryFrom(db: SqliteDb, actionsSince?: number): HermesHist
           messageId: Number(r.id),
           raw: truncate(c.raw),
           callId: c.id,
+          n: n++,
           ...(stateOf(r) ? { state: stateOf(r) } : {}),
         });
       }
@@ -202,7 +208,7 @@ export function readHistoryFrom(db: SqliteDb, actionsSince?: number): HermesHist
       }
     }
   }
-  const memoryOps: MemoryOp[] = pending.map(({ callId, ...op }) => ({ ...op, ok: !(callId && failed.has(callId)) }));
+  const memoryOps: MemoryOp[] = pending.map((op) => ({ ...op, ok: !(op.callId && failed.has(op.callId)) }));
   const toolCalls: ToolCall[] = [];
   if (actionsSince !== undefined) {
     const cond = mcols.has('timestamp') ? `AND m.timestamp >= ${Number(actionsSince)}` : '';

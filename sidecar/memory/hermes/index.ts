@@ -29,6 +29,7 @@ import { captureLocalFiles, changedLocalFiles, checkLocalRestore, restoreLocalFi
 import { joinOn, localTransport, pathOn, type DirEntry, type FileStat, type FileTransport } from '../transport';
 import type {
   AgentStateOptions,
+  AgentWrite,
   CaptureSink,
   CaptureSource,
   CapturedFile,
@@ -42,6 +43,7 @@ import {
   READ_ONLY,
   driftReason,
   entryId,
+  isoTime,
   limitsFromConfig,
   parseEntries,
   readHome,
@@ -616,6 +618,49 @@ export class HermesStore implements MemoryStoreAdapter {
     return Promise.all(entries.map((e) => this.provenance(e)));
   }
 
+  /**
+   * See MemoryStoreAdapter.agentWrites: the `memory` tool calls in state.db, in message order (none
+   * without a state.db). @throws FileError when state.db exists but cannot be read
+   */
+  async agentWrites(): Promise<AgentWrite[]> {
+    const hi = await this.historyIndex();
+    if (!hi) return [];
+    if ('problem' in hi) {
+      throw new AgentKeepError('FileError', hi.problem.message, hi.problem.hint);
+    }
+    return hi.h.memoryOps.map((o) => ({
+      action: o.action,
+      file: this.io.display(this.abs(o.target === 'user' ? EDITABLE.user : EDITABLE.memory)),
+      target: o.target,
+      ...(o.content !== undefined ? { content: o.content } : {}),
+      ...(o.oldText !== undefined ? { oldText: o.oldText } : {}),
+      ...(o.time !== undefined && isoTime(o.time) ? { time: isoTime(o.time) } : {}),
+      ...(o.session ? { session: o.session } : {}),
+      ...(o.callId ? { toolCallId: o.callId } : {}),
+      key: `${o.messageId}:${o.n}`,
+      ...(o.ok ? {} : { refused: true }),
+      ...(o.state ? { messageState: o.state } : {}),
+    }));
+  }
+
+  /** See MemoryStoreAdapter.splitEntries: Hermes' own split (entries between "\n§\n", trimmed). */
+  splitEntries(text: string): string[] {
+    return parseEntries(text);
+  }
+
+  /** See MemoryStoreAdapter.joinEntries: as Hermes writes the file. */
+  joinEntries(entries: string[]): string {
+    return entries.join(ENTRY_DELIMITER);
+  }
+
+  /** See MemoryStoreAdapter.fileText: MEMORY.md or USER.md as it is now (undefined: absent). */
+  async fileText(file: string): Promise<string | undefined> {
+    const rel = Object.values(EDITABLE).find((r) => this.io.display(this.abs(r)) === file);
+    if (!rel) return undefined;
+    const b = await this.disk().read(rel);
+    return b === undefined ? undefined : b.toString('utf8');
+  }
+
   /** See MemoryStoreAdapter.actionsSince: outside-world tool calls in state.db (./history.ts classifyAction). */
   async actionsSince(sinceIso: string, untilIso?: string): Promise<ProvenanceTrace[]> {
     const db = this.abs('state.db');
@@ -738,7 +783,7 @@ export class HermesStore implements MemoryStoreAdapter {
       let e: MemoryEntry | undefined;
       if (id !== undefined) {
         const found = resolveIn(
-          files.map((f) => f.file),
+          files.map((f) => f.file).filter((f) => !opts?.file || f.file === opts.file),
           id,
           this.spec,
         );

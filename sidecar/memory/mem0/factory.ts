@@ -11,6 +11,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { AgentKeepError } from '../../core/errors';
 import { checkStoreOptions, splitStoreOptions, storePlace, transportOf } from '../files';
+import type { GuestAgentPlace } from '../transport/guestLocation';
 import { SSH_OPTIONS, type SshLocation } from '../transport/location';
 import type { StoreFactory } from '../types';
 import type { Mem0Scope } from './api';
@@ -25,6 +26,8 @@ export interface Mem0StoreOptions {
   collection?: string;
   /** How to reach the directory's machine when it is not this one (`mem0:ssh://…`). */
   ssh?: SshLocation;
+  /** A directory inside a VM reached through its QEMU guest agent. */
+  guest?: GuestAgentPlace;
   /** mem0's REST server URL (`?api=`). */
   api?: string;
   /** Default owner of added memories (`user_id`, `agent_id`, `run_id` options). */
@@ -64,6 +67,8 @@ export const mem0Store: StoreFactory<Mem0StoreOptions> = {
     'mem0:/abs/dir?qdrant=/abs/path&collection=NAME',
     'mem0:/abs/dir?api=http://HOST:PORT[&user_id=NAME]',
     `${SSH_FORM}[?qdrant=/abs/path][&api=http://HOST:PORT]`,
+    'mem0:qga:/abs/qga.sock:/abs/dir',
+    'mem0:pve-agent://HOST[:PORT]/NODE/VMID/abs/dir',
   ],
   example: EXAMPLE,
   parse: (rest, spec) => {
@@ -93,6 +98,7 @@ export const mem0Store: StoreFactory<Mem0StoreOptions> = {
       qdrant: qdrant && path.posix.resolve(qdrant),
       collection: params.get('collection') || undefined,
       ...(place.ssh ? { ssh: place.ssh } : {}),
+      ...(place.guest ? { guest: place.guest } : {}),
       ...(api ? { api } : {}),
       ...(Object.keys(scope).length ? { scope } : {}),
     };

@@ -7,9 +7,6 @@
  * params each write returns.
  */
 import { runLint } from '../lint/run';
-import { createHash } from 'node:crypto';
-import { promises as fs } from 'node:fs';
-import * as path from 'node:path';
 import type {
   MemoryEntry,
   MemoryFile,
@@ -22,60 +19,20 @@ import type {
 import { memoryListAction } from '../../core/actions';
 import { AgentKeepError, asAgentKeepError } from '../../core/errors';
 import { openStore, sameStore, uniqueStoreSpecs } from '../index';
-import type { CaptureSource, MemoryStoreAdapter, WriteOptions } from '../types';
+import type { CaptureSource, MemoryStoreAdapter } from '../types';
 import { logHookWrite, logWrite, withWriteLog } from './writelog';
+import { diffEntries } from './diff';
+import { backupDir, refuseReadOnly, unsupported, writeOpts, type MemoryOpsContext } from './common';
 
-/** Context the memory operations get from the core (restore-point access for diff). */
-export interface MemoryOpsContext {
-  /** The state dir in use (journal + objects). */
-  stateDir: string;
-  /** A restore point of `target` by id (memory.diff). @throws RestorePointNotFound */
-  getRestorePoint?(target: string, id: string): Promise<RestorePoint>;
-  /** Content of a stored object by hash (agent-state captures). @throws CorruptSnapshot */
-  readObject?(hash: string): Promise<Buffer>;
-}
+export { backupDir, writeOpts, type MemoryOpsContext } from './common';
 
-function unsupported(s: MemoryStoreAdapter, what: string): AgentKeepError {
-  return new AgentKeepError(
-    'Unsupported',
-    `The ${s.kind} store ${s.spec} cannot ${what}.`,
-    "Use memory list to see its entries, or change them with the agent's own tools.",
-  );
-}
+export { memoryHistory, undoWrite, restoreEntry } from './timeline';
+export { forgetMemory, lintFix } from './editset';
 
-/**
- * @throws Unsupported when the store is read-only in AgentKeep (readOnlyReason), the reason in the
- * message (it says how to make the store editable, e.g. Agent Zero's AGENTKEEP_A0_URL).
- */
-async function refuseReadOnly(s: MemoryStoreAdapter): Promise<void> {
-  const why = await s.readOnlyReason?.();
-  if (!why) return;
-  throw new AgentKeepError(
-    'Unsupported',
-    `${s.spec} is read-only in AgentKeep: ${why.replace(/[.\s]+$/, '')}.`,
-    "Do what the message says to let AgentKeep edit it, or change the entry with the agent's own tools meanwhile.",
-  );
-}
-
-/** Where the bytes replaced by memory writes of a store are kept. */
-export function backupDir(stateDir: string, s: MemoryStoreAdapter): string {
-  const key = createHash('sha256').update(`${s.kind}:${s.location}`).digest('hex').slice(0, 16);
-  return path.join(stateDir, 'memory-backups', `${s.kind}-${key}`);
-}
-
-function writeOpts(ctx: MemoryOpsContext, s: MemoryStoreAdapter): WriteOptions {
-  return {
-    beforeWrite: async (file, previous) => {
-      const dir = backupDir(ctx.stateDir, s);
-      await fs.mkdir(dir, { recursive: true, mode: 0o700 }); // (a state dir made here is private too)
-      const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-      await fs.writeFile(path.join(dir, `${stamp}-${path.basename(file)}`), previous, { flag: 'wx', mode: 0o600 });
-      await fs.writeFile(path.join(dir, 'store.txt'), `${s.spec}\n`, { mode: 0o600 }).catch(() => undefined);
-    },
-  };
-}
-
-async function resolveEntry(s: MemoryStoreAdapter, id: string): Promise<{ entry: MemoryEntry; file: MemoryFile }> {
+export async function resolveEntry(
+  s: MemoryStoreAdapter,
+  id: string,
+): Promise<{ entry: MemoryEntry; file: MemoryFile }> {
   if (s.resolve) return s.resolve(id);
   const files = await s.list();
   const want = id.trim().toLowerCase();
@@ -204,66 +161,7 @@ function withLog(ctx: MemoryOpsContext, s: MemoryStoreAdapter): MemoryStoreAdapt
   return withWriteLog(s, backupDir(ctx.stateDir, s));
 }
 
-/** Entries keyed by file kind + text (an edited entry = removed + added unless its position matches). */
-function flatten(files: MemoryFile[], spec: string): MemoryEntry[] {
-  return files.flatMap((f) =>
-    f.entries.map((e) => ({ ...e, store: e.store ?? spec, meta: { ...(e.meta ?? {}), fileKind: f.kind } })),
-  );
-}
-
-/**
- * Pair entries of two snapshots of one store: same id = unchanged; otherwise, within the same file
- * kind, a removed and an added entry at the same position (index among that file's entries) count as
- * one changed entry; the rest are added / removed.
- */
-export function diffEntries(
-  spec: string,
-  before: MemoryFile[],
-  after: MemoryFile[],
-): Pick<ResultOf<'memoryDiff'>, 'added' | 'removed' | 'changed'> {
-  const out: Pick<ResultOf<'memoryDiff'>, 'added' | 'removed' | 'changed'> = { added: [], removed: [], changed: [] };
-  const kinds = [...new Set([...before.map((f) => f.kind), ...after.map((f) => f.kind)])];
-  for (const kind of kinds) {
-    const b = flatten(
-      before.filter((f) => f.kind === kind),
-      spec,
-    );
-    const a = flatten(
-      after.filter((f) => f.kind === kind),
-      spec,
-    );
-    const bIds = new Set(b.map((e) => e.id));
-    const aIds = new Set(a.map((e) => e.id));
-    const gone = b.map((e, i) => ({ e, i })).filter((x) => !aIds.has(x.e.id));
-    const fresh = a.map((e, i) => ({ e, i })).filter((x) => !bIds.has(x.e.id));
-    const strip = (e: MemoryEntry): MemoryEntry => {
-      const { fileKind: _k, ...meta } = (e.meta ?? {}) as Record<string, unknown>;
-      return { ...e, ...(Object.keys(meta).length ? { meta } : { meta: undefined }) };
-    };
-    const used = new Set<number>();
-    for (const g of gone) {
-      const m = fresh.find((f) => f.i === g.i && !used.has(f.i));
-      if (m) {
-        used.add(m.i);
-        out.changed.push({ store: spec, before: clean(strip(g.e)), after: clean(strip(m.e)) });
-      } else out.removed.push({ store: spec, before: clean(strip(g.e)) });
-    }
-    for (const f of fresh) if (!used.has(f.i)) out.added.push({ store: spec, after: clean(strip(f.e)) });
-    // stores with stable ids (Agent Zero, mem0): the same id with another text is a change
-    const aById = new Map(a.map((e) => [e.id, e]));
-    for (const e of b) {
-      const x = aById.get(e.id);
-      if (x && x.text !== e.text) out.changed.push({ store: spec, before: clean(strip(e)), after: clean(strip(x)) });
-    }
-  }
-  return out;
-}
-
-function clean(e: MemoryEntry): MemoryEntry {
-  const o = { ...e } as Record<string, unknown>;
-  for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k];
-  return o as MemoryEntry;
-}
+export { diffEntries } from './diff';
 
 /**
  * memory.diff: entries added, removed and changed between restore point `from`'s agent-state capture

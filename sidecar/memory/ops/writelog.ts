@@ -46,7 +46,18 @@ export interface WriteRecord {
   /** Hook records: the memory file's content before and after the tool call. */
   before?: string;
   after?: string;
+  /** AgentKeep writes made by the timeline (sidecar/memory/ops/timeline.ts): what made it. */
+  why?: string;
+  /** An undo: the MemoryWrite id it undid. */
+  undoOf?: string;
+  /** Writes applied as one change (forget, lint --fix). */
+  group?: string;
+  /** restore-entry: the restore point the text came from. */
+  restorePoint?: string;
 }
+
+/** What a timeline write adds to its record (why, undoOf, group, restorePoint). */
+export type WriteExtra = Pick<WriteRecord, 'why' | 'undoOf' | 'group' | 'restorePoint'>;
 
 const MAX_TEXT = 2000;
 /** Largest before/after file content kept in a hook record (Hermes files are a few KiB; bigger is cut). */
@@ -68,7 +79,8 @@ export async function logWrite(
   action: WriteRecord['action'],
   entry: MemoryEntry,
   previous?: string,
-): Promise<void> {
+  extra?: WriteExtra,
+): Promise<number> {
   const rec: WriteRecord = {
     time: new Date().toISOString(),
     store: s.spec,
@@ -78,9 +90,12 @@ export async function logWrite(
     textHash: textHash(entry.text),
     text: entry.text.slice(0, MAX_TEXT),
     ...(previous !== undefined ? { previous: previous.slice(0, MAX_TEXT) } : {}),
+    ...(extra ?? {}),
   };
   await fs.mkdir(dir, { recursive: true, mode: 0o700 });
   await fs.appendFile(writeLogPath(dir), JSON.stringify(rec) + '\n', { mode: 0o600 });
+  // its line number (1-based) is its id on the timeline ("log:<line>"): the log is append-only
+  return (await fs.readFile(writeLogPath(dir), 'utf8')).split('\n').length - 1;
 }
 
 /** What a hook saw of one memory tool call (memory.recordWrite params without the store). */
@@ -124,15 +139,20 @@ export async function logHookWrite(dir: string, store: string, w: HookWrite): Pr
   return writeLogPath(dir);
 }
 
-/** The records of a store's write log, oldest first (missing log = none; bad lines skipped). */
-export async function readWrites(dir: string): Promise<WriteRecord[]> {
+/**
+ * The records of a store's write log, oldest first (missing log = none; bad lines skipped), each
+ * with `line`: its 1-based line number in the log (the timeline's stable "log:<line>" id).
+ */
+export async function readWrites(dir: string): Promise<Array<WriteRecord & { line: number }>> {
   const raw = await fs.readFile(writeLogPath(dir), 'utf8').catch(() => '');
-  const out: WriteRecord[] = [];
-  for (const line of raw.split('\n')) {
+  const out: Array<WriteRecord & { line: number }> = [];
+  const lines = raw.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
     if (!line.trim()) continue;
     try {
       const r = JSON.parse(line) as WriteRecord;
-      if (r && typeof r.textHash === 'string' && typeof r.action === 'string') out.push(r);
+      if (r && typeof r.textHash === 'string' && typeof r.action === 'string') out.push({ ...r, line: i + 1 });
     } catch {
       /* a torn last line: skip */
     }

@@ -11,6 +11,8 @@ import { REPO } from './paths';
 export interface Vm {
   dir: string;
   socket: string;
+  /** The guest agent socket (-chardev socket … virtserialport org.qemu.guest_agent.0), when started with `qga`. */
+  qga?: string;
   serial: string;
   pid: number;
   disk: string;
@@ -18,9 +20,9 @@ export interface Vm {
 
 const started = new Set<number>();
 
-/** Build (or reuse) the guest kernel + initramfs; returns the cache dir. */
-export function guestDir(): string {
-  return execFileSync('bash', [path.join(REPO, 'scripts', 'qemu-guest.sh')], {
+/** Build (or reuse) the guest kernel + initramfs (and initrd-qga.gz with `withQga`); returns the cache dir. */
+export function guestDir(withQga = false): string {
+  return execFileSync('bash', [path.join(REPO, 'scripts', 'qemu-guest.sh'), ...(withQga ? ['--with-qga'] : [])], {
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'inherit'],
   }).trim();
@@ -41,7 +43,7 @@ function run(cmd: string, args: string[]): Promise<string> {
  */
 export async function startVm(
   dir: string,
-  opts: { kernel?: boolean; format?: 'qcow2' | 'raw'; memMiB?: number } = {},
+  opts: { kernel?: boolean; format?: 'qcow2' | 'raw'; memMiB?: number; qga?: boolean } = {},
 ): Promise<Vm> {
   await fs.mkdir(dir, { recursive: true });
   const format = opts.format ?? 'qcow2';
@@ -76,13 +78,25 @@ export async function startVm(
     pidfile,
     '-daemonize',
   ];
-  if (opts.kernel) {
-    const g = guestDir();
+  const qga = opts.qga ? path.join(dir, 'qga.sock') : undefined;
+  if (qga) {
+    await fs.rm(qga, { force: true });
+    args.push(
+      '-chardev',
+      `socket,path=${qga},server=on,wait=off,id=qga0`,
+      '-device',
+      'virtio-serial-pci',
+      '-device',
+      'virtserialport,chardev=qga0,name=org.qemu.guest_agent.0',
+    );
+  }
+  if (opts.kernel || qga) {
+    const g = guestDir(!!qga);
     args.push(
       '-kernel',
       path.join(g, 'vmlinuz'),
       '-initrd',
-      path.join(g, 'initrd.gz'),
+      path.join(g, qga ? 'initrd-qga.gz' : 'initrd.gz'),
       '-append',
       'console=ttyS0 quiet panic=-1',
     );
@@ -90,9 +104,11 @@ export async function startVm(
   await run('qemu-system-x86_64', args);
   const pid = Number((await fs.readFile(pidfile, 'utf8')).trim());
   started.add(pid);
-  const vm: Vm = { dir, socket, serial, pid, disk };
+  const vm: Vm = { dir, socket, serial, pid, disk, ...(qga ? { qga } : {}) };
   await waitFor(() => existsSync(socket), 10_000, 'QMP socket');
-  if (opts.kernel) await waitFor(() => ticks(vm).length > 0, 60_000, 'first guest tick');
+  if (opts.kernel || qga) await waitFor(() => ticks(vm).length > 0, 60_000, 'first guest tick');
+  if (qga && !readFileSync(serial, 'utf8').includes('AK-QGA-READY'))
+    throw new Error(`the guest agent did not start in the guest: ${readFileSync(serial, 'utf8').slice(0, 2000)}`);
   return vm;
 }
 
