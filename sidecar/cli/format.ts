@@ -162,6 +162,9 @@ export function changeSummary(c: ChangeSummary, future: boolean, scope: 'machine
     ...(machine ? list(`deleted since the restore point, ${w} brought back`, c.removed) : []),
     ...(machine ? list(`changed since the restore point, ${w} reverted`, c.changed) : []),
     ...(agent ? list(`agent-state files that ${w} put back`, c.agentChanged) : []),
+    ...(agent && c.agentLeftAlone
+      ? list(`agent-state files left alone (broken when the restore point was taken, not in it)`, c.agentLeftAlone)
+      : []),
   ];
   return lines.length ? lines.join('\n') : '  No differences: the tree already matches the restore point.';
 }
@@ -194,7 +197,8 @@ function memoryFileLines(files: MemoryFile[]): string[] {
     const u = f.usage;
     const pct = u?.limit ? Math.round((100 * u.chars) / u.limit) : 0;
     const over = u && u.chars > u.limit ? ' OVER LIMIT' : '';
-    const use = u && !f.broken ? `, ${u.chars}/${u.limit} chars (${pct}%)${over}` : '';
+    const note = u?.limitNote ? ` (${u.limitNote})` : '';
+    const use = u && !f.broken ? `, ${u.chars}/${u.limit} chars (${pct}%)${over}${note}` : '';
     const count = `${f.entries.length} ${f.entries.length === 1 ? 'entry' : 'entries'}`;
     const known = f.entries.length ? `${count} readable` : 'entries unknown';
     const broken = `BROKEN (${known}; writes refused)`;
@@ -232,8 +236,10 @@ export function agentStatusText(
     const staged = st.pendingWrites
       ? `; ${st.pendingWrites} ${st.pendingWrites === 1 ? 'write waits' : 'writes wait'} for approval (memory list shows ${st.pendingWrites === 1 ? 'it' : 'them'})`
       : '';
+    const cp = st.configProblem;
+    const config = cp ? [`    warning (config): ${cp.message}`, ...(cp.hint ? [`      fix: ${cp.hint}`] : [])] : [];
     if (!b) {
-      out.push(`  store ${st.store}: ${st.ok ? 'ok' : `CANNOT BE READ: ${st.message ?? ''}`}${staged}`);
+      out.push(`  store ${st.store}: ${st.ok ? 'ok' : `CANNOT BE READ: ${st.message ?? ''}`}${staged}`, ...config);
       continue;
     }
     const rest = b.readable === 'none' ? 'nothing readable' : 'the rest is readable';
@@ -244,6 +250,7 @@ export function agentStatusText(
       const what = p.part === 'history' ? 'history: provenance unavailable' : readable;
       out.push(`    error (${what}): ${p.message}`, ...(p.hint ? [`      fix: ${p.hint}`] : []));
     }
+    out.push(...config);
   }
   const ir = s.interruptedRestore;
   if (ir) {
@@ -411,6 +418,12 @@ export function previewText(p: RestorePreview, target: string): string {
     ...(p.machine ? sampleLines('deleted since the restore point, will be brought back', p.machine.removed) : []),
     ...(p.machine ? sampleLines('changed since the restore point, will be reverted', p.machine.changed) : []),
     ...(p.agentFiles ? sampleLines('agent-state files that will be put back', p.agentFiles) : []),
+    ...(p.agentLeftAlone
+      ? sampleLines(
+          'agent-state files left alone (broken when the restore point was taken, not in it)',
+          p.agentLeftAlone,
+        )
+      : []),
   ];
   if (files.length) lines.push(...files);
   else if (!e) lines.push('  No differences: the tree already matches the restore point.');

@@ -91,7 +91,13 @@ export async function captureStores(
       abortWhat,
       onFiles: (total) => progress.report('capture', `Capturing agent state of ${s.spec}`, 0, total),
     });
-    out.push({ store: s.spec, files });
+    // broken files (a MEMORY.md that is a directory) are not in `files`: say so in the capture, so a
+    // restore leaves them alone instead of deleting the file that is there by then
+    const held = new Set(files.map((f) => f.path));
+    const broken = ((await s.brokenAgentState?.()) ?? [])
+      .filter((b) => !held.has(b.path))
+      .map((b) => ({ path: b.path, message: b.message }));
+    out.push({ store: s.spec, files, ...(broken.length ? { broken } : {}) });
   }
   return out;
 }
@@ -118,7 +124,8 @@ export async function restoreAgent(
   const abortWhat = 'the restore was stopped part-way';
   for (const { s, cap } of plans) {
     throwIfAborted(ctx.signal, abortWhat);
-    const rels = await s.restore(cap.files, ctx.objects, { signal: ctx.signal, abortWhat });
+    const leaveAlone = cap.broken?.map((b) => b.path);
+    const rels = await s.restore(cap.files, ctx.objects, { signal: ctx.signal, abortWhat, leaveAlone });
     for (const rel of rels) changed.push(`${s.spec}:${rel}`);
   }
   return changed.sort();
@@ -149,14 +156,29 @@ export async function checkAgentRestore(
   }
 }
 
-/** Agent-state differences between a restore point's captures and now (`<store>:<rel>`, sorted). */
+/**
+ * Agent-state differences between a restore point's captures and now (`<store>:<rel>`, sorted): what
+ * a restore puts back. Files that were broken when it was taken (AgentCapture.broken) are not among
+ * them: the restore leaves them alone (see agentLeftAlone).
+ */
 export async function agentDiff(rp: RestorePoint, stores: MemoryStoreAdapter[]): Promise<string[]> {
   const out: string[] = [];
   for (const s of stores) {
     const cap = findCapture(rp, s);
     if (!cap) continue;
-    for (const rel of await s.changedFiles(cap.files)) out.push(`${s.spec}:${rel}`);
+    const alone = new Set(cap.broken?.map((b) => b.path));
+    for (const rel of await s.changedFiles(cap.files)) if (!alone.has(rel)) out.push(`${s.spec}:${rel}`);
   }
+  return out.sort();
+}
+
+/**
+ * Agent-state files a restore of `rp` leaves alone because they were broken when it was taken
+ * (AgentCapture.broken of the captures of `stores`), as `<store>:<rel>`, sorted.
+ */
+export function agentLeftAlone(rp: RestorePoint, stores: MemoryStoreAdapter[]): string[] {
+  const out: string[] = [];
+  for (const s of stores) for (const b of findCapture(rp, s)?.broken ?? []) out.push(`${s.spec}:${b.path}`);
   return out.sort();
 }
 

@@ -250,7 +250,16 @@ export async function createRestorePoint(
     message: `A restore of ${broken.id} never finished (started ${broken.startedAt}), so this restore point may hold a half-restored target.`,
     actions: interruptedActions(t.target.spec, broken),
   };
-  const notices = [configProblem, warning, half].filter((w): w is Notice => !!w);
+  // Agent-state files broken when captured (a MEMORY.md that is a directory): not in it, never silently.
+  const brokenFiles: Notice[] = rp.agent.flatMap((a) =>
+    (a.broken ?? []).map((b) => ({
+      message:
+        `${b.path} of ${a.store} was broken and is not in this restore point's agent state (a restore of it leaves ` +
+        `that file alone): ${b.message}`,
+      hint: 'Fix the file (memory list shows the fix), then take a new restore point.',
+    })),
+  );
+  const notices = [configProblem, ...brokenFiles, warning, half].filter((w): w is Notice => !!w);
   // `warnings` as text for clients that do not render actions; `notices` with the next actions.
   const warnings = notices.map((n) => (n.hint ? `${n.message} ${n.hint}` : n.message));
   const said = notices.length ? { warnings, notices } : {};

@@ -5,7 +5,7 @@
  */
 import { openStore } from '../memory';
 import type { ChangeSummary, ParamsOf, ResultOf, RestorePoint } from '../protocol';
-import { agentDiff, agentStateFilter, sameStore } from './agentState';
+import { agentDiff, agentLeftAlone, agentStateFilter, sameStore } from './agentState';
 import type { CoreContext } from './context';
 import { compareCaptures, DEFAULT_READ_MAX_BYTES, encodeContent, normalizeRelPath, tooLarge } from './compare';
 import { detectTargetStores } from './detect';
@@ -49,7 +49,8 @@ export async function diffRestorePoint(ctx: CoreContext, p: ParamsOf<'restorePoi
   const inTarget = [...stores, ...(await detectTargetStores(t.target))];
   const skip = agentStateFilter(t.target, inTarget, { keepAgentState: false });
   const m = await t.backend.diff(rp.id, { cacheIds: latest ? [latest.id] : [], ...(skip ? { skip } : {}) });
-  return { ...m, agentChanged: await agentDiff(rp, stores) };
+  const alone = agentLeftAlone(rp, stores);
+  return { ...m, agentChanged: await agentDiff(rp, stores), ...(alone.length ? { agentLeftAlone: alone } : {}) };
 }
 
 /**

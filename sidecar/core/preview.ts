@@ -23,7 +23,7 @@ import {
   type Scope,
   type TargetDescription,
 } from '../protocol';
-import { agentDiff, agentStateFilter, checkAgentRestore } from './agentState';
+import { agentDiff, agentLeftAlone, agentStateFilter, checkAgentRestore } from './agentState';
 import type { CoreContext, TargetCtx } from './context';
 import { detectTargetStores } from './detect';
 import { asAgentKeepError } from './errors';
@@ -67,7 +67,11 @@ export async function previewRestore(ctx: CoreContext, p: ParamsOf<'restorePoint
       }
     }
   }
-  if (scope !== 'machine') out.agentFiles = samplePaths(await agentDiff(rp, stores), limit);
+  if (scope !== 'machine') {
+    out.agentFiles = samplePaths(await agentDiff(rp, stores), limit);
+    const alone = agentLeftAlone(rp, stores);
+    if (alone.length) out.agentLeftAlone = samplePaths(alone, limit);
+  }
   const memory = await memoryChanges(ctx, p.target, rp, stores, scope, limit, warnings);
   if (memory?.entries) out.memory = memory.entries;
   out.actions = { count: memory?.actions.length ?? 0, items: (memory?.actions ?? []).slice(0, limit) };

@@ -13,7 +13,15 @@ import {
 } from '../protocol';
 import type { MemoryStoreAdapter } from '../memory';
 import { listAction, restoreAction } from './actions';
-import { agentStateFilter, checkAgentRestore, findCapture, lockStores, noCapture, restoreAgent } from './agentState';
+import {
+  agentLeftAlone,
+  agentStateFilter,
+  checkAgentRestore,
+  findCapture,
+  lockStores,
+  noCapture,
+  restoreAgent,
+} from './agentState';
 import { STAGE_TEXT, type CoreContext, type TargetCtx } from './context';
 import { createLocked } from './create';
 import { noUndoPointUnconfirmed, undoPointSpaceError } from './diskfull';
@@ -164,7 +172,11 @@ export async function restoreRestorePoint(
         machineState = m.machineState;
         warnings = m.warnings?.length ? m.warnings : undefined;
       }
-      if (scope !== 'machine' && written.length) changes.agentChanged = await restoreAgent(ctx, rp, written);
+      if (scope !== 'machine' && written.length) {
+        changes.agentChanged = await restoreAgent(ctx, rp, written);
+        const alone = agentLeftAlone(rp, written);
+        if (alone.length) changes.agentLeftAlone = alone;
+      }
     } catch (e) {
       const undoActions = undo ? [restoreAction('Undo', target, undo.id, 'both')] : [];
       const saved = undo

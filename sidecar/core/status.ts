@@ -54,7 +54,11 @@ export async function agentStatus(ctx: CoreContext, p: ParamsOf<'agentStatus'>):
       await s.check();
       const broken = await storeProblems(s);
       const staged = (await s.pendingWrites?.().catch(() => 0)) ?? 0;
-      const pendingWrites = staged ? { pendingWrites: staged } : {};
+      const cp = await s.configProblem?.().catch(() => undefined);
+      const pendingWrites = {
+        ...(staged ? { pendingWrites: staged } : {}),
+        ...(cp ? { configProblem: { file: cp.file, ...cp.problem } } : {}),
+      };
       if (broken)
         stores.push({ store: spec, ok: false, message: brokenSummary(broken), description, broken, ...pendingWrites });
       else stores.push({ store: spec, ok: true, description, ...pendingWrites });

@@ -157,7 +157,18 @@ export async function usageRestorePoints(
  * preview that first); undefined below.
  */
 export async function capWarning(ctx: CoreContext, t: TargetCtx, capBytes: number): Promise<Notice | undefined> {
-  const u = await usageOf(t, await t.journal.list(), { quick: true });
+  const points = await t.journal.list();
+  if (t.backend.heldBound) {
+    // An upper bound first (no snapshot read): below the warning level, the exact figure is too.
+    const mine = points.filter((r) => r.machine.backend === t.backend.name);
+    let bound = await t.backend
+      .heldBound(mine.map((r) => ({ id: r.id, bytes: r.machine.bytes })))
+      .catch(() => Infinity);
+    bound += await t.journal.bytes().catch(() => 0);
+    for (const r of points) for (const a of r.agent) for (const f of a.files) bound += f.size;
+    if (capLevel(bound, capBytes) === 'ok') return undefined;
+  }
+  const u = await usageOf(t, points, { quick: true });
   if (!u) return undefined;
   const level = capLevel(u.bytes, capBytes);
   if (level === 'ok') return undefined;

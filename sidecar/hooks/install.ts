@@ -66,7 +66,11 @@ export function hermesHomeOf(home?: string, env: NodeJS.ProcessEnv = process.env
   return path.resolve(home ?? env.HERMES_HOME ?? path.join(os.homedir(), '.hermes'));
 }
 
-/** config.yaml of a Hermes home. @throws TargetNotFound / InvalidParams naming what is missing */
+/**
+ * config.yaml of a Hermes home.
+ * @throws InvalidParams naming what is missing, or config.yaml that is not a file (a directory, a
+ *   FIFO, a dangling symlink) with the fix; nothing changed
+ */
 async function hermesConfigFile(home: string): Promise<string> {
   const st = await fs.stat(home).catch(() => undefined);
   if (!st?.isDirectory())
@@ -76,15 +80,21 @@ async function hermesConfigFile(home: string): Promise<string> {
       'Give the folder Hermes uses (HERMES_HOME, usually ~/.hermes) with --home DIR.',
     );
   const file = path.join(home, 'config.yaml');
-  if (existsSync(file)) {
-    const fst = await fs.stat(file);
-    if (!fst.isFile())
-      throw new AgentKeepError(
-        'InvalidParams',
-        `${file} is ${fst.isDirectory() ? 'a directory' : 'not a regular file'}, not Hermes' config file; nothing was changed.`,
-        `Move it aside (mv ${shlexQuote(file)} ${shlexQuote(file + '.aside')}), run hermes once (or hermes setup) so it writes config.yaml, then install again.`,
-      );
-    return file;
+  const l = await fs.lstat(file).catch(() => undefined);
+  if (l) {
+    const cf = l.isSymbolicLink() ? await fs.stat(file).catch(() => undefined) : l;
+    if (cf?.isFile()) return file;
+    const what = !cf
+      ? `a symbolic link to ${await fs.readlink(file).catch(() => '?')}, which does not exist`
+      : cf.isDirectory()
+        ? 'a directory'
+        : 'not a regular file';
+    throw new AgentKeepError(
+      'InvalidParams',
+      `${file} is ${what}, not Hermes' config file: Hermes cannot read its settings from it; nothing was changed.`,
+      `Move it away (mv ${file} ${file}.moved) and let Hermes write a new one (hermes setup), or put the ` +
+        'config.yaml back (e.g. from backups/config/ in the Hermes home), then try again.',
+    );
   }
   const hermesLike = ['memories', 'state.db', 'SOUL.md', '.env', 'sessions', 'skills'].some((n) =>
     existsSync(path.join(home, n)),

@@ -176,6 +176,13 @@ export interface MachineBackend {
    */
   heldObjects?(): Promise<{ objects: Map<string, number>; metaBytes: number }>;
   /**
+   * An upper bound, in bytes, of what heldObjects would count (objects + metaBytes) for snapshots
+   * `points` (id and the journal's machine.bytes), without reading any snapshot (dir: a summary kept
+   * by create). The size-cap check after a create asks for it first and calls heldObjects only when
+   * the bound comes near the cap. Optional.
+   */
+  heldBound?(points: Array<{ id: string; bytes: number }>): Promise<number>;
+  /**
    * Restore points the backend can rebuild from the hypervisor alone (Proxmox: the `agentkeep:v1:`
    * marker in snapshot descriptions), so `restore-point list` shows snapshots another machine made.
    * Optional; they carry no agent-state capture.

@@ -146,7 +146,7 @@ export async function checkLocalRestore(
  * Make the agent-state files under `root` what `files` captured, after checkLocalRestore (nothing is
  * written when something is in the way): each file whose content differs is written to a temp file
  * next to it and renamed over it (its mode kept; 0644 for a new file; an empty directory in the way
- * is removed); agent-state files that exist now but are not in `files` are removed, and directories
+ * is removed); agent-state files that exist now but are not in `files` (nor in `opts.leaveAlone`) are removed, and directories
  * emptied by that are pruned up to `root`. Volatile paths (lock files) are never touched. The caller
  * has checked that every object exists and holds the store's lock.
  * @returns store-relative paths changed, in the order written
@@ -162,7 +162,10 @@ export async function restoreLocalFiles(
   io: FileTransport = localTransport,
 ): Promise<string[]> {
   const what = opts.abortWhat ?? 'the restore was stopped part-way';
-  const current = (await s.agentStateFiles().catch(() => [] as string[])).filter((rel) => !s.isVolatilePath?.(rel));
+  const alone = new Set(opts.leaveAlone ?? []); // broken when captured: the capture says nothing about them
+  const current = (await s.agentStateFiles().catch(() => [] as string[])).filter(
+    (rel) => !s.isVolatilePath?.(rel) && !alone.has(rel),
+  );
   const want = new Set(files.map((f) => f.path));
   await checkLocalRestore(s, root, files);
   const changed: string[] = [];

@@ -88,6 +88,12 @@ export interface AgentStateOptions {
   abortWhat?: string;
   /** Called once the files to capture are known (progress: `total` files). */
   onFiles?(total: number): void;
+  /**
+   * Restore only: store-relative paths the restore leaves as they are (neither written nor removed):
+   * the files that were broken when the restore point was taken (AgentCapture.broken), so the capture
+   * says nothing about them.
+   */
+  leaveAlone?: readonly string[];
 }
 
 /**
@@ -237,6 +243,21 @@ export interface MemoryStoreAdapter {
    * @throws FileError naming the path, what is in the way and the fix; nothing written
    */
   checkRestore?(files: readonly CapturedFile[]): Promise<void>;
+  /**
+   * Agent-state files that exist now but are broken so that capture() cannot hold them (Hermes: a
+   * MEMORY.md that is a directory, a FIFO or socket, a dangling symlink, unreadable): store-relative
+   * path, what is wrong, the fix. The core records them in the capture (AgentCapture.broken), says so
+   * in the create's notices, and a restore leaves them alone. Absent: the store has no such files.
+   */
+  brokenAgentState?(): Promise<Array<{ path: string; message: string; hint?: string }>>;
+  /**
+   * The store's own config file, when it exists but cannot be used (Hermes: config.yaml that does not
+   * parse as YAML, or is a directory, a FIFO, unreadable): its absolute path and the problem (the
+   * YAML error with its line, the fix). The agent then runs on its defaults (Hermes
+   * hermes_cli/config.py: "Falling back to default config"), so memory lint warns and agent.status
+   * says it. undefined when there is none or it is fine.
+   */
+  configProblem?(): Promise<{ file: string; problem: StoreProblem } | undefined>;
   /**
    * Replace an entry's text. Under the store's own lock, temp file + rename; refuses (Conflict) when
    * the content hash is no longer `expectedHash`, (EntryNotFound) for an unknown id, (OverBudget)

@@ -160,6 +160,18 @@ export const AgentCapture = z.object({
       }),
     )
     .describe('Agent-state files captured'),
+  broken: z
+    .array(
+      z.object({
+        path: z.string().describe('Path relative to the store root'),
+        message: z.string().describe('What was wrong with it (a directory, a FIFO, a dangling symlink, unreadable)'),
+      }),
+    )
+    .optional()
+    .describe(
+      'Agent-state files that existed but were broken when the restore point was taken, so not captured: a ' +
+        'restore of it leaves them alone (never deletes them); absent when none',
+    ),
 });
 
 export const RestorePoint = z.object({
@@ -297,6 +309,13 @@ export const ChangeSummary = z
     removed: z.array(z.string()).describe('Paths in the restore point that are gone now (a restore brings them back)'),
     changed: z.array(z.string()).describe('Paths whose content, mode, type or link target differ'),
     agentChanged: z.array(z.string()).describe('Agent-state files (store-relative, prefixed by store) that differ'),
+    agentLeftAlone: z
+      .array(z.string())
+      .optional()
+      .describe(
+        'Agent-state files (`<store>:<rel>`) broken when the restore point was taken (AgentCapture.broken), so not ' +
+          'in it: a restore leaves them as they are; absent when none',
+      ),
   })
   .describe('Differences between a restore point and the current state (relative paths)');
 export type ChangeSummary = z.infer<typeof ChangeSummary>;
@@ -400,6 +419,13 @@ export const MemoryFile = z.object({
     .object({
       chars: z.number().int().describe('len("\\n§\\n".join(entries)), as Hermes counts it'),
       limit: z.number().int().describe('Char limit from config.yaml (memory.memory_char_limit / user_char_limit)'),
+      limitNote: z
+        .string()
+        .optional()
+        .describe(
+          'Set when `limit` is Hermes\' default because config.yaml cannot be used, e.g. "config.yaml does not ' +
+            'parse" (the file\'s warnings say the error and the fix); absent when the limit is as configured',
+        ),
     })
     .optional()
     .describe('Hermes MEMORY.md/USER.md only: usage against the char limit'),
@@ -832,6 +858,10 @@ export const RestorePreview = z.object({
     ),
   agentFiles: PathSample.optional().describe(
     'Agent-state files (`<store>:<rel>`) the restore puts back; absent for scope machine',
+  ),
+  agentLeftAlone: PathSample.optional().describe(
+    'Agent-state files (`<store>:<rel>`) that were broken when the restore point was taken (AgentCapture.broken): ' +
+      'not in its capture, so the restore leaves them as they are now; absent when none or for scope machine',
   ),
   effects: RestoreEffects.optional().describe(
     'VM and container targets, scopes machine and both: what the rollback does to the guest',
@@ -1576,6 +1606,12 @@ export const Methods = {
             'Set when the store exists but a memory file or its history database is damaged or unreadable: which ' +
               'file, what, the fix, and whether the rest can be read. Never shown as empty or clean',
           ),
+          configProblem: StoreProblem.extend({ file: z.string().describe('Absolute path of the config file') })
+            .optional()
+            .describe(
+              "The store's own config file cannot be used (Hermes config.yaml does not parse, or is a directory): the " +
+                'agent runs on its defaults, so the char limits shown are the defaults. The store stays `ok`. Absent when fine',
+            ),
           pendingWrites: z
             .number()
             .int()

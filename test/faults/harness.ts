@@ -18,6 +18,7 @@ import { SIDECAR } from '../unit/helpers/sidecar';
 
 export { buildSidecar, runSidecar, SIDECAR } from '../unit/helpers/sidecar';
 import { describeTree, pseudoRandom, put, tempSetup } from '../unit/dir-fixtures';
+import { manifestObjects } from '../unit/helpers/manifests';
 export { describeTree, pseudoRandom, put, tempSetup };
 export {
   orphanObjects,
@@ -96,7 +97,7 @@ function sha256File(p: string): string {
 
 /**
  * The state dir is consistent: every journal entry of every target parses and has its dir
- * manifest; every object a manifest or agent capture names exists and hashes to its name (no torn
+ * manifest; every object a manifest (format 2: its trees and what they name) or agent capture names exists and hashes to its name (no torn
  * object). Returns the number of restore points checked.
  */
 export function checkState(stateDir: string): number {
@@ -122,8 +123,7 @@ export function checkState(stateDir: string): number {
       if (rp.machine.backend === 'dir') {
         const mf = path.join(stateDir, 'dir', key, `${rp.id}.json`);
         assert.ok(fs.existsSync(mf), `manifest of ${rp.id} is missing`);
-        const m = JSON.parse(fs.readFileSync(mf, 'utf8')) as { entries: Array<{ p: string; h?: string }> };
-        for (const e of m.entries) if (e.h) object(e.h, `${rp.id}:${e.p}`);
+        for (const o of manifestObjects(stateDir, mf)) object(o.hash, `${rp.id}:${o.what}`);
       }
       for (const a of rp.agent) for (const f of a.files) object(f.hash, `${rp.id} agent state`);
     }

@@ -11,6 +11,7 @@ import { Core } from '../../sidecar/core/core';
 import { AgentKeepError } from '../../sidecar/core/errors';
 import { fixText } from './helpers/errors';
 import { describeTree, pseudoRandom, put, tempLeftovers, tempSetup } from './dir-fixtures';
+import { bytesOnlyIn } from './helpers/manifests';
 
 describe('dir backend: restore makes the tree identical', function () {
   let s: ReturnType<typeof tempSetup>;
@@ -198,9 +199,14 @@ describe('dir backend: restore makes the tree identical', function () {
     const first = await core.createRestorePoint({ target: s.target });
     fs.rmSync(path.join(s.tree, 'only-first.bin'));
     const second = await core.createRestorePoint({ target: s.target });
+    const mf = (id: string): string =>
+      path.join(s.state, 'dir', fs.readdirSync(path.join(s.state, 'dir'))[0], `${id}.json`);
+    // its content only it used (200,000 bytes), and its root tree (format 2: the listing differs)
+    const only = bytesOnlyIn(s.state, mf(first.id), [mf(second.id)]);
+    assert.ok(only > 200_000 && only < 201_000, `${only}`);
     const del = await core.deleteRestorePoint({ target: s.target, id: first.id });
     assert.equal(del.deleted, first.id);
-    assert.equal(del.freedBytes, 200_000);
+    assert.equal(del.freedBytes, only);
     // the second restore point still restores fine
     put(s.tree, 'junk.txt', 'junk');
     await core.restoreRestorePoint({ target: s.target, id: second.id, scope: 'both' });

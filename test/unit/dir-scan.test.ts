@@ -7,7 +7,7 @@ import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
-import { manifestJson, readManifest, type Manifest } from '../../sidecar/machine/dir/manifest';
+import { forgetManifest, manifestJson, readManifest, type Manifest } from '../../sidecar/machine/dir/manifest';
 import { scanTree, statCacheOf } from '../../sidecar/machine/dir/scan';
 import { PARALLEL_MIN } from '../../sidecar/machine/dir/statpool';
 import { put, tempSetup } from './dir-fixtures';
@@ -94,7 +94,7 @@ describe('dir backend: scan and stat cache', function () {
     assert.equal(again.entries.length, withWorkers.entries.length);
   });
 
-  it('manifests round-trip through their JSON', async () => {
+  it('manifests round-trip through their JSON and their trees', async () => {
     put(s.tree, 'a "quoted" ✓.txt', 'x');
     fs.symlinkSync('a "quoted" ✓.txt', path.join(s.tree, 'l'));
     const rp = await core.createRestorePoint({ target: s.target });
@@ -102,7 +102,12 @@ describe('dir backend: scan and stat cache', function () {
     const file = path.join(dir, fs.readdirSync(dir)[0], `${rp.id}.json`);
     const m = (await readManifest(file)) as Manifest;
     assert.deepEqual(JSON.parse(manifestJson(m)), JSON.parse(JSON.stringify(m)));
-    assert.deepEqual(JSON.parse(fs.readFileSync(file, 'utf8')), JSON.parse(JSON.stringify(m)));
+    // format 2: the file is the head, the entries live in the root tree object
+    const { entries: _e, ...head } = m;
+    assert.equal(m.v, 2);
+    assert.deepEqual(JSON.parse(fs.readFileSync(file, 'utf8')), JSON.parse(JSON.stringify(head)));
+    forgetManifest(file);
+    assert.deepEqual(await readManifest(file), JSON.parse(JSON.stringify(m)), 'read back from its trees');
     assert.deepEqual(
       m.entries.map((e) => [e.p, e.t]),
       [

@@ -13,6 +13,7 @@ import { forgetManifest } from '../../sidecar/machine/dir/manifest';
 import { describeTree, pseudoRandom, put, tempSetup } from './dir-fixtures';
 import { buildSidecar, runSidecar, SIDECAR } from './helpers/sidecar';
 import { AS_NOBODY, NOBODY, orphanObjects, storedObjects, tempObjects } from './helpers/tmpfs';
+import { bytesOnlyIn, manifestObjects } from './helpers/manifests';
 
 const KiB = 1024;
 
@@ -111,7 +112,11 @@ describe('orphaned objects are collected (issue 13 #3)', function () {
     const rp = await new Core({ stateDir: s.state }).createRestorePoint({ target: s.target, stores: [] });
     assert.deepEqual(orphanObjects(s.state), []);
     assert.deepEqual(inflight(), []);
-    assert.equal(storedObjects(s.state).length, 30, 'the new restore point has all its objects');
+    const [key] = fs.readdirSync(path.join(s.state, 'dir'));
+    const named = manifestObjects(s.state, path.join(s.state, 'dir', key, `${rp.id}.json`));
+    assert.equal(named.filter((o) => !o.what.startsWith('tree of')).length, 30, '30 contents');
+    // the new restore point has all its objects: 30 contents and its trees (format 2), nothing else
+    assert.deepEqual(storedObjects(s.state).sort(), [...new Set(named.map((o) => o.hash))].sort());
     assert.equal(rp.machine.files, 30);
   });
 
@@ -156,8 +161,13 @@ describe('orphaned objects are collected (issue 13 #3)', function () {
     fs.writeFileSync(newTemp, 'partial');
     const hourAgo = new Date(Date.now() - 3_600_000);
     fs.utimesSync(oldTemp, hourAgo, hourAgo);
+    // the content only it held (100 KiB), and its root tree (format 2)
+    const only = bytesOnlyIn(s.state, path.join(s.state, 'dir', key, `${a.id}.json`), [
+      path.join(s.state, 'dir', key, `${b.id}.json`),
+    ]);
+    assert.ok(only > 100 * KiB && only < 101 * KiB, `${only}`);
     const r = await core.pruneRestorePoints({ target: s.target });
-    assert.equal(r.freedBytes, 100 * KiB);
+    assert.equal(r.freedBytes, only);
     assert.ok(!fs.existsSync(path.join(s.state, 'dir', key, `${a.id}.json`)), 'orphan manifest dropped');
     assert.ok(fs.existsSync(path.join(s.state, 'dir', key, `${b.id}.json`)));
     assert.ok(!fs.existsSync(oldTemp));

@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
 import { describeTree, pseudoRandom, put, tempSetup } from './dir-fixtures';
 import { expectAgentKeepError } from './helpers/errors';
+import { bytesOnlyIn } from './helpers/manifests';
 import { buildSidecar, runSidecar } from './helpers/sidecar';
 import { fillUp, mountTmpfs, orphanObjects, storedObjects, tempObjects, type SmallFs } from './helpers/tmpfs';
 
@@ -169,13 +170,17 @@ describe('a full state dir (issue 13 #2, real tmpfs)', function () {
     addBig(3);
     const b = await core.createRestorePoint({ target: s.target, stores: [] });
     assert.ok(fs.existsSync(path.join(state, 'space-reserve')), 'the reserve was written while there was room');
+    const mf = (id: string): string =>
+      path.join(state, 'dir', fs.readdirSync(path.join(state, 'dir'))[0], `${id}.json`);
+    const only = bytesOnlyIn(state, mf(a.id), [mf(b.id)]); // 1 MiB of content, and its root tree (format 2)
+    assert.ok(only > MiB && only < MiB + 1024, `${only}`);
     fillUp(small.mnt);
     const pruned = await core.pruneRestorePoints({ target: s.target, keep: 1, minAgeMs: 0 });
     assert.deepEqual(
       pruned.deleted.map((d) => d.id),
       [a.id],
     );
-    assert.equal(pruned.freedBytes, MiB);
+    assert.equal(pruned.freedBytes, only);
     assert.ok(fs.existsSync(path.join(state, 'space-reserve')), 'the reserve is back once there is room');
 
     fillUp(small.mnt, path.join(small.mnt, 'ballast2'));

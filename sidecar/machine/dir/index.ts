@@ -6,6 +6,7 @@
  * Temp files of an interrupted restore are never captured and are removed by the next restore.
  * See docs/dir-backend.md.
  */
+import * as fsSync from 'node:fs';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { createHash } from 'node:crypto';
@@ -36,11 +37,33 @@ import type {
 } from '../types';
 import { tooLarge } from '../../core/compare';
 import { parseLocalPathTarget, type LocalPathOptions } from '../localPath';
-import { forgetManifest, readManifest, writeManifest, type Entry, type Manifest } from './manifest';
-import { ObjectIndex } from './usage';
+import {
+  forgetManifest,
+  objectsDirOf,
+  readManifest,
+  readManifestHead,
+  writeManifest,
+  type Entry,
+  type Manifest,
+} from './manifest';
+import { HELD_NAME, HeldBound, INDEX_NAME, ObjectIndex } from './usage';
 import { scanTree, statCacheOf } from './scan';
+import { buildTrees, childrenByDir, treeDifference } from './tree';
 
 const CONCURRENCY = 8;
+
+/** Directory -> entries of a format-2 snapshot in memory, built once when a restore needs it. */
+const kidsCache = new WeakMap<Manifest, Map<string, Entry[]>>();
+/** The directory of each entry of a snapshot made by this process (its scan's `parents`). */
+const parentsOf = new WeakMap<Manifest, string[]>();
+function kidsOf(m: Manifest): Map<string, Entry[]> {
+  let k = kidsCache.get(m);
+  if (!k) {
+    k = childrenByDir(m.entries, parentsOf.get(m));
+    kidsCache.set(m, k);
+  }
+  return k;
+}
 
 /** Whether two entries are the same for a restore (type, content, link target, mode). */
 export function sameEntry(a: Entry, b: Entry): boolean {
@@ -77,6 +100,8 @@ export class DirBackend implements MachineBackend {
   private readonly manifestDir: string;
   /** Objects all manifests of the target hold (usage.ts), for the size-cap check after a create. */
   private readonly index: ObjectIndex;
+  /** Per snapshot the bytes it added to its parent (usage.ts), for the size-cap check's upper bound. */
+  private readonly held: HeldBound;
 
   constructor(private readonly ctx: BackendContext) {
     this.root = ctx.target.path;
@@ -86,6 +111,7 @@ export class DirBackend implements MachineBackend {
       () => this.list(),
       (id) => readManifest(this.manifestPath(id)),
     );
+    this.held = new HeldBound(this.manifestDir);
   }
 
   /** Path of a snapshot's manifest. */
@@ -154,8 +180,11 @@ export class DirBackend implements MachineBackend {
     const parent = await this.manifestOrUndefined(opts.parentId);
     const r = await this.scanAndStore(parent ? [parent] : [], undefined, opts.progress, opts.signal);
     this.strayTemps = { id: snapshotId, temps: r.temps };
+    // Trees (format 2): only directories that changed, and their ancestors, get a new tree object.
+    const prevRoot = parent?.v === 2 && parent.tree ? { tree: parent.tree, treeSize: parent.treeSize ?? 0 } : undefined;
+    const trees = await buildTrees(r, prevRoot, (b) => this.ctx.objects.putBuffer(b));
     const m: Manifest = {
-      v: 1,
+      v: 2,
       backend: 'dir',
       target: this.ctx.target.spec,
       id: snapshotId,
@@ -163,11 +192,29 @@ export class DirBackend implements MachineBackend {
       scanStartMs: r.scanStartMs,
       rootMode: r.rootMode,
       bytes: r.bytes,
+      tree: trees.tree,
+      treeSize: trees.treeSize,
+      treeBytes: trees.treeBytes,
       entries: r.entries,
     };
     throwIfAborted(opts.signal, 'the restore point was not created; nothing in the target was changed');
     await writeManifest(this.manifestPath(snapshotId), m);
-    await this.index.added(snapshotId, m);
+    parentsOf.set(m, r.parents);
+    // What this snapshot names that its parent did not (the size-cap bound); O(changed files).
+    let added = r.bytes + trees.treeBytes; // no parent: everything
+    if (parent) {
+      const before = statCacheOf(parent)[0].entries;
+      const seen = new Set<string>();
+      added = 0;
+      for (const e of r.fresh) {
+        if (!e.h || before.get(e.p)?.h === e.h || seen.has(e.h)) continue;
+        seen.add(e.h);
+        added += e.s;
+      }
+      added += trees.addedTreeBytes;
+    }
+    const full = r.bytes + trees.treeBytes;
+    await this.held.added(snapshotId, parent ? opts.parentId : undefined, added, full, await this.list());
     return { files: r.entries.length, bytes: r.bytes, newBytes: r.newBytes, skipped: r.skipped };
   }
 
@@ -193,6 +240,29 @@ export class DirBackend implements MachineBackend {
    * Distinct objects all snapshots of the target hold (hash -> size) and the bytes of its manifests,
    * from the object index (one file; rebuilt from the manifests when it is out of date).
    */
+  async heldBound(points: Array<{ id: string; bytes: number }>): Promise<number> {
+    const bytes = new Map(points.map((p) => [p.id, p.bytes]));
+    // Not in the summary: the journal's bytes, plus the trees a format-2 manifest names (its small head).
+    const full = async (id: string): Promise<number> => {
+      const f = this.manifestPath(id);
+      const st = await fs.stat(f).catch(() => undefined);
+      let trees = 0;
+      if (st && st.size < 65536) {
+        const head = JSON.parse(await fs.readFile(f, 'utf8').catch(() => '{}')) as Partial<Manifest>;
+        trees = head.v === 2 ? (head.treeBytes ?? Infinity) : 0;
+      }
+      return (bytes.get(id) ?? 0) + trees;
+    };
+    const bound = await this.held.bound(
+      points.map((p) => p.id),
+      full,
+    );
+    let meta = 0;
+    const files = [...(await this.list()).map((id) => `${id}.json`), INDEX_NAME, HELD_NAME];
+    for (const f of files) meta += (await fs.stat(path.join(this.manifestDir, f)).catch(() => undefined))?.size ?? 0;
+    return bound + meta;
+  }
+
   async heldObjects(): Promise<{ objects: Map<string, number>; metaBytes: number }> {
     const h = await this.index.held();
     return { objects: h.objects, metaBytes: h.manifestBytes };
@@ -225,7 +295,9 @@ export class DirBackend implements MachineBackend {
   /** Objects the snapshot's manifest names: hash -> size (bytes). @throws CorruptSnapshot when the manifest is missing. */
   async objectsOf(snapshotId: string): Promise<Map<string, number>> {
     const out = new Map<string, number>();
-    for (const e of (await this.manifest(snapshotId)).entries) if (e.h) out.set(e.h, e.s);
+    const m = await this.manifest(snapshotId);
+    for (const e of m.entries) if (e.h) out.set(e.h, e.t === 'd' ? (e.z ?? 0) : e.s);
+    if (m.tree) out.set(m.tree, m.treeSize ?? 0); // tree objects are disk use too
     return out;
   }
 
@@ -248,22 +320,36 @@ export class DirBackend implements MachineBackend {
     opts: { currentId?: string; skip?: PathFilter; progress?: BackendProgress; signal?: AbortSignal },
   ): Promise<MachineChanges> {
     await this.check();
-    const snap = await this.manifest(snapshotId);
+    const file = this.manifestPath(snapshotId);
+    const snap = (await readManifestHead(file)) ?? (await this.manifest(snapshotId)); // (throws when missing)
     const skip = opts.skip;
     const signal = opts.signal;
     const stopped = 'the restore was stopped part-way';
-    const want = skip ? snap.entries.filter((e) => !underSkip(e.p, skip)) : snap.entries;
     // The current state: the snapshot taken just before (pre-restore), else a fresh scan.
     const curManifest = await this.manifestOrUndefined(opts.currentId);
+    let all: Entry[];
     let cur: Entry[];
     let stray: string[];
     if (curManifest) {
-      cur = skip ? curManifest.entries.filter((e) => !underSkip(e.p, skip)) : curManifest.entries;
+      let curAll = curManifest.entries;
+      if (snap.v === 2 && snap.tree && curManifest.v === 2 && curManifest.tree) {
+        // Both in trees: only directories whose trees differ are read and compared.
+        const d = treeDifference(
+          objectsDirOf(file),
+          snap.tree,
+          { tree: curManifest.tree, kids: kidsOf(curManifest) },
+          `of ${file}`,
+        );
+        all = d.want;
+        curAll = d.cur;
+      } else all = snap.entries ?? (await this.manifest(snapshotId)).entries;
+      cur = skip ? curAll.filter((e) => !underSkip(e.p, skip)) : curAll;
       const last = this.strayTemps;
       stray = last && last.id === opts.currentId ? last.temps : [];
     } else {
+      all = snap.entries ?? (await this.manifest(snapshotId)).entries;
       const r = await scanTree(this.root, {
-        caches: statCacheOf(snap),
+        caches: statCacheOf(await this.manifest(snapshotId)),
         skip,
         concurrency: CONCURRENCY,
         hashFile: async (abs) => ({ hash: await hashFileAny(abs), newBytes: 0 }),
@@ -271,6 +357,7 @@ export class DirBackend implements MachineBackend {
       cur = r.entries;
       stray = r.temps;
     }
+    const want = skip ? all.filter((e) => !underSkip(e.p, skip)) : all;
     const wantMap = new Map(want.map((e) => [e.p, e]));
     const curMap = new Map(cur.map((e) => [e.p, e]));
     const changes = compareEntries(want, cur, wantMap, curMap);
@@ -298,10 +385,10 @@ export class DirBackend implements MachineBackend {
     const relax = async (dirRel: string): Promise<void> => {
       if (relaxed.has(dirRel)) return;
       const d = dirRel ? abs(dirRel) : this.root;
-      const st = await fs.lstat(d).catch(() => undefined);
+      const st = fsSync.lstatSync(d, { throwIfNoEntry: false });
       if (st && st.isDirectory() && (st.mode & 0o700) !== 0o700) {
         relaxed.set(dirRel, st.mode & 0o7777);
-        await fs.chmod(d, (st.mode & 0o7777) | 0o700);
+        fsSync.chmodSync(d, (st.mode & 0o7777) | 0o700);
       } else relaxed.set(dirRel, -1);
     };
     const parentOf = (p: string): string => (p.includes('/') ? p.slice(0, p.lastIndexOf('/')) : '');
@@ -322,6 +409,7 @@ export class DirBackend implements MachineBackend {
         return !w || w.t !== e.t;
       });
       removals.sort((a, b) => (a.p < b.p ? 1 : a.p > b.p ? -1 : 0));
+      let slice = Date.now();
       for (const e of removals) {
         throwIfAborted(signal, stopped);
         await relax(parentOf(e.p));
@@ -331,7 +419,7 @@ export class DirBackend implements MachineBackend {
           if (w) await fs.rm(a, { recursive: true, force: true });
           else {
             try {
-              await fs.rmdir(a);
+              fsSync.rmdirSync(a);
             } catch (err) {
               // Not empty: it still holds paths spared by the scope (or created since); leave it,
               // and do not report it as removed.
@@ -339,8 +427,12 @@ export class DirBackend implements MachineBackend {
               if (!isErrno(err, 'ENOENT')) spared.add(e.p);
             }
           }
-        } else await fs.rm(a, { force: true });
+        } else fsSync.rmSync(a, { force: true });
         tick();
+        if (Date.now() - slice > 8) {
+          await new Promise((r) => setImmediate(r)); // let a signal be seen
+          slice = Date.now();
+        }
       }
 
       // 2. Directories of the snapshot, shallowest first.
@@ -356,25 +448,46 @@ export class DirBackend implements MachineBackend {
       // 3. Files and symlinks that differ: temp + rename inside their directory.
       const fileWrites = writes.filter((e) => e.t !== 'd');
       for (const e of fileWrites) await relax(parentOf(e.p));
-      await mapLimit(fileWrites, CONCURRENCY, async (e) => {
+      // Small files and links synchronously, one after the other (the thread-pool round trips of
+      // async calls would cost more than the writes), yielding to the event loop every few ms so a
+      // signal is seen; large files in parallel.
+      const large = fileWrites.filter((e) => e.t === 'f' && e.s > SMALL_FILE_LIMIT && curMap.get(e.p)?.h !== e.h);
+      const isLarge = new Set(large);
+      slice = Date.now();
+      for (const e of fileWrites) {
+        if (isLarge.has(e)) continue;
         throwIfAborted(signal, stopped);
         const a = abs(e.p);
         const c = curMap.get(e.p);
-        if (e.t === 'f' && c && c.t === 'f' && c.h === e.h) {
-          await fs.chmod(a, e.m); // only the mode differs
-          tick();
-          return;
+        if (e.t === 'f' && c && c.t === 'f' && c.h === e.h)
+          fsSync.chmodSync(a, e.m); // only the mode differs
+        else {
+          const tmp = tempNameFor(a, this.root);
+          temps.add(tmp);
+          if (e.t === 'l') fsSync.symlinkSync(e.l as string, tmp);
+          else {
+            this.ctx.objects.copyOutSync(e.h as string, tmp);
+            fsSync.chmodSync(tmp, e.m);
+            fsSync.utimesSync(tmp, e.mt / 1000, e.mt / 1000);
+          }
+          fsSync.renameSync(tmp, a);
+          temps.delete(tmp);
         }
+        tick();
+        if (Date.now() - slice > 8) {
+          await new Promise((r) => setImmediate(r));
+          slice = Date.now();
+        }
+      }
+      await mapLimit(large, CONCURRENCY, async (e) => {
+        throwIfAborted(signal, stopped);
+        const a = abs(e.p);
         const tmp = tempNameFor(a, this.root);
         temps.add(tmp);
-        if (e.t === 'l') {
-          await fs.symlink(e.l as string, tmp);
-        } else {
-          await this.ctx.objects.copyOut(e.h as string, tmp);
-          await fs.chmod(tmp, e.m);
-          const t = new Date(e.mt);
-          await fs.utimes(tmp, t, t);
-        }
+        await this.ctx.objects.copyOut(e.h as string, tmp);
+        await fs.chmod(tmp, e.m);
+        const t = new Date(e.mt);
+        await fs.utimes(tmp, t, t);
         await fs.rename(tmp, a);
         temps.delete(tmp);
         tick();
@@ -511,7 +624,8 @@ export const dirBackend: BackendFactory<LocalPathOptions> = {
       for (const n of await fs.readdir(dir).catch(() => [] as string[])) {
         if (!n.endsWith('.json') || n.startsWith('.')) continue;
         const m = await readManifest(path.join(dir, n));
-        for (const e of m?.entries ?? []) if (e.h) out.add(e.h);
+        if (m?.tree) out.add(m.tree);
+        for (const e of m?.entries ?? []) if (e.h) out.add(e.h); // file contents, and (format 2) directory trees
       }
     }
     return out;

@@ -1,11 +1,15 @@
 /**
  * Manifests of the `dir` backend: one JSON file per snapshot at
- * `<stateDir>/dir/<targetKey>/<snapshotId>.json`, listing every entry of the tree.
+ * `<stateDir>/dir/<targetKey>/<snapshotId>.json`. Format 2 (written since issue 14) holds the
+ * snapshot's facts and the hash of its root tree (tree.ts: one object per directory in the object
+ * store); format 1 (older versions) lists every entry of the tree in the file itself. Both are read
+ * into the same in-memory Manifest, so every restore point stays restorable.
  */
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { AgentKeepError } from '../../core/errors';
 import { isErrno, writeFileAtomic } from '../../core/fsutil';
+import { readTreeEntries } from './tree';
 
 /** Entry type: regular file, directory, symbolic link. */
 export type EntryType = 'f' | 'd' | 'l';
@@ -24,8 +28,11 @@ export interface Entry {
   mt: number;
   ct: number;
   i: number;
+  /** Files: sha256 of the content; directories (format 2): hash of the directory's tree object. */
   h?: string;
   l?: string;
+  /** Directories (format 2): bytes of the tree object `h`. */
+  z?: number;
   /**
    * Directories only: 1 when its listing held entries the snapshot leaves out (our temp files,
    * sockets, FIFOs, devices), so the next scan re-reads it instead of reusing the listing.
@@ -35,7 +42,8 @@ export interface Entry {
 
 /** A snapshot manifest. */
 export interface Manifest {
-  v: 1;
+  /** 1: entries in the file; 2: entries in tree objects, the root named by `tree`. */
+  v: 1 | 2;
   backend: 'dir';
   target: string;
   id: string;
@@ -46,6 +54,11 @@ export interface Manifest {
   rootMode: number;
   /** Sum of file sizes. */
   bytes: number;
+  /** Format 2: hash of the root tree object, its bytes, and the bytes of all the snapshot's distinct trees. */
+  tree?: string;
+  treeSize?: number;
+  treeBytes?: number;
+  /** Every entry, level by level (format 2: read from the trees, never written to the file). */
   entries: Entry[];
 }
 
@@ -93,10 +106,16 @@ export function manifestJson(m: Manifest): string {
   return `${h.slice(0, -1)},"entries":[${parts.join(',')}]}`;
 }
 
-/** Write a manifest atomically (and keep it in the in-memory cache). */
+/** The file text of a format-2 manifest: everything but the entries (they are in the trees). */
+export function manifestHeadJson(m: Manifest): string {
+  const { entries: _entries, ...head } = m;
+  return JSON.stringify(head);
+}
+
+/** Write a manifest atomically (format 2: its head; format 1: with every entry), and keep it in the in-memory cache. */
 export async function writeManifest(file: string, m: Manifest): Promise<void> {
   await fs.mkdir(path.dirname(file), { recursive: true });
-  await writeFileAtomic(file, manifestJson(m));
+  await writeFileAtomic(file, m.v === 2 ? manifestHeadJson(m) : manifestJson(m));
   await remember(file, m);
 }
 
@@ -108,10 +127,15 @@ function bad(file: string, why: string): AgentKeepError {
   );
 }
 
+/** The object store of the state dir a manifest file belongs to (`<stateDir>/dir/<key>/<id>.json` -> `<stateDir>/objects`). */
+export function objectsDirOf(manifestFile: string): string {
+  return path.join(path.dirname(path.dirname(path.dirname(manifestFile))), 'objects');
+}
+
 /**
- * Read a manifest.
+ * Read a manifest (format 1 or 2; format 2 reads its trees from the object store).
  * @returns undefined when the file does not exist
- * @throws AgentKeepError CorruptSnapshot for unparsable JSON or a wrong shape.
+ * @throws AgentKeepError CorruptSnapshot for unparsable JSON, a wrong shape, or a missing or damaged tree.
  */
 export async function readManifest(file: string): Promise<Manifest | undefined> {
   const hit = cache.get(file);
@@ -129,6 +153,12 @@ export async function readManifest(file: string): Promise<Manifest | undefined> 
   } catch (e) {
     throw bad(file, (e as Error).message);
   }
+  if (m && m.v === 2) {
+    if (typeof m.tree !== 'string') throw bad(file, 'no root tree');
+    m.entries = readTreeEntries(objectsDirOf(file), m.tree, `of ${file}`);
+    await remember(file, m);
+    return m;
+  }
   if (!m || m.v !== 1 || !Array.isArray(m.entries)) throw bad(file, 'unknown format');
   for (const e of m.entries) {
     if (!e || typeof e.p !== 'string' || !e.p || e.p.startsWith('/') || e.p.split('/').includes('..'))
@@ -139,6 +169,35 @@ export async function readManifest(file: string): Promise<Manifest | undefined> 
   }
   await remember(file, m);
   return m;
+}
+
+/** A manifest's head: for format 2 without its entries (read from the trees only when needed). */
+export type ManifestHead = Omit<Manifest, 'entries'> & { entries?: Entry[] };
+
+/**
+ * Read a manifest's head: the whole manifest when it is in the in-memory cache or in format 1, else
+ * (format 2) the file alone, without reading its trees.
+ * @returns undefined when the file does not exist
+ * @throws AgentKeepError CorruptSnapshot for unparsable JSON or a wrong shape.
+ */
+export async function readManifestHead(file: string): Promise<ManifestHead | undefined> {
+  const hit = cache.get(file);
+  if (hit && hit.sig === (await signature(file))) return hit.m;
+  let text: string;
+  try {
+    text = await fs.readFile(file, 'utf8');
+  } catch (e) {
+    if (isErrno(e, 'ENOENT')) return undefined;
+    throw e;
+  }
+  let m: ManifestHead;
+  try {
+    m = JSON.parse(text) as ManifestHead;
+  } catch (e) {
+    throw bad(file, (e as Error).message);
+  }
+  if (m && m.v === 2 && typeof m.tree === 'string' && !m.entries) return m;
+  return readManifest(file);
 }
 
 /** Drop a manifest from the in-memory cache (after delete). */

@@ -120,6 +120,16 @@ export interface ScanResult {
   skipped: number;
   /** Our own temp files (fsutil tempNameFor: `.ak-tmp-<12 hex>`, or an older version's `.<name>.ak-tmp-<12 hex>`) found and left out, target-relative. */
   temps: string[];
+  /** File entries that are not the first stat cache's own entry objects (new, changed, or re-hashed), in scan order. */
+  fresh: Entry[];
+  /** Per entry of `entries` (same index): the target-relative path of its directory ('' = the root). */
+  parents: string[];
+  /**
+   * Directories ('' = the root) whose listing may differ from the first stat cache's: listed afresh,
+   * or a child that is new, changed, vanished or left out. Every other directory holds exactly the
+   * cached entry objects, so its tree (tree.ts) is the cached one.
+   */
+  dirty: Set<string>;
 }
 
 const yieldNow = (): Promise<void> => new Promise((r) => setImmediate(r));
@@ -227,12 +237,6 @@ function splitAbs(abs: string): [string, string] {
   return [abs.slice(0, i), abs.slice(i + 1)];
 }
 
-/** The parent of a target-relative path ('' for a top-level name). */
-function parentOf(rel: string): string {
-  const i = rel.lastIndexOf('/');
-  return i < 0 ? '' : rel.slice(0, i);
-}
-
 /**
  * Walk `root` (level by level, names sorted per directory) into entries; files not covered by the stat cache are
  * hashed with `opts.hashFile`. Entries vanishing during the walk (confirmed by a re-listing of their
@@ -260,6 +264,9 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
   const kids = prev ? childrenOf(prev) : undefined;
   const entries: Entry[] = [];
   const toHash: Entry[] = [];
+  const fresh: Entry[] = [];
+  const parents: string[] = [];
+  const dirty = new Set<string>();
   const temps: string[] = [];
   let skipped = 0;
   // directories whose listing held entries left out of the snapshot (temps, sockets, ...): marked
@@ -273,7 +280,9 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
   while (level.length) {
     const rels: string[] = [];
     const abss: string[] = [];
+    const dirOf: string[] = [];
     for (const { rel, reuse } of level) {
+      if (!(reuse && kids)) dirty.add(rel);
       const absDir = rel ? root + '/' + rel : root;
       let names: string[];
       if (reuse && kids) names = kids.get(rel) ?? [];
@@ -292,6 +301,7 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
         if (opts.skip?.(p)) continue;
         rels.push(p);
         abss.push(absDir + '/' + n);
+        dirOf.push(rel);
       }
       if (Date.now() - sliceStart > 8) {
         opts.onScan?.(entries.length + rels.length);
@@ -311,7 +321,10 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
         try {
           again = fs.lstatSync(abss[k]);
         } catch (err) {
-          if (isErrno(err, 'ENOENT') && goneFromDir(relisted, ...splitAbs(abss[k]))) continue; // vanished during the walk
+          if (isErrno(err, 'ENOENT') && goneFromDir(relisted, ...splitAbs(abss[k]))) {
+            dirty.add(dirOf[k]);
+            continue; // vanished during the walk
+          }
           throw fileError(abss[k], err);
         }
         st[o] = again.mode;
@@ -323,14 +336,17 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
       }
       if ((st[o] & 0o170000) !== 0o040000 && isTempName(rels[k].slice(rels[k].lastIndexOf('/') + 1))) {
         temps.push(rels[k]); // our own temp file (a restore or a state write in progress or interrupted)
-        partial.add(parentOf(rels[k]));
+        partial.add(dirOf[k]);
+        dirty.add(dirOf[k]);
         continue;
       }
       const same = unchanged(prev, rels[k], st, o);
       if (same) {
         entries.push(same);
+        parents.push(dirOf[k]);
         if (same.t === 'd') {
           if (same.x) {
+            dirty.add(dirOf[k]);
             // listed again below; marked again only if it still holds left-out entries
             const { x: _x, ...rest } = same;
             entries[entries.length - 1] = rest;
@@ -343,6 +359,7 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
       const mode = st[o];
       const fmt = mode & 0o170000;
       const e: Entry = { p: rels[k], t: 'f', m: mode & 0o7777, s: 0, mt: st[o + 2], ct: st[o + 3], i: st[o + 4] };
+      dirty.add(dirOf[k]);
       if (fmt === 0o040000) {
         e.t = 'd';
         dirIndex.set(e.p, entries.length);
@@ -364,12 +381,14 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
         const h = cachedHash(caches, e);
         if (h) e.h = h;
         else toHash.push(e);
+        fresh.push(e);
       } else {
         skipped++; // socket, fifo, device: not captured (docs/dir-backend.md)
-        partial.add(parentOf(rels[k]));
+        partial.add(dirOf[k]);
         continue;
       }
       entries.push(e);
+      parents.push(dirOf[k]);
     }
     level = next;
     opts.onScan?.(entries.length);
@@ -377,7 +396,10 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
   opts.onScan?.(entries.length);
   for (const rel of partial) {
     const k = dirIndex.get(rel);
-    if (k !== undefined && !entries[k].x) entries[k] = { ...entries[k], x: 1 }; // a copy: entries of the previous manifest are shared
+    if (k !== undefined && !entries[k].x) {
+      entries[k] = { ...entries[k], x: 1 }; // a copy: entries of the previous manifest are shared
+      dirty.add(parents[k]);
+    }
   }
 
   let newBytes = 0;
@@ -393,14 +415,39 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
       newBytes += r.newBytes;
     } catch (err) {
       if (isErrno(err, 'ENOENT') && goneFromDir(relisted, ...splitAbs(abs)))
-        gone.add(e); // deleted during the scan
+        gone.add(e); // deleted during the scan (its directory is dirty below)
       else if (err instanceof AgentKeepError) throw err;
       else throw fileError(abs, err);
     }
     opts.onHash?.(++done, toHash.length);
   });
-  const out = gone.size ? entries.filter((e) => !gone.has(e)) : entries;
+  let out = entries;
+  let outParents = parents;
+  if (gone.size) {
+    out = [];
+    outParents = [];
+    for (let k = 0; k < entries.length; k++) {
+      if (gone.has(entries[k])) dirty.add(parents[k]);
+      else {
+        out.push(entries[k]);
+        outParents.push(parents[k]);
+      }
+    }
+  }
   let bytes = 0;
   for (const e of out) if (e.t === 'f') bytes += e.s;
-  return { entries: out, rootMode, scanStartMs, bytes, newBytes, hashed: toHash.length, skipped, temps };
+  const freshOut = gone.size ? fresh.filter((e) => !gone.has(e)) : fresh;
+  return {
+    entries: out,
+    rootMode,
+    scanStartMs,
+    bytes,
+    newBytes,
+    hashed: toHash.length,
+    skipped,
+    temps,
+    fresh: freshOut,
+    parents: outParents,
+    dirty,
+  };
 }

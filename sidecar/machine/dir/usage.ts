@@ -1,9 +1,9 @@
 /**
  * The object index of one dir target: `dir/<targetKey>/.index.json` holds, for the manifests of
  * the target, every object they name with its size and how many manifests name it, and each
- * manifest's own size in bytes. Create adds the new manifest, delete subtracts the deleted one, so
- * the size-cap check after a create reads one file instead of every manifest (create time stays
- * flat as restore points accumulate).
+ * manifest's own size in bytes (format 2: its trees are objects). Delete subtracts the deleted
+ * manifest; create does not update it (the size-cap check after a create uses HeldBound below, and
+ * this index only near the cap), so it is rebuilt by the next reader after creates.
  *
  * The index is a cache: it records the manifest ids it covers, and a reader whose listing of the
  * manifests differs (a create killed between manifest and index, two writers racing, an older
@@ -29,7 +29,8 @@ interface IndexFile {
 /** The distinct objects of one manifest: hash -> size. */
 function objectsOfManifest(m: Manifest): Map<string, number> {
   const out = new Map<string, number>();
-  for (const e of m.entries) if (e.h) out.set(e.h, e.s);
+  for (const e of m.entries) if (e.h) out.set(e.h, e.t === 'd' ? (e.z ?? 0) : e.s);
+  if (m.tree) out.set(m.tree, m.treeSize ?? 0);
   return out;
 }
 
@@ -105,24 +106,6 @@ export class ObjectIndex {
     return this.rebuild();
   }
 
-  /** Record manifest `id` (just written). */
-  async added(id: string, m: Manifest): Promise<void> {
-    const [x, ids] = await Promise.all([this.load(), this.listIds()]);
-    if (
-      !x ||
-      !ObjectIndex.sameIds(
-        x,
-        ids.filter((i) => i !== id),
-      ) ||
-      x.manifests[id] !== undefined
-    ) {
-      await this.rebuild();
-      return;
-    }
-    ObjectIndex.add(x, id, m, await this.manifestBytes(id));
-    await this.save(x);
-  }
-
   /** Forget manifest `id` (about to be deleted; `m` its content when it could be read). */
   async removed(id: string, m: Manifest | undefined): Promise<void> {
     const x = await this.load();
@@ -147,7 +130,78 @@ export class ObjectIndex {
     for (const [h, [size]] of Object.entries(x.objects)) objects.set(h, size);
     let manifestBytes = 0;
     for (const b of Object.values(x.manifests)) manifestBytes += b;
-    manifestBytes += (await fs.stat(this.file).catch(() => undefined))?.size ?? 0;
+    for (const f of [this.file, path.join(this.dir, HELD_NAME)])
+      manifestBytes += (await fs.stat(f).catch(() => undefined))?.size ?? 0;
     return { objects, manifestBytes };
+  }
+}
+
+/** File name of the held-bytes summary inside the target's manifest directory (a dot file: never a manifest). */
+export const HELD_NAME = '.held.json';
+
+interface HeldFile {
+  v: 1;
+  /** Manifest id -> [parent id ('' for none), bytes of the objects it named that its parent did not, bytes of all it names]. */
+  m: Record<string, [string, number, number]>;
+}
+
+/**
+ * An upper bound of what a target's snapshots hold, without reading any manifest: per snapshot the
+ * bytes of the objects it named that its parent (the stat cache of its create) did not, recorded by
+ * create in `.held.json`. Every object of a snapshot is in its parent or among those bytes, so the
+ * sum over the snapshots (a snapshot whose parent is gone, or that the summary does not know, counts
+ * all its bytes) is never below the distinct objects they hold. The size-cap check after a create
+ * uses it and reads the exact object index only when the bound comes near the cap. A cache: written
+ * atomically, not fsynced; a lost one only makes the bound larger.
+ */
+export class HeldBound {
+  constructor(private readonly dir: string) {}
+
+  private get file(): string {
+    return path.join(this.dir, HELD_NAME);
+  }
+
+  private async load(): Promise<HeldFile> {
+    try {
+      const x = JSON.parse(await fs.readFile(this.file, 'utf8')) as HeldFile;
+      if (x && x.v === 1 && x.m && typeof x.m === 'object') return x;
+    } catch {
+      /* missing or damaged: start again */
+    }
+    return { v: 1, m: {} };
+  }
+
+  /**
+   * Record snapshot `id` (just written): its parent, the bytes it added (new objects, counted once
+   * by hash) and the bytes of everything it names (contents and trees). `live` are the snapshot ids
+   * present; records of others are dropped.
+   */
+  async added(
+    id: string,
+    parent: string | undefined,
+    addedBytes: number,
+    fullBytes: number,
+    live: string[],
+  ): Promise<void> {
+    const x = await this.load();
+    const keep = new Set(live);
+    for (const k of Object.keys(x.m)) if (!keep.has(k)) delete x.m[k];
+    x.m[id] = [parent ?? '', addedBytes, fullBytes];
+    await writeFileAtomic(this.file, JSON.stringify(x), { durable: false }).catch(() => undefined);
+  }
+
+  /**
+   * The bound, in bytes, for snapshots `ids`. A snapshot whose parent is not among `ids` (or that
+   * the summary does not know) counts `full(id)`: at least every object it names.
+   */
+  async bound(ids: string[], full: (id: string) => Promise<number>): Promise<number> {
+    const x = await this.load();
+    const live = new Set(ids);
+    let total = 0;
+    for (const id of ids) {
+      const r = x.m[id];
+      total += r && r[0] && live.has(r[0]) ? r[1] : typeof r?.[2] === 'number' ? r[2] : await full(id);
+    }
+    return total;
   }
 }

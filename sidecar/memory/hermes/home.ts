@@ -14,7 +14,7 @@
 import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import type { MemoryEntry, MemoryFile } from '../../protocol';
+import type { MemoryEntry, MemoryFile, StoreProblem } from '../../protocol';
 import { AgentKeepError } from '../../core/errors';
 import { describeOffset, firstInvalidUtf8, problemOf } from '../broken';
 
@@ -130,6 +130,66 @@ export function limitsFromConfig(raw: string | undefined): HermesLimits {
   limits.memory = pick(m.memory_char_limit, limits.memory);
   limits.user = pick(m.user_char_limit, limits.user);
   return limits;
+}
+
+/** config.yaml of a Hermes home as read: the char limits, and why they are the defaults when it cannot be used. */
+export interface HermesConfig {
+  limits: HermesLimits;
+  /** config.yaml exists but does not parse or cannot be read: what, where (line), the fix. */
+  problem?: StoreProblem;
+  /** The short form for usage, e.g. "config.yaml does not parse". */
+  short?: string;
+}
+
+/**
+ * Read `config.yaml` from `src`: its char limits (limitsFromConfig), and when it exists but cannot be
+ * used, the problem. As Hermes (hermes_cli/config.py _warn_config_parse_failure: "Falling back to
+ * default config — every user override … is being IGNORED"), a config that does not parse means the
+ * defaults; it is a warning, not a broken store. Never throws for a bad config.
+ */
+export async function readHermesConfig(src: FileSource): Promise<HermesConfig> {
+  const shown = src.display('config.yaml');
+  const defaults = limitsFromConfig(undefined);
+  const dflt = `memory_char_limit ${defaults.memory}, user_char_limit ${defaults.user}`;
+  let raw: Buffer | undefined;
+  try {
+    raw = await src.read('config.yaml');
+  } catch (e) {
+    if (!(e instanceof AgentKeepError && e.kind === 'FileError')) throw e; // the connection: not the config
+    const why = e.message.replace(/: Hermes .*$/s, '').replace(/\.$/, '');
+    return {
+      limits: defaults,
+      short: 'config.yaml cannot be read',
+      problem: {
+        code: 'file_error',
+        message: `Hermes' config cannot be read: ${why}. Hermes then runs on its defaults (${dflt}).`,
+        hint: `Move it away (mv ${shown} ${shown}.moved) and put Hermes' config.yaml back (e.g. from backups/config/ in the home, or hermes setup).`,
+      },
+    };
+  }
+  if (raw === undefined) return { limits: defaults };
+  const text = raw.toString('utf8');
+  try {
+    parseYaml(text);
+  } catch (e) {
+    const err = e as Error & { linePos?: Array<{ line: number; col: number }> };
+    const at = err.linePos?.[0];
+    const first = err.message.split('\n')[0].replace(/:$/, '');
+    return {
+      limits: defaults,
+      short: 'config.yaml does not parse',
+      problem: {
+        code: 'file_error',
+        message:
+          `${shown} does not parse as YAML (${first}): Hermes ignores every setting in it and falls back to its ` +
+          `defaults (${dflt}), so these are the limits shown.`,
+        hint:
+          `Fix the YAML${at ? ` at line ${at.line}` : ''} (hermes config edit, or any editor): check the brackets, quotes ` +
+          'and indentation there.',
+      },
+    };
+  }
+  return { limits: limitsFromConfig(text) };
 }
 
 /** SOUL.md paragraphs and list items (headings and blank lines separate; headings are not entries). */
@@ -325,8 +385,8 @@ export interface ReadFile {
  * file at all could be read is its error thrown.
  */
 export async function readHome(src: FileSource, spec: string): Promise<ReadFile[]> {
-  const cfg = await src.read('config.yaml').catch(() => undefined); // unreadable config: default limits
-  const limits = limitsFromConfig(cfg?.toString('utf8'));
+  const config = await readHermesConfig(src); // unusable config: default limits, said on MEMORY.md and USER.md
+  const limits = config.limits;
   const out: ReadFile[] = [];
   // One unreadable or broken memory file (e.g. USER.md mode 000) does not hide the others: it is
   // listed as broken (no entries, `broken`, a warning); only when every memory file fails is the error thrown.
@@ -361,6 +421,8 @@ export async function readHome(src: FileSource, spec: string): Promise<ReadFile[
     const text = raw?.toString('utf8') ?? '';
     const entries = parseEntries(text);
     const warnings: string[] = error ? [unreadable(error)] : [];
+    if (config.problem)
+      warnings.push(`Char limit: ${config.problem.message}${config.problem.hint ? ` ${config.problem.hint}` : ''}`);
     const drift = raw ? driftReason(text, limit) : undefined;
     if (drift)
       warnings.push(
@@ -377,7 +439,15 @@ export async function readHome(src: FileSource, spec: string): Promise<ReadFile[
         store: spec,
         entries: entries.map((t) => mk(area, t, file, spec)),
         // a broken file's usage is unknown (not 0): no usage, `broken` instead
-        ...(error ? {} : { usage: { chars: usageChars(entries), limit } }),
+        ...(error
+          ? {}
+          : {
+              usage: {
+                chars: usageChars(entries),
+                limit,
+                ...(config.short ? { limitNote: `default limit: ${config.short}` } : {}),
+              },
+            }),
         ...(warnings.length ? { warnings } : {}),
         ...(error ? { broken: problemOf(error) } : {}),
       },

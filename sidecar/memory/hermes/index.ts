@@ -46,6 +46,7 @@ import {
   isoTime,
   limitsFromConfig,
   parseEntries,
+  readHermesConfig,
   readHome,
   sha256,
   usageChars,
@@ -464,6 +465,47 @@ export class HermesStore implements MemoryStoreAdapter {
     return changedLocalFiles(this, this.root, files, this.io);
   }
 
+  /**
+   * See MemoryStoreAdapter.brokenAgentState: MEMORY.md, USER.md, SOUL.md and ARCHIVE.jsonl that exist
+   * but cannot be read as a file (a directory, a FIFO or socket, a dangling symlink, no permission:
+   * the same FileError, message and fix as memory list's `broken`), and a state.db that is not a
+   * file. A file that is only not valid UTF-8 is captured as it is (its bytes), so it is not listed.
+   */
+  async brokenAgentState(): Promise<Array<{ path: string; message: string; hint?: string }>> {
+    const out: Array<{ path: string; message: string; hint?: string }> = [];
+    const disk = this.disk();
+    for (const rel of [EDITABLE.memory, EDITABLE.user, 'SOUL.md', 'memories/ARCHIVE.jsonl']) {
+      try {
+        await disk.read(rel);
+      } catch (e) {
+        if (!(e instanceof AgentKeepError && e.kind === 'FileError')) throw e; // the connection: not "broken"
+        out.push({ path: rel, message: e.message, ...(e.hint ? { hint: e.hint } : {}) });
+      }
+    }
+    const db = this.abs('state.db');
+    const l = await this.io.lstat(db).catch((e: unknown) => {
+      if (e instanceof AgentKeepError) throw e;
+      return undefined;
+    });
+    if (l && !l.isFile()) {
+      const st = l.isSymbolicLink() ? await this.io.stat(db).catch(() => undefined) : l;
+      const what = !st
+        ? 'a symbolic link to something that does not exist'
+        : st.isDirectory()
+          ? 'a directory'
+          : st.isFile()
+            ? undefined
+            : 'not a regular file';
+      if (what)
+        out.push({
+          path: 'state.db',
+          message: `${this.io.display(db)} is ${what}, not Hermes' session database.`,
+          hint: `Move it away (mv ${db} ${db}.moved); Hermes creates a new state.db on its next start.`,
+        });
+    }
+    return out;
+  }
+
   /** Hermes readOnlyReason: none (MEMORY.md and USER.md are editable; other files say so per file). */
   async readOnlyReason(): Promise<string | undefined> {
     return undefined;
@@ -604,6 +646,15 @@ export class HermesStore implements MemoryStoreAdapter {
         note: `matched ignoring whitespace and case: the text was changed by hand after the tool call${extra}`,
       };
     return { traces: r.traces, ...(extra ? { note: extra.trim() } : {}) };
+  }
+
+  /**
+   * See MemoryStoreAdapter.configProblem: config.yaml that exists but does not parse as YAML or cannot
+   * be read as a file (./home.ts readHermesConfig), with the fix. Hermes then uses its default limits.
+   */
+  async configProblem(): Promise<{ file: string; problem: StoreProblem } | undefined> {
+    const c = await readHermesConfig(this.disk());
+    return c.problem ? { file: this.io.display(this.abs('config.yaml')), problem: c.problem } : undefined;
   }
 
   /** See MemoryStoreAdapter.historyProblem: state.db that exists but cannot be read (one read, cached). */

@@ -198,6 +198,8 @@ export async function runLint(
   // stores whose history could not be read: the checks that need provenance did not run for them
   const noHistory: Array<{ store: string; historyChecks: readonly string[]; problem: StoreProblem; entries: number }> =
     [];
+  // stores whose own config cannot be used (a warning each: the agent runs on its defaults)
+  const configFindings: LintFinding[] = [];
   for (const spec of p.stores) {
     const adapter = open(spec);
     adapters.push(adapter);
@@ -256,6 +258,21 @@ export async function runLint(
       const said = problem.message;
       for (const lf of lintFiles) if (lf.warnings) lf.warnings = lf.warnings.filter((w) => !w.includes(said));
     }
+    // the store's config cannot be used (Hermes config.yaml does not parse): one finding, not one per file
+    const cp = await adapter.configProblem?.().catch(() => undefined);
+    if (cp) {
+      configFindings.push({
+        kind: 'store',
+        severity: 'warning',
+        entries: [],
+        stores: [adapter.spec],
+        message: `The config of ${adapter.spec} cannot be used: ${cp.problem.message}`,
+        evidence: [cp.file],
+        ...(cp.problem.hint ? { suggestion: cp.problem.hint } : {}),
+      });
+      const said = cp.problem.message;
+      for (const lf of lintFiles) if (lf.warnings) lf.warnings = lf.warnings.filter((w) => !w.includes(said));
+    }
     stores.push({ store: adapter.spec, files: lintFiles });
   }
   const input: LintInput = { stores, now: deps.now ?? Date.now(), ...(deps.options ? { options: deps.options } : {}) };
@@ -264,6 +281,7 @@ export async function runLint(
   if (probe && claims.length) input.machine = await gatherFacts(claims, probe, { deadlineMs: deps.probeDeadlineMs });
   const findings = lintEntries(input);
   for (const h of noHistory) findings.unshift(historyFinding(h));
+  findings.unshift(...configFindings);
   // Say what the stale rule could not look at, so that no stale finding is not read as "all true".
   const limit = skipped ?? (claims.length ? probe?.limits : undefined);
   if (limit) {

@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { manifestObjects } from './manifests';
 
 /** A mounted tmpfs; `cleanup()` unmounts it (lazy) and removes the mount point; safe to call twice. */
 export interface SmallFs {
@@ -102,8 +103,8 @@ export function tempObjects(stateDir: string): string[] {
 }
 
 /**
- * Objects the state dir's restore points reference: every hash of every dir manifest and every
- * agent capture of every journal entry.
+ * Objects the state dir's restore points reference: every hash of every dir manifest (format 2: its
+ * trees too) and every agent capture of every journal entry.
  */
 export function referencedObjects(stateDir: string): Set<string> {
   const out = new Set<string>();
@@ -117,8 +118,7 @@ export function referencedObjects(stateDir: string): Set<string> {
     }
   };
   each(path.join(stateDir, 'dir'), (f) => {
-    for (const e of (JSON.parse(fs.readFileSync(f, 'utf8')) as { entries: Array<{ h?: string }> }).entries)
-      if (e.h) out.add(e.h);
+    for (const o of manifestObjects(stateDir, f)) out.add(o.hash);
   });
   each(path.join(stateDir, 'journal'), (f) => {
     for (const a of (JSON.parse(fs.readFileSync(f, 'utf8')) as { agent?: Array<{ files: Array<{ hash: string }> }> })

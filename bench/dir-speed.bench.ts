@@ -1,0 +1,240 @@
+/**
+ * Benchmark (issue 14): the `dir` backend (embedded default) vs a shadow-git checkpoint, side by side
+ * in one run, at 1,000, 20,000 and 100,000 files (small text files, 50 per directory, as
+ * bench/btrfs.bench.ts, plus one 2 MiB binary per 1,000 files). Two identical copies of each tree:
+ * one for AgentKeep, one for git (`git add -A && git commit -q` with a separate GIT_DIR, as
+ * bench/restore-point.bench.ts). Per size:
+ *   1. initial create                       (AgentKeep createRestorePoint | git add -A && git commit)
+ *   2. create after a small change: 10 files edited, 10 added, 10 removed (median of BENCH_ROUNDS)
+ *   3. restore of the first restore point from a tree changed again the same way (median of
+ *      BENCH_ROUNDS): AgentKeep restoreRestorePoint --scope machine, which INCLUDES its undo point
+ *      (the automatic pre-restore restore point) | git clean -fdq && git reset --hard -q <first>.
+ *      After every restore both trees are compared with the first state, byte for byte (type, mode,
+ *      sha256 of every file, link target): a wrong restore fails the bench.
+ *   4. at the largest size: peak memory (max RSS, /usr/bin/time) of a create after a small change
+ *      through the real CLI (node out/sidecar.js restore-point create) vs git add and git commit
+ *      (the larger of the two), and of `node -e 0` for reference.
+ * AgentKeep steps 1-3 run in process (Core, as the sidecar serves it; a long-running sidecar and
+ * the hook's CLI share this code), git as child processes (their start-up, a few ms, is included).
+ * The AgentKeep and git steps alternate round by round, so load from other jobs hits both alike.
+ * Run: npm run bench:dir   (= npx tsx bench/dir-speed.bench.ts; step 4 needs `npm run build` first)
+ * Env: BENCH_SIZES (1000,20000,100000), BENCH_ROUNDS (5), BENCH_DIR (os.tmpdir()/agentkeep-dirspeed),
+ *      BENCH_MD=path writes the markdown table there too, BENCH_CLI (out/sidecar.js).
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { Core } from '../sidecar/core/core';
+import { median, rng, time } from './lib';
+
+const SIZES = (process.env.BENCH_SIZES ?? '1000,20000,100000').split(',').map(Number);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const BASE = process.env.BENCH_DIR ?? path.join(os.tmpdir(), 'agentkeep-dirspeed');
+const CLI = process.env.BENCH_CLI ?? path.join(__dirname, '..', 'out', 'sidecar.js');
+
+const dirOf = (i: number): string => `pkg${Math.floor(i / 5000)}/mod${Math.floor(i / 50) % 100}`;
+
+/** Write `n` small text files (about 200 bytes each, 50 per directory) and n/1000 binaries of 2 MiB under `root`. */
+function generate(root: string, n: number): void {
+  const rand = rng(n);
+  for (let i = 0; i < n; i++) {
+    const d = path.join(root, dirOf(i));
+    if (i % 50 === 0) fs.mkdirSync(d, { recursive: true });
+    fs.writeFileSync(path.join(d, `f${i}.txt`), `${i} ${rand().toString(36).repeat(12)}\n`);
+  }
+  fs.mkdirSync(path.join(root, 'blobs'), { recursive: true });
+  for (let i = 0; i < Math.max(1, Math.floor(n / 1000)); i++) {
+    const b = Buffer.alloc(2 << 20);
+    for (let k = 0; k < b.length; k += 4) b.writeUInt32LE((rand() * 2 ** 32) >>> 0, k);
+    fs.writeFileSync(path.join(root, 'blobs', `blob${i}.bin`), b);
+  }
+  fs.symlinkSync('pkg0/mod0', path.join(root, 'link-to-mod0'));
+}
+
+/** The small change of round `r`: edit 10 files, add 10, remove 10 (the same in every copy). */
+function mutate(root: string, n: number, r: number): void {
+  for (let k = 0; k < 10; k++) {
+    const i = (r * 97 + k * 31) % n;
+    const f = path.join(root, dirOf(i), `f${i}.txt`);
+    if (fs.existsSync(f)) fs.appendFileSync(f, `changed in round ${r}\n`);
+    fs.writeFileSync(path.join(root, dirOf((i * 7) % n), `new-${r}-${k}.txt`), `new ${r} ${k}\n`);
+    const j = (i + 7) % n;
+    fs.rmSync(path.join(root, dirOf(j), `f${j}.txt`), { force: true });
+  }
+}
+
+/** Every entry of a tree: path -> type, mode and sha256 (files) or link target (byte-identical check). */
+function describe(root: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (rel: string): void => {
+    for (const n of fs.readdirSync(rel ? path.join(root, rel) : root)) {
+      const p = rel ? `${rel}/${n}` : n;
+      const abs = path.join(root, p);
+      const st = fs.lstatSync(abs);
+      const mode = (st.mode & 0o7777).toString(8);
+      if (st.isDirectory()) {
+        out.set(p, `d ${mode}`);
+        walk(p);
+      } else if (st.isSymbolicLink()) out.set(p, `l ${fs.readlinkSync(abs)}`);
+      else out.set(p, `f ${mode} ${createHash('sha256').update(fs.readFileSync(abs)).digest('hex')}`);
+    }
+  };
+  walk('');
+  return out;
+}
+
+function assertSame(actual: Map<string, string>, expected: Map<string, string>, what: string): void {
+  for (const [p, d] of expected)
+    if (actual.get(p) !== d) throw new Error(`${what}: ${p} is ${actual.get(p) ?? 'missing'}, expected ${d}`);
+  for (const p of actual.keys()) if (!expected.has(p)) throw new Error(`${what}: ${p} should not exist`);
+}
+
+/** Max RSS (KiB) of a command, from GNU time. */
+function maxRssKiB(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): number {
+  const r = spawnSync('/usr/bin/time', ['-f', 'maxrss=%M', cmd, ...args], { env, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed: ${r.stderr}`);
+  const m = /maxrss=(\d+)/.exec(r.stderr);
+  if (!m) throw new Error(`no max RSS from /usr/bin/time: ${r.stderr}`);
+  return Number(m[1]);
+}
+
+const pause = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+interface Row {
+  n: number;
+  ak: { initial: number; create: number; restore: number; creates: number[]; restores: number[] };
+  git: { initial: number; create: number; restore: number; creates: number[]; restores: number[] };
+  restored: number;
+}
+
+async function main(): Promise<void> {
+  const t0 = Date.now();
+  const rows: Row[] = [];
+  let memory: { ak: number; git: number; node: number; n: number } | undefined;
+  for (const n of SIZES) {
+    const base = path.join(BASE, String(n));
+    fs.rmSync(base, { recursive: true, force: true });
+    const akTree = path.join(base, 'ak-tree');
+    const gitTree = path.join(base, 'git-tree');
+    const state = path.join(base, 'state');
+    const gitDir = path.join(base, 'shadow.git');
+    console.log(`\n== ${n.toLocaleString('en')} files ==`);
+    generate(akTree, n);
+    execFileSync('cp', ['-a', `${akTree}/.`, `${gitTree}/`]);
+    const first = describe(akTree);
+    const env = { ...process.env, GIT_DIR: gitDir, GIT_WORK_TREE: gitTree, GIT_CONFIG_NOSYSTEM: '1', HOME: base };
+    const git = (...args: string[]): string => execFileSync('git', args, { env, maxBuffer: 1 << 26 }).toString();
+    git('init', '-q');
+    git('config', 'user.name', 'Bench Checkpoint');
+    git('config', 'user.email', 'bench@example.invalid');
+    git('config', 'commit.gpgSign', 'false');
+    git('config', 'gc.auto', '0'); // no background gc racing the timings
+    execFileSync('sync');
+    await pause(200); // file timestamps older than the stat cache's racy window
+    const core = new Core({ stateDir: state });
+    const target = `dir:${akTree}`;
+    const [akInit, rp1] = await time(() => core.createRestorePoint({ target, stores: [] }));
+    const [gitInit] = await time(() => {
+      git('add', '-A');
+      git('commit', '-q', '-m', 'initial');
+    });
+    const c1 = git('rev-parse', 'HEAD').trim();
+    const row: Row = {
+      n,
+      ak: { initial: akInit, create: 0, restore: 0, creates: [], restores: [] },
+      git: { initial: gitInit, create: 0, restore: 0, creates: [], restores: [] },
+      restored: 0,
+    };
+    for (let r = 1; r <= ROUNDS; r++) {
+      mutate(akTree, n, r);
+      mutate(gitTree, n, r);
+      await pause(120);
+      row.ak.creates.push((await time(() => core.createRestorePoint({ target, stores: [] })))[0]);
+      row.git.creates.push(
+        (
+          await time(() => {
+            git('add', '-A');
+            git('commit', '-q', '-m', `round ${r}`);
+          })
+        )[0],
+      );
+      mutate(akTree, n, 100 + r);
+      mutate(gitTree, n, 100 + r);
+      await pause(120);
+      const [akMs, rr] = await time(() => core.restoreRestorePoint({ target, id: rp1.id, scope: 'machine' }));
+      row.ak.restores.push(akMs);
+      row.restored = rr.changes.added.length + rr.changes.removed.length + rr.changes.changed.length;
+      row.git.restores.push(
+        (
+          await time(() => {
+            git('clean', '-fdq');
+            git('reset', '--hard', '-q', c1);
+          })
+        )[0],
+      );
+      assertSame(describe(akTree), first, `AgentKeep restore, round ${r}`);
+      assertSame(describe(gitTree), first, `git restore, round ${r}`);
+    }
+    for (const k of ['ak', 'git'] as const) {
+      row[k].create = median(row[k].creates);
+      row[k].restore = median(row[k].restores);
+    }
+    const ms = (xs: number[]): string => xs.map((x) => x.toFixed(0)).join(', ');
+    console.log(
+      `create rounds (ms): AgentKeep ${ms(row.ak.creates)} | git ${ms(row.git.creates)}\n` +
+        `restore rounds (ms): AgentKeep ${ms(row.ak.restores)} | git ${ms(row.git.restores)} (${row.restored} paths; every restore byte-identical)`,
+    );
+    rows.push(row);
+    if (n === Math.max(...SIZES) && fs.existsSync(CLI)) {
+      mutate(akTree, n, 500);
+      mutate(gitTree, n, 500);
+      await pause(120);
+      const ak = maxRssKiB(process.execPath, [
+        CLI,
+        '--state-dir',
+        state,
+        'restore-point',
+        'create',
+        '--target',
+        target,
+        '--json',
+      ]);
+      const g = Math.max(maxRssKiB('git', ['add', '-A'], env), maxRssKiB('git', ['commit', '-q', '-m', 'mem'], env));
+      memory = { ak, git: g, node: maxRssKiB(process.execPath, ['-e', '0']), n };
+    } else if (n === Math.max(...SIZES)) console.log(`(no ${CLI}: run npm run build for the memory row)`);
+    fs.rmSync(base, { recursive: true, force: true });
+  }
+
+  const fmt = (x: number): string => (x >= 1000 ? `${(x / 1000).toFixed(2)} s` : `${x.toFixed(1)} ms`);
+  const lines = [
+    '| files | step | AgentKeep dir | shadow git | AgentKeep / git | goal |',
+    '|---|---|---:|---:|---:|---:|',
+  ];
+  for (const r of rows) {
+    const f = r.n.toLocaleString('en');
+    lines.push(
+      `| ${f} | initial create | ${fmt(r.ak.initial)} | ${fmt(r.git.initial)} | ${(r.ak.initial / r.git.initial).toFixed(2)}× | ≤ 0.5× |`,
+      `| ${f} | create after 30 changes (median of ${ROUNDS}) | ${fmt(r.ak.create)} | ${fmt(r.git.create)} | ${(r.ak.create / r.git.create).toFixed(2)}× | ≤ 0.5× |`,
+      `| ${f} | restore incl. undo point, ${r.restored} paths (median of ${ROUNDS}) | ${fmt(r.ak.restore)} | ${fmt(r.git.restore)} | ${(r.ak.restore / r.git.restore).toFixed(2)}× | ≤ 1.0× |`,
+    );
+  }
+  if (memory)
+    lines.push(
+      `| ${memory.n.toLocaleString('en')} | peak memory of a create (max RSS; \`node -e 0\`: ${(memory.node / 1024).toFixed(0)} MiB) | ${(memory.ak / 1024).toFixed(0)} MiB | ${(memory.git / 1024).toFixed(0)} MiB | ${(memory.ak / memory.git).toFixed(2)}× | ≤ 2× |`,
+    );
+  const load = os.loadavg().map((x) => x.toFixed(1));
+  const info =
+    `node ${process.version}, ${execFileSync('git', ['--version']).toString().trim()}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), ` +
+    `${os.platform()} ${os.release()}, load average ${load.join(' ')} at the end; every restore checked byte-identical`;
+  const table = lines.join('\n');
+  console.log('\n' + table + '\n\n' + info);
+  console.log(`total bench time ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+  if (process.env.BENCH_MD) fs.writeFileSync(process.env.BENCH_MD, table + '\n\n' + info + '\n');
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
