@@ -17,7 +17,14 @@ import type {
   RiskFinding,
   StoreDescription,
 } from '../protocol';
-import { displayPath, firstLine, formatAge as age, formatBytes as size, oneLine } from '../protocol/format';
+import {
+  escapeControls,
+  displayPath,
+  firstLine,
+  formatAge as age,
+  formatBytes as size,
+  oneLine,
+} from '../protocol/format';
 import { storeSummary } from '../protocol/stores';
 
 /** Left-aligned columns separated by two spaces; the last column is not padded. */
@@ -133,7 +140,7 @@ export function createdLine(rp: RestorePoint, snapshotNoun = 'snapshot'): string
     ? `${snapshotNoun} ${m.snapname}${m.vmstate ? ' with RAM state' : ''}`
     : `${m.files} ${m.files === 1 ? 'entry' : 'entries'}, ${size(m.bytes)} (${size(m.newBytes)} new)`;
   return (
-    `Created restore point ${rp.id} "${rp.label}": ${what} in ${Math.round(m.durationMs)} ms` +
+    `Created restore point ${rp.id} "${escapeControls(rp.label)}": ${what} in ${Math.round(m.durationMs)} ms` +
     (rp.agent.length ? `; agent state: ${agent} files from ${rp.agent.length} store(s)` : '')
   );
 }
@@ -219,7 +226,9 @@ export function agentStatusText(
   now = Date.now(),
 ): string {
   const out = [`Agent ${s.target} (${s.backend}): ${s.reachable ? 'reachable' : `NOT REACHABLE: ${s.message ?? ''}`}`];
-  const latest = s.latest ? `, newest ${s.latest.id} "${s.latest.label}" (${age(s.latest.createdAt, now)})` : '';
+  const latest = s.latest
+    ? `, newest ${s.latest.id} "${escapeControls(s.latest.label)}" (${age(s.latest.createdAt, now)})`
+    : '';
   out.push(`  restore points: ${s.restorePoints}${latest}`);
   for (const st of s.stores) {
     const b = st.broken;

@@ -14,13 +14,14 @@
  *     agentkeep request approve ID [--yes] [--json]
  *     agentkeep request deny ID [--note TEXT] [--json]
  */
+import * as path from 'node:path';
 import type { Command } from 'commander';
 import type { CoreApi, CoreOptions } from '../core/service';
 import { call } from '../core/dispatch';
 import { AgentKeepError } from '../core/errors';
 import { resolveStateDir } from '../core/state';
-import { cliTargetArgs } from './actions';
-import type { RestoreRequest } from '../protocol';
+import { commandLine } from './actions';
+import { nextAction, type RestoreRequest } from '../protocol';
 import { resolveAgent } from '../core/agents';
 import { resolveHookAgent } from '../hooks/agents';
 import { hookMain, processStdin, type HookFull } from '../hooks/entry';
@@ -97,6 +98,16 @@ function requestsTable(rs: RestoreRequest[]): string {
   ]);
 }
 
+/** Whether an agent's target (dir:X with the home in X) or a store (hermes:HOME, dir:X) covers a Hermes home. */
+function coversHome(target: string, stores: string[] | undefined, home: string): boolean {
+  const inside = (spec: string, scheme: string): boolean => {
+    if (!spec.startsWith(scheme)) return false;
+    const rel = path.relative(path.resolve(spec.slice(scheme.length)), home);
+    return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+  };
+  return inside(target, 'dir:') || (stores ?? []).some((s) => inside(s, 'hermes:') || inside(s, 'dir:'));
+}
+
 /** The agent an install acts for, and whether it is to be (re)registered as a named agent. */
 interface InstallAgent {
   name: string;
@@ -121,6 +132,15 @@ async function installAgent(
   if (o.target)
     return { name: o.agent ?? kind, target: o.target, ...(o.store.length ? { stores: o.store } : {}), register: true };
   const r = await resolveAgent(stateDir, { agent: o.agent, stores: o.store });
+  if (r?.name && kind === 'hermes' && home && o.agent === undefined && !coversHome(r.target, r.stores, home))
+    throw new AgentKeepError(
+      'InvalidParams',
+      `The default agent ${r.name} snapshots ${r.target}${r.stores?.length ? ` with ${r.stores.join(', ')}` : ''}, ` +
+        `which does not cover the Hermes home ${home}: its hooks would take restore points of another agent's files; nothing was changed.`,
+      `Name an agent that covers ${home} (--agent NAME), or set one up first: ` +
+        `agentkeep agent add ${shellQuote(path.basename(home) || 'hermes')} --target ${shellQuote(`dir:${home}`)} --store ${shellQuote(`hermes:${home}`)}, ` +
+        'then install with --agent and that name.',
+    );
   if (r?.name)
     return { name: r.name, target: r.target, ...(r.stores ? { stores: r.stores } : {}), register: !!o.store.length };
   if (kind === 'hermes' && home)
@@ -461,12 +481,22 @@ export function addHookCommands(root: Command, d: HookCliDeps): void {
       const res = await call(c, 'requestApprove', { id });
       if (asJson) d.printJson(res);
       else {
-        const stores = (r.stores ?? []).map((s) => ` --store ${shellQuote(s)}`).join('');
-        const args = cliTargetArgs(r.target, stateDirOf(cmd));
-        const undo = `agentkeep restore-point restore ${res.request.undo} ${args} --scope ${r.scope}${stores}`;
+        // the same runnable line as every other printed restore action (with --yes, the state dir when not the default)
+        const undo =
+          res.request.undo &&
+          commandLine(
+            nextAction('Undo', 'restorePointRestore', {
+              target: r.target,
+              id: res.request.undo,
+              scope: r.scope,
+              ...(r.stores?.length ? { stores: r.stores } : {}),
+            }),
+            { stateDir: stateDirOf(cmd) },
+          );
         d.io.out(
           `Approved ${id}: restored ${r.restorePoint} (scope ${r.scope}) on ${r.target}.` +
-            `${res.restore ? `\n${changeSummary(res.restore.changes, false, r.scope)}` : ''}\nUndo: ${undo}`,
+            `${res.restore ? `\n${changeSummary(res.restore.changes, false, r.scope)}` : ''}\n` +
+            (undo ? `Undo: ${undo}` : 'It took no undo point.'),
         );
       }
     });

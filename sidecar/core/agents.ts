@@ -15,6 +15,7 @@
  * default off) and `allowAgentRestores` (the agent's scope-agent restore requests run without
  * approval; default off), changed with agent.setSettings.
  */
+import { promises as fs } from 'node:fs';
 import { backendFor } from '../machine';
 import { openStore } from '../memory';
 import { nextAction, type AgentSettings, type NamedAgent, type ParamsOf, type ResultOf } from '../protocol';
@@ -83,14 +84,27 @@ export async function listAgents(ctx: CoreContext, _p: ParamsOf<'agentList'>): P
 
 /**
  * See Methods.agentAdd. The target and stores are parsed by their registries (their normalised
- * spelling is kept); a target with a local root must exist.
- * @throws BadTarget, BadStore, TargetNotFound, InvalidParams (name taken, without replace), BadStateDir
+ * spelling is kept); a target with a local root must exist, and so must each local store's root
+ * (an ssh:// store is not dialled: that would need the network and its keys; its first use checks it).
+ * @throws BadTarget, BadStore, TargetNotFound, StoreNotFound (a local store missing), InvalidParams (name taken, without replace), BadStateDir
  */
 export async function addAgent(ctx: CoreContext, p: ParamsOf<'agentAdd'>): Promise<ResultOf<'agentAdd'>> {
   const target = parseTarget(p.target);
-  const stores = p.stores?.map((s) => openStore(s).spec);
+  const adapters = p.stores?.map((s) => openStore(s));
+  const stores = adapters?.map((a) => a.spec);
   if (describeParsedTarget(target).localRoot) {
     await backendFor({ target, layout: ctx.layout, objects: ctx.objects }).check();
+  }
+  // a local store must exist, as the target must (remote ssh:// stores are not dialled here: no localRoot)
+  for (const a of adapters ?? []) {
+    if (!a.localRoot) continue;
+    const st = await fs.stat(a.localRoot).catch((e: NodeJS.ErrnoException) => e);
+    if (st instanceof Error)
+      throw new AgentKeepError(
+        'StoreNotFound',
+        `The store ${a.spec} names ${a.localRoot}, which ${st.code === 'ENOENT' ? 'does not exist' : `cannot be read (${st.code ?? st.message})`}; nothing was changed.`,
+        `Point --store at the folder the agent keeps its memory in (${a.kind}:ABSOLUTE-PATH, e.g. hermes:/home/USER/.hermes), or create ${a.localRoot} first.`,
+      );
   }
   const settings: AgentSettings = {
     target: target.spec,

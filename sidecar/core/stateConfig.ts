@@ -55,6 +55,28 @@ export function stateConfigPath(stateDir: string): string {
   return path.join(stateDir, 'config.json');
 }
 
+/** BadStateDir for a config.json that cannot be read: a state dir that is a file, a directory in the file's place, permissions. */
+function readError(stateDir: string, file: string, e: unknown): AgentKeepError {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === 'ENOTDIR')
+    return new AgentKeepError(
+      'BadStateDir',
+      `The state dir ${stateDir} is a file, not a directory, so ${file} cannot be read.`,
+      `Point --state-dir (or AGENTKEEP_STATE_DIR) at a directory, or move the file ${stateDir} aside.`,
+    );
+  if (code === 'EISDIR')
+    return new AgentKeepError(
+      'BadStateDir',
+      `${file} is a directory, not AgentKeep's settings file.`,
+      `Move it aside (it should be a JSON file).`,
+    );
+  return new AgentKeepError(
+    'BadStateDir',
+    `Cannot read ${file} (${code ?? (e as Error).message}).`,
+    'Fix its permissions (the user running agentkeep must read it) or remove it.',
+  );
+}
+
 /**
  * Read `<stateDir>/config.json`; `{}` when it does not exist.
  * @throws AgentKeepError BadStateDir when it is not valid JSON or has a wrong field (the message names
@@ -67,11 +89,7 @@ export async function readStateConfig(stateDir: string): Promise<StateConfig> {
     text = await fs.readFile(file, 'utf8');
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return {};
-    throw new AgentKeepError(
-      'BadStateDir',
-      `Cannot read ${file}: ${(e as Error).message}.`,
-      'Fix its permissions or remove it.',
-    );
+    throw readError(stateDir, file, e);
   }
   return validate(file, parseRaw(file, text));
 }
@@ -136,8 +154,7 @@ export async function updateStateConfig<T>(
       text = await fs.readFile(file, 'utf8');
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
-        const why = `Cannot read ${file}: ${(e as Error).message}.`;
-        throw new AgentKeepError('BadStateDir', why, 'Fix its permissions or remove it.');
+        throw readError(stateDir, file, e);
       }
     }
     const raw = text === undefined ? {} : parseRaw(file, text, true);

@@ -165,11 +165,19 @@ export async function hookMain(
   try {
     await loadFull().runHook(call, verdict, args, io, budget);
   } catch (e) {
-    io.err(
-      `agentkeep hook: ${e instanceof Error ? e.message : String(e)}; the tool call goes ahead without a restore point.`,
-    );
+    io.err(`agentkeep hook: ${goesAhead(e)}`);
   }
   return 0;
+}
+
+/**
+ * One clean line for a failure the call goes ahead after: "MESSAGE; the tool call goes ahead without a
+ * restore point. HINT" (the message's own closing period dropped; the hint of an AgentKeepError-like error kept).
+ */
+export function goesAhead(e: unknown): string {
+  const msg = (e instanceof Error ? e.message : String(e)).trim().replace(/[.;:]+$/, '');
+  const hint = typeof (e as { hint?: unknown })?.hint === 'string' ? ` ${(e as { hint: string }).hint}` : '';
+  return `${msg}; the tool call goes ahead without a restore point.${hint}`;
 }
 
 /**

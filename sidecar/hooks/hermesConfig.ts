@@ -365,11 +365,15 @@ export function sha256(s: string | Buffer): string {
   return createHash('sha256').update(s).digest('hex');
 }
 
-/** Write config.yaml atomically, keeping its mode. */
+/**
+ * Write config.yaml atomically, keeping its mode. A symbolic link (dotfiles) is written through:
+ * the file it points to (realpath) is replaced atomically in its own directory, so the link stays a link.
+ */
 export async function writeConfig(file: string, text: string | Uint8Array): Promise<void> {
-  const st = await fs.stat(file).catch(() => undefined);
-  await writeFileAtomic(file, text);
-  if (st) await fs.chmod(file, st.mode & 0o7777);
+  const real = await fs.realpath(file).catch(() => file);
+  const st = await fs.stat(real).catch(() => undefined);
+  await writeFileAtomic(real, text);
+  if (st) await fs.chmod(real, st.mode & 0o7777);
 }
 
 /** Where install keeps its record and backup of one config.yaml. */

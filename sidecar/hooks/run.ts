@@ -15,6 +15,7 @@ import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { ParamsOf, RestorePoint } from '../protocol';
+import { escapeControls } from '../protocol/format';
 import { Core } from '../core/core';
 import { call as callCore } from '../core/dispatch';
 import { asAgentKeepError } from '../core/errors';
@@ -139,7 +140,7 @@ export async function runHook(
         pre: rp.id,
         target: agent.target,
       } satisfies Pending);
-      io.err(`agentkeep: restore point ${rp.id} before ${call.tool}: ${short(verdict.detail)}`);
+      io.err(`agentkeep: restore point ${rp.id} before ${call.tool}: ${escapeControls(short(verdict.detail))}`);
     } else {
       await pendingFile.remove(pending);
       io.err(`agentkeep: restore point ${rp.id} after ${call.tool} (pair of ${pending!.pre})`);

@@ -71,6 +71,20 @@ export function firstLine(text: string, max = 120): string {
 }
 
 /**
+ * `text` with every control character (C0 including newline and tab, DEL, C1) shown as a visible
+ * `\xNN` escape, as the CLI's terminalSafe shows them: a label or an agent's command echoed inside a
+ * line ("Created restore point …", the hook's stderr line) can neither start a line of its own nor
+ * drive the terminal (ESC sequences that clear the screen or retitle the window).
+ */
+export function escapeControls(text: string): string {
+  return text.replace(
+    // eslint-disable-next-line no-control-regex -- matching control characters is the point
+    /[\u0000-\u001f\u007f-\u009f]/g,
+    (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
+  );
+}
+
+/**
  * All of `text` on one line: every run of whitespace (newlines included) becomes one space, the ends
  * are trimmed, and the result is cut to `max` characters with an ellipsis. For tool-call arguments and
  * messages shown in a list.

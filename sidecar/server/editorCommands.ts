@@ -163,19 +163,21 @@ export class EditorCommands {
   }
 
   /**
-   * The config-file lens of a document: one range-only lens on line 1 when `file` is a risky config
-   * file of the agent and configFilesCodeLens is not false; `resolve` fills in its title and command.
+   * The config-file lens of a document: one lens on line 1 when `file` is a risky config file of the
+   * agent and configFilesCodeLens is not false, with its title and command (resolveConfigLens) filled in.
    */
   async configLenses(file: string | undefined): Promise<CodeLens[]> {
     if (!file || this.settings.configFilesCodeLens === false) return [];
     const scope = await this.currentScope();
     const risky = scope && this.riskyIn(file, scope);
     if (!risky) return [];
+    // with its command (as the risky-command lenses of other editors: Neovim 0.7 runs unresolved lenses);
+    // codeLens/resolve of it still gives a fresh "last: …"
     return [
-      {
+      await this.resolveConfigLens({
         range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } },
         data: { kind: 'beforeEdit', file, reason: risky.reason },
-      },
+      }),
     ];
   }
 

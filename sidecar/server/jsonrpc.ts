@@ -14,7 +14,9 @@
  *   - a batch: every element is checked and dispatched on its own; the responses (and the errors of
  *     invalid elements) come back as one array, in the order of the batch; notifications (and
  *     responses a client sends back) in a batch get no response; a batch of only those gets nothing;
- *   - a request with `id: null` (allowed, discouraged) is answered with id null.
+ *   - a request with `id: null` (allowed, discouraged) is answered with id null;
+ *   - LSP `initialize` without `capabilities` (e.g. `params: {}`) reaches the connection with
+ *     `capabilities: {}`: a client that declares none (the library would fail on it with -32603).
  * Requests of a batch and null-id requests reach the connection under private ids
  * (`BATCH_ID_PREFIX…`), so they cannot collide with the client's other ids; `$/cancelRequest` for such
  * a request is mapped to its private id, and the response gets the client's id back.
@@ -249,6 +251,12 @@ export class JsonRpcGate {
       const cid = msg.params.id;
       const priv = (typeof cid === 'string' || typeof cid === 'number') && this.privateOf.get(cid);
       if (priv) msg = { ...msg, params: { ...msg.params, id: priv } };
+    }
+    // LSP initialize without capabilities (params {} or none): a client with none. vscode-languageserver
+    // reads params.capabilities.workspace before our handler runs and would answer -32603.
+    if (msg.method === 'initialize' && 'id' in msg) {
+      const p = isPlainObject(msg.params) ? msg.params : {};
+      if (!isPlainObject(p.capabilities)) msg = { ...msg, params: { ...p, capabilities: {} } };
     }
     const m = msg as unknown as Message;
     this.gateReader.deliver(this.rewrite ? this.rewrite(m) : m);

@@ -185,9 +185,11 @@ export function codeLensesFor(
       .getText({ start: { line: b.line - 1, character: 0 }, end: { line: b.line, character: 0 } })
       .replace(/\r?\n$/, '');
     const range = { start: { line: b.line - 1, character: 0 }, end: { line: b.line - 1, character: lineText.length } };
-    // range-only lenses: the client asks codeLens/resolve for the command of each visible lens
+    // other editors get the command right away (data kept, so a codeLens/resolve gives the same lens):
+    // Neovim 0.7 runs vim.lsp.codelens.run() on lenses it has not resolved yet and crashes on a
+    // lens without a command. VS Code's lenses stay range-only, resolved for the visible ones.
     if (style === 'plain') {
-      lenses.push({ range, data: { kind: 'take', arg } });
+      lenses.push(resolveLens({ range, data: { kind: 'take', arg } }));
       continue;
     }
     lenses.push({ range, data: { kind: 'snapshot', arg } });
@@ -308,9 +310,12 @@ export function serveConnection(
 
   connection.onInitialize((params): InitializeResult => {
     // LensSettings (sidecar/protocol/lens.ts); parsed leniently, an unreadable filter is "all"
-    const init = params.initializationOptions as Partial<Record<keyof LensSettings, unknown>> | undefined;
+    const init = (params as Partial<typeof params> | null)?.initializationOptions as
+      Partial<Record<keyof LensSettings, unknown>> | undefined;
     if (init && typeof init === 'object' && 'codeLens' in init) filter = parseCodeLensFilter(init.codeLens);
-    canRefresh = Boolean(params.capabilities.workspace?.codeLens?.refreshSupport);
+    // a client that sends no capabilities (params {}) has none
+    const caps = (params as Partial<typeof params> | null)?.capabilities;
+    canRefresh = Boolean(caps?.workspace?.codeLens?.refreshSupport);
     // decided by the flag, not by clientInfo.name: only the extension has the agentkeep.* commands,
     // a VS Code (or fork) window without it could not run them either
     style = init && typeof init === 'object' && init.clientCommands === true ? 'vscode' : 'plain';

@@ -13,9 +13,10 @@
  *   the CLI's Node clients send no Origin.
  */
 import { timingSafeEqual, createHash, X509Certificate } from 'node:crypto';
-import { promises as fs } from 'node:fs';
+import { existsSync, promises as fs } from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
+import * as path from 'node:path';
 import * as tls from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -139,12 +140,29 @@ export interface TlsFiles {
 }
 
 /**
+ * "Make a pair: openssl req -x509 … -keyout KEY -out CERT": into the files given when neither exists;
+ * else into new files (~/.config/agentkeep/tls/cert.pem, key.pem), so the command never overwrites
+ * a file that is there (a token file, a key of something else given by mistake).
+ */
+export function tlsPairHint(certFile: string, keyFile: string): string {
+  const fresh = !existsSync(certFile) && !existsSync(keyFile) && path.resolve(certFile) !== path.resolve(keyFile);
+  const dir = '~/.config/agentkeep/tls';
+  const [cert, key] = fresh ? [certFile, keyFile] : [`${dir}/cert.pem`, `${dir}/key.pem`];
+  const openssl =
+    'openssl req -x509 -newkey rsa:2048 -nodes -days 825 -subj /CN=agentkeep ' +
+    `-addext subjectAltName=DNS:$(hostname),IP:<address> -keyout ${key} -out ${cert}`;
+  return fresh
+    ? `Make a pair: ${openssl}`
+    : `Make a new pair in new files (not over the ones given): mkdir -p ${dir} && ${openssl}, then pass --tls-cert ${cert} --tls-key ${key}.`;
+}
+
+/**
  * Read and check the TLS certificate and key (PEM files; the cert may hold a chain, leaf first).
  * @throws AgentKeepError FileError when a file is missing or unreadable, is not PEM, or the key does
  *   not match the certificate, each naming the file and how to make a pair with openssl
  */
 export async function readTlsFiles(certFile: string, keyFile: string): Promise<TlsFiles> {
-  const make = `Make a pair: openssl req -x509 -newkey rsa:2048 -nodes -days 825 -subj /CN=agentkeep -addext subjectAltName=DNS:$(hostname),IP:<address> -keyout ${keyFile} -out ${certFile}`;
+  const make = tlsPairHint(certFile, keyFile);
   const read = async (file: string, what: string): Promise<string> => {
     try {
       return await fs.readFile(file, 'utf8');

@@ -174,6 +174,30 @@ describe('named agents', function () {
     const missing = await ak('agent', 'add', 'gone', '--target', `dir:${path.join(tmp, 'nope')}`);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /does not exist/);
+    // a local store must exist too (as the target must); an ssh:// store is not dialled
+    const nostore = path.join(tmp, 'does', 'not', 'exist');
+    const ms = await ak('agent', 'add', 'gone', '--target', `dir:${a1}`, '--store', `hermes:${nostore}`, '--json');
+    assert.equal(ms.code, 1);
+    assert.equal(JSON.parse(ms.stdout).error.code, 'store_not_found');
+    const mst = await ak('agent', 'add', 'gone', '--target', `dir:${a1}`, '--store', `hermes:${nostore}`);
+    assert.match(
+      mst.stderr,
+      new RegExp(
+        `The store hermes:${nostore} names ${nostore}, which does not exist; nothing was changed\\. Point --store at`,
+      ),
+    );
+    assert.equal((await json('agent', 'list')).agents.filter((a: { name: string }) => a.name === 'gone').length, 0);
+    const remote = await json(
+      'agent',
+      'add',
+      'far',
+      '--target',
+      `dir:${a1}`,
+      '--store',
+      'hermes:ssh://root@192.0.2.1/root/.hermes',
+    );
+    assert.deepEqual(remote.stores, ['hermes:ssh://root@192.0.2.1/root/.hermes']);
+    assert.equal((await ak('agent', 'remove', 'far')).code, 0);
     const rmUnknown = await ak('agent', 'remove', 'constructor');
     assert.equal(rmUnknown.code, 1);
     assert.match(rmUnknown.stderr, /No agent named "constructor".*Known agents: one, two/);

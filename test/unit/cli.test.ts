@@ -419,6 +419,13 @@ describe('agentkeep CLI (real bin on real trees)', function () {
     // a pipe gets the bytes as they are (JSON escapes them anyway)
     const j = await json('restore-point', 'list', '--target', target);
     assert.equal(j[0].label, 'evil \u001b]0;pwned\u0007 \u001b[2J end');
+    // "Created restore point" echoes the label escaped on a pipe too: a newline cannot fake a line of its own
+    const c = await ak('restore-point', 'create', '--target', target, '--label', 'line1\nID fake\u001b[2J');
+    assert.equal(c.code, 0, c.stderr);
+    const created = c.stdout.split('\n').filter((l) => l.startsWith('Created restore point'));
+    assert.equal(created.length, 1, c.stdout);
+    assert.match(created[0], /"line1\\x0aID fake\\x1b\[2J"/);
+    assert.ok(!/^ID fake/m.test(c.stdout) && !c.stdout.includes('\u001b'), c.stdout);
   });
 
   it('on a TTY, restore shows what will be lost and asks; n changes nothing, y restores', async () => {

@@ -289,6 +289,68 @@ describe('Hermes hook (install into config.yaml, run as Hermes runs it)', functi
     assert.equal(await fs.readFile(cfg, 'utf8'), flow);
   });
 
+  it('a config.yaml that is a symbolic link (dotfiles): install and remove write through it, the link stays a link', async () => {
+    const dotfiles = path.join(tmp, 'dotfiles');
+    await fs.mkdir(dotfiles);
+    const real = path.join(dotfiles, 'hermes-config.yaml');
+    await fs.writeFile(real, HERMES_CONFIG, { mode: 0o640 });
+    await fs.chmod(real, 0o640);
+    await fs.rm(cfg);
+    await fs.symlink(real, cfg);
+    const r = await ak('hook', 'install', 'hermes', '--home', home);
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok((await fs.lstat(cfg)).isSymbolicLink(), 'config.yaml is still a link');
+    assert.equal(await fs.readlink(cfg), real);
+    assert.match(await fs.readFile(real, 'utf8'), /hook run hermes/, 'the file it points to got the entries');
+    assert.equal((await fs.stat(real)).mode & 0o777, 0o640, 'mode kept');
+    assert.deepEqual((await fs.readdir(dotfiles)).sort(), ['hermes-config.yaml'], 'no temp file left beside it');
+    const rm = await ak('hook', 'remove', 'hermes', '--home', home);
+    assert.equal(rm.code, 0, rm.stderr);
+    assert.ok((await fs.lstat(cfg)).isSymbolicLink(), 'still a link after remove');
+    assert.equal(await fs.readFile(real, 'utf8'), HERMES_CONFIG, 'the target is back byte for byte');
+  });
+
+  it('a config.yaml that is a directory: a clear error with the fix, nothing changed', async () => {
+    await fs.rm(cfg);
+    await fs.mkdir(cfg);
+    const r = await ak('hook', 'install', 'hermes', '--home', home);
+    assert.equal(r.code, 1);
+    assert.match(
+      r.stderr,
+      /config\.yaml is a directory, not Hermes' config file.*; nothing was changed\. Move it away/,
+    );
+    assert.doesNotMatch(r.stderr, /EISDIR/);
+    assert.ok(!existsSync(path.join(state, 'config.json')), 'no agent recorded');
+  });
+
+  it('without --agent, a default agent that does not cover the home is refused (naming --agent and agent add); one that covers it is used', async () => {
+    assert.equal((await ak('hook', 'install', 'hermes', '--home', home)).code, 0);
+    const h6 = path.join(tmp, 'h6');
+    await fs.mkdir(h6);
+    await fs.writeFile(path.join(h6, 'config.yaml'), HERMES_CONFIG);
+    const r = await ak('hook', 'install', 'hermes', '--home', h6);
+    assert.equal(r.code, 1);
+    assert.match(
+      r.stderr,
+      new RegExp(`default agent hermes snapshots dir:${home}.*does not cover the Hermes home ${h6}`),
+    );
+    assert.match(r.stderr, /--agent NAME/);
+    assert.ok(r.stderr.includes(`agentkeep agent add h6 --target dir:${h6} --store hermes:${h6}`), r.stderr);
+    assert.equal(await fs.readFile(path.join(h6, 'config.yaml'), 'utf8'), HERMES_CONFIG, 'h6 untouched');
+    // the fix the message names works
+    const add = await ak('agent', 'add', 'h6', '--target', `dir:${h6}`, '--store', `hermes:${h6}`);
+    assert.equal(add.code, 0, add.stderr);
+    const ok = await ak('hook', 'install', 'hermes', '--home', h6, '--agent', 'h6');
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.match(await fs.readFile(path.join(h6, 'config.yaml'), 'utf8'), /--agent h6 /);
+    // a home inside the default agent's target is covered: fine without --agent
+    const inner = path.join(home, 'profiles', 'work');
+    await fs.mkdir(inner, { recursive: true });
+    await fs.writeFile(path.join(inner, 'config.yaml'), HERMES_CONFIG);
+    const inside = await ak('hook', 'install', 'hermes', '--home', inner);
+    assert.equal(inside.code, 0, inside.stderr);
+  });
+
   it('a risky terminal call gets a pre and a post restore point paired by tool_call_id, with the agent, session, tool and command in the reason; a harmless one gets nothing', async () => {
     await fs.writeFile(path.join(home, 'app.txt'), 'v1\n');
     assert.equal((await ak('hook', 'install', 'hermes', '--home', home)).code, 0);
@@ -457,6 +519,37 @@ describe('Hermes hook (install into config.yaml, run as Hermes runs it)', functi
       assert.equal(r.stderr.trim().split('\n').length, 1, `one line for ${JSON.stringify(bad)}: ${r.stderr}`);
       assert.match(r.stderr, /^agentkeep hook: stdin .*; the tool call goes ahead without a restore point\.\n$/);
     }
+  });
+
+  it("the hook's stderr lines are clean sentences: a state dir that is a file names the fix; an agent's command with ESC is not echoed raw", async () => {
+    assert.equal((await ak('hook', 'install', 'hermes', '--home', home)).code, 0);
+    const command = await installedCommand();
+    const risky = hermesPayload(
+      'pre',
+      'terminal',
+      { command: 'rm -rf build\u001b[2J\u001b]0;pwned\u0007' },
+      's1',
+      'c1',
+    );
+    const r = await runHookCommand(command, risky);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /^agentkeep: restore point \S+ before terminal: rm -rf build\\x1b\[2J\\x1b]0;pwned\\x07\n$/);
+    // eslint-disable-next-line no-control-regex -- matching control characters is the point
+    assert.doesNotMatch(r.stderr, /[\u0000-\u0009\u000b-\u001f\u007f]/, 'no control character but the final newline');
+
+    // the state dir the installed command names is now a file
+    await fs.rm(state, { recursive: true, force: true });
+    await fs.writeFile(state, 'not a directory');
+    const f = await runHookCommand(command, risky);
+    assert.equal(f.code, 0);
+    assert.equal(f.stdout, '', 'fail open: no block');
+    assert.equal(f.stderr.trim().split('\n').length, 1, f.stderr);
+    assert.equal(
+      f.stderr,
+      `agentkeep hook: The state dir ${state} is a file, not a directory, so ${path.join(state, 'config.json')} cannot be read; ` +
+        `the tool call goes ahead without a restore point. Point --state-dir (or AGENTKEEP_STATE_DIR) at a directory, or move the file ${state} aside.\n`,
+    );
+    assert.doesNotMatch(f.stderr, /ENOTDIR|'\.;/);
   });
 
   it('fails open with a warning that list and agent.status show (target unreachable, target busy); fail-closed blocks with Hermes block JSON', async () => {

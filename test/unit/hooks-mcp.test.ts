@@ -122,6 +122,20 @@ describe('agentkeep mcp (the SDK client over stdio)', function () {
     const done = await json('request', 'list', '--all');
     assert.equal(done[0].status, 'approved');
     assert.ok(done[0].undo);
+    // the undo line is a runnable command (as run's): --yes, the state dir; running it as printed undoes
+    const undoLine = /^Undo: (agentkeep .*)$/m.exec(ok.stdout)![1];
+    assert.match(
+      undoLine,
+      new RegExp(`^agentkeep restore-point restore ${done[0].undo} --target \\S+ .*--scope machine.* --yes$`),
+    );
+    assert.ok(undoLine.includes('--state-dir'), undoLine);
+    const undoArgs = undoLine
+      .split(' ')
+      .slice(1)
+      .filter((a) => a !== '--state-dir' && a !== state);
+    const undone = await ak(...undoArgs);
+    assert.equal(undone.code, 0, undone.stderr);
+    assert.equal(await fs.readFile(path.join(machine, 'config.yaml'), 'utf8'), 'model: [broken\n', 'undone as printed');
     const twice = await ak('request', 'approve', reqId, '--yes');
     assert.equal(twice.code, 1);
     assert.match(twice.stderr, /is approved, not pending/);

@@ -152,6 +152,13 @@ describe('agentkeep serve --stdio (LSP)', function () {
     assert.equal(u[0].command?.arguments?.[0].uri, untitled);
   });
 
+  it('initialize with params {} (no capabilities, no options): treated as a client with none, not an internal error', async () => {
+    const r = (await conn.sendRequest('initialize', {})) as any;
+    assert.equal(r.serverInfo.name, 'agentkeep');
+    assert.deepEqual(r.capabilities.codeLensProvider, { resolveProvider: true });
+    assert.ok(r.capabilities.executeCommandProvider, 'no clientCommands: served as another editor');
+  });
+
   it('the VS Code extension (clientCommands) gets no executeCommandProvider; other editors get the server commands', async () => {
     const vs = await initialize();
     assert.equal(vs.capabilities.executeCommandProvider, undefined, 'the extension registers its own commands');
@@ -206,11 +213,14 @@ describe('agentkeep serve --stdio (LSP)', function () {
     await conn.sendNotification('textDocument/didOpen', {
       textDocument: { uri, languageId: 'sh', version: 1, text: '#!/bin/sh\nnpm install left-pad\necho done\n' },
     });
-    const lenses = await resolvedLenses(uri);
+    // Neovim 0.7 runs lenses before it resolves them: the codeLens answer carries the command already
+    const unresolved = (await conn.sendRequest('textDocument/codeLens', { textDocument: { uri } })) as CodeLens[];
     assert.deepEqual(
-      lenses.map((l) => [l.range.start.line, l.command?.title, l.command?.command]),
+      unresolved.map((l) => [l.range.start.line, l.command?.title, l.command?.command]),
       [[1, 'Take restore point', 'agentkeep.takeRestorePoint']],
     );
+    const lenses = await resolvedLenses(uri);
+    assert.deepEqual(lenses, unresolved, 'codeLens/resolve gives the same lens');
     assert.ok(!JSON.stringify(lenses).includes('$('), 'no VS Code $(icon) syntax');
     assert.equal(
       lenses[0].command?.tooltip,
@@ -286,6 +296,8 @@ describe('agentkeep serve --stdio (LSP)', function () {
     await conn.sendNotification('textDocument/didOpen', {
       textDocument: { uri, languageId: 'requirements', version: 1, text: 'requests\n' },
     });
+    const [early] = (await conn.sendRequest('textDocument/codeLens', { textDocument: { uri } })) as CodeLens[];
+    assert.equal(early.command?.command, 'agentkeep.restorePointBeforeEdit', 'the command comes with the lens');
     const [lens] = await resolvedLenses(uri);
     assert.deepEqual(
       [lens.range.start.line, lens.command?.title, lens.command?.command, lens.command?.arguments],

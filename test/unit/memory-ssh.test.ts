@@ -544,7 +544,15 @@ describe('memory stores over SSH (real OpenSSH on 127.0.0.1)', function () {
     await io.stat(home);
     const pids = sshd.sessions();
     assert.ok(pids.length >= 1);
-    for (const pid of pids) process.kill(pid, 'SIGSTOP');
+    // a session process may end between the listing and the signal (ESRCH): those need no stopping
+    const signal = (pid: number, sig: NodeJS.Signals): void => {
+      try {
+        process.kill(pid, sig);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ESRCH') throw e;
+      }
+    };
+    for (const pid of pids) signal(pid, 'SIGSTOP');
     try {
       await expectAgentKeepError(
         io.readFile(mem()),
@@ -553,8 +561,8 @@ describe('memory stores over SSH (real OpenSSH on 127.0.0.1)', function () {
       );
     } finally {
       for (const pid of pids) {
-        process.kill(pid, 'SIGCONT');
-        process.kill(pid, 'SIGTERM');
+        signal(pid, 'SIGCONT');
+        signal(pid, 'SIGTERM');
       }
     }
     // the connection was dropped: the next call connects again and works

@@ -152,4 +152,38 @@ describe('Neovim headless as an LSP client of agentkeep serve --stdio', function
     );
     assert.ok(took < 20000, `nvim round trip took ${took} ms (target < 20 s)`);
   });
+
+  it('Neovim 0.7: vim.lsp.codelens.run() right after the lenses arrive (before any resolve) runs the command', async function () {
+    this.timeout(40000);
+    const agent = path.join(tmp, 'agent');
+    const state = path.join(tmp, 'state');
+    await fs.mkdir(path.join(agent, 'memories'), { recursive: true });
+    await fs.writeFile(path.join(agent, 'memories', 'MEMORY.md'), 'one');
+    const sh = path.join(agent, 'setup.sh');
+    await fs.writeFile(sh, '#!/bin/sh\nnpm install left-pad\n');
+    const env = { AGENTKEEP_STATE_DIR: state };
+    const add = await runSidecar(['agent', 'add', 'a', '--target', `dir:${agent}`, '--store', `hermes:${agent}`], env);
+    assert.equal(add.code, 0, add.stderr);
+    const out = path.join(tmp, 'report.json');
+    const run = await runNvim(
+      {
+        AK_NODE: process.execPath,
+        AK_SIDECAR: SIDECAR,
+        AK_STATE: state,
+        AK_ROOT: agent,
+        AK_FILES: sh,
+        AK_OUT: out,
+        AK_EARLY: '1',
+      },
+      30000,
+    );
+    const raw = await fs.readFile(out, 'utf8').catch(() => '');
+    assert.ok(raw, `nvim wrote no report (exit ${run.code}); output: ${run.out.slice(-2000)}`);
+    const report = JSON.parse(raw) as Report;
+    assert.equal(report.error, undefined, `the Lua script failed: ${report.error}; output: ${run.out.slice(-2000)}`);
+    assert.deepEqual(report.files[0].lenses, [
+      { line: 1, title: 'Take restore point', command: 'agentkeep.takeRestorePoint' },
+    ]);
+    assert.equal(report.files[0].executed?.result?.ok, true, JSON.stringify(report.files[0].executed));
+  });
 });

@@ -239,6 +239,47 @@ describe('remote sidecar: serve --ws with TLS, origins, and the editor link', fu
     ]);
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /is not a PEM certificate.*openssl req -x509/);
+    // the files given exist (one is the token file): the openssl line writes new files, never over them
+    assert.ok(!bad.stderr.includes(`-out ${tokenFile}`) && !bad.stderr.includes(`-keyout ${c.key}`), bad.stderr);
+    assert.match(
+      bad.stderr,
+      /mkdir -p ~\/\.config\/agentkeep\/tls && openssl req -x509 .* -keyout ~\/\.config\/agentkeep\/tls\/key\.pem -out ~\/\.config\/agentkeep\/tls\/cert\.pem, then pass --tls-cert ~\/\.config\/agentkeep\/tls\/cert\.pem --tls-key ~\/\.config\/agentkeep\/tls\/key\.pem/,
+    );
+    const tokenBytes = await fs.readFile(tokenFile, 'utf8');
+    bad = await runSidecar([
+      'serve',
+      '--ws',
+      '127.0.0.1:0',
+      '--token-file',
+      tokenFile,
+      '--tls-cert',
+      tokenFile,
+      '--tls-key',
+      tokenFile,
+    ]);
+    assert.equal(bad.code, 1);
+    assert.ok(!bad.stderr.includes(`-keyout ${tokenFile}`) && !bad.stderr.includes(`-out ${tokenFile}`), bad.stderr);
+    assert.equal(await fs.readFile(tokenFile, 'utf8'), tokenBytes, 'the token file is untouched');
+    // neither file exists: the pair goes into the names given
+    const nc = path.join(path.dirname(tokenFile), 'new.crt');
+    const nk = path.join(path.dirname(tokenFile), 'new.key');
+    bad = await runSidecar([
+      'serve',
+      '--ws',
+      '127.0.0.1:0',
+      '--token-file',
+      tokenFile,
+      '--tls-cert',
+      nc,
+      '--tls-key',
+      nk,
+    ]);
+    assert.equal(bad.code, 1);
+    assert.ok(
+      bad.stderr.includes(`does not exist. Make a pair: openssl req -x509`) &&
+        bad.stderr.includes(`-keyout ${nk} -out ${nc}`),
+      bad.stderr,
+    );
     bad = await runSidecar(['serve', '--stdio', '--tls-cert', c.cert]);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /--tls-cert is only for serve --ws/);
