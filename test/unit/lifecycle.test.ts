@@ -14,6 +14,8 @@ import { AgentKeepError } from '../../sidecar/core/errors';
 import { parseDuration } from '../../sidecar/core/retention';
 import { capLevel, readStateConfig } from '../../sidecar/core/stateConfig';
 import { ageRestorePoint, buildSidecar, cliRunner } from './helpers/sidecar';
+import { bytesOfAll, bytesOnlyInAll } from './helpers/manifests';
+import { readdirSync } from 'node:fs';
 
 const HOUR = 3_600_000;
 const KB64 = 65536;
@@ -23,6 +25,11 @@ describe('restore-point lifecycle (real bin, real trees)', function () {
   let tmp: string;
   let agent: string;
   let state: string;
+  /** The dir manifest file of restore point `id` (the state dir holds one target). */
+  const mf = (id: string): string => {
+    const [key] = readdirSync(path.join(state, 'dir'));
+    return path.join(state, 'dir', key, `${id}.json`);
+  };
   let target: string;
   const { ak, json } = cliRunner(() => state);
   /** Make a restore point look `ageH` hours old by editing its journal entry. */
@@ -117,13 +124,13 @@ describe('restore-point lifecycle (real bin, real trees)', function () {
     for (let i = 0; i < 3; i++) await age(made[i].id, 10 - i);
     const dry = await json('restore-point', 'prune', '--target', target, '--keep', '2', '--dry-run');
     assert.equal(dry.deleted.length, 2);
-    assert.equal(
-      dry.estimatedFreeBytes,
-      2 * KB64,
-      'two unique 64 KiB files; shared.txt is still used by the kept ones',
-    );
+    // two unique 64 KiB files and the trees only those two name (manifest format 2); shared.txt is
+    // still used by the kept ones
+    const only = bytesOnlyInAll(state, [mf(made[0].id), mf(made[1].id)], [mf(made[2].id), mf(made[3].id)]);
+    assert.ok(only >= 2 * KB64 && only < 2 * KB64 + 4096, `${only}`);
+    assert.equal(dry.estimatedFreeBytes, only, 'two unique 64 KiB files and their trees');
     const human = await ak('restore-point', 'prune', '--target', target, '--keep', '2', '--dry-run');
-    assert.match(human.stdout, /would be deleted \(freeing about 128 KiB\), \d+ kept; nothing was changed\./);
+    assert.match(human.stdout, /would be deleted \(freeing about 12[89] KiB\), \d+ kept; nothing was changed\./);
     const real = await json('restore-point', 'prune', '--target', target, '--keep', '2');
     assert.equal(real.freedBytes, dry.estimatedFreeBytes);
   });
@@ -186,10 +193,12 @@ describe('restore-point lifecycle (real bin, real trees)', function () {
     const shared = Buffer.byteLength('in every restore point\n');
     // (issue 13: the manifests and journal count too: they are part of what the state dir holds)
     assert.ok(u.metaBytes > 0 && u.stateDirBytes >= u.bytes, JSON.stringify(u));
+    const objects = bytesOfAll(state, [mf(a.id), mf(b.id)]);
+    assert.ok(objects >= 2 * KB64 + shared && objects < 2 * KB64 + shared + 4096, `${objects}`);
     assert.equal(
       u.bytes,
-      2 * KB64 + shared + u.metaBytes,
-      'two unique files + the shared file once + manifests and journal',
+      objects + u.metaBytes,
+      'two unique files + the shared file once + their trees + manifests and journal',
     );
     assert.equal(u.capBytes, 10 * 1024 ** 3);
     assert.equal(u.level, 'ok');
@@ -200,19 +209,20 @@ describe('restore-point lifecycle (real bin, real trees)', function () {
     assert.equal(u.points[1].bytes, KB64 + shared);
     // "only it": a's unique file is held by a alone; the shared file counts for nobody (the first
     // restore point stored it, but deleting it frees nothing)
+    // (and the trees only it names: manifest format 2)
     assert.deepEqual(
       u.points.map((p: { newBytes: number }) => p.newBytes),
-      [KB64, KB64],
+      [bytesOnlyInAll(state, [mf(b.id)], [mf(a.id)]), bytesOnlyInAll(state, [mf(a.id)], [mf(b.id)])],
     );
+    assert.ok(u.points.every((p: { newBytes: number }) => p.newBytes >= KB64 && p.newBytes < KB64 + 2048));
     const both = await json('restore-point', 'create', '--target', target);
     const u2 = await json('restore-point', 'usage', '--target', target);
-    assert.equal(
-      u2.points.find((p: { id: string }) => p.id === both.id).newBytes,
-      0,
-      'holds only shared.txt, which a and b hold too',
-    );
+    // it holds only shared.txt, which a and b hold too, and its own trees (format 2: a few hundred bytes)
+    const ownTrees = bytesOnlyInAll(state, [mf(both.id)], [mf(a.id), mf(b.id)]);
+    assert.ok(ownTrees < 2048, `${ownTrees}`);
+    assert.equal(u2.points.find((p: { id: string }) => p.id === both.id).newBytes, ownTrees);
     const del = await json('restore-point', 'delete', both.id, '--target', target, '--yes');
-    assert.equal(del.freedBytes, 0, 'the column said deleting it frees nothing, and it does not');
+    assert.equal(del.freedBytes, ownTrees, 'the column said what deleting it frees, and it frees that');
     const human = await ak('restore-point', 'usage', '--target', target);
     assert.match(
       human.stdout,

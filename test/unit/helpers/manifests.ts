@@ -40,3 +40,20 @@ export function bytesOnlyIn(stateDir: string, file: string, others: string[]): n
     if (!elsewhere.has(h)) n += fs.statSync(path.join(stateDir, 'objects', h.slice(0, 2), h)).size;
   return n;
 }
+
+/** Bytes of the distinct objects the manifests `files` name (contents and, for format 2, trees). */
+export function bytesOfAll(stateDir: string, files: string[]): number {
+  let n = 0;
+  for (const h of new Set(files.flatMap((f) => manifestObjects(stateDir, f).map((o) => o.hash))))
+    n += fs.statSync(path.join(stateDir, 'objects', h.slice(0, 2), h)).size;
+  return n;
+}
+
+/** Bytes of the distinct objects `files` name that none of `others` names (what deleting them all frees). */
+export function bytesOnlyInAll(stateDir: string, files: string[], others: string[]): number {
+  const elsewhere = new Set(others.flatMap((f) => manifestObjects(stateDir, f).map((o) => o.hash)));
+  let n = 0;
+  for (const h of new Set(files.flatMap((f) => manifestObjects(stateDir, f).map((o) => o.hash))))
+    if (!elsewhere.has(h)) n += fs.statSync(path.join(stateDir, 'objects', h.slice(0, 2), h)).size;
+  return n;
+}
