@@ -126,9 +126,10 @@ export async function restoreRestorePoint(
         (e: unknown) => asAgentKeepError(e),
       );
       if (!problem) capturable.push(s);
-      // a store on another machine that cannot be read now (unreachable, wrong path) is not created
-      // by writing its agent state: refused before the undo point, nothing changed
-      else if (scope === 'agent' && !s.localRoot) throw unreadableStore(s, rp, scope, problem);
+      // a store on another machine that cannot be read now (unreachable, a changed host key, wrong
+      // path) and that this restore writes (scope agent, or both when it is not left to a VM rollback):
+      // refused before the undo point, nothing changed (both would otherwise stop half-way)
+      else if (scope !== 'machine' && !s.localRoot && written.includes(s)) throw unreadableStore(s, rp, scope, problem);
     }
     if (!capturable.length && !p.stores) capturable.push(...(await detectTargetStores(t.target)));
     // (noUndoPoint, confirmed: a full state dir, the user chose to restore without a way back)

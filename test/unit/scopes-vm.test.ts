@@ -310,6 +310,34 @@ describe('scopes on a VM target (Proxmox simulator, the guest SSH a real sshd)',
     assert.equal(await read(mem()), now);
   });
 
+  it('both on a local target with an unreachable SSH store is refused before anything is written (QA: it stopped half-way)', async () => {
+    const tree = await fs.mkdtemp(path.join(base, 'tree-'));
+    await fs.writeFile(path.join(tree, 'app.conf'), 'v1\n');
+    const local = `dir:${tree}`;
+    const rp = await core.createRestorePoint({ target: local, stores: [store] });
+    await fs.writeFile(path.join(tree, 'app.conf'), 'v2\n');
+    const before = await core.listRestorePoints({ target: local });
+    await sshd.pause();
+    closeSshConnections();
+    try {
+      await expectAgentKeepError(
+        core.restoreRestorePoint({ target: local, id: rp.id, scope: 'both' }),
+        'StoreNotFound',
+        /scope both\) writes the agent state of .*cannot be read now.*Nothing was changed/s,
+      );
+    } finally {
+      await sshd.resume();
+    }
+    assert.equal(await read(path.join(tree, 'app.conf')), 'v2\n', 'the machine side was not touched');
+    assert.deepEqual(
+      (await core.listRestorePoints({ target: local })).map((r) => r.id),
+      before.map((r) => r.id),
+      'no undo point was taken',
+    );
+    const st = await core.agentStatus({ target: local });
+    assert.equal(st.interruptedRestore, undefined, 'no half-restored warning');
+  });
+
   it('bad input: machine with an unreachable store or without an undo point is refused, nothing changed', async () => {
     const rp = await core.createRestorePoint({ target, stores: [store] });
     await changeBoth();
