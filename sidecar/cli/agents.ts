@@ -78,16 +78,30 @@ export function storesOnHost(stores: readonly string[], ssh: string): string[] {
   }
   return stores.map((spec) => {
     const m = /^([A-Za-z][A-Za-z0-9_-]*):(\/.*)$/s.exec(spec);
-    if (!m || m[2].startsWith('//')) return spec; // ssh:// already, or not a path: the core says what is wrong
+    if (!m || m[2].startsWith('//')) throw namesItsPlace(spec, `--ssh ${ssh}`);
     return `${m[1]}:ssh://${ssh}${m[2]}`;
   });
+}
+
+/**
+ * `--ssh` / `--via` turn the plain paths of --store into stores on that machine; a store string that
+ * already names its place (`hermes:ssh://…`, `hermes:qga:…`, `hermes:pve-agent://…`) or is no
+ * `<kind>:/abs/path` would silently keep its own way there, so it is refused.
+ */
+function namesItsPlace(spec: string, flag: string): UsageError {
+  return new UsageError(
+    'InvalidParams',
+    `${flag} applies to stores given as <kind>:/abs/path, and ${spec} is not one (it names its own place, or no path).`,
+    `Give the path alone with ${flag} (e.g. --store hermes:/root/.hermes), or drop ${flag.split(' ')[0]}.`,
+  );
 }
 
 /**
  * The stores of `agent add --via guest-agent` (a Proxmox VM target: each `<kind>:/abs/path` becomes
  * `<kind>:pve-agent://HOST:PORT/NODE/VMID/abs/path`, reached through Proxmox's agent endpoints) or
  * `--via qga:/abs/qga.sock` (any target: `<kind>:qga:/abs/qga.sock:/abs/path`, the VM's guest agent
- * socket on this machine). A store that already names its place is kept. Pure but for parsing the target.
+ * socket on this machine). A store that already names its place is refused (namesItsPlace). Pure but
+ * for parsing the target.
  * @throws UsageError for another --via, guest-agent with a target that is no Proxmox VM, or no --store
  */
 export function storesThroughAgent(stores: readonly string[], target: string, via: string): string[] {
@@ -122,7 +136,7 @@ export function storesThroughAgent(stores: readonly string[], target: string, vi
     );
   return stores.map((spec) => {
     const m = /^([A-Za-z][A-Za-z0-9_-]*):(\/.*)$/s.exec(spec);
-    if (!m || m[2].startsWith('//')) return spec; // a place already, or not a path: the core says what is wrong
+    if (!m || m[2].startsWith('//')) throw namesItsPlace(spec, `--via ${via}`);
     return `${m[1]}:${prefix}${m[2]}`;
   });
 }

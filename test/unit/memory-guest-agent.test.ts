@@ -16,7 +16,7 @@ import { promises as fs } from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { storesThroughAgent } from '../../sidecar/cli/agents';
+import { storesOnHost, storesThroughAgent } from '../../sidecar/cli/agents';
 import { Core } from '../../sidecar/core/core';
 import { openStore, describeStore } from '../../sidecar/memory';
 import type { HermesStore } from '../../sidecar/memory/hermes';
@@ -395,6 +395,15 @@ describe('memory stores through the QEMU guest agent (real qemu-ga; Proxmox path
     assert.throws(() => storesThroughAgent([`hermes:${home}`], 'dir:/x', 'guest-agent'), /needs a Proxmox VM target/);
     assert.throws(() => storesThroughAgent([], target, 'guest-agent'), /needs the stores in the guest/);
     assert.throws(() => storesThroughAgent([`hermes:${home}`], target, 'telnet'), /Bad --via "telnet"/);
+    // a store that names its own place would silently keep it: refused (QA)
+    assert.throws(
+      () => storesThroughAgent([`hermes:ssh://root@127.0.0.1:22/root/.hermes`], target, 'guest-agent'),
+      /--via guest-agent applies to stores given as <kind>:\/abs\/path, and hermes:ssh:\/\/.* is not one/,
+    );
+    assert.throws(
+      () => storesOnHost([viaQga], 'root@10.0.0.9'),
+      /--ssh root@10\.0\.0\.9 applies to stores given as <kind>:\/abs\/path/,
+    );
     const core = new Core({ stateDir: state });
     await core.addAgent({ name: 'vm101', target, stores: [stores[0]] });
     const listed = await core.listMemory({ stores: (await core.listAgents({})).agents[0].stores! });
