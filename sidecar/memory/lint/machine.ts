@@ -227,9 +227,16 @@ export function transportProbe(
     if (!p.startsWith('~')) return p;
     return home === null ? undefined : path.posix.join(home, p.slice(2));
   };
+  // why the checks could not run there at all (a login without a shell, a timeout), for `limits`
+  let failed: string | undefined;
   return {
     where: io.where,
-    ...(home === null ? { limits: NO_HOME } : {}),
+    get limits(): string | undefined {
+      const notRun = failed
+        ? `The stale-claim checks did not run on ${io.where}: ${failed}. No stale finding here does not mean the claims hold there.`
+        : undefined;
+      return [notRun, home === null ? NO_HOME : undefined].filter(Boolean).join(' ') || undefined;
+    },
     async prepare(claims, deadlineMs) {
       type Item =
         | { kind: 'path'; path: string; key: string }
@@ -260,8 +267,17 @@ export function transportProbe(
       }
       if (!items.length && !wantOs) return;
       const script = probeScript(items, wantOs, perCommandS);
-      const r = await io.exec(['sh', '-c', script], { timeoutMs: Math.max(1000, deadlineMs) });
-      if (r.code === null) return; // timed out: nothing is judged
+      let r: Awaited<ReturnType<FileTransport['exec']>>;
+      try {
+        r = await io.exec(['sh', '-c', script], { timeoutMs: Math.max(1000, deadlineMs) });
+      } catch (e) {
+        failed = `commands cannot be run there (${(e as Error).message.replace(/\s+/g, ' ').trim()})`;
+        return;
+      }
+      if (r.code === null) {
+        failed = `the check timed out after ${Math.round(Math.max(1000, deadlineMs) / 1000)} s`; // nothing is judged
+        return;
+      }
       const out = new Map<string, string>();
       const osLines: string[] = [];
       for (const line of r.stdout.toString('utf8').split('\n')) {
@@ -287,6 +303,12 @@ export function transportProbe(
         const detail = `${run} on ${io.where}`;
         commands.set(it.key, { found: true, ...(version ? { version } : {}), detail });
       });
+      if (!out.size && !osLines.length) {
+        // not one answer: the script did not run (e.g. a login whose shell is nologin)
+        const why = r.stderr.toString('utf8').trim().split('\n')[0]?.trim();
+        failed = `the check script gave no answer (exit ${r.code}${why ? `: ${why}` : ''})`;
+        return;
+      }
       const text = osLines.join('\n');
       const get = (k: string): string | undefined => new RegExp(`^${k}=("?)([^"\\n]*)\\1$`, 'm').exec(text)?.[2];
       const id = get('ID');
