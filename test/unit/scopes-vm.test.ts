@@ -170,7 +170,10 @@ describe('scopes on a VM target (Proxmox simulator, the guest SSH a real sshd)',
     assert.equal(await read(mem()), now, "the agent's current memory is kept");
     assert.equal(r.writeBack?.status, 'done');
     assert.deepEqual(r.writeBack?.stores, [store]);
-    assert.ok((r.writeBack?.waitedMs ?? 0) >= 500, String(r.writeBack?.waitedMs));
+    // how long it waited for the guest's sshd: within the restore's own time (the ≥ 700 ms above is the
+    // boot; how much of it falls after the rollback's own steps depends on the machine's load, so no floor)
+    const waited = r.writeBack?.waitedMs;
+    assert.ok(typeof waited === 'number' && waited >= 0 && waited <= Date.now() - t0, String(waited));
     assert.deepEqual(r.changes.agentChanged, [`${store}:memories/MEMORY.md`]);
     assert.ok(
       r.undo.agent.some((a) => a.store === store),
