@@ -133,13 +133,16 @@ export function objectsDirOf(manifestFile: string): string {
 }
 
 /**
- * Read a manifest (format 1 or 2; format 2 reads its trees from the object store).
+ * The manifest file as it is: the cached manifest while the file is unchanged (`cached`), else its
+ * JSON parsed but not checked.
  * @returns undefined when the file does not exist
- * @throws AgentKeepError CorruptSnapshot for unparsable JSON, a wrong shape, or a missing or damaged tree.
+ * @throws AgentKeepError CorruptSnapshot for unparsable JSON; the read's own error otherwise
  */
-export async function readManifest(file: string): Promise<Manifest | undefined> {
+async function loadManifestFile(
+  file: string,
+): Promise<{ cached: true; m: Manifest } | { cached: false; m: ManifestHead } | undefined> {
   const hit = cache.get(file);
-  if (hit && hit.sig === (await signature(file))) return hit.m;
+  if (hit && hit.sig === (await signature(file))) return { cached: true, m: hit.m };
   let text: string;
   try {
     text = await fs.readFile(file, 'utf8');
@@ -147,12 +150,19 @@ export async function readManifest(file: string): Promise<Manifest | undefined> 
     if (isErrno(e, 'ENOENT')) return undefined;
     throw e;
   }
-  let m: Manifest;
   try {
-    m = JSON.parse(text) as Manifest;
+    return { cached: false, m: JSON.parse(text) as ManifestHead };
   } catch (e) {
     throw bad(file, (e as Error).message);
   }
+}
+
+/**
+ * A parsed manifest checked and completed (format 2: its entries read from the trees), then cached.
+ * @throws AgentKeepError CorruptSnapshot for a wrong shape, or a missing or damaged tree
+ */
+async function completeManifest(file: string, head: ManifestHead): Promise<Manifest> {
+  const m = head as Manifest;
   if (m && m.v === 2) {
     if (typeof m.tree !== 'string') throw bad(file, 'no root tree');
     m.entries = readTreeEntries(objectsDirOf(file), m.tree, `of ${file}`);
@@ -171,6 +181,17 @@ export async function readManifest(file: string): Promise<Manifest | undefined> 
   return m;
 }
 
+/**
+ * Read a manifest (format 1 or 2; format 2 reads its trees from the object store).
+ * @returns undefined when the file does not exist
+ * @throws AgentKeepError CorruptSnapshot for unparsable JSON, a wrong shape, or a missing or damaged tree.
+ */
+export async function readManifest(file: string): Promise<Manifest | undefined> {
+  const r = await loadManifestFile(file);
+  if (!r) return undefined;
+  return r.cached ? r.m : completeManifest(file, r.m);
+}
+
 /** A manifest's head: for format 2 without its entries (read from the trees only when needed). */
 export type ManifestHead = Omit<Manifest, 'entries'> & { entries?: Entry[] };
 
@@ -181,23 +202,12 @@ export type ManifestHead = Omit<Manifest, 'entries'> & { entries?: Entry[] };
  * @throws AgentKeepError CorruptSnapshot for unparsable JSON or a wrong shape.
  */
 export async function readManifestHead(file: string): Promise<ManifestHead | undefined> {
-  const hit = cache.get(file);
-  if (hit && hit.sig === (await signature(file))) return hit.m;
-  let text: string;
-  try {
-    text = await fs.readFile(file, 'utf8');
-  } catch (e) {
-    if (isErrno(e, 'ENOENT')) return undefined;
-    throw e;
-  }
-  let m: ManifestHead;
-  try {
-    m = JSON.parse(text) as ManifestHead;
-  } catch (e) {
-    throw bad(file, (e as Error).message);
-  }
+  const r = await loadManifestFile(file);
+  if (!r) return undefined;
+  if (r.cached) return r.m;
+  const m = r.m;
   if (m && m.v === 2 && typeof m.tree === 'string' && !m.entries) return m;
-  return readManifest(file);
+  return completeManifest(file, m);
 }
 
 /** Drop a manifest from the in-memory cache (after delete). */
