@@ -14,6 +14,7 @@
  * Uses Node's built-in fetch (undici).
  */
 import { AgentKeepError } from '../../core/errors';
+import { parseApiUrl } from '../http';
 
 /** Credentials for an Agent Zero instance with login enabled (its AUTH_LOGIN / AUTH_PASSWORD). */
 export interface A0Credentials {
@@ -54,23 +55,11 @@ export class AgentZeroApi {
     readonly baseUrl: string,
     private readonly creds?: A0Credentials,
   ) {
-    let u: URL;
-    try {
-      u = new URL(baseUrl);
-    } catch {
-      throw new AgentKeepError(
-        'BadStore',
-        `Agent Zero URL "${baseUrl}" does not parse.`,
+    const u = parseApiUrl(baseUrl, 'Agent Zero URL', {
+      unparsable:
         'Give the web UI address, e.g. agent-zero:/abs/root?url=http://127.0.0.1:50001 or AGENTKEEP_A0_URL=http://127.0.0.1:50001.',
-      );
-    }
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') {
-      throw new AgentKeepError(
-        'BadStore',
-        `Agent Zero URL "${baseUrl}" is not http(s).`,
-        'Give the web UI address, e.g. http://127.0.0.1:50001.',
-      );
-    }
+      scheme: 'Give the web UI address, e.g. http://127.0.0.1:50001.',
+    });
     this.origin = u.origin;
   }
 

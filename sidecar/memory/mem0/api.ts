@@ -17,6 +17,7 @@
  * Uses Node's built-in fetch.
  */
 import { AgentKeepError } from '../../core/errors';
+import { parseApiUrl } from '../http';
 
 /** A memory as mem0's REST server returns it (Memory.get / _serialize_memory). */
 export interface Mem0ApiMemory {
@@ -58,22 +59,10 @@ export class Mem0Api {
     readonly baseUrl: string,
     private readonly apiKey?: string,
   ) {
-    let u: URL;
-    try {
-      u = new URL(baseUrl);
-    } catch {
-      throw new AgentKeepError(
-        'BadStore',
-        `mem0 API URL "${baseUrl}" does not parse.`,
-        "Give mem0's REST server address, e.g. mem0:/home/me/.mem0?api=http://127.0.0.1:8888.",
-      );
-    }
-    if (u.protocol !== 'http:' && u.protocol !== 'https:')
-      throw new AgentKeepError(
-        'BadStore',
-        `mem0 API URL "${baseUrl}" is not http(s).`,
-        "Give mem0's REST server address, e.g. http://127.0.0.1:8888.",
-      );
+    const u = parseApiUrl(baseUrl, 'mem0 API URL', {
+      unparsable: "Give mem0's REST server address, e.g. mem0:/home/me/.mem0?api=http://127.0.0.1:8888.",
+      scheme: "Give mem0's REST server address, e.g. http://127.0.0.1:8888.",
+    });
     this.origin = `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
   }
 
