@@ -80,8 +80,11 @@ describe('scopes on a VM target (Proxmox simulator, the guest SSH a real sshd)',
     bootMs = 800;
     onBoot = undefined;
     sim.onPower = (_g, running) => {
-      if (!running) void sshd.pause();
-      else if (Number.isFinite(bootMs))
+      // a stopped guest drops its SSH sessions too: no cached connection outlives the stop
+      if (!running) {
+        closeSshConnections();
+        void sshd.pause();
+      } else if (Number.isFinite(bootMs))
         setTimeout(async () => {
           await onBoot?.(); // what the guest does while it boots, before its sshd answers
           await sshd.resume();
