@@ -23,8 +23,8 @@ import { lstatMany, STAT_FIELDS } from './statpool';
 export interface StatCache {
   entries: Map<string, Entry>;
   scanStartMs: number;
-  /** Lazily built: directory -> child names. */
-  children?: Map<string, string[]>;
+  /** Lazily built: directory -> its child entries (their `p` strings are reused by the next scan, not rebuilt). */
+  children?: Map<string, Entry[]>;
 }
 
 /** Build a stat cache from manifests (later ones win). */
@@ -42,17 +42,19 @@ export function statCacheOf(...ms: Array<Manifest | undefined>): StatCache[] {
 }
 const built = new WeakMap<Manifest, StatCache>();
 
-/** Names of each directory's children in a previous scan (`''` = the root), in manifest order. */
-function childrenOf(c: StatCache): Map<string, string[]> {
+/**
+ * Each directory's child entries in a previous scan (`''` = the root), in manifest order. A scan
+ * that reuses a directory's listing takes the paths from these entries, so it builds no new path
+ * string for them (at 100,000 files those strings were a good part of a create's peak memory).
+ */
+function childrenOf(c: StatCache): Map<string, Entry[]> {
   if (c.children) return c.children;
-  const m = new Map<string, string[]>();
-  for (const p of c.entries.keys()) {
-    const i = p.lastIndexOf('/');
-    const dir = i < 0 ? '' : p.slice(0, i);
-    const name = i < 0 ? p : p.slice(i + 1);
+  const m = new Map<string, Entry[]>();
+  for (const e of c.entries.values()) {
+    const dir = e.p.slice(0, Math.max(0, e.p.lastIndexOf('/')));
     const list = m.get(dir);
-    if (list) list.push(name);
-    else m.set(dir, [name]);
+    if (list) list.push(e);
+    else m.set(dir, [e]);
   }
   c.children = m;
   return m;
@@ -278,15 +280,19 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
   let level: Array<{ rel: string; reuse: boolean }> = [{ rel: '', reuse: false }];
   let sliceStart = Date.now();
   while (level.length) {
+    // target-relative paths of this level; absolute ones (root + '/' + rel) are made only where needed
     const rels: string[] = [];
-    const abss: string[] = [];
     const dirOf: string[] = [];
     for (const { rel, reuse } of level) {
-      if (!(reuse && kids)) dirty.add(rel);
-      const absDir = rel ? root + '/' + rel : root;
-      let names: string[];
-      if (reuse && kids) names = kids.get(rel) ?? [];
-      else {
+      if (reuse && kids) {
+        for (const c of kids.get(rel) ?? []) {
+          rels.push(c.p); // the cached entry's own path string (skip is off when reusing)
+          dirOf.push(rel);
+        }
+      } else {
+        dirty.add(rel);
+        const absDir = rel ? root + '/' + rel : root;
+        let names: string[];
         try {
           names = fs.readdirSync(absDir);
         } catch (e) {
@@ -295,13 +301,12 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
         }
         if (names.some((n) => n.includes('\uFFFD'))) checkNamesUtf8(absDir);
         names.sort();
-      }
-      for (const n of names) {
-        const p = rel ? rel + '/' + n : n;
-        if (opts.skip?.(p)) continue;
-        rels.push(p);
-        abss.push(absDir + '/' + n);
-        dirOf.push(rel);
+        for (const n of names) {
+          const p = rel ? rel + '/' + n : n;
+          if (opts.skip?.(p)) continue;
+          rels.push(p);
+          dirOf.push(rel);
+        }
       }
       if (Date.now() - sliceStart > 8) {
         opts.onScan?.(entries.length + rels.length);
@@ -311,7 +316,8 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
       }
     }
     throwIfAborted(opts.signal, abortWhat);
-    const st = await lstatMany(abss);
+    const st = await lstatMany(rels, root);
+    const absOf = (k: number): string => root + '/' + rels[k];
     const next: Array<{ rel: string; reuse: boolean }> = [];
     for (let k = 0; k < rels.length; k++) {
       const o = k * STAT_FIELDS;
@@ -319,13 +325,13 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
         // Missing or failed: lstat again here. Skip it only when its directory no longer lists it.
         let again: fs.Stats;
         try {
-          again = fs.lstatSync(abss[k]);
+          again = fs.lstatSync(absOf(k));
         } catch (err) {
-          if (isErrno(err, 'ENOENT') && goneFromDir(relisted, ...splitAbs(abss[k]))) {
+          if (isErrno(err, 'ENOENT') && goneFromDir(relisted, ...splitAbs(absOf(k)))) {
             dirty.add(dirOf[k]);
             continue; // vanished during the walk
           }
-          throw fileError(abss[k], err);
+          throw fileError(absOf(k), err);
         }
         st[o] = again.mode;
         st[o + 1] = again.size;
@@ -367,11 +373,11 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
       } else if (fmt === 0o120000) {
         e.t = 'l';
         try {
-          e.l = fs.readlinkSync(abss[k]);
+          e.l = fs.readlinkSync(absOf(k));
         } catch (err) {
-          if (isErrno(err, 'ENOENT') && goneFromDir(relisted, ...splitAbs(abss[k]))) continue; // vanished during the walk
+          if (isErrno(err, 'ENOENT') && goneFromDir(relisted, ...splitAbs(absOf(k)))) continue; // vanished during the walk
           throw fileError(
-            abss[k],
+            absOf(k),
             isErrno(err, 'EINVAL') ? new Error('it stopped being a symlink during the scan; try again') : err,
           );
         }
