@@ -136,6 +136,9 @@ export interface ScanResult {
 
 const yieldNow = (): Promise<void> => new Promise((r) => setImmediate(r));
 
+/** Paths per lstatMany call: big enough for the stat worker to pay off (statpool PARALLEL_MIN), small enough to bound memory. */
+const STAT_CHUNK = 16384;
+
 /**
  * The error for a path of the target that cannot be read, by its cause: permissions (EACCES, EPERM)
  * get the permissions fix; a name or path too long for the kernel (ENAMETOOLONG) says so; an I/O
@@ -316,11 +319,18 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
       }
     }
     throwIfAborted(opts.signal, abortWhat);
-    const st = await lstatMany(rels, root);
     const absOf = (k: number): string => root + '/' + rels[k];
     const next: Array<{ rel: string; reuse: boolean }> = [];
+    // lstat results of rels[from ...], one chunk at a time (a whole level of 100,000 paths at once
+    // held 5 MB of results, and as much again in the stat worker, at the create's peak memory)
+    let st = new Float64Array(0);
+    let from = 0;
     for (let k = 0; k < rels.length; k++) {
-      const o = k * STAT_FIELDS;
+      if (k === from + st.length / STAT_FIELDS) {
+        from = k;
+        st = await lstatMany(rels.slice(k, k + STAT_CHUNK), root);
+      }
+      const o = (k - from) * STAT_FIELDS;
       if (st[o + 5] !== 0) {
         // Missing or failed: lstat again here. Skip it only when its directory no longer lists it.
         let again: fs.Stats;
