@@ -137,7 +137,7 @@ export interface ScanResult {
 const yieldNow = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 /** Paths per lstatMany call: big enough for the stat worker to pay off (statpool PARALLEL_MIN), small enough to bound memory. */
-const STAT_CHUNK = 16384;
+export const STAT_CHUNK = 16384;
 
 /**
  * The error for a path of the target that cannot be read, by its cause: permissions (EACCES, EPERM)
