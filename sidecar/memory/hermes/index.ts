@@ -250,8 +250,8 @@ export class HermesStore implements MemoryStoreAdapter {
         'StoreNotFound',
         `Hermes home ${shown} does not exist.`,
         this.io.remote
-          ? `Point the store at the HERMES_HOME on that machine (an absolute path there), e.g. ` +
-              `hermes:ssh://${this.io.where.replace(/:\d+$/, '')}/home/USER/.hermes.`
+          ? `Point the store at the HERMES_HOME there (an absolute path on that machine), e.g. ` +
+              `hermes:${this.io.display(`${this.io.user === 'root' ? '/root' : `/home/${this.io.user}`}/.hermes`)}.`
           : 'Point --store at the HERMES_HOME, usually hermes:~/.hermes written as an absolute path.',
       );
     }
