@@ -18,6 +18,7 @@ import { call } from '../core/dispatch';
 import type { CoreApi, CoreOptions } from '../core/service';
 import { resolveStateDir } from '../core/state';
 import { detectTargetStores } from '../core/detect';
+import { storeFormsHelp } from '../memory';
 import { describeParsedTarget, parseTarget, resolveTarget } from '../core/target';
 import { AgentName, type NamedAgent } from '../protocol';
 import { shellQuote, table } from './format';
@@ -156,7 +157,7 @@ export function agentCommands(agent: Command, d: AgentCliDeps): void {
     )
     .option(
       '--store <store>',
-      'memory store of the agent (repeatable; default: the stores found in the target at each create)',
+      `memory store of the agent (repeatable; default: the stores found in the target at each create): ${storeFormsHelp()}`,
       collect,
       [],
     )
