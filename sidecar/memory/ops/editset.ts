@@ -3,9 +3,12 @@
  * file of every store) and memory.lintFix (consolidation from the lint findings). Both first answer
  * a proposal: the edits, each file's content now and with the change, and a unified diff; nothing is
  * written. With `apply` the proposal is written, refused (Conflict, nothing written) when any file's
- * content hash is no longer the one the proposal was made on (`expected`), each entry write a
- * compare-and-swap under the store's lock (sidecar/memory/ops/timeline.ts writeEntry), all logged
- * with one `group`, which memory.undoWrite undoes as one step.
+ * content hash is no longer the one the proposal was made on (`expected`). Each file is one write:
+ * its new content from all its edits, compared with the proposal's hash under the store's lock,
+ * backed up, temp file + rename (MemoryStoreAdapter.rewriteEntries), so a file is never half-edited;
+ * a store without it (an API store) is written entry by entry, each a compare-and-swap (timeline.ts
+ * writeEntry). All writes are logged with one `group`, which memory.undoWrite undoes as one step;
+ * when a later file fails, the error names the files written and not, and offers that undo.
  */
 import { createTwoFilesPatch, FILE_HEADERS_ONLY } from 'diff';
 import { nextAction, type MemoryEntry, type MemoryFile, type ParamsOf, type ResultOf } from '../../protocol';
@@ -52,13 +55,8 @@ async function propose(edits: Edit[], stores: Map<string, MemoryStoreAdapter>, s
     const current = (await s.list()).find((f) => f.file === file);
     const before =
       (s.fileText ? await s.fileText(file) : undefined) ?? current?.entries.map((e) => e.text).join('\n\n') ?? '';
-    const texts = s.splitEntries ? s.splitEntries(before) : (current?.entries.map((e) => e.text) ?? []);
-    for (const e of list) {
-      const i = texts.indexOf(e.before);
-      if (i < 0) continue;
-      if (e.action === 'remove') texts.splice(i, 1);
-      else texts[i] = e.after!;
-    }
+    const now = s.splitEntries ? s.splitEntries(before) : (current?.entries.map((e) => e.text) ?? []);
+    const texts = editedEntries(now, list, file, true);
     const after = s.joinEntries ? s.joinEntries(texts) : texts.join('\n\n');
     const contentHash = s.contentHash ? await s.contentHash(file) : '';
     files.push({ store: spec, file, contentHash, before, after });
@@ -76,13 +74,21 @@ function filesText(list: readonly FileEdits[]): string {
 }
 
 /**
- * The entry texts of a file with `edits` applied (each acts on the first instance of its `before`).
- * @throws Conflict when an entry the proposal changes is no longer in the file
+ * The entry texts of a file with `edits` applied (each acts on the first instance of its `before`):
+ * what the proposal shows and what the apply writes.
+ * @param skipMissing pass over an edit whose entry is not there (the proposal) instead of refusing
+ * @throws Conflict when an entry the change acts on is no longer in the file
  */
-function editedEntries(entries: readonly string[], edits: readonly Edit[], file: string): string[] {
+function editedEntries(
+  entries: readonly string[],
+  edits: readonly Edit[],
+  file: string,
+  skipMissing = false,
+): string[] {
   const texts = [...entries];
   for (const e of edits) {
     const i = texts.indexOf(e.before);
+    if (i < 0 && skipMissing) continue;
     if (i < 0)
       throw new AgentKeepError(
         'Conflict',
