@@ -107,7 +107,17 @@ function namesItsPlace(spec: string, flag: string): UsageError {
  */
 export function storesThroughAgent(stores: readonly string[], target: string, via: string): string[] {
   let prefix: string;
-  if (/^qga:\//.test(via) && !via.slice(4).includes(':')) prefix = `qga:${via.slice(4)}:`;
+  if (/^qga:/i.test(via) && !(via.slice(4).startsWith('/') && !via.slice(4).includes(':'))) {
+    const sock = via.slice(4);
+    throw new UsageError(
+      'InvalidParams',
+      `Bad --via "${via}": ${sock.startsWith('/') ? `the socket path has a colon, which a qga: store string cannot hold (the colon ends the socket path)` : sock ? 'the socket path is not absolute' : 'no socket path after qga:'}.`,
+      sock.startsWith('/')
+        ? 'Give the socket a path without a colon (a symlink to it will do), e.g. --via qga:/run/agent-vm/qga.sock.'
+        : 'Give the absolute path of the guest agent socket on this machine, e.g. --via qga:/run/agent-vm/qga.sock.',
+    );
+  }
+  if (/^qga:/i.test(via)) prefix = `qga:${via.slice(4)}:`;
   else if (via === 'guest-agent') {
     let g;
     try {

@@ -451,6 +451,16 @@ describe('memory stores through the QEMU guest agent (real qemu-ga; Proxmox path
     assert.throws(() => storesThroughAgent([`hermes:${home}`], 'dir:/x', 'guest-agent'), /needs a Proxmox VM target/);
     assert.throws(() => storesThroughAgent([], target, 'guest-agent'), /needs the stores in the guest/);
     assert.throws(() => storesThroughAgent([`hermes:${home}`], target, 'telnet'), /Bad --via "telnet"/);
+    // a qga socket path the store string cannot carry: the problem named (QA)
+    assert.throws(
+      () => storesThroughAgent([`hermes:${home}`], 'dir:/x', 'qga:run/q.sock'),
+      /socket path is not absolute/,
+    );
+    assert.throws(
+      () => storesThroughAgent([`hermes:${home}`], 'dir:/x', 'qga:/run/vm:1/q.sock'),
+      /the socket path has a colon, which a qga: store string cannot hold/,
+    );
+    assert.throws(() => storesThroughAgent([`hermes:${home}`], 'dir:/x', 'qga:'), /no socket path after qga:/);
     // a store that names its own place would silently keep it: refused (QA)
     assert.throws(
       () => storesThroughAgent([`hermes:ssh://root@127.0.0.1:22/root/.hermes`], target, 'guest-agent'),
