@@ -107,13 +107,14 @@ function namesItsPlace(spec: string, flag: string): UsageError {
  */
 export function storesThroughAgent(stores: readonly string[], target: string, via: string): string[] {
   let prefix: string;
-  if (/^qga:/i.test(via) && !(via.slice(4).startsWith('/') && !via.slice(4).includes(':'))) {
+  // the store parser ends the socket path at the first ":/" (guestLocation.ts), so it cannot hold one
+  if (/^qga:/i.test(via) && !(via.slice(4).startsWith('/') && !via.slice(4).includes(':/'))) {
     const sock = via.slice(4);
     throw new UsageError(
       'InvalidParams',
-      `Bad --via "${via}": ${sock.startsWith('/') ? `the socket path has a colon, which a qga: store string cannot hold (the colon ends the socket path)` : sock ? 'the socket path is not absolute' : 'no socket path after qga:'}.`,
+      `Bad --via "${via}": ${sock.startsWith('/') ? 'the socket path holds ":/", which a qga: store string cannot carry (":/" ends the socket path there)' : sock ? 'the socket path is not absolute' : 'no socket path after qga:'}.`,
       sock.startsWith('/')
-        ? 'Give the socket a path without a colon (a symlink to it will do), e.g. --via qga:/run/agent-vm/qga.sock.'
+        ? 'Give the socket a path without ":/" (a symlink to it will do), e.g. --via qga:/run/agent-vm/qga.sock.'
         : 'Give the absolute path of the guest agent socket on this machine, e.g. --via qga:/run/agent-vm/qga.sock.',
     );
   }

@@ -457,9 +457,11 @@ describe('memory stores through the QEMU guest agent (real qemu-ga; Proxmox path
       /socket path is not absolute/,
     );
     assert.throws(
-      () => storesThroughAgent([`hermes:${home}`], 'dir:/x', 'qga:/run/vm:1/q.sock'),
-      /the socket path has a colon, which a qga: store string cannot hold/,
+      () => storesThroughAgent([`hermes:${home}`], 'dir:/x', 'qga:/run/vm:/q.sock'),
+      /the socket path holds ":\/", which a qga: store string cannot carry/,
     );
+    const colon = storesThroughAgent(['hermes:/root/.hermes'], 'dir:/x', 'qga:/run/vm:1/q.sock');
+    assert.equal((openStore(colon[0]) as HermesStore).location, 'qga:/run/vm:1/q.sock:/root/.hermes');
     assert.throws(() => storesThroughAgent([`hermes:${home}`], 'dir:/x', 'qga:'), /no socket path after qga:/);
     // a store that names its own place would silently keep it: refused (QA)
     assert.throws(
