@@ -375,6 +375,27 @@ describe('memory stores through the QEMU guest agent (real qemu-ga; Proxmox path
     );
   });
 
+  it('a lock file root may not open in the guest (immutable): named with the fix, no ssh:// advice (QA)', async () => {
+    const lock = path.join(home, 'memories', 'MEMORY.md.lock');
+    await fs.writeFile(lock, '');
+    spawnSync('chattr', ['+i', lock]);
+    try {
+      const before = await fs.readFile(mem());
+      const e = await expectAgentKeepError(
+        new Core({ stateDir: state }).addMemory({ store: viaQga, text: 'Never.' }),
+        'FileError',
+        /Cannot open Hermes' memory lock qga:.*MEMORY\.md\.lock/,
+      );
+      assert.doesNotMatch(`${e.message} ${e.hint}`, /ssh:\/\/|not writable for root/);
+      assert.match(e.message, /immutable|read-only/);
+      assert.match(e.hint ?? '', /lsattr .*MEMORY\.md\.lock.*chattr -i/);
+      assert.match(e.hint ?? '', /^In the guest, look at the flags/);
+      assert.ok((await fs.readFile(mem())).equals(before), 'nothing written');
+    } finally {
+      spawnSync('chattr', ['-i', lock]);
+    }
+  });
+
   it('capture in a restore point of a dir: target and a scope agent restore through the agent', async () => {
     const tree = await fs.mkdtemp(path.join(base, 'tree-'));
     await fs.writeFile(path.join(tree, 'app.txt'), 'v1\n');
