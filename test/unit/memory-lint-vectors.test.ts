@@ -17,6 +17,7 @@ import * as path from 'node:path';
 import { runCli, type CliIO } from '../../sidecar/cli';
 import { Core } from '../../sidecar/core/core';
 import { AgentKeepError } from '../../sidecar/core/errors';
+import { openStore } from '../../sidecar/memory';
 import { readFaissVectors } from '../../sidecar/memory/agent-zero';
 import { configuredEndpoint, embeddingsRequestUrl } from '../../sidecar/memory/lint/embeddings';
 import type { LintEntry, LintInput } from '../../sidecar/memory/lint/model';
@@ -252,6 +253,38 @@ faiss.write_index(index, ${JSON.stringify(path.join(dir, 'index.faiss'))})
       const note = r.findings.find((f) => f.severity === 'info');
       assert.match(note?.message ?? '', /it is a FAISS IHNf index, and the lint reads flat indexes only/);
     });
+  });
+
+  it('a store whose vectors cannot be read (its machine gone) is a warning; the lint goes on by the words', async () => {
+    const root = path.join(tmp, 'a0');
+    await fs.cp(A0_FIXTURE, root, { recursive: true });
+    const { findings, entries } = await lintInput(
+      { stores: [`agent-zero:${root}`] },
+      {
+        openStore: (spec) => {
+          const real = openStore(spec);
+          const lintProfile = {
+            embeddings: (): never => {
+              throw new AgentKeepError(
+                'FileError',
+                'Cannot read index.faiss over SSH: the connection was lost.',
+                'Check the host.',
+              );
+            },
+          };
+          return new Proxy(real, { get: (t, k, r) => (k === 'lintProfile' ? lintProfile : Reflect.get(t, k, r)) });
+        },
+      },
+    );
+    assert.equal(entries.size, 4);
+    for (const e of entries.values()) assert.equal(e.embedding, undefined);
+    assert.equal(findings.length, 1);
+    assert.equal(findings[0].severity, 'warning');
+    assert.match(
+      findings[0].message,
+      /^The vectors of agent-zero:.* could not be read: Cannot read index\.faiss over SSH.*compared by their words only/,
+    );
+    assert.equal(findings[0].suggestion, 'Check the host.');
   });
 
   describe('mem0: the vectors of the local Qdrant points', () => {

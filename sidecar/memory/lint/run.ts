@@ -58,11 +58,11 @@ export interface RunLintDeps {
  * read gives a warning and no vectors: the lint goes on by the words.
  */
 async function storeVectors(adapter: MemoryStoreAdapter, files: LintFile[], maxBytes?: number): Promise<LintFinding[]> {
-  const read = adapter.lintProfile?.embeddings;
-  if (!read || !files.some((f) => f.entries.length)) return [];
+  const profile = adapter.lintProfile;
+  if (!profile?.embeddings || !files.some((f) => f.entries.length)) return [];
   let got: StoreEmbeddings;
   try {
-    got = await read(maxBytes !== undefined ? { maxBytes } : undefined);
+    got = await profile.embeddings(maxBytes !== undefined ? { maxBytes } : undefined);
   } catch (err) {
     const p = problemOf(err);
     return [
