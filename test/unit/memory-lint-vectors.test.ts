@@ -21,7 +21,7 @@ import { openStore } from '../../sidecar/memory';
 import { readFaissVectors } from '../../sidecar/memory/agent-zero';
 import { configuredEndpoint, embeddingsRequestUrl } from '../../sidecar/memory/lint/embeddings';
 import type { LintEntry, LintInput } from '../../sidecar/memory/lint/model';
-import { runLint } from '../../sidecar/memory/lint/run';
+import { runLint, type RunLintDeps } from '../../sidecar/memory/lint/run';
 import type { LintFinding } from '../../sidecar/protocol';
 import { FIXTURES } from './helpers/paths';
 
@@ -51,6 +51,13 @@ function python(code: string, py = 'python3'): Promise<string> {
   );
 }
 
+/**
+ * No machine probes, no endpoint unless a test configures one, and no other vector source than the
+ * ones under test (`semantic: false`: the bundled sentence encoder of the pair rules, when present,
+ * fills entries without a store vector too; an unknown dep is ignored before it lands).
+ */
+const QUIET = { probe: null, embeddings: null, semantic: false } as RunLintDeps;
+
 /** runLint with a spy on the pure core: the input it was given, and the findings. */
 async function lintInput(
   p: Parameters<typeof runLint>[0],
@@ -58,8 +65,7 @@ async function lintInput(
 ): Promise<{ input: LintInput; entries: Map<string, LintEntry>; findings: LintFinding[] }> {
   let input: LintInput | undefined;
   const { findings } = await runLint(p, {
-    probe: null,
-    embeddings: null,
+    ...QUIET,
     ...deps,
     lint: (i) => {
       input = i;
@@ -528,7 +534,7 @@ c.commit(); c.close()
         // and the real lint (not the spy) still gives its findings with the warning
         const { findings } = await runLint(
           { stores: [await hermes([...TEXTS, TEXTS[0]])], embeddings: { url: s.url, model: 'm' } },
-          { probe: null },
+          { ...QUIET, embeddings: undefined },
         );
         assert.deepEqual(findings.map((x) => x.kind).sort(), ['duplicate', 'store']);
       } finally {

@@ -214,7 +214,7 @@ export async function requestEmbeddings(
  *   warning when the endpoint failed (then no entry gets an endpoint vector: the lint compares them
  *   without); empty when all went well or nothing needed a vector
  */
-export async function embedEntries(
+export async function embedFromEndpoint(
   ep: EmbeddingsEndpoint,
   stores: LintStore[],
   limits: Partial<EmbeddingsLimits> = {},

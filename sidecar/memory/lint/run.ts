@@ -13,7 +13,7 @@ import { lintEntries } from './index';
 import { dirProbe, gatherFacts, localProbe, transportProbe, type MachineProbe } from './machine';
 import type { FileTransport } from '../transport';
 import type { LintEntry, LintFile, LintInput, LintOptions, LintStore } from './model';
-import { configuredEndpoint, embedEntries, type EmbeddingsEndpoint, type EmbeddingsLimits } from './embeddings';
+import { configuredEndpoint, embedFromEndpoint, type EmbeddingsEndpoint, type EmbeddingsLimits } from './embeddings';
 import { embeddingKey, type StoreEmbeddings } from '../types';
 
 /** What runLint needs from outside; every field has a default (the real thing). */
@@ -341,7 +341,7 @@ export async function runLint(
       vectorFindings.push(...(await storeVectors(adapter, lintFiles, deps.storeVectorMaxBytes)));
     stores.push({ store: adapter.spec, files: lintFiles });
   }
-  if (endpoint) vectorFindings.push(...(await embedEntries(endpoint, stores, deps.embeddingsLimits)));
+  if (endpoint) vectorFindings.push(...(await embedFromEndpoint(endpoint, stores, deps.embeddingsLimits)));
   const input: LintInput = { stores, now: deps.now ?? Date.now(), ...(deps.options ? { options: deps.options } : {}) };
   const { probe, skipped } = await machineProbe(p.target, agentHome(adapters), deps, adapters);
   const claims = stores.flatMap((s) => s.files.flatMap((f) => f.entries.flatMap((e) => extractClaims(e.text))));
