@@ -532,11 +532,13 @@ c.commit(); c.close()
         const f = await failing(s.url);
         assert.match(f.message, /failed: HTTP 500 Internal Server Error: model not loaded\. The 3 entries/);
         // and the real lint (not the spy) still gives its findings with the warning
+        const before = s.seen.length;
         const { findings } = await runLint(
           { stores: [await hermes([...TEXTS, TEXTS[0]])], embeddings: { url: s.url, model: 'm' } },
           { ...QUIET, embeddings: undefined },
         );
         assert.deepEqual(findings.map((x) => x.kind).sort(), ['duplicate', 'store']);
+        assert.equal(s.seen[before].body.input.length, 3, 'the repeated text is asked once');
       } finally {
         await s.close();
       }

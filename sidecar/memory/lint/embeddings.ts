@@ -134,6 +134,8 @@ function reasonOf(err: unknown, timeoutMs: number): string {
   const code = e?.cause?.code;
   if (code === 'ECONNREFUSED') return 'the connection was refused (no server listens there)';
   if (code === 'ENOTFOUND') return 'the host name does not resolve';
+  if ((e?.cause?.message ?? e?.message) === 'bad port')
+    return 'its port is one that fetch never connects to (the WHATWG list of blocked ports); serve the API on another port';
   return (e?.cause?.message ?? e?.message ?? String(err)).replace(/[.\s]+$/, '');
 }
 
@@ -244,12 +246,14 @@ export async function embedFromEndpoint(
     });
   }
   const deadline = AbortSignal.timeout(lim.deadlineMs);
+  // one request per distinct text (the same entry in SOUL.md and MEMORY.md is asked once)
+  const unique = [...new Set(asked.map((x) => x.entry.text.slice(0, lim.maxChars)))];
   const vectors: Float32Array[] = [];
   try {
     let dim: number | undefined;
-    for (let i = 0; i < asked.length; i += lim.batch) {
+    for (let i = 0; i < unique.length; i += lim.batch) {
       if (deadline.aborted) throw new Error(`the lint's ${lim.deadlineMs / 1000} s for the endpoint ran out`);
-      const texts = asked.slice(i, i + lim.batch).map((x) => x.entry.text.slice(0, lim.maxChars));
+      const texts = unique.slice(i, i + lim.batch);
       const got = await requestEmbeddings(ep, texts, {
         timeoutMs: lim.timeoutMs,
         signal: deadline,
@@ -268,7 +272,7 @@ export async function embedFromEndpoint(
       message:
         `The embeddings endpoint ${shown} failed: ${(err as Error).message}. The ${asked.length} ` +
         `entries without a vector of their store's own were compared by their words only.`,
-      evidence: [`POST ${shown} {model: "${ep.model}", input: [${asked.length} texts]}`],
+      evidence: [`POST ${shown} {model: "${ep.model}", input: [${unique.length} texts]}`],
       suggestion:
         `Check that the server runs and serves model "${ep.model}" (Ollama: \`ollama serve\`, \`ollama pull ${ep.model}\`; ` +
         'its OpenAI-compatible API is http://127.0.0.1:11434/v1), and AGENTKEEP_EMBEDDINGS_KEY if it needs a key; ' +
@@ -276,6 +280,8 @@ export async function embedFromEndpoint(
     });
     return findings;
   }
-  asked.forEach((x, i) => (x.entry.embedding = { model: ep.model, vector: vectors[i] }));
+  const byText = new Map(unique.map((t, i) => [t, vectors[i]]));
+  for (const x of asked)
+    x.entry.embedding = { model: ep.model, vector: byText.get(x.entry.text.slice(0, lim.maxChars))! };
   return findings;
 }
