@@ -181,7 +181,7 @@ faiss.write_index(index, ${JSON.stringify(path.join(dir, 'index.faiss'))})
       assert.equal(bytes.toString('latin1', 0, 4), 'IxF2', 'FAISS wrote an L2 flat index');
       const { entries } = await lintInput({ stores: [`agent-zero:${root}`] });
       assert.deepEqual(vec(entries.get('b')), [4, 5, 6]);
-      assert.equal(entries.get('a')?.embedding?.model, 'agent-zero:unknown-model');
+      assert.match(entries.get('a')?.embedding?.model ?? '', /^agent-zero:unknown-model \/.*\/usr\/memory\/default$/);
     });
 
     it('reads the vectors of the shared fixture index.faiss (d=8) for its four documents', async () => {
@@ -359,7 +359,7 @@ c.commit(); c.close()
 
       await fs.rm(path.join(dir, 'config.json'));
       const again = await lintInput({ stores: [`mem0:${dir}`] });
-      assert.equal(again.entries.get(ID1)?.embedding?.model, 'mem0:unknown-model');
+      assert.equal(again.entries.get(ID1)?.embedding?.model, `mem0:unknown-model ${dir}`, 'named with its store');
     });
 
     it('the shared fixture storage.sqlite gives its point its vector', async () => {

@@ -715,7 +715,7 @@ export class AgentZeroStore implements MemoryStoreAdapter {
       const emb = await readJson(this.abs(dir.rel, 'embedding.json'), this.io);
       const model = isEmbeddingConfig(emb.value)
         ? `${(emb.value as { model_provider: string }).model_provider}/${(emb.value as { model_name: string }).model_name}`
-        : 'agent-zero:unknown-model';
+        : `agent-zero:unknown-model ${this.io.display(this.abs(dir.rel, ''))}`; // unknown: never compared across subdirs or stores
       const byKey = new Map(docs.map((d) => [d.key, d]));
       const file = this.io.display(this.abs(dir.rel, 'index.pkl'));
       for (const [row, key] of indexToId) {

@@ -47,8 +47,8 @@ export interface LintEntry {
    * different spaces, and a cosine between them means nothing.
    * `model`: who made the vector, e.g. `huggingface/sentence-transformers/all-MiniLM-L6-v2` (Agent
    * Zero's embedding.json), `openai/text-embedding-3-small` (mem0's embedder config), the endpoint's
-   * model name as configured, or `agent-zero:unknown-model` / `mem0:unknown-model` when the store does
-   * not say. `vector`: the float32 components as stored (not normalised).
+   * model name as configured, or `agent-zero:unknown-model <dir>` / `mem0:unknown-model <dir>` when the
+   * store does not say (named with the store or memory subdir, so two unknown models are never compared). `vector`: the float32 components as stored (not normalised).
    */
   embedding?: { model: string; vector: Float32Array };
 }

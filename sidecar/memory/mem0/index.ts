@@ -437,7 +437,9 @@ export class Mem0Store implements MemoryStoreAdapter {
    * The embedding model of this mem0, `<provider>/<model>`, from `<dir>/config.json` when it holds a
    * mem0 config with an embedder (`{"embedder": {"provider", "config": {"model"}}}`, the shape
    * Memory.from_config takes); mem0 itself writes only a user id there and keeps its embedder config in
-   * the program that creates the Memory, so mostly `mem0:unknown-model`.
+   * the program that creates the Memory, so mostly `mem0:unknown-model <dir>`: an unknown model is
+   * named with its store, so that two mem0 stores whose models are not known are never compared (their
+   * models may differ).
    */
   private async embedderModel(): Promise<string> {
     const conf = await this.io
@@ -448,7 +450,7 @@ export class Mem0Store implements MemoryStoreAdapter {
     const model = emb && isObj(emb.config) ? emb.config.model : undefined;
     if (typeof model === 'string' && model)
       return typeof emb?.provider === 'string' && emb.provider ? `${emb.provider}/${model}` : model;
-    return 'mem0:unknown-model';
+    return `mem0:unknown-model ${this.io.display(this.root)}`;
   }
 
   /**
