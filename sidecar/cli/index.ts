@@ -22,7 +22,7 @@
  *     agentkeep memory edit --store S --entry ID --text TEXT [--expected-hash H] [--json]
  *     agentkeep memory remove --store S --entry ID [--expected-hash H] [--json]
  *     agentkeep memory add --store S --text TEXT [--file memory|user] [--json]
- *     agentkeep memory lint --store S [--store S ...] [--target T] [--json]
+ *     agentkeep memory lint --store S [--store S ...] [--target T] [--embeddings-url URL --embeddings-model NAME] [--json]
  *     agentkeep memory diff --from ID [--to ID|now] [--target T] [--store S ...] [--json]
  *     agentkeep run [--agent NAME | --target T --store S ...] [--label L] [--rollback-on-failure] [--scope S] [--json] -- CMD ARGS...
  *     agentkeep hook install apt [--agent NAME | --target T --store S ...] [--apt-conf-dir DIR] [--timeout S] [--json]
@@ -1056,14 +1056,47 @@ function program(ctx: Ctx): Command {
       ),
   )
     .option('--target <target>', 'check claims against this machine, e.g. dir:/home/me')
+    .option(
+      '--embeddings-url <url>',
+      'OpenAI-compatible embeddings API for entries without a store vector, e.g. http://127.0.0.1:11434/v1 ' +
+        '(default $AGENTKEEP_EMBEDDINGS_URL; key from $AGENTKEEP_EMBEDDINGS_KEY)',
+    )
+    .option('--embeddings-model <name>', 'its model, e.g. nomic-embed-text (default $AGENTKEEP_EMBEDDINGS_MODEL)')
     .option('--fix', 'propose one edit set from the findings (merge duplicates, drop superseded), shown as a diff')
     .option('--apply', 'with --fix: write it (asked on a terminal), as one undo step')
     .option('--yes', 'with --fix --apply: do not ask')
     .option('--json', 'print {findings: [...]} as JSON')
     .action(
-      async (o: { store: string[]; target?: string; fix?: boolean; apply?: boolean; yes?: boolean }, cmd: Command) => {
+      async (
+        o: {
+          store: string[];
+          target?: string;
+          embeddingsUrl?: string;
+          embeddingsModel?: string;
+          fix?: boolean;
+          apply?: boolean;
+          yes?: boolean;
+        },
+        cmd: Command,
+      ) => {
         const asJson = json(cmd);
         needStore(o, 'lint');
+        // the flags (else the env of the process that lints: this one, or the sidecar's)
+        const url = o.embeddingsUrl ?? process.env.AGENTKEEP_EMBEDDINGS_URL;
+        const model = o.embeddingsModel ?? process.env.AGENTKEEP_EMBEDDINGS_MODEL;
+        if (o.embeddingsModel && !url)
+          throw new UsageError(
+            'InvalidParams',
+            '--embeddings-model needs --embeddings-url (or AGENTKEEP_EMBEDDINGS_URL).',
+            'Give both: --embeddings-url http://127.0.0.1:11434/v1 --embeddings-model nomic-embed-text.',
+          );
+        if (url && !model)
+          throw new UsageError(
+            'InvalidParams',
+            `The embeddings URL ${url} was given without a model.`,
+            'Name the model the server serves: --embeddings-model nomic-embed-text (or AGENTKEEP_EMBEDDINGS_MODEL).',
+          );
+        const embeddings = url && model ? { embeddings: { url, model } } : {};
         if (o.apply && !o.fix)
           throw new UsageError(
             'InvalidParams',
@@ -1071,13 +1104,17 @@ function program(ctx: Ctx): Command {
             'Run memory lint --fix to see the change first.',
           );
         if (o.fix) {
-          const base = { stores: o.store, ...(o.target ? { target: o.target } : {}) };
+          const base = { stores: o.store, ...(o.target ? { target: o.target } : {}), ...embeddings };
           await reviewed(cmd, asJson, 'lint --fix', o, (extra) =>
             call(core(cmd), 'memoryLintFix', { ...base, ...extra }),
           );
           return;
         }
-        const r = await call(core(cmd), 'memoryLint', { stores: o.store, ...(o.target ? { target: o.target } : {}) });
+        const r = await call(core(cmd), 'memoryLint', {
+          stores: o.store,
+          ...(o.target ? { target: o.target } : {}),
+          ...embeddings,
+        });
         if (asJson) printJson(ctx, r);
         else ctx.io.out(formatFindings(r.findings));
         // like a linter: errors (a broken store, an entry over its budget…) exit 1; warnings and info 0

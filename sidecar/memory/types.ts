@@ -96,6 +96,30 @@ export interface AgentStateOptions {
   leaveAlone?: readonly string[];
 }
 
+/** A vector the store itself keeps for one entry (memory lint's LintEntry.embedding). */
+export interface StoreEmbedding {
+  /** Who made it, e.g. `huggingface/sentence-transformers/all-MiniLM-L6-v2`, or `<kind>:unknown-model`. */
+  model: string;
+  /** The float32 components as stored. */
+  vector: Float32Array;
+}
+
+/** The vectors a store keeps for its entries (StoreLintProfile.embeddings). */
+export interface StoreEmbeddings {
+  /** Keyed by embeddingKey(MemoryFile.file, MemoryEntry.id) of the entries list() gives. */
+  vectors: Map<string, StoreEmbedding>;
+  /**
+   * What was not read, and why, one sentence each (a vector file over the size cap, an index type
+   * that is not read): each becomes a lint note, so that no vector is not read as "none kept".
+   */
+  notes: string[];
+}
+
+/** The key of an entry in StoreEmbeddings.vectors: its file (MemoryFile.file) and id. */
+export function embeddingKey(file: string, id: string): string {
+  return `${file}\0${id}`;
+}
+
 /**
  * What memory lint (sidecar/memory/lint/run.ts) needs to know about a store beyond its entries; the
  * lint asks the adapter, never the store's kind. Absent = no history beyond `provenance`, no drift
@@ -131,6 +155,14 @@ export interface StoreLintProfile {
    * transport (sidecar/memory/lint/machine.ts transportProbe). Absent: this machine, or the target.
    */
   readonly machine?: FileTransport;
+  /**
+   * The vectors the store keeps for its entries (Agent Zero: index.faiss rows through index.pkl's
+   * index_to_docstore_id; mem0: the local Qdrant points' vectors), read as list() reads the entries.
+   * Bounded (a file over a size cap is skipped with a note); a damaged vector file gives no vectors
+   * (list() reports it as broken). Absent: the store keeps none that AgentKeep reads.
+   * @param limits.maxBytes the size cap of one vector file (default: the store's, 256 MiB)
+   */
+  embeddings?(limits?: { maxBytes?: number }): Promise<StoreEmbeddings>;
 }
 
 /**

@@ -354,7 +354,11 @@ export async function forgetMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryFor
 export async function lintFix(ctx: MemoryOpsContext, p: ParamsOf<'memoryLintFix'>): Promise<EditSet> {
   const stores = openAll(ctx, p.stores);
   const { findings } = await runLint(
-    { stores: [...stores.keys()], ...(p.target ? { target: p.target } : {}) },
+    {
+      stores: [...stores.keys()],
+      ...(p.target ? { target: p.target } : {}),
+      ...(p.embeddings ? { embeddings: p.embeddings } : {}),
+    },
     { openStore: (spec) => stores.get(spec) ?? openStore(spec) },
   );
   const listed: Array<{ s: MemoryStoreAdapter; f: MemoryFile; e: MemoryEntry; n: number }> = [];
