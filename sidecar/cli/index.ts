@@ -79,7 +79,7 @@ import { agentCommands, useNamedAgents } from './agents';
 import { runCommand } from './run';
 import { UsageError } from './usage';
 import { parseDuration } from '../core/retention';
-import { describeStore, storeFactories } from '../memory';
+import { describeStore, storeFactories, storeFormsHelp } from '../memory';
 import { VERSION } from './version';
 import { editSetText, memoryHistoryText, memoryWriteLine } from './timeline';
 import { writeLine } from './terminal';
@@ -183,13 +183,6 @@ function renderOpts(ctx: Ctx): RenderOptions {
 /** Help of a --target option: what it is and the forms of the registered backends ("dir:/abs/path, btrfs:/abs/path, ..."). */
 function targetHelp(what = 'the target'): string {
   return `${what}: ${targetForms().join(', ')}`;
-}
-
-/** The forms of the registered store kinds, for help texts ("hermes:/abs/path/to/.hermes, agent-zero:/abs/root"). */
-function storeForms(): string {
-  return storeFactories()
-    .map((f) => f.forms[0])
-    .join(', ');
 }
 
 /** Said before and after every restore: snapshots roll back the machine, not the world. */
@@ -761,7 +754,7 @@ function program(ctx: Ctx): Command {
   mem
     .command('list')
     .description('list the entries of memory stores with their usage (exit 1 when a file is broken)')
-    .requiredOption('--store <store>', `memory store, one of ${storeForms()} (repeatable)`, collect, [])
+    .requiredOption('--store <store>', `memory store (repeatable): ${storeFormsHelp()}`, collect, [])
     .option('--json', 'print {stores: [...]} as JSON')
     .action(async (o: { store: string[] }, cmd: Command) => {
       const asJson = json(cmd);
@@ -791,7 +784,7 @@ function program(ctx: Ctx): Command {
         '(which file, what, the fix)',
     )
     .requiredOption('--target <target>', targetHelp())
-    .option('--store <store>', `memory store, one of ${storeForms()} (repeatable)`, collect, [])
+    .option('--store <store>', `memory store (repeatable): ${storeFormsHelp()}`, collect, [])
     .option('--json', 'print the agent.status result as JSON')
     .action(async (o: { target: string; store: string[] }, cmd: Command) => {
       const asJson = json(cmd);
@@ -958,7 +951,7 @@ function program(ctx: Ctx): Command {
     return o.store[0];
   };
   const storeOpt = (c: Command): Command =>
-    c.option('--store <store>', `memory store, one of ${storeForms()} (repeatable)`, collect, []);
+    c.option('--store <store>', `memory store (repeatable): ${storeFormsHelp()}`, collect, []);
 
   storeOpt(mem.command('show').description('show one entry with its provenance (which session and tool call wrote it)'))
     .option('--entry <id>', 'entry id or a unique prefix (>= 4 chars)')

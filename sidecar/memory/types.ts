@@ -318,6 +318,21 @@ export interface MemoryStoreAdapter {
     opts?: WriteOptions,
   ): Promise<{ entry: MemoryEntry; contentHash: string; alreadyPresent?: boolean }>;
   /**
+   * Rewrite the entries of one memory file (`file`: MemoryFile.file) in one write, for the reviewed
+   * edit sets (memory.forget, memory.lintFix): under the store's lock, read the file, refuse
+   * (Conflict) when its sha256 is not `expectedHash`, let `change` compute the new entry texts from
+   * all of the current ones (a throw there writes nothing), back up (opts.beforeWrite), then temp
+   * file + rename: the file holds its bytes before or all of the change, never a part.
+   * @returns the new content hash, whether anything was written, and the entry a text is in this store
+   * @throws Conflict (changed, drifted), Unsupported (not a file it edits), OverBudget, TargetBusy, what `change` throws
+   */
+  rewriteEntries?(
+    file: string,
+    change: (entries: string[]) => string[],
+    expectedHash: string,
+    opts?: WriteOptions,
+  ): Promise<{ contentHash: string; written: boolean; entry: (text: string) => MemoryEntry }>;
+  /**
    * Write a consistent copy of agent-state file `rel` to `dest` (e.g. a SQLite database in WAL mode:
    * never a torn copy). Absent = a plain file copy is consistent. Resolves `false` when `rel` is
    * not captured on its own because another file's capture already holds it (e.g. Hermes

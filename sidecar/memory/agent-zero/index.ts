@@ -329,7 +329,7 @@ export class AgentZeroStore implements MemoryStoreAdapter {
       throw new AgentKeepError(
         'StoreNotFound',
         `Agent Zero root ${this.location} does not exist or is not a directory.`,
-        'Point --store at the Agent Zero directory (Docker: the host folder mounted at /a0, or at /a0/usr with its parent), e.g. agent-zero:/srv/agent-zero.',
+        `Point --store at the Agent Zero directory (Docker: the host folder mounted at /a0, or at /a0/usr with its parent), e.g. agent-zero:${this.io.display('/srv/agent-zero')}.`,
       );
     }
     for (const l of LAYOUTS) if (await isDir(this.abs(l), this.io)) return;

@@ -262,7 +262,7 @@ export class Mem0Store implements MemoryStoreAdapter {
       throw new AgentKeepError(
         'StoreNotFound',
         `mem0 directory ${this.location} does not exist.`,
-        "Point --store at mem0's directory ($MEM0_DIR, default ~/.mem0, as an absolute path), e.g. mem0:/home/me/.mem0.",
+        `Point --store at mem0's directory ($MEM0_DIR, default ~/.mem0, as an absolute path), e.g. mem0:${this.io.display('/home/me/.mem0')}.`,
       );
     }
     if (!st.isDirectory())
