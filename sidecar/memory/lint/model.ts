@@ -39,6 +39,13 @@ export interface LintEntry {
   source?: string;
   /** Absent = unknown (the store keeps no history, or it was not asked); only `traced: false` is a finding. */
   provenance?: LintProvenance;
+  /**
+   * A sentence vector of the entry: the store's own (Agent Zero's FAISS index, mem0's Qdrant
+   * collection, a configured embeddings endpoint) or the bundled encoder's (encoder.ts, model
+   * `bundled:universal-sentence-encoder`, put in by runLint / the evaluation before lintEntries).
+   * Two entries' vectors are compared only when their `model` strings are equal (semantic.ts).
+   */
+  embedding?: { model: string; vector: Float32Array };
 }
 
 /** One memory file of a store. */

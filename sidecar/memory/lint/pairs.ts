@@ -20,6 +20,7 @@ import {
   type LabelValue,
   type UpdateMarker,
 } from './slots';
+import { englishLike, similarity, thresholdsFor, type Vec } from './semantic';
 import { align, anchors, otherScript, polarityDiff, scriptMix, type Alignment, type SoftEntry } from './soft';
 import {
   areAlternatives,
@@ -78,6 +79,8 @@ export interface Prepared {
   /** The tokens frameDiff aligns, and their set (frameOf), computed on first use. */
   frame?: Token[];
   frameSet?: Set<string>;
+  /** The entry's sentence vector (LintEntry.embedding), for whole entries only (semantic.ts). */
+  vec?: Vec;
 }
 
 /** Prepare one entry text. */
@@ -279,6 +282,60 @@ function dropTypos(a: string[], b: string[]): [string[], string[]] {
  * different things, however similar they look.
  */
 export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerdict {
+  const v = classifyByRules(a, b, o);
+  return v === undefined && a.vec && b.vec ? semanticDuplicate(a, b) : v;
+}
+
+/**
+ * Near-duplicate by meaning (semantic.ts), for a pair no rule decided: the two entries' vectors (one
+ * model) have cosine similarity >= the model's `duplicate` threshold, and nothing the lexical rules
+ * read differs — no value of one type on each side, no word negated in one and asserted in the
+ * other, no exclusive alternatives or antonyms, no change marker on one side only, and not the same
+ * frame with words swapped one for one (a scope: "for previews … staging" / "for releases …
+ * production"). An English-only model judges only entries mostly in the Latin script.
+ */
+export function semanticDuplicate(a: Prepared, b: Prepared): PairVerdict {
+  const sim = similarity(a.vec, b.vec);
+  if (sim === undefined) return undefined;
+  const th = thresholdsFor(a.vec!.model);
+  if (sim < th.duplicate) return undefined;
+  if (th.englishOnly && (!englishLike(a.text) || !englishLike(b.text))) return undefined;
+  const typesOf = (p: Prepared, other: Prepared): Set<string> => {
+    const out = new Set<string>();
+    for (const [v, t] of p.values) if (!other.values.has(v) && t !== 'date') out.add(t === 'ver' ? 'num' : t);
+    return out;
+  };
+  const ta = typesOf(a, b);
+  for (const t of typesOf(b, a)) if (ta.has(t)) return undefined;
+  if (polarityDiff(a, b).conflict.length) return undefined;
+  const wa = diff(a.content, b.content);
+  const wb = diff(b.content, a.content);
+  if (wa.some((x) => wb.some((y) => areAlternatives(x, y) || areAntonyms(x, y)))) return undefined;
+  if (!!markerOf(a) !== !!markerOf(b)) return undefined;
+  // the same frame with a few words swapped for others (none related): a scope, another thing
+  const h = wa.length && wb.length ? frameHunks(frameOf(a), frameOf(b)) : undefined;
+  if (
+    h &&
+    h.hunks.length &&
+    h.hunks.every((x) => x.a.length && x.b.length && !x.a.some((s) => x.b.some((t) => relation(s.t, t.t)))) &&
+    h.frame.length >= Math.max(sumLen(h.hunks, 'a'), sumLen(h.hunks, 'b'))
+  )
+    return undefined;
+  return {
+    kind: 'near-duplicate',
+    score: sim,
+    why: `sentence similarity ${sim.toFixed(2)} (${th.label}) and no value, negation or scope differs`,
+  };
+}
+
+function sumLen(hunks: Array<{ a: unknown[]; b: unknown[] }>, side: 'a' | 'b'): number {
+  let n = 0;
+  for (const x of hunks) n += x[side].length;
+  return n;
+}
+
+/** The lexical pair rules (classifyPair without the comparison by meaning). */
+function classifyByRules(a: Prepared, b: Prepared, o: LintOptions): PairVerdict {
   const [wa, wb] = dropTypos(diff(a.content, b.content), diff(b.content, a.content));
   // (this runs on millions of candidate pairs in a large store: counts and empty constants, few arrays)
   let sharedN = 0;
