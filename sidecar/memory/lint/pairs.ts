@@ -300,14 +300,27 @@ export function semanticDuplicate(a: Prepared, b: Prepared): PairVerdict {
   const th = thresholdsFor(a.vec!.model);
   if (sim < th.duplicate) return undefined;
   if (th.englishOnly && (!englishLike(a.text) || !englishLike(b.text))) return undefined;
+  // (a path counts by its last segment: "~/.hermes" and "/root/.hermes" name one place in two forms)
+  const last = (v: string): string => v.replace(/\/+$/, '').slice(v.replace(/\/+$/, '').lastIndexOf('/') + 1);
+  const lastOf = (p: Prepared): Set<string> => {
+    const out = new Set<string>();
+    for (const [v, t] of p.values) if (t === 'path') out.add(last(v));
+    return out;
+  };
   const typesOf = (p: Prepared, other: Prepared): Set<string> => {
     const out = new Set<string>();
-    for (const [v, t] of p.values) if (!other.values.has(v) && t !== 'date') out.add(t === 'ver' ? 'num' : t);
+    const otherLast = lastOf(other);
+    for (const [v, t] of p.values) {
+      if (other.values.has(v) || t === 'date' || (t === 'path' && otherLast.has(last(v)))) continue;
+      out.add(t === 'ver' ? 'num' : t);
+    }
     return out;
   };
   const ta = typesOf(a, b);
   for (const t of typesOf(b, a)) if (ta.has(t)) return undefined;
-  if (polarityDiff(a, b).conflict.length) return undefined;
+  // a word negated in one and asserted in the other, unless far outnumbered by the words both agree on
+  const pd = polarityDiff(a, b);
+  if (pd.conflict.length && pd.conflict.length * 3 >= pd.agree + pd.bothNegated.length) return undefined;
   const wa = diff(a.content, b.content);
   const wb = diff(b.content, a.content);
   if (wa.some((x) => wb.some((y) => areAlternatives(x, y) || areAntonyms(x, y)))) return undefined;
@@ -321,10 +334,14 @@ export function semanticDuplicate(a: Prepared, b: Prepared): PairVerdict {
     h.frame.length >= Math.max(sumLen(h.hunks, 'a'), sumLen(h.hunks, 'b'))
   )
     return undefined;
+  // two facts about one topic are close in meaning too ("project is a TypeScript extension" / "project
+  // uses tabs"): below `strong`, some of the words must align as well
+  const al = align(a, b);
+  if (sim < th.strong && al.score < SEMANTIC_ALIGN) return undefined;
   return {
     kind: 'near-duplicate',
     score: sim,
-    why: `sentence similarity ${sim.toFixed(2)} (${th.label}) and no value, negation or scope differs`,
+    why: `sentence similarity ${sim.toFixed(2)} (${th.label}) and no value, negation or scope differs${sim < th.strong ? ` (words aligned: weighted overlap ${al.score.toFixed(2)})` : ''}`,
   };
 }
 
@@ -333,6 +350,9 @@ function sumLen(hunks: Array<{ a: unknown[]; b: unknown[] }>, side: 'a' | 'b'): 
   for (const x of hunks) n += x[side].length;
   return n;
 }
+
+/** Below a model's `strong` similarity, a near-duplicate by meaning needs this weighted word overlap too (soft.ts align). */
+export const SEMANTIC_ALIGN = 0.3;
 
 /** The lexical pair rules (classifyPair without the comparison by meaning). */
 function classifyByRules(a: Prepared, b: Prepared, o: LintOptions): PairVerdict {

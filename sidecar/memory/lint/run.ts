@@ -9,6 +9,7 @@ import { problemOf } from '../broken';
 import { describeTarget } from '../../core/target';
 import { openStore as defaultOpenStore, type MemoryStoreAdapter } from '../index';
 import { extractClaims } from './claims';
+import { embedEntries, type EmbedOptions } from './encoder';
 import { lintEntries } from './index';
 import { dirProbe, gatherFacts, localProbe, transportProbe, type MachineProbe } from './machine';
 import type { FileTransport } from '../transport';
@@ -34,6 +35,12 @@ export interface RunLintDeps {
   options?: Partial<LintOptions>;
   /** Overall time for machine probes (ms, default 5000). */
   probeDeadlineMs?: number;
+  /**
+   * Comparing entries by meaning (encoder.ts embedEntries): entries without a store's own vector get
+   * one from the bundled sentence encoder, up to a bound; `false` turns it off (the lexical rules
+   * alone, no note). Default: the bundled encoder, MAX_ENCODED entries.
+   */
+  semantic?: EmbedOptions | false;
 }
 
 /**
@@ -170,7 +177,10 @@ function toLintEntry(e: MemoryEntry): LintEntry {
  * (when the store has it and keeps a history, e.g. Hermes with state.db) marks entries with no recorded write
  * as untraceable and supplies createdAt/updatedAt from the first/last write, so contradictions can
  * say which entry is newer. Claims about the machine (paths, commands, tool versions, OS release)
- * are probed on the target (see RunLintDeps.probe) within `probeDeadlineMs`.
+ * are probed on the target (see RunLintDeps.probe) within `probeDeadlineMs`. Entries are compared by
+ * meaning too (RunLintDeps.semantic): those without a store's own vector get one from the bundled
+ * sentence encoder (up to MAX_ENCODED entries; a `store` info note says when it skipped, or when the
+ * encoder's packages are missing).
  * A store whose history cannot be read (provenance `unavailable`, or provenance throwing: e.g. a
  * damaged state.db) gets one `store` error naming the file, the fix and the checks that did not run
  * (untraceable, Hermes entry ages, which contradicting entry is newer); its entries are then not
@@ -279,7 +289,10 @@ export async function runLint(
   const { probe, skipped } = await machineProbe(p.target, agentHome(adapters), deps, adapters);
   const claims = stores.flatMap((s) => s.files.flatMap((f) => f.entries.flatMap((e) => extractClaims(e.text))));
   if (probe && claims.length) input.machine = await gatherFacts(claims, probe, { deadlineMs: deps.probeDeadlineMs });
+  // vectors before the pure lint (issue 12 item 2); what was not encoded is said in a note
+  const semanticNotes = deps.semantic === false ? [] : await embedEntries(input, deps.semantic ?? {});
   const findings = lintEntries(input);
+  for (const n of semanticNotes) findings.push(n);
   for (const h of noHistory) findings.unshift(historyFinding(h));
   findings.unshift(...configFindings);
   // Say what the stale rule could not look at, so that no stale finding is not read as "all true".

@@ -16,8 +16,13 @@ import { canon } from './text';
 export interface SemanticThresholds {
   /** Cosine similarity from which two entries become a candidate pair for the pair rules. */
   candidate: number;
-  /** Cosine similarity from which a pair that no rule decided, and in which nothing differs, is a near-duplicate. */
+  /**
+   * Cosine similarity from which a pair that no rule decided, and in which nothing differs, is a
+   * near-duplicate, when its words also align in part (pairs.ts SEMANTIC_ALIGN).
+   */
   duplicate: number;
+  /** From this similarity on, no word overlap is needed. */
+  strong: number;
   /** The model reads English only: pairs with an entry mostly in another script are not judged by it. */
   englishOnly: boolean;
   /** Name for evidence. */
@@ -28,6 +33,7 @@ export interface SemanticThresholds {
 export const BUNDLED_THRESHOLDS: SemanticThresholds = {
   candidate: 0.7,
   duplicate: 0.76,
+  strong: 0.83,
   englishOnly: true,
   label: BUNDLED_LABEL,
 };
@@ -36,6 +42,7 @@ export const BUNDLED_THRESHOLDS: SemanticThresholds = {
 export const DEFAULT_THRESHOLDS: Omit<SemanticThresholds, 'label'> = {
   candidate: 0.8,
   duplicate: 0.92,
+  strong: 0.96,
   englishOnly: false,
 };
 
