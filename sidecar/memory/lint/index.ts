@@ -195,12 +195,21 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
   // and the pairs whose sentence vectors are close (semantic.ts): whole entries only (the first R units)
   const semantic = semanticCandidates(reps.map((p) => p.vec));
   for (const pair of semantic.pairs) slotPairs.push(pair);
-  if (slotPairs.length) {
+  // pairs only related in meaning (below the model's candidate similarity) and found no other way: only
+  // a near-duplicate by meaning may come of them, not a contradiction of the lexical rules
+  const weakOnly = new Set<number>();
+  if (slotPairs.length || semantic.weak.length) {
     const have = new Set<number>();
     for (let k = 0; k < joined.length; k += 2) have.add(joined[k] * U + joined[k + 1]);
     for (const [x, y] of slotPairs) {
       if (have.has(x * U + y)) continue;
       have.add(x * U + y);
+      joined.push(x, y);
+    }
+    for (const [x, y] of semantic.weak) {
+      if (have.has(x * U + y)) continue;
+      have.add(x * U + y);
+      weakOnly.add(x * U + y);
       joined.push(x, y);
     }
   }
@@ -228,7 +237,7 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
       const key = a.i * N + b.i;
       if (remember && seenPair.has(key)) continue;
       const v = classifyPair(a, b, o);
-      if (!v) continue;
+      if (!v || (weakOnly.size && weakOnly.has(x * U + y) && v.kind !== 'near-duplicate')) continue;
       if (v.kind === 'distinct') {
         // two whole entries that disagree: none of their sentences is a repeat of the other's
         if (wholePass && remember) seenPair.add(key);

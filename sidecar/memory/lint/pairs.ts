@@ -298,7 +298,7 @@ export function semanticDuplicate(a: Prepared, b: Prepared): PairVerdict {
   const sim = similarity(a.vec, b.vec);
   if (sim === undefined) return undefined;
   const th = thresholdsFor(a.vec!.model);
-  if (sim < th.duplicate) return undefined;
+  if (sim < th.related) return undefined;
   if (th.englishOnly && (!englishLike(a.text) || !englishLike(b.text))) return undefined;
   // (a path counts by its last segment: "~/.hermes" and "/root/.hermes" name one place in two forms)
   const last = (v: string): string => v.replace(/\/+$/, '').slice(v.replace(/\/+$/, '').lastIndexOf('/') + 1);
@@ -311,7 +311,8 @@ export function semanticDuplicate(a: Prepared, b: Prepared): PairVerdict {
     const out = new Set<string>();
     const otherLast = lastOf(other);
     for (const [v, t] of p.values) {
-      if (other.values.has(v) || t === 'date' || (t === 'path' && otherLast.has(last(v)))) continue;
+      // (dates count here: "appointment on 2026-01-05" / "… on 2026-02-10" are two events, not one fact)
+      if (other.values.has(v) || (t === 'path' && otherLast.has(last(v)))) continue;
       out.add(t === 'ver' ? 'num' : t);
     }
     return out;
@@ -337,11 +338,18 @@ export function semanticDuplicate(a: Prepared, b: Prepared): PairVerdict {
   // two facts about one topic are close in meaning too ("project is a TypeScript extension" / "project
   // uses tabs"): below `strong`, some of the words must align as well
   const al = align(a, b);
-  if (sim < th.strong && al.score < SEMANTIC_ALIGN) return undefined;
+  if (sim < th.strong && (al.score < SEMANTIC_ALIGN || Math.min(al.matchedA, al.matchedB) < 2)) return undefined;
+  // related in meaning, not close: the words must align as a rewording's do (half the weight, three
+  // words a side), with no word negated in one and asserted in the other
+  if (
+    sim < th.duplicate &&
+    (al.score < SEMANTIC_ALIGN_RELATED || Math.min(al.matchedA, al.matchedB) < 3 || pd.conflict.length > 0)
+  )
+    return undefined;
   return {
     kind: 'near-duplicate',
     score: sim,
-    why: `sentence similarity ${sim.toFixed(2)} (${th.label}) and no value, negation or scope differs${sim < th.strong ? ` (words aligned: weighted overlap ${al.score.toFixed(2)})` : ''}`,
+    why: `sentence similarity ${sim.toFixed(2)} (${th.label}) and no value, negation or scope differs${sim < th.strong ? ` (words aligned: weighted overlap ${al.score.toFixed(2)}, ${al.matchedA} and ${al.matchedB} words matched)` : ''}`,
   };
 }
 
@@ -353,6 +361,8 @@ function sumLen(hunks: Array<{ a: unknown[]; b: unknown[] }>, side: 'a' | 'b'): 
 
 /** Below a model's `strong` similarity, a near-duplicate by meaning needs this weighted word overlap too (soft.ts align). */
 export const SEMANTIC_ALIGN = 0.3;
+/** Between a model's `related` and `duplicate` similarity, the weighted word overlap needed (and three words matched a side). */
+export const SEMANTIC_ALIGN_RELATED = 0.5;
 
 /** The lexical pair rules (classifyPair without the comparison by meaning). */
 function classifyByRules(a: Prepared, b: Prepared, o: LintOptions): PairVerdict {

@@ -23,6 +23,8 @@ export interface SemanticThresholds {
   duplicate: number;
   /** From this similarity on, no word overlap is needed. */
   strong: number;
+  /** From this similarity on (below `duplicate`), a pair whose words align as a rewording's do (pairs.ts SEMANTIC_ALIGN_RELATED) is a near-duplicate. */
+  related: number;
   /** The model reads English only: pairs with an entry mostly in another script are not judged by it. */
   englishOnly: boolean;
   /** Name for evidence. */
@@ -34,6 +36,7 @@ export const BUNDLED_THRESHOLDS: SemanticThresholds = {
   candidate: 0.7,
   duplicate: 0.76,
   strong: 0.83,
+  related: 0.55,
   englishOnly: true,
   label: BUNDLED_LABEL,
 };
@@ -43,6 +46,7 @@ export const DEFAULT_THRESHOLDS: Omit<SemanticThresholds, 'label'> = {
   candidate: 0.8,
   duplicate: 0.92,
   strong: 0.96,
+  related: 0.85,
   englishOnly: false,
 };
 
@@ -111,23 +115,30 @@ export const MAX_SEMANTIC_PAIRS_ENTRIES = 3_000;
 
 /**
  * Candidate pairs by meaning: pairs [x, y] (x < y, indices into `vecs`) of entries whose vectors of
- * one model have cosine similarity >= that model's `candidate` threshold. All pairs per model, so
+ * one model have cosine similarity >= that model's `candidate` threshold (`pairs`: every pair rule
+ * judges them), or between its `related` and `candidate` thresholds (`weak`: only a near-duplicate
+ * by meaning may come of them). All pairs per model, so
  * only for up to MAX_SEMANTIC_PAIRS_ENTRIES vectors of a model (about 1 s at 3,000 vectors of 512
  * dimensions); a larger model group is skipped and counted in `skipped`.
  */
-export function semanticCandidates(vecs: Array<Vec | undefined>): { pairs: Array<[number, number]>; skipped: number } {
+export function semanticCandidates(vecs: Array<Vec | undefined>): {
+  pairs: Array<[number, number]>;
+  weak: Array<[number, number]>;
+  skipped: number;
+} {
   const byModel = new Map<string, number[]>();
   vecs.forEach((v, i) => {
     if (v) (byModel.get(v.model) ?? byModel.set(v.model, []).get(v.model)!).push(i);
   });
   const pairs: Array<[number, number]> = [];
+  const weak: Array<[number, number]> = [];
   let skipped = 0;
   for (const [model, ids] of byModel) {
     if (ids.length > MAX_SEMANTIC_PAIRS_ENTRIES) {
       skipped += ids.length;
       continue;
     }
-    const t = thresholdsFor(model).candidate;
+    const { candidate: t, related } = thresholdsFor(model);
     // unit vectors once, then dot products
     const u = ids.map((i) => {
       const v = vecs[i]!.vector;
@@ -143,9 +154,9 @@ export function semanticCandidates(vecs: Array<Vec | undefined>): { pairs: Array
         if (a.length !== b.length) continue;
         let s = 0;
         for (let k = 0; k < a.length; k++) s += a[k] * b[k];
-        if (s >= t) pairs.push(ids[x] < ids[y] ? [ids[x], ids[y]] : [ids[y], ids[x]]);
+        if (s >= related) (s >= t ? pairs : weak).push(ids[x] < ids[y] ? [ids[x], ids[y]] : [ids[y], ids[x]]);
       }
     }
   }
-  return { pairs, skipped };
+  return { pairs, weak, skipped };
 }
