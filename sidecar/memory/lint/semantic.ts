@@ -139,6 +139,7 @@ export function semanticCandidates(vecs: Array<Vec | undefined>): {
       continue;
     }
     const { candidate: t, related } = thresholdsFor(model);
+    const floor = Math.min(t, related);
     // unit vectors once, then dot products
     const u = ids.map((i) => {
       const v = vecs[i]!.vector;
@@ -154,7 +155,7 @@ export function semanticCandidates(vecs: Array<Vec | undefined>): {
         if (a.length !== b.length) continue;
         let s = 0;
         for (let k = 0; k < a.length; k++) s += a[k] * b[k];
-        if (s >= related) (s >= t ? pairs : weak).push(ids[x] < ids[y] ? [ids[x], ids[y]] : [ids[y], ids[x]]);
+        if (s >= floor) (s >= t ? pairs : weak).push(ids[x] < ids[y] ? [ids[x], ids[y]] : [ids[y], ids[x]]);
       }
     }
   }
