@@ -55,6 +55,10 @@ describe('memory lint by meaning (sentence vectors, issue 12 item 2)', function 
     assert.ok(Math.abs(cosine(a, a) - 1) < 1e-5);
     assert.ok(cosine(a, b) > 0.8, `paraphrase ${cosine(a, b)}`);
     assert.ok(cosine(a, c) < 0.5, `another fact ${cosine(a, c)}`);
+    // a text seen before is not encoded again (the same vector comes back)
+    const [again, d] = await r.encoder.embed(['Alice owns billing', 'Bob owns search']);
+    assert.equal(again, c);
+    assert.equal(d.length, 512);
   });
 
   it('finds a paraphrase the lexical rules miss, and says why in the evidence', async () => {

