@@ -556,6 +556,16 @@ c.commit(); c.close()
       }
     });
 
+    it("the lint's deadline running out mid-request is named as the deadline, not as the request's timeout", async () => {
+      const s = await stub(() => undefined); // never answers
+      try {
+        const f = await failing(s.url, { timeoutMs: 5000, deadlineMs: 300 });
+        assert.match(f.message, /failed: the lint's 0\.3 s for the endpoint ran out/);
+      } finally {
+        await s.close();
+      }
+    });
+
     it('vectors of the wrong dimension (differing within an answer or across batches) are refused', async () => {
       const s = await stub((b, res) =>
         res.writeHead(200, { 'content-type': 'application/json' }).end(
