@@ -17,14 +17,21 @@ import { AgentKeepError } from '../../core/errors';
 import { isErrno, isTempName, mapLimit, nameTooLongError, shortPath, throwIfAborted } from '../../core/fsutil';
 import type { PathFilter } from '../types';
 import { RACY_MS, type Entry, type Manifest } from './manifest';
+import type { Changed } from './journal';
 import { lstatMany, STAT_FIELDS } from './statpool';
+import { childrenByDir } from './tree';
 
 /** A stat cache: path -> entry, with the time its manifest's scan started. */
 export interface StatCache {
-  entries: Map<string, Entry>;
+  /** Path -> entry (built on first use: a create through the change journal never needs it). */
+  readonly entries: Map<string, Entry>;
   scanStartMs: number;
   /** Lazily built: directory -> child names. */
   children?: Map<string, string[]>;
+  /** Directory ('' = the root) -> its entries, in manifest order (the change journal's scan needs it). */
+  kids?: Map<string, Entry[]>;
+  /** Files that had more than one hard link at that scan (always lstat'd by a journal scan). */
+  linked?: Set<string>;
 }
 
 /** Build a stat cache from manifests (later ones win). */
@@ -34,7 +41,13 @@ export function statCacheOf(...ms: Array<Manifest | undefined>): StatCache[] {
     .map((m) => {
       let c = built.get(m);
       if (!c) {
-        c = { entries: new Map(m.entries.map((e) => [e.p, e])), scanStartMs: m.scanStartMs };
+        let map: Map<string, Entry> | undefined;
+        c = {
+          scanStartMs: m.scanStartMs,
+          get entries(): Map<string, Entry> {
+            return (map ??= new Map(m.entries.map((e) => [e.p, e])));
+          },
+        };
         built.set(m, c);
       }
       return c;
@@ -58,34 +71,31 @@ function childrenOf(c: StatCache): Map<string, string[]> {
   return m;
 }
 
-function cachedHash(caches: StatCache[], e: Entry): string | undefined {
-  for (const c of caches) {
-    const o = c.entries.get(e.p);
-    if (
-      o &&
-      o.t === 'f' &&
-      o.h &&
-      o.s === e.s &&
-      o.mt === e.mt &&
-      o.ct === e.ct &&
-      o.i === e.i &&
-      o.mt < c.scanStartMs - RACY_MS
-    )
-      return o.h;
-  }
-  return undefined;
+/** The base name of a target-relative path. */
+const nameOf = (p: string): string => p.slice(p.lastIndexOf('/') + 1);
+
+/** The hash of `e` from its previous entry `o` when the stat fields match outside the racy window. */
+function hashFrom(o: Entry | undefined, e: Entry, scanStartMs: number): string | undefined {
+  return o &&
+    o.t === 'f' &&
+    o.h &&
+    o.s === e.s &&
+    o.mt === e.mt &&
+    o.ct === e.ct &&
+    o.i === e.i &&
+    o.mt < scanStartMs - RACY_MS
+    ? o.h
+    : undefined;
 }
 
 /**
  * The previous entry itself when nothing about the path changed (type, mode, size, times, inode;
  * for files also outside the racy window). Reusing it avoids allocating 20,000 objects per scan.
  */
-function unchanged(c: StatCache | undefined, p: string, st: Float64Array, o: number): Entry | undefined {
-  const e = c?.entries.get(p);
+function unchanged(e: Entry | undefined, scanStartMs: number, st: Float64Array, o: number): Entry | undefined {
   if (!e || e.mt !== st[o + 2] || e.ct !== st[o + 3] || e.i !== st[o + 4] || e.m !== (st[o] & 0o7777)) return undefined;
   const fmt = st[o] & 0o170000;
-  if (e.t === 'f')
-    return fmt === 0o100000 && e.s === st[o + 1] && e.mt < (c as StatCache).scanStartMs - RACY_MS ? e : undefined;
+  if (e.t === 'f') return fmt === 0o100000 && e.s === st[o + 1] && e.mt < scanStartMs - RACY_MS ? e : undefined;
   if (e.t === 'd') return fmt === 0o040000 ? e : undefined;
   return fmt === 0o120000 && e.s === st[o + 1] ? e : undefined;
 }
@@ -106,6 +116,13 @@ export interface ScanOptions {
   signal?: AbortSignal;
   /** What an abort means for the caller, for the error message (default "the scan was stopped"). */
   abortWhat?: string;
+  /**
+   * What changed since the first stat cache's scan (the change journal, journal.ts). Only these
+   * directories are listed again (plus directories whose own stat changed), only these paths (plus
+   * names new in a listing, files with several links, and whole `trees`) are lstat'd; every other
+   * entry is the cached one as is. Needs `caches[0]`; ignored with `skip`.
+   */
+  changed?: Changed;
 }
 
 /** Result of a scan. */
@@ -130,6 +147,12 @@ export interface ScanResult {
    * cached entry objects, so its tree (tree.ts) is the cached one.
    */
   dirty: Set<string>;
+  /** Directory ('' = the root) -> its entries (childrenByDir of `entries`). */
+  kids: Map<string, Entry[]>;
+  /** Files with more than one hard link (a journal scan lstats them every time: a write through another link may raise no event here). */
+  linked: Set<string>;
+  /** Per entry of `fresh`: the hash of the path's entry in the first stat cache, if it was a file. */
+  freshWas: Map<Entry, string>;
 }
 
 const yieldNow = (): Promise<void> => new Promise((r) => setImmediate(r));
@@ -260,13 +283,35 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
   // Level by level: names of each directory (readdir, or the previous scan's names when the
   // directory's own stat is unchanged: entries are only added, removed or renamed by changing the
   // directory's mtime, as git's untracked cache relies on), then lstat of all of them, in parallel.
+  // With the change journal (opts.changed) a directory is listed only when the journal or its own
+  // stat says its listing changed, and only reported, new or multiply linked paths are lstat'd.
   const prev = opts.skip ? undefined : caches[0];
-  const kids = prev ? childrenOf(prev) : undefined;
+  const ch = prev ? opts.changed : undefined;
+  const kids = prev && !ch ? childrenOf(prev) : undefined;
+  const prevKids = ch && prev ? (prev.kids ??= childrenByDir([...prev.entries.values()])) : undefined;
+  const prevStart = prev?.scanStartMs ?? 0;
+  // journal: names to lstat per directory
+  const marked = new Map<string, Set<string>>();
+  if (ch) {
+    const mark = (p: string): void => {
+      if (!p) return;
+      const i = p.lastIndexOf('/');
+      const d = i < 0 ? '' : p.slice(0, i);
+      let set = marked.get(d);
+      if (!set) marked.set(d, (set = new Set()));
+      set.add(p.slice(i + 1));
+    };
+    for (const p of ch.paths) mark(p);
+    for (const p of ch.trees) mark(p);
+    for (const p of prev?.linked ?? []) mark(p);
+  }
   const entries: Entry[] = [];
   const toHash: Entry[] = [];
   const fresh: Entry[] = [];
+  const freshWas = new Map<Entry, string>();
   const parents: string[] = [];
   const dirty = new Set<string>();
+  const linked = new Set<string>();
   const temps: string[] = [];
   let skipped = 0;
   // directories whose listing held entries left out of the snapshot (temps, sockets, ...): marked
@@ -275,18 +320,67 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
   const dirIndex = new Map<string, number>();
   const abortWhat = opts.abortWhat ?? 'the scan was stopped';
   const relisted = new Map<string, Set<string> | undefined>();
-  let level: Array<{ rel: string; reuse: boolean }> = [{ rel: '', reuse: false }];
+  // Modes: FULL list and lstat all; NAMES the previous names, lstat all (no journal); LIST list,
+  // lstat new and marked names; KIDS the previous entries, lstat marked names (journal).
+  const FULL = 0;
+  const NAMES = 1;
+  const LIST = 2;
+  const KIDS = 3;
+  const racy = (e: Entry): boolean => !(e.mt < prevStart - RACY_MS);
+  /** Journal: the mode of a directory whose entry is the cached one. */
+  const keptMode = (e: Entry, parentMode: number): number =>
+    parentMode === FULL || (ch as Changed).trees.has(e.p)
+      ? FULL
+      : (ch as Changed).dirs.has(e.p) || e.x || racy(e)
+        ? LIST
+        : KIDS;
+  let level: Array<{ rel: string; mode: number }> = [{ rel: '', mode: ch ? (ch.trees.has('') ? FULL : LIST) : FULL }];
   let sliceStart = Date.now();
   while (level.length) {
+    // one slot per entry of this level, in order: reused as is (stat -1) or lstat'd (index into rels)
+    const slotPrev: Array<Entry | undefined> = [];
+    const slotStat: number[] = [];
+    const slotDir: string[] = [];
+    const slotMode: number[] = [];
     const rels: string[] = [];
     const abss: string[] = [];
-    const dirOf: string[] = [];
-    for (const { rel, reuse } of level) {
-      if (!(reuse && kids)) dirty.add(rel);
+    for (const item of level) {
+      const rel = item.rel;
+      let mode = item.mode;
       const absDir = rel ? root + '/' + rel : root;
+      let pk: Entry[] | undefined;
+      let marks: Set<string> | undefined;
+      if (prevKids) {
+        pk = prevKids.get(rel) ?? [];
+        marks = marked.get(rel);
+        if (mode === KIDS && marks) {
+          // a reported name the previous listing lacks: list the directory after all
+          const have = new Set(pk.map((e) => nameOf(e.p)));
+          for (const n of marks)
+            if (!have.has(n)) {
+              mode = LIST;
+              break;
+            }
+        }
+      }
+      if (mode === KIDS) {
+        for (const e of pk as Entry[]) {
+          const n = nameOf(e.p);
+          slotDir.push(rel);
+          slotMode.push(mode);
+          slotPrev.push(e);
+          if (marks?.has(n)) {
+            slotStat.push(rels.length);
+            rels.push(e.p);
+            abss.push(absDir + '/' + n);
+          } else slotStat.push(-1);
+        }
+        continue;
+      }
       let names: string[];
-      if (reuse && kids) names = kids.get(rel) ?? [];
+      if (mode === NAMES) names = (kids as Map<string, string[]>).get(rel) ?? [];
       else {
+        dirty.add(rel);
         try {
           names = fs.readdirSync(absDir);
         } catch (e) {
@@ -296,15 +390,23 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
         if (names.some((n) => n.includes('\uFFFD'))) checkNamesUtf8(absDir);
         names.sort();
       }
+      const byName = pk ? new Map(pk.map((e) => [nameOf(e.p), e])) : undefined;
       for (const n of names) {
         const p = rel ? rel + '/' + n : n;
         if (opts.skip?.(p)) continue;
-        rels.push(p);
-        abss.push(absDir + '/' + n);
-        dirOf.push(rel);
+        const pe = byName ? byName.get(n) : prev?.entries.get(p);
+        slotDir.push(rel);
+        slotMode.push(mode);
+        slotPrev.push(pe);
+        if (mode === LIST && pe && !marks?.has(n)) slotStat.push(-1);
+        else {
+          slotStat.push(rels.length);
+          rels.push(p);
+          abss.push(absDir + '/' + n);
+        }
       }
       if (Date.now() - sliceStart > 8) {
-        opts.onScan?.(entries.length + rels.length);
+        opts.onScan?.(entries.length + slotDir.length);
         await yieldNow();
         throwIfAborted(opts.signal, abortWhat);
         sliceStart = Date.now();
@@ -312,8 +414,27 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
     }
     throwIfAborted(opts.signal, abortWhat);
     const st = await lstatMany(abss);
-    const next: Array<{ rel: string; reuse: boolean }> = [];
-    for (let k = 0; k < rels.length; k++) {
+    const next: Array<{ rel: string; mode: number }> = [];
+    for (let s = 0; s < slotDir.length; s++) {
+      const dirRel = slotDir[s];
+      const pmode = slotMode[s];
+      const k = slotStat[s];
+      if (k < 0) {
+        // journal: nothing reported about this path since the cached scan
+        const same = slotPrev[s] as Entry;
+        entries.push(same);
+        parents.push(dirRel);
+        if (same.t === 'd') {
+          if (same.x) {
+            dirty.add(dirRel);
+            const { x: _x, ...rest } = same;
+            entries[entries.length - 1] = rest;
+          }
+          dirIndex.set(same.p, entries.length - 1);
+          next.push({ rel: same.p, mode: keptMode(same, pmode) });
+        }
+        continue;
+      }
       const o = k * STAT_FIELDS;
       if (st[o + 5] !== 0) {
         // Missing or failed: lstat again here. Skip it only when its directory no longer lists it.
@@ -322,7 +443,7 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
           again = fs.lstatSync(abss[k]);
         } catch (err) {
           if (isErrno(err, 'ENOENT') && goneFromDir(relisted, ...splitAbs(abss[k]))) {
-            dirty.add(dirOf[k]);
+            dirty.add(dirRel);
             continue; // vanished during the walk
           }
           throw fileError(abss[k], err);
@@ -333,37 +454,43 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
         st[o + 3] = again.ctimeMs;
         st[o + 4] = again.ino;
         st[o + 5] = 0;
+        st[o + 6] = again.nlink;
       }
       if ((st[o] & 0o170000) !== 0o040000 && isTempName(rels[k].slice(rels[k].lastIndexOf('/') + 1))) {
         temps.push(rels[k]); // our own temp file (a restore or a state write in progress or interrupted)
-        partial.add(dirOf[k]);
-        dirty.add(dirOf[k]);
+        partial.add(dirRel);
+        dirty.add(dirRel);
         continue;
       }
-      const same = unchanged(prev, rels[k], st, o);
+      if ((st[o] & 0o170000) === 0o100000 && st[o + 6] > 1) linked.add(rels[k]);
+      const pe = slotPrev[s];
+      const same = unchanged(pe, prevStart, st, o);
       if (same) {
         entries.push(same);
-        parents.push(dirOf[k]);
+        parents.push(dirRel);
         if (same.t === 'd') {
           if (same.x) {
-            dirty.add(dirOf[k]);
+            dirty.add(dirRel);
             // listed again below; marked again only if it still holds left-out entries
             const { x: _x, ...rest } = same;
             entries[entries.length - 1] = rest;
           }
           dirIndex.set(same.p, entries.length - 1);
-          next.push({ rel: same.p, reuse: !same.x && same.mt < (prev as StatCache).scanStartMs - RACY_MS });
+          const mode = ch ? keptMode(same, pmode) : !same.x && same.mt < prevStart - RACY_MS && kids ? NAMES : FULL;
+          next.push({ rel: same.p, mode });
         }
         continue;
       }
       const mode = st[o];
       const fmt = mode & 0o170000;
       const e: Entry = { p: rels[k], t: 'f', m: mode & 0o7777, s: 0, mt: st[o + 2], ct: st[o + 3], i: st[o + 4] };
-      dirty.add(dirOf[k]);
+      dirty.add(dirRel);
       if (fmt === 0o040000) {
         e.t = 'd';
         dirIndex.set(e.p, entries.length);
-        next.push({ rel: e.p, reuse: false });
+        // journal: a directory that is new here (or another inode) is read whole
+        const whole = !ch || pmode === FULL || ch.trees.has(e.p) || !pe || pe.t !== 'd' || pe.i !== e.i;
+        next.push({ rel: e.p, mode: whole ? FULL : LIST });
       } else if (fmt === 0o120000) {
         e.t = 'l';
         try {
@@ -378,17 +505,21 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
         e.s = st[o + 1];
       } else if (fmt === 0o100000) {
         e.s = st[o + 1];
-        const h = cachedHash(caches, e);
+        let h: string | undefined;
+        if (ch) h = hashFrom(pe, e, prevStart);
+        else for (const c of caches) if ((h = hashFrom(c.entries.get(e.p), e, c.scanStartMs))) break;
         if (h) e.h = h;
         else toHash.push(e);
         fresh.push(e);
+        const was = ch ? pe : prev?.entries.get(e.p);
+        if (was?.t === 'f' && was.h) freshWas.set(e, was.h);
       } else {
         skipped++; // socket, fifo, device: not captured (docs/dir-backend.md)
-        partial.add(dirOf[k]);
+        partial.add(dirRel);
         continue;
       }
       entries.push(e);
-      parents.push(dirOf[k]);
+      parents.push(dirRel);
     }
     level = next;
     opts.onScan?.(entries.length);
@@ -438,6 +569,9 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
   for (const e of out) if (e.t === 'f') bytes += e.s;
   const freshOut = gone.size ? fresh.filter((e) => !gone.has(e)) : fresh;
   return {
+    kids: childrenByDir(out, outParents),
+    linked,
+    freshWas,
     entries: out,
     rootMode,
     scanStartMs,

@@ -9,8 +9,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { Worker } from 'node:worker_threads';
 
-/** Numbers per path in a result: mode, size, mtimeMs, ctimeMs, ino, status (0 ok, 1 missing, 2 error). */
-export const STAT_FIELDS = 6;
+/** Numbers per path in a result: mode, size, mtimeMs, ctimeMs, ino, status (0 ok, 1 missing, 2 error), nlink. */
+export const STAT_FIELDS = 7;
 
 const WORKER_CODE = `
 const { parentPort } = require('node:worker_threads');
@@ -22,7 +22,7 @@ parentPort.on('message', ({ id, paths }) => {
     let st;
     try { st = fs.lstatSync(paths[i], { throwIfNoEntry: false }); } catch { out[o + 5] = 2; continue; }
     if (!st) { out[o + 5] = 1; continue; }
-    out[o] = st.mode; out[o + 1] = st.size; out[o + 2] = st.mtimeMs; out[o + 3] = st.ctimeMs; out[o + 4] = st.ino;
+    out[o] = st.mode; out[o + 1] = st.size; out[o + 2] = st.mtimeMs; out[o + 3] = st.ctimeMs; out[o + 4] = st.ino; out[o + 6] = st.nlink;
   }
   parentPort.postMessage({ id, out }, [out.buffer]);
 });
@@ -84,12 +84,13 @@ function statSlice(paths: string[], from: number, to: number, out: Float64Array)
     out[o + 2] = st.mtimeMs;
     out[o + 3] = st.ctimeMs;
     out[o + 4] = st.ino;
+    out[o + 6] = st.nlink;
   }
 }
 
 /**
  * lstat every path (absolute). Returns STAT_FIELDS numbers per path: mode, size, mtimeMs, ctimeMs,
- * ino, status (0 ok, 1 missing, 2 error: the caller lstats again to get the error).
+ * ino, status (0 ok, 1 missing, 2 error: the caller lstats again to get the error), nlink.
  */
 export async function lstatMany(paths: string[]): Promise<Float64Array> {
   const out = new Float64Array(paths.length * STAT_FIELDS);
