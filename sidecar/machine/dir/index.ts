@@ -242,7 +242,8 @@ export class DirBackend implements MachineBackend {
     throwIfAborted(opts.signal, 'the restore point was not created; nothing in the target was changed');
     await writeManifest(this.manifestPath(snapshotId), m);
     parentsOf.set(m, r.parents);
-    kidsCache.set(m, r.kids);
+    // (after buildTrees: it replaced the entries of changed directories by copies with their new tree)
+    kidsCache.set(m, childrenByDir(m.entries, r.parents));
     // What this snapshot names that its parent did not (the size-cap bound); O(changed files).
     let added = r.bytes + trees.treeBytes; // no parent: everything
     if (parent) {

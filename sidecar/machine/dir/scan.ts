@@ -147,8 +147,6 @@ export interface ScanResult {
    * cached entry objects, so its tree (tree.ts) is the cached one.
    */
   dirty: Set<string>;
-  /** Directory ('' = the root) -> its entries (childrenByDir of `entries`). */
-  kids: Map<string, Entry[]>;
   /** Files with more than one hard link (a journal scan lstats them every time: a write through another link may raise no event here). */
   linked: Set<string>;
   /** Per entry of `fresh`: the hash of the path's entry in the first stat cache, if it was a file. */
@@ -569,7 +567,6 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
   for (const e of out) if (e.t === 'f') bytes += e.s;
   const freshOut = gone.size ? fresh.filter((e) => !gone.has(e)) : fresh;
   return {
-    kids: childrenByDir(out, outParents),
     linked,
     freshWas,
     entries: out,
