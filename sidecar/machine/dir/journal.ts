@@ -11,10 +11,12 @@
  * - `paths`: `d/n` (modified, attributes changed, created, removed or renamed), and for a `rename`
  *   event also `d` itself (its mtime changed);
  * - `dirs`: `d`, for a `rename` event (its listing changed: re-read it);
- * - `trees`: `d/n` when a `rename` event leaves a directory there (created, moved in, moved back):
- *   the worker watches its whole subtree (watch first, then list, so nothing created in between is
- *   missed) and the next scan reads that subtree whole (files created right after the mkdir, before
- *   the watch existed, are found by the listing).
+ * - `trees`: when a `rename` event leaves a directory at `d/n` (created, moved in or back; also a
+ *   chmod of a directory, which inotify flags IN_ATTRIB|IN_ISDIR and libuv reports as a rename), the
+ *   worker walks its subtree and watches every directory not yet watched at its path with its inode
+ *   (watch first, then list, so nothing created in between is missed); each of those is a tree the
+ *   next scan reads whole (files created right after the mkdir, before the watch existed, are found
+ *   by the listing; a directory moved back has its events of meanwhile under the other path).
  * Watchers are never closed while the worker lives (an event of a closed watcher's wd would be
  * skipped unseen by libuv, see below, and not counted); a directory moved elsewhere keeps its old
  * watcher, which then reports its events under the old path too: spurious paths cost one lstat.
@@ -107,7 +109,7 @@ const { root, barrierDir, localFs } = workerData;
 const LOCAL = new Set(localFs);
 let dirs = new Set(), paths = new Set(), trees = new Set(), count = 0, error, lastBarrier = '';
 const watched = new Map(); // rel -> inode of the directory watched at that path
-let rootSt;
+let rootSt, started = false;
 const base = (rel) => rel.slice(rel.lastIndexOf('/') + 1);
 const parentOf = (rel) => (rel.includes('/') ? rel.slice(0, rel.lastIndexOf('/')) : '');
 function fail(reason) {
@@ -127,7 +129,7 @@ function onEvent(rel, type, name) {
     if (rel) paths.add(rel);
     let st;
     try { st = fs.lstatSync(root + '/' + p, { throwIfNoEntry: false }); } catch {}
-    if (st && st.isDirectory()) { trees.add(p); watchTree(p); }
+    if (st && st.isDirectory()) watchTree(p);
   }
   if (rel === '' ? name === base(root) : name === base(rel)) {
     // maybe an event on the watched directory itself (deleted, moved, chmod)
@@ -139,7 +141,7 @@ function onEvent(rel, type, name) {
   }
 }
 function watchOne(rel, st) {
-  if (watched.get(rel) === st.ino) return true;
+  if (watched.get(rel) === st.ino) return 'known';
   if (st.dev !== rootSt.dev) {
     let t;
     try { t = fs.statfsSync(rel ? root + '/' + rel : root).type; } catch (e) { fail('statfs ' + rel + ': ' + (e.code || e.message)); return false; }
@@ -155,7 +157,7 @@ function watchOne(rel, st) {
   }
   w.on('error', (e) => fail('watcher of ' + (rel || '/') + ': ' + (e.code || e.message)));
   watched.set(rel, st.ino);
-  return true;
+  return 'new';
 }
 function watchTree(top) {
   const stack = [top];
@@ -165,7 +167,9 @@ function watchTree(top) {
     let st;
     try { st = fs.lstatSync(abs, { throwIfNoEntry: false }); } catch {}
     if (!st || !st.isDirectory()) continue;
-    if (!watchOne(rel, st)) continue;
+    const how = watchOne(rel, st);
+    if (!how) continue;
+    if (how === 'new' && started) trees.add(rel); // not watched at this path before: read it whole
     let ents;
     try { ents = fs.readdirSync(abs, { withFileTypes: true }); } catch (e) {
       if (e.code === 'ENOENT' || e.code === 'ENOTDIR') continue;
@@ -188,6 +192,7 @@ try {
   const t = fs.statfsSync(root).type;
   if (!LOCAL.has(t)) fail('the target is on a file system inotify does not fully cover (type 0x' + t.toString(16) + ')');
   else watchTree('');
+  started = true;
 } catch (e) {
   fail('cannot start: ' + (e.code || e.message));
 }
