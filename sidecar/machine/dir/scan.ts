@@ -363,10 +363,10 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
       }
       if (mode === KIDS) {
         for (const e of pk as Entry[]) {
-          const n = nameOf(e.p);
           slotDir.push(rel);
           slotMode.push(mode);
           slotPrev.push(e);
+          const n = marks ? nameOf(e.p) : '';
           if (marks?.has(n)) {
             slotStat.push(rels.length);
             rels.push(e.p);
