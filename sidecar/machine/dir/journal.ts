@@ -41,7 +41,9 @@
  * have been read: the main thread creates a file `b-<n>` in a directory the same worker watches,
  * outside the target (`<stateDir>/locks/<targetKey>.barrier/`), and waits until the worker reports
  * that event (one inotify fd, one FIFO queue: every earlier event was read before it). The worker
- * then hands over what it recorded and starts the next epoch. No report within 2 s: full walk.
+ * then hands over what it recorded and starts the next epoch. No report within 2 s: full walk (and
+ * after 3 in a row the journal stays off in this process, as it does when the target or the state
+ * dir is on a file system inotify does not fully cover, or fs.inotify.max_user_watches is reached).
  *
  * Epoch. What the journal holds is relative to the last scan this process did through it (its
  * `base`, set by `commit` after that create succeeded; the epoch began at that create's barrier,
@@ -217,6 +219,10 @@ export class ChangeJournal {
   private worker: Worker | undefined;
   private ready: Promise<void> | undefined;
   private broken: string | undefined;
+  /** Why the journal is off for the rest of this process (a file system inotify does not cover, no barrier events, no watches left). */
+  private disabled: string | undefined;
+  /** Barrier timeouts in a row. */
+  private timeouts = 0;
   private rootId = '';
   /** Snapshot id of the last scan made through the journal, after its create succeeded. */
   private base: string | undefined;
@@ -331,6 +337,27 @@ export class ChangeJournal {
     this.pending = false;
     const base = this.base;
     this.base = undefined;
+    if (!this.disabled && this.broken && /max_user_watches|inotify does not fully cover/.test(this.broken))
+      this.disabled = this.broken;
+    if (!this.disabled && !this.worker) {
+      for (const [what, dir] of [
+        ['the target', this.root],
+        ['the state dir', path.dirname(this.barrierDir)],
+      ]) {
+        let type: number | undefined;
+        try {
+          type = fs.statfsSync(dir).type;
+        } catch {
+          /* reported by the scan (target) or the barrier (state dir) */
+        }
+        if (type !== undefined && !LOCAL_FS.has(type))
+          this.disabled = `${what} is on a file system inotify does not fully cover (type 0x${type.toString(16)})`;
+      }
+    }
+    if (this.disabled) {
+      this.stop();
+      return { note: `full walk: journal off: ${this.disabled}` };
+    }
     let fresh = false;
     let why: string | undefined;
     if (!this.worker || this.broken) {
@@ -352,8 +379,10 @@ export class ChangeJournal {
     const m = await this.barrier();
     if (!m) {
       this.broken = `no barrier event within ${journalTuning.barrierTimeoutMs} ms`;
+      if (++this.timeouts >= 3) this.disabled = `${this.timeouts} barrier timeouts in a row`;
       return { note: `full walk: journal invalid: ${this.broken}` };
     }
+    this.timeouts = 0;
     const events = this.prevCount + m.count;
     this.prevCount = m.count;
     this.pending = true;
