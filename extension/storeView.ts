@@ -39,7 +39,7 @@ export function storeItemView(
   d: StoreDescription | undefined,
   found: number,
   lintNote?: string,
-  status?: Pick<StoreStatus, 'broken'>,
+  status?: Pick<StoreStatus, 'broken' | 'pendingWrites'>,
 ): StoreItemView {
   const lint =
     lintNote ??
@@ -47,10 +47,18 @@ export function storeItemView(
   const b = status?.broken;
   const broken = b ? (b.readable === 'none' ? 'broken, nothing readable' : 'broken') : '';
   const parts = (b?.parts ?? []).map((p) => `Broken: ${p.message}${p.hint ? `\nFix: ${p.hint}` : ''}`);
+  const pending = status?.pendingWrites ?? 0;
+  const pendingText = pending
+    ? `${plural(pending, 'write')} the agent staged for approval, not in memory yet (Hermes: /memory approve or reject each id).`
+    : '';
   return {
     label: d?.kind ?? store,
-    description: [broken, d?.location ?? '', found ? plural(found, 'finding') : ''].filter(Boolean).join(' · '),
-    tooltip: [store, d ? storeSummary(d) : 'The sidecar did not describe this store.', ...parts, lint].join('\n'),
+    description: [broken, d?.location ?? '', pending ? `${pending} pending` : '', found ? plural(found, 'finding') : '']
+      .filter(Boolean)
+      .join(' · '),
+    tooltip: [store, d ? storeSummary(d) : 'The sidecar did not describe this store.', ...parts, pendingText, lint]
+      .filter(Boolean)
+      .join('\n'),
     icon: b ? 'warning' : 'database',
   };
 }

@@ -153,7 +153,12 @@ function argv<K extends MethodName>(
     }
     case 'memoryLint': {
       const p = params as ParamsOf<'memoryLint'>;
-      return ['memory lint', ...storeArgs(p.stores), p.target && t(p.target)];
+      return [
+        'memory lint',
+        ...storeArgs(p.stores),
+        p.target && t(p.target),
+        p.embeddings && `--embeddings-url ${q(p.embeddings.url)} --embeddings-model ${q(p.embeddings.model)}`,
+      ];
     }
     case 'memoryDiff': {
       const p = params as ParamsOf<'memoryDiff'>;

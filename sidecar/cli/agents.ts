@@ -18,6 +18,7 @@ import { call } from '../core/dispatch';
 import type { CoreApi, CoreOptions } from '../core/service';
 import { resolveStateDir } from '../core/state';
 import { detectTargetStores } from '../core/detect';
+import { storeFormsHelp } from '../memory';
 import { describeParsedTarget, parseTarget, resolveTarget } from '../core/target';
 import { AgentName, type NamedAgent } from '../protocol';
 import { shellQuote, table } from './format';
@@ -106,7 +107,18 @@ function namesItsPlace(spec: string, flag: string): UsageError {
  */
 export function storesThroughAgent(stores: readonly string[], target: string, via: string): string[] {
   let prefix: string;
-  if (/^qga:\//.test(via) && !via.slice(4).includes(':')) prefix = `qga:${via.slice(4)}:`;
+  // the store parser ends the socket path at the first ":/" (guestLocation.ts), so it cannot hold one
+  if (/^qga:/i.test(via) && !(via.slice(4).startsWith('/') && !via.slice(4).includes(':/'))) {
+    const sock = via.slice(4);
+    throw new UsageError(
+      'InvalidParams',
+      `Bad --via "${via}": ${sock.startsWith('/') ? 'the socket path holds ":/", which a qga: store string cannot carry (":/" ends the socket path there)' : sock ? 'the socket path is not absolute' : 'no socket path after qga:'}.`,
+      sock.startsWith('/')
+        ? 'Give the socket a path without ":/" (a symlink to it will do), e.g. --via qga:/run/agent-vm/qga.sock.'
+        : 'Give the absolute path of the guest agent socket on this machine, e.g. --via qga:/run/agent-vm/qga.sock.',
+    );
+  }
+  if (/^qga:/i.test(via)) prefix = `qga:${via.slice(4)}:`;
   else if (via === 'guest-agent') {
     let g;
     try {
@@ -156,7 +168,7 @@ export function agentCommands(agent: Command, d: AgentCliDeps): void {
     )
     .option(
       '--store <store>',
-      'memory store of the agent (repeatable; default: the stores found in the target at each create)',
+      `memory store of the agent (repeatable; default: the stores found in the target at each create): ${storeFormsHelp()}`,
       collect,
       [],
     )

@@ -22,7 +22,7 @@
  *     agentkeep memory edit --store S --entry ID --text TEXT [--expected-hash H] [--json]
  *     agentkeep memory remove --store S --entry ID [--expected-hash H] [--json]
  *     agentkeep memory add --store S --text TEXT [--file memory|user] [--json]
- *     agentkeep memory lint --store S [--store S ...] [--target T] [--json]
+ *     agentkeep memory lint --store S [--store S ...] [--target T] [--embeddings-url URL --embeddings-model NAME] [--json]
  *     agentkeep memory diff --from ID [--to ID|now] [--target T] [--store S ...] [--json]
  *     agentkeep run [--agent NAME | --target T --store S ...] [--label L] [--rollback-on-failure] [--scope S] [--json] -- CMD ARGS...
  *     agentkeep hook install apt [--agent NAME | --target T --store S ...] [--apt-conf-dir DIR] [--timeout S] [--json]
@@ -79,7 +79,7 @@ import { agentCommands, useNamedAgents } from './agents';
 import { runCommand } from './run';
 import { UsageError } from './usage';
 import { parseDuration } from '../core/retention';
-import { describeStore, storeFactories } from '../memory';
+import { describeStore, storeFactories, storeFormsHelp } from '../memory';
 import { VERSION } from './version';
 import { editSetText, memoryHistoryText, memoryWriteLine } from './timeline';
 import { writeLine } from './terminal';
@@ -183,13 +183,6 @@ function renderOpts(ctx: Ctx): RenderOptions {
 /** Help of a --target option: what it is and the forms of the registered backends ("dir:/abs/path, btrfs:/abs/path, ..."). */
 function targetHelp(what = 'the target'): string {
   return `${what}: ${targetForms().join(', ')}`;
-}
-
-/** The forms of the registered store kinds, for help texts ("hermes:/abs/path/to/.hermes, agent-zero:/abs/root"). */
-function storeForms(): string {
-  return storeFactories()
-    .map((f) => f.forms[0])
-    .join(', ');
 }
 
 /** Said before and after every restore: snapshots roll back the machine, not the world. */
@@ -761,7 +754,7 @@ function program(ctx: Ctx): Command {
   mem
     .command('list')
     .description('list the entries of memory stores with their usage (exit 1 when a file is broken)')
-    .requiredOption('--store <store>', `memory store, one of ${storeForms()} (repeatable)`, collect, [])
+    .requiredOption('--store <store>', `memory store (repeatable): ${storeFormsHelp()}`, collect, [])
     .option('--json', 'print {stores: [...]} as JSON')
     .action(async (o: { store: string[] }, cmd: Command) => {
       const asJson = json(cmd);
@@ -791,7 +784,7 @@ function program(ctx: Ctx): Command {
         '(which file, what, the fix)',
     )
     .requiredOption('--target <target>', targetHelp())
-    .option('--store <store>', `memory store, one of ${storeForms()} (repeatable)`, collect, [])
+    .option('--store <store>', `memory store (repeatable): ${storeFormsHelp()}`, collect, [])
     .option('--json', 'print the agent.status result as JSON')
     .action(async (o: { target: string; store: string[] }, cmd: Command) => {
       const asJson = json(cmd);
@@ -958,7 +951,7 @@ function program(ctx: Ctx): Command {
     return o.store[0];
   };
   const storeOpt = (c: Command): Command =>
-    c.option('--store <store>', `memory store, one of ${storeForms()} (repeatable)`, collect, []);
+    c.option('--store <store>', `memory store (repeatable): ${storeFormsHelp()}`, collect, []);
 
   storeOpt(mem.command('show').description('show one entry with its provenance (which session and tool call wrote it)'))
     .option('--entry <id>', 'entry id or a unique prefix (>= 4 chars)')
@@ -1063,14 +1056,47 @@ function program(ctx: Ctx): Command {
       ),
   )
     .option('--target <target>', 'check claims against this machine, e.g. dir:/home/me')
+    .option(
+      '--embeddings-url <url>',
+      'OpenAI-compatible embeddings API for entries without a store vector, e.g. http://127.0.0.1:11434/v1 ' +
+        '(default $AGENTKEEP_EMBEDDINGS_URL; key from $AGENTKEEP_EMBEDDINGS_KEY)',
+    )
+    .option('--embeddings-model <name>', 'its model, e.g. nomic-embed-text (default $AGENTKEEP_EMBEDDINGS_MODEL)')
     .option('--fix', 'propose one edit set from the findings (merge duplicates, drop superseded), shown as a diff')
     .option('--apply', 'with --fix: write it (asked on a terminal), as one undo step')
     .option('--yes', 'with --fix --apply: do not ask')
     .option('--json', 'print {findings: [...]} as JSON')
     .action(
-      async (o: { store: string[]; target?: string; fix?: boolean; apply?: boolean; yes?: boolean }, cmd: Command) => {
+      async (
+        o: {
+          store: string[];
+          target?: string;
+          embeddingsUrl?: string;
+          embeddingsModel?: string;
+          fix?: boolean;
+          apply?: boolean;
+          yes?: boolean;
+        },
+        cmd: Command,
+      ) => {
         const asJson = json(cmd);
         needStore(o, 'lint');
+        // the flags (else the env of the process that lints: this one, or the sidecar's)
+        const url = o.embeddingsUrl ?? process.env.AGENTKEEP_EMBEDDINGS_URL;
+        const model = o.embeddingsModel ?? process.env.AGENTKEEP_EMBEDDINGS_MODEL;
+        if (o.embeddingsModel && !url)
+          throw new UsageError(
+            'InvalidParams',
+            '--embeddings-model needs --embeddings-url (or AGENTKEEP_EMBEDDINGS_URL).',
+            'Give both: --embeddings-url http://127.0.0.1:11434/v1 --embeddings-model nomic-embed-text.',
+          );
+        if (url && !model)
+          throw new UsageError(
+            'InvalidParams',
+            `The embeddings URL ${url} was given without a model.`,
+            'Name the model the server serves: --embeddings-model nomic-embed-text (or AGENTKEEP_EMBEDDINGS_MODEL).',
+          );
+        const embeddings = url && model ? { embeddings: { url, model } } : {};
         if (o.apply && !o.fix)
           throw new UsageError(
             'InvalidParams',
@@ -1078,13 +1104,17 @@ function program(ctx: Ctx): Command {
             'Run memory lint --fix to see the change first.',
           );
         if (o.fix) {
-          const base = { stores: o.store, ...(o.target ? { target: o.target } : {}) };
+          const base = { stores: o.store, ...(o.target ? { target: o.target } : {}), ...embeddings };
           await reviewed(cmd, asJson, 'lint --fix', o, (extra) =>
             call(core(cmd), 'memoryLintFix', { ...base, ...extra }),
           );
           return;
         }
-        const r = await call(core(cmd), 'memoryLint', { stores: o.store, ...(o.target ? { target: o.target } : {}) });
+        const r = await call(core(cmd), 'memoryLint', {
+          stores: o.store,
+          ...(o.target ? { target: o.target } : {}),
+          ...embeddings,
+        });
         if (asJson) printJson(ctx, r);
         else ctx.io.out(formatFindings(r.findings));
         // like a linter: errors (a broken store, an entry over its budget…) exit 1; warnings and info 0

@@ -5,7 +5,7 @@
  * names or paths the kernel refuses as too long.
  */
 import { randomBytes } from 'node:crypto';
-import { promises as fs } from 'node:fs';
+import { promises as fs, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { formatBytes } from '../protocol/format';
 import { AgentKeepError } from './errors';
@@ -222,6 +222,20 @@ export async function readJsonIfExists<T>(file: string): Promise<T | undefined> 
     throw e;
   }
   return JSON.parse(text) as T;
+}
+
+/**
+ * What is at `p` (symlinks followed), for errors about a path that should be a unix socket: "socket",
+ * "regular file", "directory", "special file", or "missing file" when nothing is there. Linux answers
+ * ECONNREFUSED for a connect to a regular file as for a socket nobody listens on, so an error must ask.
+ */
+export function fileKindAt(p: string): string {
+  try {
+    const st = statSync(p);
+    return st.isSocket() ? 'socket' : st.isFile() ? 'regular file' : st.isDirectory() ? 'directory' : 'special file';
+  } catch {
+    return 'missing file';
+  }
 }
 
 /** Whether an errno-style error has one of `codes`. */

@@ -12,6 +12,8 @@ import { AgentKeepError } from '../core/errors';
 import { hermesStore } from './hermes/factory';
 import { agentZeroStore } from './agent-zero/factory';
 import { mem0Store } from './mem0/factory';
+import { GUEST_AGENT_FORMS } from './transport/guestLocation';
+import { SSH_STORE_FORM } from './transport/location';
 import type { MemoryStoreAdapter, StoreFactory } from './types';
 
 export type * from './types';
@@ -42,6 +44,23 @@ const KNOWN_LATER = ['letta', 'zep', 'graphiti'];
 /** All registered store kinds, in registration order. */
 export function storeFactories(): StoreFactory[] {
   return [...registry.values()];
+}
+
+/**
+ * The store strings the registered kinds take, for the --store help of the CLI (memory *, agent add,
+ * agent status: one text everywhere): each kind's local form, then the places on another machine and
+ * in a VM the kinds that parse them take (all of the built-in ones), e.g. "hermes:/abs/path/to/.hermes,
+ * agent-zero:/abs/root, mem0:/abs/dir; on another machine <kind>:ssh://user@host[:port]/abs/path; in a
+ * VM <kind>:qga:/abs/qga.sock:/abs/path or <kind>:pve-agent://HOST[:PORT]/NODE/VMID/abs/path".
+ */
+export function storeFormsHelp(): string {
+  const all = storeFactories();
+  const remote = all.filter((f) => f.forms.some((x) => x.startsWith(`${f.kind}:ssh://`)));
+  const local = all.map((f) => f.forms[0]).join(', ');
+  if (!remote.length) return local;
+  const [qga, pve] = GUEST_AGENT_FORMS.map((x) => `<kind>:${x}`);
+  const kinds = remote.length === all.length ? '' : ` (<kind>: ${remote.map((f) => f.kind).join(', ')})`;
+  return `${local}; on another machine <kind>:${SSH_STORE_FORM}; in a VM ${qga} or ${pve}${kinds}`;
 }
 
 /** The factory of `kind` (case-insensitive), or undefined. */

@@ -96,6 +96,30 @@ export interface AgentStateOptions {
   leaveAlone?: readonly string[];
 }
 
+/** A vector the store itself keeps for one entry (memory lint's LintEntry.embedding). */
+export interface StoreEmbedding {
+  /** Who made it, e.g. `huggingface/sentence-transformers/all-MiniLM-L6-v2`, or `<kind>:unknown-model`. */
+  model: string;
+  /** The float32 components as stored. */
+  vector: Float32Array;
+}
+
+/** The vectors a store keeps for its entries (StoreLintProfile.embeddings). */
+export interface StoreEmbeddings {
+  /** Keyed by embeddingKey(MemoryFile.file, MemoryEntry.id) of the entries list() gives. */
+  vectors: Map<string, StoreEmbedding>;
+  /**
+   * What was not read, and why, one sentence each (a vector file over the size cap, an index type
+   * that is not read): each becomes a lint note, so that no vector is not read as "none kept".
+   */
+  notes: string[];
+}
+
+/** The key of an entry in StoreEmbeddings.vectors: its file (MemoryFile.file) and id. */
+export function embeddingKey(file: string, id: string): string {
+  return `${file}\0${id}`;
+}
+
 /**
  * What memory lint (sidecar/memory/lint/run.ts) needs to know about a store beyond its entries; the
  * lint asks the adapter, never the store's kind. Absent = no history beyond `provenance`, no drift
@@ -131,6 +155,14 @@ export interface StoreLintProfile {
    * transport (sidecar/memory/lint/machine.ts transportProbe). Absent: this machine, or the target.
    */
   readonly machine?: FileTransport;
+  /**
+   * The vectors the store keeps for its entries (Agent Zero: index.faiss rows through index.pkl's
+   * index_to_docstore_id; mem0: the local Qdrant points' vectors), read as list() reads the entries.
+   * Bounded (a file over a size cap is skipped with a note); a damaged vector file gives no vectors
+   * (list() reports it as broken). Absent: the store keeps none that AgentKeep reads.
+   * @param limits.maxBytes the size cap of one vector file (default: the store's, 256 MiB)
+   */
+  embeddings?(limits?: { maxBytes?: number }): Promise<StoreEmbeddings>;
 }
 
 /**
@@ -285,6 +317,21 @@ export interface MemoryStoreAdapter {
     expectedHash?: string,
     opts?: WriteOptions,
   ): Promise<{ entry: MemoryEntry; contentHash: string; alreadyPresent?: boolean }>;
+  /**
+   * Rewrite the entries of one memory file (`file`: MemoryFile.file) in one write, for the reviewed
+   * edit sets (memory.forget, memory.lintFix): under the store's lock, read the file, refuse
+   * (Conflict) when its sha256 is not `expectedHash`, let `change` compute the new entry texts from
+   * all of the current ones (a throw there writes nothing), back up (opts.beforeWrite), then temp
+   * file + rename: the file holds its bytes before or all of the change, never a part.
+   * @returns the new content hash, whether anything was written, and the entry a text is in this store
+   * @throws Conflict (changed, drifted), Unsupported (not a file it edits), OverBudget, TargetBusy, what `change` throws
+   */
+  rewriteEntries?(
+    file: string,
+    change: (entries: string[]) => string[],
+    expectedHash: string,
+    opts?: WriteOptions,
+  ): Promise<{ contentHash: string; written: boolean; entry: (text: string) => MemoryEntry }>;
   /**
    * Write a consistent copy of agent-state file `rel` to `dest` (e.g. a SQLite database in WAL mode:
    * never a torn copy). Absent = a plain file copy is consistent. Resolves `false` when `rel` is

@@ -176,3 +176,37 @@ export function riskyConfigFile(path: string, agentHomes: string[] = []): RiskyC
     return { kind: 'apt-sources', reason: `${base} pins apt package versions.` };
   return undefined;
 }
+
+/** An absolute path with `\\` as `/`, `.` and `..` segments resolved and no trailing `/` (as path.resolve, no I/O). */
+function normalAbs(p: string): string {
+  const out: string[] = [];
+  for (const seg of p.replace(/\\/g, '/').split('/')) {
+    if (seg === '' || seg === '.') continue;
+    if (seg === '..') out.pop();
+    else out.push(seg);
+  }
+  return '/' + out.join('/');
+}
+
+/** Whether the absolute path `file` is `dir` or inside it (as path.relative would say; no I/O). */
+export function pathInside(file: string, dir: string): boolean {
+  const f = normalAbs(file);
+  const d = normalAbs(dir);
+  return f === d || f.startsWith(d === '/' ? '/' : d + '/');
+}
+
+/**
+ * Why `file` is a risky config file of the configured agent, or undefined: `riskyConfigFile` with
+ * the stores' local roots as agent homes, and only for files a restore point of the target covers
+ * (inside the target's local root, or inside a store root). Without a local root (VM targets, or a
+ * target not described yet) any risky file counts. The one scoping rule of the VS Code lens and
+ * prompt (extension/configScope.ts) and the LSP server's (sidecar/server/editorCommands.ts).
+ * @param homes absolute local roots of the agent's stores (StoreDescription.localRoot)
+ * @param localRoot the target's local root (TargetDescription.localRoot of dir: and btrfs: targets)
+ */
+export function riskyConfigInScope(file: string, homes: string[], localRoot?: string): RiskyConfig | undefined {
+  const risky = riskyConfigFile(file, homes);
+  if (!risky) return undefined;
+  if (localRoot && !pathInside(file, localRoot) && !homes.some((h) => pathInside(file, h))) return undefined;
+  return risky;
+}

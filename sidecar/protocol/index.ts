@@ -587,6 +587,28 @@ export const LintFinding = z.object({
 });
 export type LintFinding = z.infer<typeof LintFinding>;
 
+/**
+ * The optional OpenAI-compatible embeddings endpoint of memory.lint (sidecar/memory/lint/embeddings.ts):
+ * vectors for the entries without one of their store's own. Off unless given here or in the sidecar's
+ * env (AGENTKEEP_EMBEDDINGS_URL / AGENTKEEP_EMBEDDINGS_MODEL); the key only from its env
+ * (AGENTKEEP_EMBEDDINGS_KEY). A failing endpoint is a `store` warning, never a failed lint.
+ */
+export const LintEmbeddings = z
+  .object({
+    url: z
+      .string()
+      .min(1)
+      .describe(
+        'Base URL of an OpenAI-compatible API (POST <url>/embeddings), e.g. http://127.0.0.1:11434/v1 (Ollama); ' +
+          'https, or http to this machine only: the entry texts are sent there',
+      ),
+    model: z.string().min(1).describe('Model name the server serves, e.g. nomic-embed-text'),
+  })
+  .describe(
+    "Embeddings endpoint for entries without a vector of their store's own (default: env AGENTKEEP_EMBEDDINGS_URL / " +
+      'AGENTKEEP_EMBEDDINGS_MODEL; none: off); vectors of two models are never compared',
+  );
+
 export const MemoryEntryChange = z.object({
   store: Store,
   before: MemoryEntry.optional().describe('Absent for added'),
@@ -1353,7 +1375,7 @@ export const Methods = {
   memoryLint: method(
     'memory.lint',
     'Findings across the stores: duplicates, near-duplicates, contradictions, over budget, hand-edit drift, untraceable entries, stale claims that disagree with the machine (checked against `target` when given), age.',
-    z.object({ stores: z.array(Store).min(1), target: Target.optional() }),
+    z.object({ stores: z.array(Store).min(1), target: Target.optional(), embeddings: LintEmbeddings.optional() }),
     z.object({ findings: z.array(LintFinding) }),
   ),
   memoryDiff: method(
@@ -1454,6 +1476,7 @@ export const Methods = {
     z.object({
       stores: z.array(Store).min(1),
       target: Target.optional(),
+      embeddings: LintEmbeddings.optional(),
       apply: z.boolean().optional(),
       expected: z.record(z.string(), z.string()).optional().describe('apply: file → contentHash from the proposal'),
     }),

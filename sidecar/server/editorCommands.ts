@@ -28,7 +28,7 @@ import {
   type ServerCommandResult,
 } from '../protocol';
 import { formatAge } from '../protocol/format';
-import { riskyConfigFile, type RiskyConfig } from '../protocol/configFiles';
+import { riskyConfigInScope, type RiskyConfig } from '../protocol/configFiles';
 import { resolveAgent, type ResolvedAgent } from '../core/agents';
 import { AgentKeepError } from '../core/errors';
 import { toResponseError } from '../core/dispatch';
@@ -54,12 +54,6 @@ interface Scope {
   agent: ResolvedAgent;
   homes: string[];
   localRoot?: string;
-}
-
-/** Whether `file` is `dir` or inside it. */
-function inside(file: string, dir: string): boolean {
-  const rel = path.relative(dir, file);
-  return rel === '' || (!!rel && !rel.startsWith('..') && !path.isAbsolute(rel));
 }
 
 /** The restore point fields a ServerCommandResult carries. */
@@ -153,13 +147,9 @@ export class EditorCommands {
     if (file) this.asked.set(file, rp.id);
   }
 
-  /** Why `file` is a risky config file of the agent, or undefined (as extension/configScope.ts `riskyConfigOf`). */
+  /** Why `file` is a risky config file of the agent, or undefined (riskyConfigInScope, as the extension's lens and prompt). */
   private riskyIn(file: string, scope: Scope): RiskyConfig | undefined {
-    const risky = riskyConfigFile(file, scope.homes);
-    if (!risky) return undefined;
-    if (scope.localRoot && !inside(file, scope.localRoot) && !scope.homes.some((h) => inside(file, h)))
-      return undefined;
-    return risky;
+    return riskyConfigInScope(file, scope.homes, scope.localRoot);
   }
 
   /**

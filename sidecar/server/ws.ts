@@ -16,6 +16,7 @@ import { timingSafeEqual, createHash, X509Certificate } from 'node:crypto';
 import { existsSync, promises as fs } from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import * as tls from 'node:tls';
 import type { AddressInfo } from 'node:net';
@@ -139,21 +140,37 @@ export interface TlsFiles {
   fingerprint: string;
 }
 
+/** Where `tlsPairHint` puts a new pair when the files given exist (docs/remote.md uses the same place). */
+export const TLS_DIR = '~/.config/agentkeep/tls';
+
+/** The openssl command that makes a self-signed pair for `serve --ws --tls-cert CERT --tls-key KEY`. */
+export function tlsOpensslCommand(cert: string, key: string): string {
+  return (
+    'openssl req -x509 -newkey rsa:2048 -nodes -days 825 -subj /CN=agentkeep ' +
+    `-addext "subjectAltName=DNS:$(hostname),IP:<address>" -keyout ${key} -out ${cert}`
+  );
+}
+
 /**
- * "Make a pair: openssl req -x509 … -keyout KEY -out CERT": into the files given when neither exists;
- * else into new files (~/.config/agentkeep/tls/cert.pem, key.pem), so the command never overwrites
- * a file that is there (a token file, a key of something else given by mistake).
+ * "Make a pair: [mkdir -p DIR &&] openssl req -x509 … -keyout KEY -out CERT": into the files given
+ * when neither exists; else into new files in TLS_DIR (cert.pem and key.pem, or cert-2.pem and
+ * key-2.pem … when those exist), so the command never overwrites a file that is there (a token file,
+ * a key of something else given by mistake, an earlier pair). `mkdir -p` comes first when the
+ * directory is missing (openssl does not make it).
  */
 export function tlsPairHint(certFile: string, keyFile: string): string {
   const fresh = !existsSync(certFile) && !existsSync(keyFile) && path.resolve(certFile) !== path.resolve(keyFile);
-  const dir = '~/.config/agentkeep/tls';
-  const [cert, key] = fresh ? [certFile, keyFile] : [`${dir}/cert.pem`, `${dir}/key.pem`];
-  const openssl =
-    'openssl req -x509 -newkey rsa:2048 -nodes -days 825 -subj /CN=agentkeep ' +
-    `-addext subjectAltName=DNS:$(hostname),IP:<address> -keyout ${key} -out ${cert}`;
+  const home = (p: string): string => p.replace(/^~(?=\/)/, os.homedir());
+  let n = 1;
+  const name = (base: string): string => `${TLS_DIR}/${base}${n > 1 ? `-${n}` : ''}.pem`;
+  while (!fresh && (existsSync(home(name('cert'))) || existsSync(home(name('key'))))) n++;
+  const [cert, key] = fresh ? [certFile, keyFile] : [name('cert'), name('key')];
+  const dirs = [...new Set([path.dirname(cert), path.dirname(key)])].filter((d) => !existsSync(home(d)));
+  const mkdir = dirs.length ? `mkdir -p ${dirs.join(' ')} && ` : '';
+  const openssl = `${mkdir}${tlsOpensslCommand(cert, key)}`;
   return fresh
     ? `Make a pair: ${openssl}`
-    : `Make a new pair in new files (not over the ones given): mkdir -p ${dir} && ${openssl}, then pass --tls-cert ${cert} --tls-key ${key}.`;
+    : `Make a new pair in new files (not over the ones given): ${openssl}, then pass --tls-cert ${cert} --tls-key ${key}.`;
 }
 
 /**

@@ -229,4 +229,59 @@ describe(`kill -9 at random points (N=${N}, seed ${SEED})`, function () {
     assert.equal(mem.entries.length, 40 + 1 + counts.landed + 1);
     report('kill -9 during memory add', { runs: N, ...counts, lost: 0 });
   });
+
+  it('kill -9 during memory forget --apply: each file is its old or its new bytes, never a part of the edit set', async () => {
+    const r = rng(SEED + 3);
+    const home = path.join(s.base, 'hermes');
+    const key = 'staging_ed25519';
+    const facts = Array.from({ length: 30 }, (_, i) => `Fact number ${i}: the agent learned something.`);
+    // three entries of MEMORY.md and two of USER.md hold the key: five edits in two files
+    const memText = [
+      ...facts.slice(0, 10),
+      `Key ${key} (a)`,
+      ...facts.slice(10, 20),
+      `Key ${key} (b)`,
+      `Key ${key} (c)`,
+    ];
+    const userText = ['User likes short answers.', `User's key is ${key}`, `Again: ${key}`];
+    put(home, 'config.yaml', 'memory:\n  memory_char_limit: 100000\n  user_char_limit: 100000\n');
+    const store = `hermes:${home}`;
+    const mem = path.join(home, 'memories', 'MEMORY.md');
+    const user = path.join(home, 'memories', 'USER.md');
+    const forget = ['--state-dir', s.state, 'memory', 'forget', '--store', store, '--text', key, '--apply', '--yes'];
+    const reset = (): void => {
+      put(home, 'memories/MEMORY.md', memText.join('\n§\n'));
+      put(home, 'memories/USER.md', userText.join('\n§\n'));
+    };
+    reset();
+    const startMs = await timeRun(['--version']);
+    const proposal = await new Core({ stateDir: s.state }).memoryForget({ stores: [store], text: key });
+    assert.equal(proposal.edits.length, 5);
+    const after = new Map(proposal.files.map((f) => [f.file, f.after]));
+    const fullMs = await timeRun(forget);
+    const counts = { none: 0, memoryOnly: 0, userOnly: 0, both: 0, tempsLeft: 0 };
+    for (let i = 0; i < N; i++) {
+      reset();
+      const before = new Map([mem, user].map((f) => [f, fs.readFileSync(f, 'utf8')]));
+      await runAndKill(forget, delay(r, startMs, fullMs));
+      const done = [mem, user].map((f) => {
+        const now = fs.readFileSync(f, 'utf8');
+        if (now === after.get(f)) return true;
+        assert.equal(now, before.get(f), `run ${i}: ${path.basename(f)} is neither its old nor its new bytes`);
+        return false;
+      });
+      counts[done[0] ? (done[1] ? 'both' : 'memoryOnly') : done[1] ? 'userOnly' : 'none']++;
+      const temps = fs.readdirSync(path.join(home, 'memories')).filter((n) => n.startsWith('.ak-tmp-'));
+      counts.tempsLeft += temps.length;
+      for (const t of temps) fs.rmSync(path.join(home, 'memories', t));
+    }
+    assert.equal(counts.userOnly, 0, 'files are written in the order of the proposal');
+    // a killed writer's lock does not block the next apply
+    reset();
+    const next = await runSidecar(forget);
+    assert.equal(next.code, 0, next.stderr);
+    assert.equal(fs.readFileSync(mem, 'utf8'), after.get(mem));
+    assert.equal(fs.readFileSync(user, 'utf8'), after.get(user));
+    report('kill -9 during memory forget --apply', { runs: N, ...counts, torn: 0 });
+  });
 });

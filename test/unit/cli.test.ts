@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import { execFileSync, spawn } from 'node:child_process';
 import { buildSidecar, runSidecar, SIDECAR, type RunResult } from './helpers/sidecar';
 import { FIXTURES } from './helpers/paths';
+import { openStore, storeFactories, storeFormsHelp } from '../../sidecar/memory';
 
 /** The one-line error contract: non-zero exit, exactly one line on stderr. */
 function assertOneLineError(r: RunResult, code: number, re: RegExp): void {
@@ -61,6 +62,44 @@ describe('agentkeep CLI (real bin on real trees)', function () {
     const h = await ak('restore-point', 'create', '--help');
     assert.match(h.stdout, /--store <store>/);
     assert.doesNotMatch(h.stdout, /default: \[\]/);
+  });
+
+  it('--store help of memory commands and agent add / status lists the local and remote forms, one text, and they parse (QA)', async () => {
+    const text = storeFormsHelp();
+    for (const form of [
+      'ssh://user@host[:port]/abs/path',
+      'qga:/abs/qga.sock:/abs/path',
+      'pve-agent://HOST[:PORT]/NODE/VMID',
+    ]) {
+      assert.ok(text.includes(`<kind>:${form}`), `${form} in: ${text}`);
+    }
+    for (const cmd of [
+      ['memory', 'list'],
+      ['memory', 'show'],
+      ['memory', 'lint'],
+      ['memory', 'forget'],
+      ['memory', 'history'],
+      ['agent', 'add'],
+      ['agent', 'status'],
+    ]) {
+      const h = await ak(...cmd, '--help');
+      assert.equal(h.code, 0, h.stderr);
+      const flat = h.stdout.replace(/\s+/g, ' ');
+      assert.ok(flat.includes(text), `agentkeep ${cmd.join(' ')} --help lists the store forms: ${flat}`);
+    }
+    // every form, filled in, is a store string the parsers take (for every kind)
+    const fill = (f: string): string =>
+      f
+        .replace('user@host[:port]', 'root@10.0.0.5:2222')
+        .replace('/abs/qga.sock', '/run/vm/qga.sock')
+        .replace('HOST[:PORT]/NODE/VMID', 'pve.lan:8006/pve1/101')
+        .replace(/\/abs\/[^ ,;]*/g, '/root/x');
+    const forms = text.replace(/ \(<kind>:.*\)$/, '').split(/[,;] (?:on another machine |in a VM )?| or /);
+    assert.ok(forms.length >= 6, forms.join(' | '));
+    for (const f of forms) {
+      for (const k of f.startsWith('<kind>:') ? storeFactories().map((x) => x.kind) : [''])
+        assert.doesNotThrow(() => openStore(fill(f.replace('<kind>', k))), `${fill(f.replace('<kind>', k))} parses`);
+    }
   });
 
   it('--version prints the package version', async () => {

@@ -14,6 +14,7 @@ import { execFileSync } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { storeItemView } from '../../extension/storeView';
 import { agentStatusText } from '../../sidecar/cli/format';
 import { Core } from '../../sidecar/core/core';
 import { AgentKeepError } from '../../sidecar/core/errors';
@@ -193,6 +194,11 @@ describe("Hermes' real format (staged writes, profiles, state.db v30 message sta
     const after = (await core.agentStatus({ target: `dir:${tmp}`, stores: [`hermes:${home}`] })).stores[0];
     assert.equal(after.ok, true);
     assert.equal(after.pendingWrites, 4);
+    // the Agent view's store row says so too (description and tooltip), and says nothing without them
+    const row = storeItemView(after.store, after.description, 0, undefined, after);
+    assert.match(row.description, /· 4 pending$/);
+    assert.match(row.tooltip, /\n4 writes the agent staged for approval, not in memory yet/);
+    assert.doesNotMatch(storeItemView(before.store, before.description, 0, undefined, before).description, /pending/);
     const text = agentStatusText(
       await core.agentStatus({ target: `dir:${tmp}`, stores: [`hermes:${home}`] }),
       () => undefined,

@@ -319,6 +319,83 @@ describe('memory stores through the QEMU guest agent (real qemu-ga; Proxmox path
     }
   });
 
+  it('errors about the guest agent path name the problem and a fix whose store strings parse (QA)', async () => {
+    const core = new Core({ stateDir: state });
+    /** Every `<kind>:…` store string in a hint (up to a space; a final period dropped). */
+    const storesIn = (hint: string): string[] =>
+      [...hint.matchAll(/\b(?:hermes|mem0|agent-zero):\S+/g)].map((m) => m[0].replace(/[.,]$/, ''));
+    const parses = (hint: string): void => {
+      const found = storesIn(hint);
+      assert.ok(found.length, `the hint names a store string: ${hint}`);
+      for (const s of found) assert.doesNotThrow(() => openStore(s), `"${s}" from the hint parses`);
+    };
+    // a home that does not exist in the guest: the example keeps the guest agent place (was hermes:ssh://the guest agent at …)
+    const gone = `hermes:qga:${qga.socket}:${path.join(base, 'no-such-home')}`;
+    const e1 = await expectAgentKeepError(core.listMemory({ stores: [gone] }), 'StoreNotFound', /does not exist/);
+    assert.doesNotMatch(e1.hint ?? '', /ssh:\/\/|the guest agent at/);
+    assert.match(e1.hint ?? '', new RegExp(`hermes:qga:${qga.socket}:/root/\\.hermes`));
+    parses(e1.hint ?? '');
+    const viaPveGone = `mem0:pve-agent://127.0.0.1:${sim.port}/pve1/101${path.join(base, 'no-mem0')}`;
+    const e2 = await expectAgentKeepError(core.listMemory({ stores: [viaPveGone] }), 'StoreNotFound');
+    assert.match(e2.hint ?? '', /mem0:pve-agent:\/\/127\.0\.0\.1:\d+\/pve1\/101\/home\/me\/\.mem0/);
+    parses(e2.hint ?? '');
+    closeQgaConnections();
+    // no such socket: the hint names the real part of the store string (there is no ?socket= option)
+    const none = await expectAgentKeepError(
+      core.listMemory({ stores: [`hermes:qga:${path.join(base, 'none.sock')}:${home}`] }),
+      'StoreNotFound',
+      /no such socket/,
+    );
+    assert.doesNotMatch(none.hint ?? '', /\?socket=/);
+    assert.match(none.hint ?? '', /socket path \(between "qga:" and ":\/path\/in\/guest"\)/);
+    parses(none.hint ?? '');
+    // a regular file (a disk image) or a folder where the socket should be: "not a socket", not "nothing listens"
+    const image = path.join(base, 'disk.qcow2');
+    await fs.writeFile(image, 'QFI\xfb');
+    for (const [p, kind] of [
+      [image, 'regular file'],
+      [base, 'directory'],
+    ]) {
+      const e = await expectAgentKeepError(
+        core.listMemory({ stores: [`hermes:qga:${p}:${home}`] }),
+        'BadStore',
+        new RegExp(`${p} is not a socket but a ${kind}`),
+      );
+      assert.doesNotMatch(e.message, /nothing listens/);
+      parses(e.hint ?? '');
+    }
+    // a socket file nobody listens on (the VM stopped and left it): said so
+    const left = path.join(base, 'left.sock');
+    spawnSync('python3', ['-c', 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])', left]);
+    assert.ok((await fs.stat(left)).isSocket());
+    await expectAgentKeepError(
+      core.listMemory({ stores: [`hermes:qga:${left}:${home}`] }),
+      'StoreNotFound',
+      /nothing listens on it/,
+    );
+  });
+
+  it('a lock file root may not open in the guest (immutable): named with the fix, no ssh:// advice (QA)', async () => {
+    const lock = path.join(home, 'memories', 'MEMORY.md.lock');
+    await fs.writeFile(lock, '');
+    spawnSync('chattr', ['+i', lock]);
+    try {
+      const before = await fs.readFile(mem());
+      const e = await expectAgentKeepError(
+        new Core({ stateDir: state }).addMemory({ store: viaQga, text: 'Never.' }),
+        'FileError',
+        /Cannot open Hermes' memory lock qga:.*MEMORY\.md\.lock/,
+      );
+      assert.doesNotMatch(`${e.message} ${e.hint}`, /ssh:\/\/|not writable for root/);
+      assert.match(e.message, /immutable|read-only/);
+      assert.match(e.hint ?? '', /lsattr .*MEMORY\.md\.lock.*chattr -i/);
+      assert.match(e.hint ?? '', /^In the guest, look at the flags/);
+      assert.ok((await fs.readFile(mem())).equals(before), 'nothing written');
+    } finally {
+      spawnSync('chattr', ['-i', lock]);
+    }
+  });
+
   it('capture in a restore point of a dir: target and a scope agent restore through the agent', async () => {
     const tree = await fs.mkdtemp(path.join(base, 'tree-'));
     await fs.writeFile(path.join(tree, 'app.txt'), 'v1\n');
@@ -395,6 +472,18 @@ describe('memory stores through the QEMU guest agent (real qemu-ga; Proxmox path
     assert.throws(() => storesThroughAgent([`hermes:${home}`], 'dir:/x', 'guest-agent'), /needs a Proxmox VM target/);
     assert.throws(() => storesThroughAgent([], target, 'guest-agent'), /needs the stores in the guest/);
     assert.throws(() => storesThroughAgent([`hermes:${home}`], target, 'telnet'), /Bad --via "telnet"/);
+    // a qga socket path the store string cannot carry: the problem named (QA)
+    assert.throws(
+      () => storesThroughAgent([`hermes:${home}`], 'dir:/x', 'qga:run/q.sock'),
+      /socket path is not absolute/,
+    );
+    assert.throws(
+      () => storesThroughAgent([`hermes:${home}`], 'dir:/x', 'qga:/run/vm:/q.sock'),
+      /the socket path holds ":\/", which a qga: store string cannot carry/,
+    );
+    const colon = storesThroughAgent(['hermes:/root/.hermes'], 'dir:/x', 'qga:/run/vm:1/q.sock');
+    assert.equal((openStore(colon[0]) as HermesStore).location, 'qga:/run/vm:1/q.sock:/root/.hermes');
+    assert.throws(() => storesThroughAgent([`hermes:${home}`], 'dir:/x', 'qga:'), /no socket path after qga:/);
     // a store that names its own place would silently keep it: refused (QA)
     assert.throws(
       () => storesThroughAgent([`hermes:ssh://root@127.0.0.1:22/root/.hermes`], target, 'guest-agent'),

@@ -363,6 +363,14 @@ describe('memory stores over SSH (real OpenSSH on 127.0.0.1)', function () {
         same(await core.showMemory({ stores: [r], entry: e.id })),
         await core.showMemory({ stores: [l], entry: e.id }),
       );
+      // memory lint's vectors (index.faiss rows, Qdrant point vectors) are read over SSH the same
+      const vectors = async (spec: string): Promise<Array<[string, string, number[]]>> =>
+        [...(await openStore(spec).lintProfile!.embeddings!()).vectors]
+          .map(([k, v]): [string, string, number[]] => [k.split('\0')[1], v.model, [...v.vector]])
+          .sort((x, y) => x[0].localeCompare(y[0]));
+      const localVectors = await vectors(l);
+      assert.ok(localVectors.length > 0, `${l} keeps vectors`);
+      assert.deepEqual(await vectors(r), localVectors, r);
     }
     // capture both in a restore point of a dir: target, damage them, restore scope agent over SSH
     const tree = await fs.mkdtemp(path.join(base, 'tree-'));

@@ -24,7 +24,7 @@ import {
   type LinkState,
   type RemoteError,
 } from '../../extension/remote';
-import { MIN_TOKEN_CHARS } from '../../sidecar/server/ws';
+import { MIN_TOKEN_CHARS, TLS_DIR, tlsOpensslCommand, tlsPairHint } from '../../sidecar/server/ws';
 import { WebSocketMessageReader, WebSocketMessageWriter } from '../../sidecar/server/wsTransport';
 import { buildSidecar, runSidecar, startSidecar, waitForStderr } from './helpers/sidecar';
 
@@ -430,6 +430,45 @@ describe('remote sidecar: serve --ws with TLS, origins, and the editor link', fu
       );
     } finally {
       link.close();
+    }
+  });
+
+  it('the TLS pair hint and docs/remote.md agree on where a pair goes and how it is made; the hint never names a file that exists', async () => {
+    // docs/remote.md makes the pair where the hint does, with the hint's openssl options
+    const doc = readFileSync(path.join(__dirname, '..', '..', 'docs', 'remote.md'), 'utf8');
+    const block = /### 2b\.[\s\S]*?```sh\n([\s\S]*?)```/.exec(doc)![1].replace(/\\\n\s*/g, '');
+    assert.match(block, new RegExp(`mkdir -p ${TLS_DIR}\\n`));
+    assert.ok(block.includes(`-keyout ${TLS_DIR}/key.pem -out ${TLS_DIR}/cert.pem`), block);
+    assert.ok(block.includes(`--tls-cert ${TLS_DIR}/cert.pem --tls-key ${TLS_DIR}/key.pem`), block);
+    const options = tlsOpensslCommand('C', 'K').split(' -addext')[0];
+    assert.ok(block.includes(options), `docs use the hint's ${options}`);
+    // the hint: the files given when neither exists (mkdir first when their folder is missing) ...
+    const home = path.join(tmp, 'home');
+    const saved = process.env.HOME;
+    process.env.HOME = home;
+    try {
+      const fresh = tlsPairHint(path.join(tmp, 'new', 'c.pem'), path.join(tmp, 'new', 'k.pem'));
+      assert.ok(fresh.startsWith(`Make a pair: mkdir -p ${path.join(tmp, 'new')} && openssl req -x509`), fresh);
+      // ... else new files in TLS_DIR, and never over a pair that is there already
+      const tls = path.join(home, '.config', 'agentkeep', 'tls');
+      assert.match(
+        tlsPairHint(tokenFile, tokenFile),
+        new RegExp(`mkdir -p ${TLS_DIR} && .*-keyout ${TLS_DIR}/key\\.pem -out ${TLS_DIR}/cert\\.pem`),
+      );
+      await fs.mkdir(tls, { recursive: true });
+      await fs.writeFile(path.join(tls, 'cert.pem'), 'old');
+      await fs.writeFile(path.join(tls, 'key.pem'), 'old');
+      const again = tlsPairHint(path.join(tls, 'cert.pem'), path.join(tls, 'key.pem'));
+      assert.ok(!again.includes('mkdir'), again);
+      assert.ok(again.includes(`-keyout ${TLS_DIR}/key-2.pem -out ${TLS_DIR}/cert-2.pem`), again);
+      assert.ok(again.endsWith(`then pass --tls-cert ${TLS_DIR}/cert-2.pem --tls-key ${TLS_DIR}/key-2.pem.`), again);
+      assert.match(
+        again,
+        /-addext "subjectAltName=DNS:\$\(hostname\),IP:<address>"/,
+        'quoted: <address> is no redirection',
+      );
+    } finally {
+      process.env.HOME = saved;
     }
   });
 

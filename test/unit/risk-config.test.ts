@@ -3,6 +3,7 @@ import * as assert from 'node:assert/strict';
 import { promises as fs, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { pathInside, riskyConfigInScope } from '../../sidecar/protocol/configFiles';
 import { riskyConfigFile } from '../../sidecar/risk';
 import { COMMAND_NAMES, FAST_PATH_EXAMPLES, MAYBE_RISKY, MORE_NAMES } from '../../sidecar/risk/classify';
 import { buildSidecar, runSidecar } from './helpers/sidecar';
@@ -63,6 +64,21 @@ describe('riskyConfigFile', () => {
     assert.equal(riskyConfigFile('/srv/agent-home/config.yaml', ['/srv/agent-home'])?.kind, 'agent');
     assert.equal(riskyConfigFile('/srv/agent-home/skills/x/run.py', ['/srv/agent-home/'])?.kind, 'agent');
     assert.equal(riskyConfigFile('/srv/other/config.yaml', ['/srv/agent-home'])?.kind, undefined);
+  });
+
+  it('scopes to what a restore point covers: the target root or a store root (one rule for VS Code and LSP)', () => {
+    const homes = ['/srv/agent/.hermes'];
+    assert.equal(riskyConfigInScope('/srv/agent/app/package.json', homes, '/srv/agent')?.kind, 'dependencies');
+    assert.equal(riskyConfigInScope('/home/me/other/package.json', homes, '/srv/agent'), undefined);
+    assert.equal(riskyConfigInScope('/srv/agent/.hermes/config.yaml', homes, '/srv/agent-x')?.kind, 'agent');
+    assert.equal(riskyConfigInScope('/home/me/other/package.json', homes)?.kind, 'dependencies', 'no local root: a VM');
+    assert.equal(riskyConfigInScope('/srv/agent/README.md', homes, '/srv/agent'), undefined, 'not a config file');
+    // as path.relative: a sibling with the same prefix is outside, `..` is resolved, the root itself is inside
+    assert.equal(pathInside('/srv/agent-x/a', '/srv/agent'), false);
+    assert.equal(pathInside('/srv/agent/../other/a', '/srv/agent'), false);
+    assert.equal(pathInside('/srv/agent/./a/', '/srv/agent/'), true);
+    assert.equal(pathInside('/srv/agent', '/srv/agent'), true);
+    assert.equal(pathInside('/anything', '/'), true);
   });
 });
 

@@ -11,10 +11,10 @@
  * until the job is `concluded`, read its `error`, then `job-dismiss` it.
  */
 import { randomBytes } from 'node:crypto';
-import { statSync } from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { AgentKeepError } from '../../core/errors';
+import { fileKindAt } from '../../core/fsutil';
 
 /** Default time to connect, get the greeting and negotiate (ms). */
 export const QMP_CONNECT_TIMEOUT_MS = 5_000;
@@ -325,16 +325,6 @@ export class QmpClient {
   }
 }
 
-/** What is at `p` (symlinks followed): socket, regular file, directory, other; "missing file" when it is gone. */
-function fileKind(p: string): string {
-  try {
-    const st = statSync(p);
-    return st.isSocket() ? 'socket' : st.isFile() ? 'regular file' : st.isDirectory() ? 'directory' : 'special file';
-  } catch {
-    return 'missing file';
-  }
-}
-
 /** The clear error for a failed connect to a QMP socket. */
 function connectError(socketPath: string, e: NodeJS.ErrnoException): AgentKeepError {
   const hint = startHint(socketPath);
@@ -347,7 +337,7 @@ function connectError(socketPath: string, e: NodeJS.ErrnoException): AgentKeepEr
       );
     case 'ECONNREFUSED': {
       // Linux answers ECONNREFUSED for a regular file too: never call a disk image a "left-over socket".
-      const kind = fileKind(socketPath);
+      const kind = fileKindAt(socketPath);
       if (kind !== 'socket') {
         return new AgentKeepError(
           'BadTarget',

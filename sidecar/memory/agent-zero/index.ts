@@ -4,7 +4,7 @@
  * The root is the Agent Zero install (Docker: `/a0`, or the host directory mounted there). Memory
  * lives in one FAISS database per memory subdir, in `<root>/usr/memory/<subdir>/` (current) or
  * `<root>/memory/<subdir>/` (older frdel/agent-zero); both are listed. Each holds `index.pkl`
- * (the LangChain docstore: ids, texts, metadata; read here), `index.faiss` (vectors; not needed),
+ * (the LangChain docstore: ids, texts, metadata; read here), `index.faiss` (the vectors; read for memory lint),
  * `embedding.json` (`{model_provider, model_name}` the index was built with) and
  * `knowledge_import.json` (per knowledge file: checksum and ids).
  *
@@ -30,9 +30,13 @@ import type {
   CaptureSource,
   MemoryStoreAdapter,
   RestoreSource,
+  StoreEmbedding,
+  StoreEmbeddings,
   StoreLintProfile,
   WriteOptions,
 } from '../types';
+import { embeddingKey } from '../types';
+import { formatBytes } from '../../protocol/format';
 import { AgentZeroApi, type A0Credentials } from './api';
 import { parseDocstore, type A0Document } from './docstore';
 
@@ -227,6 +231,35 @@ export function faissProblem(buf: Buffer): { problem?: string; ntotal?: number; 
   return { ntotal, d };
 }
 
+/** Bigger index.faiss files are not read for their vectors (about 170,000 MiniLM vectors of 384 floats). */
+export const A0_MAX_FAISS_BYTES = 256 * 1024 * 1024;
+
+/**
+ * The vectors of a flat `index.faiss` (IndexFlatIP, IndexFlatL2, other-metric IndexFlat) as
+ * faiss/impl/index_write.cpp writes them (layout: see faissProblem): row i is `vectors[i]`, a
+ * Float32Array of `d` floats (little-endian, as FAISS writes them on x86 and arm; views on one copy
+ * of the data). `problem`: the file is damaged (faissProblem's reason: no vectors); `unsupported`:
+ * another index type (IVF, HNSW, PQ ...), whose vectors are not stored as plain floats (no vectors).
+ */
+export function readFaissVectors(buf: Buffer): {
+  vectors?: Float32Array[];
+  d?: number;
+  fourcc?: string;
+  problem?: string;
+  unsupported?: string;
+} {
+  const f = faissProblem(buf);
+  if (f.problem) return { problem: f.problem };
+  const fourcc = buf.toString('latin1', 0, 4);
+  if (f.ntotal === undefined || f.d === undefined) return { fourcc, unsupported: fourcc };
+  const head = 37 + (buf.readInt32LE(33) > 1 ? 4 : 0) + 8;
+  const data = new Float32Array(f.ntotal * f.d);
+  new Uint8Array(data.buffer).set(buf.subarray(head, head + data.byteLength)); // aligned copy (head is odd)
+  const vectors: Float32Array[] = [];
+  for (let i = 0; i < f.ntotal; i++) vectors.push(data.subarray(i * f.d, (i + 1) * f.d));
+  return { vectors, d: f.d, fourcc };
+}
+
 /**
  * The Agent Zero memory store adapter, for a root on this machine or on another one (its
  * FileTransport: node:fs here, SFTP and exec over SSH for `agent-zero:ssh://user@host/abs/root`).
@@ -248,15 +281,18 @@ export class AgentZeroStore implements MemoryStoreAdapter {
     opts: AgentZeroOptions = {},
     readonly io: FileTransport = localTransport,
   ) {
-    if (io.remote) this.lintProfile = { machine: io };
+    this.lintProfile = { ...(io.remote ? { machine: io } : {}), embeddings: (l) => this.embeddings(l) };
     this.url = opts.url ?? (process.env.AGENTKEEP_A0_URL || undefined);
     const user = process.env.AGENTKEEP_A0_USER;
     this.credentials =
       opts.credentials ?? (user ? { user, password: process.env.AGENTKEEP_A0_PASSWORD ?? '' } : undefined);
   }
 
-  /** Stale claims are checked on the machine of a root reached over SSH (StoreLintProfile.machine). */
-  readonly lintProfile?: StoreLintProfile;
+  /**
+   * For memory lint: the vectors of index.faiss (embeddings), and, for a root reached over SSH, its
+   * machine, where stale claims are checked (StoreLintProfile.machine).
+   */
+  readonly lintProfile: StoreLintProfile;
 
   /** See MemoryStoreAdapter.location: the Agent Zero root (ssh://user@host:port/abs/root on another machine). */
   get location(): string {
@@ -293,7 +329,7 @@ export class AgentZeroStore implements MemoryStoreAdapter {
       throw new AgentKeepError(
         'StoreNotFound',
         `Agent Zero root ${this.location} does not exist or is not a directory.`,
-        'Point --store at the Agent Zero directory (Docker: the host folder mounted at /a0, or at /a0/usr with its parent), e.g. agent-zero:/srv/agent-zero.',
+        `Point --store at the Agent Zero directory (Docker: the host folder mounted at /a0, or at /a0/usr with its parent), e.g. agent-zero:${this.io.display('/srv/agent-zero')}.`,
       );
     }
     for (const l of LAYOUTS) if (await isDir(this.abs(l), this.io)) return;
@@ -617,6 +653,80 @@ export class AgentZeroStore implements MemoryStoreAdapter {
       files.push(...this.filesOf(dir, docs.docs, src.display(rel), docs.warnings, readOnly, located));
     }
     return files;
+  }
+
+  /**
+   * The vectors Agent Zero keeps for its memories (StoreLintProfile.embeddings): for each memory
+   * subdir, row i of its flat `index.faiss` (readFaissVectors) belongs to the document
+   * `index_to_docstore_id[i]` of its `index.pkl` (LangChain FAISS.save_local), keyed like list()'s
+   * entries (file = the subdir's index.pkl, id = metadata.id, else the docstore key). Model: the
+   * subdir's embedding.json (`<model_provider>/<model_name>`, what the index was built with; the
+   * configured model can differ until Agent Zero re-embeds: list() warns about that), else
+   * `agent-zero:unknown-model`. A subdir whose index.faiss is over A0_MAX_FAISS_BYTES, or not a flat
+   * index, is skipped with a note; one that is missing, damaged, or whose index.pkl does not unpickle
+   * gives no vectors (list() reports it as broken). Rows without a document are left out.
+   * @throws what the transport throws when the machine cannot be reached (AgentKeepError)
+   */
+  async embeddings(limits: { maxBytes?: number } = {}): Promise<StoreEmbeddings> {
+    const max = limits.maxBytes ?? A0_MAX_FAISS_BYTES;
+    const vectors = new Map<string, StoreEmbedding>();
+    const notes: string[] = [];
+    for (const dir of await this.memoryDirs()) {
+      const faissAbs = this.abs(dir.rel, 'index.faiss');
+      const st = await this.io.stat(faissAbs).catch((e: unknown) => {
+        if (e instanceof AgentKeepError) throw e;
+        return undefined;
+      });
+      if (!st?.isFile()) continue; // missing: broken or empty (list() says which)
+      if (st.size > max) {
+        notes.push(
+          `The vectors of ${this.io.display(faissAbs)} were not read: the file is ${formatBytes(st.size)}, over the ` +
+            `${formatBytes(max)} the lint reads, so its entries are compared by their words only.`,
+        );
+        continue;
+      }
+      let faiss: Buffer;
+      let pkl: Buffer;
+      try {
+        faiss = await this.io.readFile(faissAbs);
+        pkl = await this.io.readFile(this.abs(dir.rel, 'index.pkl'));
+      } catch (e) {
+        if (e instanceof AgentKeepError) throw e;
+        continue; // unreadable: reported by list() (dirProblems)
+      }
+      const rows = readFaissVectors(faiss);
+      if (rows.unsupported) {
+        notes.push(
+          `The vectors of ${this.io.display(faissAbs)} were not read: it is a FAISS ${rows.unsupported} index, and ` +
+            'the lint reads flat indexes only (IndexFlatIP, which Agent Zero writes, IndexFlatL2), so its entries are ' +
+            'compared by their words only.',
+        );
+        continue;
+      }
+      if (!rows.vectors) continue; // damaged: reported by list() (dirProblems)
+      let docs: A0Document[];
+      let indexToId: Map<number, string>;
+      try {
+        ({ docs, indexToId } = parseDocstore(pkl, this.io.display(this.abs(dir.rel, 'index.pkl'))));
+      } catch (e) {
+        if (e instanceof AgentKeepError) continue; // does not unpickle: reported by list()
+        throw e;
+      }
+      const emb = await readJson(this.abs(dir.rel, 'embedding.json'), this.io);
+      const model = isEmbeddingConfig(emb.value)
+        ? `${(emb.value as { model_provider: string }).model_provider}/${(emb.value as { model_name: string }).model_name}`
+        : `agent-zero:unknown-model ${this.io.display(this.abs(dir.rel, ''))}`; // unknown: never compared across subdirs or stores
+      const byKey = new Map(docs.map((d) => [d.key, d]));
+      const file = this.io.display(this.abs(dir.rel, 'index.pkl'));
+      for (const [row, key] of indexToId) {
+        const doc = byKey.get(key);
+        const vector = rows.vectors[row];
+        if (!doc || !vector) continue;
+        const id = typeof doc.metadata.id === 'string' && doc.metadata.id ? doc.metadata.id : doc.key;
+        vectors.set(embeddingKey(file, id), { model, vector });
+      }
+    }
+    return { vectors, notes };
   }
 
   /**

@@ -250,8 +250,8 @@ export class HermesStore implements MemoryStoreAdapter {
         'StoreNotFound',
         `Hermes home ${shown} does not exist.`,
         this.io.remote
-          ? `Point the store at the HERMES_HOME on that machine (an absolute path there), e.g. ` +
-              `hermes:ssh://${this.io.where.replace(/:\d+$/, '')}/home/USER/.hermes.`
+          ? `Point the store at the HERMES_HOME there (an absolute path on that machine), e.g. ` +
+              `hermes:${this.io.display(`${this.io.user === 'root' ? '/root' : `/home/${this.io.user}`}/.hermes`)}.`
           : 'Point --store at the HERMES_HOME, usually hermes:~/.hermes written as an absolute path.',
       );
     }
@@ -799,6 +799,40 @@ export class HermesStore implements MemoryStoreAdapter {
   }
 
   /**
+   * See MemoryStoreAdapter.rewriteEntries: MEMORY.md or USER.md (`file` as MemoryFile.file shows it)
+   * rewritten in one write through the one write path (lock, CAS on `expectedHash`, drift and budget
+   * checks, backup, temp file + rename). New texts `change` returns are checked as edit checks them.
+   * @throws Unsupported (not MEMORY.md or USER.md of this home), InvalidParams (a bad new text),
+   *   Conflict, OverBudget, TargetBusy as edit; whatever `change` throws (nothing written)
+   */
+  async rewriteEntries(
+    file: string,
+    change: (entries: string[]) => string[],
+    expectedHash: string,
+    opts?: WriteOptions,
+  ): Promise<{ contentHash: string; written: boolean; entry: (text: string) => MemoryEntry }> {
+    const area = Object.keys(EDITABLE).find((a) => this.io.display(this.abs(EDITABLE[a])) === file);
+    if (!area)
+      throw new AgentKeepError(
+        'Unsupported',
+        `${file} is not a memory file AgentKeep edits in ${this.location} (MEMORY.md and USER.md are).`,
+        'Make the proposal again (without --apply): it names the files it changes.',
+      );
+    const r = await this.write(
+      undefined,
+      area,
+      expectedHash,
+      opts,
+      (entries) => {
+        const next = change(entries);
+        return next.map((t) => (entries.includes(t) ? t : checkText(t)));
+      },
+      true,
+    );
+    return { contentHash: r.hash, written: r.written, entry: r.entry };
+  }
+
+  /**
    * The one write path: resolve, check (CAS, drift, budget) on a first read, then under Hermes' lock
    * re-read, re-check, back up, temp file + rename. Nothing is written unless every check passes.
    */
@@ -808,9 +842,13 @@ export class HermesStore implements MemoryStoreAdapter {
     expectedHash: string | undefined,
     opts: WriteOptions | undefined,
     change: (entries: string[], e?: MemoryEntry) => string[],
+    rewrite = false,
   ): Promise<{ hash: string; written: boolean; entry: (text: string) => MemoryEntry }> {
-    const redo =
-      id !== undefined
+    // an edit, a remove or a rewrite acts on entries that are there (drift guard, conflict on change)
+    const existing = id !== undefined || rewrite;
+    const redo = rewrite
+      ? 'Make the proposal again (without --apply), review it, and apply that one.'
+      : id !== undefined
         ? 'Show the entry again (memory show) and redo the edit on what is there now.'
         : 'List the memory again (memory list) and add the entry again if it is still missing.';
     // abs: the path on the home's machine; shown: how it is shown (the same path here, a URL over SSH)
@@ -864,7 +902,7 @@ export class HermesStore implements MemoryStoreAdapter {
       const text = raw.toString('utf8');
       const entries = parseEntries(text);
       const limit = rf.file.usage!.limit;
-      if (id !== undefined) {
+      if (existing) {
         const drift = driftReason(text, limit);
         if (drift) {
           const bak = `${abs}.bak.${Math.floor(Date.now() / 1000)}`;
@@ -912,7 +950,7 @@ export class HermesStore implements MemoryStoreAdapter {
       const p = await plan(); // re-read under the lock: what Hermes wrote meanwhile counts
       // An add without expectedHash appends to what is there now (plan re-checked it); an edit or
       // remove (or an add with expectedHash) acted on what it read, so a change meanwhile is a conflict.
-      if (!p.raw.equals(first.raw) && (id !== undefined || expectedHash)) {
+      if (!p.raw.equals(first.raw) && (existing || expectedHash)) {
         throw new AgentKeepError(
           'Conflict',
           `${p.shown} changed while AgentKeep waited for Hermes' lock. Nothing was changed.`,

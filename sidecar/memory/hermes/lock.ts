@@ -49,12 +49,24 @@ export async function lockHermesFile(
     if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
       const dir = path.posix.dirname(lockFile);
       const on = io.remote ? ` on ${io.where}` : '';
+      // root is refused only by an immutable (or append-only) file or folder, or a security policy
+      const root = io.remote ? io.user === 'root' : process.getuid?.() === 0;
+      const ssh = shown.startsWith('ssh://');
+      const why =
+        code === 'EROFS'
+          ? 'the file system is read-only'
+          : root
+            ? `${io.remote ? io.user : 'root'} may not open it: the file or ${dir} is immutable or append-only (chattr), or a security policy (SELinux, AppArmor) refuses it`
+            : `permission denied (${dir} is not writable for ${io.remote ? io.user : 'this user'}${on})`;
+      const where = ssh || !io.remote ? on : ' in the guest';
       throw new AgentKeepError(
         'FileError',
-        `Cannot open Hermes' memory lock ${shown}: ${code === 'EROFS' ? 'the file system is read-only' : `permission denied (${dir} is not writable for ${io.remote ? io.user : 'this user'}${on})`}. Nothing was changed.`,
+        `Cannot open Hermes' memory lock ${shown}: ${why}. Nothing was changed.`,
         code === 'EROFS'
-          ? `Remount ${dir}${on} read-write to edit the memory from AgentKeep.`
-          : `Run AgentKeep as the user Hermes runs as${io.remote ? ' (the user in the ssh:// store string)' : ''}, or give this user write access to ${dir}${on} (e.g. chmod u+w ${dir}).`,
+          ? `Remount ${dir}${where} read-write to edit the memory from AgentKeep.`
+          : root
+            ? `${where ? `${where.trim().replace(/^./, (c) => c.toUpperCase())}, look` : 'Look'} at the flags with lsattr ${lockFile} ${dir} and clear them (chattr -i ${lockFile}); if none is set, a security policy refuses it: see its audit log.`
+            : `Run AgentKeep as the user Hermes runs as${ssh ? ' (the user in the ssh:// store string)' : ''}, or give this user write access to ${dir}${on} (e.g. chmod u+w ${dir}).`,
       );
     }
     throw e;

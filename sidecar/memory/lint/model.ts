@@ -39,6 +39,18 @@ export interface LintEntry {
   source?: string;
   /** Absent = unknown (the store keeps no history, or it was not asked); only `traced: false` is a finding. */
   provenance?: LintProvenance;
+  /**
+   * The entry's embedding, where one is known: the store's own vector (Agent Zero: its row of
+   * `index.faiss`; mem0: its local Qdrant point's vector), else one from the optional user-configured
+   * OpenAI-compatible embeddings endpoint (run.ts, embeddings.ts). Vectors of two entries are compared
+   * only when their `model` strings are equal (and their lengths are): vectors of two models live in
+   * different spaces, and a cosine between them means nothing.
+   * `model`: who made the vector, e.g. `huggingface/sentence-transformers/all-MiniLM-L6-v2` (Agent
+   * Zero's embedding.json), `openai/text-embedding-3-small` (mem0's embedder config), the endpoint's
+   * model name as configured, or `agent-zero:unknown-model <dir>` / `mem0:unknown-model <dir>` when the
+   * store does not say (named with the store or memory subdir, so two unknown models are never compared). `vector`: the float32 components as stored (not normalised).
+   */
+  embedding?: { model: string; vector: Float32Array };
 }
 
 /** One memory file of a store. */

@@ -13,6 +13,8 @@ import { lintEntries } from './index';
 import { dirProbe, gatherFacts, localProbe, transportProbe, type MachineProbe } from './machine';
 import type { FileTransport } from '../transport';
 import type { LintEntry, LintFile, LintInput, LintOptions, LintStore } from './model';
+import { configuredEndpoint, embedFromEndpoint, type EmbeddingsEndpoint, type EmbeddingsLimits } from './embeddings';
+import { embeddingKey, type StoreEmbeddings } from '../types';
 
 /** What runLint needs from outside; every field has a default (the real thing). */
 export interface RunLintDeps {
@@ -34,6 +36,59 @@ export interface RunLintDeps {
   options?: Partial<LintOptions>;
   /** Overall time for machine probes (ms, default 5000). */
   probeDeadlineMs?: number;
+  /**
+   * The embeddings endpoint for entries without a vector of their store's own (embeddings.ts).
+   * Default: `p.embeddings`, else env AGENTKEEP_EMBEDDINGS_URL / AGENTKEEP_EMBEDDINGS_MODEL (none:
+   * off). `null` turns it off whatever is configured.
+   */
+  embeddings?: EmbeddingsEndpoint | null;
+  /** Bounds of the endpoint's use (DEFAULT_EMBEDDINGS_LIMITS). */
+  embeddingsLimits?: Partial<EmbeddingsLimits>;
+  /** Read the stores' own vectors (StoreLintProfile.embeddings; default true). */
+  storeVectors?: boolean;
+  /** Size cap of one store vector file, bytes (default: the store's, 256 MiB). */
+  storeVectorMaxBytes?: number;
+  /** The pure core (default lintEntries); a test passes a spy to see the input. */
+  lint?: (input: LintInput) => LintFinding[];
+}
+
+/**
+ * LintEntry.embedding for the entries of one store from its own vectors (StoreLintProfile.embeddings,
+ * keyed by file and id), and its notes as `store` findings (info). A store whose vectors cannot be
+ * read gives a warning and no vectors: the lint goes on by the words.
+ */
+async function storeVectors(adapter: MemoryStoreAdapter, files: LintFile[], maxBytes?: number): Promise<LintFinding[]> {
+  const profile = adapter.lintProfile;
+  if (!profile?.embeddings || !files.some((f) => f.entries.length)) return [];
+  let got: StoreEmbeddings;
+  try {
+    got = await profile.embeddings(maxBytes !== undefined ? { maxBytes } : undefined);
+  } catch (err) {
+    const p = problemOf(err);
+    return [
+      {
+        kind: 'store',
+        severity: 'warning',
+        entries: [],
+        stores: [adapter.spec],
+        message: `The vectors of ${adapter.spec} could not be read: ${p.message} Its entries were compared by their words only.`,
+        evidence: [p.message],
+        ...(p.hint ? { suggestion: p.hint } : {}),
+      },
+    ];
+  }
+  for (const f of files)
+    for (const e of f.entries) {
+      const v = got.vectors.get(embeddingKey(f.file, e.id));
+      if (v) e.embedding = { model: v.model, vector: v.vector };
+    }
+  return got.notes.map((n) => ({
+    kind: 'store' as const,
+    severity: 'info' as const,
+    entries: [],
+    stores: [adapter.spec],
+    message: `Lint note: ${n}`,
+  }));
 }
 
 /**
@@ -175,14 +230,20 @@ function toLintEntry(e: MemoryEntry): LintEntry {
  * damaged state.db) gets one `store` error naming the file, the fix and the checks that did not run
  * (untraceable, Hermes entry ages, which contradicting entry is newer); its entries are then not
  * untraceable, and every other check still runs. Broken files (MemoryFile.broken) are `store` errors.
+ * Vectors (LintEntry.embedding): each store's own (StoreLintProfile.embeddings: Agent Zero's
+ * index.faiss rows, mem0's Qdrant points), then, when an embeddings endpoint is configured
+ * (`p.embeddings`, env AGENTKEEP_EMBEDDINGS_URL / _MODEL; embeddings.ts), the endpoint's for the
+ * entries still without one; what was left out is a lint note, a failing endpoint a `store` warning.
  *
  * @param p.stores store names `<kind>:/abs/path` (at least one)
  * @param p.target optional target (dir:/abs, btrfs:/abs, qemu:..., proxmox://...) to check claims against
+ * @param p.embeddings optional OpenAI-compatible endpoint {url, model} (see configuredEndpoint)
  * @returns {findings} sorted errors → warnings → info (see lintEntries)
- * @throws AgentKeepError InvalidParams (no store), BadStore, StoreNotFound, FileError, BadTarget
+ * @throws AgentKeepError InvalidParams (no store; an embeddings URL refused or without a model),
+ *   BadStore, StoreNotFound, FileError, BadTarget
  */
 export async function runLint(
-  p: { stores: string[]; target?: string },
+  p: { stores: string[]; target?: string; embeddings?: { url?: string; model?: string } },
   deps: RunLintDeps = {},
 ): Promise<{ findings: LintFinding[] }> {
   if (!p.stores?.length) {
@@ -193,6 +254,9 @@ export async function runLint(
     );
   }
   const open = deps.openStore ?? defaultOpenStore;
+  // checked before any store is read: a refused URL is a clear error, not a half-done lint
+  const endpoint = deps.embeddings === undefined ? configuredEndpoint(p.embeddings) : deps.embeddings;
+  const vectorFindings: LintFinding[] = [];
   const stores: LintStore[] = [];
   const adapters: MemoryStoreAdapter[] = [];
   // stores whose history could not be read: the checks that need provenance did not run for them
@@ -273,13 +337,18 @@ export async function runLint(
       const said = cp.problem.message;
       for (const lf of lintFiles) if (lf.warnings) lf.warnings = lf.warnings.filter((w) => !w.includes(said));
     }
+    if (deps.storeVectors !== false)
+      vectorFindings.push(...(await storeVectors(adapter, lintFiles, deps.storeVectorMaxBytes)));
     stores.push({ store: adapter.spec, files: lintFiles });
   }
+  if (endpoint) vectorFindings.push(...(await embedFromEndpoint(endpoint, stores, deps.embeddingsLimits)));
   const input: LintInput = { stores, now: deps.now ?? Date.now(), ...(deps.options ? { options: deps.options } : {}) };
   const { probe, skipped } = await machineProbe(p.target, agentHome(adapters), deps, adapters);
   const claims = stores.flatMap((s) => s.files.flatMap((f) => f.entries.flatMap((e) => extractClaims(e.text))));
   if (probe && claims.length) input.machine = await gatherFacts(claims, probe, { deadlineMs: deps.probeDeadlineMs });
-  const findings = lintEntries(input);
+  const findings = (deps.lint ?? lintEntries)(input);
+  for (const f of vectorFindings) if (f.severity === 'info') findings.push(f);
+  for (const f of vectorFindings) if (f.severity !== 'info') findings.unshift(f);
   for (const h of noHistory) findings.unshift(historyFinding(h));
   findings.unshift(...configFindings);
   // Say what the stale rule could not look at, so that no stale finding is not read as "all true".

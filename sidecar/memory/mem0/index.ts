@@ -37,9 +37,13 @@ import type {
   CaptureSource,
   MemoryStoreAdapter,
   RestoreSource,
+  StoreEmbedding,
+  StoreEmbeddings,
   StoreLintProfile,
   WriteOptions,
 } from '../types';
+import { embeddingKey } from '../types';
+import { formatBytes } from '../../protocol/format';
 
 /**
  * mem0's own default local Qdrant path (mem0/configs/vector_stores/qdrant.py). A fact about mem0, used
@@ -47,6 +51,23 @@ import type {
  * machine-wide /tmp path may belong to another user's or another agent's mem0.
  */
 export const MEM0_DEFAULT_QDRANT = '/tmp/qdrant';
+/** A local Qdrant storage.sqlite bigger than this is not read for its vectors (memory lint). */
+export const MEM0_MAX_QDRANT_BYTES = 256 * 1024 * 1024;
+
+/**
+ * The dense vector of a pickled PointStruct's `vector` (qdrant_client VectorStruct): a list of
+ * finite numbers, or a dict of named vectors holding exactly one such list (sparse and multi-vectors
+ * are not used); undefined otherwise.
+ */
+export function pointVector(v: unknown): Float32Array | undefined {
+  const dense = (x: unknown): x is number[] =>
+    Array.isArray(x) && x.length > 0 && x.every((n) => typeof n === 'number' && Number.isFinite(n));
+  if (dense(v)) return Float32Array.from(v);
+  const named = v instanceof Map ? [...v.values()] : isObj(v) ? Object.values(v) : [];
+  const lists = named.filter(dense);
+  return lists.length === 1 ? Float32Array.from(lists[0]) : undefined;
+}
+
 /** Directories whose content does not survive a reboot or a container recreation. */
 const EPHEMERAL = ['/tmp', '/dev/shm', '/run', '/var/run'];
 
@@ -153,8 +174,11 @@ const EVENT_ACTION: Record<string, Provenance['traces'][number]['action']> = {
  */
 export class Mem0Store implements MemoryStoreAdapter {
   readonly kind = 'mem0';
-  /** Stale claims are checked on the machine of a directory reached over SSH (StoreLintProfile.machine). */
-  readonly lintProfile?: StoreLintProfile;
+  /**
+   * For memory lint: the vectors of the local Qdrant points (embeddings), and, for a directory reached
+   * over SSH, its machine, where stale claims are checked (StoreLintProfile.machine).
+   */
+  readonly lintProfile: StoreLintProfile;
 
   /**
    * @param root absolute mem0 directory (holds history.db) on the machine of `io`
@@ -168,7 +192,7 @@ export class Mem0Store implements MemoryStoreAdapter {
     private readonly opts: Mem0Options = {},
     readonly io: FileTransport = localTransport,
   ) {
-    if (io.remote) this.lintProfile = { machine: io };
+    this.lintProfile = { ...(io.remote ? { machine: io } : {}), embeddings: (l) => this.embeddings(l) };
     this.apiUrl = opts.api ?? (process.env.AGENTKEEP_MEM0_URL || undefined);
     this.apiKey = opts.apiKey ?? (process.env.AGENTKEEP_MEM0_API_KEY || undefined);
   }
@@ -238,7 +262,7 @@ export class Mem0Store implements MemoryStoreAdapter {
       throw new AgentKeepError(
         'StoreNotFound',
         `mem0 directory ${this.location} does not exist.`,
-        "Point --store at mem0's directory ($MEM0_DIR, default ~/.mem0, as an absolute path), e.g. mem0:/home/me/.mem0.",
+        `Point --store at mem0's directory ($MEM0_DIR, default ~/.mem0, as an absolute path), e.g. mem0:${this.io.display('/home/me/.mem0')}.`,
       );
     }
     if (!st.isDirectory())
@@ -326,12 +350,17 @@ export class Mem0Store implements MemoryStoreAdapter {
     );
   }
 
+  /**
+   * The memories of one collection's storage.sqlite; with `vectors`, each point's dense vector too
+   * (pointVector), keyed by embeddingKey(file, id), with `model`.
+   */
   private readPoints(
     dbPath: string,
     collection: string,
     file: string,
     warnings: string[],
     io: FileTransport = this.io,
+    vectors?: { into: Map<string, StoreEmbedding>; model: string },
   ): Promise<MemoryEntry[]> {
     return withReadOnlyDb(
       dbPath,
@@ -368,6 +397,10 @@ export class Mem0Store implements MemoryStoreAdapter {
             continue;
           }
           const id = typeof st.id === 'string' || typeof st.id === 'number' ? String(st.id) : String(r.id);
+          if (vectors) {
+            const v = pointVector(st.vector);
+            if (v) vectors.into.set(embeddingKey(file, id), { model: vectors.model, vector: v });
+          }
           const meta: Record<string, unknown> = { collection };
           for (const [k, v] of Object.entries(payload))
             if (k !== 'data' && k !== 'memory' && k !== 'created_at' && k !== 'updated_at') meta[k] = v;
@@ -398,6 +431,60 @@ export class Mem0Store implements MemoryStoreAdapter {
       },
       io,
     );
+  }
+
+  /**
+   * The embedding model of this mem0, `<provider>/<model>`, from `<dir>/config.json` when it holds a
+   * mem0 config with an embedder (`{"embedder": {"provider", "config": {"model"}}}`, the shape
+   * Memory.from_config takes); mem0 itself writes only a user id there and keeps its embedder config in
+   * the program that creates the Memory, so mostly `mem0:unknown-model <dir>`: an unknown model is
+   * named with its store, so that two mem0 stores whose models are not known are never compared (their
+   * models may differ).
+   */
+  private async embedderModel(): Promise<string> {
+    const conf = await this.io
+      .readFile(joinOn(this.io, this.root, 'config.json'))
+      .then((b) => JSON.parse(b.toString('utf8')) as unknown)
+      .catch(() => undefined);
+    const emb = isObj(conf) && isObj(conf.embedder) ? conf.embedder : undefined;
+    const model = emb && isObj(emb.config) ? emb.config.model : undefined;
+    if (typeof model === 'string' && model)
+      return typeof emb?.provider === 'string' && emb.provider ? `${emb.provider}/${model}` : model;
+    return `mem0:unknown-model ${this.io.display(this.root)}`;
+  }
+
+  /**
+   * The vectors of the memories (StoreLintProfile.embeddings): each local Qdrant point's vector, as
+   * qdrant_client's local persistence pickled it with the PointStruct (a list of floats; a collection
+   * with one named dense vector gives that one), keyed like list()'s entries (file = the collection's
+   * storage.sqlite, id = the point id); model: embedderModel(). A storage.sqlite over MEM0_MAX_QDRANT_BYTES
+   * is skipped with a note; a damaged one gives no vectors (list() reports it as broken); memories
+   * reconstructed from history.db have none (mem0 keeps vectors only in the vector store).
+   * @throws what the transport throws when the machine cannot be reached (AgentKeepError)
+   */
+  async embeddings(limits: { maxBytes?: number } = {}): Promise<StoreEmbeddings> {
+    const max = limits.maxBytes ?? MEM0_MAX_QDRANT_BYTES;
+    const into = new Map<string, StoreEmbedding>();
+    const notes: string[] = [];
+    const q = await this.qdrantPath();
+    if (!q) return { vectors: into, notes };
+    const model = await this.embedderModel();
+    for (const c of await this.collections(q.path)) {
+      const [st] = await this.io.stamps([c.db]);
+      if (st && st.size > max) {
+        notes.push(
+          `The vectors of ${this.io.display(c.db)} were not read: the file is ${formatBytes(st.size)}, over the ` +
+            `${formatBytes(max)} the lint reads, so its entries are compared by their words only.`,
+        );
+        continue;
+      }
+      try {
+        await this.readPoints(c.db, c.name, this.io.display(c.db), [], this.io, { into, model });
+      } catch (e) {
+        if (!(e instanceof AgentKeepError && e.kind === 'FileError')) throw e; // damaged: list() reports it
+      }
+    }
+    return { vectors: into, notes };
   }
 
   /** Entries reconstructed from history.db: the last state of every memory whose last event is not DELETE. */

@@ -7,6 +7,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { RestorePoint } from '../../protocol';
 import { AgentKeepError } from '../../core/errors';
+import { diskFullError, isNoSpace } from '../../core/fsutil';
 import type { MemoryStoreAdapter, WriteOptions } from '../types';
 
 /** Context the memory operations get from the core (restore-point access for diff). */
@@ -54,9 +55,16 @@ export function writeOpts(ctx: MemoryOpsContext, s: MemoryStoreAdapter): WriteOp
   return {
     beforeWrite: async (file, previous) => {
       const dir = backupDir(ctx.stateDir, s);
-      await fs.mkdir(dir, { recursive: true, mode: 0o700 }); // (a state dir made here is private too)
-      const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-      await fs.writeFile(path.join(dir, `${stamp}-${path.basename(file)}`), previous, { flag: 'wx', mode: 0o600 });
+      const backup = path.join(dir, `${new Date().toISOString().replace(/[:.]/g, '-')}-${path.basename(file)}`);
+      try {
+        await fs.mkdir(dir, { recursive: true, mode: 0o700 }); // (a state dir made here is private too)
+        await fs.writeFile(backup, previous, { flag: 'wx', mode: 0o600 });
+      } catch (e) {
+        // never a torn backup (a name taken already, EEXIST, is another write's)
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') await fs.rm(backup, { force: true }).catch(() => undefined);
+        if (!isNoSpace(e)) throw e;
+        throw await diskFullError(dir, e, `Cannot keep the backup of ${file} before writing it, so it was not written`);
+      }
       await fs.writeFile(path.join(dir, 'store.txt'), `${s.spec}\n`, { mode: 0o600 }).catch(() => undefined);
     },
   };

@@ -3,19 +3,22 @@
  * file of every store) and memory.lintFix (consolidation from the lint findings). Both first answer
  * a proposal: the edits, each file's content now and with the change, and a unified diff; nothing is
  * written. With `apply` the proposal is written, refused (Conflict, nothing written) when any file's
- * content hash is no longer the one the proposal was made on (`expected`), each entry write a
- * compare-and-swap under the store's lock (sidecar/memory/ops/timeline.ts writeEntry), all logged
- * with one `group`, which memory.undoWrite undoes as one step.
+ * content hash is no longer the one the proposal was made on (`expected`). Each file is one write:
+ * its new content from all its edits, compared with the proposal's hash under the store's lock,
+ * backed up, temp file + rename (MemoryStoreAdapter.rewriteEntries), so a file is never half-edited;
+ * a store without it (an API store) is written entry by entry, each a compare-and-swap (timeline.ts
+ * writeEntry). All writes are logged with one `group`, which memory.undoWrite undoes as one step;
+ * when a later file fails, the error names the files written and not, and offers that undo.
  */
 import { createTwoFilesPatch, FILE_HEADERS_ONLY } from 'diff';
-import type { MemoryEntry, MemoryFile, ParamsOf, ResultOf } from '../../protocol';
-import { AgentKeepError } from '../../core/errors';
+import { nextAction, type MemoryEntry, type MemoryFile, type ParamsOf, type ResultOf } from '../../protocol';
+import { AgentKeepError, asAgentKeepError } from '../../core/errors';
 import { runLint } from '../lint/run';
 import { openStore, uniqueStoreSpecs } from '../index';
 import type { MemoryStoreAdapter } from '../types';
-import { backupDir, refuseReadOnly, unsupported, type MemoryOpsContext } from './common';
+import { backupDir, refuseReadOnly, unsupported, writeOpts, type MemoryOpsContext } from './common';
 import { writeEntry } from './timeline';
-import { withWriteLog } from './writelog';
+import { logWrite, withWriteLog, type WriteExtra } from './writelog';
 
 type EditSet = ResultOf<'memoryForget'>;
 type Edit = EditSet['edits'][number];
@@ -52,13 +55,8 @@ async function propose(edits: Edit[], stores: Map<string, MemoryStoreAdapter>, s
     const current = (await s.list()).find((f) => f.file === file);
     const before =
       (s.fileText ? await s.fileText(file) : undefined) ?? current?.entries.map((e) => e.text).join('\n\n') ?? '';
-    const texts = s.splitEntries ? s.splitEntries(before) : (current?.entries.map((e) => e.text) ?? []);
-    for (const e of list) {
-      const i = texts.indexOf(e.before);
-      if (i < 0) continue;
-      if (e.action === 'remove') texts.splice(i, 1);
-      else texts[i] = e.after!;
-    }
+    const now = s.splitEntries ? s.splitEntries(before) : (current?.entries.map((e) => e.text) ?? []);
+    const texts = editedEntries(now, list, file, true);
     const after = s.joinEntries ? s.joinEntries(texts) : texts.join('\n\n');
     const contentHash = s.contentHash ? await s.contentHash(file) : '';
     files.push({ store: spec, file, contentHash, before, after });
@@ -67,7 +65,148 @@ async function propose(edits: Edit[], stores: Map<string, MemoryStoreAdapter>, s
   return { edits, files, diff: diffs.join(''), ...(skipped.length ? { skipped } : {}), applied: false };
 }
 
-/** Write a proposal: CAS of every file first, then each edit (logged with one group). */
+/** The edits of one file of a set, in the set's order. */
+type FileEdits = { store: MemoryStoreAdapter; file: string; contentHash: string; edits: Edit[] };
+
+/** "/h/memories/MEMORY.md (2 edits)". */
+function filesText(list: readonly FileEdits[]): string {
+  return list.map((f) => `${f.file} (${f.edits.length} edit${f.edits.length === 1 ? '' : 's'})`).join(', ');
+}
+
+/**
+ * The entry texts of a file with `edits` applied (each acts on the first instance of its `before`):
+ * what the proposal shows and what the apply writes.
+ * @param skipMissing pass over an edit whose entry is not there (the proposal) instead of refusing
+ * @throws Conflict when an entry the change acts on is no longer in the file
+ */
+function editedEntries(
+  entries: readonly string[],
+  edits: readonly Edit[],
+  file: string,
+  skipMissing = false,
+): string[] {
+  const texts = [...entries];
+  for (const e of edits) {
+    const i = texts.indexOf(e.before);
+    if (i < 0 && skipMissing) continue;
+    if (i < 0)
+      throw new AgentKeepError(
+        'Conflict',
+        `Entry ${e.entry} is no longer in ${file}: the file changed since the proposal was made. Nothing was written to it.`,
+        'Make the proposal again (without --apply), review it, and apply that one.',
+      );
+    if (e.action === 'remove') texts.splice(i, 1);
+    else texts[i] = e.after!;
+  }
+  return texts;
+}
+
+/** A file whose write landed but whose write-log records could not be appended. */
+class UnloggedWrite extends Error {
+  constructor(readonly error: unknown) {
+    super('unlogged');
+  }
+}
+
+/** A store written entry by entry that failed after `done` entries of the file (those are written and logged). */
+class PartlyWritten extends Error {
+  constructor(
+    readonly error: unknown,
+    readonly done: number,
+  ) {
+    super('partly written');
+  }
+}
+
+/**
+ * Write one file's edits and log them with `group`: in one write when the store can rewrite a file
+ * (rewriteEntries: all or nothing), else entry by entry (each a compare-and-swap; API stores).
+ * @throws the write's error (the file is as it was, or for an entry-by-entry store its earlier
+ *   entries are written and logged); UnloggedWrite when the file was written but not logged
+ */
+async function writeFile(ctx: MemoryOpsContext, f: FileEdits, why: string, group: string): Promise<void> {
+  const s = f.store;
+  const extra = (e: Edit): WriteExtra => ({ why: `${why}: ${e.reason}`.slice(0, 300), group });
+  if (s.rewriteEntries) {
+    const r = await s.rewriteEntries(
+      f.file,
+      (entries) => editedEntries(entries, f.edits, f.file),
+      f.contentHash,
+      writeOpts(ctx, s),
+    );
+    if (!r.written) return;
+    const dir = backupDir(ctx.stateDir, s);
+    try {
+      for (const e of f.edits) {
+        if (e.action === 'remove') await logWrite(dir, s, 'remove', r.entry(e.before), undefined, extra(e));
+        else await logWrite(dir, s, 'replace', r.entry(e.after!), e.before, extra(e));
+      }
+    } catch (e) {
+      throw new UnloggedWrite(e);
+    }
+    return;
+  }
+  for (const [done, e] of f.edits.entries()) {
+    try {
+      const entry = (await s.list()).find((x) => x.file === f.file)?.entries.find((x) => x.text === e.before);
+      if (!entry) editedEntries([], [e], f.file); // throws the Conflict
+      await writeEntry(
+        ctx,
+        s,
+        { action: e.action, entry, file: f.file, ...(e.after !== undefined ? { text: e.after } : {}) },
+        extra(e),
+      );
+    } catch (err) {
+      throw done ? new PartlyWritten(err, done) : err;
+    }
+  }
+}
+
+/**
+ * The error of an apply that failed: the cause, and when files were written before it failed, which
+ * (each stays written whole where the store writes a file at once, rewriteEntries; an API store's edits go one by one) and which not, with the undo of the written part as
+ * a next action (memory.undoWrite of the group covers exactly what was written and logged).
+ * @param unlogged the last written file's records could not be logged (its bytes before are in the backups)
+ */
+function applyError(
+  ctx: MemoryOpsContext,
+  e: unknown,
+  written: readonly FileEdits[],
+  rest: readonly FileEdits[],
+  group: string,
+  unlogged = false,
+): AgentKeepError {
+  const err = asAgentKeepError(e);
+  const cause = err.message.replace(/\s*Nothing (else )?was (changed|written)( to it)?\.?\s*$/, '');
+  if (!written.length) return new AgentKeepError(err.kind, `${cause} Nothing was written.`, err.hint, err.actions);
+  const last = written[written.length - 1];
+  const logged = unlogged ? written.slice(0, -1) : written;
+  const stores = [...new Set(logged.map((f) => f.store.spec))];
+  const undo = nextAction('Undo the written part', 'memoryUndoWrite', { stores, write: group }, { destructive: true });
+  const parts = [
+    `${cause} The change was written in part. Written: ${filesText(written)}; not written: ${rest.length ? filesText(rest) : 'none'}.`,
+    logged.length ? `The written part is write group ${group}.` : '',
+    unlogged
+      ? `The write of ${last.file} could not be logged, so an undo of the group does not cover it: its bytes before are kept in ${backupDir(ctx.stateDir, last.store)}.`
+      : '',
+  ];
+  return new AgentKeepError(
+    err.kind,
+    parts.filter(Boolean).join(' '),
+    `${err.hint ? `${err.hint.replace(/\.?$/, '.')} ` : ''}Then make the proposal again (it covers what is left) and apply it, or undo the written part.`,
+    [...(logged.length ? [undo] : []), ...(err.actions ?? [])],
+  );
+}
+
+/**
+ * Write a proposal: the CAS of every file against the proposal's hashes and every store's ability to
+ * write first (nothing written on a refusal); then file by file, each file in one write (its new
+ * content from all its edits, checked against its hash under the store's lock, temp + rename), all
+ * logged with one `group`. A failure at a later file leaves the earlier ones written whole: the
+ * error names what was written and what not, and offers the undo of the group.
+ * @throws Conflict, InvalidParams, Unsupported before anything is written; the failing file's error
+ *   (applyError) after
+ */
 async function apply(
   ctx: MemoryOpsContext,
   set: EditSet,
@@ -103,26 +242,38 @@ async function apply(
     }
   }
   if (!set.edits.length) return set;
-  for (const s of stores.values()) if (set.edits.some((e) => e.store === s.spec)) await refuseReadOnly(s);
+  const files: FileEdits[] = set.files.map((f) => ({
+    store: stores.get(f.store)!,
+    file: f.file,
+    contentHash: f.contentHash,
+    edits: set.edits.filter((e) => e.store === f.store && e.file === f.file),
+  }));
+  for (const s of new Set(files.map((f) => f.store))) {
+    await refuseReadOnly(s);
+    if (
+      !s.rewriteEntries &&
+      files.some((f) => f.store === s && f.edits.some((e) => e.action === 'remove')) &&
+      !s.remove
+    )
+      throw unsupported(s, 'remove entries');
+    if (!s.rewriteEntries && files.some((f) => f.store === s && f.edits.some((e) => e.action === 'replace')) && !s.edit)
+      throw unsupported(s, 'edit entries');
+  }
   const group = `${why.split(' ')[0]}-${Date.now().toString(36)}`;
-  for (const e of set.edits) {
-    const s = stores.get(e.store)!;
-    if (e.action === 'remove' && !s.remove) throw unsupported(s, 'remove entries');
-    const f = (await s.list()).find((x) => x.file === e.file);
-    const entry = f?.entries.find((x) => x.text === e.before);
-    if (!entry) {
-      throw new AgentKeepError(
-        'Conflict',
-        `Entry ${e.entry} is no longer in ${e.file}: the file changed while the change was written. What was written so far is group ${group} (memory undo-write --write ${group}).`,
-        'Look at memory history, then make the proposal again.',
-      );
+  for (let i = 0; i < files.length; i++) {
+    try {
+      await writeFile(ctx, files[i], why, group);
+    } catch (e) {
+      if (e instanceof UnloggedWrite)
+        throw applyError(ctx, e.error, files.slice(0, i + 1), files.slice(i + 1), group, true);
+      if (e instanceof PartlyWritten) {
+        const f = files[i];
+        const done = { ...f, edits: f.edits.slice(0, e.done) };
+        const left = { ...f, edits: f.edits.slice(e.done) };
+        throw applyError(ctx, e.error, [...files.slice(0, i), done], [left, ...files.slice(i + 1)], group);
+      }
+      throw applyError(ctx, e, files.slice(0, i), files.slice(i), group);
     }
-    await writeEntry(
-      ctx,
-      s,
-      { action: e.action, entry, file: e.file, ...(e.after !== undefined ? { text: e.after } : {}) },
-      { why: `${why}: ${e.reason}`.slice(0, 300), group },
-    );
   }
   return { ...set, applied: true, group };
 }
@@ -203,7 +354,11 @@ export async function forgetMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryFor
 export async function lintFix(ctx: MemoryOpsContext, p: ParamsOf<'memoryLintFix'>): Promise<EditSet> {
   const stores = openAll(ctx, p.stores);
   const { findings } = await runLint(
-    { stores: [...stores.keys()], ...(p.target ? { target: p.target } : {}) },
+    {
+      stores: [...stores.keys()],
+      ...(p.target ? { target: p.target } : {}),
+      ...(p.embeddings ? { embeddings: p.embeddings } : {}),
+    },
     { openStore: (spec) => stores.get(spec) ?? openStore(spec) },
   );
   const listed: Array<{ s: MemoryStoreAdapter; f: MemoryFile; e: MemoryEntry; n: number }> = [];

@@ -151,7 +151,11 @@ export async function addMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryAdd'>)
 /** memory.lint (sidecar/memory/lint); provenance includes AgentKeep's own writes (./writelog.ts). */
 export async function lintMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryLint'>): Promise<ResultOf<'memoryLint'>> {
   return runLint(
-    { stores: uniqueStoreSpecs(p.stores), ...(p.target ? { target: p.target } : {}) },
+    {
+      stores: uniqueStoreSpecs(p.stores),
+      ...(p.target ? { target: p.target } : {}),
+      ...(p.embeddings ? { embeddings: p.embeddings } : {}),
+    },
     { openStore: (spec) => withLog(ctx, openStore(spec)) },
   );
 }

@@ -7,6 +7,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { AgentKeepError } from '../../core/errors';
 
+/** The place part of an ssh:// store string, for help texts: `<kind>:` + this. */
+export const SSH_STORE_FORM = 'ssh://user@host[:port]/abs/path';
+
 /** The SSH options every store kind takes after `?` in an ssh:// store string. */
 export const SSH_OPTIONS = ['identity', 'known_hosts'] as const;
 

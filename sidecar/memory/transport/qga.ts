@@ -27,6 +27,7 @@
 import { randomInt } from 'node:crypto';
 import * as net from 'node:net';
 import { AgentKeepError } from '../../core/errors';
+import { fileKindAt } from '../../core/fsutil';
 
 /** Connect and sync, ms (a guest without an agent never answers the sync). */
 export const QGA_CONNECT_TIMEOUT_MS = 5_000;
@@ -65,6 +66,53 @@ export const QGA_INSTALL_HINT =
   'path=SOCK,server=on,wait=off,id=qga0 -device virtio-serial -device virtserialport,chardev=qga0,' +
   'name=org.qemu.guest_agent.0; Proxmox: VM > Options > QEMU Guest Agent, then a full stop and start of the VM).';
 
+/** A qga: store string that parses, for hints. */
+const QGA_STORE_EXAMPLE = 'hermes:qga:/run/agent-vm/qga.sock:/root/.hermes';
+
+/**
+ * The error of a failed connect to a guest agent socket, naming what is wrong with the path and the
+ * fix: no such file, a path that is no socket (Linux answers ECONNREFUSED for a regular file too, so
+ * the path is looked at), a socket nobody listens on, no permission.
+ */
+export function qgaConnectError(socketPath: string, e: NodeJS.ErrnoException): AgentKeepError {
+  const start =
+    'Start the VM with a guest agent channel on that socket (QEMU: -chardev socket,path=' +
+    `${socketPath},server=on,wait=off,id=qga0 -device virtio-serial -device virtserialport,` +
+    'chardev=qga0,name=org.qemu.guest_agent.0)';
+  const fixPath = `or correct the socket path (between "qga:" and ":/path/in/guest") in the store string, e.g. ${QGA_STORE_EXAMPLE}.`;
+  const cannot = `Cannot connect to the guest agent socket ${socketPath}`;
+  const kind = e.code === 'ECONNREFUSED' || e.code === 'ENOTSOCK' ? fileKindAt(socketPath) : 'socket';
+  if (kind !== 'socket' && kind !== 'missing file')
+    return new AgentKeepError(
+      'BadStore',
+      `${socketPath} is not a socket but a ${kind}: a qga: store names the VM's guest agent socket on this machine (the path= of its -chardev socket), not ${kind === 'directory' ? 'a folder' : 'a disk image or another file'}.`,
+      `Give that socket's path in the store string, e.g. ${QGA_STORE_EXAMPLE}.`,
+    );
+  switch (e.code) {
+    case 'ENOENT':
+      return new AgentKeepError(
+        'StoreNotFound',
+        `${cannot}: no such socket (the VM is not running, or the path is wrong).`,
+        `${start}, ${fixPath}`,
+      );
+    case 'ECONNREFUSED':
+      return new AgentKeepError(
+        'StoreNotFound',
+        `${cannot}: nothing listens on it (the VM is not running; the socket file is left over).`,
+        `${start}, ${fixPath}`,
+      );
+    case 'EACCES':
+    case 'EPERM':
+      return new AgentKeepError(
+        'StoreNotFound',
+        `${cannot}: permission denied.`,
+        'Run AgentKeep as the user that started the VM, or give this user read and write access to the socket and its directory.',
+      );
+    default:
+      return new AgentKeepError('StoreNotFound', `${cannot}: ${e.message}.`, `${start}, ${fixPath}`);
+  }
+}
+
 /** One synced connection to a guest agent socket. Commands are queued (the agent answers in order). */
 export class QgaClient {
   private buf = Buffer.alloc(0);
@@ -100,32 +148,15 @@ export class QgaClient {
 
   /**
    * Connect to `socketPath` and sync (0xFF + guest-sync-delimited).
-   * @throws AgentKeepError StoreNotFound (no such socket, refused: the VM is not running) or
+   * @throws AgentKeepError StoreNotFound (no such socket, refused: the VM is not running), BadStore
+   *   (the path is a regular file or a folder, not a socket: qgaConnectError) or
    *   Unsupported (connected, but no agent answers within timeoutMs: the hint names the fix)
    */
   static async connect(socketPath: string, timeoutMs = QGA_CONNECT_TIMEOUT_MS): Promise<QgaClient> {
     const sock = await new Promise<net.Socket>((resolve, reject) => {
       const s = net.connect(socketPath);
       s.once('connect', () => resolve(s));
-      s.once('error', (e: NodeJS.ErrnoException) => {
-        const why =
-          e.code === 'ENOENT'
-            ? 'no such socket'
-            : e.code === 'ECONNREFUSED'
-              ? 'nothing listens on it (the VM is not running?)'
-              : e.code === 'EACCES'
-                ? 'permission denied'
-                : e.message;
-        reject(
-          new AgentKeepError(
-            'StoreNotFound',
-            `Cannot connect to the guest agent socket ${socketPath}: ${why}.`,
-            'Start the VM with a guest agent channel on that socket (-chardev socket,path=' +
-              `${socketPath},server=on,wait=off,id=qga0 -device virtio-serial -device virtserialport,` +
-              'chardev=qga0,name=org.qemu.guest_agent.0), or fix ?socket= in the store string.',
-          ),
-        );
-      });
+      s.once('error', (e: NodeJS.ErrnoException) => reject(qgaConnectError(socketPath, e)));
     });
     const c = new QgaClient(sock, socketPath);
     try {
