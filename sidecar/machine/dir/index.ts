@@ -554,7 +554,8 @@ export class DirBackend implements MachineBackend {
     const finalModes = new Map<string, number>();
     for (const e of dirs) {
       const c = curMap.get(e.p);
-      if (!c || c.t !== 'd' || c.m !== e.m || relaxed.has(e.p)) finalModes.set(e.p, e.m);
+      // (a directory only written into, never relaxed, keeps its mode: no chmod, no inotify event)
+      if (!c || c.t !== 'd' || c.m !== e.m || (relaxed.get(e.p) ?? -1) >= 0) finalModes.set(e.p, e.m);
     }
     for (const [d, m] of relaxed) if (m >= 0 && !finalModes.has(d) && d !== '') finalModes.set(d, m);
     for (const d of [...finalModes.keys()].sort().reverse())
