@@ -43,7 +43,8 @@
  * that event (one inotify fd, one FIFO queue: every earlier event was read before it). The worker
  * then hands over what it recorded and starts the next epoch. No report within 2 s: full walk (and
  * after 3 in a row the journal stays off in this process, as it does when the target or the state
- * dir is on a file system inotify does not fully cover, or fs.inotify.max_user_watches is reached).
+ * dir is on a file system inotify does not fully cover, fs.inotify.max_user_watches is reached, or
+ * no inotify instance is left: EMFILE, fs.inotify.max_user_instances, one per watched target).
  *
  * Epoch. What the journal holds is relative to the last scan this process did through it (its
  * `base`, set by `commit` after that create succeeded; the epoch began at that create's barrier,
@@ -337,7 +338,7 @@ export class ChangeJournal {
     this.pending = false;
     const base = this.base;
     this.base = undefined;
-    if (!this.disabled && this.broken && /max_user_watches|inotify does not fully cover/.test(this.broken))
+    if (!this.disabled && this.broken && /max_user_watches|EMFILE|inotify does not fully cover/.test(this.broken))
       this.disabled = this.broken;
     if (!this.disabled && !this.worker) {
       for (const [what, dir] of [
