@@ -10,6 +10,9 @@
  * event loop), or from the previous scan for a directory whose own stat did not change; then lstat
  * runs in parallel on worker threads plus the main thread (statpool.ts). On a warm cache this is
  * several times faster than one promise per lstat (libuv's thread-pool round trip dominates).
+ * With the change journal of a long-running process (journal.ts, ScanOptions.changed) only the
+ * directories and paths inotify reported are listed and lstat'd; every other entry is the previous
+ * scan's entry object as is (the same objects, so unchanged directories keep their trees).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
