@@ -51,7 +51,9 @@ const common = {
 
 // ssh2's optional native parts (cpu-features, its sshcrypto.node binding) stay out of the bundle; the
 // sidecar refuses them at run time too (sidecar/memory/transport/ssh2.ts), so ssh2 runs its pure-JS path.
-const NO_NATIVE = ['cpu-features', '*.node'];
+// The memory lint's sentence encoder (sidecar/memory/lint/encoder.ts) is required only when a lint runs,
+// from node_modules: TensorFlow.js finds its WASM files and the model its weights next to their own code.
+const NO_NATIVE = ['cpu-features', '*.node', '@energetic-ai/*'];
 
 // mainFields: prefer ESM entries (jsonc-parser's UMD `main` does not bundle).
 const node = { ...common, platform: 'node', target: 'node20', format: 'cjs', mainFields: ['module', 'main'] };

@@ -45,7 +45,7 @@ export async function buildAgentkeep(root: string): Promise<void> {
     format: 'cjs' as const,
     mainFields: ['module', 'main'],
     logLevel: 'error' as const,
-    external: ['cpu-features', '*.node'], // as esbuild.mjs: ssh2's optional native parts are never bundled
+    external: ['cpu-features', '*.node', '@energetic-ai/*'], // as esbuild.mjs (native parts; the lint's lazy sentence encoder)
   };
   const banner = { js: '#!/usr/bin/env node' };
   await Promise.all([

@@ -4,12 +4,22 @@
  *    dev and held-out by the id hash.
  * 2. The real-wording set (test/cases/memory-real, issue 12): per family (duplicate, contradiction)
  *    and per sub-kind, for the dev split and the held-out split (by source) separately.
- * Usage: tsx scripts/eval-memory.ts [--errors dev|heldout|all|none] [--json] [--only real|regression]
+ * Usage: tsx scripts/eval-memory.ts [--errors dev|heldout|all|none] [--json] [--only real|regression] [--no-semantic]
+ * Entries are compared by meaning too (the bundled sentence encoder, as `memory lint` does), unless
+ * --no-semantic (the lexical rules alone).
  * Failures are listed for the dev split by default; held-out failures only with --errors heldout|all
  * (tune on dev, look at held-out at the end). Exit code 0; 1 when the cases cannot be read.
  */
 import * as path from 'node:path';
-import { evaluate, evaluateReal, formatRealReport, formatReport, loadCases } from '../sidecar/memory/lint/eval';
+import {
+  caseVectors,
+  evaluate,
+  evaluateReal,
+  formatRealReport,
+  formatReport,
+  loadCases,
+  type CaseVectors,
+} from '../sidecar/memory/lint/eval';
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
@@ -25,14 +35,23 @@ async function main(): Promise<void> {
   >;
   const out: string[] = [];
   const json: Record<string, unknown> = {};
+  // Sentence vectors from the bundled encoder (as `memory lint` computes them), unless --no-semantic
+  const regression = only !== 'real' ? await loadCases(path.join(root, 'memory-lint')) : [];
+  const realCases = only !== 'regression' ? await loadCases(path.join(root, 'memory-real')) : [];
+  let vectors: CaseVectors | undefined;
+  if (!args.includes('--no-semantic')) {
+    const v = await caseVectors([...regression, ...realCases]);
+    if ('missing' in v) out.push(`(not compared by meaning: ${v.missing})`, '');
+    else vectors = v;
+  } else out.push('(not compared by meaning: --no-semantic)', '');
   if (only !== 'real') {
-    const report = evaluate(await loadCases(path.join(root, 'memory-lint')));
+    const report = evaluate(regression, undefined, vectors);
     json.regression = report.scores;
     report.cases = report.cases.map((c) => (splits.includes(c.split) ? c : { ...c, fp: [], fn: [] }));
     out.push('== regression set (test/cases/memory-lint) ==', formatReport(report), '');
   }
   if (only !== 'regression') {
-    const real = evaluateReal(await loadCases(path.join(root, 'memory-real')));
+    const real = evaluateReal(realCases, undefined, vectors);
     json.real = { scores: real.scores, lowOverlap: real.lowOverlap, negatives: real.negatives };
     out.push('== real-wording set (test/cases/memory-real) ==', formatRealReport(real, splits));
   }

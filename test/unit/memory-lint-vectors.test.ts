@@ -24,6 +24,7 @@ import type { LintEntry, LintInput } from '../../sidecar/memory/lint/model';
 import { runLint, type RunLintDeps } from '../../sidecar/memory/lint/run';
 import type { LintFinding } from '../../sidecar/protocol';
 import { FIXTURES } from './helpers/paths';
+import { restoreEnv } from './helpers/env';
 
 const A0_FIXTURE = path.join(FIXTURES, 'memory', 'agent-zero');
 const MEM0_FIXTURE = path.join(FIXTURES, 'memory', 'mem0');
@@ -89,7 +90,7 @@ describe('memory lint: vectors from the stores and from an embeddings endpoint (
     for (const k of Object.keys(process.env)) if (/^AGENTKEEP_(EMBEDDINGS|A0|MEM0)_/.test(k)) delete process.env[k];
   });
   afterEach(async () => {
-    process.env = { ...savedEnv };
+    restoreEnv(savedEnv);
     await fs.rm(tmp, { recursive: true, force: true });
   });
 
@@ -551,6 +552,16 @@ c.commit(); c.close()
         const f = await failing(s.url, { timeoutMs: 300 });
         assert.match(f.message, /failed: no answer within 0\.3 s/);
         assert.ok(Date.now() - t0 < 5000);
+      } finally {
+        await s.close();
+      }
+    });
+
+    it("the lint's deadline running out mid-request is named as the deadline, not as the request's timeout", async () => {
+      const s = await stub(() => undefined); // never answers
+      try {
+        const f = await failing(s.url, { timeoutMs: 5000, deadlineMs: 300 });
+        assert.match(f.message, /failed: the lint's 0\.3 s for the endpoint ran out/);
       } finally {
         await s.close();
       }

@@ -270,7 +270,7 @@ export async function embedFromEndpoint(
       entries: [],
       stores: storesOf(asked),
       message:
-        `The embeddings endpoint ${shown} failed: ${(err as Error).message}. The ${asked.length} ` +
+        `The embeddings endpoint ${shown} failed: ${deadline.aborted ? `the lint's ${lim.deadlineMs / 1000} s for the endpoint ran out` : (err as Error).message}. The ${asked.length} ` +
         `entries without a vector of their store's own were compared by their words only.`,
       evidence: [`POST ${shown} {model: "${ep.model}", input: [${unique.length} texts]}`],
       suggestion:

@@ -14,7 +14,45 @@ import type { LintFinding } from '../../protocol';
 import { parseEntries, usageChars } from '../hermes';
 import { lintEntries } from './index';
 import type { LintEntry, LintFile, LintInput, LintOptions, LintStore, MachineFacts } from './model';
+import { loadBundledEncoder, type EncoderResult } from './encoder';
 import { exactKey } from './text';
+
+/** Sentence vectors of case texts (text → vector of `model`), made once per run by caseVectors. */
+export interface CaseVectors {
+  model: string;
+  of: Map<string, Float32Array>;
+}
+
+/**
+ * The sentence vectors of every entry text of `cases`, from the bundled encoder (encoder.ts), as
+ * runLint would put them in; undefined (with the reason) when the encoder cannot be loaded.
+ */
+export async function caseVectors(
+  cases: LintCase[],
+  encoder: EncoderResult | Promise<EncoderResult> = loadBundledEncoder(),
+): Promise<CaseVectors | { missing: string }> {
+  const r = await encoder;
+  if ('missing' in r) return r;
+  const texts = [
+    ...new Set(
+      cases.flatMap((c) => caseInput(c).stores.flatMap((s) => s.files.flatMap((f) => f.entries.map((e) => e.text)))),
+    ),
+  ];
+  const vecs = await r.encoder.embed(texts);
+  return { model: r.encoder.model, of: new Map(texts.map((t, k) => [t, vecs[k]])) };
+}
+
+/** Put the vectors of `v` into the entries of `input` (in place), as runLint's embedEntries does. */
+function withVectors(input: LintInput, v?: CaseVectors): LintInput {
+  if (!v) return input;
+  for (const s of input.stores)
+    for (const f of s.files)
+      for (const e of f.entries) {
+        const vector = v.of.get(e.text);
+        if (vector && !e.embedding) e.embedding = { model: v.model, vector };
+      }
+  return input;
+}
 
 type CaseEntry = string | { text: string; createdAt?: string; updatedAt?: string; traced?: boolean };
 interface CaseFile {
@@ -183,7 +221,7 @@ export function pr(s: Score): { precision: number; recall: number } {
 }
 
 /** Run every case and score. */
-export function evaluate(cases: LintCase[], options?: Partial<LintOptions>): EvalReport {
+export function evaluate(cases: LintCase[], options?: Partial<LintOptions>, vectors?: CaseVectors): EvalReport {
   const scores: EvalReport['scores'] = { dev: {}, heldout: {}, all: {} };
   const results: CaseResult[] = [];
   const bump = (split: 'dev' | 'heldout', kind: string, k: keyof Score): void => {
@@ -195,7 +233,7 @@ export function evaluate(cases: LintCase[], options?: Partial<LintOptions>): Eva
     }
   };
   for (const c of cases) {
-    const input = caseInput(c);
+    const input = withVectors(caseInput(c), vectors);
     if (options) input.options = options;
     const keys = new Map<string, string>();
     const storeOf = new Map<string, string>();
@@ -320,13 +358,13 @@ export interface RealReport {
  * finding of the same family is a true positive, whichever kind in the family; a pair finding not
  * expected is a false positive, counted against the case's sub-kind. Other finding kinds are ignored.
  */
-export function evaluateReal(cases: LintCase[], options?: Partial<LintOptions>): RealReport {
+export function evaluateReal(cases: LintCase[], options?: Partial<LintOptions>, vectors?: CaseVectors): RealReport {
   const scores: RealReport['scores'] = { dev: {}, heldout: {} };
   const lowOverlap: RealReport['lowOverlap'] = { dev: { pairs: 0, low: 0 }, heldout: { pairs: 0, low: 0 } };
   const results: RealCaseResult[] = [];
   const negatives: RealReport['negatives'] = { dev: {}, heldout: {} };
   for (const c of cases) {
-    const input = caseInput(c);
+    const input = withVectors(caseInput(c), vectors);
     if (options) input.options = options;
     const text = new Map<string, string>();
     for (const s of input.stores) for (const f of s.files) for (const e of f.entries) text.set(e.id, e.text);

@@ -18,6 +18,7 @@ import {
   type JoinStats,
   type Prepared,
 } from './pairs';
+import { MAX_SEMANTIC_PAIRS_ENTRIES, semanticCandidates } from './semantic';
 import { age, drift, entryTime, overBudget, stale, storeWarnings, untraceable, where } from './rules';
 import { normalise, quote } from './text';
 
@@ -123,7 +124,11 @@ export function lintEntries(input: LintInput): LintFinding[] {
 /** Duplicate, near-duplicate and contradiction findings over all entries of all stores. */
 function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
   const out: LintFinding[] = [];
-  const prepared: Prepared[] = all.map((l, i) => prepare(i, l.entry.text));
+  const prepared: Prepared[] = all.map((l, i) => {
+    const p = prepare(i, l.entry.text);
+    if (l.entry.embedding) p.vec = l.entry.embedding;
+    return p;
+  });
   // Exact duplicates: same folded text.
   const byKey = new Map<string, number[]>();
   prepared.forEach((p) => {
@@ -187,12 +192,24 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
   // and the pairs only the slot rules can decide (same single-valued label; a change from a value the other names)
   const U = units.length;
   const slotPairs = slotCandidates(units, joinStats);
-  if (slotPairs.length) {
+  // and the pairs whose sentence vectors are close (semantic.ts): whole entries only (the first R units)
+  const semantic = semanticCandidates(reps.map((p) => p.vec));
+  for (const pair of semantic.pairs) slotPairs.push(pair);
+  // pairs only related in meaning (below the model's candidate similarity) and found no other way: only
+  // a near-duplicate by meaning may come of them, not a contradiction of the lexical rules
+  const weakOnly = new Set<number>();
+  if (slotPairs.length || semantic.weak.length) {
     const have = new Set<number>();
     for (let k = 0; k < joined.length; k += 2) have.add(joined[k] * U + joined[k + 1]);
     for (const [x, y] of slotPairs) {
       if (have.has(x * U + y)) continue;
       have.add(x * U + y);
+      joined.push(x, y);
+    }
+    for (const [x, y] of semantic.weak) {
+      if (have.has(x * U + y)) continue;
+      have.add(x * U + y);
+      weakOnly.add(x * U + y);
       joined.push(x, y);
     }
   }
@@ -220,7 +237,7 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
       const key = a.i * N + b.i;
       if (remember && seenPair.has(key)) continue;
       const v = classifyPair(a, b, o);
-      if (!v) continue;
+      if (!v || (weakOnly.size && weakOnly.has(x * U + y) && v.kind !== 'near-duplicate')) continue;
       if (v.kind === 'distinct') {
         // two whole entries that disagree: none of their sentences is a repeat of the other's
         if (wholePass && remember) seenPair.add(key);
@@ -362,6 +379,20 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
               `the limit is ${joinStats.maxDf} entries per word instead of ${joinStats.loweredFrom}: above ${JOIN_BUDGET_FROM.toLocaleString('en-US')} entries and sentences the comparison keeps to about ${JOIN_BUDGET} candidate pairs per entry, so its time grows linearly with the store`,
             ]
           : []),
+      ],
+      suggestion:
+        'Nothing to fix in memory; lint a smaller set of stores (one --store at a time) for a full comparison.',
+    });
+  }
+  if (semantic.skipped > 0) {
+    out.push({
+      kind: 'store',
+      severity: 'info',
+      entries: [],
+      stores: storesOf(all),
+      message: `Lint note: to stay fast, ${semantic.skipped.toLocaleString('en-US')} entries with sentence vectors were not paired by meaning: more than ${MAX_SEMANTIC_PAIRS_ENTRIES.toLocaleString('en-US')} entries have vectors of one model, and comparing all their pairs would take too long; their vectors still judged the pairs found by wording.`,
+      evidence: [
+        `entries with vectors of one model: more than ${MAX_SEMANTIC_PAIRS_ENTRIES}; not paired by meaning: ${semantic.skipped}`,
       ],
       suggestion:
         'Nothing to fix in memory; lint a smaller set of stores (one --store at a time) for a full comparison.',

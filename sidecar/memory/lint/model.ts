@@ -42,9 +42,10 @@ export interface LintEntry {
   /**
    * The entry's embedding, where one is known: the store's own vector (Agent Zero: its row of
    * `index.faiss`; mem0: its local Qdrant point's vector), else one from the optional user-configured
-   * OpenAI-compatible embeddings endpoint (run.ts, embeddings.ts). Vectors of two entries are compared
+   * OpenAI-compatible embeddings endpoint (run.ts, embeddings.ts), else the bundled sentence encoder's
+   * (encoder.ts, model `bundled:universal-sentence-encoder`, up to a bound). Vectors of two entries are compared
    * only when their `model` strings are equal (and their lengths are): vectors of two models live in
-   * different spaces, and a cosine between them means nothing.
+   * different spaces, and a cosine between them means nothing (semantic.ts).
    * `model`: who made the vector, e.g. `huggingface/sentence-transformers/all-MiniLM-L6-v2` (Agent
    * Zero's embedding.json), `openai/text-embedding-3-small` (mem0's embedder config), the endpoint's
    * model name as configured, or `agent-zero:unknown-model <dir>` / `mem0:unknown-model <dir>` when the

@@ -20,6 +20,7 @@ import {
   type LabelValue,
   type UpdateMarker,
 } from './slots';
+import { englishLike, similarity, thresholdsFor, type Vec } from './semantic';
 import { align, anchors, otherScript, polarityDiff, scriptMix, type Alignment, type SoftEntry } from './soft';
 import {
   areAlternatives,
@@ -78,6 +79,8 @@ export interface Prepared {
   /** The tokens frameDiff aligns, and their set (frameOf), computed on first use. */
   frame?: Token[];
   frameSet?: Set<string>;
+  /** The entry's sentence vector (LintEntry.embedding), for whole entries only (semantic.ts). */
+  vec?: Vec;
 }
 
 /** Prepare one entry text. */
@@ -279,6 +282,90 @@ function dropTypos(a: string[], b: string[]): [string[], string[]] {
  * different things, however similar they look.
  */
 export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerdict {
+  const v = classifyByRules(a, b, o);
+  return v === undefined && a.vec && b.vec ? semanticDuplicate(a, b) : v;
+}
+
+/**
+ * Near-duplicate by meaning (semantic.ts), for a pair no rule decided: the two entries' vectors (one
+ * model) have cosine similarity >= the model's `duplicate` threshold, and nothing the lexical rules
+ * read differs — no value of one type on each side, no word negated in one and asserted in the
+ * other, no exclusive alternatives or antonyms, no change marker on one side only, and not the same
+ * frame with words swapped one for one (a scope: "for previews … staging" / "for releases …
+ * production"). An English-only model judges only entries mostly in the Latin script.
+ */
+export function semanticDuplicate(a: Prepared, b: Prepared): PairVerdict {
+  const sim = similarity(a.vec, b.vec);
+  if (sim === undefined) return undefined;
+  const th = thresholdsFor(a.vec!.model);
+  if (sim < th.related) return undefined;
+  if (th.englishOnly && (!englishLike(a.text) || !englishLike(b.text))) return undefined;
+  // (a path counts by its last segment: "~/.hermes" and "/root/.hermes" name one place in two forms)
+  const last = (v: string): string => v.replace(/\/+$/, '').slice(v.replace(/\/+$/, '').lastIndexOf('/') + 1);
+  const lastOf = (p: Prepared): Set<string> => {
+    const out = new Set<string>();
+    for (const [v, t] of p.values) if (t === 'path') out.add(last(v));
+    return out;
+  };
+  const typesOf = (p: Prepared, other: Prepared): Set<string> => {
+    const out = new Set<string>();
+    const otherLast = lastOf(other);
+    for (const [v, t] of p.values) {
+      // (dates count here: "appointment on 2026-01-05" / "… on 2026-02-10" are two events, not one fact)
+      if (other.values.has(v) || (t === 'path' && otherLast.has(last(v)))) continue;
+      out.add(t === 'ver' ? 'num' : t);
+    }
+    return out;
+  };
+  const ta = typesOf(a, b);
+  for (const t of typesOf(b, a)) if (ta.has(t)) return undefined;
+  // a word negated in one and asserted in the other, unless far outnumbered by the words both agree on
+  const pd = polarityDiff(a, b);
+  if (pd.conflict.length && pd.conflict.length * 3 >= pd.agree + pd.bothNegated.length) return undefined;
+  const wa = diff(a.content, b.content);
+  const wb = diff(b.content, a.content);
+  if (wa.some((x) => wb.some((y) => areAlternatives(x, y) || areAntonyms(x, y)))) return undefined;
+  if (!!markerOf(a) !== !!markerOf(b)) return undefined;
+  // the same frame with a few words swapped for others (none related): a scope, another thing
+  const h = wa.length && wb.length ? frameHunks(frameOf(a), frameOf(b)) : undefined;
+  if (
+    h &&
+    h.hunks.length &&
+    h.hunks.every((x) => x.a.length && x.b.length && !x.a.some((s) => x.b.some((t) => relation(s.t, t.t)))) &&
+    h.frame.length >= Math.max(sumLen(h.hunks, 'a'), sumLen(h.hunks, 'b'))
+  )
+    return undefined;
+  // two facts about one topic are close in meaning too ("project is a TypeScript extension" / "project
+  // uses tabs"): below `strong`, some of the words must align as well
+  const al = align(a, b);
+  if (sim < th.strong && (al.score < SEMANTIC_ALIGN || Math.min(al.matchedA, al.matchedB) < 2)) return undefined;
+  // related in meaning, not close: the words must align as a rewording's do (half the weight, three
+  // words a side), with no word negated in one and asserted in the other
+  if (
+    sim < th.duplicate &&
+    (al.score < SEMANTIC_ALIGN_RELATED || Math.min(al.matchedA, al.matchedB) < 3 || pd.conflict.length > 0)
+  )
+    return undefined;
+  return {
+    kind: 'near-duplicate',
+    score: sim,
+    why: `sentence similarity ${sim.toFixed(2)} (${th.label}) and no value, negation or scope differs${sim < th.strong ? ` (words aligned: weighted overlap ${al.score.toFixed(2)}, ${al.matchedA} and ${al.matchedB} words matched)` : ''}`,
+  };
+}
+
+function sumLen(hunks: Array<{ a: unknown[]; b: unknown[] }>, side: 'a' | 'b'): number {
+  let n = 0;
+  for (const x of hunks) n += x[side].length;
+  return n;
+}
+
+/** Below a model's `strong` similarity, a near-duplicate by meaning needs this weighted word overlap too (soft.ts align). */
+export const SEMANTIC_ALIGN = 0.3;
+/** Between a model's `related` and `duplicate` similarity, the weighted word overlap needed (and three words matched a side). */
+export const SEMANTIC_ALIGN_RELATED = 0.5;
+
+/** The lexical pair rules (classifyPair without the comparison by meaning). */
+function classifyByRules(a: Prepared, b: Prepared, o: LintOptions): PairVerdict {
   const [wa, wb] = dropTypos(diff(a.content, b.content), diff(b.content, a.content));
   // (this runs on millions of candidate pairs in a large store: counts and empty constants, few arrays)
   let sharedN = 0;

@@ -9,6 +9,7 @@ import { problemOf } from '../broken';
 import { describeTarget } from '../../core/target';
 import { openStore as defaultOpenStore, type MemoryStoreAdapter } from '../index';
 import { extractClaims } from './claims';
+import { embedEntries, type EmbedOptions } from './encoder';
 import { lintEntries } from './index';
 import { dirProbe, gatherFacts, localProbe, transportProbe, type MachineProbe } from './machine';
 import type { FileTransport } from '../transport';
@@ -36,6 +37,12 @@ export interface RunLintDeps {
   options?: Partial<LintOptions>;
   /** Overall time for machine probes (ms, default 5000). */
   probeDeadlineMs?: number;
+  /**
+   * Comparing entries by meaning (encoder.ts embedEntries): entries without a store's own vector get
+   * one from the bundled sentence encoder, up to a bound; `false` turns it off (the lexical rules
+   * alone, no note). Default: the bundled encoder, MAX_ENCODED entries.
+   */
+  semantic?: EmbedOptions | false;
   /**
    * The embeddings endpoint for entries without a vector of their store's own (embeddings.ts).
    * Default: `p.embeddings`, else env AGENTKEEP_EMBEDDINGS_URL / AGENTKEEP_EMBEDDINGS_MODEL (none:
@@ -225,7 +232,10 @@ function toLintEntry(e: MemoryEntry): LintEntry {
  * (when the store has it and keeps a history, e.g. Hermes with state.db) marks entries with no recorded write
  * as untraceable and supplies createdAt/updatedAt from the first/last write, so contradictions can
  * say which entry is newer. Claims about the machine (paths, commands, tool versions, OS release)
- * are probed on the target (see RunLintDeps.probe) within `probeDeadlineMs`.
+ * are probed on the target (see RunLintDeps.probe) within `probeDeadlineMs`. Entries are compared by
+ * meaning too (RunLintDeps.semantic): those without a store's own vector get one from the bundled
+ * sentence encoder (up to MAX_ENCODED entries; a `store` info note says when it skipped, or when the
+ * encoder's packages are missing).
  * A store whose history cannot be read (provenance `unavailable`, or provenance throwing: e.g. a
  * damaged state.db) gets one `store` error naming the file, the fix and the checks that did not run
  * (untraceable, Hermes entry ages, which contradicting entry is newer); its entries are then not
@@ -346,6 +356,9 @@ export async function runLint(
   const { probe, skipped } = await machineProbe(p.target, agentHome(adapters), deps, adapters);
   const claims = stores.flatMap((s) => s.files.flatMap((f) => f.entries.flatMap((e) => extractClaims(e.text))));
   if (probe && claims.length) input.machine = await gatherFacts(claims, probe, { deadlineMs: deps.probeDeadlineMs });
+  // the bundled encoder's vectors for the entries still without one (issue 12 item 2); what was not
+  // encoded is said in a note
+  if (deps.semantic !== false) vectorFindings.push(...(await embedEntries(input, deps.semantic ?? {})));
   const findings = (deps.lint ?? lintEntries)(input);
   for (const f of vectorFindings) if (f.severity === 'info') findings.push(f);
   for (const f of vectorFindings) if (f.severity !== 'info') findings.unshift(f);

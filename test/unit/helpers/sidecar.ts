@@ -23,7 +23,9 @@ const COMMON: BuildOptions = {
   sourcemap: true,
   sourcesContent: false,
   logLevel: 'error',
-  external: ['cpu-features', '*.node'], // as esbuild.mjs: ssh2's optional native parts are never bundled
+  // as esbuild.mjs: ssh2's optional native parts are never bundled, and the memory lint's sentence encoder is
+  // required from node_modules when a lint runs (its WASM files and weights sit next to its code)
+  external: ['cpu-features', '*.node', '@energetic-ai/*'],
 };
 
 /**
