@@ -14,12 +14,14 @@
  *   4. at the largest size: peak memory (max RSS, /usr/bin/time) of a create after a small change
  *      through the real CLI (node out/sidecar.js restore-point create) vs git add and git commit
  *      (the larger of the two), and of `node -e 0` for reference.
- * AgentKeep steps 1-3 run in process (Core, as the sidecar serves it; a long-running sidecar and
- * the hook's CLI share this code), git as child processes (their start-up, a few ms, is included).
- * The AgentKeep and git steps alternate round by round, so load from other jobs hits both alike.
+ * AgentKeep steps 1-3 run in process (Core, as the sidecar serves it: `changeJournal: true`, the
+ * inotify change journal of sidecar/machine/dir/journal.ts) and, on a third copy, with the journal
+ * off (as a one-shot CLI process runs it: the full walk); git as child processes (their start-up, a
+ * few ms, is included). The steps alternate round by round, so load from other jobs hits all alike.
  * Run: npm run bench:dir   (= npx tsx bench/dir-speed.bench.ts; step 4 needs `npm run build` first)
  * Env: BENCH_SIZES (1000,20000,100000), BENCH_ROUNDS (5), BENCH_DIR (os.tmpdir()/agentkeep-dirspeed),
- *      BENCH_MD=path writes the markdown table there too, BENCH_CLI (out/sidecar.js).
+ *      BENCH_MD=path writes the markdown table there too, BENCH_CLI (out/sidecar.js),
+ *      BENCH_NO_JOURNAL_ROW=0 leaves out the journal-off copy.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -27,12 +29,14 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Core } from '../sidecar/core/core';
+import { closeJournals, existingJournal } from '../sidecar/machine/dir/journal';
 import { median, rng, time } from './lib';
 
 const SIZES = (process.env.BENCH_SIZES ?? '1000,20000,100000').split(',').map(Number);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const BASE = process.env.BENCH_DIR ?? path.join(os.tmpdir(), 'agentkeep-dirspeed');
 const CLI = process.env.BENCH_CLI ?? path.join(__dirname, '..', 'out', 'sidecar.js');
+const OFF_ROW = process.env.BENCH_NO_JOURNAL_ROW !== '0';
 
 const dirOf = (i: number): string => `pkg${Math.floor(i / 5000)}/mod${Math.floor(i / 50) % 100}`;
 
@@ -102,12 +106,23 @@ function maxRssKiB(cmd: string, args: string[], env: NodeJS.ProcessEnv = process
 
 const pause = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+interface Side {
+  initial: number;
+  create: number;
+  restore: number;
+  creates: number[];
+  restores: number[];
+}
 interface Row {
   n: number;
-  ak: { initial: number; create: number; restore: number; creates: number[]; restores: number[] };
-  git: { initial: number; create: number; restore: number; creates: number[]; restores: number[] };
+  ak: Side;
+  off: Side;
+  git: Side;
   restored: number;
+  /** How the journal's creates scanned (journal.ts notes), per create. */
+  notes: string[];
 }
+const side = (initial: number): Side => ({ initial, create: 0, restore: 0, creates: [], restores: [] });
 
 async function main(): Promise<void> {
   const t0 = Date.now();
@@ -117,12 +132,14 @@ async function main(): Promise<void> {
     const base = path.join(BASE, String(n));
     fs.rmSync(base, { recursive: true, force: true });
     const akTree = path.join(base, 'ak-tree');
+    const offTree = path.join(base, 'off-tree');
     const gitTree = path.join(base, 'git-tree');
     const state = path.join(base, 'state');
     const gitDir = path.join(base, 'shadow.git');
     console.log(`\n== ${n.toLocaleString('en')} files ==`);
     generate(akTree, n);
     execFileSync('cp', ['-a', `${akTree}/.`, `${gitTree}/`]);
+    if (OFF_ROW) execFileSync('cp', ['-a', `${akTree}/.`, `${offTree}/`]);
     const first = describe(akTree);
     const env = { ...process.env, GIT_DIR: gitDir, GIT_WORK_TREE: gitTree, GIT_CONFIG_NOSYSTEM: '1', HOME: base };
     const git = (...args: string[]): string => execFileSync('git', args, { env, maxBuffer: 1 << 26 }).toString();
@@ -133,25 +150,33 @@ async function main(): Promise<void> {
     git('config', 'gc.auto', '0'); // no background gc racing the timings
     execFileSync('sync');
     await pause(200); // file timestamps older than the stat cache's racy window
-    const core = new Core({ stateDir: state });
+    const core = new Core({ stateDir: state, changeJournal: true });
+    const offCore = new Core({ stateDir: path.join(base, 'state-off') });
     const target = `dir:${akTree}`;
+    const offTarget = `dir:${offTree}`;
     const [akInit, rp1] = await time(() => core.createRestorePoint({ target, stores: [] }));
+    const journal = existingJournal(akTree);
+    const notes: string[] = [];
+    const note = (): void => void notes.push(journal?.lastNote ?? '(no journal)');
+    note();
+    const [offInit, off1] = OFF_ROW
+      ? await time(() => offCore.createRestorePoint({ target: offTarget, stores: [] }))
+      : [0, undefined];
     const [gitInit] = await time(() => {
       git('add', '-A');
       git('commit', '-q', '-m', 'initial');
     });
     const c1 = git('rev-parse', 'HEAD').trim();
-    const row: Row = {
-      n,
-      ak: { initial: akInit, create: 0, restore: 0, creates: [], restores: [] },
-      git: { initial: gitInit, create: 0, restore: 0, creates: [], restores: [] },
-      restored: 0,
-    };
+    const row: Row = { n, ak: side(akInit), off: side(offInit), git: side(gitInit), restored: 0, notes };
     for (let r = 1; r <= ROUNDS; r++) {
       mutate(akTree, n, r);
       mutate(gitTree, n, r);
+      if (OFF_ROW) mutate(offTree, n, r);
       await pause(120);
       row.ak.creates.push((await time(() => core.createRestorePoint({ target, stores: [] })))[0]);
+      note();
+      if (OFF_ROW)
+        row.off.creates.push((await time(() => offCore.createRestorePoint({ target: offTarget, stores: [] })))[0]);
       row.git.creates.push(
         (
           await time(() => {
@@ -162,9 +187,15 @@ async function main(): Promise<void> {
       );
       mutate(akTree, n, 100 + r);
       mutate(gitTree, n, 100 + r);
+      if (OFF_ROW) mutate(offTree, n, 100 + r);
       await pause(120);
       const [akMs, rr] = await time(() => core.restoreRestorePoint({ target, id: rp1.id, scope: 'machine' }));
       row.ak.restores.push(akMs);
+      note();
+      if (OFF_ROW && off1)
+        row.off.restores.push(
+          (await time(() => offCore.restoreRestorePoint({ target: offTarget, id: off1.id, scope: 'machine' })))[0],
+        );
       row.restored = rr.changes.added.length + rr.changes.removed.length + rr.changes.changed.length;
       row.git.restores.push(
         (
@@ -176,16 +207,21 @@ async function main(): Promise<void> {
       );
       assertSame(describe(akTree), first, `AgentKeep restore, round ${r}`);
       assertSame(describe(gitTree), first, `git restore, round ${r}`);
+      if (OFF_ROW) assertSame(describe(offTree), first, `AgentKeep (journal off) restore, round ${r}`);
     }
-    for (const k of ['ak', 'git'] as const) {
+    for (const k of ['ak', 'off', 'git'] as const) {
       row[k].create = median(row[k].creates);
       row[k].restore = median(row[k].restores);
     }
     const ms = (xs: number[]): string => xs.map((x) => x.toFixed(0)).join(', ');
     console.log(
-      `create rounds (ms): AgentKeep ${ms(row.ak.creates)} | git ${ms(row.git.creates)}\n` +
-        `restore rounds (ms): AgentKeep ${ms(row.ak.restores)} | git ${ms(row.git.restores)} (${row.restored} paths; every restore byte-identical)`,
+      `create rounds (ms): AgentKeep ${ms(row.ak.creates)} | journal off ${ms(row.off.creates)} | git ${ms(row.git.creates)}\n` +
+        `restore rounds (ms): AgentKeep ${ms(row.ak.restores)} | journal off ${ms(row.off.restores)} | git ${ms(row.git.restores)} (${row.restored} paths; every restore byte-identical)\n` +
+        `journal notes: ${[...new Set(row.notes)].map((x) => `${row.notes.filter((y) => y === x).length}× ${x}`).join('; ')}`,
     );
+    const full = row.notes.slice(1).filter((x) => !x.startsWith('journal:'));
+    if (full.length) console.log(`NOTE: ${full.length} creates after the first did the full walk`);
+    closeJournals();
     rows.push(row);
     if (n === Math.max(...SIZES) && fs.existsSync(CLI)) {
       mutate(akTree, n, 500);
@@ -209,20 +245,24 @@ async function main(): Promise<void> {
 
   const fmt = (x: number): string => (x >= 1000 ? `${(x / 1000).toFixed(2)} s` : `${x.toFixed(1)} ms`);
   const lines = [
-    '| files | step | AgentKeep dir | shadow git | AgentKeep / git | goal |',
-    '|---|---|---:|---:|---:|---:|',
+    '| files | step | AgentKeep dir (journal) | journal off | shadow git | AgentKeep / git | journal off / git | goal |',
+    '|---|---|---:|---:|---:|---:|---:|---:|',
   ];
+  const ratio = (a: number, b: number): string => (a > 0 ? `${(a / b).toFixed(2)}×` : '–');
+  const t = (x: number): string => (x > 0 ? fmt(x) : '–');
   for (const r of rows) {
     const f = r.n.toLocaleString('en');
+    const line = (step: string, k: 'initial' | 'create' | 'restore', goal: string): string =>
+      `| ${f} | ${step} | ${fmt(r.ak[k])} | ${t(r.off[k])} | ${fmt(r.git[k])} | ${ratio(r.ak[k], r.git[k])} | ${ratio(r.off[k], r.git[k])} | ${goal} |`;
     lines.push(
-      `| ${f} | initial create | ${fmt(r.ak.initial)} | ${fmt(r.git.initial)} | ${(r.ak.initial / r.git.initial).toFixed(2)}× | ≤ 0.5× |`,
-      `| ${f} | create after 30 changes (median of ${ROUNDS}) | ${fmt(r.ak.create)} | ${fmt(r.git.create)} | ${(r.ak.create / r.git.create).toFixed(2)}× | ≤ 0.5× |`,
-      `| ${f} | restore incl. undo point, ${r.restored} paths (median of ${ROUNDS}) | ${fmt(r.ak.restore)} | ${fmt(r.git.restore)} | ${(r.ak.restore / r.git.restore).toFixed(2)}× | ≤ 1.0× |`,
+      line('initial create', 'initial', '≤ 0.5×'),
+      line(`create after 30 changes (median of ${ROUNDS})`, 'create', '≤ 0.5×'),
+      line(`restore incl. undo point, ${r.restored} paths (median of ${ROUNDS})`, 'restore', '≤ 1.0×'),
     );
   }
   if (memory)
     lines.push(
-      `| ${memory.n.toLocaleString('en')} | peak memory of a create (max RSS; \`node -e 0\`: ${(memory.node / 1024).toFixed(0)} MiB) | ${(memory.ak / 1024).toFixed(0)} MiB | ${(memory.git / 1024).toFixed(0)} MiB | ${(memory.ak / memory.git).toFixed(2)}× | ≤ 2× |`,
+      `| ${memory.n.toLocaleString('en')} | peak memory of a create via the CLI (no journal; max RSS; \`node -e 0\`: ${(memory.node / 1024).toFixed(0)} MiB) | ${(memory.ak / 1024).toFixed(0)} MiB | – | ${(memory.git / 1024).toFixed(0)} MiB | ${(memory.ak / memory.git).toFixed(2)}× | – | ≤ 2× |`,
     );
   const load = os.loadavg().map((x) => x.toFixed(1));
   const info =

@@ -1457,7 +1457,8 @@ function program(ctx: Ctx): Command {
             o.tlsCert ? '--tls-cert needs --tls-key.' : '--tls-key needs --tls-cert.',
             'Pass both: --tls-cert cert.pem --tls-key key.pem.',
           );
-        const base = coreOpts(cmd);
+        // a server lives long enough for the dir backend's change journal (AGENTKEEP_DIR_JOURNAL=0: off)
+        const base: CoreOptions = { ...coreOpts(cmd), changeJournal: true };
         // the servers (vscode-languageserver, ws) are loaded for `serve` only, not on every CLI start
         if (o.stdio) {
           // eslint-disable-next-line @typescript-eslint/no-require-imports

@@ -115,7 +115,12 @@ export class CoreContext {
   async open(targetSpec: string, { mustExist = true, sweep = false }: OpenOptions = {}): Promise<TargetCtx> {
     const target = await resolveTarget(targetSpec);
     if (target.path) await checkStateDirVsTarget(this.stateDir, target.path);
-    const backend = backendFor({ target, layout: this.layout, objects: this.objects });
+    const backend = backendFor({
+      target,
+      layout: this.layout,
+      objects: this.objects,
+      changeJournal: this.opts.changeJournal === true,
+    });
     if (mustExist) await backend.check();
     await ensureStateDir(this.layout);
     await this.objects.init();

@@ -28,6 +28,13 @@ export interface CoreOptions {
    * (the CLI prints the undo command from it when interrupted).
    */
   onRestoreWriting?: (undo: RestorePoint | undefined) => void;
+  /**
+   * This Core lives as long as a server (`serve` sets it): backends may keep state across calls,
+   * e.g. the dir backend's change journal (inotify, sidecar/machine/dir/journal.ts), so a create
+   * after a small change reads only what changed. Default false (a one-shot CLI run walks the
+   * whole tree). AGENTKEEP_DIR_JOURNAL=0 turns the dir journal off anyway.
+   */
+  changeJournal?: boolean;
 }
 
 /** A restore's result when it took its undo point (every restore without noUndoPoint). */

@@ -93,6 +93,11 @@ export interface BackendContext<O = unknown> {
   target: ParsedTarget<O>;
   layout: StateLayout;
   objects: ObjectStore;
+  /**
+   * The process is long-running (the sidecar's `serve`; CoreOptions.changeJournal): a backend may
+   * keep state across calls, e.g. the dir backend's inotify change journal (dir/journal.ts).
+   */
+  changeJournal?: boolean;
 }
 
 /** One machine backend bound to one target. */

@@ -47,6 +47,7 @@ import {
   type Manifest,
 } from './manifest';
 import { HELD_NAME, HeldBound, INDEX_NAME, ObjectIndex } from './usage';
+import { journalFor, journalOffByEnv, type ChangeJournal, type Changed } from './journal';
 import { scanTree, statCacheOf } from './scan';
 import { buildTrees, childrenByDir, treeDifference } from './tree';
 
@@ -161,15 +162,28 @@ export class DirBackend implements MachineBackend {
   /** Our temp files found in the target by the last create (snapshot id -> target-relative paths); a restore removes them. */
   private strayTemps: { id: string; temps: string[] } | undefined;
 
+  /** The change journal of this target, when the process keeps one (BackendContext.changeJournal). */
+  private journal(): ChangeJournal | undefined {
+    if (!this.ctx.changeJournal || journalOffByEnv()) return undefined;
+    return journalFor(this.root, path.join(this.ctx.layout.locksDir, `${this.ctx.target.key}.barrier`));
+  }
+
+  /** How the last create of this backend object scanned (the journal's note, or "full walk"), for tests and AGENTKEEP_DEBUG. */
+  lastScan = '';
+
   /** Scan the tree, storing new contents as objects. */
   private async scanAndStore(
     caches: Manifest[],
     skip: PathFilter | undefined,
     progress?: BackendProgress,
     signal?: AbortSignal,
+    changed?: Changed,
   ) {
+    const sc = statCacheOf(...caches);
+    if (changed && caches[0]) sc[0].kids ??= kidsOf(caches[0]);
     return scanTree(this.root, {
-      caches: statCacheOf(...caches),
+      caches: sc,
+      changed,
       skip,
       concurrency: CONCURRENCY,
       hashFile: (abs, size) => this.ctx.objects.putFile(abs, size),
@@ -186,7 +200,27 @@ export class DirBackend implements MachineBackend {
   ): Promise<SnapshotInfo> {
     await this.check();
     const parent = await this.manifestOrUndefined(opts.parentId);
-    const r = await this.scanAndStore(parent ? [parent] : [], undefined, opts.progress, opts.signal);
+    const journal = this.journal();
+    const take = journal ? await journal.take(parent ? opts.parentId : undefined) : undefined;
+    this.lastScan = take?.note ?? 'full walk: no change journal in this process';
+    if (process.env.AGENTKEEP_DEBUG) process.stderr.write(`agentkeep dir ${this.root}: ${this.lastScan}\n`);
+    try {
+      const info = await this.createFrom(snapshotId, parent, opts, take?.changed);
+      journal?.commit(snapshotId, info.linked);
+      return info.info;
+    } catch (e) {
+      journal?.abandon();
+      throw e;
+    }
+  }
+
+  private async createFrom(
+    snapshotId: string,
+    parent: Manifest | undefined,
+    opts: { parentId?: string; progress?: BackendProgress; signal?: AbortSignal },
+    changed: Changed | undefined,
+  ): Promise<{ info: SnapshotInfo; linked: Set<string> }> {
+    const r = await this.scanAndStore(parent ? [parent] : [], undefined, opts.progress, opts.signal, changed);
     this.strayTemps = { id: snapshotId, temps: r.temps };
     // Trees (format 2): only directories that changed, and their ancestors, get a new tree object.
     const prevRoot = parent?.v === 2 && parent.tree ? { tree: parent.tree, treeSize: parent.treeSize ?? 0 } : undefined;
@@ -208,6 +242,8 @@ export class DirBackend implements MachineBackend {
     throwIfAborted(opts.signal, 'the restore point was not created; nothing in the target was changed');
     await writeManifest(this.manifestPath(snapshotId), m);
     parentsOf.set(m, r.parents);
+    // (after buildTrees: it replaced the entries of changed directories by copies with their new tree)
+    kidsCache.set(m, childrenByDir(m.entries, r.parents));
     // What this snapshot names that its parent did not (the size-cap bound); O(changed files).
     let added = r.bytes + trees.treeBytes; // no parent: everything
     if (parent) {
@@ -222,7 +258,10 @@ export class DirBackend implements MachineBackend {
     }
     const full = r.bytes + trees.treeBytes;
     await this.held.added(snapshotId, parent ? opts.parentId : undefined, added, full, await this.list());
-    return { files: r.entries.length, bytes: r.bytes, newBytes: r.newBytes, skipped: r.skipped };
+    return {
+      info: { files: r.entries.length, bytes: r.bytes, newBytes: r.newBytes, skipped: r.skipped },
+      linked: r.linked,
+    };
   }
 
   async list(): Promise<string[]> {
@@ -515,7 +554,8 @@ export class DirBackend implements MachineBackend {
     const finalModes = new Map<string, number>();
     for (const e of dirs) {
       const c = curMap.get(e.p);
-      if (!c || c.t !== 'd' || c.m !== e.m || relaxed.has(e.p)) finalModes.set(e.p, e.m);
+      // (a directory only written into, never relaxed, keeps its mode: no chmod, no inotify event)
+      if (!c || c.t !== 'd' || c.m !== e.m || (relaxed.get(e.p) ?? -1) >= 0) finalModes.set(e.p, e.m);
     }
     for (const [d, m] of relaxed) if (m >= 0 && !finalModes.has(d) && d !== '') finalModes.set(d, m);
     for (const d of [...finalModes.keys()].sort().reverse())

@@ -10,6 +10,9 @@
  * event loop), or from the previous scan for a directory whose own stat did not change; then lstat
  * runs in parallel on worker threads plus the main thread (statpool.ts). On a warm cache this is
  * several times faster than one promise per lstat (libuv's thread-pool round trip dominates).
+ * With the change journal of a long-running process (journal.ts, ScanOptions.changed) only the
+ * directories and paths inotify reported are listed and lstat'd; every other entry is the previous
+ * scan's entry object as is (the same objects, so unchanged directories keep their trees).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -17,17 +20,21 @@ import { AgentKeepError } from '../../core/errors';
 import { isErrno, isTempName, mapLimit, nameTooLongError, shortPath, throwIfAborted } from '../../core/fsutil';
 import type { PathFilter } from '../types';
 import { RACY_MS, type Entry, type Manifest } from './manifest';
+import type { Changed } from './journal';
 import { lstatMany, STAT_FIELDS } from './statpool';
+import { childrenByDir } from './tree';
 
 /** A stat cache: path -> entry, with the time its manifest's scan started. */
 export interface StatCache {
-  /** Path -> entry (built on first use: a scan against one cache never needs it). */
+  /** Path -> entry (built on first use: a scan against one cache never needs it; it looks entries up by directory). */
   readonly entries: Map<string, Entry>;
   scanStartMs: number;
   /** Lazily built: directory -> child names. */
   children?: Map<string, string[]>;
-  /** Directory ('' = the root) -> its entries, in manifest order. */
+  /** Directory ('' = the root) -> its entries, in manifest order (childrenOf). */
   kids?: Map<string, Entry[]>;
+  /** Files that had more than one hard link at that scan (always lstat'd by a journal scan). */
+  linked?: Set<string>;
 }
 
 /** Build a stat cache from manifests (later ones win). */
@@ -62,17 +69,11 @@ const listOf = new WeakMap<StatCache, Entry[]>();
  * string for them (at 100,000 files those strings were a good part of a create's peak memory).
  */
 function childrenOf(c: StatCache): Map<string, Entry[]> {
-  if (c.kids) return c.kids;
-  const m = new Map<string, Entry[]>();
-  for (const e of listOf.get(c) ?? c.entries.values()) {
-    const dir = e.p.slice(0, Math.max(0, e.p.lastIndexOf('/')));
-    const list = m.get(dir);
-    if (list) list.push(e);
-    else m.set(dir, [e]);
-  }
-  c.kids = m;
-  return m;
+  return (c.kids ??= childrenByDir(listOf.get(c) ?? [...c.entries.values()]));
 }
+
+/** The base name of a target-relative path. */
+const nameOf = (p: string): string => p.slice(p.lastIndexOf('/') + 1);
 
 /** The hash of `e` from its previous entry `o` when the stat fields match outside the racy window. */
 function hashFrom(o: Entry | undefined, e: Entry, scanStartMs: number): string | undefined {
@@ -116,6 +117,13 @@ export interface ScanOptions {
   signal?: AbortSignal;
   /** What an abort means for the caller, for the error message (default "the scan was stopped"). */
   abortWhat?: string;
+  /**
+   * What changed since the first stat cache's scan (the change journal, journal.ts). Only these
+   * directories are listed again (plus directories whose own stat changed), only these paths (plus
+   * names new in a listing, files with several links, and whole `trees`) are lstat'd; every other
+   * entry is the cached one as is. Needs `caches[0]`; ignored with `skip`.
+   */
+  changed?: Changed;
 }
 
 /** Result of a scan. */
@@ -140,6 +148,8 @@ export interface ScanResult {
    * cached entry objects, so its tree (tree.ts) is the cached one.
    */
   dirty: Set<string>;
+  /** Files with more than one hard link (a journal scan lstats them every time: a write through another link may raise no event here). */
+  linked: Set<string>;
   /** Per entry of `fresh`: the hash of the path's entry in the first stat cache, if it was a file. */
   freshWas: Map<Entry, string>;
 }
@@ -275,15 +285,34 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
   // Level by level: names of each directory (readdir, or the previous scan's names when the
   // directory's own stat is unchanged: entries are only added, removed or renamed by changing the
   // directory's mtime, as git's untracked cache relies on), then lstat of all of them, in parallel.
+  // With the change journal (opts.changed) a directory is listed only when the journal or its own
+  // stat says its listing changed, and only reported, new or multiply linked paths are lstat'd.
   const prev = opts.skip ? undefined : caches[0];
-  const kids = prev ? childrenOf(prev) : undefined;
+  const ch = prev ? opts.changed : undefined;
+  const prevKids = prev ? childrenOf(prev) : undefined;
   const prevStart = prev?.scanStartMs ?? 0;
+  // journal: names to lstat per directory
+  const marked = new Map<string, Set<string>>();
+  if (ch) {
+    const mark = (p: string): void => {
+      if (!p) return;
+      const i = p.lastIndexOf('/');
+      const d = i < 0 ? '' : p.slice(0, i);
+      let set = marked.get(d);
+      if (!set) marked.set(d, (set = new Set()));
+      set.add(p.slice(i + 1));
+    };
+    for (const p of ch.paths) mark(p);
+    for (const p of ch.trees) mark(p);
+    for (const p of prev?.linked ?? []) mark(p);
+  }
   const entries: Entry[] = [];
   const toHash: Entry[] = [];
   const fresh: Entry[] = [];
   const freshWas = new Map<Entry, string>();
   const parents: string[] = [];
   const dirty = new Set<string>();
+  const linked = new Set<string>();
   const temps: string[] = [];
   let skipped = 0;
   // directories whose listing held entries left out of the snapshot (temps, sockets, ...): marked
@@ -292,25 +321,76 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
   const dirIndex = new Map<string, number>();
   const abortWhat = opts.abortWhat ?? 'the scan was stopped';
   const relisted = new Map<string, Set<string> | undefined>();
-  let level: Array<{ rel: string; reuse: boolean }> = [{ rel: '', reuse: false }];
+  // Modes: FULL list and lstat all; NAMES the previous names, lstat all (no journal); LIST list,
+  // lstat new and marked names; KIDS the previous entries, lstat marked names (journal).
+  const FULL = 0;
+  const NAMES = 1;
+  const LIST = 2;
+  const KIDS = 3;
+  const racy = (e: Entry): boolean => !(e.mt < prevStart - RACY_MS);
+  /** Journal: the mode of a directory whose entry is the cached one. */
+  const keptMode = (e: Entry, parentMode: number): number =>
+    parentMode === FULL || (ch as Changed).trees.has(e.p)
+      ? FULL
+      : (ch as Changed).dirs.has(e.p) || e.x || racy(e)
+        ? LIST
+        : KIDS;
+  let level: Array<{ rel: string; mode: number }> = [{ rel: '', mode: ch ? (ch.trees.has('') ? FULL : LIST) : FULL }];
   let sliceStart = Date.now();
   while (level.length) {
-    // target-relative paths of this level; absolute ones (root + '/' + rel) are made only where needed
+    // one slot per entry of this level, in order: reused as is (stat -1) or lstat'd (index into rels)
+    const slotPrev: Array<Entry | undefined> = [];
+    const slotStat: number[] = [];
+    const slotDir: string[] = [];
+    const slotMode: number[] = [];
+    // target-relative paths to lstat; absolute ones (root + '/' + rel) are made only where needed
     const rels: string[] = [];
-    const dirOf: string[] = [];
-    // per path: its entry in the first stat cache (prev), if any
-    const prevOf: Array<Entry | undefined> = [];
-    for (const { rel, reuse } of level) {
-      if (reuse && kids) {
-        for (const c of kids.get(rel) ?? []) {
-          rels.push(c.p); // the cached entry's own path string (skip is off when reusing)
-          dirOf.push(rel);
-          prevOf.push(c);
+    for (const item of level) {
+      const rel = item.rel;
+      let mode = item.mode;
+      const absDir = rel ? root + '/' + rel : root;
+      let pk: Entry[] | undefined;
+      let marks: Set<string> | undefined;
+      if (prevKids) {
+        pk = prevKids.get(rel) ?? [];
+        marks = marked.get(rel);
+        if (mode === KIDS && marks) {
+          // a reported name the previous listing lacks: list the directory after all
+          const have = new Set(pk.map((e) => nameOf(e.p)));
+          for (const n of marks)
+            if (!have.has(n)) {
+              mode = LIST;
+              break;
+            }
         }
-      } else {
+      }
+      if (mode === KIDS) {
+        for (const e of pk as Entry[]) {
+          slotDir.push(rel);
+          slotMode.push(mode);
+          slotPrev.push(e);
+          const n = marks ? nameOf(e.p) : '';
+          if (marks?.has(n)) {
+            slotStat.push(rels.length);
+            rels.push(e.p);
+          } else slotStat.push(-1);
+        }
+        continue;
+      }
+      if (mode === NAMES) {
+        // the previous listing, with the cached entries' own path strings (skip is off when reusing)
+        for (const e of pk ?? []) {
+          slotDir.push(rel);
+          slotMode.push(mode);
+          slotPrev.push(e);
+          slotStat.push(rels.length);
+          rels.push(e.p);
+        }
+        continue;
+      }
+      let names: string[];
+      {
         dirty.add(rel);
-        const absDir = rel ? root + '/' + rel : root;
-        let names: string[];
         try {
           names = fs.readdirSync(absDir);
         } catch (e) {
@@ -319,18 +399,23 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
         }
         if (names.some((n) => n.includes('\uFFFD'))) checkNamesUtf8(absDir);
         names.sort();
-        const was = kids?.get(rel);
-        const byName = was ? new Map(was.map((e) => [e.p.slice(e.p.lastIndexOf('/') + 1), e])) : undefined;
-        for (const n of names) {
-          const p = rel ? rel + '/' + n : n;
-          if (opts.skip?.(p)) continue;
+      }
+      const byName = pk ? new Map(pk.map((e) => [nameOf(e.p), e])) : undefined;
+      for (const n of names) {
+        const p = rel ? rel + '/' + n : n;
+        if (opts.skip?.(p)) continue;
+        const pe = byName?.get(n);
+        slotDir.push(rel);
+        slotMode.push(mode);
+        slotPrev.push(pe);
+        if (mode === LIST && pe && !marks?.has(n)) slotStat.push(-1);
+        else {
+          slotStat.push(rels.length);
           rels.push(p);
-          dirOf.push(rel);
-          prevOf.push(byName?.get(n));
         }
       }
       if (Date.now() - sliceStart > 8) {
-        opts.onScan?.(entries.length + rels.length);
+        opts.onScan?.(entries.length + slotDir.length);
         await yieldNow();
         throwIfAborted(opts.signal, abortWhat);
         sliceStart = Date.now();
@@ -338,13 +423,33 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
     }
     throwIfAborted(opts.signal, abortWhat);
     const absOf = (k: number): string => root + '/' + rels[k];
-    const next: Array<{ rel: string; reuse: boolean }> = [];
     // lstat results of rels[from ...], one chunk at a time (a whole level of 100,000 paths at once
-    // held 5 MB of results, and as much again in the stat worker, at the create's peak memory)
+    // held 5 MB of results, and as much again in the stat worker, at the create's peak memory); the
+    // slots use the rels in order, so each chunk is read once
     let st: Float64Array = new Float64Array(0);
     let from = 0;
-    for (let k = 0; k < rels.length; k++) {
-      if (k === from + st.length / STAT_FIELDS) {
+    const next: Array<{ rel: string; mode: number }> = [];
+    for (let s = 0; s < slotDir.length; s++) {
+      const dirRel = slotDir[s];
+      const pmode = slotMode[s];
+      const k = slotStat[s];
+      if (k < 0) {
+        // journal: nothing reported about this path since the cached scan
+        const same = slotPrev[s] as Entry;
+        entries.push(same);
+        parents.push(dirRel);
+        if (same.t === 'd') {
+          if (same.x) {
+            dirty.add(dirRel);
+            const { x: _x, ...rest } = same;
+            entries[entries.length - 1] = rest;
+          }
+          dirIndex.set(same.p, entries.length - 1);
+          next.push({ rel: same.p, mode: keptMode(same, pmode) });
+        }
+        continue;
+      }
+      if (k >= from + st.length / STAT_FIELDS) {
         from = k;
         st = await lstatMany(rels.slice(k, k + STAT_CHUNK), root);
       }
@@ -356,7 +461,7 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
           again = fs.lstatSync(absOf(k));
         } catch (err) {
           if (isErrno(err, 'ENOENT') && goneFromDir(relisted, ...splitAbs(absOf(k)))) {
-            dirty.add(dirOf[k]);
+            dirty.add(dirRel);
             continue; // vanished during the walk
           }
           throw fileError(absOf(k), err);
@@ -367,37 +472,43 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
         st[o + 3] = again.ctimeMs;
         st[o + 4] = again.ino;
         st[o + 5] = 0;
+        st[o + 6] = again.nlink;
       }
       if ((st[o] & 0o170000) !== 0o040000 && isTempName(rels[k].slice(rels[k].lastIndexOf('/') + 1))) {
         temps.push(rels[k]); // our own temp file (a restore or a state write in progress or interrupted)
-        partial.add(dirOf[k]);
-        dirty.add(dirOf[k]);
+        partial.add(dirRel);
+        dirty.add(dirRel);
         continue;
       }
-      const same = unchanged(prevOf[k], prevStart, st, o);
+      if ((st[o] & 0o170000) === 0o100000 && st[o + 6] > 1) linked.add(rels[k]);
+      const pe = slotPrev[s];
+      const same = unchanged(pe, prevStart, st, o);
       if (same) {
         entries.push(same);
-        parents.push(dirOf[k]);
+        parents.push(dirRel);
         if (same.t === 'd') {
           if (same.x) {
-            dirty.add(dirOf[k]);
+            dirty.add(dirRel);
             // listed again below; marked again only if it still holds left-out entries
             const { x: _x, ...rest } = same;
             entries[entries.length - 1] = rest;
           }
           dirIndex.set(same.p, entries.length - 1);
-          next.push({ rel: same.p, reuse: !same.x && same.mt < prevStart - RACY_MS });
+          const mode = ch ? keptMode(same, pmode) : !same.x && same.mt < prevStart - RACY_MS && prevKids ? NAMES : FULL;
+          next.push({ rel: same.p, mode });
         }
         continue;
       }
       const mode = st[o];
       const fmt = mode & 0o170000;
       const e: Entry = { p: rels[k], t: 'f', m: mode & 0o7777, s: 0, mt: st[o + 2], ct: st[o + 3], i: st[o + 4] };
-      dirty.add(dirOf[k]);
+      dirty.add(dirRel);
       if (fmt === 0o040000) {
         e.t = 'd';
         dirIndex.set(e.p, entries.length);
-        next.push({ rel: e.p, reuse: false });
+        // journal: a directory that is new here (or another inode) is read whole
+        const whole = !ch || pmode === FULL || ch.trees.has(e.p) || !pe || pe.t !== 'd' || pe.i !== e.i;
+        next.push({ rel: e.p, mode: whole ? FULL : LIST });
       } else if (fmt === 0o120000) {
         e.t = 'l';
         try {
@@ -412,22 +523,24 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
         e.s = st[o + 1];
       } else if (fmt === 0o100000) {
         e.s = st[o + 1];
-        // the first cache by directory (prevOf), any further ones (diff, restore) by path
         let h: string | undefined;
-        for (let c = 0; c < caches.length && !h; c++)
-          h = hashFrom(c === 0 && prev ? prevOf[k] : caches[c].entries.get(e.p), e, caches[c].scanStartMs);
+        if (ch) h = hashFrom(pe, e, prevStart);
+        // the first cache by directory (pe), any further ones (diff, restore) by path
+        else
+          for (let c = 0; c < caches.length && !h; c++)
+            h = hashFrom(c === 0 && prev ? pe : caches[c].entries.get(e.p), e, caches[c].scanStartMs);
         if (h) e.h = h;
         else toHash.push(e);
         fresh.push(e);
-        const was = prevOf[k];
+        const was = pe;
         if (was?.t === 'f' && was.h) freshWas.set(e, was.h);
       } else {
         skipped++; // socket, fifo, device: not captured (docs/dir-backend.md)
-        partial.add(dirOf[k]);
+        partial.add(dirRel);
         continue;
       }
       entries.push(e);
-      parents.push(dirOf[k]);
+      parents.push(dirRel);
     }
     level = next;
     opts.onScan?.(entries.length);
@@ -477,6 +590,8 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
   for (const e of out) if (e.t === 'f') bytes += e.s;
   const freshOut = gone.size ? fresh.filter((e) => !gone.has(e)) : fresh;
   return {
+    linked,
+    freshWas,
     entries: out,
     rootMode,
     scanStartMs,
@@ -486,7 +601,6 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
     skipped,
     temps,
     fresh: freshOut,
-    freshWas,
     parents: outParents,
     dirty,
   };

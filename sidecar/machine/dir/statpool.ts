@@ -9,8 +9,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { Worker } from 'node:worker_threads';
 
-/** Numbers per path in a result: mode, size, mtimeMs, ctimeMs, ino, status (0 ok, 1 missing, 2 error). */
-export const STAT_FIELDS = 6;
+/** Numbers per path in a result: mode, size, mtimeMs, ctimeMs, ino, status (0 ok, 1 missing, 2 error), nlink. */
+export const STAT_FIELDS = 7;
 
 const WORKER_CODE = `
 const { parentPort } = require('node:worker_threads');
@@ -27,7 +27,7 @@ parentPort.on('message', ({ id, joined, n, base }) => {
     let st;
     try { st = fs.lstatSync(base === undefined ? p : base + '/' + p, { throwIfNoEntry: false }); } catch { out[o + 5] = 2; continue; }
     if (!st) { out[o + 5] = 1; continue; }
-    out[o] = st.mode; out[o + 1] = st.size; out[o + 2] = st.mtimeMs; out[o + 3] = st.ctimeMs; out[o + 4] = st.ino;
+    out[o] = st.mode; out[o + 1] = st.size; out[o + 2] = st.mtimeMs; out[o + 3] = st.ctimeMs; out[o + 4] = st.ino; out[o + 6] = st.nlink;
   }
   parentPort.postMessage({ id, out }, [out.buffer]);
 });
@@ -91,6 +91,7 @@ function statSlice(paths: string[], from: number, to: number, out: Float64Array,
     out[o + 2] = st.mtimeMs;
     out[o + 3] = st.ctimeMs;
     out[o + 4] = st.ino;
+    out[o + 6] = st.nlink;
   }
 }
 
@@ -98,7 +99,7 @@ function statSlice(paths: string[], from: number, to: number, out: Float64Array,
  * lstat every path: absolute, or relative to `base` (an absolute directory; each path is then
  * `base + '/' + path`, made only for its lstat, so a caller need not hold the absolute paths of a
  * whole level of a large tree). Returns STAT_FIELDS numbers per path: mode, size, mtimeMs, ctimeMs,
- * ino, status (0 ok, 1 missing, 2 error: the caller lstats again to get the error).
+ * ino, status (0 ok, 1 missing, 2 error: the caller lstats again to get the error), nlink.
  */
 export async function lstatMany(paths: string[], base?: string): Promise<Float64Array> {
   const out = new Float64Array(paths.length * STAT_FIELDS);
