@@ -259,6 +259,117 @@ faiss.write_index(index, ${JSON.stringify(path.join(dir, 'index.faiss'))})
       const note = r.findings.find((f) => f.severity === 'info');
       assert.match(note?.message ?? '', /it is a FAISS IHNf index, and the lint reads flat indexes only/);
     });
+    it('FAISS rows that do not match index.pkl (3, 5 or 0 rows for 4 documents) are a broken store, with a note', async () => {
+      const docs = { a: { text: 'Alpha' }, b: { text: 'Beta' }, c: { text: 'Gamma' }, d: { text: 'Delta' } };
+      const rows = (n: number): number[][] => Array.from({ length: n }, (_, i) => [i + 1, 0.5, -1, 2]);
+      for (const [n, re] of [
+        [
+          3,
+          /holds 3 vector\(s\), index\.pkl 4 document\(s\) \(0 row\(s\) without a document, 1 document\(s\) without a row\).*never recalls/,
+        ],
+        [
+          5,
+          /holds 5 vector\(s\), index\.pkl 4 document\(s\) \(1 row\(s\) without a document, 0 document\(s\) without a row\).*KeyError/,
+        ],
+      ] as const) {
+        const root = await a0Root({ docs, order: ['a', 'b', 'c', 'd'], vectors: rows(n) });
+        const { input, entries, findings } = await lintInput({ stores: [`agent-zero:${root}`] });
+        const broken = input.stores[0].files[0].broken?.message ?? '';
+        assert.match(
+          broken,
+          /^usr\/memory\/default\/index\.faiss does not match usr\/memory\/default\/index\.pkl/,
+          `${n}`,
+        );
+        assert.match(broken, re, `${n} rows`);
+        assert.deepEqual(vec(entries.get('a')), [1, 0.5, -1, 2], 'a row that belongs to a document is still read');
+        if (n === 3) assert.equal(entries.get('d')?.embedding, undefined, 'the document without a row');
+        const note = findings.find((f) => f.severity === 'info' && /does not match its index\.pkl/.test(f.message));
+        assert.ok(note, `a lint note says rows were left out (${n})`);
+        // the full lint reports the store as broken: an error
+        const full = await runLint({ stores: [`agent-zero:${root}`] }, QUIET);
+        assert.ok(
+          full.findings.some((f) => f.severity === 'error' && /index\.faiss does not match/.test(f.message)),
+          JSON.stringify(full.findings.map((f) => f.message)),
+        );
+        await fs.rm(root, { recursive: true });
+      }
+      // 0 rows (an empty index written by faiss) for 4 documents
+      const root = await a0Root({ docs, order: ['a', 'b', 'c', 'd'], vectors: rows(1) });
+      await python(
+        `import faiss; faiss.write_index(faiss.IndexFlatIP(4), ${JSON.stringify(path.join(root, 'usr/memory/default/index.faiss'))})`,
+        faissPython(),
+      );
+      const zero = await lintInput({ stores: [`agent-zero:${root}`] });
+      assert.match(zero.input.stores[0].files[0].broken?.message ?? '', /holds 0 vector\(s\), index\.pkl 4 document/);
+    });
+
+    it('a big, sparse, FIFO or /dev/zero index.faiss is judged by its header and size, never read whole', async () => {
+      const root = await a0Root({
+        docs: { a: { text: 'Alpha' }, b: { text: 'Beta' } },
+        order: ['a', 'b'],
+        vectors: [
+          [1, 2, 3, 4],
+          [5, 6, 7, 8],
+        ],
+      });
+      const faiss = path.join(root, 'usr', 'memory', 'default', 'index.faiss');
+      const brokenOf = async (): Promise<string> =>
+        (await lintInput({ stores: [`agent-zero:${root}`] })).input.stores[0].files[0].broken?.message ?? '';
+      // a 3 GiB sparse file of zeros: damaged by its first bytes (it was "greater than 2 GiB … check the permissions")
+      await fs.rm(faiss);
+      const h = await fs.open(faiss, 'w');
+      await h.truncate(3 * 1024 ** 3);
+      await h.close();
+      assert.match(
+        await brokenOf(),
+        /^usr\/memory\/default\/index\.faiss is damaged: it does not start with a FAISS index type \(first bytes 00000000\)/,
+      );
+      // a valid flat header for 2 rows of d=4 on a 3 GiB file: the size arithmetic says so
+      const head = Buffer.alloc(45);
+      head.write('IxFI', 0, 'latin1');
+      head.writeInt32LE(4, 4);
+      head.writeBigInt64LE(2n, 8);
+      head.writeUInt8(1, 32);
+      head.writeBigUInt64LE(8n, 37);
+      const fh = await fs.open(faiss, 'r+');
+      await fh.write(head, 0, head.length, 0);
+      await fh.close();
+      assert.match(
+        await brokenOf(),
+        /its header says 2 vectors of dimension 4 \(77 bytes\), but the file has 3221225472 bytes/,
+      );
+      // a FIFO, and a symlink to /dev/zero: refused, not read (both hung)
+      await fs.rm(faiss);
+      execFileSync('mkfifo', [faiss]);
+      assert.match(
+        await brokenOf(),
+        /index\.faiss is a FIFO \(named pipe\), not a regular file.*AgentKeep does not read it/,
+      );
+      await fs.rm(faiss);
+      await fs.symlink('/dev/zero', faiss);
+      assert.match(await brokenOf(), /index\.faiss is a device or other special file, not a regular file/);
+      const r = await lintInput({ stores: [`agent-zero:${root}`] });
+      for (const e of r.entries.values()) assert.equal(e.embedding, undefined);
+    });
+
+    it('an index.faiss row with NaN or Infinity is not a vector: left out with a note', async () => {
+      const root = await a0Root({
+        docs: { a: { text: 'Alpha' }, b: { text: 'Beta' } },
+        order: ['a', 'b'],
+        vectors: [
+          [1, 2, 3, 4],
+          [5, 6, 7, 8],
+        ],
+      });
+      const faiss = path.join(root, 'usr', 'memory', 'default', 'index.faiss');
+      const buf = await fs.readFile(faiss);
+      buf.writeFloatLE(NaN, buf.length - 4); // row b, last component
+      await fs.writeFile(faiss, buf);
+      const { entries, findings } = await lintInput({ stores: [`agent-zero:${root}`] });
+      assert.deepEqual(vec(entries.get('a')), [1, 2, 3, 4]);
+      assert.equal(entries.get('b')?.embedding, undefined);
+      assert.ok(findings.some((f) => /1 vector\(s\) of .*index\.faiss hold NaN or Infinity/.test(f.message)));
+    });
   });
 
   it('a store whose vectors cannot be read (its machine gone) is a warning; the lint goes on by the words', async () => {
