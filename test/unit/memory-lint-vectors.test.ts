@@ -288,7 +288,13 @@ faiss.write_index(index, ${JSON.stringify(path.join(dir, 'index.faiss'))})
         // the full lint reports the store as broken: an error
         const full = await runLint({ stores: [`agent-zero:${root}`] }, QUIET);
         assert.ok(
-          full.findings.some((f) => f.severity === 'error' && /index\.faiss does not match/.test(f.message)),
+          full.findings.some(
+            (f) =>
+              f.severity === 'error' &&
+              /^index\.faiss is broken, so the store cannot be trusted as it is: usr\/memory\/default\/index\.faiss does not match/.test(
+                f.message,
+              ),
+          ),
           JSON.stringify(full.findings.map((f) => f.message)),
         );
         await fs.rm(root, { recursive: true });
@@ -508,6 +514,44 @@ c.commit(); c.close()
       assert.match(intact.file, /collection\/intact\/storage\.sqlite$/);
       assert.equal(intact.entries[0].embedding?.vector.length, 4, 'the intact collection keeps its vectors');
       assert.deepEqual(findings, [], 'no vector warning of its own: the broken file is said once, by the lint');
+    });
+    it('a damaged or empty storage.sqlite is a broken store (an error finding); the other stores are still linted', async () => {
+      const a0 = path.join(tmp, 'a0');
+      await fs.cp(A0_FIXTURE, a0, { recursive: true });
+      const dir = await mem0Dir([{ id: ID1, text: 'Likes Sichuan food', vector: [0.1, 0.2, 0.3, 0.4] }]);
+      const db = path.join(dir, 'qdrant', 'collection', 'mem0', 'storage.sqlite');
+      const good = await fs.readFile(db);
+      for (const [what, bytes, re] of [
+        [
+          'truncated',
+          good.subarray(0, 1000),
+          /storage\.sqlite is broken, so .*SQLite database .*storage\.sqlite is damaged/,
+        ],
+        ['random bytes', Buffer.from(Array.from({ length: 8192 }, (_, i) => (i * 7919) % 251)), /is damaged/],
+        [
+          '0 bytes',
+          Buffer.alloc(0),
+          /storage\.sqlite is broken, .*is empty \(no tables\): the points of Qdrant collection "mem0" are gone/,
+        ],
+      ] as const) {
+        await fs.writeFile(db, bytes);
+        const { input } = await lintInput({ stores: [`agent-zero:${a0}`, `mem0:${dir}`] });
+        assert.equal(input.stores.length, 2, what);
+        assert.equal(input.stores[0].files.flatMap((f) => f.entries).length, 4, `Agent Zero is still linted (${what})`);
+        const full = await runLint({ stores: [`agent-zero:${a0}`, `mem0:${dir}`] }, QUIET);
+        const err = full.findings.find((f) => f.severity === 'error' && f.stores?.includes(`mem0:${dir}`));
+        assert.match(err?.message ?? '', re, what);
+      }
+      // through the CLI: the lint exits 1 (an error finding) with the store error in its findings
+      const out: string[] = [];
+      const errs: string[] = [];
+      const io: CliIO = { out: (x) => out.push(x), err: (x) => errs.push(x), isTTY: false, confirm: async () => true };
+      const argv = ['memory', 'lint', '--store', `agent-zero:${a0}`, '--store', `mem0:${dir}`, '--json'];
+      const code = await runCli([...argv, '--state-dir', path.join(tmp, 'state')], (o) => new Core(o), io);
+      assert.equal(code, 1);
+      const r = JSON.parse(out.join('')) as { findings: LintFinding[] };
+      assert.ok(r.findings.some((f) => f.severity === 'error' && /is empty \(no tables\)/.test(f.message)));
+      assert.deepEqual(errs, [], 'findings, not a failed command');
     });
   });
 
