@@ -11,6 +11,7 @@ import * as assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as http from 'node:http';
+import * as https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -19,11 +20,12 @@ import { Core } from '../../sidecar/core/core';
 import { AgentKeepError } from '../../sidecar/core/errors';
 import { openStore } from '../../sidecar/memory';
 import { readFaissVectors } from '../../sidecar/memory/agent-zero';
-import { configuredEndpoint, embeddingsRequestUrl } from '../../sidecar/memory/lint/embeddings';
+import { configuredEndpoint, embeddingsRequestUrl, maxAnswerBytes } from '../../sidecar/memory/lint/embeddings';
 import type { LintEntry, LintInput } from '../../sidecar/memory/lint/model';
 import { runLint, type RunLintDeps } from '../../sidecar/memory/lint/run';
 import type { LintFinding } from '../../sidecar/protocol';
 import { FIXTURES } from './helpers/paths';
+import { simCert } from './helpers/pve';
 
 const A0_FIXTURE = path.join(FIXTURES, 'memory', 'agent-zero');
 const MEM0_FIXTURE = path.join(FIXTURES, 'memory', 'mem0');
@@ -794,6 +796,100 @@ c.commit(); c.close()
       assert.throws(() => configuredEndpoint({ url: 'http://127.0.0.1:1/v1' }, {}), /without a model/);
       assert.throws(() => configuredEndpoint({ model: 'm' }, {}), /without an embeddings URL/);
       assert.equal(configuredEndpoint(undefined, {}), undefined, 'off by default');
+    });
+
+    it('an endless or oversized answer is cut at the cap (bytes for the batch), a warning, not an out-of-memory lint', async () => {
+      let sent = 0;
+      const s = await stub((_b, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        const chunk = Buffer.alloc(1 << 20, 0x20); // spaces: valid JSON whitespace, forever
+        const more = (): void => {
+          while (sent < 2 ** 31 && res.write(chunk)) sent += chunk.length;
+          if (sent < 2 ** 31) res.once('drain', more);
+        };
+        res.write('{"data": [');
+        more();
+      });
+      try {
+        const f = await failing(s.url, { batch: 2 });
+        assert.match(f.message, /failed: the answer is over 4.0 MiB, more than this batch's vectors .* take as JSON/);
+        assert.ok(sent < 64 << 20, `the stub was stopped early (${sent} bytes sent)`);
+        assert.equal(maxAnswerBytes(64), (1 << 20) + 64 * 8192 * 32, '17 MiB for the default batch');
+      } finally {
+        await s.close();
+      }
+    });
+
+    it('a redirect is not followed and names its Location; an untrusted certificate hints NODE_EXTRA_CA_CERTS', async () => {
+      const s = await stub((_b, res) => res.writeHead(307, { location: 'http://192.0.2.7/v1/embeddings' }).end());
+      try {
+        assert.match(
+          (await failing(s.url)).message,
+          /failed: HTTP 307: the endpoint redirects to http:\/\/192\.0\.2\.7\/v1\/embeddings, and redirects are not followed/,
+        );
+      } finally {
+        await s.close();
+      }
+      const { key, cert } = simCert();
+      const tls = https.createServer({ key, cert }, (_req, res) => res.writeHead(200).end('{}'));
+      await new Promise<void>((r) => tls.listen(0, '127.0.0.1', r));
+      try {
+        const url = `https://127.0.0.1:${(tls.address() as AddressInfo).port}/v1`;
+        const f = await failing(url);
+        assert.match(
+          f.message,
+          /its TLS certificate is not trusted \((DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN)/,
+        );
+        assert.match(f.message, /NODE_EXTRA_CA_CERTS=\/path\/to\/ca\.pem/);
+      } finally {
+        tls.closeAllConnections();
+        await new Promise<void>((r) => tls.close(() => r()));
+      }
+    });
+
+    it('0.0.0.0 is a listen address: refused with a hint to 127.0.0.1; *.localhost is not loopback; the CLI exits 2', async () => {
+      assert.throws(
+        () => embeddingsRequestUrl('http://0.0.0.0:11434/v1'),
+        (e: unknown) =>
+          e instanceof AgentKeepError &&
+          e.kind === 'InvalidParams' &&
+          /names 0\.0\.0\.0, the address a server listens on/.test(e.message) &&
+          e.hint === "Give this machine's loopback address: http://127.0.0.1:11434/v1.",
+      );
+      assert.throws(() => embeddingsRequestUrl('http://[::]:11434/v1'), /the address a server listens on/);
+      assert.throws(() => embeddingsRequestUrl('http://evil.localhost:11434/v1'), /plain http to another machine/);
+      assert.equal(embeddingsRequestUrl('http://127.8.0.1/v1').toString(), 'http://127.8.0.1/v1/embeddings');
+      const out: string[] = [];
+      const err: string[] = [];
+      const io: CliIO = { out: (x) => out.push(x), err: (x) => err.push(x), isTTY: false, confirm: async () => true };
+      const store = await hermes(TEXTS);
+      const argv = ['memory', 'lint', '--store', store, '--embeddings-url', 'http://192.0.2.7:11434/v1'];
+      const code = await runCli(
+        [...argv, '--embeddings-model', 'm', '--state-dir', path.join(tmp, 'state')],
+        (o) => new Core(o),
+        io,
+      );
+      assert.equal(code, 2, 'a refused URL is a bad argument (exit 2), not an error finding (exit 1)');
+      assert.match(err.join('\n'), /plain http to another machine/);
+    });
+
+    it('memory lint --fix with a failing endpoint says so (not only "Nothing to lint --fix.")', async () => {
+      const s = await stub();
+      const url = s.url;
+      await s.close();
+      const out: string[] = [];
+      const err: string[] = [];
+      const io: CliIO = { out: (x) => out.push(x), err: (x) => err.push(x), isTTY: false, confirm: async () => true };
+      const argv = ['memory', 'lint', '--fix', '--store', await hermes(TEXTS), '--embeddings-url', url];
+      const code = await runCli(
+        [...argv, '--embeddings-model', 'm', '--state-dir', path.join(tmp, 'state')],
+        (o) => new Core(o),
+        io,
+      );
+      assert.equal(code, 0);
+      const text = out.join('\n');
+      assert.match(text, /Nothing to lint --fix\./);
+      assert.match(text, /skipped: The embeddings endpoint .* failed: the connection was refused/);
     });
 
     it('at most maxEntries entries per lint: the rest is a lint note', async () => {
