@@ -510,7 +510,11 @@ export class AgentZeroStore implements MemoryStoreAdapter {
    *   - index.pkl missing while index.faiss exists: Agent Zero fails to load the subdir;
    *   - index.faiss missing while index.pkl exists: Agent Zero starts an EMPTY index and saves it over
    *     index.pkl on its next load (the memories are lost then);
+   *   - index.faiss not a regular file (a FIFO, a device such as a symlink to /dev/zero): refused,
+   *     never read; otherwise only its header is read (readHead) and checked against its size;
    *   - index.faiss not a FAISS index, or a flat index truncated (faissProblem): load fails;
+   *   - its rows do not match the documents of index.pkl (`store`, rowMismatch): a search that finds a
+   *     row without a document fails (KeyError), a document without a row is never recalled;
    *   - index.faiss.sha256 does not match index.faiss: Agent Zero discards the index and saves an
    *     empty one over it (memories lost on the next load);
    *   - embedding.json not JSON or without model_provider/model_name (with index.faiss present):

@@ -353,6 +353,8 @@ export class Mem0Store implements MemoryStoreAdapter {
   /**
    * The memories of one collection's storage.sqlite; with `vectors`, each point's dense vector too
    * (pointVector), keyed by embeddingKey(file, id), with `model`.
+   * @throws FileError for a damaged database (../sqlite.ts), or an empty one (0 bytes, no tables: the
+   *   collection's points are gone)
    */
   private readPoints(
     dbPath: string,
