@@ -110,6 +110,17 @@ export default defineConfig(
           ignoreRestSiblings: true,
         },
       ],
+      // `process.env = {...}` swaps Node's environment object for a plain one: later changes no longer
+      // reach the real environment (os.homedir(), native code); restore key by key (test/unit/helpers/env.ts)
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector:
+            "AssignmentExpression[left.type='MemberExpression'][left.object.name='process'][left.property.name='env']",
+          message:
+            'Do not replace process.env; set or delete its keys (tests: restoreEnv in test/unit/helpers/env.ts).',
+        },
+      ],
     },
   },
   {

@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
 import { forgetManifest, manifestJson, readManifest, type Manifest } from '../../sidecar/machine/dir/manifest';
-import { scanTree, statCacheOf } from '../../sidecar/machine/dir/scan';
+import { scanTree, STAT_CHUNK, statCacheOf } from '../../sidecar/machine/dir/scan';
 import { PARALLEL_MIN } from '../../sidecar/machine/dir/statpool';
 import { put, tempSetup } from './dir-fixtures';
 
@@ -92,6 +92,47 @@ describe('dir backend: scan and stat cache', function () {
     const again = await scanTree(s.tree, { hashFile, caches: statCacheOf(m) });
     assert.equal(again.hashed, 0);
     assert.equal(again.entries.length, withWorkers.entries.length);
+  });
+
+  it('a level larger than one lstat chunk: every path gets its own stat (changes on both sides of a chunk border are found)', async () => {
+    const n = STAT_CHUNK + 300;
+    const name = (i: number): string => `f${String(i).padStart(6, '0')}.txt`; // sorted as numbered
+    for (let i = 0; i < n; i++) fs.writeFileSync(path.join(s.tree, name(i)), `file ${i}`);
+    const hashFile = async (abs: string): Promise<{ hash: string; newBytes: number }> => ({
+      hash: 'h:' + fs.readFileSync(abs, 'utf8'),
+      newBytes: 0,
+    });
+    const first = await scanTree(s.tree, { hashFile });
+    assert.equal(first.entries.length, n);
+    process.env.AGENTKEEP_STAT_WORKERS = '0';
+    try {
+      assert.deepEqual((await scanTree(s.tree, { hashFile })).entries, first.entries);
+    } finally {
+      delete process.env.AGENTKEEP_STAT_WORKERS;
+    }
+    await sleep(80);
+    const m: Manifest = {
+      v: 1,
+      backend: 'dir',
+      target: 'x',
+      id: 'x',
+      createdAt: '',
+      scanStartMs: Date.now(),
+      rootMode: 0o755,
+      bytes: 0,
+      entries: first.entries,
+    };
+    // the last path of the first chunk, the first of the second, and one near the end
+    const edited = [STAT_CHUNK - 1, STAT_CHUNK, n - 2];
+    for (const i of edited) fs.appendFileSync(path.join(s.tree, name(i)), ' edited');
+    const again = await scanTree(s.tree, { hashFile, caches: statCacheOf(m) });
+    assert.equal(again.entries.length, n);
+    assert.deepEqual(
+      again.fresh.map((e) => e.p),
+      edited.map(name),
+    );
+    for (const i of edited) assert.equal(again.entries[i].h, `h:file ${i} edited`);
+    assert.equal(again.entries[0], first.entries[0]); // unchanged: the cached object itself
   });
 
   it('manifests round-trip through their JSON and their trees', async () => {

@@ -16,6 +16,7 @@ import { a0Pickle, startA0Stub, type A0Stub } from './helpers/agent-zero-stub';
 import { expectAgentKeepError as expectError } from './helpers/errors';
 import { FIXTURES } from './helpers/paths';
 import { buildSidecar, runSidecar } from './helpers/sidecar';
+import { restoreEnv } from './helpers/env';
 
 const FIXTURE = path.join(FIXTURES, 'memory', 'agent-zero');
 
@@ -43,7 +44,7 @@ describe('agent-zero memory store', function () {
   afterEach(async () => {
     await stub?.close();
     stub = undefined;
-    process.env = { ...savedEnv };
+    restoreEnv(savedEnv);
     await fs.rm(tmp, { recursive: true, force: true });
   });
 

@@ -25,6 +25,7 @@ import type { LintEntry, LintInput } from '../../sidecar/memory/lint/model';
 import { runLint, type RunLintDeps } from '../../sidecar/memory/lint/run';
 import type { LintFinding } from '../../sidecar/protocol';
 import { FIXTURES } from './helpers/paths';
+import { restoreEnv } from './helpers/env';
 import { simCert } from './helpers/pve';
 
 const A0_FIXTURE = path.join(FIXTURES, 'memory', 'agent-zero');
@@ -91,7 +92,7 @@ describe('memory lint: vectors from the stores and from an embeddings endpoint (
     for (const k of Object.keys(process.env)) if (/^AGENTKEEP_(EMBEDDINGS|A0|MEM0)_/.test(k)) delete process.env[k];
   });
   afterEach(async () => {
-    process.env = { ...savedEnv };
+    restoreEnv(savedEnv);
     await fs.rm(tmp, { recursive: true, force: true });
   });
 

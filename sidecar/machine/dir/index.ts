@@ -211,11 +211,10 @@ export class DirBackend implements MachineBackend {
     // What this snapshot names that its parent did not (the size-cap bound); O(changed files).
     let added = r.bytes + trees.treeBytes; // no parent: everything
     if (parent) {
-      const before = statCacheOf(parent)[0].entries;
       const seen = new Set<string>();
       added = 0;
       for (const e of r.fresh) {
-        if (!e.h || before.get(e.p)?.h === e.h || seen.has(e.h)) continue;
+        if (!e.h || r.freshWas.get(e) === e.h || seen.has(e.h)) continue;
         seen.add(e.h);
         added += e.s;
       }

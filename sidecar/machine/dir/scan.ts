@@ -21,10 +21,13 @@ import { lstatMany, STAT_FIELDS } from './statpool';
 
 /** A stat cache: path -> entry, with the time its manifest's scan started. */
 export interface StatCache {
-  entries: Map<string, Entry>;
+  /** Path -> entry (built on first use: a scan against one cache never needs it). */
+  readonly entries: Map<string, Entry>;
   scanStartMs: number;
   /** Lazily built: directory -> child names. */
   children?: Map<string, string[]>;
+  /** Directory ('' = the root) -> its entries, in manifest order. */
+  kids?: Map<string, Entry[]>;
 }
 
 /** Build a stat cache from manifests (later ones win). */
@@ -34,58 +37,65 @@ export function statCacheOf(...ms: Array<Manifest | undefined>): StatCache[] {
     .map((m) => {
       let c = built.get(m);
       if (!c) {
-        c = { entries: new Map(m.entries.map((e) => [e.p, e])), scanStartMs: m.scanStartMs };
+        // the path map of 100,000 entries was ~10 MB of a create's peak memory (its keys flattened
+        // too); a scan looks entries up by directory (kids), so the map is made only if asked for
+        let map: Map<string, Entry> | undefined;
+        c = {
+          scanStartMs: m.scanStartMs,
+          get entries(): Map<string, Entry> {
+            return (map ??= new Map(m.entries.map((e) => [e.p, e])));
+          },
+        };
+        listOf.set(c, m.entries);
         built.set(m, c);
       }
       return c;
     });
 }
 const built = new WeakMap<Manifest, StatCache>();
+/** The entries of a cache made by statCacheOf, in manifest order. */
+const listOf = new WeakMap<StatCache, Entry[]>();
 
-/** Names of each directory's children in a previous scan (`''` = the root), in manifest order. */
-function childrenOf(c: StatCache): Map<string, string[]> {
-  if (c.children) return c.children;
-  const m = new Map<string, string[]>();
-  for (const p of c.entries.keys()) {
-    const i = p.lastIndexOf('/');
-    const dir = i < 0 ? '' : p.slice(0, i);
-    const name = i < 0 ? p : p.slice(i + 1);
+/**
+ * Each directory's child entries in a previous scan (`''` = the root), in manifest order. A scan
+ * that reuses a directory's listing takes the paths from these entries, so it builds no new path
+ * string for them (at 100,000 files those strings were a good part of a create's peak memory).
+ */
+function childrenOf(c: StatCache): Map<string, Entry[]> {
+  if (c.kids) return c.kids;
+  const m = new Map<string, Entry[]>();
+  for (const e of listOf.get(c) ?? c.entries.values()) {
+    const dir = e.p.slice(0, Math.max(0, e.p.lastIndexOf('/')));
     const list = m.get(dir);
-    if (list) list.push(name);
-    else m.set(dir, [name]);
+    if (list) list.push(e);
+    else m.set(dir, [e]);
   }
-  c.children = m;
+  c.kids = m;
   return m;
 }
 
-function cachedHash(caches: StatCache[], e: Entry): string | undefined {
-  for (const c of caches) {
-    const o = c.entries.get(e.p);
-    if (
-      o &&
-      o.t === 'f' &&
-      o.h &&
-      o.s === e.s &&
-      o.mt === e.mt &&
-      o.ct === e.ct &&
-      o.i === e.i &&
-      o.mt < c.scanStartMs - RACY_MS
-    )
-      return o.h;
-  }
-  return undefined;
+/** The hash of `e` from its previous entry `o` when the stat fields match outside the racy window. */
+function hashFrom(o: Entry | undefined, e: Entry, scanStartMs: number): string | undefined {
+  return o &&
+    o.t === 'f' &&
+    o.h &&
+    o.s === e.s &&
+    o.mt === e.mt &&
+    o.ct === e.ct &&
+    o.i === e.i &&
+    o.mt < scanStartMs - RACY_MS
+    ? o.h
+    : undefined;
 }
 
 /**
  * The previous entry itself when nothing about the path changed (type, mode, size, times, inode;
  * for files also outside the racy window). Reusing it avoids allocating 20,000 objects per scan.
  */
-function unchanged(c: StatCache | undefined, p: string, st: Float64Array, o: number): Entry | undefined {
-  const e = c?.entries.get(p);
+function unchanged(e: Entry | undefined, scanStartMs: number, st: Float64Array, o: number): Entry | undefined {
   if (!e || e.mt !== st[o + 2] || e.ct !== st[o + 3] || e.i !== st[o + 4] || e.m !== (st[o] & 0o7777)) return undefined;
   const fmt = st[o] & 0o170000;
-  if (e.t === 'f')
-    return fmt === 0o100000 && e.s === st[o + 1] && e.mt < (c as StatCache).scanStartMs - RACY_MS ? e : undefined;
+  if (e.t === 'f') return fmt === 0o100000 && e.s === st[o + 1] && e.mt < scanStartMs - RACY_MS ? e : undefined;
   if (e.t === 'd') return fmt === 0o040000 ? e : undefined;
   return fmt === 0o120000 && e.s === st[o + 1] ? e : undefined;
 }
@@ -130,9 +140,14 @@ export interface ScanResult {
    * cached entry objects, so its tree (tree.ts) is the cached one.
    */
   dirty: Set<string>;
+  /** Per entry of `fresh`: the hash of the path's entry in the first stat cache, if it was a file. */
+  freshWas: Map<Entry, string>;
 }
 
 const yieldNow = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+/** Paths per lstatMany call: big enough for the stat worker to pay off (statpool PARALLEL_MIN), small enough to bound memory. */
+export const STAT_CHUNK = 16384;
 
 /**
  * The error for a path of the target that cannot be read, by its cause: permissions (EACCES, EPERM)
@@ -262,9 +277,11 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
   // directory's mtime, as git's untracked cache relies on), then lstat of all of them, in parallel.
   const prev = opts.skip ? undefined : caches[0];
   const kids = prev ? childrenOf(prev) : undefined;
+  const prevStart = prev?.scanStartMs ?? 0;
   const entries: Entry[] = [];
   const toHash: Entry[] = [];
   const fresh: Entry[] = [];
+  const freshWas = new Map<Entry, string>();
   const parents: string[] = [];
   const dirty = new Set<string>();
   const temps: string[] = [];
@@ -278,15 +295,22 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
   let level: Array<{ rel: string; reuse: boolean }> = [{ rel: '', reuse: false }];
   let sliceStart = Date.now();
   while (level.length) {
+    // target-relative paths of this level; absolute ones (root + '/' + rel) are made only where needed
     const rels: string[] = [];
-    const abss: string[] = [];
     const dirOf: string[] = [];
+    // per path: its entry in the first stat cache (prev), if any
+    const prevOf: Array<Entry | undefined> = [];
     for (const { rel, reuse } of level) {
-      if (!(reuse && kids)) dirty.add(rel);
-      const absDir = rel ? root + '/' + rel : root;
-      let names: string[];
-      if (reuse && kids) names = kids.get(rel) ?? [];
-      else {
+      if (reuse && kids) {
+        for (const c of kids.get(rel) ?? []) {
+          rels.push(c.p); // the cached entry's own path string (skip is off when reusing)
+          dirOf.push(rel);
+          prevOf.push(c);
+        }
+      } else {
+        dirty.add(rel);
+        const absDir = rel ? root + '/' + rel : root;
+        let names: string[];
         try {
           names = fs.readdirSync(absDir);
         } catch (e) {
@@ -295,13 +319,15 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
         }
         if (names.some((n) => n.includes('\uFFFD'))) checkNamesUtf8(absDir);
         names.sort();
-      }
-      for (const n of names) {
-        const p = rel ? rel + '/' + n : n;
-        if (opts.skip?.(p)) continue;
-        rels.push(p);
-        abss.push(absDir + '/' + n);
-        dirOf.push(rel);
+        const was = kids?.get(rel);
+        const byName = was ? new Map(was.map((e) => [e.p.slice(e.p.lastIndexOf('/') + 1), e])) : undefined;
+        for (const n of names) {
+          const p = rel ? rel + '/' + n : n;
+          if (opts.skip?.(p)) continue;
+          rels.push(p);
+          dirOf.push(rel);
+          prevOf.push(byName?.get(n));
+        }
       }
       if (Date.now() - sliceStart > 8) {
         opts.onScan?.(entries.length + rels.length);
@@ -311,21 +337,29 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
       }
     }
     throwIfAborted(opts.signal, abortWhat);
-    const st = await lstatMany(abss);
+    const absOf = (k: number): string => root + '/' + rels[k];
     const next: Array<{ rel: string; reuse: boolean }> = [];
+    // lstat results of rels[from ...], one chunk at a time (a whole level of 100,000 paths at once
+    // held 5 MB of results, and as much again in the stat worker, at the create's peak memory)
+    let st: Float64Array = new Float64Array(0);
+    let from = 0;
     for (let k = 0; k < rels.length; k++) {
-      const o = k * STAT_FIELDS;
+      if (k === from + st.length / STAT_FIELDS) {
+        from = k;
+        st = await lstatMany(rels.slice(k, k + STAT_CHUNK), root);
+      }
+      const o = (k - from) * STAT_FIELDS;
       if (st[o + 5] !== 0) {
         // Missing or failed: lstat again here. Skip it only when its directory no longer lists it.
         let again: fs.Stats;
         try {
-          again = fs.lstatSync(abss[k]);
+          again = fs.lstatSync(absOf(k));
         } catch (err) {
-          if (isErrno(err, 'ENOENT') && goneFromDir(relisted, ...splitAbs(abss[k]))) {
+          if (isErrno(err, 'ENOENT') && goneFromDir(relisted, ...splitAbs(absOf(k)))) {
             dirty.add(dirOf[k]);
             continue; // vanished during the walk
           }
-          throw fileError(abss[k], err);
+          throw fileError(absOf(k), err);
         }
         st[o] = again.mode;
         st[o + 1] = again.size;
@@ -340,7 +374,7 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
         dirty.add(dirOf[k]);
         continue;
       }
-      const same = unchanged(prev, rels[k], st, o);
+      const same = unchanged(prevOf[k], prevStart, st, o);
       if (same) {
         entries.push(same);
         parents.push(dirOf[k]);
@@ -352,7 +386,7 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
             entries[entries.length - 1] = rest;
           }
           dirIndex.set(same.p, entries.length - 1);
-          next.push({ rel: same.p, reuse: !same.x && same.mt < (prev as StatCache).scanStartMs - RACY_MS });
+          next.push({ rel: same.p, reuse: !same.x && same.mt < prevStart - RACY_MS });
         }
         continue;
       }
@@ -367,21 +401,26 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
       } else if (fmt === 0o120000) {
         e.t = 'l';
         try {
-          e.l = fs.readlinkSync(abss[k]);
+          e.l = fs.readlinkSync(absOf(k));
         } catch (err) {
-          if (isErrno(err, 'ENOENT') && goneFromDir(relisted, ...splitAbs(abss[k]))) continue; // vanished during the walk
+          if (isErrno(err, 'ENOENT') && goneFromDir(relisted, ...splitAbs(absOf(k)))) continue; // vanished during the walk
           throw fileError(
-            abss[k],
+            absOf(k),
             isErrno(err, 'EINVAL') ? new Error('it stopped being a symlink during the scan; try again') : err,
           );
         }
         e.s = st[o + 1];
       } else if (fmt === 0o100000) {
         e.s = st[o + 1];
-        const h = cachedHash(caches, e);
+        // the first cache by directory (prevOf), any further ones (diff, restore) by path
+        let h: string | undefined;
+        for (let c = 0; c < caches.length && !h; c++)
+          h = hashFrom(c === 0 && prev ? prevOf[k] : caches[c].entries.get(e.p), e, caches[c].scanStartMs);
         if (h) e.h = h;
         else toHash.push(e);
         fresh.push(e);
+        const was = prevOf[k];
+        if (was?.t === 'f' && was.h) freshWas.set(e, was.h);
       } else {
         skipped++; // socket, fifo, device: not captured (docs/dir-backend.md)
         partial.add(dirOf[k]);
@@ -447,6 +486,7 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
     skipped,
     temps,
     fresh: freshOut,
+    freshWas,
     parents: outParents,
     dirty,
   };
