@@ -146,6 +146,16 @@ faiss.write_index(index, ${JSON.stringify(path.join(dir, 'index.faiss'))})
       return root;
     }
 
+    /** Two documents, a and b, rows in that order, d=4. */
+    const TWO_DOCS = {
+      docs: { a: { text: 'Alpha' }, b: { text: 'Beta' } },
+      order: ['a', 'b'],
+      vectors: [
+        [1, 2, 3, 4],
+        [5, 6, 7, 8],
+      ],
+    };
+
     it('maps each FAISS row (IndexFlatIP, written by faiss) to its document, not by docstore order', async () => {
       // rows in another order than the docstore's; one document whose metadata.id is not its key
       const root = await a0Root({
@@ -207,14 +217,7 @@ faiss.write_index(index, ${JSON.stringify(path.join(dir, 'index.faiss'))})
     });
 
     it('a damaged (truncated) index.faiss gives no vectors and stays a broken-store error, never a crash', async () => {
-      const root = await a0Root({
-        docs: { a: { text: 'Alpha' }, b: { text: 'Beta' } },
-        order: ['a', 'b'],
-        vectors: [
-          [1, 2, 3, 4],
-          [5, 6, 7, 8],
-        ],
-      });
+      const root = await a0Root(TWO_DOCS);
       const faiss = path.join(root, 'usr', 'memory', 'default', 'index.faiss');
       const full = await fs.readFile(faiss);
       await fs.writeFile(faiss, full.subarray(0, full.length - 5));
@@ -230,14 +233,7 @@ faiss.write_index(index, ${JSON.stringify(path.join(dir, 'index.faiss'))})
     });
 
     it('an index.faiss over the size cap, or not a flat index (HNSW by faiss), is skipped with a lint note', async () => {
-      const root = await a0Root({
-        docs: { a: { text: 'Alpha' }, b: { text: 'Beta' } },
-        order: ['a', 'b'],
-        vectors: [
-          [1, 2, 3, 4],
-          [5, 6, 7, 8],
-        ],
-      });
+      const root = await a0Root(TWO_DOCS);
       const capped = await lintInput({ stores: [`agent-zero:${root}`] }, { storeVectorMaxBytes: 64 });
       for (const e of capped.entries.values()) assert.equal(e.embedding, undefined);
       assert.equal(capped.findings.length, 1);
@@ -248,15 +244,7 @@ faiss.write_index(index, ${JSON.stringify(path.join(dir, 'index.faiss'))})
         /^Lint note: The vectors of .*index\.faiss were not read: the file is 77 B, over the 64 B/,
       );
 
-      const hnsw = await a0Root({
-        docs: { a: { text: 'Alpha' }, b: { text: 'Beta' } },
-        order: ['a', 'b'],
-        vectors: [
-          [1, 2, 3, 4],
-          [5, 6, 7, 8],
-        ],
-        kind: 'IndexHNSWFlat',
-      });
+      const hnsw = await a0Root({ ...TWO_DOCS, kind: 'IndexHNSWFlat' });
       const r = await lintInput({ stores: [`agent-zero:${hnsw}`] });
       for (const e of r.entries.values()) assert.equal(e.embedding, undefined);
       const note = r.findings.find((f) => f.severity === 'info');
@@ -313,14 +301,7 @@ faiss.write_index(index, ${JSON.stringify(path.join(dir, 'index.faiss'))})
     });
 
     it('a big, sparse, FIFO or /dev/zero index.faiss is judged by its header and size, never read whole', async () => {
-      const root = await a0Root({
-        docs: { a: { text: 'Alpha' }, b: { text: 'Beta' } },
-        order: ['a', 'b'],
-        vectors: [
-          [1, 2, 3, 4],
-          [5, 6, 7, 8],
-        ],
-      });
+      const root = await a0Root(TWO_DOCS);
       const faiss = path.join(root, 'usr', 'memory', 'default', 'index.faiss');
       const brokenOf = async (): Promise<string> =>
         (await lintInput({ stores: [`agent-zero:${root}`] })).input.stores[0].files[0].broken?.message ?? '';
@@ -362,14 +343,7 @@ faiss.write_index(index, ${JSON.stringify(path.join(dir, 'index.faiss'))})
     });
 
     it('an index.faiss row with NaN or Infinity is not a vector: left out with a note', async () => {
-      const root = await a0Root({
-        docs: { a: { text: 'Alpha' }, b: { text: 'Beta' } },
-        order: ['a', 'b'],
-        vectors: [
-          [1, 2, 3, 4],
-          [5, 6, 7, 8],
-        ],
-      });
+      const root = await a0Root(TWO_DOCS);
       const faiss = path.join(root, 'usr', 'memory', 'default', 'index.faiss');
       const buf = await fs.readFile(faiss);
       buf.writeFloatLE(NaN, buf.length - 4); // row b, last component
