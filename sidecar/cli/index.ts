@@ -41,6 +41,7 @@
  * Exit codes: 0 ok, 1 failure, 2 usage error (unknown command/option, missing or bad argument).
  */
 import { formatFindings } from '../memory/lint/format';
+import { embeddingsRequestUrl } from '../memory/lint/embeddings';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline/promises';
@@ -1096,6 +1097,15 @@ function program(ctx: Ctx): Command {
             `The embeddings URL ${url} was given without a model.`,
             'Name the model the server serves: --embeddings-model nomic-embed-text (or AGENTKEEP_EMBEDDINGS_MODEL).',
           );
+        if (url) {
+          // a URL that is refused (does not parse, plain http to another machine …) is a bad argument: exit 2
+          try {
+            embeddingsRequestUrl(url);
+          } catch (e) {
+            if (e instanceof AgentKeepError) throw new UsageError(e.kind, e.message, e.hint);
+            throw e;
+          }
+        }
         const embeddings = url && model ? { embeddings: { url, model } } : {};
         if (o.apply && !o.fix)
           throw new UsageError(

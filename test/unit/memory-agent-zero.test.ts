@@ -117,6 +117,7 @@ import a0_pickle as a
 import uuid
 d = {"5d2c0a3e-1111-4a3b-8c2d-000000000001": a.Document("Use the snake tool in instruments/snake.md", {"area": "instruments", "id": "5d2c0a3e-1111-4a3b-8c2d-000000000001", "timestamp": "2024-06-01 08:00:00"})}
 a.save(${JSON.stringify(path.join(legacy, 'index.pkl'))}, a.InMemoryDocstore(d), {0: list(d)[0]})
+a.resize_faiss(${JSON.stringify(path.join(legacy, 'index.faiss'))}, 1)  # one row for its one document
 `);
     const s = openStore(`agent-zero:${root}`);
     const files = await s.list();
@@ -153,6 +154,7 @@ import sys; sys.path.insert(0, ${JSON.stringify(path.join(FIXTURES, 'memory'))})
 import a0_pickle as a
 d = {"pW1eb00001": a.Document("The web project deploys with pnpm run deploy.", {"area": "main", "id": "pW1eb00001", "timestamp": "2026-02-01 12:00:00"})}
 a.save(${JSON.stringify(path.join(proj, 'index.pkl'))}, a.InMemoryDocstore(d), {0: "pW1eb00001"})
+a.resize_faiss(${JSON.stringify(path.join(proj, 'index.faiss'))}, 1)  # one row for its one document
 `);
     stub = await startA0Stub(path.join(root, 'usr', 'memory'));
     const s = new AgentZeroStore(root, undefined, { url: stub.url });

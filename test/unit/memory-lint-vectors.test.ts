@@ -11,6 +11,7 @@ import * as assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as http from 'node:http';
+import * as https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -19,12 +20,13 @@ import { Core } from '../../sidecar/core/core';
 import { AgentKeepError } from '../../sidecar/core/errors';
 import { openStore } from '../../sidecar/memory';
 import { readFaissVectors } from '../../sidecar/memory/agent-zero';
-import { configuredEndpoint, embeddingsRequestUrl } from '../../sidecar/memory/lint/embeddings';
+import { configuredEndpoint, embeddingsRequestUrl, maxAnswerBytes } from '../../sidecar/memory/lint/embeddings';
 import type { LintEntry, LintInput } from '../../sidecar/memory/lint/model';
 import { runLint, type RunLintDeps } from '../../sidecar/memory/lint/run';
 import type { LintFinding } from '../../sidecar/protocol';
 import { FIXTURES } from './helpers/paths';
 import { restoreEnv } from './helpers/env';
+import { simCert } from './helpers/pve';
 
 const A0_FIXTURE = path.join(FIXTURES, 'memory', 'agent-zero');
 const MEM0_FIXTURE = path.join(FIXTURES, 'memory', 'mem0');
@@ -144,6 +146,16 @@ faiss.write_index(index, ${JSON.stringify(path.join(dir, 'index.faiss'))})
       return root;
     }
 
+    /** Two documents, a and b, rows in that order, d=4. */
+    const TWO_DOCS = {
+      docs: { a: { text: 'Alpha' }, b: { text: 'Beta' } },
+      order: ['a', 'b'],
+      vectors: [
+        [1, 2, 3, 4],
+        [5, 6, 7, 8],
+      ],
+    };
+
     it('maps each FAISS row (IndexFlatIP, written by faiss) to its document, not by docstore order', async () => {
       // rows in another order than the docstore's; one document whose metadata.id is not its key
       const root = await a0Root({
@@ -205,14 +217,7 @@ faiss.write_index(index, ${JSON.stringify(path.join(dir, 'index.faiss'))})
     });
 
     it('a damaged (truncated) index.faiss gives no vectors and stays a broken-store error, never a crash', async () => {
-      const root = await a0Root({
-        docs: { a: { text: 'Alpha' }, b: { text: 'Beta' } },
-        order: ['a', 'b'],
-        vectors: [
-          [1, 2, 3, 4],
-          [5, 6, 7, 8],
-        ],
-      });
+      const root = await a0Root(TWO_DOCS);
       const faiss = path.join(root, 'usr', 'memory', 'default', 'index.faiss');
       const full = await fs.readFile(faiss);
       await fs.writeFile(faiss, full.subarray(0, full.length - 5));
@@ -228,14 +233,7 @@ faiss.write_index(index, ${JSON.stringify(path.join(dir, 'index.faiss'))})
     });
 
     it('an index.faiss over the size cap, or not a flat index (HNSW by faiss), is skipped with a lint note', async () => {
-      const root = await a0Root({
-        docs: { a: { text: 'Alpha' }, b: { text: 'Beta' } },
-        order: ['a', 'b'],
-        vectors: [
-          [1, 2, 3, 4],
-          [5, 6, 7, 8],
-        ],
-      });
+      const root = await a0Root(TWO_DOCS);
       const capped = await lintInput({ stores: [`agent-zero:${root}`] }, { storeVectorMaxBytes: 64 });
       for (const e of capped.entries.values()) assert.equal(e.embedding, undefined);
       assert.equal(capped.findings.length, 1);
@@ -246,19 +244,114 @@ faiss.write_index(index, ${JSON.stringify(path.join(dir, 'index.faiss'))})
         /^Lint note: The vectors of .*index\.faiss were not read: the file is 77 B, over the 64 B/,
       );
 
-      const hnsw = await a0Root({
-        docs: { a: { text: 'Alpha' }, b: { text: 'Beta' } },
-        order: ['a', 'b'],
-        vectors: [
-          [1, 2, 3, 4],
-          [5, 6, 7, 8],
-        ],
-        kind: 'IndexHNSWFlat',
-      });
+      const hnsw = await a0Root({ ...TWO_DOCS, kind: 'IndexHNSWFlat' });
       const r = await lintInput({ stores: [`agent-zero:${hnsw}`] });
       for (const e of r.entries.values()) assert.equal(e.embedding, undefined);
       const note = r.findings.find((f) => f.severity === 'info');
       assert.match(note?.message ?? '', /it is a FAISS IHNf index, and the lint reads flat indexes only/);
+    });
+    it('FAISS rows that do not match index.pkl (3, 5 or 0 rows for 4 documents) are a broken store, with a note', async () => {
+      const docs = { a: { text: 'Alpha' }, b: { text: 'Beta' }, c: { text: 'Gamma' }, d: { text: 'Delta' } };
+      const rows = (n: number): number[][] => Array.from({ length: n }, (_, i) => [i + 1, 0.5, -1, 2]);
+      for (const [n, re] of [
+        [
+          3,
+          /holds 3 vector\(s\), index\.pkl 4 document\(s\) \(0 row\(s\) without a document, 1 document\(s\) without a row\).*never recalls/,
+        ],
+        [
+          5,
+          /holds 5 vector\(s\), index\.pkl 4 document\(s\) \(1 row\(s\) without a document, 0 document\(s\) without a row\).*KeyError/,
+        ],
+      ] as const) {
+        const root = await a0Root({ docs, order: ['a', 'b', 'c', 'd'], vectors: rows(n) });
+        const { input, entries, findings } = await lintInput({ stores: [`agent-zero:${root}`] });
+        const broken = input.stores[0].files[0].broken?.message ?? '';
+        assert.match(
+          broken,
+          /^usr\/memory\/default\/index\.faiss does not match usr\/memory\/default\/index\.pkl/,
+          `${n}`,
+        );
+        assert.match(broken, re, `${n} rows`);
+        assert.deepEqual(vec(entries.get('a')), [1, 0.5, -1, 2], 'a row that belongs to a document is still read');
+        if (n === 3) assert.equal(entries.get('d')?.embedding, undefined, 'the document without a row');
+        const note = findings.find((f) => f.severity === 'info' && /does not match its index\.pkl/.test(f.message));
+        assert.ok(note, `a lint note says rows were left out (${n})`);
+        // the full lint reports the store as broken: an error
+        const full = await runLint({ stores: [`agent-zero:${root}`] }, QUIET);
+        assert.ok(
+          full.findings.some(
+            (f) =>
+              f.severity === 'error' &&
+              /^index\.faiss is broken, so the store cannot be trusted as it is: usr\/memory\/default\/index\.faiss does not match/.test(
+                f.message,
+              ),
+          ),
+          JSON.stringify(full.findings.map((f) => f.message)),
+        );
+        await fs.rm(root, { recursive: true });
+      }
+      // 0 rows (an empty index written by faiss) for 4 documents
+      const root = await a0Root({ docs, order: ['a', 'b', 'c', 'd'], vectors: rows(1) });
+      await python(
+        `import faiss; faiss.write_index(faiss.IndexFlatIP(4), ${JSON.stringify(path.join(root, 'usr/memory/default/index.faiss'))})`,
+        faissPython(),
+      );
+      const zero = await lintInput({ stores: [`agent-zero:${root}`] });
+      assert.match(zero.input.stores[0].files[0].broken?.message ?? '', /holds 0 vector\(s\), index\.pkl 4 document/);
+    });
+
+    it('a big, sparse, FIFO or /dev/zero index.faiss is judged by its header and size, never read whole', async () => {
+      const root = await a0Root(TWO_DOCS);
+      const faiss = path.join(root, 'usr', 'memory', 'default', 'index.faiss');
+      const brokenOf = async (): Promise<string> =>
+        (await lintInput({ stores: [`agent-zero:${root}`] })).input.stores[0].files[0].broken?.message ?? '';
+      // a 3 GiB sparse file of zeros: damaged by its first bytes (it was "greater than 2 GiB … check the permissions")
+      await fs.rm(faiss);
+      const h = await fs.open(faiss, 'w');
+      await h.truncate(3 * 1024 ** 3);
+      await h.close();
+      assert.match(
+        await brokenOf(),
+        /^usr\/memory\/default\/index\.faiss is damaged: it does not start with a FAISS index type \(first bytes 00000000\)/,
+      );
+      // a valid flat header for 2 rows of d=4 on a 3 GiB file: the size arithmetic says so
+      const head = Buffer.alloc(45);
+      head.write('IxFI', 0, 'latin1');
+      head.writeInt32LE(4, 4);
+      head.writeBigInt64LE(2n, 8);
+      head.writeUInt8(1, 32);
+      head.writeBigUInt64LE(8n, 37);
+      const fh = await fs.open(faiss, 'r+');
+      await fh.write(head, 0, head.length, 0);
+      await fh.close();
+      assert.match(
+        await brokenOf(),
+        /its header says 2 vectors of dimension 4 \(77 bytes\), but the file has 3221225472 bytes/,
+      );
+      // a FIFO, and a symlink to /dev/zero: refused, not read (both hung)
+      await fs.rm(faiss);
+      execFileSync('mkfifo', [faiss]);
+      assert.match(
+        await brokenOf(),
+        /index\.faiss is a FIFO \(named pipe\), not a regular file.*AgentKeep does not read it/,
+      );
+      await fs.rm(faiss);
+      await fs.symlink('/dev/zero', faiss);
+      assert.match(await brokenOf(), /index\.faiss is a device or other special file, not a regular file/);
+      const r = await lintInput({ stores: [`agent-zero:${root}`] });
+      for (const e of r.entries.values()) assert.equal(e.embedding, undefined);
+    });
+
+    it('an index.faiss row with NaN or Infinity is not a vector: left out with a note', async () => {
+      const root = await a0Root(TWO_DOCS);
+      const faiss = path.join(root, 'usr', 'memory', 'default', 'index.faiss');
+      const buf = await fs.readFile(faiss);
+      buf.writeFloatLE(NaN, buf.length - 4); // row b, last component
+      await fs.writeFile(faiss, buf);
+      const { entries, findings } = await lintInput({ stores: [`agent-zero:${root}`] });
+      assert.deepEqual(vec(entries.get('a')), [1, 2, 3, 4]);
+      assert.equal(entries.get('b')?.embedding, undefined);
+      assert.ok(findings.some((f) => /1 vector\(s\) of .*index\.faiss hold NaN or Infinity/.test(f.message)));
     });
   });
 
@@ -398,6 +491,44 @@ c.commit(); c.close()
       assert.match(intact.file, /collection\/intact\/storage\.sqlite$/);
       assert.equal(intact.entries[0].embedding?.vector.length, 4, 'the intact collection keeps its vectors');
       assert.deepEqual(findings, [], 'no vector warning of its own: the broken file is said once, by the lint');
+    });
+    it('a damaged or empty storage.sqlite is a broken store (an error finding); the other stores are still linted', async () => {
+      const a0 = path.join(tmp, 'a0');
+      await fs.cp(A0_FIXTURE, a0, { recursive: true });
+      const dir = await mem0Dir([{ id: ID1, text: 'Likes Sichuan food', vector: [0.1, 0.2, 0.3, 0.4] }]);
+      const db = path.join(dir, 'qdrant', 'collection', 'mem0', 'storage.sqlite');
+      const good = await fs.readFile(db);
+      for (const [what, bytes, re] of [
+        [
+          'truncated',
+          good.subarray(0, 1000),
+          /storage\.sqlite is broken, so .*SQLite database .*storage\.sqlite is damaged/,
+        ],
+        ['random bytes', Buffer.from(Array.from({ length: 8192 }, (_, i) => (i * 7919) % 251)), /is damaged/],
+        [
+          '0 bytes',
+          Buffer.alloc(0),
+          /storage\.sqlite is broken, .*is empty \(no tables\): the points of Qdrant collection "mem0" are gone/,
+        ],
+      ] as const) {
+        await fs.writeFile(db, bytes);
+        const { input } = await lintInput({ stores: [`agent-zero:${a0}`, `mem0:${dir}`] });
+        assert.equal(input.stores.length, 2, what);
+        assert.equal(input.stores[0].files.flatMap((f) => f.entries).length, 4, `Agent Zero is still linted (${what})`);
+        const full = await runLint({ stores: [`agent-zero:${a0}`, `mem0:${dir}`] }, QUIET);
+        const err = full.findings.find((f) => f.severity === 'error' && f.stores?.includes(`mem0:${dir}`));
+        assert.match(err?.message ?? '', re, what);
+      }
+      // through the CLI: the lint exits 1 (an error finding) with the store error in its findings
+      const out: string[] = [];
+      const errs: string[] = [];
+      const io: CliIO = { out: (x) => out.push(x), err: (x) => errs.push(x), isTTY: false, confirm: async () => true };
+      const argv = ['memory', 'lint', '--store', `agent-zero:${a0}`, '--store', `mem0:${dir}`, '--json'];
+      const code = await runCli([...argv, '--state-dir', path.join(tmp, 'state')], (o) => new Core(o), io);
+      assert.equal(code, 1);
+      const r = JSON.parse(out.join('')) as { findings: LintFinding[] };
+      assert.ok(r.findings.some((f) => f.severity === 'error' && /is empty \(no tables\)/.test(f.message)));
+      assert.deepEqual(errs, [], 'findings, not a failed command');
     });
   });
 
@@ -640,6 +771,100 @@ c.commit(); c.close()
       assert.throws(() => configuredEndpoint({ url: 'http://127.0.0.1:1/v1' }, {}), /without a model/);
       assert.throws(() => configuredEndpoint({ model: 'm' }, {}), /without an embeddings URL/);
       assert.equal(configuredEndpoint(undefined, {}), undefined, 'off by default');
+    });
+
+    it('an endless or oversized answer is cut at the cap (bytes for the batch), a warning, not an out-of-memory lint', async () => {
+      let sent = 0;
+      const s = await stub((_b, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        const chunk = Buffer.alloc(1 << 20, 0x20); // spaces: valid JSON whitespace, forever
+        const more = (): void => {
+          while (sent < 2 ** 31 && res.write(chunk)) sent += chunk.length;
+          if (sent < 2 ** 31) res.once('drain', more);
+        };
+        res.write('{"data": [');
+        more();
+      });
+      try {
+        const f = await failing(s.url, { batch: 2 });
+        assert.match(f.message, /failed: the answer is over 4.0 MiB, more than this batch's vectors .* take as JSON/);
+        assert.ok(sent < 64 << 20, `the stub was stopped early (${sent} bytes sent)`);
+        assert.equal(maxAnswerBytes(64), (1 << 20) + 64 * 8192 * 32, '17 MiB for the default batch');
+      } finally {
+        await s.close();
+      }
+    });
+
+    it('a redirect is not followed and names its Location; an untrusted certificate hints NODE_EXTRA_CA_CERTS', async () => {
+      const s = await stub((_b, res) => res.writeHead(307, { location: 'http://192.0.2.7/v1/embeddings' }).end());
+      try {
+        assert.match(
+          (await failing(s.url)).message,
+          /failed: HTTP 307: the endpoint redirects to http:\/\/192\.0\.2\.7\/v1\/embeddings, and redirects are not followed/,
+        );
+      } finally {
+        await s.close();
+      }
+      const { key, cert } = simCert();
+      const tls = https.createServer({ key, cert }, (_req, res) => res.writeHead(200).end('{}'));
+      await new Promise<void>((r) => tls.listen(0, '127.0.0.1', r));
+      try {
+        const url = `https://127.0.0.1:${(tls.address() as AddressInfo).port}/v1`;
+        const f = await failing(url);
+        assert.match(
+          f.message,
+          /its TLS certificate is not trusted \((DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN)/,
+        );
+        assert.match(f.message, /NODE_EXTRA_CA_CERTS=\/path\/to\/ca\.pem/);
+      } finally {
+        tls.closeAllConnections();
+        await new Promise<void>((r) => tls.close(() => r()));
+      }
+    });
+
+    it('0.0.0.0 is a listen address: refused with a hint to 127.0.0.1; *.localhost is not loopback; the CLI exits 2', async () => {
+      assert.throws(
+        () => embeddingsRequestUrl('http://0.0.0.0:11434/v1'),
+        (e: unknown) =>
+          e instanceof AgentKeepError &&
+          e.kind === 'InvalidParams' &&
+          /names 0\.0\.0\.0, the address a server listens on/.test(e.message) &&
+          e.hint === "Give this machine's loopback address: http://127.0.0.1:11434/v1.",
+      );
+      assert.throws(() => embeddingsRequestUrl('http://[::]:11434/v1'), /the address a server listens on/);
+      assert.throws(() => embeddingsRequestUrl('http://evil.localhost:11434/v1'), /plain http to another machine/);
+      assert.equal(embeddingsRequestUrl('http://127.8.0.1/v1').toString(), 'http://127.8.0.1/v1/embeddings');
+      const out: string[] = [];
+      const err: string[] = [];
+      const io: CliIO = { out: (x) => out.push(x), err: (x) => err.push(x), isTTY: false, confirm: async () => true };
+      const store = await hermes(TEXTS);
+      const argv = ['memory', 'lint', '--store', store, '--embeddings-url', 'http://192.0.2.7:11434/v1'];
+      const code = await runCli(
+        [...argv, '--embeddings-model', 'm', '--state-dir', path.join(tmp, 'state')],
+        (o) => new Core(o),
+        io,
+      );
+      assert.equal(code, 2, 'a refused URL is a bad argument (exit 2), not an error finding (exit 1)');
+      assert.match(err.join('\n'), /plain http to another machine/);
+    });
+
+    it('memory lint --fix with a failing endpoint says so (not only "Nothing to lint --fix.")', async () => {
+      const s = await stub();
+      const url = s.url;
+      await s.close();
+      const out: string[] = [];
+      const err: string[] = [];
+      const io: CliIO = { out: (x) => out.push(x), err: (x) => err.push(x), isTTY: false, confirm: async () => true };
+      const argv = ['memory', 'lint', '--fix', '--store', await hermes(TEXTS), '--embeddings-url', url];
+      const code = await runCli(
+        [...argv, '--embeddings-model', 'm', '--state-dir', path.join(tmp, 'state')],
+        (o) => new Core(o),
+        io,
+      );
+      assert.equal(code, 0);
+      const text = out.join('\n');
+      assert.match(text, /Nothing to lint --fix\./);
+      assert.match(text, /skipped: The embeddings endpoint .* failed: the connection was refused/);
     });
 
     it('at most maxEntries entries per lint: the rest is a lint note', async () => {

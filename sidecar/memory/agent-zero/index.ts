@@ -203,32 +203,101 @@ const FLAT_FOURCC = ['IxFI', 'IxF2', 'IxFl'];
  * `is_trained` u8, `metric_type` int32 (+ float metric_arg when > 1), then the vectors as a uint64
  * count of floats and the float32 data (ntotal * d floats). Returns the reason it is damaged, or
  * undefined; `ntotal` is returned for a flat index that checks out.
+ * @param buf the file, or only its first FAISS_HEAD_BYTES (then `size` is the file's size in bytes)
+ * @param size the file's size in bytes (default buf.length): the layout is checked against it
  */
-export function faissProblem(buf: Buffer): { problem?: string; ntotal?: number; d?: number } {
-  if (buf.length < 4) return { problem: `it is ${buf.length} bytes long, too short for a FAISS index` };
+export function faissProblem(buf: Buffer, size = buf.length): { problem?: string; ntotal?: number; d?: number } {
+  if (size < 4) return { problem: `it is ${size} bytes long, too short for a FAISS index` };
   const fourcc = buf.toString('latin1', 0, 4);
   if (fourcc[0] !== 'I') {
     return { problem: `it does not start with a FAISS index type (first bytes ${buf.subarray(0, 4).toString('hex')})` };
   }
   if (!FLAT_FOURCC.includes(fourcc)) return {}; // another index type: not checked further
-  if (buf.length < 37) return { problem: `the ${fourcc} header is cut off (${buf.length} bytes)` };
+  if (size < 37 || buf.length < 37) return { problem: `the ${fourcc} header is cut off (${size} bytes)` };
   const d = buf.readInt32LE(4);
-  const ntotal = Number(buf.readBigInt64LE(8));
+  const ntotal = buf.readBigInt64LE(8);
   const metric = buf.readInt32LE(33);
   const head = 37 + (metric > 1 ? 4 : 0);
-  if (d <= 0 || ntotal < 0 || buf.length < head + 8) {
-    return { problem: `the ${fourcc} header is damaged (d ${d}, ntotal ${ntotal}, ${buf.length} bytes)` };
+  if (d <= 0 || ntotal < 0n || size < head + 8 || buf.length < head + 8) {
+    return { problem: `the ${fourcc} header is damaged (d ${d}, ntotal ${ntotal}, ${size} bytes)` };
   }
-  const floats = Number(buf.readBigUInt64LE(head));
-  const want = head + 8 + ntotal * d * 4;
-  if (floats !== ntotal * d || buf.length !== want) {
+  const floats = buf.readBigUInt64LE(head);
+  const want = BigInt(head + 8) + ntotal * BigInt(d) * 4n; // BigInt: a damaged header can say anything
+  if (floats !== ntotal * BigInt(d) || BigInt(size) !== want) {
     return {
       problem:
         `its header says ${ntotal} vectors of dimension ${d} (${want} bytes), ` +
-        `but the file has ${buf.length} bytes (truncated, or written over)`,
+        `but the file has ${size} bytes (truncated, or written over)`,
     };
   }
-  return { ntotal, d };
+  return { ntotal: Number(ntotal), d };
+}
+
+/** Bytes of an index.faiss that faissProblem needs (the flat header with its metric_arg and float count). */
+export const FAISS_HEAD_BYTES = 64;
+
+/**
+ * How the rows of a flat index.faiss (`ntotal`) and the documents of its index.pkl disagree
+ * (LangChain FAISS keeps row i ↔ `index_to_docstore_id[i]` ↔ a docstore document): `unmapped` rows
+ * 0..ntotal-1 with no entry in the map (a search that finds one raises KeyError), `unindexed`
+ * documents no row below ntotal maps to (never found by a search). Undefined: they match.
+ */
+export function rowMismatch(
+  ntotal: number,
+  indexToId: Map<number, string>,
+  docs: A0Document[],
+): { unmapped: number; unindexed: number; summary: string } | undefined {
+  let mapped = 0;
+  const found = new Set<string>();
+  for (const [row, key] of indexToId)
+    if (row < ntotal) {
+      mapped++;
+      found.add(key);
+    }
+  const unmapped = ntotal - mapped;
+  const unindexed = docs.filter((d) => !found.has(d.key)).length;
+  if (!unmapped && !unindexed) return undefined;
+  return {
+    unmapped,
+    unindexed,
+    summary:
+      `index.faiss holds ${ntotal} vector(s), index.pkl ${docs.length} document(s) ` +
+      `(${unmapped} row(s) without a document, ${unindexed} document(s) without a row)`,
+  };
+}
+
+/** What a file that is not a regular file is, for messages (FileStat of a followed symlink). */
+function specialKind(st: { isDirectory(): boolean; isFIFO(): boolean; isSocket(): boolean }): string {
+  if (st.isDirectory()) return 'a directory';
+  if (st.isFIFO()) return 'a FIFO (named pipe)';
+  if (st.isSocket()) return 'a socket';
+  return 'a device or other special file';
+}
+
+/**
+ * The first `bytes` of regular file `abs` on `io`'s machine, without reading the rest: locally with
+ * one read(2), elsewhere with `head -c` (whole-file read only for a file of at most
+ * A0_MAX_FAISS_BYTES when head is not there). The caller has checked that it is a regular file.
+ * @throws as FileTransport.readFile
+ */
+async function readHead(io: FileTransport, abs: string, bytes: number, size: number): Promise<Buffer> {
+  if (!io.remote) {
+    const h = await fs.open(abs, 'r');
+    try {
+      const buf = Buffer.alloc(Math.min(bytes, size));
+      const { bytesRead } = await h.read(buf, 0, buf.length, 0);
+      return buf.subarray(0, bytesRead);
+    } finally {
+      await h.close();
+    }
+  }
+  const r = await io.exec(['head', '-c', String(bytes), '--', abs]).catch((e: unknown) => {
+    if (e instanceof AgentKeepError) throw e;
+    return undefined;
+  });
+  if (r?.code === 0) return r.stdout.subarray(0, bytes);
+  if (size > A0_MAX_FAISS_BYTES) throw new Error(`head -c ${bytes} failed on ${io.where}`);
+  return (await io.readFile(abs)).subarray(0, bytes);
 }
 
 /** Bigger index.faiss files are not read for their vectors (about 170,000 MiniLM vectors of 384 floats). */
@@ -441,14 +510,22 @@ export class AgentZeroStore implements MemoryStoreAdapter {
    *   - index.pkl missing while index.faiss exists: Agent Zero fails to load the subdir;
    *   - index.faiss missing while index.pkl exists: Agent Zero starts an EMPTY index and saves it over
    *     index.pkl on its next load (the memories are lost then);
+   *   - index.faiss not a regular file (a FIFO, a device such as a symlink to /dev/zero): refused,
+   *     never read; otherwise only its header is read (readHead) and checked against its size;
    *   - index.faiss not a FAISS index, or a flat index truncated (faissProblem): load fails;
+   *   - its rows do not match the documents of index.pkl (`store`, rowMismatch): a search that finds a
+   *     row without a document fails (KeyError), a document without a row is never recalled;
    *   - index.faiss.sha256 does not match index.faiss: Agent Zero discards the index and saves an
    *     empty one over it (memories lost on the next load);
    *   - embedding.json not JSON or without model_provider/model_name (with index.faiss present):
    *     Agent Zero's load fails.
    * (index.pkl that does not unpickle is found by readAll, from parseDocstore.)
    */
-  private async dirProblems(dir: A0MemoryDir, hasPkl: boolean): Promise<AgentKeepError[]> {
+  private async dirProblems(
+    dir: A0MemoryDir,
+    hasPkl: boolean,
+    store?: { docs: A0Document[]; indexToId: Map<number, string> },
+  ): Promise<AgentKeepError[]> {
     const abs = this.abs(dir.rel); // for commands on that machine (cp -a …)
     const shown = this.io.display(abs);
     const out: AgentKeepError[] = [];
@@ -457,9 +534,22 @@ export class AgentZeroStore implements MemoryStoreAdapter {
       'hash together)';
     const fileError = (message: string, hint: string): AgentKeepError => new AgentKeepError('FileError', message, hint);
     const perms = 'Check the permissions of the Agent Zero directory (Docker volumes are often owned by root).';
-    let faiss: Buffer | undefined;
+    const faissAbs = this.abs(dir.rel, 'index.faiss');
+    let faiss: { head: Buffer; size: number } | undefined;
     try {
-      faiss = await this.io.readFile(this.abs(dir.rel, 'index.faiss'));
+      const st = await this.io.stat(faissAbs); // follows a symlink: only to a regular file is it read
+      if (!st.isFile()) {
+        const what = specialKind(st);
+        out.push(
+          fileError(
+            `${dir.rel}/index.faiss is ${what}, not a regular file: Agent Zero cannot load memory subdir ` +
+              `"${dir.subdir}" from it, and AgentKeep does not read it (reading ${what} may never end).`,
+            `Put the real index.faiss back (a symlink must point to a regular file): ${restore}.`,
+          ),
+        );
+      } else {
+        faiss = { head: await readHead(this.io, faissAbs, FAISS_HEAD_BYTES, st.size), size: st.size };
+      }
     } catch (e) {
       if (e instanceof AgentKeepError) throw e;
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
@@ -486,7 +576,7 @@ export class AgentZeroStore implements MemoryStoreAdapter {
       );
     }
     if (faiss) {
-      const f = faissProblem(faiss);
+      const f = faissProblem(faiss.head, faiss.size);
       if (f.problem) {
         out.push(
           fileError(
@@ -495,11 +585,33 @@ export class AgentZeroStore implements MemoryStoreAdapter {
           ),
         );
       }
+      const rows = f.ntotal !== undefined && store ? rowMismatch(f.ntotal, store.indexToId, store.docs) : undefined;
+      if (rows) {
+        out.push(
+          fileError(
+            `${dir.rel}/index.faiss does not match ${dir.rel}/index.pkl: ${rows.summary}. ` +
+              (rows.unmapped
+                ? `An Agent Zero memory search that finds one of the ${rows.unmapped} row(s) without a document fails ` +
+                  '(LangChain looks the row up in index_to_docstore_id: KeyError)'
+                : `Agent Zero never recalls the ${rows.unindexed} document(s) without a row (a search finds only rows)`) +
+              (rows.unmapped && rows.unindexed
+                ? `, and it never recalls the ${rows.unindexed} document(s) without a row`
+                : '') +
+              '.',
+            `Keep a copy (cp -a ${abs} ${abs}.bak), then ${restore}. The texts are in index.pkl, which AgentKeep still shows.`,
+          ),
+        );
+      }
       const stored = await this.io.readFile(this.abs(dir.rel, 'index.faiss.sha256')).then(
         (b) => b.toString('utf8'),
         () => undefined,
       );
-      if (stored !== undefined && stored.trim() !== createHash('sha256').update(faiss).digest('hex')) {
+      const hashOk = async (want: string): Promise<boolean> =>
+        (await this.io.hashFile(faissAbs).catch((e: unknown) => {
+          if (e instanceof AgentKeepError) throw e;
+          return want; // unreadable now: not a mismatch we can show
+        })) === want;
+      if (stored !== undefined && !(await hashOk(stored.trim()))) {
         out.push(
           fileError(
             `${dir.rel}/index.faiss does not match ${dir.rel}/index.faiss.sha256: on its next load Agent Zero ` +
@@ -592,7 +704,11 @@ export class AgentZeroStore implements MemoryStoreAdapter {
           warnings.push(`${dir.rel}/index.pkl is missing: no memories in "${dir.subdir}" ${first}.`);
         } // with index.faiss present a missing index.pkl is broken (dirProblems)
       }
-      let docs: { docs: A0Document[]; warnings: string[] } = { docs: [], warnings: [] };
+      let docs: { docs: A0Document[]; indexToId: Map<number, string>; warnings: string[] } = {
+        docs: [],
+        indexToId: new Map(),
+        warnings: [],
+      };
       if (buf) {
         try {
           docs = parseDocstore(buf, pkl);
@@ -602,7 +718,7 @@ export class AgentZeroStore implements MemoryStoreAdapter {
         }
       }
       if (problems.length) unread.push(problems[0]);
-      problems.push(...(await this.dirProblems(dir, buf !== undefined)));
+      problems.push(...(await this.dirProblems(dir, buf !== undefined, buf && !problems.length ? docs : undefined)));
       for (const p of problems.slice(1)) warnings.push(`Also broken: ${p.message} ${p.hint ?? ''}`.trim());
       warnings.push(...docs.warnings);
       warnings.push(
@@ -664,7 +780,9 @@ export class AgentZeroStore implements MemoryStoreAdapter {
    * configured model can differ until Agent Zero re-embeds: list() warns about that), else
    * `agent-zero:unknown-model`. A subdir whose index.faiss is over A0_MAX_FAISS_BYTES, or not a flat
    * index, is skipped with a note; one that is missing, damaged, or whose index.pkl does not unpickle
-   * gives no vectors (list() reports it as broken). Rows without a document are left out.
+   * gives no vectors (list() reports it as broken). Rows without a document, and documents without a
+   * row (rowMismatch: list() reports the subdir as broken), are left out with a note; so are vectors
+   * with a NaN or Infinity component.
    * @throws what the transport throws when the machine cannot be reached (AgentKeepError)
    */
   async embeddings(limits: { maxBytes?: number } = {}): Promise<StoreEmbeddings> {
@@ -718,13 +836,30 @@ export class AgentZeroStore implements MemoryStoreAdapter {
         : `agent-zero:unknown-model ${this.io.display(this.abs(dir.rel, ''))}`; // unknown: never compared across subdirs or stores
       const byKey = new Map(docs.map((d) => [d.key, d]));
       const file = this.io.display(this.abs(dir.rel, 'index.pkl'));
+      const shownFaiss = this.io.display(faissAbs);
+      const mismatch = rowMismatch(rows.vectors.length, indexToId, docs);
+      if (mismatch)
+        notes.push(
+          `${shownFaiss} does not match its index.pkl (${mismatch.summary}): only the rows that belong to a ` +
+            'document were read; the other entries are compared by their words only (the store is reported as broken).',
+        );
+      let nonFinite = 0;
       for (const [row, key] of indexToId) {
         const doc = byKey.get(key);
         const vector = rows.vectors[row];
         if (!doc || !vector) continue;
+        if (!vector.every(Number.isFinite)) {
+          nonFinite++;
+          continue;
+        }
         const id = typeof doc.metadata.id === 'string' && doc.metadata.id ? doc.metadata.id : doc.key;
         vectors.set(embeddingKey(file, id), { model, vector });
       }
+      if (nonFinite)
+        notes.push(
+          `${nonFinite} vector(s) of ${shownFaiss} hold NaN or Infinity (not a model's output): those entries are ` +
+            'compared by their words only.',
+        );
     }
     return { vectors, notes };
   }

@@ -14,6 +14,7 @@
 import type { LintFinding } from '../../protocol';
 import { AgentKeepError } from '../../core/errors';
 import type { LintEntry, LintStore } from './model';
+import { formatBytes } from '../../protocol/format';
 
 /** Where the vectors come from. */
 export interface EmbeddingsEndpoint {
@@ -47,10 +48,20 @@ export const DEFAULT_EMBEDDINGS_LIMITS: EmbeddingsLimits = {
   maxChars: 8000,
 };
 
-/** Whether a URL's host is this machine (localhost, 127.0.0.0/8, ::1). */
+/**
+ * Whether a URL's host is this machine: `localhost`, 127.0.0.0/8, ::1 (the WHATWG URL parser has
+ * already made 0x7f.1 and the like dotted decimal). Not `*.localhost`: Node resolves those through
+ * DNS (dns.lookup('evil.localhost') asks the resolver), so they may be another machine.
+ */
 function isLoopback(u: URL): boolean {
   const h = u.hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  return h === 'localhost' || h.endsWith('.localhost') || /^127(\.\d{1,3}){3}$/.test(h) || h === '::1';
+  return h === 'localhost' || /^127(\.\d{1,3}){3}$/.test(h) || h === '::1';
+}
+
+/** The "any address" hosts (a server's listen address, e.g. OLLAMA_HOST=0.0.0.0), not a place to connect to. */
+function isAnyAddress(u: URL): boolean {
+  const h = u.hostname.replace(/^\[|\]$/g, '');
+  return h === '0.0.0.0' || h === '::';
 }
 
 /**
@@ -81,6 +92,12 @@ export function embeddingsRequestUrl(url: string): URL {
       'InvalidParams',
       `Embeddings URL "${u.protocol}//…@${u.host}${u.pathname}" carries a user or password.`,
       'Leave them out of the URL and put the API key in AGENTKEEP_EMBEDDINGS_KEY (sent as a Bearer token).',
+    );
+  if (u.protocol === 'http:' && isAnyAddress(u))
+    throw new AgentKeepError(
+      'InvalidParams',
+      `Embeddings URL ${url} names ${u.hostname}, the address a server listens on (all interfaces; e.g. OLLAMA_HOST=0.0.0.0), not one to connect to.`,
+      `Give this machine's loopback address: http://127.0.0.1${u.port ? `:${u.port}` : ''}${u.pathname}.`,
     );
   if (u.protocol === 'http:' && !isLoopback(u))
     throw new AgentKeepError(
@@ -134,16 +151,69 @@ function reasonOf(err: unknown, timeoutMs: number): string {
   const code = e?.cause?.code;
   if (code === 'ECONNREFUSED') return 'the connection was refused (no server listens there)';
   if (code === 'ENOTFOUND') return 'the host name does not resolve';
+  if (code && /CERT|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)|UNABLE_TO_GET_ISSUER/.test(code))
+    return (
+      `its TLS certificate is not trusted (${code}: ${(e?.cause?.message ?? '').replace(/[.\s]+$/, '')}); for a ` +
+      'certificate of your own CA or a self-signed one, give its PEM file in NODE_EXTRA_CA_CERTS=/path/to/ca.pem ' +
+      '(the environment of the process that lints: this CLI, or the sidecar)'
+    );
   if ((e?.cause?.message ?? e?.message) === 'bad port')
     return 'its port is one that fetch never connects to (the WHATWG list of blocked ports); serve the API on another port';
   return (e?.cause?.message ?? e?.message ?? String(err)).replace(/[.\s]+$/, '');
 }
 
 /**
+ * Bytes an answer for `n` texts may have: n vectors of up to MAX_DIM floats, each at most 32
+ * characters as JSON ("-0.012345678901234567," and the like), plus 1 MiB for the rest; at least 4 MiB.
+ * For the default batch of 64 that is 1 MiB + 64 × 8192 × 32 B = 17 MiB.
+ */
+export function maxAnswerBytes(n: number): number {
+  return Math.max(4 << 20, (1 << 20) + n * MAX_DIM * 32);
+}
+
+/** The largest dimension an embedding answer is read for (OpenAI text-embedding-3-large: 3072; some models 4096). */
+const MAX_DIM = 8192;
+
+/** An answer over maxAnswerBytes (its message says so). */
+class AnswerTooBig extends Error {}
+
+/**
+ * The body of `res` as UTF-8 text, read as it streams, stopping (and cancelling the rest) once it is
+ * over `max` bytes. @throws AnswerTooBig; what the stream throws (a timeout, a reset)
+ */
+async function readCapped(res: Response, max: number): Promise<string> {
+  const declared = Number(res.headers.get('content-length'));
+  const tooBig = (): AnswerTooBig =>
+    new AnswerTooBig(
+      `the answer is over ${formatBytes(max)}, more than this batch's vectors (up to ${MAX_DIM} dimensions) take as JSON, ` +
+        'so it was not read: not an embeddings answer',
+    );
+  if (Number.isFinite(declared) && declared > max) {
+    await res.body?.cancel().catch(() => undefined);
+    throw tooBig();
+  }
+  if (!res.body) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = res.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel().catch(() => undefined);
+      throw tooBig();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
  * Ask the endpoint for the vectors of `texts` (one request).
  * @returns one Float32Array per text, in order
- * @throws Error whose message says what was wrong: an HTTP status (with the start of the body), no
- *   answer in time, an answer that is not `{data: [{embedding: number[], index}]}` with one vector
+ * @throws Error whose message says what was wrong: an HTTP status (with the start of the body), a
+ *   redirect (not followed: its Location is named), an answer over maxAnswerBytes, no answer in time, an answer that is not `{data: [{embedding: number[], index}]}` with one vector
  *   per text, vectors of differing dimension (or not `dim` when given)
  */
 export async function requestEmbeddings(
@@ -165,11 +235,20 @@ export async function requestEmbeddings(
         ...(ep.key ? { authorization: `Bearer ${ep.key}` } : {}),
       },
       body: JSON.stringify({ model: ep.model, input: texts }),
-      redirect: 'error', // never follow a redirect to another host (or to plain http)
+      redirect: 'manual', // never follow a redirect to another host (or to plain http): said below
       signal,
     });
-    body = await res.text();
+    if (res.status >= 300 && res.status < 400) {
+      await res.body?.cancel().catch(() => undefined);
+      const to = res.headers.get('location');
+      throw new Error(
+        `HTTP ${res.status}: the endpoint redirects${to ? ` to ${to}` : ''}, and redirects are not followed ` +
+          '(the texts would go where the redirect says); give the URL it redirects to, if that is the API',
+      );
+    }
+    body = await readCapped(res, maxAnswerBytes(texts.length));
   } catch (err) {
+    if (err instanceof AnswerTooBig) throw err;
     throw new Error(reasonOf(err, opts.timeoutMs));
   }
   if (!res.ok) {

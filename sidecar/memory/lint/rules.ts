@@ -275,6 +275,16 @@ export function stale(store: string, file: LintFile, m: MachineFacts): LintFindi
 const COVERED_BY_DRIFT = [/^Drift: /, /^Changed outside Hermes' memory tool: /];
 
 /**
+ * The file a broken-store finding names first: the one the problem's message starts with (Agent
+ * Zero's subdir is listed as its index.pkl, but "usr/memory/default/index.faiss is damaged" is about
+ * index.faiss; a store nothing of which could be read is listed as its directory), else `file`'s name.
+ */
+function brokenName(file: string, message: string): string {
+  const first = /^(?:Cannot read |SQLite database )?(\S*\/)?([\w.-]+\.[\w]+)\b/.exec(message);
+  return first ? first[2] : path.basename(file);
+}
+
+/**
  * Store warnings from the adapter (non-durable config, embedding model mismatch ...), and one error
  * per broken file (LintFile.broken: what is broken, the fix; its warnings that repeat it are left out).
  */
@@ -292,7 +302,7 @@ export function storeWarnings(s: LintStore): LintFinding[] {
         severity: 'error',
         entries: [],
         stores: [s.store],
-        message: `${path.basename(f.file)} is broken, so ${f.entries.length ? TRUST : UNREAD}: ${b.message}`,
+        message: `${brokenName(f.file, b.message)} is broken, so ${f.entries.length ? TRUST : UNREAD}: ${b.message}`,
         evidence: [f.file],
         ...(b.hint ? { suggestion: b.hint } : {}),
       });

@@ -3,7 +3,7 @@
  * it), probes the machine for the claims the entries make, and runs the pure `lintEntries`.
  */
 import { promises as fs } from 'node:fs';
-import type { LintFinding, MemoryEntry, StoreProblem } from '../../protocol';
+import type { LintFinding, MemoryEntry, MemoryFile, StoreProblem } from '../../protocol';
 import { AgentKeepError } from '../../core/errors';
 import { problemOf } from '../broken';
 import { describeTarget } from '../../core/target';
@@ -277,7 +277,20 @@ export async function runLint(
   for (const spec of p.stores) {
     const adapter = open(spec);
     adapters.push(adapter);
-    const files = await adapter.list();
+    let files: MemoryFile[];
+    try {
+      files = await adapter.list();
+    } catch (err) {
+      // nothing of this store could be read (every file damaged: mem0's storage.sqlite, Agent Zero's
+      // index.pkl): a broken store, one `store` error; the other stores are still linted
+      if (!(err instanceof AgentKeepError && err.kind === 'FileError')) throw err;
+      const broken = problemOf(err);
+      stores.push({
+        store: adapter.spec,
+        files: [{ kind: adapter.kind, file: adapter.location, entries: [], broken }],
+      });
+      continue;
+    }
     const withHistory =
       deps.provenance !== false && typeof adapter.provenance === 'function' && (await hasHistory(adapter));
     const lintFiles: LintFile[] = [];

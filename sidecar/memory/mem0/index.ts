@@ -353,6 +353,8 @@ export class Mem0Store implements MemoryStoreAdapter {
   /**
    * The memories of one collection's storage.sqlite; with `vectors`, each point's dense vector too
    * (pointVector), keyed by embeddingKey(file, id), with `model`.
+   * @throws FileError for a damaged database (../sqlite.ts), or an empty one (0 bytes, no tables: the
+   *   collection's points are gone)
    */
   private readPoints(
     dbPath: string,
@@ -366,6 +368,15 @@ export class Mem0Store implements MemoryStoreAdapter {
       dbPath,
       (db) => {
         if (!columns(db, 'points').length) {
+          if (!(db.all('SELECT name FROM sqlite_master') as unknown[]).length)
+            // 0 bytes, or a database with nothing in it: the points are gone (Qdrant's local mode would
+            // create the table again and load the collection empty), not "another kind of file"
+            throw new AgentKeepError(
+              'FileError',
+              `SQLite database ${io.display(dbPath)} is empty (no tables): the points of Qdrant collection ` +
+                `"${collection}" are gone, and mem0 would start it with no memories.`,
+              `Keep a copy of ${io.display(dbPath)}, then restore it from a restore point (scope agent).`,
+            );
           warnings.push(`${io.display(dbPath)} has no points table; not a Qdrant local collection.`);
           return [];
         }

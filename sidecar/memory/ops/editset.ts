@@ -410,6 +410,11 @@ export async function lintFix(ctx: MemoryOpsContext, p: ParamsOf<'memoryLintFix'
       drop.set(key(m), { x: m, reason: `${f.kind}: ${verb} ${newest.e.id}, which stays${evidence}`.slice(0, 500) });
     }
   }
+  // a failing embeddings endpoint: the near-duplicates it would have found are not in this set (say so,
+  // or "Nothing to lint --fix." reads as "no near-duplicates")
+  for (const f of findings)
+    if (f.kind === 'store' && f.severity === 'warning' && f.message.startsWith('The embeddings endpoint '))
+      skipped.unshift(f.message);
   const edits: Edit[] = [...drop.values()].map(({ x, reason }) => ({
     store: x.s.spec,
     file: x.f.file,
