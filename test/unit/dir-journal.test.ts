@@ -7,6 +7,7 @@
  * AGENTKEEP_DIR_JOURNAL=0 turns the journal off.
  */
 import * as assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
@@ -118,6 +119,82 @@ describe('dir backend: change journal (inotify)', function () {
     fs.rmSync(path.join(s.tree, 'd2/sub0'), { recursive: true });
     put(s.tree, 'd2/sub0', 'now a file\n');
     await createAndCheck('directory replaced by a file');
+  });
+
+  it('a directory deleted and made again at its path (often with the same inode number) is watched again', async () => {
+    await create();
+    const d = path.join(s.tree, 'd1');
+    for (let i = 0; i < 5; i++) {
+      fs.rmSync(d, { recursive: true });
+      fs.mkdirSync(path.join(d, 'sub9'), { recursive: true });
+      fs.writeFileSync(path.join(d, 'sub9', 'k.txt'), `again ${i}\n`);
+      await createAndCheck(`d1 made again (${i})`);
+      // the new directory and the one below it report their changes (before the fix: "0 paths")
+      fs.writeFileSync(path.join(d, 'sub9', 'k.txt'), `edited by the agent ${i}\n`);
+      fs.writeFileSync(path.join(d, 'new.txt'), `new ${i}\n`);
+      await sleep(60);
+      assert.match(await createAndCheck(`edit inside the new d1 (${i})`), /^journal: [1-9]\d* paths/);
+    }
+  });
+
+  it('random edits, moves, chmods, links and deletes of whole directories: every journal create = the full walk', async () => {
+    await create();
+    let seed = 7;
+    const rnd = (n: number): number => (seed = (seed * 1103515245 + 12345) % 2147483648) % n;
+    const dirs = ['', 'd0/', 'd1/sub1/', 'd2/', 'n/m/'];
+    for (let round = 0; round < 40; round++) {
+      for (let k = 0; k <= rnd(4); k++) {
+        const dir = dirs[rnd(dirs.length)];
+        const f = path.join(s.tree, `${dir}f${rnd(5)}`);
+        const op = rnd(7);
+        try {
+          if (op === 0) put(s.tree, `${dir}f${rnd(5)}`, `v${rnd(1000)}\n`);
+          else if (op === 1) fs.chmodSync(f, [0o600, 0o644, 0o755][rnd(3)]);
+          else if (op === 2) fs.renameSync(f, path.join(s.tree, `${dir}g${rnd(5)}`));
+          else if (op === 3) fs.rmSync(path.join(s.tree, dir || 'd3'), { recursive: true, force: true });
+          else if (op === 4) {
+            fs.rmSync(path.join(s.tree, 'n'), { recursive: true, force: true });
+            put(s.tree, 'n/m/f0', `r${rnd(9)}\n`);
+          } else if (op === 5) fs.utimesSync(f, new Date(2001, rnd(9), 1), new Date(2001, rnd(9), 1));
+          else {
+            fs.mkdirSync(path.join(s.tree, dir), { recursive: true });
+            fs.rmSync(path.join(s.tree, `${dir}l`), { force: true });
+            fs.symlinkSync(`t${rnd(3)}`, path.join(s.tree, `${dir}l`));
+          }
+        } catch {
+          /* the path is not there in this round: nothing to do */
+        }
+      }
+      const j = await create();
+      const f = await full.createRestorePoint({ target: s.target, stores: [] });
+      assert.equal(await rootTree(j.id), await rootTree(f.id), `round ${round}: journal scan = full walk (${j.note})`);
+    }
+  });
+
+  it('a file system mounted inside the target after it was watched makes the next create walk in full', async () => {
+    await create();
+    const at = path.join(s.tree, 'd0', 'sub0');
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', at]);
+    try {
+      fs.writeFileSync(path.join(at, 'on-the-mount.txt'), 'inotify of d0/sub0 does not see this\n');
+      await sleep(60);
+      const j = await create();
+      assert.match(j.note, /^full walk: journal invalid: a file system was mounted or unmounted inside the target/);
+      const f = await full.createRestorePoint({ target: s.target, stores: [] });
+      assert.equal(await rootTree(j.id), await rootTree(f.id), 'the mount is captured as the full walk sees it');
+      const m = await readManifest(manifestFile(j.id));
+      assert.ok(
+        m?.entries.some((e) => e.p === 'd0/sub0/on-the-mount.txt'),
+        'the file on the mount is in it',
+      );
+    } finally {
+      execFileSync('umount', ['-l', at]);
+    }
+    // unmounted again: one more full walk, then the journal as before
+    assert.match((await create()).note, /^full walk: journal invalid: a file system was mounted or unmounted/);
+    put(s.tree, 'd1/after.txt', 'after\n');
+    await sleep(60);
+    await createAndCheck('after the umount');
   });
 
   it('a file with a second hard link outside the target, written through that link, is still seen', async () => {

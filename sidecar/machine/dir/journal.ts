@@ -112,7 +112,7 @@ const { root, barrierDir, localFs } = workerData;
 const LOCAL = new Set(localFs);
 let dirs = new Set(), paths = new Set(), trees = new Set(), count = 0, error, lastBarrier = '';
 const watched = new Map(); // rel -> inode of the directory watched at that path
-let rootSt, started = false;
+let rootSt, started = false, rewatches = 0;
 const base = (rel) => rel.slice(rel.lastIndexOf('/') + 1);
 const parentOf = (rel) => (rel.includes('/') ? rel.slice(0, rel.lastIndexOf('/')) : '');
 function fail(reason) {
@@ -140,7 +140,17 @@ function onEvent(rel, type, name) {
       let st;
       try { st = fs.statSync(root); } catch {}
       if (!st || st.ino !== rootSt.ino || st.dev !== rootSt.dev) fail('the target directory was moved or replaced');
-    } else { paths.add(rel); dirs.add(rel); dirs.add(parentOf(rel)); }
+    } else {
+      paths.add(rel); dirs.add(rel); dirs.add(parentOf(rel));
+      // The directory itself was deleted, moved or changed: the kernel drops the watch of a deleted
+      // directory, and a directory made again at this path may get the same inode number, so "known
+      // by its inode" is no proof of a live watch. Forget it and everything below, watch it again
+      // (a second watch of a live one only repeats its events) and read its subtree whole.
+      if (++rewatches > 2000) { fail('directories were watched again 2000 times (each repeat multiplies the event count)'); return; }
+      for (const k of [...watched.keys()]) if (k === rel || k.startsWith(rel + '/')) watched.delete(k);
+      trees.add(rel);
+      watchTree(rel);
+    }
   }
 }
 function watchOne(rel, st) {
@@ -225,6 +235,8 @@ export class ChangeJournal {
   /** Barrier timeouts in a row. */
   private timeouts = 0;
   private rootId = '';
+  /** The mount points inside the target when the worker started (mountsUnder). */
+  private mounts = '';
   /** Snapshot id of the last scan made through the journal, after its create succeeded. */
   private base: string | undefined;
   /** Files with several hard links in the base's scan (always lstat'd again). */
@@ -245,6 +257,7 @@ export class ChangeJournal {
 
   private start(): Promise<void> {
     this.stop();
+    this.mounts = mountsUnder(this.root);
     this.broken = undefined;
     this.base = undefined;
     this.pending = false;
@@ -377,6 +390,12 @@ export class ChangeJournal {
       this.broken = 'the target directory was moved or replaced';
       return { note: `full walk: journal invalid: ${this.broken}` };
     }
+    if (mountsUnder(this.root) !== this.mounts) {
+      // a file system mounted (or unmounted) inside the target after its directories were watched:
+      // its files raise no event on the watches below the mount point
+      this.broken = 'a file system was mounted or unmounted inside the target';
+      return { note: `full walk: journal invalid: ${this.broken}` };
+    }
     const m = await this.barrier();
     if (!m) {
       this.broken = `no barrier event within ${journalTuning.barrierTimeoutMs} ms`;
@@ -420,6 +439,37 @@ export class ChangeJournal {
     this.pending = false;
     this.base = undefined;
   }
+}
+
+/**
+ * The mount points at or below `root` (from /proc/self/mountinfo, field 5, octal escapes as written),
+ * sorted and joined by newlines: compared at every take(), so a file system mounted inside the target
+ * after the watches were made (whose files raise no event on them) makes the next create walk in
+ * full. `?` when mountinfo cannot be read (then only the worker's statfs check of new directories holds).
+ */
+export function mountsUnder(root: string): string {
+  let info: string;
+  try {
+    info = fs.readFileSync('/proc/self/mountinfo', 'utf8');
+  } catch {
+    return '?';
+  }
+  const unescape = (p: string): string =>
+    p.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)));
+  let real = root;
+  try {
+    real = fs.realpathSync(root);
+  } catch {
+    /* a missing target is the scan's to report */
+  }
+  const out: string[] = [];
+  for (const line of info.split('\n')) {
+    const mp = line.split(' ')[4];
+    if (!mp) continue;
+    const p = unescape(mp);
+    if (p === real || p.startsWith(real.endsWith('/') ? real : real + '/')) out.push(p);
+  }
+  return out.sort().join('\n');
 }
 
 const journals = new Map<string, ChangeJournal>();
