@@ -38,6 +38,40 @@ describe('dir backend: scan and stat cache', function () {
     assert.equal(second.machine.newBytes, 4, 'the new content was stored');
   });
 
+  it('a file renamed away and back during the walk (mv f f.tmp && mv f.tmp f) is captured, not an error', async () => {
+    put(s.tree, 'x/f', 'kept\n');
+    put(s.tree, 'x/g', 'other\n');
+    const f = path.join(s.tree, 'x/f');
+    // the walk's lstat and its first retry see f away (renamed); the fresh listing holds it again
+    // the module object itself (an `import * as` namespace has getters only)
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const nodeFs = require('node:fs') as { lstatSync: typeof fs.lstatSync };
+    const real = nodeFs.lstatSync;
+    let away = 2;
+    nodeFs.lstatSync = ((p: fs.PathLike, o?: fs.StatSyncOptions) => {
+      if (String(p) === f && away > 0) {
+        away--;
+        if (o?.throwIfNoEntry === false) return undefined;
+        throw Object.assign(new Error(`ENOENT: no such file or directory, lstat '${f}'`), { code: 'ENOENT' });
+      }
+      return real(p, o as fs.StatSyncOptions);
+    }) as typeof fs.lstatSync;
+    let rp;
+    try {
+      rp = await core.createRestorePoint({ target: s.target });
+    } finally {
+      nodeFs.lstatSync = real;
+    }
+    assert.equal(away, 0, 'both simulated misses were hit');
+    const m = await readManifest(
+      path.join(s.state, 'dir', fs.readdirSync(path.join(s.state, 'dir'))[0], `${rp.id}.json`),
+    );
+    assert.ok(
+      m?.entries.some((e) => e.p === 'x/f' && e.t === 'f'),
+      'x/f is in the restore point',
+    );
+  });
+
   it('notices entries added to and removed from directories whose names were reused', async () => {
     for (let i = 0; i < 20; i++) put(s.tree, `d${i % 4}/f${i}.txt`, `v${i}`);
     await sleep(80);

@@ -455,16 +455,20 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
       }
       const o = (k - from) * STAT_FIELDS;
       if (st[o + 5] !== 0) {
-        // Missing or failed: lstat again here. Skip it only when its directory no longer lists it.
-        let again: fs.Stats;
-        try {
-          again = fs.lstatSync(absOf(k));
-        } catch (err) {
-          if (isErrno(err, 'ENOENT') && goneFromDir(relisted, ...splitAbs(absOf(k)))) {
-            dirty.add(dirRel);
-            continue; // vanished during the walk
+        // Missing or failed: lstat again here. Skip it only when its directory no longer lists it; when
+        // a fresh listing holds it again (renamed away and back: `mv f f.tmp && mv f.tmp f`), lstat again.
+        let again: fs.Stats | undefined;
+        for (let tries = 1; !again; tries++) {
+          try {
+            again = fs.lstatSync(absOf(k));
+          } catch (err) {
+            if (!isErrno(err, 'ENOENT') || tries >= 3) throw fileError(absOf(k), err);
+            if (goneFromDir(relisted, ...splitAbs(absOf(k)))) break;
           }
-          throw fileError(absOf(k), err);
+        }
+        if (!again) {
+          dirty.add(dirRel);
+          continue; // vanished during the walk
         }
         st[o] = again.mode;
         st[o + 1] = again.size;
