@@ -162,6 +162,41 @@ describe('memory lint (pure core)', () => {
     assert.match(f[0].message, /this machine has node 20\.19\.2/);
   });
 
+  it("an entry about another machine makes no claim about this one (its OS, tools and paths are that machine's)", () => {
+    for (const t of [
+      "Alice's laptop runs Fedora 40",
+      'Logs on the prod server are in /var/log/app',
+      "The user's MacBook has Node 18 and `brew`",
+      'Deploys go to the staging box at /srv/stage',
+      'Her phone is an iPhone with iOS 17',
+      'On another machine the repo is at ~/work/repo',
+    ])
+      assert.deepEqual(extractClaims(t), [], t);
+    // this machine's entries keep theirs ("the server" alone is the agent's own, as is "User runs")
+    assert.deepEqual(
+      extractClaims('User runs Debian 12').map((c) => `${c.kind}:${c.key}`),
+      ['os:debian'],
+    );
+    assert.deepEqual(
+      extractClaims('The server runs Ubuntu 22.04').map((c) => `${c.kind}:${c.key}`),
+      ['os:ubuntu'],
+    );
+    assert.deepEqual(
+      extractClaims('Boxes of books are listed in /home/me/books').map((c) => c.key),
+      ['/home/me/books'],
+    );
+    const f = lintEntries(
+      mem(["Alice's laptop runs Fedora 40", 'This VM runs Debian 11'], {
+        machine: { where: 'this machine', os: { id: 'debian', versionId: '12' } },
+      }),
+    );
+    assert.deepEqual(
+      f.filter((x) => x.kind === 'stale').map((x) => x.entries.length),
+      [1],
+      'only the entry about this machine is stale',
+    );
+  });
+
   it('the weighted prefix-filtered join finds exactly the pairs the all-pairs scan finds', () => {
     const words = [
       'alpha',

@@ -107,8 +107,32 @@ function plausiblePath(p: string): boolean {
   return parts.length >= 2 || /^\/(etc|opt|srv|var|usr|home|root|tmp|mnt|data)$/.test(p);
 }
 
-/** Extract the machine claims of one entry text (deduplicated by kind + key). */
+/** Device words that name a machine ("Alice's laptop", "on the prod server"). */
+const DEVICE =
+  '(?:laptop|desktop|pc|mac|macbook|imac|phone|iphone|ipad|tablet|workstation|machine|computer|server|box|vm|host|nas|router|raspberry\\s+pi|pi|cluster)';
+/**
+ * An entry about another machine than the agent's: a machine that belongs to someone ("Alice's laptop",
+ * "her phone", "my desktop"), or a named one ("on the prod server", "the staging box", "another
+ * machine", "remote host"). Its paths, commands, versions and OS are that machine's, so none is
+ * checked against this one (the stale rule's suggestion asks to name the machine for this reason).
+ */
+const OTHER_MACHINE = new RegExp(
+  [
+    `\\b(?:[A-Z][\\w-]*'s|user's|his|her|their|my|your|our)\\s+(?:(?:old|new|own|work|home|personal|gaming)\\s+)?${DEVICE}s?\\b`,
+    `\\b(?:the\\s+)?(?:prod|production|staging|remote|build|ci|backup|home|work|other|dev|test)\\s+${DEVICE}s?\\b`,
+    `\\banother\\s+${DEVICE}\\b`,
+  ].join('|'),
+  'i',
+);
+
+/** Whether an entry is about another machine than the agent's (OTHER_MACHINE): its claims are not checked. */
+export function aboutAnotherMachine(text: string): boolean {
+  return OTHER_MACHINE.test(text);
+}
+
+/** Extract the machine claims of one entry text (deduplicated by kind + key); none for an entry about another machine. */
 export function extractClaims(text: string): Claim[] {
+  if (aboutAnotherMachine(text)) return [];
   const out: Claim[] = [];
   const seen = new Set<string>();
   const add = (c: Claim): void => {
