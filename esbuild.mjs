@@ -13,7 +13,7 @@
 // plus out/test/exthost/index.js, the mocha suite that runs inside a real extension host.
 // Flags: --watch (rebuild on change), --production (minify, no source maps).
 import * as esbuild from 'esbuild';
-import { chmodSync, copyFileSync, mkdirSync } from 'node:fs';
+import { chmodSync, copyFileSync, cpSync, mkdirSync, rmSync } from 'node:fs';
 
 const production = process.argv.includes('--production');
 const watch = process.argv.includes('--watch');
@@ -105,6 +105,17 @@ const builds = [
 // node-sqlite3-wasm loads its .wasm from the directory of the running script (out/ once bundled).
 mkdirSync('out', { recursive: true });
 copyFileSync('node_modules/node-sqlite3-wasm/dist/node-sqlite3-wasm.wasm', 'out/node-sqlite3-wasm.wasm');
+
+// The memory lint's bundled sentence encoder (sidecar/memory/lint/encoder.ts) is not bundled (its
+// weights and WASM are files it reads from its package): for the VSIX (--production, packaged with
+// --no-dependencies) its three packages go to out/node_modules, where out/cli.js finds them first.
+if (production) {
+  for (const pkg of ['core', 'embeddings', 'model-embeddings-en']) {
+    const to = `out/node_modules/@energetic-ai/${pkg}`;
+    rmSync(to, { recursive: true, force: true });
+    cpSync(`node_modules/@energetic-ai/${pkg}`, to, { recursive: true });
+  }
+}
 
 if (watch) {
   for (const b of builds) {

@@ -182,6 +182,9 @@ describe('memory lint by meaning (sentence vectors, issue 12 item 2)', function 
     assert.equal(notes.length, 1);
     assert.match(notes[0].message, /^Lint note: entries were not compared by meaning \(sentence similarity\)/);
     assert.match(notes[0].message, /install the npm packages @energetic-ai\/embeddings/);
+    // the fix is installing them, not linting fewer stores (that is the fix of the size bound)
+    assert.match(notes[0].suggestion ?? '', /install the packages named above/);
+    assert.doesNotMatch(notes[0].suggestion ?? '', /smaller set of stores/);
     assert.equal(input.stores[0].files[0].entries[0].embedding, undefined);
 
     const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'agentkeep-semantic-'));

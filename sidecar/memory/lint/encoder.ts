@@ -146,22 +146,15 @@ export async function embedEntries(input: LintInput, opts: EmbedOptions = {}): P
   if (!need.length) return [];
   const stores = input.stores.map((s) => s.store);
   const max = opts.maxEntries ?? MAX_ENCODED;
-  const note = (message: string, evidence: string[]): LintFinding[] => [
-    {
-      kind: 'store',
-      severity: 'info',
-      entries: [],
-      stores,
-      message,
-      evidence,
-      suggestion:
-        'Nothing to fix in memory. Duplicates and contradictions were still looked for by wording; lint a smaller set of stores (one --store at a time) to compare by meaning too.',
-    },
+  const byWording = 'Nothing to fix in memory. Duplicates and contradictions were still looked for by wording';
+  const note = (message: string, evidence: string[], suggestion: string): LintFinding[] => [
+    { kind: 'store', severity: 'info', entries: [], stores, message, evidence, suggestion },
   ];
   if (need.length > max) {
     return note(
       `Lint note: to stay fast, ${need.length.toLocaleString('en-US')} entries were not compared by meaning (sentence similarity): the ${BUNDLED_LABEL} encodes at most ${max.toLocaleString('en-US')} entries per lint (about 4 ms each); paraphrases with few shared words may be missed.`,
       [`${need.length} entries without a vector of the store's own; limit ${max}`],
+      `${byWording}; lint a smaller set of stores (one --store at a time) to compare by meaning too.`,
     );
   }
   const r = await (opts.encoder ?? loadBundledEncoder());
@@ -169,6 +162,7 @@ export async function embedEntries(input: LintInput, opts: EmbedOptions = {}): P
     return note(
       `Lint note: entries were not compared by meaning (sentence similarity): ${r.missing}. Paraphrases with few shared words may be missed.`,
       [`${need.length} entries without a vector`],
+      `${byWording}; install the packages named above next to AgentKeep to compare by meaning too.`,
     );
   }
   const vecs = await r.encoder.embed(need.map((e) => e.text));
