@@ -206,6 +206,60 @@ describe('dir backend: change journal (inotify)', function () {
     await createAndCheck('write through the outside link');
   });
 
+  it('a hard link made inside the target: the create walks in full, then writes through either name are seen', async () => {
+    await create();
+    const a = path.join(s.tree, 'd0/sub0/f0.txt');
+    const b = path.join(s.tree, 'd2/linked.txt');
+    fs.linkSync(a, b); // link(2) raises no event in d0/sub0
+    const j = await create();
+    assert.match(journal().lastNote, /^journal: /);
+    const f = await full.createRestorePoint({ target: s.target, stores: [] });
+    assert.equal(await rootTree(j.id), await rootTree(f.id), 'the new link is captured as the full walk sees it');
+    fs.writeFileSync(b, 'written through the new name\n');
+    await createAndCheck('write through the second name');
+    fs.appendFileSync(a, 'and through the first\n');
+    await createAndCheck('write through the first name');
+  });
+
+  it('a directory renamed, then deleted and made again under its new name, is watched again', async () => {
+    await create();
+    fs.renameSync(path.join(s.tree, 'd3'), path.join(s.tree, 'd3-renamed'));
+    await createAndCheck('rename');
+    fs.rmSync(path.join(s.tree, 'd3-renamed'), { recursive: true });
+    fs.mkdirSync(path.join(s.tree, 'd3-renamed'));
+    await createAndCheck('deleted and made again');
+    await sleep(60);
+    fs.writeFileSync(path.join(s.tree, 'd3-renamed', 'f.txt'), 'in the directory made again\n');
+    assert.match(await createAndCheck('a file in it'), /^journal: [1-9]\d* paths/);
+  });
+
+  it("each process has its own barrier folder: another process's barrier files are not its epochs", async () => {
+    await create();
+    const base = path.join(
+      s.state,
+      'locks',
+      fs.readdirSync(path.join(s.state, 'locks')).find((n) => n.endsWith('.barrier'))!,
+    );
+    assert.deepEqual(fs.readdirSync(base), [String(process.pid)]);
+    // another live process (pid 1) writes its barriers next to ours: our changes stay ours
+    fs.mkdirSync(path.join(base, '1'), { recursive: true });
+    put(s.tree, 'd1/mine.txt', 'mine\n');
+    await sleep(30);
+    fs.writeFileSync(path.join(base, '1', 'b-1-1'), '');
+    await sleep(30);
+    assert.match(await createAndCheck('after a foreign barrier'), /^journal: [1-9]\d* paths/);
+    fs.rmSync(path.join(base, '1'), { recursive: true });
+  });
+
+  it('walks in full every fullWalkCreates journal creates (what inotify cannot see stays out for a bounded time)', async () => {
+    journalTuning.fullWalkCreates = 2;
+    await create();
+    assert.match((await create()).note, /^journal: /);
+    assert.match((await create()).note, /^journal: /);
+    assert.match((await create()).note, /^full walk: the periodic one \(every 2 creates/);
+    assert.match((await create()).note, /^journal: /);
+  });
+
   it('restores byte for byte through the journal, and the undo point and the next create use it', async () => {
     const original = describeTree(s.tree);
     const first = await create();

@@ -220,7 +220,14 @@ export class DirBackend implements MachineBackend {
     opts: { parentId?: string; progress?: BackendProgress; signal?: AbortSignal },
     changed: Changed | undefined,
   ): Promise<{ info: SnapshotInfo; linked: Set<string> }> {
-    const r = await this.scanAndStore(parent ? [parent] : [], undefined, opts.progress, opts.signal, changed);
+    let r = await this.scanAndStore(parent ? [parent] : [], undefined, opts.progress, opts.signal, changed);
+    if (changed && r.newLink) {
+      // a file got a second hard link: link(2) raises no event where its other names are, so the
+      // journal cannot say whether they changed: walk the whole tree (its objects are stored already)
+      this.lastScan = 'full walk: a file got a second hard link (its other names raise no event)';
+      if (process.env.AGENTKEEP_DEBUG) process.stderr.write(`agentkeep dir ${this.root}: ${this.lastScan}\n`);
+      r = await this.scanAndStore(parent ? [parent] : [], undefined, opts.progress, opts.signal, undefined);
+    }
     this.strayTemps = { id: snapshotId, temps: r.temps };
     // Trees (format 2): only directories that changed, and their ancestors, get a new tree object.
     const prevRoot = parent?.v === 2 && parent.tree ? { tree: parent.tree, treeSize: parent.treeSize ?? 0 } : undefined;

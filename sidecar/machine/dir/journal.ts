@@ -72,6 +72,12 @@ export interface Changed {
   paths: Set<string>;
   /** Directories whose whole subtree must be read afresh (new, moved in or back). */
   trees: Set<string>;
+  /**
+   * Files with more than one hard link at the base's scan (lstat'd every time). A file found with a
+   * second link that is not among them makes the scan start again as a full walk (ScanResult.newLink):
+   * link(2) raises no event on the directories of the file's other names.
+   */
+  linked?: Set<string>;
 }
 
 /** statfs f_type of the local file systems inotify fully covers. */
@@ -91,6 +97,13 @@ export const journalTuning = {
   barrierTimeoutMs: 2000,
   /** How long the worker may take to watch the whole tree (ms). */
   readyTimeoutMs: 120_000,
+  /**
+   * A full walk at least every this many journal creates, and every fullWalkMs: it bounds how long a
+   * change inotify cannot see (a write through a hard link made from outside the target, a shared
+   * writable mmap) can stay out of the restore points.
+   */
+  fullWalkCreates: 20,
+  fullWalkMs: 5 * 60_000,
 };
 
 /** max_queued_events / 2 (the count bound of the docstring); 8192 when /proc does not say. */
@@ -130,9 +143,14 @@ function onEvent(rel, type, name) {
   if (type === 'rename') {
     dirs.add(rel);
     if (rel) paths.add(rel);
+    // A name added, removed or renamed here: if a directory was watched at that path, its watch may be
+    // dead (deleted) or follow the inode elsewhere (moved), and libuv names a watch's own events by the
+    // first path it was made for, so the child cannot be trusted to report its own deletion: forget it
+    // and everything below, and watch (and read whole) what is there now.
+    if (forget(p) && ++rewatches > 2000) { fail('directories were watched again 2000 times (each repeat multiplies the event count)'); return; }
     let st;
     try { st = fs.lstatSync(root + '/' + p, { throwIfNoEntry: false }); } catch {}
-    if (st && st.isDirectory()) watchTree(p);
+    if (st && st.isDirectory()) { trees.add(p); watchTree(p); }
   }
   if (rel === '' ? name === base(root) : name === base(rel)) {
     // maybe an event on the watched directory itself (deleted, moved, chmod)
@@ -146,12 +164,17 @@ function onEvent(rel, type, name) {
       // directory, and a directory made again at this path may get the same inode number, so "known
       // by its inode" is no proof of a live watch. Forget it and everything below, watch it again
       // (a second watch of a live one only repeats its events) and read its subtree whole.
-      if (++rewatches > 2000) { fail('directories were watched again 2000 times (each repeat multiplies the event count)'); return; }
-      for (const k of [...watched.keys()]) if (k === rel || k.startsWith(rel + '/')) watched.delete(k);
+      if (forget(rel) && ++rewatches > 2000) { fail('directories were watched again 2000 times (each repeat multiplies the event count)'); return; }
       trees.add(rel);
       watchTree(rel);
     }
   }
+}
+/** Forget the watches at \`rel\` and below (kept open: a second watch of a live one only repeats events). */
+function forget(rel) {
+  let any = false;
+  for (const k of [...watched.keys()]) if (k === rel || k.startsWith(rel + '/')) { watched.delete(k); any = true; }
+  return any;
 }
 function watchOne(rel, st) {
   if (watched.get(rel) === st.ino) return 'known';
@@ -250,10 +273,15 @@ export class ChangeJournal {
   /** Directories watched when the worker got ready (for tests and notes). */
   watchedDirs = 0;
 
+  /** This process's own barrier folder, `<barrierBase>/<pid>`: another process's barriers are not its epochs. */
+  private readonly barrierDir: string;
+
   constructor(
     readonly root: string,
-    private readonly barrierDir: string,
-  ) {}
+    private readonly barrierBase: string,
+  ) {
+    this.barrierDir = path.join(barrierBase, String(process.pid));
+  }
 
   private start(): Promise<void> {
     this.stop();
@@ -264,6 +292,10 @@ export class ChangeJournal {
     this.prevCount = 0;
     fs.mkdirSync(this.barrierDir, { recursive: true, mode: 0o700 });
     for (const n of fs.readdirSync(this.barrierDir)) fs.rmSync(path.join(this.barrierDir, n), { force: true });
+    // folders of processes that are gone, and barrier files an older version left in the base
+    for (const n of fs.readdirSync(this.barrierBase))
+      if (n.startsWith('b-') || (/^\d+$/.test(n) && Number(n) !== process.pid && !processAlive(Number(n))))
+        fs.rmSync(path.join(this.barrierBase, n), { recursive: true, force: true });
     const w = new Worker(WORKER_CODE, {
       eval: true,
       workerData: { root: this.root, barrierDir: this.barrierDir, localFs: [...LOCAL_FS] },
@@ -341,8 +373,17 @@ export class ChangeJournal {
   async take(parentId: string | undefined): Promise<Take> {
     const t = await this.takeInner(parentId);
     this.lastNote = t.note;
+    if (t.changed) this.sinceFull++;
+    else {
+      this.sinceFull = 0;
+      this.fullAt = Date.now();
+    }
     return t;
   }
+
+  /** Journal creates since the last full walk, and when that was (ms since the epoch). */
+  private sinceFull = 0;
+  private fullAt = 0;
 
   /** What the last take() said: "journal: …" or "full walk: <why>". */
   lastNote = '';
@@ -356,7 +397,7 @@ export class ChangeJournal {
     if (!this.disabled && !this.worker) {
       for (const [what, dir] of [
         ['the target', this.root],
-        ['the state dir', path.dirname(this.barrierDir)],
+        ['the state dir', path.dirname(this.barrierBase)],
       ]) {
         let type: number | undefined;
         try {
@@ -417,10 +458,14 @@ export class ChangeJournal {
     const max = maxEvents();
     if (events >= max)
       return { note: `full walk: ${events} events in two epochs (limit ${max}: inotify may have overflowed)` };
+    if (this.sinceFull >= journalTuning.fullWalkCreates || Date.now() - this.fullAt >= journalTuning.fullWalkMs)
+      return {
+        note: `full walk: the periodic one (every ${journalTuning.fullWalkCreates} creates or ${Math.round(journalTuning.fullWalkMs / 60_000)} minutes), for what inotify cannot see`,
+      };
     const paths = new Set(m.paths);
     for (const p of this.linked) paths.add(p);
     return {
-      changed: { dirs: new Set(m.dirs), paths, trees: new Set(m.trees) },
+      changed: { dirs: new Set(m.dirs), paths, trees: new Set(m.trees), linked: new Set(this.linked) },
       note: `journal: ${m.paths.length} paths, ${m.dirs.length} directories, ${m.trees.length} subtrees (${events} events)`,
     };
   }
@@ -470,6 +515,16 @@ export function mountsUnder(root: string): string {
     if (p === real || p.startsWith(real.endsWith('/') ? real : real + '/')) out.push(p);
   }
   return out.sort().join('\n');
+}
+
+/** Whether a process with this pid exists (signal 0; EPERM: it exists, owned by another user). */
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 const journals = new Map<string, ChangeJournal>();

@@ -150,6 +150,8 @@ export interface ScanResult {
   dirty: Set<string>;
   /** Files with more than one hard link (a journal scan lstats them every time: a write through another link may raise no event here). */
   linked: Set<string>;
+  /** A journal scan (`changed`) found a file with a second hard link it did not know of: the caller walks again in full. */
+  newLink: boolean;
   /** Per entry of `fresh`: the hash of the path's entry in the first stat cache, if it was a file. */
   freshWas: Map<Entry, string>;
 }
@@ -313,6 +315,7 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
   const parents: string[] = [];
   const dirty = new Set<string>();
   const linked = new Set<string>();
+  let newLink = false;
   const temps: string[] = [];
   let skipped = 0;
   // directories whose listing held entries left out of the snapshot (temps, sockets, ...): marked
@@ -484,7 +487,10 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
         dirty.add(dirRel);
         continue;
       }
-      if ((st[o] & 0o170000) === 0o100000 && st[o + 6] > 1) linked.add(rels[k]);
+      if ((st[o] & 0o170000) === 0o100000 && st[o + 6] > 1) {
+        linked.add(rels[k]);
+        if (ch && !ch.linked?.has(rels[k])) newLink = true; // its other names raised no event: full walk
+      }
       const pe = slotPrev[s];
       const same = unchanged(pe, prevStart, st, o);
       if (same) {
@@ -595,6 +601,7 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
   const freshOut = gone.size ? fresh.filter((e) => !gone.has(e)) : fresh;
   return {
     linked,
+    newLink,
     freshWas,
     entries: out,
     rootMode,
