@@ -176,6 +176,27 @@ describe('dir backend: restore makes the tree identical', function () {
     assert.deepEqual(describeTree(s.tree), before);
   });
 
+  it('a read-only directory replaced by the file or symlink of the snapshot: its mode lands nowhere (not through the link)', async () => {
+    const victim = path.join(outside, 'keep.txt');
+    fs.chmodSync(victim, 0o644);
+    fs.symlinkSync(victim, path.join(s.tree, 'a'));
+    put(s.tree, 'b', 'b is a file');
+    fs.chmodSync(path.join(s.tree, 'b'), 0o640);
+    const before = describeTree(s.tree);
+    const rp = await core.createRestorePoint({ target: s.target });
+    // both become non-empty, non-writable directories
+    for (const n of ['a', 'b']) {
+      fs.rmSync(path.join(s.tree, n));
+      put(s.tree, `${n}/in.txt`, 'z');
+      fs.chmodSync(path.join(s.tree, n), 0o500);
+    }
+    await core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'machine' });
+    assert.equal(fs.statSync(victim).mode & 0o7777, 0o644, 'the file outside the target keeps its mode');
+    assert.equal(fs.readlinkSync(path.join(s.tree, 'a')), victim);
+    assert.equal(fs.statSync(path.join(s.tree, 'b')).mode & 0o7777, 0o640, 'the file gets its own mode back');
+    assert.deepEqual(describeTree(s.tree), before);
+  });
+
   it('deduplicates: a second create of an unchanged tree stores no new bytes', async () => {
     put(s.tree, 'a.bin', pseudoRandom(3 * 1024 * 1024, 3));
     put(s.tree, 'copy-of-a.bin', pseudoRandom(3 * 1024 * 1024, 3));

@@ -549,7 +549,7 @@ export class DirBackend implements MachineBackend {
       // mapLimit settles only after the writes in flight, so every temp file is known here.
       await Promise.all([...temps].map((t) => fs.rm(t, { force: true }).catch(() => undefined)));
       // Put back the directory modes relaxed for writing (what is restored so far stays).
-      for (const [d, m] of relaxed) if (m >= 0) await fs.chmod(d ? abs(d) : this.root, m).catch(() => undefined);
+      for (const [d, m] of relaxed) if (m >= 0) await chmodIfDir(d ? abs(d) : this.root, m);
       if (isNoSpace(err) && !(err instanceof AgentKeepError))
         throw await diskFullError(this.root, err, `Cannot restore files into ${this.root}`);
       if (isErrno(err, 'ENAMETOOLONG'))
@@ -565,12 +565,22 @@ export class DirBackend implements MachineBackend {
       if (!c || c.t !== 'd' || c.m !== e.m || (relaxed.get(e.p) ?? -1) >= 0) finalModes.set(e.p, e.m);
     }
     for (const [d, m] of relaxed) if (m >= 0 && !finalModes.has(d) && d !== '') finalModes.set(d, m);
-    for (const d of [...finalModes.keys()].sort().reverse())
-      await fs.chmod(abs(d), finalModes.get(d) as number).catch(() => undefined);
+    for (const d of [...finalModes.keys()].sort().reverse()) await chmodIfDir(abs(d), finalModes.get(d) as number);
     await fs.chmod(this.root, snap.rootMode).catch(() => undefined);
     if (spared.size) changes.added = changes.added.filter((p) => !spared.has(p));
     return changes;
   }
+}
+
+/**
+ * chmod `p` only when it is a directory itself (lstat: not a symlink, not a file). A directory relaxed
+ * for writing may have been removed and replaced by a file or a symlink since (the snapshot has
+ * another type there); chmod follows symlinks, so its recorded mode would land on the file, or on
+ * whatever the symlink points at, possibly outside the target (QA of issue 14).
+ */
+async function chmodIfDir(p: string, mode: number): Promise<void> {
+  const st = fsSync.lstatSync(p, { throwIfNoEntry: false });
+  if (st?.isDirectory()) await fs.chmod(p, mode).catch(() => undefined);
 }
 
 /** Whether `p` or one of its ancestors is accepted by `skip`. */
