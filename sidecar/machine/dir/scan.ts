@@ -432,24 +432,30 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
     let st: Float64Array = new Float64Array(0);
     let from = 0;
     const next: Array<{ rel: string; mode: number }> = [];
+    /**
+     * The cached entry `same` stands as it is in directory `dirRel` (listed in mode `pmode`); a kept
+     * directory goes to the next level, to be listed again when it held left-out entries (`x`: marked
+     * again only if it still does), else as keptMode / the previous names say.
+     */
+    const keep = (same: Entry, dirRel: string, pmode: number): void => {
+      entries.push(same);
+      parents.push(dirRel);
+      if (same.t !== 'd') return;
+      if (same.x) {
+        dirty.add(dirRel);
+        const { x: _x, ...rest } = same;
+        entries[entries.length - 1] = rest;
+      }
+      dirIndex.set(same.p, entries.length - 1);
+      const mode = ch ? keptMode(same, pmode) : !same.x && same.mt < prevStart - RACY_MS && prevKids ? NAMES : FULL;
+      next.push({ rel: same.p, mode });
+    };
     for (let s = 0; s < slotDir.length; s++) {
       const dirRel = slotDir[s];
       const pmode = slotMode[s];
       const k = slotStat[s];
       if (k < 0) {
-        // journal: nothing reported about this path since the cached scan
-        const same = slotPrev[s] as Entry;
-        entries.push(same);
-        parents.push(dirRel);
-        if (same.t === 'd') {
-          if (same.x) {
-            dirty.add(dirRel);
-            const { x: _x, ...rest } = same;
-            entries[entries.length - 1] = rest;
-          }
-          dirIndex.set(same.p, entries.length - 1);
-          next.push({ rel: same.p, mode: keptMode(same, pmode) });
-        }
+        keep(slotPrev[s] as Entry, dirRel, pmode); // journal: nothing reported about it since the cached scan
         continue;
       }
       if (k >= from + st.length / STAT_FIELDS) {
@@ -494,19 +500,7 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
       const pe = slotPrev[s];
       const same = unchanged(pe, prevStart, st, o);
       if (same) {
-        entries.push(same);
-        parents.push(dirRel);
-        if (same.t === 'd') {
-          if (same.x) {
-            dirty.add(dirRel);
-            // listed again below; marked again only if it still holds left-out entries
-            const { x: _x, ...rest } = same;
-            entries[entries.length - 1] = rest;
-          }
-          dirIndex.set(same.p, entries.length - 1);
-          const mode = ch ? keptMode(same, pmode) : !same.x && same.mt < prevStart - RACY_MS && prevKids ? NAMES : FULL;
-          next.push({ rel: same.p, mode });
-        }
+        keep(same, dirRel, pmode);
         continue;
       }
       const mode = st[o];

@@ -40,6 +40,7 @@ export interface EmbeddingsLimits {
   maxChars: number;
 }
 
+/** The bounds used unless a caller (a test) passes others: see EmbeddingsLimits for each field and unit. */
 export const DEFAULT_EMBEDDINGS_LIMITS: EmbeddingsLimits = {
   batch: 64,
   maxEntries: 2000,
