@@ -252,17 +252,6 @@ export class Mem0Store implements MemoryStoreAdapter {
     return out;
   }
 
-  /**
-   * mem0's default directory as an example for a hint: `~/.mem0` of the sidecar's user on this
-   * machine (os.homedir()); for a store on another machine, of its login by the usual layout
-   * (/root, else /home/<user>: that home is not read from there, so it stays an example).
-   */
-  private defaultDirExample(): string {
-    if (!this.io.remote) return `e.g. mem0:${path.join(os.homedir(), '.mem0')}`;
-    const home = this.io.user === 'root' ? '/root' : `/home/${this.io.user}`;
-    return `e.g. mem0:${this.io.display(`${home}/.mem0`)}`;
-  }
-
   /** @throws StoreNotFound when the directory is missing or holds neither history.db nor Qdrant storage. */
   async check(): Promise<void> {
     let st: FileStat;
@@ -273,7 +262,7 @@ export class Mem0Store implements MemoryStoreAdapter {
       throw new AgentKeepError(
         'StoreNotFound',
         `mem0 directory ${this.location} does not exist.`,
-        `Point --store at mem0's directory ($MEM0_DIR, default ~/.mem0, as an absolute path), ${this.defaultDirExample()}.`,
+        `Point --store at mem0's directory ($MEM0_DIR, default ~/.mem0, as an absolute path), e.g. mem0:${this.io.display('/home/me/.mem0')}.`,
       );
     }
     if (!st.isDirectory())
