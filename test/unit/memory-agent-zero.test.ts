@@ -233,6 +233,19 @@ pickle.dump((Store(d), {0: "a1", 1: "b2", 2: "gone"}), open(${JSON.stringify(pkl
     );
   });
 
+  it('an index.pkl that is a FIFO is a FileError at once, not a read that waits for a writer', async () => {
+    await fs.rm(pkl());
+    await new Promise<void>((resolve, reject) => execFile('mkfifo', [pkl()], (err) => (err ? reject(err) : resolve())));
+    const t0 = Date.now();
+    const err = await expectError(
+      openStore(`agent-zero:${root}`).list(),
+      'FileError',
+      /Cannot read .*index\.pkl: .*index\.pkl is a FIFO, not a regular file/,
+    );
+    assert.match(err.hint ?? '', /restore it from a restore point/);
+    assert.ok(Date.now() - t0 < 5000, 'refused at once');
+  });
+
   it('names the problem and the fix for bad store names and missing roots', async () => {
     assert.throws(
       () => openStore('agent-zero:relative/a0'),

@@ -697,8 +697,11 @@ export class AgentZeroStore implements MemoryStoreAdapter {
       } catch (e) {
         if (e instanceof AgentKeepError) throw e;
         if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
-          const perms = 'Check the permissions of the Agent Zero directory (Docker volumes are often owned by root).';
-          problems.push(new AgentKeepError('FileError', `Cannot read ${pkl}: ${(e as Error).message}.`, perms));
+          const fix =
+            (e as NodeJS.ErrnoException).code === 'EINVAL' // a FIFO, socket or device (readLocalFile)
+              ? 'Put the docstore Agent Zero saved back in its place (restore it from a restore point).'
+              : 'Check the permissions of the Agent Zero directory (Docker volumes are often owned by root).';
+          problems.push(new AgentKeepError('FileError', `Cannot read ${pkl}: ${(e as Error).message}.`, fix));
         } else if (!(await this.io.stat(this.abs(dir.rel, 'index.faiss')).catch(() => undefined))) {
           const first = '(Agent Zero creates it on the first save)';
           warnings.push(`${dir.rel}/index.pkl is missing: no memories in "${dir.subdir}" ${first}.`);

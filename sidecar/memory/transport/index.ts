@@ -12,7 +12,7 @@
  * AgentKeepErrors that name the host and the step.
  */
 import { spawn } from 'node:child_process';
-import { promises as fs } from 'node:fs';
+import { constants as fsc, promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fsyncDir } from '../../core/fsutil';
@@ -133,6 +133,31 @@ export interface FileTransport {
 /** Options of `exec` (for implementations). */
 export type ExecOptions = NonNullable<Parameters<FileTransport['exec']>[1]>;
 
+/**
+ * The whole of a local file. Opened non-blocking and checked with fstat, so a FIFO, socket or device
+ * put where a store keeps a file (`index.pkl`, `MEMORY.md`, ...) is refused at once instead of hanging
+ * the read until a writer comes (a FIFO) or reading without end (/dev/zero).
+ * @param abs absolute path
+ * @returns the file's bytes
+ * @throws Node's errors (ENOENT, EACCES, EISDIR for a directory ...); `EINVAL` "<abs> is a FIFO, not a
+ *   regular file" for any other non-regular file
+ */
+export async function readLocalFile(abs: string): Promise<Buffer> {
+  const fh = await fs.open(abs, fsc.O_RDONLY | fsc.O_NONBLOCK);
+  try {
+    const st = await fh.stat();
+    if (!st.isFile() && !st.isDirectory()) {
+      const kind = st.isFIFO() ? 'a FIFO' : st.isSocket() ? 'a socket' : 'a device';
+      const err: NodeJS.ErrnoException = new Error(`${abs} is ${kind}, not a regular file`);
+      err.code = 'EINVAL';
+      throw err;
+    }
+    return await fh.readFile(); // a directory: EISDIR, as fs.readFile
+  } finally {
+    await fh.close();
+  }
+}
+
 /** This machine: node:fs and child processes, errors unchanged. */
 export const localTransport: FileTransport = {
   where: 'this machine',
@@ -145,7 +170,7 @@ export const localTransport: FileTransport = {
   lstat: (abs) => fs.lstat(abs),
   readlink: (abs) => fs.readlink(abs),
   realpath: (abs) => fs.realpath(abs),
-  readFile: (abs) => fs.readFile(abs),
+  readFile: readLocalFile,
   readdir: (abs) => fs.readdir(abs, { withFileTypes: true }),
   hashFile: (abs) => hashFile(abs),
   async stamps(files) {
