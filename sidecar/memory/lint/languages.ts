@@ -120,6 +120,19 @@ function nameTable(): { spaced: Map<string, string>; unspaced: Array<[string, st
  * @returns the codes, sorted; empty when the text names none
  */
 export function languagesNamed(text: string): string[] {
+  const hit = seen.get(text);
+  if (hit) return hit;
+  if (seen.size >= SEEN_MAX) seen.clear();
+  const r = readLanguages(text);
+  seen.set(text, r);
+  return r;
+}
+
+/** languagesNamed of texts read before (a pair rule asks for one entry's again and again). */
+const seen = new Map<string, string[]>();
+const SEEN_MAX = 10_000;
+
+function readLanguages(text: string): string[] {
   const t = nameTable();
   const s = text.toLowerCase().normalize('NFC');
   const out = new Set<string>();
