@@ -154,6 +154,28 @@ describe('memory lint: soft matching with the WordNet-derived lexicon (issue 12)
     assert.equal(k.length, 0, JSON.stringify(k));
   });
 
+  it('a number and its unit are one value however they are spaced; a number and a word are two tokens', () => {
+    for (const [x, y] of [
+      ['The build server has 8 GB of RAM and 4 cores', 'The build server has 8GB of RAM and 4 cores'],
+      ['Backups run every 15 min on the NAS box', 'Backups run every 15min on the NAS box'],
+      [
+        'Review model: Qwen 3.7 Max, fixed; Opus only on escalation',
+        'Review model: Qwen 3.7Max, fixed; Opus only on escalation',
+      ],
+    ]) {
+      const f = pairFindings([x, y]);
+      assert.equal(f.length, 1, JSON.stringify(f));
+      assert.equal(f[0].kind, 'near-duplicate', `${x} / ${y}`);
+    }
+    // another amount is still another value
+    const g = pairFindings([
+      'The build server has 8 GB of RAM and 4 cores',
+      'The build server has 16GB of RAM and 4 cores',
+    ]);
+    assert.equal(g.length, 1, JSON.stringify(g));
+    assert.equal(g[0].kind, 'contradiction');
+  });
+
   it('finds a change from a value another entry names, and several values changed in one place', () => {
     const f = pairFindings([
       'Project stack: FastAPI + PostgreSQL + Redis, deployed in Docker containers.',
