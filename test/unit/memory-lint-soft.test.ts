@@ -2,6 +2,7 @@ import * as assert from 'node:assert/strict';
 import { lintEntries, type LintInput } from '../../sidecar/memory/lint';
 import { known, relation, specificity, wordnetAntonyms, wordnetLemma } from '../../sidecar/memory/lint/lexicon';
 import { prepare } from '../../sidecar/memory/lint/pairs';
+import { foreignNegation, languagesNamed } from '../../sidecar/memory/lint/languages';
 import { align, anchors, polarity } from '../../sidecar/memory/lint/soft';
 import type { LintFinding } from '../../sidecar/protocol';
 
@@ -103,6 +104,76 @@ describe('memory lint: soft matching with the WordNet-derived lexicon (issue 12)
     assert.equal(f[0].kind, 'near-duplicate');
     assert.match((f[0].evidence ?? []).join('\n'), /two languages/);
     assert.ok(anchors(prepare(0, 'Deploy server: RunPod, SSH port 2222')).has('runpod'));
+  });
+
+  it('reads language names in many languages (CLDR names from Intl.DisplayNames) and foreign negations', () => {
+    assert.deepEqual(languagesNamed('- Language: ไทยเท่านั้น'), ['th']);
+    assert.deepEqual(languagesNamed('Risposte in italiano, mai in inglese'), ['en', 'it']);
+    assert.deepEqual(languagesNamed('用中文回复'), ['zh']);
+    assert.deepEqual(languagesNamed('polish the UI before the release'), []);
+    assert.equal(foreignNegation('πάντα SSH key, όχι password'), 'όχι');
+    assert.equal(foreignNegation('always the SSH key, never a password'), undefined);
+  });
+
+  it('one language named in two languages is one value; two languages are a conflict', () => {
+    const f = pairFindings(['- Language: Thai only', '- Language: ไทยเท่านั้น']);
+    assert.equal(f.length, 1, JSON.stringify(f));
+    assert.equal(f[0].kind, 'near-duplicate');
+    assert.match((f[0].evidence ?? []).join('\n'), /naming the same language \(th\)/);
+    const g = pairFindings(['Language: Chinese', 'Language: 中文']);
+    assert.equal(g.length, 1, JSON.stringify(g));
+    assert.equal(g[0].kind, 'near-duplicate');
+    const h = pairFindings(['Language: Chinese', 'Language: 日本語']);
+    assert.equal(h.length, 1, JSON.stringify(h));
+    assert.equal(h[0].kind, 'contradiction');
+  });
+
+  it('across two scripts, a negation of the other language counts, and two shared values are enough', () => {
+    const f = pairFindings([
+      'Ο server deploy στο RunPod: πάντα SSH key μέσω PUBLIC_KEY, όχι password.',
+      'RunPod deploys: always the SSH key via PUBLIC_KEY, never a password.',
+    ]);
+    assert.equal(f.length, 1, JSON.stringify(f));
+    assert.equal(f[0].kind, 'near-duplicate');
+    // negated in the English entry only: not the same statement
+    const g = pairFindings([
+      'Ο server deploy στο RunPod: πάντα SSH key μέσω PUBLIC_KEY και password.',
+      'RunPod deploys: always the SSH key via PUBLIC_KEY, never a password.',
+    ]);
+    assert.equal(g.length, 0, JSON.stringify(g));
+    const h = pairFindings([
+      '主题色：主色#ef4444，辅色#22c55e，所有页面统一',
+      'Theme colours: primary #ef4444, accent #22c55e on every page',
+    ]);
+    assert.equal(h.length, 1, JSON.stringify(h));
+    assert.equal(h[0].kind, 'near-duplicate');
+    const k = pairFindings([
+      '主题色：主色#ef4444，辅色#22c55e，所有页面统一',
+      'Theme colours: primary #ef4444, accent #3b82f6 on every page',
+    ]);
+    assert.equal(k.length, 0, JSON.stringify(k));
+  });
+
+  it('a number and its unit are one value however they are spaced; a number and a word are two tokens', () => {
+    for (const [x, y] of [
+      ['The build server has 8 GB of RAM and 4 cores', 'The build server has 8GB of RAM and 4 cores'],
+      ['Backups run every 15 min on the NAS box', 'Backups run every 15min on the NAS box'],
+      [
+        'Review model: Qwen 3.7 Max, fixed; Opus only on escalation',
+        'Review model: Qwen 3.7Max, fixed; Opus only on escalation',
+      ],
+    ]) {
+      const f = pairFindings([x, y]);
+      assert.equal(f.length, 1, JSON.stringify(f));
+      assert.equal(f[0].kind, 'near-duplicate', `${x} / ${y}`);
+    }
+    // another amount is still another value
+    const g = pairFindings([
+      'The build server has 8 GB of RAM and 4 cores',
+      'The build server has 16GB of RAM and 4 cores',
+    ]);
+    assert.equal(g.length, 1, JSON.stringify(g));
+    assert.equal(g[0].kind, 'contradiction');
   });
 
   it('finds a change from a value another entry names, and several values changed in one place', () => {

@@ -20,6 +20,7 @@ import {
   type LabelValue,
   type UpdateMarker,
 } from './slots';
+import { foreignNegation, languagesNamed, sameLanguagesNamed } from './languages';
 import { englishLike, similarity, thresholdsFor, type Vec } from './semantic';
 import { align, anchors, otherScript, polarityDiff, scriptMix, type Alignment, type SoftEntry } from './soft';
 import {
@@ -512,8 +513,12 @@ function classifyByRules(a: Prepared, b: Prepared, o: LintOptions): PairVerdict 
     if (t && t.gaps.some((g) => tokens(g).length > 0)) return undefined;
   }
   // Negated on one side only: a restatement only when the same words are negated on both sides
-  // ("..., never scripts on the host" / "... over local host-based scripts").
-  if (a.negated !== b.negated && !(pd.conflict.length === 0 && pd.bothNegated.length > 0)) return undefined;
+  // ("..., never scripts on the host" / "... over local host-based scripts"). Across two scripts, a
+  // negation word of the other language counts too ("never password" / "όχι password": languages.ts).
+  const mixed = a.negated !== b.negated && scriptMix(a, b) !== undefined;
+  const negA = a.negated || (mixed && foreignNegation(a.text) !== undefined);
+  const negB = b.negated || (mixed && foreignNegation(b.text) !== undefined);
+  if (negA !== negB && !(pd.conflict.length === 0 && pd.bothNegated.length > 0)) return undefined;
   // 6. near-duplicate: similar wording, no value swapped, no distinct content word on both sides
   //    unless the overlap is very high (a value on each side that the other lacks: no rule below applies)
   if (va.length > 0 && vb.length > 0) return undefined;
@@ -590,13 +595,31 @@ export const SOFT_SCORE = 0.5;
 function softDuplicate(a: Prepared, b: Prepared, al: Alignment): PairVerdict {
   const lv = sameLabelValue(a, b);
   if (lv)
-    return { kind: 'near-duplicate', score: 1, why: `the same label "${lv.label}" with the same value "${lv.value}"` };
+    return {
+      kind: 'near-duplicate',
+      score: 1,
+      why: lv.named
+        ? `the same label "${lv.label}" naming the same language (${lv.value}) in two languages: "${lv.named[0]}" / "${lv.named[1]}"`
+        : `the same label "${lv.label}" with the same value "${lv.value}"`,
+    };
   const mix = scriptMix(a, b);
   if (mix) {
     const x = anchors(a);
     const y = anchors(b);
+    // the languages each names count as kept words too ("replies in Chinese" / "用中文回复": languages.ts)
+    for (const [p, set] of [
+      [a, x],
+      [b, y],
+    ] as const)
+      for (const code of languagesNamed(p.text)) set.add(`language:${code}`);
     const both = [...x].filter((t) => y.has(t));
-    if (both.length >= 3 && both.length >= 0.6 * Math.min(x.size, y.size)) {
+    // (two are enough when they are all the smaller side has and both hold digits: "#ef4444", "#22c55e")
+    const specific = both.filter((t) => /\d/.test(t)).length;
+    const small = Math.min(x.size, y.size);
+    if (
+      (both.length >= 3 && both.length >= 0.6 * small) ||
+      (both.length >= 2 && both.length === small && specific >= 2)
+    ) {
       return {
         kind: 'near-duplicate',
         score: both.length / Math.min(x.size, y.size),
@@ -1041,13 +1064,19 @@ function valueSet(l: LabelValue): Set<string> {
  * The same single-valued label with a value that names the same thing ("TZ: Asia/Shanghai" /
  * "Timezone: UTC+8, Shanghai"): a shared value word that is a name or term, not a common word.
  */
-function sameLabelValue(a: Prepared, b: Prepared): { label: string; value: string } | undefined {
+function sameLabelValue(
+  a: Prepared,
+  b: Prepared,
+): { label: string; value: string; named?: [string, string] } | undefined {
   for (const x of labelsOf(a)) {
     for (const y of labelsOf(b)) {
       if (x.label.join(' ') !== y.label.join(' ') || !singleValuedLabel(x.label)) continue;
       const Y = valueSet(y);
       const hit = [...valueSet(x)].find((t) => Y.has(t) && specificity(t) === 1);
       if (hit) return { label: x.label.join(' '), value: hit };
+      // the same language named in two languages ("Language: Thai only" / "Language: ไทยเท่านั้น")
+      const langs = sameLanguagesNamed(x.value, y.value);
+      if (langs) return { label: x.label.join(' '), value: langs.join(', '), named: [x.value, y.value] };
     }
   }
   return undefined;
@@ -1063,6 +1092,8 @@ function labelVerdict(a: Prepared, b: Prepared): PairVerdict {
       const X = valueSet(x);
       const Y = valueSet(y);
       if (!X.size || !Y.size || X.size > 8 || Y.size > 8) continue;
+      // one language named in two languages ("Language: Chinese" / "Language: 中文") is one value
+      if (sameLanguagesNamed(x.value, y.value)) continue;
       let inter = 0;
       for (const t of X) if (Y.has(t)) inter++;
       if (inter === 0)

@@ -376,13 +376,44 @@ const TOKEN_RE_ASCII = new RegExp(
 /** Characters of scripts written without spaces, whose words are compared as character bigrams. */
 export const UNSPACED = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}\p{Script=Hangul}]/u;
 
+/**
+ * Units and suffixes a number keeps, written together or apart ("8 GB" = "8GB", "15 min" = "15min",
+ * "5 pm" = "5pm"): one value either way.
+ */
+const UNITS = new Set(
+  (
+    'b kb mb gb tb pb kib mib gib tib k m g t ms s sec min h hr hrs d px pt em rem vh vw fps hz khz mhz ghz ' +
+    'w kw v mah am pm st nd rd th x'
+  ).split(' '),
+);
+
 /** Typed tokens of a text (stopwords dropped, words canonicalised). Negations are kept as words. */
 export function tokens(text: string): Token[] {
   const out: Token[] = [];
   const s = normalise(text);
+  let skipTo = -1;
   // eslint-disable-next-line no-control-regex
   for (const m of s.matchAll(/^[\x00-\x7f]*$/.test(s) ? TOKEN_RE_ASCII : TOKEN_RE)) {
+    if ((m.index ?? 0) < skipTo) continue; // a unit joined to the number before it
     const g = m.groups!;
+    // A number and a unit are one value however they are spaced ("8 GB" / "8GB"); a number and a word
+    // are two tokens however they are spaced ("Qwen 3.7 Max" / "Qwen 3.7Max").
+    const n = g.num ?? (g.ver && /^\d+\.\d+$/.test(g.ver) ? g.ver : undefined);
+    if (n) {
+      const end = (m.index ?? 0) + n.length;
+      const glued = /^(\d+(?:[.,]\d+)?)([a-z]{3})$/.exec(n);
+      if (glued && !UNITS.has(glued[2])) {
+        out.push({ t: glued[1], type: g.num ? 'num' : 'ver' });
+        if (!STOP.has(glued[2])) out.push({ t: canon(glued[2]), type: 'word', at: (m.index ?? 0) + glued[1].length });
+        continue;
+      }
+      const unit = /^ ([a-z]{1,3})\b/.exec(s.slice(end, end + 5));
+      if (unit && UNITS.has(unit[1]) && /^\d+(?:[.,]\d+)?$/.test(n)) {
+        out.push({ t: n + unit[1], type: 'num' });
+        skipTo = end + unit[0].length;
+        continue;
+      }
+    }
     if (g.url) out.push({ t: g.url.replace(/[.,;:]+$/, ''), type: 'url' });
     else if (g.email) out.push({ t: g.email, type: 'email' });
     else if (g.path) {
