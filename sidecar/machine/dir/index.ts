@@ -260,9 +260,11 @@ export class DirBackend implements MachineBackend {
       added += trees.addedTreeBytes;
     }
     const full = r.bytes + trees.treeBytes;
-    // The manifest (durable) and the size-cap summary (a cache, not fsynced) are independent: written in parallel.
+    // The manifest (durable) and the size-cap summary (a cache, not fsynced) are independent: written in
+    // parallel, into a directory that exists (with a parent manifest it does: it was just read there).
     const parentId = parent ? opts.parentId : undefined;
-    await Promise.all([
+    if (!parent) await fs.mkdir(this.manifestDir, { recursive: true });
+    const [{ durable }] = await Promise.all([
       writeManifest(this.manifestPath(snapshotId), m),
       this.list().then((live) => this.held.added(snapshotId, parentId, added, full, live)),
     ]);
@@ -270,7 +272,7 @@ export class DirBackend implements MachineBackend {
     // (after buildTrees: it replaced the entries of changed directories by copies with their new tree)
     kidsCache.set(m, childrenByDir(m.entries, r.parents));
     return {
-      info: { files: r.entries.length, bytes: r.bytes, newBytes: r.newBytes, skipped: r.skipped },
+      info: { files: r.entries.length, bytes: r.bytes, newBytes: r.newBytes, skipped: r.skipped, durable },
       linked: r.linked,
     };
   }
