@@ -123,8 +123,11 @@ export async function createLocked(
     ...(p.restoredFrom ? { restoredFrom: p.restoredFrom } : {}),
   };
   try {
-    await t.journal.put(rp);
+    // (written and synced while the snapshot's last fsync runs; renamed into place after it)
+    const durable = info.durable;
+    await t.journal.put(rp, durable ? { beforeRename: () => durable } : {});
   } catch (e) {
+    await info.durable;
     await t.backend.delete(id).catch(() => undefined);
     throw e;
   }

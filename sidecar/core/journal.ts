@@ -54,10 +54,16 @@ export class Journal {
     this.ensured = true;
   }
 
-  /** Write (create or replace) a restore point, atomically and durably. */
-  async put(rp: RestorePoint): Promise<void> {
+  /**
+   * Write (create or replace) a restore point, atomically and durably (fsync of the entry, rename,
+   * fsync of the directory).
+   * @param opts.beforeRename awaited before the entry is renamed into place (what it names must be durable first)
+   * @param opts.syncDir false: the rename is not fsynced (a replaced entry whose old version is as valid,
+   *   e.g. a status change: a crash leaves the old or the new entry, both complete)
+   */
+  async put(rp: RestorePoint, opts: { beforeRename?: () => Promise<void>; syncDir?: boolean } = {}): Promise<void> {
     await this.ensure();
-    await writeJsonAtomic(this.file(rp.id), rp);
+    await writeJsonAtomic(this.file(rp.id), rp, opts);
   }
 
   /**

@@ -218,7 +218,9 @@ export async function restoreRestorePoint(
     }
     await clearRestoreMarker(ctx.layout, t.target);
     const restored: RestorePoint = { ...rp, status: 'rolled-back' };
-    await t.journal.put(restored);
+    // (a status change of an entry whose old version is as valid: the entry is synced, its rename is not,
+    // as the files the restore wrote are not; a crash leaves the entry as it was or as it is now, both complete)
+    await t.journal.put(restored, { syncDir: false });
     if (scope !== 'machine') await settlePending(ctx.layout, t.target, rp.id, stores);
     let writeBack: ResultOf<'restorePointRestore'>['writeBack'];
     if (keep && undo) {
