@@ -15,7 +15,7 @@ import { asAgentKeepError } from './errors';
 import { abortedError, isAbortedError, throwIfAborted } from './fsutil';
 import { interruptedRestore } from './interrupted';
 import { newRestorePointId } from './journal';
-import { pruneTarget } from './prune';
+import { pruneAfterCreate } from './prune';
 import { DEFAULT_SIZE_CAP_BYTES, readStateConfig } from './stateConfig';
 import { capWarning } from './usage';
 
@@ -123,8 +123,11 @@ export async function createLocked(
     ...(p.restoredFrom ? { restoredFrom: p.restoredFrom } : {}),
   };
   try {
-    await t.journal.put(rp);
+    // (written and synced while the snapshot's last fsync runs; renamed into place after it)
+    const durable = info.durable;
+    await t.journal.put(rp, durable ? { beforeRename: () => durable } : {});
   } catch (e) {
+    await info.durable;
     await t.backend.delete(id).catch(() => undefined);
     throw e;
   }
@@ -241,11 +244,18 @@ export async function createRestorePoint(
   // Retention (params, else <stateDir>/config.json, else the defaults); it never deletes the one
   // just made (the newest). A busy target is not waited for long: the next create or a prune catches up.
   const retention = { ...config.retention, ...definedOnly(p.retention ?? {}) };
-  const run = { dryRun: false, lockTimeoutMs: Math.min(ctx.lockTimeoutMs, 2000), estimate: false };
-  const pruned = await pruneTarget(ctx, t, retention, run).catch(() => undefined);
-  const warning = await capWarning(ctx, t, config.sizeCapBytes ?? DEFAULT_SIZE_CAP_BYTES).catch(() => undefined);
-  // A target left half-restored by a killed restore: this restore point holds that mixed state.
-  const broken = await interruptedRestore(ctx.layout, t.target);
+  // The journal is listed once for both retention and the size-cap check; the restore marker is read meanwhile.
+  const [listed, broken] = await Promise.all([
+    t.journal.list().catch(() => undefined),
+    // A target left half-restored by a killed restore: this restore point holds that mixed state.
+    interruptedRestore(ctx.layout, t.target),
+  ]);
+  const after = listed
+    ? await pruneAfterCreate(ctx, t, retention, listed, Math.min(ctx.lockTimeoutMs, 2000)).catch(() => undefined)
+    : undefined;
+  const pruned = after?.result;
+  const capBytes = config.sizeCapBytes ?? DEFAULT_SIZE_CAP_BYTES;
+  const warning = await capWarning(ctx, t, capBytes, after?.points ?? listed).catch(() => undefined);
   const half: Notice | undefined = broken && {
     message: `A restore of ${broken.id} never finished (started ${broken.startedAt}), so this restore point may hold a half-restored target.`,
     actions: interruptedActions(t.target.spec, broken),

@@ -176,12 +176,17 @@ export async function fsyncDir(dir: string): Promise<void> {
  * `file`, optional fsync of the directory. The temp file is removed on failure.
  * @param opts.mode file mode of the result (default 0o600: the state dir's files are the owner's alone)
  * @param opts.durable fsync file and directory (default true)
+ * @param opts.syncDir fsync the directory after the rename (default `durable`); false with durable:
+ *   the content is on disk before the rename, so a crash leaves the old or the new file, complete,
+ *   but the rename itself may be lost (for a file whose old version is as valid)
+ * @param opts.beforeRename awaited after the temp file is written (and synced), before the rename:
+ *   what must be durable before `file` may name the new content (e.g. the files it refers to)
  * @throws AgentKeepError DiskFull (ENOSPC/EDQUOT, naming the file system), else what fs throws
  */
 export async function writeFileAtomic(
   file: string,
   data: string | Uint8Array,
-  opts: { mode?: number; durable?: boolean } = {},
+  opts: { mode?: number; durable?: boolean; syncDir?: boolean; beforeRename?: () => Promise<void> } = {},
 ): Promise<void> {
   const tmp = tempNameFor(file);
   const durable = opts.durable ?? true;
@@ -192,6 +197,7 @@ export async function writeFileAtomic(
     if (durable) await h.sync();
     await h.close();
     h = undefined;
+    await opts.beforeRename?.();
     await fs.rename(tmp, file);
   } catch (e) {
     await h?.close().catch(() => undefined);
@@ -199,17 +205,18 @@ export async function writeFileAtomic(
     if (isNoSpace(e) && !(e instanceof AgentKeepError)) throw await diskFullError(file, e, `Cannot write ${file}`);
     throw e;
   }
-  if (durable) await fsyncDir(path.dirname(file));
+  if (opts.syncDir ?? durable) await fsyncDir(path.dirname(file));
 }
 
-/** JSON.stringify + writeFileAtomic (pretty-printed when `pretty`). */
+/** JSON.stringify + writeFileAtomic (pretty-printed when `pretty`; other options: writeFileAtomic's). */
 export async function writeJsonAtomic(
   file: string,
   value: unknown,
-  opts: { pretty?: boolean; durable?: boolean; mode?: number } = {},
+  opts: { pretty?: boolean } & Parameters<typeof writeFileAtomic>[2] = {},
 ): Promise<void> {
-  const text = opts.pretty === false ? JSON.stringify(value) : JSON.stringify(value, null, 2) + '\n';
-  await writeFileAtomic(file, text, { durable: opts.durable, mode: opts.mode });
+  const { pretty, ...rest } = opts;
+  const text = pretty === false ? JSON.stringify(value) : JSON.stringify(value, null, 2) + '\n';
+  await writeFileAtomic(file, text, rest);
 }
 
 /** Read and parse a JSON file; `undefined` when it does not exist. Other errors are thrown. */

@@ -4,12 +4,12 @@
  * `target.json` naming the target. Listing is newest first.
  */
 import { randomBytes } from 'node:crypto';
-import { promises as fs } from 'node:fs';
+import { promises as fs, type Stats } from 'node:fs';
 import * as path from 'node:path';
 import { RestorePoint, type NextAction } from '../protocol';
 import { deleteAction, listAction } from './actions';
 import { AgentKeepError } from './errors';
-import { isErrno, readJsonIfExists, writeJsonAtomic } from './fsutil';
+import { isErrno, mapLimit, readJsonIfExists, writeJsonAtomic } from './fsutil';
 
 /** Restore point id pattern (fits a Proxmox snapname): letter first, then letters, digits, underscores; ≤ 40 chars. */
 export const ID_PATTERN = /^[A-Za-z][A-Za-z0-9_]+$/;
@@ -42,17 +42,28 @@ export class Journal {
     return path.join(this.dir, `${id}.json`);
   }
 
+  /** Whether ensure() ran for this instance (an operation's second put, e.g. a restore's, skips it). */
+  private ensured = false;
+
   /** Create the journal directory and its target.json (idempotent). */
   async ensure(): Promise<void> {
+    if (this.ensured) return;
     await fs.mkdir(this.dir, { recursive: true });
     const tf = path.join(this.dir, 'target.json');
     if (!(await readJsonIfExists(tf))) await writeJsonAtomic(tf, { target: this.target });
+    this.ensured = true;
   }
 
-  /** Write (create or replace) a restore point, atomically and durably. */
-  async put(rp: RestorePoint): Promise<void> {
+  /**
+   * Write (create or replace) a restore point, atomically and durably (fsync of the entry, rename,
+   * fsync of the directory).
+   * @param opts.beforeRename awaited before the entry is renamed into place (what it names must be durable first)
+   * @param opts.syncDir false: the rename is not fsynced (a replaced entry whose old version is as valid,
+   *   e.g. a status change: a crash leaves the old or the new entry, both complete)
+   */
+  async put(rp: RestorePoint, opts: { beforeRename?: () => Promise<void>; syncDir?: boolean } = {}): Promise<void> {
     await this.ensure();
-    await writeJsonAtomic(this.file(rp.id), rp);
+    await writeJsonAtomic(this.file(rp.id), rp, opts);
   }
 
   /**
@@ -73,19 +84,22 @@ export class Journal {
       new AgentKeepError('CorruptSnapshot', `The journal entry of ${id} is damaged: ${why}.`, undefined, [
         deleteAction(this.target, id, 'Delete the damaged restore point'),
       ]);
-    let raw: unknown;
+    const file = this.file(id);
+    let read: Awaited<ReturnType<typeof readEntry>>;
     try {
-      raw = await readJsonIfExists(this.file(id));
+      read = await readEntry(file);
     } catch (e) {
       throw damaged((e as Error).message);
     }
-    if (raw === undefined) {
+    if (read === undefined) {
       throw new AgentKeepError('RestorePointNotFound', `No restore point ${id} for ${this.target}.`, undefined, [
         listAction(this.target),
       ]);
     }
-    const parsed = RestorePoint.safeParse(raw);
+    if ('rp' in read) return read.rp;
+    const parsed = RestorePoint.safeParse(read.raw);
     if (!parsed.success) throw damaged(parsed.error.issues[0]?.message ?? 'bad shape');
+    remember(file, read.sig, parsed.data);
     return parsed.data;
   }
 
@@ -109,15 +123,12 @@ export class Journal {
       if (isErrno(e, 'ENOENT')) return [];
       throw e;
     }
-    const out: RestorePoint[] = [];
-    for (const n of names) {
-      if (!n.endsWith('.json') || n === 'target.json' || n.startsWith('.')) continue;
-      try {
-        out.push(await this.get(n.slice(0, -5)));
-      } catch {
-        /* damaged entries do not hide the others */
-      }
-    }
+    const ids = names.filter((n) => n.endsWith('.json') && n !== 'target.json' && !n.startsWith('.'));
+    // in parallel (each read is a few thread-pool round trips; an unchanged entry is one stat, see readEntry)
+    const got = await mapLimit(ids, 16, (n) =>
+      this.get(n.slice(0, -5)).catch(() => undefined /* damaged entries do not hide the others */),
+    );
+    const out = got.filter((r): r is RestorePoint => r !== undefined);
     return out.sort((a, b) =>
       a.createdAt === b.createdAt ? (a.id < b.id ? 1 : -1) : a.createdAt < b.createdAt ? 1 : -1,
     );
@@ -160,9 +171,12 @@ export class Journal {
       if (isErrno(e, 'ENOENT')) return 0;
       throw e;
     }
-    let n = 0;
-    for (const name of names) n += (await fs.lstat(path.join(this.dir, name)).catch(() => undefined))?.size ?? 0;
-    return n;
+    const sizes = await mapLimit(
+      names,
+      16,
+      async (name) => (await fs.lstat(path.join(this.dir, name)).catch(() => undefined))?.size ?? 0,
+    );
+    return sizes.reduce((a, b) => a + b, 0);
   }
 
   /** Remove a restore point's entry. @throws RestorePointNotFound */
@@ -170,6 +184,67 @@ export class Journal {
     await this.get(id).catch((e: AgentKeepError) => {
       if (e.kind !== 'CorruptSnapshot') throw e;
     });
+    parsedEntries.delete(this.file(id));
     await fs.rm(this.file(id), { force: true });
   }
+}
+
+/**
+ * Parsed journal entries of this process by file: a list() after a create re-reads only the entries
+ * that changed (one stat for each of the others instead of open, fstat, read and close). An entry
+ * is served from here while its file's size, mtime, ctime and inode are those it was read with;
+ * it is remembered only when its file was last changed more than ENTRY_RACY_MS before it was
+ * read, so a replacement (always a new temp file renamed over it, later) cannot carry the same
+ * times even where the clock is coarse and the inode number is reused.
+ */
+const parsedEntries = new Map<string, { sig: string; rp: RestorePoint }>();
+const ENTRY_CACHE_MAX = 4096;
+const ENTRY_RACY_MS = 1000;
+const sigOf = (st: Stats): string => `${st.size}:${st.mtimeMs}:${st.ctimeMs}:${st.ino}`;
+
+/**
+ * Read one entry file: the cached parse while the file is unchanged, else its JSON (not checked)
+ * and, when it is old enough to be cached, its signature.
+ * @returns undefined when the file does not exist
+ * @throws the read's error, or JSON.parse's for a damaged entry
+ */
+async function readEntry(
+  file: string,
+): Promise<{ rp: RestorePoint } | { raw: unknown; sig: string | undefined } | undefined> {
+  const hit = parsedEntries.get(file);
+  if (hit) {
+    const st = await fs.stat(file).catch((e: unknown) => {
+      if (isErrno(e, 'ENOENT')) return undefined;
+      throw e;
+    });
+    if (!st) {
+      parsedEntries.delete(file);
+      return undefined;
+    }
+    if (sigOf(st) === hit.sig) return { rp: structuredClone(hit.rp) };
+  }
+  let h: fs.FileHandle;
+  try {
+    h = await fs.open(file, 'r');
+  } catch (e) {
+    if (isErrno(e, 'ENOENT')) return undefined;
+    throw e;
+  }
+  try {
+    // stat and content of the same open file: a replacement meanwhile is never cached with its predecessor's signature
+    const st = await h.stat();
+    const text = await h.readFile('utf8');
+    const old = Date.now() - Math.max(st.mtimeMs, st.ctimeMs) > ENTRY_RACY_MS;
+    return { raw: JSON.parse(text), sig: old ? sigOf(st) : undefined };
+  } finally {
+    await h.close();
+  }
+}
+
+/** Keep a just parsed entry under the signature readEntry gave (none: its file is too new to be cached). */
+function remember(file: string, sig: string | undefined, rp: RestorePoint): void {
+  parsedEntries.delete(file);
+  if (!sig) return;
+  parsedEntries.set(file, { sig, rp: structuredClone(rp) });
+  while (parsedEntries.size > ENTRY_CACHE_MAX) parsedEntries.delete(parsedEntries.keys().next().value as string);
 }

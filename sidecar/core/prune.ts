@@ -79,6 +79,31 @@ export async function pruneTarget(
 }
 
 /**
+ * The retention run after a create: `points` (the target's restore points, listed once after the
+ * create) are planned first without the lock; only when the plan deletes something is the target
+ * locked and pruned (pruneTarget, which plans again under the lock). So a create that deletes
+ * nothing, the usual case, takes the lock once and lists the journal once.
+ * @returns what pruneTarget returns, and the restore points left (`points` when nothing was deleted,
+ *   else listed again), for the size-cap check
+ * @throws what pruneTarget throws
+ */
+export async function pruneAfterCreate(
+  ctx: CoreContext,
+  t: TargetCtx,
+  opts: Pick<PruneOptions, 'keep' | 'keepImportant' | 'minAgeMs'>,
+  points: RestorePoint[],
+  lockTimeoutMs: number,
+): Promise<{ result: ResultOf<'restorePointPrune'>; points: RestorePoint[] }> {
+  const minAgeMs = opts.minAgeMs ?? DEFAULT_MIN_AGE_MS;
+  const same = await identicalPairs(ctx, t, points, minAgeMs);
+  const plan = planPrune(points, { keep: opts.keep, keepImportant: opts.keepImportant, minAgeMs }, same);
+  if (!plan.delete.length)
+    return { result: { deleted: [], kept: plan.keep, freedBytes: 0, estimatedFreeBytes: 0 }, points };
+  const result = await pruneTarget(ctx, t, opts, { dryRun: false, lockTimeoutMs, estimate: false });
+  return { result, points: result.deleted.length ? await t.journal.list() : points };
+}
+
+/**
  * Ids of the post restore points (both sides older than `minAgeMs`, neither the newest) whose pre
  * does not differ from them, by the backend's compare of the two snapshots and the agent-state
  * captures. Results are cached per instance and in the journal dir (paircache.ts: the snapshots

@@ -131,7 +131,10 @@ export async function restoreRestorePoint(
       // refused before the undo point, nothing changed (both would otherwise stop half-way)
       else if (scope !== 'machine' && !s.localRoot && written.includes(s)) throw unreadableStore(s, rp, scope, problem);
     }
-    if (!capturable.length && !p.stores) capturable.push(...(await detectTargetStores(t.target)));
+    // the stores found in the target, detected once (the undo point and the scope's filter both use them)
+    let detected: Promise<MemoryStoreAdapter[]> | undefined;
+    const detect = (): Promise<MemoryStoreAdapter[]> => (detected ??= detectTargetStores(t.target));
+    if (!capturable.length && !p.stores) capturable.push(...(await detect()));
     // (noUndoPoint, confirmed: a full state dir, the user chose to restore without a way back)
     const target = t.target.spec;
     if (p.noUndoPoint && !p.confirmed) throw noUndoPointUnconfirmed(rp.id, target, scope, p.stores);
@@ -162,7 +165,7 @@ export async function restoreRestorePoint(
     const unlock = scope === 'machine' ? async () => undefined : await lockStores(written);
     try {
       if (scope !== 'agent') {
-        const inTarget = [...stores, ...(await detectTargetStores(t.target))];
+        const inTarget = [...stores, ...(await detect())];
         const skip = agentStateFilter(t.target, inTarget, { keepAgentState: scope === 'machine' });
         const m = await t.backend.restore(rp.id, {
           currentId: undo?.id,
@@ -215,7 +218,9 @@ export async function restoreRestorePoint(
     }
     await clearRestoreMarker(ctx.layout, t.target);
     const restored: RestorePoint = { ...rp, status: 'rolled-back' };
-    await t.journal.put(restored);
+    // (a status change of an entry whose old version is as valid: the entry is synced, its rename is not,
+    // as the files the restore wrote are not; a crash leaves the entry as it was or as it is now, both complete)
+    await t.journal.put(restored, { syncDir: false });
     if (scope !== 'machine') await settlePending(ctx.layout, t.target, rp.id, stores);
     let writeBack: ResultOf<'restorePointRestore'>['writeBack'];
     if (keep && undo) {

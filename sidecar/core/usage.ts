@@ -155,16 +155,23 @@ export async function usageRestorePoints(
  * The size-cap warning after a create: the target's disk use (when the backend can tell it
  * without walking its snapshots) above 90% of the cap, with next actions (prune to the newest 5, or
  * preview that first); undefined below.
+ * @param listed the target's restore points when the caller has just listed them (else listed here)
  */
-export async function capWarning(ctx: CoreContext, t: TargetCtx, capBytes: number): Promise<Notice | undefined> {
-  const points = await t.journal.list();
+export async function capWarning(
+  ctx: CoreContext,
+  t: TargetCtx,
+  capBytes: number,
+  listed?: RestorePoint[],
+): Promise<Notice | undefined> {
+  const points = listed ?? (await t.journal.list());
   if (t.backend.heldBound) {
     // An upper bound first (no snapshot read): below the warning level, the exact figure is too.
     const mine = points.filter((r) => r.machine.backend === t.backend.name);
-    let bound = await t.backend
-      .heldBound(mine.map((r) => ({ id: r.id, bytes: r.machine.bytes })))
-      .catch(() => Infinity);
-    bound += await t.journal.bytes().catch(() => 0);
+    const [held, journalBytes] = await Promise.all([
+      t.backend.heldBound(mine.map((r) => ({ id: r.id, bytes: r.machine.bytes }))).catch(() => Infinity),
+      t.journal.bytes().catch(() => 0),
+    ]);
+    let bound = held + journalBytes;
     for (const r of points) for (const a of r.agent) for (const f of a.files) bound += f.size;
     if (capLevel(bound, capBytes) === 'ok') return undefined;
   }

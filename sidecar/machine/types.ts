@@ -47,6 +47,13 @@ export interface SnapshotInfo {
   parent?: string;
   /** Warnings the hypervisor reported (task log lines of a "WARNINGS: n" task). */
   warnings?: string[];
+  /**
+   * Resolves (never rejects) once the snapshot is durable, when it is not yet at return (dir: the
+   * fsync of the manifest's directory, overlapped with the journal entry's own write and fsync).
+   * The core renames the journal entry that names the snapshot into place only after it, so a
+   * crash never leaves a restore point whose snapshot is lost. Not part of the journal entry.
+   */
+  durable?: Promise<void>;
 }
 
 /** What a backend gets to describe a snapshot (Proxmox writes it into the snapshot description). */

@@ -228,8 +228,9 @@ export async function detectStores(localRoot: string | undefined): Promise<Memor
     ))
   )
     return [];
-  const specs: string[] = [];
-  for (const f of registry.values())
-    if (f.detect) specs.push(...(await f.detect(localRoot).catch(() => [] as string[])));
-  return openStores(specs);
+  // every kind looks at the same time (each a few stats); the specs stay in registry order
+  const found = await Promise.all(
+    [...registry.values()].map((f) => (f.detect ? f.detect(localRoot).catch(() => [] as string[]) : [])),
+  );
+  return openStores(found.flat());
 }

@@ -247,10 +247,6 @@ export class DirBackend implements MachineBackend {
       entries: r.entries,
     };
     throwIfAborted(opts.signal, 'the restore point was not created; nothing in the target was changed');
-    await writeManifest(this.manifestPath(snapshotId), m);
-    parentsOf.set(m, r.parents);
-    // (after buildTrees: it replaced the entries of changed directories by copies with their new tree)
-    kidsCache.set(m, childrenByDir(m.entries, r.parents));
     // What this snapshot names that its parent did not (the size-cap bound); O(changed files).
     let added = r.bytes + trees.treeBytes; // no parent: everything
     if (parent) {
@@ -264,9 +260,19 @@ export class DirBackend implements MachineBackend {
       added += trees.addedTreeBytes;
     }
     const full = r.bytes + trees.treeBytes;
-    await this.held.added(snapshotId, parent ? opts.parentId : undefined, added, full, await this.list());
+    // The manifest (durable) and the size-cap summary (a cache, not fsynced) are independent: written in
+    // parallel, into a directory that exists (with a parent manifest it does: it was just read there).
+    const parentId = parent ? opts.parentId : undefined;
+    if (!parent) await fs.mkdir(this.manifestDir, { recursive: true });
+    const [{ durable }] = await Promise.all([
+      writeManifest(this.manifestPath(snapshotId), m),
+      this.list().then((live) => this.held.added(snapshotId, parentId, added, full, live)),
+    ]);
+    parentsOf.set(m, r.parents);
+    // (after buildTrees: it replaced the entries of changed directories by copies with their new tree)
+    kidsCache.set(m, childrenByDir(m.entries, r.parents));
     return {
-      info: { files: r.entries.length, bytes: r.bytes, newBytes: r.newBytes, skipped: r.skipped },
+      info: { files: r.entries.length, bytes: r.bytes, newBytes: r.newBytes, skipped: r.skipped, durable },
       linked: r.linked,
     };
   }
@@ -306,14 +312,21 @@ export class DirBackend implements MachineBackend {
       }
       return (bytes.get(id) ?? 0) + trees;
     };
-    const bound = await this.held.bound(
-      points.map((p) => p.id),
-      full,
-    );
-    let meta = 0;
-    const files = [...(await this.list()).map((id) => `${id}.json`), INDEX_NAME, HELD_NAME];
-    for (const f of files) meta += (await fs.stat(path.join(this.manifestDir, f)).catch(() => undefined))?.size ?? 0;
-    return bound + meta;
+    // the bound and the bytes of the manifest directory's files, read in parallel
+    const metaSizes = async (): Promise<number[]> => {
+      const files = [...(await this.list()).map((id) => `${id}.json`), INDEX_NAME, HELD_NAME];
+      const size = async (f: string): Promise<number> =>
+        (await fs.stat(path.join(this.manifestDir, f)).catch(() => undefined))?.size ?? 0;
+      return mapLimit(files, 16, size);
+    };
+    const [bound, sizes] = await Promise.all([
+      this.held.bound(
+        points.map((p) => p.id),
+        full,
+      ),
+      metaSizes(),
+    ]);
+    return sizes.reduce((a, b) => a + b, bound);
   }
 
   async heldObjects(): Promise<{ objects: Map<string, number>; metaBytes: number }> {
@@ -420,13 +433,17 @@ export class DirBackend implements MachineBackend {
       const c = curMap.get(e.p);
       return !c || (c !== e && !sameEntry(c, e));
     });
-    await mapLimit(
-      writes.filter((e) => e.t === 'f' && !(curMap.get(e.p)?.t === 'f' && curMap.get(e.p)?.h === e.h)),
-      CONCURRENCY,
-      async (e) => {
-        if (!(await this.ctx.objects.has(e.h as string))) throw this.ctx.objects.missing(e.h as string);
-      },
-    );
+    // (synchronously, one access(2) each: a thread-pool round trip per object cost more than the
+    // check; yielding to the event loop every 8 ms, so a signal is still seen)
+    let checked = Date.now();
+    for (const e of writes) {
+      if (e.t !== 'f' || (curMap.get(e.p)?.t === 'f' && curMap.get(e.p)?.h === e.h)) continue;
+      if (!fsSync.existsSync(this.ctx.objects.pathOf(e.h as string))) throw this.ctx.objects.missing(e.h as string);
+      if (Date.now() - checked > 8) {
+        await new Promise((r) => setImmediate(r));
+        checked = Date.now();
+      }
+    }
 
     const total = writes.length + changes.added.length;
     let done = 0;

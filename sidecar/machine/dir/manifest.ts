@@ -8,7 +8,7 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { AgentKeepError } from '../../core/errors';
-import { isErrno, writeFileAtomic } from '../../core/fsutil';
+import { fsyncDir, isErrno, writeFileAtomic } from '../../core/fsutil';
 import { readTreeEntries } from './tree';
 
 /** Entry type: regular file, directory, symbolic link. */
@@ -112,11 +112,20 @@ export function manifestHeadJson(m: Manifest): string {
   return JSON.stringify(head);
 }
 
-/** Write a manifest atomically (format 2: its head; format 1: with every entry), and keep it in the in-memory cache. */
-export async function writeManifest(file: string, m: Manifest): Promise<void> {
+/**
+ * Write a manifest atomically (format 2: its head; format 1: with every entry), and keep it in the
+ * in-memory cache. Its content is on disk (fsync) when this resolves; the fsync of its directory,
+ * which makes the new name durable, is returned as `durable` and runs meanwhile, so the caller can
+ * write the journal entry that names the snapshot at the same time (it must be renamed into place
+ * only after `durable`: SnapshotInfo.durable).
+ * @returns `durable`: resolves (never rejects) once the manifest's name is durable too
+ */
+export async function writeManifest(file: string, m: Manifest): Promise<{ durable: Promise<void> }> {
   await fs.mkdir(path.dirname(file), { recursive: true });
-  await writeFileAtomic(file, m.v === 2 ? manifestHeadJson(m) : manifestJson(m));
+  await writeFileAtomic(file, m.v === 2 ? manifestHeadJson(m) : manifestJson(m), { syncDir: false });
+  const durable = fsyncDir(path.dirname(file));
   await remember(file, m);
+  return { durable };
 }
 
 function bad(file: string, why: string): AgentKeepError {
