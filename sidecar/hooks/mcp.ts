@@ -24,7 +24,9 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { z } from 'zod';
 import { Core } from '../core/core';
 import { call } from '../core/dispatch';
+import { resolveStateDir } from '../core/state';
 import { closeJournals } from '../machine/dir/journal';
+import { listenHookHandoff, type HandoffServer } from './handoffServer';
 import { asAgentKeepError } from '../core/errors';
 import { VERSION } from '../core/context';
 import { formatAge } from '../protocol/format';
@@ -219,16 +221,20 @@ export function agentKeepMcpServer(
  */
 export async function serveMcp(agent: HookAgent, stateDir: string): Promise<void> {
   const inFlight = new Set<Promise<unknown>>();
-  const server = agentKeepMcpServer(agent, stateDir, { inFlight });
+  const lastSnapshots = new Map<string, string>();
+  const core = new Core({ stateDir, changeJournal: true, lastSnapshots });
+  const server = agentKeepMcpServer(agent, stateDir, { inFlight, core });
   const transport = new StdioServerTransport();
   const debug = (m: string): void => {
     if (process.env.AGENTKEEP_DEBUG) process.stderr.write(`agentkeep mcp: ${m}\n`);
   };
   let closing = false;
+  let handoff: HandoffServer | undefined;
   const shutdown = async (why: string): Promise<void> => {
     if (closing) return;
     closing = true;
     await Promise.allSettled([...inFlight]);
+    await handoff?.close();
     await server.close().catch(() => undefined);
     closeJournals();
     debug(`${why}: closed, change journal stopped`);
@@ -236,4 +242,7 @@ export async function serveMcp(agent: HookAgent, stateDir: string): Promise<void
   process.stdin.once('end', () => void shutdown('stdin closed'));
   process.stdin.once('close', () => void shutdown('stdin closed'));
   await server.connect(transport);
+  // the agent's shell hooks hand their restore points to this server (./handoffServer.ts)
+  handoff = await listenHookHandoff(resolveStateDir(stateDir), lastSnapshots, (m) => process.stderr.write(`${m}\n`));
+  debug(handoff ? `hook hand-off on ${handoff.path}` : 'no hook hand-off');
 }

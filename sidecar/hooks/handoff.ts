@@ -1,0 +1,143 @@
+/**
+ * The hook's hand-off, client side (loaded by the hook's fast path, ./entry.ts: node built-ins only).
+ * A shell hook is a new process per tool call, so its restore point walks the whole `dir:` target;
+ * a long-running sidecar of the same state dir (`agentkeep mcp`, `agentkeep serve`) keeps the change
+ * journal (docs/dir-backend.md) and listens on `<stateDir>/hooks/handoff/<pid>.sock` (a Unix socket,
+ * folder 0700, socket 0600; ./handoffServer.ts). Before it loads the rest of the sidecar, the hook
+ * hands the call to such a server and prints its answer; when there is none, or it cannot be
+ * reached, or it does not answer in time, the hook does the work itself as before.
+ *
+ * Wire protocol (version 1), one request per connection, each side one line of JSON:
+ *   request  {"v":1,"argv":["hook","run","hermes",…],"stdin":"<the agent's JSON>",
+ *             "env":{"HERMES_HOME":…},"budgetMs":19000}
+ *   answer   {"v":1,"out":["<stdout line>",…],"err":["<stderr line>",…]}
+ * The server runs the same hook code (./entry.ts hookMain, ./run.ts runHook) with its own state dir
+ * and time box (`budgetMs`, below the hook's), so the answer is exactly what the hook would print.
+ */
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as path from 'node:path';
+
+/** A hook call handed to a server. */
+export interface HandoffRequest {
+  v: 1;
+  /** The hook's argv (`hook run KIND …`) */
+  argv: string[];
+  /** The agent's JSON, as the hook read it from stdin */
+  stdin: string;
+  /** The variables of the hook's environment the hook code reads (HERMES_HOME) */
+  env: Record<string, string>;
+  /** How long the server may take (ms); it answers before that */
+  budgetMs: number;
+}
+
+/** The server's answer: the lines the hook prints. */
+export interface HandoffAnswer {
+  v: 1;
+  out: string[];
+  err: string[];
+}
+
+/** The folder of the hand-off sockets of a state dir. */
+export function handoffDir(stateDir: string): string {
+  return path.join(stateDir, 'hooks', 'handoff');
+}
+
+/** How long a connect may take before the hook gives up on that server (ms). */
+export const CONNECT_TIMEOUT_MS = 250;
+
+/** Whether AGENTKEEP_HOOK_HANDOFF turns the hand-off off (0, false, off, no). */
+export function handoffOffByEnv(env: NodeJS.ProcessEnv = process.env): boolean {
+  return /^(0|false|off|no)$/i.test(env.AGENTKEEP_HOOK_HANDOFF ?? '');
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** One request to one socket: the answer, or why not (`sent`: the request reached the server). */
+function ask(
+  sock: string,
+  req: HandoffRequest,
+  waitMs: number,
+): Promise<{ answer: HandoffAnswer } | { why: string; sent: boolean }> {
+  return new Promise((resolve) => {
+    let sent = false;
+    let settled = false;
+    const chunks: Buffer[] = [];
+    const c = net.createConnection(sock);
+    const finish = (r: { answer: HandoffAnswer } | { why: string; sent: boolean }): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(connectTimer);
+      clearTimeout(answerTimer);
+      c.destroy();
+      resolve(r);
+    };
+    const connectTimer = setTimeout(
+      () => finish({ why: `no connection within ${CONNECT_TIMEOUT_MS} ms`, sent }),
+      CONNECT_TIMEOUT_MS,
+    );
+    const answerTimer = setTimeout(() => finish({ why: `no answer within ${waitMs} ms`, sent }), waitMs);
+    c.on('connect', () => {
+      clearTimeout(connectTimer);
+      sent = true;
+      c.write(`${JSON.stringify(req)}\n`);
+    });
+    c.on('data', (d: Buffer) => chunks.push(d));
+    c.on('error', (e: NodeJS.ErrnoException) => finish({ why: e.code ?? e.message, sent }));
+    c.on('end', () => {
+      try {
+        const a = JSON.parse(Buffer.concat(chunks).toString('utf8')) as HandoffAnswer;
+        if (a?.v === 1 && Array.isArray(a.out) && Array.isArray(a.err)) return finish({ answer: a });
+        finish({ why: 'an answer of another version', sent });
+      } catch {
+        finish({ why: 'the server closed the connection without an answer', sent });
+      }
+    });
+  });
+}
+
+/**
+ * Hand the call to a running server of `stateDir`, if there is one (see the module comment).
+ * Sockets of processes that are gone are removed. Never throws.
+ * @param waitMs how long to wait for an answer in all (below the hook's budget)
+ * @returns the answer, or undefined with the reasons (for AGENTKEEP_DEBUG) when the hook must do it itself
+ */
+export async function handOff(
+  stateDir: string,
+  req: Omit<HandoffRequest, 'v'>,
+  waitMs: number,
+): Promise<{ answer?: HandoffAnswer; why: string[] }> {
+  const dir = handoffDir(stateDir);
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir).filter((n) => /^\d+\.sock$/.test(n));
+  } catch {
+    return { why: ['no server'] };
+  }
+  const why: string[] = [];
+  const deadline = Date.now() + waitMs;
+  for (const n of names) {
+    const sock = path.join(dir, n);
+    const pid = Number(n.slice(0, -'.sock'.length));
+    if (!alive(pid)) {
+      fs.rmSync(sock, { force: true });
+      why.push(`${n}: its process is gone (removed)`);
+      continue;
+    }
+    const left = deadline - Date.now();
+    if (left <= 0) break;
+    const r = await ask(sock, { v: 1, ...req }, left);
+    if ('answer' in r) return { answer: r.answer, why };
+    why.push(`${n}: ${r.why}`);
+    // the server has the request: another one (or the hook itself) would only wait for its lock
+    if (r.sent) break;
+  }
+  return { why: why.length ? why : ['no server'] };
+}
