@@ -4,6 +4,8 @@
  *   - shell hook: out/hook.js (what `hook install` wires into Hermes) started as Hermes starts it
  *     (argv, the call's JSON on stdin) with a risky terminal call (`pip install requests`): a one-shot
  *     process, so a Node start plus the full walk of the tree every time (pre restore point only);
+ *   - shell hook, handed off: the same hook process with an `agentkeep mcp` of its state dir running:
+ *     it hands the call to that server (sidecar/hooks/handoff.ts), whose change journal makes it;
  *   - MCP, journal on: `restore_point_create` through the MCP SDK's client to one long-running
  *     `agentkeep mcp` server (one Core for its life, the inotify change journal on);
  *   - MCP, journal off: the same server with AGENTKEEP_DIR_JOURNAL=0 (the full walk, no Node start);
@@ -106,14 +108,27 @@ async function mcpServer(
   };
 }
 
-type RowName = 'shell hook (out/hook.js, one-shot, full walk)' | 'MCP, journal on' | 'MCP, journal off' | 'shadow git';
+type RowName =
+  | 'shell hook (out/hook.js, one-shot, full walk)'
+  | 'shell hook, handed off to a running agentkeep mcp'
+  | 'MCP, journal on'
+  | 'MCP, journal off'
+  | 'shadow git';
+const HOOK_ROW = 'shell hook (out/hook.js, one-shot, full walk)' as const;
+const HANDOFF_ROW = 'shell hook, handed off to a running agentkeep mcp' as const;
 
 async function main(): Promise<void> {
   await buildAgentkeep(ROOT);
   fs.rmSync(BASE, { recursive: true, force: true });
   const master = path.join(BASE, 'master');
   generate(master, N);
-  const copies: Record<'hook' | 'on' | 'off' | 'git', string> = { hook: '', on: '', off: '', git: '' };
+  const copies: Record<'hook' | 'handoff' | 'on' | 'off' | 'git', string> = {
+    hook: '',
+    handoff: '',
+    on: '',
+    off: '',
+    git: '',
+  };
   for (const k of Object.keys(copies) as Array<keyof typeof copies>) {
     copies[k] = path.join(BASE, k, 'tree');
     fs.mkdirSync(path.dirname(copies[k]), { recursive: true });
@@ -121,11 +136,17 @@ async function main(): Promise<void> {
   }
   fs.rmSync(master, { recursive: true, force: true });
   const stateOf = (k: keyof typeof copies): string => path.join(BASE, k, 'state');
-  const hookArgv = [HOOK, 'hook', 'run', 'hermes', '--target', `dir:${copies.hook}`, '--state-dir', stateOf('hook')];
-  const runHook = (id: string): void => {
-    const r = spawnSync(process.execPath, hookArgv, { input: payload('pip install requests', id), encoding: 'utf8' });
+  const runHook = (k: 'hook' | 'handoff', id: string): void => {
+    const argv = [HOOK, 'hook', 'run', 'hermes', '--target', `dir:${copies[k]}`, '--state-dir', stateOf(k)];
+    const r = spawnSync(process.execPath, argv, {
+      input: payload('pip install requests', id),
+      encoding: 'utf8',
+      env: { ...process.env, AGENTKEEP_DEBUG: '1' },
+    });
     if (r.status !== 0 || !/restore point ak_\w+ before terminal/.test(r.stderr))
       throw new Error(`the hook took no restore point (exit ${r.status}): ${r.stderr}`);
+    const handed = /hand-off: answered by the running sidecar/.test(r.stderr);
+    if (handed !== (k === 'handoff')) throw new Error(`hand-off ${handed ? 'used' : 'not used'} by ${k}: ${r.stderr}`);
   };
   const gitDir = path.join(BASE, 'git', 'git-dir');
   const git = (...a: string[]): void => {
@@ -139,17 +160,22 @@ async function main(): Promise<void> {
     git('-c', 'user.name=b', '-c', 'user.email=b@b', 'commit', '-q', '--allow-empty', '-m', 'rp');
   };
   const on = await mcpServer(copies.on, stateOf('on'), {});
+  const handoff = await mcpServer(copies.handoff, stateOf('handoff'), {});
+  for (let i = 0; i < 100 && !fs.existsSync(path.join(stateOf('handoff'), 'hooks', 'handoff')); i++)
+    await new Promise((r) => setTimeout(r, 50));
   const off = await mcpServer(copies.off, stateOf('off'), { AGENTKEEP_DIR_JOURNAL: '0' });
 
   // initial creates (no parent; the journal-on server's first create also starts its watch worker)
   const initial: Record<RowName, number> = {
-    'shell hook (out/hook.js, one-shot, full walk)': (await time(() => runHook('call_init')))[0],
+    [HOOK_ROW]: (await time(() => runHook('hook', 'call_init')))[0],
+    [HANDOFF_ROW]: (await time(() => runHook('handoff', 'call_init')))[0],
     'MCP, journal on': (await time(() => on.create('initial')))[0],
     'MCP, journal off': (await time(() => off.create('initial')))[0],
     'shadow git': (await time(gitCommit))[0],
   };
   const rows: Record<RowName, number[]> = {
-    'shell hook (out/hook.js, one-shot, full walk)': [],
+    [HOOK_ROW]: [],
+    [HANDOFF_ROW]: [],
     'MCP, journal on': [],
     'MCP, journal off': [],
     'shadow git': [],
@@ -157,23 +183,27 @@ async function main(): Promise<void> {
   await new Promise((r) => setTimeout(r, 100)); // file times outside the racy window
   for (let r = 0; r < ROUNDS; r++) {
     for (const k of Object.keys(copies) as Array<keyof typeof copies>) mutate(copies[k], N, r);
-    rows['shell hook (out/hook.js, one-shot, full walk)'].push((await time(() => runHook(`call_${r}`)))[0]);
+    rows[HOOK_ROW].push((await time(() => runHook('hook', `call_${r}`)))[0]);
+    rows[HANDOFF_ROW].push((await time(() => runHook('handoff', `call_${r}`)))[0]);
     rows['MCP, journal on'].push((await time(() => on.create(`round ${r}`)))[0]);
     rows['MCP, journal off'].push((await time(() => off.create(`round ${r}`)))[0]);
     rows['shadow git'].push((await time(gitCommit))[0]);
   }
   const notesOn = on.notes();
+  const notesHandoff = handoff.notes();
   const notesOff = off.notes();
   await on.close();
+  await handoff.close();
   await off.close();
   process.stdout.write(`journal-on server scans: ${notesOn.join(' | ')}\n`);
-  if (notesOn.slice(1).some((n) => !n.startsWith('journal: ')))
-    throw new Error(`a journal-on create after the first walked the whole tree: ${notesOn.join(' | ')}`);
+  for (const notes of [notesOn, notesHandoff])
+    if (notes.length !== ROUNDS + 1 || notes.slice(1).some((n) => !n.startsWith('journal: ')))
+      throw new Error(`a journal-on create after the first walked the whole tree: ${notes.join(' | ')}`);
   if (notesOff.some((n) => !n.startsWith('full walk: no change journal')))
     throw new Error(`the journal-off server used a journal: ${notesOff.join(' | ')}`);
 
   const git0 = median(rows['shadow git']);
-  const hook0 = median(rows['shell hook (out/hook.js, one-shot, full walk)']);
+  const hook0 = median(rows[HOOK_ROW]);
   const fmt = (ms: number): string => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(1)} ms`);
   const lines = [
     `| path (${N.toLocaleString('en')} files, create after 30 changes, ${ROUNDS} rounds interleaved) | initial create | median | min-max | × shadow git | × shell hook |`,
