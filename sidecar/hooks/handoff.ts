@@ -3,7 +3,8 @@
  * A shell hook is a new process per tool call, so its restore point walks the whole `dir:` target;
  * a long-running sidecar of the same state dir (`agentkeep mcp`, `agentkeep serve`) keeps the change
  * journal (docs/dir-backend.md) and listens on `<stateDir>/hooks/handoff/<pid>.sock` (a Unix socket,
- * folder 0700, socket 0600; ./handoffServer.ts). Before it loads the rest of the sidecar, the hook
+ * folder 0700, socket 0600; ./handoffServer.ts). The hook asks only when that folder is this user's
+ * and private (as the state dir must be). Before it loads the rest of the sidecar, the hook
  * hands the call to such a server and prints its answer; when there is none, or it cannot be
  * reached, or it does not answer in time, the hook does the work itself as before.
  *
@@ -57,6 +58,17 @@ function alive(pid: number): boolean {
     return true;
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Whether `dir` is a real folder of this user that nobody else may enter (a server's socket in it is ours). */
+export function privateDir(dir: string): boolean {
+  try {
+    const st = fs.lstatSync(dir);
+    const uid = typeof process.getuid === 'function' ? process.getuid() : st.uid;
+    return st.isDirectory() && st.uid === uid && (st.mode & 0o077) === 0;
+  } catch {
+    return false;
   }
 }
 
@@ -121,6 +133,7 @@ export async function handOff(
   } catch {
     return { why: ['no server'] };
   }
+  if (names.length && !privateDir(dir)) return { why: [`${dir} is not a folder of this user's only`] };
   const why: string[] = [];
   const deadline = Date.now() + waitMs;
   for (const n of names) {

@@ -11,7 +11,8 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { hookMain, type HookFull, type HookIO } from './entry';
-import { handoffDir, handoffOffByEnv, type HandoffAnswer, type HandoffRequest } from './handoff';
+import { ensureStateDir, StateLayout } from '../core/state';
+import { handoffDir, handoffOffByEnv, privateDir, type HandoffAnswer, type HandoffRequest } from './handoff';
 import { runHook } from './run';
 
 /** A request larger than this is refused (the connection closed: the hook does it itself). */
@@ -53,8 +54,17 @@ export async function listenHookHandoff(
   const dir = handoffDir(stateDir);
   const sock = path.join(dir, `${process.pid}.sock`);
   try {
+    // the state dir's own checks (ours, 0700, writable), as every command makes them
+    await ensureStateDir(new StateLayout(stateDir));
+  } catch (e) {
+    log(`agentkeep: hook hand-off off: ${(e as Error).message}`);
+    return undefined;
+  }
+  try {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    if (!fs.lstatSync(dir).isDirectory()) throw new Error('it is not a folder');
     fs.chmodSync(dir, 0o700);
+    if (!privateDir(dir)) throw new Error('it is not a folder of this user only');
     for (const n of fs.readdirSync(dir))
       if (/^\d+\.sock$/.test(n) && (Number(n.slice(0, -5)) === process.pid || !alive(Number(n.slice(0, -5)))))
         fs.rmSync(path.join(dir, n), { force: true });

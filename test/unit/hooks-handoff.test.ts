@@ -2,7 +2,8 @@
  * The shell hook's hand-off (sidecar/hooks/handoff.ts, handoffServer.ts): out/hook.js, run as Hermes
  * runs it (argv, the call's JSON on stdin), hands a risky call to a running `agentkeep mcp` of the same
  * state dir (a real server through the MCP SDK's client), whose change journal (real inotify) makes
- * the restore point: the same tree as the CLI's full walk, paired with its post. Without a server,
+ * the restore point: the same tree as the CLI's full walk, paired with its post; a fail-closed agent's
+ * block JSON comes back as the hook alone would print it. Without a server, a folder others may enter,
  * with a socket of a process that is gone, a server that closes without answering or one that never
  * answers, the hook does the work itself, within its budget, exit code 0.
  */
@@ -36,7 +37,7 @@ describe('shell hook hand-off to a running sidecar (agentkeep mcp, serve)', func
   let state: string;
   let client: Client | undefined;
   let notes: string;
-  const { json } = cliRunner(() => state);
+  const { ak, json } = cliRunner(() => state);
 
   before(async () => {
     await buildHook();
@@ -75,14 +76,17 @@ describe('shell hook hand-off to a running sidecar (agentkeep mcp, serve)', func
   const scans = (): string[] =>
     [...notes.matchAll(/^agentkeep dir .*?: ((?:journal|full walk): .*)$/gm)].map((m) => m[1]);
   /** out/hook.js as Hermes runs it; resolves with exit code, output and how long it took. */
-  const hook = (stdin: string, env: NodeJS.ProcessEnv = {}): Promise<RunResult & { ms: number }> =>
+  const hook = (
+    stdin: string,
+    env: NodeJS.ProcessEnv = {},
+    args = ['--target', `dir:${machine}`],
+  ): Promise<RunResult & { ms: number }> =>
     new Promise((resolve, reject) => {
       const t0 = Date.now();
-      const child = spawn(
-        process.execPath,
-        [HOOK, 'hook', 'run', 'hermes', '--target', `dir:${machine}`, '--state-dir', state],
-        { env: { ...process.env, AGENTKEEP_DEBUG: '1', ...env }, stdio: ['pipe', 'pipe', 'pipe'] },
-      );
+      const child = spawn(process.execPath, [HOOK, 'hook', 'run', 'hermes', ...args, '--state-dir', state], {
+        env: { ...process.env, AGENTKEEP_DEBUG: '1', ...env },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -130,6 +134,22 @@ describe('shell hook hand-off to a running sidecar (agentkeep mcp, serve)', func
     assert.equal(p.reason.origin, 'hook');
     assert.match(p.reason.text, /by the agent agent in session sess_1 \(terminal\): pip install requests/);
 
+    // a fail-closed agent whose restore point cannot be taken (its target is gone): the server's answer
+    // is the block JSON on stdout, as the hook alone would print it
+    assert.equal((await ak('agent', 'add', 'strict', '--target', `dir:${machine}`)).code, 0);
+    assert.equal((await ak('hook', 'settings', '--agent', 'strict', '--fail-closed')).code, 0);
+    const gone = await hook(payload('pre', 'pip install requests', 'call_9'), {}, [
+      '--agent',
+      'strict',
+      '--target',
+      `dir:${path.join(tmp, 'gone')}`,
+    ]);
+    assert.equal(gone.code, 0);
+    assert.match(gone.stderr, /hand-off: answered by the running sidecar/);
+    const block = JSON.parse(gone.stdout);
+    assert.equal(block.decision, 'block');
+    assert.match(block.reason, /agent strict is set to fail closed, so the call was blocked and nothing ran/);
+
     // AGENTKEEP_HOOK_HANDOFF=0: the hook does it itself although the server runs
     const own = await hook(payload('pre', 'pip install numpy', 'call_3'), { AGENTKEEP_HOOK_HANDOFF: '0' });
     assert.doesNotMatch(own.stderr, /hand-off/);
@@ -146,7 +166,7 @@ describe('shell hook hand-off to a running sidecar (agentkeep mcp, serve)', func
   });
 
   it('a socket of a process that is gone is removed; the hook takes the restore point itself', async () => {
-    await fs.mkdir(handoffDir(), { recursive: true });
+    await fs.mkdir(handoffDir(), { recursive: true, mode: 0o700 });
     // a pid that cannot be alive (above the kernel's pid_max of 4194304)
     await fs.writeFile(path.join(handoffDir(), '99999999.sock'), '');
     const r = await hook(payload('pre', 'pip install requests', 'call_1'));
@@ -156,8 +176,8 @@ describe('shell hook hand-off to a running sidecar (agentkeep mcp, serve)', func
     assert.deepEqual(await fs.readdir(handoffDir()), []);
   });
 
-  it('a server that closes without answering, or never answers: the hook does it itself, within its budget', async () => {
-    await fs.mkdir(handoffDir(), { recursive: true });
+  it('a folder others may enter, a server that closes without answering, or never answers: the hook does it itself, within its budget', async () => {
+    await fs.mkdir(handoffDir(), { recursive: true, mode: 0o700 });
     // this test process stands for a live server with a broken or hung hand-off
     const sock = path.join(handoffDir(), `${process.pid}.sock`);
     let mode: 'close' | 'hang' = 'close';
@@ -169,6 +189,13 @@ describe('shell hook hand-off to a running sidecar (agentkeep mcp, serve)', func
     });
     await new Promise<void>((r) => srv.listen(sock, () => r()));
     try {
+      // a folder others may enter: its socket could be anyone's, so the hook does not ask
+      await fs.chmod(handoffDir(), 0o755);
+      const open = await hook(payload('pre', 'pip install requests', 'call_0'));
+      assert.match(open.stderr, /hooks\/handoff is not a folder of this user's only/);
+      preId(open);
+      await fs.chmod(handoffDir(), 0o700);
+
       const closed = await hook(payload('pre', 'pip install requests', 'call_1'));
       assert.equal(closed.code, 0);
       assert.match(closed.stderr, /the server closed the connection without an answer/);
