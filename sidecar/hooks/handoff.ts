@@ -8,10 +8,13 @@
  * hands the call to such a server and prints its answer; when there is none, or it cannot be
  * reached, or it does not answer in time, the hook does the work itself as before.
  *
- * Wire protocol (version 1), one request per connection, each side one line of JSON:
+ * Wire protocol (version 1), one request per connection, lines of JSON:
  *   request  {"v":1,"argv":["hook","run","hermes",…],"stdin":"<the agent's JSON>",
- *             "env":{"HERMES_HOME":…},"budgetMs":19000}
+ *             "env":{"HERMES_HOME":…},"budgetMs":19000,"acceptBy":<epoch ms>}
+ *   accept   {"v":1,"accepted":true}        (at once: from here on the server owns the call)
  *   answer   {"v":1,"out":["<stdout line>",…],"err":["<stderr line>",…]}
+ * A server that reads the request after `acceptBy` closes the connection without running it; a hook
+ * that has no accept within ACCEPT_TIMEOUT_MS does the work itself with (nearly) its whole budget.
  * The server runs the same hook code (./entry.ts hookMain, ./run.ts runHook) with its own state dir
  * and time box (`budgetMs`, below the hook's), so the answer is exactly what the hook would print.
  */
@@ -30,6 +33,8 @@ export interface HandoffRequest {
   env: Record<string, string>;
   /** How long the server may take (ms); it answers before that */
   budgetMs: number;
+  /** Epoch ms: a server that reads the request later drops it unrun (the hook no longer waits for it) */
+  acceptBy: number;
 }
 
 /** The server's answer: the lines the hook prints. */
@@ -44,8 +49,12 @@ export function handoffDir(stateDir: string): string {
   return path.join(stateDir, 'hooks', 'handoff');
 }
 
-/** How long a connect may take before the hook gives up on that server (ms). */
-export const CONNECT_TIMEOUT_MS = 250;
+/**
+ * How long the server may take to accept a call, from the connect (ms): a server that is stuck (its
+ * event loop busy) does not hold the hook up; the request says the server must not start it later
+ * (`acceptBy`, 300 ms earlier, so an accept always reaches the hook in time).
+ */
+export const ACCEPT_TIMEOUT_MS = 1000;
 
 /** Whether AGENTKEEP_HOOK_HANDOFF turns the hand-off off (0, false, off, no). */
 export function handoffOffByEnv(env: NodeJS.ProcessEnv = process.env): boolean {
@@ -72,46 +81,53 @@ export function privateDir(dir: string): boolean {
   }
 }
 
-/** One request to one socket: the answer, or why not (`sent`: the request reached the server). */
+/** One request to one socket: the answer, or why not (`accepted`: the server took the call). */
 function ask(
   sock: string,
   req: HandoffRequest,
   waitMs: number,
-): Promise<{ answer: HandoffAnswer } | { why: string; sent: boolean }> {
+): Promise<{ answer: HandoffAnswer } | { why: string; accepted: boolean }> {
   return new Promise((resolve) => {
-    let sent = false;
+    let accepted = false;
     let settled = false;
-    const chunks: Buffer[] = [];
+    let buf = '';
     const c = net.createConnection(sock);
-    const finish = (r: { answer: HandoffAnswer } | { why: string; sent: boolean }): void => {
+    const finish = (r: { answer: HandoffAnswer } | { why: string; accepted: boolean }): void => {
       if (settled) return;
       settled = true;
-      clearTimeout(connectTimer);
+      clearTimeout(acceptTimer);
       clearTimeout(answerTimer);
       c.destroy();
       resolve(r);
     };
-    const connectTimer = setTimeout(
-      () => finish({ why: `no connection within ${CONNECT_TIMEOUT_MS} ms`, sent }),
-      CONNECT_TIMEOUT_MS,
+    const acceptTimer = setTimeout(
+      () => finish({ why: `not accepted within ${ACCEPT_TIMEOUT_MS} ms`, accepted }),
+      ACCEPT_TIMEOUT_MS,
     );
-    const answerTimer = setTimeout(() => finish({ why: `no answer within ${waitMs} ms`, sent }), waitMs);
-    c.on('connect', () => {
-      clearTimeout(connectTimer);
-      sent = true;
-      c.write(`${JSON.stringify(req)}\n`);
-    });
-    c.on('data', (d: Buffer) => chunks.push(d));
-    c.on('error', (e: NodeJS.ErrnoException) => finish({ why: e.code ?? e.message, sent }));
-    c.on('end', () => {
-      try {
-        const a = JSON.parse(Buffer.concat(chunks).toString('utf8')) as HandoffAnswer;
-        if (a?.v === 1 && Array.isArray(a.out) && Array.isArray(a.err)) return finish({ answer: a });
-        finish({ why: 'an answer of another version', sent });
-      } catch {
-        finish({ why: 'the server closed the connection without an answer', sent });
+    const answerTimer = setTimeout(() => finish({ why: `no answer within ${waitMs} ms`, accepted }), waitMs);
+    c.on('connect', () => c.write(`${JSON.stringify(req)}\n`));
+    c.on('data', (d: Buffer) => {
+      buf += d.toString('utf8');
+      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        let m: Partial<HandoffAnswer> & { accepted?: boolean };
+        try {
+          m = JSON.parse(line) as typeof m;
+        } catch {
+          return finish({ why: 'an answer that is not JSON', accepted });
+        }
+        if (m?.v !== 1) return finish({ why: 'an answer of another version', accepted });
+        if (!accepted) {
+          if (m.accepted !== true) return finish({ why: 'the server did not accept the call', accepted });
+          accepted = true;
+          clearTimeout(acceptTimer);
+        } else if (Array.isArray(m.out) && Array.isArray(m.err)) return finish({ answer: m as HandoffAnswer });
+        else return finish({ why: 'an answer without out and err', accepted });
       }
     });
+    c.on('error', (e: NodeJS.ErrnoException) => finish({ why: e.code ?? e.message, accepted }));
+    c.on('close', () => finish({ why: 'the server closed the connection without an answer', accepted }));
   });
 }
 
@@ -123,7 +139,7 @@ function ask(
  */
 export async function handOff(
   stateDir: string,
-  req: Omit<HandoffRequest, 'v'>,
+  req: Omit<HandoffRequest, 'v' | 'acceptBy'>,
   waitMs: number,
 ): Promise<{ answer?: HandoffAnswer; why: string[] }> {
   const dir = handoffDir(stateDir);
@@ -146,11 +162,11 @@ export async function handOff(
     }
     const left = deadline - Date.now();
     if (left <= 0) break;
-    const r = await ask(sock, { v: 1, ...req }, left);
+    const r = await ask(sock, { v: 1, ...req, acceptBy: Date.now() + ACCEPT_TIMEOUT_MS - 300 }, left);
     if ('answer' in r) return { answer: r.answer, why };
     why.push(`${n}: ${r.why}`);
-    // the server has the request: another one (or the hook itself) would only wait for its lock
-    if (r.sent) break;
+    // the server took the call: another one (or the hook itself) would only wait for its lock
+    if (r.accepted) break;
   }
   return { why: why.length ? why : ['no server'] };
 }

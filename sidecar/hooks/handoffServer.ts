@@ -90,7 +90,9 @@ export async function listenHookHandoff(
       c.off('data', onData);
       c.setTimeout(0);
       open.delete(c); // it gets its answer (close waits for it), then ends
-      const p = answer(Buffer.concat(chunks).toString('utf8'), stateDir, lastSnapshots).then(
+      const p = answer(Buffer.concat(chunks).toString('utf8'), stateDir, lastSnapshots, () =>
+        c.write(`${JSON.stringify({ v: 1, accepted: true })}\n`),
+      ).then(
         (a) => void c.end(`${JSON.stringify(a)}\n`),
         () => void c.destroy(),
       );
@@ -124,11 +126,23 @@ export async function listenHookHandoff(
   };
 }
 
-/** Run one handed-off call: the lines the hook prints. */
-async function answer(line: string, stateDir: string, lastSnapshots: Map<string, string>): Promise<HandoffAnswer> {
+/**
+ * Run one handed-off call: the lines the hook prints.
+ * @param accept tells the hook the server took the call (before it runs)
+ * @throws for a request that is not one of version 1, or that came after its `acceptBy` (the hook no
+ *   longer waits for it: it is not run)
+ */
+async function answer(
+  line: string,
+  stateDir: string,
+  lastSnapshots: Map<string, string>,
+  accept: () => void,
+): Promise<HandoffAnswer> {
   const req = JSON.parse(line) as HandoffRequest;
   if (req?.v !== 1 || !Array.isArray(req.argv) || typeof req.stdin !== 'string')
     throw new Error('not a hand-off request of version 1');
+  if (!(Date.now() <= req.acceptBy)) throw new Error('the hook no longer waits for this call');
+  accept();
   const out: string[] = [];
   const err: string[] = [];
   const io: HookIO = {

@@ -4,8 +4,8 @@
  * state dir (a real server through the MCP SDK's client), whose change journal (real inotify) makes
  * the restore point: the same tree as the CLI's full walk, paired with its post; a fail-closed agent's
  * block JSON comes back as the hook alone would print it. Without a server, a folder others may enter,
- * with a socket of a process that is gone, a server that closes without answering or one that never
- * answers, the hook does the work itself, within its budget, exit code 0.
+ * with a socket of a process that is gone, a server that closes without answering, never accepts the
+ * call (stuck) or accepts and never answers, the hook does the work itself, within its budget, exit code 0.
  */
 import * as assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -134,6 +134,29 @@ describe('shell hook hand-off to a running sidecar (agentkeep mcp, serve)', func
     assert.equal(p.reason.origin, 'hook');
     assert.match(p.reason.text, /by the agent agent in session sess_1 \(terminal\): pip install requests/);
 
+    // a request read after its acceptBy (the hook gave up on it) is dropped unrun
+    const before = (await json('restore-point', 'list', '--target', `dir:${machine}`)).length;
+    const [sock] = await fs.readdir(handoffDir());
+    const late = await new Promise<string>((resolve, reject) => {
+      const c = net.createConnection(path.join(handoffDir(), sock));
+      let got = '';
+      c.on('data', (d: Buffer) => (got += d.toString()));
+      c.on('error', reject);
+      c.on('close', () => resolve(got));
+      c.write(
+        `${JSON.stringify({
+          v: 1,
+          argv: ['hook', 'run', 'hermes', '--target', `dir:${machine}`],
+          stdin: payload('pre', 'pip install late', 'call_late'),
+          env: {},
+          budgetMs: 5000,
+          acceptBy: Date.now() - 1,
+        })}\n`,
+      );
+    });
+    assert.equal(late, '', 'no accept, no answer');
+    assert.equal((await json('restore-point', 'list', '--target', `dir:${machine}`)).length, before, 'not run');
+
     // a fail-closed agent whose restore point cannot be taken (its target is gone): the server's answer
     // is the block JSON on stdout, as the hook alone would print it
     assert.equal((await ak('agent', 'add', 'strict', '--target', `dir:${machine}`)).code, 0);
@@ -176,16 +199,17 @@ describe('shell hook hand-off to a running sidecar (agentkeep mcp, serve)', func
     assert.deepEqual(await fs.readdir(handoffDir()), []);
   });
 
-  it('a folder others may enter, a server that closes without answering, or never answers: the hook does it itself, within its budget', async () => {
+  it('a folder others may enter, a server that closes without answering, never accepts, or accepts and never answers: the hook does it itself, within its budget', async () => {
     await fs.mkdir(handoffDir(), { recursive: true, mode: 0o700 });
     // this test process stands for a live server with a broken or hung hand-off
     const sock = path.join(handoffDir(), `${process.pid}.sock`);
-    let mode: 'close' | 'hang' = 'close';
+    let mode: 'close' | 'hang' | 'accept' = 'close';
     const held: net.Socket[] = [];
     const srv = net.createServer((c) => {
       held.push(c);
       c.on('error', () => undefined);
       if (mode === 'close') c.end();
+      if (mode === 'accept') c.once('data', () => c.write(`${JSON.stringify({ v: 1, accepted: true })}\n`));
     });
     await new Promise<void>((r) => srv.listen(sock, () => r()));
     try {
@@ -201,15 +225,25 @@ describe('shell hook hand-off to a running sidecar (agentkeep mcp, serve)', func
       assert.match(closed.stderr, /the server closed the connection without an answer/);
       preId(closed);
 
+      // stuck before it accepts (its event loop busy): the hook gives it 1 s, then does it itself
       mode = 'hang';
       const budget = 4000;
-      const hung = await hook(payload('pre', 'pip install flask', 'call_2'), {
+      const stuck = await hook(payload('pre', 'pip install flask', 'call_2'), {
+        AGENTKEEP_HOOK_BUDGET_MS: String(budget),
+      });
+      assert.equal(stuck.code, 0);
+      assert.match(stuck.stderr, /not accepted within 1000 ms/);
+      preId(stuck);
+      assert.ok(stuck.ms < budget, `answered in ${stuck.ms} ms (budget ${budget} ms)`);
+
+      // accepted, then no answer: the hook waits its budget less 0.5 s, then has 0.5 s of its own
+      mode = 'accept';
+      const hung = await hook(payload('pre', 'pip install django', 'call_3'), {
         AGENTKEEP_HOOK_BUDGET_MS: String(budget),
       });
       assert.equal(hung.code, 0);
       assert.equal(hung.stdout, '');
       assert.match(hung.stderr, /no answer within 3[45]\d\d ms/);
-      // after the wait the hook has 500 ms of its own: a restore point or a warning, never a hang
       assert.match(hung.stderr, /agentkeep: (restore point ak_\w+ before terminal|warning: no pre restore point)/);
       assert.ok(hung.ms < budget + 3000, `answered in ${hung.ms} ms (budget ${budget} ms)`);
     } finally {
