@@ -1,6 +1,7 @@
 /**
  * Benchmark: what a restore point before a risky agent action costs the agent at 20,000 files, by
  * the path it takes (issue 14: the hooks' risky moments and the dir backend's change journal):
+ *   - `node -e 0`: a bare Node start, the floor of any shell hook (each hook call is a new process);
  *   - shell hook: out/hook.js (what `hook install` wires into Hermes) started as Hermes starts it
  *     (argv, the call's JSON on stdin) with a risky terminal call (`pip install requests`): a one-shot
  *     process, so a Node start plus the full walk of the tree every time (pre restore point only);
@@ -109,11 +110,13 @@ async function mcpServer(
 }
 
 type RowName =
+  | 'node -e 0 (a Node start: the floor of a shell hook)'
   | 'shell hook (out/hook.js, one-shot, full walk)'
   | 'shell hook, handed off to a running agentkeep mcp'
   | 'MCP, journal on'
   | 'MCP, journal off'
   | 'shadow git';
+const NODE_ROW = 'node -e 0 (a Node start: the floor of a shell hook)' as const;
 const HOOK_ROW = 'shell hook (out/hook.js, one-shot, full walk)' as const;
 const HANDOFF_ROW = 'shell hook, handed off to a running agentkeep mcp' as const;
 
@@ -166,7 +169,9 @@ async function main(): Promise<void> {
   const off = await mcpServer(copies.off, stateOf('off'), { AGENTKEEP_DIR_JOURNAL: '0' });
 
   // initial creates (no parent; the journal-on server's first create also starts its watch worker)
+  const nodeStart = (): void => void spawnSync(process.execPath, ['-e', '0']);
   const initial: Record<RowName, number> = {
+    [NODE_ROW]: (await time(nodeStart))[0],
     [HOOK_ROW]: (await time(() => runHook('hook', 'call_init')))[0],
     [HANDOFF_ROW]: (await time(() => runHook('handoff', 'call_init')))[0],
     'MCP, journal on': (await time(() => on.create('initial')))[0],
@@ -174,6 +179,7 @@ async function main(): Promise<void> {
     'shadow git': (await time(gitCommit))[0],
   };
   const rows: Record<RowName, number[]> = {
+    [NODE_ROW]: [],
     [HOOK_ROW]: [],
     [HANDOFF_ROW]: [],
     'MCP, journal on': [],
@@ -183,6 +189,7 @@ async function main(): Promise<void> {
   await new Promise((r) => setTimeout(r, 100)); // file times outside the racy window
   for (let r = 0; r < ROUNDS; r++) {
     for (const k of Object.keys(copies) as Array<keyof typeof copies>) mutate(copies[k], N, r);
+    rows[NODE_ROW].push((await time(nodeStart))[0]);
     rows[HOOK_ROW].push((await time(() => runHook('hook', `call_${r}`)))[0]);
     rows[HANDOFF_ROW].push((await time(() => runHook('handoff', `call_${r}`)))[0]);
     rows['MCP, journal on'].push((await time(() => on.create(`round ${r}`)))[0]);
@@ -211,7 +218,7 @@ async function main(): Promise<void> {
     ...(Object.keys(rows) as RowName[]).map((k) => {
       const xs = rows[k];
       const m = median(xs);
-      return `| ${k} | ${fmt(initial[k])} | ${fmt(m)} | ${fmt(Math.min(...xs))}-${fmt(Math.max(...xs))} | ${(m / git0).toFixed(2)}× | ${(m / hook0).toFixed(2)}× |`;
+      return `| ${k} | ${k === NODE_ROW ? '–' : fmt(initial[k])} | ${fmt(m)} | ${fmt(Math.min(...xs))}-${fmt(Math.max(...xs))} | ${(m / git0).toFixed(2)}× | ${(m / hook0).toFixed(2)}× |`;
     }),
   ];
   const verdict = `Load average ${os
