@@ -1468,13 +1468,22 @@ function program(ctx: Ctx): Command {
             'Pass both: --tls-cert cert.pem --tls-key key.pem.',
           );
         // a server lives long enough for the dir backend's change journal (AGENTKEEP_DIR_JOURNAL=0: off)
-        const base: CoreOptions = { ...coreOpts(cmd), changeJournal: true };
+        // the agent's shell hooks hand their restore points to it too (sidecar/hooks/handoffServer.ts),
+        // their Cores continuing this server's scans (lastSnapshots)
+        const lastSnapshots = new Map<string, string>();
+        const base: CoreOptions = { ...coreOpts(cmd), changeJournal: true, lastSnapshots };
+        const listenHandoff = (): void => {
+          // eslint-disable-next-line @typescript-eslint/no-require-imports
+          const { listenHookHandoff } = require('../hooks/handoffServer') as typeof import('../hooks/handoffServer');
+          void listenHookHandoff(resolveStateDir(base.stateDir), lastSnapshots, (m) => ctx.io.err(m));
+        };
         // the servers (vscode-languageserver, ws) are loaded for `serve` only, not on every CLI start
         if (o.stdio) {
           // eslint-disable-next-line @typescript-eslint/no-require-imports
           const { serveStdio } = require('../server/stdio') as typeof import('../server/stdio');
           ctx.serving = true;
           serveStdio(ctx.makeCore, base);
+          listenHandoff();
           return;
         }
         const { parseHostPort, readTlsFiles, readTokenFile, serveWs } =
@@ -1484,6 +1493,7 @@ function program(ctx: Ctx): Command {
         const token = await readTokenFile(o.tokenFile!);
         const tls = o.tlsCert ? await readTlsFiles(o.tlsCert, o.tlsKey!) : undefined;
         await serveWs(ctx.makeCore, base, { listen, token, tls, allowOrigins: o.allowOrigin }, (m) => ctx.io.err(m));
+        listenHandoff();
         ctx.serving = true;
       },
     );

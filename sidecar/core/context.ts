@@ -89,8 +89,8 @@ export class CoreContext {
   readonly layout: StateLayout;
   readonly objects: ObjectStore;
   readonly lockTimeoutMs: number;
-  /** Target key -> id of the last snapshot this instance made (the next create's stat cache). */
-  readonly lastSnapshot = new Map<string, string>();
+  /** Target key -> id of the last snapshot this instance made (the next create's stat cache; CoreOptions.lastSnapshots shares it). */
+  readonly lastSnapshot: Map<string, string>;
   /** `<targetKey>/<postId>` -> whether that post and its pre do not differ (immutable once both exist). */
   readonly pairSame = new Map<string, boolean>();
 
@@ -100,6 +100,7 @@ export class CoreContext {
     this.layout = new StateLayout(this.stateDir);
     this.objects = new ObjectStore(this.layout.objectsDir);
     this.lockTimeoutMs = opts.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
+    this.lastSnapshot = opts.lastSnapshots ?? new Map<string, string>();
   }
 
   /** CoreOptions.signal: stops a create or restore of this instance. */

@@ -35,6 +35,14 @@ export interface CoreOptions {
    * whole tree). AGENTKEEP_DIR_JOURNAL=0 turns the dir journal off anyway.
    */
   changeJournal?: boolean;
+  /**
+   * Target key -> id of the last snapshot made (the next create's stat cache, see create.ts), shared
+   * by the Cores of one process that should continue each other's scans: a server that makes a Core
+   * per call (with that call's own signal and lock timeout, e.g. a hook call handed to it) passes its
+   * long-lived Core's map, so their creates and its own follow one another in the change journal.
+   * Default: a map of this instance's own.
+   */
+  lastSnapshots?: Map<string, string>;
 }
 
 /** A restore's result when it took its undo point (every restore without noUndoPoint). */

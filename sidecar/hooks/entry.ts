@@ -14,6 +14,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseHookPayload, PayloadError, type HookAgentKind, type HookCall } from './call';
+import { handOff, handoffOffByEnv } from './handoff';
 import { decide, type Verdict } from './verdict';
 
 /** The hook's arguments. */
@@ -130,8 +131,12 @@ export function processStdin(timeoutMs: number): Promise<string> {
 }
 
 /**
- * Run the hook once: read the call, decide, and (only when needed) load the full part to act.
+ * Run the hook once: read the call, decide, and (only when needed) act: hand the call to a running
+ * sidecar of the state dir (./handoff.ts: `agentkeep mcp` or `serve`, which keep the change journal),
+ * else load the full part and act here.
  * @param loadFull loads ./run.ts (the bundle's out/hook-full.js); called only for calls that need it
+ * @param opts.handoff try the hand-off first (default true; a server running a handed-off call passes
+ *   false; AGENTKEEP_HOOK_HANDOFF=0 turns it off)
  * @returns the exit code: always 0 (a hook must not fail the agent's call)
  */
 export async function hookMain(
@@ -139,6 +144,7 @@ export async function hookMain(
   io: HookIO,
   loadFull: () => HookFull,
   env: NodeJS.ProcessEnv = process.env,
+  opts: { handoff?: boolean } = {},
 ): Promise<number> {
   let args: HookArgs;
   try {
@@ -162,8 +168,31 @@ export async function hookMain(
   if (!call) return 0;
   const verdict = decide(args.kind, call, call.tool === 'terminal' ? [] : agentHomes(args, env));
   if (verdict.action === 'none') return 0;
+  let left = budget;
+  if (opts.handoff !== false && !handoffOffByEnv(env)) {
+    const started = Date.now();
+    const stateDir = hookStateDir(args, env);
+    const h = await handOff(
+      stateDir,
+      {
+        argv: args.stateDir ? argv : [...argv, '--state-dir', stateDir],
+        stdin: text,
+        env: env.HERMES_HOME ? { HERMES_HOME: env.HERMES_HOME } : {},
+        budgetMs: Math.max(500, budget - 1000),
+      },
+      Math.max(500, budget - 500),
+    );
+    if (env.AGENTKEEP_DEBUG)
+      io.err(`agentkeep hook: hand-off: ${h.answer ? 'answered by the running sidecar' : h.why.join('; ')}`);
+    if (h.answer) {
+      for (const l of h.answer.out) io.out(l);
+      for (const l of h.answer.err) io.err(l);
+      return 0;
+    }
+    left = Math.max(500, budget - (Date.now() - started));
+  }
   try {
-    await loadFull().runHook(call, verdict, args, io, budget);
+    await loadFull().runHook(call, verdict, args, io, left);
   } catch (e) {
     io.err(`agentkeep hook: ${goesAhead(e)}`);
   }

@@ -9,12 +9,24 @@
  * (request.create) that a person approves or denies (`agentkeep request list|approve|deny`), unless
  * the agent's settings allow scope-agent restores (allowAgentRestores, off by default).
  * Every tool answers text; a failure is an MCP tool error (isError) with the message and its fix.
+ *
+ * The server lives as long as the agent (Hermes and Agent Zero start it once), so it keeps one Core
+ * for its whole life with the dir backend's inotify change journal on (`changeJournal: true`, as
+ * `agentkeep serve` does; AGENTKEEP_DIR_JOURNAL=0 turns it off): after the first create, a create
+ * lstats only what changed instead of walking the whole tree (docs/dir-backend.md "Change journal").
+ * Calls that run at the same time still serialise on the target lock in the state dir (a busy target
+ * is waited for at most the lock timeout, 30 s, then TargetBusy), and every wait the journal adds is
+ * bounded (the barrier, 2 s, then the full walk). The journal's watch worker is stopped when stdin
+ * closes, after the calls in flight have answered.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { z } from 'zod';
 import { Core } from '../core/core';
 import { call } from '../core/dispatch';
+import { resolveStateDir } from '../core/state';
+import { closeJournals } from '../machine/dir/journal';
+import { listenHookHandoff, type HandoffServer } from './handoffServer';
 import { asAgentKeepError } from '../core/errors';
 import { VERSION } from '../core/context';
 import { formatAge } from '../protocol/format';
@@ -53,7 +65,8 @@ function text(s: string): Text {
   return { content: [{ type: 'text', text: s }] };
 }
 
-async function guarded(fn: () => Promise<string>): Promise<Text> {
+/** Run a tool: its text, or its error as an MCP tool error (isError). */
+async function answer(fn: () => Promise<string>): Promise<Text> {
   try {
     return text(await fn());
   } catch (e) {
@@ -62,13 +75,25 @@ async function guarded(fn: () => Promise<string>): Promise<Text> {
 }
 
 /**
- * The MCP server of one agent (not connected).
+ * The MCP server of one agent (not connected), with the one Core it keeps for its life.
  * @param agent the agent it acts for (target, stores, settings)
  * @param stateDir the state dir of its restore points
+ * @param opts.core the Core its tools call (default: one with the change journal on, see the module comment)
+ * @param opts.inFlight gets each tool call's answer promise while it runs (a shutdown waits for them)
  */
-export function agentKeepMcpServer(agent: HookAgent, stateDir: string): McpServer {
+export function agentKeepMcpServer(
+  agent: HookAgent,
+  stateDir: string,
+  opts: { core?: Core; inFlight?: Set<Promise<unknown>> } = {},
+): McpServer {
   const server = new McpServer({ name: 'agentkeep', version: VERSION });
-  const core = (): Core => new Core({ stateDir });
+  const core = opts.core ?? new Core({ stateDir, changeJournal: true });
+  const guarded = (fn: () => Promise<string>): Promise<Text> => {
+    const p = answer(fn);
+    opts.inFlight?.add(p);
+    void p.finally(() => opts.inFlight?.delete(p));
+    return p;
+  };
   const stores = agent.stores.length ? { stores: agent.stores } : {};
 
   server.registerTool(
@@ -86,7 +111,7 @@ export function agentKeepMcpServer(agent: HookAgent, stateDir: string): McpServe
     },
     async ({ reason, label }) =>
       guarded(async () => {
-        const rp = await call(core(), 'restorePointCreate', {
+        const rp = await call(core, 'restorePointCreate', {
           target: agent.target,
           ...stores,
           kind: 'manual',
@@ -110,7 +135,7 @@ export function agentKeepMcpServer(agent: HookAgent, stateDir: string): McpServe
     },
     async ({ limit }) =>
       guarded(async () => {
-        const points = await call(core(), 'restorePointList', { target: agent.target });
+        const points = await call(core, 'restorePointList', { target: agent.target });
         if (!points.length) return `No restore points of ${agent.target} yet.`;
         return points
           .slice(0, limit ?? 20)
@@ -130,7 +155,7 @@ export function agentKeepMcpServer(agent: HookAgent, stateDir: string): McpServe
     },
     async ({ id }) =>
       guarded(async () => {
-        const d = await call(core(), 'restorePointDiff', { target: agent.target, id, ...stores });
+        const d = await call(core, 'restorePointDiff', { target: agent.target, id, ...stores });
         const part = (t: string, xs: string[]): string =>
           xs.length ? `${t} (${xs.length}): ${xs.slice(0, 30).join(', ')}${xs.length > 30 ? ', …' : ''}` : '';
         const lines = [
@@ -157,7 +182,7 @@ export function agentKeepMcpServer(agent: HookAgent, stateDir: string): McpServe
     },
     async ({ id, scope, reason }) =>
       guarded(async () => {
-        const r = await call(core(), 'requestCreate', {
+        const r = await call(core, 'requestCreate', {
           target: agent.target,
           ...stores,
           restorePoint: id,
@@ -177,7 +202,7 @@ export function agentKeepMcpServer(agent: HookAgent, stateDir: string): McpServe
     guarded(async () => {
       if (!agent.stores.length)
         return `Agent ${agent.name} has no memory stores set up (hook install … --store hermes:/path), so there is nothing to check.`;
-      const r = await call(core(), 'memoryLint', { stores: agent.stores, target: agent.target });
+      const r = await call(core, 'memoryLint', { stores: agent.stores, target: agent.target });
       if (!r.findings.length) return 'No findings: the memory looks consistent.';
       return r.findings
         .map((f) => `${f.severity} ${f.kind}: ${f.message}${f.suggestion ? ` (${f.suggestion})` : ''}`)
@@ -187,8 +212,37 @@ export function agentKeepMcpServer(agent: HookAgent, stateDir: string): McpServe
   return server;
 }
 
-/** Serve the agent's MCP server on this process's stdin/stdout until stdin closes. */
+/**
+ * Serve the agent's MCP server on this process's stdin/stdout until stdin closes. Then (once the
+ * calls in flight have answered) it closes the server and stops the change journal's watch worker,
+ * so the process ends by itself (a signal ends it as before: the kernel drops its inotify watches).
+ * With AGENTKEEP_DEBUG set, each create's scan ("journal: …" or "full walk: <why>") and the shutdown
+ * are noted on stderr.
+ */
 export async function serveMcp(agent: HookAgent, stateDir: string): Promise<void> {
-  const server = agentKeepMcpServer(agent, stateDir);
-  await server.connect(new StdioServerTransport());
+  const inFlight = new Set<Promise<unknown>>();
+  const lastSnapshots = new Map<string, string>();
+  const core = new Core({ stateDir, changeJournal: true, lastSnapshots });
+  const server = agentKeepMcpServer(agent, stateDir, { inFlight, core });
+  const transport = new StdioServerTransport();
+  const debug = (m: string): void => {
+    if (process.env.AGENTKEEP_DEBUG) process.stderr.write(`agentkeep mcp: ${m}\n`);
+  };
+  let closing = false;
+  let handoff: HandoffServer | undefined;
+  const shutdown = async (why: string): Promise<void> => {
+    if (closing) return;
+    closing = true;
+    await Promise.allSettled([...inFlight]);
+    await handoff?.close();
+    await server.close().catch(() => undefined);
+    closeJournals();
+    debug(`${why}: closed, change journal stopped`);
+  };
+  process.stdin.once('end', () => void shutdown('stdin closed'));
+  process.stdin.once('close', () => void shutdown('stdin closed'));
+  await server.connect(transport);
+  // the agent's shell hooks hand their restore points to this server (./handoffServer.ts)
+  handoff = await listenHookHandoff(resolveStateDir(stateDir), lastSnapshots, (m) => process.stderr.write(`${m}\n`));
+  debug(handoff ? `hook hand-off on ${handoff.path}` : 'no hook hand-off');
 }

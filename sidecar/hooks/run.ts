@@ -17,6 +17,7 @@ import * as path from 'node:path';
 import type { ParamsOf, RestorePoint } from '../protocol';
 import { escapeControls } from '../protocol/format';
 import { Core } from '../core/core';
+import type { CoreOptions } from '../core/service';
 import { call as callCore } from '../core/dispatch';
 import { asAgentKeepError } from '../core/errors';
 import { writeJsonAtomic } from '../core/fsutil';
@@ -82,6 +83,8 @@ function overBudget(ms: number, what: string): { promise: Promise<never>; cancel
  * Act on one call (see the module comment). Never throws for a failed restore point: it warns (or
  * blocks, fail-closed pre calls only).
  * @param budgetMs how long it may take in all (restore point creation is aborted before that)
+ * @param coreOptions more options for the Cores it makes (a server running a handed-off call,
+ *   ./handoffServer.ts: its change journal and its last snapshots)
  */
 export async function runHook(
   call: HookCall,
@@ -90,6 +93,7 @@ export async function runHook(
   io: HookIO,
   budgetMs: number,
   env: NodeJS.ProcessEnv = process.env,
+  coreOptions: Pick<CoreOptions, 'changeJournal' | 'lastSnapshots'> = {},
 ): Promise<void> {
   const stateDir = hookStateDir(args, env);
   const agent = await resolveHookAgent(stateDir, args);
@@ -99,7 +103,7 @@ export async function runHook(
   const left = (): number => Math.max(500, budgetMs - (Date.now() - started));
 
   if (verdict.action === 'memory') {
-    await memoryCall(call, verdict, agent, args, io, env, pendingFile, stateDir);
+    await memoryCall(call, verdict, agent, args, io, env, pendingFile, stateDir, coreOptions);
     return;
   }
 
@@ -121,7 +125,12 @@ export async function runHook(
     if (!pending?.pre) return;
   }
   const abort = new AbortController();
-  const core = new Core({ stateDir, lockTimeoutMs: Math.min(5000, Math.floor(budgetMs / 3)), signal: abort.signal });
+  const core = new Core({
+    ...coreOptions,
+    stateDir,
+    lockTimeoutMs: Math.min(5000, Math.floor(budgetMs / 3)),
+    signal: abort.signal,
+  });
   const params: ParamsOf<'restorePointCreate'> = {
     target: agent.target,
     ...(agent.stores.length ? { stores: agent.stores } : {}),
@@ -189,6 +198,7 @@ async function memoryCall(
   env: NodeJS.ProcessEnv,
   pendingFile: PendingPair,
   stateDir: string,
+  coreOptions: Pick<CoreOptions, 'changeJournal' | 'lastSnapshots'>,
 ): Promise<void> {
   const home = hermesHome(agent, env);
   const file = path.join(home, 'memories', v.target === 'user' ? 'USER.md' : 'MEMORY.md');
@@ -211,7 +221,7 @@ async function memoryCall(
     return;
   }
   try {
-    const core = new Core({ stateDir });
+    const core = new Core({ ...coreOptions, stateDir });
     await callCore(core, 'memoryRecordWrite', {
       store: `${args.kind === 'hermes' ? 'hermes' : 'hermes'}:${home}`,
       file,

@@ -2,13 +2,17 @@
  * Issue 15 item 5: `agentkeep mcp`, through the MCP SDK's own client over stdio (a real child
  * process): the tools and their descriptions, a restore point with the agent's reason, a
  * restore_request that only becomes a pending request, and its approval through the CLI restoring.
+ * Issue 14: the server keeps the dir backend's change journal (real inotify) for its life: its creates
+ * after the first use it, give the same tree as the CLI's full walk, serialise when called at once,
+ * and AGENTKEEP_DIR_JOURNAL=0 turns it off; closing stdin stops it and ends the process.
  */
 import * as assert from 'node:assert/strict';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { readManifest } from '../../sidecar/machine/dir/manifest';
 import { buildHook, cliRunner, SIDECAR } from './helpers/sidecar';
 
 type ToolResult = { content: Array<{ type: string; text: string }>; isError?: boolean };
@@ -177,5 +181,100 @@ describe('agentkeep mcp (the SDK client over stdio)', function () {
     assert.equal(await fs.readFile(path.join(machine, 'memories', 'MEMORY.md'), 'utf8'), 'Uses uv\n§\nUses uv');
     const m = await callTool('restore_request', { id, scope: 'machine', reason: 'and the machine' });
     assert.match(m.content[0].text, /is pending/, 'scope machine still needs approval');
+  });
+
+  describe("the change journal (one Core for the server's life)", () => {
+    let notes: string;
+    /** A server started with AGENTKEEP_DEBUG=1 (its scan notes on stderr) and `env`. */
+    const start = async (env: Record<string, string> = {}): Promise<void> => {
+      await client.close();
+      notes = '';
+      const transport = new StdioClientTransport({
+        command: process.execPath,
+        args: [SIDECAR, '--state-dir', state, 'mcp', '--agent', 'hermes'],
+        env: { ...getDefaultEnvironment(), AGENTKEEP_DEBUG: '1', ...env },
+        stderr: 'pipe',
+      });
+      transport.stderr!.on('data', (d: Buffer) => (notes += d.toString()));
+      client = new Client({ name: 'agentkeep-test', version: '1.0.0' });
+      await client.connect(transport);
+    };
+    /** The scan notes ("journal: …" / "full walk: …") the server printed so far, in order. */
+    const scans = (): string[] =>
+      [...notes.matchAll(/^agentkeep dir .*?: ((?:journal|full walk): .*)$/gm)].map((m) => m[1]);
+    const create = async (reason: string): Promise<string> => {
+      const r = await callTool('restore_point_create', { reason });
+      assert.ok(!r.isError, r.content[0]?.text);
+      return /restore point (ak_\w+)/.exec(r.content[0].text)![1];
+    };
+    /** The root tree hash of a dir restore point (names, types, modes, sizes, times, inodes, contents). */
+    const rootTree = async (id: string): Promise<string> => {
+      const dir = path.join(state, 'dir');
+      const [key] = await fs.readdir(dir);
+      const m = await readManifest(path.join(dir, key, `${id}.json`));
+      assert.ok(m?.tree, `manifest of ${id}`);
+      return m.tree;
+    };
+    /** A restore point by the one-shot CLI (no journal: the full walk) of the same agent. */
+    const fullWalk = async (): Promise<string> => (await json('restore-point', 'create', '--agent', 'hermes')).id;
+    const smallChange = async (n: number): Promise<void> => {
+      await fs.appendFile(path.join(machine, 'config.yaml'), `# edit ${n}\n`);
+      await fs.mkdir(path.join(machine, 'skills', `s${n}`), { recursive: true });
+      await fs.writeFile(path.join(machine, 'skills', `s${n}`, 'SKILL.md'), `skill ${n}\n`);
+      if (n > 1) await fs.rm(path.join(machine, 'skills', `s${n - 1}`, 'SKILL.md'));
+    };
+
+    beforeEach(async () => {
+      for (let i = 0; i < 30; i++) {
+        await fs.mkdir(path.join(machine, 'work', `d${i % 3}`), { recursive: true });
+        await fs.writeFile(path.join(machine, 'work', `d${i % 3}`, `f${i}.txt`), `file ${i}\n`);
+      }
+    });
+
+    it('creates after the first use the journal, equal to the full walk, also two at once (serialised)', async () => {
+      await start();
+      await create('first');
+      assert.deepEqual(scans(), ['full walk: journal starting']);
+
+      await smallChange(1);
+      const second = await create('after a small change');
+      assert.match(scans()[1], /^journal: \d+ paths/, scans().join(' | '));
+      assert.equal(await rootTree(second), await rootTree(await fullWalk()), 'journal create = full walk');
+
+      // two calls at once: the second waits for the first's target lock, then starts from its snapshot
+      await smallChange(2);
+      const [a, b] = await Promise.all([create('at once 1'), create('at once 2')]);
+      assert.notEqual(a, b);
+      assert.deepEqual(
+        scans()
+          .slice(2)
+          .map((n) => n.replace(/:.*/, '')),
+        ['journal', 'journal'],
+        `each started from the other's finished snapshot: ${scans().join(' | ')}`,
+      );
+      const points = await json('restore-point', 'list', '--agent', 'hermes');
+      const [first, then] = [a, b].map((id) => points.find((p: any) => p.id === id));
+      assert.ok(first && then, 'both restore points are listed');
+      const f = await fullWalk();
+      assert.equal(await rootTree(a), await rootTree(b), 'nothing changed between the two');
+      assert.equal(await rootTree(b), await rootTree(f), 'journal create = full walk');
+
+      // closing stdin stops the journal and ends the server by itself (no SIGTERM from the client)
+      await client.close();
+      await new Promise((r) => setTimeout(r, 50));
+      assert.match(notes, /agentkeep mcp: stdin closed: closed, change journal stopped/);
+    });
+
+    it('AGENTKEEP_DIR_JOURNAL=0 turns it off: every create walks the tree', async () => {
+      await start({ AGENTKEEP_DIR_JOURNAL: '0' });
+      await create('first');
+      await smallChange(1);
+      const second = await create('second');
+      assert.deepEqual(scans(), [
+        'full walk: no change journal in this process',
+        'full walk: no change journal in this process',
+      ]);
+      assert.equal(await rootTree(second), await rootTree(await fullWalk()));
+    });
   });
 });
