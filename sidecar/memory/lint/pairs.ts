@@ -8,6 +8,7 @@
  * must share) yields the candidate pairs with masked Jaccard >= `candidateJaccard`; exact duplicates
  * come from a hash of the folded text. Each candidate is then classified by `classifyPair`.
  */
+import { choiceConflict, mentions, type Mention } from './choices';
 import type { LintOptions } from './model';
 import { relation, specificity } from './lexicon';
 import {
@@ -21,7 +22,7 @@ import {
   type UpdateMarker,
 } from './slots';
 import { englishLike, similarity, thresholdsFor, type Vec } from './semantic';
-import { align, anchors, otherScript, polarityDiff, scriptMix, type Alignment, type SoftEntry } from './soft';
+import { align, anchors, otherScript, polarity, polarityDiff, scriptMix, type Alignment, type SoftEntry } from './soft';
 import {
   areAlternatives,
   areAntonyms,
@@ -81,6 +82,8 @@ export interface Prepared {
   frameSet?: Set<string>;
   /** The entry's sentence vector (LintEntry.embedding), for whole entries only (semantic.ts). */
   vec?: Vec;
+  /** Mentions of members of a family of exclusive alternatives (choices.ts), computed on first use. */
+  mentions?: Mention[];
 }
 
 /** Prepare one entry text. */
@@ -283,6 +286,14 @@ function dropTypos(a: string[], b: string[]): [string[], string[]] {
  */
 export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerdict {
   const v = classifyByRules(a, b, o);
+  if (v?.kind === 'contradiction' && !v.update) {
+    // a contradiction where one side says what holds now ("as of June", "these days", "ora", "现在"):
+    // that side is the newer one (superseded, the newer entry wins)
+    const ma = markerOf(a);
+    const mb = markerOf(b);
+    if (!!ma !== !!mb && !(ma ?? mb)!.retires)
+      return { ...v, update: { newer: ma ? 'a' : 'b', marker: (ma ?? mb)!.phrase } };
+  }
   return v === undefined && a.vec && b.vec ? semanticDuplicate(a, b) : v;
 }
 
@@ -325,7 +336,7 @@ export function semanticDuplicate(a: Prepared, b: Prepared): PairVerdict {
   const wa = diff(a.content, b.content);
   const wb = diff(b.content, a.content);
   if (wa.some((x) => wb.some((y) => areAlternatives(x, y) || areAntonyms(x, y)))) return undefined;
-  if (!!markerOf(a) !== !!markerOf(b)) return undefined;
+  if (!!changeMarkerOf(a) !== !!changeMarkerOf(b)) return undefined;
   // the same frame with a few words swapped for others (none related): a scope, another thing
   const h = wa.length && wb.length ? frameHunks(frameOf(a), frameOf(b)) : undefined;
   if (
@@ -441,8 +452,8 @@ function classifyByRules(a: Prepared, b: Prepared, o: LintOptions): PairVerdict 
     vb.length > 0 &&
     wa.length + wb.length > 2 &&
     a.negated === b.negated &&
-    !markerOf(a) &&
-    !markerOf(b) &&
+    !changeMarkerOf(a) &&
+    !changeMarkerOf(b) &&
     (!labelsOf(a).length || !labelsOf(b).length) &&
     !scriptMix(a, b) &&
     polarityDiff(a, b).conflict.length === 0
@@ -484,6 +495,10 @@ function classifyByRules(a: Prepared, b: Prepared, o: LintOptions): PairVerdict 
   //    same frame with one short span swapped for another value of the attribute
   const slot = slotVerdict(a, b, wa, wb);
   if (slot) return slot;
+  // 6b. different choices in one family of exclusive alternatives, in any sentence shape (choices.ts):
+  //     "Prefers pnpm over npm" / "Uses npm for everything"; "Neovim is my editor" / "Editor: VS Code"
+  const choice = choiceVerdict(a, b, wa, wb);
+  if (choice) return choice;
   // 7. negated in one, asserted in the other, clause by clause (soft.ts polarity): "No iOS devices (no
   //    iPhone/iPad)" / "... and an iPhone"; "Never write to any database" / "Database writes are fine"
   let aligned: Alignment | undefined;
@@ -566,6 +581,17 @@ function classifyByRules(a: Prepared, b: Prepared, o: LintOptions): PairVerdict 
   }
   if (pd.conflict.length > 0) return undefined;
   return softDuplicate(a, b, al());
+}
+
+/** Two entries choosing different members of one family (choices.ts choiceConflict). */
+function choiceVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[]): PairVerdict {
+  const c = choiceConflict(a, b, wa, wb);
+  if (!c) return undefined;
+  return {
+    kind: 'contradiction',
+    why: `different choices of one ${c.family}`,
+    detail: `"${c.a}" (${c.cueA}) vs "${c.b}" (${c.cueB}), with no scope or subject that tells the two apart`,
+  };
 }
 
 /** Summed specificity (lexicon.ts) of words shown as "a" or "a~b". */
@@ -692,6 +718,20 @@ export function slotCandidates(items: Prepared[], stats?: JoinStats): Array<[num
       continue;
     }
     for (let x = 0; x < u.length; x++) for (let y = x + 1; y < u.length; y++) out.push([u[x], u[y]]);
+  }
+  // choices in one family (choices.ts): "Prefers pnpm over npm" / "Uses npm for everything" share no word
+  const byFamily = new Map<number, number[]>();
+  items.forEach((p, i) => {
+    const fams = new Set<number>();
+    for (const m of mentions(p)) if (m.choice && !m.against) fams.add(m.family);
+    for (const f of fams) (byFamily.get(f) ?? byFamily.set(f, []).get(f)!).push(i);
+  });
+  for (const g of byFamily.values()) {
+    if (g.length > MAX_SLOT_GROUP) {
+      skipped++;
+      continue;
+    }
+    for (let x = 0; x < g.length; x++) for (let y = x + 1; y < g.length; y++) out.push([g[x], g[y]]);
   }
   // changed-from words: the rarest content word of the "from" value, looked up in every entry's words
   const wanted = new Map<string, number[]>();
@@ -957,6 +997,12 @@ function markerOf(p: Prepared): UpdateMarker | undefined {
   return p.marker ?? undefined;
 }
 
+/** The update marker when it records a change (not a weak "as of" / "these days"). */
+function changeMarkerOf(p: Prepared): UpdateMarker | undefined {
+  const m = markerOf(p);
+  return m && !m.weak ? m : undefined;
+}
+
 /** Content tokens both entries share, and the smaller content size. */
 function overlap(a: Prepared, b: Prepared): { shared: number; jac: number } {
   let shared = 0;
@@ -992,7 +1038,7 @@ function changeOverTime(a: Prepared, b: Prepared): PairVerdict {
   const ma = markerOf(a);
   const mb = markerOf(b);
   const { shared, jac } = overlap(a, b);
-  if (!!ma !== !!mb) {
+  if (!!ma !== !!mb && !(ma ?? mb)!.weak) {
     const [other, side] = ma ? [b, 'a' as const] : [a, 'b' as const];
     const m = (ma ?? mb)!;
     const fromHit =
@@ -1006,7 +1052,7 @@ function changeOverTime(a: Prepared, b: Prepared): PairVerdict {
       fromHit || shared >= 3 || (shared >= 2 && jac >= 0.3) || (small <= 3 && shared >= 1 && jac >= 0.25);
     // "不再用 X" (no longer uses X) and "不用 X" (does not use X) say the same: a retiring marker needs a
     // positive statement on the other side.
-    const otherNegated = other.negated || /[不没勿禁]/u.test(other.text);
+    const otherNegated = m.retires && negatesMarked(other, ma ? a : b, m.phrase);
     if (sameSubject && !aboutThePast(other.text) && !(m.retires && otherNegated)) {
       return {
         kind: 'contradiction',
@@ -1017,6 +1063,26 @@ function changeOverTime(a: Prepared, b: Prepared): PairVerdict {
     }
   }
   return undefined;
+}
+
+/**
+ * Whether `other` negates what the retiring marker of `marked` retires: a word of the marked sentence
+ * (the one holding the marker) is negated in `other` ("不再用 X" / "不用 X", "no longer vegetarian" /
+ * "not vegetarian": the same statement). A negation elsewhere in `other` ("不在 PATH" beside the old
+ * build that the other entry retires) is another clause.
+ */
+function negatesMarked(other: Prepared, marked: Prepared, phrase: string): boolean {
+  const s = normalise(marked.text);
+  const at = s.indexOf(phrase);
+  const from = at < 0 ? 0 : Math.max(...[...s.slice(0, at).matchAll(/[.;!?。；\n]/gu)].map((x) => x.index + 1), 0);
+  const endRel = at < 0 ? -1 : s.slice(at).search(/[.;!?。；\n]/u);
+  const to = at < 0 || endRel < 0 ? s.length : at + endRel;
+  const words = new Set(
+    marked.toks.filter((t) => t.type === 'word' && t.at !== undefined && t.at >= from && t.at < to).map((t) => t.t),
+  );
+  const pol = polarity(other);
+  for (const [w, x] of pol) if (x < 0 && words.has(w)) return true;
+  return false;
 }
 
 /** The "Label: value" statements of an entry, computed once. */
@@ -1110,14 +1176,28 @@ function spanVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[], share
     // (the words of a slashed compound count one by one: "puppeteer/chromium" / "firefox")
     const split = (ws: string[]): string[] =>
       ws.flatMap((w) => (w.includes('/') && !w.startsWith('/') ? [w, ...w.split('/')] : [w]));
-    const alt = split(sa).some((x) => split(sb).some((y) => areAlternatives(x, y) || areAntonyms(x, y)));
+    // "runs [Ubuntu on the laptop]" / "runs [Fedora on the server]": each span ends in a scope of its
+    // own (a word after "on", "for", "in" ...), so two things differ, not one value
+    const scopedTail = (p: Prepared, ts: Token[]): boolean => {
+      const text = normalise(p.text);
+      return ts.some(
+        (t, k) =>
+          k > 0 &&
+          t.at !== undefined &&
+          ts[k - 1].at !== undefined &&
+          /\b(?:for|in|on|at|of|during|when|inside|under)\b/.test(text.slice(ts[k - 1].at!, t.at)),
+      );
+    };
+    const tails = scopedTail(a, d.a) && scopedTail(b, d.b);
+    const alt = !tails && split(sa).some((x) => split(sb).some((y) => areAlternatives(x, y) || areAntonyms(x, y)));
     // "deploy target for previews is staging" / "... for releases is production": the first word of
     // each span is a scope (after "for", "in", "on" ...), so two things differ, not one value.
     const scoped = (p: Prepared, ts: Token[]): boolean =>
       ts.length >= 2 &&
       ts[0].at !== undefined &&
       /\b(?:for|in|on|at|of|during|when)\s+$/.test(normalise(p.text).slice(Math.max(0, ts[0].at - 12), ts[0].at));
-    const attr = d.before.some((w) => FUNCTIONAL.has(w) || SLOT_WORDS.has(w)) && !(scoped(a, d.a) && scoped(b, d.b));
+    const attr =
+      d.before.some((w) => FUNCTIONAL.has(w) || SLOT_WORDS.has(w)) && !(scoped(a, d.a) && scoped(b, d.b)) && !tails;
     const cjk = d.a.some((t) => t.cjk) || d.b.some((t) => t.cjk);
     // A name-like span (digits, @, /, _, a dotted or dashed identifier, a CJK name) swapped for another in an
     // otherwise identical entry of some length is another value, not a rewording ("repo X" → "repo Y",

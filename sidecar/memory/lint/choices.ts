@@ -1,0 +1,369 @@
+/**
+ * Choices among exclusive alternatives (issue 12): the slot model across sentence shapes. "Prefers
+ * pnpm over npm", "Uses npm for everything", "Neovim is my editor", "Editor: VS Code", "Always use
+ * zsh" all state one choice in one family of tools (the JavaScript package manager, the editor, the
+ * shell ...), whatever the sentence looks like; two entries that choose different members of one
+ * family, with nothing else that tells them apart (a scope, another subject), contradict each other.
+ *
+ * The families are a small documented list (`FAMILIES`: tool families a memory states a choice in),
+ * not words picked case by case. A family is either exclusive by use (one JavaScript package manager,
+ * one editor, one login shell, one terminal at a time: "uses X" is a choice) or only by preference
+ * (people use several programming languages, databases, clouds, chat apps: only "prefers X", "X by
+ * default", "always X", "only X", "X for everything" or the family's own noun, "Database: X", is a
+ * choice). Pure functions over prepared entries; linear in the entry length.
+ */
+import { polarity, type SoftEntry } from './soft';
+import { canon, normalise, type Token } from './text';
+
+/** A family of exclusive alternatives. */
+export interface Family {
+  /** What the members are, for the evidence ("JavaScript package manager"). */
+  name: string;
+  /** Members as written (canonicalised at load). */
+  members: string[];
+  /** Whether "uses X" alone states the choice (one at a time), or only a preference does. */
+  byUse: boolean;
+  /** The family's own nouns: "editor", "shell" (canonical); next to a member they state the choice. */
+  nouns: string[];
+  /**
+   * Words that must be next to a member for it to be a choice at all (natural languages: "replies in
+   * English", "language: English"; "Loves Chinese food" names a cuisine, not a language).
+   */
+  only?: string[];
+}
+
+/**
+ * Families (documented in docs/memory-lint.md, "Choices"): tools and settings a memory states one
+ * choice of. Members are the names people write (canonicalised like every token: "PostgreSQL" and
+ * "Postgres" are listed both).
+ */
+export const FAMILIES: Family[] = [
+  {
+    name: 'JavaScript package manager',
+    members: ['npm', 'pnpm', 'yarn', 'bun'],
+    byUse: true,
+    nouns: ['pkg', 'manager'],
+  },
+  {
+    name: 'Python package manager',
+    members: ['pip', 'pipenv', 'poetry', 'uv', 'conda', 'pdm'],
+    byUse: true,
+    nouns: ['pkg', 'manager'],
+  },
+  {
+    name: 'editor',
+    members: [
+      'vim',
+      'neovim',
+      'nvim',
+      'emacs',
+      'nano',
+      'vscode',
+      'helix',
+      'sublime',
+      'zed',
+      'intellij',
+      'pycharm',
+      'webstorm',
+      'jetbrains',
+    ],
+    byUse: true,
+    nouns: ['editor', 'ide'],
+  },
+  { name: 'shell', members: ['bash', 'zsh', 'fish', 'powershell', 'nushell'], byUse: true, nouns: ['shell'] },
+  {
+    name: 'terminal emulator',
+    members: ['iterm', 'iterm2', 'ghostty', 'alacritty', 'kitty', 'wezterm', 'konsole'],
+    byUse: true,
+    nouns: ['terminal'],
+  },
+  { name: 'operating system', members: ['macos', 'mac', 'linux', 'windows'], byUse: false, nouns: ['os'] },
+  {
+    name: 'Linux distribution',
+    members: ['ubuntu', 'debian', 'fedora', 'arch', 'alpine', 'centos', 'rhel', 'nixos', 'manjaro'],
+    byUse: false,
+    nouns: ['distro', 'os'],
+  },
+  {
+    name: 'programming language',
+    members: ['python', 'javascript', 'typescript', 'go', 'golang', 'rust', 'java', 'ruby', 'php', 'kotlin', 'swift'],
+    byUse: false,
+    nouns: [],
+  },
+  {
+    name: 'database',
+    members: ['postgres', 'postgresql', 'mysql', 'sqlite', 'mariadb', 'mongodb'],
+    byUse: false,
+    nouns: ['db'],
+  },
+  { name: 'container engine', members: ['docker', 'podman'], byUse: false, nouns: ['container'] },
+  { name: 'code host', members: ['github', 'gitlab', 'bitbucket', 'gitea', 'forgejo'], byUse: false, nouns: [] },
+  { name: 'test runner', members: ['jest', 'vitest', 'mocha', 'pytest'], byUse: false, nouns: [] },
+  { name: 'bundler', members: ['webpack', 'esbuild', 'vite', 'rollup', 'parcel'], byUse: false, nouns: ['bundler'] },
+  { name: 'web framework', members: ['react', 'vue', 'svelte', 'angular'], byUse: false, nouns: ['framework'] },
+  {
+    name: 'browser',
+    members: ['chrome', 'chromium', 'firefox', 'safari', 'brave'],
+    byUse: false,
+    nouns: ['browser'],
+  },
+  {
+    name: 'browser automation',
+    members: ['puppeteer', 'playwright', 'selenium', 'cypress'],
+    byUse: false,
+    nouns: ['automation'],
+  },
+  { name: 'indentation', members: ['tab', 'space'], byUse: true, nouns: ['indent'] },
+  { name: 'colour theme', members: ['light', 'dark'], byUse: false, nouns: ['mode', 'theme'] },
+  { name: 'temperature unit', members: ['celsius', 'fahrenheit'], byUse: true, nouns: ['unit', 'temperature'] },
+  { name: 'unit system', members: ['metric', 'imperial'], byUse: true, nouns: ['unit', 'system'] },
+  {
+    name: 'reply language',
+    members: [
+      'english',
+      'chinese',
+      'german',
+      'french',
+      'spanish',
+      'italian',
+      'dutch',
+      'japanese',
+      'korean',
+      'russian',
+      'portuguese',
+      'thai',
+      'greek',
+      'arabic',
+    ],
+    byUse: false,
+    nouns: ['language'],
+    only: ['reply', 'answer', 'respond', 'response', 'language', 'communication', 'communicate', 'write', 'output'],
+  },
+];
+
+/** A choice word: a preference, a default, an exclusive quantifier ("for everything", "only"). */
+const STRONG = new Set(
+  [
+    'prefer',
+    'like',
+    'choose',
+    'pick',
+    'default',
+    'favorite',
+    'always',
+    'exclusively',
+    'everything',
+    'primary',
+    'stick',
+    'dislike',
+  ].map(canon),
+);
+/** "Uses X": a choice in a family that is exclusive by use. */
+const USE = new Set(['use', 'using'].map(canon));
+/** Words that turn the member into what the entry is against ("hates vim", "avoid npm"). */
+const AGAINST_CUE = new Set(['dislike']);
+/** Ends of the window a cue is looked for in (a member and its cue are in one clause). */
+const CLAUSE = /[.;!?\n。；！？]/;
+
+const MEMBER = new Map<string, number>();
+FAMILIES.forEach((f, i) => {
+  f.members = f.members.map((m) => canon(m));
+  f.nouns = f.nouns.map((m) => canon(m));
+  if (f.only) f.only = f.only.map((m) => canon(m));
+  for (const m of f.members) if (!MEMBER.has(m)) MEMBER.set(m, i);
+});
+
+/** The family of a canonical word, if it is a member of one. */
+export function familyOf(w: string): number | undefined {
+  return MEMBER.get(w);
+}
+
+/** One mention of a family member. */
+export interface Mention {
+  family: number;
+  member: string;
+  /** As written in the entry. */
+  shown: string;
+  /** Stated as a choice (a cue next to it in its clause). */
+  choice: boolean;
+  /** What the entry is against: negated, after "over"/"instead of", or "hates X". */
+  against: boolean;
+  /** The cue that made it a choice. */
+  cue?: string;
+}
+
+/** What choices reads of an entry (a subset of pairs.ts Prepared). */
+export interface ChoiceEntry extends SoftEntry {
+  toks: Token[];
+  mentions?: Mention[];
+}
+
+/** The mentions of family members in an entry, each with whether it is stated as a choice (computed once). */
+export function mentions(p: ChoiceEntry): Mention[] {
+  if (p.mentions) return p.mentions;
+  const out: Mention[] = [];
+  let pol: Map<string, number> | undefined;
+  const s = normalise(p.text);
+  p.toks.forEach((t, k) => {
+    if (t.type !== 'word' || t.cjk) return;
+    // names of two words: "VS Code", "Visual Studio Code", "Sublime Text"
+    const next = p.toks[k + 1]?.t;
+    if (t.t === 'vs' && next === 'code') return mention(t, k, 'vscode', 'VS Code');
+    if (t.t === 'visual' && next === 'studio' && p.toks[k + 2]?.t === 'code')
+      return mention(t, k, 'vscode', 'Visual Studio Code');
+    // (a slashed compound names each of its parts: "Puppeteer/Chromium")
+    for (const w of t.t.includes('/') ? t.t.split('/').map((x) => canon(x)) : [t.t]) mention(t, k, w);
+  });
+  function mention(t: Token, k: number, w: string, as?: string): void {
+    const fam = MEMBER.get(w);
+    if (fam === undefined) return;
+    const f = FAMILIES[fam];
+    pol ??= polarity(p);
+    let cue: string | undefined;
+    let against = (pol.get(t.t) ?? 1) < 0;
+    // the cue: within three tokens before or two after, in the same clause
+    for (let d = -3; d <= 2 && !cue; d++) {
+      const u = p.toks[k + d];
+      if (!d || !u || u.type !== 'word' || u.at === undefined || t.at === undefined) continue;
+      const between = d < 0 ? s.slice(u.at, t.at) : s.slice(t.at, u.at);
+      if (CLAUSE.test(between)) continue;
+      if (f.only && !f.only.includes(u.t)) continue;
+      if (STRONG.has(u.t) || f.nouns.includes(u.t) || (f.byUse && USE.has(u.t)) || f.only?.includes(u.t)) {
+        cue = u.t;
+        if (AGAINST_CUE.has(u.t) && d < 0) against = true;
+      }
+    }
+    // the member as written ("Emacs", not the canonical "emac"), for the evidence
+    const shown = as ?? (t.at === undefined ? w : (/^[^\s,.;:!?()]+/.exec(s.slice(t.at))?.[0] ?? w));
+    out.push({ family: fam, member: w, shown, choice: cue !== undefined, against, ...(cue ? { cue } : {}) });
+  }
+  p.mentions = out;
+  return out;
+}
+
+/** Words a choice is stated with, besides the members: they say nothing about which subject or scope. */
+const GENERIC = new Set(
+  [
+    ...STRONG,
+    ...USE,
+    'now',
+    'currently',
+    'nowadays',
+    'only',
+    'instead',
+    'tool',
+    'thing',
+    'stuff',
+    'anything',
+    'everywhere',
+    'mainly',
+    'mostly',
+    'usually',
+    'generally',
+    'go-to',
+    'want',
+    'wants',
+    // the words of a weak update marker ("these days", "lately") and of the families' compound nouns
+    'day',
+    'lately',
+    'recently',
+    'login',
+    'text',
+    'emulator',
+    'package',
+  ].map(canon),
+);
+
+/** Prepositions that open a scope ("for indentation in Go", "on the staging box"). */
+const SCOPE = /\b(?:for|in|on|at|inside|within|when|during|under)\s+/g;
+
+/** The content words of the scopes of an entry (up to three words after each scope preposition, in the clause). */
+function scopeWords(p: ChoiceEntry, fam: number): Set<string> {
+  const s = normalise(p.text);
+  const out = new Set<string>();
+  for (const m of s.matchAll(SCOPE)) {
+    const from = m.index + m[0].length;
+    let n = 0;
+    for (const t of p.toks) {
+      if (t.at === undefined || t.at < from) continue;
+      if (CLAUSE.test(s.slice(from, t.at)) || /[,(]/.test(s.slice(from, t.at))) break;
+      if (n++ >= 3) break;
+      if (t.type !== 'word' || GENERIC.has(t.t) || FAMILIES[fam].members.includes(t.t)) continue;
+      if (FAMILIES[fam].only?.includes(t.t)) continue;
+      out.add(t.t);
+    }
+  }
+  return out;
+}
+
+/** Two entries choosing differently in one family. */
+export interface ChoiceConflict {
+  family: string;
+  /** The member each entry chooses. */
+  a: string;
+  b: string;
+  /** The cues, for the evidence ("prefer", "use", "editor"). */
+  cueA: string;
+  cueB: string;
+}
+
+/**
+ * Whether two entries choose different members of one family: each states a choice (a cue next to
+ * the member) of a member the other does not name as chosen or used at all, and nothing tells the two
+ * apart — no scope on each side that the other lacks ("for indentation in Go" / "in Python"), no word
+ * of a subject on each side that the other lacks ("the frontend uses npm" / "the backend uses pnpm"),
+ * and no second family where they also differ with a scope. `rest`: each side's content words the
+ * other lacks (pairs.ts, after typos).
+ */
+export function choiceConflict(
+  a: ChoiceEntry,
+  b: ChoiceEntry,
+  restA: string[],
+  restB: string[],
+): ChoiceConflict | undefined {
+  const ma = mentions(a);
+  const mb = mentions(b);
+  if (!ma.length || !mb.length) return undefined;
+  for (const x of ma) {
+    if (!x.choice || x.against) continue;
+    for (const y of mb) {
+      if (y.family !== x.family || !y.choice || y.against || y.member === x.member) continue;
+      // the other entry names this side's member as something it uses or chooses too: a list, not a choice
+      if (mb.some((z) => z.member === x.member && !z.against)) continue;
+      if (ma.some((z) => z.member === y.member && !z.against)) continue;
+      // a subject or scope on each side: two things, not one choice
+      const own = (ws: string[]): string[] => ws.filter((w) => !GENERIC.has(w) && familyOf(w) === undefined);
+      if (own(restA).length && own(restB).length) return undefined;
+      const sa = scopeWords(a, x.family);
+      const sb = scopeWords(b, x.family);
+      if ([...sa].some((w) => !sb.has(w)) && [...sb].some((w) => !sa.has(w))) return undefined;
+      // members of another family that differ on both sides, in a scope: "tabs in Go" / "spaces in Python"
+      const famsA = new Set(ma.filter((z) => z.family !== x.family).map((z) => z.member));
+      const famsB = new Set(mb.filter((z) => z.family !== x.family).map((z) => z.member));
+      const otherA = [...famsA].filter((w) => !famsB.has(w));
+      const otherB = [...famsB].filter((w) => !famsA.has(w));
+      if (otherA.some((u) => otherB.some((v) => familyOf(u) === familyOf(v) && (inScope(a, u) || inScope(b, v)))))
+        return undefined;
+      return { family: FAMILIES[x.family].name, a: x.shown, b: y.shown, cueA: x.cue!, cueB: y.cue! };
+    }
+  }
+  return undefined;
+}
+
+/** Whether a word stands right after a scope preposition ("in Go", "for Python"). */
+function inScope(p: ChoiceEntry, w: string): boolean {
+  const s = normalise(p.text);
+  const t = p.toks.find(
+    (u) =>
+      u.type === 'word' &&
+      (u.t === w ||
+        u.t
+          .split('/')
+          .map((x) => canon(x))
+          .includes(w)),
+  );
+  if (!t || t.at === undefined) return false;
+  return /\b(?:for|in|on|at|inside|within|when|during|under|with)\s+(?:\S+\s+)?$/.test(
+    s.slice(Math.max(0, t.at - 24), t.at),
+  );
+}

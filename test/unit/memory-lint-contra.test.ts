@@ -1,0 +1,146 @@
+import * as assert from 'node:assert/strict';
+import { lintEntries, type LintInput } from '../../sidecar/memory/lint';
+import { familyOf, mentions } from '../../sidecar/memory/lint/choices';
+import { prepare } from '../../sidecar/memory/lint/pairs';
+import { updateMarker } from '../../sidecar/memory/lint/slots';
+
+function mem(texts: Array<string | { text: string; createdAt: string }>): LintInput {
+  return {
+    stores: [
+      {
+        store: 'hermes:/h',
+        files: [
+          {
+            kind: 'hermes-memory',
+            file: '/h/memories/MEMORY.md',
+            entries: texts.map((t, i) => ({ id: `e${i + 1}`, ...(typeof t === 'string' ? { text: t } : t) })),
+          },
+        ],
+      },
+    ],
+  };
+}
+
+/** The pair findings (duplicate, near-duplicate, contradiction, superseded) of a lint of these entries. */
+function pairFindings(texts: Array<string | { text: string; createdAt: string }>) {
+  return lintEntries(mem(texts)).filter((f) =>
+    ['duplicate', 'near-duplicate', 'contradiction', 'superseded'].includes(f.kind),
+  );
+}
+
+function kinds(texts: Array<string | { text: string; createdAt: string }>): string[] {
+  return pairFindings(texts).map((f) => f.kind);
+}
+
+describe('memory lint: contradictions in any sentence shape (issue 12, choices and markers)', () => {
+  it('reads which members of a family an entry chooses, and which it is against', () => {
+    const m = mentions(prepare(0, 'Prefers pnpm over npm'));
+    assert.deepEqual(
+      m.map((x) => [x.member, x.choice, x.against]),
+      [
+        ['pnpm', true, false],
+        ['npm', true, true],
+      ],
+    );
+    assert.equal(mentions(prepare(0, 'Uses npm for everything'))[0].choice, true);
+    // a cuisine is not a reply language; a command is not a choice
+    assert.equal(mentions(prepare(0, 'Loves Chinese food'))[0].choice, false);
+    assert.equal(mentions(prepare(0, 'Run npm test before each commit'))[0].choice, false);
+    assert.equal(mentions(prepare(0, 'Neovim is my editor'))[0].choice, true);
+    assert.equal(mentions(prepare(0, 'Editor: VS Code'))[0].member, 'vscode');
+    assert.notEqual(familyOf('npm'), undefined);
+    assert.equal(familyOf('npm'), familyOf('pnpm'));
+  });
+
+  it('two sentence shapes choosing different members of one family contradict, and the evidence says why', () => {
+    for (const pair of [
+      ['Prefers pnpm over npm', 'Uses npm for everything'],
+      ['Neovim is my editor', 'Editor: VS Code'],
+      ['My default shell is zsh', 'Uses bash for everything'],
+      ['Prefers replies in Chinese', 'Reply in English'],
+    ]) {
+      const f = pairFindings(pair);
+      assert.equal(f.length, 1, pair.join(' / '));
+      assert.equal(f[0].kind, 'contradiction', pair.join(' / '));
+      assert.match(f[0].message, /different choices of one/);
+    }
+    const [f] = pairFindings(['Prefers pnpm over npm', 'Uses npm for everything']);
+    assert.match(f.message, /JavaScript package manager: "pnpm" \(like\) vs "npm" \(use\)/);
+  });
+
+  it('choices with a scope or a subject on each side stay quiet, and so do lists', () => {
+    for (const pair of [
+      ['Uses tabs for indentation in Go', 'Uses spaces for indentation in Python'],
+      ['The frontend uses npm', 'The backend uses pnpm'],
+      ['Alice prefers vim', 'Bob prefers emacs'],
+      ['Uses vim for notes', 'Uses emacs for code'],
+      ['Uses Python for scripts', 'Uses Go for the API'],
+      ['Uses npm and pnpm', 'Prefers pnpm'],
+      ['Hates vim', 'Prefers emacs'],
+      ['Run npm test before each commit', 'Prefers pnpm over npm'],
+      // one can use several databases: "uses" is no choice there
+      ['Uses Postgres', 'Uses MySQL for analytics'],
+    ])
+      assert.deepEqual(
+        kinds(pair).filter((k) => k !== 'near-duplicate'),
+        [],
+        pair.join(' / '),
+      );
+  });
+
+  it('a span that ends in a scope of its own is two things, not one value ("Ubuntu on the laptop" / "Fedora on the server")', () => {
+    assert.deepEqual(kinds(['User runs Ubuntu on the laptop', 'User runs Fedora on the server']), []);
+    assert.deepEqual(kinds(['Server runs Ubuntu', 'Server runs Debian']), ['contradiction']);
+  });
+
+  it('reads more update markers: "as of", "these days", "since", "replaced", Italian, German, Spanish, Chinese', () => {
+    assert.equal(updateMarker('Ghostty replaced iTerm2 as the terminal')?.phrase, 'replaced');
+    assert.equal(updateMarker('The pod is RUNNING as of 2026-06-27')?.weak, true);
+    assert.equal(updateMarker('Uses zsh these days')?.weak, true);
+    assert.equal(updateMarker('Lives in Lisbon since 2025')?.weak, true);
+    assert.equal(updateMarker("L'utente non usa più Vim")?.retires, true);
+    assert.equal(updateMarker('Benutzt Vim nicht mehr')?.retires, true);
+    assert.equal(updateMarker('Ya no usa Vim')?.retires, true);
+    assert.equal(updateMarker('Ora usa Zed')?.weak, true);
+    assert.equal(updateMarker('目前是 Zed')?.weak, true);
+    assert.equal(updateMarker('Editor: now Zed')?.phrase, 'now');
+    // no marker: "for now", "right now", a plain statement, the English word "or"
+    assert.equal(updateMarker('Use the staging box for now'), undefined);
+    assert.equal(updateMarker('Uses vim or emacs'), undefined);
+    assert.equal(updateMarker('Kiran lives in Whitefield.'), undefined);
+  });
+
+  it('a weak marker alone is no change; beside a contradiction it says which entry is newer', () => {
+    // "as of" restates the state: no superseded finding
+    assert.ok(
+      !kinds([
+        'RunPod pod running: Valentina-ComfyUI (id: 7cosuxdl). RTX 3090 in France.',
+        'RunPod pod 7cosuxdl (Valentina-ComfyUI) is RUNNING as of 2026-06-27. RTX 3090, France.',
+      ]).includes('superseded'),
+    );
+    const f = pairFindings(['Login shell: bash', 'Uses zsh these days']);
+    assert.equal(f.length, 1);
+    assert.equal(f[0].kind, 'superseded');
+    assert.deepEqual(f[0].entries, ['e1', 'e2']);
+    assert.match(f[0].evidence.join('\n') + f[0].message, /these days/);
+  });
+
+  it('a retiring marker agrees with an entry that negates the same thing, not with a negation elsewhere', () => {
+    assert.deepEqual(
+      kinds(['User is not vegetarian', 'User is no longer vegetarian']).filter((k) => k !== 'near-duplicate'),
+      [],
+    );
+    // "不在 PATH" negates another clause than the one "已弃用" retires
+    const f = kinds([
+      {
+        text: 'Codex CLI 装在 C:\\codex\\codex.exe（0.147.0-alpha），不在 PATH；auth 已配置',
+        createdAt: '2026-08-12T10:00:00Z',
+      },
+      {
+        text: 'Codex CLI：npm 全局 0.147.0 稳定版（PATH 内直接 `codex`）；旧 alpha（C:\\codex\\codex.exe）缺组件，已弃用；auth 已配置',
+        createdAt: '2026-08-12T16:00:00Z',
+      },
+    ]);
+    assert.deepEqual(f, ['superseded']);
+  });
+});
