@@ -143,4 +143,31 @@ describe('memory lint: contradictions in any sentence shape (issue 12, choices a
     ]);
     assert.deepEqual(f, ['superseded']);
   });
+
+  it('two versions of one long entry with a value or an alternative swapped contradict; records of a list do not', () => {
+    const v1 =
+      'Build box: hostname=atlas, user=kim, Ubuntu Linux 6.8, 4 cores, 8GB RAM. Hermes profile: atlas, model qwen-3 via OpenRouter. Gateway running via systemd. 1 cron job (daily sync at 5AM).';
+    const v2 =
+      'Build box: hostname=atlas, user=kim, Fedora Linux 6.8, Hermes profile: atlas, model qwen-3 via OpenRouter. Gateway running via systemd. 12 cron jobs. Scripts in ~/.hermes/scripts/.';
+    const [f] = pairFindings([v1, v2]);
+    assert.equal(f?.kind, 'contradiction');
+    assert.match(f.message, /one entry in two versions/);
+    assert.match(f.message, /tokens in the same order/);
+    // records of a list: every difference is values, in several places (runbook step 1 vs step 2)
+    assert.deepEqual(
+      kinds([
+        'Runbook step 1: on host web-01 check the disk usage with df -h and rotate logs older than 4 days in /var/log/app-1',
+        'Runbook step 2: on host web-02 check the disk usage with df -h and rotate logs older than 5 days in /var/log/app-2',
+      ]).filter((k) => k === 'contradiction'),
+      [],
+    );
+    // a version that adds and drops details, with a value cut short ("…200.1" of "…200.199": a prefix), agrees
+    assert.deepEqual(
+      kinds([
+        'RunPod pod for ComfyUI (id 7cosux) on an RTX 3090 in France at 0.22/hr, reached with ssh -p 11309 from 213.144.200.199 only, restarted nightly',
+        'RunPod pod for ComfyUI (id 7cosux) on an RTX 3090, France, at 0.22/hr, reached with ssh -p 11309 from 213.144.200.1, billed hourly',
+      ]).filter((k) => k === 'contradiction'),
+      [],
+    );
+  });
 });

@@ -433,6 +433,8 @@ function classifyByRules(a: Prepared, b: Prepared, o: LintOptions): PairVerdict 
     if (change) return change;
     const hunk = valuesHunk(a, b);
     if (hunk) return hunk;
+    const edited = editedEntry(a, b);
+    if (edited) return edited;
     if (
       onlyA.some((x) =>
         onlyB.some((y) => typed([x], a.values).size && sameSlot(a, x, b, y) && a.values.get(x) === b.values.get(y)),
@@ -1158,6 +1160,67 @@ function valuesHunk(a: Prepared, b: Prepared): PairVerdict {
     why: 'same subject, different values',
     detail: `"${d.a.map((t) => t.t).join(' ')}" vs "${d.b.map((t) => t.t).join(' ')}" after "${d.before.join(' ')}"`,
   };
+}
+
+/** Two versions of one entry: the share of each side's tokens in the shared frame (editedEntry). */
+export const EDITED_COVERAGE = 0.5;
+
+/**
+ * Two versions of one long entry (a store that appended an edit instead of replacing the entry): the
+ * two wordings aligned share at least 12 tokens in order and half of the shorter side's, and in one of the places where
+ * they differ a value was swapped for another of its type (not a date, not a prefix: "v0.9" / "v0.9.1"
+ * agree) or a word for an exclusive alternative ("Ubuntu" → "Arch"), while the other places add, drop
+ * or reword details. Two entries that share most of their wording and disagree in a value are one
+ * fact stated twice with two values.
+ */
+function editedEntry(a: Prepared, b: Prepared): PairVerdict {
+  const fa = frameOf(a);
+  const fb = frameOf(b);
+  if (fa.length < 10 || fb.length < 10 || !oneHunkPossibleShare(a, b)) return undefined;
+  const h = frameHunks(fa, fb);
+  if (!h || h.frame.length < 12 || h.frame.length < EDITED_COVERAGE * Math.min(fa.length, fb.length)) return undefined;
+  const prefix = (x: string, y: string): boolean => x.startsWith(y) || y.startsWith(x);
+  // records of a list ("Runbook step 1: on host web-01 …" / "step 2: on host web-02 …"): every place
+  // that differs is values only, in two places or more, or the first is an index at the start
+  const valuesOnly = (ts: Token[]): boolean => ts.length > 0 && ts.every((t) => t.type !== 'word' || /\d/.test(t.t));
+  if (h.hunks.length >= 2 && h.hunks.every((x) => valuesOnly(x.a) && valuesOnly(x.b))) return undefined;
+  if (h.hunks[0] && h.hunks[0].at <= 2 && valuesOnly(h.hunks[0].a) && valuesOnly(h.hunks[0].b)) return undefined;
+  for (const x of h.hunks) {
+    if (!x.a.length || !x.b.length) continue;
+    for (const s of x.a) {
+      for (const t of x.b) {
+        const typeS = s.type === 'ver' ? 'num' : s.type;
+        const typeT = t.type === 'ver' ? 'num' : t.type;
+        const valueSwap = s.type !== 'word' && s.type !== 'date' && typeS === typeT && !prefix(s.t, t.t);
+        const altSwap = s.type === 'word' && t.type === 'word' && areAlternatives(s.t, t.t);
+        if (!valueSwap && !altSwap) continue;
+        // the same value (or member) elsewhere on the other side: moved, not swapped
+        if (b.values.has(s.t) || a.values.has(t.t) || b.words.has(s.t) || a.words.has(t.t)) continue;
+        const share = Math.round((h.frame.length / Math.min(fa.length, fb.length)) * 100);
+        return {
+          kind: 'contradiction',
+          why: altSwap
+            ? 'one entry in two versions, an alternative swapped'
+            : 'one entry in two versions, a value swapped',
+          detail: `"${s.t}" vs "${t.t}" after "${h.frame.slice(Math.max(0, x.at - 2), x.at).join(' ')}" (${h.frame.length} tokens in the same order, ${share}% of the shorter entry)`,
+        };
+      }
+    }
+  }
+  return undefined;
+}
+
+/** Whether the tokens the two share could make EDITED_COVERAGE of the shorter side (a cheap bound before the alignment). */
+function oneHunkPossibleShare(a: Prepared, b: Prepared): boolean {
+  const fa = frameOf(a);
+  const fb = frameOf(b);
+  const sa = frameSetOf(a);
+  const sb = frameSetOf(b);
+  let inB = 0;
+  for (const t of fa) if (sb.has(t.t)) inB++;
+  let inA = 0;
+  for (const t of fb) if (sa.has(t.t)) inA++;
+  return Math.min(inB, inA) >= EDITED_COVERAGE * Math.min(fa.length, fb.length);
 }
 
 /** One short span swapped in the same frame. */
