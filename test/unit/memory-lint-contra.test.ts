@@ -122,7 +122,7 @@ describe('memory lint: contradictions in any sentence shape (issue 12, choices a
     assert.equal(f.length, 1);
     assert.equal(f[0].kind, 'superseded');
     assert.deepEqual(f[0].entries, ['e1', 'e2']);
-    assert.match(f[0].evidence.join('\n') + f[0].message, /these days/);
+    assert.match((f[0].evidence ?? []).join('\n') + f[0].message, /these days/);
   });
 
   it('a retiring marker agrees with an entry that negates the same thing, not with a negation elsewhere', () => {
