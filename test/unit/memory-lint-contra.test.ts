@@ -170,4 +170,54 @@ describe('memory lint: contradictions in any sentence shape (issue 12, choices a
       [],
     );
   });
+
+  it('two values that change places across the words they belong to contradict; across a list they agree', () => {
+    const [f] = pairFindings([
+      'Prod DB is 10.0.0.1 and staging DB is 10.0.0.2',
+      'Prod DB is 10.0.0.2 and staging DB is 10.0.0.1',
+    ]);
+    assert.equal(f?.kind, 'contradiction');
+    assert.match(f.message, /values swapped: "10\.0\.0\.1" and "10\.0\.0\.2" change places/);
+    assert.deepEqual(
+      kinds([
+        'A股标准：红涨#ef4444 绿跌#22c55e，所有股票页统一。',
+        'A股标准：绿涨#22c55e 红跌#ef4444，所有股票页统一。',
+      ]),
+      ['contradiction'],
+    );
+    assert.deepEqual(
+      kinds(['Open ports 8080 and 9090', 'Open ports 9090 and 8080']).filter((k) => k === 'contradiction'),
+      [],
+    );
+  });
+
+  it('a name swapped while the other entry only adds details contradicts; a scope or a reworded name does not', () => {
+    const [f] = pairFindings([
+      '联通宽带，翻墙用途GPT+视频，机场选型要便宜档，倾向月付。',
+      '电信宽带，翻墙用途GPT+视频。',
+    ]);
+    assert.equal(f?.kind, 'contradiction');
+    assert.match(f.message, /"联通" vs "电信"/);
+    for (const pair of [
+      // after a scope: two repositories, not one value
+      [
+        'The deploy key for repo-a is stored in Vault under ops/keys',
+        'The deploy key for repo-b is stored in Vault under ops/keys, rotated monthly',
+      ],
+      // one name reworded ("杀死" / "杀"; "Kepler.gl/L7" / "Kepler.gl and L7")
+      [
+        '绝对禁止 taskkill /F /IM python.exe → 杀死Agent自身！杀进程必须 taskkill /PID <pid>。资源排查用 ps aux。',
+        '绝对禁止 taskkill /F /IM python.exe → 杀Agent自身！杀进程必须 taskkill /PID <pid>，排查用 ps aux。',
+      ],
+      [
+        'Data Viz: Likes Kepler.gl/L7 for 3D maps. Uses adjustText for labels. Prefers concise dashboard labels.',
+        'Data Viz: likes Kepler.gl and L7 for 3D maps; adjustText for labels.',
+      ],
+    ])
+      assert.deepEqual(
+        kinds(pair).filter((k) => k === 'contradiction'),
+        [],
+        pair.join(' / '),
+      );
+  });
 });

@@ -195,6 +195,40 @@ export function swappedRoles(a: Prepared, b: Prepared): [string, string] | undef
   return t && joined(t.gaps[0]) && joined(t.gaps[1]) ? [t.x, t.y] : undefined;
 }
 
+/**
+ * Two values (numbers, versions, IPs, paths; or name-like words with digits: "#ef4444") that both
+ * entries hold and that change places, with a word of the entry between them in each (the key they
+ * belong to): [x, y, the words between them in the first entry]. Values that change places across
+ * only stop words or a list ("ports 8080 and 9090" / "9090 and 8080") say the same.
+ */
+export function valuesSwapped(a: Prepared, b: Prepared): [string, string, string] | undefined {
+  const valueLike = (t: Token): boolean =>
+    (t.type !== 'word' && t.type !== 'date') || (t.type === 'word' && !t.cjk && t.t.length >= 3 && /\d/.test(t.t));
+  const seq = (p: Prepared, other: Prepared): Array<[Token, number]> => {
+    const seen = new Set<string>();
+    const out: Array<[Token, number]> = [];
+    p.toks.forEach((t, k) => {
+      if (!valueLike(t) || seen.has(t.t) || !other.toks.some((u) => u.t === t.t)) return;
+      seen.add(t.t);
+      out.push([t, k]);
+    });
+    return out;
+  };
+  const sa = seq(a, b);
+  const sb = seq(b, a);
+  if (sa.length < 2 || sa.length !== sb.length) return undefined;
+  const at = sa.map(([t], i) => (t.t !== sb[i][0].t ? i : -1)).filter((i) => i >= 0);
+  if (at.length !== 2) return undefined;
+  const [i, j] = at;
+  if (sa[i][0].t !== sb[j][0].t || sa[j][0].t !== sb[i][0].t) return undefined;
+  const between = (p: Prepared, x: number, y: number): Token[] =>
+    p.toks.slice(x + 1, y).filter((t) => t.type === 'word' && !NEGATIONS.has(t.t) && !RELATION.test(t.t));
+  const ga = between(a, sa[i][1], sa[j][1]);
+  const gb = between(b, sb[i][1], sb[j][1]);
+  if (!ga.length || !gb.length) return undefined;
+  return [sa[i][0].t, sa[j][0].t, ga.map((t) => t.t).join(' ')];
+}
+
 /** The content words both entries open with (stemmed), up to the first difference or value. */
 function sameOpening(a: Prepared, b: Prepared): string[] {
   const lead = (p: Prepared): string[] => {
@@ -493,6 +527,15 @@ function classifyByRules(a: Prepared, b: Prepared, o: LintOptions): PairVerdict 
   const swap = wa.length + wb.length <= 2 ? swappedRoles(a, b) : undefined; // mostly the same words
   if (swap)
     return { kind: 'contradiction', why: 'roles swapped', detail: `"${swap[0]}" and "${swap[1]}" change places` };
+  //    and two values that change places across the words they belong to ("prod 10.0.0.1, staging
+  //    10.0.0.2" / "prod 10.0.0.2, staging 10.0.0.1"; "红涨#ef4444 绿跌#22c55e" / "绿涨#22c55e 红跌#ef4444")
+  const vswap = wa.length <= 2 && wb.length <= 2 ? valuesSwapped(a, b) : undefined;
+  if (vswap)
+    return {
+      kind: 'contradiction',
+      why: 'values swapped',
+      detail: `"${vswap[0]}" and "${vswap[1]}" change places across "${vswap[2]}"`,
+    };
   // 6. the slot model (slots.ts): an update over time, a "Label: value" with another value, or the
   //    same frame with one short span swapped for another value of the attribute
   const slot = slotVerdict(a, b, wa, wb);
@@ -501,6 +544,10 @@ function classifyByRules(a: Prepared, b: Prepared, o: LintOptions): PairVerdict 
   //     "Prefers pnpm over npm" / "Uses npm for everything"; "Neovim is my editor" / "Editor: VS Code"
   const choice = choiceVerdict(a, b, wa, wb);
   if (choice) return choice;
+  // 6c. one name swapped for another while the other entry only adds details ("联通宽带，翻墙用途GPT+视频，…"
+  //     / "电信宽带，翻墙用途GPT+视频。")
+  const sub = nameSwappedWithAdditions(a, b);
+  if (sub) return sub;
   // 7. negated in one, asserted in the other, clause by clause (soft.ts polarity): "No iOS devices (no
   //    iPhone/iPad)" / "... and an iPhone"; "Never write to any database" / "Database writes are fine"
   let aligned: Alignment | undefined;
@@ -1159,6 +1206,64 @@ function valuesHunk(a: Prepared, b: Prepared): PairVerdict {
     kind: 'contradiction',
     why: 'same subject, different values',
     detail: `"${d.a.map((t) => t.t).join(' ')}" vs "${d.b.map((t) => t.t).join(' ')}" after "${d.before.join(' ')}"`,
+  };
+}
+
+/**
+ * One entry restating the other except for one short span, a name (CJK, digits, `@`, `_`, a dotted or
+ * dashed identifier) or an exclusive alternative swapped for another, while the longer one adds details
+ * elsewhere: the aligned wordings differ in one place on both sides (1-3 tokens each) and otherwise
+ * only by tokens of the longer entry, in a frame of six or more shared tokens. A span right after a
+ * scope ("for repo-a" / "for repo-b") names two things, not one value.
+ */
+function nameSwappedWithAdditions(a: Prepared, b: Prepared): PairVerdict {
+  const fa = frameOf(a);
+  const fb = frameOf(b);
+  const [short, long] = fa.length <= fb.length ? [a, b] : [b, a];
+  const fs = frameOf(short);
+  // (a cheap bound first: the shorter side has one to three tokens the longer lacks, and six it has)
+  const sl = frameSetOf(long);
+  let miss = 0;
+  for (const t of fs) if (!sl.has(t.t)) miss++;
+  if (miss === 0 || miss > 3 || fs.length - miss < 6) return undefined;
+  const h = frameHunks(frameOf(short), frameOf(long));
+  if (!h || h.frame.length < 6) return undefined;
+  const both = h.hunks.filter((x) => x.a.length && x.b.length);
+  if (both.length !== 1 || h.hunks.some((x) => x.a.length && !x.b.length)) return undefined;
+  const [x] = both;
+  if (x.a.length > 3 || x.b.length > 3) return undefined;
+  const nameLike = (ts: Token[]): boolean => ts.some((t) => t.type !== 'word' || /[0-9@/_.-]/.test(t.t) || t.cjk);
+  const alt = x.a.some((s) => x.b.some((t) => areAlternatives(s.t, t.t)));
+  if (!(alt || (nameLike(x.a) && nameLike(x.b)))) return undefined;
+  // a token of one span elsewhere in the other entry: moved, not swapped; a date: an event
+  const ss = frameSetOf(short);
+  if (x.a.some((t) => sl.has(t.t) || t.type === 'date') || x.b.some((t) => ss.has(t.t) || t.type === 'date'))
+    return undefined;
+  const afterScope = (p: Prepared, ts: Token[]): boolean =>
+    ts[0].at !== undefined &&
+    /\b(?:for|in|on|at|of|during|when|inside|under)\s+(?:the\s+)?$/.test(
+      normalise(p.text).slice(Math.max(0, ts[0].at - 16), ts[0].at),
+    );
+  if (afterScope(short, x.a) || afterScope(long, x.b)) return undefined;
+  // (CJK spans are shown as written: the bigrams of "联通" are "联通" and "通宽")
+  const shown = (p: Prepared, ts: Token[]): string => {
+    const text = normalise(p.text);
+    const first = ts[0].at;
+    const last = ts[ts.length - 1];
+    if (first === undefined || last.at === undefined) return ts.map((t) => t.t).join(' ');
+    return text.slice(first, last.at + (last.cjk ? 1 : last.t.length));
+  };
+  const [sa, sb] = short === a ? [shown(a, x.a), shown(b, x.b)] : [shown(a, x.b), shown(b, x.a)];
+  // the two spans share a character of a CJK word or a part of a name: a rewording of one name
+  // ("杀死Agent" / "杀Agent", "Kepler.gl/L7" / "Kepler.gl and L7"), not two names
+  const bits = (v: string): Set<string> =>
+    new Set(v.split(/[^\p{L}\p{N}]+|(?=\p{Script=Han})|(?<=\p{Script=Han})/u).filter(Boolean));
+  const bb = bits(sb);
+  if ([...bits(sa)].some((c) => bb.has(c))) return undefined;
+  return {
+    kind: 'contradiction',
+    why: alt ? 'exclusive alternatives' : 'one name swapped for another',
+    detail: `"${sa}" vs "${sb}" after "${h.frame.slice(Math.max(0, x.at - 2), x.at).join(' ') || '(the start)'}", and the longer entry only adds details`,
   };
 }
 
