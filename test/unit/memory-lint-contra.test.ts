@@ -1,6 +1,6 @@
 import * as assert from 'node:assert/strict';
 import { lintEntries, type LintInput } from '../../sidecar/memory/lint';
-import { familyOf, mentions } from '../../sidecar/memory/lint/choices';
+import { cjkAntonyms, familyOf, mentions } from '../../sidecar/memory/lint/choices';
 import { prepare } from '../../sidecar/memory/lint/pairs';
 import { updateMarker } from '../../sidecar/memory/lint/slots';
 
@@ -219,5 +219,27 @@ describe('memory lint: contradictions in any sentence shape (issue 12, choices a
         [],
         pair.join(' / '),
       );
+  });
+
+  it('the same label with opposite values contradicts (Chinese words with one opposite character too)', () => {
+    assert.equal(cjkAntonyms('长线', '短线'), true);
+    assert.equal(cjkAntonyms('高频', '低频'), true);
+    assert.equal(cjkAntonyms('长线', '短期'), false);
+    const [f] = pairFindings(['投资:黄金积存中长线,年操作1-2次,低频。', '投资:黄金短线交易,每周操作多次。']);
+    assert.equal(f?.kind, 'contradiction');
+    assert.match(f.message, /the same label with opposite values: 投资: "长线" vs "短线"/);
+    // a label of many facts needs a shared word; always/never turn a clause around, they are no values
+    assert.deepEqual(
+      kinds(['Schedule: early standup on Monday', 'Schedule: late dinner on Friday']).filter(
+        (k) => k === 'contradiction',
+      ),
+      [],
+    );
+    assert.ok(
+      !pairFindings([
+        '**Never auto-commit**: Always wait for explicit user instruction before running `git commit` / `git push`.',
+        '**Never auto-commit**: NEVER run `git commit`/`git push` without explicit instruction.',
+      ]).some((x) => /opposite values/.test(x.message)),
+    );
   });
 });

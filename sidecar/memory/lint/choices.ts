@@ -367,3 +367,25 @@ function inScope(p: ChoiceEntry, w: string): boolean {
     s.slice(Math.max(0, t.at - 24), t.at),
   );
 }
+
+/**
+ * Opposite characters of Chinese (长/短 long/short, 高/低, 多/少, 大/小, 快/慢, 早/晚, 新/旧, 开/关,
+ * 冷/热, 深/浅, 涨/跌, 买/卖, 增/减, 强/弱, 轻/重, 远/近, 松/紧, 难/易, 简/繁, 明/暗, 黑/白, 真/假,
+ * 正/负, 贵/廉): a word of two characters whose one character is swapped for its opposite, the other
+ * kept, is its antonym ("长线" / "短线" long-term / short-term, "高频" / "低频").
+ */
+const ZH_OPPOSITE = new Map<string, string>();
+for (const pair of '长短 高低 多少 大小 快慢 早晚 新旧 开关 冷热 深浅 涨跌 买卖 增减 强弱 轻重 远近 松紧 难易 简繁 明暗 黑白 真假 正负 贵廉'.split(
+  ' ',
+)) {
+  ZH_OPPOSITE.set(pair[0], pair[1]);
+  ZH_OPPOSITE.set(pair[1], pair[0]);
+}
+
+/** Whether two Chinese character bigrams (text.ts tokens) are antonyms by one opposite character (ZH_OPPOSITE). */
+export function cjkAntonyms(x: string, y: string): boolean {
+  if (x.length !== 2 || y.length !== 2 || x === y) return false;
+  if (x[1] === y[1]) return ZH_OPPOSITE.get(x[0]) === y[0];
+  if (x[0] === y[0]) return ZH_OPPOSITE.get(x[1]) === y[1];
+  return false;
+}

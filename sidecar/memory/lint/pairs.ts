@@ -8,7 +8,7 @@
  * must share) yields the candidate pairs with masked Jaccard >= `candidateJaccard`; exact duplicates
  * come from a hash of the folded text. Each candidate is then classified by `classifyPair`.
  */
-import { choiceConflict, mentions, type Mention } from './choices';
+import { choiceConflict, cjkAntonyms, mentions, type Mention } from './choices';
 import type { LintOptions } from './model';
 import { relation, specificity } from './lexicon';
 import {
@@ -544,6 +544,9 @@ function classifyByRules(a: Prepared, b: Prepared, o: LintOptions): PairVerdict 
   //     "Prefers pnpm over npm" / "Uses npm for everything"; "Neovim is my editor" / "Editor: VS Code"
   const choice = choiceVerdict(a, b, wa, wb);
   if (choice) return choice;
+  // 6b'. the same "Label:" with opposite values ("投资: 黄金…中长线" / "投资: 黄金短线交易"; "Replies: short" / "Replies: long")
+  const opp = labelOpposites(a, b);
+  if (opp) return opp;
   // 6c. one name swapped for another while the other entry only adds details ("联通宽带，翻墙用途GPT+视频，…"
   //     / "电信宽带，翻墙用途GPT+视频。")
   const sub = nameSwappedWithAdditions(a, b);
@@ -760,6 +763,25 @@ export function slotCandidates(items: Prepared[], stats?: JoinStats): Array<[num
       (byLabel.get(k) ?? byLabel.set(k, []).get(k)!).push(i);
     }
   });
+  // any label held by two entries whose values are opposites ("投资: …中长线" / "投资: …短线"; labelOpposites)
+  const anyLabel = new Map<string, number[]>();
+  items.forEach((p, i) => {
+    if (!p.text.includes(':') && !p.text.includes('：')) return;
+    for (const l of labelsOf(p)) {
+      if (singleValuedLabel(l.label)) continue;
+      const k = l.label.join(' ');
+      (anyLabel.get(k) ?? anyLabel.set(k, []).get(k)!).push(i);
+    }
+  });
+  for (const g of anyLabel.values()) {
+    const u = [...new Set(g)];
+    if (u.length > MAX_SLOT_GROUP) {
+      skipped++;
+      continue;
+    }
+    for (let x = 0; x < u.length; x++)
+      for (let y = x + 1; y < u.length; y++) if (labelOpposites(items[u[x]], items[u[y]])) out.push([u[x], u[y]]);
+  }
   for (const g of byLabel.values()) {
     const u = [...new Set(g)];
     if (u.length > MAX_SLOT_GROUP) {
@@ -1265,6 +1287,86 @@ function nameSwappedWithAdditions(a: Prepared, b: Prepared): PairVerdict {
     why: alt ? 'exclusive alternatives' : 'one name swapped for another',
     detail: `"${sa}" vs "${sb}" after "${h.frame.slice(Math.max(0, x.at - 2), x.at).join(' ') || '(the start)'}", and the longer entry only adds details`,
   };
+}
+
+/**
+ * Antonyms that turn a clause around rather than name a value ("Always wait for the user before a
+ * commit" / "Never commit without the user" agree; allow/forbid, add/remove, enable/disable): the
+ * clause rules judge them, not labelOpposites.
+ */
+const POLARITY_ANTONYMS = new Set([
+  'always',
+  'never',
+  'yes',
+  'no',
+  'on',
+  'off',
+  'before',
+  'after',
+  'up',
+  'down',
+  'allow',
+  'deny',
+  'forbid',
+  'allowed',
+  'forbidden',
+  'accept',
+  'reject',
+  'include',
+  'exclude',
+  'add',
+  'remove',
+  'start',
+  'stop',
+  'install',
+  'uninstall',
+  'enable',
+  'disable',
+  'like',
+  'dislike',
+]);
+
+/**
+ * The same "Label: value" label on both sides with values that hold antonyms (WordNet's main senses,
+ * the antonym list, or Chinese words with one opposite character: "长线" / "短线"), the one value
+ * without the other's word: contradiction. A label of many facts ("Schedule: early standup" /
+ * "Schedule: late dinner") needs the two values to share a word besides the antonyms; a label of a
+ * single-valued attribute does not.
+ */
+function labelOpposites(a: Prepared, b: Prepared): PairVerdict {
+  const la = labelsOf(a);
+  const lb = labelsOf(b);
+  if (!la.length || !lb.length) return undefined;
+  const opposite = (x: string, y: string): boolean =>
+    (areAntonyms(x, y) && !POLARITY_ANTONYMS.has(x) && !POLARITY_ANTONYMS.has(y)) || cjkAntonyms(x, y);
+  for (const x of la) {
+    for (const y of lb) {
+      if (x.label.join(' ') !== y.label.join(' ')) continue;
+      const X = new Set(x.valueTokens);
+      const Y = new Set(y.valueTokens);
+      let pair: [string, string] | undefined;
+      for (const s of X) {
+        if (Y.has(s)) continue;
+        for (const t of Y) if (!X.has(t) && opposite(s, t) && ![...X].some((u) => u === t)) pair ??= [s, t];
+      }
+      if (!pair) continue;
+      const shared = [...X].filter((t) => Y.has(t) && !/^\d/.test(t));
+      if (!shared.length && !singleValuedLabel(x.label)) continue;
+      return {
+        kind: 'contradiction',
+        why: 'the same label with opposite values',
+        detail: `${x.label.join(' ')}: "${pair[0]}" vs "${pair[1]}"${
+          shared.length
+            ? ` (both about ${shared
+                .slice(0, 3)
+                .map((w) => `"${w}"`)
+                .join(', ')})`
+            : ''
+        }`,
+      };
+    }
+  }
+  return undefined;
 }
 
 /** Two versions of one entry: the share of each side's tokens in the shared frame (editedEntry). */
