@@ -3,6 +3,7 @@ import { lintEntries, type LintInput } from '../../sidecar/memory/lint';
 import { cjkAntonyms, familyOf, mentions } from '../../sidecar/memory/lint/choices';
 import { prepare } from '../../sidecar/memory/lint/pairs';
 import { updateMarker } from '../../sidecar/memory/lint/slots';
+import { tokens } from '../../sidecar/memory/lint/text';
 
 function mem(texts: Array<string | { text: string; createdAt: string }>): LintInput {
   return {
@@ -241,5 +242,16 @@ describe('memory lint: contradictions in any sentence shape (issue 12, choices a
         '**Never auto-commit**: NEVER run `git commit`/`git push` without explicit instruction.',
       ]).some((x) => /opposite values/.test(x.message)),
     );
+  });
+
+  it('compares values as values: a number with its unit, a time of day', () => {
+    assert.deepEqual(
+      tokens('RAM 16 GB, timeout 30 minutes, digest at 8:45').map((t) => `${t.t}:${t.type}`),
+      ['ram:word', '16gb:num', 'timeout:word', '30min:num', 'digest:word', '8:45:num'],
+    );
+    assert.equal(tokens('30min')[0].t, tokens('30 minutes')[0].t);
+    assert.ok(!kinds(['The build box has 16 GB of RAM', 'The build box has 16GB of RAM']).includes('contradiction'));
+    assert.deepEqual(kinds(['Session timeout is 30 minutes', 'Session timeout is 45 min']), ['contradiction']);
+    assert.deepEqual(kinds(['Daily digest goes out at 8:45', 'Daily digest goes out at 9:15']), ['contradiction']);
   });
 });
