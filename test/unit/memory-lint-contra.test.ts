@@ -254,4 +254,23 @@ describe('memory lint: contradictions in any sentence shape (issue 12, choices a
     assert.deepEqual(kinds(['Session timeout is 30 minutes', 'Session timeout is 45 min']), ['contradiction']);
     assert.deepEqual(kinds(['Daily digest goes out at 8:45', 'Daily digest goes out at 9:15']), ['contradiction']);
   });
+
+  it('two subjects of another family, a restarted choice, a verb with its object, a move and where one lives', () => {
+    // another family differs on both sides: two subjects (the scoped look-alike in another shape)
+    assert.deepEqual(kinds(['Go code uses tabs', 'Python code uses 4 spaces']), []);
+    // "never use yarn, use pnpm": the negation's scope ends at the comma where a choice starts again
+    assert.deepEqual(kinds(['Always use yarn', 'Never use yarn, use pnpm']), ['contradiction']);
+    // a compound of the member is no other subject; "now" makes the second newer
+    const [z] = pairFindings(['Uses zsh with oh-my-zsh', 'Uses fish shell now']);
+    assert.equal(z?.kind, 'superseded');
+    assert.deepEqual(z.entries, ['e1', 'e2']);
+    // "switched the editor to Zed"
+    assert.equal(updateMarker('Switched the editor to Zed')?.to, 'zed');
+    assert.deepEqual(kinds(['Editor: Neovim', 'Switched the editor to Zed']), ['superseded']);
+    // a move changes where one lives, for the same subject only
+    assert.deepEqual(kinds(['User lives in Berlin', 'User moved to Lisbon in 2025']), ['superseded']);
+    assert.deepEqual(kinds(['Kiran lives in Whitefield.', 'Priya moved to Electronic City.']), []);
+    assert.deepEqual(kinds(['Kiran lived in Whitefield.', 'Kiran moved to Electronic City.']), []);
+    assert.deepEqual(kinds(['User lives in Berlin', 'Moved the meeting to Friday']), []);
+  });
 });

@@ -220,7 +220,8 @@ export function mentions(p: ChoiceEntry): Mention[] {
     const f = FAMILIES[fam];
     pol ??= polarity(p);
     let cue: string | undefined;
-    let against = (pol.get(t.t) ?? 1) < 0;
+    // in a negation's scope, unless a choice starts again after a comma ("Never use yarn, use pnpm")
+    let against = (pol.get(t.t) ?? 1) < 0 && !restarted(s, t.at ?? 0);
     // the cue: within three tokens before or two after, in the same clause
     for (let d = -3; d <= 2 && !cue; d++) {
       const u = p.toks[k + d];
@@ -239,6 +240,17 @@ export function mentions(p: ChoiceEntry): Mention[] {
   }
   p.mentions = out;
   return out;
+}
+
+/** A choice word right after a comma that follows the last negation before `at`: the negation's scope ended. */
+function restarted(s: string, at: number): boolean {
+  const before = s.slice(Math.max(0, at - 80), at);
+  let neg = -1;
+  for (const m of before.matchAll(/\b(?:not|no|never|without|avoid)\b/g)) neg = m.index;
+  if (neg < 0) return false;
+  return /,\s*(?:and\s+|but\s+)?(?:use|uses|using|prefer|prefers|like|likes|choose|chooses|pick|picks|default|always|only)\b[^,]*$/.test(
+    before.slice(neg),
+  );
 }
 
 /** Words a choice is stated with, besides the members: they say nothing about which subject or scope. */
@@ -332,7 +344,11 @@ export function choiceConflict(
       if (mb.some((z) => z.member === x.member && !z.against)) continue;
       if (ma.some((z) => z.member === y.member && !z.against)) continue;
       // a subject or scope on each side: two things, not one choice
-      const own = (ws: string[]): string[] => ws.filter((w) => !GENERIC.has(w) && familyOf(w) === undefined);
+      const nouns = FAMILIES[x.family].nouns;
+      const own = (ws: string[]): string[] =>
+        ws.filter(
+          (w) => !GENERIC.has(w) && familyOf(w) === undefined && !nouns.includes(w) && !partOf(w, x.member, y.member),
+        );
       if (own(restA).length && own(restB).length) return undefined;
       const sa = scopeWords(a, x.family);
       const sb = scopeWords(b, x.family);
@@ -342,30 +358,19 @@ export function choiceConflict(
       const famsB = new Set(mb.filter((z) => z.family !== x.family).map((z) => z.member));
       const otherA = [...famsA].filter((w) => !famsB.has(w));
       const otherB = [...famsB].filter((w) => !famsA.has(w));
-      if (otherA.some((u) => otherB.some((v) => familyOf(u) === familyOf(v) && (inScope(a, u) || inScope(b, v)))))
-        return undefined;
+      // members of another family that differ on both sides: two subjects ("Go code uses tabs" / "Python
+      // code uses 4 spaces"), or a second choice that the other rules judge ("Puppeteer/Chromium" /
+      // "Playwright with Firefox")
+      if (otherA.some((u) => otherB.some((v) => familyOf(u) === familyOf(v)))) return undefined;
       return { family: FAMILIES[x.family].name, a: x.shown, b: y.shown, cueA: x.cue!, cueB: y.cue! };
     }
   }
   return undefined;
 }
 
-/** Whether a word stands right after a scope preposition ("in Go", "for Python"). */
-function inScope(p: ChoiceEntry, w: string): boolean {
-  const s = normalise(p.text);
-  const t = p.toks.find(
-    (u) =>
-      u.type === 'word' &&
-      (u.t === w ||
-        u.t
-          .split('/')
-          .map((x) => canon(x))
-          .includes(w)),
-  );
-  if (!t || t.at === undefined) return false;
-  return /\b(?:for|in|on|at|inside|within|when|during|under|with)\s+(?:\S+\s+)?$/.test(
-    s.slice(Math.max(0, t.at - 24), t.at),
-  );
+/** Whether a word is a compound of a chosen member ("oh-my-zsh" beside "zsh"). */
+function partOf(w: string, ...members: string[]): boolean {
+  return (w.includes('-') || w.includes('/')) && w.split(/[-/]/).some((x) => members.includes(canon(x)));
 }
 
 /**

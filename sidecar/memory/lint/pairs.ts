@@ -804,6 +804,18 @@ export function slotCandidates(items: Prepared[], stats?: JoinStats): Array<[num
     }
     for (let x = 0; x < g.length; x++) for (let y = x + 1; y < g.length; y++) out.push([g[x], g[y]]);
   }
+  // a move ("User moved to Lisbon") and the short entries saying where one lives ("User lives in Berlin")
+  const moved: number[] = [];
+  const lives: number[] = [];
+  items.forEach((p, i) => {
+    if (/\b(?:moved|relocated) to\b/i.test(p.text) && /^(?:moved|relocated) to$/.test(markerOf(p)?.phrase ?? ''))
+      moved.push(i);
+    else if (p.content.size <= 4 && p.toks.some((t) => t.type === 'word' && RESIDENCE.has(t.t))) lives.push(i);
+  });
+  if (moved.length && lives.length) {
+    if (moved.length > MAX_SLOT_GROUP || lives.length > MAX_SLOT_GROUP) skipped++;
+    else for (const x of moved) for (const y of lives) out.push(x < y ? [x, y] : [y, x]);
+  }
   // changed-from words: the rarest content word of the "from" value, looked up in every entry's words
   const wanted = new Map<string, number[]>();
   items.forEach((p, i) => {
@@ -1068,6 +1080,21 @@ function markerOf(p: Prepared): UpdateMarker | undefined {
   return p.marker ?? undefined;
 }
 
+/** Words of where one lives (canonical): "lives in", "based in", "located in", "home", "resides". */
+const RESIDENCE = new Set(['live', 'base', 'based', 'locate', 'located', 'reside', 'home', 'hometown']);
+
+/**
+ * Whether `p` is a short entry saying where its subject lives ("User lives in Berlin", "Kiran is based
+ * in Pune") and `mover`'s words hold that subject (the words before the residence word; "user" is
+ * everyone's implied subject).
+ */
+function livesSubjectIn(p: Prepared, mover: Prepared): boolean {
+  if (p.content.size > 4) return false;
+  const k = p.toks.findIndex((t) => t.type === 'word' && RESIDENCE.has(t.t));
+  if (k < 0) return false;
+  return p.toks.slice(0, k).every((t) => t.type !== 'word' || SUBJECT_WORDS.has(t.t) || mover.content.has(t.t));
+}
+
 /** The update marker when it records a change (not a weak "as of" / "these days"). */
 function changeMarkerOf(p: Prepared): UpdateMarker | undefined {
   const m = markerOf(p);
@@ -1119,8 +1146,16 @@ function changeOverTime(a: Prepared, b: Prepared): PairVerdict {
         .filter((t) => t.type === 'word')
         .every((t) => t.cjk || other.words.has(t.t) || other.content.size === 0);
     const small = Math.min(a.content.size, b.content.size);
+    // "moved to Lisbon" changes where one lives: a short entry saying where the subject lives, is based
+    // or located ("User lives in Berlin") is about the same thing, though the two share no word
+    // (the words before "lives" are the subject, which the move must name too: "Kiran lives in …" /
+    // "Priya moved to …" are two people)
+    const residence =
+      /^(?:moved|relocated) to$/.test(m.phrase) &&
+      /\b(?:moved|relocated) to\b/i.test((ma ? a : b).text) &&
+      livesSubjectIn(other, ma ? a : b);
     const sameSubject =
-      fromHit || shared >= 3 || (shared >= 2 && jac >= 0.3) || (small <= 3 && shared >= 1 && jac >= 0.25);
+      fromHit || residence || shared >= 3 || (shared >= 2 && jac >= 0.3) || (small <= 3 && shared >= 1 && jac >= 0.25);
     // "不再用 X" (no longer uses X) and "不用 X" (does not use X) say the same: a retiring marker needs a
     // positive statement on the other side.
     const otherNegated = m.retires && negatesMarked(other, ma ? a : b, m.phrase);

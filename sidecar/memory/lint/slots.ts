@@ -36,7 +36,7 @@ export interface UpdateMarker {
 const EN_FROM_TO =
   /\b(moved|migrated|switched|changed|upgraded|downgraded|renamed|transitioned|converted|went)\b[^.;]{0,40}?\bfrom\s+([^.;,()]{1,60}?)\s+(?:to|into)\s+([^.;,()]{1,60})/;
 const EN_TO =
-  /\b(moved|migrated|switched|upgraded|downgraded|renamed|changed|converted)\s+(?:over\s+|back\s+)?(?:to|into)\s+([^.;,()]{1,60})/;
+  /\b(moved|migrated|switched|upgraded|downgraded|renamed|changed|converted|relocated)\s+(?:over\s+|back\s+|(?:the|my|our|his|her|their|its)\s+[\w-]+(?:\s+[\w-]+)?\s+)?(?:to|into)\s+([^.;,()]{1,60})/;
 const EN_COLON = /\b(changed|updated|switched|moved|migrated|renamed)\s*:/;
 const EN_NOW = /\b(?:nowadays|these days|now|currently)\b/;
 /**
