@@ -208,7 +208,7 @@ export function valuesSwapped(a: Prepared, b: Prepared): [string, string, string
     const seen = new Set<string>();
     const out: Array<[Token, number]> = [];
     p.toks.forEach((t, k) => {
-      if (!valueLike(t) || seen.has(t.t) || !other.toks.some((u) => u.t === t.t)) return;
+      if (!valueLike(t) || seen.has(t.t) || !frameSetOf(other).has(t.t)) return;
       seen.add(t.t);
       out.push([t, k]);
     });
