@@ -1,6 +1,6 @@
 import * as assert from 'node:assert/strict';
 import { lintEntries, type LintInput } from '../../sidecar/memory/lint';
-import { cjkAntonyms, familyOf, mentions } from '../../sidecar/memory/lint/choices';
+import { cjkAntonyms, familyOf, mentions, sameZone, tzOffsets } from '../../sidecar/memory/lint/choices';
 import { prepare } from '../../sidecar/memory/lint/pairs';
 import { updateMarker } from '../../sidecar/memory/lint/slots';
 import { tokens } from '../../sidecar/memory/lint/text';
@@ -272,5 +272,26 @@ describe('memory lint: contradictions in any sentence shape (issue 12, choices a
     assert.deepEqual(kinds(['Kiran lives in Whitefield.', 'Priya moved to Electronic City.']), []);
     assert.deepEqual(kinds(['Kiran lived in Whitefield.', 'Kiran moved to Electronic City.']), []);
     assert.deepEqual(kinds(['User lives in Berlin', 'Moved the meeting to Friday']), []);
+  });
+
+  it('compares time zones by their UTC offsets (ICU data in Node), across sentence shapes', () => {
+    assert.deepEqual(tzOffsets('europe/berlin'), [60, 120]);
+    assert.deepEqual(tzOffsets('utc+8'), [480]);
+    assert.equal(tzOffsets('nope/zone'), undefined);
+    assert.equal(sameZone('asia/shanghai', 'utc+8'), true);
+    assert.equal(sameZone('cet', 'europe/berlin'), true);
+    // New York's winter offset is Chicago's summer one: two zones all the same
+    assert.equal(sameZone('america/new_york', 'america/chicago'), false);
+    // one zone in two spellings is no conflict; another zone in another sentence shape is
+    assert.deepEqual(
+      kinds(['Timezone: Asia/Shanghai', 'Timezone: UTC+8']).filter((k) => k === 'contradiction'),
+      [],
+    );
+    assert.deepEqual(kinds(['User time zone is CET', 'Timezone: Europe/Berlin']), []);
+    const [f] = pairFindings(['Lives in Berlin, time zone Europe/Berlin', 'Time zone: PST']);
+    assert.equal(f?.kind, 'contradiction');
+    assert.match(f.message, /different choices of one time zone/);
+    // a time stated in a zone is no statement of the user's zone
+    assert.deepEqual(kinds(['Digest at 9:00 UTC', 'Timezone: America/Chicago']), []);
   });
 });

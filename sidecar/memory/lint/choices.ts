@@ -139,7 +139,99 @@ export const FAMILIES: Family[] = [
     nouns: ['language'],
     only: ['reply', 'answer', 'respond', 'response', 'language', 'communication', 'communicate', 'write', 'output'],
   },
+  // members are not listed: any time zone value (tzOffsets) is one, compared by its UTC offsets
+  {
+    name: 'time zone',
+    members: [],
+    byUse: false,
+    nouns: ['timezone', 'zone', 'time', 'live', 'base', 'locate', 'work'],
+  },
 ];
+
+/** The family of time zones (the last of FAMILIES): its members are values, compared by offset. */
+const TZ = FAMILIES.length - 1;
+
+/** Abbreviations with one meaning (not CST, IST: China/Central, India/Ireland/Israel), as offsets in minutes. */
+const TZ_ABBR: Record<string, number[]> = {
+  utc: [0],
+  gmt: [0],
+  wet: [0],
+  west: [60],
+  bst: [60],
+  cet: [60],
+  cest: [120],
+  eet: [120],
+  eest: [180],
+  msk: [180],
+  pst: [-480],
+  pdt: [-420],
+  mst: [-420],
+  mdt: [-360],
+  est: [-300],
+  edt: [-240],
+  hkt: [480],
+  sgt: [480],
+  jst: [540],
+  kst: [540],
+  aest: [600],
+  aedt: [660],
+};
+const IANA_AREA =
+  /^(?:africa|america|antarctica|asia|atlantic|australia|europe|indian|pacific)\/[a-z_-]+(?:\/[a-z_-]+)?$/;
+const tzMemo = new Map<string, number[] | null>();
+
+/**
+ * The UTC offsets (minutes) a time zone value names: "utc+8", "gmt-5", "utc+05:30", an IANA zone
+ * ("europe/berlin": its offsets in January and July, from the ICU data Node carries: +60 and +120), or
+ * an abbreviation with one meaning ("pst", "cet"); undefined when the word is no time zone. An IANA zone
+ * gives two offsets [January, July], a fixed offset or an abbreviation one (sameZone compares them).
+ */
+export function tzOffsets(w: string): number[] | undefined {
+  const hit = tzMemo.get(w);
+  if (hit !== undefined) return hit ?? undefined;
+  let out: number[] | undefined;
+  const m = /^(?:utc|gmt)([+-])(\d{1,2})(?::?(\d{2}))?$/.exec(w);
+  if (m) out = [(m[1] === '-' ? -1 : 1) * (Number(m[2]) * 60 + Number(m[3] ?? 0))];
+  else if (TZ_ABBR[w]) out = TZ_ABBR[w];
+  else if (IANA_AREA.test(w)) {
+    const at = (month: number): number | undefined => {
+      try {
+        const f = new Intl.DateTimeFormat('en-US', { timeZone: w, timeZoneName: 'shortOffset' });
+        const p = f.formatToParts(new Date(Date.UTC(2026, month, 15, 12))).find((x) => x.type === 'timeZoneName');
+        const o = /^GMT(?:([+-])(\d{1,2})(?::(\d{2}))?)?$/.exec(p?.value ?? '');
+        if (!o) return undefined;
+        return o[1] ? (o[1] === '-' ? -1 : 1) * (Number(o[2]) * 60 + Number(o[3] ?? 0)) : 0;
+      } catch {
+        return undefined; // not a zone ICU knows
+      }
+    };
+    const jan = at(0);
+    const jul = at(6);
+    if (jan !== undefined && jul !== undefined) out = [jan, jul];
+  }
+  if (tzMemo.size > 10_000) tzMemo.clear();
+  tzMemo.set(w, out ?? null);
+  return out;
+}
+
+/**
+ * Whether two time zone values name one zone: two IANA zones when their January and July offsets are
+ * equal ("America/New_York" and "America/Chicago" are not, though New York's winter is Chicago's
+ * summer); a fixed offset or abbreviation and a zone when the offset is one of the zone's ("CET" /
+ * "Europe/Berlin", "UTC+8" / "Asia/Shanghai").
+ */
+export function sameZone(x: string, y: string): boolean {
+  const a = tzOffsets(x);
+  const b = tzOffsets(y);
+  if (!a || !b) return false;
+  if (a.length === 2 && b.length === 2) return a[0] === b[0] && a[1] === b[1];
+  return a.some((o) => b.includes(o));
+}
+
+/** Whether two mentions name the same member (time zones: sameZone). */
+function same(x: string, y: string, fam: number): boolean {
+  return x === y || (fam === TZ && sameZone(x, y));
+}
 
 /** A choice word: a preference, a default, an exclusive quantifier ("for everything", "only"). */
 const STRONG = new Set(
@@ -175,7 +267,7 @@ FAMILIES.forEach((f, i) => {
 
 /** The family of a canonical word, if it is a member of one. */
 export function familyOf(w: string): number | undefined {
-  return MEMBER.get(w);
+  return MEMBER.get(w) ?? (tzOffsets(w) ? TZ : undefined);
 }
 
 /** One mention of a family member. */
@@ -212,10 +304,12 @@ export function mentions(p: ChoiceEntry): Mention[] {
     if (t.t === 'visual' && next === 'studio' && p.toks[k + 2]?.t === 'code')
       return mention(t, k, 'vscode', 'Visual Studio Code');
     // (a slashed compound names each of its parts: "Puppeteer/Chromium")
-    for (const w of t.t.includes('/') ? t.t.split('/').map((x) => canon(x)) : [t.t]) mention(t, k, w);
+    // (but "Europe/Berlin" is one time zone)
+    const whole = !t.t.includes('/') || familyOf(t.t) !== undefined;
+    for (const w of whole ? [t.t] : t.t.split('/').map((x) => canon(x))) mention(t, k, w);
   });
   function mention(t: Token, k: number, w: string, as?: string): void {
-    const fam = MEMBER.get(w);
+    const fam = familyOf(w);
     if (fam === undefined) return;
     const f = FAMILIES[fam];
     pol ??= polarity(p);
@@ -339,10 +433,10 @@ export function choiceConflict(
   for (const x of ma) {
     if (!x.choice || x.against) continue;
     for (const y of mb) {
-      if (y.family !== x.family || !y.choice || y.against || y.member === x.member) continue;
+      if (y.family !== x.family || !y.choice || y.against || same(x.member, y.member, x.family)) continue;
       // the other entry names this side's member as something it uses or chooses too: a list, not a choice
-      if (mb.some((z) => z.member === x.member && !z.against)) continue;
-      if (ma.some((z) => z.member === y.member && !z.against)) continue;
+      if (mb.some((z) => same(z.member, x.member, x.family) && !z.against)) continue;
+      if (ma.some((z) => same(z.member, y.member, x.family) && !z.against)) continue;
       // a subject or scope on each side: two things, not one choice
       const nouns = FAMILIES[x.family].nouns;
       const own = (ws: string[]): string[] =>

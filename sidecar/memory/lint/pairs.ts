@@ -8,7 +8,7 @@
  * must share) yields the candidate pairs with masked Jaccard >= `candidateJaccard`; exact duplicates
  * come from a hash of the folded text. Each candidate is then classified by `classifyPair`.
  */
-import { choiceConflict, cjkAntonyms, mentions, type Mention } from './choices';
+import { choiceConflict, cjkAntonyms, mentions, sameZone, type Mention } from './choices';
 import type { LintOptions } from './model';
 import { relation, specificity } from './lexicon';
 import {
@@ -505,7 +505,7 @@ function classifyByRules(a: Prepared, b: Prepared, o: LintOptions): PairVerdict 
     return { kind: 'contradiction', why: 'negated restatement', detail: `one says "${w}"` };
   }
   // 4. one word swapped for its antonym or an exclusive alternative, or a single-valued attribute
-  if (wa.length === 1 && wb.length === 1 && sharedN >= 1) {
+  if (wa.length === 1 && wb.length === 1 && sharedN >= 1 && !sameZone(wa[0], wb[0])) {
     const [x] = wa;
     const [y] = wb;
     if (areAntonyms(x, y) && a.negated === b.negated)
@@ -1237,6 +1237,8 @@ function labelVerdict(a: Prepared, b: Prepared): PairVerdict {
       if (!X.size || !Y.size || X.size > 8 || Y.size > 8) continue;
       let inter = 0;
       for (const t of X) if (Y.has(t)) inter++;
+      // two spellings of one time zone ("Asia/Shanghai" / "UTC+8": their UTC offsets meet) are one value
+      if ([...X].some((t) => [...Y].some((u) => sameZone(t, u)))) continue;
       if (inter === 0)
         return {
           kind: 'contradiction',
@@ -1515,7 +1517,8 @@ function spanVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[], share
       ((nameLike(d.a) && nameLike(d.b)) || (handle(a, d.a) && handle(b, d.b))) &&
       d.frame.length >= 6 &&
       !sa.some((x) => sb.includes(x));
-    if ((!cjk || named) && (valuesOfOneType || alt || named || (attr && wa.length <= 3 && wb.length <= 3))) {
+    const zone = sa.some((x) => sb.some((y) => sameZone(x, y)));
+    if (!zone && (!cjk || named) && (valuesOfOneType || alt || named || (attr && wa.length <= 3 && wb.length <= 3))) {
       return {
         kind: 'contradiction',
         why: valuesOfOneType
