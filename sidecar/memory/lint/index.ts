@@ -405,8 +405,10 @@ function pairFindings(all: Located[], o: LintOptions): LintFinding[] {
       severity: 'info',
       entries: [],
       stores: storesOf(all),
-      message: `Lint note: to stay fast, ${slots} label${slots === 1 ? '' : 's'} or changed-from word${slots === 1 ? '' : 's'} held by more than ${MAX_SLOT_GROUP} entries each did not pair those entries for the slot rules; such entries were compared only when their wording is similar.`,
-      evidence: [`labels and changed-from words shared by more than ${MAX_SLOT_GROUP} entries: ${slots}`],
+      message: `Lint note: to stay fast, ${slots} label${slots === 1 ? '' : 's'}, changed-from word${slots === 1 ? '' : 's'} or choice famil${slots === 1 ? 'y' : 'ies'} held by more than ${MAX_SLOT_GROUP} entries each did not pair those entries for the slot rules; such entries were compared only when their wording is similar.`,
+      evidence: [
+        `labels, changed-from words, choice families (package manager, editor, …) and moves or homes shared by more than ${MAX_SLOT_GROUP} entries: ${slots}`,
+      ],
       suggestion:
         'Nothing to fix in memory; lint a smaller set of stores (one --store at a time) for a full comparison.',
     });

@@ -8,6 +8,7 @@
  * must share) yields the candidate pairs with masked Jaccard >= `candidateJaccard`; exact duplicates
  * come from a hash of the folded text. Each candidate is then classified by `classifyPair`.
  */
+import { choiceConflict, cjkAntonyms, mentions, sameZone, type Mention } from './choices';
 import type { LintOptions } from './model';
 import { relation, specificity } from './lexicon';
 import {
@@ -22,7 +23,7 @@ import {
 } from './slots';
 import { foreignNegation, languagesNamed, sameLanguagesNamed } from './languages';
 import { englishLike, similarity, thresholdsFor, type Vec } from './semantic';
-import { align, anchors, otherScript, polarityDiff, scriptMix, type Alignment, type SoftEntry } from './soft';
+import { align, anchors, otherScript, polarity, polarityDiff, scriptMix, type Alignment, type SoftEntry } from './soft';
 import {
   areAlternatives,
   areAntonyms,
@@ -82,6 +83,8 @@ export interface Prepared {
   frameSet?: Set<string>;
   /** The entry's sentence vector (LintEntry.embedding), for whole entries only (semantic.ts). */
   vec?: Vec;
+  /** Mentions of members of a family of exclusive alternatives (choices.ts), computed on first use. */
+  mentions?: Mention[];
 }
 
 /** Prepare one entry text. */
@@ -193,6 +196,40 @@ export function swappedRoles(a: Prepared, b: Prepared): [string, string] | undef
   return t && joined(t.gaps[0]) && joined(t.gaps[1]) ? [t.x, t.y] : undefined;
 }
 
+/**
+ * Two values (numbers, versions, IPs, paths; or name-like words with digits: "#ef4444") that both
+ * entries hold and that change places, with a word of the entry between them in each (the key they
+ * belong to): [x, y, the words between them in the first entry]. Values that change places across
+ * only stop words or a list ("ports 8080 and 9090" / "9090 and 8080") say the same.
+ */
+export function valuesSwapped(a: Prepared, b: Prepared): [string, string, string] | undefined {
+  const valueLike = (t: Token): boolean =>
+    (t.type !== 'word' && t.type !== 'date') || (t.type === 'word' && !t.cjk && t.t.length >= 3 && /\d/.test(t.t));
+  const seq = (p: Prepared, other: Prepared): Array<[Token, number]> => {
+    const seen = new Set<string>();
+    const out: Array<[Token, number]> = [];
+    p.toks.forEach((t, k) => {
+      if (!valueLike(t) || seen.has(t.t) || !frameSetOf(other).has(t.t)) return;
+      seen.add(t.t);
+      out.push([t, k]);
+    });
+    return out;
+  };
+  const sa = seq(a, b);
+  const sb = seq(b, a);
+  if (sa.length < 2 || sa.length !== sb.length) return undefined;
+  const at = sa.map(([t], i) => (t.t !== sb[i][0].t ? i : -1)).filter((i) => i >= 0);
+  if (at.length !== 2) return undefined;
+  const [i, j] = at;
+  if (sa[i][0].t !== sb[j][0].t || sa[j][0].t !== sb[i][0].t) return undefined;
+  const between = (p: Prepared, x: number, y: number): Token[] =>
+    p.toks.slice(x + 1, y).filter((t) => t.type === 'word' && !NEGATIONS.has(t.t) && !RELATION.test(t.t));
+  const ga = between(a, sa[i][1], sa[j][1]);
+  const gb = between(b, sb[i][1], sb[j][1]);
+  if (!ga.length || !gb.length) return undefined;
+  return [sa[i][0].t, sa[j][0].t, ga.map((t) => t.t).join(' ')];
+}
+
 /** The content words both entries open with (stemmed), up to the first difference or value. */
 function sameOpening(a: Prepared, b: Prepared): string[] {
   const lead = (p: Prepared): string[] => {
@@ -284,6 +321,14 @@ function dropTypos(a: string[], b: string[]): [string[], string[]] {
  */
 export function classifyPair(a: Prepared, b: Prepared, o: LintOptions): PairVerdict {
   const v = classifyByRules(a, b, o);
+  if (v?.kind === 'contradiction' && !v.update) {
+    // a contradiction where one side says what holds now ("as of June", "these days", "ora", "现在"):
+    // that side is the newer one (superseded, the newer entry wins)
+    const ma = markerOf(a);
+    const mb = markerOf(b);
+    if (!!ma !== !!mb && !(ma ?? mb)!.retires)
+      return { ...v, update: { newer: ma ? 'a' : 'b', marker: (ma ?? mb)!.phrase } };
+  }
   return v === undefined && a.vec && b.vec ? semanticDuplicate(a, b) : v;
 }
 
@@ -326,7 +371,7 @@ export function semanticDuplicate(a: Prepared, b: Prepared): PairVerdict {
   const wa = diff(a.content, b.content);
   const wb = diff(b.content, a.content);
   if (wa.some((x) => wb.some((y) => areAlternatives(x, y) || areAntonyms(x, y)))) return undefined;
-  if (!!markerOf(a) !== !!markerOf(b)) return undefined;
+  if (!!changeMarkerOf(a) !== !!changeMarkerOf(b)) return undefined;
   // the same frame with a few words swapped for others (none related): a scope, another thing
   const h = wa.length && wb.length ? frameHunks(frameOf(a), frameOf(b)) : undefined;
   if (
@@ -423,6 +468,8 @@ function classifyByRules(a: Prepared, b: Prepared, o: LintOptions): PairVerdict 
     if (change) return change;
     const hunk = valuesHunk(a, b);
     if (hunk) return hunk;
+    const edited = editedEntry(a, b);
+    if (edited) return edited;
     if (
       onlyA.some((x) =>
         onlyB.some((y) => typed([x], a.values).size && sameSlot(a, x, b, y) && a.values.get(x) === b.values.get(y)),
@@ -442,8 +489,8 @@ function classifyByRules(a: Prepared, b: Prepared, o: LintOptions): PairVerdict 
     vb.length > 0 &&
     wa.length + wb.length > 2 &&
     a.negated === b.negated &&
-    !markerOf(a) &&
-    !markerOf(b) &&
+    !changeMarkerOf(a) &&
+    !changeMarkerOf(b) &&
     (!labelsOf(a).length || !labelsOf(b).length) &&
     !scriptMix(a, b) &&
     polarityDiff(a, b).conflict.length === 0
@@ -459,7 +506,7 @@ function classifyByRules(a: Prepared, b: Prepared, o: LintOptions): PairVerdict 
     return { kind: 'contradiction', why: 'negated restatement', detail: `one says "${w}"` };
   }
   // 4. one word swapped for its antonym or an exclusive alternative, or a single-valued attribute
-  if (wa.length === 1 && wb.length === 1 && sharedN >= 1) {
+  if (wa.length === 1 && wb.length === 1 && sharedN >= 1 && !sameZone(wa[0], wb[0])) {
     const [x] = wa;
     const [y] = wb;
     if (areAntonyms(x, y) && a.negated === b.negated)
@@ -481,10 +528,30 @@ function classifyByRules(a: Prepared, b: Prepared, o: LintOptions): PairVerdict 
   const swap = wa.length + wb.length <= 2 ? swappedRoles(a, b) : undefined; // mostly the same words
   if (swap)
     return { kind: 'contradiction', why: 'roles swapped', detail: `"${swap[0]}" and "${swap[1]}" change places` };
+  //    and two values that change places across the words they belong to ("prod 10.0.0.1, staging
+  //    10.0.0.2" / "prod 10.0.0.2, staging 10.0.0.1"; "红涨#ef4444 绿跌#22c55e" / "绿涨#22c55e 红跌#ef4444")
+  const vswap = wa.length <= 2 && wb.length <= 2 ? valuesSwapped(a, b) : undefined;
+  if (vswap)
+    return {
+      kind: 'contradiction',
+      why: 'values swapped',
+      detail: `"${vswap[0]}" and "${vswap[1]}" change places across "${vswap[2]}"`,
+    };
   // 6. the slot model (slots.ts): an update over time, a "Label: value" with another value, or the
   //    same frame with one short span swapped for another value of the attribute
   const slot = slotVerdict(a, b, wa, wb);
   if (slot) return slot;
+  // 6b. different choices in one family of exclusive alternatives, in any sentence shape (choices.ts):
+  //     "Prefers pnpm over npm" / "Uses npm for everything"; "Neovim is my editor" / "Editor: VS Code"
+  const choice = choiceVerdict(a, b, wa, wb);
+  if (choice) return choice;
+  // 6b'. the same "Label:" with opposite values ("投资: 黄金…中长线" / "投资: 黄金短线交易"; "Replies: short" / "Replies: long")
+  const opp = labelOpposites(a, b);
+  if (opp) return opp;
+  // 6c. one name swapped for another while the other entry only adds details ("联通宽带，翻墙用途GPT+视频，…"
+  //     / "电信宽带，翻墙用途GPT+视频。")
+  const sub = nameSwappedWithAdditions(a, b);
+  if (sub) return sub;
   // 7. negated in one, asserted in the other, clause by clause (soft.ts polarity): "No iOS devices (no
   //    iPhone/iPad)" / "... and an iPhone"; "Never write to any database" / "Database writes are fine"
   let aligned: Alignment | undefined;
@@ -571,6 +638,17 @@ function classifyByRules(a: Prepared, b: Prepared, o: LintOptions): PairVerdict 
   }
   if (pd.conflict.length > 0) return undefined;
   return softDuplicate(a, b, al());
+}
+
+/** Two entries choosing different members of one family (choices.ts choiceConflict). */
+function choiceVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[]): PairVerdict {
+  const c = choiceConflict(a, b, wa, wb);
+  if (!c) return undefined;
+  return {
+    kind: 'contradiction',
+    why: `different choices of one ${c.family}`,
+    detail: `"${c.a}" (${c.cueA}) vs "${c.b}" (${c.cueB}), with no scope or subject that tells the two apart`,
+  };
 }
 
 /** Summed specificity (lexicon.ts) of words shown as "a" or "a~b". */
@@ -708,6 +786,25 @@ export function slotCandidates(items: Prepared[], stats?: JoinStats): Array<[num
       (byLabel.get(k) ?? byLabel.set(k, []).get(k)!).push(i);
     }
   });
+  // any label held by two entries whose values are opposites ("投资: …中长线" / "投资: …短线"; labelOpposites)
+  const anyLabel = new Map<string, number[]>();
+  items.forEach((p, i) => {
+    if (!p.text.includes(':') && !p.text.includes('：')) return;
+    for (const l of labelsOf(p)) {
+      if (singleValuedLabel(l.label)) continue;
+      const k = l.label.join(' ');
+      (anyLabel.get(k) ?? anyLabel.set(k, []).get(k)!).push(i);
+    }
+  });
+  for (const g of anyLabel.values()) {
+    const u = [...new Set(g)];
+    if (u.length > MAX_SLOT_GROUP) {
+      skipped++;
+      continue;
+    }
+    for (let x = 0; x < u.length; x++)
+      for (let y = x + 1; y < u.length; y++) if (labelOpposites(items[u[x]], items[u[y]])) out.push([u[x], u[y]]);
+  }
   for (const g of byLabel.values()) {
     const u = [...new Set(g)];
     if (u.length > MAX_SLOT_GROUP) {
@@ -715,6 +812,32 @@ export function slotCandidates(items: Prepared[], stats?: JoinStats): Array<[num
       continue;
     }
     for (let x = 0; x < u.length; x++) for (let y = x + 1; y < u.length; y++) out.push([u[x], u[y]]);
+  }
+  // choices in one family (choices.ts): "Prefers pnpm over npm" / "Uses npm for everything" share no word
+  const byFamily = new Map<number, number[]>();
+  items.forEach((p, i) => {
+    const fams = new Set<number>();
+    for (const m of mentions(p)) if (m.choice && !m.against) fams.add(m.family);
+    for (const f of fams) (byFamily.get(f) ?? byFamily.set(f, []).get(f)!).push(i);
+  });
+  for (const g of byFamily.values()) {
+    if (g.length > MAX_SLOT_GROUP) {
+      skipped++;
+      continue;
+    }
+    for (let x = 0; x < g.length; x++) for (let y = x + 1; y < g.length; y++) out.push([g[x], g[y]]);
+  }
+  // a move ("User moved to Lisbon") and the short entries saying where one lives ("User lives in Berlin")
+  const moved: number[] = [];
+  const lives: number[] = [];
+  items.forEach((p, i) => {
+    if (/\b(?:moved|relocated) to\b/i.test(p.text) && /^(?:moved|relocated) to$/.test(markerOf(p)?.phrase ?? ''))
+      moved.push(i);
+    else if (p.content.size <= 4 && p.toks.some((t) => t.type === 'word' && RESIDENCE.has(t.t))) lives.push(i);
+  });
+  if (moved.length && lives.length) {
+    if (moved.length > MAX_SLOT_GROUP || lives.length > MAX_SLOT_GROUP) skipped++;
+    else for (const x of moved) for (const y of lives) out.push(x < y ? [x, y] : [y, x]);
   }
   // changed-from words: the rarest content word of the "from" value, looked up in every entry's words
   const wanted = new Map<string, number[]>();
@@ -980,6 +1103,27 @@ function markerOf(p: Prepared): UpdateMarker | undefined {
   return p.marker ?? undefined;
 }
 
+/** Words of where one lives (canonical): "lives in", "based in", "located in", "home", "resides". */
+const RESIDENCE = new Set(['live', 'base', 'based', 'locate', 'located', 'reside', 'home', 'hometown']);
+
+/**
+ * Whether `p` is a short entry saying where its subject lives ("User lives in Berlin", "Kiran is based
+ * in Pune") and `mover`'s words hold that subject (the words before the residence word; "user" is
+ * everyone's implied subject).
+ */
+function livesSubjectIn(p: Prepared, mover: Prepared): boolean {
+  if (p.content.size > 4) return false;
+  const k = p.toks.findIndex((t) => t.type === 'word' && RESIDENCE.has(t.t));
+  if (k < 0) return false;
+  return p.toks.slice(0, k).every((t) => t.type !== 'word' || SUBJECT_WORDS.has(t.t) || mover.content.has(t.t));
+}
+
+/** The update marker when it records a change (not a weak "as of" / "these days"). */
+function changeMarkerOf(p: Prepared): UpdateMarker | undefined {
+  const m = markerOf(p);
+  return m && !m.weak ? m : undefined;
+}
+
 /** Content tokens both entries share, and the smaller content size. */
 function overlap(a: Prepared, b: Prepared): { shared: number; jac: number } {
   let shared = 0;
@@ -1015,7 +1159,7 @@ function changeOverTime(a: Prepared, b: Prepared): PairVerdict {
   const ma = markerOf(a);
   const mb = markerOf(b);
   const { shared, jac } = overlap(a, b);
-  if (!!ma !== !!mb) {
+  if (!!ma !== !!mb && !(ma ?? mb)!.weak) {
     const [other, side] = ma ? [b, 'a' as const] : [a, 'b' as const];
     const m = (ma ?? mb)!;
     const fromHit =
@@ -1025,11 +1169,19 @@ function changeOverTime(a: Prepared, b: Prepared): PairVerdict {
         .filter((t) => t.type === 'word')
         .every((t) => t.cjk || other.words.has(t.t) || other.content.size === 0);
     const small = Math.min(a.content.size, b.content.size);
+    // "moved to Lisbon" changes where one lives: a short entry saying where the subject lives, is based
+    // or located ("User lives in Berlin") is about the same thing, though the two share no word
+    // (the words before "lives" are the subject, which the move must name too: "Kiran lives in …" /
+    // "Priya moved to …" are two people)
+    const residence =
+      /^(?:moved|relocated) to$/.test(m.phrase) &&
+      /\b(?:moved|relocated) to\b/i.test((ma ? a : b).text) &&
+      livesSubjectIn(other, ma ? a : b);
     const sameSubject =
-      fromHit || shared >= 3 || (shared >= 2 && jac >= 0.3) || (small <= 3 && shared >= 1 && jac >= 0.25);
+      fromHit || residence || shared >= 3 || (shared >= 2 && jac >= 0.3) || (small <= 3 && shared >= 1 && jac >= 0.25);
     // "不再用 X" (no longer uses X) and "不用 X" (does not use X) say the same: a retiring marker needs a
     // positive statement on the other side.
-    const otherNegated = other.negated || /[不没勿禁]/u.test(other.text);
+    const otherNegated = m.retires && negatesMarked(other, ma ? a : b, m.phrase);
     if (sameSubject && !aboutThePast(other.text) && !(m.retires && otherNegated)) {
       return {
         kind: 'contradiction',
@@ -1040,6 +1192,26 @@ function changeOverTime(a: Prepared, b: Prepared): PairVerdict {
     }
   }
   return undefined;
+}
+
+/**
+ * Whether `other` negates what the retiring marker of `marked` retires: a word of the marked sentence
+ * (the one holding the marker) is negated in `other` ("不再用 X" / "不用 X", "no longer vegetarian" /
+ * "not vegetarian": the same statement). A negation elsewhere in `other` ("不在 PATH" beside the old
+ * build that the other entry retires) is another clause.
+ */
+function negatesMarked(other: Prepared, marked: Prepared, phrase: string): boolean {
+  const s = normalise(marked.text);
+  const at = s.indexOf(phrase);
+  const from = at < 0 ? 0 : Math.max(...[...s.slice(0, at).matchAll(/[.;!?。；\n]/gu)].map((x) => x.index + 1), 0);
+  const endRel = at < 0 ? -1 : s.slice(at).search(/[.;!?。；\n]/u);
+  const to = at < 0 || endRel < 0 ? s.length : at + endRel;
+  const words = new Set(
+    marked.toks.filter((t) => t.type === 'word' && t.at !== undefined && t.at >= from && t.at < to).map((t) => t.t),
+  );
+  const pol = polarity(other);
+  for (const [w, x] of pol) if (x < 0 && words.has(w)) return true;
+  return false;
 }
 
 /** The "Label: value" statements of an entry, computed once. */
@@ -1096,6 +1268,8 @@ function labelVerdict(a: Prepared, b: Prepared): PairVerdict {
       if (sameLanguagesNamed(x.value, y.value)) continue;
       let inter = 0;
       for (const t of X) if (Y.has(t)) inter++;
+      // two spellings of one time zone ("Asia/Shanghai" / "UTC+8": their UTC offsets meet) are one value
+      if ([...X].some((t) => [...Y].some((u) => sameZone(t, u)))) continue;
       if (inter === 0)
         return {
           kind: 'contradiction',
@@ -1125,6 +1299,205 @@ function valuesHunk(a: Prepared, b: Prepared): PairVerdict {
   };
 }
 
+/**
+ * One entry restating the other except for one short span, a name (CJK, digits, `@`, `_`, a dotted or
+ * dashed identifier) or an exclusive alternative swapped for another, while the longer one adds details
+ * elsewhere: the aligned wordings differ in one place on both sides (1-3 tokens each) and otherwise
+ * only by tokens of the longer entry, in a frame of six or more shared tokens. A span right after a
+ * scope ("for repo-a" / "for repo-b") names two things, not one value.
+ */
+function nameSwappedWithAdditions(a: Prepared, b: Prepared): PairVerdict {
+  const fa = frameOf(a);
+  const fb = frameOf(b);
+  const [short, long] = fa.length <= fb.length ? [a, b] : [b, a];
+  const fs = frameOf(short);
+  // (a cheap bound first: the shorter side has one to three tokens the longer lacks, and six it has)
+  const sl = frameSetOf(long);
+  let miss = 0;
+  for (const t of fs) if (!sl.has(t.t)) miss++;
+  if (miss === 0 || miss > 3 || fs.length - miss < 6) return undefined;
+  const h = frameHunks(frameOf(short), frameOf(long));
+  if (!h || h.frame.length < 6) return undefined;
+  const both = h.hunks.filter((x) => x.a.length && x.b.length);
+  if (both.length !== 1 || h.hunks.some((x) => x.a.length && !x.b.length)) return undefined;
+  const [x] = both;
+  if (x.a.length > 3 || x.b.length > 3) return undefined;
+  const nameLike = (ts: Token[]): boolean => ts.some((t) => t.type !== 'word' || /[0-9@/_.-]/.test(t.t) || t.cjk);
+  const alt = x.a.some((s) => x.b.some((t) => areAlternatives(s.t, t.t)));
+  if (!(alt || (nameLike(x.a) && nameLike(x.b)))) return undefined;
+  // a token of one span elsewhere in the other entry: moved, not swapped; a date: an event
+  const ss = frameSetOf(short);
+  if (x.a.some((t) => sl.has(t.t) || t.type === 'date') || x.b.some((t) => ss.has(t.t) || t.type === 'date'))
+    return undefined;
+  const afterScope = (p: Prepared, ts: Token[]): boolean =>
+    ts[0].at !== undefined &&
+    /\b(?:for|in|on|at|of|during|when|inside|under)\s+(?:the\s+)?$/.test(
+      normalise(p.text).slice(Math.max(0, ts[0].at - 16), ts[0].at),
+    );
+  if (afterScope(short, x.a) || afterScope(long, x.b)) return undefined;
+  // (CJK spans are shown as written: the bigrams of "联通" are "联通" and "通宽")
+  const shown = (p: Prepared, ts: Token[]): string => {
+    const text = normalise(p.text);
+    const first = ts[0].at;
+    const last = ts[ts.length - 1];
+    if (first === undefined || last.at === undefined) return ts.map((t) => t.t).join(' ');
+    return text.slice(first, last.at + (last.cjk ? 1 : last.t.length));
+  };
+  const [sa, sb] = short === a ? [shown(a, x.a), shown(b, x.b)] : [shown(a, x.b), shown(b, x.a)];
+  // the two spans share a character of a CJK word or a part of a name: a rewording of one name
+  // ("杀死Agent" / "杀Agent", "Kepler.gl/L7" / "Kepler.gl and L7"), not two names
+  const bits = (v: string): Set<string> =>
+    new Set(v.split(/[^\p{L}\p{N}]+|(?=\p{Script=Han})|(?<=\p{Script=Han})/u).filter(Boolean));
+  const bb = bits(sb);
+  if ([...bits(sa)].some((c) => bb.has(c))) return undefined;
+  return {
+    kind: 'contradiction',
+    why: alt ? 'exclusive alternatives' : 'one name swapped for another',
+    detail: `"${sa}" vs "${sb}" after "${h.frame.slice(Math.max(0, x.at - 2), x.at).join(' ') || '(the start)'}", and the longer entry only adds details`,
+  };
+}
+
+/**
+ * Antonyms that turn a clause around rather than name a value ("Always wait for the user before a
+ * commit" / "Never commit without the user" agree; allow/forbid, add/remove, enable/disable): the
+ * clause rules judge them, not labelOpposites.
+ */
+const POLARITY_ANTONYMS = new Set([
+  'always',
+  'never',
+  'yes',
+  'no',
+  'on',
+  'off',
+  'before',
+  'after',
+  'up',
+  'down',
+  'allow',
+  'deny',
+  'forbid',
+  'allowed',
+  'forbidden',
+  'accept',
+  'reject',
+  'include',
+  'exclude',
+  'add',
+  'remove',
+  'start',
+  'stop',
+  'install',
+  'uninstall',
+  'enable',
+  'disable',
+  'like',
+  'dislike',
+]);
+
+/**
+ * The same "Label: value" label on both sides with values that hold antonyms (WordNet's main senses,
+ * the antonym list, or Chinese words with one opposite character: "长线" / "短线"), the one value
+ * without the other's word: contradiction. A label of many facts ("Schedule: early standup" /
+ * "Schedule: late dinner") needs the two values to share a word besides the antonyms; a label of a
+ * single-valued attribute does not.
+ */
+function labelOpposites(a: Prepared, b: Prepared): PairVerdict {
+  const la = labelsOf(a);
+  const lb = labelsOf(b);
+  if (!la.length || !lb.length) return undefined;
+  const opposite = (x: string, y: string): boolean =>
+    (areAntonyms(x, y) && !POLARITY_ANTONYMS.has(x) && !POLARITY_ANTONYMS.has(y)) || cjkAntonyms(x, y);
+  for (const x of la) {
+    for (const y of lb) {
+      if (x.label.join(' ') !== y.label.join(' ')) continue;
+      const X = new Set(x.valueTokens);
+      const Y = new Set(y.valueTokens);
+      let pair: [string, string] | undefined;
+      for (const s of X) {
+        if (Y.has(s)) continue;
+        for (const t of Y) if (!X.has(t) && opposite(s, t) && ![...X].some((u) => u === t)) pair ??= [s, t];
+      }
+      if (!pair) continue;
+      const shared = [...X].filter((t) => Y.has(t) && !/^\d/.test(t));
+      if (!shared.length && !singleValuedLabel(x.label)) continue;
+      return {
+        kind: 'contradiction',
+        why: 'the same label with opposite values',
+        detail: `${x.label.join(' ')}: "${pair[0]}" vs "${pair[1]}"${
+          shared.length
+            ? ` (both about ${shared
+                .slice(0, 3)
+                .map((w) => `"${w}"`)
+                .join(', ')})`
+            : ''
+        }`,
+      };
+    }
+  }
+  return undefined;
+}
+
+/** Two versions of one entry: the share of each side's tokens in the shared frame (editedEntry). */
+export const EDITED_COVERAGE = 0.5;
+
+/**
+ * Two versions of one long entry (a store that appended an edit instead of replacing the entry): the
+ * two wordings aligned share at least 12 tokens in order and half of the shorter side's, and in one of the places where
+ * they differ a value was swapped for another of its type (not a date, not a prefix: "v0.9" / "v0.9.1"
+ * agree) or a word for an exclusive alternative ("Ubuntu" → "Arch"), while the other places add, drop
+ * or reword details. Two entries that share most of their wording and disagree in a value are one
+ * fact stated twice with two values.
+ */
+function editedEntry(a: Prepared, b: Prepared): PairVerdict {
+  const fa = frameOf(a);
+  const fb = frameOf(b);
+  if (fa.length < 10 || fb.length < 10 || !oneHunkPossibleShare(a, b)) return undefined;
+  const h = frameHunks(fa, fb);
+  if (!h || h.frame.length < 12 || h.frame.length < EDITED_COVERAGE * Math.min(fa.length, fb.length)) return undefined;
+  const prefix = (x: string, y: string): boolean => x.startsWith(y) || y.startsWith(x);
+  // records of a list ("Runbook step 1: on host web-01 …" / "step 2: on host web-02 …"): every place
+  // that differs is values only, in two places or more, or the first is an index at the start
+  const valuesOnly = (ts: Token[]): boolean => ts.length > 0 && ts.every((t) => t.type !== 'word' || /\d/.test(t.t));
+  if (h.hunks.length >= 2 && h.hunks.every((x) => valuesOnly(x.a) && valuesOnly(x.b))) return undefined;
+  if (h.hunks[0] && h.hunks[0].at <= 2 && valuesOnly(h.hunks[0].a) && valuesOnly(h.hunks[0].b)) return undefined;
+  for (const x of h.hunks) {
+    if (!x.a.length || !x.b.length) continue;
+    for (const s of x.a) {
+      for (const t of x.b) {
+        const typeS = s.type === 'ver' ? 'num' : s.type;
+        const typeT = t.type === 'ver' ? 'num' : t.type;
+        const valueSwap = s.type !== 'word' && s.type !== 'date' && typeS === typeT && !prefix(s.t, t.t);
+        const altSwap = s.type === 'word' && t.type === 'word' && areAlternatives(s.t, t.t);
+        if (!valueSwap && !altSwap) continue;
+        // the same value (or member) elsewhere on the other side: moved, not swapped
+        if (b.values.has(s.t) || a.values.has(t.t) || b.words.has(s.t) || a.words.has(t.t)) continue;
+        const share = Math.round((h.frame.length / Math.min(fa.length, fb.length)) * 100);
+        return {
+          kind: 'contradiction',
+          why: altSwap
+            ? 'one entry in two versions, an alternative swapped'
+            : 'one entry in two versions, a value swapped',
+          detail: `"${s.t}" vs "${t.t}" after "${h.frame.slice(Math.max(0, x.at - 2), x.at).join(' ')}" (${h.frame.length} tokens in the same order, ${share}% of the shorter entry)`,
+        };
+      }
+    }
+  }
+  return undefined;
+}
+
+/** Whether the tokens the two share could make EDITED_COVERAGE of the shorter side (a cheap bound before the alignment). */
+function oneHunkPossibleShare(a: Prepared, b: Prepared): boolean {
+  const fa = frameOf(a);
+  const fb = frameOf(b);
+  const sa = frameSetOf(a);
+  const sb = frameSetOf(b);
+  let inB = 0;
+  for (const t of fa) if (sb.has(t.t)) inB++;
+  let inA = 0;
+  for (const t of fb) if (sa.has(t.t)) inA++;
+  return Math.min(inB, inA) >= EDITED_COVERAGE * Math.min(fa.length, fb.length);
+}
+
 /** One short span swapped in the same frame. */
 function spanVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[], shared: number): PairVerdict {
   // 3. one span swapped in the same frame (only worth aligning when few words differ)
@@ -1141,14 +1514,28 @@ function spanVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[], share
     // (the words of a slashed compound count one by one: "puppeteer/chromium" / "firefox")
     const split = (ws: string[]): string[] =>
       ws.flatMap((w) => (w.includes('/') && !w.startsWith('/') ? [w, ...w.split('/')] : [w]));
-    const alt = split(sa).some((x) => split(sb).some((y) => areAlternatives(x, y) || areAntonyms(x, y)));
+    // "runs [Ubuntu on the laptop]" / "runs [Fedora on the server]": each span ends in a scope of its
+    // own (a word after "on", "for", "in" ...), so two things differ, not one value
+    const scopedTail = (p: Prepared, ts: Token[]): boolean => {
+      const text = normalise(p.text);
+      return ts.some(
+        (t, k) =>
+          k > 0 &&
+          t.at !== undefined &&
+          ts[k - 1].at !== undefined &&
+          /\b(?:for|in|on|at|of|during|when|inside|under)\b/.test(text.slice(ts[k - 1].at!, t.at)),
+      );
+    };
+    const tails = scopedTail(a, d.a) && scopedTail(b, d.b);
+    const alt = !tails && split(sa).some((x) => split(sb).some((y) => areAlternatives(x, y) || areAntonyms(x, y)));
     // "deploy target for previews is staging" / "... for releases is production": the first word of
     // each span is a scope (after "for", "in", "on" ...), so two things differ, not one value.
     const scoped = (p: Prepared, ts: Token[]): boolean =>
       ts.length >= 2 &&
       ts[0].at !== undefined &&
       /\b(?:for|in|on|at|of|during|when)\s+$/.test(normalise(p.text).slice(Math.max(0, ts[0].at - 12), ts[0].at));
-    const attr = d.before.some((w) => FUNCTIONAL.has(w) || SLOT_WORDS.has(w)) && !(scoped(a, d.a) && scoped(b, d.b));
+    const attr =
+      d.before.some((w) => FUNCTIONAL.has(w) || SLOT_WORDS.has(w)) && !(scoped(a, d.a) && scoped(b, d.b)) && !tails;
     const cjk = d.a.some((t) => t.cjk) || d.b.some((t) => t.cjk);
     // A name-like span (digits, @, /, _, a dotted or dashed identifier, a CJK name) swapped for another in an
     // otherwise identical entry of some length is another value, not a rewording ("repo X" → "repo Y",
@@ -1161,7 +1548,8 @@ function spanVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[], share
       ((nameLike(d.a) && nameLike(d.b)) || (handle(a, d.a) && handle(b, d.b))) &&
       d.frame.length >= 6 &&
       !sa.some((x) => sb.includes(x));
-    if ((!cjk || named) && (valuesOfOneType || alt || named || (attr && wa.length <= 3 && wb.length <= 3))) {
+    const zone = sa.some((x) => sb.some((y) => sameZone(x, y)));
+    if (!zone && (!cjk || named) && (valuesOfOneType || alt || named || (attr && wa.length <= 3 && wb.length <= 3))) {
       return {
         kind: 'contradiction',
         why: valuesOfOneType

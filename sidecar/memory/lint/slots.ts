@@ -25,14 +25,45 @@ export interface UpdateMarker {
   from?: string;
   /** The value it changed to, when named. */
   to?: string;
+  /**
+   * The marker only says what holds now ("as of June", "these days", "since 2026", "ora", "现在"), not
+   * that something changed: it tells which entry is newer when the two disagree by another rule, and
+   * is no change by itself ("pod is RUNNING as of 2026-06-27" restates "pod running").
+   */
+  weak?: boolean;
 }
 
 const EN_FROM_TO =
   /\b(moved|migrated|switched|changed|upgraded|downgraded|renamed|transitioned|converted|went)\b[^.;]{0,40}?\bfrom\s+([^.;,()]{1,60}?)\s+(?:to|into)\s+([^.;,()]{1,60})/;
 const EN_TO =
-  /\b(moved|migrated|switched|upgraded|downgraded|renamed|changed|converted)\s+(?:over\s+|back\s+)?(?:to|into)\s+([^.;,()]{1,60})/;
+  /\b(moved|migrated|switched|upgraded|downgraded|renamed|changed|converted|relocated)\s+(?:over\s+|back\s+|(?:the|my|our|his|her|their|its)\s+[\w-]+(?:\s+[\w-]+)?\s+)?(?:to|into)\s+([^.;,()]{1,60})/;
 const EN_COLON = /\b(changed|updated|switched|moved|migrated|renamed)\s*:/;
-const EN_NOW = /\b(?:now|nowadays|currently|these days)\b/;
+const EN_NOW = /\b(?:nowadays|these days|now|currently)\b/;
+/**
+ * "as of", "since 2026", "since March", "since last year", "from now on", "going forward", "these days",
+ * "nowadays": the entry states what holds from then on (a weak marker: see UpdateMarker.weak). ("since
+ * the upgrade" names an event, not a time: "Postgres 16 since the upgrade" / "Postgres 15" stays a
+ * contradiction, with the file order as a hint.)
+ */
+const EN_SINCE =
+  /\bas of\s+(?:\d|now|today|this|last|the|january|february|march|april|may|june|july|august|september|october|november|december)|\bsince\s+(?:\d{4}\b|(?:january|february|march|april|may|june|july|august|september|october|november|december)\b|(?:last|this)\s+(?:week|month|year)\b)|\bfrom now on\b|\bgoing forward\b|\bthese days\b|\bnowadays\b/;
+/** "X replaced Y", "replacing Y": a change. */
+const EN_REPLACED = /\breplac(?:ed|es|ing)\b/;
+/**
+ * Markers in other languages of the Latin script (a few words each, documented in docs/memory-lint.md):
+ * Italian "non più", "ora", "adesso", "d'ora in poi", "passato a", "sostituito"; Spanish "ya no",
+ * "ahora", "cambió a"; French "ne … plus", "désormais", "maintenant"; German "nicht mehr", "jetzt",
+ * "inzwischen", "umgestiegen auf"; Portuguese "não … mais", "agora".
+ */
+const OTHER_RETIRE =
+  /(?:^|[^\p{L}])(?:non (?:\p{L}+ )?più|ya no|nicht mehr|kein(?:e|en)? \p{L}+ mehr|não (?:\p{L}+ )?mais|já não|n'(?:\p{L}+) plus|ne (?:\p{L}+ )?plus)(?![\p{L}])/u;
+const OTHER_SWITCH =
+  /(?:^|[^\p{L}])(?:passat[oaie] a|sostituit[oaie]|cambiat[oaie] in|cambió a|cambiado a|remplacé|umgestiegen auf|gewechselt (?:zu|auf)|ersetzt|mudou para)(?![\p{L}])/u;
+/** "now", "from now on" in those languages (weak markers). */
+const OTHER_NOW =
+  /(?:^|[^\p{L}])(?:ora|adesso|d'ora in poi|ahora|désormais|maintenant|jetzt|inzwischen|mittlerweile|agora)(?![\p{L}])/u;
+/** Chinese "now / currently / at present", "changed to", "replaced by": 现在, 目前, 如今, 现为, 已换, 已改. */
+const ZH_NOW = /(现在|目前|如今|现为|已换|已改|已替换|替换为)/;
 const EN_RETIRE =
   /\b(?:no longer|not any ?more|anymore|deprecated|retired|discontinued|decommissioned|removed|deleted|replaced (?:by|with)|superseded|obsolete|was (?:dropped|removed))\b/;
 const EN_CHANGED =
@@ -69,15 +100,25 @@ export function updateMarker(text: string): UpdateMarker | undefined {
       retires: false,
       ...(m[1] || m[2] ? { from: (m[1] ?? m[2]).trim() } : {}),
     };
+  m = EN_REPLACED.exec(s);
+  if (m) return { phrase: m[0], retires: false };
+  m = OTHER_RETIRE.exec(s);
+  if (m) return { phrase: m[0].trim(), retires: true };
+  m = OTHER_SWITCH.exec(s);
+  if (m) return { phrase: m[0].replace(/^[^\p{L}]/u, ''), retires: false };
+  m = EN_SINCE.exec(s) ?? OTHER_NOW.exec(s) ?? ZH_NOW.exec(s);
+  if (m) return { phrase: m[0].replace(/^[^\p{L}\p{Script=Han}]/u, '').trim(), retires: false, weak: true };
   m = EN_NOW.exec(s);
   if (
     m &&
-    /\b(?:now|currently|nowadays)\s+(?:\w+\s+)?(?:is|are|uses?|prefers?|likes?|runs?|lives?|works?|wants?|goes|go|routes?|has|on|at|in|called|named|\d)/.test(
+    !/\b(?:right|for|until|till|just|by|from) now\b|\bnow (?:and then|or never)\b/.test(s) &&
+    (/\b(?:now|currently)\s+(?:\w+\s+)?(?:is|are|uses?|using|prefers?|likes?|runs?|lives?|works?|wants?|goes|go|routes?|has|on|at|in|called|named|set|sets|defaults?|points?|located|based|hosted|deployed|stored|sits?|listens?|serves?|moved|switched|\d)/.test(
       s,
-    )
+    ) ||
+      /\b(?:is|are|uses?|runs?|lives?|prefers?|likes?|works?|wants?|has|goes)\b[^.;]{0,40}\bnow[.!)]?\s*$/.test(s) ||
+      // "Editor: now Zed", "shell now zsh": "now" right before the new value after a label or a noun
+      /(?:^|[:：]\s*|\b\w+\s+)now\s+[\w./@-]+\s*[.!)]?\s*$/.test(s))
   )
-    return { phrase: m[0], retires: false };
-  if (m && /\b(?:is|are|uses?|runs?|lives?|prefers?|likes?|works?|wants?|has|goes)\b[^.;]{0,40}\bnow[.!)]?\s*$/.test(s))
     return { phrase: m[0], retires: false };
   return undefined;
 }

@@ -340,6 +340,41 @@ export function exactKey(text: string): string {
     .trim();
 }
 
+/** Units written after a number ("16 GB", "30 minutes"), and their one spelling ("minutes" → "min"). */
+const UNIT_CANON: Record<string, string> = {
+  minute: 'min',
+  minutes: 'min',
+  mins: 'min',
+  hour: 'h',
+  hours: 'h',
+  hr: 'h',
+  hrs: 'h',
+  second: 's',
+  seconds: 's',
+  sec: 's',
+  secs: 's',
+  day: 'd',
+  days: 'd',
+};
+const UNITS = [
+  'gb',
+  'mb',
+  'kb',
+  'tb',
+  'gib',
+  'mib',
+  'kib',
+  'tib',
+  'ghz',
+  'mhz',
+  'ms',
+  'px',
+  'min',
+  ...Object.keys(UNIT_CANON),
+]
+  .sort((a, b) => b.length - a.length)
+  .join('|');
+
 /**
  * A letter of a spaced script (Latin with accents, Greek, Cyrillic, Hebrew, Arabic, Indic ...), and a
  * word character: listed scripts, not "any letter but Han", so the regex needs no lookahead per character.
@@ -357,6 +392,10 @@ const TOKEN_RE = new RegExp(
     '(?<date>\\b\\d{4}-\\d{2}-\\d{2}(?:[t ]\\d{2}:\\d{2}(?::\\d{2})?)?\\b)',
     '(?<ip>\\b\\d{1,3}(?:\\.\\d{1,3}){3}(?::\\d+)?\\b)',
     '(?<ver>\\bv?\\d+(?:\\.\\d+)+(?:[-+][\\w.]+)?\\b|\\b[a-z][\\w-]*@v?\\d+(?:\\.\\d+)*\\b)',
+    // a time of day ("8:45", "17:00", "9:15pm"): one value, not two numbers
+    '(?<time>\\b\\d{1,2}:\\d{2}(?::\\d{2})?(?:\\s?[ap]m)?\\b)',
+    // a number with its unit written apart ("16 GB", "30 minutes"): one value, as "16gb" is
+    `(?<unit>\\b\\d+(?:[.,]\\d+)?\\s(?:${UNITS})\\b)`,
     '(?<num>\\b\\d+(?:[.,]\\d+)?(?:[a-z]{1,3})?\\b)',
     // Scripts written without spaces (Chinese, Japanese, Thai, Korean): runs, split into character bigrams below.
     '(?<cjk>[\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Thai}\\p{Script=Hangul}]+)',
@@ -380,7 +419,7 @@ export const UNSPACED = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p
  * Units and suffixes a number keeps, written together or apart ("8 GB" = "8GB", "15 min" = "15min",
  * "5 pm" = "5pm"): one value either way.
  */
-const UNITS = new Set(
+const UNIT_SUFFIXES = new Set(
   (
     'b kb mb gb tb pb kib mib gib tib k m g t ms s sec min h hr hrs d px pt em rem vh vw fps hz khz mhz ghz ' +
     'w kw v mah am pm st nd rd th x'
@@ -402,13 +441,13 @@ export function tokens(text: string): Token[] {
     if (n) {
       const end = (m.index ?? 0) + n.length;
       const glued = /^(\d+(?:[.,]\d+)?)([a-z]{3})$/.exec(n);
-      if (glued && !UNITS.has(glued[2])) {
+      if (glued && !UNIT_SUFFIXES.has(glued[2])) {
         out.push({ t: glued[1], type: g.num ? 'num' : 'ver' });
         if (!STOP.has(glued[2])) out.push({ t: canon(glued[2]), type: 'word', at: (m.index ?? 0) + glued[1].length });
         continue;
       }
       const unit = /^ ([a-z]{1,3})\b/.exec(s.slice(end, end + 5));
-      if (unit && UNITS.has(unit[1]) && /^\d+(?:[.,]\d+)?$/.test(n)) {
+      if (unit && UNIT_SUFFIXES.has(unit[1]) && /^\d+(?:[.,]\d+)?$/.test(n)) {
         out.push({ t: n + unit[1], type: 'num' });
         skipTo = end + unit[0].length;
         continue;
@@ -423,7 +462,15 @@ export function tokens(text: string): Token[] {
     } else if (g.date) out.push({ t: g.date, type: 'date' });
     else if (g.ip) out.push({ t: g.ip, type: 'ip' });
     else if (g.ver) out.push({ t: g.ver.replace(/^v(?=\d)/, ''), type: 'ver' });
-    else if (g.num) out.push({ t: g.num, type: 'num' });
+    else if (g.time) out.push({ t: g.time.replace(/\s+/g, ''), type: 'num' });
+    else if (g.unit) {
+      const [n, u] = g.unit.split(/\s+/);
+      out.push({ t: `${n}${UNIT_CANON[u] ?? u}`, type: 'num' });
+    } else if (g.num)
+      out.push({
+        t: g.num.replace(/^(\d+(?:[.,]\d+)?)([a-z]+)$/, (_, n: string, u: string) => n + (UNIT_CANON[u] ?? u)),
+        type: 'num',
+      });
     else if (g.cjk) {
       // Character bigrams (a single character stays one token): restatements share most of them.
       const run = g.cjk;
