@@ -50,6 +50,15 @@ export const OBJECT_MODE = 0o400;
  */
 export const PACK_MIN_OBJECTS = 512;
 
+/**
+ * The pack threshold in effect: PACK_MIN_OBJECTS, or `AGENTKEEP_PACK_MIN_OBJECTS` (a whole number
+ * >= 1; for tests that run the fault suites with every create packed).
+ */
+export function packMinObjects(): number {
+  const v = Number(process.env.AGENTKEEP_PACK_MIN_OBJECTS);
+  return Number.isInteger(v) && v >= 1 ? v : PACK_MIN_OBJECTS;
+}
+
 /** Result of storing one file. */
 export interface PutResult {
   /** sha256 hex of the stored content. */

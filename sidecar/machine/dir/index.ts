@@ -24,7 +24,7 @@ import {
 import type { ParsedTarget } from '../../core/target';
 import type { StateLayout } from '../../core/state';
 import type { TargetDescription } from '../../protocol';
-import { hashFile, PACK_MIN_OBJECTS, SMALL_FILE_LIMIT, type PackWriter } from '../../core/objects';
+import { hashFile, packMinObjects, SMALL_FILE_LIMIT, type PackWriter } from '../../core/objects';
 import type {
   BackendContext,
   BackendFactory,
@@ -189,7 +189,7 @@ export class DirBackend implements MachineBackend {
       concurrency: CONCURRENCY,
       // many files to store (a first create): their small objects go into one pack (core/packs.ts)
       onHashStart: async (n) => {
-        if (pack && !pack.w && n >= PACK_MIN_OBJECTS) pack.w = await this.ctx.objects.openPack();
+        if (pack && !pack.w && n >= packMinObjects()) pack.w = await this.ctx.objects.openPack();
       },
       hashFile: (abs, size) => this.ctx.objects.putFile(abs, size, pack?.w),
       onScan: (n) => progress?.('scan', n),
