@@ -8,7 +8,7 @@
  * the tree reader) looks in the loose files and the packs. A full file system while storing fails
  * with DiskFull (naming it), never with the error of a file of the target.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, hash as oneShotHash, randomBytes } from 'node:crypto';
 import {
   closeSync,
   copyFileSync,
@@ -222,7 +222,12 @@ export class ObjectStore {
 
   /** Whether `hash` is stored already: its own file, a pack of the store, or the pack being written. */
   private holds(hash: string, pack?: PackWriter): boolean {
-    return !!pack?.slots.has(hash) || existsSync(this.pathOf(hash)) || !!this.packs.locate(hash);
+    if (pack?.slots.has(hash)) return true;
+    // a create that packs asks about every fanout once: absent (a fresh store), no object file is looked for in it
+    const fo = hash.slice(0, 2);
+    let there = pack?.fanouts.get(fo);
+    if (pack && there === undefined) pack.fanouts.set(fo, (there = existsSync(path.join(this.dir, fo))));
+    return (there !== false && existsSync(this.pathOf(hash))) || !!this.packs.locate(hash, false);
   }
 
   /** The bytes of a packed object (undefined when no pack holds it). */
@@ -253,7 +258,8 @@ export class ObjectStore {
    * calls cost more than the work (one call blocks for well under a millisecond).
    */
   async putBuffer(buf: Uint8Array, pack?: PackWriter): Promise<PutResult> {
-    const hash = createHash('sha256').update(buf).digest('hex');
+    // crypto.hash (Node >= 20.12): one call, no Hash object (6x faster for a small file's content)
+    const hash = oneShotHash('sha256', buf, 'hex');
     const dest = this.pathOf(hash);
     if (this.holds(hash, pack)) return { hash, size: buf.length, newBytes: 0 };
     if (pack) {

@@ -162,11 +162,20 @@ export class PackSet {
     return undefined;
   }
 
-  /** Where object `hash` (hex) is in a pack, listing `pack/` again once on a miss; undefined when in none. */
-  locate(hash: string): PackSlot | undefined {
+  private listed = false;
+
+  /**
+   * Where object `hash` (hex) is in a pack; undefined when in none. On a miss `pack/` is listed again
+   * (once), unless `relist` is false (a create asking whether to store an object: a pack another
+   * process added meanwhile only costs a duplicate, not a stat per object); the first call lists it.
+   */
+  locate(hash: string, relist = true): PackSlot | undefined {
     if (!/^[0-9a-f]{64}$/.test(hash)) return undefined;
     const raw = Buffer.from(hash, 'hex');
-    return this.find(raw) ?? (this.refresh() ? this.find(raw) : undefined);
+    const hit = this.find(raw);
+    if (hit || (this.listed && !relist)) return hit;
+    this.listed = true;
+    return this.refresh() ? this.find(raw) : undefined;
   }
 
   /** The bytes of packed object `hash`, or undefined when no pack holds it. */
@@ -221,6 +230,12 @@ export class PackWriter {
   private chunked = 0;
   /** Hex hash -> [offset, length] of the objects in this pack. */
   readonly slots = new Map<string, [number, number]>();
+  /**
+   * Fanout directory (`objects/<hh>`) -> whether it existed when this pack first asked (ObjectStore
+   * looks for an object file only in one that did: one check per fanout instead of one per object;
+   * a fanout made meanwhile by another create only costs a duplicate in the pack).
+   */
+  readonly fanouts = new Map<string, boolean>();
   bytes = 0;
 
   /** @param tmp the temp path (objects/tmp/<pid>-<hex>), created here (O_EXCL) */
