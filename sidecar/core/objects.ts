@@ -411,7 +411,8 @@ export class ObjectStore {
   /**
    * The sweep of the packs: a pack none of whose objects is kept is deleted; one with some kept is
    * written again with only those (the new pack is in place before the old one is removed, so a
-   * crash in between leaves both, never neither). A pack whose index does not check is left alone.
+   * crash in between leaves both, never neither; when the rewrite fails, e.g. on a full file system,
+   * the old pack stays as it is). A pack whose index does not check is left alone.
    */
   private async sweepPacks(keep: Set<string>): Promise<{ freedBytes: number; removed: number }> {
     let freedBytes = 0;
@@ -430,7 +431,9 @@ export class ObjectStore {
       const kept = all.filter((o) => keep.has(o.hash));
       if (kept.length === all.length) continue;
       if (kept.length) {
-        const w = await this.openPack();
+        // a rewrite that fails (e.g. a full file system: prune must still work) keeps the old pack
+        const w = await this.openPack().catch(() => undefined);
+        if (!w) continue;
         try {
           const fd = openSync(p.file, 'r');
           try {
@@ -447,9 +450,9 @@ export class ObjectStore {
           this.open.delete(w);
           this.packs.added(q);
           freedBytes -= q.size;
-        } catch (e) {
+        } catch {
           await this.dropPack(w);
-          throw await this.writeError(e);
+          continue;
         }
       }
       await fs.rm(p.file, { force: true });
