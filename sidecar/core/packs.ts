@@ -254,16 +254,6 @@ export class PackWriter {
     if (this.chunked >= CHUNK) this.flush();
   }
 
-  /** The bytes of an object of this pack not yet renamed into place (written or still in memory). */
-  read(hash: string): Buffer | undefined {
-    const s = this.slots.get(hash);
-    if (!s) return undefined;
-    this.flush();
-    const buf = Buffer.alloc(s[1]);
-    fs.readSync(this.fd, buf, 0, s[1], s[0]);
-    return buf;
-  }
-
   private flush(): void {
     if (!this.chunked) return;
     const data = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks, this.chunked);
