@@ -202,7 +202,7 @@ export class ObjectStore {
   async commitPack(w: PackWriter): Promise<void> {
     if (!w.slots.size) return this.dropPack(w);
     try {
-      this.packs.added(w.finish(this.dir));
+      this.packs.added(await w.finish(this.dir));
       this.stored += w.slots.size;
       this.temps.delete(w.tmp);
       this.open.delete(w);
@@ -445,7 +445,7 @@ export class ObjectStore {
           } finally {
             closeSync(fd);
           }
-          const q = w.finish(this.dir);
+          const q = await w.finish(this.dir);
           this.temps.delete(w.tmp);
           this.open.delete(w);
           this.packs.added(q);

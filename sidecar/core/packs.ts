@@ -22,7 +22,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { isErrno } from './fsutil';
+import { fsyncDir, isErrno } from './fsutil';
 
 const MAGIC = Buffer.from('AKPACK01');
 const INDEX_MAGIC = Buffer.from('AKPACKIX');
@@ -269,7 +269,7 @@ export class PackWriter {
    * directory fsynced).
    * @returns the pack's index (for PackSet.added)
    */
-  finish(objectsDir: string): PackIndex {
+  async finish(objectsDir: string): Promise<PackIndex> {
     this.flush();
     const hashes = [...this.slots.keys()].sort();
     const index = Buffer.alloc(hashes.length * RECORD);
@@ -287,13 +287,14 @@ export class PackWriter {
     const tail = Buffer.concat([index, t]);
     let off = 0;
     while (off < tail.length) off += fs.writeSync(this.fd, tail, off, tail.length - off, this.pos + off);
-    fs.fsyncSync(this.fd);
+    // on the thread pool: a server's event loop is not blocked while the disk writes (5-55 ms measured)
+    await fsyncFd(this.fd);
     this.close();
     const dir = packDirOf(objectsDir);
     fs.mkdirSync(dir, { recursive: true });
     const file = path.join(dir, `${randomBytes(16).toString('hex')}.pack`);
     fs.renameSync(this.tmp, file);
-    fsyncDirSync(dir);
+    await fsyncDir(dir);
     return { file, index, count: hashes.length, size: this.pos + tail.length };
   }
 
@@ -308,15 +309,7 @@ export class PackWriter {
   }
 }
 
-/** fsync a directory (ignored where the platform refuses). */
-function fsyncDirSync(dir: string): void {
-  let fd = -1;
-  try {
-    fd = fs.openSync(dir, 'r');
-    fs.fsyncSync(fd);
-  } catch {
-    /* some file systems do not allow fsync on directories */
-  } finally {
-    if (fd >= 0) fs.closeSync(fd);
-  }
+/** fsync(2) of an open file descriptor, on the thread pool. */
+function fsyncFd(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fs.fsync(fd, (e) => (e ? reject(e) : resolve())));
 }
