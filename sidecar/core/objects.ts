@@ -2,17 +2,23 @@
  * The content-addressed object store shared by every target: `objects/<hh>/<sha256 hex>`, one file
  * per distinct content, readable by its owner only (0400: a restore point never widens who can read
  * a file, e.g. a 0600 `.env`). New objects are written to `objects/tmp/` and renamed into place, so
- * an object path either holds the full content or does not exist. A full file system while storing
- * fails with DiskFull (naming it), never with the error of a file of the target.
+ * an object path either holds the full content or does not exist. A create that stores many small
+ * objects at once puts them into one pack file instead (packs.ts: `objects/pack/<hex>.pack`, renamed
+ * into place complete before the manifest naming them is written); every read (has, read, copyOut,
+ * the tree reader) looks in the loose files and the packs. A full file system while storing fails
+ * with DiskFull (naming it), never with the error of a file of the target.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, hash as oneShotHash, randomBytes } from 'node:crypto';
 import {
+  closeSync,
   copyFileSync,
   createReadStream,
   existsSync,
   mkdirSync,
+  openSync,
   promises as fs,
   readFileSync,
+  readSync,
   renameSync,
   rmSync,
   writeFileSync,
@@ -22,6 +28,9 @@ import * as path from 'node:path';
 import { AgentKeepError } from './errors';
 import { diskFullError, isErrno, isNoSpace } from './fsutil';
 import { pidAlive } from './lock';
+import { packEntries, packSetOf, PackWriter, readPackIndex, type PackSet } from './packs';
+
+export { PackWriter } from './packs';
 
 /** Temp objects older than this are removed even if their writer's pid is alive (pid reuse, another host). */
 export const TEMP_MAX_AGE_MS = 24 * 3600_000;
@@ -33,6 +42,22 @@ export const SMALL_FILE_LIMIT = 1 << 20;
 
 /** Mode of a stored object: read-only, owner only. */
 export const OBJECT_MODE = 0o400;
+
+/**
+ * A create with at least this many files to store writes its small objects (contents up to
+ * SMALL_FILE_LIMIT and its trees) into one pack (packs.ts) instead of one file each. Below it every
+ * object stays a file of its own, as git's `transfer.unpackLimit` (100) keeps a small fetch loose.
+ */
+export const PACK_MIN_OBJECTS = 512;
+
+/**
+ * The pack threshold in effect: PACK_MIN_OBJECTS, or `AGENTKEEP_PACK_MIN_OBJECTS` (a whole number
+ * >= 1; for tests that run the fault suites with every create packed).
+ */
+export function packMinObjects(): number {
+  const v = Number(process.env.AGENTKEEP_PACK_MIN_OBJECTS);
+  return Number.isInteger(v) && v >= 1 ? v : PACK_MIN_OBJECTS;
+}
 
 /** Result of storing one file. */
 export interface PutResult {
@@ -63,7 +88,13 @@ export class ObjectStore {
    * failed without this changing left no orphan behind (CoreContext.withTarget skips the collection).
    */
   stored = 0;
-  constructor(readonly dir: string) {}
+  /** Packs of this store (shared with the tree reader of this process). */
+  private readonly packs: PackSet;
+  /** Packs being written by this instance (closed by removeOwnTemps after an interrupt). */
+  private readonly open = new Set<PackWriter>();
+  constructor(readonly dir: string) {
+    this.packs = packSetOf(dir);
+  }
 
   /** Path of an object. */
   pathOf(hash: string): string {
@@ -86,6 +117,8 @@ export class ObjectStore {
    * in flight fail afterwards and clean up after themselves.
    */
   async removeOwnTemps(): Promise<void> {
+    for (const w of this.open) w.close();
+    this.open.clear();
     const all = [...this.temps];
     this.temps.clear();
     await Promise.all(all.map((t) => fs.rm(t, { force: true }).catch(() => undefined)));
@@ -133,14 +166,73 @@ export class ObjectStore {
     await fs.mkdir(this.tmpDir, { recursive: true });
   }
 
-  /** Whether the object exists. */
+  /** Whether the object exists (a file of its own, or in a pack). */
   async has(hash: string): Promise<boolean> {
     try {
       await fs.access(this.pathOf(hash));
       return true;
     } catch {
-      return false;
+      return !!this.packs.locate(hash);
     }
+  }
+
+  /**
+   * Start a pack for the small objects of one create (putBuffer / putFile with `pack`): each create
+   * has its own, so concurrent creates of other targets on this instance never share one.
+   * @throws AgentKeepError DiskFull when not even the temp file fits
+   */
+  async openPack(): Promise<PackWriter> {
+    await this.init();
+    const tmp = this.tmpPath();
+    try {
+      const w = new PackWriter(tmp);
+      this.open.add(w);
+      return w;
+    } catch (e) {
+      this.temps.delete(tmp);
+      throw await this.writeError(e);
+    }
+  }
+
+  /**
+   * Put a pack in place (fsynced, renamed into objects/pack/): call before writing the manifest that
+   * names its objects. An empty pack is dropped.
+   * @throws AgentKeepError DiskFull on a full file system (the temp file is removed)
+   */
+  async commitPack(w: PackWriter): Promise<void> {
+    if (!w.slots.size) return this.dropPack(w);
+    try {
+      this.packs.added(await w.finish(this.dir));
+      this.stored += w.slots.size;
+      this.temps.delete(w.tmp);
+      this.open.delete(w);
+    } catch (e) {
+      await this.dropPack(w);
+      throw await this.writeError(e);
+    }
+  }
+
+  /** Drop a pack that will not be committed (a failed or interrupted create): its temp file is removed. */
+  async dropPack(w: PackWriter): Promise<void> {
+    w.close();
+    this.open.delete(w);
+    this.temps.delete(w.tmp);
+    await fs.rm(w.tmp, { force: true }).catch(() => undefined);
+  }
+
+  /** Whether `hash` is stored already: its own file, a pack of the store, or the pack being written. */
+  private holds(hash: string, pack?: PackWriter): boolean {
+    if (pack?.slots.has(hash)) return true;
+    // a create that packs asks about every fanout once: absent (a fresh store), no object file is looked for in it
+    const fo = hash.slice(0, 2);
+    let there = pack?.fanouts.get(fo);
+    if (pack && there === undefined) pack.fanouts.set(fo, (there = existsSync(path.join(this.dir, fo))));
+    return (there !== false && existsSync(this.pathOf(hash))) || !!this.packs.locate(hash, false);
+  }
+
+  /** The bytes of a packed object (undefined when no pack holds it). */
+  private packed(hash: string): Buffer | undefined {
+    return this.packs.readSync(hash);
   }
 
   /** Move a finished temp file into place as object `hash` (or drop it if the object exists). Returns new bytes. */
@@ -165,10 +257,19 @@ export class ObjectStore {
    * Store bytes. Synchronous I/O inside: for small contents the thread-pool round trips of async
    * calls cost more than the work (one call blocks for well under a millisecond).
    */
-  async putBuffer(buf: Uint8Array): Promise<PutResult> {
-    const hash = createHash('sha256').update(buf).digest('hex');
+  async putBuffer(buf: Uint8Array, pack?: PackWriter): Promise<PutResult> {
+    // crypto.hash (Node >= 20.12): one call, no Hash object (6x faster for a small file's content)
+    const hash = oneShotHash('sha256', buf, 'hex');
     const dest = this.pathOf(hash);
-    if (existsSync(dest)) return { hash, size: buf.length, newBytes: 0 };
+    if (this.holds(hash, pack)) return { hash, size: buf.length, newBytes: 0 };
+    if (pack) {
+      try {
+        pack.add(hash, buf);
+      } catch (e) {
+        throw await this.writeError(e);
+      }
+      return { hash, size: buf.length, newBytes: buf.length };
+    }
     const tmp = this.tmpPath();
     try {
       writeFileSync(tmp, buf, { mode: OBJECT_MODE, flag: 'wx' });
@@ -193,10 +294,11 @@ export class ObjectStore {
    * large ones are copied (reflink where the file system can) to a temp file that is then hashed, so
    * the stored bytes are exactly the hashed bytes even if the source changes meanwhile.
    * @param sizeHint the size from lstat, to pick the strategy
+   * @param pack the create's pack (openPack), for a small file's content
    */
-  async putFile(file: string, sizeHint?: number): Promise<PutResult> {
+  async putFile(file: string, sizeHint?: number, pack?: PackWriter): Promise<PutResult> {
     const size = sizeHint ?? (await fs.stat(file)).size;
-    if (size <= SMALL_FILE_LIMIT) return this.putBuffer(readFileSync(file));
+    if (size <= SMALL_FILE_LIMIT) return this.putBuffer(readFileSync(file), pack);
     const tmp = this.tmpPath();
     try {
       await fs.copyFile(file, tmp, fsc.COPYFILE_FICLONE);
@@ -225,7 +327,10 @@ export class ObjectStore {
     try {
       await fs.copyFile(this.pathOf(hash), dest, fsc.COPYFILE_EXCL | fsc.COPYFILE_FICLONE);
     } catch (e) {
-      if (isErrno(e, 'ENOENT') && !(await this.has(hash))) throw this.missing(hash);
+      if (!isErrno(e, 'ENOENT')) throw e;
+      const buf = this.packed(hash);
+      if (buf) return fs.writeFile(dest, buf, { flag: 'wx', mode: OBJECT_MODE });
+      if (!(await this.has(hash))) throw this.missing(hash);
       throw e;
     }
   }
@@ -239,7 +344,10 @@ export class ObjectStore {
     try {
       copyFileSync(this.pathOf(hash), dest, fsc.COPYFILE_EXCL | fsc.COPYFILE_FICLONE);
     } catch (e) {
-      if (isErrno(e, 'ENOENT') && !existsSync(this.pathOf(hash))) throw this.missing(hash);
+      if (!isErrno(e, 'ENOENT')) throw e;
+      const buf = this.packed(hash);
+      if (buf) return writeFileSync(dest, buf, { flag: 'wx', mode: OBJECT_MODE });
+      if (!existsSync(this.pathOf(hash))) throw this.missing(hash);
       throw e;
     }
   }
@@ -249,8 +357,10 @@ export class ObjectStore {
     try {
       return await fs.readFile(this.pathOf(hash));
     } catch (e) {
-      if (isErrno(e, 'ENOENT')) throw this.missing(hash);
-      throw e;
+      if (!isErrno(e, 'ENOENT')) throw e;
+      const buf = this.packed(hash);
+      if (buf) return buf;
+      throw this.missing(hash);
     }
   }
 
@@ -294,6 +404,62 @@ export class ObjectStore {
         }
       }
     }
+    const packed = await this.sweepPacks(keep);
+    return { freedBytes: freedBytes + packed.freedBytes, removed: removed + packed.removed };
+  }
+
+  /**
+   * The sweep of the packs: a pack none of whose objects is kept is deleted; one with some kept is
+   * written again with only those (the new pack is in place before the old one is removed, so a
+   * crash in between leaves both, never neither; when the rewrite fails, e.g. on a full file system,
+   * the old pack stays as it is). A pack whose index does not check is left alone.
+   */
+  private async sweepPacks(keep: Set<string>): Promise<{ freedBytes: number; removed: number }> {
+    let freedBytes = 0;
+    let removed = 0;
+    let names: string[];
+    try {
+      names = (await fs.readdir(path.join(this.dir, 'pack'))).filter((n) => n.endsWith('.pack'));
+    } catch (e) {
+      if (isErrno(e, 'ENOENT')) return { freedBytes, removed };
+      throw e;
+    }
+    for (const n of names) {
+      const p = readPackIndex(path.join(this.dir, 'pack', n));
+      if (!p) continue;
+      const all = packEntries(p);
+      const kept = all.filter((o) => keep.has(o.hash));
+      if (kept.length === all.length) continue;
+      if (kept.length) {
+        // a rewrite that fails (e.g. a full file system: prune must still work) keeps the old pack
+        const w = await this.openPack().catch(() => undefined);
+        if (!w) continue;
+        try {
+          const fd = openSync(p.file, 'r');
+          try {
+            for (const o of kept) {
+              const buf = Buffer.alloc(o.length);
+              readSync(fd, buf, 0, o.length, o.offset);
+              w.add(o.hash, buf);
+            }
+          } finally {
+            closeSync(fd);
+          }
+          const q = await w.finish(this.dir);
+          this.temps.delete(w.tmp);
+          this.open.delete(w);
+          this.packs.added(q);
+          freedBytes -= q.size;
+        } catch {
+          await this.dropPack(w);
+          continue;
+        }
+      }
+      await fs.rm(p.file, { force: true });
+      freedBytes += p.size;
+      removed += all.length - kept.length;
+    }
+    this.packs.refresh();
     return { freedBytes, removed };
   }
 }

@@ -5,6 +5,7 @@
  *   journal/<targetKey>/target.json        {target} of this journal
  *   journal/<targetKey>/<id>.json          one restore point (RestorePoint JSON)
  *   objects/<hh>/<sha256>                  content-addressed objects, shared by every target
+ *   objects/pack/<32 hex>.pack             small objects of a create that stored many at once (packs.ts)
  *   objects/tmp/<pid>-<hex>                temp files of objects being written (swept when <pid> is dead or after 24 h)
  *   dir/<targetKey>/<snapshotId>.json      dir-backend manifests
  *   locks/<targetKey>.lock                 target lock (create/restore/delete)

@@ -24,7 +24,7 @@ import {
 import type { ParsedTarget } from '../../core/target';
 import type { StateLayout } from '../../core/state';
 import type { TargetDescription } from '../../protocol';
-import { hashFile, SMALL_FILE_LIMIT } from '../../core/objects';
+import { hashFile, packMinObjects, SMALL_FILE_LIMIT, type PackWriter } from '../../core/objects';
 import type {
   BackendContext,
   BackendFactory,
@@ -178,6 +178,7 @@ export class DirBackend implements MachineBackend {
     progress?: BackendProgress,
     signal?: AbortSignal,
     changed?: Changed,
+    pack?: { w?: PackWriter },
   ) {
     const sc = statCacheOf(...caches);
     if (changed && caches[0]) sc[0].kids ??= kidsOf(caches[0]);
@@ -186,7 +187,11 @@ export class DirBackend implements MachineBackend {
       changed,
       skip,
       concurrency: CONCURRENCY,
-      hashFile: (abs, size) => this.ctx.objects.putFile(abs, size),
+      // many files to store (a first create): their small objects go into one pack (core/packs.ts)
+      onHashStart: async (n) => {
+        if (pack && !pack.w && n >= packMinObjects()) pack.w = await this.ctx.objects.openPack();
+      },
+      hashFile: (abs, size) => this.ctx.objects.putFile(abs, size, pack?.w),
       onScan: (n) => progress?.('scan', n),
       onHash: (d, t) => progress?.('store', d, t),
       signal,
@@ -220,18 +225,34 @@ export class DirBackend implements MachineBackend {
     opts: { parentId?: string; progress?: BackendProgress; signal?: AbortSignal },
     changed: Changed | undefined,
   ): Promise<{ info: SnapshotInfo; linked: Set<string> }> {
-    let r = await this.scanAndStore(parent ? [parent] : [], undefined, opts.progress, opts.signal, changed);
+    const pack: { w?: PackWriter } = {};
+    try {
+      return await this.createStoring(snapshotId, parent, opts, changed, pack);
+    } catch (e) {
+      if (pack.w) await this.ctx.objects.dropPack(pack.w);
+      throw e;
+    }
+  }
+
+  private async createStoring(
+    snapshotId: string,
+    parent: Manifest | undefined,
+    opts: { parentId?: string; progress?: BackendProgress; signal?: AbortSignal },
+    changed: Changed | undefined,
+    pack: { w?: PackWriter },
+  ): Promise<{ info: SnapshotInfo; linked: Set<string> }> {
+    let r = await this.scanAndStore(parent ? [parent] : [], undefined, opts.progress, opts.signal, changed, pack);
     if (changed && r.newLink) {
       // a file got a second hard link: link(2) raises no event where its other names are, so the
       // journal cannot say whether they changed: walk the whole tree (its objects are stored already)
       this.lastScan = 'full walk: a file got a second hard link (its other names raise no event)';
       if (process.env.AGENTKEEP_DEBUG) process.stderr.write(`agentkeep dir ${this.root}: ${this.lastScan}\n`);
-      r = await this.scanAndStore(parent ? [parent] : [], undefined, opts.progress, opts.signal, undefined);
+      r = await this.scanAndStore(parent ? [parent] : [], undefined, opts.progress, opts.signal, undefined, pack);
     }
     this.strayTemps = { id: snapshotId, temps: r.temps };
     // Trees (format 2): only directories that changed, and their ancestors, get a new tree object.
     const prevRoot = parent?.v === 2 && parent.tree ? { tree: parent.tree, treeSize: parent.treeSize ?? 0 } : undefined;
-    const trees = await buildTrees(r, prevRoot, (b) => this.ctx.objects.putBuffer(b));
+    const trees = await buildTrees(r, prevRoot, (b) => this.ctx.objects.putBuffer(b, pack.w));
     const m: Manifest = {
       v: 2,
       backend: 'dir',
@@ -247,6 +268,9 @@ export class DirBackend implements MachineBackend {
       entries: r.entries,
     };
     throwIfAborted(opts.signal, 'the restore point was not created; nothing in the target was changed');
+    // the pack is complete and in place (fsynced) before the manifest that names its objects
+    if (pack.w) await this.ctx.objects.commitPack(pack.w);
+    pack.w = undefined;
     // What this snapshot names that its parent did not (the size-cap bound); O(changed files).
     let added = r.bytes + trees.treeBytes; // no parent: everything
     if (parent) {

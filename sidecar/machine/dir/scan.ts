@@ -113,6 +113,8 @@ export interface ScanOptions {
   concurrency?: number;
   onScan?: (done: number) => void;
   onHash?: (done: number, total: number) => void;
+  /** Called once the walk is done, before the first hashFile, with the number of files to hash. */
+  onHashStart?: (files: number) => Promise<void>;
   /** Stops the scan between directories and between files (throws abortedError(abortWhat)). */
   signal?: AbortSignal;
   /** What an abort means for the caller, for the error message (default "the scan was stopped"). */
@@ -561,6 +563,7 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
   let newBytes = 0;
   let done = 0;
   const gone = new Set<Entry>();
+  await opts.onHashStart?.(toHash.length);
   await mapLimit(toHash, opts.concurrency ?? 8, async (e) => {
     throwIfAborted(opts.signal, abortWhat);
     const abs = root + '/' + e.p;

@@ -15,6 +15,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { AgentKeepError } from '../../core/errors';
 import { isErrno } from '../../core/fsutil';
+import { packSetOf } from '../../core/packs';
 import type { Entry } from './manifest';
 
 type Row = [string, string, number, number, number, number, number, string, number?, number?];
@@ -129,8 +130,11 @@ function treeRows(objectsDir: string, hash: string, what: string, parsed?: Map<s
   try {
     text = readFileSync(path.join(objectsDir, hash.slice(0, 2), hash), 'utf8');
   } catch (e) {
-    if (isErrno(e, 'ENOENT')) throw bad(what, `tree object ${hash.slice(0, 12)}… is missing`);
-    throw e;
+    if (!isErrno(e, 'ENOENT')) throw e;
+    // not a file of its own: in a pack (a create that stored many objects at once, core/packs.ts)
+    const packed = packSetOf(objectsDir).readSync(hash);
+    if (!packed) throw bad(what, `tree object ${hash.slice(0, 12)}… is missing`);
+    text = packed.toString('utf8');
   }
   let rows: Row[];
   try {

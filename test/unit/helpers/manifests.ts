@@ -6,6 +6,28 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
+/**
+ * An object from the packs (`objects/pack/*.pack`: "AKPACK01", the objects, 44-byte index records of
+ * sha256 + u64 offset + u32 length, a 52-byte trailer of index offset u64, count u32, index sha256,
+ * "AKPACKIX"), read here without the sidecar's code; undefined when no pack holds it.
+ */
+export function packedObject(stateDir: string, hash: string): Buffer | undefined {
+  const dir = path.join(stateDir, 'objects', 'pack');
+  for (const n of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
+    const buf = fs.readFileSync(path.join(dir, n));
+    if (buf.length < 60 || buf.toString('latin1', buf.length - 8) !== 'AKPACKIX') continue;
+    const at = Number(buf.readBigUInt64LE(buf.length - 52));
+    const count = buf.readUInt32LE(buf.length - 44);
+    for (let k = 0; k < count; k++) {
+      const r = at + k * 44;
+      if (buf.toString('hex', r, r + 32) !== hash) continue;
+      const off = Number(buf.readBigUInt64LE(r + 32));
+      return buf.subarray(off, off + buf.readUInt32LE(r + 40));
+    }
+  }
+  return undefined;
+}
+
 /** Every object a manifest names, with what it is (`path` of the entry, or `tree of <dir>`), trees included. */
 export function manifestObjects(stateDir: string, manifestFile: string): Array<{ hash: string; what: string }> {
   const m = JSON.parse(fs.readFileSync(manifestFile, 'utf8')) as {
@@ -18,8 +40,9 @@ export function manifestObjects(stateDir: string, manifestFile: string): Array<{
   const walk = (hash: string, dir: string): void => {
     out.push({ hash, what: `tree of ${dir || '/'}` });
     const file = path.join(stateDir, 'objects', hash.slice(0, 2), hash);
-    if (!fs.existsSync(file)) return; // the caller reports it missing
-    for (const r of JSON.parse(fs.readFileSync(file, 'utf8')) as Array<[string, string, ...unknown[]]>) {
+    const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : packedObject(stateDir, hash)?.toString('utf8');
+    if (text === undefined) return; // the caller reports it missing
+    for (const r of JSON.parse(text) as Array<[string, string, ...unknown[]]>) {
       const p = dir ? `${dir}/${r[0]}` : r[0];
       if (r[1] === 'f') out.push({ hash: r[7] as string, what: p });
       else if (r[1] === 'd') walk(r[7] as string, p);

@@ -1,0 +1,315 @@
+/**
+ * Pack files of the object store (issue 14, the initial create): a create that stores many small
+ * objects at once writes them into one file, `objects/pack/<32 hex>.pack`, instead of one file each
+ * (git keeps fetched objects in a pack the same way, above `transfer.unpackLimit`). On ext4 a new
+ * inode is what a small object costs (measured: 0.2-0.7 ms of kernel time per file create on a
+ * busy file system, against ~1 ms for a whole 230 KB pack), so one file per create instead of one
+ * per distinct content is what makes a first create of 1,000 or 20,000 files cheaper than git's.
+ *
+ * Format (all integers little-endian):
+ *   "AKPACK01"                                   8 bytes
+ *   the objects' bytes, back to back
+ *   index: one 44-byte record per object, sorted by hash:
+ *     sha256 (32 raw bytes), offset in the file (u64), length (u32)
+ *   trailer (52 bytes): index offset (u64), object count (u32), sha256 of the index (32), "AKPACKIX"
+ * A pack is written to `objects/tmp/<pid>-<hex>`, fsynced, and renamed into `objects/pack/` (whose
+ * directory is fsynced) before the manifest that names its objects is written: a pack either is
+ * complete or does not exist under `pack/`. A file there whose trailer or index does not check is
+ * ignored (its objects count as missing, so the restore points naming them are CorruptSnapshot).
+ * Objects are read from a pack by offset; the index stays one Buffer per pack (binary search, no
+ * object per entry: at 100,000 objects it is 4.4 MB).
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { fsyncDir, isErrno } from './fsutil';
+
+const MAGIC = Buffer.from('AKPACK01');
+const INDEX_MAGIC = Buffer.from('AKPACKIX');
+const RECORD = 44;
+const TRAILER = 52;
+/** Data written to the temp pack in chunks of about this size (fewer write calls). */
+const CHUNK = 1 << 20;
+
+/** The directory of the packs of an object store. */
+export const packDirOf = (objectsDir: string): string => path.join(objectsDir, 'pack');
+
+/** Where an object lies in a pack. */
+export interface PackSlot {
+  file: string;
+  offset: number;
+  length: number;
+}
+
+/** One pack's index, as read from its file. */
+export interface PackIndex {
+  file: string;
+  /** Records of RECORD bytes, sorted by hash. */
+  index: Buffer;
+  count: number;
+  /** Bytes of the whole file. */
+  size: number;
+}
+
+/**
+ * Read and check a pack's trailer and index.
+ * @returns undefined when the file is missing, too short, or its trailer or index does not check
+ */
+export function readPackIndex(file: string): PackIndex | undefined {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, 'r');
+  } catch (e) {
+    if (isErrno(e, 'ENOENT')) return undefined;
+    throw e;
+  }
+  try {
+    const size = fs.fstatSync(fd).size;
+    if (size < MAGIC.length + TRAILER) return undefined;
+    const t = Buffer.alloc(TRAILER);
+    fs.readSync(fd, t, 0, TRAILER, size - TRAILER);
+    if (!t.subarray(44).equals(INDEX_MAGIC)) return undefined;
+    const at = Number(t.readBigUInt64LE(0));
+    const count = t.readUInt32LE(8);
+    if (at < MAGIC.length || at + count * RECORD !== size - TRAILER) return undefined;
+    const index = Buffer.alloc(count * RECORD);
+    fs.readSync(fd, index, 0, index.length, at);
+    if (!createHash('sha256').update(index).digest().equals(t.subarray(12, 44))) return undefined;
+    return { file, index, count, size };
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Binary search of `hash` (32 raw bytes) in a pack's index; the record's position or -1. */
+function findRecord(p: PackIndex, hash: Buffer): number {
+  let lo = 0;
+  let hi = p.count - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    const c = p.index.compare(hash, 0, 32, mid * RECORD, mid * RECORD + 32);
+    if (c === 0) return mid * RECORD;
+    if (c < 0) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
+}
+
+/** Every object of a pack: hex hash -> its slot (for the garbage collection). */
+export function packEntries(p: PackIndex): Array<{ hash: string; offset: number; length: number }> {
+  const out: Array<{ hash: string; offset: number; length: number }> = [];
+  for (let r = 0; r < p.index.length; r += RECORD)
+    out.push({
+      hash: p.index.toString('hex', r, r + 32),
+      offset: Number(p.index.readBigUInt64LE(r + 32)),
+      length: p.index.readUInt32LE(r + 40),
+    });
+  return out;
+}
+
+/**
+ * The packs of one object store as this process last listed them. Listed again (only the new or
+ * gone files are read) when `objects/pack/` changed: a lookup that misses, or a pack that vanished
+ * (another process's garbage collection replaced it), looks again once.
+ */
+export class PackSet {
+  private packs = new Map<string, PackIndex>();
+  private stamp = '';
+  constructor(readonly objectsDir: string) {}
+
+  private get dir(): string {
+    return packDirOf(this.objectsDir);
+  }
+
+  /** List `pack/` again when it changed since the last listing; whether anything changed. */
+  refresh(): boolean {
+    let st: fs.BigIntStats | undefined;
+    try {
+      st = fs.statSync(this.dir, { bigint: true });
+    } catch (e) {
+      if (!isErrno(e, 'ENOENT', 'ENOTDIR')) throw e;
+    }
+    const stamp = st ? `${st.mtimeNs}:${st.ino}` : '';
+    if (stamp === this.stamp) return false;
+    this.stamp = stamp;
+    const names = st ? fs.readdirSync(this.dir).filter((n) => n.endsWith('.pack')) : [];
+    const next = new Map<string, PackIndex>();
+    for (const n of names) {
+      const file = path.join(this.dir, n);
+      const p = this.packs.get(file) ?? readPackIndex(file);
+      if (p) next.set(file, p);
+    }
+    this.packs = next;
+    return true;
+  }
+
+  /** Add a pack this process just put in place (no listing needed). */
+  added(p: PackIndex): void {
+    this.packs.set(p.file, p);
+  }
+
+  /** The packs known now. */
+  all(): PackIndex[] {
+    return [...this.packs.values()];
+  }
+
+  private find(hash: Buffer): PackSlot | undefined {
+    for (const p of this.packs.values()) {
+      const r = findRecord(p, hash);
+      if (r >= 0)
+        return { file: p.file, offset: Number(p.index.readBigUInt64LE(r + 32)), length: p.index.readUInt32LE(r + 40) };
+    }
+    return undefined;
+  }
+
+  private listed = false;
+
+  /**
+   * Where object `hash` (hex) is in a pack; undefined when in none. On a miss `pack/` is listed again
+   * (once), unless `relist` is false (a create asking whether to store an object: a pack another
+   * process added meanwhile only costs a duplicate, not a stat per object); the first call lists it.
+   */
+  locate(hash: string, relist = true): PackSlot | undefined {
+    if (!/^[0-9a-f]{64}$/.test(hash)) return undefined;
+    const raw = Buffer.from(hash, 'hex');
+    const hit = this.find(raw);
+    if (hit || (this.listed && !relist)) return hit;
+    this.listed = true;
+    return this.refresh() ? this.find(raw) : undefined;
+  }
+
+  /** The bytes of packed object `hash`, or undefined when no pack holds it. */
+  readSync(hash: string): Buffer | undefined {
+    for (let tries = 0; tries < 2; tries++) {
+      const slot = this.locate(hash);
+      if (!slot) return undefined;
+      const buf = Buffer.alloc(slot.length);
+      let fd: number;
+      try {
+        fd = fs.openSync(slot.file, 'r');
+      } catch (e) {
+        if (!isErrno(e, 'ENOENT')) throw e;
+        this.packs.delete(slot.file); // replaced by a collection meanwhile: list again
+        this.stamp = '';
+        continue;
+      }
+      try {
+        let got = 0;
+        while (got < slot.length) {
+          const n = fs.readSync(fd, buf, got, slot.length - got, slot.offset + got);
+          if (n === 0) break;
+          got += n;
+        }
+        if (got !== slot.length) return undefined;
+      } finally {
+        fs.closeSync(fd);
+      }
+      return buf;
+    }
+    return undefined;
+  }
+}
+
+/** One PackSet per object store directory in this process (the object store and the tree reader share it). */
+const sets = new Map<string, PackSet>();
+/** The PackSet of object store `objectsDir`. */
+export function packSetOf(objectsDir: string): PackSet {
+  let s = sets.get(objectsDir);
+  if (!s) sets.set(objectsDir, (s = new PackSet(objectsDir)));
+  return s;
+}
+
+/**
+ * A pack being written: objects are appended to a temp file (in chunks), their records kept in
+ * memory; finish() writes index and trailer, fsyncs and renames it into `pack/`.
+ */
+export class PackWriter {
+  private fd: number;
+  private pos = MAGIC.length;
+  private chunks: Buffer[] = [];
+  private chunked = 0;
+  /** Hex hash -> [offset, length] of the objects in this pack. */
+  readonly slots = new Map<string, [number, number]>();
+  /**
+   * Fanout directory (`objects/<hh>`) -> whether it existed when this pack first asked (ObjectStore
+   * looks for an object file only in one that did: one check per fanout instead of one per object;
+   * a fanout made meanwhile by another create only costs a duplicate in the pack).
+   */
+  readonly fanouts = new Map<string, boolean>();
+  bytes = 0;
+
+  /** @param tmp the temp path (objects/tmp/<pid>-<hex>), created here (O_EXCL) */
+  constructor(readonly tmp: string) {
+    this.fd = fs.openSync(tmp, 'wx', 0o400);
+    fs.writeSync(this.fd, MAGIC, 0, MAGIC.length, 0);
+  }
+
+  /** Append one object (hash = sha256 hex of `buf`); a hash already in this pack is not written again. */
+  add(hash: string, buf: Uint8Array): void {
+    if (this.slots.has(hash)) return;
+    this.slots.set(hash, [this.pos + this.chunked, buf.length]);
+    this.chunks.push(Buffer.from(buf.buffer, buf.byteOffset, buf.length));
+    this.chunked += buf.length;
+    this.bytes += buf.length;
+    if (this.chunked >= CHUNK) this.flush();
+  }
+
+  private flush(): void {
+    if (!this.chunked) return;
+    const data = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks, this.chunked);
+    let off = 0;
+    while (off < data.length) off += fs.writeSync(this.fd, data, off, data.length - off, this.pos + off);
+    this.pos += data.length;
+    this.chunks = [];
+    this.chunked = 0;
+  }
+
+  /**
+   * Write index and trailer, fsync, close, and rename into `objects/pack/<32 hex>.pack` (its
+   * directory fsynced).
+   * @returns the pack's index (for PackSet.added)
+   */
+  async finish(objectsDir: string): Promise<PackIndex> {
+    this.flush();
+    const hashes = [...this.slots.keys()].sort();
+    const index = Buffer.alloc(hashes.length * RECORD);
+    hashes.forEach((h, k) => {
+      const [off, len] = this.slots.get(h) as [number, number];
+      index.write(h, k * RECORD, 32, 'hex');
+      index.writeBigUInt64LE(BigInt(off), k * RECORD + 32);
+      index.writeUInt32LE(len, k * RECORD + 40);
+    });
+    const t = Buffer.alloc(TRAILER);
+    t.writeBigUInt64LE(BigInt(this.pos), 0);
+    t.writeUInt32LE(hashes.length, 8);
+    createHash('sha256').update(index).digest().copy(t, 12);
+    INDEX_MAGIC.copy(t, 44);
+    const tail = Buffer.concat([index, t]);
+    let off = 0;
+    while (off < tail.length) off += fs.writeSync(this.fd, tail, off, tail.length - off, this.pos + off);
+    // on the thread pool: a server's event loop is not blocked while the disk writes (5-55 ms measured)
+    await fsyncFd(this.fd);
+    this.close();
+    const dir = packDirOf(objectsDir);
+    fs.mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, `${randomBytes(16).toString('hex')}.pack`);
+    fs.renameSync(this.tmp, file);
+    await fsyncDir(dir);
+    return { file, index, count: hashes.length, size: this.pos + tail.length };
+  }
+
+  /** Close the temp file (the caller removes it). */
+  close(): void {
+    if (this.fd < 0) return;
+    try {
+      fs.closeSync(this.fd);
+    } finally {
+      this.fd = -1;
+    }
+  }
+}
+
+/** fsync(2) of an open file descriptor, on the thread pool. */
+function fsyncFd(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fs.fsync(fd, (e) => (e ? reject(e) : resolve())));
+}
