@@ -177,6 +177,16 @@ export class ObjectStore {
   }
 
   /**
+   * Whether the object exists, synchronously (a file of its own: one access(2); else a pack's index,
+   * listed again once if it is not found): for checks of many objects in a row, where a thread-pool
+   * round trip each costs more than the check.
+   * @param hash sha256 hex of the object
+   */
+  hasSync(hash: string): boolean {
+    return existsSync(this.pathOf(hash)) || !!this.packs.locate(hash);
+  }
+
+  /**
    * Start a pack for the small objects of one create (putBuffer / putFile with `pack`): each create
    * has its own, so concurrent creates of other targets on this instance never share one.
    * @throws AgentKeepError DiskFull when not even the temp file fits
