@@ -221,6 +221,7 @@ export function tzOffsets(w: string): number[] | undefined {
  * "Europe/Berlin", "UTC+8" / "Asia/Shanghai").
  */
 export function sameZone(x: string, y: string): boolean {
+  if (!mayBeZone(x) || !mayBeZone(y)) return false;
   const a = tzOffsets(x);
   const b = tzOffsets(y);
   if (!a || !b) return false;
@@ -269,9 +270,15 @@ FAMILIES.forEach((f, i) => {
 export function familyOf(w: string): number | undefined {
   const m = MEMBER.get(w);
   if (m !== undefined) return m;
-  // only these can name a time zone (tzOffsets' three forms), so no other word is looked up there
-  if (!w.includes('/') && !TZ_ABBR[w] && !w.startsWith('utc') && !w.startsWith('gmt')) return undefined;
-  return tzOffsets(w) ? TZ : undefined;
+  return mayBeZone(w) && tzOffsets(w) ? TZ : undefined;
+}
+
+/**
+ * Whether a word has one of the three forms tzOffsets reads (an IANA zone has a "/", a fixed offset
+ * starts with "utc" or "gmt", or an abbreviation of TZ_ABBR): no other word is looked up there.
+ */
+function mayBeZone(w: string): boolean {
+  return w.includes('/') || !!TZ_ABBR[w] || w.startsWith('utc') || w.startsWith('gmt');
 }
 
 /** One mention of a family member. */

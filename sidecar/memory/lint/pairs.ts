@@ -1297,7 +1297,7 @@ function labelVerdict(a: Prepared, b: Prepared): PairVerdict {
       let inter = 0;
       for (const t of X) if (Y.has(t)) inter++;
       // two spellings of one time zone ("Asia/Shanghai" / "UTC+8": their UTC offsets meet) are one value
-      if ([...X].some((t) => [...Y].some((u) => sameZone(t, u)))) continue;
+      if (anyPair(X, Y, sameZone)) continue;
       if (inter === 0)
         return {
           kind: 'contradiction',
@@ -1340,6 +1340,7 @@ function nameSwappedWithAdditions(a: Prepared, b: Prepared): PairVerdict {
   const [short, long] = fa.length <= fb.length ? [a, b] : [b, a];
   const fs = frameOf(short);
   // (a cheap bound first: the shorter side has one to three tokens the longer lacks, and six it has)
+  if (fs.length < 7) return undefined;
   const sl = frameSetOf(long);
   let miss = 0;
   for (const t of fs) if (!sl.has(t.t)) miss++;
@@ -1524,6 +1525,12 @@ function oneHunkPossibleShare(a: Prepared, b: Prepared): boolean {
   let inA = 0;
   for (const t of fb) if (sa.has(t.t)) inA++;
   return Math.min(inB, inA) >= EDITED_COVERAGE * Math.min(fa.length, fb.length);
+}
+
+/** Whether some x of `xs` and y of `ys` satisfy `f(x, y)` (no arrays built: this runs per pair). */
+function anyPair(xs: Iterable<string>, ys: Iterable<string>, f: (x: string, y: string) => boolean): boolean {
+  for (const x of xs) for (const y of ys) if (f(x, y)) return true;
+  return false;
 }
 
 /** One short span swapped in the same frame. */
