@@ -12,8 +12,8 @@
  * default", "always X", "only X", "X for everything" or the family's own noun, "Database: X", is a
  * choice). Pure functions over prepared entries; linear in the entry length.
  */
-import { polarity, type SoftEntry } from './soft';
-import { canon, normalise, type Token } from './text';
+import { normOf, polarity, type SoftEntry } from './soft';
+import { canon, type Token } from './text';
 
 /** A family of exclusive alternatives. */
 export interface Family {
@@ -221,6 +221,7 @@ export function tzOffsets(w: string): number[] | undefined {
  * "Europe/Berlin", "UTC+8" / "Asia/Shanghai").
  */
 export function sameZone(x: string, y: string): boolean {
+  if (!mayBeZone(x) || !mayBeZone(y)) return false;
   const a = tzOffsets(x);
   const b = tzOffsets(y);
   if (!a || !b) return false;
@@ -267,7 +268,17 @@ FAMILIES.forEach((f, i) => {
 
 /** The family of a canonical word, if it is a member of one. */
 export function familyOf(w: string): number | undefined {
-  return MEMBER.get(w) ?? (tzOffsets(w) ? TZ : undefined);
+  const m = MEMBER.get(w);
+  if (m !== undefined) return m;
+  return mayBeZone(w) && tzOffsets(w) ? TZ : undefined;
+}
+
+/**
+ * Whether a word has one of the three forms tzOffsets reads (an IANA zone has a "/", a fixed offset
+ * starts with "utc" or "gmt", or an abbreviation of TZ_ABBR): no other word is looked up there.
+ */
+function mayBeZone(w: string): boolean {
+  return w.includes('/') || !!TZ_ABBR[w] || w.startsWith('utc') || w.startsWith('gmt');
 }
 
 /** One mention of a family member. */
@@ -288,6 +299,8 @@ export interface Mention {
 export interface ChoiceEntry extends SoftEntry {
   toks: Token[];
   mentions?: Mention[];
+  /** scopeWords per family, computed on first use (a pair of entries asks for them again and again). */
+  scopes?: Map<number, Set<string>>;
 }
 
 /** The mentions of family members in an entry, each with whether it is stated as a choice (computed once). */
@@ -295,7 +308,7 @@ export function mentions(p: ChoiceEntry): Mention[] {
   if (p.mentions) return p.mentions;
   const out: Mention[] = [];
   let pol: Map<string, number> | undefined;
-  const s = normalise(p.text);
+  const s = normOf(p);
   p.toks.forEach((t, k) => {
     if (t.type !== 'word' || t.cjk) return;
     // names of two words: "VS Code", "Visual Studio Code", "Sublime Text"
@@ -385,7 +398,17 @@ const SCOPE = /\b(?:for|in|on|at|inside|within|when|during|under)\s+/g;
 
 /** The content words of the scopes of an entry (up to three words after each scope preposition, in the clause). */
 function scopeWords(p: ChoiceEntry, fam: number): Set<string> {
-  const s = normalise(p.text);
+  p.scopes ??= new Map();
+  const hit = p.scopes.get(fam);
+  if (hit) return hit;
+  const out = scopeWordsOf(p, fam);
+  p.scopes.set(fam, out);
+  return out;
+}
+
+/** scopeWords, computed. */
+function scopeWordsOf(p: ChoiceEntry, fam: number): Set<string> {
+  const s = normOf(p);
   const out = new Set<string>();
   for (const m of s.matchAll(SCOPE)) {
     const from = m.index + m[0].length;

@@ -23,7 +23,17 @@ import {
 } from './slots';
 import { foreignNegation, languagesNamed, sameLanguagesNamed } from './languages';
 import { englishLike, similarity, thresholdsFor, type Vec } from './semantic';
-import { align, anchors, otherScript, polarity, polarityDiff, scriptMix, type Alignment, type SoftEntry } from './soft';
+import {
+  align,
+  anchors,
+  normOf,
+  otherScript,
+  polarity,
+  polarityDiff,
+  scriptMix,
+  type Alignment,
+  type SoftEntry,
+} from './soft';
 import {
   areAlternatives,
   areAntonyms,
@@ -34,7 +44,6 @@ import {
   isIncompatWord,
   jaccard,
   maskKey,
-  normalise,
   NEGATIONS,
   shingles,
   tokens,
@@ -85,6 +94,8 @@ export interface Prepared {
   vec?: Vec;
   /** Mentions of members of a family of exclusive alternatives (choices.ts), computed on first use. */
   mentions?: Mention[];
+  /** The value-like tokens and their indices (valuesSwapped), computed on first use. */
+  valueLike?: Array<[Token, number]>;
 }
 
 /** Prepare one entry text. */
@@ -176,12 +187,12 @@ export function transposition(a: Prepared, b: Prepared): { x: string; y: string;
   const [i, j] = diffAt;
   if (sa[i].t !== sb[j].t || sa[j].t !== sb[i].t) return undefined;
   const gap = (p: Prepared, x: Token, y: Token): string =>
-    normalise(p.text)
+    normOf(p)
       .slice((x.at ?? 0) + x.t.length, y.at ?? 0)
       .replace(/^\S*/, '')
       .trim();
   // The words as written ("TypeScript", not the canonical "ts"), for messages.
-  const surface = (t: Token): string => /^[^\s,.;:!?()]+/.exec(normalise(a.text).slice(t.at ?? 0))?.[0] ?? t.t;
+  const surface = (t: Token): string => /^[^\s,.;:!?()]+/.exec(normOf(a).slice(t.at ?? 0))?.[0] ?? t.t;
   return { x: surface(sa[i]), y: surface(sa[j]), gaps: [gap(a, sa[i], sa[j]), gap(b, sb[i], sb[j])] };
 }
 
@@ -197,26 +208,43 @@ export function swappedRoles(a: Prepared, b: Prepared): [string, string] | undef
 }
 
 /**
+ * The tokens of an entry that valuesSwapped treats as values (numbers, versions, IPs, paths; or
+ * name-like words with digits: "#ef4444"), with their index in `toks`, in order; computed once.
+ */
+function valueLikeOf(p: Prepared): Array<[Token, number]> {
+  if (p.valueLike) return p.valueLike;
+  const out: Array<[Token, number]> = [];
+  p.toks.forEach((t, k) => {
+    if ((t.type !== 'word' && t.type !== 'date') || (t.type === 'word' && !t.cjk && t.t.length >= 3 && /\d/.test(t.t)))
+      out.push([t, k]);
+  });
+  p.valueLike = out;
+  return out;
+}
+
+/**
  * Two values (numbers, versions, IPs, paths; or name-like words with digits: "#ef4444") that both
  * entries hold and that change places, with a word of the entry between them in each (the key they
  * belong to): [x, y, the words between them in the first entry]. Values that change places across
  * only stop words or a list ("ports 8080 and 9090" / "9090 and 8080") say the same.
  */
 export function valuesSwapped(a: Prepared, b: Prepared): [string, string, string] | undefined {
-  const valueLike = (t: Token): boolean =>
-    (t.type !== 'word' && t.type !== 'date') || (t.type === 'word' && !t.cjk && t.t.length >= 3 && /\d/.test(t.t));
-  const seq = (p: Prepared, other: Prepared): Array<[Token, number]> => {
+  // (fewer than two value-like tokens on a side: nothing can change places; most pairs stop here)
+  const la = valueLikeOf(a);
+  const lb = valueLikeOf(b);
+  if (la.length < 2 || lb.length < 2) return undefined;
+  const seq = (list: Array<[Token, number]>, other: Prepared): Array<[Token, number]> => {
     const seen = new Set<string>();
     const out: Array<[Token, number]> = [];
-    p.toks.forEach((t, k) => {
-      if (!valueLike(t) || seen.has(t.t) || !frameSetOf(other).has(t.t)) return;
+    for (const [t, k] of list) {
+      if (seen.has(t.t) || !frameSetOf(other).has(t.t)) continue;
       seen.add(t.t);
       out.push([t, k]);
-    });
+    }
     return out;
   };
-  const sa = seq(a, b);
-  const sb = seq(b, a);
+  const sa = seq(la, b);
+  const sb = seq(lb, a);
   if (sa.length < 2 || sa.length !== sb.length) return undefined;
   const at = sa.map(([t], i) => (t.t !== sb[i][0].t ? i : -1)).filter((i) => i >= 0);
   if (at.length !== 2) return undefined;
@@ -1201,7 +1229,7 @@ function changeOverTime(a: Prepared, b: Prepared): PairVerdict {
  * build that the other entry retires) is another clause.
  */
 function negatesMarked(other: Prepared, marked: Prepared, phrase: string): boolean {
-  const s = normalise(marked.text);
+  const s = normOf(marked);
   const at = s.indexOf(phrase);
   const from = at < 0 ? 0 : Math.max(...[...s.slice(0, at).matchAll(/[.;!?。；\n]/gu)].map((x) => x.index + 1), 0);
   const endRel = at < 0 ? -1 : s.slice(at).search(/[.;!?。；\n]/u);
@@ -1269,7 +1297,7 @@ function labelVerdict(a: Prepared, b: Prepared): PairVerdict {
       let inter = 0;
       for (const t of X) if (Y.has(t)) inter++;
       // two spellings of one time zone ("Asia/Shanghai" / "UTC+8": their UTC offsets meet) are one value
-      if ([...X].some((t) => [...Y].some((u) => sameZone(t, u)))) continue;
+      if (anyPair(X, Y, sameZone)) continue;
       if (inter === 0)
         return {
           kind: 'contradiction',
@@ -1312,6 +1340,7 @@ function nameSwappedWithAdditions(a: Prepared, b: Prepared): PairVerdict {
   const [short, long] = fa.length <= fb.length ? [a, b] : [b, a];
   const fs = frameOf(short);
   // (a cheap bound first: the shorter side has one to three tokens the longer lacks, and six it has)
+  if (fs.length < 7) return undefined;
   const sl = frameSetOf(long);
   let miss = 0;
   for (const t of fs) if (!sl.has(t.t)) miss++;
@@ -1332,12 +1361,12 @@ function nameSwappedWithAdditions(a: Prepared, b: Prepared): PairVerdict {
   const afterScope = (p: Prepared, ts: Token[]): boolean =>
     ts[0].at !== undefined &&
     /\b(?:for|in|on|at|of|during|when|inside|under)\s+(?:the\s+)?$/.test(
-      normalise(p.text).slice(Math.max(0, ts[0].at - 16), ts[0].at),
+      normOf(p).slice(Math.max(0, ts[0].at - 16), ts[0].at),
     );
   if (afterScope(short, x.a) || afterScope(long, x.b)) return undefined;
   // (CJK spans are shown as written: the bigrams of "联通" are "联通" and "通宽")
   const shown = (p: Prepared, ts: Token[]): string => {
-    const text = normalise(p.text);
+    const text = normOf(p);
     const first = ts[0].at;
     const last = ts[ts.length - 1];
     if (first === undefined || last.at === undefined) return ts.map((t) => t.t).join(' ');
@@ -1498,6 +1527,12 @@ function oneHunkPossibleShare(a: Prepared, b: Prepared): boolean {
   return Math.min(inB, inA) >= EDITED_COVERAGE * Math.min(fa.length, fb.length);
 }
 
+/** Whether some x of `xs` and y of `ys` satisfy `f(x, y)` (no arrays built: this runs per pair). */
+function anyPair(xs: Iterable<string>, ys: Iterable<string>, f: (x: string, y: string) => boolean): boolean {
+  for (const x of xs) for (const y of ys) if (f(x, y)) return true;
+  return false;
+}
+
 /** One short span swapped in the same frame. */
 function spanVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[], shared: number): PairVerdict {
   // 3. one span swapped in the same frame (only worth aligning when few words differ)
@@ -1517,7 +1552,7 @@ function spanVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[], share
     // "runs [Ubuntu on the laptop]" / "runs [Fedora on the server]": each span ends in a scope of its
     // own (a word after "on", "for", "in" ...), so two things differ, not one value
     const scopedTail = (p: Prepared, ts: Token[]): boolean => {
-      const text = normalise(p.text);
+      const text = normOf(p);
       return ts.some(
         (t, k) =>
           k > 0 &&
@@ -1533,7 +1568,7 @@ function spanVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[], share
     const scoped = (p: Prepared, ts: Token[]): boolean =>
       ts.length >= 2 &&
       ts[0].at !== undefined &&
-      /\b(?:for|in|on|at|of|during|when)\s+$/.test(normalise(p.text).slice(Math.max(0, ts[0].at - 12), ts[0].at));
+      /\b(?:for|in|on|at|of|during|when)\s+$/.test(normOf(p).slice(Math.max(0, ts[0].at - 12), ts[0].at));
     const attr =
       d.before.some((w) => FUNCTIONAL.has(w) || SLOT_WORDS.has(w)) && !(scoped(a, d.a) && scoped(b, d.b)) && !tails;
     const cjk = d.a.some((t) => t.cjk) || d.b.some((t) => t.cjk);
@@ -1543,7 +1578,7 @@ function spanVerdict(a: Prepared, b: Prepared, wa: string[], wb: string[], share
     const nameLike = (ts: Token[]): boolean => ts.some((t) => t.type !== 'word' || /[0-9@/_.-]/.test(t.t) || t.cjk);
     // a handle: "@木马牛" / "@Gödel"
     const handle = (p: Prepared, ts: Token[]): boolean =>
-      p.text.includes('@') && ts[0].at !== undefined && normalise(p.text)[ts[0].at - 1] === '@';
+      p.text.includes('@') && ts[0].at !== undefined && normOf(p)[ts[0].at - 1] === '@';
     const named =
       ((nameLike(d.a) && nameLike(d.b)) || (handle(a, d.a) && handle(b, d.b))) &&
       d.frame.length >= 6 &&

@@ -183,6 +183,22 @@ export interface Hunk {
  * change): the shared frame and every hunk where they differ; undefined when either is empty.
  */
 export function frameHunks(a: string | Token[], b: string | Token[]): { frame: string[]; hunks: Hunk[] } | undefined {
+  if (typeof a === 'string' || typeof b === 'string') return alignHunks(a, b);
+  for (const m of hunkMemo) if (m.a === a && m.b === b) return m.r;
+  const r = alignHunks(a, b);
+  hunkMemo.unshift({ a, b, r });
+  if (hunkMemo.length > 2) hunkMemo.pop();
+  return r;
+}
+
+/**
+ * The last two alignments of token arrays (by identity: pairs.ts passes each entry's cached frame):
+ * several rules in a row ask for the same pair, and the result is only read, never changed.
+ */
+const hunkMemo: Array<{ a: Token[]; b: Token[]; r: ReturnType<typeof alignHunks> }> = [];
+
+/** frameHunks, computed. */
+function alignHunks(a: string | Token[], b: string | Token[]): { frame: string[]; hunks: Hunk[] } | undefined {
   const x = frameTokens(typeof a === 'string' ? tokens(a) : a).slice(0, 80);
   const y = frameTokens(typeof b === 'string' ? tokens(b) : b).slice(0, 80);
   const n = x.length;

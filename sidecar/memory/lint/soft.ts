@@ -22,6 +22,8 @@ export interface SoftEntry {
   content: Set<string>;
   values: Map<string, Token['type']>;
   /** Cached results. */
+  /** normalise(text), computed once (normOf): many rules read the folded text of both sides per pair. */
+  norm?: string;
   pol?: Map<string, number>;
   /** polarityMap's result when every word is asserted (built once, not per pair). */
   polAll?: Map<string, number>;
@@ -163,6 +165,11 @@ const CLAUSE_END = /[.;:!?()[\]→=—]|\b(?:but|so|then|because|while|whereas|a
 /** A preference-against scope ends at a preposition that starts a scope of its own ("... over scripts for automation"). */
 const AGAINST_END = /\b(?:for|in|on|at|when|with|to|because)\b/g;
 
+/** normalise(p.text) (text.ts), computed once per entry and kept on it (`norm`). */
+export function normOf(p: { text: string; norm?: string }): string {
+  return (p.norm ??= normalise(p.text));
+}
+
 /**
  * Polarity of each content word: -1 when each of its occurrences is in a negation's scope (from the
  * negation to the end of its clause; "over/instead of/rather than" up to the next preposition), +1 when
@@ -171,7 +178,7 @@ const AGAINST_END = /\b(?:for|in|on|at|when|with|to|because)\b/g;
  */
 export function polarity(p: SoftEntry): Map<string, number> {
   if (p.pol) return p.pol;
-  const s = normalise(p.text);
+  const s = normOf(p);
   const ends: number[] = [];
   for (const m of s.matchAll(CLAUSE_END)) ends.push(m.index);
   // [from, to, start of the clause, where the negation word is]

@@ -426,6 +426,12 @@ const UNIT_SUFFIXES = new Set(
   ).split(' '),
 );
 
+/** Whether a string ends in a letter a-z (a number with a unit suffix: "16gb", "30min"). */
+function endsInLetter(x: string): boolean {
+  const c = x.charCodeAt(x.length - 1);
+  return c >= 97 && c <= 122;
+}
+
 /** Typed tokens of a text (stopwords dropped, words canonicalised). Negations are kept as words. */
 export function tokens(text: string): Token[] {
   const out: Token[] = [];
@@ -440,13 +446,14 @@ export function tokens(text: string): Token[] {
     const n = g.num ?? (g.ver && /^\d+\.\d+$/.test(g.ver) ? g.ver : undefined);
     if (n) {
       const end = (m.index ?? 0) + n.length;
-      const glued = /^(\d+(?:[.,]\d+)?)([a-z]{3})$/.exec(n);
+      // (both tests below need a letter at the end, or a space after: checked first, as most numbers have neither)
+      const glued = endsInLetter(n) ? /^(\d+(?:[.,]\d+)?)([a-z]{3})$/.exec(n) : null;
       if (glued && !UNIT_SUFFIXES.has(glued[2])) {
         out.push({ t: glued[1], type: g.num ? 'num' : 'ver' });
         if (!STOP.has(glued[2])) out.push({ t: canon(glued[2]), type: 'word', at: (m.index ?? 0) + glued[1].length });
         continue;
       }
-      const unit = /^ ([a-z]{1,3})\b/.exec(s.slice(end, end + 5));
+      const unit = s.charCodeAt(end) === 32 ? /^ ([a-z]{1,3})\b/.exec(s.slice(end, end + 5)) : null;
       if (unit && UNIT_SUFFIXES.has(unit[1]) && /^\d+(?:[.,]\d+)?$/.test(n)) {
         out.push({ t: n + unit[1], type: 'num' });
         skipTo = end + unit[0].length;
@@ -468,7 +475,9 @@ export function tokens(text: string): Token[] {
       out.push({ t: `${n}${UNIT_CANON[u] ?? u}`, type: 'num' });
     } else if (g.num)
       out.push({
-        t: g.num.replace(/^(\d+(?:[.,]\d+)?)([a-z]+)$/, (_, n: string, u: string) => n + (UNIT_CANON[u] ?? u)),
+        t: endsInLetter(g.num)
+          ? g.num.replace(/^(\d+(?:[.,]\d+)?)([a-z]+)$/, (_, n: string, u: string) => n + (UNIT_CANON[u] ?? u))
+          : g.num,
         type: 'num',
       });
     else if (g.cjk) {
