@@ -15,6 +15,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { handOff, MAX_SOCKET_PATH_BYTES } from '../../sidecar/hooks/handoff';
+import { listenHookHandoff } from '../../sidecar/hooks/handoffServer';
 import { readManifest } from '../../sidecar/machine/dir/manifest';
 import { buildHook, cliRunner, HOOK, SIDECAR, startSidecar, type RunResult } from './helpers/sidecar';
 
@@ -279,5 +281,71 @@ describe('shell hook hand-off to a running sidecar (agentkeep mcp, serve)', func
       await exited;
     }
     assert.deepEqual(await fs.readdir(handoffDir()), [], 'serve removed its socket');
+  });
+
+  it('a state dir moved while its server runs: the server refuses the call (its own is gone), the hook does it itself in the moved one, the old path is not made again', async () => {
+    await startServer();
+    const old = state;
+    state = path.join(tmp, 'moved');
+    await fs.rename(old, state);
+    const r = await hook(payload('pre', 'pip install requests', 'call_1'));
+    assert.equal(r.code, 0);
+    assert.match(r.stderr, /the server did not accept the call: the server's state dir .*\/state is gone/);
+    assert.doesNotMatch(r.stderr, /answered by the running sidecar/);
+    const id = preId(r);
+    assert.ok(await rootTree(id), 'the restore point is in the moved state dir');
+    await assert.rejects(fs.stat(old), /ENOENT/, 'the old state dir was not made again');
+  });
+
+  it("a symbolic link in a state dir's hand-off folder to another state dir's server socket is skipped; a hard link is refused by the server", async () => {
+    await startServer();
+    const [name] = await fs.readdir(handoffDir());
+    const serverSock = path.join(handoffDir(), name);
+    const serverState = state;
+    state = path.join(tmp, 'other');
+    await fs.mkdir(handoffDir(), { recursive: true, mode: 0o700 });
+    await fs.chmod(state, 0o700);
+    await fs.chmod(path.join(state, 'hooks'), 0o700);
+    await fs.symlink(serverSock, path.join(handoffDir(), name));
+    const r = await hook(payload('pre', 'pip install requests', 'call_1'));
+    assert.equal(r.code, 0);
+    assert.match(r.stderr, new RegExp(`${name}: not a socket of this user \\(skipped\\)`));
+    preId(r);
+    await fs.rm(path.join(handoffDir(), name));
+    // a hard link is a socket of this user: the server itself sees the state dir is not its own
+    await fs.link(serverSock, path.join(handoffDir(), name));
+    const h = await hook(payload('pre', 'pip install flask', 'call_2'));
+    assert.match(h.stderr, /the server did not accept the call: the server's state dir .* is not the hook's .*\/other/);
+    preId(h);
+    await assert.rejects(
+      fs.readdir(path.join(serverState, 'hooks', 'pending')),
+      /ENOENT/,
+      "nothing pending in the server's",
+    );
+  });
+
+  it('a socket path too long for a Unix socket address: no hand-off server (one debug note, nothing made), and the hook skips such a socket', async () => {
+    const long = path.join(tmp, 'x'.repeat(120), 'state');
+    const logged: string[] = [];
+    const before = process.env.AGENTKEEP_DEBUG;
+    process.env.AGENTKEEP_DEBUG = '1';
+    try {
+      const srv = await listenHookHandoff(long, new Map(), (m) => logged.push(m));
+      assert.equal(srv, undefined);
+    } finally {
+      if (before === undefined) delete process.env.AGENTKEEP_DEBUG;
+      else process.env.AGENTKEEP_DEBUG = before;
+    }
+    assert.equal(logged.length, 1, logged.join('\n'));
+    assert.match(logged[0], new RegExp(`longer than a Unix socket address holds \\(${MAX_SOCKET_PATH_BYTES} bytes\\)`));
+    await assert.rejects(fs.stat(long), /ENOENT/, 'nothing was made');
+    assert.deepEqual((await fs.readdir(tmp)).sort(), ['machine'], 'no socket outside the state dir (a cut-short path)');
+    // the client: an entry of a live process with such a path is not connected to
+    const dir = path.join(long, 'hooks', 'handoff');
+    await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+    await fs.writeFile(path.join(dir, `${process.pid}.sock`), '');
+    const h = await handOff(long, { argv: ['hook', 'run', 'hermes'], stdin: '{}', env: {}, budgetMs: 1000 }, 1500);
+    assert.equal(h.answer, undefined);
+    assert.match(h.why.join('; '), /its path is longer than a socket address holds/);
   });
 });
