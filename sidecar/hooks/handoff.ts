@@ -188,12 +188,13 @@ function ask(
  * link, say) or whose path is too long for a socket address is skipped. Never throws.
  * @param waitMs how long to wait for an answer in all (below the hook's budget)
  * @returns the answer, or undefined with the reasons (for AGENTKEEP_DEBUG) when the hook must do it itself
+ *   (`accepted`: a server took the call and did not answer: it may have made the pre restore point)
  */
 export async function handOff(
   stateDir: string,
   req: Omit<HandoffRequest, 'v' | 'acceptBy' | 'state'>,
   waitMs: number,
-): Promise<{ answer?: HandoffAnswer; why: string[] }> {
+): Promise<{ answer?: HandoffAnswer; why: string[]; accepted?: boolean }> {
   const dir = handoffDir(stateDir);
   let names: string[];
   try {
@@ -228,7 +229,7 @@ export async function handOff(
     if ('answer' in r) return { answer: r.answer, why };
     why.push(`${n}: ${r.why}`);
     // the server took the call: another one (or the hook itself) would only wait for its lock
-    if (r.accepted) break;
+    if (r.accepted) return { why, accepted: true };
   }
   return { why: why.length ? why : ['no server'] };
 }

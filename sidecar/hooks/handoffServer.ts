@@ -191,6 +191,8 @@ async function answer(
   const env: NodeJS.ProcessEnv = { ...process.env, AGENTKEEP_HOOK_BUDGET_MS: String(budget) };
   delete env.HERMES_HOME;
   if (typeof req.env?.HERMES_HOME === 'string') env.HERMES_HOME = req.env.HERMES_HOME;
+  // ~/.hermes is the hook's (./run.ts hermesHome)
+  if (typeof req.env?.HOME === 'string') env.HOME = req.env.HOME;
   const full: HookFull = {
     runHook: (call, verdict, args, hio, budgetMs) =>
       runHook(call, verdict, args, hio, budgetMs, env, { changeJournal: true, lastSnapshots }),
