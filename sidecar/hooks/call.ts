@@ -37,10 +37,37 @@ export interface HookCall {
 /** A payload that is not a hook call: the message says what is wrong with it. */
 export class PayloadError extends Error {}
 
+/** How deep tool_input may nest (objects and arrays); a deeper one is bad stdin (pairing hashes it). */
+export const MAX_INPUT_DEPTH = 256;
+
+/** What a JSON value is, for messages: "a string", "a number", "an array", "null". */
+function jsonKind(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  return typeof v === 'object' ? 'an object' : `a ${typeof v}`;
+}
+
+/** Whether `v` nests deeper than `max` levels (iterative: a deep value does not overflow the stack). */
+function deeperThan(v: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[v, 1]];
+  while (stack.length) {
+    const [x, d] = stack.pop()!;
+    if (!x || typeof x !== 'object') continue;
+    if (d > max) return true;
+    for (const c of Object.values(x as object)) if (c && typeof c === 'object') stack.push([c, d + 1]);
+  }
+  return false;
+}
+
+/** The tools whose tool_input.command is a shell command (./verdict.ts). */
+const COMMAND_TOOLS = new Set(['terminal', 'Bash', 'shell', 'execute_code']);
+
 /**
  * Parse the hook's stdin.
  * @returns the call, or null for an event AgentKeep does not act on (pre_llm_call, on_session_start, …)
- * @throws PayloadError when stdin is not JSON or not an object with a tool_name
+ * @throws PayloadError when stdin is not JSON or not an object with a tool_name, or its tool_input is
+ *   not an object (a string, number, array), nests deeper than MAX_INPUT_DEPTH, or has a command
+ *   (terminal, Bash, shell, execute_code) that is not a string
  */
 export function parseHookPayload(text: string): HookCall | null {
   let raw: unknown;
@@ -69,6 +96,15 @@ export function parseHookPayload(text: string): HookCall | null {
   if (typeof o.tool_name !== 'string' || !o.tool_name)
     throw new PayloadError(`stdin has no tool_name for ${String(ev)}`);
   const extra = o.extra && typeof o.extra === 'object' ? (o.extra as Record<string, unknown>) : {};
+  if (o.tool_input !== undefined && o.tool_input !== null) {
+    if (typeof o.tool_input !== 'object' || Array.isArray(o.tool_input))
+      throw new PayloadError(`stdin's tool_input is ${jsonKind(o.tool_input)}, not an object`);
+    if (deeperThan(o.tool_input, MAX_INPUT_DEPTH))
+      throw new PayloadError(`stdin's tool_input nests deeper than ${MAX_INPUT_DEPTH} levels`);
+    const cmd = (o.tool_input as Record<string, unknown>).command;
+    if (COMMAND_TOOLS.has(o.tool_name) && cmd !== undefined && typeof cmd !== 'string')
+      throw new PayloadError(`stdin's tool_input.command for ${o.tool_name} is ${jsonKind(cmd)}, not a string`);
+  }
   const input =
     o.tool_input && typeof o.tool_input === 'object' && !Array.isArray(o.tool_input)
       ? (o.tool_input as Record<string, unknown>)

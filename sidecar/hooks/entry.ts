@@ -50,7 +50,16 @@ export interface HookFull {
     args: HookArgs,
     io: HookIO,
     budgetMs: number,
+    env?: NodeJS.ProcessEnv,
+    coreOptions?: object,
+    opts?: { afterHandoff?: boolean },
   ): Promise<void>;
+}
+
+/** Whether the hook's --target (dir:) or a --store names a relative path (resolved against the hook's cwd only). */
+function relativePaths(args: HookArgs): boolean {
+  const t = args.target && /^dir:(?!\/\/)(.*)$/is.exec(args.target.trim());
+  return (!!t && !path.isAbsolute(t[1])) || args.stores.some((s) => !path.isAbsolute(storePath(s)));
 }
 
 /**
@@ -169,7 +178,11 @@ export async function hookMain(
   const verdict = decide(args.kind, call, call.tool === 'terminal' ? [] : agentHomes(args, env));
   if (verdict.action === 'none') return 0;
   let left = budget;
-  if (opts.handoff !== false && !handoffOffByEnv(env)) {
+  let afterHandoff = false;
+  if (opts.handoff !== false && !handoffOffByEnv(env) && relativePaths(args)) {
+    // a server resolves paths against its own working folder: the hook does it itself
+    if (env.AGENTKEEP_DEBUG) io.err('agentkeep hook: hand-off: a relative --target or --store path (not handed off)');
+  } else if (opts.handoff !== false && !handoffOffByEnv(env)) {
     const started = Date.now();
     const stateDir = hookStateDir(args, env);
     const h = await handOff(
@@ -177,7 +190,10 @@ export async function hookMain(
       {
         argv: args.stateDir ? argv : [...argv, '--state-dir', stateDir],
         stdin: text,
-        env: env.HERMES_HOME ? { HERMES_HOME: env.HERMES_HOME } : {},
+        env: {
+          ...(env.HERMES_HOME ? { HERMES_HOME: env.HERMES_HOME } : {}),
+          ...(env.HOME ? { HOME: env.HOME } : {}),
+        },
         budgetMs: Math.max(500, budget - 1000),
       },
       Math.max(500, budget - 500),
@@ -190,9 +206,10 @@ export async function hookMain(
       return 0;
     }
     left = Math.max(500, budget - (Date.now() - started));
+    afterHandoff = h.accepted === true;
   }
   try {
-    await loadFull().runHook(call, verdict, args, io, left);
+    await loadFull().runHook(call, verdict, args, io, left, undefined, undefined, { afterHandoff });
   } catch (e) {
     io.err(`agentkeep hook: ${goesAhead(e)}`);
   }

@@ -10,9 +10,15 @@
  *
  * Wire protocol (version 1), one request per connection, lines of JSON:
  *   request  {"v":1,"argv":["hook","run","hermes",…],"stdin":"<the agent's JSON>",
- *             "env":{"HERMES_HOME":…},"budgetMs":19000,"acceptBy":<epoch ms>}
+ *             "env":{"HERMES_HOME":…,"HOME":…},"budgetMs":19000,"acceptBy":<epoch ms>,
+ *             "state":{"path":"/abs/state","dev":"2049","ino":"1234"}}
  *   accept   {"v":1,"accepted":true}        (at once: from here on the server owns the call)
+ *   refusal  {"v":1,"accepted":false,"why":"…"}  (instead: e.g. the server's state dir is another one)
  *   answer   {"v":1,"out":["<stdout line>",…],"err":["<stderr line>",…]}
+ * `state` is the identity of the hook's state dir (device and inode numbers as decimal strings, from
+ * stat): a server whose own state dir is gone or is another folder (moved, replaced, a socket linked
+ * in from elsewhere) refuses the call. The hook connects only to an entry that is a socket of this
+ * user (lstat: no symbolic links) and whose path fits a Unix socket address (MAX_SOCKET_PATH_BYTES).
  * A server that reads the request after `acceptBy` closes the connection without running it; a hook
  * that has no accept within ACCEPT_TIMEOUT_MS does the work itself with (nearly) its whole budget.
  * The server runs the same hook code (./entry.ts hookMain, ./run.ts runHook) with its own state dir
@@ -29,12 +35,54 @@ export interface HandoffRequest {
   argv: string[];
   /** The agent's JSON, as the hook read it from stdin */
   stdin: string;
-  /** The variables of the hook's environment the hook code reads (HERMES_HOME) */
+  /** The variables of the hook's environment the hook code reads (HERMES_HOME, HOME) */
   env: Record<string, string>;
+  /** The identity of the hook's state dir (see StateDirIdentity): the server refuses a call of another one */
+  state: StateDirIdentity;
   /** How long the server may take (ms); it answers before that */
   budgetMs: number;
   /** Epoch ms: a server that reads the request later drops it unrun (the hook no longer waits for it) */
   acceptBy: number;
+}
+
+/** Which folder a state dir is: its absolute path, and its device and inode numbers (decimal strings, stat). */
+export interface StateDirIdentity {
+  path: string;
+  dev: string;
+  ino: string;
+}
+
+/** The identity of the folder `stateDir` names now, or undefined when it is not a folder (gone). Never throws. */
+export function stateDirIdentity(stateDir: string): StateDirIdentity | undefined {
+  try {
+    const st = fs.statSync(stateDir, { bigint: true });
+    if (!st.isDirectory()) return undefined;
+    return { path: path.resolve(stateDir), dev: String(st.dev), ino: String(st.ino) };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The longest path (bytes, UTF-8) a Unix socket address holds: sun_path is 108 bytes on Linux, 104 on
+ * macOS, with the closing NUL. A longer path would be cut short by the system (a socket elsewhere).
+ */
+export const MAX_SOCKET_PATH_BYTES = process.platform === 'darwin' ? 103 : 107;
+
+/** Whether `sock` fits a Unix socket address (MAX_SOCKET_PATH_BYTES). */
+export function socketPathFits(sock: string): boolean {
+  return Buffer.byteLength(sock, 'utf8') <= MAX_SOCKET_PATH_BYTES;
+}
+
+/** Whether `file` is a socket of this user itself (lstat: a symbolic link is not). */
+function ownSocket(file: string): boolean {
+  try {
+    const st = fs.lstatSync(file);
+    const uid = typeof process.getuid === 'function' ? process.getuid() : st.uid;
+    return st.isSocket() && st.uid === uid;
+  } catch {
+    return false;
+  }
 }
 
 /** The server's answer: the lines the hook prints. */
@@ -119,7 +167,10 @@ function ask(
         }
         if (m?.v !== 1) return finish({ why: 'an answer of another version', accepted });
         if (!accepted) {
-          if (m.accepted !== true) return finish({ why: 'the server did not accept the call', accepted });
+          if (m.accepted !== true) {
+            const because = typeof (m as { why?: unknown }).why === 'string' ? `: ${(m as { why: string }).why}` : '';
+            return finish({ why: `the server did not accept the call${because}`, accepted });
+          }
           accepted = true;
           clearTimeout(acceptTimer);
         } else if (Array.isArray(m.out) && Array.isArray(m.err)) return finish({ answer: m as HandoffAnswer });
@@ -133,15 +184,17 @@ function ask(
 
 /**
  * Hand the call to a running server of `stateDir`, if there is one (see the module comment).
- * Sockets of processes that are gone are removed. Never throws.
+ * Sockets of processes that are gone are removed; an entry that is not a socket of this user (a symbolic
+ * link, say) or whose path is too long for a socket address is skipped. Never throws.
  * @param waitMs how long to wait for an answer in all (below the hook's budget)
  * @returns the answer, or undefined with the reasons (for AGENTKEEP_DEBUG) when the hook must do it itself
+ *   (`accepted`: a server took the call and did not answer: it may have made the pre restore point)
  */
 export async function handOff(
   stateDir: string,
-  req: Omit<HandoffRequest, 'v' | 'acceptBy'>,
+  req: Omit<HandoffRequest, 'v' | 'acceptBy' | 'state'>,
   waitMs: number,
-): Promise<{ answer?: HandoffAnswer; why: string[] }> {
+): Promise<{ answer?: HandoffAnswer; why: string[]; accepted?: boolean }> {
   const dir = handoffDir(stateDir);
   let names: string[];
   try {
@@ -150,6 +203,8 @@ export async function handOff(
     return { why: ['no server'] };
   }
   if (names.length && !privateDir(dir)) return { why: [`${dir} is not a folder of this user's only`] };
+  const state = stateDirIdentity(stateDir);
+  if (!state) return { why: [`${stateDir} is not a folder`] };
   const why: string[] = [];
   const deadline = Date.now() + waitMs;
   for (const n of names) {
@@ -160,13 +215,21 @@ export async function handOff(
       why.push(`${n}: its process is gone (removed)`);
       continue;
     }
+    if (!socketPathFits(sock)) {
+      why.push(`${n}: its path is longer than a socket address holds (${MAX_SOCKET_PATH_BYTES} bytes)`);
+      continue;
+    }
+    if (!ownSocket(sock)) {
+      why.push(`${n}: not a socket of this user (skipped)`);
+      continue;
+    }
     const left = deadline - Date.now();
     if (left <= 0) break;
-    const r = await ask(sock, { v: 1, ...req, acceptBy: Date.now() + ACCEPT_TIMEOUT_MS - 300 }, left);
+    const r = await ask(sock, { v: 1, ...req, state, acceptBy: Date.now() + ACCEPT_TIMEOUT_MS - 300 }, left);
     if ('answer' in r) return { answer: r.answer, why };
     why.push(`${n}: ${r.why}`);
     // the server took the call: another one (or the hook itself) would only wait for its lock
-    if (r.accepted) break;
+    if (r.accepted) return { why, accepted: true };
   }
   return { why: why.length ? why : ['no server'] };
 }

@@ -12,7 +12,16 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import { hookMain, type HookFull, type HookIO } from './entry';
 import { ensureStateDir, StateLayout } from '../core/state';
-import { handoffDir, handoffOffByEnv, privateDir, type HandoffAnswer, type HandoffRequest } from './handoff';
+import {
+  handoffDir,
+  handoffOffByEnv,
+  MAX_SOCKET_PATH_BYTES,
+  privateDir,
+  socketPathFits,
+  stateDirIdentity,
+  type HandoffAnswer,
+  type HandoffRequest,
+} from './handoff';
 import { runHook } from './run';
 
 /** A request larger than this is refused (the connection closed: the hook does it itself). */
@@ -37,10 +46,14 @@ function alive(pid: number): boolean {
   }
 }
 
+/** A call the server does not take (its hook does the work itself): the refusal's `why`. */
+class Refusal extends Error {}
+
 /**
  * Listen for hook calls of `stateDir` (see the module comment). Never throws: when it cannot listen
- * (a path too long for a Unix socket, a read-only state dir) it says why through `log` and returns
- * undefined, and the hooks do their work themselves as before.
+ * (a read-only state dir, say) it says why through `log` and returns undefined, and the hooks do their
+ * work themselves as before; a socket path too long for a Unix socket address (MAX_SOCKET_PATH_BYTES)
+ * is checked before anything is made, and noted only with AGENTKEEP_DEBUG set.
  * @param stateDir the server's absolute state dir
  * @param lastSnapshots the server's Core's map (CoreOptions.lastSnapshots), shared by the calls' Cores
  * @param log one line per problem (stderr)
@@ -53,6 +66,13 @@ export async function listenHookHandoff(
   if (handoffOffByEnv()) return undefined;
   const dir = handoffDir(stateDir);
   const sock = path.join(dir, `${process.pid}.sock`);
+  if (!socketPathFits(sock)) {
+    if (process.env.AGENTKEEP_DEBUG)
+      log(
+        `agentkeep: hook hand-off off: the socket path ${sock} is longer than a Unix socket address holds (${MAX_SOCKET_PATH_BYTES} bytes); hooks do their work themselves`,
+      );
+    return undefined;
+  }
   try {
     // the state dir's own checks (ours, 0700, writable), as every command makes them
     await ensureStateDir(new StateLayout(stateDir));
@@ -94,7 +114,10 @@ export async function listenHookHandoff(
         c.write(`${JSON.stringify({ v: 1, accepted: true })}\n`),
       ).then(
         (a) => void c.end(`${JSON.stringify(a)}\n`),
-        () => void c.destroy(),
+        (e) =>
+          void (e instanceof Refusal
+            ? c.end(`${JSON.stringify({ v: 1, accepted: false, why: e.message })}\n`)
+            : c.destroy()),
       );
       inFlight.add(p);
       void p.finally(() => inFlight.delete(p));
@@ -110,7 +133,14 @@ export async function listenHookHandoff(
   });
   if (!listening) return undefined;
   server.on('error', () => undefined);
-  fs.chmodSync(sock, 0o600);
+  try {
+    fs.chmodSync(sock, 0o600);
+  } catch (e) {
+    server.close();
+    fs.rmSync(sock, { force: true });
+    log(`agentkeep: hook hand-off off: cannot make ${sock} private: ${(e as Error).message}`);
+    return undefined;
+  }
   const unlink = (): void => fs.rmSync(sock, { force: true });
   process.once('exit', unlink);
   server.unref();
@@ -130,7 +160,8 @@ export async function listenHookHandoff(
  * Run one handed-off call: the lines the hook prints.
  * @param accept tells the hook the server took the call (before it runs)
  * @throws for a request that is not one of version 1, or that came after its `acceptBy` (the hook no
- *   longer waits for it: it is not run)
+ *   longer waits for it: it is not run); Refusal (answered as a refusal) when the request's state dir
+ *   is not the server's (moved, replaced, or another one's socket) or the server's is gone
  */
 async function answer(
   line: string,
@@ -142,6 +173,12 @@ async function answer(
   if (req?.v !== 1 || !Array.isArray(req.argv) || typeof req.stdin !== 'string')
     throw new Error('not a hand-off request of version 1');
   if (!(Date.now() <= req.acceptBy)) throw new Error('the hook no longer waits for this call');
+  const own = stateDirIdentity(stateDir);
+  if (!own) throw new Refusal(`the server's state dir ${stateDir} is gone`);
+  if (!req.state || req.state.dev !== own.dev || req.state.ino !== own.ino)
+    throw new Refusal(
+      `the server's state dir ${stateDir} is not the hook's ${typeof req.state?.path === 'string' ? req.state.path : '(unnamed)'}`,
+    );
   accept();
   const out: string[] = [];
   const err: string[] = [];
@@ -154,6 +191,8 @@ async function answer(
   const env: NodeJS.ProcessEnv = { ...process.env, AGENTKEEP_HOOK_BUDGET_MS: String(budget) };
   delete env.HERMES_HOME;
   if (typeof req.env?.HERMES_HOME === 'string') env.HERMES_HOME = req.env.HERMES_HOME;
+  // ~/.hermes is the hook's (./run.ts hermesHome)
+  if (typeof req.env?.HOME === 'string') env.HOME = req.env.HOME;
   const full: HookFull = {
     runHook: (call, verdict, args, hio, budgetMs) =>
       runHook(call, verdict, args, hio, budgetMs, env, { changeJournal: true, lastSnapshots }),

@@ -136,14 +136,21 @@ export function agentKeepMcpServer(
     async ({ limit }) =>
       guarded(async () => {
         const points = await call(core, 'restorePointList', { target: agent.target });
-        if (!points.length) return `No restore points of ${agent.target} yet.`;
-        return points
-          .slice(0, limit ?? 20)
-          .map(
-            (p) =>
-              `${p.id}  ${formatAge(p.createdAt)}  ${p.kind}  ${p.label}${p.reason?.text ? `  (${p.reason.text})` : ''}`,
-          )
-          .join('\n');
+        // damaged journal entries are not listed (list() leaves them out) but never vanish silently (as the CLI's list)
+        const st = await call(core, 'agentStatus', { target: agent.target }).catch(() => undefined);
+        const warnings = (st?.damagedRestorePoints ?? []).map(
+          (d) =>
+            `Warning: restore point ${d.id} is not listed: ${d.message} (a person can delete it: agentkeep restore-point delete ${d.id})`,
+        );
+        const lines = points.length
+          ? points
+              .slice(0, limit ?? 20)
+              .map(
+                (p) =>
+                  `${p.id}  ${formatAge(p.createdAt)}  ${p.kind}  ${p.label}${p.reason?.text ? `  (${p.reason.text})` : ''}`,
+              )
+          : [`No restore points of ${agent.target} yet.`];
+        return [...lines, ...warnings].join('\n');
       }),
   );
 

@@ -61,10 +61,13 @@ export function reasonText(agent: string, call: HookCall, detail: string): strin
   return `by the agent ${agent} in session ${call.session || '(none)'} (${call.tool}): ${short(detail)}`;
 }
 
-/** The Hermes home of an agent: its first hermes: store, else HERMES_HOME, else ~/.hermes. */
+/**
+ * The Hermes home of an agent: its first hermes: store, else HERMES_HOME, else ~/.hermes (HOME of
+ * `env`: a handed-off call's is the hook's, ./handoffServer.ts).
+ */
 function hermesHome(a: HookAgent, env: NodeJS.ProcessEnv): string {
   const s = a.stores.find((x) => x.startsWith('hermes:'));
-  return s ? s.slice('hermes:'.length) : (env.HERMES_HOME ?? path.join(os.homedir(), '.hermes'));
+  return s ? s.slice('hermes:'.length) : env.HERMES_HOME || path.join(env.HOME || os.homedir(), '.hermes');
 }
 
 /** Reject after `ms` with a message naming the budget. */
@@ -85,6 +88,8 @@ function overBudget(ms: number, what: string): { promise: Promise<never>; cancel
  * @param budgetMs how long it may take in all (restore point creation is aborted before that)
  * @param coreOptions more options for the Cores it makes (a server running a handed-off call,
  *   ./handoffServer.ts: its change journal and its last snapshots)
+ * @param opts.afterHandoff a server took this call and did not answer (killed, say): a pre whose
+ *   pending record (same tool call id) already names a pre restore point reuses it instead of making a second
  */
 export async function runHook(
   call: HookCall,
@@ -94,6 +99,7 @@ export async function runHook(
   budgetMs: number,
   env: NodeJS.ProcessEnv = process.env,
   coreOptions: Pick<CoreOptions, 'changeJournal' | 'lastSnapshots'> = {},
+  opts: { afterHandoff?: boolean } = {},
 ): Promise<void> {
   const stateDir = hookStateDir(args, env);
   const agent = await resolveHookAgent(stateDir, args);
@@ -119,6 +125,15 @@ export async function runHook(
     text: reasonText(agent.name, call, verdict.detail),
   };
   let pending: Pending | undefined;
+  if (call.event === 'pre' && opts.afterHandoff && call.toolCallId) {
+    const made = await pendingFile.read();
+    if (made?.kind === 'restore-point' && made.pre && made.toolCallId === call.toolCallId) {
+      io.err(
+        `agentkeep: restore point ${made.pre} before ${call.tool}: ${escapeControls(short(verdict.detail))} (made by the running sidecar, which did not answer)`,
+      );
+      return;
+    }
+  }
   if (call.event === 'post') {
     pending = await pendingFile.read();
     // no pre restore point (it failed, or the pre hook did not run): nothing to pair with

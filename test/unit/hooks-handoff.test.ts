@@ -15,6 +15,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { handOff, MAX_SOCKET_PATH_BYTES } from '../../sidecar/hooks/handoff';
+import { listenHookHandoff } from '../../sidecar/hooks/handoffServer';
 import { readManifest } from '../../sidecar/machine/dir/manifest';
 import { buildHook, cliRunner, HOOK, SIDECAR, startSidecar, type RunResult } from './helpers/sidecar';
 
@@ -60,11 +62,11 @@ describe('shell hook hand-off to a running sidecar (agentkeep mcp, serve)', func
 
   const handoffDir = (): string => path.join(state, 'hooks', 'handoff');
   /** `agentkeep mcp` for the machine, AGENTKEEP_DEBUG notes collected; resolves once its socket listens. */
-  const startServer = async (): Promise<void> => {
+  const startServer = async (env: Record<string, string> = {}): Promise<void> => {
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [SIDECAR, '--state-dir', state, 'mcp', '--target', `dir:${machine}`],
-      env: { ...getDefaultEnvironment(), AGENTKEEP_DEBUG: '1' },
+      env: { ...getDefaultEnvironment(), AGENTKEEP_DEBUG: '1', ...env },
       stderr: 'pipe',
     });
     transport.stderr!.on('data', (d: Buffer) => (notes += d.toString()));
@@ -279,5 +281,172 @@ describe('shell hook hand-off to a running sidecar (agentkeep mcp, serve)', func
       await exited;
     }
     assert.deepEqual(await fs.readdir(handoffDir()), [], 'serve removed its socket');
+  });
+
+  it('a state dir moved while its server runs: the server refuses the call (its own is gone), the hook does it itself in the moved one, the old path is not made again', async () => {
+    await startServer();
+    const old = state;
+    state = path.join(tmp, 'moved');
+    await fs.rename(old, state);
+    const r = await hook(payload('pre', 'pip install requests', 'call_1'));
+    assert.equal(r.code, 0);
+    assert.match(r.stderr, /the server did not accept the call: the server's state dir .*\/state is gone/);
+    assert.doesNotMatch(r.stderr, /answered by the running sidecar/);
+    const id = preId(r);
+    assert.ok(await rootTree(id), 'the restore point is in the moved state dir');
+    await assert.rejects(fs.stat(old), /ENOENT/, 'the old state dir was not made again');
+  });
+
+  it("a symbolic link in a state dir's hand-off folder to another state dir's server socket is skipped; a hard link is refused by the server", async () => {
+    await startServer();
+    const [name] = await fs.readdir(handoffDir());
+    const serverSock = path.join(handoffDir(), name);
+    const serverState = state;
+    state = path.join(tmp, 'other');
+    await fs.mkdir(handoffDir(), { recursive: true, mode: 0o700 });
+    await fs.chmod(state, 0o700);
+    await fs.chmod(path.join(state, 'hooks'), 0o700);
+    await fs.symlink(serverSock, path.join(handoffDir(), name));
+    const r = await hook(payload('pre', 'pip install requests', 'call_1'));
+    assert.equal(r.code, 0);
+    assert.match(r.stderr, new RegExp(`${name}: not a socket of this user \\(skipped\\)`));
+    preId(r);
+    await fs.rm(path.join(handoffDir(), name));
+    // a hard link is a socket of this user: the server itself sees the state dir is not its own
+    await fs.link(serverSock, path.join(handoffDir(), name));
+    const h = await hook(payload('pre', 'pip install flask', 'call_2'));
+    assert.match(h.stderr, /the server did not accept the call: the server's state dir .* is not the hook's .*\/other/);
+    preId(h);
+    await assert.rejects(
+      fs.readdir(path.join(serverState, 'hooks', 'pending')),
+      /ENOENT/,
+      "nothing pending in the server's",
+    );
+  });
+
+  it('a socket path too long for a Unix socket address: no hand-off server (one debug note, nothing made), and the hook skips such a socket', async () => {
+    const long = path.join(tmp, 'x'.repeat(120), 'state');
+    const logged: string[] = [];
+    const before = process.env.AGENTKEEP_DEBUG;
+    process.env.AGENTKEEP_DEBUG = '1';
+    try {
+      const srv = await listenHookHandoff(long, new Map(), (m) => logged.push(m));
+      assert.equal(srv, undefined);
+    } finally {
+      if (before === undefined) delete process.env.AGENTKEEP_DEBUG;
+      else process.env.AGENTKEEP_DEBUG = before;
+    }
+    assert.equal(logged.length, 1, logged.join('\n'));
+    assert.match(logged[0], new RegExp(`longer than a Unix socket address holds \\(${MAX_SOCKET_PATH_BYTES} bytes\\)`));
+    await assert.rejects(fs.stat(long), /ENOENT/, 'nothing was made');
+    assert.deepEqual((await fs.readdir(tmp)).sort(), ['machine'], 'no socket outside the state dir (a cut-short path)');
+    // the client: an entry of a live process with such a path is not connected to
+    const dir = path.join(long, 'hooks', 'handoff');
+    await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+    await fs.writeFile(path.join(dir, `${process.pid}.sock`), '');
+    const h = await handOff(long, { argv: ['hook', 'run', 'hermes'], stdin: '{}', env: {}, budgetMs: 1000 }, 1500);
+    assert.equal(h.answer, undefined);
+    assert.match(h.why.join('; '), /its path is longer than a socket address holds/);
+  });
+
+  it('a server that took the call, made the pre restore point and ended before answering: the hook reuses that restore point, one per call', async () => {
+    await fs.mkdir(handoffDir(), { recursive: true, mode: 0o700 });
+    const sock = path.join(handoffDir(), `${process.pid}.sock`);
+    const stdin = payload('pre', 'pip install requests', 'call_1');
+    let made: string | undefined;
+    // this test process stands for the server: it accepts, the real hook (hand-off off) does the work, then it dies
+    const srv = net.createServer((c) => {
+      c.on('error', () => undefined);
+      c.once('data', () => {
+        c.write(`${JSON.stringify({ v: 1, accepted: true })}\n`);
+        void hook(stdin, { AGENTKEEP_HOOK_HANDOFF: '0' }).then((r) => {
+          made = preId(r);
+          c.destroy();
+        });
+      });
+    });
+    await new Promise<void>((r) => srv.listen(sock, () => r()));
+    try {
+      const r = await hook(stdin);
+      assert.equal(r.code, 0);
+      assert.ok(made, 'the stand-in server made a pre restore point');
+      assert.match(r.stderr, /the server closed the connection without an answer/);
+      assert.match(
+        r.stderr,
+        new RegExp(
+          `restore point ${made} before terminal: pip install requests \\(made by the running sidecar, which did not answer\\)`,
+        ),
+      );
+      const list = (await json('restore-point', 'list', '--target', `dir:${machine}`)) as
+        { id: string }[] | { restorePoints: { id: string }[] };
+      const ids = (Array.isArray(list) ? list : list.restorePoints).map((p) => p.id);
+      assert.deepEqual(ids, [made], 'one restore point for the call');
+      // its post pairs with it as usual
+      const post = await hook(payload('post', 'pip install requests', 'call_1'), { AGENTKEEP_HOOK_HANDOFF: '0' });
+      assert.match(post.stderr, new RegExp(`after terminal \\(pair of ${made}\\)`));
+    } finally {
+      await new Promise<void>((r) => srv.close(() => r()));
+    }
+  });
+
+  it("a handed-off Hermes memory call with no HERMES_HOME records the hook's ~/.hermes (its HOME), not the server's", async () => {
+    const home = path.join(tmp, 'home');
+    const serverHome = path.join(tmp, 'serverhome');
+    for (const h of [home, serverHome]) {
+      await fs.mkdir(path.join(h, '.hermes', 'memories'), { recursive: true });
+      await fs.writeFile(path.join(h, '.hermes', 'memories', 'MEMORY.md'), `memory of ${h}`);
+    }
+    await startServer({ HOME: serverHome });
+    const mp = (ev: string): string =>
+      JSON.stringify({
+        hook_event_name: ev,
+        tool_name: 'memory',
+        tool_input: { action: 'add', target: 'memory', content: 'fact' },
+        session_id: 's',
+        extra: { tool_call_id: 'm1' },
+      });
+    const env = { HOME: home, HERMES_HOME: '' };
+    const a = await hook(mp('pre_tool_call'), env);
+    assert.match(a.stderr, /answered by the running sidecar/);
+    await fs.appendFile(path.join(home, '.hermes', 'memories', 'MEMORY.md'), '\n§\nfact');
+    const b = await hook(mp('post_tool_call'), env);
+    assert.match(b.stderr, /answered by the running sidecar/);
+    assert.doesNotMatch(b.stderr, /no pre_tool_call record/);
+    const dir = path.join(state, 'memory-backups');
+    const lines: { file: string; after: string }[] = [];
+    for (const sub of await fs.readdir(dir)) {
+      const f = path.join(dir, sub, 'writes.jsonl');
+      const text = await fs.readFile(f, 'utf8').catch(() => '');
+      for (const l of text.trim().split('\n').filter(Boolean))
+        lines.push(JSON.parse(l) as { file: string; after: string });
+    }
+    assert.equal(lines.length, 1, JSON.stringify(lines));
+    assert.equal(lines[0].file, path.join(home, '.hermes', 'memories', 'MEMORY.md'));
+    assert.match(lines[0].after, /fact$/);
+  });
+
+  it('a relative --target is not handed off (a server would resolve it against its own folder): the hook names the path from its own', async () => {
+    await startServer();
+    const rel = path.relative(tmp, machine);
+    const r = await new Promise<RunResult>((resolve, reject) => {
+      const child = spawn(
+        process.execPath,
+        [HOOK, 'hook', 'run', 'hermes', '--target', `dir:${rel}`, '--state-dir', state],
+        { env: { ...process.env, AGENTKEEP_DEBUG: '1' }, stdio: ['pipe', 'pipe', 'pipe'], cwd: tmp },
+      );
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+      child.stdin.end(payload('pre', 'pip install requests', 'call_1'));
+    });
+    assert.equal(r.code, 0);
+    assert.match(r.stderr, /hand-off: a relative --target or --store path \(not handed off\)/);
+    assert.match(
+      r.stderr,
+      new RegExp(`Use an absolute path: dir:${machine.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.`),
+    );
   });
 });

@@ -521,6 +521,44 @@ describe('Hermes hook (install into config.yaml, run as Hermes runs it)', functi
     }
   });
 
+  it('a wrong-typed tool_input or command, or a tool_input nested too deep: one clear line on stderr each, never a stack trace', async () => {
+    assert.equal((await ak('hook', 'install', 'hermes', '--home', home)).code, 0);
+    const command = await installedCommand();
+    const call = (o: Record<string, unknown>): string =>
+      JSON.stringify({
+        hook_event_name: 'pre_tool_call',
+        tool_name: 'terminal',
+        tool_input: { command: 'pip install x' },
+        session_id: 's',
+        extra: { tool_call_id: 'c1' },
+        ...o,
+      });
+    const deep = call({ tool_input: { command: 'pip install y', x: 0 } }).replace(
+      '"x":0',
+      `"x":${'['.repeat(200000)}${']'.repeat(200000)}`,
+    );
+    const cases: [string, string, RegExp][] = [
+      ['tool_input string', call({ tool_input: 'pip install x' }), /tool_input is a string, not an object/],
+      ['tool_input number', call({ tool_input: 7 }), /tool_input is a number, not an object/],
+      ['tool_input array', call({ tool_input: ['pip'] }), /tool_input is an array, not an object/],
+      [
+        'command number',
+        call({ tool_input: { command: 12 } }),
+        /tool_input\.command for terminal is a number, not a string/,
+      ],
+      ['command array', call({ tool_input: { command: ['pip', 'install'] } }), /command for terminal is an array/],
+      ['deep nesting', deep, /tool_input nests deeper than \d+ levels/],
+    ];
+    for (const [name, stdin, why] of cases) {
+      const r = await runHookCommand(command, stdin);
+      assert.equal(r.code, 0, name);
+      assert.equal(r.stdout, '', name);
+      assert.equal(r.stderr.trim().split('\n').length, 1, `one line for ${name}: ${r.stderr}`);
+      assert.match(r.stderr, /^agentkeep hook: stdin.*; the tool call goes ahead without a restore point\.\n$/, name);
+      assert.match(r.stderr, why, name);
+    }
+  });
+
   it("the hook's stderr lines are clean sentences: a state dir that is a file names the fix; an agent's command with ESC is not echoed raw", async () => {
     assert.equal((await ak('hook', 'install', 'hermes', '--home', home)).code, 0);
     const command = await installedCommand();

@@ -277,4 +277,18 @@ describe('agentkeep mcp (the SDK client over stdio)', function () {
       assert.equal(await rootTree(second), await rootTree(await fullWalk()));
     });
   });
+
+  it('restore_point_list says a damaged journal entry exists (the CLI warns about it too), and still lists the others', async () => {
+    const a = await callTool('restore_point_create', { reason: 'first' });
+    const b = await callTool('restore_point_create', { reason: 'second' });
+    const [ida, idb] = [a, b].map((r) => /restore point (ak_\w+)/.exec(r.content[0].text)![1]);
+    const [key] = await fs.readdir(path.join(state, 'journal'));
+    await fs.writeFile(path.join(state, 'journal', key, `${idb}.json`), '{ broken');
+    const listed = await callTool('restore_point_list', {});
+    assert.ok(!listed.isError, listed.content[0]?.text);
+    assert.match(listed.content[0].text, new RegExp(`^${ida} `, 'm'));
+    assert.match(listed.content[0].text, new RegExp(`^Warning: restore point ${idb} is not listed: .*damaged`, 'm'));
+    const cli = await ak('restore-point', 'list', '--target', `dir:${machine}`);
+    assert.match(cli.stderr, new RegExp(`warning: .*${idb}`));
+  });
 });
