@@ -455,8 +455,8 @@ export class ObjectStore {
    * the old pack stays as it is). A pack whose index does not check is left alone.
    * An object kept once counts once: one that is a file of its own (`loose`) or in another pack too
    * (a rewrite killed after its new pack was renamed in, before the old one was removed) is needed
-   * only in one place. The packs are taken by how many kept objects they hold, most first (ties by
-   * file name), and each keeps only the kept objects no earlier pack (and no object file) holds, so
+   * only in one place. The packs are taken by how many kept objects they hold, most first (ties: the
+   * smaller pack, then the file name), and each keeps only the kept objects no earlier pack (and no object file) holds, so
    * exactly one copy of each stays and the redundant pack is deleted or rewritten smaller.
    */
   private async sweepPacks(keep: Set<string>, loose: Set<string>): Promise<{ freedBytes: number; removed: number }> {
@@ -476,7 +476,11 @@ export class ObjectStore {
       const all = packEntries(p);
       listed.push({ p, all, live: all.reduce((k, o) => k + (keep.has(o.hash) ? 1 : 0), 0) });
     }
-    listed.sort((a, b) => b.live - a.live || (a.p.file < b.p.file ? -1 : a.p.file > b.p.file ? 1 : 0));
+    // most kept objects first; then the one with less garbage (no rewrite needed when it holds only kept ones)
+    listed.sort(
+      (a, b) =>
+        b.live - a.live || a.all.length - b.all.length || (a.p.file < b.p.file ? -1 : a.p.file > b.p.file ? 1 : 0),
+    );
     const held = new Set(loose);
     for (const { p, all } of listed) {
       const kept = all.filter((o) => keep.has(o.hash) && !held.has(o.hash));
