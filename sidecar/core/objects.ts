@@ -28,7 +28,7 @@ import * as path from 'node:path';
 import { AgentKeepError } from './errors';
 import { diskFullError, isErrno, isNoSpace } from './fsutil';
 import { pidAlive } from './lock';
-import { packEntries, packSetOf, PackWriter, readPackIndex, type PackSet } from './packs';
+import { packEntries, packSetOf, PackWriter, readPackIndex, type PackIndex, type PackSet } from './packs';
 
 export { PackWriter } from './packs';
 
@@ -50,13 +50,27 @@ export const OBJECT_MODE = 0o400;
  */
 export const PACK_MIN_OBJECTS = 512;
 
+/** Invalid `AGENTKEEP_PACK_MIN_OBJECTS` values already warned about (once each per process). */
+const warnedPackMin = new Set<string>();
+
 /**
  * The pack threshold in effect: PACK_MIN_OBJECTS, or `AGENTKEEP_PACK_MIN_OBJECTS` (a whole number
- * >= 1; for tests that run the fault suites with every create packed).
+ * >= 1 written as digits; for tests that run the fault suites with every create packed). Any other
+ * value (0, -1, abc, 1e3, " 5") is not used: a warning naming the variable, the value and the
+ * default used instead goes to stderr once per value.
  */
 export function packMinObjects(): number {
-  const v = Number(process.env.AGENTKEEP_PACK_MIN_OBJECTS);
-  return Number.isInteger(v) && v >= 1 ? v : PACK_MIN_OBJECTS;
+  const raw = process.env.AGENTKEEP_PACK_MIN_OBJECTS;
+  if (raw === undefined || raw === '') return PACK_MIN_OBJECTS;
+  if (/^[0-9]+$/.test(raw) && Number(raw) >= 1 && Number.isSafeInteger(Number(raw))) return Number(raw);
+  if (!warnedPackMin.has(raw)) {
+    warnedPackMin.add(raw);
+    process.stderr.write(
+      `agentkeep: warning: AGENTKEEP_PACK_MIN_OBJECTS=${JSON.stringify(raw)} is not a whole number >= 1 ` +
+        `(digits only); using the default ${PACK_MIN_OBJECTS}.\n`,
+    );
+  }
+  return PACK_MIN_OBJECTS;
 }
 
 /** Result of storing one file. */
@@ -184,6 +198,17 @@ export class ObjectStore {
    */
   hasSync(hash: string): boolean {
     return existsSync(this.pathOf(hash)) || !!this.packs.locate(hash);
+  }
+
+  /**
+   * Whether the object exists and, when it is in a pack, whether its bytes there match its sha256
+   * (read and hashed: the check a restore makes before it writes anything, so a damaged pack fails
+   * it with the tree untouched). An object file of its own is only checked to exist (not re-hashed).
+   * @param hash sha256 hex of the object
+   * @throws AgentKeepError CorruptSnapshot when a pack holds the object with other bytes
+   */
+  verifySync(hash: string): boolean {
+    return existsSync(this.pathOf(hash)) || !!this.packs.readSync(hash);
   }
 
   /**
@@ -391,6 +416,8 @@ export class ObjectStore {
     let freedBytes = 0;
     let removed = 0;
     let fanouts: string[];
+    /** Kept objects that are files of their own (a pack's copy of one is not needed). */
+    const loose = new Set<string>();
     try {
       fanouts = await fs.readdir(this.dir);
     } catch (e) {
@@ -404,7 +431,10 @@ export class ObjectStore {
       }
       if (!/^[0-9a-f]{2}$/.test(fo)) continue;
       for (const n of await fs.readdir(path.join(this.dir, fo))) {
-        if (keep.has(n)) continue;
+        if (keep.has(n)) {
+          loose.add(n);
+          continue;
+        }
         const p = path.join(this.dir, fo, n);
         const st = await fs.lstat(p).catch(() => undefined);
         await fs.rm(p, { force: true });
@@ -414,7 +444,7 @@ export class ObjectStore {
         }
       }
     }
-    const packed = await this.sweepPacks(keep);
+    const packed = await this.sweepPacks(keep, loose);
     return { freedBytes: freedBytes + packed.freedBytes, removed: removed + packed.removed };
   }
 
@@ -423,8 +453,13 @@ export class ObjectStore {
    * written again with only those (the new pack is in place before the old one is removed, so a
    * crash in between leaves both, never neither; when the rewrite fails, e.g. on a full file system,
    * the old pack stays as it is). A pack whose index does not check is left alone.
+   * An object kept once counts once: one that is a file of its own (`loose`) or in another pack too
+   * (a rewrite killed after its new pack was renamed in, before the old one was removed) is needed
+   * only in one place. The packs are taken by how many kept objects they hold, most first (ties: the
+   * smaller pack, then the file name), and each keeps only the kept objects no earlier pack (and no object file) holds, so
+   * exactly one copy of each stays and the redundant pack is deleted or rewritten smaller.
    */
-  private async sweepPacks(keep: Set<string>): Promise<{ freedBytes: number; removed: number }> {
+  private async sweepPacks(keep: Set<string>, loose: Set<string>): Promise<{ freedBytes: number; removed: number }> {
     let freedBytes = 0;
     let removed = 0;
     let names: string[];
@@ -434,11 +469,22 @@ export class ObjectStore {
       if (isErrno(e, 'ENOENT')) return { freedBytes, removed };
       throw e;
     }
-    for (const n of names) {
+    const listed: Array<{ p: PackIndex; all: ReturnType<typeof packEntries>; live: number }> = [];
+    for (const n of names.sort()) {
       const p = readPackIndex(path.join(this.dir, 'pack', n));
       if (!p) continue;
       const all = packEntries(p);
-      const kept = all.filter((o) => keep.has(o.hash));
+      listed.push({ p, all, live: all.reduce((k, o) => k + (keep.has(o.hash) ? 1 : 0), 0) });
+    }
+    // most kept objects first; then the one with less garbage (no rewrite needed when it holds only kept ones)
+    listed.sort(
+      (a, b) =>
+        b.live - a.live || a.all.length - b.all.length || (a.p.file < b.p.file ? -1 : a.p.file > b.p.file ? 1 : 0),
+    );
+    const held = new Set(loose);
+    for (const { p, all } of listed) {
+      const kept = all.filter((o) => keep.has(o.hash) && !held.has(o.hash));
+      for (const o of kept) held.add(o.hash);
       if (kept.length === all.length) continue;
       if (kept.length) {
         // a rewrite that fails (e.g. a full file system: prune must still work) keeps the old pack

@@ -16,12 +16,15 @@
  * directory is fsynced) before the manifest that names its objects is written: a pack either is
  * complete or does not exist under `pack/`. A file there whose trailer or index does not check is
  * ignored (its objects count as missing, so the restore points naming them are CorruptSnapshot).
+ * Every object read out of a pack is checked against its sha256 (readSync): bytes damaged inside the
+ * object area (trailer and index intact) are a CorruptSnapshot too, never restored as they are.
  * Objects are read from a pack by offset; the index stays one Buffer per pack (binary search, no
  * object per entry: at 100,000 objects it is 4.4 MB).
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, hash as oneShotHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { AgentKeepError } from './errors';
 import { fsyncDir, isErrno } from './fsutil';
 
 const MAGIC = Buffer.from('AKPACK01');
@@ -178,7 +181,11 @@ export class PackSet {
     return this.refresh() ? this.find(raw) : undefined;
   }
 
-  /** The bytes of packed object `hash`, or undefined when no pack holds it. */
+  /**
+   * The bytes of packed object `hash` (hex), checked against their sha256; undefined when no pack
+   * holds it.
+   * @throws AgentKeepError CorruptSnapshot when the bytes read do not hash to `hash` (a damaged pack)
+   */
   readSync(hash: string): Buffer | undefined {
     for (let tries = 0; tries < 2; tries++) {
       const slot = this.locate(hash);
@@ -204,10 +211,21 @@ export class PackSet {
       } finally {
         fs.closeSync(fd);
       }
+      // objects in a pack are at most SMALL_FILE_LIMIT (1 MiB): one crypto.hash call, no Hash object
+      if (oneShotHash('sha256', buf, 'hex') !== hash) throw damagedError(hash, slot.file);
       return buf;
     }
     return undefined;
   }
+}
+
+/** The error for a packed object whose bytes do not match its hash (CorruptSnapshot, as a missing object). */
+export function damagedError(hash: string, file: string): AgentKeepError {
+  return new AgentKeepError(
+    'CorruptSnapshot',
+    `Stored object ${hash.slice(0, 12)}… in pack ${file} is damaged (its bytes do not match its sha256); the restore point is damaged.`,
+    'Pick another restore point, or delete this one.',
+  );
 }
 
 /** One PackSet per object store directory in this process (the object store and the tree reader share it). */

@@ -12,7 +12,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
 import { resolveTarget } from '../../sidecar/core/target';
-import { PACK_MIN_OBJECTS, SMALL_FILE_LIMIT } from '../../sidecar/core/objects';
+import { PACK_MIN_OBJECTS, packMinObjects, SMALL_FILE_LIMIT } from '../../sidecar/core/objects';
 import { packEntries, readPackIndex } from '../../sidecar/core/packs';
 import { buildSidecar, runSidecar } from './helpers/sidecar';
 import { describeTree, pseudoRandom, put, tempSetup } from './dir-fixtures';
@@ -133,6 +133,119 @@ describe('dir backend: packs of small objects (issue 14)', function () {
     assert.equal(r.code, 1, r.stdout + r.stderr);
     assert.match(r.stderr, /missing|damaged/);
     assert.deepEqual(describeTree(s.tree), before);
+  });
+
+  it('bytes flipped inside a pack’s object area (index and trailer intact) make the restore CorruptSnapshot, tree untouched', async () => {
+    const core = new Core({ stateDir: s.state });
+    const rp = await core.createRestorePoint({ target: s.target, stores: [] });
+    const [p] = packs();
+    // the object holding d1/f1.txt's content: flip its first byte (the index still checks)
+    const slot = packEntries(readPackIndex(p)!).find((o) => o.hash === sha('file 1\nfile 1\n'))!;
+    fs.chmodSync(p, 0o600);
+    const fd = fs.openSync(p, 'r+');
+    fs.writeSync(fd, Buffer.from([('f'.charCodeAt(0) ^ 0xff) & 0xff]), 0, 1, slot.offset);
+    fs.closeSync(fd);
+    assert.ok(readPackIndex(p), 'trailer and index still check');
+    fs.rmSync(path.join(s.tree, 'd1'), { recursive: true });
+    fs.writeFileSync(path.join(s.tree, 'd2/f2.txt'), 'changed\n');
+    const before = describeTree(s.tree);
+    // in this process and in a fresh one: never exit 0 with the wrong bytes written
+    await assert.rejects(
+      new Core({ stateDir: s.state }).restoreRestorePoint({ target: s.target, id: rp.id, scope: 'both' }),
+      (e: Error & { kind?: string }) => e.kind === 'CorruptSnapshot' && /damaged/.test(e.message),
+    );
+    assert.deepEqual(describeTree(s.tree), before);
+    const r = await runSidecar([
+      'restore-point',
+      'restore',
+      rp.id,
+      '--target',
+      s.target,
+      '--state-dir',
+      s.state,
+      '--scope',
+      'both',
+      '--yes',
+    ]);
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    assert.match(r.stderr, /damaged/);
+    assert.deepEqual(describeTree(s.tree), before);
+    // reading that file of the restore point fails the same way (never the flipped bytes)
+    await assert.rejects(
+      new Core({ stateDir: s.state }).readRestorePointFile({ target: s.target, id: rp.id, path: 'd1/f1.txt' }),
+      (e: Error & { kind?: string }) => e.kind === 'CorruptSnapshot',
+    );
+  });
+
+  it('gc: a pack left twice (a rewrite killed before the old pack was removed) is reduced to one copy', async () => {
+    const core = new Core({ stateDir: s.state });
+    const first = await core.createRestorePoint({ target: s.target, stores: [] });
+    const v1 = describeTree(s.tree);
+    for (let i = 0; i < N; i++)
+      if (i % 12 !== 0) fs.writeFileSync(path.join(s.tree, `d${i % 12}/f${i}.txt`), `v2 ${i}\n`);
+    const second = await core.createRestorePoint({ target: s.target, stores: [] });
+    const v2 = describeTree(s.tree);
+    assert.equal(packs().length, 2);
+    // the state a killed rewrite leaves: the same objects in a second pack under another name
+    for (const p of packs()) fs.copyFileSync(p, path.join(packDir(), `${'0'.repeat(31)}${path.basename(p)[0]}.pack`));
+    assert.equal(packs().length, 4);
+    const third = await core.createRestorePoint({ target: s.target, stores: [] }); // nothing new: no pack
+    assert.equal(packs().length, 4);
+    // a prune that deletes nothing still collects: each object is kept exactly once
+    await new Core({ stateDir: s.state }).deleteRestorePoint({ target: s.target, id: third.id });
+    const count = new Map<string, number>();
+    for (const f of packs())
+      for (const o of packEntries(readPackIndex(f)!)) count.set(o.hash, (count.get(o.hash) ?? 0) + 1);
+    for (const [h, n] of count) assert.equal(n, 1, `object ${h.slice(0, 8)} is in ${n} packs`);
+    const refs = referencedObjects(s.state);
+    for (const h of refs) assert.ok(count.has(h) || storedObjects(s.state).includes(h), `kept ${h.slice(0, 8)}`);
+    assert.equal(packs().length, 2, 'the two copies are gone');
+    for (const [rp, tree] of [
+      [first, v1],
+      [second, v2],
+    ] as const) {
+      put(s.tree, 'junk.txt', 'junk');
+      await new Core({ stateDir: s.state }).restoreRestorePoint({ target: s.target, id: rp.id, scope: 'both' });
+      assert.deepEqual(describeTree(s.tree), tree);
+    }
+    // a later collection (deleting the first) keeps one copy still, and the second restores as it was
+    await new Core({ stateDir: s.state }).deleteRestorePoint({ target: s.target, id: first.id });
+    const again = new Map<string, number>();
+    for (const f of packs())
+      for (const o of packEntries(readPackIndex(f)!)) again.set(o.hash, (again.get(o.hash) ?? 0) + 1);
+    for (const [h, n] of again) assert.equal(n, 1, `object ${h.slice(0, 8)} is in ${n} packs`);
+    put(s.tree, 'junk.txt', 'junk');
+    await new Core({ stateDir: s.state }).restoreRestorePoint({ target: s.target, id: second.id, scope: 'both' });
+    assert.deepEqual(describeTree(s.tree), v2);
+  });
+
+  it('AGENTKEEP_PACK_MIN_OBJECTS: a whole number >= 1 is used; any other value warns once on stderr and the default is used', () => {
+    const saved = process.env.AGENTKEEP_PACK_MIN_OBJECTS;
+    const write = process.stderr.write.bind(process.stderr);
+    const said: string[] = [];
+    process.stderr.write = ((chunk: string | Uint8Array) => (said.push(String(chunk)), true)) as typeof write;
+    try {
+      process.env.AGENTKEEP_PACK_MIN_OBJECTS = '7';
+      assert.equal(packMinObjects(), 7);
+      delete process.env.AGENTKEEP_PACK_MIN_OBJECTS;
+      assert.equal(packMinObjects(), PACK_MIN_OBJECTS);
+      assert.equal(said.length, 0, said.join(''));
+      for (const v of ['0', '-1', 'abc', '1e3', ' 5']) {
+        process.env.AGENTKEEP_PACK_MIN_OBJECTS = v;
+        assert.equal(packMinObjects(), PACK_MIN_OBJECTS, v);
+        assert.equal(packMinObjects(), PACK_MIN_OBJECTS, v);
+      }
+    } finally {
+      process.stderr.write = write;
+      if (saved === undefined) delete process.env.AGENTKEEP_PACK_MIN_OBJECTS;
+      else process.env.AGENTKEEP_PACK_MIN_OBJECTS = saved;
+    }
+    assert.equal(said.length, 5, said.join(''));
+    for (const [k, v] of ['0', '-1', 'abc', '1e3', ' 5'].entries()) {
+      assert.match(said[k], /AGENTKEEP_PACK_MIN_OBJECTS/);
+      assert.ok(said[k].includes(JSON.stringify(v)), said[k]);
+      assert.match(said[k], new RegExp(`default ${PACK_MIN_OBJECTS}`));
+    }
   });
 
   it('a pack temp of a dead writer is swept; a create failing after its pack leaves neither pack nor temp', async () => {

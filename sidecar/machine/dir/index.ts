@@ -457,12 +457,12 @@ export class DirBackend implements MachineBackend {
       const c = curMap.get(e.p);
       return !c || (c !== e && !sameEntry(c, e));
     });
-    // (synchronously, one access(2) each or a pack's index: a thread-pool round trip per object cost more than the
-    // check; yielding to the event loop every 8 ms, so a signal is still seen)
+    // (synchronously, one access(2) each, or a packed object read and checked against its sha256, so a damaged
+    // pack fails here with the tree untouched: a thread-pool round trip per object cost more than the check; yielding to the event loop every 8 ms, so a signal is still seen)
     let checked = Date.now();
     for (const e of writes) {
       if (e.t !== 'f' || (curMap.get(e.p)?.t === 'f' && curMap.get(e.p)?.h === e.h)) continue;
-      if (!this.ctx.objects.hasSync(e.h as string)) throw this.ctx.objects.missing(e.h as string);
+      if (!this.ctx.objects.verifySync(e.h as string)) throw this.ctx.objects.missing(e.h as string);
       if (Date.now() - checked > 8) {
         await new Promise((r) => setImmediate(r));
         checked = Date.now();

@@ -132,7 +132,14 @@ function treeRows(objectsDir: string, hash: string, what: string, parsed?: Map<s
   } catch (e) {
     if (!isErrno(e, 'ENOENT')) throw e;
     // not a file of its own: in a pack (a create that stored many objects at once, core/packs.ts)
-    const packed = packSetOf(objectsDir).readSync(hash);
+    let packed: Buffer | undefined;
+    try {
+      packed = packSetOf(objectsDir).readSync(hash); // checked against its sha256
+    } catch (err) {
+      if (err instanceof AgentKeepError && err.kind === 'CorruptSnapshot')
+        throw bad(what, `tree object ${hash.slice(0, 12)}… is damaged (its bytes do not match its sha256)`);
+      throw err;
+    }
     if (!packed) throw bad(what, `tree object ${hash.slice(0, 12)}… is missing`);
     text = packed.toString('utf8');
   }
