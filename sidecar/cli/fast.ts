@@ -69,6 +69,7 @@ export function fastPath(argv: readonly string[], env: NodeJS.ProcessEnv = proce
   const agent = last('--agent');
   const target = last('--target');
   const stores = opts.get('--store') ?? [];
+  if (last('--state-dir') === '') return undefined; // the full CLI's usage error
   let stateDir: string;
   try {
     // the CLI's coreOpts + resolveStateDir (a relative one is the full CLI's error)

@@ -163,9 +163,20 @@ interface CreateOpts {
   reuse?: boolean;
 }
 
+/**
+ * The core options of a command: its --state-dir as given (AGENTKEEP_STATE_DIR is read by the core's
+ * resolveStateDir, so an error names where the value came from).
+ * @throws UsageError (exit 2) for an empty --state-dir
+ */
 function coreOpts(cmd: Command): CoreOptions {
   const g = cmd.optsWithGlobals<{ stateDir?: string }>();
-  return { stateDir: g.stateDir ?? process.env.AGENTKEEP_STATE_DIR ?? undefined };
+  if (g.stateDir === '')
+    throw new UsageError(
+      'InvalidParams',
+      'Invalid --state-dir: it is empty.',
+      'Give an absolute path, e.g. --state-dir /home/me/.local/state/agentkeep, or leave the option out for the default.',
+    );
+  return { stateDir: g.stateDir };
 }
 
 /**
@@ -261,7 +272,7 @@ function program(ctx: Ctx): Command {
 
   // the state dir of the command about to run, for the commands printed in its output and errors
   root.hook('preAction', (_root, action) => {
-    ctx.stateDir = coreOpts(action).stateDir;
+    ctx.stateDir = coreOpts(action).stateDir ?? (process.env.AGENTKEEP_STATE_DIR || undefined);
   });
 
   const rp = root.command('restore-point').description('create, list, restore and delete restore points');
@@ -1475,7 +1486,9 @@ function program(ctx: Ctx): Command {
         const listenHandoff = (): void => {
           // eslint-disable-next-line @typescript-eslint/no-require-imports
           const { listenHookHandoff } = require('../hooks/handoffServer') as typeof import('../hooks/handoffServer');
-          void listenHookHandoff(resolveStateDir(base.stateDir), lastSnapshots, (m) => ctx.io.err(m));
+          void listenHookHandoff(resolveStateDir(base.stateDir), lastSnapshots, (m) => ctx.io.err(m)).then((h) => {
+            if (process.env.AGENTKEEP_DEBUG) ctx.io.err(h ? `hook hand-off on ${h.path}` : 'no hook hand-off');
+          });
         };
         // the servers (vscode-languageserver, ws) are loaded for `serve` only, not on every CLI start
         if (o.stdio) {

@@ -281,6 +281,15 @@ describe('agentkeep CLI (real bin on real trees)', function () {
     assert.equal(list[0].id, id);
   });
 
+  it('an empty --state-dir is a usage error; a relative AGENTKEEP_STATE_DIR is named as the env var', async () => {
+    const empty = await runSidecar(['restore-point', 'list', '--target', target, '--state-dir', '']);
+    assert.equal(empty.code, 2, empty.stderr);
+    assert.match(empty.stderr, /Invalid --state-dir: it is empty/);
+    const rel = await runSidecar(['restore-point', 'list', '--target', target], { AGENTKEEP_STATE_DIR: 'rel' });
+    assert.equal(rel.code, 1, rel.stderr);
+    assert.match(rel.stderr, /State dir "rel" \(from AGENTKEEP_STATE_DIR\) is not an absolute path/);
+  });
+
   it('memory list --json: stores with kind, file, entries {id, text}, usage {chars, limit}', async () => {
     const r = await json('memory', 'list', '--store', store);
     assert.ok(Array.isArray(r.stores));
