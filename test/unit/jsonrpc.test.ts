@@ -240,7 +240,9 @@ describe('JSON-RPC 2.0 conformance: agentkeep serve --stdio', function () {
     await fs.mkdir(path.join(tmp, 'agent'));
   });
   afterEach(async () => {
-    await fs.rm(tmp, { recursive: true, force: true });
+    // this hook runs before conformance()'s own afterEach closes the server, and a server that just
+    // started may still be making its hook hand-off folder (<state>/hooks/handoff): retry on ENOTEMPTY
+    await fs.rm(tmp, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
   });
   conformance(async () => {
     const child = startSidecar(['serve', '--stdio'], { AGENTKEEP_STATE_DIR: path.join(tmp, 'state') });
