@@ -9,6 +9,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { AgentKeepError } from './errors';
 import { isErrno, throwIfAborted } from './fsutil';
+import { pidAlive } from './pid';
+
+export { pidAlive };
 
 /** Content of a lock file. */
 export interface LockInfo {
@@ -20,17 +23,6 @@ export interface LockInfo {
   op: string;
   /** Random token, to tell our lock from a later one. */
   token: string;
-}
-
-/** Whether process `pid` is alive on this host (EPERM counts as alive). */
-export function pidAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return isErrno(e, 'EPERM');
-  }
 }
 
 async function readLock(file: string): Promise<LockInfo | undefined> {

@@ -1,5 +1,5 @@
 /**
- * The hook's hand-off, client side (loaded by the hook's fast path, ./entry.ts: node built-ins only).
+ * The hook's hand-off, client side (loaded by the hook's fast path, ./entry.ts: node built-ins and the import-free ../core/pid.ts only).
  * A shell hook is a new process per tool call, so its restore point walks the whole `dir:` target;
  * a long-running sidecar of the same state dir (`agentkeep mcp`, `agentkeep serve`) keeps the change
  * journal (docs/dir-backend.md) and listens on `<stateDir>/hooks/handoff/<pid>.sock` (a Unix socket,
@@ -27,6 +27,7 @@
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
+import { pidAlive } from '../core/pid';
 
 /** A hook call handed to a server. */
 export interface HandoffRequest {
@@ -107,15 +108,6 @@ export const ACCEPT_TIMEOUT_MS = 1000;
 /** Whether AGENTKEEP_HOOK_HANDOFF turns the hand-off off (0, false, off, no). */
 export function handoffOffByEnv(env: NodeJS.ProcessEnv = process.env): boolean {
   return /^(0|false|off|no)$/i.test(env.AGENTKEEP_HOOK_HANDOFF ?? '');
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** Whether `dir` is a real folder of this user that nobody else may enter (a server's socket in it is ours). */
@@ -210,7 +202,7 @@ export async function handOff(
   for (const n of names) {
     const sock = path.join(dir, n);
     const pid = Number(n.slice(0, -'.sock'.length));
-    if (!alive(pid)) {
+    if (!pidAlive(pid)) {
       fs.rmSync(sock, { force: true });
       why.push(`${n}: its process is gone (removed)`);
       continue;

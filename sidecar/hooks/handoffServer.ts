@@ -11,6 +11,7 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { hookMain, type HookFull, type HookIO } from './entry';
+import { pidAlive } from '../core/pid';
 import { ensureStateDir, StateLayout } from '../core/state';
 import {
   handoffDir,
@@ -35,15 +36,6 @@ export interface HandoffServer {
   path: string;
   /** Stop listening and remove the socket, wait for the calls in flight to answer, drop other connections */
   close(): Promise<void>;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** A call the server does not take (its hook does the work itself): the refusal's `why`. */
@@ -86,7 +78,7 @@ export async function listenHookHandoff(
     fs.chmodSync(dir, 0o700);
     if (!privateDir(dir)) throw new Error('it is not a folder of this user only');
     for (const n of fs.readdirSync(dir))
-      if (/^\d+\.sock$/.test(n) && (Number(n.slice(0, -5)) === process.pid || !alive(Number(n.slice(0, -5)))))
+      if (/^\d+\.sock$/.test(n) && (Number(n.slice(0, -5)) === process.pid || !pidAlive(Number(n.slice(0, -5)))))
         fs.rmSync(path.join(dir, n), { force: true });
   } catch (e) {
     log(`agentkeep: hook hand-off off: cannot prepare ${dir}: ${(e as Error).message}`);

@@ -63,6 +63,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { pidAlive } from '../../core/pid';
 
 /** What changed since the journal's base: target-relative POSIX paths ('' = the root). */
 export interface Changed {
@@ -294,7 +295,7 @@ export class ChangeJournal {
     for (const n of fs.readdirSync(this.barrierDir)) fs.rmSync(path.join(this.barrierDir, n), { force: true });
     // folders of processes that are gone, and barrier files an older version left in the base
     for (const n of fs.readdirSync(this.barrierBase))
-      if (n.startsWith('b-') || (/^\d+$/.test(n) && Number(n) !== process.pid && !processAlive(Number(n))))
+      if (n.startsWith('b-') || (/^\d+$/.test(n) && Number(n) !== process.pid && !pidAlive(Number(n))))
         fs.rmSync(path.join(this.barrierBase, n), { recursive: true, force: true });
     const w = new Worker(WORKER_CODE, {
       eval: true,
@@ -515,16 +516,6 @@ export function mountsUnder(root: string): string {
     if (p === real || p.startsWith(real.endsWith('/') ? real : real + '/')) out.push(p);
   }
   return out.sort().join('\n');
-}
-
-/** Whether a process with this pid exists (signal 0; EPERM: it exists, owned by another user). */
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 const journals = new Map<string, ChangeJournal>();
