@@ -30,44 +30,13 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Core } from '../sidecar/core/core';
 import { closeJournals, existingJournal } from '../sidecar/machine/dir/journal';
-import { median, rng, time } from './lib';
+import { generate, median, mutate, time } from './lib';
 
 const SIZES = (process.env.BENCH_SIZES ?? '1000,20000,100000').split(',').map(Number);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const BASE = process.env.BENCH_DIR ?? path.join(os.tmpdir(), 'agentkeep-dirspeed');
 const CLI = process.env.BENCH_CLI ?? path.join(__dirname, '..', 'out', 'sidecar.js');
 const OFF_ROW = process.env.BENCH_NO_JOURNAL_ROW !== '0';
-
-const dirOf = (i: number): string => `pkg${Math.floor(i / 5000)}/mod${Math.floor(i / 50) % 100}`;
-
-/** Write `n` small text files (about 200 bytes each, 50 per directory) and n/1000 binaries of 2 MiB under `root`. */
-function generate(root: string, n: number): void {
-  const rand = rng(n);
-  for (let i = 0; i < n; i++) {
-    const d = path.join(root, dirOf(i));
-    if (i % 50 === 0) fs.mkdirSync(d, { recursive: true });
-    fs.writeFileSync(path.join(d, `f${i}.txt`), `${i} ${rand().toString(36).repeat(12)}\n`);
-  }
-  fs.mkdirSync(path.join(root, 'blobs'), { recursive: true });
-  for (let i = 0; i < Math.max(1, Math.floor(n / 1000)); i++) {
-    const b = Buffer.alloc(2 << 20);
-    for (let k = 0; k < b.length; k += 4) b.writeUInt32LE((rand() * 2 ** 32) >>> 0, k);
-    fs.writeFileSync(path.join(root, 'blobs', `blob${i}.bin`), b);
-  }
-  fs.symlinkSync('pkg0/mod0', path.join(root, 'link-to-mod0'));
-}
-
-/** The small change of round `r`: edit 10 files, add 10, remove 10 (the same in every copy). */
-function mutate(root: string, n: number, r: number): void {
-  for (let k = 0; k < 10; k++) {
-    const i = (r * 97 + k * 31) % n;
-    const f = path.join(root, dirOf(i), `f${i}.txt`);
-    if (fs.existsSync(f)) fs.appendFileSync(f, `changed in round ${r}\n`);
-    fs.writeFileSync(path.join(root, dirOf((i * 7) % n), `new-${r}-${k}.txt`), `new ${r} ${k}\n`);
-    const j = (i + 7) % n;
-    fs.rmSync(path.join(root, dirOf(j), `f${j}.txt`), { force: true });
-  }
-}
 
 /** Every entry of a tree: path -> type, mode and sha256 (files) or link target (byte-identical check). */
 function describe(root: string): Map<string, string> {

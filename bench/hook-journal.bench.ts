@@ -12,8 +12,9 @@
  *   - MCP, journal off: the same server with AGENTKEEP_DIR_JOURNAL=0 (the full walk, no Node start);
  *   - shadow git: `git add -A && git commit -q` (separate GIT_DIR, gc.auto=0), the reference.
  * Each row has its own identical copy of the tree (small text files, 50 per directory, one 2 MiB
- * binary per 1,000 files: bench/dir-speed.bench.ts's shape) and its own state dir; every round makes
- * the same small change (10 files edited, 10 added, 10 removed) in every copy, then times each row
+ * binary per 1,000 files: bench/lib.ts generate(), as bench/dir-speed.bench.ts) and its own state
+ * dir; every round makes the same small change (bench/lib.ts mutate(): 10 files edited, 10 added, 10
+ * removed) in every copy, then times each row
  * once, rows interleaved round by round (load on a shared machine hits each alike), `sync` (untimed)
  * before each timed step. The MCP servers run with AGENTKEEP_DEBUG=1: the bench prints how each of
  * their creates scanned and fails when a journal-on create after the first walked the whole tree.
@@ -27,7 +28,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { buildAgentkeep, median, rng, time } from './lib';
+import { buildAgentkeep, generate, median, mutate, time } from './lib';
 
 const ROOT = path.resolve(__dirname, '..');
 const N = Number(process.env.BENCH_FILES ?? 20000);
@@ -35,37 +36,6 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10);
 const BASE = process.env.BENCH_DIR ?? path.join(os.tmpdir(), 'agentkeep-hookjournal');
 const SIDECAR = path.join(ROOT, 'out', 'sidecar.js');
 const HOOK = path.join(ROOT, 'out', 'hook.js');
-
-const dirOf = (i: number): string => `pkg${Math.floor(i / 5000)}/mod${Math.floor(i / 50) % 100}`;
-
-/** `n` small text files (about 200 bytes, 50 per directory), n/1000 binaries of 2 MiB and a symlink (dir-speed's tree). */
-function generate(root: string, n: number): void {
-  const rand = rng(n);
-  for (let i = 0; i < n; i++) {
-    const d = path.join(root, dirOf(i));
-    if (i % 50 === 0) fs.mkdirSync(d, { recursive: true });
-    fs.writeFileSync(path.join(d, `f${i}.txt`), `${i} ${rand().toString(36).repeat(12)}\n`);
-  }
-  fs.mkdirSync(path.join(root, 'blobs'), { recursive: true });
-  for (let i = 0; i < Math.max(1, Math.floor(n / 1000)); i++) {
-    const b = Buffer.alloc(2 << 20);
-    for (let k = 0; k < b.length; k += 4) b.writeUInt32LE((rand() * 2 ** 32) >>> 0, k);
-    fs.writeFileSync(path.join(root, 'blobs', `blob${i}.bin`), b);
-  }
-  fs.symlinkSync('pkg0/mod0', path.join(root, 'link-to-mod0'));
-}
-
-/** The small change of round `r`: edit 10 files, add 10, remove 10 (the same in every copy). */
-function mutate(root: string, n: number, r: number): void {
-  for (let k = 0; k < 10; k++) {
-    const i = (r * 97 + k * 31) % n;
-    const f = path.join(root, dirOf(i), `f${i}.txt`);
-    if (fs.existsSync(f)) fs.appendFileSync(f, `changed in round ${r}\n`);
-    fs.writeFileSync(path.join(root, dirOf((i * 7) % n), `new-${r}-${k}.txt`), `new ${r} ${k}\n`);
-    const j = (i + 7) % n;
-    fs.rmSync(path.join(root, dirOf(j), `f${j}.txt`), { force: true });
-  }
-}
 
 /** Hermes' pre_tool_call JSON for a terminal command. */
 function payload(command: string, id: string): string {

@@ -1,5 +1,7 @@
 /** Helpers shared by the benchmarks in bench/. */
 import { execSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 
 /**
  * Deterministic PRNG (mulberry32), so every run generates the same data.
@@ -35,8 +37,6 @@ export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Ma
  */
 export async function buildAgentkeep(root: string): Promise<void> {
   const { build } = await import('esbuild');
-  const { copyFileSync, chmodSync } = await import('node:fs');
-  const path = await import('node:path');
   const common = {
     absWorkingDir: root,
     bundle: true,
@@ -54,10 +54,49 @@ export async function buildAgentkeep(root: string): Promise<void> {
     build({ ...common, entryPoints: ['sidecar/hooks/entry.ts'], outfile: 'out/hook.js', minify: true, banner }),
     build({ ...common, entryPoints: ['sidecar/hooks/run.ts'], outfile: 'out/hook-full.js' }),
   ]);
-  chmodSync(path.join(root, 'out/sidecar.js'), 0o755);
-  chmodSync(path.join(root, 'out/hook.js'), 0o755);
-  copyFileSync(
+  fs.chmodSync(path.join(root, 'out/sidecar.js'), 0o755);
+  fs.chmodSync(path.join(root, 'out/hook.js'), 0o755);
+  fs.copyFileSync(
     path.join(root, 'node_modules/node-sqlite3-wasm/dist/node-sqlite3-wasm.wasm'),
     path.join(root, 'out/node-sqlite3-wasm.wasm'),
   );
+}
+
+/** The folder of file number `i` in generate()'s tree: 50 files per folder, 100 folders per package. */
+export const dirOf = (i: number): string => `pkg${Math.floor(i / 5000)}/mod${Math.floor(i / 50) % 100}`;
+
+/**
+ * The benches' tree (bench/dir-speed.bench.ts, bench/hook-journal.bench.ts): write `n` small text
+ * files (about 200 bytes each, 50 per directory, `pkgP/modM/fI.txt`), max(1, n/1000) binaries of
+ * 2 MiB under `blobs/` and a symlink `link-to-mod0` under `root`. Deterministic (seeded with `n`).
+ */
+export function generate(root: string, n: number): void {
+  const rand = rng(n);
+  for (let i = 0; i < n; i++) {
+    const d = path.join(root, dirOf(i));
+    if (i % 50 === 0) fs.mkdirSync(d, { recursive: true });
+    fs.writeFileSync(path.join(d, `f${i}.txt`), `${i} ${rand().toString(36).repeat(12)}\n`);
+  }
+  fs.mkdirSync(path.join(root, 'blobs'), { recursive: true });
+  for (let i = 0; i < Math.max(1, Math.floor(n / 1000)); i++) {
+    const b = Buffer.alloc(2 << 20);
+    for (let k = 0; k < b.length; k += 4) b.writeUInt32LE((rand() * 2 ** 32) >>> 0, k);
+    fs.writeFileSync(path.join(root, 'blobs', `blob${i}.bin`), b);
+  }
+  fs.symlinkSync('pkg0/mod0', path.join(root, 'link-to-mod0'));
+}
+
+/**
+ * The small change of round `r` in a generate() tree of `n` files: edit 10 files, add 10, remove 10
+ * (deterministic: the same in every copy).
+ */
+export function mutate(root: string, n: number, r: number): void {
+  for (let k = 0; k < 10; k++) {
+    const i = (r * 97 + k * 31) % n;
+    const f = path.join(root, dirOf(i), `f${i}.txt`);
+    if (fs.existsSync(f)) fs.appendFileSync(f, `changed in round ${r}\n`);
+    fs.writeFileSync(path.join(root, dirOf((i * 7) % n), `new-${r}-${k}.txt`), `new ${r} ${k}\n`);
+    const j = (i + 7) % n;
+    fs.rmSync(path.join(root, dirOf(j), `f${j}.txt`), { force: true });
+  }
 }
