@@ -8,7 +8,8 @@
  * `~/.cache/agentkeep/code-cache`: a directory of the user running the program (made 0700; used only
  * when it is a real directory owned by that user and not writable by others). One file per bundle
  * path and Node version: `<sha1(path, version, arch)>.bin` = a header line `agentkeep-code-cache 1 <sha1 of the source> <node
- * version> <arch> <sha1 of the payload>\n`, then V8's cached data. `AGENTKEEP_CODE_CACHE=off` turns it off.
+ * version> <arch> <sha1 of the payload>\n`, then V8's cached data. `AGENTKEEP_CODE_CACHE=off` (or 0, false, no) turns it off; a value not
+ * on/off-like, or a relative AGENTKEEP_CODE_CACHE_DIR, warns once on stderr (cache on / no cache).
  *
  * It never fails a command: a missing, unreadable, foreign, stale or corrupt cache file (checked by
  * the source hash and the payload hash before V8 sees it; V8 checks its own version and flags too)
@@ -27,12 +28,13 @@ import Module, { createRequire } from 'node:module';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vm from 'node:vm';
+import { envSwitch, warnBadEnv } from './core/envWarn';
 
 const MAGIC = 'agentkeep-code-cache 1';
 
 /** The cache directory to use, or undefined when none is safe (see the module doc). */
 export function codeCacheDir(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  if (env.AGENTKEEP_CODE_CACHE === 'off' || env.AGENTKEEP_CODE_CACHE === '0') return undefined;
+  if (!envSwitch(env, 'AGENTKEEP_CODE_CACHE', true, 'the code cache')) return undefined;
   let dir = env.AGENTKEEP_CODE_CACHE_DIR;
   if (!dir) {
     const base = env.XDG_CACHE_HOME && path.isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : undefined;
@@ -40,7 +42,10 @@ export function codeCacheDir(env: NodeJS.ProcessEnv = process.env): string | und
     if (!home) return undefined;
     dir = path.join(home, 'agentkeep', 'code-cache');
   }
-  if (!path.isAbsolute(dir)) return undefined;
+  if (!path.isAbsolute(dir)) {
+    warnBadEnv('AGENTKEEP_CODE_CACHE_DIR', dir, 'an absolute path', 'no code cache (the CLI is compiled afresh)');
+    return undefined;
+  }
   try {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     const st = fs.lstatSync(dir);

@@ -13,6 +13,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { warnBadEnv } from '../core/envWarn';
 import { parseHookPayload, PayloadError, type HookAgentKind, type HookCall } from './call';
 import { handOff, handoffOffByEnv } from './handoff';
 import { decide, type Verdict } from './verdict';
@@ -29,10 +30,17 @@ export interface HookArgs {
 /** How long a hook may take before it answers, in ms (below the 30 s timeout `hook install` sets; Hermes' default is 60 s). */
 export const DEFAULT_BUDGET_MS = 20_000;
 
-/** The budget in use: AGENTKEEP_HOOK_BUDGET_MS (tests), else DEFAULT_BUDGET_MS. */
-export function hookBudgetMs(env: NodeJS.ProcessEnv = process.env): number {
-  const v = Number(env.AGENTKEEP_HOOK_BUDGET_MS);
-  return Number.isFinite(v) && v > 0 ? v : DEFAULT_BUDGET_MS;
+/**
+ * The budget in use, in ms: AGENTKEEP_HOOK_BUDGET_MS (a number > 0; tests), else DEFAULT_BUDGET_MS.
+ * Any other set value (abc, 0, -5) warns once on `warn` (default stderr) and the default is used.
+ */
+export function hookBudgetMs(env: NodeJS.ProcessEnv = process.env, warn?: (line: string) => void): number {
+  const raw = env.AGENTKEEP_HOOK_BUDGET_MS;
+  if (raw === undefined || raw === '') return DEFAULT_BUDGET_MS;
+  const v = Number(raw);
+  if (raw.trim() !== '' && Number.isFinite(v) && v > 0) return v;
+  warnBadEnv('AGENTKEEP_HOOK_BUDGET_MS', raw, 'a number of milliseconds > 0', `the default ${DEFAULT_BUDGET_MS}`, warn);
+  return DEFAULT_BUDGET_MS;
 }
 
 /** What the hook writes to; replaceable in tests. */
@@ -123,6 +131,25 @@ export function agentHomes(args: HookArgs, env: NodeJS.ProcessEnv = process.env)
   return homes;
 }
 
+/** The longest the hook waits for the agent's JSON on stdin to end, in ms (less when the budget is smaller). */
+export const STDIN_MAX_MS = 5000;
+
+/**
+ * The line for a call whose stdin did not end within `readMs` (and what arrived is not a whole call):
+ * the hook's budget (AGENTKEEP_HOOK_BUDGET_MS) ran out, or stdin stayed open for STDIN_MAX_MS.
+ */
+function stdinTimedOut(readMs: number, budget: number, text: string): string {
+  const got = Buffer.byteLength(text);
+  const why =
+    readMs < STDIN_MAX_MS
+      ? `the hook's time budget (${budget} ms, AGENTKEEP_HOOK_BUDGET_MS) ran out while reading stdin`
+      : `stdin did not end within ${readMs} ms`;
+  return (
+    `${why} (${got ? `${got} bytes arrived, not a whole call` : 'nothing arrived'}); the tool call goes ahead ` +
+    `without a restore point.${readMs < STDIN_MAX_MS ? ` Unset AGENTKEEP_HOOK_BUDGET_MS or give it more (default ${DEFAULT_BUDGET_MS}).` : ''}`
+  );
+}
+
 /** stdin of this process, read to the end (or until `timeoutMs`: then what arrived). */
 export function processStdin(timeoutMs: number): Promise<string> {
   return new Promise((resolve) => {
@@ -164,14 +191,18 @@ export async function hookMain(
     );
     return 0;
   }
-  const budget = hookBudgetMs(env);
-  const text = await io.readStdin(Math.min(budget, 5000));
+  const budget = hookBudgetMs(env, io.err);
+  const readMs = Math.min(budget, STDIN_MAX_MS);
+  const readStart = Date.now();
+  const text = await io.readStdin(readMs);
   let call: HookCall | null;
   try {
     call = parseHookPayload(text);
   } catch (e) {
     if (!(e instanceof PayloadError)) throw e;
-    io.err(`agentkeep hook: ${e.message}; the tool call goes ahead without a restore point.`);
+    // readStdin gives what arrived when its time is up: unparsable then means "too slow", not "bad"
+    if (Date.now() - readStart >= readMs) io.err(`agentkeep hook: ${stdinTimedOut(readMs, budget, text)}`);
+    else io.err(`agentkeep hook: ${e.message}; the tool call goes ahead without a restore point.`);
     return 0;
   }
   if (!call) return 0;

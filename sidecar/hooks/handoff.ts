@@ -1,5 +1,6 @@
 /**
- * The hook's hand-off, client side (loaded by the hook's fast path, ./entry.ts: node built-ins and the import-free ../core/pid.ts only).
+ * The hook's hand-off, client side (loaded by the hook's fast path, ./entry.ts: node built-ins and the import-free ../core/pid.ts and
+ * ../core/envWarn.ts only).
  * A shell hook is a new process per tool call, so its restore point walks the whole `dir:` target;
  * a long-running sidecar of the same state dir (`agentkeep mcp`, `agentkeep serve`) keeps the change
  * journal (docs/dir-backend.md) and listens on `<stateDir>/hooks/handoff/<pid>.sock` (a Unix socket,
@@ -27,6 +28,7 @@
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
+import { envSwitch } from '../core/envWarn';
 import { pidAlive } from '../core/pid';
 
 /** A hook call handed to a server. */
@@ -105,9 +107,12 @@ export function handoffDir(stateDir: string): string {
  */
 export const ACCEPT_TIMEOUT_MS = 1000;
 
-/** Whether AGENTKEEP_HOOK_HANDOFF turns the hand-off off (0, false, off, no). */
+/**
+ * Whether AGENTKEEP_HOOK_HANDOFF turns the hand-off off (0, false, off, no; 1, true, on, yes or unset:
+ * on). Any other value warns once on stderr and the hand-off stays on.
+ */
 export function handoffOffByEnv(env: NodeJS.ProcessEnv = process.env): boolean {
-  return /^(0|false|off|no)$/i.test(env.AGENTKEEP_HOOK_HANDOFF ?? '');
+  return !envSwitch(env, 'AGENTKEEP_HOOK_HANDOFF', true, 'the hook hand-off');
 }
 
 /** Whether `dir` is a real folder of this user that nobody else may enter (a server's socket in it is ours). */

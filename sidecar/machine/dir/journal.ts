@@ -63,6 +63,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { envSwitch } from '../../core/envWarn';
 import { pidAlive } from '../../core/pid';
 
 /** What changed since the journal's base: target-relative POSIX paths ('' = the root). */
@@ -546,7 +547,10 @@ export function closeJournals(): void {
   journals.clear();
 }
 
-/** Whether the change journal is turned off by AGENTKEEP_DIR_JOURNAL=0 (or false, off, no). */
+/**
+ * Whether the change journal is turned off by AGENTKEEP_DIR_JOURNAL=0 (or false, off, no; 1, true, on,
+ * yes or unset: on). Any other value warns once on stderr and the journal stays on.
+ */
 export function journalOffByEnv(env: NodeJS.ProcessEnv = process.env): boolean {
-  return /^(0|false|off|no)$/i.test(env.AGENTKEEP_DIR_JOURNAL ?? '');
+  return !envSwitch(env, 'AGENTKEEP_DIR_JOURNAL', true, 'the change journal');
 }

@@ -3,11 +3,13 @@
  * from the TypeScript sources and from the esbuild bundle) lstat slices of a path list while the main
  * thread does its own slice. Results come back as a transferred Float64Array (no per-entry cloning).
  * Workers are created on first use, kept for later scans, and never keep the process alive.
- * AGENTKEEP_STAT_WORKERS=0 turns the workers off (everything on the main thread).
+ * AGENTKEEP_STAT_WORKERS=0 (or false, off, no) turns the workers off (everything on the main thread);
+ * any value but those and 1, true, on, yes warns once on stderr and the workers stay on.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { Worker } from 'node:worker_threads';
+import { envSwitch } from '../../core/envWarn';
 
 /** Numbers per path in a result: mode, size, mtimeMs, ctimeMs, ino, status (0 ok, 1 missing, 2 error), nlink. */
 export const STAT_FIELDS = 7;
@@ -103,7 +105,7 @@ function statSlice(paths: string[], from: number, to: number, out: Float64Array,
  */
 export async function lstatMany(paths: string[], base?: string): Promise<Float64Array> {
   const out = new Float64Array(paths.length * STAT_FIELDS);
-  if (paths.length < PARALLEL_MIN || process.env.AGENTKEEP_STAT_WORKERS === '0') {
+  if (paths.length < PARALLEL_MIN || !envSwitch(process.env, 'AGENTKEEP_STAT_WORKERS', true, 'the stat workers')) {
     statSlice(paths, 0, paths.length, out, base);
     return out;
   }
