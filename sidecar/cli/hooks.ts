@@ -14,6 +14,7 @@
  *     agentkeep request approve ID [--yes] [--json]
  *     agentkeep request deny ID [--note TEXT] [--json]
  */
+import { statSync } from 'node:fs';
 import * as path from 'node:path';
 import type { Command } from 'commander';
 import type { CoreApi, CoreOptions } from '../core/service';
@@ -26,8 +27,11 @@ import { resolveAgent } from '../core/agents';
 import { resolveHookAgent } from '../hooks/agents';
 import { hookMain, processStdin, type HookFull } from '../hooks/entry';
 import {
+  checkAgentZeroRoot,
+  checkHermesHome,
   hermesHomeOf,
   installAgentZero,
+  installedHermesHomes,
   installHermes,
   removeAgentZero,
   removeHermes,
@@ -56,6 +60,8 @@ export interface HookCliDeps {
   usage: (message: string, hint: string) => Error;
   /** The command keeps the process alive (a server): no exit code. */
   serving: () => void;
+  /** Set the exit code without failing the command (what it printed stays). */
+  setExitCode?: (code: number) => void;
 }
 
 type Kind = 'hermes' | 'agent-zero' | 'apt';
@@ -76,6 +82,7 @@ function changeText(c: HookChange): string {
 }
 
 function statusText(s: HookStatus): string {
+  if (s.error) return `${s.kind}: ${s.location}: ${s.error}`;
   if (!s.installed && !s.entries.length) return `${s.kind}: no AgentKeep hooks in ${s.location}.`;
   const rows = s.entries.map((e) =>
     s.kind === 'hermes'
@@ -88,6 +95,15 @@ function statusText(s: HookStatus): string {
       ? `\nMCP server mcp_servers.agentkeep: ${s.mcp ? 'installed' : 'not installed (hook install hermes --mcp adds it)'}`
       : '';
   return `${s.kind}: AgentKeep hooks in ${s.location}:\n${table([head, ...rows])}${mcp}${s.notes.map((n) => `\nNote: ${n}`).join('')}`;
+}
+
+/** Whether `p` is a directory (following symbolic links). */
+function isDir(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 function requestsTable(rs: RestoreRequest[]): string {
@@ -209,6 +225,10 @@ export function addHookCommands(root: Command, d: HookCliDeps): void {
         const stateDir = stateDirOf(cmd);
         const c = d.core(cmd);
         const home = kind === 'hermes' ? hermesHomeOf(o.home) : undefined;
+        // the agent's folder first: an agent set up for a folder that is no Hermes home (no Agent Zero
+        // folder) would not help
+        if (home) await checkHermesHome(home);
+        else await checkAgentZeroRoot(o.root);
         const agent = await installAgent(d, stateDir, kind, home, o);
         const install = (dryRun: boolean): Promise<HookChange> =>
           kind === 'hermes'
@@ -266,11 +286,14 @@ export function addHookCommands(root: Command, d: HookCliDeps): void {
   hook
     .command('status')
     .description('what AgentKeep hooks are installed (Hermes: with its first-use consent), and the agents they act for')
-    .argument('[kind]', 'hermes | agent-zero | apt (default: hermes, agent-zero with --root, apt when installed)')
+    .argument(
+      '[kind]',
+      'hermes | agent-zero | apt (default: hermes (the Hermes home and every home hooks were installed into), agent-zero with --root, apt when installed)',
+    )
     .option('--home <dir>', 'hermes: the Hermes home')
     .option('--root <dir>', 'agent-zero: the Agent Zero folder')
     .addOption(apt().confDir)
-    .option('--json', 'print {hooks, agents, apt} as JSON')
+    .option('--json', 'print {hooks, agents, apt, notes} as JSON')
     .action(async (k: string | undefined, o: { home?: string; root?: string; aptConfDir?: string }, cmd: Command) => {
       const asJson = d.json(cmd);
       const asked = k ? kindOf(d, k) : undefined;
@@ -286,8 +309,43 @@ export function addHookCommands(root: Command, d: HookCliDeps): void {
             ? []
             : ['hermes'];
       const hooks: HookStatus[] = [];
-      for (const kind of kinds)
+      const lines: string[] = [];
+      for (const kind of kinds) {
+        if (kind === 'hermes' && !asked && o.home === undefined) {
+          // bare `hook status`: the default home when it exists, and every home hooks were installed
+          // into with this state dir; none of them: say so (not an error: nothing is installed)
+          const stateDir = stateDirOf(cmd);
+          const dflt = hermesHomeOf();
+          const recorded = await installedHermesHomes(stateDir);
+          const homes = [...new Set([...(isDir(dflt) ? [dflt] : []), ...recorded])];
+          if (!homes.length)
+            lines.push(
+              `hermes: no Hermes home at ${dflt}${process.env.HERMES_HOME ? ' (HERMES_HOME)' : ''} and no Hermes hooks ` +
+                `installed with the state dir ${stateDir}. Give --home DIR for a Hermes home elsewhere ` +
+                '(agentkeep hook install hermes --home DIR installs one).',
+            );
+          for (const home of homes) {
+            try {
+              hooks.push(await statusHermes({ home }));
+            } catch (e) {
+              if (!(e instanceof AgentKeepError)) throw e;
+              hooks.push({
+                kind: 'hermes',
+                location: home,
+                installed: false,
+                entries: [],
+                notes: [],
+                error: recorded.includes(home)
+                  ? `AgentKeep's hooks were installed here with this state dir, but ${e.message.replace(/; nothing was changed\.$/, '.')}`
+                  : `${e.message}${e.hint ? ` ${e.hint}` : ''}`,
+              });
+              d.setExitCode?.(1);
+            }
+          }
+          continue;
+        }
         hooks.push(kind === 'hermes' ? await statusHermes({ home: o.home }) : await statusAgentZero({ root: o.root }));
+      }
       const aptSt = asked === 'apt' || (!asked && aptStatusWanted(o)) ? await aptStatus(o) : undefined;
       if (aptSt && asked === 'apt') {
         if (asJson) d.printJson({ apt: aptSt.status });
@@ -295,7 +353,13 @@ export function addHookCommands(root: Command, d: HookCliDeps): void {
         return;
       }
       const { agents } = await call(d.core(cmd), 'agentList', {});
-      if (asJson) d.printJson({ hooks, agents, ...(aptSt ? { apt: aptSt.status } : {}) });
+      if (asJson)
+        d.printJson({
+          hooks,
+          agents,
+          ...(aptSt ? { apt: aptSt.status } : {}),
+          ...(lines.length ? { notes: lines } : {}),
+        });
       else {
         const ag = agents.length
           ? `Agents:\n${table([
@@ -309,7 +373,7 @@ export function addHookCommands(root: Command, d: HookCliDeps): void {
               ]),
             ])}`
           : 'No agents set up yet.';
-        d.io.out([...hooks.map(statusText), ...(aptSt ? [aptSt.text] : []), ag].join('\n'));
+        d.io.out([...lines, ...hooks.map(statusText), ...(aptSt ? [aptSt.text] : []), ag].join('\n'));
       }
     });
 

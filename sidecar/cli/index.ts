@@ -1521,6 +1521,7 @@ function program(ctx: Ctx): Command {
     serving: () => {
       ctx.serving = true;
     },
+    setExitCode: (code) => (ctx.exitCode = code),
     makeCore: ctx.makeCore,
   });
 

@@ -110,6 +110,17 @@ async function hermesConfigFile(home: string): Promise<string> {
   );
 }
 
+/**
+ * Check that `home` is a Hermes home with a config.yaml that is a file (what install, remove and
+ * status need), before anything else is looked at or changed.
+ * @returns config.yaml's path
+ * @throws InvalidParams naming the problem (no such folder, not a Hermes home, no config.yaml yet,
+ *   config.yaml not a file) and the fix; nothing changed
+ */
+export function checkHermesHome(home: string): Promise<string> {
+  return hermesConfigFile(path.resolve(home));
+}
+
 /** The record install keeps of one config.yaml. */
 interface HermesRecord {
   config: string;
@@ -292,6 +303,24 @@ export async function removeHermes(o: { home?: string; stateDir: string }): Prom
   };
 }
 
+/**
+ * The Hermes homes AgentKeep's hooks were installed into with this state dir: the folders of the
+ * config.yaml files named by the install records (`<stateDir>/hooks/hermes-<key>.json`, written by
+ * installHermes, dropped by removeHermes), sorted. A record that cannot be read is left out; a missing
+ * state dir or hooks folder gives [].
+ */
+export async function installedHermesHomes(stateDir: string): Promise<string[]> {
+  const dir = path.join(stateDir, 'hooks');
+  const names = await fs.readdir(dir).catch(() => [] as string[]);
+  const homes = new Set<string>();
+  for (const n of names) {
+    if (!/^hermes-[0-9a-f]{16}\.json$/.test(n)) continue;
+    const rec = await readJsonIfExists<Partial<HermesRecord>>(path.join(dir, n)).catch(() => undefined);
+    if (typeof rec?.config === 'string' && path.isAbsolute(rec.config)) homes.add(path.dirname(rec.config));
+  }
+  return [...homes].sort();
+}
+
 /** What `hook status` reports for one agent. */
 export interface HookStatus {
   kind: 'hermes' | 'agent-zero';
@@ -300,6 +329,8 @@ export interface HookStatus {
   entries: Array<{ event?: string; matcher?: string; command: string; consent?: boolean; file?: string }>;
   mcp?: boolean;
   notes: string[];
+  /** Why this home could not be read (bare `hook status` over several homes: the others are still reported) */
+  error?: string;
 }
 
 /** AgentKeep's entries in a Hermes home and whether Hermes' consent allowlist approves each. */
@@ -354,6 +385,15 @@ async function agentZeroRoot(root: string | undefined): Promise<string> {
     );
   }
   return abs;
+}
+
+/**
+ * Check that `root` is an Agent Zero folder (what install and status need), before anything else.
+ * @returns its absolute path
+ * @throws InvalidParams (no --root, not an Agent Zero folder) naming the fix; nothing changed
+ */
+export function checkAgentZeroRoot(root: string | undefined): Promise<string> {
+  return agentZeroRoot(root);
 }
 
 /** The hook argv the Agent Zero extensions run (no shell). */
