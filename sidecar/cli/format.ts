@@ -173,6 +173,7 @@ export function changeSummary(c: ChangeSummary, future: boolean, scope: 'machine
  * Memory stores: per store (when `descriptions` are given) a line saying what it is and can do, then
  * per file a header with usage, then one line per entry (id, first line of text). A broken file
  * (MemoryFile.broken) says BROKEN instead of a count it does not know, then what is broken and the fix.
+ * A store whose every file is read-only (MemoryFile.readOnly) is headed "read-only", never "editable".
  */
 export function memoryTable(files: MemoryFile[], descriptions: readonly StoreDescription[] = []): string {
   const out: string[] = [];
@@ -184,7 +185,13 @@ export function memoryTable(files: MemoryFile[], descriptions: readonly StoreDes
   const rest = files.filter((f) => !descriptions.some((d) => d.store === f.store));
   if (rest.length) groups.push({ d: undefined, files: rest });
   for (const { d, files: group } of groups) {
-    if (d) out.push(`Store ${d.store}: ${storeSummary(d)}`);
+    // a kind that can edit (capabilities.edit) can still be read-only here (mem0 and Agent Zero without
+    // their API's URL): when every file says so, the heading says read-only too, not "editable"
+    const readOnly = group.length > 0 && group.every((f) => f.readOnly);
+    if (d)
+      out.push(
+        `Store ${d.store}: ${storeSummary(readOnly ? { ...d, capabilities: { ...d.capabilities, edit: false } } : d)}`,
+      );
     out.push(...memoryFileLines(group));
   }
   return out.join('\n');

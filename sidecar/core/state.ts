@@ -164,6 +164,41 @@ export async function ensureReserve(layout: StateLayout): Promise<void> {
   }
 }
 
+/**
+ * The first path from the root down to `dir` that exists and is not a directory (mkdir's EEXIST or
+ * ENOTDIR; ENOENT: a dangling symbolic link), with what it is ("is a file, not a directory", "is a
+ * symbolic link to /x, which does not exist"); undefined when none is.
+ */
+async function notADirectory(dir: string): Promise<{ path: string; what: string } | undefined> {
+  const chain: string[] = [];
+  for (let p = path.resolve(dir); ; p = path.dirname(p)) {
+    chain.unshift(p);
+    if (path.dirname(p) === p) break;
+  }
+  for (const p of chain) {
+    const l = await fs.lstat(p).catch(() => undefined);
+    if (!l) return undefined;
+    const target = l.isSymbolicLink() ? await fs.stat(p).catch(() => undefined) : l;
+    if (target?.isDirectory()) continue;
+    const kind = (s: import('node:fs').Stats): string =>
+      s.isFile()
+        ? 'a file'
+        : s.isFIFO()
+          ? 'a FIFO'
+          : s.isSocket()
+            ? 'a socket'
+            : s.isBlockDevice() || s.isCharacterDevice()
+              ? 'a device'
+              : 'an entry of another type';
+    const link = l.isSymbolicLink() ? `a symbolic link to ${await fs.readlink(p).catch(() => '?')}` : '';
+    const what = !target
+      ? `is ${link}, which does not exist`
+      : `is ${link ? `${link} (${kind(target)})` : kind(l)}, not a directory`;
+    return { path: p, what };
+  }
+  return undefined;
+}
+
 /** The uid of this process (undefined where the platform has none). */
 function myUid(): number | undefined {
   return typeof process.getuid === 'function' ? process.getuid() : undefined;
@@ -182,8 +217,19 @@ export async function ensureStateDir(layout: StateLayout): Promise<void> {
   try {
     await fs.mkdir(layout.root, { recursive: true, mode: 0o700 });
     st = await fs.stat(layout.root);
-    if (!st.isDirectory()) throw new Error('not a directory');
+    if (!st.isDirectory()) throw Object.assign(new Error('not a directory'), { code: 'EEXIST' });
   } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    const blocker =
+      code === 'EEXIST' || code === 'ENOTDIR' || code === 'ENOENT' ? await notADirectory(layout.root) : undefined;
+    if (blocker)
+      throw new AgentKeepError(
+        'BadStateDir',
+        blocker.path === layout.root
+          ? `The state dir ${layout.root} ${blocker.what}.`
+          : `The state dir ${layout.root} cannot be made: ${blocker.path} ${blocker.what}.`,
+        `Point --state-dir (or AGENTKEEP_STATE_DIR) at a directory elsewhere, or move ${blocker.path} aside.`,
+      );
     throw new AgentKeepError(
       'BadStateDir',
       `The state dir ${layout.root} is not usable: ${(e as Error).message}.`,
