@@ -226,9 +226,9 @@ export async function ensureStateDir(layout: StateLayout): Promise<void> {
       throw new AgentKeepError(
         'BadStateDir',
         blocker.path === layout.root
-          ? `The state dir ${layout.root} ${blocker.what}.`
-          : `The state dir ${layout.root} cannot be made: ${blocker.path} ${blocker.what}.`,
-        `Point --state-dir (or AGENTKEEP_STATE_DIR) at a directory elsewhere, or move ${blocker.path} aside.`,
+          ? `The state dir ${layout.root} is not usable: it ${blocker.what}.`
+          : `The state dir ${layout.root} is not usable: ${blocker.path} ${blocker.what}, so it cannot be made.`,
+        `Point --state-dir (or AGENTKEEP_STATE_DIR) at a writable directory elsewhere, or move ${blocker.path} aside.`,
       );
     throw new AgentKeepError(
       'BadStateDir',

@@ -82,23 +82,23 @@ describe('CLI wording: read-only stores and a state dir that is not a directory'
         env,
       );
     const fix = (p: string): string =>
-      `Point --state-dir (or AGENTKEEP_STATE_DIR) at a directory elsewhere, or move ${p} aside.`;
+      `Point --state-dir (or AGENTKEEP_STATE_DIR) at a writable directory elsewhere, or move ${p} aside.`;
     for (const line of [
       oneLineError(await create(file)),
       oneLineError(await create('', { AGENTKEEP_STATE_DIR: file })),
     ]) {
-      assert.equal(line, `agentkeep: The state dir ${file} is a file, not a directory. ${fix(file)}`);
+      assert.equal(line, `agentkeep: The state dir ${file} is not usable: it is a file, not a directory. ${fix(file)}`);
       assert.doesNotMatch(line, /EEXIST/);
     }
     assert.equal(
       oneLineError(await create(path.join(file, 'sub'))),
-      `agentkeep: The state dir ${path.join(file, 'sub')} cannot be made: ${file} is a file, not a directory. ${fix(file)}`,
+      `agentkeep: The state dir ${path.join(file, 'sub')} is not usable: ${file} is a file, not a directory, so it cannot be made. ${fix(file)}`,
     );
     const link = path.join(tmp, 'dangling');
     await fs.symlink(path.join(tmp, 'nowhere'), link);
     assert.equal(
       oneLineError(await create(link)),
-      `agentkeep: The state dir ${link} is a symbolic link to ${path.join(tmp, 'nowhere')}, which does not exist. ${fix(link)}`,
+      `agentkeep: The state dir ${link} is not usable: it is a symbolic link to ${path.join(tmp, 'nowhere')}, which does not exist. ${fix(link)}`,
     );
     assert.equal(await fs.readFile(file, 'utf8'), 'not a directory', 'the file is untouched');
   });
