@@ -201,7 +201,8 @@ export async function hookMain(
   } catch (e) {
     if (!(e instanceof PayloadError)) throw e;
     // readStdin gives what arrived when its time is up: unparsable then means "too slow", not "bad"
-    if (Date.now() - readStart >= readMs) io.err(`agentkeep hook: ${stdinTimedOut(readMs, budget, text)}`);
+    // (2 ms of slack: a timer can fire a millisecond early by Date.now(), which counts whole ms)
+    if (Date.now() - readStart >= readMs - 2) io.err(`agentkeep hook: ${stdinTimedOut(readMs, budget, text)}`);
     else io.err(`agentkeep hook: ${e.message}; the tool call goes ahead without a restore point.`);
     return 0;
   }
