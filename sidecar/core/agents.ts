@@ -84,8 +84,9 @@ export async function listAgents(ctx: CoreContext, _p: ParamsOf<'agentList'>): P
 
 /**
  * See Methods.agentAdd. The target and stores are parsed by their registries (their normalised
- * spelling is kept); a target with a local root must exist, and so must each local store's root
- * (an ssh:// store is not dialled: that would need the network and its keys; its first use checks it).
+ * spelling is kept); a target with a local root must exist, and so must each local store's root,
+ * which must pass its adapter's check() (a Hermes store: a Hermes home; an ssh:// store is not
+ * dialled: that would need the network and its keys; its first use checks it).
  * @throws BadTarget, BadStore, TargetNotFound, StoreNotFound (a local store missing), InvalidParams (name taken, without replace), BadStateDir
  */
 export async function addAgent(ctx: CoreContext, p: ParamsOf<'agentAdd'>): Promise<ResultOf<'agentAdd'>> {
@@ -105,6 +106,17 @@ export async function addAgent(ctx: CoreContext, p: ParamsOf<'agentAdd'>): Promi
         `The store ${a.spec} names ${a.localRoot}, which ${st.code === 'ENOENT' ? 'does not exist' : `cannot be read (${st.code ?? st.message})`}; nothing was changed.`,
         `Point --store at the folder the agent keeps its memory in (${a.kind}:ABSOLUTE-PATH, e.g. hermes:/home/USER/.hermes), or create ${a.localRoot} first.`,
       );
+    // it exists: it must also be a store of its kind (a folder with no Hermes home in it is not one)
+    try {
+      await a.check();
+    } catch (e) {
+      if (!(e instanceof AgentKeepError) || e.kind !== 'StoreNotFound') throw e;
+      throw new AgentKeepError(
+        'StoreNotFound',
+        `The store ${a.spec}: ${e.message.replace(/\.$/, '')}; nothing was changed.`,
+        e.hint,
+      );
+    }
   }
   const settings: AgentSettings = {
     target: target.spec,

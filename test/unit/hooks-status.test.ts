@@ -106,7 +106,7 @@ describe('hook status (bare) and hook install into the wrong folder', function (
     assert.match(r.stderr, /No Hermes home at .*\.hermes: no such directory.*--home DIR/);
   });
 
-  it('install into a folder that is not a Hermes home says so first, even with a default agent set up (no agent add advice)', async () => {
+  it('install into a folder that is not a Hermes home says so first, even with a default agent set up (no agent add advice); agent add refuses it as a Hermes store', async () => {
     const tree = path.join(tmp, 'tree');
     const notHome = path.join(tmp, 'not-hermes');
     await fs.mkdir(tree);
@@ -120,6 +120,15 @@ describe('hook status (bare) and hook install into the wrong folder', function (
         'Give the folder Hermes uses (HERMES_HOME, usually ~/.hermes) with --home DIR.',
     );
     assert.deepEqual(await fs.readdir(notHome), [], 'nothing written there');
+    // and an agent for it is refused too: its store is no Hermes home
+    const add = await ak('agent', 'add', 'nh', '--target', `dir:${notHome}`, '--store', `hermes:${notHome}`);
+    assert.equal(add.code, 1);
+    assert.equal(
+      add.stderr.trimEnd(),
+      `agentkeep: The store hermes:${notHome}: Not a Hermes home: no memories/ or config.yaml in ${notHome}; ` +
+        'nothing was changed. Point at the HERMES_HOME, usually ~/.hermes.',
+    );
+    assert.doesNotMatch((await ak('agent', 'list')).stdout, /\bnh\b/);
     // the same for Agent Zero: the folder is checked before the agent
     const a0 = await ak('hook', 'install', 'agent-zero', '--root', notHome);
     assert.equal(a0.code, 1);
