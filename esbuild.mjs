@@ -13,7 +13,8 @@
 // plus out/test/exthost/index.js, the mocha suite that runs inside a real extension host.
 // Flags: --watch (rebuild on change), --production (minify, no source maps).
 import * as esbuild from 'esbuild';
-import { chmodSync, copyFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, cpSync, mkdirSync, rmSync } from 'node:fs';
+import { asciiOnly } from './scripts/lib/ascii-bundle.cjs';
 
 const production = process.argv.includes('--production');
 const watch = process.argv.includes('--watch');
@@ -42,25 +43,6 @@ const problemMatcher = {
   },
 };
 
-/**
- * Rewrite every non-ASCII character of a bundle as a `\\uXXXX` escape. esbuild escapes them in strings
- * and templates but leaves comments and regular expression literals as written; one such character makes
- * V8 hold the whole 5 MB source as a two-byte string (11 MB instead of 5.6 MB: measured, the largest
- * object of a CLI process; issue 14), and sidecar/codeCache.ts reads an ASCII bundle as latin1. In a
- * comment, a string, an identifier or a regex (with or without the u flag, also in a character class)
- * the escape means the same character; one right after a backslash would not, so that fails the build.
- */
-function asciiOnly(file) {
-  const src = readFileSync(file, 'utf8');
-  if (!/[\u0080-\uffff]/.test(src)) return;
-  const out = src.replace(/[\u0080-\uffff]/g, (c, at) => {
-    let n = 0;
-    while (src[at - 1 - n] === '\\') n++;
-    if (n % 2) throw new Error(`${file}: a non-ASCII character right after a backslash at ${at}: cannot escape it`);
-    return `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
-  });
-  writeFileSync(file, out);
-}
 /** The bundles a CLI process loads whole (out/cli.js, out/hook-full.js): ASCII (asciiOnly). */
 const ASCII_BUNDLES = ['out/cli.js', 'out/hook-full.js'];
 
