@@ -12,7 +12,6 @@
  * generation means fewer scavenges; they keep V8's default. `AGENTKEEP_YOUNG_GEN=default` keeps it
  * for every command (to compare).
  */
-import * as v8 from 'node:v8';
 
 /** Commands (the first word after the root options) that keep V8's default young generation. */
 const SERVERS = new Set(['serve', 'mcp']);
@@ -35,7 +34,10 @@ export function wantsSmallYoungGen(argv: readonly string[], env: NodeJS.ProcessE
 /** Keep the young generation of this process at its current size (see the module doc); never throws. */
 export function keepYoungGenSmall(): void {
   try {
-    v8.setFlagsFromString('--semi-space-growth-factor=1');
+    // required here: node:v8 costs ~2 ms to load, which the launcher's fast paths and the hook's
+    // non-risky path (they import this module) do not pay
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    (require('node:v8') as typeof import('node:v8')).setFlagsFromString('--semi-space-growth-factor=1');
   } catch {
     /* V8 refused the flag: the default growth, nothing else changes */
   }
