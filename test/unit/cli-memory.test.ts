@@ -86,7 +86,7 @@ describe('CLI memory: young generation, ASCII bundles, lazy lint tables (issue 1
       assert.ok(isAscii(readFileSync(path.join(REPO, 'out', f))), `out/${f} has non-ASCII bytes`);
   });
 
-  it('loading the CLI and the core does not load the memory lint (its word tables); memory lint does', async () => {
+  it('loading the CLI and the core does not load the memory lint (its word tables) nor Proxmox, SQLite, MCP, ssh2, ws, undici; memory lint does', async () => {
     const loaded = (mod: string): Promise<string[]> =>
       nodeEval(
         `require(${JSON.stringify(mod)}); console.log(JSON.stringify(Object.keys(require.cache).filter((k) => k.includes('/memory/lint/')).map((k) => path.basename(k))))`,
@@ -96,6 +96,18 @@ describe('CLI memory: young generation, ASCII bundles, lazy lint tables (issue 1
       for (const heavy of ['lexicon.ts', 'wordnet-lexicon.ts', 'choices.ts', 'run.ts'])
         assert.ok(!lint.includes(heavy), `${mod} loaded memory/lint/${heavy}: ${lint.join(', ')}`);
     }
+    // nor the big libraries only some commands need (Proxmox API, SQLite WASM, MCP SDK, ssh2, WebSocket, undici)
+    const pkgs = JSON.parse(
+      await nodeEval(
+        "require('./sidecar/cli'); require('./sidecar/core/core'); console.log(JSON.stringify(Object.keys(require.cache).filter((k) => k.includes('/node_modules/')).map((k) => k.split('/node_modules/').at(-1))))",
+      ),
+    ) as string[];
+    for (const heavy of ['proxmox-api/', 'node-sqlite3-wasm/', '@modelcontextprotocol/', 'ssh2/', 'ws/', 'undici/'])
+      assert.ok(!pkgs.some((k) => k.startsWith(heavy)), `the CLI loaded ${heavy}`);
+    assert.ok(
+      pkgs.some((k) => k.startsWith('commander/')),
+      'the check sees node_modules at all',
+    );
     const lint = await loaded('./sidecar/memory/lint/run');
     assert.ok(lint.includes('wordnet-lexicon.ts') && lint.includes('choices.ts'), lint.join(', '));
   });
