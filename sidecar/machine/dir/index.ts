@@ -222,6 +222,28 @@ export class DirBackend implements MachineBackend {
     return journalFor(this.root, path.join(this.ctx.layout.locksDir, `${this.ctx.target.key}.barrier`));
   }
 
+  /** What this object's restore wrote, until restoreSettled publishes it (restoreRecords). */
+  private settling: { record: Map<string, WrittenFile>; rootMode: number } | undefined;
+
+  /**
+   * Publish the restore record with its stamp: the root's ctime right after a chmod to the mode the
+   * restore gave it (no change, but the kernel stamps the ctime now: the same clock and granularity as
+   * the files' ctimes). If the chmod fails the ctime is older, nothing compares older, and every file
+   * is read again, as without a record.
+   */
+  restoreSettled(): void {
+    const s = this.settling;
+    this.settling = undefined;
+    if (!s) return;
+    try {
+      fsSync.chmodSync(this.root, s.rootMode);
+    } catch {
+      /* an older stamp: see above */
+    }
+    const st = fsSync.lstatSync(this.root, { throwIfNoEntry: false });
+    if (st) restoreRecords.set(this.manifestDir, { files: s.record, stampMs: st.ctimeMs, dev: st.dev });
+  }
+
   /** The restore record this object's create took (restoreRecords), for its scans. */
   private written: RestoreRecord | undefined;
 
@@ -717,12 +739,8 @@ export class DirBackend implements MachineBackend {
     for (const [d, m] of relaxed) if (m >= 0 && !finalModes.has(d) && d !== '') finalModes.set(d, m);
     for (const d of [...finalModes.keys()].sort().reverse()) await chmodIfDir(abs(d), finalModes.get(d) as number);
     await fs.chmod(this.root, snap.rootMode).catch(() => undefined);
-    if (record.size) {
-      // the record's stamp: the root's ctime, just set by that chmod (if it failed, an older ctime:
-      // then nothing recorded compares older and every file is read again, as without a record)
-      const st = fsSync.lstatSync(this.root, { throwIfNoEntry: false });
-      if (st) restoreRecords.set(this.manifestDir, { files: record, stampMs: st.ctimeMs, dev: st.dev });
-    }
+    // published by restoreSettled, with its stamp (a restore that fails leaves no record)
+    this.settling = record.size ? { record, rootMode: snap.rootMode } : undefined;
     if (spared.size) changes.added = changes.added.filter((p) => !spared.has(p));
     return changes;
   }
