@@ -721,7 +721,7 @@ export class DirBackend implements MachineBackend {
       // mapLimit settles only after the writes in flight, so every temp file is known here.
       await Promise.all([...temps].map((t) => fs.rm(t, { force: true }).catch(() => undefined)));
       // Put back the directory modes relaxed for writing (what is restored so far stays).
-      for (const [d, m] of relaxed) if (m >= 0) await chmodIfDir(d ? abs(d) : this.root, m);
+      for (const [d, m] of relaxed) if (m >= 0) chmodIfDir(d ? abs(d) : this.root, m);
       if (isNoSpace(err) && !(err instanceof AgentKeepError))
         throw await diskFullError(this.root, err, `Cannot restore files into ${this.root}`);
       if (isErrno(err, 'ENAMETOOLONG'))
@@ -737,8 +737,13 @@ export class DirBackend implements MachineBackend {
       if (!c || c.t !== 'd' || c.m !== e.m || (relaxed.get(e.p) ?? -1) >= 0) finalModes.set(e.p, e.m);
     }
     for (const [d, m] of relaxed) if (m >= 0 && !finalModes.has(d) && d !== '') finalModes.set(d, m);
-    for (const d of [...finalModes.keys()].sort().reverse()) await chmodIfDir(abs(d), finalModes.get(d) as number);
-    await fs.chmod(this.root, snap.rootMode).catch(() => undefined);
+    // (synchronous: a few calls, each cheaper than a thread-pool round trip)
+    for (const d of [...finalModes.keys()].sort().reverse()) chmodIfDir(abs(d), finalModes.get(d) as number);
+    try {
+      fsSync.chmodSync(this.root, snap.rootMode);
+    } catch {
+      /* not ours to chmod: the mode stays */
+    }
     // published by restoreSettled, with its stamp (a restore that fails leaves no record)
     this.settling = record.size ? { record, rootMode: snap.rootMode } : undefined;
     if (spared.size) changes.added = changes.added.filter((p) => !spared.has(p));
@@ -752,9 +757,14 @@ export class DirBackend implements MachineBackend {
  * another type there); chmod follows symlinks, so its recorded mode would land on the file, or on
  * whatever the symlink points at, possibly outside the target (QA of issue 14).
  */
-async function chmodIfDir(p: string, mode: number): Promise<void> {
+function chmodIfDir(p: string, mode: number): void {
   const st = fsSync.lstatSync(p, { throwIfNoEntry: false });
-  if (st?.isDirectory()) await fs.chmod(p, mode).catch(() => undefined);
+  if (!st?.isDirectory()) return;
+  try {
+    fsSync.chmodSync(p, mode);
+  } catch {
+    /* gone or not ours: left as it is */
+  }
 }
 
 /** Whether `p` or one of its ancestors is accepted by `skip`. */
@@ -784,7 +794,8 @@ async function hashFileAny(abs: string): Promise<string> {
 export async function checkTargetExists(t: ParsedTarget): Promise<void> {
   let st: import('node:fs').Stats;
   try {
-    st = await fs.stat(t.path);
+    // (one stat(2), synchronously: a thread-pool round trip cost more; a create or restore checks 2-3 times)
+    st = fsSync.statSync(t.path);
   } catch {
     throw new AgentKeepError(
       'TargetNotFound',
