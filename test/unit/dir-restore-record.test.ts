@@ -12,7 +12,7 @@ import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
 import { ObjectStore } from '../../sidecar/core/objects';
 import { closeJournals } from '../../sidecar/machine/dir/journal';
-import { describeTree, put, tempSetup } from './dir-fixtures';
+import { describeTree, put, tempLeftovers, tempSetup } from './dir-fixtures';
 
 const pause = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -144,5 +144,43 @@ describe('dir backend: the restore record', function () {
     // the 60 edited files replace content (temp + rename), and so does the file where the FIFO was
     const edited = [...Array(10).keys(), ...Array.from({ length: 50 }, (_, k) => 100 + k)];
     assert.deepEqual(inTree, [...edited.map((i) => `d${i % 4}/f${i}.txt`), 'd2/f14.txt'].sort());
+  });
+  it('the synchronous writes of small files still see an abort: stopped part-way, no temp file left, finishing it is byte for byte', async () => {
+    for (let i = 0; i < 3000; i++) put(s.tree, `big/d${i % 30}/f${i}.txt`, `content ${i}\n`.repeat(20));
+    const plain = new Core({ stateDir: s.state });
+    const a = (await plain.createRestorePoint({ target: s.target, stores: [] })).id;
+    const treeA = describeTree(s.tree);
+    fs.rmSync(path.join(s.tree, 'big'), { recursive: true }); // the restore makes 3,000 files again
+    const stop = new AbortController();
+    let abortedAt = 0;
+    let scheduled = false;
+    const core = new Core({
+      stateDir: s.state,
+      signal: stop.signal,
+      // once the writing of the tree has begun, abort from a timer: it fires only when the synchronous
+      // write loop yields to the event loop (every 8 ms)
+      onProgress: (p) => {
+        if (p.stage !== 'restore' || !p.done || scheduled) return;
+        scheduled = true;
+        setTimeout(() => {
+          abortedAt = Date.now();
+          stop.abort();
+        }, 0);
+      },
+    });
+    await assert.rejects(
+      core.restoreRestorePoint({ target: s.target, id: a, scope: 'machine', progressToken: 't' }),
+      (e: Error) => {
+        assert.match(e.message, /stopped part-way/);
+        return true;
+      },
+    );
+    const seenMs = Date.now() - abortedAt;
+    assert.ok(seenMs < 1000, `the abort was seen within a slice (${seenMs} ms)`);
+    const made = Object.keys(describeTree(s.tree)).filter((p) => p.startsWith('big/') && p.endsWith('.txt')).length;
+    assert.ok(made > 0 && made < 3000, `stopped part-way (${made} of 3,000 files made)`);
+    assert.deepEqual(tempLeftovers(s.tree), []);
+    await plain.restoreRestorePoint({ target: s.target, id: a, scope: 'machine' });
+    assert.deepEqual(describeTree(s.tree), treeA);
   });
 });
