@@ -221,6 +221,8 @@ export async function restoreRestorePoint(
     // (a status change of an entry whose old version is as valid: the entry is synced, its rename is not,
     // as the files the restore wrote are not; a crash leaves the entry as it was or as it is now, both complete)
     await t.journal.put(restored, { syncDir: false });
+    // (the dir backend stamps its record of the files it wrote: the next create trusts what is older)
+    if (scope !== 'agent') t.backend.restoreSettled?.();
     if (scope !== 'machine') await settlePending(ctx.layout, t.target, rp.id, stores);
     let writeBack: ResultOf<'restorePointRestore'>['writeBack'];
     if (keep && undo) {

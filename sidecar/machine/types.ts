@@ -143,6 +143,12 @@ export interface MachineBackend {
     opts: { currentId?: string; skip?: PathFilter; progress?: BackendProgress; signal?: AbortSignal; start?: boolean },
   ): Promise<RestoreOutcome>;
   /**
+   * The restore of this object finished (the core calls it after the restore point's status change,
+   * just before the restore returns): the moment from which the target is the user's again. Optional:
+   * the dir backend takes its restore record's stamp here (dir/index.ts, RestoreRecord).
+   */
+  restoreSettled?(): void;
+  /**
    * What differs between the snapshot and now (except paths `skip` accepts). Optional: backends
    * whose snapshots are opaque (a VM disk) leave it out, and restorePoint.diff answers Unsupported.
    */

@@ -176,6 +176,46 @@ describe(`kill -9 at random points (N=${N}, seed ${SEED})`, function () {
     report('kill -9 during restore', { runs: N, ...counts, lost: 0 });
   });
 
+  it('restore making files where nothing was (created in place): a killed restore, finished, is byte for byte', async () => {
+    const r = rng(SEED + 3);
+    makeTree(s.tree, 4);
+    for (let i = 0; i < 300; i++) put(s.tree, `gen/g${i % 10}/n-${i}.txt`, `generated ${i}\n`.repeat(1 + (i % 9)));
+    const core = new Core({ stateDir: s.state });
+    const a = await core.createRestorePoint({ target: s.target, stores: [], label: 'A' });
+    const treeA = describeTree(s.tree);
+    // B: none of gen/ and src/ (500 files the restore of A creates where nothing is), a few edits
+    fs.rmSync(`${s.tree}/gen`, { recursive: true });
+    fs.rmSync(`${s.tree}/src`, { recursive: true });
+    mutateTree(s.tree, r, 300);
+    const b = await core.createRestorePoint({ target: s.target, stores: [], label: 'B' });
+    const treeB = describeTree(s.tree);
+    const args = ['--state-dir', s.state, 'restore-point', 'restore', a.id, '--target', s.target];
+    const startMs = await timeRun(['--version']);
+    const fullMs = await timeRun([...args, '--scope', 'machine', '--yes', '--json']);
+    const counts = { untouched: 0, complete: 0, half: 0, finished: 0 };
+    for (let i = 0; i < N; i++) {
+      await core.restoreRestorePoint({ target: s.target, id: b.id, scope: 'machine' });
+      assertSameTree(describeTree(s.tree), treeB, `run ${i}: at B`);
+      await runAndKill([...args, '--scope', 'machine', '--yes', '--json'], delay(r, startMs, fullMs));
+      checkState(s.state);
+      const now = JSON.stringify(describeTree(s.tree));
+      if (now === JSON.stringify(treeB)) counts.untouched++;
+      else if (now === JSON.stringify(treeA)) counts.complete++;
+      else {
+        counts.half++;
+        assert.ok(
+          (await core.agentStatus({ target: s.target })).interruptedRestore,
+          `run ${i}: reported as half-restored`,
+        );
+      }
+      // finish it (the CLI's "Finish the restore": restore A again): every path byte for byte, partial files included
+      await core.restoreRestorePoint({ target: s.target, id: a.id, scope: 'machine' });
+      assertSameTree(describeTree(s.tree), treeA, `run ${i}: finished restore`);
+      counts.finished++;
+    }
+    report('kill -9 during a restore that creates files in place', { runs: N, ...counts, lost: 0 });
+  });
+
   it('memory edits: MEMORY.md is always the old or the new bytes, never torn; the next edit works', async () => {
     const r = rng(SEED + 2);
     const home = path.join(s.base, 'hermes');

@@ -66,6 +66,60 @@ function kidsOf(m: Manifest): Map<string, Entry[]> {
   return k;
 }
 
+/**
+ * A file a restore wrote, as lstat saw it right after the write (size, mtime, ctime, inode, device;
+ * times in ms as Stats' *Ms), with the content hash it was written from.
+ */
+export interface WrittenFile {
+  h: string;
+  s: number;
+  mt: number;
+  ct: number;
+  i: number;
+  dev: number;
+}
+
+/**
+ * What one restore wrote: target-relative path -> WrittenFile, and `stampMs`, the moment the record
+ * was made as the kernel stamps it: the ctime of the target's root right after the restore's last
+ * write (its final chmod), on the root's device `dev` (the same clock and granularity as the files).
+ */
+export interface RestoreRecord {
+  files: Map<string, WrittenFile>;
+  stampMs: number;
+  dev: number;
+}
+
+/**
+ * The restore records of this process: per target (its manifest directory) what its last restore
+ * wrote. The next create of that target takes it (one create each, then it is dropped) and trusts a
+ * record instead of reading and hashing the file again (restoreRecordHash), so the files a restore
+ * wrote are not re-read by the create after it. In process only (a one-shot CLI process reads them).
+ */
+const restoreRecords = new Map<string, RestoreRecord>();
+
+/**
+ * The content hash of `e` (a fresh lstat of a regular file) from the restore record `r`, or undefined
+ * when the file must be read. Git's racy-timestamp rule: its size, mtime, ctime and inode must be the
+ * recorded ones, on the root's device, and both times strictly older than the record's stamp (a kernel
+ * timestamp taken after the last write, so it is at least one clock tick later than any ctime that
+ * compares older: a change made after the stamp, in the same tick as the restore's write or not, gets a
+ * ctime of at least the stamp and is seen; a file whose ctime equals the stamp is read again).
+ */
+export function restoreRecordHash(r: RestoreRecord | undefined, e: Entry): string | undefined {
+  const w = r?.files.get(e.p);
+  if (!r || !w || e.t !== 'f' || w.dev !== r.dev) return undefined;
+  if (w.s !== e.s || w.mt !== e.mt || w.ct !== e.ct || w.i !== e.i) return undefined;
+  return w.mt < r.stampMs && w.ct < r.stampMs ? w.h : undefined;
+}
+
+/** Record what a restore wrote at `abs` from object `h` (lstat right after the write; nothing when it is not a file now). */
+function recordWritten(files: Map<string, WrittenFile>, rel: string, abs: string, h: string): void {
+  const st = fsSync.lstatSync(abs, { throwIfNoEntry: false });
+  if (!st?.isFile()) return;
+  files.set(rel, { h, s: st.size, mt: st.mtimeMs, ct: st.ctimeMs, i: st.ino, dev: st.dev });
+}
+
 /** Whether two entries are the same for a restore (type, content, link target, mode). */
 export function sameEntry(a: Entry, b: Entry): boolean {
   if (a.t !== b.t || a.m !== b.m) return false;
@@ -168,6 +222,31 @@ export class DirBackend implements MachineBackend {
     return journalFor(this.root, path.join(this.ctx.layout.locksDir, `${this.ctx.target.key}.barrier`));
   }
 
+  /** What this object's restore wrote, until restoreSettled publishes it (restoreRecords). */
+  private settling: { record: Map<string, WrittenFile>; rootMode: number } | undefined;
+
+  /**
+   * Publish the restore record with its stamp: the root's ctime right after a chmod to the mode the
+   * restore gave it (no change, but the kernel stamps the ctime now: the same clock and granularity as
+   * the files' ctimes). If the chmod fails the ctime is older, nothing compares older, and every file
+   * is read again, as without a record.
+   */
+  restoreSettled(): void {
+    const s = this.settling;
+    this.settling = undefined;
+    if (!s) return;
+    try {
+      fsSync.chmodSync(this.root, s.rootMode);
+    } catch {
+      /* an older stamp: see above */
+    }
+    const st = fsSync.lstatSync(this.root, { throwIfNoEntry: false });
+    if (st) restoreRecords.set(this.manifestDir, { files: s.record, stampMs: st.ctimeMs, dev: st.dev });
+  }
+
+  /** The restore record this object's create took (restoreRecords), for its scans. */
+  private written: RestoreRecord | undefined;
+
   /** How the last create of this backend object scanned (the journal's note, or "full walk"), for tests and AGENTKEEP_DEBUG. */
   lastScan = '';
 
@@ -182,10 +261,20 @@ export class DirBackend implements MachineBackend {
   ) {
     const sc = statCacheOf(...caches);
     if (changed && caches[0]) sc[0].kids ??= kidsOf(caches[0]);
+    // the files the last restore wrote (taken: one create uses it), trusted as restoreRecordHash says;
+    // their objects must still be in the store (a delete and gc since then may have removed them)
+    const written = this.written;
+    const objects = this.ctx.objects;
     return scanTree(this.root, {
       caches: sc,
       changed,
       skip,
+      known: written
+        ? (e) => {
+            const h = restoreRecordHash(written, e);
+            return h && objects.hasSync(h) ? h : undefined;
+          }
+        : undefined,
       concurrency: CONCURRENCY,
       // many files to store (a first create): their small objects go into one pack (core/packs.ts)
       onHashStart: async (n) => {
@@ -204,6 +293,9 @@ export class DirBackend implements MachineBackend {
     opts: { parentId?: string; progress?: BackendProgress; signal?: AbortSignal },
   ): Promise<SnapshotInfo> {
     await this.check();
+    // the files the last restore wrote: this create uses the record, and drops it (one create each)
+    this.written = restoreRecords.get(this.manifestDir);
+    restoreRecords.delete(this.manifestDir);
     const parent = await this.manifestOrUndefined(opts.parentId);
     const journal = this.journal();
     const take = journal ? await journal.take(parent ? opts.parentId : undefined) : undefined;
@@ -405,6 +497,29 @@ export class DirBackend implements MachineBackend {
     return { type: 'file', size: e.s, data: await this.ctx.objects.read(e.h as string) };
   }
 
+  /**
+   * Create file or symlink `e` at `a`, where the restore's current state holds nothing: the object is
+   * copied to `a` itself with O_CREAT|O_EXCL (copyfile's COPYFILE_EXCL; a symlink is made there), then
+   * its mode and mtime are set. Returns false when something is there after all (a path made since the
+   * scan, or one a scan leaves out: a socket, a FIFO): the caller replaces it by temp + rename.
+   */
+  private createInPlace(e: Entry, a: string): boolean {
+    try {
+      if (e.t === 'l') fsSync.symlinkSync(e.l as string, a);
+      else this.ctx.objects.copyOutSync(e.h as string, a);
+    } catch (err) {
+      if (isErrno(err, 'EEXIST')) return false;
+      // (a copy that failed part-way, e.g. ENOSPC: no partial file is left where there was none)
+      if (e.t === 'f') fsSync.rmSync(a, { force: true });
+      throw err;
+    }
+    if (e.t === 'f') {
+      fsSync.chmodSync(a, e.m);
+      fsSync.utimesSync(a, e.mt / 1000, e.mt / 1000);
+    }
+    return true;
+  }
+
   async restore(
     snapshotId: string,
     opts: { currentId?: string; skip?: PathFilter; progress?: BackendProgress; signal?: AbortSignal },
@@ -488,6 +603,9 @@ export class DirBackend implements MachineBackend {
     const parentOf = (p: string): string => (p.includes('/') ? p.slice(0, p.lastIndexOf('/')) : '');
 
     const dirs = want.filter((e) => e.t === 'd');
+    // what this restore writes, for the next create (restoreRecords; published when the restore succeeded)
+    const record = new Map<string, WrittenFile>();
+    restoreRecords.delete(this.manifestDir);
     const temps = new Set<string>();
     const spared = new Set<string>();
     try {
@@ -521,7 +639,13 @@ export class DirBackend implements MachineBackend {
               if (!isErrno(err, 'ENOENT')) spared.add(e.p);
             }
           }
-        } else fsSync.rmSync(a, { force: true });
+        } else {
+          try {
+            fsSync.unlinkSync(a); // (a file or a link, as the scan saw it: no lstat first)
+          } catch (err) {
+            if (!isErrno(err, 'ENOENT')) fsSync.rmSync(a, { recursive: true, force: true }); // it became a directory
+          }
+        }
         tick();
         if (Date.now() - slice > 8) {
           await new Promise((r) => setImmediate(r)); // let a signal be seen
@@ -539,7 +663,10 @@ export class DirBackend implements MachineBackend {
         relaxed.set(e.p, -1);
       }
 
-      // 3. Files and symlinks that differ: temp + rename inside their directory.
+      // 3. Files and symlinks that differ. A path the current state does not hold is created in place
+      // (O_CREAT|O_EXCL: nothing of the user's is there to keep whole; if the restore dies half-way,
+      // finishing it compares contents and writes it again, as every other path); a path that holds
+      // something is replaced by temp + rename inside its directory, so it is always old or new whole.
       const fileWrites = writes.filter((e) => e.t !== 'd');
       for (const e of fileWrites) await relax(parentOf(e.p));
       // Small files and links synchronously, one after the other (the thread-pool round trips of
@@ -555,7 +682,9 @@ export class DirBackend implements MachineBackend {
         const c = curMap.get(e.p);
         if (e.t === 'f' && c && c.t === 'f' && c.h === e.h)
           fsSync.chmodSync(a, e.m); // only the mode differs
-        else {
+        else if (!c && this.createInPlace(e, a)) {
+          /* created where nothing was */
+        } else {
           const tmp = tempNameFor(a, this.root);
           temps.add(tmp);
           if (e.t === 'l') fsSync.symlinkSync(e.l as string, tmp);
@@ -567,6 +696,7 @@ export class DirBackend implements MachineBackend {
           fsSync.renameSync(tmp, a);
           temps.delete(tmp);
         }
+        if (e.t === 'f') recordWritten(record, e.p, a, e.h as string);
         tick();
         if (Date.now() - slice > 8) {
           await new Promise((r) => setImmediate(r));
@@ -584,13 +714,14 @@ export class DirBackend implements MachineBackend {
         await fs.utimes(tmp, t, t);
         await fs.rename(tmp, a);
         temps.delete(tmp);
+        recordWritten(record, e.p, a, e.h as string);
         tick();
       });
     } catch (err) {
       // mapLimit settles only after the writes in flight, so every temp file is known here.
       await Promise.all([...temps].map((t) => fs.rm(t, { force: true }).catch(() => undefined)));
       // Put back the directory modes relaxed for writing (what is restored so far stays).
-      for (const [d, m] of relaxed) if (m >= 0) await chmodIfDir(d ? abs(d) : this.root, m);
+      for (const [d, m] of relaxed) if (m >= 0) chmodIfDir(d ? abs(d) : this.root, m);
       if (isNoSpace(err) && !(err instanceof AgentKeepError))
         throw await diskFullError(this.root, err, `Cannot restore files into ${this.root}`);
       if (isErrno(err, 'ENAMETOOLONG'))
@@ -606,8 +737,15 @@ export class DirBackend implements MachineBackend {
       if (!c || c.t !== 'd' || c.m !== e.m || (relaxed.get(e.p) ?? -1) >= 0) finalModes.set(e.p, e.m);
     }
     for (const [d, m] of relaxed) if (m >= 0 && !finalModes.has(d) && d !== '') finalModes.set(d, m);
-    for (const d of [...finalModes.keys()].sort().reverse()) await chmodIfDir(abs(d), finalModes.get(d) as number);
-    await fs.chmod(this.root, snap.rootMode).catch(() => undefined);
+    // (synchronous: a few calls, each cheaper than a thread-pool round trip)
+    for (const d of [...finalModes.keys()].sort().reverse()) chmodIfDir(abs(d), finalModes.get(d) as number);
+    try {
+      fsSync.chmodSync(this.root, snap.rootMode);
+    } catch {
+      /* not ours to chmod: the mode stays */
+    }
+    // published by restoreSettled, with its stamp (a restore that fails leaves no record)
+    this.settling = record.size ? { record, rootMode: snap.rootMode } : undefined;
     if (spared.size) changes.added = changes.added.filter((p) => !spared.has(p));
     return changes;
   }
@@ -619,9 +757,14 @@ export class DirBackend implements MachineBackend {
  * another type there); chmod follows symlinks, so its recorded mode would land on the file, or on
  * whatever the symlink points at, possibly outside the target (QA of issue 14).
  */
-async function chmodIfDir(p: string, mode: number): Promise<void> {
+function chmodIfDir(p: string, mode: number): void {
   const st = fsSync.lstatSync(p, { throwIfNoEntry: false });
-  if (st?.isDirectory()) await fs.chmod(p, mode).catch(() => undefined);
+  if (!st?.isDirectory()) return;
+  try {
+    fsSync.chmodSync(p, mode);
+  } catch {
+    /* gone or not ours: left as it is */
+  }
 }
 
 /** Whether `p` or one of its ancestors is accepted by `skip`. */
@@ -651,7 +794,8 @@ async function hashFileAny(abs: string): Promise<string> {
 export async function checkTargetExists(t: ParsedTarget): Promise<void> {
   let st: import('node:fs').Stats;
   try {
-    st = await fs.stat(t.path);
+    // (one stat(2), synchronously: a thread-pool round trip cost more; a create or restore checks 2-3 times)
+    st = fsSync.statSync(t.path);
   } catch {
     throw new AgentKeepError(
       'TargetNotFound',

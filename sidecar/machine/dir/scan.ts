@@ -126,6 +126,12 @@ export interface ScanOptions {
    * entry is the cached one as is. Needs `caches[0]`; ignored with `skip`.
    */
   changed?: Changed;
+  /**
+   * The hash of a regular file whose fresh lstat (`e`: size, mtime, ctime, inode) a caller already
+   * knows the content of (the files the last restore wrote: DirBackend's restore record), tried when
+   * no stat cache covers it; undefined = read and hash it.
+   */
+  known?: (e: Entry) => string | undefined;
 }
 
 /** Result of a scan. */
@@ -535,6 +541,7 @@ export async function scanTree(root: string, opts: ScanOptions): Promise<ScanRes
         else
           for (let c = 0; c < caches.length && !h; c++)
             h = hashFrom(c === 0 && prev ? pe : caches[c].entries.get(e.p), e, caches[c].scanStartMs);
+        if (!h && opts.known) h = opts.known(e);
         if (h) e.h = h;
         else toHash.push(e);
         fresh.push(e);
