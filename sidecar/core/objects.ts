@@ -299,55 +299,62 @@ export class ObjectStore {
     if (merging.has(this.dir)) return undefined;
     merging.add(this.dir);
     try {
-      this.packs.refresh(true);
-      const all = this.packs
-        .all()
-        .sort((a, b) => a.count - b.count || (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
-      const split = geometricSplit(all.map((p) => p.count));
-      if (split < 2 || (!opts.force && split < PACK_MERGE_AT)) return undefined;
-      const from = all.slice(0, split);
-      const w = await this.openPack();
-      let q: PackIndex;
-      try {
-        for (const p of from) {
-          const fd = openSync(p.file, 'r');
-          try {
-            for (const o of packEntries(p)) {
-              if (w.slots.has(o.hash)) continue;
-              const buf = Buffer.alloc(o.length);
-              let got = 0;
-              while (got < o.length) {
-                const n = readSync(fd, buf, got, o.length - got, o.offset + got);
-                if (n === 0) break;
-                got += n;
-              }
-              if (got !== o.length || oneShotHash('sha256', buf, 'hex') !== o.hash) throw damagedError(o.hash, p.file);
-              w.add(o.hash, buf);
-            }
-          } finally {
-            closeSync(fd);
-          }
-        }
-        opts.onStep?.('read', 0);
-        q = await w.finish(this.dir, { beforeRename: () => opts.onStep?.('written', 0) });
-        this.temps.delete(w.tmp);
-        this.open.delete(w);
-        this.packs.added(q);
-      } catch {
-        await this.dropPack(w);
-        return undefined;
-      }
-      opts.onStep?.('renamed', 0);
-      let k = 0;
-      for (const p of from) {
-        await fs.rm(p.file, { force: true });
-        this.packs.removed(p.file);
-        opts.onStep?.('removed', ++k);
-      }
-      return { merged: from.length, objects: q.count };
+      return await this.mergePacks(opts);
+    } catch {
+      return undefined; // e.g. objects/pack/ unreadable, a removal refused: every object is still in a pack
     } finally {
       merging.delete(this.dir);
     }
+  }
+
+  private async mergePacks(opts: {
+    force?: boolean;
+    onStep?: (step: 'read' | 'written' | 'renamed' | 'removed', n: number) => void;
+  }): Promise<{ merged: number; objects: number } | undefined> {
+    this.packs.refresh(true);
+    const all = this.packs.all().sort((a, b) => a.count - b.count || (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
+    const split = geometricSplit(all.map((p) => p.count));
+    if (split < 2 || (!opts.force && split < PACK_MERGE_AT)) return undefined;
+    const from = all.slice(0, split);
+    const w = await this.openPack();
+    let q: PackIndex;
+    try {
+      for (const p of from) {
+        const fd = openSync(p.file, 'r');
+        try {
+          for (const o of packEntries(p)) {
+            if (w.slots.has(o.hash)) continue;
+            const buf = Buffer.alloc(o.length);
+            let got = 0;
+            while (got < o.length) {
+              const n = readSync(fd, buf, got, o.length - got, o.offset + got);
+              if (n === 0) break;
+              got += n;
+            }
+            if (got !== o.length || oneShotHash('sha256', buf, 'hex') !== o.hash) throw damagedError(o.hash, p.file);
+            w.add(o.hash, buf);
+          }
+        } finally {
+          closeSync(fd);
+        }
+      }
+      opts.onStep?.('read', 0);
+      q = await w.finish(this.dir, { beforeRename: () => opts.onStep?.('written', 0) });
+      this.temps.delete(w.tmp);
+      this.open.delete(w);
+      this.packs.added(q);
+    } catch {
+      await this.dropPack(w);
+      return undefined;
+    }
+    opts.onStep?.('renamed', 0);
+    let k = 0;
+    for (const p of from) {
+      await fs.rm(p.file, { force: true });
+      this.packs.removed(p.file);
+      opts.onStep?.('removed', ++k);
+    }
+    return { merged: from.length, objects: q.count };
   }
 
   /** Drop a pack that will not be committed (a failed or interrupted create): its temp file is removed. */
