@@ -14,6 +14,7 @@
 // Flags: --watch (rebuild on change), --production (minify, no source maps).
 import * as esbuild from 'esbuild';
 import { chmodSync, copyFileSync, cpSync, mkdirSync, rmSync } from 'node:fs';
+import { asciiOnly } from './scripts/lib/ascii-bundle.cjs';
 
 const production = process.argv.includes('--production');
 const watch = process.argv.includes('--watch');
@@ -28,6 +29,8 @@ const problemMatcher = {
         console.error(`✘ [ERROR] ${text}`);
         if (location) console.error(`    ${location.file}:${location.line}:${location.column}:`);
       }
+      if (ASCII_BUNDLES.includes(build.initialOptions.outfile) && result.errors.length === 0)
+        asciiOnly(build.initialOptions.outfile);
       if (build.initialOptions.outfile?.endsWith('sidecar.js') && result.errors.length === 0) {
         try {
           chmodSync(build.initialOptions.outfile, 0o755);
@@ -39,6 +42,9 @@ const problemMatcher = {
     });
   },
 };
+
+/** The bundles a CLI process loads whole (out/cli.js, out/hook-full.js): ASCII (asciiOnly). */
+const ASCII_BUNDLES = ['out/cli.js', 'out/hook-full.js'];
 
 const common = {
   bundle: true,
@@ -124,6 +130,7 @@ if (watch) {
   }
 } else {
   await Promise.all(builds.map((b) => esbuild.build(b)));
+  for (const f of ASCII_BUNDLES) asciiOnly(f);
   chmodSync('out/sidecar.js', 0o755);
   chmodSync('out/hook.js', 0o755);
 }

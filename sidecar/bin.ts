@@ -13,9 +13,11 @@ import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { loadWithCodeCache } from './codeCache';
 import { fastPath, runFastPath } from './cli/fast';
+import { keepYoungGenSmall, wantsSmallYoungGen } from './youngGen';
 
 /** Run the full CLI: out/cli.js next to this bundle, else ./main.ts (running from source). */
 function fullCli(): void {
+  if (wantsSmallYoungGen(process.argv.slice(2))) keepYoungGenSmall();
   const bundled = path.join(__dirname, 'cli.js');
   if (existsSync(bundled)) loadWithCodeCache(bundled, module);
   // from source (tsx sidecar/bin.ts); a require esbuild does not follow (the full CLI is its own bundle)

@@ -16,6 +16,7 @@ import * as path from 'node:path';
 import { parseHookPayload, PayloadError, type HookAgentKind, type HookCall } from './call';
 import { handOff, handoffOffByEnv } from './handoff';
 import { decide, type Verdict } from './verdict';
+import { keepYoungGenSmall } from '../youngGen';
 
 /** The hook's arguments. */
 export interface HookArgs {
@@ -231,6 +232,8 @@ export function goesAhead(e: unknown): string {
  * load it), else ./run.ts (running from source with tsx).
  */
 export function loadBundledFull(): HookFull {
+  // a one-shot process about to take a restore point: the young generation stays small (../youngGen.ts)
+  keepYoungGenSmall();
   const bundled = path.join(__dirname, 'hook-full.js');
   // A runtime require esbuild leaves alone: the full part is its own bundle, loaded only when needed.
   return module.require(existsSync(bundled) ? bundled : './run') as HookFull;

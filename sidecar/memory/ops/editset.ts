@@ -13,7 +13,6 @@
 import { createTwoFilesPatch, FILE_HEADERS_ONLY } from 'diff';
 import { nextAction, type MemoryEntry, type MemoryFile, type ParamsOf, type ResultOf } from '../../protocol';
 import { AgentKeepError, asAgentKeepError } from '../../core/errors';
-import { runLint } from '../lint/run';
 import { openStore, uniqueStoreSpecs } from '../index';
 import type { MemoryStoreAdapter } from '../types';
 import { backupDir, refuseReadOnly, unsupported, writeOpts, type MemoryOpsContext } from './common';
@@ -352,6 +351,9 @@ export async function forgetMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryFor
  * @throws as runLint; Conflict (a file changed since the proposal)
  */
 export async function lintFix(ctx: MemoryOpsContext, p: ParamsOf<'memoryLintFix'>): Promise<EditSet> {
+  // required here, not imported: see lintMemory (./index.ts)
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { runLint } = require('../lint/run') as typeof import('../lint/run');
   const stores = openAll(ctx, p.stores);
   const { findings } = await runLint(
     {

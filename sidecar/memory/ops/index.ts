@@ -6,7 +6,6 @@
  * `<stateDir>/memory-backups/<store key>/<UTC time>-<file>` (see backupDir), next to the `undo`
  * params each write returns.
  */
-import { runLint } from '../lint/run';
 import type {
   MemoryEntry,
   MemoryFile,
@@ -150,6 +149,10 @@ export async function addMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryAdd'>)
 
 /** memory.lint (sidecar/memory/lint); provenance includes AgentKeep's own writes (./writelog.ts). */
 export async function lintMemory(ctx: MemoryOpsContext, p: ParamsOf<'memoryLint'>): Promise<ResultOf<'memoryLint'>> {
+  // required here, not imported: the lint's word tables (WordNet, the choice families) are built when
+  // its modules load (~2 MB of heap), which every other command (a create, a list) does without
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { runLint } = require('../lint/run') as typeof import('../lint/run');
   return runLint(
     {
       stores: uniqueStoreSpecs(p.stores),

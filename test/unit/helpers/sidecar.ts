@@ -8,6 +8,8 @@ import { readdir, readFile, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { build, type BuildOptions } from 'esbuild';
 import { REPO } from './paths';
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { asciiOnly } = require('../../../scripts/lib/ascii-bundle.cjs') as { asciiOnly: (file: string) => void };
 
 export const SIDECAR = path.join(REPO, 'out', 'sidecar.js');
 
@@ -46,6 +48,8 @@ export function buildSidecar(): Promise<void> {
     build({ ...COMMON, entryPoints: ['sidecar/main.ts'], outfile: path.join(REPO, 'out', 'cli.js') }),
     build({ ...COMMON, entryPoints: ['sidecar/hooks/run.ts'], outfile: path.join(REPO, 'out', 'hook-full.js') }),
   ]).then(() => {
+    // as esbuild.mjs: the bundles a CLI process loads whole are ASCII (scripts/lib/ascii-bundle.cjs)
+    for (const f of ['cli.js', 'hook-full.js']) asciiOnly(path.join(REPO, 'out', f));
     chmodSync(SIDECAR, 0o755);
     // node-sqlite3-wasm loads its .wasm next to the bundle (as esbuild.mjs copies it)
     copyFileSync(
