@@ -16,7 +16,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
 import { ObjectStore } from '../../sidecar/core/objects';
-import { geometricSplit, PACK_MERGE_AT, packEntries, readPackIndex } from '../../sidecar/core/packs';
+import { geometricSplit, PACK_MERGE_AT, packEntries, packSetOf, readPackIndex } from '../../sidecar/core/packs';
 import { buildSidecar, runSidecar } from './helpers/sidecar';
 import { describeTree, put, REPO_ROOT, tempSetup } from './dir-fixtures';
 import { referencedObjects, storedObjects } from './helpers/tmpfs';
@@ -203,6 +203,29 @@ describe('dir backend: every create packed, small packs merged (issue 14)', func
       assert.deepEqual(describeTree(s.tree), points[6].tree);
     });
   }
+
+  it('a pack renamed in within the same mtime tick as the last listing is still found (a miss lists again)', async () => {
+    const a = new ObjectStore(objects());
+    const w = await a.openPack();
+    for (const b of ['one', 'two']) await a.putBuffer(Buffer.from(b), w);
+    await a.commitPack(w);
+    const reader = packSetOf(objects());
+    const tick = Math.floor(Date.now() / 1000) - 5; // whole seconds: set back exactly below
+    fs.utimesSync(packDir(), tick, tick);
+    reader.refresh(); // lists it at that mtime
+    assert.ok(reader.locate(sha('one')), 'listed');
+    // another process's pack, and the directory's mtime put back as the listing saw it (same tick)
+    const child = await runTs(
+      `import { ObjectStore } from ${JSON.stringify(path.join(REPO_ROOT, 'sidecar/core/objects.ts'))};
+       const st = new ObjectStore(${JSON.stringify(objects())});
+       (async () => { const w = await st.openPack(); for (const b of ['three', 'four']) await st.putBuffer(Buffer.from(b), w);
+         await st.commitPack(w); console.log('done'); })();`,
+    );
+    assert.match(child.out, /done/);
+    fs.utimesSync(packDir(), tick, tick);
+    assert.equal(fs.statSync(packDir()).mtimeMs, tick * 1000);
+    assert.equal(reader.readSync(sha('three'))?.toString(), 'three');
+  });
 
   it('an older store of object files (no packs) is still read, and new creates on it pack', async () => {
     const saved = process.env.AGENTKEEP_PACK_MIN_OBJECTS;
