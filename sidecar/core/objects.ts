@@ -28,7 +28,17 @@ import * as path from 'node:path';
 import { AgentKeepError } from './errors';
 import { diskFullError, isErrno, isNoSpace } from './fsutil';
 import { pidAlive } from './lock';
-import { packEntries, packSetOf, PackWriter, readPackIndex, type PackIndex, type PackSet } from './packs';
+import {
+  damagedError,
+  geometricSplit,
+  PACK_MERGE_AT,
+  packEntries,
+  packSetOf,
+  PackWriter,
+  readPackIndex,
+  type PackIndex,
+  type PackSet,
+} from './packs';
 
 export { PackWriter } from './packs';
 
@@ -44,18 +54,25 @@ export const SMALL_FILE_LIMIT = 1 << 20;
 export const OBJECT_MODE = 0o400;
 
 /**
- * A create with at least this many files to store writes its small objects (contents up to
- * SMALL_FILE_LIMIT and its trees) into one pack (packs.ts) instead of one file each. Below it every
- * object stays a file of its own, as git's `transfer.unpackLimit` (100) keeps a small fetch loose.
+ * A create (a restore's undo point too) that stores at least this many new small objects (contents
+ * up to SMALL_FILE_LIMIT and its trees) writes them into one pack (packs.ts) instead of one file
+ * each; with fewer (one changed file in the top directory is already two: its content and the root
+ * tree) each stays a file of its own, which needs no fsync. Measured at 1,000 files (BENCHMARKS.md,
+ * "Every create in one pack"): a create after 30 changes makes ~40 object files loose, 1 packed;
+ * a new inode on a busy ext4 costs 0.2-0.7 ms, a pack's fsync 0.1-0.2 ms at a quiet moment. The
+ * small packs this leaves are merged geometrically (ObjectStore.consolidatePacks).
  */
-export const PACK_MIN_OBJECTS = 512;
+export const PACK_MIN_OBJECTS = 2;
 
 /** Invalid `AGENTKEEP_PACK_MIN_OBJECTS` values already warned about (once each per process). */
 const warnedPackMin = new Set<string>();
 
 /**
  * The pack threshold in effect: PACK_MIN_OBJECTS, or `AGENTKEEP_PACK_MIN_OBJECTS` (a whole number
- * >= 1 written as digits; for tests that run the fault suites with every create packed). Any other
+ * >= 1 written as digits: 1 packs even a create of one object, as the fault suites run it; a large
+ * value keeps every object a file of its own). A create's objects wait in memory until 1 MiB of
+ * them: a pack is made when by then, or by the end of the create, it holds at least this many; else
+ * they become files of their own. Any other
  * value (0, -1, abc, 1e3, " 5") is not used: a warning naming the variable, the value and the
  * default used instead goes to stderr once per value.
  */
@@ -72,6 +89,9 @@ export function packMinObjects(): number {
   }
   return PACK_MIN_OBJECTS;
 }
+
+/** Object stores (directories) whose packs this process is merging now (one merge at a time per store). */
+const merging = new Set<string>();
 
 /** Result of storing one file. */
 export interface PutResult {
@@ -213,38 +233,128 @@ export class ObjectStore {
 
   /**
    * Start a pack for the small objects of one create (putBuffer / putFile with `pack`): each create
-   * has its own, so concurrent creates of other targets on this instance never share one.
-   * @throws AgentKeepError DiskFull when not even the temp file fits
+   * has its own, so concurrent creates of other targets on this instance never share one. Nothing is
+   * written until the objects reach a chunk (packs.ts, PackWriter) or commitPack. `objects/pack/` is
+   * listed again first (one readdir, whatever its mtime says): a create must not take an object as
+   * stored because this process still holds the index of a pack that a collection of another process
+   * rewrote without it (the create runs after its in-flight marker, so no collection runs now).
    */
   async openPack(): Promise<PackWriter> {
-    await this.init();
-    const tmp = this.tmpPath();
+    this.packs.refresh(true);
+    const w = new PackWriter(this.tmpPath());
+    this.open.add(w);
+    return w;
+  }
+
+  /**
+   * Put a pack in place (fsynced, renamed into objects/pack/): call before writing the manifest that
+   * names its objects. An empty pack is dropped; one with fewer than packMinObjects() objects, all
+   * still in memory, is written as object files of their own instead (no fsync, no pack).
+   * @returns `packed`: whether a pack was put in place (then call consolidatePacks once the manifest
+   *   is written); `durable`: the fsync of `objects/pack/` that makes the pack's name durable, running
+   *   meanwhile (never rejects): the manifest must be renamed in only after it (writeFileAtomic's
+   *   beforeRename), so it overlaps the manifest's own write and fsync
+   * @throws AgentKeepError DiskFull on a full file system (the temp file is removed)
+   */
+  async commitPack(w: PackWriter): Promise<{ packed: boolean; durable: Promise<void> }> {
+    const none = { packed: false, durable: Promise.resolve() };
+    if (!w.slots.size) return this.dropPack(w).then(() => none);
+    const loose = w.slots.size < packMinObjects() ? w.unflushed() : undefined;
+    if (loose) {
+      await this.dropPack(w);
+      for (const [h, buf] of loose) if (!this.holds(h)) await this.writeLoose(h, buf);
+      return none;
+    }
     try {
-      const w = new PackWriter(tmp);
-      this.open.add(w);
-      return w;
+      let durable = Promise.resolve();
+      this.packs.added(await w.finish(this.dir, { dirSynced: (p) => (durable = p) }));
+      this.stored += w.slots.size;
+      this.temps.delete(w.tmp);
+      this.open.delete(w);
+      return { packed: true, durable };
     } catch (e) {
-      this.temps.delete(tmp);
+      await this.dropPack(w);
       throw await this.writeError(e);
     }
   }
 
   /**
-   * Put a pack in place (fsynced, renamed into objects/pack/): call before writing the manifest that
-   * names its objects. An empty pack is dropped.
-   * @throws AgentKeepError DiskFull on a full file system (the temp file is removed)
+   * Merge the smallest packs into one when at least PACK_MERGE_AT of them are out of the geometric
+   * progression (packs.ts, geometricSplit; `force`: whenever two or more are), so the packs a
+   * lookup searches stay few as every create adds one. The merged pack is complete, fsynced and
+   * renamed into `objects/pack/` before any of the packs it replaces is removed: a reader holding an
+   * old index finds the object again after listing `pack/` once more (PackSet.readSync), and a kill
+   * at any point leaves every object in at least one pack (duplicates at worst, which the garbage
+   * collection reduces to one copy). Every object copied is checked against its sha256. Best
+   * effort: any failure (a source pack gone because another process merged or collected it, a
+   * damaged object, a full disk) leaves all packs as they were and resolves undefined.
+   * @param opts.onStep test hook, called after the sources are read (`read`), after the merged pack
+   *   is fsynced but not renamed (`written`), after it is renamed in (`renamed`) and after each
+   *   source is removed (`removed`, n = how many so far)
+   * @returns the packs merged and the objects in the merged pack, or undefined when nothing was merged
    */
-  async commitPack(w: PackWriter): Promise<void> {
-    if (!w.slots.size) return this.dropPack(w);
+  async consolidatePacks(
+    opts: { force?: boolean; onStep?: (step: 'read' | 'written' | 'renamed' | 'removed', n: number) => void } = {},
+  ): Promise<{ merged: number; objects: number } | undefined> {
+    if (merging.has(this.dir)) return undefined;
+    merging.add(this.dir);
     try {
-      this.packs.added(await w.finish(this.dir));
-      this.stored += w.slots.size;
+      return await this.mergePacks(opts);
+    } catch {
+      return undefined; // e.g. objects/pack/ unreadable, a removal refused: every object is still in a pack
+    } finally {
+      merging.delete(this.dir);
+    }
+  }
+
+  private async mergePacks(opts: {
+    force?: boolean;
+    onStep?: (step: 'read' | 'written' | 'renamed' | 'removed', n: number) => void;
+  }): Promise<{ merged: number; objects: number } | undefined> {
+    this.packs.refresh(true);
+    const all = this.packs.all().sort((a, b) => a.count - b.count || (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
+    const split = geometricSplit(all.map((p) => p.count));
+    if (split < 2 || (!opts.force && split < PACK_MERGE_AT)) return undefined;
+    const from = all.slice(0, split);
+    const w = await this.openPack();
+    let q: PackIndex;
+    try {
+      for (const p of from) {
+        const fd = openSync(p.file, 'r');
+        try {
+          for (const o of packEntries(p)) {
+            if (w.slots.has(o.hash)) continue;
+            const buf = Buffer.alloc(o.length);
+            let got = 0;
+            while (got < o.length) {
+              const n = readSync(fd, buf, got, o.length - got, o.offset + got);
+              if (n === 0) break;
+              got += n;
+            }
+            if (got !== o.length || oneShotHash('sha256', buf, 'hex') !== o.hash) throw damagedError(o.hash, p.file);
+            w.add(o.hash, buf);
+          }
+        } finally {
+          closeSync(fd);
+        }
+      }
+      opts.onStep?.('read', 0);
+      q = await w.finish(this.dir, { beforeRename: () => opts.onStep?.('written', 0) });
       this.temps.delete(w.tmp);
       this.open.delete(w);
-    } catch (e) {
+      this.packs.added(q);
+    } catch {
       await this.dropPack(w);
-      throw await this.writeError(e);
+      return undefined;
     }
+    opts.onStep?.('renamed', 0);
+    let k = 0;
+    for (const p of from) {
+      await fs.rm(p.file, { force: true });
+      this.packs.removed(p.file);
+      opts.onStep?.('removed', ++k);
+    }
+    return { merged: from.length, objects: q.count };
   }
 
   /** Drop a pack that will not be committed (a failed or interrupted create): its temp file is removed. */
@@ -295,9 +405,8 @@ export class ObjectStore {
   async putBuffer(buf: Uint8Array, pack?: PackWriter): Promise<PutResult> {
     // crypto.hash (Node >= 20.12): one call, no Hash object (6x faster for a small file's content)
     const hash = oneShotHash('sha256', buf, 'hex');
-    const dest = this.pathOf(hash);
     if (this.holds(hash, pack)) return { hash, size: buf.length, newBytes: 0 };
-    if (pack) {
+    if (pack && !pack.spill(buf.length, packMinObjects())) {
       try {
         pack.add(hash, buf);
       } catch (e) {
@@ -305,6 +414,21 @@ export class ObjectStore {
       }
       return { hash, size: buf.length, newBytes: buf.length };
     }
+    if (pack) {
+      // fewer objects than the pack threshold fill a chunk (AGENTKEEP_PACK_MIN_OBJECTS set high):
+      // the ones held in memory become files of their own, as this one does
+      for (const [h, b] of pack.takeUnflushed()) {
+        pack.fanouts.set(h.slice(0, 2), true);
+        await this.writeLoose(h, b);
+      }
+      pack.fanouts.set(hash.slice(0, 2), true);
+    }
+    await this.writeLoose(hash, buf);
+    return { hash, size: buf.length, newBytes: buf.length };
+  }
+
+  /** Write object `hash` (its bytes `buf`) as a file of its own: temp file, renamed into its fanout. */
+  private async writeLoose(hash: string, buf: Uint8Array): Promise<void> {
     const tmp = this.tmpPath();
     try {
       writeFileSync(tmp, buf, { mode: OBJECT_MODE, flag: 'wx' });
@@ -313,9 +437,8 @@ export class ObjectStore {
         mkdirSync(path.join(this.dir, fo), { recursive: true });
         this.fanouts.add(fo);
       }
-      renameSync(tmp, dest);
+      renameSync(tmp, this.pathOf(hash));
       this.stored++;
-      return { hash, size: buf.length, newBytes: buf.length };
     } catch (e) {
       rmSync(tmp, { force: true });
       throw await this.writeError(e);
@@ -445,6 +568,8 @@ export class ObjectStore {
       }
     }
     const packed = await this.sweepPacks(keep, loose);
+    // the rewritten packs are smaller: merge them back into a geometric progression (no writer runs now)
+    await this.consolidatePacks();
     return { freedBytes: freedBytes + packed.freedBytes, removed: removed + packed.removed };
   }
 
@@ -505,14 +630,16 @@ export class ObjectStore {
           this.temps.delete(w.tmp);
           this.open.delete(w);
           this.packs.added(q);
-          freedBytes -= q.size;
         } catch {
           await this.dropPack(w);
           continue;
         }
       }
       await fs.rm(p.file, { force: true });
-      freedBytes += p.size;
+      // the bytes of the objects dropped (as for object files, and as a prune's estimate counts them),
+      // not the file sizes: a pack's index adds 44 bytes per object
+      const keptBytes = kept.reduce((n, o) => n + o.length, 0);
+      freedBytes += all.reduce((n, o) => n + o.length, 0) - keptBytes;
       removed += all.length - kept.length;
     }
     this.packs.refresh();

@@ -124,8 +124,13 @@ export class PackSet {
     return packDirOf(this.objectsDir);
   }
 
-  /** List `pack/` again when it changed since the last listing; whether anything changed. */
-  refresh(): boolean {
+  /**
+   * List `pack/` again when it changed since the last listing (its mtime and inode), or always when
+   * `force` (a lookup that missed: another process may have renamed a pack in within the same
+   * timestamp tick as the last listing, which leaves the directory's mtime as it was); only new packs'
+   * indexes are read. Whether the set of packs changed.
+   */
+  refresh(force = false): boolean {
     let st: fs.BigIntStats | undefined;
     try {
       st = fs.statSync(this.dir, { bigint: true });
@@ -133,17 +138,25 @@ export class PackSet {
       if (!isErrno(e, 'ENOENT', 'ENOTDIR')) throw e;
     }
     const stamp = st ? `${st.mtimeNs}:${st.ino}` : '';
-    if (stamp === this.stamp) return false;
+    if (stamp === this.stamp && !force) return false;
     this.stamp = stamp;
     const names = st ? fs.readdirSync(this.dir).filter((n) => n.endsWith('.pack')) : [];
     const next = new Map<string, PackIndex>();
+    let changed = names.length !== this.packs.size;
     for (const n of names) {
       const file = path.join(this.dir, n);
-      const p = this.packs.get(file) ?? readPackIndex(file);
+      const known = this.packs.get(file);
+      if (!known) changed = true;
+      const p = known ?? readPackIndex(file);
       if (p) next.set(file, p);
     }
     this.packs = next;
-    return true;
+    return changed;
+  }
+
+  /** A pack this process removed (consolidatePacks, the garbage collection). */
+  removed(file: string): void {
+    this.packs.delete(file);
   }
 
   /** Add a pack this process just put in place (no listing needed). */
@@ -169,7 +182,7 @@ export class PackSet {
 
   /**
    * Where object `hash` (hex) is in a pack; undefined when in none. On a miss `pack/` is listed again
-   * (once), unless `relist` is false (a create asking whether to store an object: a pack another
+   * (once, whatever its mtime says: a pack renamed in by another process is seen), unless `relist` is false (a create asking whether to store an object: a pack another
    * process added meanwhile only costs a duplicate, not a stat per object); the first call lists it.
    */
   locate(hash: string, relist = true): PackSlot | undefined {
@@ -177,8 +190,9 @@ export class PackSet {
     const raw = Buffer.from(hash, 'hex');
     const hit = this.find(raw);
     if (hit || (this.listed && !relist)) return hit;
+    const first = !this.listed;
     this.listed = true;
-    return this.refresh() ? this.find(raw) : undefined;
+    return this.refresh(!first) ? this.find(raw) : undefined;
   }
 
   /**
@@ -187,7 +201,7 @@ export class PackSet {
    * @throws AgentKeepError CorruptSnapshot when the bytes read do not hash to `hash` (a damaged pack)
    */
   readSync(hash: string): Buffer | undefined {
-    for (let tries = 0; tries < 2; tries++) {
+    for (let tries = 0; tries < 3; tries++) {
       const slot = this.locate(hash);
       if (!slot) return undefined;
       const buf = Buffer.alloc(slot.length);
@@ -196,8 +210,10 @@ export class PackSet {
         fd = fs.openSync(slot.file, 'r');
       } catch (e) {
         if (!isErrno(e, 'ENOENT')) throw e;
-        this.packs.delete(slot.file); // replaced by a collection meanwhile: list again
-        this.stamp = '';
+        // merged (consolidatePacks) or rewritten (a collection) by this or another process meanwhile:
+        // its objects are in the pack that replaced it, renamed in before this one was removed
+        this.packs.delete(slot.file);
+        this.refresh(true);
         continue;
       }
       try {
@@ -228,6 +244,35 @@ export function damagedError(hash: string, file: string): AgentKeepError {
   );
 }
 
+/** Factor of the geometric progression kept among the packs by object count (as `git repack --geometric=2`). */
+export const PACK_GEOMETRIC_FACTOR = 2;
+
+/**
+ * Packs are merged (ObjectStore.consolidatePacks) once at least this many of them are out of the
+ * geometric progression: about once per this many small creates (each makes one pack), so a create
+ * pays for a merge about one time in eight. Between merges at most PACK_MERGE_AT - 1 small packs
+ * plus the progression (at most log2 of the objects: 17 at 100,000) are searched per lookup.
+ */
+export const PACK_MERGE_AT = 8;
+
+/**
+ * How many of the smallest packs to merge into one so the rest, with the merged one, form a
+ * geometric progression (each pack holds at least `factor` times the objects of the next smaller):
+ * the split of `git repack --geometric` (builtin/repack.c, split_pack_geometry). 0 when they form one already.
+ * @param weights object counts, ascending
+ */
+export function geometricSplit(weights: number[], factor = PACK_GEOMETRIC_FACTOR): number {
+  let i = weights.length - 1;
+  for (; i > 0; i--) if (weights[i] < factor * weights[i - 1]) break;
+  let split = i > 0 ? i + 1 : 0;
+  if (!split) return 0;
+  let total = 0;
+  for (let k = 0; k < split; k++) total += weights[k];
+  // the merged pack may break the progression above it: take those in too
+  while (split < weights.length && weights[split] < factor * total) total += weights[split++];
+  return split;
+}
+
 /** One PackSet per object store directory in this process (the object store and the tree reader share it). */
 const sets = new Map<string, PackSet>();
 /** The PackSet of object store `objectsDir`. */
@@ -239,13 +284,18 @@ export function packSetOf(objectsDir: string): PackSet {
 
 /**
  * A pack being written: objects are appended to a temp file (in chunks), their records kept in
- * memory; finish() writes index and trailer, fsyncs and renames it into `pack/`.
+ * memory; finish() writes index and trailer, fsyncs and renames it into `pack/`. The temp file is
+ * made only when the first chunk (CHUNK bytes) is written or at finish(): until then the objects
+ * are only in memory, so a create that stores one object, or none, can still write it as a file of
+ * its own (`unflushed`) and never makes a pack (ObjectStore.commitPack).
  */
 export class PackWriter {
-  private fd: number;
+  private fd = -1;
   private pos = MAGIC.length;
   private chunks: Buffer[] = [];
   private chunked = 0;
+  /** Whether the temp file was made (the first chunk was written). */
+  private started = false;
   /** Hex hash -> [offset, length] of the objects in this pack. */
   readonly slots = new Map<string, [number, number]>();
   /**
@@ -256,10 +306,35 @@ export class PackWriter {
   readonly fanouts = new Map<string, boolean>();
   bytes = 0;
 
-  /** @param tmp the temp path (objects/tmp/<pid>-<hex>), created here (O_EXCL) */
-  constructor(readonly tmp: string) {
-    this.fd = fs.openSync(tmp, 'wx', 0o400);
-    fs.writeSync(this.fd, MAGIC, 0, MAGIC.length, 0);
+  /** @param tmp the temp path (objects/tmp/<pid>-<hex>), created (O_EXCL) when the first bytes are written */
+  constructor(readonly tmp: string) {}
+
+  /** The objects added so far, when none was written to the temp file yet (else undefined): hex hash, bytes. */
+  unflushed(): Array<[string, Buffer]> | undefined {
+    if (this.started) return undefined;
+    const out: Array<[string, Buffer]> = [];
+    let k = 0;
+    for (const h of this.slots.keys()) out.push([h, this.chunks[k++]]);
+    return out;
+  }
+
+  /**
+   * Whether an object of `size` bytes should not be added but make the objects held in memory files
+   * of their own (takeUnflushed): when it would fill the first chunk while the pack holds fewer than
+   * `min` objects (the pack threshold, packMinObjects), so at most CHUNK bytes wait in memory.
+   */
+  spill(size: number, min: number): boolean {
+    return !this.started && this.slots.size + 1 < min && this.chunked + size >= CHUNK;
+  }
+
+  /** Take the objects held in memory out of this pack (none was written to its temp file yet). */
+  takeUnflushed(): Array<[string, Buffer]> {
+    const out = this.unflushed() ?? [];
+    this.slots.clear();
+    this.chunks = [];
+    this.chunked = 0;
+    this.bytes = 0;
+    return out;
   }
 
   /** Append one object (hash = sha256 hex of `buf`); a hash already in this pack is not written again. */
@@ -272,7 +347,16 @@ export class PackWriter {
     if (this.chunked >= CHUNK) this.flush();
   }
 
+  private open(): void {
+    if (this.started) return;
+    fs.mkdirSync(path.dirname(this.tmp), { recursive: true });
+    this.fd = fs.openSync(this.tmp, 'wx', 0o400);
+    this.started = true;
+    fs.writeSync(this.fd, MAGIC, 0, MAGIC.length, 0);
+  }
+
   private flush(): void {
+    this.open();
     if (!this.chunked) return;
     const data = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks, this.chunked);
     let off = 0;
@@ -285,9 +369,16 @@ export class PackWriter {
   /**
    * Write index and trailer, fsync, close, and rename into `objects/pack/<32 hex>.pack` (its
    * directory fsynced).
+   * @param opts.beforeRename test hook (consolidatePacks' `written` step): called once the temp file is fsynced
+   * @param opts.dirSynced when given, the directory's fsync is not awaited but handed to it (a
+   *   promise that never rejects): the caller awaits it before anything may name the pack's objects
+   *   durably (a create: before its manifest is renamed in, overlapping the manifest's own fsync)
    * @returns the pack's index (for PackSet.added)
    */
-  async finish(objectsDir: string): Promise<PackIndex> {
+  async finish(
+    objectsDir: string,
+    opts: { beforeRename?: () => void; dirSynced?: (p: Promise<void>) => void } = {},
+  ): Promise<PackIndex> {
     this.flush();
     const hashes = [...this.slots.keys()].sort();
     const index = Buffer.alloc(hashes.length * RECORD);
@@ -308,11 +399,13 @@ export class PackWriter {
     // on the thread pool: a server's event loop is not blocked while the disk writes (5-55 ms measured)
     await fsyncFd(this.fd);
     this.close();
+    opts.beforeRename?.();
     const dir = packDirOf(objectsDir);
     fs.mkdirSync(dir, { recursive: true });
     const file = path.join(dir, `${randomBytes(16).toString('hex')}.pack`);
     fs.renameSync(this.tmp, file);
-    await fsyncDir(dir);
+    if (opts.dirSynced) opts.dirSynced(fsyncDir(dir));
+    else await fsyncDir(dir);
     return { file, index, count: hashes.length, size: this.pos + tail.length };
   }
 

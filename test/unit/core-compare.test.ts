@@ -13,6 +13,7 @@ import { dispatch } from '../../sidecar/core/dispatch';
 import { AgentKeepError } from '../../sidecar/core/errors';
 import { hasFix } from './helpers/errors';
 import { makeHermesHome, pseudoRandom, put, tempSetup } from './dir-fixtures';
+import { looseObjects } from './helpers/loose';
 
 describe('core: compare two restore points and read files of a restore point', function () {
   let s: ReturnType<typeof tempSetup>;
@@ -141,47 +142,53 @@ describe('core: compare two restore points and read files of a restore point', f
     assert.equal(noSkill.type, 'none');
   });
 
-  it('refuses files above the size cap, paths outside the target and unknown ids, with hints', async () => {
-    put(s.tree, 'big.dat', pseudoRandom(3 * 1024 * 1024, 3));
-    const rp = await core.createRestorePoint({ target: s.target, stores: [store] });
-    await assert.rejects(core.readRestorePointFile({ target: s.target, id: rp.id, path: 'big.dat' }), (e: unknown) => {
-      assert.ok(e instanceof AgentKeepError);
-      assert.equal(e.code, 'file_error');
-      assert.match(e.message, /big\.dat is 3\.0 MiB \(3145728 bytes\), above the 2\.0 MiB limit/);
-      assert.match(e.hint ?? '', /maxBytes/);
-      return true;
-    });
-    const ok = await core.readRestorePointFile({
-      target: s.target,
-      id: rp.id,
-      path: 'big.dat',
-      maxBytes: 4 * 1024 * 1024,
-    });
-    assert.equal(ok.size, 3 * 1024 * 1024);
-    await assert.rejects(
-      core.readRestorePointFile({ target: s.target, id: rp.id, path: '../etc/passwd' }),
-      (e: unknown) =>
-        e instanceof AgentKeepError && e.code === 'invalid_params' && /not a path inside the target/.test(e.message),
-    );
-    for (const abs of ['/etc/passwd', path.join(s.tree, 'a.txt')]) {
+  describe('(object files of their own)', () => {
+    looseObjects();
+    it('refuses files above the size cap, paths outside the target and unknown ids, with hints', async () => {
+      put(s.tree, 'big.dat', pseudoRandom(3 * 1024 * 1024, 3));
+      const rp = await core.createRestorePoint({ target: s.target, stores: [store] });
       await assert.rejects(
-        core.readRestorePointFile({ target: s.target, id: rp.id, path: abs }),
-        (e: unknown) =>
-          e instanceof AgentKeepError && e.code === 'invalid_params' && /no leading "\/"/.test(e.hint ?? ''),
+        core.readRestorePointFile({ target: s.target, id: rp.id, path: 'big.dat' }),
+        (e: unknown) => {
+          assert.ok(e instanceof AgentKeepError);
+          assert.equal(e.code, 'file_error');
+          assert.match(e.message, /big\.dat is 3\.0 MiB \(3145728 bytes\), above the 2\.0 MiB limit/);
+          assert.match(e.hint ?? '', /maxBytes/);
+          return true;
+        },
       );
-    }
-    await assert.rejects(
-      core.compareRestorePoints({ target: s.target, from: rp.id, to: 'ak_20990101_000000_zzzz' }),
-      (e: unknown) => e instanceof AgentKeepError && e.code === 'restore_point_not_found' && hasFix(e),
-    );
-    // A damaged snapshot (object gone) is reported as such, not as an empty file.
-    const h = rp.agent[0]!.files.find((f) => f.path === 'SOUL.md')!.hash;
-    fs.chmodSync(path.join(s.state, 'objects', h.slice(0, 2)), 0o755);
-    fs.rmSync(path.join(s.state, 'objects', h.slice(0, 2), h), { force: true });
-    await assert.rejects(
-      core.readRestorePointFile({ target: s.target, id: rp.id, path: `${store}:SOUL.md` }),
-      (e: unknown) => e instanceof AgentKeepError && e.code === 'corrupt_snapshot',
-    );
+      const ok = await core.readRestorePointFile({
+        target: s.target,
+        id: rp.id,
+        path: 'big.dat',
+        maxBytes: 4 * 1024 * 1024,
+      });
+      assert.equal(ok.size, 3 * 1024 * 1024);
+      await assert.rejects(
+        core.readRestorePointFile({ target: s.target, id: rp.id, path: '../etc/passwd' }),
+        (e: unknown) =>
+          e instanceof AgentKeepError && e.code === 'invalid_params' && /not a path inside the target/.test(e.message),
+      );
+      for (const abs of ['/etc/passwd', path.join(s.tree, 'a.txt')]) {
+        await assert.rejects(
+          core.readRestorePointFile({ target: s.target, id: rp.id, path: abs }),
+          (e: unknown) =>
+            e instanceof AgentKeepError && e.code === 'invalid_params' && /no leading "\/"/.test(e.hint ?? ''),
+        );
+      }
+      await assert.rejects(
+        core.compareRestorePoints({ target: s.target, from: rp.id, to: 'ak_20990101_000000_zzzz' }),
+        (e: unknown) => e instanceof AgentKeepError && e.code === 'restore_point_not_found' && hasFix(e),
+      );
+      // A damaged snapshot (object gone) is reported as such, not as an empty file.
+      const h = rp.agent[0]!.files.find((f) => f.path === 'SOUL.md')!.hash;
+      fs.chmodSync(path.join(s.state, 'objects', h.slice(0, 2)), 0o755);
+      fs.rmSync(path.join(s.state, 'objects', h.slice(0, 2), h), { force: true });
+      await assert.rejects(
+        core.readRestorePointFile({ target: s.target, id: rp.id, path: `${store}:SOUL.md` }),
+        (e: unknown) => e instanceof AgentKeepError && e.code === 'corrupt_snapshot',
+      );
+    });
   });
 
   it('is served through dispatch with validated params', async () => {

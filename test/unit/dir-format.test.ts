@@ -12,6 +12,7 @@ import { Core } from '../../sidecar/core/core';
 import { forgetManifest, manifestJson, readManifest, type Manifest } from '../../sidecar/machine/dir/manifest';
 import { describeTree, put, tempSetup } from './dir-fixtures';
 import { manifestObjects } from './helpers/manifests';
+import { looseObjects } from './helpers/loose';
 
 describe('dir manifest formats (issue 14)', function () {
   this.timeout(60000);
@@ -150,21 +151,24 @@ describe('dir manifest formats (issue 14)', function () {
     assert.equal(r.changes.removed.length, 2 + 10);
   });
 
-  it('a missing tree object gives CorruptSnapshot and leaves the tree untouched', async () => {
-    const core = new Core({ stateDir: s.state });
-    const a = await core.createRestorePoint({ target: s.target, stores: [] });
-    const sub = manifestObjects(s.state, mf(a.id)).find((o) => o.what === 'tree of d4/sub0');
-    assert.ok(sub);
-    const obj = path.join(s.state, 'objects', sub.hash.slice(0, 2), sub.hash);
-    fs.chmodSync(obj, 0o600);
-    fs.rmSync(obj);
-    forgetManifest(mf(a.id));
-    put(s.tree, 'd4/sub0/extra.txt', 'extra\n'); // so the undo point does not store that same tree again
-    const before = describeTree(s.tree);
-    await assert.rejects(
-      new Core({ stateDir: s.state }).restoreRestorePoint({ target: s.target, id: a.id, scope: 'machine' }),
-      /damaged \(tree object [0-9a-f]{12}… is missing\)/,
-    );
-    assert.deepEqual(describeTree(s.tree), before);
+  describe('(object files of their own)', () => {
+    looseObjects();
+    it('a missing tree object gives CorruptSnapshot and leaves the tree untouched', async () => {
+      const core = new Core({ stateDir: s.state });
+      const a = await core.createRestorePoint({ target: s.target, stores: [] });
+      const sub = manifestObjects(s.state, mf(a.id)).find((o) => o.what === 'tree of d4/sub0');
+      assert.ok(sub);
+      const obj = path.join(s.state, 'objects', sub.hash.slice(0, 2), sub.hash);
+      fs.chmodSync(obj, 0o600);
+      fs.rmSync(obj);
+      forgetManifest(mf(a.id));
+      put(s.tree, 'd4/sub0/extra.txt', 'extra\n'); // so the undo point does not store that same tree again
+      const before = describeTree(s.tree);
+      await assert.rejects(
+        new Core({ stateDir: s.state }).restoreRestorePoint({ target: s.target, id: a.id, scope: 'machine' }),
+        /damaged \(tree object [0-9a-f]{12}… is missing\)/,
+      );
+      assert.deepEqual(describeTree(s.tree), before);
+    });
   });
 });

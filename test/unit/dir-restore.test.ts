@@ -12,6 +12,7 @@ import { AgentKeepError } from '../../sidecar/core/errors';
 import { fixText } from './helpers/errors';
 import { describeTree, pseudoRandom, put, tempLeftovers, tempSetup } from './dir-fixtures';
 import { bytesOnlyIn } from './helpers/manifests';
+import { looseObjects } from './helpers/loose';
 
 describe('dir backend: restore makes the tree identical', function () {
   let s: ReturnType<typeof tempSetup>;
@@ -249,30 +250,33 @@ describe('dir backend: damage', function () {
   });
   afterEach(() => s.cleanup());
 
-  it('a missing object gives CorruptSnapshot and leaves the tree untouched', async () => {
-    put(s.tree, 'a.txt', 'original a');
-    put(s.tree, 'b.txt', 'original b');
-    const rp = await core.createRestorePoint({ target: s.target });
-    fs.writeFileSync(path.join(s.tree, 'a.txt'), 'new a');
-    fs.writeFileSync(path.join(s.tree, 'b.txt'), 'new b');
-    const hash = (await import('node:crypto')).createHash('sha256').update('original a').digest('hex');
-    const obj = path.join(s.state, 'objects', hash.slice(0, 2), hash);
-    assert.ok(fs.existsSync(obj));
-    fs.chmodSync(obj, 0o644);
-    fs.rmSync(obj);
-    const before = describeTree(s.tree);
-    await assert.rejects(
-      core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'both' }),
-      (e: AgentKeepError) => {
-        assert.equal(e.kind, 'CorruptSnapshot');
-        assert.match(e.message, /missing/);
-        assert.match(e.message, /ak_\d{8}_\d{6}_[0-9a-f]{4}/, 'names the pre-restore id');
-        assert.match(fixText(e), /restore-point restore ak_/);
-        return true;
-      },
-    );
-    assert.deepEqual(describeTree(s.tree), before);
-    assert.deepEqual(tempLeftovers(s.tree), []);
+  describe('(object files of their own)', () => {
+    looseObjects();
+    it('a missing object gives CorruptSnapshot and leaves the tree untouched', async () => {
+      put(s.tree, 'a.txt', 'original a');
+      put(s.tree, 'b.txt', 'original b');
+      const rp = await core.createRestorePoint({ target: s.target });
+      fs.writeFileSync(path.join(s.tree, 'a.txt'), 'new a');
+      fs.writeFileSync(path.join(s.tree, 'b.txt'), 'new b');
+      const hash = (await import('node:crypto')).createHash('sha256').update('original a').digest('hex');
+      const obj = path.join(s.state, 'objects', hash.slice(0, 2), hash);
+      assert.ok(fs.existsSync(obj));
+      fs.chmodSync(obj, 0o644);
+      fs.rmSync(obj);
+      const before = describeTree(s.tree);
+      await assert.rejects(
+        core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'both' }),
+        (e: AgentKeepError) => {
+          assert.equal(e.kind, 'CorruptSnapshot');
+          assert.match(e.message, /missing/);
+          assert.match(e.message, /ak_\d{8}_\d{6}_[0-9a-f]{4}/, 'names the pre-restore id');
+          assert.match(fixText(e), /restore-point restore ak_/);
+          return true;
+        },
+      );
+      assert.deepEqual(describeTree(s.tree), before);
+      assert.deepEqual(tempLeftovers(s.tree), []);
+    });
   });
 
   it('a damaged manifest gives CorruptSnapshot', async () => {
@@ -288,26 +292,29 @@ describe('dir backend: damage', function () {
     );
   });
 
-  it('a failure halfway leaves no temp files and names the pre-restore id', async () => {
-    put(s.tree, 'sub/a.txt', 'a');
-    put(s.tree, 'sub/b.txt', 'b');
-    const rp = await core.createRestorePoint({ target: s.target });
-    fs.writeFileSync(path.join(s.tree, 'sub/a.txt'), 'a2');
-    // Replace an object by a directory: copying it out fails in the middle of the restore.
-    const hash = (await import('node:crypto')).createHash('sha256').update('a').digest('hex');
-    const obj = path.join(s.state, 'objects', hash.slice(0, 2), hash);
-    fs.chmodSync(obj, 0o644);
-    fs.rmSync(obj);
-    fs.mkdirSync(obj);
-    await assert.rejects(
-      core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'both' }),
-      (e: AgentKeepError) => {
-        assert.match(e.message, /stopped/);
-        assert.match(e.message, /saved as restore point ak_/);
-        return true;
-      },
-    );
-    assert.deepEqual(tempLeftovers(s.tree), []);
-    assert.equal(fs.readFileSync(path.join(s.tree, 'sub/a.txt'), 'utf8'), 'a2');
+  describe('(object files of their own)', () => {
+    looseObjects();
+    it('a failure halfway leaves no temp files and names the pre-restore id', async () => {
+      put(s.tree, 'sub/a.txt', 'a');
+      put(s.tree, 'sub/b.txt', 'b');
+      const rp = await core.createRestorePoint({ target: s.target });
+      fs.writeFileSync(path.join(s.tree, 'sub/a.txt'), 'a2');
+      // Replace an object by a directory: copying it out fails in the middle of the restore.
+      const hash = (await import('node:crypto')).createHash('sha256').update('a').digest('hex');
+      const obj = path.join(s.state, 'objects', hash.slice(0, 2), hash);
+      fs.chmodSync(obj, 0o644);
+      fs.rmSync(obj);
+      fs.mkdirSync(obj);
+      await assert.rejects(
+        core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'both' }),
+        (e: AgentKeepError) => {
+          assert.match(e.message, /stopped/);
+          assert.match(e.message, /saved as restore point ak_/);
+          return true;
+        },
+      );
+      assert.deepEqual(tempLeftovers(s.tree), []);
+      assert.equal(fs.readFileSync(path.join(s.tree, 'sub/a.txt'), 'utf8'), 'a2');
+    });
   });
 });

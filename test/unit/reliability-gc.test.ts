@@ -14,6 +14,7 @@ import { describeTree, pseudoRandom, put, tempSetup } from './dir-fixtures';
 import { buildSidecar, runSidecar, SIDECAR } from './helpers/sidecar';
 import { AS_NOBODY, NOBODY, orphanObjects, storedObjects, tempObjects } from './helpers/tmpfs';
 import { bytesOnlyIn, manifestObjects } from './helpers/manifests';
+import { looseObjects } from './helpers/loose';
 
 const KiB = 1024;
 
@@ -27,40 +28,51 @@ describe('orphaned objects are collected (issue 13 #3)', function () {
   afterEach(() => s.cleanup());
   const inflight = (): string[] => fs.readdirSync(path.join(s.state, 'locks', 'inflight'));
 
-  it('kill -9 in the middle of a create: the next create collects what it stored', async () => {
-    for (let i = 0; i < 60; i++) put(s.tree, `f${String(i).padStart(2, '0')}.bin`, pseudoRandom(256 * KiB, i + 1));
-    const before = describeTree(s.tree);
-    const child = spawn(
-      process.execPath,
-      [SIDECAR, '--state-dir', s.state, 'restore-point', 'create', '--target', s.target, '--json'],
-      { stdio: 'ignore' },
-    );
-    const objects = path.join(s.state, 'objects');
-    await new Promise<void>((resolve, reject) => {
-      const t = setInterval(() => {
-        if (storedObjects(s.state).length >= 3 || child.exitCode !== null) {
-          clearInterval(t);
-          child.kill('SIGKILL');
-          resolve();
-        }
-      }, 1);
-      child.on('error', reject);
-    });
-    await new Promise((r) => child.on('exit', r));
-    assert.ok(fs.existsSync(objects));
-    const left = orphanObjects(s.state);
-    assert.ok(left.length >= 3, `the killed create left ${left.length} objects`);
-    assert.equal(inflight().length, 1, 'its marker (dead pid) says so');
+  describe('(object files of their own)', () => {
+    looseObjects();
+    it('kill -9 in the middle of a create: the next create collects what it stored', async () => {
+      for (let i = 0; i < 60; i++) put(s.tree, `f${String(i).padStart(2, '0')}.bin`, pseudoRandom(256 * KiB, i + 1));
+      const before = describeTree(s.tree);
+      const child = spawn(
+        process.execPath,
+        [SIDECAR, '--state-dir', s.state, 'restore-point', 'create', '--target', s.target, '--json'],
+        { stdio: 'ignore' },
+      );
+      const objects = path.join(s.state, 'objects');
+      await new Promise<void>((resolve, reject) => {
+        const t = setInterval(() => {
+          if (storedObjects(s.state).length >= 3 || child.exitCode !== null) {
+            clearInterval(t);
+            child.kill('SIGKILL');
+            resolve();
+          }
+        }, 1);
+        child.on('error', reject);
+      });
+      await new Promise((r) => child.on('exit', r));
+      assert.ok(fs.existsSync(objects));
+      const left = orphanObjects(s.state);
+      assert.ok(left.length >= 3, `the killed create left ${left.length} objects`);
+      assert.equal(inflight().length, 1, 'its marker (dead pid) says so');
 
-    const next = await runSidecar(['--state-dir', s.state, 'restore-point', 'create', '--target', s.target, '--json']);
-    assert.equal(next.code, 0, next.stderr);
-    assert.deepEqual(orphanObjects(s.state), [], 'collected by the next create');
-    assert.deepEqual(tempObjects(s.state), []);
-    assert.deepEqual(inflight(), []);
-    const rp = JSON.parse(next.stdout);
-    fs.rmSync(path.join(s.tree, 'f00.bin'));
-    await new Core({ stateDir: s.state }).restoreRestorePoint({ target: s.target, id: rp.id, scope: 'both' });
-    assert.deepEqual(describeTree(s.tree), before);
+      const next = await runSidecar([
+        '--state-dir',
+        s.state,
+        'restore-point',
+        'create',
+        '--target',
+        s.target,
+        '--json',
+      ]);
+      assert.equal(next.code, 0, next.stderr);
+      assert.deepEqual(orphanObjects(s.state), [], 'collected by the next create');
+      assert.deepEqual(tempObjects(s.state), []);
+      assert.deepEqual(inflight(), []);
+      const rp = JSON.parse(next.stdout);
+      fs.rmSync(path.join(s.tree, 'f00.bin'));
+      await new Core({ stateDir: s.state }).restoreRestorePoint({ target: s.target, id: rp.id, scope: 'both' });
+      assert.deepEqual(describeTree(s.tree), before);
+    });
   });
 
   it('a create that fails on an unreadable file (as nobody) collects what it stored at once', async () => {
@@ -84,40 +96,43 @@ describe('orphaned objects are collected (issue 13 #3)', function () {
     assert.deepEqual(inflight(), []);
   });
 
-  it('a failed create while another create runs: nothing is collected then; the next create collects it', async () => {
-    for (let i = 0; i < 30; i++) put(s.tree, `f${i}.bin`, pseudoRandom(64 * KiB, i + 1));
-    // another create in flight (this process: a live pid), as a second core's marker would be
-    fs.mkdirSync(path.join(s.state, 'locks', 'inflight'), { recursive: true });
-    const other = path.join(s.state, 'locks', 'inflight', `${process.pid}-aaaaaaaaaaaa`);
-    fs.writeFileSync(
-      other,
-      JSON.stringify({ pid: process.pid, host: os.hostname(), op: 'create restore point', target: 'dir:/elsewhere' }),
-    );
-    const ctl = new AbortController();
-    const core = new Core({
-      stateDir: s.state,
-      signal: ctl.signal,
-      onProgress: (p) => p.stage === 'store' && (p.done ?? 0) >= 5 && ctl.abort(),
+  describe('(object files of their own)', () => {
+    looseObjects();
+    it('a failed create while another create runs: nothing is collected then; the next create collects it', async () => {
+      for (let i = 0; i < 30; i++) put(s.tree, `f${i}.bin`, pseudoRandom(64 * KiB, i + 1));
+      // another create in flight (this process: a live pid), as a second core's marker would be
+      fs.mkdirSync(path.join(s.state, 'locks', 'inflight'), { recursive: true });
+      const other = path.join(s.state, 'locks', 'inflight', `${process.pid}-aaaaaaaaaaaa`);
+      fs.writeFileSync(
+        other,
+        JSON.stringify({ pid: process.pid, host: os.hostname(), op: 'create restore point', target: 'dir:/elsewhere' }),
+      );
+      const ctl = new AbortController();
+      const core = new Core({
+        stateDir: s.state,
+        signal: ctl.signal,
+        onProgress: (p) => p.stage === 'store' && (p.done ?? 0) >= 5 && ctl.abort(),
+      });
+      await assert.rejects(
+        core.createRestorePoint({ target: s.target, stores: [], progressToken: 't' }),
+        /Interrupted: the restore point was not created/,
+      );
+      assert.ok(orphanObjects(s.state).length >= 5, 'kept while the other create runs (it may be about to use them)');
+      assert.ok(
+        inflight().some((n) => n.startsWith('failed-')),
+        'a failed marker calls for a collection',
+      );
+      fs.rmSync(other); // the other create ends
+      const rp = await new Core({ stateDir: s.state }).createRestorePoint({ target: s.target, stores: [] });
+      assert.deepEqual(orphanObjects(s.state), []);
+      assert.deepEqual(inflight(), []);
+      const [key] = fs.readdirSync(path.join(s.state, 'dir'));
+      const named = manifestObjects(s.state, path.join(s.state, 'dir', key, `${rp.id}.json`));
+      assert.equal(named.filter((o) => !o.what.startsWith('tree of')).length, 30, '30 contents');
+      // the new restore point has all its objects: 30 contents and its trees (format 2), nothing else
+      assert.deepEqual(storedObjects(s.state).sort(), [...new Set(named.map((o) => o.hash))].sort());
+      assert.equal(rp.machine.files, 30);
     });
-    await assert.rejects(
-      core.createRestorePoint({ target: s.target, stores: [], progressToken: 't' }),
-      /Interrupted: the restore point was not created/,
-    );
-    assert.ok(orphanObjects(s.state).length >= 5, 'kept while the other create runs (it may be about to use them)');
-    assert.ok(
-      inflight().some((n) => n.startsWith('failed-')),
-      'a failed marker calls for a collection',
-    );
-    fs.rmSync(other); // the other create ends
-    const rp = await new Core({ stateDir: s.state }).createRestorePoint({ target: s.target, stores: [] });
-    assert.deepEqual(orphanObjects(s.state), []);
-    assert.deepEqual(inflight(), []);
-    const [key] = fs.readdirSync(path.join(s.state, 'dir'));
-    const named = manifestObjects(s.state, path.join(s.state, 'dir', key, `${rp.id}.json`));
-    assert.equal(named.filter((o) => !o.what.startsWith('tree of')).length, 30, '30 contents');
-    // the new restore point has all its objects: 30 contents and its trees (format 2), nothing else
-    assert.deepEqual(storedObjects(s.state).sort(), [...new Set(named.map((o) => o.hash))].sort());
-    assert.equal(rp.machine.files, 30);
   });
 
   it('a failure before anything was stored (an unknown restore point) leaves no marker and runs no collection', async () => {

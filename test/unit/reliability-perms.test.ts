@@ -12,6 +12,7 @@ import { put, tempSetup } from './dir-fixtures';
 import { expectAgentKeepError } from './helpers/errors';
 import { buildSidecar, runSidecar } from './helpers/sidecar';
 import { AS_NOBODY, NOBODY, runAsNobody } from './helpers/tmpfs';
+import { looseObjects } from './helpers/loose';
 
 const mode = (p: string): number => fs.statSync(p).mode & 0o777;
 const SECRET = 'OPENROUTER_API_KEY=sk-not-a-real-key\n';
@@ -28,36 +29,39 @@ describe('permissions of the state dir (issue 13 #7, a second user reads)', func
   });
   afterEach(() => s.cleanup());
 
-  it('an existing 0755 state dir is made 0700; objects 0400, manifests and journal 0600; nobody reads none of it', async () => {
-    fs.mkdirSync(s.state, { mode: 0o755 });
-    fs.chmodSync(s.state, 0o755); // as `mkdir` or an admin makes /var/lib/agentkeep
-    assert.equal(runAsNobody('ls', [s.state]).code, 0, 'nobody can list it before');
-    const rp = await new Core({ stateDir: s.state }).createRestorePoint({ target: s.target, stores: [] });
-    assert.equal(mode(s.state), 0o700);
-    const hash = createHash('sha256').update(SECRET).digest('hex');
-    const obj = path.join(s.state, 'objects', hash.slice(0, 2), hash);
-    assert.equal(fs.readFileSync(obj, 'utf8'), SECRET);
-    assert.equal(mode(obj), 0o400);
-    const [key] = fs.readdirSync(path.join(s.state, 'journal'));
-    const manifest = path.join(s.state, 'dir', key, `${rp.id}.json`);
-    const entry = path.join(s.state, 'journal', key, `${rp.id}.json`);
-    assert.equal(mode(manifest), 0o600);
-    assert.equal(mode(entry), 0o600);
-    for (const p of [s.state, obj, manifest, entry]) {
-      const r = runAsNobody(p === s.state ? 'ls' : 'cat', [p]);
-      assert.notEqual(r.code, 0, `nobody must not read ${p}`);
-      assert.match(r.out, /Permission denied/);
-      assert.ok(!r.out.includes('sk-not-a-real-key'));
-    }
-    // Even if someone opens the state dir up again, the files themselves stay the owner's.
-    fs.chmodSync(s.state, 0o755);
-    for (const d of ['objects', path.join('objects', hash.slice(0, 2)), 'dir', path.join('dir', key)])
-      fs.chmodSync(path.join(s.state, d), 0o755);
-    for (const p of [obj, manifest]) assert.match(runAsNobody('cat', [p]).out, /Permission denied/);
-    // ...and the next operation narrows the state dir again
-    await new Core({ stateDir: s.state }).listRestorePoints({ target: s.target });
-    await new Core({ stateDir: s.state }).createRestorePoint({ target: s.target, stores: [] });
-    assert.equal(mode(s.state), 0o700);
+  describe('(object files of their own)', () => {
+    looseObjects();
+    it('an existing 0755 state dir is made 0700; objects 0400, manifests and journal 0600; nobody reads none of it', async () => {
+      fs.mkdirSync(s.state, { mode: 0o755 });
+      fs.chmodSync(s.state, 0o755); // as `mkdir` or an admin makes /var/lib/agentkeep
+      assert.equal(runAsNobody('ls', [s.state]).code, 0, 'nobody can list it before');
+      const rp = await new Core({ stateDir: s.state }).createRestorePoint({ target: s.target, stores: [] });
+      assert.equal(mode(s.state), 0o700);
+      const hash = createHash('sha256').update(SECRET).digest('hex');
+      const obj = path.join(s.state, 'objects', hash.slice(0, 2), hash);
+      assert.equal(fs.readFileSync(obj, 'utf8'), SECRET);
+      assert.equal(mode(obj), 0o400);
+      const [key] = fs.readdirSync(path.join(s.state, 'journal'));
+      const manifest = path.join(s.state, 'dir', key, `${rp.id}.json`);
+      const entry = path.join(s.state, 'journal', key, `${rp.id}.json`);
+      assert.equal(mode(manifest), 0o600);
+      assert.equal(mode(entry), 0o600);
+      for (const p of [s.state, obj, manifest, entry]) {
+        const r = runAsNobody(p === s.state ? 'ls' : 'cat', [p]);
+        assert.notEqual(r.code, 0, `nobody must not read ${p}`);
+        assert.match(r.out, /Permission denied/);
+        assert.ok(!r.out.includes('sk-not-a-real-key'));
+      }
+      // Even if someone opens the state dir up again, the files themselves stay the owner's.
+      fs.chmodSync(s.state, 0o755);
+      for (const d of ['objects', path.join('objects', hash.slice(0, 2)), 'dir', path.join('dir', key)])
+        fs.chmodSync(path.join(s.state, d), 0o755);
+      for (const p of [obj, manifest]) assert.match(runAsNobody('cat', [p]).out, /Permission denied/);
+      // ...and the next operation narrows the state dir again
+      await new Core({ stateDir: s.state }).listRestorePoints({ target: s.target });
+      await new Core({ stateDir: s.state }).createRestorePoint({ target: s.target, stores: [] });
+      assert.equal(mode(s.state), 0o700);
+    });
   });
 
   it('a new state dir is created 0700, with its parents', async () => {

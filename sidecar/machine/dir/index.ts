@@ -24,7 +24,7 @@ import {
 import type { ParsedTarget } from '../../core/target';
 import type { StateLayout } from '../../core/state';
 import type { TargetDescription } from '../../protocol';
-import { hashFile, packMinObjects, SMALL_FILE_LIMIT, type PackWriter } from '../../core/objects';
+import { hashFile, SMALL_FILE_LIMIT, type PackWriter } from '../../core/objects';
 import type {
   BackendContext,
   BackendFactory,
@@ -276,10 +276,6 @@ export class DirBackend implements MachineBackend {
           }
         : undefined,
       concurrency: CONCURRENCY,
-      // many files to store (a first create): their small objects go into one pack (core/packs.ts)
-      onHashStart: async (n) => {
-        if (pack && !pack.w && n >= packMinObjects()) pack.w = await this.ctx.objects.openPack();
-      },
       hashFile: (abs, size) => this.ctx.objects.putFile(abs, size, pack?.w),
       onScan: (n) => progress?.('scan', n),
       onHash: (d, t) => progress?.('store', d, t),
@@ -317,7 +313,8 @@ export class DirBackend implements MachineBackend {
     opts: { parentId?: string; progress?: BackendProgress; signal?: AbortSignal },
     changed: Changed | undefined,
   ): Promise<{ info: SnapshotInfo; linked: Set<string> }> {
-    const pack: { w?: PackWriter } = {};
+    // the small objects of every create go into one pack (core/packs.ts; loose when fewer than 2, core/objects.ts)
+    const pack: { w?: PackWriter } = { w: await this.ctx.objects.openPack() };
     try {
       return await this.createStoring(snapshotId, parent, opts, changed, pack);
     } catch (e) {
@@ -361,7 +358,10 @@ export class DirBackend implements MachineBackend {
     };
     throwIfAborted(opts.signal, 'the restore point was not created; nothing in the target was changed');
     // the pack is complete and in place (fsynced) before the manifest that names its objects
-    if (pack.w) await this.ctx.objects.commitPack(pack.w);
+    // (its directory's fsync overlaps the manifest's write; the manifest is renamed in only after it)
+    const { packed, durable: packDurable } = pack.w
+      ? await this.ctx.objects.commitPack(pack.w)
+      : { packed: false, durable: Promise.resolve() };
     pack.w = undefined;
     // What this snapshot names that its parent did not (the size-cap bound); O(changed files).
     let added = r.bytes + trees.treeBytes; // no parent: everything
@@ -381,9 +381,11 @@ export class DirBackend implements MachineBackend {
     const parentId = parent ? opts.parentId : undefined;
     if (!parent) await fs.mkdir(this.manifestDir, { recursive: true });
     const [{ durable }] = await Promise.all([
-      writeManifest(this.manifestPath(snapshotId), m),
+      writeManifest(this.manifestPath(snapshotId), m, () => packDurable),
       this.list().then((live) => this.held.added(snapshotId, parentId, added, full, live)),
     ]);
+    // one create in about eight merges the small packs (amortised; core/objects.ts consolidatePacks)
+    if (packed) await this.ctx.objects.consolidatePacks();
     parentsOf.set(m, r.parents);
     // (after buildTrees: it replaced the entries of changed directories by copies with their new tree)
     kidsCache.set(m, childrenByDir(m.entries, r.parents));

@@ -120,11 +120,17 @@ export function manifestHeadJson(m: Manifest): string {
  * which makes the new name durable, is returned as `durable` and runs meanwhile, so the caller can
  * write the journal entry that names the snapshot at the same time (it must be renamed into place
  * only after `durable`: SnapshotInfo.durable).
+ * @param beforeRename awaited before the manifest is renamed into place: what must be durable first
+ *   (the fsync of the directory of the pack holding its objects, ObjectStore.commitPack)
  * @returns `durable`: resolves (never rejects) once the manifest's name is durable too
  */
-export async function writeManifest(file: string, m: Manifest): Promise<{ durable: Promise<void> }> {
+export async function writeManifest(
+  file: string,
+  m: Manifest,
+  beforeRename?: () => Promise<void>,
+): Promise<{ durable: Promise<void> }> {
   await fs.mkdir(path.dirname(file), { recursive: true });
-  await writeFileAtomic(file, m.v === 2 ? manifestHeadJson(m) : manifestJson(m), { syncDir: false });
+  await writeFileAtomic(file, m.v === 2 ? manifestHeadJson(m) : manifestJson(m), { syncDir: false, beforeRename });
   const durable = fsyncDir(path.dirname(file));
   await remember(file, m);
   return { durable };

@@ -28,6 +28,15 @@ export function packedObject(stateDir: string, hash: string): Buffer | undefined
   return undefined;
 }
 
+/** Bytes of object `hash`: its file, else its length in a pack (packedObject). @throws when it is in neither */
+export function objectSize(stateDir: string, hash: string): number {
+  const file = path.join(stateDir, 'objects', hash.slice(0, 2), hash);
+  if (fs.existsSync(file)) return fs.statSync(file).size;
+  const packed = packedObject(stateDir, hash);
+  if (!packed) throw new Error(`object ${hash} is neither a file nor in a pack`);
+  return packed.length;
+}
+
 /** Every object a manifest names, with what it is (`path` of the entry, or `tree of <dir>`), trees included. */
 export function manifestObjects(stateDir: string, manifestFile: string): Array<{ hash: string; what: string }> {
   const m = JSON.parse(fs.readFileSync(manifestFile, 'utf8')) as {
@@ -60,7 +69,7 @@ export function bytesOnlyIn(stateDir: string, file: string, others: string[]): n
   const elsewhere = new Set(others.flatMap((f) => manifestObjects(stateDir, f).map((o) => o.hash)));
   let n = 0;
   for (const h of new Set(manifestObjects(stateDir, file).map((o) => o.hash)))
-    if (!elsewhere.has(h)) n += fs.statSync(path.join(stateDir, 'objects', h.slice(0, 2), h)).size;
+    if (!elsewhere.has(h)) n += objectSize(stateDir, h);
   return n;
 }
 
@@ -68,7 +77,7 @@ export function bytesOnlyIn(stateDir: string, file: string, others: string[]): n
 export function bytesOfAll(stateDir: string, files: string[]): number {
   let n = 0;
   for (const h of new Set(files.flatMap((f) => manifestObjects(stateDir, f).map((o) => o.hash))))
-    n += fs.statSync(path.join(stateDir, 'objects', h.slice(0, 2), h)).size;
+    n += objectSize(stateDir, h);
   return n;
 }
 
@@ -77,6 +86,6 @@ export function bytesOnlyInAll(stateDir: string, files: string[], others: string
   const elsewhere = new Set(others.flatMap((f) => manifestObjects(stateDir, f).map((o) => o.hash)));
   let n = 0;
   for (const h of new Set(files.flatMap((f) => manifestObjects(stateDir, f).map((o) => o.hash))))
-    if (!elsewhere.has(h)) n += fs.statSync(path.join(stateDir, 'objects', h.slice(0, 2), h)).size;
+    if (!elsewhere.has(h)) n += objectSize(stateDir, h);
   return n;
 }
