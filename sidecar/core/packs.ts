@@ -157,6 +157,7 @@ export class PackSet {
   /** A pack this process removed (consolidatePacks, the garbage collection). */
   removed(file: string): void {
     this.packs.delete(file);
+    this.closeFds(file);
   }
 
   /** Add a pack this process just put in place (no listing needed). */
@@ -207,7 +208,7 @@ export class PackSet {
       const buf = Buffer.alloc(slot.length);
       let fd: number;
       try {
-        fd = fs.openSync(slot.file, 'r');
+        fd = this.fdOf(slot.file);
       } catch (e) {
         if (!isErrno(e, 'ENOENT')) throw e;
         // merged (consolidatePacks) or rewritten (a collection) by this or another process meanwhile:
@@ -216,22 +217,60 @@ export class PackSet {
         this.refresh(true);
         continue;
       }
-      try {
-        let got = 0;
-        while (got < slot.length) {
-          const n = fs.readSync(fd, buf, got, slot.length - got, slot.offset + got);
-          if (n === 0) break;
-          got += n;
-        }
-        if (got !== slot.length) return undefined;
-      } finally {
-        fs.closeSync(fd);
+      let got = 0;
+      while (got < slot.length) {
+        const n = fs.readSync(fd, buf, got, slot.length - got, slot.offset + got);
+        if (n === 0) break;
+        got += n;
       }
+      if (got !== slot.length) return undefined;
       // objects in a pack are at most SMALL_FILE_LIMIT (1 MiB): one crypto.hash call, no Hash object
       if (oneShotHash('sha256', buf, 'hex') !== hash) throw damagedError(hash, slot.file);
       return buf;
     }
     return undefined;
+  }
+
+  /** Read descriptors of packs, open until the end of this turn of the event loop (closeFds). */
+  private fds = new Map<string, number>();
+  private closing: NodeJS.Immediate | undefined;
+
+  /**
+   * A read descriptor of pack `file`, shared by the reads of one turn of the event loop (a restore's
+   * verifySync and writes of ~40 objects open it once, not once per object) and closed by a
+   * setImmediate after it. Safe against a pack replaced meanwhile: a pack is never written after its
+   * rename into `pack/` and its name (128 random bits) is never reused, so the descriptor reads the
+   * very bytes its index describes even when a merge or collection has unlinked it since (and every
+   * object read is checked against its sha256 anyway).
+   * @throws the open's error (ENOENT when the pack is gone)
+   */
+  private fdOf(file: string): number {
+    let fd = this.fds.get(file);
+    if (fd !== undefined) return fd;
+    fd = fs.openSync(file, 'r');
+    this.fds.set(file, fd);
+    if (!this.closing) {
+      this.closing = setImmediate(() => this.closeFds());
+      this.closing.unref();
+    }
+    return fd;
+  }
+
+  /** Close the read descriptors of fdOf (all, or only that of `file`: a pack this process removes). */
+  closeFds(file?: string): void {
+    for (const [f, fd] of this.fds) {
+      if (file !== undefined && f !== file) continue;
+      this.fds.delete(f);
+      try {
+        fs.closeSync(fd);
+      } catch {
+        // already closed: nothing held
+      }
+    }
+    if (!this.fds.size && this.closing) {
+      clearImmediate(this.closing);
+      this.closing = undefined;
+    }
   }
 }
 
