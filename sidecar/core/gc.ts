@@ -20,6 +20,7 @@
  * sidecar/core/lock.ts.
  */
 import { randomBytes } from 'node:crypto';
+import * as fsSync from 'node:fs';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -96,17 +97,27 @@ export async function registerInflight(
     target: info.target,
     time: new Date().toISOString(),
   });
-  await withRoom(layout, `Cannot register the ${info.op} in ${layout.inflightDir}`, () =>
-    fs.writeFile(file, body, { mode: 0o600 }),
+  // synchronous calls for this tiny file (each async call is a thread-pool round trip)
+  await withRoom(layout, `Cannot register the ${info.op} in ${layout.inflightDir}`, async () =>
+    fsSync.writeFileSync(file, body, { mode: 0o600 }),
   );
+  const rmQuiet = (): void => {
+    try {
+      fsSync.rmSync(file, { force: true });
+    } catch {
+      // best effort, as before
+    }
+  };
   const marker: InflightMarker = {
     file,
     done: async (ok) => {
-      if (ok) await fs.rm(file, { force: true }).catch(() => undefined);
+      if (ok) rmQuiet();
       else
-        await fs
-          .rename(file, path.join(layout.inflightDir, `failed-${name}`))
-          .catch(() => fs.rm(file, { force: true }).catch(() => undefined));
+        try {
+          fsSync.renameSync(file, path.join(layout.inflightDir, `failed-${name}`));
+        } catch {
+          rmQuiet();
+        }
     },
   };
   try {
@@ -124,7 +135,7 @@ export async function waitForGc(layout: StateLayout, timeoutMs: number): Promise
   for (;;) {
     let info: LockInfo | undefined;
     try {
-      info = JSON.parse(await fs.readFile(layout.gcLock, 'utf8')) as LockInfo;
+      info = JSON.parse(fsSync.readFileSync(layout.gcLock, 'utf8')) as LockInfo;
     } catch (e) {
       if (isErrno(e, 'ENOENT')) return;
       // unparsable: a collector between create and write (tryLock removes its file when the write fails)

@@ -3,6 +3,7 @@
  * (dot files are not restore points), written while a restore writes the target and removed when it
  * succeeds. A marker whose process is gone means the target may be half-restored.
  */
+import * as fsSync from 'node:fs';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -39,12 +40,21 @@ export async function writeRestoreMarker(
     pid: process.pid,
     host: os.hostname(),
   };
-  await fs.writeFile(markerPath(layout, target), JSON.stringify(body), { mode: 0o600 }).catch(() => undefined);
+  // synchronous (a tiny file; an async call is a thread-pool round trip)
+  try {
+    fsSync.writeFileSync(markerPath(layout, target), JSON.stringify(body), { mode: 0o600 });
+  } catch {
+    // best effort
+  }
 }
 
 /** Remove the marker after a restore finished (best effort). */
 export async function clearRestoreMarker(layout: StateLayout, target: ParsedTarget): Promise<void> {
-  await fs.rm(markerPath(layout, target), { force: true }).catch(() => undefined);
+  try {
+    fsSync.rmSync(markerPath(layout, target), { force: true });
+  } catch {
+    // best effort
+  }
 }
 
 /**

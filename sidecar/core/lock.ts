@@ -4,6 +4,7 @@
  * free or the timeout passes, then fail with TargetBusy naming the holder.
  */
 import { randomBytes } from 'node:crypto';
+import * as fsSync from 'node:fs';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -39,6 +40,15 @@ async function readLock(file: string): Promise<LockInfo | undefined> {
       return undefined;
     }
     return { pid: process.pid, host: os.hostname(), time: new Date().toISOString(), op: 'starting', token: '' };
+  }
+}
+
+/** The token of lock file `file` as it is now, read synchronously; undefined when gone or unparsable (never ours then). */
+function tokenNow(file: string): string | undefined {
+  try {
+    return (JSON.parse(fsSync.readFileSync(file, 'utf8')) as LockInfo).token;
+  } catch {
+    return undefined;
   }
 }
 
@@ -84,25 +94,33 @@ export async function tryLock(file: string, op: string): Promise<HeldLock | { ho
     op,
     token: randomBytes(8).toString('hex'),
   };
-  await fs.mkdir(path.dirname(file), { recursive: true });
+  // synchronous calls for the free lock (a tiny file): each async call is a thread-pool round trip
+  fsSync.mkdirSync(path.dirname(file), { recursive: true });
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      const h = await fs.open(file, 'wx', 0o600);
+      const fd = fsSync.openSync(file, 'wx', 0o600);
       try {
-        await h.writeFile(JSON.stringify(info));
+        fsSync.writeFileSync(fd, JSON.stringify(info));
       } catch (e) {
         // (a full disk): never leave an empty lock file that others would wait on
-        await h.close().catch(() => undefined);
-        await fs.rm(file, { force: true }).catch(() => undefined);
+        try {
+          fsSync.closeSync(fd);
+        } catch {
+          // closed or not: the file goes next
+        }
+        try {
+          fsSync.rmSync(file, { force: true });
+        } catch {
+          // the write's error is the one to report
+        }
         throw e;
       }
-      await h.close();
+      fsSync.closeSync(fd);
       return {
         file,
         info,
         release: async () => {
-          const cur = await readLock(file);
-          if (cur && cur.token === info.token) await fs.rm(file, { force: true });
+          if (tokenNow(file) === info.token) fsSync.rmSync(file, { force: true });
         },
       };
     } catch (e) {
