@@ -5,7 +5,16 @@
  * names or paths the kernel refuses as too long.
  */
 import { randomBytes } from 'node:crypto';
-import { promises as fs, statSync } from 'node:fs';
+import {
+  closeSync,
+  fsync as fsyncCb,
+  openSync,
+  promises as fs,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import * as path from 'node:path';
 import { formatBytes } from '../protocol/format';
 import { AgentKeepError } from './errors';
@@ -158,18 +167,29 @@ export function isNoSpace(e: unknown): boolean {
   return isErrno(e, 'ENOSPC', 'EDQUOT') || (e instanceof AgentKeepError && e.kind === 'DiskFull');
 }
 
-/** fsync a directory so a rename inside it is durable (ignored where the platform refuses). */
+/** fsync(2) of an open descriptor off the main thread: one thread-pool round trip. */
+function fsyncFd(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fsyncCb(fd, (e) => (e ? reject(e) : resolve())));
+}
+
+/**
+ * fsync a directory so a rename inside it is durable (ignored where the platform refuses). The open
+ * and close are synchronous (cheaper than a thread-pool round trip each); the fsync is not.
+ */
 export async function fsyncDir(dir: string): Promise<void> {
-  let h: fs.FileHandle | undefined;
+  let fd = -1;
   try {
-    h = await fs.open(dir, 'r');
-    await h.sync();
+    fd = openSync(dir, 'r');
+    await fsyncFd(fd);
   } catch {
     /* some file systems do not allow fsync on directories */
   } finally {
-    await h?.close();
+    if (fd >= 0) closeSync(fd);
   }
 }
+
+/** Data up to this many bytes (or string characters) is written by writeFileAtomic with synchronous calls but the fsyncs. */
+const SMALL_ATOMIC = 64 * 1024;
 
 /**
  * Write `data` to `file` atomically: temp file in the same directory, optional fsync, rename over
@@ -190,6 +210,37 @@ export async function writeFileAtomic(
 ): Promise<void> {
   const tmp = tempNameFor(file);
   const durable = opts.durable ?? true;
+  if ((typeof data === 'string' ? data.length : data.byteLength) <= SMALL_ATOMIC) {
+    // a small file (a journal entry, a status, a marker): open, write, close and rename are
+    // synchronous calls (each async one is a thread-pool round trip), the fsyncs stay async; same
+    // steps in the same order as below
+    let fd = -1;
+    try {
+      fd = openSync(tmp, 'wx', opts.mode ?? 0o600);
+      writeFileSync(fd, data);
+      if (durable) await fsyncFd(fd);
+      closeSync(fd);
+      fd = -1;
+      await opts.beforeRename?.();
+      renameSync(tmp, file);
+    } catch (e) {
+      if (fd >= 0)
+        try {
+          closeSync(fd);
+        } catch {
+          // closed or not, the temp file goes next
+        }
+      try {
+        rmSync(tmp, { force: true });
+      } catch {
+        // best effort, as below
+      }
+      if (isNoSpace(e) && !(e instanceof AgentKeepError)) throw await diskFullError(file, e, `Cannot write ${file}`);
+      throw e;
+    }
+    if (opts.syncDir ?? durable) await fsyncDir(path.dirname(file));
+    return;
+  }
   let h: fs.FileHandle | undefined;
   try {
     h = await fs.open(tmp, 'wx', opts.mode ?? 0o600);
