@@ -75,6 +75,23 @@ function kindOf(d: HookCliDeps, k: string): Kind {
   throw d.usage(`Unknown hook kind "${k}".`, 'Use hermes, agent-zero or apt.');
 }
 
+/**
+ * Refuse an empty --home / --root (`--home ""` would otherwise mean the current folder, and an install
+ * would edit whatever config.yaml is there).
+ * @throws the usage error of `d.usage` (exit 2) naming the option and the fix
+ */
+function nonEmptyFolders(d: HookCliDeps, o: { home?: string; root?: string }): void {
+  for (const [flag, v] of [
+    ['--home', o.home],
+    ['--root', o.root],
+  ] as const)
+    if (v !== undefined && v.trim() === '')
+      throw d.usage(
+        `Invalid ${flag}: it is empty.`,
+        `Give the folder as an absolute path (e.g. ${flag === '--home' ? '--home /home/me/.hermes' : '--root /a0'}), or leave the option out for the default.`,
+      );
+}
+
 function changeText(c: HookChange): string {
   return [c.message, ...(c.command ? [`Hook command: ${c.command}`] : []), ...c.notes.map((n) => `Note: ${n}`)].join(
     '\n',
@@ -221,6 +238,7 @@ export function addHookCommands(root: Command, d: HookCliDeps): void {
       ) => {
         const asJson = d.json(cmd);
         const kind = kindOf(d, k);
+        nonEmptyFolders(d, o);
         if (kind === 'apt') return aptInstall(aptDeps, cmd, o);
         const stateDir = stateDirOf(cmd);
         const c = d.core(cmd);
@@ -274,6 +292,7 @@ export function addHookCommands(root: Command, d: HookCliDeps): void {
     .action(async (k: string, o: { home?: string; root?: string; aptConfDir?: string }, cmd: Command) => {
       const asJson = d.json(cmd);
       const kind = kindOf(d, k);
+      nonEmptyFolders(d, o);
       if (kind === 'apt') return aptRemove(aptDeps, cmd, o);
       const change =
         kind === 'hermes'
@@ -297,6 +316,7 @@ export function addHookCommands(root: Command, d: HookCliDeps): void {
     .action(async (k: string | undefined, o: { home?: string; root?: string; aptConfDir?: string }, cmd: Command) => {
       const asJson = d.json(cmd);
       const asked = k ? kindOf(d, k) : undefined;
+      nonEmptyFolders(d, o);
       const kinds: Kind[] = asked
         ? asked === 'apt'
           ? []

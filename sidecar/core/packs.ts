@@ -55,8 +55,8 @@ export interface PackIndex {
 }
 
 /**
- * Read and check a pack's trailer and index.
- * @returns undefined when the file is missing, too short, or its trailer or index does not check
+ * Read and check a pack's header, trailer and index.
+ * @returns undefined when the file is missing, too short, or its header, trailer or index does not check
  */
 export function readPackIndex(file: string): PackIndex | undefined {
   let fd: number;
@@ -78,6 +78,10 @@ export function readPackIndex(file: string): PackIndex | undefined {
     const index = Buffer.alloc(count * RECORD);
     fs.readSync(fd, index, 0, index.length, at);
     if (!createHash('sha256').update(index).digest().equals(t.subarray(12, 44))) return undefined;
+    // the header too: a pack whose first bytes are damaged is not ours as written (QA: it was used)
+    const head = Buffer.alloc(MAGIC.length);
+    fs.readSync(fd, head, 0, MAGIC.length, 0);
+    if (!head.equals(MAGIC)) return undefined;
     return { file, index, count, size };
   } finally {
     fs.closeSync(fd);

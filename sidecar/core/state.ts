@@ -199,6 +199,23 @@ async function notADirectory(dir: string): Promise<{ path: string; what: string 
   return undefined;
 }
 
+/**
+ * Why making or writing the state dir failed, in words: the common errno codes as a sentence (with the
+ * code in parentheses), any other error as its message.
+ */
+function whyNotUsable(e: unknown): string {
+  const code = (e as NodeJS.ErrnoException).code;
+  const said: Record<string, string> = {
+    ENAMETOOLONG: 'a name in its path is longer than the file system allows (usually 255 bytes per name)',
+    EACCES: 'permission denied (this user may not create or write it)',
+    EPERM: 'the operation is not permitted here',
+    EROFS: 'the file system is read-only',
+    ENOSPC: 'the file system is full',
+    ELOOP: 'its path has too many symbolic links (a loop?)',
+  };
+  return code && Object.prototype.hasOwnProperty.call(said, code) ? `${said[code]} (${code})` : (e as Error).message;
+}
+
 /** The uid of this process (undefined where the platform has none). */
 function myUid(): number | undefined {
   return typeof process.getuid === 'function' ? process.getuid() : undefined;
@@ -232,7 +249,7 @@ export async function ensureStateDir(layout: StateLayout): Promise<void> {
       );
     throw new AgentKeepError(
       'BadStateDir',
-      `The state dir ${layout.root} is not usable: ${(e as Error).message}.`,
+      `The state dir ${layout.root} is not usable: ${whyNotUsable(e)}.`,
       'Point --state-dir (or AGENTKEEP_STATE_DIR) at a writable directory.',
     );
   }
@@ -262,7 +279,7 @@ export async function ensureStateDir(layout: StateLayout): Promise<void> {
   } catch (e) {
     throw new AgentKeepError(
       'BadStateDir',
-      `The state dir ${layout.root} is not usable: ${(e as Error).message}.`,
+      `The state dir ${layout.root} is not usable: ${whyNotUsable(e)}.`,
       'Point --state-dir (or AGENTKEEP_STATE_DIR) at a writable directory.',
     );
   }

@@ -102,4 +102,16 @@ describe('CLI wording: read-only stores and a state dir that is not a directory'
     );
     assert.equal(await fs.readFile(file, 'utf8'), 'not a directory', 'the file is untouched');
   });
+  it('a state dir whose name is too long for the file system: said in words, not as a raw ENAMETOOLONG message (QA)', async () => {
+    const tree = path.join(tmp, 'tree');
+    await fs.mkdir(tree);
+    const long = path.join(tmp, 'x'.repeat(300));
+    const r = await runSidecar(['--state-dir', long, 'restore-point', 'create', '--target', `dir:${tree}`]);
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    assert.equal(
+      oneLineError(r),
+      `agentkeep: The state dir ${long} is not usable: a name in its path is longer than the file system allows (usually 255 bytes per name) (ENAMETOOLONG). Point --state-dir (or AGENTKEEP_STATE_DIR) at a writable directory.`,
+    );
+    assert.doesNotMatch(r.stderr, /name too long, mkdir/);
+  });
 });

@@ -135,6 +135,35 @@ describe('dir backend: packs of small objects (issue 14)', function () {
     assert.deepEqual(describeTree(s.tree), before);
   });
 
+  it('a pack whose header is damaged (index and trailer intact) makes its restore point CorruptSnapshot, tree untouched', async () => {
+    const core = new Core({ stateDir: s.state });
+    const rp = await core.createRestorePoint({ target: s.target, stores: [] });
+    fs.writeFileSync(path.join(s.tree, 'd1/f1.txt'), 'changed\n');
+    const [p] = packs();
+    fs.chmodSync(p, 0o600);
+    const fd = fs.openSync(p, 'r+');
+    fs.writeSync(fd, Buffer.from('X'), 0, 1, 3); // "AKPXCK01": found by QA, the pack was still used
+    fs.closeSync(fd);
+    assert.equal(readPackIndex(p), undefined, 'a pack with a damaged header does not check');
+    const before = describeTree(s.tree);
+    const r = await runSidecar([
+      'restore-point',
+      'restore',
+      rp.id,
+      '--target',
+      s.target,
+      '--state-dir',
+      s.state,
+      '--scope',
+      'both',
+      '--yes',
+    ]);
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    assert.match(r.stderr, /missing|damaged/);
+    assert.deepEqual(describeTree(s.tree), before);
+    assert.ok(fs.existsSync(p), 'the damaged pack is kept (reported, never deleted)');
+  });
+
   it('bytes flipped inside a pack’s object area (index and trailer intact) make the restore CorruptSnapshot, tree untouched', async () => {
     const core = new Core({ stateDir: s.state });
     const rp = await core.createRestorePoint({ target: s.target, stores: [] });

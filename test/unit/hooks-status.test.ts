@@ -136,4 +136,20 @@ describe('hook status (bare) and hook install into the wrong folder', function (
     assert.doesNotMatch(a0.stderr, /agent add/);
     assert.ok(!existsSync(path.join(notHome, 'python')));
   });
+  it('an empty --home or --root is a usage error (exit 2) naming the option; nothing is installed (QA: --home "" meant the current folder)', async () => {
+    for (const args of [
+      ['hook', 'install', 'hermes', '--home', ''],
+      ['hook', 'install', 'agent-zero', '--root', ' '],
+      ['hook', 'remove', 'hermes', '--home', ''],
+      ['hook', 'status', '--home', ''],
+    ]) {
+      const r = await ak(...args);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
+      assert.match(r.stderr, /Invalid --(home|root): it is empty\./);
+      assert.match(r.stderr, /absolute path/);
+    }
+    const agents = await ak('agent', 'list', '--json');
+    assert.equal(agents.code, 0, agents.stderr);
+    assert.deepEqual(JSON.parse(agents.stdout).agents, []);
+  });
 });
