@@ -109,6 +109,21 @@ describe('dir backend: packs of small objects (issue 14)', function () {
     assert.deepEqual(storedObjects(s.state), []);
   });
 
+  /** `restore-point restore <id> --scope both --yes` of the target in a fresh CLI process. */
+  const restoreElsewhere = (id: string): ReturnType<typeof runSidecar> =>
+    runSidecar([
+      'restore-point',
+      'restore',
+      id,
+      '--target',
+      s.target,
+      '--state-dir',
+      s.state,
+      '--scope',
+      'both',
+      '--yes',
+    ]);
+
   it('a damaged pack makes its restore point CorruptSnapshot and leaves the tree untouched', async () => {
     const core = new Core({ stateDir: s.state });
     const rp = await core.createRestorePoint({ target: s.target, stores: [] });
@@ -118,18 +133,7 @@ describe('dir backend: packs of small objects (issue 14)', function () {
     fs.truncateSync(p, fs.statSync(p).size - 10); // the trailer no longer checks
     const before = describeTree(s.tree);
     // another process (this one keeps the pack's index it read before the damage)
-    const r = await runSidecar([
-      'restore-point',
-      'restore',
-      rp.id,
-      '--target',
-      s.target,
-      '--state-dir',
-      s.state,
-      '--scope',
-      'both',
-      '--yes',
-    ]);
+    const r = await restoreElsewhere(rp.id);
     assert.equal(r.code, 1, r.stdout + r.stderr);
     assert.match(r.stderr, /missing|damaged/);
     assert.deepEqual(describeTree(s.tree), before);
@@ -146,18 +150,7 @@ describe('dir backend: packs of small objects (issue 14)', function () {
     fs.closeSync(fd);
     assert.equal(readPackIndex(p), undefined, 'a pack with a damaged header does not check');
     const before = describeTree(s.tree);
-    const r = await runSidecar([
-      'restore-point',
-      'restore',
-      rp.id,
-      '--target',
-      s.target,
-      '--state-dir',
-      s.state,
-      '--scope',
-      'both',
-      '--yes',
-    ]);
+    const r = await restoreElsewhere(rp.id);
     assert.equal(r.code, 1, r.stdout + r.stderr);
     assert.match(r.stderr, /missing|damaged/);
     assert.deepEqual(describeTree(s.tree), before);
@@ -184,18 +177,7 @@ describe('dir backend: packs of small objects (issue 14)', function () {
       (e: Error & { kind?: string }) => e.kind === 'CorruptSnapshot' && /damaged/.test(e.message),
     );
     assert.deepEqual(describeTree(s.tree), before);
-    const r = await runSidecar([
-      'restore-point',
-      'restore',
-      rp.id,
-      '--target',
-      s.target,
-      '--state-dir',
-      s.state,
-      '--scope',
-      'both',
-      '--yes',
-    ]);
+    const r = await restoreElsewhere(rp.id);
     assert.equal(r.code, 1, r.stdout + r.stderr);
     assert.match(r.stderr, /damaged/);
     assert.deepEqual(describeTree(s.tree), before);
