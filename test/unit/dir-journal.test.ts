@@ -251,6 +251,28 @@ describe('dir backend: change journal (inotify)', function () {
     fs.rmSync(path.join(base, '1'), { recursive: true });
   });
 
+  it('one barrier file per process, renamed from create to create (no new inode each time), removed when the journal stops', async () => {
+    await create();
+    const mine = path.join(
+      s.state,
+      'locks',
+      fs.readdirSync(path.join(s.state, 'locks')).find((n) => n.endsWith('.barrier'))!,
+      String(process.pid),
+    );
+    const inodes = new Set<number>();
+    for (let i = 0; i < 4; i++) {
+      put(s.tree, `d1/barrier-${i}.txt`, `round ${i}\n`);
+      assert.match(await createAndCheck(`barrier round ${i}`), /^journal: [1-9]\d* paths/);
+      const files = fs.readdirSync(mine);
+      assert.equal(files.length, 1, files.join(', '));
+      assert.match(files[0], new RegExp(`^b-${process.pid}-\\d+$`));
+      inodes.add(fs.statSync(path.join(mine, files[0])).ino);
+    }
+    assert.equal(inodes.size, 1, 'the same file each time');
+    closeJournals();
+    assert.deepEqual(fs.readdirSync(mine), []);
+  });
+
   it('walks in full every fullWalkCreates journal creates (what inotify cannot see stays out for a bounded time)', async () => {
     journalTuning.fullWalkCreates = 2;
     await create();
