@@ -28,6 +28,13 @@ export { backupDir, writeOpts, type MemoryOpsContext } from './common';
 export { memoryHistory, undoWrite, restoreEntry } from './timeline';
 export { forgetMemory, lintFix } from './editset';
 
+/**
+ * The entry of store `s` whose id is `id` or starts with it (case-insensitive, like a short git hash):
+ * the adapter's own `resolve` when it has one, else a scan of `s.list()`.
+ * @returns the entry and the file that holds it
+ * @throws AgentKeepError EntryNotFound (no entry; next action: memory list) or Conflict (more than one
+ *   id starts so: up to 8 are named; give more characters)
+ */
 export async function resolveEntry(
   s: MemoryStoreAdapter,
   id: string,
