@@ -13,15 +13,22 @@
  * for every command (to compare).
  */
 
+import { warnBadEnv } from './core/envWarn';
+
 /** Commands (the first word after the root options) that keep V8's default young generation. */
 const SERVERS = new Set(['serve', 'mcp']);
 
 /**
  * Whether the command line `argv` (after `node sidecar.js`) runs a one-shot command: not a server,
- * not turned off by `AGENTKEEP_YOUNG_GEN=default`.
+ * not turned off by `AGENTKEEP_YOUNG_GEN=default`. Any other non-empty value warns once on stderr
+ * (core/envWarn.ts) and is ignored.
  */
 export function wantsSmallYoungGen(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): boolean {
-  if (env.AGENTKEEP_YOUNG_GEN === 'default') return false;
+  const v = env.AGENTKEEP_YOUNG_GEN;
+  if (v === 'default') return false;
+  // any other value was ignored silently: said once on stderr, as the other AGENTKEEP_* knobs do
+  if (v !== undefined && v !== '')
+    warnBadEnv('AGENTKEEP_YOUNG_GEN', v, '"default" (or unset)', 'a small young generation for one-shot commands');
   // the root takes one option with a value (--state-dir D / --state-dir=D); the first other word is the command
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];

@@ -72,6 +72,19 @@ describe('CLI memory: young generation, ASCII bundles, lazy lint tables (issue 1
     ];
     for (const argv of no) assert.equal(wantsSmallYoungGen(argv, {}), false, argv.join(' '));
     assert.equal(wantsSmallYoungGen(['restore-point', 'create'], { AGENTKEEP_YOUNG_GEN: 'default' }), false);
+    // any other value: named once on stderr, the small young generation kept
+    const said: string[] = [];
+    const write = process.stderr.write;
+    process.stderr.write = ((l: string) => (said.push(String(l)), true)) as typeof process.stderr.write;
+    try {
+      assert.equal(wantsSmallYoungGen(['restore-point', 'create'], { AGENTKEEP_YOUNG_GEN: 'Default ' }), true);
+      assert.equal(wantsSmallYoungGen(['restore-point', 'list'], { AGENTKEEP_YOUNG_GEN: 'Default ' }), true);
+    } finally {
+      process.stderr.write = write;
+    }
+    assert.deepEqual(said, [
+      'agentkeep: warning: AGENTKEEP_YOUNG_GEN="Default " is not "default" (or unset); using a small young generation for one-shot commands.\n',
+    ]);
   });
 
   it('keepYoungGenSmall keeps the young generation at its start size while survivors pile up (without it, it grows)', async () => {
