@@ -56,6 +56,8 @@ describe('scopes on a VM target (Proxmox simulator, the guest SSH a real sshd)',
   let holder: ChildProcess | undefined;
   /** ms from "running" to sshd listening again; Infinity: the guest never comes back. */
   let bootMs: number;
+  /** The pending "boot" of the simulated guest (its sshd resumes when it fires). */
+  let bootTimer: NodeJS.Timeout | undefined;
   let onBoot: (() => Promise<void>) | undefined;
   const saved: Record<string, string | undefined> = {};
   const mem = (): string => path.join(home, 'memories', 'MEMORY.md');
@@ -80,12 +82,17 @@ describe('scopes on a VM target (Proxmox simulator, the guest SSH a real sshd)',
     bootMs = 800;
     onBoot = undefined;
     sim.onPower = (_g, running) => {
+      // a stop cancels a boot still under way (a previous test's boot timer resumed sshd in the middle
+      // of the next test's rollback, so its write-back did not wait: seen in fresh-clone runs)
+      clearTimeout(bootTimer);
+      bootTimer = undefined;
       // a stopped guest drops its SSH sessions too: no cached connection outlives the stop
       if (!running) {
         closeSshConnections();
         void sshd.pause();
       } else if (Number.isFinite(bootMs))
-        setTimeout(async () => {
+        bootTimer = setTimeout(async () => {
+          bootTimer = undefined;
           await onBoot?.(); // what the guest does while it boots, before its sshd answers
           await sshd.resume();
         }, bootMs);
@@ -104,6 +111,8 @@ describe('scopes on a VM target (Proxmox simulator, the guest SSH a real sshd)',
     holder?.kill('SIGKILL');
     holder = undefined;
     sim.onPower = undefined;
+    clearTimeout(bootTimer);
+    bootTimer = undefined;
     await sshd.resume();
     closeSshConnections();
     await sim.stop();
