@@ -153,6 +153,38 @@ describe('dir manifest formats (issue 14)', function () {
 
   describe('(object files of their own)', () => {
     looseObjects();
+    it('a restore of a snapshot read from disk reads each of its trees once (the check before the undo point, not again to compare)', async () => {
+      const a = await new Core({ stateDir: s.state }).createRestorePoint({ target: s.target, stores: [] });
+      const original = describeTree(s.tree);
+      await new Promise((r) => setTimeout(r, 120)); // past the racy window
+      put(s.tree, 'd3/sub1/file-3.txt', 'edited\n');
+      fs.rmSync(path.join(s.tree, 'd5'), { recursive: true });
+      forgetManifest(mf(a.id)); // as a restore point this process did not make, or one the cache dropped
+      const trees = new Set(
+        manifestObjects(s.state, mf(a.id))
+          .filter((o) => o.what.startsWith('tree of'))
+          .map((o) => o.hash),
+      );
+      const reads = new Map<string, number>();
+      const orig = nodeFs.readFileSync;
+      nodeFs.readFileSync = ((p: fs.PathOrFileDescriptor, ...rest: unknown[]) => {
+        const h = path.basename(String(p));
+        if (trees.has(h)) reads.set(h, (reads.get(h) ?? 0) + 1);
+        return (orig as (...x: unknown[]) => unknown)(p, ...rest);
+      }) as typeof fs.readFileSync;
+      try {
+        await new Core({ stateDir: s.state }).restoreRestorePoint({ target: s.target, id: a.id, scope: 'machine' });
+      } finally {
+        nodeFs.readFileSync = orig;
+      }
+      assert.deepEqual(describeTree(s.tree), original);
+      assert.equal(reads.size, trees.size, 'every tree is read (the check before the undo point)');
+      assert.deepEqual(
+        [...reads.values()].filter((n) => n > 1),
+        [],
+        'no tree is read twice',
+      );
+    });
     it('a missing tree object gives CorruptSnapshot and leaves the tree untouched', async () => {
       const core = new Core({ stateDir: s.state });
       const a = await core.createRestorePoint({ target: s.target, stores: [] });

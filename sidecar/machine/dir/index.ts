@@ -546,6 +546,7 @@ export class DirBackend implements MachineBackend {
           snap.tree,
           { tree: curManifest.tree, kids: kidsOf(curManifest) },
           `of ${file}`,
+          snap.entries, // (read by verify: its trees are not read again)
         );
         all = d.want;
         curAll = d.cur;

@@ -192,21 +192,40 @@ function rowEntry(dir: string, prefix: string, r: Row, what: string): Entry {
  */
 export function readTreeEntries(objectsDir: string, root: string, what: string): Entry[] {
   const out: Entry[] = [];
+  const spans = new Map<string, TreeSpan>();
   let level: Array<[string, string]> = [['', root]];
   while (level.length) {
     const next: Array<[string, string]> = [];
     for (const [dir, hash] of level) {
       const prefix = dir ? dir + '/' : '';
+      const start = out.length;
       for (const r of treeRows(objectsDir, hash, what)) {
         const e = rowEntry(dir, prefix, r, what);
         if (e.t === 'd') next.push([e.p, e.h as string]);
         out.push(e);
       }
+      spans.set(dir, { h: hash, a: start, b: out.length });
     }
     level = next;
   }
+  treeSpans.set(out, spans);
   return out;
 }
+
+/** Where the entries of one directory's tree are in a list readTreeEntries read: `[a, b)`, from tree `h`. */
+interface TreeSpan {
+  h: string;
+  a: number;
+  b: number;
+}
+
+/**
+ * The entry lists readTreeEntries read -> per directory the span of its tree's entries (each tree's
+ * entries are consecutive: level order). So a restore whose check read the snapshot's trees
+ * (MachineBackend.verify) compares them without reading and parsing them again (treeDifference).
+ * Keyed by the list itself: a list changed or rebuilt since is not found. One entry per directory.
+ */
+const treeSpans = new WeakMap<Entry[], Map<string, TreeSpan>>();
 
 /** Directory ('' = the root) -> its entries, for entries in level order with their directories (a scan's `parents`). */
 export function childrenByDir(entries: Entry[], parents?: string[]): Map<string, Entry[]> {
@@ -234,11 +253,15 @@ export function treeDifference(
   root: string,
   cur: { tree: string; kids: Map<string, Entry[]> },
   what: string,
+  read?: Entry[],
 ): { want: Entry[]; cur: Entry[] } {
   const want: Entry[] = [];
   const have: Entry[] = [];
   if (root === cur.tree) return { want, cur: have };
   const parsed = new Map<string, Row[]>();
+  // the snapshot's entries as readTreeEntries read them (`read`, with their spans): a tree found
+  // there (same directory, same hash) is not read again (its rows were checked when read)
+  const spans = read ? treeSpans.get(read) : undefined;
   const allBelow = (d: string): void => {
     for (const c of cur.kids.get(d) ?? []) {
       have.push(c);
@@ -253,8 +276,10 @@ export function treeDifference(
       const byPath = new Map(curKids.map((c) => [c.p, c]));
       const wanted = new Set<string>();
       const prefix = dir ? dir + '/' : '';
-      for (const r of treeRows(objectsDir, hash, what, parsed)) {
-        const e = rowEntry(dir, prefix, r, what);
+      const span = spans?.get(dir);
+      const known = read && span && span.h === hash ? read.slice(span.a, span.b) : undefined;
+      const entries = known ?? treeRows(objectsDir, hash, what, parsed).map((r) => rowEntry(dir, prefix, r, what));
+      for (const e of entries) {
         want.push(e);
         if (e.t !== 'd') continue;
         wanted.add(e.p);
