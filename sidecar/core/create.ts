@@ -31,6 +31,11 @@ export interface CreateSpec {
   restoredFrom?: string;
   important?: boolean;
   vmstate?: boolean;
+  /**
+   * Called with the new id once the backend knows the snapshot's content, before it is durable
+   * (MachineBackend.create `built`): a restore compares against its undo point meanwhile.
+   */
+  onBuilt?: (id: string) => void;
 }
 
 /**
@@ -70,6 +75,7 @@ export async function createLocked(
       parentId,
       signal,
       vmstate: p.vmstate,
+      ...(p.onBuilt ? { built: () => p.onBuilt?.(id) } : {}),
       meta: {
         label,
         kind,

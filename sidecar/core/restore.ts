@@ -11,6 +11,7 @@ import {
   type RestorePoint,
   type Scope,
 } from '../protocol';
+import type { BackendProgress } from '../machine';
 import type { MemoryStoreAdapter } from '../memory';
 import { listAction, restoreAction } from './actions';
 import {
@@ -69,6 +70,21 @@ function unreadableStore(s: MemoryStoreAdapter, rp: RestorePoint, scope: Scope, 
     `The restore of ${rp.id} (scope ${scope}) writes the agent state of ${s.spec}, which cannot be read now: ${e.message} Nothing was changed.`,
     e.hint ?? 'Make the store reachable (the machine running, the path right), then restore again.',
     e.actions,
+  );
+}
+
+/**
+ * The error of a restore that stopped before it wrote anything (MachineBackend.prepareRestore failed):
+ * the cause, that nothing in the target was changed, and the undo point taken (if any) with its action.
+ */
+function notStarted(e: unknown, id: string, target: string, undo: RestorePoint | undefined): AgentKeepError {
+  const err = asAgentKeepError(e);
+  const saved = undo ? ` (the undo point ${undo.id} was taken and holds that state)` : '';
+  return new AgentKeepError(
+    err.kind,
+    `The restore of ${id} did not start: ${err.message} Nothing in the target was changed${saved}.`,
+    err.hint,
+    [...(err.actions ?? []), ...(undo ? [restoreAction('Undo', target, undo.id, 'both')] : [])],
   );
 }
 
@@ -139,17 +155,43 @@ export async function restoreRestorePoint(
     const target = t.target.spec;
     if (p.noUndoPoint && !p.confirmed) throw noUndoPointUnconfirmed(rp.id, target, scope, p.stores);
     const didNotStart = `the restore of ${rp.id} did not start; nothing in the target was changed`;
+    // The tree's paths a restore leaves alone: the agent state of the stores in it (scope machine).
+    const skip =
+      scope === 'agent'
+        ? undefined
+        : agentStateFilter(t.target, [...stores, ...(await detect())], { keepAgentState: scope === 'machine' });
+    // A backend that restores in two steps reads and checks everything first (prepareRestore):
+    // compared against the undo point while the undo point's fsyncs run, before anything is written.
+    const prepare =
+      scope !== 'agent' && t.backend.prepareRestore
+        ? (currentId: string | undefined) => t.backend.prepareRestore!(rp.id, { currentId, skip, signal: ctx.signal })
+        : undefined;
+    const early: { plan?: ReturnType<NonNullable<typeof prepare>> } = {};
+    const onBuilt = prepare
+      ? (id: string): void => {
+          // (next turn of the event loop: the create has started its fsyncs by then)
+          early.plan = new Promise<void>((r) => setImmediate(r)).then(() => prepare(id));
+          early.plan.catch(() => undefined); // (awaited below; a create that fails drops it)
+        }
+      : undefined;
     const undo = p.noUndoPoint
       ? undefined
       : await createLocked(
           ctx,
           t,
-          { kind: 'pre-restore', restoredFrom: rp.id, stores: capturable },
+          { kind: 'pre-restore', restoredFrom: rp.id, stores: capturable, ...(onBuilt ? { onBuilt } : {}) },
           progress,
           didNotStart,
         ).catch(async (e: unknown) => {
           throw await undoPointSpaceError(e, { id: rp.id, scope, stores: p.stores, stateDir: ctx.stateDir, target });
         });
+    // Nothing is written yet: an error here (a missing or damaged object, an unreadable file in the
+    // tree) leaves the target as it was, and says so (no "finish the restore", no marker).
+    const prepared = prepare
+      ? await (early.plan ?? prepare(undo?.id)).catch((e: unknown) => {
+          throw notStarted(e, rp.id, target, undo);
+        })
+      : undefined;
     try {
       ctx.opts.onRestoreWriting?.(undo);
     } catch {
@@ -163,17 +205,33 @@ export async function restoreRestorePoint(
     let warnings: string[] | undefined;
     // Scopes agent/both write agent-state files: take the stores' own locks first (TargetBusy = nothing written).
     const unlock = scope === 'machine' ? async () => undefined : await lockStores(written);
+    // The status change of the restored entry is written and fsynced while the target is written, and
+    // renamed into place only once the restore succeeded (so its fsync is off the restore's path; a
+    // restore that fails removes the temp file and leaves the entry as it was).
+    const restored: RestorePoint = { ...rp, status: 'rolled-back' };
+    let settle: (ok: boolean) => void = () => undefined;
+    const done = new Promise<void>((res, rej) => {
+      settle = (ok) => (ok ? res() : rej(new Error('the restore did not finish')));
+    });
+    done.catch(() => undefined); // (rejected before the put waits for it: not an unhandled rejection)
+    // (a status change of an entry whose old version is as valid: the entry is synced, its rename is not,
+    // as the files the restore wrote are not; a crash leaves the entry as it was or as it is now, both complete)
+    const status = t.journal.put(restored, { syncDir: false, beforeRename: () => done });
+    status.catch(() => undefined); // (awaited below, after the writes)
+    let finished = false;
     try {
       if (scope !== 'agent') {
-        const inTarget = [...stores, ...(await detect())];
-        const skip = agentStateFilter(t.target, inTarget, { keepAgentState: scope === 'machine' });
-        const m = await t.backend.restore(rp.id, {
-          currentId: undo?.id,
-          skip,
-          start: p.start,
-          signal: ctx.signal,
-          progress: (stage, done, total) => progress.report(stage, STAGE_TEXT[stage] ?? stage, done, total),
-        });
+        const report: BackendProgress = (stage, done, total) =>
+          progress.report(stage, STAGE_TEXT[stage] ?? stage, done, total);
+        const m = prepared
+          ? await prepared.apply({ signal: ctx.signal, progress: report })
+          : await t.backend.restore(rp.id, {
+              currentId: undo?.id,
+              skip,
+              start: p.start,
+              signal: ctx.signal,
+              progress: report,
+            });
         changes = { added: m.added, removed: m.removed, changed: m.changed, agentChanged: [] };
         machineState = m.machineState;
         warnings = m.warnings?.length ? m.warnings : undefined;
@@ -183,6 +241,7 @@ export async function restoreRestorePoint(
         const alone = agentLeftAlone(rp, written);
         if (alone.length) changes.agentLeftAlone = alone;
       }
+      finished = true;
     } catch (e) {
       const undoActions = undo ? [restoreAction('Undo', target, undo.id, 'both')] : [];
       const saved = undo
@@ -214,13 +273,15 @@ export async function restoreRestorePoint(
         undo ? undoActions : [finish],
       );
     } finally {
+      if (!finished) {
+        settle(false);
+        await status.catch(() => undefined); // (its temp file is removed)
+      }
       await unlock();
     }
     await clearRestoreMarker(ctx.layout, t.target);
-    const restored: RestorePoint = { ...rp, status: 'rolled-back' };
-    // (a status change of an entry whose old version is as valid: the entry is synced, its rename is not,
-    // as the files the restore wrote are not; a crash leaves the entry as it was or as it is now, both complete)
-    await t.journal.put(restored, { syncDir: false });
+    settle(true);
+    await status;
     // (the dir backend stamps its record of the files it wrote: the next create trusts what is older)
     if (scope !== 'agent') t.backend.restoreSettled?.();
     if (scope !== 'machine') await settlePending(ctx.layout, t.target, rp.id, stores);

@@ -127,6 +127,12 @@ export interface MachineBackend {
       signal?: AbortSignal;
       meta?: SnapshotMeta;
       vmstate?: boolean;
+      /**
+       * Called once the snapshot's content is known in this process, before it is made durable
+       * (dir: before its pack's fsync), so a restore can compare against it meanwhile
+       * (prepareRestore with this snapshot as `currentId`). Optional; a listener must not throw.
+       */
+      built?: () => void;
     },
   ): Promise<SnapshotInfo>;
   /** Ids of the snapshots this backend holds for the target. */
@@ -142,6 +148,19 @@ export interface MachineBackend {
     snapshotId: string,
     opts: { currentId?: string; skip?: PathFilter; progress?: BackendProgress; signal?: AbortSignal; start?: boolean },
   ): Promise<RestoreOutcome>;
+  /**
+   * A restore in two steps (optional; restore() is both): everything that only reads (what differs
+   * between the snapshot and the current state `currentId`, or a fresh scan without it, and the check
+   * that every object it will write exists and, packed, hashes to its name), then `apply()`, which
+   * writes. Nothing in the target is touched before apply(), so an error of this step means nothing
+   * was changed. `currentId` may be a snapshot this object is still making (after its `built`
+   * callback), so the comparison runs while that snapshot's fsyncs do.
+   * @throws AgentKeepError CorruptSnapshot when the snapshot is damaged or an object it needs is missing.
+   */
+  prepareRestore?(
+    snapshotId: string,
+    opts: { currentId?: string; skip?: PathFilter; signal?: AbortSignal },
+  ): Promise<{ apply(opts: { progress?: BackendProgress; signal?: AbortSignal }): Promise<RestoreOutcome> }>;
   /**
    * The restore of this object finished (the core calls it after the restore point's status change,
    * just before the restore returns): the moment from which the target is the user's again. Optional:

@@ -286,7 +286,7 @@ export class DirBackend implements MachineBackend {
 
   async create(
     snapshotId: string,
-    opts: { parentId?: string; progress?: BackendProgress; signal?: AbortSignal },
+    opts: { parentId?: string; progress?: BackendProgress; signal?: AbortSignal; built?: () => void },
   ): Promise<SnapshotInfo> {
     await this.check();
     // the files the last restore wrote: this create uses the record, and drops it (one create each)
@@ -304,13 +304,15 @@ export class DirBackend implements MachineBackend {
     } catch (e) {
       journal?.abandon();
       throw e;
+    } finally {
+      this.building = undefined; // (written and cached by now, or failed)
     }
   }
 
   private async createFrom(
     snapshotId: string,
     parent: Manifest | undefined,
-    opts: { parentId?: string; progress?: BackendProgress; signal?: AbortSignal },
+    opts: { parentId?: string; progress?: BackendProgress; signal?: AbortSignal; built?: () => void },
     changed: Changed | undefined,
   ): Promise<{ info: SnapshotInfo; linked: Set<string> }> {
     // the small objects of every create go into one pack (core/packs.ts; loose when fewer than 2, core/objects.ts)
@@ -326,7 +328,7 @@ export class DirBackend implements MachineBackend {
   private async createStoring(
     snapshotId: string,
     parent: Manifest | undefined,
-    opts: { parentId?: string; progress?: BackendProgress; signal?: AbortSignal },
+    opts: { parentId?: string; progress?: BackendProgress; signal?: AbortSignal; built?: () => void },
     changed: Changed | undefined,
     pack: { w?: PackWriter },
   ): Promise<{ info: SnapshotInfo; linked: Set<string> }> {
@@ -357,6 +359,16 @@ export class DirBackend implements MachineBackend {
       entries: r.entries,
     };
     throwIfAborted(opts.signal, 'the restore point was not created; nothing in the target was changed');
+    parentsOf.set(m, r.parents);
+    // (after buildTrees: it replaced the entries of changed directories by copies with their new tree)
+    kidsCache.set(m, childrenByDir(m.entries, r.parents));
+    // complete in memory: a restore may compare against it while its fsyncs run (prepareRestore)
+    this.building = { id: snapshotId, m };
+    try {
+      opts.built?.();
+    } catch {
+      /* a failing listener must not break the create */
+    }
     // the pack is complete and in place (fsynced) before the manifest that names its objects
     // (its directory's fsync overlaps the manifest's write; the manifest is renamed in only after it)
     const { packed, durable: packDurable } = pack.w
@@ -386,9 +398,6 @@ export class DirBackend implements MachineBackend {
     ]);
     // one create in about eight merges the small packs (amortised; core/objects.ts consolidatePacks)
     if (packed) await this.ctx.objects.consolidatePacks();
-    parentsOf.set(m, r.parents);
-    // (after buildTrees: it replaced the entries of changed directories by copies with their new tree)
-    kidsCache.set(m, childrenByDir(m.entries, r.parents));
     return {
       info: { files: r.entries.length, bytes: r.bytes, newBytes: r.newBytes, skipped: r.skipped, durable },
       linked: r.linked,
@@ -526,14 +535,29 @@ export class DirBackend implements MachineBackend {
     snapshotId: string,
     opts: { currentId?: string; skip?: PathFilter; progress?: BackendProgress; signal?: AbortSignal },
   ): Promise<MachineChanges> {
+    return (await this.prepareRestore(snapshotId, opts)).apply(opts);
+  }
+
+  /** The snapshot this object's create is making (its manifest complete in memory, from before its fsyncs). */
+  private building: { id: string; m: Manifest } | undefined;
+
+  /**
+   * The reading half of restore (MachineBackend.prepareRestore): what differs and the check that every
+   * object to write is there; apply() writes. `currentId` may be the snapshot this object's create is
+   * still making (after `built`): its manifest is taken from memory.
+   */
+  async prepareRestore(
+    snapshotId: string,
+    opts: { currentId?: string; skip?: PathFilter; signal?: AbortSignal },
+  ): Promise<{ apply(opts: { progress?: BackendProgress; signal?: AbortSignal }): Promise<MachineChanges> }> {
+    const making = this.building; // (taken now: the create clears it when it is done)
     await this.check();
     const file = this.manifestPath(snapshotId);
     const snap = (await readManifestHead(file)) ?? (await this.manifest(snapshotId)); // (throws when missing)
     const skip = opts.skip;
-    const signal = opts.signal;
-    const stopped = 'the restore was stopped part-way';
     // The current state: the snapshot taken just before (pre-restore), else a fresh scan.
-    const curManifest = await this.manifestOrUndefined(opts.currentId);
+    const curManifest =
+      making && opts.currentId === making.id ? making.m : await this.manifestOrUndefined(opts.currentId);
     let all: Entry[];
     let cur: Entry[];
     let stray: string[];
@@ -565,10 +589,15 @@ export class DirBackend implements MachineBackend {
       cur = r.entries;
       stray = r.temps;
     }
+    // (a turn of the event loop between the steps: while a create runs next to this, e.g. the undo
+    // point whose fsyncs this comparison overlaps, its next step is not held up by all of them)
+    const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
+    await turn();
     const want = skip ? all.filter((e) => !underSkip(e.p, skip)) : all;
     const wantMap = new Map(want.map((e) => [e.p, e]));
     const curMap = new Map(cur.map((e) => [e.p, e]));
     const changes = compareEntries(want, cur, wantMap, curMap);
+    await turn();
 
     // Check every object needed exists before touching anything.
     const writes = want.filter((e) => {
@@ -582,11 +611,33 @@ export class DirBackend implements MachineBackend {
       if (e.t !== 'f' || (curMap.get(e.p)?.t === 'f' && curMap.get(e.p)?.h === e.h)) continue;
       if (!this.ctx.objects.verifySync(e.h as string)) throw this.ctx.objects.missing(e.h as string);
       if (Date.now() - checked > 8) {
-        await new Promise((r) => setImmediate(r));
+        await turn();
         checked = Date.now();
       }
     }
 
+    return {
+      apply: (o) => this.applyRestore(snap.rootMode, { want, cur, stray, wantMap, curMap, writes, changes }, o),
+    };
+  }
+
+  /** The writing half of restore: make the target what prepareRestore found it must become. */
+  private async applyRestore(
+    rootMode: number,
+    plan: {
+      want: Entry[];
+      cur: Entry[];
+      stray: string[];
+      wantMap: Map<string, Entry>;
+      curMap: Map<string, Entry>;
+      writes: Entry[];
+      changes: MachineChanges;
+    },
+    opts: { progress?: BackendProgress; signal?: AbortSignal },
+  ): Promise<MachineChanges> {
+    const { want, cur, stray, wantMap, curMap, writes, changes } = plan;
+    const signal = opts.signal;
+    const stopped = 'the restore was stopped part-way';
     const total = writes.length + changes.added.length;
     let done = 0;
     const tick = (): void => opts.progress?.('restore', ++done, total);
@@ -743,12 +794,12 @@ export class DirBackend implements MachineBackend {
     // (synchronous: a few calls, each cheaper than a thread-pool round trip)
     for (const d of [...finalModes.keys()].sort().reverse()) chmodIfDir(abs(d), finalModes.get(d) as number);
     try {
-      fsSync.chmodSync(this.root, snap.rootMode);
+      fsSync.chmodSync(this.root, rootMode);
     } catch {
       /* not ours to chmod: the mode stays */
     }
     // published by restoreSettled, with its stamp (a restore that fails leaves no record)
-    this.settling = record.size ? { record, rootMode: snap.rootMode } : undefined;
+    this.settling = record.size ? { record, rootMode } : undefined;
     if (spared.size) changes.added = changes.added.filter((p) => !spared.has(p));
     return changes;
   }
