@@ -186,7 +186,7 @@ export async function inflightState(layout: StateLayout): Promise<{ live: boolea
 /** Whether a collection is due: a failed operation or a dead process left a marker. Cheap (one readdir). */
 export async function gcPending(layout: StateLayout): Promise<boolean> {
   try {
-    const names = await fs.readdir(layout.inflightDir);
+    const names = fsSync.readdirSync(layout.inflightDir); // (synchronous: usually empty; every create and restore asks)
     if (names.some((n) => n.startsWith('failed-'))) return true;
     if (!names.length) return false;
   } catch {

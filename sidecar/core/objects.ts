@@ -17,6 +17,7 @@ import {
   mkdirSync,
   openSync,
   promises as fs,
+  readdirSync,
   readFileSync,
   readSync,
   renameSync,
@@ -166,7 +167,7 @@ export class ObjectStore {
   async sweepTemps(now = Date.now()): Promise<number> {
     let names: string[];
     try {
-      names = await fs.readdir(this.tmpDir);
+      names = readdirSync(this.tmpDir); // (synchronous: usually empty, and every create, restore and delete lists it)
     } catch {
       return 0;
     }
@@ -197,7 +198,7 @@ export class ObjectStore {
 
   /** Create the store directories. */
   async init(): Promise<void> {
-    await fs.mkdir(this.tmpDir, { recursive: true });
+    mkdirSync(this.tmpDir, { recursive: true }); // (synchronous: it exists, one mkdir + stat; every operation calls it)
   }
 
   /** Whether the object exists (a file of its own, or in a pack). */
