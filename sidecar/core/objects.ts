@@ -229,7 +229,16 @@ export class ObjectStore {
    * @throws AgentKeepError CorruptSnapshot when a pack holds the object with other bytes
    */
   verifySync(hash: string): boolean {
-    return existsSync(this.pathOf(hash)) || !!this.packs.readSync(hash);
+    return !!this.checkSync(hash);
+  }
+
+  /**
+   * verifySync that also gives the bytes it read: a packed object's content (checked against its
+   * sha256), `true` for an object file of its own (not read), `false` when missing. A restore keeps
+   * the bytes its check read and writes them (copyOutSync `known`) instead of reading them again.
+   */
+  checkSync(hash: string): Buffer | boolean {
+    return existsSync(this.pathOf(hash)) || (this.packs.readSync(hash) ?? false);
   }
 
   /**
@@ -497,9 +506,12 @@ export class ObjectStore {
   /**
    * copyOut, synchronously: for small objects, where the thread-pool round trips of the async calls
    * cost more than the copy (a restore of many small files).
+   * @param known the object's bytes as checkSync just read and checked them (written as they are)
    * @throws AgentKeepError CorruptSnapshot when the object is missing.
    */
-  copyOutSync(hash: string, dest: string): void {
+  copyOutSync(hash: string, dest: string, known?: Buffer): void {
+    // (the content read and checked for this hash moments ago, checkSync: a packed object is not read again)
+    if (known) return writeFileSync(dest, known, { flag: 'wx', mode: OBJECT_MODE });
     try {
       copyFileSync(this.pathOf(hash), dest, fsc.COPYFILE_EXCL | fsc.COPYFILE_FICLONE);
     } catch (e) {

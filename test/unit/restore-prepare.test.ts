@@ -8,11 +8,13 @@ import * as assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import nodeFs from 'node:fs';
+import nodeFs from 'node:fs';
 import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
 import { AgentKeepError } from '../../sidecar/core/errors';
 import { DirBackend } from '../../sidecar/machine/dir';
 import { closeJournals } from '../../sidecar/machine/dir/journal';
+import { forgetManifest } from '../../sidecar/machine/dir/manifest';
 import { describeTree, put, tempSetup } from './dir-fixtures';
 import { fixText } from './helpers/errors';
 import { looseObjects } from './helpers/loose';
@@ -107,6 +109,37 @@ describe('restore: everything read and checked before anything is written', func
     assert.deepEqual(
       fs.readdirSync(journalDir()).filter((n) => n.startsWith('.ak-tmp')),
       [],
+    );
+  });
+
+  it('reads each packed object and tree it needs once (the check before the writes; the writes take those bytes)', async () => {
+    const core = new Core({ stateDir: s.state });
+    const rp = await core.createRestorePoint({ target: s.target, stores: [] });
+    const original = describeTree(s.tree);
+    for (let i = 0; i < 6; i++) put(s.tree, `d${i % 3}/f${i}.txt`, `changed ${i}\n`);
+    fs.rmSync(path.join(s.tree, 'd2/f8.txt'));
+    forgetManifest(path.join(s.state, 'dir', fs.readdirSync(path.join(s.state, 'dir'))[0], `${rp.id}.json`));
+    const reads = new Map<string, number>();
+    const orig = nodeFs.readSync;
+    nodeFs.readSync = ((fd: number, buf: NodeJS.ArrayBufferView, ...rest: unknown[]) => {
+      const file = fs.readlinkSync(`/proc/self/fd/${fd}`);
+      if (file.endsWith('.pack') && rest.length === 3) {
+        const k = `${path.basename(file)}@${String(rest[3 - 1])}`;
+        reads.set(k, (reads.get(k) ?? 0) + 1);
+      }
+      return (orig as (...x: unknown[]) => number)(fd, buf, ...rest);
+    }) as typeof nodeFs.readSync;
+    try {
+      await core.restoreRestorePoint({ target: s.target, id: rp.id, scope: 'machine' });
+    } finally {
+      nodeFs.readSync = orig;
+    }
+    assert.deepEqual(describeTree(s.tree), original);
+    assert.ok(reads.size >= 7, `the trees and the 7 contents were read from the pack (${reads.size})`);
+    assert.deepEqual(
+      [...reads].filter(([, n]) => n > 1),
+      [],
+      'no object read twice',
     );
   });
 

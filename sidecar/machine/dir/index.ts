@@ -52,6 +52,8 @@ import { scanTree, statCacheOf } from './scan';
 import { buildTrees, childrenByDir, treeDifference } from './tree';
 
 const CONCURRENCY = 8;
+/** At most this many bytes of packed objects read by a restore's check are kept to be written as they are (prepareRestore). */
+const KNOWN_MAX = 16 * 1024 * 1024;
 
 /** Directory -> entries of a format-2 snapshot in memory, built once when a restore needs it. */
 const kidsCache = new WeakMap<Manifest, Map<string, Entry[]>>();
@@ -514,10 +516,10 @@ export class DirBackend implements MachineBackend {
    * its mode and mtime are set. Returns false when something is there after all (a path made since the
    * scan, or one a scan leaves out: a socket, a FIFO): the caller replaces it by temp + rename.
    */
-  private createInPlace(e: Entry, a: string): boolean {
+  private createInPlace(e: Entry, a: string, known?: Buffer): boolean {
     try {
       if (e.t === 'l') fsSync.symlinkSync(e.l as string, a);
-      else this.ctx.objects.copyOutSync(e.h as string, a);
+      else this.ctx.objects.copyOutSync(e.h as string, a, known);
     } catch (err) {
       if (isErrno(err, 'EEXIST')) return false;
       // (a copy that failed part-way, e.g. ENOSPC: no partial file is left where there was none)
@@ -607,9 +609,17 @@ export class DirBackend implements MachineBackend {
     // (synchronously, one access(2) each, or a packed object read and checked against its sha256, so a damaged
     // pack fails here with the tree untouched: a thread-pool round trip per object cost more than the check; yielding to the event loop every 8 ms, so a signal is still seen)
     let checked = Date.now();
+    // the bytes of packed objects the check read (and hashed), written as they are by apply (up to KNOWN_MAX)
+    const known = new Map<string, Buffer>();
+    let knownBytes = 0;
     for (const e of writes) {
       if (e.t !== 'f' || (curMap.get(e.p)?.t === 'f' && curMap.get(e.p)?.h === e.h)) continue;
-      if (!this.ctx.objects.verifySync(e.h as string)) throw this.ctx.objects.missing(e.h as string);
+      const got = this.ctx.objects.checkSync(e.h as string);
+      if (!got) throw this.ctx.objects.missing(e.h as string);
+      if (got !== true && knownBytes + got.length <= KNOWN_MAX) {
+        known.set(e.h as string, got);
+        knownBytes += got.length;
+      }
       if (Date.now() - checked > 8) {
         await turn();
         checked = Date.now();
@@ -617,7 +627,7 @@ export class DirBackend implements MachineBackend {
     }
 
     return {
-      apply: (o) => this.applyRestore(snap.rootMode, { want, cur, stray, wantMap, curMap, writes, changes }, o),
+      apply: (o) => this.applyRestore(snap.rootMode, { want, cur, stray, wantMap, curMap, writes, changes, known }, o),
     };
   }
 
@@ -632,10 +642,11 @@ export class DirBackend implements MachineBackend {
       curMap: Map<string, Entry>;
       writes: Entry[];
       changes: MachineChanges;
+      known: Map<string, Buffer>;
     },
     opts: { progress?: BackendProgress; signal?: AbortSignal },
   ): Promise<MachineChanges> {
-    const { want, cur, stray, wantMap, curMap, writes, changes } = plan;
+    const { want, cur, stray, wantMap, curMap, writes, changes, known } = plan;
     const signal = opts.signal;
     const stopped = 'the restore was stopped part-way';
     const total = writes.length + changes.added.length;
@@ -736,14 +747,14 @@ export class DirBackend implements MachineBackend {
         const c = curMap.get(e.p);
         if (e.t === 'f' && c && c.t === 'f' && c.h === e.h)
           fsSync.chmodSync(a, e.m); // only the mode differs
-        else if (!c && this.createInPlace(e, a)) {
+        else if (!c && this.createInPlace(e, a, known.get(e.h as string))) {
           /* created where nothing was */
         } else {
           const tmp = tempNameFor(a, this.root);
           temps.add(tmp);
           if (e.t === 'l') fsSync.symlinkSync(e.l as string, tmp);
           else {
-            this.ctx.objects.copyOutSync(e.h as string, tmp);
+            this.ctx.objects.copyOutSync(e.h as string, tmp, known.get(e.h as string));
             fsSync.chmodSync(tmp, e.m);
             fsSync.utimesSync(tmp, e.mt / 1000, e.mt / 1000);
           }
