@@ -8,7 +8,6 @@ import * as assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import nodeFs from 'node:fs';
-import nodeFs from 'node:fs';
 import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
 import { AgentKeepError } from '../../sidecar/core/errors';
