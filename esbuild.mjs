@@ -16,8 +16,8 @@
 // Flags: --watch (rebuild on change), --production (minify, no source maps).
 import * as esbuild from 'esbuild';
 import { chmodSync, copyFileSync, cpSync, mkdirSync, rmSync } from 'node:fs';
-import * as path from 'node:path';
 import { asciiOnly } from './scripts/lib/ascii-bundle.cjs';
+import { slimStubs } from './scripts/lib/slim-stubs.cjs';
 
 const production = process.argv.includes('--production');
 const watch = process.argv.includes('--watch');
@@ -66,20 +66,7 @@ const NO_NATIVE = ['cpu-features', '*.node', '@energetic-ai/*'];
 
 // The slim create (out/create.js) leaves out what a create of a dir: target with local stores never
 // uses: the Proxmox backend (proxmox-api) and the remote stores' transports (ssh2, the guest agents);
-// sidecar/slimStub.ts stands in for them (its doc says why that is safe).
-const SLIM_STUBS = [
-  { importer: /sidecar\/machine\/index\.ts$/, path: /^\.\/proxmox$/ },
-  { importer: /sidecar\/memory\/(files|reach)\.ts$/, path: /^\.\/transport\/(ssh|guestAgent|pveAgent)$/ },
-];
-const slimStubs = {
-  name: 'slim-stubs',
-  setup(build) {
-    const stub = path.resolve('sidecar/slimStub.ts');
-    build.onResolve({ filter: /^\.\// }, (a) =>
-      SLIM_STUBS.some((s) => s.importer.test(a.importer) && s.path.test(a.path)) ? { path: stub } : undefined,
-    );
-  },
-};
+// sidecar/slimStub.ts stands in for them (scripts/lib/slim-stubs.cjs; its doc says why that is safe).
 
 // mainFields: prefer ESM entries (jsonc-parser's UMD `main` does not bundle).
 const node = { ...common, platform: 'node', target: 'node20', format: 'cjs', mainFields: ['module', 'main'] };

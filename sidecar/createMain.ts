@@ -7,9 +7,10 @@
  * no memory lint, no risk classifier, and in the bundle no Proxmox, QEMU or btrfs backend and no
  * ssh / guest-agent transport (esbuild.mjs leaves them out: ./slimStub.ts stands in for them).
  *
- *  1. The named agent of the target (core/agents.ts resolveAgent, as the full CLI's --agent hook):
- *     its stores when no --store is given. When the target or a store it resolves to is not one this
- *     bundle serves, it returns 'full' before doing anything and the launcher runs the full CLI.
+ *  1. The target and stores: --target and --store as given, else the named agent's (--agent, else
+ *     the default agent: core/agents.ts resolveAgent, as the full CLI's --agent hook, cli/agents.ts).
+ *     When the agent's target or a store is not one this bundle serves (not dir:, a remote store), it
+ *     returns 'full' before doing anything and the launcher runs the full CLI.
  *  2. The params validated with the method's schema (core/params.ts, as `call`), the create through
  *     the core's create (core/create.ts), under the CLI's signal guard (cli/signals.ts).
  *  3. Output and errors through the functions the full CLI uses (cli/createOutput.ts, cli/errors.ts).
@@ -54,13 +55,19 @@ export async function runSlimCreate(a: SlimCreateArgs, io: CliIO = processIO()):
     // as cli/agents.ts useNamedAgents for `restore-point create`
     let r: ResolvedAgent | undefined;
     try {
-      r = await resolveAgent(resolveStateDir(a.stateDir), { target: a.target, stores: a.stores });
+      r = await resolveAgent(resolveStateDir(a.stateDir), { agent: a.agent, target: a.target, stores: a.stores });
     } catch (e) {
       if (e instanceof AgentKeepError && (e.kind === 'InvalidParams' || e.kind === 'AgentNotFound'))
         throw new UsageError(e.kind, e.message, e.hint, e.actions);
       throw e;
     }
-    if (!r) throw new AgentKeepError('Internal', 'No target resolved for the create.');
+    if (!r) {
+      throw new UsageError(
+        'InvalidParams',
+        'restore-point create needs --target T or --agent NAME, and no agents are set up.',
+        'Add --target dir:/abs/path, or name the agent once: agentkeep agent add NAME --target T [--store S].',
+      );
+    }
     const stores = r.stores ?? [];
     if (!isSlimTarget(r.target) || !stores.every(isSlimStore)) return 'full';
     // one process, one create: lstat without the worker isolate (machine/dir/statpool.ts)

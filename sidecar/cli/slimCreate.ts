@@ -3,11 +3,12 @@
  * sidecar/createMain.ts) instead of the full CLI, so a one-shot `restore-point create` of a `dir:`
  * target loads only what it needs (issue 14, peak memory; BENCHMARKS.md "Slim create"):
  *
- *     agentkeep [--state-dir D] restore-point create --target dir:/abs/path [--label L]
+ *     agentkeep [--state-dir D] restore-point create [--target dir:/abs/path | --agent NAME] [--label L]
  *         [--kind manual|config-edit|update|hook] [--store KIND:/abs/path]… [--important] [--reuse] [--json]
  *
- * Options in any order, each once (--store repeatable), values as `--opt V` or `--opt=V`. Anything
- * else (another command, --agent, --vmstate, --help, `--`, an unknown or repeated option, a missing
+ * Options in any order, each once (--store repeatable), values as `--opt V` or `--opt=V`; without
+ * --target and --agent the default agent's (as the full CLI). Anything
+ * else (another command, --vmstate, --help, `--`, an unknown or repeated option, a missing
  * or empty value, a value that starts with `-`, a target that is not `dir:`, a store that is not on
  * this machine, AGENTKEEP_PLUGINS set) is left to the full CLI, which then says what is wrong or runs
  * it as before. The slim create itself hands over to the full CLI before doing anything when the
@@ -19,7 +20,10 @@
 export interface SlimCreateArgs {
   /** --state-dir as given (absent: AGENTKEEP_STATE_DIR, else the default). */
   stateDir?: string;
-  target: string;
+  /** --target (absent: the agent's). */
+  target?: string;
+  /** --agent (absent with no --target: the default agent). */
+  agent?: string;
   label?: string;
   kind: 'manual' | 'config-edit' | 'update' | 'hook';
   /** --store values in order ([] when none). */
@@ -30,7 +34,7 @@ export interface SlimCreateArgs {
 }
 
 const KINDS = new Set(['manual', 'config-edit', 'update', 'hook']);
-const VALUE_OPTIONS = new Set(['--target', '--label', '--kind', '--store']);
+const VALUE_OPTIONS = new Set(['--target', '--agent', '--label', '--kind', '--store']);
 const FLAGS = new Set(['--important', '--reuse', '--json']);
 
 /** Whether `target` is a `dir:` target the slim create serves (the dir backend's form: an absolute path). */
@@ -82,10 +86,12 @@ export function slimCreateArgs(
   const target = one('--target');
   const kind = one('--kind') ?? 'manual';
   const stores = seen.get('--store') ?? [];
-  if (target === undefined || !isSlimTarget(target) || !KINDS.has(kind) || !stores.every(isSlimStore)) return undefined;
+  if ((target !== undefined && !isSlimTarget(target)) || !KINDS.has(kind) || !stores.every(isSlimStore))
+    return undefined;
   return {
     ...(seen.has('--state-dir') ? { stateDir: one('--state-dir') } : {}),
-    target,
+    ...(target !== undefined ? { target } : {}),
+    ...(seen.has('--agent') ? { agent: one('--agent') } : {}),
     ...(seen.has('--label') ? { label: one('--label') } : {}),
     kind: kind as SlimCreateArgs['kind'],
     stores,
