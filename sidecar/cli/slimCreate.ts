@@ -12,9 +12,12 @@
  * or empty value, a value that starts with `-`, a target that is not `dir:`, a store that is not on
  * this machine, AGENTKEEP_PLUGINS set) is left to the full CLI, which then says what is wrong or runs
  * it as before. The slim create itself hands over to the full CLI before doing anything when the
- * target or stores a named agent resolves to are not of that kind (createMain.ts). No imports: the
- * launcher's other paths do not pay for this module.
+ * target or stores a named agent resolves to are not of that kind (createMain.ts).
+ * `AGENTKEEP_SLIM_CREATE=0` (false, off, no) sends every command line to the full CLI; a value not
+ * on/off-like warns once (core/envWarn.ts) and the slim create stays on. Only core/envWarn.ts is
+ * imported (the launcher loads it anyway), so the launcher's other paths pay nothing for this module.
  */
+import { envSwitch } from '../core/envWarn';
 
 /** The options of a slim create, as the full CLI's `restore-point create` action gets them. */
 export interface SlimCreateArgs {
@@ -55,7 +58,7 @@ export function slimCreateArgs(
   argv: readonly string[],
   env: NodeJS.ProcessEnv = process.env,
 ): SlimCreateArgs | undefined {
-  if (env.AGENTKEEP_PLUGINS || env.AGENTKEEP_SLIM_CREATE === '0') return undefined;
+  if (env.AGENTKEEP_PLUGINS || !envSwitch(env, 'AGENTKEEP_SLIM_CREATE', true, 'the slim create')) return undefined;
   let i = 0;
   const seen = new Map<string, string[]>();
   /** Read `--opt V` / `--opt=V` at i (one of `allowed`); false when it is not one or looks odd. */

@@ -152,6 +152,8 @@ describe('slim restore-point create (out/create.js; issue 14)', function () {
       assert.equal(slimCreateArgs(argv, env), undefined, argv.join(' '));
     assert.equal(slimCreateArgs(base, { AGENTKEEP_PLUGINS: '/x.js' }), undefined, 'plugins: the full CLI');
     assert.equal(slimCreateArgs(base, { AGENTKEEP_SLIM_CREATE: '0' }), undefined, 'turned off');
+    assert.equal(slimCreateArgs(base, { AGENTKEEP_SLIM_CREATE: 'off' }), undefined, 'turned off');
+    assert.ok(slimCreateArgs(base, { AGENTKEEP_SLIM_CREATE: '1' }));
   });
 
   it('the bundle leaves out the Proxmox backend, ssh2, commander, the dispatch table and the servers', async () => {
