@@ -22,15 +22,34 @@ type Row = [string, string, number, number, number, number, number, string, numb
 
 const HASH = /^[0-9a-f]{64}$/;
 
-/** The bytes of the tree of one directory whose entries are `kids` (in any order). */
+/**
+ * The JSON text of each entry's tree row, kept for entries a later scan reuses as they are (entries
+ * are never changed once a scan returned them: a changed path gets a new entry object, a directory
+ * with a new tree a copy), so an unchanged entry of a directory that changed is not serialised again.
+ */
+const rowJson = new WeakMap<Entry, string>();
+
+/** The tree row of `e` as JSON (rowJson). */
+function rowOf(e: Entry, name: string): string {
+  let j = rowJson.get(e);
+  if (j === undefined) {
+    const row: Row =
+      e.t === 'd'
+        ? [name, 'd', e.m, 0, e.mt, e.ct, e.i, e.h as string, e.z ?? 0, e.x ? 1 : 0]
+        : [name, e.t, e.m, e.s, e.mt, e.ct, e.i, (e.t === 'f' ? e.h : e.l) as string];
+    j = JSON.stringify(row);
+    rowJson.set(e, j);
+  }
+  return j;
+}
+
+/** The bytes of the tree of one directory whose entries are `kids` (in any order): its rows sorted by name, as one JSON array. */
 export function treeBytesOf(kids: Entry[]): Buffer {
-  const rows: Row[] = kids.map((e) => {
-    const name = e.p.slice(e.p.lastIndexOf('/') + 1);
-    if (e.t === 'd') return [name, 'd', e.m, 0, e.mt, e.ct, e.i, e.h as string, e.z ?? 0, e.x ? 1 : 0];
-    return [name, e.t, e.m, e.s, e.mt, e.ct, e.i, (e.t === 'f' ? e.h : e.l) as string];
-  });
-  rows.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-  return Buffer.from(JSON.stringify(rows));
+  const named: Array<[string, Entry]> = kids.map((e) => [e.p.slice(e.p.lastIndexOf('/') + 1), e]);
+  named.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  let out = '[';
+  for (let k = 0; k < named.length; k++) out += (k ? ',' : '') + rowOf(named[k][1], named[k][0]);
+  return Buffer.from(out + ']');
 }
 
 /** What buildTrees needs of a scan (scan.ts ScanResult). */
