@@ -17,6 +17,7 @@ import {
   mkdirSync,
   openSync,
   promises as fs,
+  readdirSync,
   readFileSync,
   readSync,
   renameSync,
@@ -166,7 +167,7 @@ export class ObjectStore {
   async sweepTemps(now = Date.now()): Promise<number> {
     let names: string[];
     try {
-      names = await fs.readdir(this.tmpDir);
+      names = readdirSync(this.tmpDir); // (synchronously: empty as a rule)
     } catch {
       return 0;
     }
@@ -195,9 +196,9 @@ export class ObjectStore {
     this.fanouts.add(fo);
   }
 
-  /** Create the store directories. */
+  /** Create the store directories (one mkdir(2), synchronously: every create, restore and delete calls it). */
   async init(): Promise<void> {
-    await fs.mkdir(this.tmpDir, { recursive: true });
+    mkdirSync(this.tmpDir, { recursive: true });
   }
 
   /** Whether the object exists (a file of its own, or in a pack). */

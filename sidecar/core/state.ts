@@ -17,6 +17,7 @@
  * The state dir is 0700 and owned by the user running the sidecar; objects are 0400, other files 0600.
  */
 import { randomBytes } from 'node:crypto';
+import * as fsSync from 'node:fs';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -83,7 +84,9 @@ export async function realpathLoose(p: string): Promise<string> {
   let cur = path.resolve(p);
   for (;;) {
     try {
-      const real = await fs.realpath(cur);
+      // (realpath(3) synchronously, as fs.promises.realpath does it on the thread pool: a create and a
+      // restore resolve three paths, each cheaper than the round trip)
+      const real = fsSync.realpathSync.native(cur);
       return rest.length ? path.join(real, ...rest.reverse()) : real;
     } catch {
       const parent = path.dirname(cur);
@@ -147,13 +150,11 @@ export async function releaseReserve(layout: StateLayout): Promise<boolean> {
 /** Write the space reserve when it is missing and the file system has room to spare (best effort). */
 export async function ensureReserve(layout: StateLayout): Promise<void> {
   const p = reservePath(layout);
-  if (
-    await fs.lstat(p).then(
-      () => true,
-      () => false,
-    )
-  )
-    return;
+  try {
+    if (fsSync.lstatSync(p, { throwIfNoEntry: false })) return; // (one lstat(2), synchronously: it is there as a rule)
+  } catch {
+    /* unreadable: tried below, as when missing */
+  }
   try {
     const st = await fs.statfs(layout.root);
     if (st.bavail * st.bsize < RESERVE_MIN_FREE) return;
@@ -232,8 +233,9 @@ function myUid(): number | undefined {
 export async function ensureStateDir(layout: StateLayout): Promise<void> {
   let st: import('node:fs').Stats;
   try {
-    await fs.mkdir(layout.root, { recursive: true, mode: 0o700 });
-    st = await fs.stat(layout.root);
+    // (synchronous calls, here and below: a few small ones per operation, each cheaper than a thread-pool round trip)
+    fsSync.mkdirSync(layout.root, { recursive: true, mode: 0o700 });
+    st = fsSync.statSync(layout.root);
     if (!st.isDirectory()) throw Object.assign(new Error('not a directory'), { code: 'EEXIST' });
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
@@ -263,7 +265,7 @@ export async function ensureStateDir(layout: StateLayout): Promise<void> {
   }
   if ((st.mode & 0o077) !== 0) {
     try {
-      await fs.chmod(layout.root, st.mode & 0o700);
+      fsSync.chmodSync(layout.root, st.mode & 0o700);
     } catch (e) {
       throw new AgentKeepError(
         'BadStateDir',
@@ -273,9 +275,9 @@ export async function ensureStateDir(layout: StateLayout): Promise<void> {
     }
   }
   try {
-    await fs.access(layout.root, fs.constants.W_OK);
-    await fs.mkdir(layout.locksDir, { recursive: true, mode: 0o700 });
-    await fs.mkdir(layout.inflightDir, { recursive: true, mode: 0o700 });
+    fsSync.accessSync(layout.root, fsSync.constants.W_OK);
+    fsSync.mkdirSync(layout.locksDir, { recursive: true, mode: 0o700 });
+    fsSync.mkdirSync(layout.inflightDir, { recursive: true, mode: 0o700 });
   } catch (e) {
     throw new AgentKeepError(
       'BadStateDir',
