@@ -119,7 +119,7 @@ export class Journal {
     if ('rp' in read) return read.rp;
     const parsed = RestorePoint.safeParse(read.raw);
     if (!parsed.success) throw damaged(parsed.error.issues[0]?.message ?? 'bad shape');
-    remember(file, read.sig, parsed.data);
+    remember(file, read.sig, read.text, parsed.data);
     return parsed.data;
   }
 
@@ -220,26 +220,31 @@ export class Journal {
  * Parsed journal entries of this process by file: a list() after a create re-reads only the entries
  * that changed (one stat for each of the others instead of open, fstat, read and close). An entry
  * is served from here while its file's size, mtime, ctime and inode are those it was read with;
- * it is remembered only when its file was last changed more than ENTRY_RACY_MS before it was
+ * that signature is kept only when its file was last changed more than ENTRY_RACY_MS before it was
  * read, so a replacement (always a new temp file renamed over it, later) cannot carry the same
- * times even where the clock is coarse and the inode number is reused.
+ * times even where the clock is coarse and the inode number is reused. An entry too new for that
+ * is read again, and its parse reused when the text read is the text it was parsed from (a parse
+ * is a function of the text alone; no timestamp is trusted).
  */
-const parsedEntries = new Map<string, { sig: string; rp: RestorePoint }>();
+const parsedEntries = new Map<string, { sig: string | undefined; text: string; rp: RestorePoint }>();
 const ENTRY_CACHE_MAX = 4096;
 const ENTRY_RACY_MS = 1000;
 const sigOf = (st: Stats): string => `${st.size}:${st.mtimeMs}:${st.ctimeMs}:${st.ino}`;
 
 /**
- * Read one entry file: the cached parse while the file is unchanged, else its JSON (not checked)
- * and, when it is old enough to be cached, its signature. Synchronous calls (an entry is a few
- * hundred bytes: stat, or open, fstat, read and close, each cheaper than a thread-pool round trip;
- * a list() after a create read every entry through 4-5 of them).
+ * Read one entry file: the cached parse while the file is unchanged (by its signature, or by its
+ * text), else its JSON (not checked), its text and, when it is old enough to be cached, its
+ * signature. Synchronous calls (an entry is a few hundred bytes: stat, or open, fstat, read and
+ * close, each cheaper than a thread-pool round trip; a list() after a create read every entry
+ * through 4-5 of them).
  * @returns undefined when the file does not exist
  * @throws the read's error, or JSON.parse's for a damaged entry
  */
-function readEntry(file: string): { rp: RestorePoint } | { raw: unknown; sig: string | undefined } | undefined {
+function readEntry(
+  file: string,
+): { rp: RestorePoint } | { raw: unknown; text: string; sig: string | undefined } | undefined {
   const hit = parsedEntries.get(file);
-  if (hit) {
+  if (hit?.sig) {
     const st = statSync(file, { throwIfNoEntry: false });
     if (!st) {
       parsedEntries.delete(file);
@@ -251,7 +256,10 @@ function readEntry(file: string): { rp: RestorePoint } | { raw: unknown; sig: st
   try {
     fd = openSync(file, 'r');
   } catch (e) {
-    if (isErrno(e, 'ENOENT')) return undefined;
+    if (isErrno(e, 'ENOENT')) {
+      parsedEntries.delete(file);
+      return undefined;
+    }
     throw e;
   }
   try {
@@ -259,16 +267,20 @@ function readEntry(file: string): { rp: RestorePoint } | { raw: unknown; sig: st
     const st = fstatSync(fd);
     const text = readFileSync(fd, 'utf8');
     const old = Date.now() - Math.max(st.mtimeMs, st.ctimeMs) > ENTRY_RACY_MS;
-    return { raw: JSON.parse(text), sig: old ? sigOf(st) : undefined };
+    const sig = old ? sigOf(st) : undefined;
+    if (hit && hit.text === text) {
+      hit.sig = sig;
+      return { rp: structuredClone(hit.rp) };
+    }
+    return { raw: JSON.parse(text), text, sig };
   } finally {
     closeSync(fd);
   }
 }
 
-/** Keep a just parsed entry under the signature readEntry gave (none: its file is too new to be cached). */
-function remember(file: string, sig: string | undefined, rp: RestorePoint): void {
+/** Keep a just parsed entry with its text and the signature readEntry gave (none: its file is too new to be trusted by it). */
+function remember(file: string, sig: string | undefined, text: string, rp: RestorePoint): void {
   parsedEntries.delete(file);
-  if (!sig) return;
-  parsedEntries.set(file, { sig, rp: structuredClone(rp) });
+  parsedEntries.set(file, { sig, text, rp: structuredClone(rp) });
   while (parsedEntries.size > ENTRY_CACHE_MAX) parsedEntries.delete(parsedEntries.keys().next().value as string);
 }

@@ -45,11 +45,26 @@ function rowOf(e: Entry, name: string): string {
 
 /** The bytes of the tree of one directory whose entries are `kids` (in any order): its rows sorted by name, as one JSON array. */
 export function treeBytesOf(kids: Entry[]): Buffer {
-  const named: Array<[string, Entry]> = kids.map((e) => [e.p.slice(e.p.lastIndexOf('/') + 1), e]);
-  named.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-  let out = '[';
-  for (let k = 0; k < named.length; k++) out += (k ? ',' : '') + rowOf(named[k][1], named[k][0]);
-  return Buffer.from(out + ']');
+  const n = kids.length;
+  const names = new Array<string>(n);
+  let sorted = true;
+  for (let k = 0; k < n; k++) {
+    const p = kids[k].p;
+    names[k] = p.slice(p.lastIndexOf('/') + 1);
+    if (k && !(names[k - 1] < names[k])) sorted = false;
+  }
+  // (a scan gives each directory's entries sorted by name already: then nothing is sorted here)
+  let order: number[] | undefined;
+  if (!sorted) {
+    order = names.map((_, k) => k);
+    order.sort((a, b) => (names[a] < names[b] ? -1 : names[a] > names[b] ? 1 : 0));
+  }
+  const rows = new Array<string>(n);
+  for (let k = 0; k < n; k++) {
+    const j = order ? order[k] : k;
+    rows[k] = rowOf(kids[j], names[j]);
+  }
+  return Buffer.from('[' + rows.join(',') + ']');
 }
 
 /** What buildTrees needs of a scan (scan.ts ScanResult). */
