@@ -219,21 +219,21 @@ export class HeldBound {
    * Record snapshot `id` (just written): its parent, the bytes it added (new objects, counted once
    * by hash) and the bytes of everything it names (contents and trees): one line appended to the
    * log. When the log has reached heldTuning.logMax bytes it is folded into the summary, keeping only the
-   * records of `live()` (the snapshot ids present, asked for only then).
+   * records of `live` (the snapshot ids present; a function is called only then).
    */
   async added(
     id: string,
     parent: string | undefined,
     addedBytes: number,
     fullBytes: number,
-    live: () => string[] | Promise<string[]>,
+    live: string[] | (() => string[] | Promise<string[]>),
   ): Promise<void> {
     try {
       // (the newline first: a line torn by a crash, with no newline of its own, does not swallow this one)
       appendFileSync(this.log, '\n' + JSON.stringify([id, parent ?? '', addedBytes, fullBytes]), { mode: 0o600 });
       if ((statSync(this.log, { throwIfNoEntry: false })?.size ?? 0) < heldTuning.logMax) return;
       const x = this.load();
-      const keep = new Set(await live());
+      const keep = new Set(typeof live === 'function' ? await live() : live);
       for (const k of Object.keys(x.m)) if (!keep.has(k)) delete x.m[k];
       await writeFileAtomic(this.file, JSON.stringify(x), { durable: false });
       rmSync(this.log, { force: true });
