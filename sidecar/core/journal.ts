@@ -20,7 +20,7 @@ import * as path from 'node:path';
 import { RestorePoint, type NextAction } from '../protocol';
 import { deleteAction, listAction } from './actions';
 import { AgentKeepError } from './errors';
-import { isErrno, readJsonIfExists, writeJsonAtomic } from './fsutil';
+import { fsyncDir, isErrno, readJsonIfExists, writeJsonAtomic } from './fsutil';
 
 /** Restore point id pattern (fits a Proxmox snapname): letter first, then letters, digits, underscores; ≤ 40 chars. */
 export const ID_PATTERN = /^[A-Za-z][A-Za-z0-9_]+$/;
@@ -80,10 +80,22 @@ export class Journal {
    * @param opts.beforeRename awaited before the entry is renamed into place (what it names must be durable first)
    * @param opts.syncDir false: the rename is not fsynced (a replaced entry whose old version is as valid,
    *   e.g. a status change: a crash leaves the old or the new entry, both complete)
+   * @param opts.dirSynced when given, the fsync of the directory after the rename is not awaited but
+   *   handed to it (a promise that never rejects): the caller awaits it before it reports the entry
+   *   as written (a create: while its retention and size-cap check run)
    */
-  async put(rp: RestorePoint, opts: { beforeRename?: () => Promise<void>; syncDir?: boolean } = {}): Promise<void> {
+  async put(
+    rp: RestorePoint,
+    opts: { beforeRename?: () => Promise<void>; syncDir?: boolean; dirSynced?: (p: Promise<void>) => void } = {},
+  ): Promise<void> {
     await this.ensure();
-    await writeJsonAtomic(this.file(rp.id), rp, opts);
+    const { dirSynced, ...rest } = opts;
+    if (!dirSynced || rest.syncDir === false) {
+      await writeJsonAtomic(this.file(rp.id), rp, rest);
+      return;
+    }
+    await writeJsonAtomic(this.file(rp.id), rp, { ...rest, syncDir: false });
+    dirSynced(fsyncDir(this.dir));
   }
 
   /**

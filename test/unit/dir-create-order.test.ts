@@ -111,6 +111,45 @@ describe('dir backend: a create writes in the documented order and keeps its boo
     assert.equal(fs.readFileSync(path.join(s.tree, 'd0/f0.txt'), 'utf8'), 'changed 0\n');
   });
 
+  it("a restore's undo point is durable (its entry's directory fsynced) before the restore touches the tree", async () => {
+    const core = new Core({ stateDir: s.state });
+    const first = await core.createRestorePoint({ target: s.target, stores: [] });
+    for (let i = 0; i < 6; i++) put(s.tree, `d${i % 4}/f${i}.txt`, `changed ${i}\n`);
+    const ev: Ev[] = [];
+    let n = 0;
+    const realFsync = nodeFs.fsync;
+    const realRenameSync = nodeFs.renameSync;
+    (nodeFs as { fsync: unknown }).fsync = (fd: number, cb: (e: NodeJS.ErrnoException | null) => void): void => {
+      const p = fs.readlinkSync(`/proc/self/fd/${fd}`);
+      realFsync(fd, (e) => {
+        ev.push({ k: 'fsync-end', p, n: n++ });
+        cb(e);
+      });
+    };
+    (nodeFs as { renameSync: unknown }).renameSync = (from: fs.PathLike, to: fs.PathLike): void => {
+      realRenameSync(from, to);
+      ev.push({ k: 'rename', from: String(from), to: String(to), n: n++ });
+    };
+    let undo: string | undefined;
+    try {
+      undo = (await core.restoreRestorePoint({ target: s.target, id: first.id, scope: 'machine' })).undo?.id;
+    } finally {
+      (nodeFs as { fsync: unknown }).fsync = realFsync;
+      (nodeFs as { renameSync: unknown }).renameSync = realRenameSync;
+    }
+    assert.ok(undo);
+    const jdir = fs.realpathSync(journalDir());
+    const entry = ev.find((e) => e.k === 'rename' && e.to === path.join(jdir, `${undo}.json`));
+    assert.ok(entry, `the undo point's entry renamed in: ${JSON.stringify(ev.filter((e) => e.k === 'rename'))}`);
+    const synced = ev.find((e) => e.k === 'fsync-end' && e.p === jdir && e.n > entry.n);
+    const tree = fs.realpathSync(s.tree);
+    const firstWrite = ev.find((e) => e.k === 'rename' && fs.realpathSync(path.dirname(e.to)).startsWith(tree));
+    assert.ok(synced, `the journal directory fsynced after ${entry.to}: ${JSON.stringify(ev)}`);
+    assert.ok(firstWrite, `a file of the tree replaced: ${JSON.stringify(ev.filter((e) => e.k === 'rename'))}`);
+    assert.ok(synced.n < firstWrite.n, 'the undo point is durable before the first file is replaced');
+    assert.equal(fs.readFileSync(path.join(s.tree, 'd0/f0.txt'), 'utf8'), 'file 0\n');
+  });
+
   it('a pack whose fsync fails: no manifest, no journal entry, no temp file left', async () => {
     const core = new Core({ stateDir: s.state });
     await core.createRestorePoint({ target: s.target, stores: [] });
