@@ -529,7 +529,7 @@ export function mountsUnder(root: string): string {
     p.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)));
   let real = root;
   try {
-    real = fs.realpathSync(root);
+    real = fs.realpathSync.native(root); // (one realpath(3): the JS walk lstats every component)
   } catch {
     /* a missing target is the scan's to report */
   }
