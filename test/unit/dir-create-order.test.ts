@@ -139,12 +139,14 @@ describe('dir backend: a create writes in the documented order and keeps its boo
     }
     assert.ok(undo);
     const jdir = fs.realpathSync(journalDir());
-    const entry = ev.find((e) => e.k === 'rename' && e.to === path.join(jdir, `${undo}.json`));
+    const entry = ev.find(
+      (e): e is Ev & { k: 'rename' } => e.k === 'rename' && e.to === path.join(jdir, `${undo}.json`),
+    );
     assert.ok(entry, `the undo point's entry renamed in: ${JSON.stringify(ev.filter((e) => e.k === 'rename'))}`);
     const synced = ev.find((e) => e.k === 'fsync-end' && e.p === jdir && e.n > entry.n);
     const tree = fs.realpathSync(s.tree);
     const firstWrite = ev.find((e) => e.k === 'rename' && fs.realpathSync(path.dirname(e.to)).startsWith(tree));
-    assert.ok(synced, `the journal directory fsynced after ${entry.to}: ${JSON.stringify(ev)}`);
+    assert.ok(synced, `the journal directory fsynced after the rename of ${entry.to}: ${JSON.stringify(ev)}`);
     assert.ok(firstWrite, `a file of the tree replaced: ${JSON.stringify(ev.filter((e) => e.k === 'rename'))}`);
     assert.ok(synced.n < firstWrite.n, 'the undo point is durable before the first file is replaced');
     assert.equal(fs.readFileSync(path.join(s.tree, 'd0/f0.txt'), 'utf8'), 'file 0\n');
