@@ -40,8 +40,13 @@ export interface CreateSpec {
 
 /**
  * Create a restore point; the caller holds the target lock (withTarget with writesObjects). On any
- * failure the backend snapshot is deleted again and no journal entry is written.
+ * failure the backend snapshot is deleted again and no journal entry is written. The journal entry's
+ * name is durable (its directory fsynced) when this resolves, unless `opts.entrySynced` is given.
  * @param abortWhat what an abort (CoreOptions.signal) error says happened
+ * @param opts.entrySynced when given, the fsync of the journal directory after the entry's rename is
+ *   handed to it (a promise that never rejects) instead of awaited: the caller awaits it before it
+ *   returns the restore point (createRestorePoint, while retention and the size-cap check run). Not
+ *   for a restore's undo point: that must be durable before the tree is touched.
  */
 export async function createLocked(
   ctx: CoreContext,
@@ -49,6 +54,7 @@ export async function createLocked(
   p: CreateSpec,
   progress: Progress,
   abortWhat = 'the restore point was not created; nothing in the target was changed',
+  opts: { entrySynced?: (p: Promise<void>) => void } = {},
 ): Promise<RestorePoint> {
   const signal = ctx.signal;
   throwIfAborted(signal, abortWhat);
@@ -131,7 +137,10 @@ export async function createLocked(
   try {
     // (written and synced while the snapshot's last fsync runs; renamed into place after it)
     const durable = info.durable;
-    await t.journal.put(rp, durable ? { beforeRename: () => durable } : {});
+    await t.journal.put(rp, {
+      ...(durable ? { beforeRename: () => durable } : {}),
+      ...(opts.entrySynced ? { dirSynced: opts.entrySynced } : {}),
+    });
   } catch (e) {
     await info.durable;
     await t.backend.delete(id).catch(() => undefined);
@@ -228,18 +237,40 @@ export async function createRestorePoint(
     important: p.important,
     vmstate: p.vmstate,
   };
+  // the fsync of the journal directory after the new entry's rename: it runs while retention and the
+  // size-cap check below do, and is awaited before the restore point is returned (finishCreate)
+  let entrySynced: Promise<void> = Promise.resolve();
   const made = await ctx
     .withTarget(t, { op: 'create restore point', writesObjects: true }, async () => {
       // reuse-or-create: decided under the lock, so nothing changes between the check and the answer
       const reusable = p.reuse ? await reusableRestorePoint(ctx, t, stores, p) : undefined;
       if (reusable && p.important && !reusable.important) return { rp: await markImportant(t, reusable), reused: true };
+      const synced = { entrySynced: (q: Promise<void>) => (entrySynced = q) };
       return reusable
         ? { rp: reusable, reused: true }
-        : { rp: await createLocked(ctx, t, spec, progress), reused: false };
+        : { rp: await createLocked(ctx, t, spec, progress, undefined, synced), reused: false };
     })
     .catch(async (e: unknown) => {
+      await entrySynced;
       throw await createSpaceError(e, ctx.stateDir, t.target.spec);
     });
+  try {
+    return await finishCreate(ctx, t, p, made, config, configProblem, progress);
+  } finally {
+    await entrySynced;
+  }
+}
+
+/** The rest of createRestorePoint after the lock is released: reuse's answer, or retention, the size-cap check and the notices. */
+async function finishCreate(
+  ctx: CoreContext,
+  t: TargetCtx,
+  p: ParamsOf<'restorePointCreate'>,
+  made: { rp: RestorePoint; reused: boolean },
+  config: Awaited<ReturnType<typeof readStateConfig>>,
+  configProblem: Notice | undefined,
+  progress: Progress,
+): Promise<ResultOf<'restorePointCreate'>> {
   if (made.reused) {
     progress.report('done', `Reusing restore point ${made.rp.id} (nothing changed since)`);
     if (p.important) ctx.changed(t.target.spec, 'restorePoints');

@@ -4,12 +4,23 @@
  * `target.json` naming the target. Listing is newest first.
  */
 import { randomBytes } from 'node:crypto';
-import { promises as fs, type Stats } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fstatSync,
+  lstatSync,
+  openSync,
+  promises as fs,
+  readdirSync,
+  readFileSync,
+  statSync,
+  type Stats,
+} from 'node:fs';
 import * as path from 'node:path';
 import { RestorePoint, type NextAction } from '../protocol';
 import { deleteAction, listAction } from './actions';
 import { AgentKeepError } from './errors';
-import { isErrno, mapLimit, readJsonIfExists, writeJsonAtomic } from './fsutil';
+import { fsyncDir, isErrno, readJsonIfExists, writeJsonAtomic } from './fsutil';
 
 /** Restore point id pattern (fits a Proxmox snapname): letter first, then letters, digits, underscores; ≤ 40 chars. */
 export const ID_PATTERN = /^[A-Za-z][A-Za-z0-9_]+$/;
@@ -26,6 +37,9 @@ export function newRestorePointId(now: Date = new Date()): string {
 export function isValidId(id: string): boolean {
   return typeof id === 'string' && id.length <= 40 && ID_PATTERN.test(id);
 }
+
+/** Journal directories whose target.json this process has read or written (Journal.ensure). */
+const ensuredDirs = new Set<string>();
 
 /** Journal of one target. */
 export class Journal {
@@ -45,12 +59,18 @@ export class Journal {
   /** Whether ensure() ran for this instance (an operation's second put, e.g. a restore's, skips it). */
   private ensured = false;
 
-  /** Create the journal directory and its target.json (idempotent). */
+  /**
+   * Create the journal directory and its target.json (idempotent). A directory this process has
+   * ensured before (each operation makes a new Journal) costs one access(2) of its target.json.
+   */
   async ensure(): Promise<void> {
     if (this.ensured) return;
-    await fs.mkdir(this.dir, { recursive: true });
     const tf = path.join(this.dir, 'target.json');
-    if (!(await readJsonIfExists(tf))) await writeJsonAtomic(tf, { target: this.target });
+    if (!(ensuredDirs.has(this.dir) && existsSync(tf))) {
+      await fs.mkdir(this.dir, { recursive: true });
+      if (!(await readJsonIfExists(tf))) await writeJsonAtomic(tf, { target: this.target });
+      ensuredDirs.add(this.dir);
+    }
     this.ensured = true;
   }
 
@@ -60,10 +80,22 @@ export class Journal {
    * @param opts.beforeRename awaited before the entry is renamed into place (what it names must be durable first)
    * @param opts.syncDir false: the rename is not fsynced (a replaced entry whose old version is as valid,
    *   e.g. a status change: a crash leaves the old or the new entry, both complete)
+   * @param opts.dirSynced when given, the fsync of the directory after the rename is not awaited but
+   *   handed to it (a promise that never rejects): the caller awaits it before it reports the entry
+   *   as written (a create: while its retention and size-cap check run)
    */
-  async put(rp: RestorePoint, opts: { beforeRename?: () => Promise<void>; syncDir?: boolean } = {}): Promise<void> {
+  async put(
+    rp: RestorePoint,
+    opts: { beforeRename?: () => Promise<void>; syncDir?: boolean; dirSynced?: (p: Promise<void>) => void } = {},
+  ): Promise<void> {
     await this.ensure();
-    await writeJsonAtomic(this.file(rp.id), rp, opts);
+    const { dirSynced, ...rest } = opts;
+    if (!dirSynced || rest.syncDir === false) {
+      await writeJsonAtomic(this.file(rp.id), rp, rest);
+      return;
+    }
+    await writeJsonAtomic(this.file(rp.id), rp, { ...rest, syncDir: false });
+    dirSynced(fsyncDir(this.dir));
   }
 
   /**
@@ -85,9 +117,9 @@ export class Journal {
         deleteAction(this.target, id, 'Delete the damaged restore point'),
       ]);
     const file = this.file(id);
-    let read: Awaited<ReturnType<typeof readEntry>>;
+    let read: ReturnType<typeof readEntry>;
     try {
-      read = await readEntry(file);
+      read = readEntry(file);
     } catch (e) {
       throw damaged((e as Error).message);
     }
@@ -99,36 +131,40 @@ export class Journal {
     if ('rp' in read) return read.rp;
     const parsed = RestorePoint.safeParse(read.raw);
     if (!parsed.success) throw damaged(parsed.error.issues[0]?.message ?? 'bad shape');
-    remember(file, read.sig, parsed.data);
+    remember(file, read.sig, read.text, parsed.data);
     return parsed.data;
   }
 
-  /** Whether a restore point exists. */
+  /** Whether a restore point exists (one access(2), synchronously: a create asks twice). */
   async has(id: string): Promise<boolean> {
     if (!isValidId(id)) return false;
-    try {
-      await fs.access(this.file(id));
-      return true;
-    } catch {
-      return false;
-    }
+    return existsSync(this.file(id));
   }
 
-  /** All restore points, newest first (createdAt, then id). Damaged entries are skipped. */
+  /**
+   * All restore points, newest first (createdAt, then id). Damaged entries are skipped. The listing
+   * and the entries are read with synchronous calls (see readEntry), one after the other, yielding
+   * to the event loop every 8 ms (a journal of thousands of entries read for the first time).
+   */
   async list(): Promise<RestorePoint[]> {
     let names: string[];
     try {
-      names = await fs.readdir(this.dir);
+      names = readdirSync(this.dir);
     } catch (e) {
       if (isErrno(e, 'ENOENT')) return [];
       throw e;
     }
     const ids = names.filter((n) => n.endsWith('.json') && n !== 'target.json' && !n.startsWith('.'));
-    // in parallel (each read is a few thread-pool round trips; an unchanged entry is one stat, see readEntry)
-    const got = await mapLimit(ids, 16, (n) =>
-      this.get(n.slice(0, -5)).catch(() => undefined /* damaged entries do not hide the others */),
-    );
-    const out = got.filter((r): r is RestorePoint => r !== undefined);
+    const out: RestorePoint[] = [];
+    let slice = Date.now();
+    for (const n of ids) {
+      const rp = await this.get(n.slice(0, -5)).catch(() => undefined /* damaged entries do not hide the others */);
+      if (rp) out.push(rp);
+      if (Date.now() - slice > 8) {
+        await new Promise((r) => setImmediate(r));
+        slice = Date.now();
+      }
+    }
     return out.sort((a, b) =>
       a.createdAt === b.createdAt ? (a.id < b.id ? 1 : -1) : a.createdAt < b.createdAt ? 1 : -1,
     );
@@ -162,21 +198,24 @@ export class Journal {
     return out;
   }
 
-  /** Bytes of every file of this journal (entries, target.json, markers); 0 when it does not exist. */
+  /** Bytes of every file of this journal (entries, target.json, markers); 0 when it does not exist. Synchronous lstats (a few dozen small calls). */
   async bytes(): Promise<number> {
     let names: string[];
     try {
-      names = await fs.readdir(this.dir);
+      names = readdirSync(this.dir);
     } catch (e) {
       if (isErrno(e, 'ENOENT')) return 0;
       throw e;
     }
-    const sizes = await mapLimit(
-      names,
-      16,
-      async (name) => (await fs.lstat(path.join(this.dir, name)).catch(() => undefined))?.size ?? 0,
-    );
-    return sizes.reduce((a, b) => a + b, 0);
+    let total = 0;
+    for (const name of names) {
+      try {
+        total += lstatSync(path.join(this.dir, name), { throwIfNoEntry: false })?.size ?? 0;
+      } catch {
+        /* unreadable: counts 0, as before */
+      }
+    }
+    return total;
   }
 
   /** Remove a restore point's entry. @throws RestorePointNotFound */
@@ -193,58 +232,67 @@ export class Journal {
  * Parsed journal entries of this process by file: a list() after a create re-reads only the entries
  * that changed (one stat for each of the others instead of open, fstat, read and close). An entry
  * is served from here while its file's size, mtime, ctime and inode are those it was read with;
- * it is remembered only when its file was last changed more than ENTRY_RACY_MS before it was
+ * that signature is kept only when its file was last changed more than ENTRY_RACY_MS before it was
  * read, so a replacement (always a new temp file renamed over it, later) cannot carry the same
- * times even where the clock is coarse and the inode number is reused.
+ * times even where the clock is coarse and the inode number is reused. An entry too new for that
+ * is read again, and its parse reused when the text read is the text it was parsed from (a parse
+ * is a function of the text alone; no timestamp is trusted).
  */
-const parsedEntries = new Map<string, { sig: string; rp: RestorePoint }>();
+const parsedEntries = new Map<string, { sig: string | undefined; text: string; rp: RestorePoint }>();
 const ENTRY_CACHE_MAX = 4096;
 const ENTRY_RACY_MS = 1000;
 const sigOf = (st: Stats): string => `${st.size}:${st.mtimeMs}:${st.ctimeMs}:${st.ino}`;
 
 /**
- * Read one entry file: the cached parse while the file is unchanged, else its JSON (not checked)
- * and, when it is old enough to be cached, its signature.
+ * Read one entry file: the cached parse while the file is unchanged (by its signature, or by its
+ * text), else its JSON (not checked), its text and, when it is old enough to be cached, its
+ * signature. Synchronous calls (an entry is a few hundred bytes: stat, or open, fstat, read and
+ * close, each cheaper than a thread-pool round trip; a list() after a create read every entry
+ * through 4-5 of them).
  * @returns undefined when the file does not exist
  * @throws the read's error, or JSON.parse's for a damaged entry
  */
-async function readEntry(
+function readEntry(
   file: string,
-): Promise<{ rp: RestorePoint } | { raw: unknown; sig: string | undefined } | undefined> {
+): { rp: RestorePoint } | { raw: unknown; text: string; sig: string | undefined } | undefined {
   const hit = parsedEntries.get(file);
-  if (hit) {
-    const st = await fs.stat(file).catch((e: unknown) => {
-      if (isErrno(e, 'ENOENT')) return undefined;
-      throw e;
-    });
+  if (hit?.sig) {
+    const st = statSync(file, { throwIfNoEntry: false });
     if (!st) {
       parsedEntries.delete(file);
       return undefined;
     }
     if (sigOf(st) === hit.sig) return { rp: structuredClone(hit.rp) };
   }
-  let h: fs.FileHandle;
+  let fd: number;
   try {
-    h = await fs.open(file, 'r');
+    fd = openSync(file, 'r');
   } catch (e) {
-    if (isErrno(e, 'ENOENT')) return undefined;
+    if (isErrno(e, 'ENOENT')) {
+      parsedEntries.delete(file);
+      return undefined;
+    }
     throw e;
   }
   try {
     // stat and content of the same open file: a replacement meanwhile is never cached with its predecessor's signature
-    const st = await h.stat();
-    const text = await h.readFile('utf8');
+    const st = fstatSync(fd);
+    const text = readFileSync(fd, 'utf8');
     const old = Date.now() - Math.max(st.mtimeMs, st.ctimeMs) > ENTRY_RACY_MS;
-    return { raw: JSON.parse(text), sig: old ? sigOf(st) : undefined };
+    const sig = old ? sigOf(st) : undefined;
+    if (hit && hit.text === text) {
+      hit.sig = sig;
+      return { rp: structuredClone(hit.rp) };
+    }
+    return { raw: JSON.parse(text), text, sig };
   } finally {
-    await h.close();
+    closeSync(fd);
   }
 }
 
-/** Keep a just parsed entry under the signature readEntry gave (none: its file is too new to be cached). */
-function remember(file: string, sig: string | undefined, rp: RestorePoint): void {
+/** Keep a just parsed entry with its text and the signature readEntry gave (none: its file is too new to be trusted by it). */
+function remember(file: string, sig: string | undefined, text: string, rp: RestorePoint): void {
   parsedEntries.delete(file);
-  if (!sig) return;
-  parsedEntries.set(file, { sig, rp: structuredClone(rp) });
+  parsedEntries.set(file, { sig, text, rp: structuredClone(rp) });
   while (parsedEntries.size > ENTRY_CACHE_MAX) parsedEntries.delete(parsedEntries.keys().next().value as string);
 }

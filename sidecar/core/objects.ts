@@ -196,7 +196,7 @@ export class ObjectStore {
     this.fanouts.add(fo);
   }
 
-  /** Create the store directories. */
+  /** Create the store directories (one mkdir(2), synchronously: every create, restore and delete calls it). */
   async init(): Promise<void> {
     mkdirSync(this.tmpDir, { recursive: true }); // (synchronous: it exists, one mkdir + stat; every operation calls it)
   }
@@ -257,13 +257,14 @@ export class ObjectStore {
   }
 
   /**
-   * Put a pack in place (fsynced, renamed into objects/pack/): call before writing the manifest that
-   * names its objects. An empty pack is dropped; one with fewer than packMinObjects() objects, all
+   * Put a pack in place (fsynced, renamed into objects/pack/). The manifest that names its objects may
+   * be written and fsynced meanwhile (its fsync runs with the pack's), but is renamed into place only
+   * after this resolves. An empty pack is dropped; one with fewer than packMinObjects() objects, all
    * still in memory, is written as object files of their own instead (no fsync, no pack).
    * @returns `packed`: whether a pack was put in place (then call consolidatePacks once the manifest
    *   is written); `durable`: the fsync of `objects/pack/` that makes the pack's name durable, running
-   *   meanwhile (never rejects): the manifest must be renamed in only after it (writeFileAtomic's
-   *   beforeRename), so it overlaps the manifest's own write and fsync
+   *   meanwhile (never rejects): whatever lists the snapshot (its journal entry) must be renamed in
+   *   only after it
    * @throws AgentKeepError DiskFull on a full file system (the temp file is removed)
    */
   async commitPack(w: PackWriter): Promise<{ packed: boolean; durable: Promise<void> }> {
@@ -321,10 +322,29 @@ export class ObjectStore {
     force?: boolean;
     onStep?: (step: 'read' | 'written' | 'renamed' | 'removed', n: number) => void;
   }): Promise<{ merged: number; objects: number } | undefined> {
+    const order = (a: PackIndex, b: PackIndex): number =>
+      a.count - b.count || (a.file < b.file ? -1 : a.file > b.file ? 1 : 0);
+    const enough = (split: number): boolean => split >= 2 && (opts.force || split >= PACK_MERGE_AT);
+    // The packs this process knows (a create's openPack listed objects/pack/ at its start, and its own
+    // pack was added as it was renamed in): when they do not call for a merge, objects/pack/ is not
+    // listed again (7 creates in 8; a pack another process added since is listed by the next create).
+    // When they do, the listing below decides, so a known pack gone meanwhile is not merged.
+    if (
+      !opts.force &&
+      !enough(
+        geometricSplit(
+          this.packs
+            .all()
+            .sort(order)
+            .map((p) => p.count),
+        ),
+      )
+    )
+      return undefined;
     this.packs.refresh(true);
-    const all = this.packs.all().sort((a, b) => a.count - b.count || (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
+    const all = this.packs.all().sort(order);
     const split = geometricSplit(all.map((p) => p.count));
-    if (split < 2 || (!opts.force && split < PACK_MERGE_AT)) return undefined;
+    if (!enough(split)) return undefined;
     const from = all.slice(0, split);
     const w = await this.openPack();
     let q: PackIndex;

@@ -6,7 +6,7 @@
  * create time grew with the number of restore points. A damaged or missing file only costs the
  * comparisons again.
  */
-import { promises as fs } from 'node:fs';
+import { promises as fs, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { writeFileAtomic } from './fsutil';
 
@@ -27,7 +27,8 @@ export class PairCache {
     if (this.loaded) return this.loaded;
     const m = new Map<string, boolean>();
     try {
-      const x = JSON.parse(await fs.readFile(this.file, 'utf8')) as Record<string, unknown>;
+      // (synchronously: one small file, read by every create's retention pass)
+      const x = JSON.parse(readFileSync(this.file, 'utf8')) as Record<string, unknown>;
       for (const [k, v] of Object.entries(x)) if (typeof v === 'boolean') m.set(k, v);
     } catch {
       /* none yet, or damaged: compared again */

@@ -149,7 +149,11 @@ export async function releaseReserve(layout: StateLayout): Promise<boolean> {
 /** Write the space reserve when it is missing and the file system has room to spare (best effort). */
 export async function ensureReserve(layout: StateLayout): Promise<void> {
   const p = reservePath(layout);
-  if (fsSync.lstatSync(p, { throwIfNoEntry: false })) return; // (the common case, one synchronous lstat)
+  try {
+    if (fsSync.lstatSync(p, { throwIfNoEntry: false })) return; // (one lstat(2), synchronously: it is there as a rule)
+  } catch {
+    /* unreadable: tried below, as when missing */
+  }
   try {
     const st = await fs.statfs(layout.root);
     if (st.bavail * st.bsize < RESERVE_MIN_FREE) return;

@@ -15,7 +15,7 @@
  * updateStateConfig: under a lock, on the raw JSON (every key they do not change is kept as it was),
  * validated before writing, written atomically (temp file + rename, mode 0600).
  */
-import { promises as fs } from 'node:fs';
+import { promises as fs, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { AgentName, AgentSettings, RetentionParams } from '../protocol';
@@ -86,7 +86,7 @@ export async function readStateConfig(stateDir: string): Promise<StateConfig> {
   const file = stateConfigPath(stateDir);
   let text: string;
   try {
-    text = await fs.readFile(file, 'utf8');
+    text = readFileSync(file, 'utf8'); // (synchronously: one small file, read by every create)
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return {};
     throw readError(stateDir, file, e);

@@ -49,7 +49,8 @@ export interface SnapshotInfo {
   warnings?: string[];
   /**
    * Resolves (never rejects) once the snapshot is durable, when it is not yet at return (dir: the
-   * fsync of the manifest's directory, overlapped with the journal entry's own write and fsync).
+   * fsyncs of the manifest's directory and of the pack's, overlapped with the journal entry's own
+   * write and fsync).
    * The core renames the journal entry that names the snapshot into place only after it, so a
    * crash never leaves a restore point whose snapshot is lost. Not part of the journal entry.
    */

@@ -85,4 +85,27 @@ describe('core: journal entry cache', function () {
     assert.equal(again.label, 'mine');
     assert.equal(again.machine.files, rp.machine.files);
   });
+
+  it('an entry too new for its times to be trusted: its parse is reused only while its text is the same', async () => {
+    const rp = await core.createRestorePoint({ target: s.target, stores: [], label: 'CCCC' });
+    const dir = path.join(s.state, 'journal');
+    const [key] = fs.readdirSync(dir);
+    const journal = new Journal(path.join(dir, key), s.target);
+    const file = path.join(dir, key, `${rp.id}.json`);
+    const text = fs.readFileSync(file, 'utf8');
+    const first = await journal.get(rp.id);
+    assert.equal(first.label, 'CCCC');
+    first.label = 'changed by a caller';
+    assert.equal((await journal.get(rp.id)).label, 'CCCC', 'the same text: the kept parse, a copy of it');
+    // rewritten at once (the same second: its times are not trusted), same size, then another text
+    fs.writeFileSync(file, text.replace('"CCCC"', '"DDDD"'));
+    assert.equal((await journal.get(rp.id)).label, 'DDDD');
+    assert.equal((await journal.list()).find((r) => r.id === rp.id)?.label, 'DDDD');
+    fs.writeFileSync(file, text.replace('"CCCC"', '"CC'));
+    await assert.rejects(journal.get(rp.id), /damaged/);
+    fs.writeFileSync(file, text);
+    assert.equal((await journal.get(rp.id)).label, 'CCCC');
+    fs.rmSync(file);
+    await assert.rejects(journal.get(rp.id), /No restore point/);
+  });
 });

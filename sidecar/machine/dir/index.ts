@@ -46,7 +46,7 @@ import {
   type Entry,
   type Manifest,
 } from './manifest';
-import { HELD_NAME, HeldBound, INDEX_NAME, ObjectIndex } from './usage';
+import { HELD_LOG_NAME, HELD_NAME, HeldBound, INDEX_NAME, ObjectIndex } from './usage';
 import { journalFor, journalOffByEnv, type ChangeJournal, type Changed } from './journal';
 import { scanTree, statCacheOf } from './scan';
 import { buildTrees, childrenByDir, treeDifference } from './tree';
@@ -371,12 +371,6 @@ export class DirBackend implements MachineBackend {
     } catch {
       /* a failing listener must not break the create */
     }
-    // the pack is complete and in place (fsynced) before the manifest that names its objects
-    // (its directory's fsync overlaps the manifest's write; the manifest is renamed in only after it)
-    const { packed, durable: packDurable } = pack.w
-      ? await this.ctx.objects.commitPack(pack.w)
-      : { packed: false, durable: Promise.resolve() };
-    pack.w = undefined;
     // What this snapshot names that its parent did not (the size-cap bound); O(changed files).
     let added = r.bytes + trees.treeBytes; // no parent: everything
     if (parent) {
@@ -390,14 +384,30 @@ export class DirBackend implements MachineBackend {
       added += trees.addedTreeBytes;
     }
     const full = r.bytes + trees.treeBytes;
-    // The manifest (durable) and the size-cap summary (a cache, not fsynced) are independent: written in
-    // parallel, into a directory that exists (with a parent manifest it does: it was just read there).
-    const parentId = parent ? opts.parentId : undefined;
-    if (!parent) await fs.mkdir(this.manifestDir, { recursive: true });
-    const [{ durable }] = await Promise.all([
-      writeManifest(this.manifestPath(snapshotId), m, () => packDurable),
-      this.list().then((live) => this.held.added(snapshotId, parentId, added, full, live)),
-    ]);
+    // (into a directory that exists: with a parent manifest it does, it was just read there)
+    if (!parent) fsSync.mkdirSync(this.manifestDir, { recursive: true });
+    // The pack and the manifest (docs/dir-backend.md "State-dir layout", the order of a create's writes):
+    // the pack's fsync and the manifest's write and fsync run at the same time; the manifest is renamed
+    // in only once the pack is (complete, fsynced, renamed into objects/pack/); the fsyncs of both
+    // directories then run together (and with the journal entry's write and fsync), and `durable`,
+    // which the journal entry waits for before its rename, is both of them.
+    const w = pack.w;
+    const committing = w
+      ? this.ctx.objects.commitPack(w)
+      : Promise.resolve({ packed: false, durable: Promise.resolve() });
+    const writing = writeManifest(this.manifestPath(snapshotId), m, async () => {
+      await committing;
+    });
+    // (both settle before any cleanup: a failed pack fails the manifest's rename, and its temp is removed)
+    const [c, mw] = await Promise.allSettled([committing, writing]);
+    if (c.status === 'rejected') throw c.reason;
+    pack.w = undefined;
+    if (mw.status === 'rejected') throw mw.reason;
+    const { packed, durable: packDurable } = c.value;
+    const manifestDurable = mw.value.durable;
+    const durable = Promise.all([packDurable, manifestDurable]).then(() => undefined);
+    // the size-cap summary: a cache, not fsynced (one line appended, usage.ts HeldBound)
+    await this.held.added(snapshotId, parent ? opts.parentId : undefined, added, full, () => this.list());
     // one create in about eight merges the small packs (amortised; core/objects.ts consolidatePacks)
     if (packed) await this.ctx.objects.consolidatePacks();
     return {
@@ -408,7 +418,9 @@ export class DirBackend implements MachineBackend {
 
   async list(): Promise<string[]> {
     try {
-      return (await fs.readdir(this.manifestDir))
+      // (one readdir, synchronously: a create and its size-cap check list the manifests)
+      return fsSync
+        .readdirSync(this.manifestDir)
         .filter((n) => n.endsWith('.json') && !n.startsWith('.'))
         .map((n) => n.slice(0, -5));
     } catch (e) {
@@ -442,11 +454,17 @@ export class DirBackend implements MachineBackend {
       return (bytes.get(id) ?? 0) + trees;
     };
     // the bound and the bytes of the manifest directory's files, read in parallel
+    // (synchronous stats: a few dozen small calls, each cheaper than a thread-pool round trip)
     const metaSizes = async (): Promise<number[]> => {
-      const files = [...(await this.list()).map((id) => `${id}.json`), INDEX_NAME, HELD_NAME];
-      const size = async (f: string): Promise<number> =>
-        (await fs.stat(path.join(this.manifestDir, f)).catch(() => undefined))?.size ?? 0;
-      return mapLimit(files, 16, size);
+      const files = [...(await this.list()).map((id) => `${id}.json`), INDEX_NAME, HELD_NAME, HELD_LOG_NAME];
+      const size = (f: string): number => {
+        try {
+          return fsSync.statSync(path.join(this.manifestDir, f), { throwIfNoEntry: false })?.size ?? 0;
+        } catch {
+          return 0;
+        }
+      };
+      return files.map(size);
     };
     const [bound, sizes] = await Promise.all([
       this.held.bound(

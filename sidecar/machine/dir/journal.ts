@@ -108,9 +108,12 @@ export const journalTuning = {
   fullWalkMs: 5 * 60_000,
 };
 
-/** max_queued_events / 2 (the count bound of the docstring); 8192 when /proc does not say. */
-function maxEvents(): number {
-  if (journalTuning.maxEvents > 0) return journalTuning.maxEvents;
+/**
+ * max_queued_events / 2 (the count bound of the docstring); 8192 when /proc does not say. Read when a
+ * worker starts (ChangeJournal.start): the kernel fixes an inotify instance's queue length when the
+ * instance is made, so a later sysctl change does not apply to the running worker's.
+ */
+function procMaxEvents(): number {
   try {
     const q = Number(fs.readFileSync('/proc/sys/fs/inotify/max_queued_events', 'utf8').trim());
     if (q > 0) return Math.floor(q / 2);
@@ -276,6 +279,8 @@ export class ChangeJournal {
   private waiters = new Map<string, (m: EpochMsg) => void>();
   /** Directories watched when the worker got ready (for tests and notes). */
   watchedDirs = 0;
+  /** The count bound of the running worker's inotify instance (procMaxEvents, read at start). */
+  private queueBound = 8192;
 
   /** This process's own barrier folder, `<barrierBase>/<pid>`: another process's barriers are not its epochs. */
   private readonly barrierDir: string;
@@ -295,6 +300,7 @@ export class ChangeJournal {
     this.pending = false;
     this.prevCount = 0;
     this.lastFile = undefined;
+    this.queueBound = procMaxEvents();
     fs.mkdirSync(this.barrierDir, { recursive: true, mode: 0o700 });
     for (const n of fs.readdirSync(this.barrierDir)) fs.rmSync(path.join(this.barrierDir, n), { force: true });
     // folders of processes that are gone, and barrier files an older version left in the base
@@ -475,7 +481,7 @@ export class ChangeJournal {
     if (!base) return { note: 'full walk: no scan of this process to start from' };
     if (base !== parentId)
       return { note: `full walk: the parent ${parentId ?? '(none)'} is not the journal's base ${base}` };
-    const max = maxEvents();
+    const max = journalTuning.maxEvents > 0 ? journalTuning.maxEvents : this.queueBound;
     if (events >= max)
       return { note: `full walk: ${events} events in two epochs (limit ${max}: inotify may have overflowed)` };
     if (this.sinceFull >= journalTuning.fullWalkCreates || Date.now() - this.fullAt >= journalTuning.fullWalkMs)
@@ -523,7 +529,7 @@ export function mountsUnder(root: string): string {
     p.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)));
   let real = root;
   try {
-    real = fs.realpathSync(root);
+    real = fs.realpathSync.native(root); // (one realpath(3): the JS walk lstats every component)
   } catch {
     /* a missing target is the scan's to report */
   }

@@ -5,7 +5,7 @@
  * store); format 1 (older versions) lists every entry of the tree in the file itself. Both are read
  * into the same in-memory Manifest, so every restore point stays restorable.
  */
-import { promises as fs, statSync } from 'node:fs';
+import { mkdirSync, promises as fs, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { AgentKeepError } from '../../core/errors';
 import { fsyncDir, isErrno, writeFileAtomic } from '../../core/fsutil';
@@ -120,8 +120,9 @@ export function manifestHeadJson(m: Manifest): string {
  * which makes the new name durable, is returned as `durable` and runs meanwhile, so the caller can
  * write the journal entry that names the snapshot at the same time (it must be renamed into place
  * only after `durable`: SnapshotInfo.durable).
- * @param beforeRename awaited before the manifest is renamed into place: what must be durable first
- *   (the fsync of the directory of the pack holding its objects, ObjectStore.commitPack)
+ * @param beforeRename awaited before the manifest is renamed into place: what must be in place first
+ *   (the pack holding its objects, complete and fsynced: ObjectStore.commitPack; its directory's fsync
+ *   is for the caller to wait for with `durable`, before anything lists the snapshot)
  * @returns `durable`: resolves (never rejects) once the manifest's name is durable too
  */
 export async function writeManifest(
@@ -129,7 +130,7 @@ export async function writeManifest(
   m: Manifest,
   beforeRename?: () => Promise<void>,
 ): Promise<{ durable: Promise<void> }> {
-  await fs.mkdir(path.dirname(file), { recursive: true });
+  mkdirSync(path.dirname(file), { recursive: true }); // (synchronously: one mkdir(2), EEXIST as a rule)
   await writeFileAtomic(file, m.v === 2 ? manifestHeadJson(m) : manifestJson(m), { syncDir: false, beforeRename });
   const durable = fsyncDir(path.dirname(file));
   await remember(file, m);

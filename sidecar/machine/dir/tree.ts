@@ -22,15 +22,49 @@ type Row = [string, string, number, number, number, number, number, string, numb
 
 const HASH = /^[0-9a-f]{64}$/;
 
-/** The bytes of the tree of one directory whose entries are `kids` (in any order). */
+/**
+ * The JSON text of each entry's tree row, kept for entries a later scan reuses as they are (entries
+ * are never changed once a scan returned them: a changed path gets a new entry object, a directory
+ * with a new tree a copy), so an unchanged entry of a directory that changed is not serialised again.
+ */
+const rowJson = new WeakMap<Entry, string>();
+
+/** The tree row of `e` as JSON (rowJson). */
+function rowOf(e: Entry, name: string): string {
+  let j = rowJson.get(e);
+  if (j === undefined) {
+    const row: Row =
+      e.t === 'd'
+        ? [name, 'd', e.m, 0, e.mt, e.ct, e.i, e.h as string, e.z ?? 0, e.x ? 1 : 0]
+        : [name, e.t, e.m, e.s, e.mt, e.ct, e.i, (e.t === 'f' ? e.h : e.l) as string];
+    j = JSON.stringify(row);
+    rowJson.set(e, j);
+  }
+  return j;
+}
+
+/** The bytes of the tree of one directory whose entries are `kids` (in any order): its rows sorted by name, as one JSON array. */
 export function treeBytesOf(kids: Entry[]): Buffer {
-  const rows: Row[] = kids.map((e) => {
-    const name = e.p.slice(e.p.lastIndexOf('/') + 1);
-    if (e.t === 'd') return [name, 'd', e.m, 0, e.mt, e.ct, e.i, e.h as string, e.z ?? 0, e.x ? 1 : 0];
-    return [name, e.t, e.m, e.s, e.mt, e.ct, e.i, (e.t === 'f' ? e.h : e.l) as string];
-  });
-  rows.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-  return Buffer.from(JSON.stringify(rows));
+  const n = kids.length;
+  const names = new Array<string>(n);
+  let sorted = true;
+  for (let k = 0; k < n; k++) {
+    const p = kids[k].p;
+    names[k] = p.slice(p.lastIndexOf('/') + 1);
+    if (k && !(names[k - 1] < names[k])) sorted = false;
+  }
+  // (a scan gives each directory's entries sorted by name already: then nothing is sorted here)
+  let order: number[] | undefined;
+  if (!sorted) {
+    order = names.map((_, k) => k);
+    order.sort((a, b) => (names[a] < names[b] ? -1 : names[a] > names[b] ? 1 : 0));
+  }
+  const rows = new Array<string>(n);
+  for (let k = 0; k < n; k++) {
+    const j = order ? order[k] : k;
+    rows[k] = rowOf(kids[j], names[j]);
+  }
+  return Buffer.from('[' + rows.join(',') + ']');
 }
 
 /** What buildTrees needs of a scan (scan.ts ScanResult). */

@@ -10,7 +10,7 @@
  * version that did not keep one) rebuilds it from the manifests. Written atomically, not fsynced
  * (a lost index is rebuilt).
  */
-import { promises as fs } from 'node:fs';
+import { appendFileSync, promises as fs, readFileSync, rmSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { writeFileAtomic } from '../../core/fsutil';
 import type { Manifest } from './manifest';
@@ -130,7 +130,7 @@ export class ObjectIndex {
     for (const [h, [size]] of Object.entries(x.objects)) objects.set(h, size);
     let manifestBytes = 0;
     for (const b of Object.values(x.manifests)) manifestBytes += b;
-    for (const f of [this.file, path.join(this.dir, HELD_NAME)])
+    for (const f of [this.file, path.join(this.dir, HELD_NAME), path.join(this.dir, HELD_LOG_NAME)])
       manifestBytes += (await fs.stat(f).catch(() => undefined))?.size ?? 0;
     return { objects, manifestBytes };
   }
@@ -139,20 +139,42 @@ export class ObjectIndex {
 /** File name of the held-bytes summary inside the target's manifest directory (a dot file: never a manifest). */
 export const HELD_NAME = '.held.json';
 
+/**
+ * File name of the held-bytes log next to it: one JSON line `[id, parent, addedBytes, fullBytes]`
+ * appended per create (each after a newline, so a line torn by a crash ends where the next begins) (no new file per create: rewriting the summary made a new inode every time),
+ * folded into HELD_NAME once it is heldTuning.logMax bytes long.
+ */
+export const HELD_LOG_NAME = '.held.log';
+
+/** Tuning (tests make it smaller). `logMax`: bytes of the held-bytes log at which a create folds it into the summary. */
+export const heldTuning = { logMax: 16 * 1024 };
+
 interface HeldFile {
   v: 1;
   /** Manifest id -> [parent id ('' for none), bytes of the objects it named that its parent did not, bytes of all it names]. */
   m: Record<string, [string, number, number]>;
 }
 
+/** Whether `r` is a record of the summary: [parent id, added bytes, full bytes]. */
+function isRecord(r: unknown): r is [string, number, number] {
+  return Array.isArray(r) && typeof r[0] === 'string' && typeof r[1] === 'number' && typeof r[2] === 'number';
+}
+
 /**
  * An upper bound of what a target's snapshots hold, without reading any manifest: per snapshot the
  * bytes of the objects it named that its parent (the stat cache of its create) did not, recorded by
- * create in `.held.json`. Every object of a snapshot is in its parent or among those bytes, so the
- * sum over the snapshots (a snapshot whose parent is gone, or that the summary does not know, counts
- * all its bytes) is never below the distinct objects they hold. The size-cap check after a create
- * uses it and reads the exact object index only when the bound comes near the cap. A cache: written
- * atomically, not fsynced; a lost one only makes the bound larger.
+ * create. Every object of a snapshot is in its parent or among those bytes, so the sum over the
+ * snapshots (a snapshot whose parent is gone, or that the summary does not know, counts all its
+ * bytes) is never below the distinct objects they hold. The size-cap check after a create uses it
+ * and reads the exact object index only when the bound comes near the cap. A cache, not fsynced: a
+ * lost or torn record only makes the bound larger.
+ *
+ * Stored as `.held.json` (the summary, as older versions write and read it) plus `.held.log`
+ * (HELD_LOG_NAME: one line appended per create, folded into the summary every heldTuning.logMax bytes).
+ * A record is a fact about one snapshot id that never changes, so the two are merged in any order;
+ * a line another process appends while the log is folded may be lost (its snapshot then counts all
+ * its bytes). An older version ignores the log (its bound is larger) and may rewrite the summary
+ * without those records; the log's lines stay valid. Synchronous calls: two small files.
  */
 export class HeldBound {
   constructor(private readonly dir: string) {}
@@ -161,33 +183,63 @@ export class HeldBound {
     return path.join(this.dir, HELD_NAME);
   }
 
-  private async load(): Promise<HeldFile> {
+  private get log(): string {
+    return path.join(this.dir, HELD_LOG_NAME);
+  }
+
+  /** The summary with the log's records merged in (missing or damaged parts: left out). */
+  private load(): HeldFile {
+    let x: HeldFile = { v: 1, m: {} };
     try {
-      const x = JSON.parse(await fs.readFile(this.file, 'utf8')) as HeldFile;
-      if (x && x.v === 1 && x.m && typeof x.m === 'object') return x;
+      const y = JSON.parse(readFileSync(this.file, 'utf8')) as HeldFile;
+      if (y && y.v === 1 && y.m && typeof y.m === 'object') x = y;
     } catch {
       /* missing or damaged: start again */
     }
-    return { v: 1, m: {} };
+    let text = '';
+    try {
+      text = readFileSync(this.log, 'utf8');
+    } catch {
+      /* no log */
+    }
+    for (const line of text.split('\n')) {
+      if (!line) continue;
+      try {
+        const r = JSON.parse(line) as unknown;
+        if (Array.isArray(r) && typeof r[0] === 'string' && isRecord(r.slice(1)))
+          x.m[r[0]] = r.slice(1) as [string, number, number];
+      } catch {
+        /* a torn line (a crash while appending): that snapshot counts all its bytes */
+      }
+    }
+    return x;
   }
 
   /**
    * Record snapshot `id` (just written): its parent, the bytes it added (new objects, counted once
-   * by hash) and the bytes of everything it names (contents and trees). `live` are the snapshot ids
-   * present; records of others are dropped.
+   * by hash) and the bytes of everything it names (contents and trees): one line appended to the
+   * log. When the log has reached heldTuning.logMax bytes it is folded into the summary, keeping only the
+   * records of `live` (the snapshot ids present; a function is called only then).
    */
   async added(
     id: string,
     parent: string | undefined,
     addedBytes: number,
     fullBytes: number,
-    live: string[],
+    live: string[] | (() => string[] | Promise<string[]>),
   ): Promise<void> {
-    const x = await this.load();
-    const keep = new Set(live);
-    for (const k of Object.keys(x.m)) if (!keep.has(k)) delete x.m[k];
-    x.m[id] = [parent ?? '', addedBytes, fullBytes];
-    await writeFileAtomic(this.file, JSON.stringify(x), { durable: false }).catch(() => undefined);
+    try {
+      // (the newline first: a line torn by a crash, with no newline of its own, does not swallow this one)
+      appendFileSync(this.log, '\n' + JSON.stringify([id, parent ?? '', addedBytes, fullBytes]), { mode: 0o600 });
+      if ((statSync(this.log, { throwIfNoEntry: false })?.size ?? 0) < heldTuning.logMax) return;
+      const x = this.load();
+      const keep = new Set(typeof live === 'function' ? await live() : live);
+      for (const k of Object.keys(x.m)) if (!keep.has(k)) delete x.m[k];
+      await writeFileAtomic(this.file, JSON.stringify(x), { durable: false });
+      rmSync(this.log, { force: true });
+    } catch {
+      /* a cache: the bound is only larger without it */
+    }
   }
 
   /**
@@ -195,7 +247,7 @@ export class HeldBound {
    * the summary does not know) counts `full(id)`: at least every object it names.
    */
   async bound(ids: string[], full: (id: string) => Promise<number>): Promise<number> {
-    const x = await this.load();
+    const x = this.load();
     const live = new Set(ids);
     let total = 0;
     for (const id of ids) {
