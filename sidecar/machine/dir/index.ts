@@ -34,6 +34,7 @@ import type {
   PathFilter,
   SnapshotFile,
   SnapshotInfo,
+  SnapshotMeta,
 } from '../types';
 import { tooLarge } from '../../core/compare';
 import { parseLocalPathTarget, type LocalPathOptions } from '../localPath';
@@ -45,11 +46,13 @@ import {
   writeManifest,
   type Entry,
   type Manifest,
+  type ManifestHead,
 } from './manifest';
 import { HELD_NAME, HeldBound, INDEX_NAME, ObjectIndex } from './usage';
 import { journalFor, journalOffByEnv, type ChangeJournal, type Changed } from './journal';
 import { scanTree, statCacheOf } from './scan';
 import { buildTrees, childrenByDir, treeDifference } from './tree';
+import { streamCreate } from './stream';
 
 const CONCURRENCY = 8;
 
@@ -145,6 +148,17 @@ export function compareEntries(
   }
   for (const e of snap) if (!c.has(e.p)) removed.push(e.p);
   return { added: added.sort(), removed: removed.sort(), changed: changed.sort() };
+}
+
+/**
+ * Whether creates of this backend are streamed (stream.ts): in a one-shot process, or everywhere with
+ * AGENTKEEP_DIR_STREAM=1 (tests: the dir suites run both ways), never with AGENTKEEP_DIR_STREAM=0.
+ */
+function streamedCreates(ctx: BackendContext): boolean {
+  const v = process.env.AGENTKEEP_DIR_STREAM;
+  if (v === '1') return true;
+  if (v === '0') return false;
+  return ctx.oneShot === true;
 }
 
 /** The dir backend for one target. */
@@ -286,14 +300,28 @@ export class DirBackend implements MachineBackend {
 
   async create(
     snapshotId: string,
-    opts: { parentId?: string; progress?: BackendProgress; signal?: AbortSignal },
+    opts: { parentId?: string; progress?: BackendProgress; signal?: AbortSignal; meta?: SnapshotMeta },
   ): Promise<SnapshotInfo> {
     await this.check();
     // the files the last restore wrote: this create uses the record, and drops it (one create each)
     this.written = restoreRecords.get(this.manifestDir);
     restoreRecords.delete(this.manifestDir);
-    const parent = await this.manifestOrUndefined(opts.parentId);
     const journal = this.journal();
+    // In a one-shot process (the CLI: BackendContext.oneShot) the full walk is streamed directory by
+    // directory against the parent's trees (stream.ts: O(directory), not O(tree) in memory), and
+    // nothing of it is kept. Not for a restore's undo point: the restore right after it compares with
+    // its entries (kidsOf), so that create keeps them, as before; nor with a format-1 parent (no trees
+    // to stream). A process that lives on keeps its last snapshot's entries for its next create.
+    let parent: Manifest | undefined;
+    if (streamedCreates(this.ctx) && !journal && opts.meta?.kind !== 'pre-restore') {
+      const head = await this.headOrUndefined(opts.parentId);
+      if (!head || (head.v === 2 && typeof head.tree === 'string')) {
+        this.lastScan = 'full walk: no change journal in this process';
+        if (process.env.AGENTKEEP_DEBUG) process.stderr.write(`agentkeep dir ${this.root}: ${this.lastScan}\n`);
+        return this.createStreamed(snapshotId, head, opts);
+      }
+      parent = head as Manifest; // format 1: read whole (readManifestHead completes it)
+    } else parent = await this.manifestOrUndefined(opts.parentId);
     const take = journal ? await journal.take(parent ? opts.parentId : undefined) : undefined;
     this.lastScan = take?.note ?? 'full walk: no change journal in this process';
     if (process.env.AGENTKEEP_DEBUG) process.stderr.write(`agentkeep dir ${this.root}: ${this.lastScan}\n`);
@@ -303,6 +331,87 @@ export class DirBackend implements MachineBackend {
       return info.info;
     } catch (e) {
       journal?.abandon();
+      throw e;
+    }
+  }
+
+  /** A manifest's head (format 2: without its trees), or undefined when missing or damaged (only costs speed). */
+  private async headOrUndefined(id?: string): Promise<ManifestHead | undefined> {
+    if (!id) return undefined;
+    try {
+      return await readManifestHead(this.manifestPath(id));
+    } catch {
+      return undefined; // a damaged parent only costs speed
+    }
+  }
+
+  /**
+   * The create of a process without change journal: streamCreate (stream.ts) walks the tree against
+   * the parent's trees and stores the new trees as it goes, keeping no entry to the end. The manifest
+   * it writes is the one createStoring writes from the same tree and parent; its `entries` are read
+   * from the trees only if something in this process asks for them (a getter, not kept otherwise).
+   * Same order of durability: pack, then manifest, then (the caller) the journal entry.
+   */
+  private async createStreamed(
+    snapshotId: string,
+    parent: ManifestHead | undefined,
+    opts: { parentId?: string; progress?: BackendProgress; signal?: AbortSignal },
+  ): Promise<SnapshotInfo> {
+    const objects = this.ctx.objects;
+    const pack: { w?: PackWriter } = { w: await objects.openPack() };
+    try {
+      const written = this.written;
+      const file = this.manifestPath(snapshotId);
+      const objectsDir = objectsDirOf(file);
+      const abortWhat = 'the restore point was not created; nothing in the target was changed';
+      const r = await streamCreate(this.root, {
+        objectsDir,
+        prev: parent?.tree ? { tree: parent.tree, scanStartMs: parent.scanStartMs } : undefined,
+        hashFile: (abs, size) => objects.putFile(abs, size, pack.w),
+        put: (b) => objects.putBuffer(b, pack.w),
+        known: written
+          ? (e) => {
+              const h = restoreRecordHash(written, e);
+              return h && objects.hasSync(h) ? h : undefined;
+            }
+          : undefined,
+        concurrency: CONCURRENCY,
+        onScan: (n) => opts.progress?.('scan', n),
+        onHash: (d, t) => opts.progress?.('store', d, t),
+        signal: opts.signal,
+        abortWhat,
+      });
+      this.strayTemps = { id: snapshotId, temps: r.temps };
+      const m: Manifest = {
+        v: 2,
+        backend: 'dir',
+        target: this.ctx.target.spec,
+        id: snapshotId,
+        createdAt: new Date().toISOString(),
+        scanStartMs: r.scanStartMs,
+        rootMode: r.rootMode,
+        bytes: r.bytes,
+        tree: r.tree,
+        treeSize: r.treeSize,
+        treeBytes: r.treeBytes,
+        entries: [], // (not kept: the file is the head; a later read in this process reads the trees)
+      };
+      throwIfAborted(opts.signal, abortWhat);
+      const { packed, durable: packDurable } = pack.w
+        ? await objects.commitPack(pack.w)
+        : { packed: false, durable: Promise.resolve() };
+      pack.w = undefined;
+      const full = r.bytes + r.treeBytes;
+      const parentId = parent ? opts.parentId : undefined;
+      if (!parent) await fs.mkdir(this.manifestDir, { recursive: true });
+      const [{ durable }] = await Promise.all([
+        writeManifest(file, m, () => packDurable, { remember: false }),
+        this.list().then((live) => this.held.added(snapshotId, parentId, parent ? r.added : full, full, live)),
+      ]);
+      if (packed) await objects.consolidatePacks();
+      return { files: r.files, bytes: r.bytes, newBytes: r.newBytes, skipped: r.skipped, durable };
+    } catch (e) {
+      if (pack.w) await objects.dropPack(pack.w);
       throw e;
     }
   }
