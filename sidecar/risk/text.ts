@@ -341,7 +341,8 @@ export function dockerCommands(all: string[]): LogicalCommand[] {
 
 /** Makefile variable assignments (`NAME = v`, `:=`, `::=`, `?=`, `+=`), later ones winning. */
 function makeVars(all: string[]): Record<string, string> {
-  const vars: Record<string, string> = {};
+  // no prototype: a variable named `constructor` or `__proto__` is a variable like any other
+  const vars: Record<string, string> = Object.create(null) as Record<string, string>;
   for (const l of all) {
     const m = /^(?:export\s+|override\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*(::?=|:::=|\?=|\+=|=)\s*(.*)$/.exec(l);
     if (!m) continue;
@@ -391,7 +392,9 @@ export function expand(text: string, vars?: Record<string, string>): string {
   if (!vars) return text;
   let t = text;
   for (let k = 0; k < 5; k++) {
-    const next = t.replace(/\$[({]([A-Za-z_][A-Za-z0-9_.-]*)[)}]/g, (all, n: string) => vars[n] ?? all);
+    const next = t.replace(/\$[({]([A-Za-z_][A-Za-z0-9_.-]*)[)}]/g, (all, n: string) =>
+      Object.hasOwn(vars, n) ? vars[n] : all,
+    );
     if (next === t) break;
     t = next;
   }

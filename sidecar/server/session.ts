@@ -92,22 +92,24 @@ function fsPathOf(uri: string): string {
 }
 
 /** File kind of a document whose name does not decide it (untitled, oddly named), from its languageId. */
-const LANGUAGE_KIND: Record<string, FileKind> = {
-  shellscript: 'shell',
-  markdown: 'markdown',
-  dockerfile: 'dockerfile',
-  makefile: 'makefile',
-  powershell: 'powershell',
-  dockercompose: 'compose',
-  'github-actions-workflow': 'workflow',
-  just: 'justfile',
-  // Neovim's filetypes
-  sh: 'shell',
-  bash: 'shell',
-  zsh: 'shell',
-  make: 'makefile',
-  ps1: 'powershell',
-};
+const LANGUAGE_KIND = new Map<string, FileKind>(
+  Object.entries({
+    shellscript: 'shell',
+    markdown: 'markdown',
+    dockerfile: 'dockerfile',
+    makefile: 'makefile',
+    powershell: 'powershell',
+    dockercompose: 'compose',
+    'github-actions-workflow': 'workflow',
+    just: 'justfile',
+    // Neovim's filetypes
+    sh: 'shell',
+    bash: 'shell',
+    zsh: 'shell',
+    make: 'makefile',
+    ps1: 'powershell',
+  }),
+);
 
 /** The lens filter and its parsing are the protocol's (sidecar/protocol/lens.ts), shared with the extension. */
 export { parseCodeLensFilter, type CodeLensFilter };
@@ -118,7 +120,7 @@ export function riskyCommandsOf(doc: TextDocument): RiskyCommand[] {
   const text = doc.getText();
   if (doc.uri.startsWith('vscode-notebook-cell:')) return scanCommands(file, text, 'notebook-cell');
   const byName = fileKind(file, text);
-  const kind = byName === 'unknown' ? (LANGUAGE_KIND[doc.languageId] ?? 'unknown') : byName;
+  const kind = byName === 'unknown' ? (LANGUAGE_KIND.get(doc.languageId) ?? 'unknown') : byName;
   return scanCommands(file, text, kind);
 }
 

@@ -152,30 +152,32 @@ export const FAMILIES: Family[] = [
 const TZ = FAMILIES.length - 1;
 
 /** Abbreviations with one meaning (not CST, IST: China/Central, India/Ireland/Israel), as offsets in minutes. */
-const TZ_ABBR: Record<string, number[]> = {
-  utc: [0],
-  gmt: [0],
-  wet: [0],
-  west: [60],
-  bst: [60],
-  cet: [60],
-  cest: [120],
-  eet: [120],
-  eest: [180],
-  msk: [180],
-  pst: [-480],
-  pdt: [-420],
-  mst: [-420],
-  mdt: [-360],
-  est: [-300],
-  edt: [-240],
-  hkt: [480],
-  sgt: [480],
-  jst: [540],
-  kst: [540],
-  aest: [600],
-  aedt: [660],
-};
+const TZ_ABBR = new Map<string, number[]>(
+  Object.entries({
+    utc: [0],
+    gmt: [0],
+    wet: [0],
+    west: [60],
+    bst: [60],
+    cet: [60],
+    cest: [120],
+    eet: [120],
+    eest: [180],
+    msk: [180],
+    pst: [-480],
+    pdt: [-420],
+    mst: [-420],
+    mdt: [-360],
+    est: [-300],
+    edt: [-240],
+    hkt: [480],
+    sgt: [480],
+    jst: [540],
+    kst: [540],
+    aest: [600],
+    aedt: [660],
+  }),
+);
 const IANA_AREA =
   /^(?:africa|america|antarctica|asia|atlantic|australia|europe|indian|pacific)\/[a-z_-]+(?:\/[a-z_-]+)?$/;
 const tzMemo = new Map<string, number[] | null>();
@@ -192,7 +194,7 @@ export function tzOffsets(w: string): number[] | undefined {
   let out: number[] | undefined;
   const m = /^(?:utc|gmt)([+-])(\d{1,2})(?::?(\d{2}))?$/.exec(w);
   if (m) out = [(m[1] === '-' ? -1 : 1) * (Number(m[2]) * 60 + Number(m[3] ?? 0))];
-  else if (TZ_ABBR[w]) out = TZ_ABBR[w];
+  else if (TZ_ABBR.has(w)) out = TZ_ABBR.get(w);
   else if (IANA_AREA.test(w)) {
     const at = (month: number): number | undefined => {
       try {
@@ -278,7 +280,7 @@ export function familyOf(w: string): number | undefined {
  * starts with "utc" or "gmt", or an abbreviation of TZ_ABBR): no other word is looked up there.
  */
 function mayBeZone(w: string): boolean {
-  return w.includes('/') || !!TZ_ABBR[w] || w.startsWith('utc') || w.startsWith('gmt');
+  return w.includes('/') || TZ_ABBR.has(w) || w.startsWith('utc') || w.startsWith('gmt');
 }
 
 /** One mention of a family member. */

@@ -16,56 +16,58 @@ export type Claim =
  * Tools whose version a memory may state, and the command that prints it. The probe runs the
  * argv with a short timeout and takes the first version-looking string of stdout+stderr.
  */
-export const VERSION_COMMANDS: Record<string, string[]> = {
-  node: ['node', '--version'],
-  nodejs: ['node', '--version'],
-  npm: ['npm', '--version'],
-  pnpm: ['pnpm', '--version'],
-  yarn: ['yarn', '--version'],
-  bun: ['bun', '--version'],
-  deno: ['deno', '--version'],
-  python: ['python3', '--version'],
-  python3: ['python3', '--version'],
-  pip: ['pip3', '--version'],
-  pip3: ['pip3', '--version'],
-  uv: ['uv', '--version'],
-  docker: ['docker', '--version'],
-  podman: ['podman', '--version'],
-  git: ['git', '--version'],
-  go: ['go', 'version'],
-  golang: ['go', 'version'],
-  rustc: ['rustc', '--version'],
-  cargo: ['cargo', '--version'],
-  rust: ['rustc', '--version'],
-  java: ['java', '-version'],
-  ruby: ['ruby', '--version'],
-  gcc: ['gcc', '--version'],
-  clang: ['clang', '--version'],
-  cmake: ['cmake', '--version'],
-  terraform: ['terraform', '--version'],
-  kubectl: ['kubectl', 'version', '--client'],
-  helm: ['helm', 'version', '--short'],
-  psql: ['psql', '--version'],
-  postgres: ['psql', '--version'],
-  sqlite3: ['sqlite3', '--version'],
-  nginx: ['nginx', '-v'],
-  php: ['php', '--version'],
-  perl: ['perl', '--version'],
-  tsc: ['tsc', '--version'],
-  typescript: ['tsc', '--version'],
-  ansible: ['ansible', '--version'],
-  ffmpeg: ['ffmpeg', '-version'],
-  jq: ['jq', '--version'],
-  make: ['make', '--version'],
-  curl: ['curl', '--version'],
-  rg: ['rg', '--version'],
-  tmux: ['tmux', '-V'],
-  hermes: ['hermes', '--version'],
-};
+export const VERSION_COMMANDS = new Map<string, string[]>(
+  Object.entries({
+    node: ['node', '--version'],
+    nodejs: ['node', '--version'],
+    npm: ['npm', '--version'],
+    pnpm: ['pnpm', '--version'],
+    yarn: ['yarn', '--version'],
+    bun: ['bun', '--version'],
+    deno: ['deno', '--version'],
+    python: ['python3', '--version'],
+    python3: ['python3', '--version'],
+    pip: ['pip3', '--version'],
+    pip3: ['pip3', '--version'],
+    uv: ['uv', '--version'],
+    docker: ['docker', '--version'],
+    podman: ['podman', '--version'],
+    git: ['git', '--version'],
+    go: ['go', 'version'],
+    golang: ['go', 'version'],
+    rustc: ['rustc', '--version'],
+    cargo: ['cargo', '--version'],
+    rust: ['rustc', '--version'],
+    java: ['java', '-version'],
+    ruby: ['ruby', '--version'],
+    gcc: ['gcc', '--version'],
+    clang: ['clang', '--version'],
+    cmake: ['cmake', '--version'],
+    terraform: ['terraform', '--version'],
+    kubectl: ['kubectl', 'version', '--client'],
+    helm: ['helm', 'version', '--short'],
+    psql: ['psql', '--version'],
+    postgres: ['psql', '--version'],
+    sqlite3: ['sqlite3', '--version'],
+    nginx: ['nginx', '-v'],
+    php: ['php', '--version'],
+    perl: ['perl', '--version'],
+    tsc: ['tsc', '--version'],
+    typescript: ['tsc', '--version'],
+    ansible: ['ansible', '--version'],
+    ffmpeg: ['ffmpeg', '-version'],
+    jq: ['jq', '--version'],
+    make: ['make', '--version'],
+    curl: ['curl', '--version'],
+    rg: ['rg', '--version'],
+    tmux: ['tmux', '-V'],
+    hermes: ['hermes', '--version'],
+  }),
+);
 
 /** Binary name of a tool word (node → node, python → python3, postgres → psql ...). */
 export function binaryOf(tool: string): string {
-  return VERSION_COMMANDS[tool]?.[0] ?? tool;
+  return VERSION_COMMANDS.get(tool)?.[0] ?? tool;
 }
 
 const OS_NAMES = ['debian', 'ubuntu', 'fedora', 'alpine', 'centos', 'rhel', 'rocky', 'almalinux', 'opensuse', 'arch'];
@@ -166,13 +168,13 @@ export function extractClaims(text: string): Claim[] {
     const tool = m[1];
     const version = m[2].replace(/^v/, '');
     if (OS_NAMES.includes(tool)) add({ kind: 'os', key: tool, version, raw: m[0] });
-    else if (VERSION_COMMANDS[tool]) add({ kind: 'version', key: tool, version, raw: m[0] });
+    else if (VERSION_COMMANDS.has(tool)) add({ kind: 'version', key: tool, version, raw: m[0] });
   }
   // "uses Docker", "with pnpm": a known tool named as used or installed.
   for (const m of lower.matchAll(USES)) {
     const tool = m[1];
     if (
-      VERSION_COMMANDS[tool] &&
+      VERSION_COMMANDS.has(tool) &&
       !out.some((c) => (c.kind === 'version' || c.kind === 'command') && binaryOf(c.key) === binaryOf(tool))
     ) {
       add({ kind: 'command', key: tool, raw: m[0].trim() });

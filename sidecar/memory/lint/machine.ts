@@ -121,7 +121,7 @@ export function localProbe(
       return cached(`local:${env.PATH ?? ''}:${name}:${withVersion}`, async () => {
         const found = await onPath(name, env);
         if (!found) return { found: false, detail: 'not on PATH' };
-        const argv = Object.values(VERSION_COMMANDS).find((a) => a[0] === name) ?? [name, '--version'];
+        const argv = [...VERSION_COMMANDS.values()].find((a) => a[0] === name) ?? [name, '--version'];
         const version = withVersion ? await runVersion([found, ...argv.slice(1)], timeoutMs) : undefined;
         return {
           found: true,
@@ -261,7 +261,7 @@ export function transportProbe(
         const k = `c:${bin}:${withVersion}`;
         if (seen.has(k)) continue;
         seen.add(k);
-        const argv = Object.values(VERSION_COMMANDS).find((a) => a[0] === bin) ?? [bin, '--version'];
+        const argv = [...VERSION_COMMANDS.values()].find((a) => a[0] === bin) ?? [bin, '--version'];
         const versionArgs = withVersion ? { versionArgs: argv.slice(1) } : {};
         items.push({ kind: 'command', name: bin, key: `${bin}:${withVersion}`, ...versionArgs });
       }

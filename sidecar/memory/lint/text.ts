@@ -31,55 +31,57 @@ const STOP = new Set(
 export const NEGATIONS = new Set(['not', 'no', 'never', 'without', 'nor', 'none', 'neither']);
 
 /** Canonical forms: synonyms map to one word (after stemming). */
-const SYNONYMS: Record<string, string> = {
-  love: 'like',
-  enjoy: 'like',
-  prefer: 'like',
-  fond: 'like',
-  favor: 'like',
-  favour: 'like',
-  want: 'like',
-  hate: 'dislike',
-  detest: 'dislike',
-  avoid: 'dislike',
-  loathe: 'dislike',
-  colour: 'color',
-  theme: 'mode',
-  repository: 'repo',
-  database: 'db',
-  configuration: 'config',
-  directory: 'dir',
-  folder: 'dir',
-  package: 'pkg',
-  kubernetes: 'k8s',
-  javascript: 'js',
-  typescript: 'ts',
-  postgresql: 'postgres',
-  psql: 'postgres',
-  macos: 'mac',
-  osx: 'mac',
-  window: 'windows',
-  utilize: 'use',
-  utilise: 'use',
-  employ: 'use',
-  listen: 'listen',
-  machine: 'host',
-  server: 'host',
-  box: 'host',
-  hostname: 'host',
-  username: 'user',
-  favourite: 'favorite',
-  indentation: 'indent',
-  telephone: 'phone',
-  mobile: 'phone',
-  e: 'e',
-  disabled: 'disable',
-  enabled: 'enable',
-  turned: 'turn',
-  speak: 'speak',
-  lang: 'language',
-  tz: 'timezone',
-};
+const SYNONYMS = new Map<string, string>(
+  Object.entries({
+    love: 'like',
+    enjoy: 'like',
+    prefer: 'like',
+    fond: 'like',
+    favor: 'like',
+    favour: 'like',
+    want: 'like',
+    hate: 'dislike',
+    detest: 'dislike',
+    avoid: 'dislike',
+    loathe: 'dislike',
+    colour: 'color',
+    theme: 'mode',
+    repository: 'repo',
+    database: 'db',
+    configuration: 'config',
+    directory: 'dir',
+    folder: 'dir',
+    package: 'pkg',
+    kubernetes: 'k8s',
+    javascript: 'js',
+    typescript: 'ts',
+    postgresql: 'postgres',
+    psql: 'postgres',
+    macos: 'mac',
+    osx: 'mac',
+    window: 'windows',
+    utilize: 'use',
+    utilise: 'use',
+    employ: 'use',
+    listen: 'listen',
+    machine: 'host',
+    server: 'host',
+    box: 'host',
+    hostname: 'host',
+    username: 'user',
+    favourite: 'favorite',
+    indentation: 'indent',
+    telephone: 'phone',
+    mobile: 'phone',
+    e: 'e',
+    disabled: 'disable',
+    enabled: 'enable',
+    turned: 'turn',
+    speak: 'speak',
+    lang: 'language',
+    tz: 'timezone',
+  }),
+);
 
 /** Antonym pairs (canonical stems): a restatement with one swapped for the other contradicts. */
 const ANTONYM_PAIRS: Array<[string, string]> = [
@@ -310,7 +312,7 @@ export function canon(w: string): string {
   let c = canonMemo.get(w);
   if (c === undefined) {
     const s = wordnetLemma(w) ?? stem(w);
-    c = SYNONYMS[s] ?? SYNONYMS[w] ?? s;
+    c = SYNONYMS.get(s) ?? SYNONYMS.get(w) ?? s;
     if (canonMemo.size > 100_000) canonMemo.clear();
     canonMemo.set(w, c);
   }
@@ -341,21 +343,23 @@ export function exactKey(text: string): string {
 }
 
 /** Units written after a number ("16 GB", "30 minutes"), and their one spelling ("minutes" → "min"). */
-const UNIT_CANON: Record<string, string> = {
-  minute: 'min',
-  minutes: 'min',
-  mins: 'min',
-  hour: 'h',
-  hours: 'h',
-  hr: 'h',
-  hrs: 'h',
-  second: 's',
-  seconds: 's',
-  sec: 's',
-  secs: 's',
-  day: 'd',
-  days: 'd',
-};
+const UNIT_CANON = new Map<string, string>(
+  Object.entries({
+    minute: 'min',
+    minutes: 'min',
+    mins: 'min',
+    hour: 'h',
+    hours: 'h',
+    hr: 'h',
+    hrs: 'h',
+    second: 's',
+    seconds: 's',
+    sec: 's',
+    secs: 's',
+    day: 'd',
+    days: 'd',
+  }),
+);
 const UNITS = [
   'gb',
   'mb',
@@ -370,7 +374,7 @@ const UNITS = [
   'ms',
   'px',
   'min',
-  ...Object.keys(UNIT_CANON),
+  ...UNIT_CANON.keys(),
 ]
   .sort((a, b) => b.length - a.length)
   .join('|');
@@ -472,11 +476,11 @@ export function tokens(text: string): Token[] {
     else if (g.time) out.push({ t: g.time.replace(/\s+/g, ''), type: 'num' });
     else if (g.unit) {
       const [n, u] = g.unit.split(/\s+/);
-      out.push({ t: `${n}${UNIT_CANON[u] ?? u}`, type: 'num' });
+      out.push({ t: `${n}${UNIT_CANON.get(u) ?? u}`, type: 'num' });
     } else if (g.num)
       out.push({
         t: endsInLetter(g.num)
-          ? g.num.replace(/^(\d+(?:[.,]\d+)?)([a-z]+)$/, (_, n: string, u: string) => n + (UNIT_CANON[u] ?? u))
+          ? g.num.replace(/^(\d+(?:[.,]\d+)?)([a-z]+)$/, (_, n: string, u: string) => n + (UNIT_CANON.get(u) ?? u))
           : g.num,
         type: 'num',
       });

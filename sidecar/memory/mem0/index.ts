@@ -160,12 +160,14 @@ function byCreatedThenId(a: MemoryEntry, b: MemoryEntry): number {
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
-const EVENT_ACTION: Record<string, Provenance['traces'][number]['action']> = {
-  ADD: 'add',
-  UPDATE: 'update',
-  DELETE: 'remove',
-  NONE: 'none',
-};
+const EVENT_ACTION = new Map<string, Provenance['traces'][number]['action']>(
+  Object.entries({
+    ADD: 'add',
+    UPDATE: 'update',
+    DELETE: 'remove',
+    NONE: 'none',
+  }),
+);
 
 /**
  * The mem0 store adapter (read-only), for a directory on this machine or on another one (its
@@ -667,7 +669,7 @@ export class Mem0Store implements MemoryStoreAdapter {
       const src = r.actor_id ?? r.role ?? undefined;
       const msg = r.event === 'DELETE' ? r.old_memory : r.new_memory;
       return {
-        action: EVENT_ACTION[r.event] ?? 'update',
+        action: EVENT_ACTION.get(r.event) ?? 'update',
         ...(time ? { time } : {}),
         ...(src ? { source: src } : {}),
         ...(msg ? { message: msg.slice(0, 2000) } : {}),
