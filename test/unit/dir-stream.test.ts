@@ -155,4 +155,76 @@ describe('dir backend: the streamed create of a one-shot process', function () {
     assert.equal(m.entries.find((e) => e.p === 'p2/m2/deep/f2.txt')?.s, 'edited\n'.length);
     assert.equal(m.entries.length, rp.machine.files);
   });
+
+  it('matches the in-memory create over seeded random edits, moves, chmods, links and removals', async () => {
+    let seed = 20261202;
+    const rand = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    const dirs = (): string[] => {
+      const out = [''];
+      const walk = (rel: string): void => {
+        for (const e of fs.readdirSync(path.join(s.tree, rel), { withFileTypes: true }))
+          if (e.isDirectory()) {
+            const r = rel ? `${rel}/${e.name}` : e.name;
+            out.push(r);
+            walk(r);
+          }
+      };
+      walk('');
+      return out;
+    };
+    const other = path.join(s.base, 'state2');
+    let a = await new Core({ stateDir: s.state }).createRestorePoint({ target: s.target, stores: [] });
+    for (let round = 0; round < 8; round++) {
+      for (let k = 0; k < 6; k++) {
+        const ds = dirs();
+        const d = path.join(s.tree, ds[rand(ds.length)]);
+        const names = fs.readdirSync(d);
+        const pick = names.length ? path.join(d, names[rand(names.length)]) : undefined;
+        const st = pick ? fs.lstatSync(pick) : undefined;
+        switch (rand(7)) {
+          case 0:
+            fs.writeFileSync(path.join(d, `n${round}-${k}.txt`), `new ${round} ${k}\n`);
+            break;
+          case 1:
+            if (st?.isFile()) fs.appendFileSync(pick as string, `edit ${round}\n`);
+            break;
+          case 2:
+            if (pick && d !== s.tree) fs.rmSync(pick, { recursive: true, force: true });
+            break;
+          case 3:
+            if (st?.isDirectory()) fs.chmodSync(pick as string, 0o700 + rand(2) * 0o55);
+            else if (st?.isFile()) fs.chmodSync(pick as string, 0o600 + rand(2) * 0o44);
+            break;
+          case 4:
+            fs.mkdirSync(path.join(d, `d${round}-${k}`, 'inner'), { recursive: true });
+            fs.writeFileSync(path.join(d, `d${round}-${k}`, 'inner', 'x.txt'), `${round}\n`);
+            break;
+          case 5:
+            if (pick) fs.renameSync(pick, path.join(d, `moved-${round}-${k}`));
+            break;
+          default:
+            fs.symlinkSync(`target-${rand(5)}`, path.join(d, `l${round}-${k}`));
+        }
+      }
+      if (round % 2) await new Promise((r) => setTimeout(r, 60)); // (every other round within the racy window)
+      fs.rmSync(other, { recursive: true, force: true });
+      fs.cpSync(s.state, other, { recursive: true });
+      const kept = await new Core({ stateDir: s.state }).createRestorePoint({ target: s.target, stores: [] });
+      const streamed = await new Core({ stateDir: other, oneShot: true }).createRestorePoint({
+        target: s.target,
+        stores: [],
+      });
+      assert.deepEqual(head(other, streamed.id), head(s.state, kept.id), `round ${round}`);
+      assert.deepEqual(
+        (held(other, streamed.id) as unknown[]).slice(1),
+        (held(s.state, kept.id) as unknown[]).slice(1),
+      );
+      assert.equal(streamed.machine.files, kept.machine.files);
+      a = kept;
+    }
+    assert.ok(a);
+  });
 });
