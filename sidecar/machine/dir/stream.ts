@@ -337,7 +337,6 @@ export async function streamCreate(root: string, opts: StreamOptions): Promise<S
         const pe = names ? byName?.get(names[at]) : (pk as Row[])[at];
         const name = names ? names[at] : (pe as Row)[0];
         const abs = absDir + '/' + name;
-        const gone = (): boolean => goneFromDir(relisted, absDir, name);
         let st: fs.Stats | undefined;
         try {
           st = fs.lstatSync(abs, { throwIfNoEntry: false });
@@ -351,7 +350,7 @@ export async function streamCreate(root: string, opts: StreamOptions): Promise<S
             st = fs.lstatSync(abs);
           } catch (err) {
             if (!isErrno(err, 'ENOENT') || tries >= 3) throw fileError(abs, err);
-            if (gone()) break;
+            if (goneFromDir(relisted, absDir, name)) break;
           }
         }
         if (!st) {
@@ -405,7 +404,7 @@ export async function streamCreate(root: string, opts: StreamOptions): Promise<S
           try {
             l = fs.readlinkSync(abs);
           } catch (err) {
-            if (isErrno(err, 'ENOENT') && gone()) {
+            if (isErrno(err, 'ENOENT') && goneFromDir(relisted, absDir, name)) {
               setRow(d, at, undefined);
               continue; // vanished during the walk
             }
