@@ -4,6 +4,8 @@
 //                      --version and the agent hooks' calls that need nothing itself (sidecar/cli/fast.ts)
 //                      and loads out/cli.js for everything else, with V8's code cache (sidecar/codeCache.ts)
 //   out/cli.js         the full CLI and the servers (sidecar/main.ts), loaded by out/sidecar.js only
+//   out/create.js      the slim `restore-point create` of a dir: target (sidecar/createMain.ts), loaded by
+//                      out/sidecar.js instead of out/cli.js for that command line (sidecar/cli/slimCreate.ts)
 //   out/hook.js        the agent hook's small entry point (`hook install` writes it into the agent's
 //                      config): stdin + the risk classifier only, so a non-risky call costs little
 //   out/hook-full.js   the rest of the hook (restore points, memory records), loaded by hook.js only
@@ -15,6 +17,7 @@
 import * as esbuild from 'esbuild';
 import { chmodSync, copyFileSync, cpSync, mkdirSync, rmSync } from 'node:fs';
 import { asciiOnly } from './scripts/lib/ascii-bundle.cjs';
+import { slimStubs } from './scripts/lib/slim-stubs.cjs';
 
 const production = process.argv.includes('--production');
 const watch = process.argv.includes('--watch');
@@ -44,7 +47,7 @@ const problemMatcher = {
 };
 
 /** The bundles a CLI process loads whole (out/cli.js, out/hook-full.js): ASCII (asciiOnly). */
-const ASCII_BUNDLES = ['out/cli.js', 'out/hook-full.js'];
+const ASCII_BUNDLES = ['out/cli.js', 'out/create.js', 'out/hook-full.js'];
 
 const common = {
   bundle: true,
@@ -61,6 +64,10 @@ const common = {
 // from node_modules: TensorFlow.js finds its WASM files and the model its weights next to their own code.
 const NO_NATIVE = ['cpu-features', '*.node', '@energetic-ai/*'];
 
+// The slim create (out/create.js) leaves out what a create of a dir: target with local stores never
+// uses: the Proxmox backend (proxmox-api) and the remote stores' transports (ssh2, the guest agents);
+// sidecar/slimStub.ts stands in for them (scripts/lib/slim-stubs.cjs; its doc says why that is safe).
+
 // mainFields: prefer ESM entries (jsonc-parser's UMD `main` does not bundle).
 const node = { ...common, platform: 'node', target: 'node20', format: 'cjs', mainFields: ['module', 'main'] };
 
@@ -75,6 +82,13 @@ const builds = [
     external: NO_NATIVE,
   },
   { ...node, entryPoints: ['sidecar/main.ts'], outfile: 'out/cli.js', external: NO_NATIVE },
+  {
+    ...node,
+    entryPoints: ['sidecar/createMain.ts'],
+    outfile: 'out/create.js',
+    external: NO_NATIVE,
+    plugins: [...node.plugins, slimStubs],
+  },
   {
     ...node,
     entryPoints: ['sidecar/hooks/entry.ts'],

@@ -142,8 +142,9 @@ function cacheUnwanted(): boolean {
  * usable. Same module semantics as `require(file)`: `module`, `exports`, `require`, `__filename`,
  * `__dirname`, and the module in require.cache.
  * @param file absolute path of the bundle
+ * @returns the module's exports (as `require(file)` returns them)
  */
-export function loadWithCodeCache(file: string, parent: NodeModule): void {
+export function loadWithCodeCache(file: string, parent: NodeModule): unknown {
   let run: (() => void) | undefined;
   try {
     run = prepare(file, parent);
@@ -151,12 +152,12 @@ export function loadWithCodeCache(file: string, parent: NodeModule): void {
     run = undefined;
   }
   // no usable cache machinery (or it failed): a plain require
-  if (!run) parent.require(file);
-  else run();
+  if (!run) return parent.require(file) as unknown;
+  return run();
 }
 
-/** Compile `file` (with the cache); returns the function that runs it, or undefined for a plain require. */
-function prepare(file: string, parent: NodeModule): (() => void) | undefined {
+/** Compile `file` (with the cache); returns the function that runs it (and returns its exports), or undefined for a plain require. */
+function prepare(file: string, parent: NodeModule): (() => unknown) | undefined {
   if (cacheUnwanted()) return undefined;
   const dir = codeCacheDir();
   if (!dir) return undefined;
@@ -197,5 +198,6 @@ function prepare(file: string, parent: NodeModule): (() => void) | undefined {
         /* no cache this time */
       }
     }
+    return mod.exports as unknown;
   };
 }

@@ -44,11 +44,10 @@ import { formatFindings } from '../memory/lint/format';
 import { embeddingsRequestUrl } from '../memory/lint/embeddings';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { createInterface } from 'node:readline/promises';
 import { Command, CommanderError, Help, Option } from 'commander';
 import { nextAction, type ResultOf, type RiskFinding } from '../protocol';
-import { AgentKeepError, asAgentKeepError } from '../core/errors';
-import { call, InvalidParamsError } from '../core/dispatch';
+import { AgentKeepError } from '../core/errors';
+import { call } from '../core/dispatch';
 import { tempNameFor } from '../core/fsutil';
 import type { CoreApi, CoreOptions } from '../core/service';
 import { evaluate, fileKind, formatEval, parseJsonc, scanText, type EvalLabel } from '../risk';
@@ -56,7 +55,6 @@ import type { CoreFactory } from '../server/session';
 import {
   agentStatusText,
   changeSummary,
-  createdLine,
   findingsTable,
   memoryDiffText,
   memoryShowText,
@@ -67,7 +65,6 @@ import {
   shellQuote,
   usageReport,
 } from './format';
-import { formatAge } from '../protocol/format';
 import { hookWarningsPath } from '../core/hookWarnings';
 import { addHookCommands } from './hooks';
 import { guardSignals } from './signals';
@@ -75,17 +72,20 @@ import { checkGuestWriteSize } from '../core/guest';
 import { resolveStateDir } from '../core/state';
 import { defaultTargetFor, targetForms } from '../core/target';
 import { targetSummary } from '../protocol/targets';
-import { actionsText, cliTargetArgs, commandLine, describeProblem, type RenderOptions } from './actions';
+import { cliTargetArgs, commandLine, describeProblem, type RenderOptions } from './actions';
 import { agentCommands, useNamedAgents } from './agents';
 import { runCommand } from './run';
+import { printCreated } from './createOutput';
+import { reportCliError } from './errors';
 import { UsageError } from './usage';
 import { parseDuration } from '../core/retention';
 import { describeStore, storeFactories, storeFormsHelp } from '../memory';
 import { VERSION } from './version';
 import { editSetText, memoryHistoryText, memoryWriteLine } from './timeline';
-import { writeLine } from './terminal';
+import { processIO } from './io';
 
 export { terminalSafe } from './terminal';
+export { processIO } from './io';
 
 /** Where the CLI writes; replaceable for tests. */
 export interface CliIO {
@@ -95,24 +95,6 @@ export interface CliIO {
   isTTY: boolean;
   /** Ask a yes/no question on the terminal; resolves true for y/yes. */
   confirm: (question: string) => Promise<boolean>;
-}
-
-/** The process's own stdio; what goes to a terminal passes terminalSafe (pipes and files get the bytes as they are). */
-export function processIO(): CliIO {
-  return {
-    out: (s) => writeLine(process.stdout, s),
-    err: (s) => writeLine(process.stderr, s),
-    isTTY: Boolean(process.stdin.isTTY),
-    confirm: async (q) => {
-      const rl = createInterface({ input: process.stdin, output: process.stderr });
-      try {
-        const a = await rl.question(`${q} [y/N] `);
-        return /^y(es)?$/i.test(a.trim());
-      } finally {
-        rl.close();
-      }
-    },
-  };
 }
 
 function collect(v: string, prev: string[]): string[] {
@@ -334,39 +316,15 @@ function program(ctx: Ctx): Command {
       } finally {
         guard.dispose();
       }
-      const notices = rpnt.notices ?? (rpnt.warnings ?? []).map((message) => ({ message }));
-      for (const n of notices) ctx.io.err(`agentkeep: warning: ${describeProblem(n, renderOpts(ctx))}`);
-      if (asJson) printJson(ctx, rpnt);
-      else if (rpnt.reused) {
-        const taken = formatAge(rpnt.createdAt);
-        ctx.io.out(`Reusing restore point ${rpnt.id} "${rpnt.label}" (taken ${taken}; nothing changed since).`);
-        if (o.label !== undefined && o.label !== rpnt.label) {
-          const rename = nextAction('Rename it', 'restorePointLabel', {
-            target: rpnt.target,
-            id: rpnt.id,
-            label: o.label,
-          });
-          ctx.io.err(
-            `agentkeep: note: the reused restore point keeps its label "${rpnt.label}". ${actionsText([rename], renderOpts(ctx))}`,
-          );
-        }
-      } else {
-        const noun = (await call(core(cmd), 'targetDescribe', { target: rpnt.target }).catch(() => undefined))
-          ?.snapshotNoun;
-        ctx.io.out(createdLine(rpnt, noun));
-        const n = rpnt.machine.skipped ?? 0;
-        if (n)
-          ctx.io.out(
-            `Skipped ${n} socket/FIFO/device ${n === 1 ? 'entry' : 'entries'} (not captured; see docs/dir-backend.md).`,
-          );
-        for (const w of rpnt.machine.warnings ?? []) ctx.io.out(`Note: ${w}`);
-        if (rpnt.pruned?.length) {
-          ctx.io.out(
-            `Retention deleted ${rpnt.pruned.length} older restore point(s) (restore-point prune --dry-run explains the rules):`,
-          );
-          for (const d of rpnt.pruned) ctx.io.out(`  ${d.id}  ${d.reason}`);
-        }
-      }
+      await printCreated(
+        ctx.io,
+        rpnt,
+        o.label,
+        asJson,
+        () => renderOpts(ctx),
+        async () =>
+          (await call(core(cmd), 'targetDescribe', { target: rpnt.target }).catch(() => undefined))?.snapshotNoun,
+      );
     });
 
   rp.command('diff')
@@ -1587,37 +1545,6 @@ export async function runCli(argv: string[], makeCore: CoreFactory, io: CliIO = 
       // a bare command group (`agentkeep memory`) prints its help and exits 1 in commander: usage error
       return 2;
     }
-    // params the CLI passed on from its options and that failed the schema: name the option, not
-    // the protocol field (`--target ""` is "Invalid --target: the target is empty…")
-    const err = e instanceof InvalidParamsError ? cliParamsError(e) : asAgentKeepError(e);
-    // the core's next actions as the equivalent command lines (with --json also as data)
-    io.err(`agentkeep: ${describeProblem(err, renderOpts(ctx))}`);
-    const more = { ...(err.hint ? { hint: err.hint } : {}), ...(err.actions?.length ? { actions: err.actions } : {}) };
-    if (ctx.json) io.out(JSON.stringify({ error: { code: err.code, message: err.message, ...more } }));
-    if (err.kind === 'Internal' && process.env.AGENTKEEP_DEBUG && e instanceof Error && e.stack) io.err(e.stack);
-    return err instanceof UsageError ? 2 : 1;
+    return reportCliError(e, io, ctx.json, () => renderOpts(ctx));
   }
-}
-
-/** Option names of params whose flag is not the kebab-case of the field. */
-const PARAM_FLAGS: Record<string, string> = {
-  stores: '--store',
-  id: 'the restore point id',
-  ids: 'the restore point ids',
-};
-
-/**
- * The CLI's wording of params that failed the schema: each field as its option (`target` ->
- * `--target`, `stores.0` -> `--store`), no protocol schema hint (the user typed options, not JSON).
- */
-function cliParamsError(e: InvalidParamsError): AgentKeepError {
-  const parts = e.fields.map((f) => {
-    const top = f.path[0];
-    const flag =
-      top === undefined
-        ? 'arguments'
-        : (PARAM_FLAGS[top] ?? `--${top.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
-    return `${flag}: ${f.message}`;
-  });
-  return new UsageError('InvalidParams', `Invalid ${parts.join('; ')}.`);
 }

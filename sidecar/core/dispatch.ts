@@ -9,7 +9,10 @@ import type { z } from 'zod';
 import { Methods, type ErrorData, type MethodName, type ParamsOf, type ResultOf } from '../protocol';
 import { scanText } from '../risk';
 import { AgentKeepError, asAgentKeepError } from './errors';
+import { parseParams } from './params';
 import type { CoreApi } from './service';
+
+export { describeZodError, InvalidParamsError, parseParams } from './params';
 
 type Handler = (core: CoreApi, params: never) => Promise<unknown>;
 
@@ -67,49 +70,6 @@ const BY_WIRE = new Map<string, MethodName>(Object.entries(Methods).map(([k, d])
 /** All wire method names, e.g. `agentkeep/restorePoint.list`. */
 export function wireMethods(): string[] {
   return [...BY_WIRE.keys()];
-}
-
-/** Describe a zod error as one sentence naming the field path and the expected shape. */
-export function describeZodError(err: z.ZodError, what = 'params'): string {
-  const parts = err.issues.slice(0, 3).map((i) => {
-    const at = i.path.length ? `${what}.${i.path.map(String).join('.')}` : what;
-    return `${at}: ${i.message}`;
-  });
-  return parts.join('; ');
-}
-
-/**
- * Params that fail a method's schema. `fields` keeps each issue's path in the params object and its
- * message, so a front end can name the field its own way (the CLI: `--target` instead of the wire
- * text `params.target`); the message and hint stay the wire's, for JSON-RPC clients.
- */
-export class InvalidParamsError extends AgentKeepError {
-  constructor(
-    message: string,
-    hint: string,
-    readonly fields: { path: string[]; message: string }[],
-  ) {
-    super('InvalidParams', message, hint);
-  }
-}
-
-/**
- * Validate params with the schema of method `key`.
- * @returns the parsed params (zod output: unknown keys dropped, strings trimmed where the schema says)
- * @throws InvalidParamsError (kind InvalidParams) naming the field path and the expected shape
- */
-export function parseParams<K extends MethodName>(key: K, params: unknown): z.infer<(typeof Methods)[K]['params']> {
-  const def = Methods[key];
-  const parsed = def.params.safeParse(params ?? {});
-  if (!parsed.success) {
-    const shape = Object.keys((def.params as unknown as z.ZodObject).shape ?? {}).join(', ');
-    throw new InvalidParamsError(
-      `Invalid params for ${def.method}: ${describeZodError(parsed.error)}.`,
-      `Send an object with: ${shape} (see sidecar/protocol/protocol.schema.json).`,
-      parsed.error.issues.slice(0, 3).map((i) => ({ path: i.path.map(String), message: i.message })),
-    );
-  }
-  return parsed.data as z.infer<(typeof Methods)[K]['params']>;
 }
 
 /**

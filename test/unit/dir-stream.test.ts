@@ -11,14 +11,18 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
 import { ObjectStore } from '../../sidecar/core/objects';
-import { readManifest } from '../../sidecar/machine/dir/manifest';
+import { readManifest, readManifestHead } from '../../sidecar/machine/dir/manifest';
 import { describeTree, put, tempSetup } from './dir-fixtures';
 import { manifestObjects } from './helpers/manifests';
 
 describe('dir backend: the streamed create of a one-shot process', function () {
   this.timeout(60000);
   let s: ReturnType<typeof tempSetup>;
+  // (a one-shot process streams when its lstat runs on the main thread, as the slim create's does)
+  let workers: string | undefined;
   beforeEach(() => {
+    workers = process.env.AGENTKEEP_STAT_WORKERS;
+    process.env.AGENTKEEP_STAT_WORKERS = '0';
     s = tempSetup('ak-stream-');
     for (let i = 0; i < 90; i++) put(s.tree, `p${i % 3}/m${i % 5}/deep/f${i}.txt`, `content ${i}\n`);
     put(s.tree, 'top.txt', 'top\n');
@@ -32,7 +36,14 @@ describe('dir backend: the streamed create of a one-shot process', function () {
     execFileSync('mkfifo', [path.join(s.tree, 'p2/m3/fifo')]);
     fs.chmodSync(path.join(s.tree, 'p2/m4'), 0o700);
   });
-  afterEach(() => s.cleanup());
+  afterEach(() => {
+    if (workers === undefined) delete process.env.AGENTKEEP_STAT_WORKERS;
+    else process.env.AGENTKEEP_STAT_WORKERS = workers;
+    s.cleanup();
+  });
+  /** Whether the create of `id` kept its entries in this process's manifest cache (the in-memory create does, the streamed one not). */
+  const cached = async (state: string, id: string): Promise<boolean> =>
+    !!(await readManifestHead(path.join(manifestDir(state), `${id}.json`)))?.entries;
 
   const manifestDir = (state: string): string => path.join(state, 'dir', fs.readdirSync(path.join(state, 'dir'))[0]);
   /** A manifest's file without what differs between two creates of the same tree (id, times). */
@@ -80,6 +91,8 @@ describe('dir backend: the streamed create of a one-shot process', function () {
       target: s.target,
       stores: [],
     });
+    assert.equal(await cached(s.state, kept.id), true);
+    assert.equal(await cached(other, streamed.id), false); // (it was streamed)
     assert.deepEqual(head(other, streamed.id), head(s.state, kept.id));
     assert.deepEqual([...treeBytes(other, streamed.id)], [...treeBytes(s.state, kept.id)]);
     assert.equal(treeBytes(other, streamed.id).has('tree of gone'), false);
@@ -149,6 +162,7 @@ describe('dir backend: the streamed create of a one-shot process', function () {
     assert.match(puts[3], /(^|,)top\.txt(,|$)/);
     const trees = treeBytes(s.state, rp.id);
     assert.equal(trees.size, 1 + 3 + 3 * 5 + 3 * 5 + 3 + 1); // root, p*, p*/m*, p*/m*/deep, gone/a/b, empty
+    assert.equal(await cached(s.state, rp.id), false);
     // the manifest in the cache is not this create's object: a read in this process reads the trees
     const m = await readManifest(path.join(manifestDir(s.state), `${rp.id}.json`));
     assert.ok(m);
@@ -217,6 +231,7 @@ describe('dir backend: the streamed create of a one-shot process', function () {
         target: s.target,
         stores: [],
       });
+      assert.equal(await cached(other, streamed.id), false);
       assert.deepEqual(head(other, streamed.id), head(s.state, kept.id), `round ${round}`);
       assert.deepEqual(
         (held(other, streamed.id) as unknown[]).slice(1),
@@ -226,5 +241,21 @@ describe('dir backend: the streamed create of a one-shot process', function () {
       a = kept;
     }
     assert.ok(a);
+  });
+
+  it('a one-shot process with the stat workers on keeps the in-memory create (AGENTKEEP_STAT_WORKERS=1)', async () => {
+    process.env.AGENTKEEP_STAT_WORKERS = '1';
+    const rp = await new Core({ stateDir: s.state, oneShot: true }).createRestorePoint({
+      target: s.target,
+      stores: [],
+    });
+    assert.equal(await cached(s.state, rp.id), true);
+    process.env.AGENTKEEP_STAT_WORKERS = '0';
+    const again = await new Core({ stateDir: s.state, oneShot: true }).createRestorePoint({
+      target: s.target,
+      stores: [],
+    });
+    assert.equal(await cached(s.state, again.id), false);
+    assert.equal(head(s.state, again.id).tree, head(s.state, rp.id).tree);
   });
 });

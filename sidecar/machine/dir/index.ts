@@ -51,6 +51,7 @@ import {
 import { HELD_NAME, HeldBound, INDEX_NAME, ObjectIndex } from './usage';
 import { journalFor, journalOffByEnv, type ChangeJournal, type Changed } from './journal';
 import { scanTree, statCacheOf } from './scan';
+import { statWorkersOn } from './statpool';
 import { buildTrees, childrenByDir, treeDifference } from './tree';
 import { streamCreate } from './stream';
 
@@ -151,14 +152,17 @@ export function compareEntries(
 }
 
 /**
- * Whether creates of this backend are streamed (stream.ts): in a one-shot process, or everywhere with
- * AGENTKEEP_DIR_STREAM=1 (tests: the dir suites run both ways), never with AGENTKEEP_DIR_STREAM=0.
+ * Whether creates of this backend are streamed (stream.ts, which lstats on the main thread): in a
+ * one-shot process whose lstat runs on its main thread (the launcher's slim create, or
+ * AGENTKEEP_STAT_WORKERS=0: statpool statWorkersOn; a process with the stat workers on walks level by
+ * level on them, as before), or everywhere with AGENTKEEP_DIR_STREAM=1 (tests: the dir suites run
+ * both ways), never with AGENTKEEP_DIR_STREAM=0.
  */
 function streamedCreates(ctx: BackendContext): boolean {
   const v = process.env.AGENTKEEP_DIR_STREAM;
   if (v === '1') return true;
   if (v === '0') return false;
-  return ctx.oneShot === true;
+  return ctx.oneShot === true && !statWorkersOn();
 }
 
 /** The dir backend for one target. */

@@ -3,8 +3,12 @@
  * from the TypeScript sources and from the esbuild bundle) lstat slices of a path list while the main
  * thread does its own slice. Results come back as a transferred Float64Array (no per-entry cloning).
  * Workers are created on first use, kept for later scans, and never keep the process alive.
- * AGENTKEEP_STAT_WORKERS=0 (or false, off, no) turns the workers off (everything on the main thread);
- * any value but those and 1, true, on, yes warns once on stderr and the workers stay on.
+ * AGENTKEEP_STAT_WORKERS=0 (or false, off, no) turns the workers off (everything on the main thread),
+ * 1 (true, on, yes) on; any other value warns once on stderr and is the default: on, except in a
+ * process that called `preferMainThreadStat()` (the launcher's one-shot slim create,
+ * sidecar/createMain.ts: a worker is a second V8 isolate, ~19 MiB of a 100,000-file create's peak
+ * memory, for a walk that measured no faster with it on the shared 2-vCPU machine; BENCHMARKS.md
+ * "Slim create"). The servers (`serve`, `mcp`) and the full CLI keep the workers.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -34,6 +38,26 @@ parentPort.on('message', ({ id, joined, n, base }) => {
   parentPort.postMessage({ id, out }, [out.buffer]);
 });
 `;
+
+/** Whether the workers are on when AGENTKEEP_STAT_WORKERS is unset (see the module doc). */
+let workersByDefault = true;
+
+/**
+ * Make this process lstat on its main thread unless AGENTKEEP_STAT_WORKERS turns the workers on: for
+ * one-shot processes, where the second isolate's memory costs more than the parallel walk gains.
+ */
+export function preferMainThreadStat(): void {
+  workersByDefault = false;
+}
+
+/**
+ * Whether this process's lstat may use the stat workers (AGENTKEEP_STAT_WORKERS, else the default:
+ * on unless preferMainThreadStat was called). A one-shot dir create streams its walk, on the main
+ * thread, only when they are off (dir/index.ts streamedCreates).
+ */
+export function statWorkersOn(): boolean {
+  return envSwitch(process.env, 'AGENTKEEP_STAT_WORKERS', workersByDefault, 'the stat workers');
+}
 
 /** Below this many paths the main thread does everything (a worker round trip would cost more). */
 export const PARALLEL_MIN = 4000;
@@ -105,7 +129,10 @@ function statSlice(paths: string[], from: number, to: number, out: Float64Array,
  */
 export async function lstatMany(paths: string[], base?: string): Promise<Float64Array> {
   const out = new Float64Array(paths.length * STAT_FIELDS);
-  if (paths.length < PARALLEL_MIN || !envSwitch(process.env, 'AGENTKEEP_STAT_WORKERS', true, 'the stat workers')) {
+  if (
+    paths.length < PARALLEL_MIN ||
+    !envSwitch(process.env, 'AGENTKEEP_STAT_WORKERS', workersByDefault, 'the stat workers')
+  ) {
     statSlice(paths, 0, paths.length, out, base);
     return out;
   }

@@ -10,6 +10,8 @@ import { build, type BuildOptions } from 'esbuild';
 import { REPO } from './paths';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { asciiOnly } = require('../../../scripts/lib/ascii-bundle.cjs') as { asciiOnly: (file: string) => void };
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { slimStubs } = require('../../../scripts/lib/slim-stubs.cjs') as { slimStubs: import('esbuild').Plugin };
 
 export const SIDECAR = path.join(REPO, 'out', 'sidecar.js');
 
@@ -32,7 +34,7 @@ const COMMON: BuildOptions = {
 
 /**
  * Bundle the `agentkeep` program as esbuild.mjs does (once per test run): out/sidecar.js (the launcher,
- * sidecar/bin.ts), out/cli.js (the full CLI, sidecar/main.ts) and out/hook-full.js (the hook's full
+ * sidecar/bin.ts), out/cli.js (the full CLI, sidecar/main.ts), out/create.js (the slim create, sidecar/createMain.ts) and out/hook-full.js (the hook's full
  * part, which the launcher's hook fast path loads for a call that needs a restore point). Only these,
  * so a broken extension build does not block these tests.
  */
@@ -46,10 +48,16 @@ export function buildSidecar(): Promise<void> {
       banner: { js: '#!/usr/bin/env node' },
     }),
     build({ ...COMMON, entryPoints: ['sidecar/main.ts'], outfile: path.join(REPO, 'out', 'cli.js') }),
+    build({
+      ...COMMON,
+      entryPoints: ['sidecar/createMain.ts'],
+      outfile: path.join(REPO, 'out', 'create.js'),
+      plugins: [slimStubs],
+    }),
     build({ ...COMMON, entryPoints: ['sidecar/hooks/run.ts'], outfile: path.join(REPO, 'out', 'hook-full.js') }),
   ]).then(() => {
     // as esbuild.mjs: the bundles a CLI process loads whole are ASCII (scripts/lib/ascii-bundle.cjs)
-    for (const f of ['cli.js', 'hook-full.js']) asciiOnly(path.join(REPO, 'out', f));
+    for (const f of ['cli.js', 'create.js', 'hook-full.js']) asciiOnly(path.join(REPO, 'out', f));
     chmodSync(SIDECAR, 0o755);
     // node-sqlite3-wasm loads its .wasm next to the bundle (as esbuild.mjs copies it)
     copyFileSync(
