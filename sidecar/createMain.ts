@@ -83,7 +83,9 @@ export async function runSlimCreate(a: SlimCreateArgs, io: CliIO = processIO()):
         ...(a.important ? { important: true } : {}),
         ...(a.reuse ? { reuse: true } : {}),
       });
-      rpnt = await createRestorePoint(new CoreContext({ stateDir: a.stateDir, signal: guard.signal }), p);
+      // (one call, then the process exits: the dir create streams its walk, CoreOptions.oneShot)
+      const ctx = new CoreContext({ stateDir: a.stateDir, signal: guard.signal, oneShot: true });
+      rpnt = await createRestorePoint(ctx, p);
     } finally {
       guard.dispose();
     }

@@ -25,7 +25,11 @@ try {
   process.exit(1);
 }
 
-runCli(process.argv.slice(2), (opts) => new Core(opts)).then(
+// (one call per process, except the servers: CoreOptions.oneShot)
+runCli(
+  process.argv.slice(2),
+  (opts) => new Core({ ...opts, oneShot: opts.oneShot ?? opts.changeJournal !== true }),
+).then(
   (code) => {
     if (code !== null) process.exitCode = code;
   },

@@ -121,6 +121,7 @@ export class CoreContext {
       layout: this.layout,
       objects: this.objects,
       changeJournal: this.opts.changeJournal === true,
+      oneShot: this.opts.oneShot === true && this.opts.changeJournal !== true,
     });
     if (mustExist) await backend.check();
     await ensureStateDir(this.layout);

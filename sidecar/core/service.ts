@@ -36,6 +36,13 @@ export interface CoreOptions {
    */
   changeJournal?: boolean;
   /**
+   * This Core makes one call and its process exits (the `agentkeep` CLI sets it for every command but
+   * `serve`: sidecar/main.ts): a backend need keep nothing for later calls, e.g. the dir backend's
+   * create streams its walk directory by directory and keeps no entry of the snapshot in memory
+   * (dir/stream.ts; the peak memory of a create at 100,000 files). Default false.
+   */
+  oneShot?: boolean;
+  /**
    * Target key -> id of the last snapshot made (the next create's stat cache, see create.ts), shared
    * by the Cores of one process that should continue each other's scans: a server that makes a Core
    * per call (with that call's own signal and lock timeout, e.g. a hook call handed to it) passes its

@@ -106,6 +106,11 @@ export interface BackendContext<O = unknown> {
    * keep state across calls, e.g. the dir backend's inotify change journal (dir/journal.ts).
    */
   changeJournal?: boolean;
+  /**
+   * The process makes this one call and exits (CoreOptions.oneShot): a backend may skip what only
+   * later calls would use, e.g. the dir backend keeps no snapshot entries in memory after a create.
+   */
+  oneShot?: boolean;
 }
 
 /** One machine backend bound to one target. */

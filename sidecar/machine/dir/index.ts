@@ -34,6 +34,7 @@ import type {
   PathFilter,
   SnapshotFile,
   SnapshotInfo,
+  SnapshotMeta,
 } from '../types';
 import { tooLarge } from '../../core/compare';
 import { parseLocalPathTarget, type LocalPathOptions } from '../localPath';
@@ -45,11 +46,14 @@ import {
   writeManifest,
   type Entry,
   type Manifest,
+  type ManifestHead,
 } from './manifest';
 import { HELD_LOG_NAME, HELD_NAME, HeldBound, INDEX_NAME, ObjectIndex } from './usage';
 import { journalFor, journalOffByEnv, type ChangeJournal, type Changed } from './journal';
 import { scanTree, statCacheOf } from './scan';
+import { statWorkersOn } from './statpool';
 import { buildTrees, childrenByDir, treeDifference } from './tree';
+import { streamCreate } from './stream';
 
 const CONCURRENCY = 8;
 /** At most this many bytes of packed objects read by a restore's check are kept to be written as they are (prepareRestore). */
@@ -147,6 +151,20 @@ export function compareEntries(
   }
   for (const e of snap) if (!c.has(e.p)) removed.push(e.p);
   return { added: added.sort(), removed: removed.sort(), changed: changed.sort() };
+}
+
+/**
+ * Whether creates of this backend are streamed (stream.ts, which lstats on the main thread): in a
+ * one-shot process whose lstat runs on its main thread (the launcher's slim create, or
+ * AGENTKEEP_STAT_WORKERS=0: statpool statWorkersOn; a process with the stat workers on walks level by
+ * level on them, as before), or everywhere with AGENTKEEP_DIR_STREAM=1 (tests: the dir suites run
+ * both ways), never with AGENTKEEP_DIR_STREAM=0.
+ */
+function streamedCreates(ctx: BackendContext): boolean {
+  const v = process.env.AGENTKEEP_DIR_STREAM;
+  if (v === '1') return true;
+  if (v === '0') return false;
+  return ctx.oneShot === true && !statWorkersOn();
 }
 
 /** The dir backend for one target. */
@@ -288,14 +306,34 @@ export class DirBackend implements MachineBackend {
 
   async create(
     snapshotId: string,
-    opts: { parentId?: string; progress?: BackendProgress; signal?: AbortSignal; built?: () => void },
+    opts: {
+      parentId?: string;
+      progress?: BackendProgress;
+      signal?: AbortSignal;
+      built?: () => void;
+      meta?: SnapshotMeta;
+    },
   ): Promise<SnapshotInfo> {
     await this.check();
     // the files the last restore wrote: this create uses the record, and drops it (one create each)
     this.written = restoreRecords.get(this.manifestDir);
     restoreRecords.delete(this.manifestDir);
-    const parent = await this.manifestOrUndefined(opts.parentId);
     const journal = this.journal();
+    // In a one-shot process (the CLI: BackendContext.oneShot) the full walk is streamed directory by
+    // directory against the parent's trees (stream.ts: O(directory), not O(tree) in memory), and
+    // nothing of it is kept. Not for a restore's undo point: the restore right after it compares with
+    // its entries (kidsOf), so that create keeps them, as before; nor with a format-1 parent (no trees
+    // to stream). A process that lives on keeps its last snapshot's entries for its next create.
+    let parent: Manifest | undefined;
+    if (streamedCreates(this.ctx) && !journal && opts.meta?.kind !== 'pre-restore') {
+      const head = await this.headOrUndefined(opts.parentId);
+      if (!head || (head.v === 2 && typeof head.tree === 'string')) {
+        this.lastScan = 'full walk: no change journal in this process';
+        if (process.env.AGENTKEEP_DEBUG) process.stderr.write(`agentkeep dir ${this.root}: ${this.lastScan}\n`);
+        return this.createStreamed(snapshotId, head, opts);
+      }
+      parent = head as Manifest; // format 1: read whole (readManifestHead completes it)
+    } else parent = await this.manifestOrUndefined(opts.parentId);
     const take = journal ? await journal.take(parent ? opts.parentId : undefined) : undefined;
     this.lastScan = take?.note ?? 'full walk: no change journal in this process';
     if (process.env.AGENTKEEP_DEBUG) process.stderr.write(`agentkeep dir ${this.root}: ${this.lastScan}\n`);
@@ -309,6 +347,124 @@ export class DirBackend implements MachineBackend {
     } finally {
       this.building = undefined; // (written and cached by now, or failed)
     }
+  }
+
+  /** A manifest's head (format 2: without its trees), or undefined when missing or damaged (only costs speed). */
+  private async headOrUndefined(id?: string): Promise<ManifestHead | undefined> {
+    if (!id) return undefined;
+    try {
+      return await readManifestHead(this.manifestPath(id));
+    } catch {
+      return undefined; // a damaged parent only costs speed
+    }
+  }
+
+  /**
+   * The create of a process without change journal: streamCreate (stream.ts) walks the tree against
+   * the parent's trees and stores the new trees as it goes, keeping no entry to the end. The manifest
+   * it writes is the one createStoring writes from the same tree and parent; its `entries` are read
+   * from the trees only if something in this process asks for them (a getter, not kept otherwise).
+   * Same order of writes as createStoring's (commitSnapshot), then (the caller) the journal entry.
+   */
+  private async createStreamed(
+    snapshotId: string,
+    parent: ManifestHead | undefined,
+    opts: { parentId?: string; progress?: BackendProgress; signal?: AbortSignal },
+  ): Promise<SnapshotInfo> {
+    const objects = this.ctx.objects;
+    const pack: { w?: PackWriter } = { w: await objects.openPack() };
+    try {
+      const written = this.written;
+      const file = this.manifestPath(snapshotId);
+      const objectsDir = objectsDirOf(file);
+      const abortWhat = 'the restore point was not created; nothing in the target was changed';
+      const r = await streamCreate(this.root, {
+        objectsDir,
+        prev: parent?.tree ? { tree: parent.tree, scanStartMs: parent.scanStartMs } : undefined,
+        hashFile: (abs, size) => objects.putFile(abs, size, pack.w),
+        put: (b) => objects.putBuffer(b, pack.w),
+        known: written
+          ? (e) => {
+              const h = restoreRecordHash(written, e);
+              return h && objects.hasSync(h) ? h : undefined;
+            }
+          : undefined,
+        concurrency: CONCURRENCY,
+        onScan: (n) => opts.progress?.('scan', n),
+        onHash: (d, t) => opts.progress?.('store', d, t),
+        signal: opts.signal,
+        abortWhat,
+      });
+      this.strayTemps = { id: snapshotId, temps: r.temps };
+      const m: Manifest = {
+        v: 2,
+        backend: 'dir',
+        target: this.ctx.target.spec,
+        id: snapshotId,
+        createdAt: new Date().toISOString(),
+        scanStartMs: r.scanStartMs,
+        rootMode: r.rootMode,
+        bytes: r.bytes,
+        tree: r.tree,
+        treeSize: r.treeSize,
+        treeBytes: r.treeBytes,
+        entries: [], // (not kept: the file is the head; a later read in this process reads the trees)
+      };
+      throwIfAborted(opts.signal, abortWhat);
+      const full = r.bytes + r.treeBytes;
+      if (!parent) fsSync.mkdirSync(this.manifestDir, { recursive: true });
+      // (the order of a create's writes, as createStoring's)
+      const { packed, durable } = await this.commitSnapshot(file, m, pack, false);
+      // the size-cap summary: a cache, not fsynced (one line appended, usage.ts HeldBound)
+      await this.held.added(snapshotId, parent ? opts.parentId : undefined, parent ? r.added : full, full, () =>
+        this.list(),
+      );
+      if (packed) await objects.consolidatePacks();
+      return { files: r.files, bytes: r.bytes, newBytes: r.newBytes, skipped: r.skipped, durable };
+    } catch (e) {
+      if (pack.w) await objects.dropPack(pack.w);
+      throw e;
+    }
+  }
+
+  /**
+   * Put a create's pack and manifest in place (docs/dir-backend.md "State-dir layout", the order of a
+   * create's writes): the pack's fsync and the manifest's write and fsync run at the same time; the
+   * manifest is renamed in only once the pack is (complete, fsynced, renamed into objects/pack/); the
+   * fsyncs of both directories then run together (and, in the caller, with the journal entry's write
+   * and fsync).
+   * @param pack the create's pack writer (none open, or no object in it: the manifest alone); cleared
+   *   once the pack is committed, so the caller's cleanup drops it only when it was not
+   * @param remember false: the manifest is not kept in the in-memory cache (writeManifest)
+   * @returns `packed`: a pack was written; `durable`: resolves once the names of both are durable (the
+   *   journal entry is renamed into place only after it: SnapshotInfo.durable)
+   * @throws the pack's or the manifest's write error (both settle first: a failed pack fails the
+   *   manifest's rename, and its temp is removed)
+   */
+  private async commitSnapshot(
+    file: string,
+    m: Manifest,
+    pack: { w?: PackWriter },
+    remember = true,
+  ): Promise<{ packed: boolean; durable: Promise<void> }> {
+    const w = pack.w;
+    const committing = w
+      ? this.ctx.objects.commitPack(w)
+      : Promise.resolve({ packed: false, durable: Promise.resolve() });
+    const writing = writeManifest(
+      file,
+      m,
+      async () => {
+        await committing;
+      },
+      { remember },
+    );
+    const [c, mw] = await Promise.allSettled([committing, writing]);
+    if (c.status === 'rejected') throw c.reason;
+    pack.w = undefined;
+    if (mw.status === 'rejected') throw mw.reason;
+    const durable = Promise.all([c.value.durable, mw.value.durable]).then(() => undefined);
+    return { packed: c.value.packed, durable };
   }
 
   private async createFrom(
@@ -391,21 +547,7 @@ export class DirBackend implements MachineBackend {
     // in only once the pack is (complete, fsynced, renamed into objects/pack/); the fsyncs of both
     // directories then run together (and with the journal entry's write and fsync), and `durable`,
     // which the journal entry waits for before its rename, is both of them.
-    const w = pack.w;
-    const committing = w
-      ? this.ctx.objects.commitPack(w)
-      : Promise.resolve({ packed: false, durable: Promise.resolve() });
-    const writing = writeManifest(this.manifestPath(snapshotId), m, async () => {
-      await committing;
-    });
-    // (both settle before any cleanup: a failed pack fails the manifest's rename, and its temp is removed)
-    const [c, mw] = await Promise.allSettled([committing, writing]);
-    if (c.status === 'rejected') throw c.reason;
-    pack.w = undefined;
-    if (mw.status === 'rejected') throw mw.reason;
-    const { packed, durable: packDurable } = c.value;
-    const manifestDurable = mw.value.durable;
-    const durable = Promise.all([packDurable, manifestDurable]).then(() => undefined);
+    const { packed, durable } = await this.commitSnapshot(this.manifestPath(snapshotId), m, pack);
     // the size-cap summary: a cache, not fsynced (one line appended, usage.ts HeldBound)
     await this.held.added(snapshotId, parent ? opts.parentId : undefined, added, full, () => this.list());
     // one create in about eight merges the small packs (amortised; core/objects.ts consolidatePacks)

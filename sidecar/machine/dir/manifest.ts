@@ -123,17 +123,21 @@ export function manifestHeadJson(m: Manifest): string {
  * @param beforeRename awaited before the manifest is renamed into place: what must be in place first
  *   (the pack holding its objects, complete and fsynced: ObjectStore.commitPack; its directory's fsync
  *   is for the caller to wait for with `durable`, before anything lists the snapshot)
+ * @param opts.remember false: `m` is not kept in the in-memory cache (a streamed create's manifest,
+ *   which holds no entries: the next read of the file reads them from its trees)
  * @returns `durable`: resolves (never rejects) once the manifest's name is durable too
  */
 export async function writeManifest(
   file: string,
   m: Manifest,
   beforeRename?: () => Promise<void>,
+  opts: { remember?: boolean } = {},
 ): Promise<{ durable: Promise<void> }> {
   mkdirSync(path.dirname(file), { recursive: true }); // (synchronously: one mkdir(2), EEXIST as a rule)
   await writeFileAtomic(file, m.v === 2 ? manifestHeadJson(m) : manifestJson(m), { syncDir: false, beforeRename });
   const durable = fsyncDir(path.dirname(file));
-  await remember(file, m);
+  if (opts.remember === false) cache.delete(file);
+  else await remember(file, m);
   return { durable };
 }
 

@@ -227,7 +227,7 @@ function isUtf8(b: Buffer): boolean {
  * neither read nor restored). Only called for a listing that holds U+FFFD.
  * @throws AgentKeepError FileError naming the directory, the escaped name and the fix.
  */
-function checkNamesUtf8(absDir: string): void {
+export function checkNamesUtf8(absDir: string): void {
   let raw: Buffer[];
   try {
     raw = fs.readdirSync(absDir, { encoding: 'buffer' });
@@ -252,7 +252,7 @@ function checkNamesUtf8(absDir: string): void {
  * the directory itself is gone. Listings are kept in `seen` (many entries of one directory vanishing
  * together cost one listing); a kept listing that still holds the name is made afresh once.
  */
-function goneFromDir(seen: Map<string, Set<string> | undefined>, absDir: string, name: string): boolean {
+export function goneFromDir(seen: Map<string, Set<string> | undefined>, absDir: string, name: string): boolean {
   const kept = seen.get(absDir);
   if (seen.has(absDir) && (!kept || !kept.has(name))) return true;
   try {

@@ -50,6 +50,15 @@ export function preferMainThreadStat(): void {
   workersByDefault = false;
 }
 
+/**
+ * Whether this process's lstat may use the stat workers (AGENTKEEP_STAT_WORKERS, else the default:
+ * on unless preferMainThreadStat was called). A one-shot dir create streams its walk, on the main
+ * thread, only when they are off (dir/index.ts streamedCreates).
+ */
+export function statWorkersOn(): boolean {
+  return envSwitch(process.env, 'AGENTKEEP_STAT_WORKERS', workersByDefault, 'the stat workers');
+}
+
 /** Below this many paths the main thread does everything (a worker round trip would cost more). */
 export const PARALLEL_MIN = 4000;
 

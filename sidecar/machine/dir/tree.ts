@@ -18,7 +18,8 @@ import { isErrno } from '../../core/fsutil';
 import { packSetOf } from '../../core/packs';
 import type { Entry } from './manifest';
 
-type Row = [string, string, number, number, number, number, number, string, number?, number?];
+/** One row of a tree object: [name, type, mode, size, mtimeMs, ctimeMs, inode, hash or link target, tree bytes?, partial?]. */
+export type Row = [string, string, number, number, number, number, number, string, number?, number?];
 
 const HASH = /^[0-9a-f]{64}$/;
 
@@ -186,6 +187,15 @@ function treeRows(objectsDir: string, hash: string, what: string, parsed?: Map<s
   if (!Array.isArray(rows)) throw bad(what, `tree ${hash.slice(0, 12)}… is not a list`);
   parsed?.set(hash, rows);
   return rows;
+}
+
+/**
+ * The rows of tree object `hash` (loose or packed, checked against its sha256 when packed), parsed
+ * but not checked row by row (streamCreate checks them as rowEntry does).
+ * @throws AgentKeepError CorruptSnapshot naming `what` when it is missing, damaged or not a list.
+ */
+export function readTreeRows(objectsDir: string, hash: string, what: string): Row[] {
+  return treeRows(objectsDir, hash, what);
 }
 
 /**
