@@ -45,12 +45,22 @@ export class Journal {
   /** Whether ensure() ran for this instance (an operation's second put, e.g. a restore's, skips it). */
   private ensured = false;
 
-  /** Create the journal directory and its target.json (idempotent). */
+  /**
+   * Create the journal directory and its target.json (idempotent). A target.json that is not JSON
+   * (damaged) is written again: it only names the target, which this journal's directory stands for,
+   * so every create of the target failed on it with a bare "Unexpected end of JSON input" before.
+   */
   async ensure(): Promise<void> {
     if (this.ensured) return;
     await fs.mkdir(this.dir, { recursive: true });
     const tf = path.join(this.dir, 'target.json');
-    if (!(await readJsonIfExists(tf))) await writeJsonAtomic(tf, { target: this.target });
+    let known: unknown;
+    try {
+      known = await readJsonIfExists(tf);
+    } catch (e) {
+      if (!(e instanceof SyntaxError)) throw e;
+    }
+    if (!known) await writeJsonAtomic(tf, { target: this.target });
     this.ensured = true;
   }
 
