@@ -16,12 +16,14 @@
  *  3. Output and errors through the functions the full CLI uses (cli/createOutput.ts, cli/errors.ts).
  *
  * The dir backend's lstat runs on the main thread here (machine/dir/statpool.ts preferMainThreadStat;
- * AGENTKEEP_STAT_WORKERS=1 turns the worker back on).
+ * AGENTKEEP_STAT_WORKERS=1 turns the worker back on, and a value that is not on/off-like keeps the
+ * full CLI's default, the workers on, with the full CLI's warning).
  */
 import { resolveAgent, type ResolvedAgent } from './core/agents';
 import { CoreContext } from './core/context';
 import { createRestorePoint } from './core/create';
 import { AgentKeepError } from './core/errors';
+import { isSwitchValue } from './core/envWarn';
 import { parseParams } from './core/params';
 import { resolveStateDir } from './core/state';
 import { describeTarget } from './core/target';
@@ -70,8 +72,10 @@ export async function runSlimCreate(a: SlimCreateArgs, io: CliIO = processIO()):
     }
     const stores = r.stores ?? [];
     if (!isSlimTarget(r.target) || !stores.every(isSlimStore)) return 'full';
-    // one process, one create: lstat without the worker isolate (machine/dir/statpool.ts)
-    preferMainThreadStat();
+    // one process, one create: lstat without the worker isolate (machine/dir/statpool.ts); a value of
+    // AGENTKEEP_STAT_WORKERS that is not on/off-like keeps the full CLI's default (workers on), so its
+    // warning says what the full CLI's says ("using the default: the stat workers on")
+    if (isSwitchValue(process.env.AGENTKEEP_STAT_WORKERS)) preferMainThreadStat();
     const guard = guardSignals('create', io, cliTargetArgs(r.target, render().stateDir));
     let rpnt;
     try {

@@ -31,6 +31,14 @@ const OFF = /^(0|false|off|no)$/i;
 const ON = /^(1|true|on|yes)$/i;
 
 /**
+ * Whether `raw` is a value envSwitch takes without a warning: unset, empty, or on/off-like (0, false,
+ * off, no, 1, true, on, yes in any case).
+ */
+export function isSwitchValue(raw: string | undefined): boolean {
+  return raw === undefined || raw === '' || OFF.test(raw) || ON.test(raw);
+}
+
+/**
  * An on/off variable: 0, false, off, no (any case) turn it off; 1, true, on, yes turn it on; unset or
  * empty is `dflt`. Any other value warns (warnBadEnv) and is `dflt`.
  * @param what the feature, for the warning: e.g. "the change journal" (-> "using the default: the change journal on")

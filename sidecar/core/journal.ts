@@ -41,6 +41,16 @@ export function isValidId(id: string): boolean {
 /** Journal directories whose target.json this process has read or written (Journal.ensure). */
 const ensuredDirs = new Set<string>();
 
+/** Whether `file` holds JSON (one small synchronous read: a missing, unreadable or damaged file is false). */
+function isJsonFileSync(file: string): boolean {
+  try {
+    JSON.parse(readFileSync(file, 'utf8'));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Journal of one target. */
 export class Journal {
   /**
@@ -61,14 +71,23 @@ export class Journal {
 
   /**
    * Create the journal directory and its target.json (idempotent). A directory this process has
-   * ensured before (each operation makes a new Journal) costs one access(2) of its target.json.
+   * ensured before (each operation makes a new Journal) costs one small read of its target.json. A
+   * target.json that is not JSON (damaged) is written again: it only names the target, which this
+   * journal's directory stands for, so every create of the target failed on it with a bare
+   * "Unexpected end of JSON input" before.
    */
   async ensure(): Promise<void> {
     if (this.ensured) return;
     const tf = path.join(this.dir, 'target.json');
-    if (!(ensuredDirs.has(this.dir) && existsSync(tf))) {
+    if (!(ensuredDirs.has(this.dir) && isJsonFileSync(tf))) {
       await fs.mkdir(this.dir, { recursive: true });
-      if (!(await readJsonIfExists(tf))) await writeJsonAtomic(tf, { target: this.target });
+      let known: unknown;
+      try {
+        known = await readJsonIfExists(tf);
+      } catch (e) {
+        if (!(e instanceof SyntaxError)) throw e;
+      }
+      if (!known) await writeJsonAtomic(tf, { target: this.target });
       ensuredDirs.add(this.dir);
     }
     this.ensured = true;

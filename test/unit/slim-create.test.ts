@@ -282,4 +282,23 @@ describe('slim restore-point create (out/create.js; issue 14)', function () {
     assert.deepEqual(on.loaded, ['create.js', 'sidecar.js']);
     assert.ok(on.workers > 0);
   });
+  it('a bad AGENTKEEP_STAT_WORKERS value: the slim create warns as the full CLI does and walks as it does (workers on)', async () => {
+    const big = path.join(tmp, 'big');
+    for (let d = 0; d < 90; d++) {
+      await fs.mkdir(path.join(big, `d${d}`), { recursive: true });
+      await Promise.all(
+        Array.from({ length: 50 }, (_, i) => fs.writeFile(path.join(big, `d${d}`, `f${i}`), `${d} ${i}\n`)),
+      );
+    }
+    const args = ['--state-dir', state, 'restore-point', 'create', '--target', `dir:${big}`];
+    const env = { AGENTKEEP_STAT_WORKERS: 'maybe' };
+    const slim = await ak(args, true, env);
+    const full = await ak(args, false, env);
+    assert.equal(slim.code, 0, slim.stderr);
+    assert.equal(full.code, 0, full.stderr);
+    assert.deepEqual(slim.loaded, ['create.js', 'sidecar.js']);
+    assert.match(full.stderr, /AGENTKEEP_STAT_WORKERS="maybe".*the stat workers on\.\n$/);
+    assert.equal(slim.stderr, full.stderr);
+    assert.ok(slim.workers > 0 && full.workers > 0);
+  });
 });

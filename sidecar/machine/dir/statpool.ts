@@ -5,7 +5,8 @@
  * Workers are created on first use, kept for later scans, and never keep the process alive.
  * AGENTKEEP_STAT_WORKERS=0 (or false, off, no) turns the workers off (everything on the main thread),
  * 1 (true, on, yes) on; any other value warns once on stderr and is the default: on, except in a
- * process that called `preferMainThreadStat()` (the launcher's one-shot slim create,
+ * process that called `preferMainThreadStat()` (the launcher's one-shot slim create, which does not
+ * call it for such a value, so its warning and walk are the full CLI's;
  * sidecar/createMain.ts: a worker is a second V8 isolate, ~19 MiB of a 100,000-file create's peak
  * memory, for a walk that measured no faster with it on the shared 2-vCPU machine; BENCHMARKS.md
  * "Slim create"). The servers (`serve`, `mcp`) and the full CLI keep the workers.
