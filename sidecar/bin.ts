@@ -54,9 +54,17 @@ function slimCreate(args: SlimCreateArgs): void {
     for (const stream of [process.stdout, process.stderr]) stream.off('error', onError);
     return fullCli();
   }
-  m.runSlimCreate(args).then(
+  exitOrFullCli(m.runSlimCreate(args).then((code) => (code === 'full' ? null : code)));
+}
+
+/**
+ * Wait for a path answered here (the fast path, the slim create): its exit code, or (null) the full
+ * CLI for a command line it hands back, which installs its own stream error handlers.
+ */
+function exitOrFullCli(run: Promise<number | null>): void {
+  run.then(
     (code) => {
-      if (code !== 'full') process.exitCode = code;
+      if (code !== null) process.exitCode = code;
       else {
         for (const stream of [process.stdout, process.stderr]) stream.off('error', onError);
         fullCli();
@@ -84,18 +92,5 @@ if (slim) {
 } else if (!fast) fullCli();
 else {
   for (const stream of [process.stdout, process.stderr]) stream.on('error', onError);
-  runFastPath(fast).then(
-    (code) => {
-      if (code !== null) process.exitCode = code;
-      else {
-        // the full CLI installs its own
-        for (const stream of [process.stdout, process.stderr]) stream.off('error', onError);
-        fullCli();
-      }
-    },
-    (e: unknown) => {
-      process.stderr.write(`agentkeep: internal error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-      process.exitCode = 1;
-    },
-  );
+  exitOrFullCli(runFastPath(fast));
 }

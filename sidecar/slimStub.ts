@@ -11,7 +11,7 @@
  * launcher's selection (./cli/slimCreate.ts, ./createMain.ts) is there to make unreachable.
  */
 import { AgentKeepError } from './core/errors';
-import { describeProxmoxTarget, parseProxmoxTarget, PROXMOX_FORM, type ProxmoxTarget } from './machine/proxmox/target';
+import { PROXMOX_FAMILY, type ProxmoxTarget } from './machine/proxmox/target';
 import type { BackendFactory, MachineBackend } from './machine/types';
 
 function notHere(what: string): AgentKeepError {
@@ -24,13 +24,7 @@ function notHere(what: string): AgentKeepError {
 
 /** The `proxmox` backend family without its backend (see the module doc; the same fields as ./machine/proxmox/index.ts). */
 export const proxmoxBackend: BackendFactory<ProxmoxTarget> = {
-  scheme: 'proxmox',
-  prefix: 'proxmox://',
-  forms: ['proxmox://HOST[:PORT]/NODE/qemu|lxc/VMID'],
-  example: 'proxmox://pve.lan/pve1/qemu/101',
-  formHint: PROXMOX_FORM,
-  parse: parseProxmoxTarget,
-  describe: describeProxmoxTarget,
+  ...PROXMOX_FAMILY,
   create(): MachineBackend {
     throw notHere('The Proxmox backend');
   },

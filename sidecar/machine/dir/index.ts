@@ -396,20 +396,8 @@ export class DirBackend implements MachineBackend {
         abortWhat,
       });
       this.strayTemps = { id: snapshotId, temps: r.temps };
-      const m: Manifest = {
-        v: 2,
-        backend: 'dir',
-        target: this.ctx.target.spec,
-        id: snapshotId,
-        createdAt: new Date().toISOString(),
-        scanStartMs: r.scanStartMs,
-        rootMode: r.rootMode,
-        bytes: r.bytes,
-        tree: r.tree,
-        treeSize: r.treeSize,
-        treeBytes: r.treeBytes,
-        entries: [], // (not kept: the file is the head; a later read in this process reads the trees)
-      };
+      // (entries not kept: the file is the head; a later read in this process reads the trees)
+      const m = this.manifestOf(snapshotId, r, r, []);
       throwIfAborted(opts.signal, abortWhat);
       const full = r.bytes + r.treeBytes;
       if (!parent) fsSync.mkdirSync(this.manifestDir, { recursive: true });
@@ -425,6 +413,35 @@ export class DirBackend implements MachineBackend {
       if (pack.w) await objects.dropPack(pack.w);
       throw e;
     }
+  }
+
+  /**
+   * A new snapshot's manifest (format 2), created now.
+   * @param scan its walk: the scan's start (ms since the epoch, the racy rule's reference), the root's
+   *   permission bits, the bytes of its files
+   * @param trees its root tree's hash, that tree's size and the bytes of all its trees
+   * @param entries every entry (the in-memory create), or none (the streamed create keeps none)
+   */
+  private manifestOf(
+    snapshotId: string,
+    scan: { scanStartMs: number; rootMode: number; bytes: number },
+    trees: { tree: string; treeSize: number; treeBytes: number },
+    entries: Entry[],
+  ): Manifest {
+    return {
+      v: 2,
+      backend: 'dir',
+      target: this.ctx.target.spec,
+      id: snapshotId,
+      createdAt: new Date().toISOString(),
+      scanStartMs: scan.scanStartMs,
+      rootMode: scan.rootMode,
+      bytes: scan.bytes,
+      tree: trees.tree,
+      treeSize: trees.treeSize,
+      treeBytes: trees.treeBytes,
+      entries,
+    };
   }
 
   /**
@@ -502,20 +519,7 @@ export class DirBackend implements MachineBackend {
     // Trees (format 2): only directories that changed, and their ancestors, get a new tree object.
     const prevRoot = parent?.v === 2 && parent.tree ? { tree: parent.tree, treeSize: parent.treeSize ?? 0 } : undefined;
     const trees = await buildTrees(r, prevRoot, (b) => this.ctx.objects.putBuffer(b, pack.w));
-    const m: Manifest = {
-      v: 2,
-      backend: 'dir',
-      target: this.ctx.target.spec,
-      id: snapshotId,
-      createdAt: new Date().toISOString(),
-      scanStartMs: r.scanStartMs,
-      rootMode: r.rootMode,
-      bytes: r.bytes,
-      tree: trees.tree,
-      treeSize: trees.treeSize,
-      treeBytes: trees.treeBytes,
-      entries: r.entries,
-    };
+    const m = this.manifestOf(snapshotId, r, trees, r.entries);
     throwIfAborted(opts.signal, 'the restore point was not created; nothing in the target was changed');
     parentsOf.set(m, r.parents);
     // (after buildTrees: it replaced the entries of changed directories by copies with their new tree)

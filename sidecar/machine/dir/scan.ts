@@ -273,6 +273,24 @@ function splitAbs(abs: string): [string, string] {
 }
 
 /**
+ * The permission bits (mode & 0o7777) of a target's root, the first step of every walk (scanTree,
+ * stream.ts streamCreate).
+ * @throws AgentKeepError TargetNotFound when `root` cannot be stat'd (missing, or a dangling link),
+ *   naming it and the fix
+ */
+export function rootModeOf(root: string): number {
+  try {
+    return fs.statSync(root).mode & 0o7777;
+  } catch (e) {
+    throw new AgentKeepError(
+      'TargetNotFound',
+      `Target directory ${root} does not exist.`,
+      `Create it or pick an existing directory (${(e as Error).message}).`,
+    );
+  }
+}
+
+/**
  * Walk `root` (level by level, names sorted per directory) into entries; files not covered by the stat cache are
  * hashed with `opts.hashFile`. Entries vanishing during the walk (confirmed by a re-listing of their
  * directory) are skipped.
@@ -282,16 +300,7 @@ function splitAbs(abs: string): [string, string] {
 export async function scanTree(root: string, opts: ScanOptions): Promise<ScanResult> {
   const scanStartMs = Date.now();
   const caches = opts.caches ?? [];
-  let rootMode: number;
-  try {
-    rootMode = fs.statSync(root).mode & 0o7777;
-  } catch (e) {
-    throw new AgentKeepError(
-      'TargetNotFound',
-      `Target directory ${root} does not exist.`,
-      `Create it or pick an existing directory (${(e as Error).message}).`,
-    );
-  }
+  const rootMode = rootModeOf(root);
   // Level by level: names of each directory (readdir, or the previous scan's names when the
   // directory's own stat is unchanged: entries are only added, removed or renamed by changing the
   // directory's mtime, as git's untracked cache relies on), then lstat of all of them, in parallel.

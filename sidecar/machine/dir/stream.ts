@@ -25,7 +25,7 @@ import * as fs from 'node:fs';
 import { AgentKeepError } from '../../core/errors';
 import { isErrno, isTempName, mapLimit, throwIfAborted } from '../../core/fsutil';
 import { RACY_MS, type Entry } from './manifest';
-import { checkNamesUtf8, fileError, goneFromDir } from './scan';
+import { checkNamesUtf8, fileError, goneFromDir, rootModeOf } from './scan';
 import { readTreeRows, type Row } from './tree';
 
 /** Options of streamCreate. */
@@ -155,16 +155,7 @@ const yieldNow = (): Promise<void> => new Promise((r) => setImmediate(r));
  */
 export async function streamCreate(root: string, opts: StreamOptions): Promise<StreamResult> {
   const scanStartMs = Date.now();
-  let rootMode: number;
-  try {
-    rootMode = fs.statSync(root).mode & 0o7777;
-  } catch (e) {
-    throw new AgentKeepError(
-      'TargetNotFound',
-      `Target directory ${root} does not exist.`,
-      `Create it or pick an existing directory (${(e as Error).message}).`,
-    );
-  }
+  const rootMode = rootModeOf(root);
   const abortWhat = opts.abortWhat ?? 'the scan was stopped';
   const prevStart = opts.prev?.scanStartMs ?? 0;
   const hasPrev = !!opts.prev;

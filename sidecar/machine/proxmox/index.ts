@@ -35,7 +35,7 @@ import type { DiscoveredAgent } from '../types';
 import { PveClient, connectionFromEnv, type PveClientOptions, type PveSnapshotItem, type TaskResult } from './client';
 import { checkSnapname, describeSnapshot, lockedError, parseMarker, relabel, type SnapshotMarker } from './describe';
 import { PveError } from './transport';
-import { describeProxmoxTarget, GUEST_WRITE_MAX, isProxmoxTarget, parseProxmoxTarget, PROXMOX_FORM } from './target';
+import { GUEST_WRITE_MAX, isProxmoxTarget, PROXMOX_FAMILY } from './target';
 import type { ProxmoxTarget } from './target';
 
 export { GUEST_WRITE_MAX, isProxmoxTarget, parseProxmoxTarget, type ProxmoxTarget } from './target';
@@ -419,13 +419,7 @@ export class ProxmoxBackend implements MachineBackend {
 
 /** The `proxmox` backend family. */
 export const proxmoxBackend: BackendFactory<ProxmoxTarget> = {
-  scheme: 'proxmox',
-  prefix: 'proxmox://',
-  forms: ['proxmox://HOST[:PORT]/NODE/qemu|lxc/VMID'],
-  example: 'proxmox://pve.lan/pve1/qemu/101',
-  formHint: PROXMOX_FORM,
-  parse: parseProxmoxTarget,
-  describe: describeProxmoxTarget,
+  ...PROXMOX_FAMILY,
   create(ctx: BackendContext): MachineBackend {
     const log =
       process.env.AGENTKEEP_PVE_DEBUG === '1'

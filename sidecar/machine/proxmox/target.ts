@@ -5,7 +5,7 @@
 import { AgentKeepError } from '../../core/errors';
 import type { ParsedTarget } from '../../core/target';
 import type { TargetDescription } from '../../protocol';
-import type { TargetParse } from '../types';
+import type { BackendFactory, TargetParse } from '../types';
 
 /** A Proxmox VE guest as named by `proxmox://HOST[:PORT]/NODE/qemu|lxc/VMID` (the parsed options). */
 export interface ProxmoxTarget {
@@ -105,3 +105,18 @@ export function describeProxmoxTarget(t: ParsedTarget<ProxmoxTarget>): TargetDes
     guest: { host: g.host, port: g.port, node: g.node, type: g.type, vmid: g.vmid },
   };
 }
+
+/**
+ * What the `proxmox` backend family is without its backend (no I/O, no proxmox-api): scheme, forms,
+ * parse and describe. ./index.ts adds create and discover; the slim create's stand-in
+ * (../../slimStub.ts) adds ones that throw.
+ */
+export const PROXMOX_FAMILY: Omit<BackendFactory<ProxmoxTarget>, 'create'> = {
+  scheme: 'proxmox',
+  prefix: 'proxmox://',
+  forms: ['proxmox://HOST[:PORT]/NODE/qemu|lxc/VMID'],
+  example: 'proxmox://pve.lan/pve1/qemu/101',
+  formHint: PROXMOX_FORM,
+  parse: parseProxmoxTarget,
+  describe: describeProxmoxTarget,
+};
