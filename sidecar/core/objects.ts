@@ -435,6 +435,12 @@ export class ObjectStore {
   async putBuffer(buf: Uint8Array, pack?: PackWriter): Promise<PutResult> {
     // crypto.hash (Node >= 20.12): one call, no Hash object (6x faster for a small file's content)
     const hash = oneShotHash('sha256', buf, 'hex');
+    if (this.packs.damaged.has(hash) && !existsSync(this.pathOf(hash))) {
+      // its packed copy was read damaged (e.g. the parent's tree of an unchanged directory): stored
+      // again as a file of its own, which reads take first, so the new snapshot names good bytes
+      await this.writeLoose(hash, buf);
+      return { hash, size: buf.length, newBytes: buf.length };
+    }
     if (this.holds(hash, pack)) return { hash, size: buf.length, newBytes: 0 };
     if (pack && !pack.spill(buf.length, packMinObjects())) {
       try {

@@ -122,6 +122,12 @@ export function packEntries(p: PackIndex): Array<{ hash: string; offset: number;
 export class PackSet {
   private packs = new Map<string, PackIndex>();
   private stamp = '';
+  /**
+   * Hashes whose packed copy this process read with other bytes (readSync threw damagedError): a
+   * create that makes such an object again stores it anew as a file of its own, which every read
+   * takes before the packs (ObjectStore.putBuffer), instead of naming the damaged copy.
+   */
+  readonly damaged = new Set<string>();
   constructor(readonly objectsDir: string) {}
 
   private get dir(): string {
@@ -229,7 +235,10 @@ export class PackSet {
       }
       if (got !== slot.length) return undefined;
       // objects in a pack are at most SMALL_FILE_LIMIT (1 MiB): one crypto.hash call, no Hash object
-      if (oneShotHash('sha256', buf, 'hex') !== hash) throw damagedError(hash, slot.file);
+      if (oneShotHash('sha256', buf, 'hex') !== hash) {
+        this.damaged.add(hash);
+        throw damagedError(hash, slot.file);
+      }
       return buf;
     }
     return undefined;

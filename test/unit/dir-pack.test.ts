@@ -198,7 +198,9 @@ describe('dir backend: packs of small objects (issue 14)', function () {
     const v2 = describeTree(s.tree);
     assert.equal(packs().length, 2);
     // the state a killed rewrite leaves: the same objects in a second pack under another name
-    for (const p of packs()) fs.copyFileSync(p, path.join(packDir(), `${'0'.repeat(31)}${path.basename(p)[0]}.pack`));
+    // (copies named by their place in the list: two packs whose names start with the same hex digit
+    // made the same copy name, one in 16 runs, and the second copy replaced the first)
+    packs().forEach((p, k) => fs.copyFileSync(p, path.join(packDir(), `${'0'.repeat(31)}${k}.pack`)));
     assert.equal(packs().length, 4);
     const third = await core.createRestorePoint({ target: s.target, stores: [] }); // nothing new: no pack
     assert.equal(packs().length, 4);
