@@ -8,7 +8,7 @@
 import * as path from 'node:path';
 import type { RestorePoint, Scope } from '../protocol';
 import type { PathFilter } from '../machine';
-import { sameStore, type MemoryStoreAdapter } from '../memory';
+import { sameStore, type CaptureSink, type MemoryStoreAdapter } from '../memory';
 import { restoreAction } from './actions';
 import type { AgentCapture, CoreContext, Progress } from './context';
 import { AgentKeepError } from './errors';
@@ -84,21 +84,37 @@ export async function captureStores(
   abortWhat: string,
 ): Promise<AgentCapture[]> {
   const out: AgentCapture[] = [];
-  for (const s of stores) {
-    await s.check();
-    const files = await s.capture(ctx.objects, {
-      signal: ctx.signal,
-      abortWhat,
-      onFiles: (total) => progress.report('capture', `Capturing agent state of ${s.spec}`, 0, total),
-    });
-    // broken files (a MEMORY.md that is a directory) are not in `files`: say so in the capture, so a
-    // restore leaves them alone instead of deleting the file that is there by then
-    const held = new Set(files.map((f) => f.path));
-    const broken = ((await s.brokenAgentState?.()) ?? [])
-      .filter((b) => !held.has(b.path))
-      .map((b) => ({ path: b.path, message: b.message }));
-    out.push({ store: s.spec, files, ...(broken.length ? { broken } : {}) });
+  if (!stores.length) return out;
+  // one pack for the captured files, as for the machine's (core/objects.ts): committed, and its
+  // objects (and any stored as files of their own) durable, before the journal entry names them
+  const pack = await ctx.objects.openPack();
+  const sink: CaptureSink = {
+    putFile: (abs) => ctx.objects.putFile(abs, undefined, pack),
+    putBuffer: (data) => ctx.objects.putBuffer(data, pack),
+  };
+  try {
+    for (const s of stores) {
+      await s.check();
+      const files = await s.capture(sink, {
+        signal: ctx.signal,
+        abortWhat,
+        onFiles: (total) => progress.report('capture', `Capturing agent state of ${s.spec}`, 0, total),
+      });
+      // broken files (a MEMORY.md that is a directory) are not in `files`: say so in the capture, so a
+      // restore leaves them alone instead of deleting the file that is there by then
+      const held = new Set(files.map((f) => f.path));
+      const broken = ((await s.brokenAgentState?.()) ?? [])
+        .filter((b) => !held.has(b.path))
+        .map((b) => ({ path: b.path, message: b.message }));
+      out.push({ store: s.spec, files, ...(broken.length ? { broken } : {}) });
+    }
+  } catch (e) {
+    await ctx.objects.dropPack(pack);
+    throw e;
   }
+  await (
+    await ctx.objects.commitPack(pack)
+  ).durable;
   return out;
 }
 

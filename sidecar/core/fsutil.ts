@@ -173,6 +173,19 @@ function fsyncFd(fd: number): Promise<void> {
 }
 
 /**
+ * fsync a file by its path (its data and inode on disk; open read-only, which fsync(2) allows).
+ * @throws the open's or the fsync's error (EIO, ENOENT ...)
+ */
+export async function fsyncFile(file: string): Promise<void> {
+  const fd = openSync(file, 'r');
+  try {
+    await fsyncFd(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
  * fsync a directory so a rename inside it is durable (ignored where the platform refuses). The open
  * and close are synchronous (cheaper than a thread-pool round trip each); the fsync is not.
  */

@@ -27,7 +27,7 @@ import {
 } from 'node:fs';
 import * as path from 'node:path';
 import { AgentKeepError } from './errors';
-import { diskFullError, isErrno, isNoSpace } from './fsutil';
+import { diskFullError, fsyncDir, fsyncFile, isErrno, isNoSpace } from './fsutil';
 import { pidAlive } from './lock';
 import {
   damagedError,
@@ -58,7 +58,8 @@ export const OBJECT_MODE = 0o400;
  * A create (a restore's undo point too) that stores at least this many new small objects (contents
  * up to SMALL_FILE_LIMIT and its trees) writes them into one pack (packs.ts) instead of one file
  * each; with fewer (one changed file in the top directory is already two: its content and the root
- * tree) each stays a file of its own, which needs no fsync. Measured at 1,000 files (BENCHMARKS.md,
+ * tree) each stays a file of its own (fsynced with its fanout before the restore point is listed:
+ * PackWriter.looseSynced). Measured at 1,000 files (BENCHMARKS.md,
  * "Every create in one pack"): a create after 30 changes makes ~40 object files loose, 1 packed;
  * a new inode on a busy ext4 costs 0.2-0.7 ms, a pack's fsync 0.1-0.2 ms at a quiet moment. The
  * small packs this leaves are merged geometrically (ObjectStore.consolidatePacks).
@@ -260,21 +261,25 @@ export class ObjectStore {
    * Put a pack in place (fsynced, renamed into objects/pack/). The manifest that names its objects may
    * be written and fsynced meanwhile (its fsync runs with the pack's), but is renamed into place only
    * after this resolves. An empty pack is dropped; one with fewer than packMinObjects() objects, all
-   * still in memory, is written as object files of their own instead (no fsync, no pack).
+   * still in memory, is written as object files of their own instead (no pack). Object files of their
+   * own this create wrote are fsynced before this resolves, their directories' fsyncs are in `durable`.
    * @returns `packed`: whether a pack was put in place (then call consolidatePacks once the manifest
-   *   is written); `durable`: the fsync of `objects/pack/` that makes the pack's name durable, running
+   *   is written); `durable`: the fsyncs of `objects/pack/` (and of the fanouts of object files of their
+   *   own, and `objects/`) that make the names durable, running
    *   meanwhile (never rejects): whatever lists the snapshot (its journal entry) must be renamed in
    *   only after it
    * @throws AgentKeepError DiskFull on a full file system (the temp file is removed)
    */
   async commitPack(w: PackWriter): Promise<{ packed: boolean; durable: Promise<void> }> {
-    const none = { packed: false, durable: Promise.resolve() };
-    if (!w.slots.size) return this.dropPack(w).then(() => none);
+    if (!w.slots.size) {
+      await this.dropPack(w);
+      return { packed: false, durable: (await this.looseDurable(w)).dirs };
+    }
     const loose = w.slots.size < packMinObjects() ? w.unflushed() : undefined;
     if (loose) {
       await this.dropPack(w);
-      for (const [h, buf] of loose) if (!this.holds(h)) await this.writeLoose(h, buf);
-      return none;
+      for (const [h, buf] of loose) if (!this.holds(h)) await this.writeLoose(h, buf, w);
+      return { packed: false, durable: (await this.looseDurable(w)).dirs };
     }
     try {
       let durable = Promise.resolve();
@@ -282,11 +287,35 @@ export class ObjectStore {
       this.stored += w.slots.size;
       this.temps.delete(w.tmp);
       this.open.delete(w);
-      return { packed: true, durable };
+      const { dirs } = await this.looseDurable(w);
+      return { packed: true, durable: Promise.all([durable, dirs]).then(() => undefined) };
     } catch (e) {
       await this.dropPack(w);
       throw await this.writeError(e);
     }
+  }
+
+  /**
+   * Wait for the fsyncs of the object files create `w` wrote (PackWriter.looseSynced); then start
+   * those of their fanout directories and of `objects/` (a fanout made by this create is a new name
+   * there).
+   * @returns `dirs`: the directories' fsyncs, running (never rejects, as fsyncDir): part of the
+   *   create's `durable`
+   * @throws an object file's fsync error
+   */
+  private async looseDurable(w: PackWriter): Promise<{ dirs: Promise<void> }> {
+    if (!w.looseSynced.length) return { dirs: Promise.resolve() };
+    await Promise.all(w.looseSynced);
+    return { dirs: Promise.all([...w.looseDirs, this.dir].map((d) => fsyncDir(d))).then(() => undefined) };
+  }
+
+  /** Start the fsync of object file `hash`, just written by create `w` (looseDurable waits for it). */
+  private syncLoose(hash: string, w: PackWriter | undefined): void {
+    if (!w) return;
+    const p = fsyncFile(this.pathOf(hash));
+    p.catch(() => undefined); // (handled: looseDurable awaits it)
+    w.looseSynced.push(p);
+    w.looseDirs.add(path.dirname(this.pathOf(hash)));
   }
 
   /**
@@ -411,7 +440,7 @@ export class ObjectStore {
   }
 
   /** Move a finished temp file into place as object `hash` (or drop it if the object exists). Returns new bytes. */
-  private async commit(tmp: string, hash: string, size: number): Promise<number> {
+  private async commit(tmp: string, hash: string, size: number, w?: PackWriter): Promise<number> {
     if (this.committing.has(hash) || existsSync(this.pathOf(hash))) {
       await fs.rm(tmp, { force: true });
       return 0;
@@ -422,6 +451,7 @@ export class ObjectStore {
       await fs.chmod(tmp, OBJECT_MODE);
       await fs.rename(tmp, this.pathOf(hash));
       this.stored++;
+      this.syncLoose(hash, w);
     } finally {
       this.committing.delete(hash);
     }
@@ -438,7 +468,7 @@ export class ObjectStore {
     if (this.packs.damaged.has(hash) && !existsSync(this.pathOf(hash))) {
       // its packed copy was read damaged (e.g. the parent's tree of an unchanged directory): stored
       // again as a file of its own, which reads take first, so the new snapshot names good bytes
-      await this.writeLoose(hash, buf);
+      await this.writeLoose(hash, buf, pack);
       return { hash, size: buf.length, newBytes: buf.length };
     }
     if (this.holds(hash, pack)) return { hash, size: buf.length, newBytes: 0 };
@@ -455,16 +485,16 @@ export class ObjectStore {
       // the ones held in memory become files of their own, as this one does
       for (const [h, b] of pack.takeUnflushed()) {
         pack.fanouts.set(h.slice(0, 2), true);
-        await this.writeLoose(h, b);
+        await this.writeLoose(h, b, pack);
       }
       pack.fanouts.set(hash.slice(0, 2), true);
     }
-    await this.writeLoose(hash, buf);
+    await this.writeLoose(hash, buf, pack);
     return { hash, size: buf.length, newBytes: buf.length };
   }
 
   /** Write object `hash` (its bytes `buf`) as a file of its own: temp file, renamed into its fanout. */
-  private async writeLoose(hash: string, buf: Uint8Array): Promise<void> {
+  private async writeLoose(hash: string, buf: Uint8Array, w?: PackWriter): Promise<void> {
     const tmp = this.tmpPath();
     try {
       writeFileSync(tmp, buf, { mode: OBJECT_MODE, flag: 'wx' });
@@ -475,6 +505,7 @@ export class ObjectStore {
       }
       renameSync(tmp, this.pathOf(hash));
       this.stored++;
+      this.syncLoose(hash, w);
     } catch (e) {
       rmSync(tmp, { force: true });
       throw await this.writeError(e);
@@ -498,7 +529,7 @@ export class ObjectStore {
       await fs.copyFile(file, tmp, fsc.COPYFILE_FICLONE);
       const hash = await hashFile(tmp);
       const real = (await fs.stat(tmp)).size;
-      return { hash, size: real, newBytes: await this.commit(tmp, hash, real) };
+      return { hash, size: real, newBytes: await this.commit(tmp, hash, real, pack) };
     } catch (e) {
       await fs.rm(tmp, { force: true }).catch(() => undefined);
       throw await this.writeError(e);

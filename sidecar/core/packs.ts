@@ -356,6 +356,15 @@ export class PackWriter {
    * a fanout made meanwhile by another create only costs a duplicate in the pack).
    */
   readonly fanouts = new Map<string, boolean>();
+  /**
+   * The fsyncs of the objects this create wrote as files of their own (too few to pack, larger than
+   * SMALL_FILE_LIMIT, or stored again over a damaged packed copy), and their fanout directories:
+   * ObjectStore.commitPack waits for the files before the manifest may be renamed in and makes the
+   * directories' fsyncs part of `durable`, so a restore point is never listed with an object whose
+   * bytes or name a power loss could take.
+   */
+  readonly looseSynced: Array<Promise<void>> = [];
+  readonly looseDirs = new Set<string>();
   bytes = 0;
 
   /** @param tmp the temp path (objects/tmp/<pid>-<hex>), created (O_EXCL) when the first bytes are written */
