@@ -19,12 +19,10 @@ import type { Entry } from '../../sidecar/machine/dir/manifest';
 import { treeBytesOf } from '../../sidecar/machine/dir/tree';
 import { HELD_LOG_NAME, HELD_NAME, HeldBound, heldTuning } from '../../sidecar/machine/dir/usage';
 import { put, tempSetup } from './dir-fixtures';
+import { recordFsWrites, type FsEv as Ev } from './helpers/fsRecord';
 
 /** The node:fs module object itself (the namespace import's properties are read-only getters), to record calls. */
 const nodeFs = createRequire(__filename)('node:fs') as typeof fs;
-
-type Ev =
-  { k: 'fsync-start' | 'fsync-end'; p: string; n: number } | { k: 'rename'; from: string; to: string; n: number };
 
 describe('dir backend: a create writes in the documented order and keeps its bookkeeping small (issue 14)', function () {
   this.timeout(60000);
@@ -43,37 +41,11 @@ describe('dir backend: a create writes in the documented order and keeps its boo
     await core.createRestorePoint({ target: s.target, stores: [] });
     for (let i = 0; i < 6; i++) put(s.tree, `d${i % 4}/f${i}.txt`, `changed ${i}\n`);
     // record every fsync (by the path its descriptor names now) and every rename, in order
-    const ev: Ev[] = [];
-    let n = 0;
-    const realFsync = nodeFs.fsync;
-    const realRenameSync = nodeFs.renameSync;
-    const where = (fd: number): string => {
-      try {
-        return fs.readlinkSync(`/proc/self/fd/${fd}`);
-      } catch {
-        return `fd ${fd}`;
-      }
-    };
-    (nodeFs as { fsync: unknown }).fsync = (fd: number, cb: (e: NodeJS.ErrnoException | null) => void): void => {
-      const p = where(fd);
-      ev.push({ k: 'fsync-start', p, n: n++ });
-      realFsync(fd, (e) => {
-        ev.push({ k: 'fsync-end', p, n: n++ });
-        cb(e);
-      });
-    };
-    (nodeFs as { renameSync: unknown }).renameSync = (from: fs.PathLike, to: fs.PathLike): void => {
-      realRenameSync(from, to);
-      ev.push({ k: 'rename', from: String(from), to: String(to), n: n++ });
-    };
-    let rp: Awaited<ReturnType<Core['createRestorePoint']>>;
-    try {
-      rp = await core.createRestorePoint({ target: s.target, stores: [] });
-    } finally {
-      (nodeFs as { fsync: unknown }).fsync = realFsync;
-      (nodeFs as { renameSync: unknown }).renameSync = realRenameSync;
-    }
-    const done = n;
+    const {
+      ev,
+      done,
+      result: rp,
+    } = await recordFsWrites(() => core.createRestorePoint({ target: s.target, stores: [] }));
     const objects = path.join(fs.realpathSync(s.state), 'objects');
     const renameTo = (test: (to: string) => boolean, what: string): Ev & { k: 'rename' } => {
       const r = ev.find((e): e is Ev & { k: 'rename' } => e.k === 'rename' && test(e.to));
@@ -115,28 +87,10 @@ describe('dir backend: a create writes in the documented order and keeps its boo
     const core = new Core({ stateDir: s.state });
     const first = await core.createRestorePoint({ target: s.target, stores: [] });
     for (let i = 0; i < 6; i++) put(s.tree, `d${i % 4}/f${i}.txt`, `changed ${i}\n`);
-    const ev: Ev[] = [];
-    let n = 0;
-    const realFsync = nodeFs.fsync;
-    const realRenameSync = nodeFs.renameSync;
-    (nodeFs as { fsync: unknown }).fsync = (fd: number, cb: (e: NodeJS.ErrnoException | null) => void): void => {
-      const p = fs.readlinkSync(`/proc/self/fd/${fd}`);
-      realFsync(fd, (e) => {
-        ev.push({ k: 'fsync-end', p, n: n++ });
-        cb(e);
-      });
-    };
-    (nodeFs as { renameSync: unknown }).renameSync = (from: fs.PathLike, to: fs.PathLike): void => {
-      realRenameSync(from, to);
-      ev.push({ k: 'rename', from: String(from), to: String(to), n: n++ });
-    };
-    let undo: string | undefined;
-    try {
-      undo = (await core.restoreRestorePoint({ target: s.target, id: first.id, scope: 'machine' })).undo?.id;
-    } finally {
-      (nodeFs as { fsync: unknown }).fsync = realFsync;
-      (nodeFs as { renameSync: unknown }).renameSync = realRenameSync;
-    }
+    const { ev, result } = await recordFsWrites(() =>
+      core.restoreRestorePoint({ target: s.target, id: first.id, scope: 'machine' }),
+    );
+    const undo = result.undo?.id;
     assert.ok(undo);
     const jdir = fs.realpathSync(journalDir());
     const entry = ev.find(

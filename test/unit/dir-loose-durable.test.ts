@@ -4,20 +4,15 @@
  * fsynced, with their fanout directory and `objects/`, before the journal entry that lists the
  * restore point is renamed in: without it, a power loss could leave a listed restore point whose
  * object is empty or gone (a loose object is only checked to exist by a restore). Real files, a real
- * Core; every fsync and rename recorded in order, as dir-create-order.test.ts does.
+ * Core; every fsync and rename recorded in order (helpers/fsRecord.ts).
  */
 import * as assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { Core } from '../../sidecar/core/core';
 import { targetKey } from '../../sidecar/core/target';
 import { makeHermesHome, put, tempSetup } from './dir-fixtures';
-
-/** The node:fs module object itself (the namespace import's properties are read-only getters), to record calls. */
-const nodeFs = createRequire(__filename)('node:fs') as typeof fs;
-
-type Ev = { k: 'fsync-end'; p: string; n: number } | { k: 'rename'; to: string; n: number };
+import { recordFsWrites, type FsEv as Ev } from './helpers/fsRecord';
 
 describe('dir backend: objects written as files of their own are durable before the restore point is listed', function () {
   this.timeout(60000);
@@ -38,30 +33,10 @@ describe('dir backend: objects written as files of their own are durable before 
     return out;
   };
 
-  /** Make a restore point with every fsync's end and every synchronous rename recorded. */
+  /** Make a restore point with every fsync and every synchronous rename recorded. */
   const recordedCreate = async (core: Core, stores: string[] = []): Promise<{ ev: Ev[]; id: string }> => {
-    const ev: Ev[] = [];
-    let n = 0;
-    const realFsync = nodeFs.fsync;
-    const realRenameSync = nodeFs.renameSync;
-    (nodeFs as { fsync: unknown }).fsync = (fd: number, cb: (e: NodeJS.ErrnoException | null) => void): void => {
-      const p = fs.readlinkSync(`/proc/self/fd/${fd}`);
-      realFsync(fd, (e) => {
-        ev.push({ k: 'fsync-end', p, n: n++ });
-        cb(e);
-      });
-    };
-    (nodeFs as { renameSync: unknown }).renameSync = (from: fs.PathLike, to: fs.PathLike): void => {
-      realRenameSync(from, to);
-      ev.push({ k: 'rename', to: String(to), n: n++ });
-    };
-    try {
-      const rp = await core.createRestorePoint({ target: s.target, stores });
-      return { ev, id: rp.id };
-    } finally {
-      (nodeFs as { fsync: unknown }).fsync = realFsync;
-      (nodeFs as { renameSync: unknown }).renameSync = realRenameSync;
-    }
+    const { ev, result } = await recordFsWrites(() => core.createRestorePoint({ target: s.target, stores }));
+    return { ev, id: result.id };
   };
 
   const check = (ev: Ev[], id: string, fresh: string[]): void => {

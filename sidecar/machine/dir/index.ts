@@ -283,18 +283,11 @@ export class DirBackend implements MachineBackend {
     if (changed && caches[0]) sc[0].kids ??= kidsOf(caches[0]);
     // the files the last restore wrote (taken: one create uses it), trusted as restoreRecordHash says;
     // their objects must still be in the store (a delete and gc since then may have removed them)
-    const written = this.written;
-    const objects = this.ctx.objects;
     return scanTree(this.root, {
       caches: sc,
       changed,
       skip,
-      known: written
-        ? (e) => {
-            const h = restoreRecordHash(written, e);
-            return h && objects.hasSync(h) ? h : undefined;
-          }
-        : undefined,
+      known: this.knownFromRecord(),
       concurrency: CONCURRENCY,
       hashFile: (abs, size) => this.ctx.objects.putFile(abs, size, pack?.w),
       onScan: (n) => progress?.('scan', n),
@@ -374,7 +367,6 @@ export class DirBackend implements MachineBackend {
     const objects = this.ctx.objects;
     const pack: { w?: PackWriter } = { w: await objects.openPack() };
     try {
-      const written = this.written;
       const file = this.manifestPath(snapshotId);
       const objectsDir = objectsDirOf(file);
       const abortWhat = 'the restore point was not created; nothing in the target was changed';
@@ -383,12 +375,7 @@ export class DirBackend implements MachineBackend {
         prev: parent?.tree ? { tree: parent.tree, scanStartMs: parent.scanStartMs } : undefined,
         hashFile: (abs, size) => objects.putFile(abs, size, pack.w),
         put: (b) => objects.putBuffer(b, pack.w),
-        known: written
-          ? (e) => {
-              const h = restoreRecordHash(written, e);
-              return h && objects.hasSync(h) ? h : undefined;
-            }
-          : undefined,
+        known: this.knownFromRecord(),
         concurrency: CONCURRENCY,
         onScan: (n) => opts.progress?.('scan', n),
         onHash: (d, t) => opts.progress?.('store', d, t),
@@ -413,6 +400,21 @@ export class DirBackend implements MachineBackend {
       if (pack.w) await objects.dropPack(pack.w);
       throw e;
     }
+  }
+
+  /**
+   * The hash of a file the last restore of this process wrote, for the next create's walk (scanTree
+   * and streamCreate `known`): restoreRecordHash's verdict, and only while the object is still in
+   * the store (a delete and gc since then may have removed it); undefined without a record.
+   */
+  private knownFromRecord(): ((e: Entry) => string | undefined) | undefined {
+    const written = this.written;
+    if (!written) return undefined;
+    const objects = this.ctx.objects;
+    return (e) => {
+      const h = restoreRecordHash(written, e);
+      return h && objects.hasSync(h) ? h : undefined;
+    };
   }
 
   /**
