@@ -259,6 +259,26 @@ describe('dir backend: the streamed create of a one-shot process', function () {
     assert.ok(a);
   });
 
+  it('AGENTKEEP_DIR_STREAM is read as the other switches: "true" streams, a bad value warns and keeps the default', async () => {
+    const was = process.env.AGENTKEEP_DIR_STREAM;
+    const realWrite = process.stderr.write.bind(process.stderr);
+    let err = '';
+    (process.stderr as { write: unknown }).write = (c: string | Uint8Array): boolean => ((err += String(c)), true);
+    try {
+      process.env.AGENTKEEP_DIR_STREAM = 'true';
+      const on = await new Core({ stateDir: s.state }).createRestorePoint({ target: s.target, stores: [] });
+      assert.equal(await cached(s.state, on.id), false, 'streamed (a long-running Core does not by default)');
+      process.env.AGENTKEEP_DIR_STREAM = 'sometimes';
+      const dflt = await new Core({ stateDir: s.state }).createRestorePoint({ target: s.target, stores: [] });
+      assert.equal(await cached(s.state, dflt.id), true, 'the default: in memory');
+      assert.match(err, /AGENTKEEP_DIR_STREAM="sometimes" is not .*the streamed create off/);
+    } finally {
+      (process.stderr as { write: unknown }).write = realWrite;
+      if (was === undefined) delete process.env.AGENTKEEP_DIR_STREAM;
+      else process.env.AGENTKEEP_DIR_STREAM = was;
+    }
+  });
+
   it('a one-shot process with the stat workers on keeps the in-memory create (AGENTKEEP_STAT_WORKERS=1)', async () => {
     process.env.AGENTKEEP_STAT_WORKERS = '1';
     const rp = await new Core({ stateDir: s.state, oneShot: true }).createRestorePoint({

@@ -52,6 +52,7 @@ import { HELD_LOG_NAME, HELD_NAME, HeldBound, INDEX_NAME, ObjectIndex } from './
 import { journalFor, journalOffByEnv, type ChangeJournal, type Changed } from './journal';
 import { scanTree, statCacheOf } from './scan';
 import { statWorkersOn } from './statpool';
+import { envSwitch } from '../../core/envWarn';
 import { buildTrees, childrenByDir, treeDifference } from './tree';
 import { streamCreate } from './stream';
 
@@ -157,14 +158,14 @@ export function compareEntries(
  * Whether creates of this backend are streamed (stream.ts, which lstats on the main thread): in a
  * one-shot process whose lstat runs on its main thread (the launcher's slim create, or
  * AGENTKEEP_STAT_WORKERS=0: statpool statWorkersOn; a process with the stat workers on walks level by
- * level on them, as before), or everywhere with AGENTKEEP_DIR_STREAM=1 (tests: the dir suites run
- * both ways), never with AGENTKEEP_DIR_STREAM=0.
+ * level on them, as before), or everywhere with AGENTKEEP_DIR_STREAM=1 (or true/on/yes; tests: the
+ * dir suites run both ways), never with AGENTKEEP_DIR_STREAM=0 (or false/off/no); another value warns
+ * once and keeps the default (core/envWarn.ts envSwitch).
  */
 function streamedCreates(ctx: BackendContext): boolean {
-  const v = process.env.AGENTKEEP_DIR_STREAM;
-  if (v === '1') return true;
-  if (v === '0') return false;
-  return ctx.oneShot === true && !statWorkersOn();
+  // (read as the other AGENTKEEP_* switches: 1/true/on/yes, 0/false/off/no, another value warns)
+  const byDefault = ctx.oneShot === true && !statWorkersOn();
+  return envSwitch(process.env, 'AGENTKEEP_DIR_STREAM', byDefault, 'the streamed create');
 }
 
 /** The dir backend for one target. */
